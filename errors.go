@@ -1,0 +1,75 @@
+package pdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Each maps to exactly one wire code (internal/wire) and back,
+// so errors.Is holds across processes.
+var (
+	// ErrNotFound: a container, object, tag, file, method target or server does not exist.
+	ErrNotFound = errors.New("pdc: not found")
+	// ErrExists: the thing being created already exists.
+	ErrExists = errors.New("pdc: already exists")
+	// ErrInvalid: an argument is malformed (bad name, bad dims, bad flag value).
+	ErrInvalid = errors.New("pdc: invalid argument")
+	// ErrOutOfRange: a region, index or size lies outside what is allowed.
+	ErrOutOfRange = errors.New("pdc: out of range")
+	// ErrUnavailable: a server cannot be reached, died, or is shutting down.
+	ErrUnavailable = errors.New("pdc: server unavailable")
+	// ErrTimeout: the caller's deadline passed before the work finished.
+	// errors.Is(ErrTimeout, context.DeadlineExceeded) holds too.
+	ErrTimeout error = &ctxSentinel{"pdc: deadline exceeded", context.DeadlineExceeded}
+	// ErrCanceled: the caller canceled the work.
+	// errors.Is(ErrCanceled, context.Canceled) holds too.
+	ErrCanceled error = &ctxSentinel{"pdc: canceled", context.Canceled}
+	// ErrPermission: the peer did not prove it knows the cluster secret.
+	ErrPermission = errors.New("pdc: permission denied")
+	// ErrUnimplemented: the server does not know the requested method.
+	ErrUnimplemented = errors.New("pdc: method not implemented")
+	// ErrVersion: the peer speaks a protocol or file format version we do not.
+	ErrVersion = errors.New("pdc: unsupported version")
+	// ErrTooLarge: a length exceeds a configured bound.
+	ErrTooLarge = errors.New("pdc: too large")
+	// ErrProtocol: the peer sent bytes that do not follow the protocol.
+	ErrProtocol = errors.New("pdc: protocol error")
+	// ErrClosed: the client, server or connection was closed by its owner.
+	ErrClosed = errors.New("pdc: closed")
+	// ErrChecksum: stored or transferred bytes do not match their checksum.
+	ErrChecksum = errors.New("pdc: checksum mismatch")
+	// ErrInternal: a server failed in a way that is not the caller's fault.
+	ErrInternal = errors.New("pdc: internal error")
+)
+
+// ServerError is an error reported by a server. It keeps the server's own
+// message and unwraps to the sentinel that the wire code named, so
+// errors.Is(err, ErrNotFound) holds on the client.
+type ServerError struct {
+	// Server names the server: its rank and address.
+	Server string
+	// Method is the RPC method that failed.
+	Method string
+	// Msg is the server's message, which names the object, region or path.
+	Msg string
+	// Err is the sentinel the wire code maps to.
+	Err error
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server %s: %s: %s", e.Server, e.Method, e.Msg)
+}
+
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// ctxSentinel is a sentinel that also matches a context error, so callers
+// may test for either whether the deadline passed here or on a server.
+type ctxSentinel struct {
+	msg string
+	ctx error
+}
+
+func (e *ctxSentinel) Error() string { return e.msg }
+
+func (e *ctxSentinel) Is(target error) bool { return target == e.ctx }

@@ -1,0 +1,8 @@
+module github.com/pdcgo/pdc
+
+go 1.26.0
+
+require (
+	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.12
+)

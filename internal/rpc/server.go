@@ -1,0 +1,476 @@
+package rpc
+
+import (
+	"context"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Request is one call as a handler sees it. Header and Payload belong to the
+// handler; the payload may be returned in the response without copying.
+type Request struct {
+	Method  wire.Method
+	Header  []byte
+	Payload []byte
+	// Client is the name the client gave in its handshake.
+	Client string
+	// Remote is the client's address.
+	Remote string
+}
+
+// Response is a handler's answer. The server owns it once the handler
+// returns: the handler must not change the payload buffers afterwards.
+type Response struct {
+	Header  []byte
+	Payload [][]byte
+}
+
+// Respond returns a response whose header is m.
+func Respond(m wire.Message) *Response { return &Response{Header: m.Marshal(nil)} }
+
+// Handler serves one method. It runs on its own goroutine; ctx carries the
+// client's deadline and is canceled when the client cancels, the connection
+// drops or the server closes. An error is sent to the client as its wire
+// code and message.
+type Handler func(ctx context.Context, req *Request) (*Response, error)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Limits bound frame lengths from clients.
+	Limits wire.Limits
+	// Secret, when set, must be proven by every connecting client.
+	Secret []byte
+	// Rank, Size and Instance are announced in the handshake.
+	Rank, Size uint32
+	Instance   string
+	// Logger receives refusals and protocol errors. Default: slog.Default().
+	Logger *slog.Logger
+	// HandshakeTimeout bounds a new connection's handshake. Default 10s.
+	HandshakeTimeout time.Duration
+	// StallTimeout fails a write that makes no progress for this long.
+	// Default 60s.
+	StallTimeout time.Duration
+	// MaxInFlight bounds the requests one connection may have running; the
+	// server stops reading from a connection at the bound. Default 1024.
+	MaxInFlight int
+}
+
+func (c *ServerConfig) setDefaults() {
+	c.Limits = c.Limits.WithDefaults()
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 60 * time.Second
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 1024
+	}
+}
+
+// Server serves RPCs on any number of listeners.
+type Server struct {
+	cfg      ServerConfig
+	log      *slog.Logger
+	handlers map[wire.Method]Handler
+
+	clients  atomic.Int64
+	requests atomic.Uint64
+	draining atomic.Bool
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // accept loops and connections
+	handlerWG sync.WaitGroup // running handlers, for Shutdown
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*serverConn]struct{}
+	}
+}
+
+// NewServer returns a server with no handlers.
+func NewServer(cfg ServerConfig) *Server {
+	cfg.setDefaults()
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		handlers: make(map[wire.Method]Handler),
+		closing:  make(chan struct{}),
+	}
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*serverConn]struct{})
+	return s
+}
+
+// Handle registers h for m. It must be called before Serve.
+func (s *Server) Handle(m wire.Method, h Handler) { s.handlers[m] = h }
+
+// Stats are a server's counters.
+type Stats struct {
+	Clients  int64  // connections open now
+	Requests uint64 // requests served since start
+}
+
+// Stats returns the server's counters. Safe for concurrent use.
+func (s *Server) Stats() Stats {
+	return Stats{Clients: s.clients.Load(), Requests: s.requests.Load()}
+}
+
+// Serve accepts connections on ln until the server is closed; it then
+// returns pdc.ErrClosed. ln is closed on return.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		_ = ln.Close()
+		return pdc.ErrClosed
+	default:
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, ln)
+		s.mu.Unlock()
+		_ = ln.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return pdc.ErrClosed
+			default:
+			}
+			if s.draining.Load() {
+				return pdc.ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTooManyFiles(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-s.closing:
+					t.Stop()
+					return pdc.ErrClosed
+				}
+				continue
+			}
+			return fmt.Errorf("accept on %s: %w", Addr(ln.Addr()), err)
+		}
+		backoff = 0
+		if !s.track(nc) {
+			return pdc.ErrClosed
+		}
+	}
+}
+
+func (s *Server) track(nc net.Conn) bool {
+	c := &serverConn{s: s, nc: nc, inflight: make(map[uint64]context.CancelFunc)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		_ = nc.Close()
+		c.cancel()
+		return false
+	default:
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.mu.conns, c)
+		s.mu.Unlock()
+	}()
+	return true
+}
+
+// Shutdown stops accepting connections and requests, waits for running
+// handlers to finish (or ctx to end), then closes the server.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	for ln := range s.mu.listeners {
+		_ = ln.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.handlerWG.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("shutdown: handlers still running: %w", ctxErr(ctx))
+	}
+	s.Close()
+	return err
+}
+
+// Close closes every listener and connection and waits for their
+// goroutines and running handlers. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		close(s.closing)
+		for ln := range s.mu.listeners {
+			_ = ln.Close()
+		}
+		for c := range s.mu.conns {
+			c.cancel()
+			_ = c.nc.Close()
+		}
+		s.mu.Unlock()
+	})
+	s.wg.Wait()
+	return nil
+}
+
+// serverConn is one client connection.
+type serverConn struct {
+	s      *Server
+	nc     net.Conn
+	r      *frameReader
+	w      *frameWriter
+	client string
+
+	ctx    context.Context // canceled when the connection ends
+	cancel context.CancelFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup // handlers of this connection
+
+	mu       sync.Mutex
+	inflight map[uint64]context.CancelFunc // guarded by mu
+}
+
+func (c *serverConn) serve() {
+	s := c.s
+	defer func() {
+		c.cancel()
+		c.w.fail(pdc.ErrClosed)
+		_ = c.nc.Close()
+		c.wg.Wait()
+	}()
+	c.r = newFrameReader(c.nc, s.cfg.Limits)
+	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
+	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
+	remote := c.nc.RemoteAddr().String()
+
+	if err := c.handshake(); err != nil {
+		if errors.Is(err, pdc.ErrPermission) {
+			s.log.Warn("refused connection: "+err.Error(), "remote", remote, "client", c.client)
+		} else if !isClosedErr(err) {
+			s.log.Info("handshake failed", "remote", remote, "err", err)
+		}
+		return
+	}
+	s.clients.Add(1)
+	defer s.clients.Add(-1)
+
+	for {
+		f, err := c.r.next()
+		if err != nil {
+			if !isClosedErr(err) {
+				s.log.Warn("closing connection: "+err.Error(), "remote", remote, "client", c.client)
+			}
+			return
+		}
+		if err := c.dispatch(f); err != nil {
+			if !isClosedErr(err) {
+				s.log.Warn("closing connection: "+err.Error(), "remote", remote, "client", c.client)
+			}
+			return
+		}
+	}
+}
+
+// dispatch handles one frame; an error closes the connection.
+func (c *serverConn) dispatch(f wire.Frame) error {
+	s := c.s
+	if f.Version != wire.Version {
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return err
+		}
+		return c.replyErr(f, wire.CodeVersion,
+			fmt.Sprintf("protocol version %d not supported; this server speaks version %d", f.Version, wire.Version))
+	}
+	if f.Flags&wire.FlagCancel != 0 {
+		c.mu.Lock()
+		cancel := c.inflight[f.ID]
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return nil
+	}
+	if f.Flags&wire.FlagResponse != 0 {
+		return fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
+	}
+	h := s.handlers[f.Method]
+	if h == nil || f.Method == wire.MethodHello || f.Method == wire.MethodAuth {
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return err
+		}
+		return c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
+	}
+	hdr, payload, err := c.r.body(f, nil)
+	if err != nil {
+		return err
+	}
+	if s.draining.Load() {
+		return c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
+	}
+
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return pdc.ErrClosed
+	}
+	ctx, cancel := c.ctx, context.CancelFunc(nil)
+	if f.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, f.Timeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	c.mu.Lock()
+	if _, dup := c.inflight[f.ID]; dup {
+		c.mu.Unlock()
+		cancel()
+		<-c.sem
+		return fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
+	}
+	c.inflight[f.ID] = cancel
+	c.mu.Unlock()
+
+	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String()}
+	c.wg.Add(1)
+	s.handlerWG.Add(1)
+	go func() {
+		defer s.handlerWG.Done()
+		defer c.wg.Done()
+		resp, err := c.run(ctx, h, req)
+		s.requests.Add(1)
+		c.mu.Lock()
+		delete(c.inflight, f.ID)
+		c.mu.Unlock()
+		cancel()
+		<-c.sem
+		if err != nil {
+			_ = c.replyErr(f, wire.CodeOf(err), err.Error())
+			return
+		}
+		out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
+		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
+	}()
+	return nil
+}
+
+// run calls h, turning a panic into an internal error so that one bad
+// request cannot take the server down.
+func (c *serverConn) run(ctx context.Context, h Handler, req *Request) (resp *Response, err error) {
+	if ctx.Err() != nil {
+		// The client gave up while the request queued: drop the work.
+		return nil, ctxErr(ctx)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("handler panicked", "method", req.Method.String(), "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("%s: server bug (panic: %v): %w", req.Method, p, pdc.ErrInternal)
+		}
+	}()
+	resp, err = h(ctx, req)
+	if err == nil && resp == nil {
+		resp = &Response{}
+	}
+	return resp, err
+}
+
+func (c *serverConn) replyErr(f wire.Frame, code wire.Code, msg string) error {
+	body := wire.ErrorBody{Code: code, Message: msg}
+	out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
+	return c.w.write(c.ctx, out, body.Marshal(nil), nil)
+}
+
+func (c *serverConn) handshake() error {
+	s := c.s
+	_ = c.nc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	defer c.nc.SetDeadline(time.Time{})
+
+	nonce := newNonce()
+	hello := wire.Hello{
+		Version:      wire.Version,
+		Rank:         s.cfg.Rank,
+		Size:         s.cfg.Size,
+		Instance:     s.cfg.Instance,
+		AuthRequired: len(s.cfg.Secret) > 0,
+		Nonce:        nonce,
+	}
+	if err := c.w.write(c.ctx, wire.Frame{Method: wire.MethodHello}, hello.Marshal(nil), nil); err != nil {
+		return err
+	}
+	f, err := c.r.next()
+	if err != nil {
+		return fmt.Errorf("read auth: %w", err)
+	}
+	if f.Method != wire.MethodAuth || f.Flags != 0 || f.Version != wire.Version {
+		return fmt.Errorf("expected an auth frame, got %s flags %#x version %d: %w", f.Method, uint8(f.Flags), f.Version, pdc.ErrProtocol)
+	}
+	hdr, _, err := c.r.body(f, nil)
+	if err != nil {
+		return err
+	}
+	var auth wire.Auth
+	if err := auth.Unmarshal(hdr); err != nil {
+		return err
+	}
+	c.client = auth.Client
+	var ok wire.AuthOK
+	if len(s.cfg.Secret) > 0 {
+		want := clientProof(s.cfg.Secret, nonce, auth.Nonce)
+		if len(auth.MAC) == 0 || !hmac.Equal(auth.MAC, want) {
+			what := "wrong cluster secret"
+			if len(auth.MAC) == 0 {
+				what = "no cluster secret given"
+			}
+			_ = c.replyErr(f, wire.CodePermission, what+"; this server requires the cluster secret")
+			return fmt.Errorf("%s: %w", what, pdc.ErrPermission)
+		}
+		ok.MAC = serverProof(s.cfg.Secret, nonce, auth.Nonce)
+	}
+	out := wire.Frame{Flags: wire.FlagResponse, Method: wire.MethodAuth, ID: f.ID}
+	return c.w.write(c.ctx, out, ok.Marshal(nil), nil)
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, pdc.ErrClosed) || isConnReset(err)
+}

@@ -1,0 +1,182 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/pdcgo/pdc"
+)
+
+// Message is a header that can be appended to a buffer and decoded from one.
+// Unmarshal resets the message first; fields the decoder does not know are
+// skipped. Decoded byte slices never alias the input.
+type Message interface {
+	Marshal(dst []byte) []byte
+	Unmarshal(b []byte) error
+}
+
+func putUint(b []byte, n protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+func putBool(b []byte, n protowire.Number, v bool) []byte {
+	if !v {
+		return b
+	}
+	return putUint(b, n, 1)
+}
+
+func putInt(b []byte, n protowire.Number, v int64) []byte {
+	return putUint(b, n, protowire.EncodeZigZag(v))
+}
+
+func putBytes(b []byte, n protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendBytes(b, v)
+}
+
+func putString(b []byte, n protowire.Number, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendString(b, v)
+}
+
+// putMsg appends m as a length-delimited field, always (an empty message is
+// still an element of a repeated field).
+func putMsg(b []byte, n protowire.Number, m Message) []byte {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	pos := len(b)
+	b = append(b, 0) // length placeholder, fixed up below
+	b = m.Marshal(b)
+	size := len(b) - pos - 1
+	if size < 0x80 {
+		b[pos] = byte(size)
+		return b
+	}
+	var lb [binaryMaxVarint]byte
+	l := protowire.AppendVarint(lb[:0], uint64(size))
+	b = append(b, l[1:]...)
+	copy(b[pos+len(l):], b[pos+1:pos+1+size])
+	copy(b[pos:], l)
+	return b
+}
+
+const binaryMaxVarint = 10
+
+// fields iterates over the fields of an encoded message.
+type fields struct {
+	b   []byte
+	msg string // message name, for errors
+	err error
+
+	num protowire.Number
+	typ protowire.Type
+	v   uint64 // varint value
+	raw []byte // bytes value
+}
+
+// next advances to the next field; false at the end or on error (see err).
+func (f *fields) next() bool {
+	if f.err != nil || len(f.b) == 0 {
+		return false
+	}
+	num, typ, n := protowire.ConsumeTag(f.b)
+	if n < 0 {
+		f.fail(protowire.ParseError(n))
+		return false
+	}
+	f.b = f.b[n:]
+	f.num, f.typ = num, typ
+	switch typ {
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(f.b)
+	case protowire.BytesType:
+		f.raw, n = protowire.ConsumeBytes(f.b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, f.b)
+	}
+	if n < 0 {
+		f.fail(protowire.ParseError(n))
+		return false
+	}
+	f.b = f.b[n:]
+	return true
+}
+
+func (f *fields) fail(err error) {
+	if f.err == nil {
+		f.err = fmt.Errorf("decode %s: field %d: %v: %w", f.msg, f.num, err, pdc.ErrProtocol)
+	}
+}
+
+// want reports whether the current field has type t; a known field number
+// with another type is an error.
+func (f *fields) want(t protowire.Type) bool {
+	if f.typ != t {
+		f.fail(fmt.Errorf("wire type %d, want %d", f.typ, t))
+		return false
+	}
+	return true
+}
+
+func (f *fields) uint64() uint64 {
+	if !f.want(protowire.VarintType) {
+		return 0
+	}
+	return f.v
+}
+
+func (f *fields) uint32() uint32 {
+	v := f.uint64()
+	if v > math.MaxUint32 {
+		f.fail(fmt.Errorf("value %d overflows uint32", v))
+		return 0
+	}
+	return uint32(v)
+}
+
+func (f *fields) int64() int64 { return protowire.DecodeZigZag(f.uint64()) }
+
+func (f *fields) bool() bool { return f.uint64() != 0 }
+
+func (f *fields) bytes() []byte {
+	if !f.want(protowire.BytesType) {
+		return nil
+	}
+	return append([]byte(nil), f.raw...)
+}
+
+func (f *fields) string() string {
+	if !f.want(protowire.BytesType) {
+		return ""
+	}
+	return string(f.raw)
+}
+
+func (f *fields) msgBytes() []byte {
+	if !f.want(protowire.BytesType) {
+		return nil
+	}
+	return f.raw
+}
+
+func (f *fields) sub(m Message) {
+	raw := f.msgBytes()
+	if f.err != nil {
+		return
+	}
+	if err := m.Unmarshal(raw); err != nil && f.err == nil {
+		f.err = err
+	}
+}
