@@ -137,4 +137,3 @@ func Addr(a net.Addr) string {
 	}
 	return a.String()
 }
-
