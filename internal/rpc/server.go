@@ -201,15 +201,9 @@ func (s *Server) track(nc net.Conn) bool {
 	default:
 	}
 	s.mu.conns[c] = struct{}{}
-	s.wg.Add(1)
+	s.wg.Add(1) // released by the connection's last reader, in finish
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-		s.mu.Lock()
-		delete(s.mu.conns, c)
-		s.mu.Unlock()
-	}()
+	go c.serve()
 	return true
 }
 
@@ -267,7 +261,10 @@ type serverConn struct {
 	ctx    context.Context // canceled when the connection ends
 	cancel context.CancelFunc
 	sem    chan struct{}
-	wg     sync.WaitGroup // handlers of this connection
+	wg     sync.WaitGroup // workers of this connection
+
+	handoff chan struct{} // an idle worker receives from it to become the reader
+	idle    atomic.Int32  // workers waiting on handoff
 
 	mu       sync.Mutex
 	inflight map[uint64]context.CancelFunc // guarded by mu
@@ -275,53 +272,102 @@ type serverConn struct {
 
 func (c *serverConn) serve() {
 	s := c.s
-	defer func() {
-		c.cancel()
-		c.w.fail(pdc.ErrClosed)
-		_ = c.nc.Close()
-		c.wg.Wait()
-	}()
 	c.r = newFrameReader(c.nc, s.cfg.Limits)
 	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
 	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
-	remote := c.nc.RemoteAddr().String()
-
+	c.handoff = make(chan struct{})
+	defer c.finish()
 	if err := c.handshake(); err != nil {
 		if errors.Is(err, pdc.ErrPermission) {
-			s.log.Warn("refused connection: "+err.Error(), "remote", remote, "client", c.client)
+			s.log.Warn("refused connection: "+err.Error(), "remote", c.nc.RemoteAddr().String(), "client", c.client)
 		} else if !isClosedErr(err) {
-			s.log.Info("handshake failed", "remote", remote, "err", err)
+			s.log.Info("handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		}
 		return
 	}
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
+	c.wg.Add(1)
+	go c.worker()
+	<-c.ctx.Done()
+}
 
+// maxIdleWorkers bounds the goroutines a connection keeps waiting to read.
+const maxIdleWorkers = 16
+
+// worker reads frames until one needs a handler, passes reading on to an
+// idle worker (or a new one), runs the handler itself and then waits to
+// read again. The request that woke the reader is thus served without a
+// goroutine switch, and workers are reused rather than started, with their
+// grown stacks, per request. One worker reads at a time.
+func (c *serverConn) worker() {
+	defer c.wg.Done()
 	for {
-		f, err := c.r.next()
+		run, err := c.readRequest()
 		if err != nil {
-			if !isClosedErr(err) {
-				s.log.Warn("closing connection: "+err.Error(), "remote", remote, "client", c.client)
+			if !isClosedErr(err) && c.ctx.Err() == nil {
+				c.s.log.Warn("closing connection: "+err.Error(), "remote", c.nc.RemoteAddr().String(), "client", c.client)
 			}
+			c.cancel()
 			return
 		}
-		if err := c.dispatch(f); err != nil {
-			if !isClosedErr(err) {
-				s.log.Warn("closing connection: "+err.Error(), "remote", remote, "client", c.client)
-			}
+		select {
+		case c.handoff <- struct{}{}:
+		default:
+			c.wg.Add(1)
+			go c.worker()
+		}
+		run()
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case <-c.handoff:
+			c.idle.Add(-1)
+		case <-c.ctx.Done():
+			c.idle.Add(-1)
 			return
 		}
 	}
 }
 
-// dispatch handles one frame; an error closes the connection.
-func (c *serverConn) dispatch(f wire.Frame) error {
+// readRequest reads frames until one is a request to run.
+func (c *serverConn) readRequest() (func(), error) {
+	for {
+		f, err := c.r.next()
+		if err != nil {
+			return nil, err
+		}
+		run, err := c.dispatch(f)
+		if err != nil || run != nil {
+			return run, err
+		}
+	}
+}
+
+// finish ends the connection: cancels its handlers, waits for them and
+// releases it from the server.
+func (c *serverConn) finish() {
+	c.cancel()
+	c.w.fail(pdc.ErrClosed)
+	_ = c.nc.Close()
+	c.wg.Wait()
+	c.s.mu.Lock()
+	delete(c.s.mu.conns, c)
+	c.s.mu.Unlock()
+	c.s.wg.Done()
+}
+
+// dispatch handles one frame. A request comes back as run, to be called on
+// a goroutine of its own; an error closes the connection.
+func (c *serverConn) dispatch(f wire.Frame) (run func(), err error) {
 	s := c.s
 	if f.Version != wire.Version {
 		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-			return err
+			return nil, err
 		}
-		return c.replyErr(f, wire.CodeVersion,
+		return nil, c.replyErr(f, wire.CodeVersion,
 			fmt.Sprintf("protocol version %d not supported; this server speaks version %d", f.Version, wire.Version))
 	}
 	if f.Flags&wire.FlagCancel != 0 {
@@ -331,53 +377,52 @@ func (c *serverConn) dispatch(f wire.Frame) error {
 		if cancel != nil {
 			cancel()
 		}
-		return nil
+		return nil, nil
 	}
 	if f.Flags&wire.FlagResponse != 0 {
-		return fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
+		return nil, fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
 	}
 	h := s.handlers[f.Method]
 	if h == nil || f.Method == wire.MethodHello || f.Method == wire.MethodAuth {
 		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-			return err
+			return nil, err
 		}
-		return c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
+		return nil, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
 	}
 	hdr, payload, err := c.r.body(f, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.draining.Load() {
-		return c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
+		return nil, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
 	}
 
 	select {
 	case c.sem <- struct{}{}:
 	case <-c.ctx.Done():
-		return pdc.ErrClosed
+		return nil, pdc.ErrClosed
 	}
-	ctx, cancel := c.ctx, context.CancelFunc(nil)
+	var ctx context.Context
+	var cancel context.CancelFunc
 	if f.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, f.Timeout)
+		ctx, cancel = context.WithTimeout(c.ctx, f.Timeout)
 	} else {
-		ctx, cancel = context.WithCancel(ctx)
+		ctx, cancel = context.WithCancel(c.ctx)
 	}
 	c.mu.Lock()
 	if _, dup := c.inflight[f.ID]; dup {
 		c.mu.Unlock()
 		cancel()
 		<-c.sem
-		return fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
+		return nil, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
 	}
 	c.inflight[f.ID] = cancel
 	c.mu.Unlock()
 
 	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String()}
-	c.wg.Add(1)
 	s.handlerWG.Add(1)
-	go func() {
+	return func() {
 		defer s.handlerWG.Done()
-		defer c.wg.Done()
 		resp, err := c.run(ctx, h, req)
 		s.requests.Add(1)
 		c.mu.Lock()
@@ -391,8 +436,7 @@ func (c *serverConn) dispatch(f wire.Frame) error {
 		}
 		out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
 		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
-	}()
-	return nil
+	}, nil
 }
 
 // run calls h, turning a panic into an internal error so that one bad

@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// startRPC starts the raw echo server and an RPC server with an echo ping
+// in this process.
+func startRPC(tb testing.TB) RPCConfig {
+	tb.Helper()
+	rawLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	echo := NewEchoServer(rawLn)
+	tb.Cleanup(func() { echo.Close() })
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := rpc.NewServer(rpc.ServerConfig{})
+	srv.Handle(wire.MethodPing, PingHandler)
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return RPCConfig{RawAddr: echo.Addr(), RPCAddr: rpc.Addr(ln.Addr())}
+}
+
+func BenchmarkRPC(b *testing.B) {
+	cfg := startRPC(b)
+	cfg.Duration = time.Second
+	var rs []Result
+	for b.Loop() {
+		var err error
+		rs, err = RPC(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, r := range rs {
+		name := strings.ReplaceAll(r.Case, " ", "_")
+		b.ReportMetric(r.Value, name+"_"+r.Unit)
+		b.ReportMetric(r.Ratio, name+"_ratio")
+	}
+	WriteTable(os.Stdout, rs)
+}
+
+func TestRPCBenchRuns(t *testing.T) {
+	cfg := startRPC(t)
+	cfg.Duration = 100 * time.Millisecond
+	rs, err := RPC(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 5 {
+		t.Fatalf("got %d results, want 5", len(rs))
+	}
+	for _, r := range rs {
+		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
+			t.Errorf("%s: empty figure %+v", r.Case, r)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// EchoServer is the raw ceiling: it writes back whatever it reads, with
+// nothing in between.
+type EchoServer struct {
+	ln net.Listener
+	wg sync.WaitGroup
+	mu struct {
+		sync.Mutex
+		conns map[net.Conn]struct{}
+	}
+}
+
+// NewEchoServer serves on ln until Close.
+func NewEchoServer(ln net.Listener) *EchoServer {
+	s := &EchoServer{ln: ln}
+	s.mu.conns = make(map[net.Conn]struct{})
+	s.wg.Add(1)
+	go s.accept()
+	return s
+}
+
+// Addr is the server's address.
+func (s *EchoServer) Addr() string { return s.ln.Addr().String() }
+
+func (s *EchoServer) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		s.mu.Lock()
+		s.mu.conns[nc] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := nc.Read(buf)
+				if n > 0 {
+					if _, werr := nc.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			nc.Close()
+			s.mu.Lock()
+			delete(s.mu.conns, nc)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the server and waits for its goroutines.
+func (s *EchoServer) Close() error {
+	s.ln.Close()
+	s.mu.Lock()
+	for nc := range s.mu.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func dialRaw(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	_ = nc.(*net.TCPConn).SetNoDelay(true)
+	return nc, nil
+}
+
+// rawPingPong sends msg-sized messages one at a time and waits for each
+// echo; it returns each round trip's duration via record.
+func rawPingPong(ctx context.Context, addr string, size int, loop func(op func() error) error) error {
+	nc, err := dialRaw(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	msg := make([]byte, size)
+	in := make([]byte, size)
+	return loop(func() error {
+		if _, err := nc.Write(msg); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(nc, in)
+		return err
+	})
+}
+
+// rawPipelined keeps window messages in flight on one connection, one write
+// system call per message, and counts echoes until ctx ends.
+func rawPipelined(ctx context.Context, addr string, size, window int) (int64, error) {
+	nc, err := dialRaw(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	credits := make(chan struct{}, window)
+	for range window {
+		credits <- struct{}{}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		msg := make([]byte, size)
+		for {
+			select {
+			case <-credits:
+			case <-ctx.Done():
+				return
+			}
+			if _, err := nc.Write(msg); err != nil {
+				return
+			}
+		}
+	}()
+	br := bufio.NewReaderSize(nc, 64<<10)
+	in := make([]byte, size)
+	var n int64
+	for {
+		if _, err := io.ReadFull(br, in); err != nil {
+			break
+		}
+		n++
+		credits <- struct{}{}
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		return n, errors.New("raw pipelined: connection ended early")
+	}
+	return n, nil
+}
