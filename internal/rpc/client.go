@@ -60,8 +60,9 @@ type Conn struct {
 	w     *frameWriter
 	hello wire.Hello
 
-	nextID atomic.Uint64
-	done   chan struct{} // closed when the reader stops
+	nextID   atomic.Uint64
+	inFlight atomic.Int64  // calls waiting for a reply
+	done     chan struct{} // closed when the reader stops
 
 	mu struct {
 		sync.Mutex
@@ -299,6 +300,8 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 	}
+	c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
 	cl := callPool.Get().(*call)
 	cl.into = into
 	c.mu.Lock()
@@ -379,4 +382,41 @@ func (c *Conn) finish(m wire.Method, cl *call) (Reply, error) {
 func (c *Conn) release(cl *call) {
 	*cl = call{done: cl.done}
 	callPool.Put(cl)
+}
+
+// Probe connects to addr, reads the server's hello and hangs up without
+// authenticating. It tells whether a server is there and which instance.
+func Probe(ctx context.Context, addr string) (wire.Hello, error) {
+	network, address := splitAddr(addr)
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		if ctx.Err() != nil {
+			return wire.Hello{}, fmt.Errorf("probe %s: %w", addr, ctxErr(ctx))
+		}
+		return wire.Hello{}, fmt.Errorf("probe %s: %w: %w", addr, pdc.ErrUnavailable, err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = nc.SetDeadline(deadline)
+	r := newFrameReader(nc, wire.Limits{MaxHeader: 64 << 10, MaxPayload: 1})
+	f, err := r.next()
+	if err == nil && (f.Method != wire.MethodHello || f.Flags != 0) {
+		err = fmt.Errorf("first frame is %s, not hello: %w", f.Method, pdc.ErrProtocol)
+	}
+	var hdr []byte
+	if err == nil {
+		hdr, _, err = r.body(f, nil)
+	}
+	var h wire.Hello
+	if err == nil {
+		err = h.Unmarshal(hdr)
+	}
+	if err != nil {
+		return wire.Hello{}, fmt.Errorf("probe %s: %w: %w", addr, pdc.ErrUnavailable, err)
+	}
+	return h, nil
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// Pool keeps a few connections to one server, dialed on first use and
-// redialed when they break. Calls are spread round-robin. Safe for
-// concurrent use.
+// Pool keeps a few connections to one server: one is dialed on first use,
+// more only while every open one is busy, and broken ones are redialed.
+// Calls go to the least busy connection. Safe for concurrent use.
 type Pool struct {
 	addr  string
 	opts  DialOptions
@@ -45,12 +45,40 @@ func (p *Pool) Addr() string { return p.addr }
 // Label names the server in errors.
 func (p *Pool) Label() string { return p.opts.Label }
 
-// Get returns a healthy connection, dialing if needed.
+// growAt is the number of calls in flight on every pooled connection at
+// which the pool dials another one.
+const growAt = 8
+
+// Get returns a healthy connection: the least busy one, unless all are
+// busy and the pool has room for another, which it then dials.
 func (p *Pool) Get(ctx context.Context) (*Conn, error) {
-	s := &p.slots[int(p.next.Add(1))%len(p.slots)]
-	if c := s.conn.Load(); c != nil && !c.Broken() {
-		return c, nil
+	var best *Conn
+	bestLoad := int64(-1)
+	empty := -1
+	start := int(p.next.Add(1))
+	for k := range p.slots {
+		i := (start + k) % len(p.slots)
+		c := p.slots[i].conn.Load()
+		if c == nil || c.Broken() {
+			if empty < 0 {
+				empty = i
+			}
+			continue
+		}
+		if load := c.inFlight.Load(); bestLoad < 0 || load < bestLoad {
+			best, bestLoad = c, load
+		}
 	}
+	if best != nil && (bestLoad < growAt || empty < 0) {
+		return best, nil
+	}
+	return p.dial(ctx, empty)
+}
+
+// dial fills slot i with a new connection unless another caller did so
+// first.
+func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
+	s := &p.slots[i]
 	select {
 	case s.lock <- struct{}{}:
 	case <-ctx.Done():

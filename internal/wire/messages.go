@@ -234,3 +234,28 @@ func (m *Status) Unmarshal(b []byte) error {
 	}
 	return f.err
 }
+
+// RegisterRequest is a starting server's registration with rank 0.
+type RegisterRequest struct {
+	Server ServerInfo // 1
+	Size   uint32     // 2: the cluster size the registrant was started with
+}
+
+func (m *RegisterRequest) Marshal(b []byte) []byte {
+	b = putMsg(b, 1, &m.Server)
+	return putUint(b, 2, uint64(m.Size))
+}
+
+func (m *RegisterRequest) Unmarshal(b []byte) error {
+	*m = RegisterRequest{}
+	f := fields{b: b, msg: "RegisterRequest"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			f.sub(&m.Server)
+		case 2:
+			m.Size = f.uint32()
+		}
+	}
+	return f.err
+}

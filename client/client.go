@@ -1,0 +1,253 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Option configures Connect.
+type Option func(*options)
+
+type options struct {
+	tmpDir     string
+	secret     []byte
+	secretFile string
+	poolSize   int
+	name       string
+}
+
+// WithTmpDir reads the server list and secret from dir instead of
+// $PDC_TMPDIR (default ./pdc_tmp).
+func WithTmpDir(dir string) Option { return func(o *options) { o.tmpDir = dir } }
+
+// WithSecret sets the cluster secret.
+func WithSecret(secret []byte) Option { return func(o *options) { o.secret = secret } }
+
+// WithSecretFile reads the cluster secret from path instead of the tmpdir.
+func WithSecretFile(path string) Option { return func(o *options) { o.secretFile = path } }
+
+// WithPoolSize sets how many connections the client keeps per server
+// (default 2).
+func WithPoolSize(n int) Option { return func(o *options) { o.poolSize = n } }
+
+// WithName sets the name servers log for this client (default pid@host).
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// DefaultTmpDir is $PDC_TMPDIR, or ./pdc_tmp.
+func DefaultTmpDir() string {
+	if d := os.Getenv("PDC_TMPDIR"); d != "" {
+		return d
+	}
+	return "pdc_tmp"
+}
+
+// Server describes one server of the cluster.
+type Server struct {
+	Rank     int
+	Addr     string
+	Roles    string // "metadata", "data" or "both"
+	PID      int
+	Host     string
+	Instance string
+	Start    time.Time
+}
+
+// Label names the server as errors do: "rank 2 (127.0.0.1:4000)".
+func (s Server) Label() string { return fmt.Sprintf("rank %d (%s)", s.Rank, s.Addr) }
+
+// Client talks to a pdc cluster.
+type Client struct {
+	tmpDir  string
+	servers []Server
+	pools   []*rpc.Pool
+
+	closeOnce sync.Once
+}
+
+// Connect reads the cluster's server list and returns a client. It does not
+// dial: connections are made on first use. With no server list it fails at
+// once with pdc.ErrNotFound and a message saying how to start servers.
+func Connect(ctx context.Context, opts ...Option) (*Client, error) {
+	o := options{tmpDir: DefaultTmpDir(), poolSize: 2}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	list, err := cluster.ReadList(o.tmpDir)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	secret := o.secret
+	if secret == nil {
+		if o.secretFile != "" {
+			secret, err = cluster.ReadSecret(o.secretFile)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = fmt.Errorf("secret file %s does not exist: %w", o.secretFile, pdc.ErrNotFound)
+			}
+		} else {
+			secret, err = cluster.SecretIn(o.tmpDir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+	}
+	c := &Client{tmpDir: o.tmpDir}
+	for _, s := range list.Servers {
+		c.servers = append(c.servers, Server(s))
+		c.pools = append(c.pools, rpc.NewPool(s.Addr, o.poolSize, rpc.DialOptions{
+			Secret: secret, Label: s.Label(), ClientName: o.name,
+		}))
+	}
+	return c, nil
+}
+
+// TmpDir is the directory the server list was read from.
+func (c *Client) TmpDir() string {
+	abs, err := filepath.Abs(c.tmpDir)
+	if err != nil {
+		return c.tmpDir
+	}
+	return abs
+}
+
+// Servers returns the cluster's servers in rank order.
+func (c *Client) Servers() []Server { return append([]Server(nil), c.servers...) }
+
+func (c *Client) pool(rank int) (*rpc.Pool, error) {
+	if rank < 0 || rank >= len(c.pools) {
+		return nil, fmt.Errorf("no server of rank %d: the cluster has ranks 0..%d: %w", rank, len(c.pools)-1, pdc.ErrNotFound)
+	}
+	return c.pools[rank], nil
+}
+
+// Ping makes one round trip to the server of the given rank and returns its
+// duration.
+func (c *Client) Ping(ctx context.Context, rank int) (time.Duration, error) {
+	p, err := c.pool(rank)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := p.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if _, err := conn.Call(ctx, wire.MethodPing, nil, nil, nil); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// ServerStatus is one server's answer to Status.
+type ServerStatus struct {
+	Server
+	// Err is why the server did not answer; the other fields but Server
+	// are then zero.
+	Err      error
+	Size     int
+	Clients  uint64 // connections open now, this client's included
+	Requests uint64 // requests served since start
+	Uptime   time.Duration
+	Version  string
+}
+
+// Status asks every server for its status, concurrently. It returns one
+// entry per server in rank order; the error joins the failures, each also in
+// its entry's Err.
+func (c *Client) Status(ctx context.Context) ([]ServerStatus, error) {
+	out := make([]ServerStatus, len(c.servers))
+	var wg sync.WaitGroup
+	for i := range c.servers {
+		wg.Go(func() {
+			out[i] = c.status(ctx, i)
+		})
+	}
+	wg.Wait()
+	var errs []error
+	for _, s := range out {
+		if s.Err != nil {
+			errs = append(errs, s.Err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c *Client) status(ctx context.Context, rank int) ServerStatus {
+	st := ServerStatus{Server: c.servers[rank]}
+	rep, err := c.pools[rank].Call(ctx, wire.MethodStatus, nil, nil, nil)
+	if err != nil {
+		st.Err = err
+		return st
+	}
+	var ws wire.Status
+	if err := ws.Unmarshal(rep.Header); err != nil {
+		st.Err = fmt.Errorf("status of %s: %w", st.Label(), err)
+		return st
+	}
+	st.Server = Server(cluster.ServerFromInfo(ws.Server))
+	st.Size = int(ws.Size)
+	st.Clients = ws.Clients
+	st.Requests = ws.Requests
+	st.Uptime = time.Duration(ws.UptimeNS)
+	st.Version = ws.Version
+	return st
+}
+
+// Shutdown asks every server to stop cleanly, concurrently, and waits until
+// each has closed its connections or ctx ends. The error joins the failures;
+// a server already gone fails with pdc.ErrUnavailable.
+func (c *Client) Shutdown(ctx context.Context) error {
+	errs := make([]error, len(c.servers))
+	var wg sync.WaitGroup
+	for i := range c.servers {
+		wg.Go(func() { errs[i] = c.ShutdownServer(ctx, i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ShutdownServer asks the server of the given rank to stop cleanly: it
+// finishes the requests it is running and closes. It returns once the
+// server has closed this client's connection, or ctx ends.
+func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
+	p, err := c.pool(rank)
+	if err != nil {
+		return err
+	}
+	conn, err := p.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Call(ctx, wire.MethodShutdown, nil, nil, nil); err != nil {
+		return err
+	}
+	select {
+	case <-conn.Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s did not stop: %w", c.servers[rank].Label(), ctx.Err())
+	}
+}
+
+// Close closes every connection. Idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		for _, p := range c.pools {
+			p.Close()
+		}
+	})
+	return nil
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/server"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func init() {
+	register(command{name: "server", summary: "run one server process (replaces pdc_server.exe)", run: runServer})
+}
+
+// readyFDEnv names the descriptor on which a server started by `pdc up`
+// reports that the cluster is complete.
+const readyFDEnv = "PDC_READY_FD"
+
+func runServer(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "server", "[flags]")
+	rank := fs.Int("rank", -1, "this server's rank (default: from the launcher's environment, else 0)")
+	size := fs.Int("size", 0, "number of servers in the cluster (default: from the launcher's environment, else 1)")
+	listen := fs.String("listen", "127.0.0.1:0", `address to listen on: "host:port" (port 0 picks one) or "unix:/path"`)
+	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "directory for the server list and secret ($PDC_TMPDIR)")
+	datadir := fs.String("datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
+	roles := fs.String("roles", "both", "what this server does: metadata, data or both")
+	secretFile := fs.String("secret-file", "", "cluster secret file (default: tmpdir/"+cluster.SecretFile+" if it exists)")
+	maxHeader := fs.Uint("max-header", wire.DefaultMaxHeader, "largest frame header accepted, bytes")
+	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
+	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("server: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("server: --log-level %q: want debug, info, warn or error: %w", *logLevel, errUsage)
+	}
+	r, err := cluster.ParseRoles(*roles)
+	if err != nil {
+		return fmt.Errorf("server: --roles: %w", err)
+	}
+	cfg := server.Config{
+		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
+		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(),
+		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
+	}
+	launch, fromEnv, err := cluster.FromEnv(e.getenv)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if cfg.Rank < 0 {
+		cfg.Rank = 0
+		if fromEnv {
+			cfg.Rank = launch.Rank
+		}
+	}
+	if cfg.Size == 0 && fromEnv {
+		cfg.Size = launch.Size
+	}
+	if fdStr := e.getenv(readyFDEnv); fdStr != "" {
+		fd, err := strconv.Atoi(fdStr)
+		if err != nil || fd < 3 {
+			return fmt.Errorf("server: %s=%q is not a file descriptor: %w", readyFDEnv, fdStr, errUsage)
+		}
+		ready := os.NewFile(uintptr(fd), "ready")
+		defer ready.Close()
+		cfg.Ready = func(self cluster.Server, _ *cluster.List) {
+			fmt.Fprintf(ready, "ready %d %s\n", self.Rank, self.Addr)
+			ready.Close()
+		}
+	}
+	return server.Run(ctx, cfg)
+}
+
+// serverArgs builds the command line `pdc up` gives a server.
+func serverArgs(rank, size int, listen, tmpdir, datadir, roles, secretFile string) []string {
+	args := []string{"server",
+		"--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size),
+		"--listen", listen, "--tmpdir", tmpdir, "--datadir", datadir, "--roles", roles}
+	if secretFile != "" {
+		args = append(args, "--secret-file", secretFile)
+	}
+	return args
+}
+

@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+)
+
+func init() {
+	register(command{name: "up", summary: "start a local cluster of N servers in the background", run: runUp})
+	register(command{name: "down", summary: "stop the cluster cleanly (replaces close_server)", run: runDown})
+	register(command{name: "status", summary: "show every server: rank, address, roles, pid, uptime, clients, requests", run: runStatus})
+	register(command{name: "ping", summary: "round-trip to every server", run: runPing})
+}
+
+type upOptions struct {
+	n               int
+	tmpdir, datadir string
+	unix            bool
+	roles           string
+	secret          bool
+	timeout         time.Duration
+}
+
+func runUp(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "up", "-n N [flags]")
+	var o upOptions
+	fs.IntVar(&o.n, "n", 1, "number of servers")
+	fs.StringVar(&o.tmpdir, "tmpdir", e.tmpDirDefault(), "directory for the server list, secret and logs ($PDC_TMPDIR)")
+	fs.StringVar(&o.datadir, "datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
+	fs.BoolVar(&o.unix, "unix", false, "listen on Unix sockets in the tmpdir instead of 127.0.0.1 ports")
+	fs.StringVar(&o.roles, "roles", "both", "role of every server: metadata, data or both")
+	fs.BoolVar(&o.secret, "secret", true, "make a cluster secret that every connection must prove")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the servers to start")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if o.n < 1 || o.n > 4096 {
+		return fmt.Errorf("up: -n %d: want 1 to 4096 servers: %w", o.n, errUsage)
+	}
+	procs, err := up(ctx, e.stderr, o)
+	if err != nil {
+		return err
+	}
+	printProcs(e.stdout, procs)
+	fmt.Fprintf(e.stdout, "%d servers up; tmpdir %s. Stop them with: pdc down --tmpdir %s\n", len(procs), o.tmpdir, o.tmpdir)
+	return nil
+}
+
+// up starts a local cluster and checks that every server answers a ping.
+func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error) {
+	tmpdir, err := filepath.Abs(o.tmpdir)
+	if err != nil {
+		return nil, err
+	}
+	datadir, err := filepath.Abs(o.datadir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmpdir, 0o755); err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	// Refuse before touching anything a running cluster depends on.
+	stale, err := cluster.CheckStale(ctx, tmpdir)
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	if stale != nil {
+		fmt.Fprintf(warn, "pdc up: replacing the stale server list in %s: none of its %d servers answers (a dead cluster)\n", tmpdir, stale.Size)
+		if err := cluster.RemoveFiles(tmpdir); err != nil {
+			return nil, fmt.Errorf("up: remove the stale server list: %w", err)
+		}
+	}
+	secretFile := filepath.Join(tmpdir, cluster.SecretFile)
+	if o.secret {
+		if _, err := cluster.NewSecret(tmpdir); err != nil {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+	} else if err := os.Remove(secretFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("up: find the pdc binary: %w", err)
+	}
+	procs, err := cluster.StartLocal(ctx, cluster.LocalConfig{
+		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	defer c.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, p := range procs {
+		if _, err := c.Ping(pctx, p.Rank); err != nil {
+			return nil, fmt.Errorf("up: servers started but %w", err)
+		}
+	}
+	return procs, nil
+}
+
+func printProcs(w io.Writer, procs []cluster.Proc) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tADDRESS\tPID\tLOG")
+	for _, p := range procs {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", p.Rank, p.Addr, p.PID, p.Log)
+	}
+	tw.Flush()
+}
+
+func runDown(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "down", "[flags]")
+	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to stop")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("down: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	n, err := down(ctx, e.stderr, *tmpdir, *timeout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "stopped %d servers\n", n)
+	return nil
+}
+
+// down stops every server of the cluster in tmpdir, waits until their
+// processes are gone and removes the server list. Servers that were already
+// gone are reported on warn and are not an error.
+func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	if err != nil {
+		return 0, fmt.Errorf("down: %w", err)
+	}
+	defer c.Close()
+	host, _ := os.Hostname()
+	servers := c.Servers()
+	errs := make([]error, len(servers))
+	gone := make([]bool, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			err := c.ShutdownServer(ctx, s.Rank)
+			local := s.Host == host
+			switch {
+			case errors.Is(err, pdc.ErrUnavailable) && (!local || !processExists(s.PID)):
+				gone[i] = true
+				fmt.Fprintf(warn, "pdc down: %s was already gone\n", s.Label())
+				return
+			case err != nil:
+				errs[i] = err
+				return
+			}
+			if local {
+				// Its connections are closed; wait for the process itself.
+				if err := cluster.WaitExit(ctx, s.PID); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", s.Label(), err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("down: %w", err)
+	}
+	if err := cluster.RemoveFiles(tmpdir); err != nil {
+		return 0, fmt.Errorf("down: %w", err)
+	}
+	stopped := 0
+	for _, g := range gone {
+		if !g {
+			stopped++
+		}
+	}
+	return stopped, nil
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func processExists(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(sigZero) == nil
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "status", "[flags]")
+	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for answers")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer c.Close()
+	sts, err := c.Status(ctx)
+	printStatus(e.stdout, sts)
+	if err != nil {
+		return fmt.Errorf("status: %d of %d servers did not answer: %w", len(unjoin(err)), len(sts), err)
+	}
+	return nil
+}
+
+func printStatus(w io.Writer, sts []client.ServerStatus) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tADDRESS\tROLES\tPID\tUPTIME\tCLIENTS\tREQUESTS")
+	for _, s := range sts {
+		if s.Err != nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\tDOWN\t-\t-\n", s.Rank, s.Addr, s.Roles, s.PID)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\n", s.Rank, s.Addr, s.Roles, s.PID,
+			s.Uptime.Round(time.Second), s.Clients, s.Requests)
+	}
+	tw.Flush()
+}
+
+func runPing(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "ping", "[flags]")
+	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline for each server")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	if err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	defer c.Close()
+	return pingAll(ctx, e.stdout, c, *timeout)
+}
+
+func pingAll(ctx context.Context, w io.Writer, c *client.Client, timeout time.Duration) error {
+	var errs []error
+	for _, s := range c.Servers() {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		rtt, err := c.Ping(pctx, s.Rank)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(w, "%s: %v\n", s.Label(), err)
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s: pong in %v\n", s.Label(), rtt.Round(time.Microsecond))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// File names in the tmpdir.
+const (
+	// ListFile is the server list clients read.
+	ListFile = "pdc_server_list"
+	// Rank0File tells starting servers where rank 0 listens.
+	Rank0File = "pdc_rank0"
+	// SecretFile holds the cluster secret that `pdc up` makes.
+	SecretFile = "pdc_secret"
+
+	listMagic    = "pdc-server-list"
+	listVersion  = 1
+	rank0Magic   = "pdc-rank0"
+	rank0Version = 1
+)
+
+// Roles is what a server does: metadata, data or both.
+type Roles = wire.Role
+
+// ParseRoles parses "metadata", "data", "both" or "metadata,data".
+func ParseRoles(s string) (Roles, error) {
+	var r Roles
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case "metadata", "meta":
+			r |= wire.RoleMetadata
+		case "data":
+			r |= wire.RoleData
+		case "both":
+			r |= wire.RoleBoth
+		default:
+			return 0, fmt.Errorf("unknown role %q (want metadata, data or both): %w", p, pdc.ErrInvalid)
+		}
+	}
+	return r, nil
+}
+
+// RoleString formats roles the way ParseRoles reads them.
+func RoleString(r Roles) string {
+	switch r {
+	case wire.RoleBoth:
+		return "both"
+	case wire.RoleMetadata:
+		return "metadata"
+	case wire.RoleData:
+		return "data"
+	}
+	return fmt.Sprintf("roles(%d)", uint32(r))
+}
+
+// Server is one member of a cluster.
+type Server struct {
+	Rank     int       `json:"rank"`
+	Addr     string    `json:"addr"`
+	Roles    string    `json:"roles"`
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Instance string    `json:"instance"`
+	Start    time.Time `json:"start"`
+}
+
+// Label names the server in messages: "rank 2 (127.0.0.1:4000)".
+func (s Server) Label() string { return fmt.Sprintf("rank %d (%s)", s.Rank, s.Addr) }
+
+// Info converts s to its wire form.
+func (s Server) Info() wire.ServerInfo {
+	r, _ := ParseRoles(s.Roles)
+	return wire.ServerInfo{Rank: uint32(s.Rank), Addr: s.Addr, Roles: r, PID: uint32(s.PID), Host: s.Host,
+		Instance: s.Instance, StartUnix: s.Start.UnixNano()}
+}
+
+// ServerFromInfo converts a wire ServerInfo.
+func ServerFromInfo(i wire.ServerInfo) Server {
+	return Server{Rank: int(i.Rank), Addr: i.Addr, Roles: RoleString(i.Roles), PID: int(i.PID), Host: i.Host,
+		Instance: i.Instance, Start: time.Unix(0, i.StartUnix)}
+}
+
+// List is a complete cluster: Size servers, ranks 0 to Size-1, in order.
+type List struct {
+	Size    int       `json:"size"`
+	Created time.Time `json:"created"`
+	Servers []Server  `json:"servers"`
+}
+
+// Validate checks that l names every rank exactly once, in order.
+func (l *List) Validate() error {
+	if l.Size < 1 || len(l.Servers) != l.Size {
+		return fmt.Errorf("server list has %d servers for size %d: %w", len(l.Servers), l.Size, pdc.ErrInvalid)
+	}
+	for i, s := range l.Servers {
+		if s.Rank != i {
+			return fmt.Errorf("server list entry %d has rank %d: %w", i, s.Rank, pdc.ErrInvalid)
+		}
+		if s.Addr == "" {
+			return fmt.Errorf("server list: rank %d has no address: %w", i, pdc.ErrInvalid)
+		}
+		if _, err := ParseRoles(s.Roles); err != nil {
+			return fmt.Errorf("server list: rank %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// WriteList validates l and writes it to dir/ListFile atomically.
+func WriteList(dir string, l *List) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	body, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
+}
+
+// ReadList reads dir/ListFile. A missing list is pdc.ErrNotFound with a
+// message that says how to start servers.
+func ReadList(dir string) (*List, error) {
+	path := filepath.Join(dir, ListFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no server list at %s: no pdc servers are running with this tmpdir (start them with `pdc up`, or set PDC_TMPDIR): %w", path, pdc.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read server list: %w", err)
+	}
+	body, err := unframeFile(path, listMagic, listVersion, data)
+	if err != nil {
+		return nil, err
+	}
+	var l List
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", path, err, pdc.ErrProtocol)
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &l, nil
+}
+
+// Rendezvous is what rank 0 publishes so that the others can register.
+type Rendezvous struct {
+	Addr     string `json:"addr"`
+	Instance string `json:"instance"`
+	Size     int    `json:"size"`
+	PID      int    `json:"pid"`
+}
+
+// WriteRendezvous writes dir/Rank0File atomically.
+func WriteRendezvous(dir string, r Rendezvous) error {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
+}
+
+// ReadRendezvous reads dir/Rank0File; fs.ErrNotExist when there is none.
+func ReadRendezvous(dir string) (Rendezvous, error) {
+	path := filepath.Join(dir, Rank0File)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Rendezvous{}, err
+	}
+	body, err := unframeFile(path, rank0Magic, rank0Version, data)
+	if err != nil {
+		return Rendezvous{}, err
+	}
+	var r Rendezvous
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Rendezvous{}, fmt.Errorf("%s: %v: %w", path, err, pdc.ErrProtocol)
+	}
+	return r, nil
+}
+
+// RemoveFiles removes the list and the rendezvous record from dir.
+func RemoveFiles(dir string) error {
+	var errs []error
+	for _, name := range []string{ListFile, Rank0File} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return syncDir(dir)
+	}
+	return errors.Join(errs...)
+}
+
+// Alive reports whether s is still the server that answers at its address:
+// something answers there and announces s's instance.
+func Alive(ctx context.Context, s Server) bool {
+	h, err := rpc.Probe(ctx, s.Addr)
+	return err == nil && h.Instance == s.Instance
+}
+
+// LiveServers probes every server of l concurrently and returns those that
+// are alive, in rank order.
+func LiveServers(ctx context.Context, l *List) []Server {
+	var mu sync.Mutex
+	var live []Server
+	var wg sync.WaitGroup
+	for _, s := range l.Servers {
+		wg.Go(func() {
+			if Alive(ctx, s) {
+				mu.Lock()
+				live = append(live, s)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(live, func(a, b Server) int { return a.Rank - b.Rank })
+	return live
+}
+
+// CheckStale looks for a server list in dir. No list: nil, nil. A list whose
+// servers all are gone: that stale list, nil; the caller replaces it. Any
+// member still alive: an error naming it, because another cluster uses dir.
+func CheckStale(ctx context.Context, dir string) (*List, error) {
+	l, err := ReadList(dir)
+	if errors.Is(err, pdc.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		// A torn or foreign file cannot belong to a live cluster of ours:
+		// the list is written atomically.
+		return &List{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if live := LiveServers(ctx, l); len(live) > 0 {
+		s := live[0]
+		return nil, fmt.Errorf("a pdc cluster is already running in %s (%d of %d servers answer; %s, pid %d on %s): stop it with `pdc down --tmpdir %s` or use another tmpdir: %w",
+			dir, len(live), l.Size, s.Label(), s.PID, s.Host, dir, pdc.ErrExists)
+	}
+	return l, nil
+}

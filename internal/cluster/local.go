@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+)
+
+// LocalConfig describes a cluster of server processes on this host.
+type LocalConfig struct {
+	// Binary is the pdc executable. Required.
+	Binary string
+	// N is the number of servers. Required.
+	N int
+	// TmpDir and DataDir are passed to every server. Required.
+	TmpDir, DataDir string
+	// Unix makes servers listen on Unix sockets in TmpDir instead of
+	// 127.0.0.1 ports.
+	Unix bool
+	// Roles for every server ("both" by default).
+	Roles string
+	// SecretFile is passed to the servers when set.
+	SecretFile string
+	// Env is added to the servers' environment.
+	Env []string
+	// Timeout bounds the wait for the cluster to be complete. Default 60s.
+	Timeout time.Duration
+}
+
+// Proc is a started server process.
+type Proc struct {
+	Rank int
+	PID  int
+	Addr string
+	Log  string // path of its log file
+}
+
+// StartLocal starts cfg.N `pdc server` processes in the background, in a
+// session of their own so they outlive the caller, and waits until every
+// one reports that the cluster is complete. On failure it kills the ones
+// it started and says which one failed and what its log says.
+func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
+	if cfg.N < 1 {
+		return nil, fmt.Errorf("cluster of %d servers: %w", cfg.N, pdc.ErrInvalid)
+	}
+	if cfg.Roles == "" {
+		cfg.Roles = "both"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	logDir := filepath.Join(cfg.TmpDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+
+	type started struct {
+		proc  Proc
+		cmd   *exec.Cmd
+		ready *os.File
+	}
+	var all []*started
+	killAll := func() {
+		for _, s := range all {
+			_ = s.cmd.Process.Kill()
+			_, _ = s.cmd.Process.Wait()
+		}
+	}
+	for rank := range cfg.N {
+		listen := "127.0.0.1:0"
+		if cfg.Unix {
+			sock := filepath.Join(cfg.TmpDir, "sock")
+			if err := os.MkdirAll(sock, 0o700); err != nil {
+				killAll()
+				return nil, err
+			}
+			path := filepath.Join(sock, "rank-"+strconv.Itoa(rank)+".sock")
+			_ = os.Remove(path)
+			listen = "unix:" + path
+		}
+		args := []string{"server",
+			"--rank", strconv.Itoa(rank), "--size", strconv.Itoa(cfg.N),
+			"--listen", listen, "--tmpdir", cfg.TmpDir, "--datadir", cfg.DataDir, "--roles", cfg.Roles,
+			"--startup-timeout", cfg.Timeout.String()}
+		if cfg.SecretFile != "" {
+			args = append(args, "--secret-file", cfg.SecretFile)
+		}
+		logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			killAll()
+			return nil, err
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			logf.Close()
+			killAll()
+			return nil, err
+		}
+		cmd := exec.Command(cfg.Binary, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.ExtraFiles = []*os.File{pw}
+		cmd.Env = append(os.Environ(), cfg.Env...)
+		cmd.Env = append(cmd.Env, "PDC_READY_FD=3")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		err = cmd.Start()
+		logf.Close()
+		pw.Close()
+		if err != nil {
+			pr.Close()
+			killAll()
+			return nil, fmt.Errorf("start server rank %d: %w", rank, err)
+		}
+		all = append(all, &started{proc: Proc{Rank: rank, PID: cmd.Process.Pid, Log: logPath}, cmd: cmd, ready: pr})
+	}
+
+	// Each server writes one line on its ready pipe once the cluster is
+	// complete, then closes it; a server that dies closes it without one.
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, s := range all {
+		wg.Go(func() {
+			defer s.ready.Close()
+			stop := context.AfterFunc(ctx, func() { _ = s.ready.SetReadDeadline(time.Unix(1, 0)) })
+			defer stop()
+			line, err := bufio.NewReader(s.ready).ReadString('\n')
+			f := strings.Fields(line)
+			if err == nil && len(f) == 3 && f[0] == "ready" {
+				s.proc.Addr = f[2]
+				return
+			}
+			what := "exited before the cluster was complete"
+			if ctx.Err() != nil {
+				what = fmt.Sprintf("was not ready within %v", cfg.Timeout)
+			}
+			tail, _ := os.ReadFile(s.proc.Log)
+			errs[i] = fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
+				s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(string(tail), 5)))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		killAll()
+		return nil, err
+	}
+	procs := make([]Proc, len(all))
+	for i, s := range all {
+		procs[i] = s.proc
+		// The servers outlive us; nobody waits for them here.
+		_ = s.cmd.Process.Release()
+	}
+	return procs, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// WaitExit waits until process pid has exited or ctx ends. It blocks on a
+// pidfd, so it needs no polling and works for processes that are not our
+// children. If the process is already gone it returns at once.
+func WaitExit(ctx context.Context, pid int) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wait for pid %d: %w", pid, err)
+	}
+	defer unix.Close(fd)
+	// An eventfd wakes the poll when ctx is canceled without a deadline.
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("wait for pid %d: %w", pid, err)
+	}
+	defer unix.Close(wake)
+	stop := context.AfterFunc(ctx, func() {
+		var one = [8]byte{1}
+		_, _ = unix.Write(wake, one[:])
+	})
+	defer stop()
+	for {
+		timeout := -1
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(int(time.Until(d)/time.Millisecond), 0)
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, timeout)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait for pid %d: %w", pid, err)
+		}
+		if n > 0 && fds[0].Revents != 0 {
+			return nil
+		}
+		if n == 0 || ctx.Err() != nil {
+			return fmt.Errorf("pid %d still running: %w", pid, pdc.ErrTimeout)
+		}
+	}
+}

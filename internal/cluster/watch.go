@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirWatch wakes a waiter when files in a directory are created or replaced.
+// It uses inotify, which sees local writes only; a slow fallback timer
+// covers shared filesystems, where another node's write raises no event.
+type dirWatch struct {
+	f        *os.File // nil when inotify is unavailable
+	fallback time.Duration
+}
+
+func watchDir(dir string, fallback time.Duration) *dirWatch {
+	w := &dirWatch{fallback: fallback}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return w
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+		unix.Close(fd)
+		return w
+	}
+	// A non-blocking descriptor in os.NewFile joins Go's poller, so reads
+	// park the goroutine and honour deadlines.
+	w.f = os.NewFile(uintptr(fd), "inotify:"+dir)
+	return w
+}
+
+// wait returns when the directory changed, the fallback interval passed, or
+// ctx ended (with its error).
+func (w *dirWatch) wait(ctx context.Context) error {
+	if w.f == nil {
+		t := time.NewTimer(w.fallback)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	_ = w.f.SetReadDeadline(time.Now().Add(w.fallback))
+	stop := context.AfterFunc(ctx, func() { _ = w.f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var buf [4096]byte
+	_, err := w.f.Read(buf[:])
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("watch directory: %w", err)
+	}
+	return nil
+}
+
+func (w *dirWatch) close() {
+	if w.f != nil {
+		w.f.Close()
+	}
+}
+
+// WaitForRendezvous waits until dir holds a rendezvous record of a rank 0
+// that answers at its address as the instance the record names.
+func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
+	w := watchDir(dir, time.Second)
+	defer w.close()
+	var last error
+	for {
+		r, err := ReadRendezvous(dir)
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if Alive(pctx, Server{Addr: r.Addr, Instance: r.Instance}) {
+				cancel()
+				return r, nil
+			}
+			cancel()
+			err = fmt.Errorf("rank 0 at %s (pid %d) does not answer", r.Addr, r.PID)
+		} else if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("rank 0 has not started (no %s in %s)", Rank0File, dir)
+		}
+		last = err
+		if werr := w.wait(ctx); werr != nil {
+			return Rendezvous{}, fmt.Errorf("wait for rank 0: %w; last seen: %v", werr, last)
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Config configures one server process.
+type Config struct {
+	// Rank of this server, 0 to Size-1.
+	Rank int
+	// Size is the number of servers in the cluster. Default 1.
+	Size int
+	// Listen is "host:port" (port 0 picks one) or "unix:/path".
+	// Default "127.0.0.1:0".
+	Listen string
+	// TmpDir holds the server list, rendezvous record and secret. Required.
+	TmpDir string
+	// DataDir holds stored data. Required.
+	DataDir string
+	// Roles of this server. Default both.
+	Roles wire.Role
+	// SecretFile, if set, must hold the cluster secret. If empty, the
+	// tmpdir's secret file is used when it exists.
+	SecretFile string
+	// Limits bound frame lengths from clients.
+	Limits wire.Limits
+	// StartupTimeout bounds the rendezvous. Default 60s.
+	StartupTimeout time.Duration
+	// ShutdownTimeout bounds the wait for running requests at shutdown.
+	// Default 10s.
+	ShutdownTimeout time.Duration
+	// Version is the build version reported by status.
+	Version string
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Ready, if set, is called once the cluster is complete.
+	Ready func(self cluster.Server, list *cluster.List)
+}
+
+// Validate checks c and fills in defaults. Run calls it.
+func (c *Config) Validate() error {
+	if c.Size == 0 {
+		c.Size = 1
+	}
+	if c.Size < 1 || c.Size > 1<<16 {
+		return fmt.Errorf("cluster size %d out of range 1..65536: %w", c.Size, pdc.ErrInvalid)
+	}
+	if c.Rank < 0 || c.Rank >= c.Size {
+		return fmt.Errorf("rank %d out of range for a cluster of %d servers (0..%d): %w", c.Rank, c.Size, c.Size-1, pdc.ErrInvalid)
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.TmpDir == "" {
+		return fmt.Errorf("no tmpdir given: %w", pdc.ErrInvalid)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("no data dir given: %w", pdc.ErrInvalid)
+	}
+	if c.Roles == 0 {
+		c.Roles = wire.RoleBoth
+	}
+	if c.Roles&^wire.RoleBoth != 0 {
+		return fmt.Errorf("unknown roles %#x: %w", uint32(c.Roles), pdc.ErrInvalid)
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = 60 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	return nil
+}
+
+// Server is a running server process's state.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	self  cluster.Server
+	start time.Time
+	rpc   *rpc.Server
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed by a shutdown request
+
+	mu struct {
+		sync.Mutex
+		list    *cluster.List          // set once complete
+		members map[int]cluster.Server // rank 0: registrations so far
+	}
+	complete chan struct{} // closed when the list is complete
+}
+
+// Run starts a server and serves until ctx ends or a client asks it to shut
+// down; then it stops cleanly. Errors name what failed in one line.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("rank", cfg.Rank)
+	for _, d := range []string{cfg.TmpDir, cfg.DataDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
+	}
+	secret, err := loadSecret(cfg)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	if cfg.Rank == 0 {
+		stale, err := cluster.CheckStale(ctx, cfg.TmpDir)
+		if err != nil {
+			return fmt.Errorf("rank 0: %w", err)
+		}
+		if stale != nil {
+			log.Warn(fmt.Sprintf("replacing the stale server list in %s: none of its %d servers answers (a dead cluster)", cfg.TmpDir, stale.Size))
+		}
+		if err := cluster.RemoveFiles(cfg.TmpDir); err != nil {
+			return fmt.Errorf("rank 0: remove stale files: %w", err)
+		}
+	}
+	ln, err := rpc.Listen(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("rank %d: cannot %w", cfg.Rank, err)
+	}
+	host, _ := os.Hostname()
+	s := &Server{
+		cfg:      cfg,
+		log:      log,
+		start:    time.Now(),
+		stop:     make(chan struct{}),
+		complete: make(chan struct{}),
+	}
+	s.self = cluster.Server{
+		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
+		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start,
+	}
+	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
+	s.rpc = rpc.NewServer(rpc.ServerConfig{
+		Limits: cfg.Limits, Secret: secret, Rank: uint32(cfg.Rank), Size: uint32(cfg.Size),
+		Instance: s.self.Instance, Logger: log,
+	})
+	s.rpc.Handle(wire.MethodPing, s.ping)
+	s.rpc.Handle(wire.MethodStatus, s.status)
+	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
+	s.rpc.Handle(wire.MethodRegister, s.register)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.rpc.Serve(ln) }()
+	defer func() {
+		s.rpc.Close()
+		<-serveErr
+	}()
+	log.Info("listening", "addr", s.self.Addr, "size", cfg.Size, "roles", s.self.Roles,
+		"tmpdir", cfg.TmpDir, "datadir", cfg.DataDir, "auth", len(secret) > 0)
+
+	if err := s.rendezvous(ctx, secret); err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	s.mu.Lock()
+	list := s.mu.list
+	s.mu.Unlock()
+	log.Info("cluster complete; serving", "servers", cfg.Size)
+	if cfg.Ready != nil {
+		cfg.Ready(s.self, list)
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: signal")
+	case <-s.stop:
+		log.Info("stopping: shutdown requested")
+	case err := <-serveErr:
+		serveErr <- err
+		return fmt.Errorf("rank %d: serve: %w", cfg.Rank, err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.rpc.Shutdown(sctx); err != nil {
+		log.Warn("shutdown: " + err.Error())
+	}
+	log.Info("stopped", "requests", s.rpc.Stats().Requests)
+	return nil
+}
+
+func loadSecret(cfg Config) ([]byte, error) {
+	if cfg.SecretFile != "" {
+		s, err := cluster.ReadSecret(cfg.SecretFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("secret file %s does not exist", cfg.SecretFile)
+		}
+		return s, err
+	}
+	return cluster.SecretIn(cfg.TmpDir)
+}
+
+func newInstance() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// rendezvous completes the cluster membership.
+func (s *Server) rendezvous(ctx context.Context, secret []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+	defer cancel()
+	if s.cfg.Rank == 0 {
+		s.mu.Lock()
+		s.completeIfReadyLocked()
+		s.mu.Unlock()
+		err := cluster.WriteRendezvous(s.cfg.TmpDir, cluster.Rendezvous{
+			Addr: s.self.Addr, Instance: s.self.Instance, Size: s.cfg.Size, PID: s.self.PID})
+		if err != nil {
+			return err
+		}
+		select {
+		case <-s.complete:
+		case <-ctx.Done():
+			s.mu.Lock()
+			n := len(s.mu.members)
+			s.mu.Unlock()
+			return fmt.Errorf("only %d of %d servers registered within %v: %w", n, s.cfg.Size, s.cfg.StartupTimeout, pdc.ErrTimeout)
+		}
+		s.mu.Lock()
+		list := s.mu.list
+		s.mu.Unlock()
+		return cluster.WriteList(s.cfg.TmpDir, list)
+	}
+
+	req := wire.RegisterRequest{Server: s.self.Info(), Size: uint32(s.cfg.Size)}
+	for {
+		rv, err := cluster.WaitForRendezvous(ctx, s.cfg.TmpDir)
+		if err != nil {
+			return fmt.Errorf("%w (startup timeout %v)", err, s.cfg.StartupTimeout)
+		}
+		if rv.Size != s.cfg.Size {
+			return fmt.Errorf("rank 0 at %s runs a cluster of %d servers, this server was started with size %d: %w",
+				rv.Addr, rv.Size, s.cfg.Size, pdc.ErrInvalid)
+		}
+		conn, err := rpc.Dial(ctx, rv.Addr, rpc.DialOptions{Secret: secret, Label: "rank 0 (" + rv.Addr + ")"})
+		if err != nil {
+			if errors.Is(err, pdc.ErrUnavailable) {
+				continue // rank 0 went away between the probe and the dial
+			}
+			return fmt.Errorf("register with rank 0: %w", err)
+		}
+		rep, err := conn.Call(ctx, wire.MethodRegister, req.Marshal(nil), nil, nil)
+		conn.Close()
+		if errors.Is(err, pdc.ErrUnavailable) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("register with rank 0: %w", err)
+		}
+		var wl wire.ServerList
+		if err := wl.Unmarshal(rep.Header); err != nil {
+			return fmt.Errorf("register with rank 0: %w", err)
+		}
+		list := &cluster.List{Size: s.cfg.Size, Created: time.Now()}
+		for _, si := range wl.Servers {
+			list.Servers = append(list.Servers, cluster.ServerFromInfo(si))
+		}
+		if err := list.Validate(); err != nil {
+			return fmt.Errorf("register with rank 0: %w", err)
+		}
+		s.mu.Lock()
+		s.mu.list = list
+		s.mu.Unlock()
+		close(s.complete)
+		return nil
+	}
+}
+
+// completeIfReadyLocked publishes the list once every rank has registered.
+// It requires s.mu.
+func (s *Server) completeIfReadyLocked() {
+	if s.mu.list != nil || len(s.mu.members) < s.cfg.Size {
+		return
+	}
+	list := &cluster.List{Size: s.cfg.Size, Created: time.Now()}
+	for r := range s.cfg.Size {
+		list.Servers = append(list.Servers, s.mu.members[r])
+	}
+	s.mu.list = list
+	close(s.complete)
+}
+
+func (s *Server) register(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if s.cfg.Rank != 0 {
+		return nil, fmt.Errorf("rank %d is not the rendezvous server (rank 0 is): %w", s.cfg.Rank, pdc.ErrInvalid)
+	}
+	var r wire.RegisterRequest
+	if err := r.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	in := cluster.ServerFromInfo(r.Server)
+	if int(r.Size) != s.cfg.Size {
+		return nil, fmt.Errorf("rank 0 runs a cluster of %d servers, rank %d at %s was started with size %d: %w",
+			s.cfg.Size, in.Rank, in.Addr, r.Size, pdc.ErrInvalid)
+	}
+	if in.Rank <= 0 || in.Rank >= s.cfg.Size {
+		return nil, fmt.Errorf("rank %d out of range 1..%d: %w", in.Rank, s.cfg.Size-1, pdc.ErrInvalid)
+	}
+	s.mu.Lock()
+	if s.mu.list != nil {
+		cur := s.mu.list.Servers[in.Rank]
+		s.mu.Unlock()
+		if cur.Instance != in.Instance {
+			return nil, fmt.Errorf("the cluster is complete and rank %d is served by %s (pid %d); is another cluster using tmpdir %s? %w",
+				in.Rank, cur.Addr, cur.PID, s.cfg.TmpDir, pdc.ErrExists)
+		}
+	} else {
+		if cur, ok := s.mu.members[in.Rank]; ok && cur.Instance != in.Instance {
+			// Two processes claim one rank, or one restarted during startup.
+			// The newest wins; the other will fail to find itself in the list.
+			s.log.Warn("rank registered again", "registered", in.Rank, "old", cur.Addr, "new", in.Addr)
+		}
+		s.mu.members[in.Rank] = in
+		s.completeIfReadyLocked()
+		s.mu.Unlock()
+	}
+	select {
+	case <-s.complete:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the other servers to register: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	list := s.mu.list
+	s.mu.Unlock()
+	if list.Servers[in.Rank].Instance != in.Instance {
+		return nil, fmt.Errorf("rank %d was taken by another server (%s) during startup: %w", in.Rank, list.Servers[in.Rank].Addr, pdc.ErrExists)
+	}
+	var wl wire.ServerList
+	for _, m := range list.Servers {
+		wl.Servers = append(wl.Servers, m.Info())
+	}
+	return rpc.Respond(&wl), nil
+}
+
+func (s *Server) ping(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	return &rpc.Response{Payload: [][]byte{req.Payload}}, nil
+}
+
+func (s *Server) status(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	st := s.rpc.Stats()
+	return rpc.Respond(&wire.Status{
+		Server:   s.self.Info(),
+		Size:     uint32(s.cfg.Size),
+		Clients:  uint64(st.Clients),
+		Requests: st.Requests,
+		Version:  s.cfg.Version,
+		UptimeNS: int64(time.Since(s.start)),
+	}), nil
+}
+
+func (s *Server) shutdown(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	s.log.Info("shutdown requested", "client", req.Client, "remote", req.Remote)
+	s.stopOnce.Do(func() { close(s.stop) })
+	return &rpc.Response{}, nil
+}
