@@ -234,12 +234,11 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 	if _, err := conn.Call(ctx, wire.MethodShutdown, nil, nil, nil); err != nil {
 		return err
 	}
-	select {
-	case <-conn.Done():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s did not stop: %w", c.servers[rank].Label(), ctx.Err())
+	// The server closes every connection as it stops.
+	if err := conn.WaitClosed(ctx); err != nil {
+		return fmt.Errorf("%s did not stop: %w", c.servers[rank].Label(), err)
 	}
+	return nil
 }
 
 // Close closes every connection. Idempotent.

@@ -26,9 +26,15 @@ type RPCConfig struct {
 	Size int
 }
 
-// RPC measures 64-byte round trips: sequential, 64 in flight on one
+// rounds is how many alternating turns the ceiling and pdc each get. The
+// machines this runs on are shared and their scheduling has modes (the same
+// raw ping-pong runs at 25 or 90 us depending on where threads land), so
+// both sides are measured in alternation, on fresh connections, and pooled.
+const rounds = 6
+
+// RPC measures round trips of Size bytes: sequential, 64 in flight on one
 // connection, and 16 concurrent clients, each next to the same pattern on a
-// raw socket.
+// raw socket, measured alternately in the same run.
 func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	if cfg.Duration == 0 {
 		cfg.Duration = 2 * time.Second
@@ -37,48 +43,53 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 		cfg.Size = 64
 	}
 	size := cfg.Size
+	turn := cfg.Duration / rounds
+	dial := func(ctx context.Context) (*rpc.Conn, error) {
+		return rpc.Dial(ctx, cfg.RPCAddr, rpc.DialOptions{Secret: cfg.Secret})
+	}
 	var out []Result
 
 	// Sequential round trips: p50 and p99 latency.
-	rawLat, err := timed(ctx, cfg.Duration, func(ctx context.Context, loop func(func() error) error) error {
-		return rawPingPong(ctx, cfg.RawAddr, size, loop)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raw ping-pong: %w", err)
-	}
-	rpcLat, err := timed(ctx, cfg.Duration, func(ctx context.Context, loop func(func() error) error) error {
-		c, err := rpc.Dial(ctx, cfg.RPCAddr, rpc.DialOptions{Secret: cfg.Secret})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		msg, into := make([]byte, size), make([]byte, size)
-		callCtx := context.Background()
-		return loop(func() error {
-			_, err := c.Call(callCtx, wire.MethodPing, nil, [][]byte{msg}, into)
-			return err
+	var rawLat, rpcLat []time.Duration
+	for range rounds {
+		lat, err := timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
+			return rawPingPong(ctx, cfg.RawAddr, size, loop)
 		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rpc sequential: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("raw ping-pong: %w", err)
+		}
+		rawLat = append(rawLat, lat...)
+		lat, err = timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
+			c, err := dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			msg, into := make([]byte, size), make([]byte, size)
+			return loop(func() error {
+				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+				return err
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rpc sequential: %w", err)
+		}
+		rpcLat = append(rpcLat, lat...)
 	}
 	name := fmt.Sprintf("%dB sequential", size)
 	r := latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
 	r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
 	out = append(out, r)
 	out = append(out, latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))))
-	out = append(out, rate("rpc", name+" rate", float64(len(rpcLat))/cfg.Duration.Seconds(), "ops/s", "raw tcp ping-pong rate", float64(len(rawLat))/cfg.Duration.Seconds()))
+	out = append(out, rate("rpc", name+" rate", float64(len(rpcLat))/cfg.Duration.Seconds(), "ops/s",
+		"raw tcp ping-pong rate", float64(len(rawLat))/cfg.Duration.Seconds()))
 
 	// 64 in flight on one connection.
 	const window = 64
-	rawN, err := during(ctx, cfg.Duration, func(ctx context.Context) (int64, error) {
+	rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
 		return rawPipelined(ctx, cfg.RawAddr, size, window)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raw pipelined: %w", err)
-	}
-	rpcN, err := during(ctx, cfg.Duration, func(ctx context.Context) (int64, error) {
-		c, err := rpc.Dial(ctx, cfg.RPCAddr, rpc.DialOptions{Secret: cfg.Secret})
+	}, func(ctx context.Context) (int64, error) {
+		c, err := dial(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -92,7 +103,7 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rpc pipelined: %w", err)
+		return nil, fmt.Errorf("pipelined: %w", err)
 	}
 	r = rate("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window), perSec(rpcN, cfg.Duration), "ops/s",
 		fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, cfg.Duration))
@@ -101,7 +112,7 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 
 	// 16 concurrent clients, each with its own connection.
 	const clients = 16
-	rawM, err := during(ctx, cfg.Duration, func(ctx context.Context) (int64, error) {
+	rawM, rpcM, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
 		var total atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, clients)
@@ -124,14 +135,10 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 		wg.Wait()
 		close(errs)
 		return total.Load(), <-errs
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raw 16 clients: %w", err)
-	}
-	rpcM, err := during(ctx, cfg.Duration, func(ctx context.Context) (int64, error) {
+	}, func(ctx context.Context) (int64, error) {
 		conns := make([]*rpc.Conn, clients)
 		for i := range conns {
-			c, err := rpc.Dial(ctx, cfg.RPCAddr, rpc.DialOptions{Secret: cfg.Secret})
+			c, err := dial(ctx)
 			if err != nil {
 				return 0, err
 			}
@@ -149,13 +156,32 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rpc 16 clients: %w", err)
+		return nil, fmt.Errorf("16 clients: %w", err)
 	}
 	r = rate("rpc", fmt.Sprintf("%dB, %d clients", size, clients), perSec(rpcM, cfg.Duration), "ops/s",
 		fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
 	r.Target = ">= 100000 ops/s"
 	out = append(out, r)
 	return out, nil
+}
+
+// alternate runs ceiling and ours in turns of d, rounds times each, and
+// returns the totals.
+func alternate(ctx context.Context, d time.Duration, ceiling, ours func(ctx context.Context) (int64, error)) (int64, int64, error) {
+	var a, b int64
+	for range rounds {
+		n, err := during(ctx, d, ceiling)
+		if err != nil {
+			return 0, 0, fmt.Errorf("ceiling: %w", err)
+		}
+		a += n
+		n, err = during(ctx, d, ours)
+		if err != nil {
+			return 0, 0, err
+		}
+		b += n
+	}
+	return a, b, nil
 }
 
 // timed runs body for d and collects the duration of every op it runs.

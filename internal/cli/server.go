@@ -92,4 +92,3 @@ func serverArgs(rank, size int, listen, tmpdir, datadir, roles, secretFile strin
 	}
 	return args
 }
-

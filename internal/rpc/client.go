@@ -1,15 +1,20 @@
 package rpc
 
 import (
+	"bufio"
 	"context"
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -53,16 +58,35 @@ func (o *DialOptions) setDefaults(addr string) {
 
 // Conn is a client connection to one server. Many calls may be in flight at
 // once. Safe for concurrent use.
+//
+// A Conn has no reader goroutine of its own. A caller waiting for its reply
+// takes the read token and reads frames itself, delivering other callers'
+// replies as they arrive, until its own has come; then it passes the token
+// on to a waiting caller, if any. A lone caller thus reads its reply on its
+// own goroutine, with no hand-off between threads, which on a small machine
+// costs more than the round trip itself. Reading is resumable: a reader
+// whose context ends mid-frame leaves the partial frame for the next one.
 type Conn struct {
 	nc    net.Conn
+	rc    syscall.RawConn // for the liveness peek; nil if unsupported
 	label string
-	r     *frameReader
+	br    *bufio.Reader
+	lim   wire.Limits
 	w     *frameWriter
 	hello wire.Hello
 
 	nextID   atomic.Uint64
-	inFlight atomic.Int64  // calls waiting for a reply
-	done     chan struct{} // closed when the reader stops
+	inFlight atomic.Int64 // calls waiting for a reply
+	lastRead atomic.Int64 // unix nanos of the last frame read
+
+	// readTok is held by the goroutine reading from nc; rs belongs to it.
+	readTok chan struct{}
+	rs      readState
+
+	dlMu sync.Mutex // orders read-deadline changes
+
+	doneOnce sync.Once
+	done     chan struct{} // closed when the connection has failed or closed
 
 	mu struct {
 		sync.Mutex
@@ -71,13 +95,29 @@ type Conn struct {
 	}
 }
 
-type call struct {
-	into    []byte
+// readState is a frame being read. It survives a reader leaving mid-frame.
+type readState struct {
+	prefix  [wire.FrameSize]byte
+	nPrefix int
+	inFrame bool
+	f       wire.Frame
+	cl      *call // whose frame this is; nil: discard it
 	hdr     []byte
+	nHdr    int
 	payload []byte
-	isErr   bool
-	err     error         // connection failure
-	done    chan struct{} // receives one value when the call ends
+	nPay    int
+	skip    uint64 // bytes still to discard
+}
+
+type call struct {
+	into      []byte
+	hdr       []byte
+	payload   []byte
+	isErr     bool
+	detached  bool        // the caller gave up mid-frame; its reply was discarded
+	abandoned atomic.Bool // the caller wants to give up while its frame is being read
+	err       error       // connection failure
+	done      chan struct{}
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -95,22 +135,25 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("dial server %s: %w: %w", opts.Label, pdc.ErrUnavailable, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
+	tuneConn(nc, opts.StallTimeout)
 	c := &Conn{
-		nc:    nc,
-		label: opts.Label,
-		r:     newFrameReader(nc, opts.Limits),
-		w:     newFrameWriter(nc, opts.StallTimeout),
-		done:  make(chan struct{}),
+		nc:      nc,
+		label:   opts.Label,
+		br:      bufio.NewReaderSize(nc, readBufSize),
+		lim:     opts.Limits,
+		w:       newFrameWriter(nc, opts.StallTimeout),
+		readTok: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.rc, _ = sc.SyscallConn()
 	}
 	c.mu.pending = make(map[uint64]*call)
 	if err := c.handshake(ctx, opts); err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
-	go c.readLoop()
+	c.lastRead.Store(time.Now().UnixNano())
 	return c, nil
 }
 
@@ -123,6 +166,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 	defer c.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	r := &frameReader{br: c.br, limits: c.lim}
 
 	fail := func(what string, err error) error {
 		if ctx.Err() != nil {
@@ -132,20 +176,20 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 		if errors.As(err, &ne) && ne.Timeout() {
 			return fmt.Errorf("server %s: handshake: %s: no answer within %v: %w", c.label, what, opts.HandshakeTimeout, pdc.ErrTimeout)
 		}
-		if errors.Is(err, pdc.ErrProtocol) || errors.Is(err, pdc.ErrTooLarge) || errors.Is(err, pdc.ErrPermission) {
+		if errors.Is(err, pdc.ErrProtocol) || errors.Is(err, pdc.ErrTooLarge) || errors.Is(err, pdc.ErrPermission) || errors.Is(err, pdc.ErrVersion) {
 			return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, err)
 		}
 		return fmt.Errorf("server %s: handshake: %s: %w: %w", c.label, what, pdc.ErrUnavailable, err)
 	}
 
-	f, err := c.r.next()
+	f, err := r.next()
 	if err != nil {
 		return fail("read hello", err)
 	}
 	if f.Method != wire.MethodHello || f.Flags != 0 {
 		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
 	}
-	hdr, _, err := c.r.body(f, nil)
+	hdr, _, err := r.body(f, nil)
 	if err != nil {
 		return fail("read hello", err)
 	}
@@ -165,11 +209,11 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 	if err := c.w.write(ctx, wire.Frame{Method: wire.MethodAuth}, auth.Marshal(nil), nil); err != nil {
 		return fail("send auth", err)
 	}
-	f, err = c.r.next()
+	f, err = r.next()
 	if err != nil {
 		return fail("read auth reply", err)
 	}
-	hdr, _, err = c.r.body(f, nil)
+	hdr, _, err = r.body(f, nil)
 	if err != nil {
 		return fail("read auth reply", err)
 	}
@@ -196,37 +240,100 @@ func (c *Conn) Hello() wire.Hello { return c.hello }
 // Label names the server in errors.
 func (c *Conn) Label() string { return c.label }
 
-// Broken reports whether the connection has ended.
+// idlePeek is how long a connection must have been quiet before Broken
+// checks the socket itself.
+const idlePeek = 10 * time.Millisecond
+
+// Broken reports whether the connection has ended. A connection that has
+// been idle is checked for a close by the server that nobody has read yet.
 func (c *Conn) Broken() bool {
 	select {
 	case <-c.done:
 		return true
 	default:
+	}
+	if c.rc == nil || time.Now().UnixNano()-c.lastRead.Load() < int64(idlePeek) {
 		return false
 	}
+	select {
+	case c.readTok <- struct{}{}:
+	default:
+		return false // someone is reading and will see a close
+	}
+	defer func() { <-c.readTok }()
+	if c.br.Buffered() > 0 || c.rs.inFrame {
+		return false
+	}
+	if err := c.peek(); err != nil {
+		c.failReading(fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err))
+		return true
+	}
+	c.lastRead.Store(time.Now().UnixNano())
+	return false
+}
+
+// peek checks, without blocking or consuming, whether the peer closed.
+func (c *Conn) peek() error {
+	var perr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		switch {
+		case err == unix.EAGAIN || err == unix.EWOULDBLOCK || n > 0:
+		case err != nil:
+			perr = err
+		default:
+			perr = io.EOF
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return perr
 }
 
 // Done is closed when the connection has ended.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Close closes the connection; calls in flight fail with pdc.ErrClosed.
-// It is idempotent and waits for the reader to stop.
+// It is idempotent and returns once no goroutine reads from it.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.mu.err == nil {
 		c.mu.err = fmt.Errorf("connection to %s: %w", c.label, pdc.ErrClosed)
 	}
+	err := c.mu.err
 	c.mu.Unlock()
 	_ = c.nc.Close()
-	<-c.done
+	c.readTok <- struct{}{} // a reader sees the close and gives the token up
+	c.failReading(err)
+	<-c.readTok
 	return nil
 }
 
-func (c *Conn) readLoop() {
-	err := c.readFrames()
+// WaitClosed reads until the server closes the connection or ctx ends.
+// Replies that arrive meanwhile are delivered.
+func (c *Conn) WaitClosed(ctx context.Context) error {
+	for {
+		select {
+		case <-c.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("server %s did not close the connection: %w", c.label, ctxErr(ctx))
+		case c.readTok <- struct{}{}:
+			c.lead(ctx, nil)
+			<-c.readTok
+		}
+	}
+}
+
+// fail ends the connection with err and fails every pending call. Calls
+// whose frame is being read are failed by the reader (see failReading).
+func (c *Conn) fail(err error) {
 	c.mu.Lock()
 	if c.mu.err == nil {
-		c.mu.err = fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err)
+		c.mu.err = err
 	}
 	err = c.mu.err
 	pending := c.mu.pending
@@ -238,42 +345,179 @@ func (c *Conn) readLoop() {
 		cl.err = err
 		cl.done <- struct{}{}
 	}
-	close(c.done)
+	c.doneOnce.Do(func() { close(c.done) })
 }
 
-func (c *Conn) readFrames() error {
+// failReading is fail for a holder of the read token: it also fails the
+// call whose frame was being read.
+func (c *Conn) failReading(err error) {
+	c.fail(err)
+	if cl := c.rs.cl; cl != nil {
+		c.mu.Lock()
+		cl.err = c.mu.err
+		c.mu.Unlock()
+		cl.done <- struct{}{}
+	}
+	c.rs = readState{}
+}
+
+// interrupt makes a blocked read return at once; the reader checks why.
+func (c *Conn) interrupt() {
+	c.dlMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.dlMu.Unlock()
+}
+
+func (c *Conn) clearDeadline() {
+	c.dlMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.dlMu.Unlock()
+}
+
+// lead reads and delivers frames until own's reply has been delivered, ctx
+// ends, or the connection fails. The caller holds the read token. own may
+// be nil (read until the connection ends).
+func (c *Conn) lead(ctx context.Context, own *call) {
+	stop := context.AfterFunc(ctx, c.interrupt)
+	defer func() {
+		if !stop() {
+			// The interrupt ran or is running: clear it for the next reader.
+			c.clearDeadline()
+		}
+	}()
 	for {
-		f, err := c.r.next()
+		got, err := c.readFrame()
 		if err != nil {
-			return err
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.clearDeadline()
+				c.detachAbandoned()
+				if ctx.Err() != nil {
+					if own != nil && c.rs.cl == own {
+						c.detach()
+					}
+					return
+				}
+				continue // another caller interrupted us to give up its frame
+			}
+			select {
+			case <-c.done:
+				err = nil // closed by its owner; keep that error
+			default:
+			}
+			if err != nil {
+				if !errors.Is(err, pdc.ErrProtocol) && !errors.Is(err, pdc.ErrTooLarge) {
+					err = fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err)
+				} else {
+					err = fmt.Errorf("server %s: %w", c.label, err)
+				}
+			}
+			c.failReading(err)
+			return
+		}
+		if got != nil {
+			got.done <- struct{}{}
+			if got == own {
+				return
+			}
+		}
+	}
+}
+
+// detachAbandoned discards the rest of the current frame if its caller has
+// given up on it.
+func (c *Conn) detachAbandoned() {
+	if cl := c.rs.cl; cl != nil && cl.abandoned.Load() {
+		c.detach()
+	}
+}
+
+// detach turns the rest of the current frame into bytes to discard and
+// tells its caller that its buffer is free.
+func (c *Conn) detach() {
+	rs := &c.rs
+	cl := rs.cl
+	rs.skip = uint64(len(rs.hdr)-rs.nHdr) + uint64(len(rs.payload)-rs.nPay)
+	rs.cl, rs.hdr, rs.payload, rs.nHdr, rs.nPay = nil, nil, nil, 0, 0
+	cl.detached = true
+	cl.done <- struct{}{}
+}
+
+// readFrame reads until one frame is complete and returns its call (nil if
+// the frame was discarded). It resumes a frame a previous reader left
+// unfinished. The caller holds the read token.
+func (c *Conn) readFrame() (*call, error) {
+	rs := &c.rs
+	if !rs.inFrame {
+		for rs.nPrefix < wire.FrameSize {
+			n, err := c.br.Read(rs.prefix[rs.nPrefix:])
+			rs.nPrefix += n
+			if err != nil {
+				return nil, err
+			}
+		}
+		rs.nPrefix = 0
+		f, err := wire.DecodeFrame(rs.prefix[:])
+		if err == nil {
+			err = c.lim.Check(f)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if f.Flags&wire.FlagResponse == 0 {
-			return fmt.Errorf("server sent a request frame (%s id %d): %w", f.Method, f.ID, pdc.ErrProtocol)
+			return nil, fmt.Errorf("server sent a request frame (%s id %d): %w", f.Method, f.ID, pdc.ErrProtocol)
 		}
+		rs.inFrame, rs.f = true, f
 		c.mu.Lock()
 		cl := c.mu.pending[f.ID]
 		delete(c.mu.pending, f.ID)
 		c.mu.Unlock()
-		if cl == nil {
-			// The caller gave up on it.
-			if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-				return err
+		if cl == nil || cl.abandoned.Load() {
+			if cl != nil {
+				cl.detached = true
+				cl.done <- struct{}{}
 			}
-			continue
+			rs.skip = uint64(f.HeaderLen) + f.PayloadLen
+		} else {
+			rs.cl = cl
+			rs.hdr = make([]byte, f.HeaderLen)
+			if f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen {
+				rs.payload = cl.into[:f.PayloadLen]
+			} else {
+				rs.payload = make([]byte, f.PayloadLen)
+			}
 		}
-		into := cl.into
-		if f.Flags&wire.FlagError != 0 {
-			into = nil
-		}
-		hdr, payload, err := c.r.body(f, into)
-		if err != nil {
-			cl.err = fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err)
-			cl.done <- struct{}{}
-			return err
-		}
-		cl.hdr, cl.payload, cl.isErr = hdr, payload, f.Flags&wire.FlagError != 0
-		cl.done <- struct{}{}
 	}
+	for rs.skip > 0 {
+		n, err := c.br.Discard(int(min(rs.skip, 1<<30)))
+		rs.skip -= uint64(n)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if rs.cl != nil {
+		for rs.nHdr < len(rs.hdr) {
+			n, err := c.br.Read(rs.hdr[rs.nHdr:])
+			rs.nHdr += n
+			if err != nil {
+				return nil, err
+			}
+		}
+		for rs.nPay < len(rs.payload) {
+			n, err := c.br.Read(rs.payload[rs.nPay:])
+			rs.nPay += n
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	cl := rs.cl
+	if cl != nil {
+		cl.hdr, cl.payload, cl.isErr = rs.hdr, rs.payload, rs.f.Flags&wire.FlagError != 0
+	}
+	*rs = readState{}
+	c.lastRead.Store(time.Now().UnixNano())
+	return cl, nil
 }
 
 // Reply is a successful response. Payload aliases the caller's buffer when it
@@ -315,57 +559,73 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	c.mu.Unlock()
 
 	if err := c.w.write(ctx, f, hdr, payload); err != nil {
-		if c.forget(f.ID) {
-			c.release(cl)
-			if ctx.Err() != nil {
-				return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		c.fail(err)
+	}
+	for {
+		select {
+		case <-cl.done:
+			return c.finish(ctx, m, cl)
+		case c.readTok <- struct{}{}:
+			select {
+			case <-cl.done:
+				// Delivered just before we took the token.
+				<-c.readTok
+				return c.finish(ctx, m, cl)
+			default:
 			}
-			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, err)
+			c.lead(ctx, cl)
+			<-c.readTok
+			select {
+			case <-cl.done:
+				return c.finish(ctx, m, cl)
+			default:
+			}
+			if ctx.Err() != nil {
+				return c.giveUp(ctx, f, cl)
+			}
+		case <-ctx.Done():
+			return c.giveUp(ctx, f, cl)
 		}
-		// The reader already failed the call; fall through to collect it.
 	}
+}
 
-	select {
-	case <-cl.done:
-		return c.finish(m, cl)
-	case <-ctx.Done():
-	}
-	if c.forget(f.ID) {
+// giveUp ends a call whose context ended before its reply came.
+func (c *Conn) giveUp(ctx context.Context, f wire.Frame, cl *call) (Reply, error) {
+	c.mu.Lock()
+	_, pending := c.mu.pending[f.ID]
+	delete(c.mu.pending, f.ID)
+	c.mu.Unlock()
+	if pending {
 		c.release(cl)
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || f.Timeout == 0 {
 			// The server's copy of a deadline fires on its own; a
 			// cancellation it can only learn from us.
-			cf := wire.Frame{Flags: wire.FlagCancel, Method: m, ID: f.ID}
+			cf := wire.Frame{Flags: wire.FlagCancel, Method: f.Method, ID: f.ID}
 			_ = c.w.write(context.Background(), cf, nil, nil)
 		}
-		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
 	}
-	// The reader is filling our buffer right now. Unless it finishes at
-	// once, the only way to get the buffer back is to end the connection.
+	// Its frame is being read into our buffer. Ask the reader to discard
+	// the rest, or do so ourselves if nobody is reading.
+	cl.abandoned.Store(true)
+	c.interrupt()
 	select {
 	case <-cl.done:
-		return c.finish(m, cl)
-	default:
+	case c.readTok <- struct{}{}:
+		if c.rs.cl == cl {
+			c.detach()
+		}
+		<-c.readTok
+		<-cl.done // detached, delivered or failed by now
 	}
-	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
-	<-cl.done
-	c.release(cl)
-	return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+	return c.finish(ctx, f.Method, cl)
 }
 
-// forget removes a pending call; false if the reader has claimed it.
-func (c *Conn) forget(id uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.mu.pending[id]; ok {
-		delete(c.mu.pending, id)
-		return true
-	}
-	return false
-}
-
-func (c *Conn) finish(m wire.Method, cl *call) (Reply, error) {
+func (c *Conn) finish(ctx context.Context, m wire.Method, cl *call) (Reply, error) {
 	defer c.release(cl)
+	if cl.detached {
+		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+	}
 	if cl.err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m, cl.err)
 	}
@@ -380,7 +640,8 @@ func (c *Conn) finish(m wire.Method, cl *call) (Reply, error) {
 }
 
 func (c *Conn) release(cl *call) {
-	*cl = call{done: cl.done}
+	cl.into, cl.hdr, cl.payload, cl.isErr, cl.detached, cl.err = nil, nil, nil, false, false, nil
+	cl.abandoned.Store(false)
 	callPool.Put(cl)
 }
 

@@ -44,6 +44,29 @@ func payloadLen(p [][]byte) int {
 	return n
 }
 
+// queue adds a small frame to the pending buffer without writing it; a
+// later write or flush sends it. Used to answer a burst of inline requests
+// with one system call.
+func (w *frameWriter) queue(f wire.Frame, hdr []byte, payload [][]byte) error {
+	n := payloadLen(payload)
+	if n > copyLimit {
+		return w.write(context.Background(), f, hdr, payload)
+	}
+	f.HeaderLen = uint32(len(hdr))
+	f.PayloadLen = uint64(n)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.err != nil {
+		return w.mu.err
+	}
+	w.mu.buf = f.Append(w.mu.buf)
+	w.mu.buf = append(w.mu.buf, hdr...)
+	for _, p := range payload {
+		w.mu.buf = append(w.mu.buf, p...)
+	}
+	return nil
+}
+
 // write sends one frame. f's HeaderLen and PayloadLen are set from hdr and
 // payload. Small frames are copied and may be written by another goroutine
 // after write returns; the caller may reuse hdr and payload at once either
@@ -110,9 +133,10 @@ func (w *frameWriter) writePendingLocked(extra [][]byte) error {
 	switch {
 	case len(extra) == 0 && len(out) == 0:
 	case len(extra) == 0:
-		if w.stall > 0 {
-			_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
-		}
+		// No write deadline here: arming one per write arms a runtime
+		// timer, which wakes the thread parked in the network poller and
+		// doubles the cost of a small round trip. A peer that stops
+		// reading is caught by the socket's TCP_USER_TIMEOUT instead.
 		_, err = w.nc.Write(out)
 	default:
 		bufs := make(net.Buffers, 0, 1+len(extra))

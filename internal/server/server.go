@@ -160,8 +160,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Limits: cfg.Limits, Secret: secret, Rank: uint32(cfg.Rank), Size: uint32(cfg.Size),
 		Instance: s.self.Instance, Logger: log,
 	})
-	s.rpc.Handle(wire.MethodPing, s.ping)
-	s.rpc.Handle(wire.MethodStatus, s.status)
+	s.rpc.HandleInline(wire.MethodPing, s.ping)
+	s.rpc.HandleInline(wire.MethodStatus, s.status)
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
 	s.rpc.Handle(wire.MethodRegister, s.register)
 
