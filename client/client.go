@@ -25,6 +25,7 @@ type options struct {
 	secretFile string
 	poolSize   int
 	name       string
+	wait       bool
 }
 
 // WithTmpDir reads the server list and secret from dir instead of
@@ -40,6 +41,10 @@ func WithSecretFile(path string) Option { return func(o *options) { o.secretFile
 // WithPoolSize sets how many connections the client keeps per server
 // (default 2).
 func WithPoolSize(n int) Option { return func(o *options) { o.poolSize = n } }
+
+// WithWait makes Connect wait, until ctx ends, for servers that are still
+// starting to write the server list, instead of failing at once.
+func WithWait() Option { return func(o *options) { o.wait = true } }
 
 // WithName sets the name servers log for this client (default pid@host).
 func WithName(name string) Option { return func(o *options) { o.name = name } }
@@ -86,7 +91,16 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	list, err := cluster.ReadList(o.tmpDir)
+	var list *cluster.List
+	var err error
+	if o.wait {
+		if err := os.MkdirAll(o.tmpDir, 0o755); err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		list, err = cluster.WaitForList(ctx, o.tmpDir)
+	} else {
+		list, err = cluster.ReadList(o.tmpDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

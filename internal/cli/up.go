@@ -204,12 +204,10 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
+// processExists reports whether pid is a running process. A zombie, dead
+// but not yet reaped by whoever inherited it, does not count.
 func processExists(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(sigZero) == nil
+	return cluster.Running(pid)
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {

@@ -221,3 +221,20 @@ func WaitExit(ctx context.Context, pid int) error {
 		}
 	}
 }
+
+// Running reports whether process pid exists and has not exited. A zombie
+// (exited, not yet reaped by whoever inherited it) is not running.
+func Running(pid int) bool {
+	if pid <= 0 || unix.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust kill
+	}
+	// The state follows the parenthesised command name.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
+}

@@ -93,3 +93,18 @@ func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
 		}
 	}
 }
+
+// WaitForList waits until dir holds a complete server list, or ctx ends.
+func WaitForList(ctx context.Context, dir string) (*List, error) {
+	w := watchDir(dir, time.Second)
+	defer w.close()
+	for {
+		l, err := ReadList(dir)
+		if err == nil {
+			return l, nil
+		}
+		if werr := w.wait(ctx); werr != nil {
+			return nil, fmt.Errorf("wait for the server list: %w; last seen: %w", werr, err)
+		}
+	}
+}

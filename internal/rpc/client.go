@@ -199,9 +199,6 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 	if c.hello.Version < wire.Version {
 		return fail("hello", fmt.Errorf("server speaks protocol version %d, this client needs %d: %w", c.hello.Version, wire.Version, pdc.ErrVersion))
 	}
-	if c.hello.AuthRequired && len(opts.Secret) == 0 {
-		return fail("auth", fmt.Errorf("server requires the cluster secret and none was given (pass the secret file, or PDC_TMPDIR of the cluster): %w", pdc.ErrPermission))
-	}
 	auth := wire.Auth{Nonce: newNonce(), Client: opts.ClientName}
 	if len(opts.Secret) > 0 {
 		auth.MAC = clientProof(opts.Secret, c.hello.Nonce, auth.Nonce)
@@ -222,7 +219,12 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 		if err := eb.Unmarshal(hdr); err != nil {
 			return fail("decode auth reply", err)
 		}
-		return &pdc.ServerError{Server: c.label, Method: "auth", Msg: eb.Message, Err: eb.Code.Err()}
+		msg := eb.Message
+		if eb.Code == wire.CodePermission && len(opts.Secret) == 0 {
+			// Sent without a proof so that the server logs the refusal.
+			msg += " (this client has none: give it the cluster's secret file, or the cluster's PDC_TMPDIR)"
+		}
+		return &pdc.ServerError{Server: c.label, Method: "auth", Msg: msg, Err: eb.Code.Err()}
 	}
 	var ok wire.AuthOK
 	if err := ok.Unmarshal(hdr); err != nil {

@@ -1,0 +1,503 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// pdcBin is the pdc binary under test, built once by TestMain.
+var pdcBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pdc-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pdcBin = filepath.Join(dir, "pdc")
+	args := []string{"build", "-o", pdcBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/pdcgo/pdc/cmd/pdc")
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pdc:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+// run runs the pdc binary and waits for it.
+func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pdcBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return result{out.String(), errb.String(), err}
+}
+
+// mustRun runs pdc and fails the test if it fails.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	r := run(t, nil, args...)
+	if r.err != nil {
+		t.Fatalf("pdc %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// up starts an n-server cluster in a fresh tmpdir and stops it (or kills
+// what is left of it) when the test ends.
+func up(t *testing.T, n int, extra ...string) string {
+	t.Helper()
+	tmpdir := filepath.Join(t.TempDir(), "tmp")
+	args := append([]string{"up", "-n", fmt.Sprint(n), "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data")}, extra...)
+	mustRun(t, args...)
+	t.Cleanup(func() { cleanup(t, tmpdir) })
+	return tmpdir
+}
+
+func cleanup(t *testing.T, tmpdir string) {
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		return // stopped by the test
+	}
+	_ = run(t, nil, "down", "--tmpdir", tmpdir, "--timeout", "10s")
+	for _, s := range list.Servers {
+		_ = syscall.Kill(s.PID, syscall.SIGKILL)
+	}
+}
+
+func connect(t *testing.T, tmpdir string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.Connect(context.Background(), append([]client.Option{client.WithTmpDir(tmpdir)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func alive(pid int) bool { return cluster.Running(pid) }
+
+func TestUpStatusPingDown(t *testing.T) {
+	tmpdir := up(t, 3)
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.Size != 3 {
+		t.Fatalf("list has %d servers, want 3", list.Size)
+	}
+
+	out := mustRun(t, "status", "--tmpdir", tmpdir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "RANK") {
+		t.Fatalf("status printed %d lines, want a header and 3 servers:\n%s", len(lines), out)
+	}
+	for i, s := range list.Servers {
+		f := strings.Fields(lines[i+1])
+		if len(f) != 7 || f[0] != fmt.Sprint(i) || f[1] != s.Addr || f[2] != "both" || f[3] != fmt.Sprint(s.PID) {
+			t.Fatalf("status line %q does not describe %+v", lines[i+1], s)
+		}
+	}
+
+	c := connect(t, tmpdir)
+	for _, s := range c.Servers() {
+		if _, err := c.Ping(ctxT(t, 10*time.Second), s.Rank); err != nil {
+			t.Fatalf("ping %s: %v", s.Label(), err)
+		}
+	}
+	sts, err := c.Status(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if st.Size != 3 || st.Requests == 0 || st.Clients == 0 || st.Uptime <= 0 {
+			t.Fatalf("status of %s: %+v", st.Label(), st)
+		}
+	}
+	c.Close()
+
+	out = mustRun(t, "down", "--tmpdir", tmpdir)
+	if !strings.Contains(out, "stopped 3 servers") {
+		t.Fatalf("down said %q", out)
+	}
+	for _, s := range list.Servers {
+		if alive(s.PID) {
+			t.Errorf("%s (pid %d) still running after pdc down", s.Label(), s.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmpdir, cluster.ListFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("server list still there after pdc down: %v", err)
+	}
+}
+
+func TestKilledServer(t *testing.T) {
+	tmpdir := up(t, 2)
+	c := connect(t, tmpdir)
+	for rank := range 2 {
+		if _, err := c.Ping(ctxT(t, 10*time.Second), rank); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers := c.Servers()
+	if err := syscall.Kill(servers[1].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(ctxT(t, 10*time.Second), servers[1].PID); err != nil {
+		t.Fatal(err)
+	}
+	// A pooled connection to the dead server and a new dial both fail as
+	// unavailable, well before the deadline (which would be ErrTimeout).
+	for range 2 {
+		_, err := c.Ping(ctxT(t, 20*time.Second), 1)
+		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+			t.Fatalf("ping a killed server: got %v, want ErrUnavailable naming rank 1", err)
+		}
+	}
+	if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+		t.Fatalf("rank 0 should still answer: %v", err)
+	}
+	sts, err := c.Status(ctxT(t, 10*time.Second))
+	if err == nil || sts[1].Err == nil || sts[0].Err != nil {
+		t.Fatalf("status after a kill: %v, %+v", err, sts)
+	}
+
+	// Kill the rest: the list is now stale, and a new cluster in the same
+	// tmpdir must start cleanly and say what it replaced.
+	if err := syscall.Kill(servers[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(ctxT(t, 10*time.Second), servers[0].PID); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data"))
+	if r.err != nil {
+		t.Fatalf("up over a stale list: %v\n%s", r.err, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "stale server list") {
+		t.Errorf("up did not report the stale list; stderr:\n%s", r.stderr)
+	}
+	c2 := connect(t, tmpdir)
+	for rank := range 2 {
+		if _, err := c2.Ping(ctxT(t, 10*time.Second), rank); err != nil {
+			t.Fatalf("new cluster: %v", err)
+		}
+	}
+}
+
+func TestDownReportsDeadServer(t *testing.T) {
+	tmpdir := up(t, 2)
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(list.Servers[1].PID, syscall.SIGKILL)
+	_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
+	r := run(t, nil, "down", "--tmpdir", tmpdir)
+	if r.err != nil || !strings.Contains(r.stdout, "stopped 1 servers") || !strings.Contains(r.stderr, "rank 1") {
+		t.Fatalf("down with a dead server: %v\nstdout: %s\nstderr: %s", r.err, r.stdout, r.stderr)
+	}
+	if alive(list.Servers[0].PID) {
+		t.Fatal("rank 0 still running")
+	}
+}
+
+func TestSecondClusterInSameTmpdirRefused(t *testing.T) {
+	tmpdir := up(t, 1)
+	secret, err := os.ReadFile(filepath.Join(tmpdir, cluster.SecretFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "up", "-n", "1", "--tmpdir", tmpdir)
+	if r.err == nil || !strings.Contains(r.stderr, "already running") {
+		t.Fatalf("second up: %v\n%s", r.err, r.stderr)
+	}
+	again, _ := os.ReadFile(filepath.Join(tmpdir, cluster.SecretFile))
+	if !bytes.Equal(secret, again) {
+		t.Fatal("the refused up replaced the running cluster's secret")
+	}
+	if _, err := connect(t, tmpdir).Ping(ctxT(t, 10*time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSecret(t *testing.T) {
+	tmpdir := up(t, 1)
+	info, err := os.Stat(filepath.Join(tmpdir, cluster.SecretFile))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file: %v, mode %v; want 0600", err, info.Mode())
+	}
+	addr := connect(t, tmpdir).Servers()[0].Addr
+
+	_, err = rpc.Dial(ctxT(t, 10*time.Second), addr, rpc.DialOptions{})
+	if !errors.Is(err, pdc.ErrPermission) {
+		t.Fatalf("no secret: got %v, want ErrPermission", err)
+	}
+	c := connect(t, tmpdir, client.WithSecret([]byte("not-the-cluster-secret")))
+	_, err = c.Ping(ctxT(t, 10*time.Second), 0)
+	if !errors.Is(err, pdc.ErrPermission) || !strings.Contains(err.Error(), "wrong cluster secret") {
+		t.Fatalf("wrong secret: got %v, want ErrPermission", err)
+	}
+	// The refusals are in the server's log.
+	logs, _ := os.ReadFile(filepath.Join(tmpdir, "logs", "server-0.log"))
+	if n := strings.Count(string(logs), "refused connection"); n < 2 {
+		t.Fatalf("server log has %d refusals, want 2:\n%s", n, logs)
+	}
+	if _, err := connect(t, tmpdir).Ping(ctxT(t, 10*time.Second), 0); err != nil {
+		t.Fatalf("right secret: %v", err)
+	}
+}
+
+// rawAuthed opens a raw socket to a server without a secret and completes
+// the handshake by hand.
+func rawAuthed(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
+	readFrame(t, nc)
+	auth := (&wire.Auth{Client: "raw test"}).Marshal(nil)
+	f := wire.Frame{Method: wire.MethodAuth, HeaderLen: uint32(len(auth))}
+	if _, err := nc.Write(append(f.Append(nil), auth...)); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := readFrame(t, nc); f.Flags&wire.FlagError != 0 {
+		t.Fatal("auth refused")
+	}
+	return nc
+}
+
+func readFrame(t *testing.T, nc net.Conn) (wire.Frame, []byte) {
+	t.Helper()
+	var p [wire.FrameSize]byte
+	if _, err := io.ReadFull(nc, p[:]); err != nil {
+		t.Fatal(err)
+	}
+	f, err := wire.DecodeFrame(p[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, uint64(f.HeaderLen)+f.PayloadLen)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		t.Fatal(err)
+	}
+	return f, body
+}
+
+func TestMalformedFramesDropOnlyThatConnection(t *testing.T) {
+	tmpdir := up(t, 1, "--secret=false")
+	c := connect(t, tmpdir)
+	addr := c.Servers()[0].Addr
+	if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	good := wire.Frame{Method: wire.MethodPing, ID: 1}
+	badMagic := good.Append(nil)
+	badMagic[0] = 'Z'
+	cases := map[string][]byte{
+		"bad magic":       badMagic,
+		"garbage":         []byte("\x00\xffnot a pdc frame at all, just noise....."),
+		"oversized":       (&wire.Frame{Method: wire.MethodPing, ID: 2, PayloadLen: 1 << 40}).Append(nil),
+		"truncated":       good.Append(nil)[:20],
+		"truncated body":  (&wire.Frame{Method: wire.MethodPing, ID: 3, PayloadLen: 1000}).Append(nil),
+		"huge header len": (&wire.Frame{Method: wire.MethodPing, ID: 4, HeaderLen: 1 << 30}).Append(nil),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			nc := rawAuthed(t, addr)
+			if _, err := nc.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(name, "truncated") {
+				nc.(*net.TCPConn).CloseWrite()
+			}
+			var one [1]byte
+			if n, err := nc.Read(one[:]); err == nil {
+				t.Fatalf("server answered %d bytes to a malformed frame instead of closing", n)
+			}
+			if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+				t.Fatalf("the server stopped serving others: %v", err)
+			}
+		})
+	}
+	// A well-formed frame of an unknown version or method gets an error
+	// reply and the connection stays usable.
+	nc := rawAuthed(t, addr)
+	v9 := wire.Frame{Version: 9, Method: wire.MethodPing, ID: 5}
+	unknown := wire.Frame{Method: 4242, ID: 6}
+	ping := wire.Frame{Method: wire.MethodPing, ID: 7, PayloadLen: 2}
+	msg := append(append(append(v9.Append(nil), unknown.Append(nil)...), ping.Append(nil)...), "hi"...)
+	if _, err := nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]wire.Code{5: wire.CodeVersion, 6: wire.CodeUnimplemented, 7: wire.CodeOK}
+	for range 3 {
+		f, body := readFrame(t, nc)
+		code := wire.CodeOK
+		if f.Flags&wire.FlagError != 0 {
+			var eb wire.ErrorBody
+			if err := eb.Unmarshal(body[:f.HeaderLen]); err != nil {
+				t.Fatal(err)
+			}
+			code = eb.Code
+		} else if string(body) != "hi" {
+			t.Fatalf("ping echoed %q", body)
+		}
+		if want[f.ID] != code {
+			t.Fatalf("reply to %d: code %d, want %d", f.ID, code, want[f.ID])
+		}
+		delete(want, f.ID)
+	}
+}
+
+func TestConnectWithoutCluster(t *testing.T) {
+	_, err := client.Connect(context.Background(), client.WithTmpDir(t.TempDir()))
+	if !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "pdc up") {
+		t.Fatalf("got %v, want ErrNotFound telling how to start servers", err)
+	}
+	r := run(t, nil, "status", "--tmpdir", t.TempDir())
+	if r.err == nil || !strings.Contains(r.stderr, "no server list") {
+		t.Fatalf("status without a cluster: %v\n%s", r.err, r.stderr)
+	}
+}
+
+func TestServerCannotBind(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := run(t, nil, "server", "--listen", ln.Addr().String(), "--tmpdir", t.TempDir(), "--datadir", t.TempDir())
+	if r.err == nil {
+		t.Fatal("server started on a port in use")
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "cannot listen on "+ln.Addr().String()) || !strings.Contains(last, "address already in use") {
+		t.Fatalf("last line %q does not say why", last)
+	}
+}
+
+func TestBadFlagsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"nosuchcommand"},
+		{"up", "-n", "0"},
+		{"server", "--roles", "janitor"},
+		{"server", "--rank", "3", "--size", "2"},
+		{"bench", "nosuch"},
+	} {
+		r := run(t, nil, args...)
+		if r.err == nil || r.stderr == "" {
+			t.Errorf("pdc %s: no error", strings.Join(args, " "))
+		}
+	}
+}
+
+func TestLauncherEnvironment(t *testing.T) {
+	// Two servers started the way srun or mpirun would: rank and size from
+	// the environment only.
+	tmpdir, datadir := t.TempDir(), t.TempDir()
+	var cmds []*exec.Cmd
+	for rank := range 2 {
+		cmd := exec.Command(pdcBin, "server", "--tmpdir", tmpdir, "--datadir", datadir)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("SLURM_PROCID=%d", rank), "SLURM_NTASKS=2")
+		var logs bytes.Buffer
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	t.Cleanup(func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	ctx := ctxT(t, 60*time.Second)
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithWait())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := len(c.Servers()); got != 2 {
+		t.Fatalf("list has %d servers, want 2", got)
+	}
+	for rank := range 2 {
+		if _, err := c.Ping(ctx, rank); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("server exited with %v after shutdown", err)
+		}
+	}
+	cmds = nil
+}
+
+func TestUnixSockets(t *testing.T) {
+	tmpdir := up(t, 2, "--unix")
+	c := connect(t, tmpdir)
+	for _, s := range c.Servers() {
+		if !strings.HasPrefix(s.Addr, "unix:") {
+			t.Fatalf("%s does not listen on a Unix socket", s.Label())
+		}
+		if _, err := c.Ping(ctxT(t, 10*time.Second), s.Rank); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDemo(t *testing.T) {
+	out := mustRun(t, "demo")
+	for _, want := range []string{"pong", "RANK", "stopped 3 servers", "demo done"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}

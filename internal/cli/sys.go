@@ -1,5 +1,0 @@
-package cli
-
-import "syscall"
-
-var sigZero = syscall.Signal(0)
