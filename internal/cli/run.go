@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"strings"
 )
 
 type command struct {
@@ -138,12 +137,4 @@ func (e *env) dataDirDefault() string {
 		return d
 	}
 	return "pdc_data"
-}
-
-func trimLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

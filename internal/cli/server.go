@@ -81,14 +81,3 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	return server.Run(ctx, cfg)
 }
-
-// serverArgs builds the command line `pdc up` gives a server.
-func serverArgs(rank, size int, listen, tmpdir, datadir, roles, secretFile string) []string {
-	args := []string{"server",
-		"--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size),
-		"--listen", listen, "--tmpdir", tmpdir, "--datadir", datadir, "--roles", roles}
-	if secretFile != "" {
-		args = append(args, "--secret-file", secretFile)
-	}
-	return args
-}

@@ -1,0 +1,38 @@
+# The README's test command is `go test -race ./...`; CI (.ci/run) runs it
+# plus `make lint`.
+GO ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: build test race lint bench fuzz demo
+
+build:
+	$(GO) build -o bin/pdc ./cmd/pdc
+
+test:
+	$(GO) test ./...
+
+race:
+	$(GO) test -race ./...
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	scripts/check-house-rules
+
+# Benchmarks print each figure next to a ceiling measured in the same run.
+bench: build
+	bin/pdc bench rpc
+	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
+
+# Run every fuzz target for FUZZTIME each.
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+demo:
+	$(GO) run ./cmd/pdc demo
