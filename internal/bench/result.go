@@ -18,7 +18,7 @@ type Result struct {
 	// Ratio is the fraction of the ceiling achieved (1.0 = as fast).
 	Ratio float64 `json:"ratio"`
 	// Target, when set, is the ratio or value the figure must reach.
-	Target string `json:"target,omitempty"`
+	Target string `json:"-"`
 }
 
 // latency builds a Result for a time (lower is better).

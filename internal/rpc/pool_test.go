@@ -1,0 +1,83 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+)
+
+func TestPoolDialsLazilyAndGrowsUnderLoad(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	p := NewPool(ts.addr, 3, DialOptions{})
+	defer p.Close()
+	if got := ts.Stats().Clients; got != 0 {
+		t.Fatalf("%d connections before first use, want 0", got)
+	}
+	for range 10 {
+		if _, err := p.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ts.Stats().Clients; got != 1 {
+		t.Fatalf("sequential calls opened %d connections, want 1", got)
+	}
+	// Many calls blocked on the server: the pool opens more connections,
+	// up to its size.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 3 * growAt {
+		wg.Go(func() { _, _ = p.Call(ctx, methodBlock, nil, nil, nil) })
+	}
+	for range 3 * growAt {
+		<-ts.blocked
+	}
+	if got := ts.Stats().Clients; got != 3 {
+		t.Errorf("under load the pool has %d connections, want its size 3", got)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func TestPoolRedialsBrokenConnection(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	p := NewPool(ts.addr, 1, DialOptions{})
+	defer p.Close()
+	c1, err := p.Get(ctx10(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	c2, err := p.Get(ctx10(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1 == c2 {
+		t.Fatal("pool returned a closed connection")
+	}
+	if _, err := c2.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := p.Get(ctx10(t)); !errors.Is(err, pdc.ErrClosed) {
+		t.Fatalf("Get on a closed pool: %v, want ErrClosed", err)
+	}
+}
+
+func TestIdleConnectionNoticesServerClose(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	c := dial(t, ts.addr, DialOptions{})
+	if _, err := c.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ts.Close()
+	// Nobody is reading this connection; WaitClosed reads until the close.
+	if err := c.WaitClosed(ctx10(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Broken() {
+		t.Fatal("connection not broken after the server closed it")
+	}
+}
