@@ -77,6 +77,9 @@ type Client struct {
 	servers []Server
 	pools   []*rpc.Pool
 
+	metaOnce sync.Once
+	meta     []int // ranks of the metadata servers
+
 	closeOnce sync.Once
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/server"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -34,6 +35,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -44,13 +46,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("server: --log-level %q: want debug, info, warn or error: %w", *logLevel, errUsage)
 	}
+	dur, err := metaserver.ParseDurability(*durability)
+	if err != nil {
+		return fmt.Errorf("server: --durability: %w", err)
+	}
 	r, err := cluster.ParseRoles(*roles)
 	if err != nil {
 		return fmt.Errorf("server: --roles: %w", err)
 	}
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
-		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(),
+		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur,
 		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}

@@ -64,6 +64,9 @@ type ServerConfig struct {
 	// MaxInFlight bounds the requests one connection may have running; the
 	// server stops reading from a connection at the bound. Default 1024.
 	MaxInFlight int
+	// OnSessionEnd, if set, is called when the last connection of a client
+	// (by the name it gave in its handshake) has closed.
+	OnSessionEnd func(client string)
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -101,6 +104,7 @@ type Server struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*serverConn]struct{}
+		sessions  map[string]int // open connections per client name
 	}
 }
 
@@ -115,6 +119,7 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*serverConn]struct{})
+	s.mu.sessions = make(map[string]int)
 	return s
 }
 
@@ -302,9 +307,31 @@ func (c *serverConn) serve() {
 	}
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
+	s.mu.Lock()
+	s.mu.sessions[c.client]++
+	s.mu.Unlock()
+	defer c.endSession()
 	c.wg.Add(1)
 	go c.worker()
 	<-c.ctx.Done()
+}
+
+// endSession runs once the connection's handlers are done.
+func (c *serverConn) endSession() {
+	c.cancel()
+	_ = c.nc.Close()
+	c.wg.Wait()
+	s := c.s
+	s.mu.Lock()
+	s.mu.sessions[c.client]--
+	last := s.mu.sessions[c.client] == 0
+	if last {
+		delete(s.mu.sessions, c.client)
+	}
+	s.mu.Unlock()
+	if last && s.cfg.OnSessionEnd != nil {
+		s.cfg.OnSessionEnd(c.client)
+	}
 }
 
 // maxIdleWorkers bounds the goroutines a connection keeps waiting to read.

@@ -9,11 +9,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -43,6 +45,8 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for running requests at shutdown.
 	// Default 10s.
 	ShutdownTimeout time.Duration
+	// Durability of acknowledged metadata changes.
+	Durability metaserver.Durability
 	// Version is the build version reported by status.
 	Version string
 	// Logger. Default slog.Default().
@@ -99,6 +103,7 @@ type Server struct {
 	self  cluster.Server
 	start time.Time
 	rpc   *rpc.Server
+	meta  *metaserver.Service // nil without the metadata role
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by a shutdown request
@@ -139,6 +144,23 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("rank 0: remove stale files: %w", err)
 		}
 	}
+	var meta *metaserver.Service
+	if cfg.Roles&wire.RoleMetadata != 0 {
+		meta, err = metaserver.Open(metaserver.Config{
+			Dir:           filepath.Join(cfg.DataDir, fmt.Sprintf("meta-%d", cfg.Rank)),
+			CheckpointDir: filepath.Join(cfg.DataDir, "checkpoints", fmt.Sprintf("meta-%d", cfg.Rank)),
+			Durability:    cfg.Durability,
+			Logger:        log,
+		})
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
+		defer func() {
+			if err := meta.Close(); err != nil {
+				log.Error("close metadata store: " + err.Error())
+			}
+		}()
+	}
 	ln, err := rpc.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("rank %d: cannot %w", cfg.Rank, err)
@@ -150,16 +172,24 @@ func Run(ctx context.Context, cfg Config) error {
 		start:    time.Now(),
 		stop:     make(chan struct{}),
 		complete: make(chan struct{}),
+		meta:     meta,
 	}
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start,
 	}
 	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
+	var onSessionEnd func(string)
+	if meta != nil {
+		onSessionEnd = meta.SessionEnded
+	}
 	s.rpc = rpc.NewServer(rpc.ServerConfig{
 		Limits: cfg.Limits, Secret: secret, Rank: uint32(cfg.Rank), Size: uint32(cfg.Size),
-		Instance: s.self.Instance, Logger: log,
+		Instance: s.self.Instance, Logger: log, OnSessionEnd: onSessionEnd,
 	})
+	if meta != nil {
+		meta.Register(s.rpc)
+	}
 	s.rpc.HandleInline(wire.MethodPing, s.ping)
 	s.rpc.HandleInline(wire.MethodStatus, s.status)
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
@@ -180,6 +210,10 @@ func Run(ctx context.Context, cfg Config) error {
 	s.mu.Lock()
 	list := s.mu.list
 	s.mu.Unlock()
+	if meta != nil {
+		index, count := metaPlace(list, cfg.Rank)
+		meta.SetPlacement(index, count)
+	}
 	log.Info("cluster complete; serving", "servers", cfg.Size)
 	if cfg.Ready != nil {
 		cfg.Ready(s.self, list)
@@ -199,8 +233,32 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := s.rpc.Shutdown(sctx); err != nil {
 		log.Warn("shutdown: " + err.Error())
 	}
+	if meta != nil {
+		if path, err := meta.Checkpoint(); err != nil {
+			log.Error("checkpoint at shutdown: " + err.Error())
+		} else {
+			log.Info("checkpoint written", "path", path)
+		}
+	}
 	log.Info("stopped", "requests", s.rpc.Stats().Requests)
 	return nil
+}
+
+// metaPlace returns the index of rank among the cluster's metadata servers
+// (in rank order) and their number.
+func metaPlace(list *cluster.List, rank int) (index, count int) {
+	index = -1
+	for _, m := range list.Servers {
+		r, _ := cluster.ParseRoles(m.Roles)
+		if r&wire.RoleMetadata == 0 {
+			continue
+		}
+		if m.Rank == rank {
+			index = count
+		}
+		count++
+	}
+	return index, count
 }
 
 func loadSecret(cfg Config) ([]byte, error) {

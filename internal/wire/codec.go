@@ -180,3 +180,48 @@ func (f *fields) sub(m Message) {
 		f.err = err
 	}
 }
+
+// putPackedUints appends a packed repeated varint field; empty is omitted.
+func putPackedUints(b []byte, n protowire.Number, vs []uint64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	size := 0
+	for _, v := range vs {
+		size += protowire.SizeVarint(v)
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	for _, v := range vs {
+		b = protowire.AppendVarint(b, v)
+	}
+	return b
+}
+
+// packedUints appends the current field's values to dst: packed, or one
+// unpacked varint (both forms are valid protobuf).
+func (f *fields) packedUints(dst []uint64) []uint64 {
+	if f.typ == protowire.VarintType {
+		return append(dst, f.v)
+	}
+	raw := f.msgBytes()
+	for len(raw) > 0 && f.err == nil {
+		v, n := protowire.ConsumeVarint(raw)
+		if n < 0 {
+			f.fail(protowire.ParseError(n))
+			return dst
+		}
+		dst = append(dst, v)
+		raw = raw[n:]
+	}
+	return dst
+}
+
+func (f *fields) int32() int32 {
+	v := f.int64()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		f.fail(fmt.Errorf("value %d overflows int32", v))
+		return 0
+	}
+	return int32(v)
+}

@@ -24,6 +24,26 @@ const (
 	// MethodShutdown asks a server to stop cleanly; it answers before it
 	// stops accepting work.
 	MethodShutdown Method = 6
+
+	// Metadata methods (16-63), served by metadata-role servers.
+	MethodContCreate    Method = 16 // ContCreate -> ContReply
+	MethodContGet       Method = 17 // ContKey -> ContainerMeta
+	MethodContList      Method = 18 // -> ContList (this server's)
+	MethodContDelete    Method = 19 // ContKey -> (empty)
+	MethodContLifetime  Method = 20 // ContCreate (name, lifetime) -> ContainerMeta
+	MethodObjCreate     Method = 24 // ObjBatch (Creates) -> ObjResults
+	MethodObjOpen       Method = 25 // ObjBatch (Opens) -> ObjResults
+	MethodObjList       Method = 26 // IDArg (container id) -> ObjList (this server's)
+	MethodObjDelete     Method = 27 // ObjKey -> (empty)
+	MethodObjSetDims    Method = 28 // SetDims -> ObjectMeta
+	MethodObjClose      Method = 29 // IDArg -> (empty)
+	MethodObjOpenCount  Method = 30 // IDArg (container id) -> Count of its open objects here
+	MethodObjDeleteCont Method = 31 // IDArg (container id) -> Count deleted here
+	MethodTagPut        Method = 40 // TagBatch -> TagResults
+	MethodTagGet        Method = 41 // TagKey -> TagValue
+	MethodTagDelete     Method = 42 // TagKey -> (empty)
+	MethodTagList       Method = 43 // TagKey (name ignored) -> TagNames
+	MethodCheckpoint    Method = 48 // -> Checkpoint
 )
 
 var methodNames = map[Method]string{
@@ -33,6 +53,25 @@ var methodNames = map[Method]string{
 	MethodStatus:   "status",
 	MethodRegister: "register",
 	MethodShutdown: "shutdown",
+
+	MethodContCreate:    "cont_create",
+	MethodContGet:       "cont_get",
+	MethodContList:      "cont_list",
+	MethodContDelete:    "cont_delete",
+	MethodContLifetime:  "cont_lifetime",
+	MethodObjCreate:     "obj_create",
+	MethodObjOpen:       "obj_open",
+	MethodObjList:       "obj_list",
+	MethodObjDelete:     "obj_delete",
+	MethodObjSetDims:    "obj_set_dims",
+	MethodObjClose:      "obj_close",
+	MethodObjOpenCount:  "obj_open_count",
+	MethodObjDeleteCont: "obj_delete_cont",
+	MethodTagPut:        "tag_put",
+	MethodTagGet:        "tag_get",
+	MethodTagDelete:     "tag_delete",
+	MethodTagList:       "tag_list",
+	MethodCheckpoint:    "checkpoint",
 }
 
 func (m Method) String() string {

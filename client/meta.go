@@ -1,0 +1,305 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Unlimited is PDC_SIZE_UNLIMITED: a first dimension that can grow.
+const Unlimited uint64 = math.MaxUint64
+
+// Partition is a region partition strategy (pdc_region_partition_t).
+type Partition uint32
+
+// Partition strategies.
+const (
+	ObjectStatic  Partition = 0 // the whole object on one data server
+	RegionStatic  Partition = 1 // regions split across all data servers in blocks
+	RegionDynamic Partition = 2 // each written region placed on the least-loaded data server
+	RegionLocal   Partition = 3 // the data server on the client's host
+)
+
+// Consistency is pdc_consistency_t.
+type Consistency uint32
+
+// Consistency semantics.
+const (
+	ConsistencyDefault  Consistency = 0
+	ConsistencyPOSIX    Consistency = 1
+	ConsistencyCommit   Consistency = 2
+	ConsistencySession  Consistency = 3
+	ConsistencyEventual Consistency = 4
+)
+
+// Lifetime of a container (pdc_lifetime_t).
+type Lifetime uint32
+
+// Lifetimes.
+const (
+	Persistent Lifetime = 0
+	Transient  Lifetime = 1
+)
+
+// ObjectProps are an object's properties (PDC's object property). Only Dims
+// can change after create (SetDims).
+type ObjectProps struct {
+	Dims        []uint64
+	Type        region.Type
+	Partition   Partition
+	Consistency Consistency
+	AppName     string
+	TimeStep    uint32
+	UserID      uint32
+	DataLoc     string
+	Tags        string
+}
+
+// Clone returns a deep copy (PDCprop_obj_dup).
+func (p ObjectProps) Clone() ObjectProps {
+	p.Dims = append([]uint64(nil), p.Dims...)
+	return p
+}
+
+func (p *ObjectProps) wire() wire.ObjectProps {
+	return wire.ObjectProps{Dims: p.Dims, Type: int32(p.Type), Partition: uint32(p.Partition),
+		Consistency: uint32(p.Consistency), AppName: p.AppName, TimeStep: p.TimeStep, UserID: p.UserID,
+		DataLoc: p.DataLoc, Tags: p.Tags}
+}
+
+func propsFrom(w *wire.ObjectProps) ObjectProps {
+	return ObjectProps{Dims: w.Dims, Type: region.Type(w.Type), Partition: Partition(w.Partition),
+		Consistency: Consistency(w.Consistency), AppName: w.AppName, TimeStep: w.TimeStep, UserID: w.UserID,
+		DataLoc: w.DataLoc, Tags: w.Tags}
+}
+
+// ContainerInfo describes a container.
+type ContainerInfo struct {
+	ID       uint64
+	Name     string
+	Lifetime Lifetime
+	Created  time.Time
+	// Server is the rank of the metadata server that holds it.
+	Server int
+}
+
+// ObjectInfo describes an object.
+type ObjectInfo struct {
+	ID          uint64
+	Name        string
+	ContainerID uint64
+	Props       ObjectProps
+	Created     time.Time
+	// DimsVersion counts the changes of dims.
+	DimsVersion uint64
+	// Server is the rank of the metadata server that holds it.
+	Server int
+}
+
+// metaServers returns the ranks of the metadata servers, in order.
+func (c *Client) metaServers() []int {
+	c.metaOnce.Do(func() {
+		for _, s := range c.servers {
+			if s.Roles == "metadata" || s.Roles == "both" {
+				c.meta = append(c.meta, s.Rank)
+			}
+		}
+	})
+	return c.meta
+}
+
+// ownerOfKey returns the rank of the metadata server that owns key.
+func (c *Client) ownerOfKey(k uint32) (int, error) {
+	ms := c.metaServers()
+	if len(ms) == 0 {
+		return 0, fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
+	}
+	return ms[placement.Owner(k, len(ms))], nil
+}
+
+// call makes one call to the server of the given rank and decodes the reply.
+func (c *Client) call(ctx context.Context, rank int, m wire.Method, req wire.Message, resp wire.Message) error {
+	var hdr []byte
+	if req != nil {
+		hdr = req.Marshal(nil)
+	}
+	rep, err := c.pools[rank].Call(ctx, m, hdr, nil, nil)
+	if err != nil {
+		return err
+	}
+	if resp != nil {
+		if err := resp.Unmarshal(rep.Header); err != nil {
+			return fmt.Errorf("%s: %s: %w", c.servers[rank].Label(), m, err)
+		}
+	}
+	return nil
+}
+
+// eachMeta calls fn for every metadata server concurrently and joins errors.
+func (c *Client) eachMeta(ctx context.Context, fn func(ctx context.Context, rank int) error) error {
+	ms := c.metaServers()
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, rank := range ms {
+		wg.Go(func() { errs[i] = fn(ctx, rank) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ---- containers
+
+// Container is a handle to a container.
+type Container struct {
+	c    *Client
+	info ContainerInfo
+}
+
+func (c *Client) contInfo(m *wire.ContainerMeta) ContainerInfo {
+	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
+	return ContainerInfo{ID: m.ID, Name: m.Name, Lifetime: Lifetime(m.Lifetime), Created: time.Unix(0, m.CreatedUnix), Server: rank}
+}
+
+// CreateContainer creates a container, or returns the existing container of
+// that name (as PDCcont_create does). created says which.
+func (c *Client) CreateContainer(ctx context.Context, name string, lifetime Lifetime) (ct *Container, created bool, err error) {
+	rank, err := c.ownerOfKey(placement.Key(name, 0))
+	if err != nil {
+		return nil, false, err
+	}
+	var rep wire.ContReply
+	if err := c.call(ctx, rank, wire.MethodContCreate, &wire.ContCreate{Name: name, Lifetime: uint32(lifetime)}, &rep); err != nil {
+		return nil, false, fmt.Errorf("create container %q: %w", name, err)
+	}
+	return &Container{c: c, info: c.contInfo(&rep.Meta)}, rep.Created, nil
+}
+
+// OpenContainer opens an existing container by name.
+func (c *Client) OpenContainer(ctx context.Context, name string) (*Container, error) {
+	rank, err := c.ownerOfKey(placement.Key(name, 0))
+	if err != nil {
+		return nil, err
+	}
+	var m wire.ContainerMeta
+	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{Name: name}, &m); err != nil {
+		return nil, fmt.Errorf("open container %q: %w", name, err)
+	}
+	return &Container{c: c, info: c.contInfo(&m)}, nil
+}
+
+// OpenContainerID opens an existing container by id.
+func (c *Client) OpenContainerID(ctx context.Context, id uint64) (*Container, error) {
+	rank, err := c.ownerOfKey(placement.KeyOf(id))
+	if err != nil {
+		return nil, err
+	}
+	var m wire.ContainerMeta
+	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{ID: id}, &m); err != nil {
+		return nil, fmt.Errorf("open container %d: %w", id, err)
+	}
+	return &Container{c: c, info: c.contInfo(&m)}, nil
+}
+
+// Containers lists every container of the cluster, by name.
+func (c *Client) Containers(ctx context.Context) ([]ContainerInfo, error) {
+	var mu sync.Mutex
+	var out []ContainerInfo
+	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		var l wire.ContList
+		if err := c.call(ctx, rank, wire.MethodContList, nil, &l); err != nil {
+			return err
+		}
+		mu.Lock()
+		for i := range l.Items {
+			out = append(out, c.contInfo(&l.Items[i]))
+		}
+		mu.Unlock()
+		return nil
+	})
+	sortBy(out, func(i ContainerInfo) string { return i.Name })
+	return out, err
+}
+
+// Info returns what the container was when opened.
+func (ct *Container) Info() ContainerInfo { return ct.info }
+
+// ID is the container's id.
+func (ct *Container) ID() uint64 { return ct.info.ID }
+
+// Name is the container's name.
+func (ct *Container) Name() string { return ct.info.Name }
+
+// Close releases the handle. Containers hold nothing open on servers.
+func (ct *Container) Close() error { return nil }
+
+// SetLifetime makes the container persistent or transient (PDCcont_persist).
+func (ct *Container) SetLifetime(ctx context.Context, l Lifetime) error {
+	var m wire.ContainerMeta
+	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContLifetime, &wire.ContCreate{Name: ct.info.Name, Lifetime: uint32(l)}, &m); err != nil {
+		return fmt.Errorf("container %q: set lifetime: %w", ct.info.Name, err)
+	}
+	ct.info.Lifetime = l
+	return nil
+}
+
+// Delete deletes the container and every object in it. It fails, deleting
+// nothing, while any of its objects is open (by any client).
+func (ct *Container) Delete(ctx context.Context) error {
+	what := fmt.Sprintf("delete container %q", ct.info.Name)
+	var mu sync.Mutex
+	var open uint64
+	err := ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		var n wire.Count
+		if err := ct.c.call(ctx, rank, wire.MethodObjOpenCount, &wire.IDArg{ID: ct.info.ID}, &n); err != nil {
+			return err
+		}
+		mu.Lock()
+		open += n.N
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if open > 0 {
+		return fmt.Errorf("%s: %d of its objects are open; close them first: %w", what, open, pdc.ErrInvalid)
+	}
+	err = ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		return ct.c.call(ctx, rank, wire.MethodObjDeleteCont, &wire.IDArg{ID: ct.info.ID}, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContDelete, &wire.ContKey{ID: ct.info.ID}, nil); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Objects lists the container's objects (from every metadata server).
+func (ct *Container) Objects(ctx context.Context) ([]ObjectInfo, error) {
+	var mu sync.Mutex
+	var out []ObjectInfo
+	err := ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		var l wire.ObjList
+		if err := ct.c.call(ctx, rank, wire.MethodObjList, &wire.IDArg{ID: ct.info.ID}, &l); err != nil {
+			return err
+		}
+		mu.Lock()
+		for i := range l.Items {
+			out = append(out, ct.c.objInfo(&l.Items[i]))
+		}
+		mu.Unlock()
+		return nil
+	})
+	sortBy(out, func(i ObjectInfo) string { return i.Name })
+	return out, err
+}

@@ -1,0 +1,501 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Object is a handle to an open object. Close it when done.
+type Object struct {
+	c    *Client
+	info ObjectInfo
+	once sync.Once
+}
+
+func (c *Client) objInfo(m *wire.ObjectMeta) ObjectInfo {
+	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
+	return ObjectInfo{ID: m.ID, Name: m.Name, ContainerID: m.ContID, Props: propsFrom(&m.Props),
+		Created: time.Unix(0, m.CreatedUnix), DimsVersion: m.DimsVersion, Server: rank}
+}
+
+// ObjectSpec is one object to create.
+type ObjectSpec struct {
+	Name  string
+	Props ObjectProps
+}
+
+// CreateObject creates an object in the container and opens it. An object
+// with the same name, time step, user id and app name is pdc.ErrExists.
+func (ct *Container) CreateObject(ctx context.Context, name string, props ObjectProps) (*Object, error) {
+	objs, err := ct.CreateObjects(ctx, []ObjectSpec{{Name: name, Props: props}})
+	if err != nil {
+		return nil, err
+	}
+	return objs[0], nil
+}
+
+// CreateObjects creates many objects with one request per metadata server.
+// The result has one entry per spec, nil where that create failed; the
+// error joins the failures, each naming its object.
+func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*Object, error) {
+	items := make([]wire.ObjCreate, len(specs))
+	keys := make([]uint32, len(specs))
+	for i, s := range specs {
+		items[i] = wire.ObjCreate{ContID: ct.info.ID, Name: s.Name, Props: s.Props.wire()}
+		keys[i] = placement.Key(s.Name, s.Props.TimeStep)
+	}
+	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, func(idx []int) wire.ObjBatch {
+		b := wire.ObjBatch{Creates: make([]wire.ObjCreate, len(idx))}
+		for j, i := range idx {
+			b.Creates[j] = items[i]
+		}
+		return b
+	})
+	return ct.c.objects(res, err, "create", func(i int) string { return specs[i].Name })
+}
+
+// OpenOption qualifies OpenObject.
+type OpenOption func(*wire.ObjKey)
+
+// AtTimeStep opens the object of a time step (default 0).
+func AtTimeStep(ts uint32) OpenOption { return func(k *wire.ObjKey) { k.TimeStep = ts } }
+
+// WithIdentity opens exactly the object of this user id and app name, for
+// names shared by several users or apps.
+func WithIdentity(userID uint32, appName string) OpenOption {
+	return func(k *wire.ObjKey) { k.UserID, k.AppName, k.Exact = userID, appName, true }
+}
+
+// OpenObject opens an object by name, from any client in any process.
+func (c *Client) OpenObject(ctx context.Context, name string, opts ...OpenOption) (*Object, error) {
+	objs, err := c.OpenObjects(ctx, []string{name}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return objs[0], nil
+}
+
+// OpenObjects opens many objects with one request per metadata server; the
+// result is as for CreateObjects.
+func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOption) ([]*Object, error) {
+	items := make([]wire.ObjKey, len(names))
+	keys := make([]uint32, len(names))
+	for i, n := range names {
+		items[i] = wire.ObjKey{Name: n}
+		for _, o := range opts {
+			o(&items[i])
+		}
+		keys[i] = placement.Key(n, items[i].TimeStep)
+	}
+	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(idx []int) wire.ObjBatch {
+		b := wire.ObjBatch{Opens: make([]wire.ObjKey, len(idx))}
+		for j, i := range idx {
+			b.Opens[j] = items[i]
+		}
+		return b
+	})
+	return c.objects(res, err, "open", func(i int) string { return names[i] })
+}
+
+// OpenObjectID opens an object by id.
+func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
+	res, err := c.batch(ctx, wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, func([]int) wire.ObjBatch {
+		return wire.ObjBatch{Opens: []wire.ObjKey{{ID: id}}}
+	})
+	objs, err := c.objects(res, err, "open", func(int) string { return fmt.Sprint(id) })
+	if err != nil {
+		return nil, err
+	}
+	return objs[0], nil
+}
+
+// batch sends items, grouped by owning metadata server, one request per
+// server, concurrently, and returns the results in item order.
+func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
+	groups := map[int][]int{}
+	for i, k := range keys {
+		rank, err := c.ownerOfKey(k)
+		if err != nil {
+			return nil, err
+		}
+		groups[rank] = append(groups[rank], i)
+	}
+	out := make([]wire.ObjResult, len(keys))
+	errs := make([]error, 0, len(groups))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for rank, idx := range groups {
+		wg.Go(func() {
+			for start := 0; start < len(idx); start += maxBatch {
+				part := idx[start:min(start+maxBatch, len(idx))]
+				req := build(part)
+				var res wire.ObjResults
+				err := c.call(ctx, rank, m, &req, &res)
+				if err == nil && len(res.Items) != len(part) {
+					err = fmt.Errorf("%s answered %d of %d items: %w", c.servers[rank].Label(), len(res.Items), len(part), pdc.ErrProtocol)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				for j, i := range part {
+					out[i] = res.Items[j]
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// maxBatch is the most items the client puts in one request.
+const maxBatch = 8192
+
+func (c *Client) objects(res []wire.ObjResult, err error, verb string, name func(int) string) ([]*Object, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s objects: %w", verb, err)
+	}
+	objs := make([]*Object, len(res))
+	var errs []error
+	for i := range res {
+		r := &res[i]
+		if r.Code != wire.CodeOK {
+			errs = append(errs, fmt.Errorf("%s object %q: %w", verb, name(i), &pdc.ServerError{
+				Server: c.servers[mustOwner(c, &r.Meta, name(i))].Label(), Method: "obj_" + verb, Msg: r.Message, Err: r.Code.Err()}))
+			continue
+		}
+		objs[i] = &Object{c: c, info: c.objInfo(&r.Meta)}
+	}
+	return objs, errors.Join(errs...)
+}
+
+func mustOwner(c *Client, m *wire.ObjectMeta, name string) int {
+	k := placement.Key(name, m.Props.TimeStep)
+	if m.ID != 0 {
+		k = placement.KeyOf(m.ID)
+	}
+	r, _ := c.ownerOfKey(k)
+	return r
+}
+
+// Info returns the object's metadata as of its open (or last refresh).
+func (o *Object) Info() ObjectInfo { return o.info }
+
+// ID is the object's id.
+func (o *Object) ID() uint64 { return o.info.ID }
+
+// Name is the object's name.
+func (o *Object) Name() string { return o.info.Name }
+
+// Refresh fetches the object's current metadata from its server.
+func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
+	var res wire.ObjResults
+	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.info.ID}}}
+	if err := o.c.call(ctx, o.info.Server, wire.MethodObjOpen, &req, &res); err != nil {
+		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, err)
+	}
+	if len(res.Items) != 1 {
+		return ObjectInfo{}, fmt.Errorf("object %q: bad reply: %w", o.info.Name, pdc.ErrProtocol)
+	}
+	r := res.Items[0]
+	if r.Code != wire.CodeOK {
+		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, &pdc.ServerError{
+			Server: o.c.servers[o.info.Server].Label(), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
+	}
+	// Refresh is an open on the server; balance it so the count stays one.
+	_ = o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil)
+	o.info = o.c.objInfo(&r.Meta)
+	return o.info, nil
+}
+
+// Dims returns the object's current dims, as its server has them now: a
+// change made by any client is seen at once.
+func (o *Object) Dims(ctx context.Context) ([]uint64, error) {
+	info, err := o.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return info.Props.Dims, nil
+}
+
+// SetDims changes the object's dims (same number of dims; each > 0; only
+// the first may be Unlimited).
+func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
+	var m wire.ObjectMeta
+	if err := o.c.call(ctx, o.info.Server, wire.MethodObjSetDims, &wire.SetDims{ID: o.info.ID, Dims: dims}, &m); err != nil {
+		return fmt.Errorf("object %q: %w", o.info.Name, err)
+	}
+	o.info = o.c.objInfo(&m)
+	return nil
+}
+
+// Close releases the handle. Idempotent.
+func (o *Object) Close(ctx context.Context) error {
+	var err error
+	o.once.Do(func() {
+		err = o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil)
+	})
+	return err
+}
+
+// Delete deletes the object's metadata and tags (and, once region I/O
+// exists, its data).
+func (o *Object) Delete(ctx context.Context) error {
+	if err := o.c.call(ctx, o.info.Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.info.ID}, nil); err != nil {
+		return fmt.Errorf("delete object %q: %w", o.info.Name, err)
+	}
+	o.once.Do(func() {})
+	return nil
+}
+
+// ---- tags
+
+// TagValue is a typed tag value.
+type TagValue struct {
+	Type  region.Type
+	Value []byte
+}
+
+// String returns a string tag value.
+func String(s string) TagValue { return TagValue{Type: region.String, Value: []byte(s)} }
+
+// Bytes returns a raw bytes tag value.
+func Bytes(b []byte) TagValue { return TagValue{Type: region.VoidPtr, Value: b} }
+
+// Int64 returns an int64 tag value.
+func Int64(v int64) TagValue {
+	return TagValue{Type: region.Int64, Value: binary.LittleEndian.AppendUint64(nil, uint64(v))}
+}
+
+// Int32 returns an int32 (PDC_INT) tag value.
+func Int32(v int32) TagValue {
+	return TagValue{Type: region.Int, Value: binary.LittleEndian.AppendUint32(nil, uint32(v))}
+}
+
+// Uint64 returns a uint64 tag value.
+func Uint64(v uint64) TagValue {
+	return TagValue{Type: region.Uint64, Value: binary.LittleEndian.AppendUint64(nil, v)}
+}
+
+// Float64 returns a float64 (PDC_DOUBLE) tag value.
+func Float64(v float64) TagValue {
+	return TagValue{Type: region.Double, Value: binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))}
+}
+
+// Float32 returns a float32 (PDC_FLOAT) tag value.
+func Float32(v float32) TagValue {
+	return TagValue{Type: region.Float, Value: binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))}
+}
+
+// Typed returns a tag value of type t from its little-endian bytes.
+func Typed(t region.Type, value []byte) TagValue { return TagValue{Type: t, Value: value} }
+
+// String formats the value by its type.
+func (v TagValue) String() string {
+	le := binary.LittleEndian
+	n := len(v.Value)
+	switch {
+	case v.Type == region.String || v.Type == region.Char && n != 1:
+		return string(v.Value)
+	case v.Type.FloatingPoint() && n == 8:
+		return fmt.Sprint(math.Float64frombits(le.Uint64(v.Value)))
+	case v.Type.FloatingPoint() && n == 4:
+		return fmt.Sprint(math.Float32frombits(le.Uint32(v.Value)))
+	case v.Type.Integer() && v.Type.Signed() && (n == 1 || n == 2 || n == 4 || n == 8):
+		return fmt.Sprint(signExtend(v.Value))
+	case v.Type.Integer() && (n == 1 || n == 2 || n == 4 || n == 8):
+		var u uint64
+		for i := n - 1; i >= 0; i-- {
+			u = u<<8 | uint64(v.Value[i])
+		}
+		return fmt.Sprint(u)
+	}
+	return fmt.Sprintf("%x", v.Value)
+}
+
+func signExtend(b []byte) int64 {
+	var u uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	shift := 64 - 8*len(b)
+	return int64(u<<shift) >> shift
+}
+
+const (
+	tagObject    = 0
+	tagContainer = 1
+)
+
+// TagPut is one tag of a batch put (Client.PutTags).
+type TagPut struct {
+	Object *Object
+	Name   string
+	Value  TagValue
+}
+
+func (c *Client) putTags(ctx context.Context, rank int, puts []wire.TagPut, names func(i int) string) error {
+	var res wire.TagResults
+	if err := c.call(ctx, rank, wire.MethodTagPut, &wire.TagBatch{Puts: puts}, &res); err != nil {
+		return err
+	}
+	var errs []error
+	for i, code := range res.Codes {
+		if code != 0 {
+			msg := ""
+			if i < len(res.Messages) {
+				msg = res.Messages[i]
+			}
+			errs = append(errs, fmt.Errorf("put tag %s: %w", names(i), &pdc.ServerError{
+				Server: c.servers[rank].Label(), Method: "tag_put", Msg: msg, Err: wire.Code(code).Err()}))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PutTags puts many tags with one request per metadata server.
+func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
+	groups := map[int][]int{}
+	for i, p := range puts {
+		groups[p.Object.info.Server] = append(groups[p.Object.info.Server], i)
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for rank, idx := range groups {
+		wg.Go(func() {
+			for start := 0; start < len(idx); start += maxBatch {
+				part := idx[start:min(start+maxBatch, len(idx))]
+				ws := make([]wire.TagPut, len(part))
+				for j, i := range part {
+					p := puts[i]
+					ws[j] = wire.TagPut{Kind: tagObject, ID: p.Object.info.ID, Name: p.Name, Type: int32(p.Value.Type), Value: p.Value.Value}
+				}
+				err := c.putTags(ctx, rank, ws, func(j int) string {
+					return fmt.Sprintf("%q on object %q", puts[part[j]].Name, puts[part[j]].Object.info.Name)
+				})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+type tagTarget struct {
+	c      *Client
+	kind   uint32
+	id     uint64
+	server int
+	what   string
+}
+
+func (t tagTarget) put(ctx context.Context, name string, v TagValue) error {
+	return t.c.putTags(ctx, t.server, []wire.TagPut{{Kind: t.kind, ID: t.id, Name: name, Type: int32(v.Type), Value: v.Value}},
+		func(int) string { return fmt.Sprintf("%q on %s", name, t.what) })
+}
+
+func (t tagTarget) get(ctx context.Context, name string) (TagValue, error) {
+	var v wire.TagValue
+	if err := t.c.call(ctx, t.server, wire.MethodTagGet, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}, &v); err != nil {
+		return TagValue{}, fmt.Errorf("get tag %q of %s: %w", name, t.what, err)
+	}
+	return TagValue{Type: region.Type(v.Type), Value: v.Value}, nil
+}
+
+func (t tagTarget) del(ctx context.Context, name string) error {
+	if err := t.c.call(ctx, t.server, wire.MethodTagDelete, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}, nil); err != nil {
+		return fmt.Errorf("delete tag %q of %s: %w", name, t.what, err)
+	}
+	return nil
+}
+
+func (t tagTarget) list(ctx context.Context) ([]string, error) {
+	var n wire.TagNames
+	if err := t.c.call(ctx, t.server, wire.MethodTagList, &wire.TagKey{Kind: t.kind, ID: t.id}, &n); err != nil {
+		return nil, fmt.Errorf("list tags of %s: %w", t.what, err)
+	}
+	return n.Names, nil
+}
+
+func (o *Object) tags() tagTarget {
+	return tagTarget{o.c, tagObject, o.info.ID, o.info.Server, fmt.Sprintf("object %q", o.info.Name)}
+}
+
+func (ct *Container) tags() tagTarget {
+	return tagTarget{ct.c, tagContainer, ct.info.ID, ct.info.Server, fmt.Sprintf("container %q", ct.info.Name)}
+}
+
+// PutTag sets a tag on the object, replacing any value it had.
+func (o *Object) PutTag(ctx context.Context, name string, v TagValue) error {
+	return o.tags().put(ctx, name, v)
+}
+
+// GetTag returns a tag of the object; pdc.ErrNotFound if it has none.
+func (o *Object) GetTag(ctx context.Context, name string) (TagValue, error) {
+	return o.tags().get(ctx, name)
+}
+
+// DeleteTag removes a tag; pdc.ErrNotFound if it has none.
+func (o *Object) DeleteTag(ctx context.Context, name string) error { return o.tags().del(ctx, name) }
+
+// Tags lists the object's tag names, sorted.
+func (o *Object) Tags(ctx context.Context) ([]string, error) { return o.tags().list(ctx) }
+
+// PutTag sets a tag on the container.
+func (ct *Container) PutTag(ctx context.Context, name string, v TagValue) error {
+	return ct.tags().put(ctx, name, v)
+}
+
+// GetTag returns a tag of the container; pdc.ErrNotFound if it has none.
+func (ct *Container) GetTag(ctx context.Context, name string) (TagValue, error) {
+	return ct.tags().get(ctx, name)
+}
+
+// DeleteTag removes a tag of the container.
+func (ct *Container) DeleteTag(ctx context.Context, name string) error {
+	return ct.tags().del(ctx, name)
+}
+
+// Tags lists the container's tag names, sorted.
+func (ct *Container) Tags(ctx context.Context) ([]string, error) { return ct.tags().list(ctx) }
+
+// Checkpoint asks every metadata server for a consistent checkpoint of its
+// store and returns where each wrote it, by rank.
+func (c *Client) Checkpoint(ctx context.Context) (map[int]string, error) {
+	var mu sync.Mutex
+	out := map[int]string{}
+	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		var cp wire.Checkpoint
+		if err := c.call(ctx, rank, wire.MethodCheckpoint, nil, &cp); err != nil {
+			return err
+		}
+		mu.Lock()
+		out[rank] = cp.Path
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+func sortBy[T any](s []T, key func(T) string) {
+	slices.SortFunc(s, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+}

@@ -1,0 +1,57 @@
+package metaserver
+
+import "encoding/binary"
+
+const (
+	kindObject    = 0
+	kindContainer = 1
+)
+
+func keyCont(name string) []byte { return append([]byte{'C'}, name...) }
+
+func keyContID(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'c'}, id) }
+
+// identity is an object's unique identity: name, time step, user id, app.
+func identity(name string, ts, uid uint32, app string) []byte {
+	b := make([]byte, 0, len(name)+9+len(app))
+	b = append(b, name...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, ts)
+	b = binary.BigEndian.AppendUint32(b, uid)
+	return append(b, app...)
+}
+
+// namePrefix is the identity prefix shared by every object of a name and
+// time step.
+func namePrefix(name string, ts uint32) []byte {
+	b := append([]byte(name), 0)
+	return binary.BigEndian.AppendUint32(b, ts)
+}
+
+func keyObj(ident []byte) []byte { return append([]byte{'O'}, ident...) }
+
+func keyObjID(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'o'}, id) }
+
+func keyMember(cont, obj uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'M'}, cont), obj)
+}
+
+func memberPrefix(cont uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'M'}, cont) }
+
+func tagPrefix(kind byte, id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{'T', kind}, id)
+}
+
+func keyTag(kind byte, id uint64, name string) []byte { return append(tagPrefix(kind, id), name...) }
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no upper bound
+}

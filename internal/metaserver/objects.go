@@ -1,0 +1,372 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// MaxBatch bounds the items of one batch request.
+const MaxBatch = 1 << 16
+
+func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
+	if err := s.owns(placement.KeyOf(id), fmt.Sprintf("object %d", id)); err != nil {
+		return nil, nil, err
+	}
+	ident, ok, err := s.st.get(keyObjID(id))
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("object %d: %w", id, pdc.ErrNotFound)
+	}
+	return s.loadObj(ident)
+}
+
+func (s *Service) loadObj(ident []byte) (*wire.ObjectMeta, []byte, error) {
+	v, ok, err := s.st.get(keyObj(ident))
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("object %q: %w", identName(ident), pdc.ErrNotFound)
+	}
+	var m wire.ObjectMeta
+	if err := m.Unmarshal(v); err != nil {
+		return nil, nil, fmt.Errorf("object %q: stored record: %w", identName(ident), err)
+	}
+	return &m, ident, nil
+}
+
+func identName(ident []byte) string {
+	for i, c := range ident {
+		if c == 0 {
+			return string(ident[:i])
+		}
+	}
+	return string(ident)
+}
+
+// resolveObj finds the object k names.
+func (s *Service) resolveObj(k *wire.ObjKey) (*wire.ObjectMeta, []byte, error) {
+	if k.ID != 0 {
+		return s.loadObjByID(k.ID)
+	}
+	if err := checkName("object", k.Name, MaxNameLen); err != nil {
+		return nil, nil, err
+	}
+	if err := s.owns(placement.Key(k.Name, k.TimeStep), fmt.Sprintf("object %q", k.Name)); err != nil {
+		return nil, nil, err
+	}
+	if k.Exact {
+		return s.loadObj(identity(k.Name, k.TimeStep, k.UserID, k.AppName))
+	}
+	var found []wire.ObjectMeta
+	var idents [][]byte
+	err := s.scan(keyObj(namePrefix(k.Name, k.TimeStep)), func(key, v []byte) error {
+		var m wire.ObjectMeta
+		if err := m.Unmarshal(v); err != nil {
+			return err
+		}
+		found = append(found, m)
+		idents = append(idents, append([]byte(nil), key[1:]...))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil, fmt.Errorf("object %q (time step %d): %w", k.Name, k.TimeStep, pdc.ErrNotFound)
+	case 1:
+		return &found[0], idents[0], nil
+	}
+	return nil, nil, fmt.Errorf("object %q (time step %d): %d objects have this name, with different user ids or app names; open it with both: %w",
+		k.Name, k.TimeStep, len(found), pdc.ErrInvalid)
+}
+
+func result(m *wire.ObjectMeta, err error) wire.ObjResult {
+	if err != nil {
+		return wire.ObjResult{Code: wire.CodeOf(err), Message: err.Error()}
+	}
+	return wire.ObjResult{Meta: *m}
+}
+
+func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var b wire.ObjBatch
+	if err := decode(req, &b); err != nil {
+		return nil, err
+	}
+	if len(b.Creates) == 0 || len(b.Creates) > MaxBatch {
+		return nil, fmt.Errorf("create batch of %d objects; want 1 to %d: %w", len(b.Creates), MaxBatch, pdc.ErrInvalid)
+	}
+	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Creates))}
+	metas := make([]*wire.ObjectMeta, len(b.Creates))
+	idents := make([]string, len(b.Creates))
+	now := time.Now().UnixNano()
+
+	// Check each item, and claim its identity so that no concurrent create
+	// of it can pass the existence check while this one commits.
+	s.createMu.Lock()
+	for i := range b.Creates {
+		c := &b.Creates[i]
+		m, ident, err := s.prepareCreate(c, now)
+		if err == nil {
+			if _, busy := s.creating[string(ident)]; busy {
+				err = fmt.Errorf("object %q: %w", c.Name, pdc.ErrExists)
+			}
+		}
+		if err != nil {
+			out.Items[i] = result(nil, err)
+			continue
+		}
+		s.creating[string(ident)] = struct{}{}
+		metas[i], idents[i] = m, string(ident)
+	}
+	s.createMu.Unlock()
+	defer func() {
+		s.createMu.Lock()
+		for _, id := range idents {
+			if id != "" {
+				delete(s.creating, id)
+			}
+		}
+		s.createMu.Unlock()
+	}()
+
+	batch := s.st.db.NewBatch()
+	defer batch.Close()
+	n := 0
+	for i, m := range metas {
+		if m == nil {
+			continue
+		}
+		seq, err := s.st.nextSeqNum()
+		if err != nil {
+			out.Items[i] = result(nil, err)
+			metas[i] = nil
+			continue
+		}
+		m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
+		ident := []byte(idents[i])
+		_ = batch.Set(keyObj(ident), m.Marshal(nil), nil)
+		_ = batch.Set(keyObjID(m.ID), ident, nil)
+		_ = batch.Set(keyMember(m.ContID, m.ID), nil, nil)
+		n++
+	}
+	if n > 0 {
+		if err := s.st.commit(batch); err != nil {
+			return nil, fmt.Errorf("create %d objects: %w", n, err)
+		}
+	}
+	for i, m := range metas {
+		if m != nil {
+			out.Items[i] = wire.ObjResult{Meta: *m}
+			s.opens.open(req.Client, m.ID, m.ContID)
+		}
+	}
+	return rpc.Respond(&out), nil
+}
+
+// prepareCreate validates c and checks that its identity is free. The
+// caller holds createMu.
+func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, []byte, error) {
+	if err := checkName("object", c.Name, MaxNameLen); err != nil {
+		return nil, nil, err
+	}
+	if c.ContID == 0 {
+		return nil, nil, fmt.Errorf("object %q: no container given: %w", c.Name, pdc.ErrInvalid)
+	}
+	if err := checkProps(c.Name, &c.Props); err != nil {
+		return nil, nil, err
+	}
+	if err := s.owns(placement.Key(c.Name, c.Props.TimeStep), fmt.Sprintf("object %q", c.Name)); err != nil {
+		return nil, nil, err
+	}
+	ident := identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName)
+	_, ok, err := s.st.get(keyObj(ident))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		return nil, nil, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
+			c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName, pdc.ErrExists)
+	}
+	return &wire.ObjectMeta{Name: c.Name, ContID: c.ContID, Props: c.Props, CreatedUnix: now}, ident, nil
+}
+
+func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var b wire.ObjBatch
+	if err := decode(req, &b); err != nil {
+		return nil, err
+	}
+	if len(b.Opens) == 0 || len(b.Opens) > MaxBatch {
+		return nil, fmt.Errorf("open batch of %d objects; want 1 to %d: %w", len(b.Opens), MaxBatch, pdc.ErrInvalid)
+	}
+	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Opens))}
+	for i := range b.Opens {
+		m, _, err := s.resolveObj(&b.Opens[i])
+		out.Items[i] = result(m, err)
+		if err == nil {
+			s.opens.open(req.Client, m.ID, m.ContID)
+		}
+	}
+	return rpc.Respond(&out), nil
+}
+
+func (s *Service) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a wire.IDArg
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	s.opens.close(req.Client, a.ID)
+	return &rpc.Response{}, nil
+}
+
+func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a wire.IDArg
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	var out wire.ObjList
+	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
+		id := beUint64(k[9:])
+		m, _, err := s.loadObjByID(id)
+		if errors.Is(err, pdc.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, *m)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&out), nil
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.ObjKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	m, ident, err := s.resolveObj(&k)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deleteObjs([]*wire.ObjectMeta{m}, [][]byte{ident}); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+// deleteObjs removes objects with their tags in one commit. The caller
+// holds updateMu.
+func (s *Service) deleteObjs(ms []*wire.ObjectMeta, idents [][]byte) error {
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	for i, m := range ms {
+		_ = b.Delete(keyObj(idents[i]), nil)
+		_ = b.Delete(keyObjID(m.ID), nil)
+		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
+		tp := tagPrefix(kindObject, m.ID)
+		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+	}
+	if err := s.st.commit(b); err != nil {
+		return fmt.Errorf("delete %d objects: %w", len(ms), err)
+	}
+	for _, m := range ms {
+		s.opens.forget(m.ID)
+	}
+	return nil
+}
+
+func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a wire.IDArg
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	if n, ex := s.opens.openIn(a.ID); n > 0 && !a.Force {
+		return nil, fmt.Errorf("container %d has %d open objects here (object %d among them): close them first: %w", a.ID, n, ex, pdc.ErrInvalid)
+	}
+	var ms []*wire.ObjectMeta
+	var idents [][]byte
+	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
+		m, ident, err := s.loadObjByID(beUint64(k[9:]))
+		if errors.Is(err, pdc.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ms, idents = append(ms, m), append(idents, ident)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) > 0 {
+		if err := s.deleteObjs(ms, idents); err != nil {
+			return nil, err
+		}
+	}
+	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
+}
+
+func (s *Service) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a wire.IDArg
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	n, _ := s.opens.openIn(a.ID)
+	return rpc.Respond(&wire.Count{N: uint64(n)}), nil
+}
+
+func (s *Service) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var d wire.SetDims
+	if err := decode(req, &d); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	m, ident, err := s.loadObjByID(d.ID)
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("set dims of object %q", m.Name)
+	if len(d.Dims) != len(m.Props.Dims) {
+		return nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
+	}
+	if err := checkDims(what, d.Dims); err != nil {
+		return nil, err
+	}
+	m.Props.Dims = d.Dims
+	m.DimsVersion++
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(keyObj(ident), m.Marshal(nil), nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return rpc.Respond(m), nil
+}

@@ -1,0 +1,314 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Config configures a metadata service.
+type Config struct {
+	// Dir holds the store. Required.
+	Dir string
+	// CheckpointDir receives checkpoints. Required.
+	CheckpointDir string
+	// Durability of acknowledged changes.
+	Durability Durability
+	// CacheBytes is the store's block cache. Default 64 MiB.
+	CacheBytes int64
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service serves the metadata methods of one metadata server.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+	st  *store
+
+	// index and count place this server among the metadata servers; set
+	// once the cluster is complete, zero count until then.
+	index, count atomic.Int64
+
+	// createMu guards creating: identities being created, so that two
+	// concurrent creates of one identity cannot both succeed while their
+	// commits (and fsyncs) run outside the lock.
+	createMu sync.Mutex
+	creating map[string]struct{} // guarded by createMu
+
+	// updateMu serialises read-modify-write updates (set dims, lifetime).
+	updateMu sync.Mutex
+
+	opens openTable
+}
+
+// Open opens (or creates) the store in cfg.Dir.
+func Open(cfg Config) (*Service, error) {
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = 64 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	st, err := openStore(cfg.Dir, cfg.Durability, cfg.CacheBytes, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{})}
+	s.opens.init()
+	return s, nil
+}
+
+// SetPlacement tells the service its place among the metadata servers. It
+// serves requests only once placed.
+func (s *Service) SetPlacement(index, count int) {
+	s.index.Store(int64(index))
+	s.count.Store(int64(count))
+}
+
+// Close flushes and closes the store.
+func (s *Service) Close() error { return s.st.close() }
+
+// Checkpoint writes a consistent copy of the store under the checkpoint
+// directory and returns its path.
+func (s *Service) Checkpoint() (string, error) { return s.st.checkpoint(s.cfg.CheckpointDir) }
+
+// SessionEnded releases the opens of a client whose connections are gone.
+func (s *Service) SessionEnded(client string) { s.opens.endSession(client) }
+
+// Register adds the metadata methods to srv.
+func (s *Service) Register(srv *rpc.Server) {
+	srv.Handle(wire.MethodContCreate, s.contCreate)
+	srv.Handle(wire.MethodContGet, s.contGet)
+	srv.Handle(wire.MethodContList, s.contList)
+	srv.Handle(wire.MethodContDelete, s.contDelete)
+	srv.Handle(wire.MethodContLifetime, s.contLifetime)
+	srv.Handle(wire.MethodObjCreate, s.objCreate)
+	srv.Handle(wire.MethodObjOpen, s.objOpen)
+	srv.Handle(wire.MethodObjList, s.objList)
+	srv.Handle(wire.MethodObjDelete, s.objDelete)
+	srv.Handle(wire.MethodObjSetDims, s.objSetDims)
+	srv.HandleInline(wire.MethodObjClose, s.objClose)
+	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
+	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
+	srv.Handle(wire.MethodTagPut, s.tagPut)
+	srv.Handle(wire.MethodTagGet, s.tagGet)
+	srv.Handle(wire.MethodTagDelete, s.tagDelete)
+	srv.Handle(wire.MethodTagList, s.tagList)
+	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
+}
+
+// owns checks that this server owns placement key k.
+func (s *Service) owns(k uint32, what string) error {
+	count := int(s.count.Load())
+	if count == 0 {
+		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
+	}
+	if o := placement.Owner(k, count); o != int(s.index.Load()) {
+		return fmt.Errorf("%s belongs to metadata server %d of %d, not to this one (%d): %w", what, o, count, s.index.Load(), pdc.ErrInvalid)
+	}
+	return nil
+}
+
+func decode(req *rpc.Request, m wire.Message) error {
+	if err := m.Unmarshal(req.Header); err != nil {
+		return fmt.Errorf("%s: %w", req.Method, err)
+	}
+	return nil
+}
+
+// ---- containers
+
+func (s *Service) loadCont(name string) (*wire.ContainerMeta, error) {
+	v, ok, err := s.st.get(keyCont(name))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("container %q: %w", name, pdc.ErrNotFound)
+	}
+	var m wire.ContainerMeta
+	if err := m.Unmarshal(v); err != nil {
+		return nil, fmt.Errorf("container %q: stored record: %w", name, err)
+	}
+	return &m, nil
+}
+
+func (s *Service) resolveCont(k *wire.ContKey) (*wire.ContainerMeta, error) {
+	if k.ID == 0 {
+		if err := checkName("container", k.Name, MaxNameLen); err != nil {
+			return nil, err
+		}
+		if err := s.owns(placement.Key(k.Name, 0), fmt.Sprintf("container %q", k.Name)); err != nil {
+			return nil, err
+		}
+		return s.loadCont(k.Name)
+	}
+	if err := s.owns(placement.KeyOf(k.ID), fmt.Sprintf("container %d", k.ID)); err != nil {
+		return nil, err
+	}
+	name, ok, err := s.st.get(keyContID(k.ID))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("container %d: %w", k.ID, pdc.ErrNotFound)
+	}
+	return s.loadCont(string(name))
+}
+
+func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var c wire.ContCreate
+	if err := decode(req, &c); err != nil {
+		return nil, err
+	}
+	if err := checkName("container", c.Name, MaxNameLen); err != nil {
+		return nil, err
+	}
+	if c.Lifetime > 1 {
+		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
+	}
+	key := placement.Key(c.Name, 0)
+	if err := s.owns(key, fmt.Sprintf("container %q", c.Name)); err != nil {
+		return nil, err
+	}
+	// Containers are few: one lock over check and commit is enough.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if m, err := s.loadCont(c.Name); err == nil {
+		return rpc.Respond(&wire.ContReply{Meta: *m}), nil
+	} else if !isNotFound(err) {
+		return nil, err
+	}
+	seq, err := s.st.nextSeqNum()
+	if err != nil {
+		return nil, err
+	}
+	m := wire.ContainerMeta{ID: placement.ID(key, seq), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(keyCont(c.Name), m.Marshal(nil), nil)
+	_ = b.Set(keyContID(m.ID), []byte(c.Name), nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
+	}
+	return rpc.Respond(&wire.ContReply{Meta: m, Created: true}), nil
+}
+
+func (s *Service) contGet(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.ContKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	m, err := s.resolveCont(&k)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(m), nil
+}
+
+func (s *Service) contList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var out wire.ContList
+	err := s.scan([]byte{'C'}, func(_, v []byte) error {
+		var m wire.ContainerMeta
+		if err := m.Unmarshal(v); err != nil {
+			return err
+		}
+		out.Items = append(out.Items, m)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&out), nil
+}
+
+func (s *Service) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.ContKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	m, err := s.resolveCont(&k)
+	if err != nil {
+		return nil, err
+	}
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(keyCont(m.Name), nil)
+	_ = b.Delete(keyContID(m.ID), nil)
+	tp := tagPrefix(kindContainer, m.ID)
+	_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, fmt.Errorf("delete container %q: %w", m.Name, err)
+	}
+	return &rpc.Response{}, nil
+}
+
+func (s *Service) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var c wire.ContCreate
+	if err := decode(req, &c); err != nil {
+		return nil, err
+	}
+	if c.Lifetime > 1 {
+		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	m, err := s.resolveCont(&wire.ContKey{Name: c.Name})
+	if err != nil {
+		return nil, err
+	}
+	m.Lifetime = c.Lifetime
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(keyCont(m.Name), m.Marshal(nil), nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, err
+	}
+	return rpc.Respond(m), nil
+}
+
+// ---- helpers
+
+func isNotFound(err error) bool { return err != nil && errors.Is(err, pdc.ErrNotFound) }
+
+// scan calls fn for every key with prefix p, in order.
+func (s *Service) scan(p []byte, fn func(k, v []byte) error) error {
+	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if err := fn(it.Key(), v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func (s *Service) checkpointRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	path, err := s.Checkpoint()
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("checkpoint written", "path", path)
+	return rpc.Respond(&wire.Checkpoint{Path: path}), nil
+}

@@ -1,0 +1,247 @@
+package metaserver
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/pdcgo/pdc"
+)
+
+// storeVersion is the layout version of the keys in doc.go.
+const storeVersion = 1
+
+// Durability says when a change is acknowledged.
+type Durability int
+
+const (
+	// DurabilityProcess acknowledges once the change is in the kernel: it
+	// survives a crash of the server process, not of the machine.
+	DurabilityProcess Durability = iota
+	// DurabilitySync acknowledges once the change is fsynced.
+	DurabilitySync
+)
+
+// ParseDurability parses "process" (also "close", the default) or "sync".
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case "", "process", "close", "default":
+		return DurabilityProcess, nil
+	case "sync", "fsync":
+		return DurabilitySync, nil
+	}
+	return 0, fmt.Errorf("unknown durability %q (want process or sync): %w", s, pdc.ErrInvalid)
+}
+
+func (d Durability) String() string {
+	if d == DurabilitySync {
+		return "sync"
+	}
+	return "process"
+}
+
+// store is the pebble database of one metadata server.
+type store struct {
+	db  *pebble.DB
+	dir string
+
+	seqMu    sync.Mutex
+	nextSeq  uint64 // guarded by seqMu
+	reserved uint64 // ids below this are reserved on disk; guarded by seqMu
+}
+
+// seqBlock is how many ids are reserved on disk at a time.
+const seqBlock = 4096
+
+func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metadata store: %w", err)
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:                 cache,
+		FS:                    walFS{FS: vfs.Default, syncWAL: durability == DurabilitySync},
+		MemTableSize:          32 << 20,
+		L0CompactionThreshold: 4,
+	}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	opts.Logger = storeLogger{log}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
+	}
+	s := &store{db: db, dir: dir}
+	if err := s.checkVersion(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	v, closer, err := db.Get([]byte{'S'})
+	switch {
+	case err == nil:
+		if len(v) == 8 {
+			s.nextSeq = binary.BigEndian.Uint64(v)
+		}
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		db.Close()
+		return nil, fmt.Errorf("metadata store %s: read id sequence: %w", dir, err)
+	}
+	if s.nextSeq == 0 {
+		s.nextSeq = 1
+	}
+	s.reserved = s.nextSeq
+	return s, nil
+}
+
+func (s *store) checkVersion() error {
+	v, closer, err := s.db.Get([]byte{'V'})
+	if errors.Is(err, pebble.ErrNotFound) {
+		return s.db.Set([]byte{'V'}, binary.BigEndian.AppendUint32(nil, storeVersion), pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("metadata store %s: %w", s.dir, err)
+	}
+	defer closer.Close()
+	if len(v) != 4 || binary.BigEndian.Uint32(v) != storeVersion {
+		return fmt.Errorf("metadata store %s has layout version %x; this build reads version %d: %w", s.dir, v, storeVersion, pdc.ErrVersion)
+	}
+	return nil
+}
+
+// nextID returns a fresh sequence number; it reserves a block on disk (an
+// fsynced write) when the reserved ones run out, so that ids are never
+// reused after a crash.
+func (s *store) nextSeqNum() (uint32, error) {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	if s.nextSeq >= 1<<32 {
+		return 0, fmt.Errorf("this metadata server has used all 2^32 ids: %w", pdc.ErrOutOfRange)
+	}
+	if s.nextSeq >= s.reserved {
+		r := s.nextSeq + seqBlock
+		if err := s.db.Set([]byte{'S'}, binary.BigEndian.AppendUint64(nil, r), pebble.Sync); err != nil {
+			return 0, fmt.Errorf("reserve ids: %w", err)
+		}
+		s.reserved = r
+	}
+	n := s.nextSeq
+	s.nextSeq++
+	return uint32(n), nil
+}
+
+// observeSeq makes later ids larger than seq (after an import).
+func (s *store) observeSeq(seq uint32) {
+	s.seqMu.Lock()
+	if uint64(seq) >= s.nextSeq {
+		s.nextSeq = uint64(seq) + 1
+	}
+	s.seqMu.Unlock()
+}
+
+// get returns a copy of the value of key, or nil and false.
+func (s *store) get(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// commit applies b and returns once the change is as durable as the store
+// promises (see walFS).
+func (s *store) commit(b *pebble.Batch) error {
+	return b.Commit(pebble.Sync)
+}
+
+// checkpoint writes a consistent copy of the store into a new directory
+// under dir and returns its path.
+func (s *store) checkpoint(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
+		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
+	}
+	return dest, nil
+}
+
+func (s *store) close() error {
+	if err := s.db.Flush(); err != nil {
+		s.db.Close()
+		return err
+	}
+	return s.db.Close()
+}
+
+// walFS is the store's filesystem. Pebble waits for a WAL sync before it
+// acknowledges a Sync commit, and it writes the WAL with write(2) before it
+// syncs. With syncWAL false the WAL's sync is a no-op, so a commit returns
+// once its record is in the kernel: it survives the death of the process
+// but costs no fsync. With syncWAL true the sync is real, and pebble's commit
+// pipeline shares one fsync among concurrent commits.
+type walFS struct {
+	vfs.FS
+	syncWAL bool
+}
+
+func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || fs.syncWAL || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return noSyncFile{f}, nil
+}
+
+func (fs walFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	return fs.wrap(name, f, err)
+}
+
+func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	return fs.wrap(newname, f, err)
+}
+
+type noSyncFile struct{ vfs.File }
+
+func (noSyncFile) Sync() error     { return nil }
+func (noSyncFile) SyncData() error { return nil }
+func (noSyncFile) SyncTo(int64) (bool, error) {
+	return false, nil
+}
+
+// storeLogger sends pebble's messages to the server's log.
+type storeLogger struct{ log *slog.Logger }
+
+func (l storeLogger) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l storeLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called on corruption pebble cannot continue from; pebble needs
+// it not to return, so it goes to pebble's own logger, which exits.
+func (l storeLogger) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	pebble.DefaultLogger.Fatalf(format, args...)
+}

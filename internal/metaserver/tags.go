@@ -1,0 +1,139 @@
+package metaserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// targetExists checks that the object or container a tag is on exists.
+func (s *Service) targetExists(kind uint32, id uint64) error {
+	switch kind {
+	case kindObject:
+		_, _, err := s.loadObjByID(id)
+		return err
+	case kindContainer:
+		_, err := s.resolveCont(&wire.ContKey{ID: id})
+		return err
+	}
+	return fmt.Errorf("unknown tag target kind %d: %w", kind, pdc.ErrInvalid)
+}
+
+func kindName(kind uint32) string {
+	if kind == kindContainer {
+		return "container"
+	}
+	return "object"
+}
+
+func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var tb wire.TagBatch
+	if err := decode(req, &tb); err != nil {
+		return nil, err
+	}
+	if len(tb.Puts) == 0 || len(tb.Puts) > MaxBatch {
+		return nil, fmt.Errorf("tag batch of %d puts; want 1 to %d: %w", len(tb.Puts), MaxBatch, pdc.ErrInvalid)
+	}
+	out := wire.TagResults{Codes: make([]uint64, len(tb.Puts)), Messages: make([]string, len(tb.Puts))}
+	// Deletes of the target hold updateMu, so a tag cannot land on an
+	// object deleted between the check and the commit.
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for i := range tb.Puts {
+		t := &tb.Puts[i]
+		err := checkTag(t)
+		if err == nil {
+			if err = s.targetExists(t.Kind, t.ID); err != nil {
+				err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, err)
+			}
+		}
+		if err != nil {
+			out.Codes[i], out.Messages[i] = uint64(wire.CodeOf(err)), err.Error()
+			continue
+		}
+		v := wire.TagValue{Type: t.Type, Value: t.Value}
+		_ = b.Set(keyTag(byte(t.Kind), t.ID, t.Name), v.Marshal(nil), nil)
+		n++
+	}
+	if n > 0 {
+		if err := s.st.commit(b); err != nil {
+			return nil, fmt.Errorf("put %d tags: %w", n, err)
+		}
+	}
+	return rpc.Respond(&out), nil
+}
+
+func (s *Service) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.TagKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
+		return nil, err
+	}
+	if err := s.targetExists(k.Kind, k.ID); err != nil {
+		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
+	}
+	v, ok, err := s.st.get(keyTag(byte(k.Kind), k.ID, k.Name))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
+	}
+	return &rpc.Response{Header: v}, nil
+}
+
+func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.TagKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	if err := s.targetExists(k.Kind, k.ID); err != nil {
+		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
+	}
+	key := keyTag(byte(k.Kind), k.ID, k.Name)
+	if _, ok, err := s.st.get(key); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
+	}
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(key, nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+func (s *Service) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.TagKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	if err := s.targetExists(k.Kind, k.ID); err != nil {
+		return nil, err
+	}
+	var out wire.TagNames
+	p := tagPrefix(byte(k.Kind), k.ID)
+	err := s.scan(p, func(key, _ []byte) error {
+		out.Names = append(out.Names, string(key[len(p):]))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&out), nil
+}
