@@ -22,6 +22,9 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// maxTimeout is the largest frame timeout DecodeFrame accepts.
+const maxTimeout = 1 << 62
+
 // Flags qualify a frame.
 type Flags uint8
 
@@ -51,7 +54,8 @@ type Frame struct {
 }
 
 // Append appends the encoded prefix of f to dst. The Version field is
-// written as given; zero means Version.
+// written as given; zero means Version. A negative Timeout is written as
+// 1ns (already expired), one beyond 1<<62 ns (~146 years) as 1<<62 ns.
 func (f *Frame) Append(dst []byte) []byte {
 	var b [FrameSize]byte
 	f.put(&b)
@@ -71,6 +75,9 @@ func (f *Frame) put(b *[FrameSize]byte) {
 	t := f.Timeout
 	if t < 0 {
 		t = 1 // already expired: keep it distinguishable from "no deadline"
+	}
+	if t > maxTimeout {
+		t = maxTimeout // ~146 years: as good as the caller's, and DecodeFrame accepts it
 	}
 	binary.LittleEndian.PutUint64(b[32:], uint64(t))
 	binary.LittleEndian.PutUint32(b[20:], frameCRC(b[:]))
@@ -104,7 +111,7 @@ func DecodeFrame(b []byte) (Frame, error) {
 		PayloadLen: binary.LittleEndian.Uint64(b[24:]),
 	}
 	t := binary.LittleEndian.Uint64(b[32:])
-	if t > 1<<62 {
+	if t > maxTimeout {
 		return Frame{}, fmt.Errorf("frame timeout %d ns out of range: %w", t, pdc.ErrProtocol)
 	}
 	f.Timeout = time.Duration(t)
