@@ -8,15 +8,15 @@ var _ = protowire.VarintType
 
 // ObjectProps: Properties of an object, fixed at create but for Dims.
 type ObjectProps struct {
-	Dims []uint64 // 1: one per dimension; the first may be PDC_SIZE_UNLIMITED
-	Type int32 // 2: region.Type
-	Partition uint32 // 3: PDC region partition strategy
-	Consistency uint32 // 4
-	AppName string // 5
-	TimeStep uint32 // 6
-	UserID uint32 // 7
-	DataLoc string // 8
-	Tags string // 9: free-form tags string (PDCprop_set_obj_tags)
+	Dims        []uint64 // 1: one per dimension; the first may be PDC_SIZE_UNLIMITED
+	Type        int32    // 2: region.Type
+	Partition   uint32   // 3: PDC region partition strategy
+	Consistency uint32   // 4
+	AppName     string   // 5
+	TimeStep    uint32   // 6
+	UserID      uint32   // 7
+	DataLoc     string   // 8
+	Tags        string   // 9: free-form tags string (PDCprop_set_obj_tags)
 }
 
 func (m *ObjectProps) Marshal(b []byte) []byte {
@@ -62,12 +62,12 @@ func (m *ObjectProps) Unmarshal(b []byte) error {
 
 // ObjectMeta: An object's metadata record.
 type ObjectMeta struct {
-	ID uint64 // 1
-	Name string // 2
-	ContID uint64 // 3
-	Props ObjectProps // 4
-	CreatedUnix int64 // 5: nanoseconds
-	DimsVersion uint64 // 6: bumped by every set_dims
+	ID          uint64      // 1
+	Name        string      // 2
+	ContID      uint64      // 3
+	Props       ObjectProps // 4
+	CreatedUnix int64       // 5: nanoseconds
+	DimsVersion uint64      // 6: bumped by every set_dims
 }
 
 func (m *ObjectMeta) Marshal(b []byte) []byte {
@@ -104,10 +104,10 @@ func (m *ObjectMeta) Unmarshal(b []byte) error {
 
 // ContainerMeta: A container's metadata record.
 type ContainerMeta struct {
-	ID uint64 // 1
-	Name string // 2
-	Lifetime uint32 // 3: 0 persistent, 1 transient
-	CreatedUnix int64 // 4
+	ID          uint64 // 1
+	Name        string // 2
+	Lifetime    uint32 // 3: 0 persistent, 1 transient
+	CreatedUnix int64  // 4
 }
 
 func (m *ContainerMeta) Marshal(b []byte) []byte {
@@ -138,7 +138,7 @@ func (m *ContainerMeta) Unmarshal(b []byte) error {
 
 // ContCreate: Create a container, or return the existing one of that name.
 type ContCreate struct {
-	Name string // 1
+	Name     string // 1
 	Lifetime uint32 // 2
 }
 
@@ -164,8 +164,8 @@ func (m *ContCreate) Unmarshal(b []byte) error {
 
 // ContReply: A container, and whether this call created it.
 type ContReply struct {
-	Meta ContainerMeta // 1
-	Created bool // 2
+	Meta    ContainerMeta // 1
+	Created bool          // 2
 }
 
 func (m *ContReply) Marshal(b []byte) []byte {
@@ -191,7 +191,7 @@ func (m *ContReply) Unmarshal(b []byte) error {
 // ContKey: Names a container by name or, if ID is set, by id.
 type ContKey struct {
 	Name string // 1
-	ID uint64 // 2
+	ID   uint64 // 2
 }
 
 func (m *ContKey) Marshal(b []byte) []byte {
@@ -242,9 +242,9 @@ func (m *ContList) Unmarshal(b []byte) error {
 
 // ObjCreate: Create one object.
 type ObjCreate struct {
-	ContID uint64 // 1
-	Name string // 2
-	Props ObjectProps // 3
+	ContID uint64      // 1
+	Name   string      // 2
+	Props  ObjectProps // 3
 }
 
 func (m *ObjCreate) Marshal(b []byte) []byte {
@@ -272,12 +272,12 @@ func (m *ObjCreate) Unmarshal(b []byte) error {
 
 // ObjKey: Names an object: by ID if set, else by name and time step, and by user id and app name when Exact.
 type ObjKey struct {
-	ID uint64 // 1
-	Name string // 2
+	ID       uint64 // 1
+	Name     string // 2
 	TimeStep uint32 // 3
-	UserID uint32 // 4
-	AppName string // 5
-	Exact bool // 6
+	UserID   uint32 // 4
+	AppName  string // 5
+	Exact    bool   // 6
 }
 
 func (m *ObjKey) Marshal(b []byte) []byte {
@@ -315,7 +315,7 @@ func (m *ObjKey) Unmarshal(b []byte) error {
 // ObjBatch: Many creates or many opens in one request (one kind per request).
 type ObjBatch struct {
 	Creates []ObjCreate // 1
-	Opens []ObjKey // 2
+	Opens   []ObjKey    // 2
 }
 
 func (m *ObjBatch) Marshal(b []byte) []byte {
@@ -348,9 +348,9 @@ func (m *ObjBatch) Unmarshal(b []byte) error {
 
 // ObjResult: One item's outcome: Meta when Code is 0.
 type ObjResult struct {
-	Meta ObjectMeta // 1
-	Code Code // 2
-	Message string // 3
+	Meta    ObjectMeta // 1
+	Code    Code       // 2
+	Message string     // 3
 }
 
 func (m *ObjResult) Marshal(b []byte) []byte {
@@ -430,7 +430,7 @@ func (m *ObjList) Unmarshal(b []byte) error {
 
 // SetDims: New dims for an object.
 type SetDims struct {
-	ID uint64 // 1
+	ID   uint64   // 1
 	Dims []uint64 // 2
 }
 
@@ -456,8 +456,8 @@ func (m *SetDims) Unmarshal(b []byte) error {
 
 // IDArg: An id argument.
 type IDArg struct {
-	ID uint64 // 1
-	Force bool // 2
+	ID    uint64 // 1
+	Force bool   // 2
 }
 
 func (m *IDArg) Marshal(b []byte) []byte {
@@ -504,10 +504,10 @@ func (m *Count) Unmarshal(b []byte) error {
 
 // TagPut: Put one tag on an object (Kind 0) or container (Kind 1).
 type TagPut struct {
-	Kind uint32 // 1
-	ID uint64 // 2
-	Name string // 3
-	Type int32 // 4: region.Type
+	Kind  uint32 // 1
+	ID    uint64 // 2
+	Name  string // 3
+	Type  int32  // 4: region.Type
 	Value []byte // 5
 }
 
@@ -568,7 +568,7 @@ func (m *TagBatch) Unmarshal(b []byte) error {
 
 // TagResults: Outcome of each put of a batch, in order (Code 0: done).
 type TagResults struct {
-	Codes []uint64 // 1
+	Codes    []uint64 // 1
 	Messages []string // 2
 }
 
@@ -598,7 +598,7 @@ func (m *TagResults) Unmarshal(b []byte) error {
 // TagKey: Names a tag.
 type TagKey struct {
 	Kind uint32 // 1
-	ID uint64 // 2
+	ID   uint64 // 2
 	Name string // 3
 }
 
@@ -627,7 +627,7 @@ func (m *TagKey) Unmarshal(b []byte) error {
 
 // TagValue: A typed tag value.
 type TagValue struct {
-	Type int32 // 1
+	Type  int32  // 1
 	Value []byte // 2
 }
 
@@ -697,4 +697,3 @@ func (m *Checkpoint) Unmarshal(b []byte) error {
 	}
 	return f.err
 }
-
