@@ -1,0 +1,412 @@
+package cli
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+func init() {
+	register(command{name: "cont", summary: "containers: create, ls, info, rm, tag", run: runCont})
+	register(command{name: "obj", summary: "objects: create, ls, info, rm, set-dims, tag", run: runObj})
+	register(command{name: "checkpoint", summary: "checkpoint every metadata server's store now", run: runCheckpoint})
+}
+
+// clientFlags adds the flags every client command has.
+type clientFlags struct {
+	tmpdir  *string
+	timeout *time.Duration
+}
+
+func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
+	return clientFlags{
+		tmpdir:  fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+		timeout: fs.Duration("timeout", 30*time.Second, "deadline for the whole command"),
+	}
+}
+
+func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	c, err := client.Connect(ctx, client.WithTmpDir(*f.tmpdir))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return c, ctx, func() { c.Close(); cancel() }, nil
+}
+
+func sub(args []string, what string, verbs string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, fmt.Errorf("%s: say what to do (%s): %w", what, verbs, errUsage)
+	}
+	return args[0], args[1:], nil
+}
+
+func runCont(ctx context.Context, e *env, args []string) error {
+	verb, rest, err := sub(args, "cont", "create, ls, info, rm, tag")
+	if err != nil {
+		return err
+	}
+	fs := flags(e, "cont "+verb, "[flags] NAME...")
+	cf := addClientFlags(e, fs)
+	transient := fs.Bool("transient", false, "create: the container is transient, not persistent")
+	if help, err := parse(fs, rest); help || err != nil {
+		return err
+	}
+	c, ctx, done, err := cf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("cont %s: %w", verb, err)
+	}
+	defer done()
+	names := fs.Args()
+	switch verb {
+	case "create":
+		if len(names) == 0 {
+			return fmt.Errorf("cont create: give container names: %w", errUsage)
+		}
+		life := client.Persistent
+		if *transient {
+			life = client.Transient
+		}
+		for _, n := range names {
+			ct, created, err := c.CreateContainer(ctx, n, life)
+			if err != nil {
+				return err
+			}
+			state := "created"
+			if !created {
+				state = "exists"
+			}
+			fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", n, ct.ID(), state)
+		}
+		return nil
+	case "ls":
+		cs, err := c.Containers(ctx)
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
+		for _, ci := range cs {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", ci.Name, ci.ID, lifetimeName(ci.Lifetime), ci.Server, ci.Created.Format(time.RFC3339))
+		}
+		tw.Flush()
+		return err
+	case "info", "rm":
+		if len(names) == 0 {
+			return fmt.Errorf("cont %s: give container names: %w", verb, errUsage)
+		}
+		for _, n := range names {
+			ct, err := c.OpenContainer(ctx, n)
+			if err != nil {
+				return err
+			}
+			if verb == "rm" {
+				if err := ct.Delete(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "deleted container %s\n", n)
+				continue
+			}
+			objs, err := ct.Objects(ctx)
+			if err != nil {
+				return err
+			}
+			tags, err := ct.Tags(ctx)
+			if err != nil {
+				return err
+			}
+			i := ct.Info()
+			fmt.Fprintf(e.stdout, "name:     %s\nid:       %d\nlifetime: %s\nserver:   rank %d\ncreated:  %s\nobjects:  %d\ntags:     %s\n",
+				i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), len(objs), strings.Join(tags, ", "))
+		}
+		return nil
+	case "tag":
+		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
+			return c.OpenContainer(ctx, name)
+		}, "cont")
+	}
+	return fmt.Errorf("cont: unknown action %q (create, ls, info, rm, tag): %w", verb, errUsage)
+}
+
+func lifetimeName(l client.Lifetime) string {
+	if l == client.Transient {
+		return "transient"
+	}
+	return "persistent"
+}
+
+// tagger is what has tags: objects and containers.
+type tagger interface {
+	PutTag(ctx context.Context, name string, v client.TagValue) error
+	GetTag(ctx context.Context, name string) (client.TagValue, error)
+	DeleteTag(ctx context.Context, name string) error
+	Tags(ctx context.Context) ([]string, error)
+}
+
+func runTag(ctx context.Context, e *env, args []string, open func(context.Context, string) (tagger, error), kind string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("%s tag: usage: %s tag put NAME KEY VALUE [TYPE] | get NAME KEY | rm NAME KEY | ls NAME: %w", kind, kind, errUsage)
+	}
+	verb, name := args[0], args[1]
+	t, err := open(ctx, name)
+	if err != nil {
+		return err
+	}
+	if c, ok := t.(*client.Object); ok {
+		defer c.Close(ctx)
+	}
+	switch {
+	case verb == "ls":
+		names, err := t.Tags(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			fmt.Fprintln(e.stdout, n)
+		}
+		return nil
+	case verb == "get" && len(args) == 3:
+		v, err := t.GetTag(ctx, args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", args[2], v.Type, v)
+		return nil
+	case verb == "rm" && len(args) == 3:
+		return t.DeleteTag(ctx, args[2])
+	case verb == "put" && (len(args) == 4 || len(args) == 5):
+		typ := "string"
+		if len(args) == 5 {
+			typ = args[4]
+		}
+		v, err := parseTagValue(args[3], typ)
+		if err != nil {
+			return fmt.Errorf("%s tag put: %v: %w", kind, err, errUsage)
+		}
+		return t.PutTag(ctx, args[2], v)
+	}
+	return fmt.Errorf("%s tag: usage: %s tag put NAME KEY VALUE [TYPE] | get NAME KEY | rm NAME KEY | ls NAME: %w", kind, kind, errUsage)
+}
+
+// parseTagValue reads a tag value written on the command line as type typ.
+func parseTagValue(s, typ string) (client.TagValue, error) {
+	t, err := region.ParseType(typ)
+	if err != nil {
+		return client.TagValue{}, err
+	}
+	le := binary.LittleEndian
+	switch {
+	case t == region.String || t == region.Char:
+		return client.Typed(t, []byte(s)), nil
+	case t == region.VoidPtr:
+		return client.Typed(t, []byte(s)), nil
+	case t.FloatingPoint():
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+		}
+		if t == region.Float {
+			return client.Typed(t, le.AppendUint32(nil, math.Float32bits(float32(f)))), nil
+		}
+		return client.Typed(t, le.AppendUint64(nil, math.Float64bits(f))), nil
+	case t.Integer():
+		size := t.Size()
+		var u uint64
+		if t.Signed() {
+			i, err := strconv.ParseInt(s, 0, 8*size)
+			if err != nil {
+				return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+			}
+			u = uint64(i)
+		} else {
+			v, err := strconv.ParseUint(s, 0, 8*size)
+			if err != nil {
+				return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+			}
+			u = v
+		}
+		b := le.AppendUint64(nil, u)
+		return client.Typed(t, b[:size]), nil
+	}
+	return client.TagValue{}, fmt.Errorf("cannot write a %s tag on the command line", t)
+}
+
+// parseDims reads "1024x1024" (a "*" or "unlimited" first dim is Unlimited).
+func parseDims(s string) ([]uint64, error) {
+	var dims []uint64
+	for i, p := range strings.Split(s, "x") {
+		if i == 0 && (p == "*" || p == "unlimited") {
+			dims = append(dims, client.Unlimited)
+			continue
+		}
+		d, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("dims %q: %q is not a size", s, p)
+		}
+		dims = append(dims, d)
+	}
+	return dims, nil
+}
+
+func formatDims(dims []uint64) string {
+	parts := make([]string, len(dims))
+	for i, d := range dims {
+		if d == client.Unlimited {
+			parts[i] = "unlimited"
+		} else {
+			parts[i] = strconv.FormatUint(d, 10)
+		}
+	}
+	return strings.Join(parts, "x")
+}
+
+func runObj(ctx context.Context, e *env, args []string) error {
+	verb, rest, err := sub(args, "obj", "create, ls, info, rm, set-dims, tag")
+	if err != nil {
+		return err
+	}
+	fs := flags(e, "obj "+verb, "[flags] NAME...")
+	cf := addClientFlags(e, fs)
+	cont := fs.String("cont", "", "container (create, ls)")
+	dims := fs.String("dims", "", `create: dims such as 1024x1024 ("unlimited" first dim allowed)`)
+	typ := fs.String("type", "float32", "create: element type")
+	part := fs.Uint("partition", 0, "create: 0 object static, 1 region static, 2 region dynamic, 3 region local")
+	ts := fs.Uint("time-step", 0, "time step")
+	uid := fs.Uint("user-id", 0, "create: user id")
+	app := fs.String("app", "", "create: app name")
+	if help, err := parse(fs, rest); help || err != nil {
+		return err
+	}
+	c, ctx, done, err := cf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("obj %s: %w", verb, err)
+	}
+	defer done()
+	names := fs.Args()
+	switch verb {
+	case "create":
+		if *cont == "" || *dims == "" || len(names) == 0 {
+			return fmt.Errorf("obj create: give --cont, --dims and object names: %w", errUsage)
+		}
+		d, err := parseDims(*dims)
+		if err != nil {
+			return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		}
+		t, err := region.ParseType(*typ)
+		if err != nil {
+			return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		}
+		ct, err := c.OpenContainer(ctx, *cont)
+		if err != nil {
+			return err
+		}
+		props := client.ObjectProps{Dims: d, Type: t, Partition: client.Partition(*part), TimeStep: uint32(*ts), UserID: uint32(*uid), AppName: *app}
+		specs := make([]client.ObjectSpec, len(names))
+		for i, n := range names {
+			specs[i] = client.ObjectSpec{Name: n, Props: props.Clone()}
+		}
+		objs, err := ct.CreateObjects(ctx, specs)
+		for _, o := range objs {
+			if o != nil {
+				fmt.Fprintf(e.stdout, "%s\t%d\n", o.Name(), o.ID())
+				o.Close(ctx)
+			}
+		}
+		return err
+	case "ls":
+		if *cont == "" {
+			return fmt.Errorf("obj ls: give --cont: %w", errUsage)
+		}
+		ct, err := c.OpenContainer(ctx, *cont)
+		if err != nil {
+			return err
+		}
+		objs, err := ct.Objects(ctx)
+		printObjects(e.stdout, objs)
+		return err
+	case "info", "rm", "set-dims":
+		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
+			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
+		}
+		targets := names
+		if verb == "set-dims" {
+			targets = names[:1]
+		}
+		for _, n := range targets {
+			o, err := c.OpenObject(ctx, n, client.AtTimeStep(uint32(*ts)))
+			if err != nil {
+				return err
+			}
+			switch verb {
+			case "rm":
+				err = o.Delete(ctx)
+				if err == nil {
+					fmt.Fprintf(e.stdout, "deleted object %s\n", n)
+				}
+			case "set-dims":
+				var d []uint64
+				if d, err = parseDims(names[1]); err != nil {
+					o.Close(ctx)
+					return fmt.Errorf("obj set-dims: %v: %w", err, errUsage)
+				}
+				err = o.SetDims(ctx, d)
+				o.Close(ctx)
+			default:
+				printObject(e.stdout, o.Info())
+				o.Close(ctx)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case "tag":
+		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
+			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(*ts)))
+		}, "obj")
+	}
+	return fmt.Errorf("obj: unknown action %q (create, ls, info, rm, set-dims, tag): %w", verb, errUsage)
+}
+
+func printObjects(w io.Writer, objs []client.ObjectInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tDIMS\tTYPE\tTIME STEP\tSERVER")
+	for _, o := range objs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\n", o.Name, o.ID, formatDims(o.Props.Dims), o.Props.Type, o.Props.TimeStep, o.Server)
+	}
+	tw.Flush()
+}
+
+func printObject(w io.Writer, o client.ObjectInfo) {
+	fmt.Fprintf(w, "name:        %s\nid:          %d\ncontainer:   %d\ndims:        %s\ntype:        %s\npartition:   %d\nconsistency: %d\ntime step:   %d\nuser id:     %d\napp:         %s\nserver:      rank %d\ncreated:     %s\n",
+		o.Name, o.ID, o.ContainerID, formatDims(o.Props.Dims), o.Props.Type, o.Props.Partition, o.Props.Consistency,
+		o.Props.TimeStep, o.Props.UserID, o.Props.AppName, o.Server, o.Created.Format(time.RFC3339))
+}
+
+func runCheckpoint(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "checkpoint", "[flags]")
+	cf := addClientFlags(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	c, ctx, done, err := cf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer done()
+	paths, err := c.Checkpoint(ctx)
+	for _, s := range c.Servers() {
+		if p, ok := paths[s.Rank]; ok {
+			fmt.Fprintf(e.stdout, "%s: %s\n", s.Label(), p)
+		}
+	}
+	return err
+}
