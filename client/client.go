@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -73,9 +74,16 @@ func (s Server) Label() string { return fmt.Sprintf("rank %d (%s)", s.Rank, s.Ad
 
 // Client talks to a pdc cluster.
 type Client struct {
-	tmpDir  string
+	tmpDir string
+	dial   rpc.DialOptions
+
+	// mu guards servers and pools, which change when a server restarts at
+	// a new address (see refresh).
+	mu      sync.RWMutex
 	servers []Server
 	pools   []*rpc.Pool
+
+	poolSize int
 
 	metaOnce sync.Once
 	meta     []int // ranks of the metadata servers
@@ -121,14 +129,78 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("connect: %w", err)
 		}
 	}
-	c := &Client{tmpDir: o.tmpDir}
+	if o.name == "" {
+		// Unique per Client: servers track open objects per client name.
+		host, _ := os.Hostname()
+		var r [4]byte
+		_, _ = rand.Read(r[:])
+		o.name = fmt.Sprintf("%d@%s/%x", os.Getpid(), host, r)
+	}
+	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize}
 	for _, s := range list.Servers {
 		c.servers = append(c.servers, Server(s))
-		c.pools = append(c.pools, rpc.NewPool(s.Addr, o.poolSize, rpc.DialOptions{
-			Secret: secret, Label: s.Label(), ClientName: o.name,
-		}))
+		c.pools = append(c.pools, c.newPool(Server(s)))
 	}
 	return c, nil
+}
+
+func (c *Client) newPool(s Server) *rpc.Pool {
+	opts := c.dial
+	opts.Label = s.Label()
+	return rpc.NewPool(s.Addr, c.poolSize, opts)
+}
+
+// server returns the server of rank and its pool.
+func (c *Client) server(rank int) (Server, *rpc.Pool, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if rank < 0 || rank >= len(c.pools) {
+		return Server{}, nil, fmt.Errorf("no server of rank %d: the cluster has ranks 0..%d: %w", rank, len(c.pools)-1, pdc.ErrNotFound)
+	}
+	return c.servers[rank], c.pools[rank], nil
+}
+
+// label names the server of rank in errors.
+func (c *Client) label(rank int) string {
+	s, _, err := c.server(rank)
+	if err != nil {
+		return fmt.Sprintf("rank %d", rank)
+	}
+	return s.Label()
+}
+
+// conn returns a connection to the server of rank. When the server cannot
+// be reached, the server list is read again: a server that died and was
+// restarted has a new address there.
+func (c *Client) conn(ctx context.Context, rank int) (*rpc.Conn, error) {
+	_, p, err := c.server(rank)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := p.Get(ctx)
+	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
+		_, p, _ = c.server(rank)
+		conn, err = p.Get(ctx)
+	}
+	return conn, err
+}
+
+// refresh rereads the server list and reports whether rank's entry changed.
+func (c *Client) refresh(rank int) bool {
+	list, err := cluster.ReadList(c.tmpDir)
+	if err != nil || rank >= len(list.Servers) {
+		return false
+	}
+	fresh := Server(list.Servers[rank])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rank >= len(c.servers) || c.servers[rank].Instance == fresh.Instance {
+		return false
+	}
+	c.pools[rank].Close()
+	c.servers[rank] = fresh
+	c.pools[rank] = c.newPool(fresh)
+	return true
 }
 
 // TmpDir is the directory the server list was read from.
@@ -141,23 +213,16 @@ func (c *Client) TmpDir() string {
 }
 
 // Servers returns the cluster's servers in rank order.
-func (c *Client) Servers() []Server { return append([]Server(nil), c.servers...) }
-
-func (c *Client) pool(rank int) (*rpc.Pool, error) {
-	if rank < 0 || rank >= len(c.pools) {
-		return nil, fmt.Errorf("no server of rank %d: the cluster has ranks 0..%d: %w", rank, len(c.pools)-1, pdc.ErrNotFound)
-	}
-	return c.pools[rank], nil
+func (c *Client) Servers() []Server {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]Server(nil), c.servers...)
 }
 
 // Ping makes one round trip to the server of the given rank and returns its
 // duration.
 func (c *Client) Ping(ctx context.Context, rank int) (time.Duration, error) {
-	p, err := c.pool(rank)
-	if err != nil {
-		return 0, err
-	}
-	conn, err := p.Get(ctx)
+	conn, err := c.conn(ctx, rank)
 	if err != nil {
 		return 0, err
 	}
@@ -185,9 +250,9 @@ type ServerStatus struct {
 // entry per server in rank order; the error joins the failures, each also in
 // its entry's Err.
 func (c *Client) Status(ctx context.Context) ([]ServerStatus, error) {
-	out := make([]ServerStatus, len(c.servers))
+	out := make([]ServerStatus, len(c.Servers()))
 	var wg sync.WaitGroup
-	for i := range c.servers {
+	for i := range out {
 		wg.Go(func() {
 			out[i] = c.status(ctx, i)
 		})
@@ -203,8 +268,13 @@ func (c *Client) Status(ctx context.Context) ([]ServerStatus, error) {
 }
 
 func (c *Client) status(ctx context.Context, rank int) ServerStatus {
-	st := ServerStatus{Server: c.servers[rank]}
-	rep, err := c.pools[rank].Call(ctx, wire.MethodStatus, nil, nil, nil)
+	srv, _, _ := c.server(rank)
+	st := ServerStatus{Server: srv}
+	var rep rpc.Reply
+	conn, err := c.conn(ctx, rank)
+	if err == nil {
+		rep, err = conn.Call(ctx, wire.MethodStatus, nil, nil, nil)
+	}
 	if err != nil {
 		st.Err = err
 		return st
@@ -227,9 +297,9 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 // each has closed its connections or ctx ends. The error joins the failures;
 // a server already gone fails with pdc.ErrUnavailable.
 func (c *Client) Shutdown(ctx context.Context) error {
-	errs := make([]error, len(c.servers))
+	errs := make([]error, len(c.Servers()))
 	var wg sync.WaitGroup
-	for i := range c.servers {
+	for i := range errs {
 		wg.Go(func() { errs[i] = c.ShutdownServer(ctx, i) })
 	}
 	wg.Wait()
@@ -240,7 +310,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // finishes the requests it is running and closes. It returns once the
 // server has closed this client's connection, or ctx ends.
 func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
-	p, err := c.pool(rank)
+	srv, p, err := c.server(rank)
 	if err != nil {
 		return err
 	}
@@ -253,7 +323,7 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 	}
 	// The server closes every connection as it stops.
 	if err := conn.WaitClosed(ctx); err != nil {
-		return fmt.Errorf("%s did not stop: %w", c.servers[rank].Label(), err)
+		return fmt.Errorf("%s did not stop: %w", srv.Label(), err)
 	}
 	return nil
 }
@@ -261,6 +331,8 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 // Close closes every connection. Idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, p := range c.pools {
 			p.Close()
 		}

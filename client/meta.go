@@ -107,7 +107,7 @@ type ObjectInfo struct {
 // metaServers returns the ranks of the metadata servers, in order.
 func (c *Client) metaServers() []int {
 	c.metaOnce.Do(func() {
-		for _, s := range c.servers {
+		for _, s := range c.Servers() {
 			if s.Roles == "metadata" || s.Roles == "both" {
 				c.meta = append(c.meta, s.Rank)
 			}
@@ -131,13 +131,17 @@ func (c *Client) call(ctx context.Context, rank int, m wire.Method, req wire.Mes
 	if req != nil {
 		hdr = req.Marshal(nil)
 	}
-	rep, err := c.pools[rank].Call(ctx, m, hdr, nil, nil)
+	conn, err := c.conn(ctx, rank)
+	if err != nil {
+		return err
+	}
+	rep, err := conn.Call(ctx, m, hdr, nil, nil)
 	if err != nil {
 		return err
 	}
 	if resp != nil {
 		if err := resp.Unmarshal(rep.Header); err != nil {
-			return fmt.Errorf("%s: %s: %w", c.servers[rank].Label(), m, err)
+			return fmt.Errorf("%s: %s: %w", conn.Label(), m, err)
 		}
 	}
 	return nil

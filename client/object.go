@@ -144,7 +144,7 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 				var res wire.ObjResults
 				err := c.call(ctx, rank, m, &req, &res)
 				if err == nil && len(res.Items) != len(part) {
-					err = fmt.Errorf("%s answered %d of %d items: %w", c.servers[rank].Label(), len(res.Items), len(part), pdc.ErrProtocol)
+					err = fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(part), pdc.ErrProtocol)
 				}
 				if err != nil {
 					mu.Lock()
@@ -175,7 +175,7 @@ func (c *Client) objects(res []wire.ObjResult, err error, verb string, name func
 		r := &res[i]
 		if r.Code != wire.CodeOK {
 			errs = append(errs, fmt.Errorf("%s object %q: %w", verb, name(i), &pdc.ServerError{
-				Server: c.servers[mustOwner(c, &r.Meta, name(i))].Label(), Method: "obj_" + verb, Msg: r.Message, Err: r.Code.Err()}))
+				Server: c.label(mustOwner(c, &r.Meta, name(i))), Method: "obj_" + verb, Msg: r.Message, Err: r.Code.Err()}))
 			continue
 		}
 		objs[i] = &Object{c: c, info: c.objInfo(&r.Meta)}
@@ -214,7 +214,7 @@ func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
 	r := res.Items[0]
 	if r.Code != wire.CodeOK {
 		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, &pdc.ServerError{
-			Server: o.c.servers[o.info.Server].Label(), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
+			Server: o.c.label(o.info.Server), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
 	}
 	// Refresh is an open on the server; balance it so the count stays one.
 	_ = o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil)
@@ -361,7 +361,7 @@ func (c *Client) putTags(ctx context.Context, rank int, puts []wire.TagPut, name
 				msg = res.Messages[i]
 			}
 			errs = append(errs, fmt.Errorf("put tag %s: %w", names(i), &pdc.ServerError{
-				Server: c.servers[rank].Label(), Method: "tag_put", Msg: msg, Err: wire.Code(code).Err()}))
+				Server: c.label(rank), Method: "tag_put", Msg: msg, Err: wire.Code(code).Err()}))
 		}
 	}
 	return errors.Join(errs...)

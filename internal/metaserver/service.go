@@ -40,6 +40,7 @@ type Service struct {
 	// index and count place this server among the metadata servers; set
 	// once the cluster is complete, zero count until then.
 	index, count atomic.Int64
+	ready        atomic.Bool // placed and holding all its metadata
 
 	// createMu guards creating: identities being created, so that two
 	// concurrent creates of one identity cannot both succeed while their
@@ -70,12 +71,15 @@ func Open(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// SetPlacement tells the service its place among the metadata servers. It
-// serves requests only once placed.
+// SetPlacement tells the service its place among the metadata servers.
 func (s *Service) SetPlacement(index, count int) {
 	s.index.Store(int64(index))
 	s.count.Store(int64(count))
 }
+
+// SetReady makes the service serve clients: call it once every metadata
+// server has moved the metadata it no longer owns.
+func (s *Service) SetReady() { s.ready.Store(true) }
 
 // Close flushes and closes the store.
 func (s *Service) Close() error { return s.st.close() }
@@ -107,12 +111,13 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodTagDelete, s.tagDelete)
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
+	srv.Handle(wire.MethodImport, s.importRPC)
 }
 
 // owns checks that this server owns placement key k.
 func (s *Service) owns(k uint32, what string) error {
 	count := int(s.count.Load())
-	if count == 0 {
+	if count == 0 || !s.ready.Load() {
 		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
 	if o := placement.Owner(k, count); o != int(s.index.Load()) {

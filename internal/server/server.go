@@ -114,6 +114,11 @@ type Server struct {
 		members map[int]cluster.Server // rank 0: registrations so far
 	}
 	complete chan struct{} // closed when the list is complete
+
+	// Rank 0: servers that have moved the metadata they no longer own.
+	migMu       sync.Mutex
+	migrated    map[int]bool  // guarded by migMu
+	allMigrated chan struct{} // closed once every rank is in migrated
 }
 
 // Run starts a server and serves until ctx ends or a client asks it to shut
@@ -173,6 +178,9 @@ func Run(ctx context.Context, cfg Config) error {
 		stop:     make(chan struct{}),
 		complete: make(chan struct{}),
 		meta:     meta,
+
+		migrated:    map[int]bool{},
+		allMigrated: make(chan struct{}),
 	}
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
@@ -194,6 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s.rpc.HandleInline(wire.MethodStatus, s.status)
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
 	s.rpc.Handle(wire.MethodRegister, s.register)
+	s.rpc.Handle(wire.MethodMigrated, s.migratedRPC)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.rpc.Serve(ln) }()
@@ -211,8 +220,15 @@ func Run(ctx context.Context, cfg Config) error {
 	list := s.mu.list
 	s.mu.Unlock()
 	if meta != nil {
-		index, count := metaPlace(list, cfg.Rank)
-		meta.SetPlacement(index, count)
+		if err := s.moveMetadata(ctx, list, secret); err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
+	}
+	if err := s.barrier(ctx, secret); err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	if meta != nil {
+		meta.SetReady()
 	}
 	log.Info("cluster complete; serving", "servers", cfg.Size)
 	if cfg.Ready != nil {
@@ -384,8 +400,16 @@ func (s *Server) register(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		cur := s.mu.list.Servers[in.Rank]
 		s.mu.Unlock()
 		if cur.Instance != in.Instance {
-			return nil, fmt.Errorf("the cluster is complete and rank %d is served by %s (pid %d); is another cluster using tmpdir %s? %w",
-				in.Rank, cur.Addr, cur.PID, s.cfg.TmpDir, pdc.ErrExists)
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			alive := cluster.Alive(pctx, cur)
+			cancel()
+			if alive {
+				return nil, fmt.Errorf("the cluster is complete and rank %d is served by %s (pid %d); is another cluster using tmpdir %s? %w",
+					in.Rank, cur.Addr, cur.PID, s.cfg.TmpDir, pdc.ErrExists)
+			}
+			if err := s.rejoin(in); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if cur, ok := s.mu.members[in.Rank]; ok && cur.Instance != in.Instance {
@@ -413,6 +437,138 @@ func (s *Server) register(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		wl.Servers = append(wl.Servers, m.Info())
 	}
 	return rpc.Respond(&wl), nil
+}
+
+// rejoin replaces a dead member of the complete cluster by its restarted
+// successor and republishes the server list.
+func (s *Server) rejoin(in cluster.Server) error {
+	s.mu.Lock()
+	old := s.mu.list.Servers[in.Rank]
+	list := &cluster.List{Size: s.mu.list.Size, Created: time.Now(), Servers: append([]cluster.Server(nil), s.mu.list.Servers...)}
+	list.Servers[in.Rank] = in
+	s.mu.list = list
+	s.mu.Unlock()
+	s.log.Warn("rank rejoined after its server died", "rejoined", in.Rank, "old", old.Addr, "new", in.Addr)
+	return cluster.WriteList(s.cfg.TmpDir, list)
+}
+
+// moveMetadata places this metadata server among the others and moves the
+// metadata it no longer owns (the number of metadata servers changed) and
+// that of stores left by ranks that no longer exist.
+func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []byte) error {
+	index, count := metaPlace(list, s.cfg.Rank)
+	s.meta.SetPlacement(index, count)
+	var ranks []int
+	for _, m := range list.Servers {
+		if r, _ := cluster.ParseRoles(m.Roles); r&wire.RoleMetadata != 0 {
+			ranks = append(ranks, m.Rank)
+		}
+	}
+	pools := map[int]*rpc.Pool{}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	send := func(ctx context.Context, idx int, kvs *wire.KVBatch) error {
+		rank := ranks[idx]
+		p := pools[rank]
+		if p == nil {
+			m := list.Servers[rank]
+			p = rpc.NewPool(m.Addr, 1, rpc.DialOptions{Secret: secret, Label: m.Label()})
+			pools[rank] = p
+		}
+		_, err := p.Call(ctx, wire.MethodImport, kvs.Marshal(nil), nil, nil)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+	defer cancel()
+	moved, err := s.meta.MoveForeign(ctx, send)
+	if err != nil {
+		return err
+	}
+	if moved > 0 {
+		s.log.Info("moved metadata to its new owners", "entries", moved, "metadata servers", count)
+	}
+	// Stores of ranks beyond the cluster's size: adopted by index r mod count.
+	entries, _ := os.ReadDir(s.cfg.DataDir)
+	for _, e := range entries {
+		var r int
+		if _, err := fmt.Sscanf(e.Name(), "meta-%d", &r); err != nil || !e.IsDir() || fmt.Sprintf("meta-%d", r) != e.Name() {
+			continue
+		}
+		if r < s.cfg.Size || r%count != index {
+			continue
+		}
+		n, err := s.meta.Adopt(ctx, filepath.Join(s.cfg.DataDir, e.Name()), send)
+		if err != nil {
+			return err
+		}
+		s.log.Info("adopted the metadata store of a rank that no longer exists", "store", e.Name(), "entries", n)
+	}
+	return nil
+}
+
+// barrier returns once every server has moved its metadata: rank 0 waits
+// for the others to report, the others report to rank 0 and wait for its
+// answer.
+func (s *Server) barrier(ctx context.Context, secret []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+	defer cancel()
+	if s.cfg.Rank == 0 {
+		s.markMigrated(0)
+		select {
+		case <-s.allMigrated:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the other servers to move their metadata: %w", ctx.Err())
+		}
+	}
+	s.mu.Lock()
+	rank0 := s.mu.list.Servers[0]
+	s.mu.Unlock()
+	conn, err := rpc.Dial(ctx, rank0.Addr, rpc.DialOptions{Secret: secret, Label: rank0.Label()})
+	if err != nil {
+		return fmt.Errorf("report to rank 0: %w", err)
+	}
+	defer conn.Close()
+	req := wire.RegisterRequest{Server: s.self.Info(), Size: uint32(s.cfg.Size)}
+	if _, err := conn.Call(ctx, wire.MethodMigrated, req.Marshal(nil), nil, nil); err != nil {
+		return fmt.Errorf("report to rank 0: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) markMigrated(rank int) {
+	s.migMu.Lock()
+	defer s.migMu.Unlock()
+	if s.migrated[rank] {
+		return
+	}
+	s.migrated[rank] = true
+	if len(s.migrated) == s.cfg.Size {
+		close(s.allMigrated)
+	}
+}
+
+func (s *Server) migratedRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if s.cfg.Rank != 0 {
+		return nil, fmt.Errorf("rank %d is not the rendezvous server: %w", s.cfg.Rank, pdc.ErrInvalid)
+	}
+	var r wire.RegisterRequest
+	if err := r.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	if int(r.Server.Rank) >= s.cfg.Size {
+		return nil, fmt.Errorf("rank %d out of range: %w", r.Server.Rank, pdc.ErrInvalid)
+	}
+	s.markMigrated(int(r.Server.Rank))
+	select {
+	case <-s.allMigrated:
+		return &rpc.Response{}, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the other servers to move their metadata: %w", ctx.Err())
+	}
 }
 
 func (s *Server) ping(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

@@ -225,3 +225,12 @@ func (f *fields) int32() int32 {
 	}
 	return int32(v)
 }
+
+// bytesOrEmpty is bytes for repeated elements, where an empty element must
+// stay an element: it returns a non-nil empty slice for one.
+func (f *fields) bytesOrEmpty() []byte {
+	if !f.want(protowire.BytesType) {
+		return nil
+	}
+	return append([]byte{}, f.raw...)
+}

@@ -1,5 +1,11 @@
 package wire
 
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
 // Field numbers are the schema: never renumber or reuse them.
 
 // ErrorBody is the header of a response with FlagError.
@@ -256,6 +262,42 @@ func (m *RegisterRequest) Unmarshal(b []byte) error {
 		case 2:
 			m.Size = f.uint32()
 		}
+	}
+	return f.err
+}
+
+// KVBatch carries raw store entries from one metadata server to another
+// when metadata moves to a new owner.
+type KVBatch struct {
+	Keys   [][]byte // 1
+	Values [][]byte // 2: Values[i] belongs to Keys[i]
+}
+
+func (m *KVBatch) Marshal(b []byte) []byte {
+	for _, k := range m.Keys {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, k)
+	}
+	for _, v := range m.Values {
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, v)
+	}
+	return b
+}
+
+func (m *KVBatch) Unmarshal(b []byte) error {
+	*m = KVBatch{}
+	f := fields{b: b, msg: "KVBatch"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Keys = append(m.Keys, f.bytesOrEmpty())
+		case 2:
+			m.Values = append(m.Values, f.bytesOrEmpty())
+		}
+	}
+	if f.err == nil && len(m.Keys) != len(m.Values) {
+		f.fail(fmt.Errorf("%d keys but %d values", len(m.Keys), len(m.Values)))
 	}
 	return f.err
 }

@@ -44,6 +44,8 @@ const (
 	MethodTagDelete     Method = 42 // TagKey -> (empty)
 	MethodTagList       Method = 43 // TagKey (name ignored) -> TagNames
 	MethodCheckpoint    Method = 48 // -> Checkpoint
+	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
+	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
 )
 
 var methodNames = map[Method]string{
@@ -72,6 +74,8 @@ var methodNames = map[Method]string{
 	MethodTagDelete:     "tag_delete",
 	MethodTagList:       "tag_list",
 	MethodCheckpoint:    "checkpoint",
+	MethodImport:        "import",
+	MethodMigrated:      "migrated",
 }
 
 func (m Method) String() string {

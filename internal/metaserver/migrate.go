@@ -1,0 +1,195 @@
+package metaserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Send delivers entries to the metadata server of the given index and
+// returns once they are stored there.
+type Send func(ctx context.Context, index int, kvs *wire.KVBatch) error
+
+// keyOwner returns the placement key that decides which server holds a
+// store key, and false for keys that stay local ('S', 'V').
+func keyOwner(k []byte) (uint32, bool) {
+	if len(k) == 0 {
+		return 0, false
+	}
+	switch k[0] {
+	case 'C':
+		return placement.Key(string(k[1:]), 0), true
+	case 'c', 'o':
+		if len(k) == 9 {
+			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true
+		}
+	case 'O':
+		if i := bytes.IndexByte(k[1:], 0); i >= 0 && len(k) >= 1+i+1+4 {
+			ts := binary.BigEndian.Uint32(k[1+i+1:])
+			return placement.Key(string(k[1:1+i]), ts), true
+		}
+	case 'M':
+		if len(k) == 17 {
+			return placement.KeyOf(binary.BigEndian.Uint64(k[9:])), true
+		}
+	case 'T':
+		if len(k) >= 10 {
+			return placement.KeyOf(binary.BigEndian.Uint64(k[2:])), true
+		}
+	}
+	return 0, false
+}
+
+// migrateBatch is how many entries go in one import request.
+const migrateBatch = 4096
+
+// MoveForeign sends every entry this server no longer owns (the cluster's
+// metadata server count changed) to its owner, then deletes it here. It
+// returns how many entries moved.
+func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
+	return moveFrom(ctx, s.st.db, int(s.index.Load()), int(s.count.Load()), send, true, s)
+}
+
+// Adopt opens the store in dir, left by a server of a larger cluster that
+// no longer exists, sends every entry to its owner (this server included),
+// and renames dir out of the way.
+func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: storeLogger{s.log}})
+	if err != nil {
+		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
+	}
+	n, err := moveFrom(ctx, db, -1, int(s.count.Load()), send, false, s)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
+	}
+	done := fmt.Sprintf("%s.adopted-%s", dir, time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.Rename(dir, done); err != nil {
+		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
+	}
+	return n, nil
+}
+
+// moveFrom sends entries of db whose owner is not self to their owners;
+// with self -1 every entry moves, those owned here being applied locally.
+func moveFrom(ctx context.Context, db *pebble.DB, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
+	if count <= 0 {
+		return 0, fmt.Errorf("move metadata: placement unknown: %w", pdc.ErrUnavailable)
+	}
+	pending := map[int]*wire.KVBatch{}
+	moved := 0
+	flush := func(owner int) error {
+		b := pending[owner]
+		if b == nil || len(b.Keys) == 0 {
+			return nil
+		}
+		var err error
+		if owner == int(s.index.Load()) {
+			err = s.importKVs(b)
+		} else {
+			err = send(ctx, owner, b)
+		}
+		if err != nil {
+			return fmt.Errorf("move %d entries to metadata server %d: %w", len(b.Keys), owner, err)
+		}
+		if deleteMoved {
+			del := db.NewBatch()
+			for _, k := range b.Keys {
+				_ = del.Delete(k, nil)
+			}
+			err = del.Commit(pebble.Sync)
+			del.Close()
+			if err != nil {
+				return err
+			}
+		}
+		moved += len(b.Keys)
+		delete(pending, owner)
+		return nil
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		pk, ok := keyOwner(k)
+		if !ok {
+			continue
+		}
+		owner := placement.Owner(pk, count)
+		if owner == self {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return moved, err
+		}
+		b := pending[owner]
+		if b == nil {
+			b = &wire.KVBatch{}
+			pending[owner] = b
+		}
+		b.Keys = append(b.Keys, append([]byte(nil), k...))
+		b.Values = append(b.Values, append([]byte{}, v...))
+		if len(b.Keys) >= migrateBatch {
+			if err := flush(owner); err != nil {
+				it.Close()
+				return moved, err
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return moved, err
+	}
+	for owner := range pending {
+		if err := flush(owner); err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
+}
+
+// importKVs stores entries moved here, keeping later ids above theirs.
+func (s *Service) importKVs(b *wire.KVBatch) error {
+	batch := s.st.db.NewBatch()
+	defer batch.Close()
+	for i, k := range b.Keys {
+		if _, ok := keyOwner(k); !ok {
+			return fmt.Errorf("import: key %q is not movable metadata: %w", k, pdc.ErrInvalid)
+		}
+		if (k[0] == 'o' || k[0] == 'c') && len(k) == 9 {
+			s.st.observeSeq(placement.SeqOf(binary.BigEndian.Uint64(k[1:])))
+		}
+		_ = batch.Set(k, b.Values[i], nil)
+	}
+	// Reserve the observed ids on disk before acknowledging.
+	if _, err := s.st.nextSeqNum(); err != nil {
+		return err
+	}
+	return s.st.commit(batch)
+}
+
+func (s *Service) importRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var b wire.KVBatch
+	if err := decode(req, &b); err != nil {
+		return nil, err
+	}
+	if err := s.importKVs(&b); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
