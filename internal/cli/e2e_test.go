@@ -26,6 +26,14 @@ import (
 var pdcBin string
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as a client process for the end-to-end tests.
+	if role := os.Getenv("PDC_E2E_ROLE"); role != "" {
+		if err := clientRole(role); err != nil {
+			fmt.Fprintln(os.Stderr, "client role:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "pdc-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

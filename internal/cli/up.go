@@ -30,6 +30,7 @@ type upOptions struct {
 	roles           string
 	secret          bool
 	timeout         time.Duration
+	durability      string
 }
 
 func runUp(ctx context.Context, e *env, args []string) error {
@@ -42,6 +43,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.roles, "roles", "both", "role of every server: metadata, data or both")
 	fs.BoolVar(&o.secret, "secret", true, "make a cluster secret that every connection must prove")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the servers to start")
+	fs.StringVar(&o.durability, "durability", "process", "metadata durability: process (survives a server crash) or sync (fsynced, survives power loss)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -98,6 +100,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	}
 	procs, err := cluster.StartLocal(ctx, cluster.LocalConfig{
 		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
+		Args: durabilityArgs(o.durability),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
@@ -115,6 +118,13 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 		}
 	}
 	return procs, nil
+}
+
+func durabilityArgs(d string) []string {
+	if d == "" {
+		return nil
+	}
+	return []string{"--durability", d}
 }
 
 func printProcs(w io.Writer, procs []cluster.Proc) {

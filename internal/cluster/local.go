@@ -36,6 +36,8 @@ type LocalConfig struct {
 	SecretFile string
 	// Env is added to the servers' environment.
 	Env []string
+	// Args are added to every server's command line.
+	Args []string
 	// Timeout bounds the wait for the cluster to be complete. Default 60s.
 	Timeout time.Duration
 }
@@ -100,6 +102,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		if cfg.SecretFile != "" {
 			args = append(args, "--secret-file", cfg.SecretFile)
 		}
+		args = append(args, cfg.Args...)
 		logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
 		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -1,0 +1,465 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/region"
+)
+
+// clientRole runs this test binary as a client process.
+//
+//	writer: creates PDC_E2E_N objects one at a time in container "c", each
+//	        with tags, printing "ok NAME" once both are acknowledged and
+//	        "fail NAME ERR" otherwise; it keeps going through failures.
+//	reader: opens every name given on stdin and checks its tags, printing
+//	        "ok NAME" or "bad NAME WHY".
+func clientRole(role string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := client.Connect(ctx, client.WithTmpDir(os.Getenv("PDC_TMPDIR")))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	switch role {
+	case "writer":
+		n, _ := strconv.Atoi(os.Getenv("PDC_E2E_N"))
+		ct, _, err := c.CreateContainer(ctx, "c", client.Persistent)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			name := fmt.Sprintf("obj%05d", i)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := writeOne(cctx, ct, name, i)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(out, "fail %s %v\n", name, err)
+			} else {
+				fmt.Fprintf(out, "ok %s\n", name)
+			}
+			out.Flush()
+		}
+		return nil
+	case "reader":
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			name := sc.Text()
+			i, _ := strconv.Atoi(strings.TrimPrefix(name, "obj"))
+			if why := readOne(ctx, c, name, i); why != "" {
+				fmt.Fprintf(out, "bad %s %s\n", name, why)
+			} else {
+				fmt.Fprintf(out, "ok %s\n", name)
+			}
+		}
+		return sc.Err()
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func writeOne(ctx context.Context, ct *client.Container, name string, i int) error {
+	o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{uint64(i + 1), 8}, Type: region.Double})
+	if err != nil {
+		return err
+	}
+	defer o.Close(ctx)
+	if err := o.PutTag(ctx, "index", client.Int64(int64(i))); err != nil {
+		return err
+	}
+	return o.PutTag(ctx, "label", client.String("label-"+name))
+}
+
+func readOne(ctx context.Context, c *client.Client, name string, i int) string {
+	o, err := c.OpenObject(ctx, name)
+	if err != nil {
+		return err.Error()
+	}
+	defer o.Close(ctx)
+	if d := o.Info().Props.Dims; len(d) != 2 || d[0] != uint64(i+1) || d[1] != 8 {
+		return fmt.Sprintf("dims %v", d)
+	}
+	v, err := o.GetTag(ctx, "index")
+	if err != nil {
+		return err.Error()
+	}
+	if v.String() != strconv.Itoa(i) || v.Type != region.Int64 {
+		return fmt.Sprintf("tag index = %s (%s)", v, v.Type)
+	}
+	v, err = o.GetTag(ctx, "label")
+	if err != nil || v.String() != "label-"+name {
+		return fmt.Sprintf("tag label = %q, %v", v.String(), err)
+	}
+	return ""
+}
+
+// clientProc starts this test binary as a client process.
+func clientProc(t *testing.T, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), append([]string{"PDC_E2E_ROLE=" + role, "PDC_TMPDIR=" + tmpdir}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = stdin
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	t.Cleanup(func() {
+		w.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, bufio.NewScanner(stdout), w
+}
+
+// readAll runs a reader process over names and returns its complaints.
+func readAll(t *testing.T, tmpdir string, names []string) []string {
+	t.Helper()
+	cmd, out, in := clientProc(t, tmpdir, "reader")
+	go func() {
+		for _, n := range names {
+			fmt.Fprintln(in, n)
+		}
+		in.Close()
+	}()
+	var bad []string
+	seen := 0
+	for out.Scan() {
+		line := out.Text()
+		seen++
+		if !strings.HasPrefix(line, "ok ") {
+			bad = append(bad, line)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	if seen != len(names) {
+		t.Fatalf("reader answered %d of %d names", seen, len(names))
+	}
+	return bad
+}
+
+func TestMetadataSurvivesKillAndResize(t *testing.T) {
+	tmpdir := up(t, 3)
+	datadir := filepath.Join(filepath.Dir(tmpdir), "..", "data")
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data dir up() used: find it from the server's own log line.
+	datadir = serverDataDir(t, tmpdir)
+
+	const n = 240
+	writer, out, _ := clientProc(t, tmpdir, "writer", "PDC_E2E_N="+strconv.Itoa(n))
+	var acked, failed []string
+	killed, restarted := false, false
+	var restartCmd *exec.Cmd
+	for out.Scan() {
+		f := strings.Fields(out.Text())
+		switch f[0] {
+		case "ok":
+			acked = append(acked, f[1])
+		case "fail":
+			failed = append(failed, f[1])
+		}
+		done := len(acked) + len(failed)
+		if done == n/3 && !killed {
+			// Kill a server mid-workload.
+			killed = true
+			if err := syscall.Kill(list.Servers[1].PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if done == n/2 && !restarted {
+			// Restart it in place; it rejoins the running cluster.
+			restarted = true
+			_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
+			restartCmd = exec.Command(pdcBin, "server", "--rank", "1", "--size", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+			logf, _ := os.Create(filepath.Join(tmpdir, "logs", "server-1-restarted.log"))
+			restartCmd.Stdout, restartCmd.Stderr = logf, logf
+			if err := restartCmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = restartCmd.Process.Kill(); _ = restartCmd.Wait() })
+		}
+	}
+	if err := writer.Wait(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if len(acked) < n/2 {
+		t.Fatalf("only %d of %d creates acknowledged", len(acked), n)
+	}
+	if len(failed) == 0 {
+		t.Log("no create failed while a server was down (its objects may all have been late)")
+	}
+	// Every acknowledged create, with its tags, is there for another process.
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d acknowledged objects are missing or wrong after kill -9 and restart, e.g. %q", len(bad), bad[0])
+	}
+
+	// Restart the whole cluster with 5 servers: the metadata moves to its
+	// new owners and is all still found.
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "5", "--tmpdir", tmpdir, "--datadir", datadir)
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d objects lost moving from 3 to 5 servers, e.g. %q", len(bad), bad[0])
+	}
+	// And back down to 2: stores of ranks 2-4 are adopted.
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d objects lost moving from 5 to 2 servers, e.g. %q", len(bad), bad[0])
+	}
+}
+
+// serverDataDir reads the data dir a server of the cluster uses from its log.
+func serverDataDir(t *testing.T, tmpdir string) string {
+	t.Helper()
+	logs, err := os.ReadFile(filepath.Join(tmpdir, "logs", "server-0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(logs)) {
+		if d, ok := strings.CutPrefix(f, "datadir="); ok {
+			return d
+		}
+	}
+	t.Fatal("no datadir in the server log")
+	return ""
+}
+
+func TestMetadataBadInput(t *testing.T) {
+	tmpdir := up(t, 2)
+	c := connect(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	ct, created, err := c.CreateContainer(ctx, "box", client.Persistent)
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	again, created, err := c.CreateContainer(ctx, "box", client.Persistent)
+	if err != nil || created || again.ID() != ct.ID() {
+		t.Fatalf("creating an existing container: %v, created %v, id %d vs %d", err, created, again.ID(), ct.ID())
+	}
+	good := client.ObjectProps{Dims: []uint64{4, 4}, Type: region.Float}
+	long := strings.Repeat("n", 1025)
+
+	expect := func(what string, err error, sentinel error, mention string) {
+		t.Helper()
+		if !errors.Is(err, sentinel) {
+			t.Errorf("%s: got %v, want %v", what, err, sentinel)
+			return
+		}
+		if !strings.Contains(err.Error(), mention) {
+			t.Errorf("%s: error %q does not mention %q", what, err, mention)
+		}
+	}
+	_, _, err = c.CreateContainer(ctx, "", client.Persistent)
+	expect("empty container name", err, pdc.ErrInvalid, "empty")
+	_, _, err = c.CreateContainer(ctx, long, client.Persistent)
+	expect("over-long container name", err, pdc.ErrInvalid, "over the limit")
+	_, _, err = c.CreateContainer(ctx, "a\x00b", client.Persistent)
+	expect("NUL in container name", err, pdc.ErrInvalid, "NUL")
+	_, err = ct.CreateObject(ctx, "", good)
+	expect("empty object name", err, pdc.ErrInvalid, "empty")
+	_, err = ct.CreateObject(ctx, long, good)
+	expect("over-long object name", err, pdc.ErrInvalid, "over the limit")
+	_, err = ct.CreateObject(ctx, "x\x00y", good)
+	expect("NUL in object name", err, pdc.ErrInvalid, "NUL")
+	_, err = ct.CreateObject(ctx, "nodims", client.ObjectProps{Type: region.Float})
+	expect("ndim 0", err, pdc.ErrInvalid, "0 dims")
+	_, err = ct.CreateObject(ctx, "toomany", client.ObjectProps{Dims: make([]uint64, 33), Type: region.Float})
+	expect("ndim 33", err, pdc.ErrInvalid, "33 dims")
+	_, err = ct.CreateObject(ctx, "zerodim", client.ObjectProps{Dims: []uint64{4, 0}, Type: region.Float})
+	expect("zero dim", err, pdc.ErrInvalid, "dim 1 is 0")
+	_, err = ct.CreateObject(ctx, "badtype", client.ObjectProps{Dims: []uint64{4}, Type: 99})
+	expect("unknown type", err, pdc.ErrInvalid, "element type 99")
+	_, err = ct.CreateObject(ctx, "badpart", client.ObjectProps{Dims: []uint64{4}, Type: region.Float, Partition: 9})
+	expect("unknown partition", err, pdc.ErrInvalid, "partition strategy 9")
+	_, err = c.OpenObject(ctx, "nosuchobject")
+	expect("open a missing object", err, pdc.ErrNotFound, "nosuchobject")
+
+	o, err := ct.CreateObject(ctx, "grid", client.ObjectProps{Dims: []uint64{client.Unlimited, 16}, Type: region.Double, AppName: "vpic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ct.CreateObject(ctx, "grid", client.ObjectProps{Dims: []uint64{1}, Type: region.Double, AppName: "vpic"})
+	expect("duplicate create", err, pdc.ErrExists, "grid")
+	other, err := ct.CreateObject(ctx, "grid", client.ObjectProps{Dims: []uint64{1}, Type: region.Double, AppName: "other"})
+	if err != nil {
+		t.Fatalf("same name, other app: %v", err)
+	}
+	_, err = c.OpenObject(ctx, "grid")
+	expect("ambiguous open", err, pdc.ErrInvalid, "app names")
+	if got, err := c.OpenObject(ctx, "grid", client.WithIdentity(0, "other")); err != nil || got.ID() != other.ID() {
+		t.Fatalf("open by identity: %v", err)
+	}
+
+	expect("set_dims to 0", o.SetDims(ctx, []uint64{0, 16}), pdc.ErrInvalid, "dim 0 is 0")
+	expect("set_dims with another ndim", o.SetDims(ctx, []uint64{5}), pdc.ErrInvalid, "1 dims given, the object has 2")
+	expect("oversized tag value", o.PutTag(ctx, "big", client.Bytes(make([]byte, 1<<16+1))), pdc.ErrTooLarge, "over the limit")
+	expect("tag of nothing", o.DeleteTag(ctx, "nosuch"), pdc.ErrNotFound, "nosuch")
+	_, err = o.GetTag(ctx, "nosuch")
+	expect("get a missing tag", err, pdc.ErrNotFound, "nosuch")
+
+	// Deleting a container whose objects are open is refused; after close
+	// it deletes the container and its objects.
+	expect("delete a container with open objects", ct.Delete(ctx), pdc.ErrInvalid, "open")
+	for _, h := range []*client.Object{o, other} {
+		if err := h.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Opens by this test above also hold objects open; close them too.
+	c.Close()
+	c = connect(t, tmpdir)
+	ct, err = c.OpenContainer(ctx, "box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged, err := ct.CreateObject(ctx, "tagged", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tagged.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect("tag on a deleted object", tagged.PutTag(ctx, "k", client.String("v")), pdc.ErrNotFound, "tagged")
+	if err := ct.Delete(ctx); err != nil {
+		t.Fatalf("delete a container after closing its objects: %v", err)
+	}
+	_, err = c.OpenObject(ctx, "grid", client.WithIdentity(0, "vpic"))
+	expect("object of a deleted container", err, pdc.ErrNotFound, "grid")
+	_, err = c.OpenContainer(ctx, "box")
+	expect("deleted container", err, pdc.ErrNotFound, "box")
+
+	// The servers kept serving through all of it.
+	for rank := range 2 {
+		if _, err := c.Ping(ctx, rank); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDimsAndTagsAcrossClients(t *testing.T) {
+	tmpdir := up(t, 3, "--durability", "sync")
+	ctx := ctxT(t, time.Minute)
+	a, b := connect(t, tmpdir), connect(t, tmpdir)
+	ct, _, err := a.CreateContainer(ctx, "shared", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oa, err := ct.CreateObject(ctx, "field", client.ObjectProps{Dims: []uint64{10, 10}, Type: region.Float})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := b.OpenObject(ctx, "field")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dims := range [][]uint64{{20, 10}, {5, 3}} { // grow, then shrink
+		if err := oa.SetDims(ctx, dims); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ob.Dims(ctx)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(dims) {
+			t.Fatalf("other client sees dims %v (%v), want %v", got, err, dims)
+		}
+	}
+	values := []client.TagValue{client.String("s"), client.Int32(-7), client.Int64(1 << 40), client.Uint64(1 << 63),
+		client.Float32(1.5), client.Float64(-2.25), client.Bytes([]byte{0, 1, 2}), client.Typed(region.Int8, []byte{0xff})}
+	for i, v := range values {
+		if err := oa.PutTag(ctx, fmt.Sprint("t", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range values {
+		got, err := ob.GetTag(ctx, fmt.Sprint("t", i))
+		if err != nil || got.Type != v.Type || string(got.Value) != string(v.Value) {
+			t.Fatalf("tag t%d: got %v %v, want %v", i, got, err, v)
+		}
+	}
+	if err := oa.DeleteTag(ctx, "t0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.GetTag(ctx, "t0"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	// Container tags and listing.
+	if err := ct.PutTag(ctx, "owner", client.String("alice")); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := b.OpenContainer(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := bc.GetTag(ctx, "owner"); err != nil || v.String() != "alice" {
+		t.Fatalf("container tag: %v %v", v, err)
+	}
+	// Batched create and open.
+	specs := make([]client.ObjectSpec, 500)
+	names := make([]string, len(specs))
+	for i := range specs {
+		names[i] = fmt.Sprintf("batch%03d", i)
+		specs[i] = client.ObjectSpec{Name: names[i], Props: client.ObjectProps{Dims: []uint64{8}, Type: region.Int}}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil || len(objs) != len(specs) {
+		t.Fatal(err)
+	}
+	opened, err := b.OpenObjects(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range opened {
+		if opened[i].ID() != objs[i].ID() {
+			t.Fatalf("%s: opened id %d, created %d", names[i], opened[i].ID(), objs[i].ID())
+		}
+	}
+	puts := make([]client.TagPut, len(objs))
+	for i, o := range objs {
+		puts[i] = client.TagPut{Object: o, Name: "i", Value: client.Int64(int64(i))}
+	}
+	if err := a.PutTags(ctx, puts); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := opened[321].GetTag(ctx, "i"); err != nil || v.String() != "321" {
+		t.Fatalf("batched tag: %v %v", v, err)
+	}
+	list, err := bc.Objects(ctx)
+	if err != nil || len(list) != 501 {
+		t.Fatalf("container lists %d objects (%v), want 501", len(list), err)
+	}
+	// A duplicate in a batch fails alone.
+	objs, err = ct.CreateObjects(ctx, []client.ObjectSpec{specs[0], {Name: "fresh", Props: specs[0].Props}})
+	if !errors.Is(err, pdc.ErrExists) || objs[0] != nil || objs[1] == nil {
+		t.Fatalf("batch with a duplicate: %v, %v", objs, err)
+	}
+}
