@@ -157,15 +157,24 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	return c, nil
 }
 
-func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
+func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	deadline := time.Now().Add(opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	_ = c.nc.SetDeadline(deadline)
-	defer c.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer func() {
+		if !stop() {
+			// ctx ended as the handshake finished: its interrupt may land
+			// after any reset, so the connection cannot be trusted.
+			if err == nil {
+				err = fmt.Errorf("server %s: handshake: %w", c.label, ctxErr(ctx))
+			}
+			return
+		}
+		_ = c.nc.SetDeadline(time.Time{})
+	}()
 	r := &frameReader{br: c.br, limits: c.lim}
 
 	fail := func(what string, err error) error {
@@ -263,10 +272,16 @@ func (c *Conn) Broken() bool {
 		return false // someone is reading and will see a close
 	}
 	defer func() { <-c.readTok }()
-	if c.br.Buffered() > 0 || c.rs.inFrame {
-		return false
+	err := c.peek()
+	if errors.Is(err, errDataWaiting) || c.br.Buffered() > 0 || c.rs.inFrame {
+		// Late replies of calls that gave up are waiting, and a close may
+		// be behind them: read what has arrived, then look again.
+		err = c.drain()
+		if err == nil {
+			err = c.peek()
+		}
 	}
-	if err := c.peek(); err != nil {
+	if err != nil && !errors.Is(err, errDataWaiting) {
 		c.failReading(fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err))
 		return true
 	}
@@ -274,20 +289,48 @@ func (c *Conn) Broken() bool {
 	return false
 }
 
+// errDataWaiting is peek's report that bytes are waiting to be read.
+var errDataWaiting = errors.New("data waiting")
+
+// drain reads the frames that have already arrived, delivering or dropping
+// them, without blocking for more. The caller holds the read token.
+func (c *Conn) drain() error {
+	// A deadline already past would stop the reads before they look; one
+	// just ahead lets them take what is there.
+	c.dlMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Now().Add(2 * time.Millisecond))
+	c.dlMu.Unlock()
+	defer c.clearDeadline()
+	for {
+		got, err := c.readFrame()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil // all that had arrived is read
+			}
+			return err
+		}
+		if got != nil {
+			got.done <- struct{}{}
+		}
+	}
+}
+
 // peek checks, without blocking or consuming, whether the peer closed.
 func (c *Conn) peek() error {
 	var perr error
-	err := c.rc.Read(func(fd uintptr) bool {
+	err := c.rc.Control(func(fd uintptr) {
 		var b [1]byte
 		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 		switch {
-		case err == unix.EAGAIN || err == unix.EWOULDBLOCK || n > 0:
+		case err == unix.EAGAIN || err == unix.EWOULDBLOCK:
+		case n > 0:
+			perr = errDataWaiting
 		case err != nil:
 			perr = err
 		default:
 			perr = io.EOF
 		}
-		return true
 	})
 	if err != nil {
 		return err
@@ -380,13 +423,21 @@ func (c *Conn) clearDeadline() {
 // ends, or the connection fails. The caller holds the read token. own may
 // be nil (read until the connection ends).
 func (c *Conn) lead(ctx context.Context, own *call) {
-	stop := context.AfterFunc(ctx, c.interrupt)
-	defer func() {
-		if !stop() {
-			// The interrupt ran or is running: clear it for the next reader.
-			c.clearDeadline()
-		}
-	}()
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			c.interrupt()
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				// The interrupt ran or is running: once it has, clear it
+				// for the next reader.
+				<-fired
+				c.clearDeadline()
+			}
+		}()
+	}
 	for {
 		got, err := c.readFrame()
 		if err != nil {
@@ -561,7 +612,18 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	c.mu.Unlock()
 
 	if err := c.w.write(ctx, f, hdr, payload); err != nil {
-		c.fail(err)
+		if !errors.Is(err, errNotSent) {
+			c.fail(err) // the stream may be torn
+		}
+		if ctx.Err() != nil {
+			// Our deadline cut the write short (or nothing went out): the
+			// caller gets its context's error, not the connection's.
+			if !c.forget(f.ID) {
+				<-cl.done
+			}
+			c.release(cl)
+			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		}
 	}
 	for {
 		select {
@@ -591,6 +653,10 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	}
 }
 
+// cancelWriteTimeout bounds sending a cancellation to a server that may
+// have stopped reading.
+const cancelWriteTimeout = time.Second
+
 // giveUp ends a call whose context ended before its reply came.
 func (c *Conn) giveUp(ctx context.Context, f wire.Frame, cl *call) (Reply, error) {
 	c.mu.Lock()
@@ -603,7 +669,9 @@ func (c *Conn) giveUp(ctx context.Context, f wire.Frame, cl *call) (Reply, error
 			// The server's copy of a deadline fires on its own; a
 			// cancellation it can only learn from us.
 			cf := wire.Frame{Flags: wire.FlagCancel, Method: f.Method, ID: f.ID}
-			_ = c.w.write(context.Background(), cf, nil, nil)
+			wctx, cancel := context.WithTimeout(context.Background(), cancelWriteTimeout)
+			_ = c.w.write(wctx, cf, nil, nil)
+			cancel()
 		}
 		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
 	}
@@ -682,4 +750,15 @@ func Probe(ctx context.Context, addr string) (wire.Hello, error) {
 		return wire.Hello{}, fmt.Errorf("probe %s: %w: %w", addr, pdc.ErrUnavailable, err)
 	}
 	return h, nil
+}
+
+// forget removes a pending call; false if a reader has claimed it.
+func (c *Conn) forget(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.mu.pending[id]; ok {
+		delete(c.mu.pending, id)
+		return true
+	}
+	return false
 }

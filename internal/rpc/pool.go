@@ -21,6 +21,8 @@ type Pool struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	ctx       context.Context // canceled by Close: ends dials in progress
+	cancel    context.CancelFunc
 }
 
 type poolSlot struct {
@@ -33,6 +35,7 @@ func NewPool(addr string, size int, opts DialOptions) *Pool {
 	size = max(size, 1)
 	opts.setDefaults(addr)
 	p := &Pool{addr: addr, opts: opts, slots: make([]poolSlot, size), closed: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for i := range p.slots {
 		p.slots[i].lock = make(chan struct{}, 1)
 	}
@@ -72,7 +75,11 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	if best != nil && (bestLoad < growAt || empty < 0) {
 		return best, nil
 	}
-	return p.dial(ctx, empty)
+	c, err := p.dial(ctx, empty)
+	if err != nil && best != nil && !best.Broken() {
+		return best, nil // could not grow; the busy connection still works
+	}
+	return c, err
 }
 
 // dial fills slot i with a new connection unless another caller did so
@@ -95,8 +102,15 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 	if c := s.conn.Load(); c != nil && !c.Broken() {
 		return c, nil
 	}
-	c, err := Dial(ctx, p.addr, p.opts)
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
+	c, err := Dial(dctx, p.addr, p.opts)
 	if err != nil {
+		if p.ctx.Err() != nil {
+			return nil, fmt.Errorf("server %s: %w", p.opts.Label, pdc.ErrClosed)
+		}
 		return nil, err
 	}
 	if old := s.conn.Swap(c); old != nil {
@@ -116,7 +130,10 @@ func (p *Pool) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 
 // Close closes every connection. Idempotent.
 func (p *Pool) Close() error {
-	p.closeOnce.Do(func() { close(p.closed) })
+	p.closeOnce.Do(func() {
+		close(p.closed)
+		p.cancel()
+	})
 	for i := range p.slots {
 		s := &p.slots[i]
 		s.lock <- struct{}{}

@@ -19,7 +19,7 @@ type reqCtx struct {
 	mu       sync.Mutex
 	ctx      context.Context // made by Done; guarded by mu
 	cancel   context.CancelFunc
-	canceled bool
+	canceled bool // the client canceled, or the request ended (release)
 }
 
 func newReqCtx(parent context.Context, timeout time.Duration) *reqCtx {
@@ -81,9 +81,11 @@ func (r *reqCtx) cancelRequest() {
 	r.mu.Unlock()
 }
 
-// release frees the timer, if one was made.
+// release ends the request: its timer, if one was made, is freed, and a
+// goroutine the handler left behind sees the context done.
 func (r *reqCtx) release() {
 	r.mu.Lock()
+	r.canceled = true
 	if r.cancel != nil {
 		r.cancel()
 	}

@@ -28,6 +28,7 @@ const (
 	methodBlock   wire.Method = 102
 	methodPanic   wire.Method = 103
 	methodTimeout wire.Method = 104
+	methodInline  wire.Method = 105
 )
 
 type testServer struct {
@@ -67,7 +68,7 @@ func startServer(t *testing.T, network string, cfg ServerConfig) *testServer {
 	}
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	ts := &testServer{Server: NewServer(cfg), addr: Addr(ln.Addr()), blocked: make(chan context.Context, 16), logs: logs}
+	ts := &testServer{Server: NewServer(cfg), addr: Addr(ln.Addr()), blocked: make(chan context.Context, 64), logs: logs}
 	ts.Handle(methodEcho, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Header: req.Header, Payload: [][]byte{req.Payload}}, nil
 	})
@@ -82,6 +83,9 @@ func startServer(t *testing.T, network string, cfg ServerConfig) *testServer {
 		ts.blocked <- ctx
 		<-ctx.Done()
 		return nil, ctx.Err()
+	})
+	ts.HandleInline(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
+		return &Response{Header: []byte("pong")}, nil
 	})
 	ts.Handle(methodPanic, func(ctx context.Context, req *Request) (*Response, error) {
 		panic("boom")

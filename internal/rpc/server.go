@@ -94,6 +94,7 @@ type Server struct {
 	clients  atomic.Int64
 	requests atomic.Uint64
 	draining atomic.Bool
+	drainMu  sync.RWMutex // orders handler starts against Shutdown
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -162,6 +163,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		return pdc.ErrClosed
 	default:
 	}
+	if s.draining.Load() {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return pdc.ErrClosed
+	}
 	s.mu.listeners[ln] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -229,7 +235,9 @@ func (s *Server) track(nc net.Conn) bool {
 // Shutdown stops accepting connections and requests, waits for running
 // handlers to finish (or ctx to end), then closes the server.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.drainMu.Lock()
 	s.draining.Store(true)
+	s.drainMu.Unlock()
 	s.mu.Lock()
 	for ln := range s.mu.listeners {
 		_ = ln.Close()
@@ -388,17 +396,25 @@ func (c *serverConn) readRequest() (func(), error) {
 		}
 		if inline {
 			run()
-			if c.r.br.Buffered() < wire.FrameSize {
+			if !c.frameBuffered() {
 				// No further request is waiting: send the answers queued
 				// for this burst before blocking on the next read.
-				if err := c.w.flush(); err != nil {
+				if err := c.w.flush(c.ctx); err != nil {
 					return nil, err
 				}
 			}
 			continue
 		}
 		if run != nil {
+			if err := c.w.flush(c.ctx); err != nil { // queued inline replies
+				return nil, err
+			}
 			return run, nil
+		}
+		if !c.frameBuffered() {
+			if err := c.w.flush(c.ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
@@ -450,14 +466,14 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
-	if s.draining.Load() {
-		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
-	}
 
 	select {
 	case c.sem <- struct{}{}:
-	case <-c.ctx.Done():
-		return nil, false, pdc.ErrClosed
+	default:
+		// Refuse rather than stop reading: a connection that stops reading
+		// cannot see its client's cancellations.
+		return nil, false, c.replyErr(f, wire.CodeUnavailable,
+			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
 	ctx := newReqCtx(c.ctx, f.Timeout)
 	if !he.inline {
@@ -472,7 +488,22 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	}
 
 	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String()}
+	// Checking draining and counting the handler under one lock orders
+	// every Add before Shutdown's Wait.
+	s.drainMu.RLock()
+	if s.draining.Load() {
+		s.drainMu.RUnlock()
+		ctx.release()
+		if !he.inline {
+			c.mu.Lock()
+			delete(c.inflight, f.ID)
+			c.mu.Unlock()
+		}
+		<-c.sem
+		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
+	}
 	s.handlerWG.Add(1)
+	s.drainMu.RUnlock()
 	return func() {
 		defer s.handlerWG.Done()
 		resp, err := c.run(ctx, he.h, req)
@@ -483,12 +514,14 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			c.mu.Unlock()
 		}
 		ctx.release()
-		<-c.sem
+		// The slot is held until the reply is queued or written, so that a
+		// client that does not read its replies is limited to MaxInFlight.
+		defer func() { <-c.sem }()
 		if err != nil {
 			body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
 			out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
 			if he.inline {
-				_ = c.w.queue(out, body.Marshal(nil), nil)
+				_ = c.w.queue(c.ctx, out, body.Marshal(nil), nil)
 			} else {
 				_ = c.w.write(c.ctx, out, body.Marshal(nil), nil)
 			}
@@ -496,7 +529,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
 		if he.inline {
-			_ = c.w.queue(out, resp.Header, resp.Payload)
+			_ = c.w.queue(c.ctx, out, resp.Header, resp.Payload)
 			return
 		}
 		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
@@ -553,6 +586,10 @@ func (c *serverConn) handshake() error {
 	if f.Method != wire.MethodAuth || f.Flags != 0 || f.Version != wire.Version {
 		return fmt.Errorf("expected an auth frame, got %s flags %#x version %d: %w", f.Method, uint8(f.Flags), f.Version, pdc.ErrProtocol)
 	}
+	// Nothing large is allocated for a peer that has not authenticated.
+	if f.HeaderLen > maxAuthHeader || f.PayloadLen != 0 {
+		return fmt.Errorf("auth frame of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxAuthHeader, pdc.ErrProtocol)
+	}
 	hdr, _, err := c.r.body(f, nil)
 	if err != nil {
 		return err
@@ -579,6 +616,23 @@ func (c *serverConn) handshake() error {
 	return c.w.write(c.ctx, out, ok.Marshal(nil), nil)
 }
 
+// maxAuthHeader bounds the auth frame a client sends before it has proven
+// anything.
+const maxAuthHeader = 4 << 10
+
 func isClosedErr(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, pdc.ErrClosed) || isConnReset(err)
+}
+
+// frameBuffered reports whether the next frame is wholly in the read buffer.
+func (c *serverConn) frameBuffered() bool {
+	b, err := c.r.br.Peek(min(c.r.br.Buffered(), wire.FrameSize))
+	if err != nil || len(b) < wire.FrameSize {
+		return false
+	}
+	f, err := wire.DecodeFrame(b)
+	if err != nil {
+		return true // let next report it
+	}
+	return uint64(c.r.br.Buffered()) >= wire.FrameSize+uint64(f.HeaderLen)+f.PayloadLen
 }

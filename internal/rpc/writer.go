@@ -2,10 +2,15 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -15,14 +20,28 @@ import (
 // larger ones are written from the caller's buffers.
 const copyLimit = 64 << 10
 
+// maxPending bounds the bytes of small frames waiting to be written. Past
+// it, a sender waits for its turn to write instead of adding more: a peer
+// that stops reading stops its senders, not grows our memory.
+const maxPending = 8 << 20
+
+// errNotSent marks a write that failed before any of its bytes went out:
+// the connection is intact.
+var errNotSent = errors.New("frame not sent")
+
 // frameWriter serialises frames onto one connection, combining small frames
 // from concurrent senders into one write.
 type frameWriter struct {
 	nc    net.Conn
-	stall time.Duration // a write that makes no progress for this long fails
+	raw   syscall.RawConn // nc's descriptor, when it has one
+	stall time.Duration   // a write that makes no progress for this long fails
 
 	// token is held by the goroutine currently writing to nc.
 	token chan struct{}
+
+	// dlMu orders write-deadline changes, so that an interrupt armed for
+	// one writer's context cannot outlive that writer.
+	dlMu sync.Mutex
 
 	mu struct {
 		sync.Mutex
@@ -33,7 +52,11 @@ type frameWriter struct {
 }
 
 func newFrameWriter(nc net.Conn, stall time.Duration) *frameWriter {
-	return &frameWriter{nc: nc, stall: stall, token: make(chan struct{}, 1)}
+	w := &frameWriter{nc: nc, stall: stall, token: make(chan struct{}, 1)}
+	if sc, ok := nc.(syscall.Conn); ok {
+		w.raw, _ = sc.SyscallConn()
+	}
+	return w
 }
 
 func payloadLen(p [][]byte) int {
@@ -44,65 +67,76 @@ func payloadLen(p [][]byte) int {
 	return n
 }
 
-// queue adds a small frame to the pending buffer without writing it; a
-// later write or flush sends it. Used to answer a burst of inline requests
-// with one system call.
-func (w *frameWriter) queue(f wire.Frame, hdr []byte, payload [][]byte) error {
-	n := payloadLen(payload)
-	if n > copyLimit {
-		return w.write(context.Background(), f, hdr, payload)
-	}
+// appendFrame adds a small frame to the pending buffer and reports how
+// many bytes are pending.
+func (w *frameWriter) appendFrame(f wire.Frame, hdr []byte, payload [][]byte) (int, error) {
 	f.HeaderLen = uint32(len(hdr))
-	f.PayloadLen = uint64(n)
+	f.PayloadLen = uint64(payloadLen(payload))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mu.err != nil {
-		return w.mu.err
+		return 0, w.mu.err
 	}
 	w.mu.buf = f.Append(w.mu.buf)
 	w.mu.buf = append(w.mu.buf, hdr...)
 	for _, p := range payload {
 		w.mu.buf = append(w.mu.buf, p...)
 	}
-	return nil
+	return len(w.mu.buf), nil
 }
 
-// write sends one frame. f's HeaderLen and PayloadLen are set from hdr and
-// payload. Small frames are copied and may be written by another goroutine
-// after write returns; the caller may reuse hdr and payload at once either
-// way. ctx bounds only the wait for a turn to write a large payload.
+// queue adds a small frame to the pending buffer without writing it; a
+// later write or flush sends it. Used to answer a burst of inline requests
+// with one system call. Large frames are written at once under ctx.
+func (w *frameWriter) queue(ctx context.Context, f wire.Frame, hdr []byte, payload [][]byte) error {
+	if payloadLen(payload) > copyLimit {
+		return w.write(ctx, f, hdr, payload)
+	}
+	_, err := w.appendFrame(f, hdr, payload)
+	return err
+}
+
+// write sends one frame. Small frames are copied and may be written by
+// another goroutine after write returns; the caller may reuse hdr and
+// payload at once either way. ctx bounds the wait for a turn to write and
+// the write itself: a write cut short by ctx fails the connection (the
+// stream would be torn) and returns ctx's error; one that never started
+// returns an error wrapping errNotSent and leaves the connection intact.
 func (w *frameWriter) write(ctx context.Context, f wire.Frame, hdr []byte, payload [][]byte) error {
-	n := payloadLen(payload)
-	f.HeaderLen = uint32(len(hdr))
-	f.PayloadLen = uint64(n)
-	if n > copyLimit {
+	if payloadLen(payload) > copyLimit {
 		return w.writeLarge(ctx, f, hdr, payload)
 	}
-	w.mu.Lock()
-	if err := w.mu.err; err != nil {
-		w.mu.Unlock()
+	n, err := w.appendFrame(f, hdr, payload)
+	if err != nil {
 		return err
 	}
-	w.mu.buf = f.Append(w.mu.buf)
-	w.mu.buf = append(w.mu.buf, hdr...)
-	for _, p := range payload {
-		w.mu.buf = append(w.mu.buf, p...)
+	if n > maxPending {
+		// Too much is waiting: take a turn, blocking, and write it all.
+		select {
+		case w.token <- struct{}{}:
+		case <-ctx.Done():
+			return nil // the frame is queued; whoever writes next sends it
+		}
+		err := w.writePendingLocked(ctx, nil)
+		<-w.token
+		if err != nil {
+			return err
+		}
 	}
-	w.mu.Unlock()
-	return w.flush()
+	return w.flush(ctx)
 }
 
 // flush writes pending frames unless another goroutine is writing, in which
 // case that goroutine will see them: it re-checks the buffer after it gives
 // up the token.
-func (w *frameWriter) flush() error {
+func (w *frameWriter) flush(ctx context.Context) error {
 	for {
 		select {
 		case w.token <- struct{}{}:
 		default:
 			return nil
 		}
-		err := w.writePendingLocked(nil)
+		err := w.writePendingLocked(ctx, nil)
 		<-w.token
 		if err != nil {
 			return err
@@ -117,8 +151,10 @@ func (w *frameWriter) flush() error {
 }
 
 // writePendingLocked writes the pending buffer followed by extra, in one
-// system call where the sizes allow. The caller holds the token.
-func (w *frameWriter) writePendingLocked(extra [][]byte) error {
+// system call where the sizes allow. The caller holds the token. If ctx
+// ends during the write, the write is interrupted and the connection
+// failed.
+func (w *frameWriter) writePendingLocked(ctx context.Context, extra [][]byte) error {
 	w.mu.Lock()
 	if err := w.mu.err; err != nil {
 		w.mu.Unlock()
@@ -128,31 +164,56 @@ func (w *frameWriter) writePendingLocked(extra [][]byte) error {
 	w.mu.buf = w.mu.spare[:0]
 	w.mu.spare = nil
 	w.mu.Unlock()
+	if len(out) == 0 && len(extra) == 0 {
+		w.mu.Lock()
+		w.mu.spare = out
+		w.mu.Unlock()
+		return nil
+	}
 
 	var err error
-	switch {
-	case len(extra) == 0 && len(out) == 0:
-	case len(extra) == 0:
-		// No write deadline here: arming one per write arms a runtime
-		// timer, which wakes the thread parked in the network poller and
-		// doubles the cost of a small round trip. A peer that stops
-		// reading is caught by the socket's TCP_USER_TIMEOUT instead.
-		_, err = w.nc.Write(out)
-	default:
+	var interrupted bool
+	if len(extra) == 0 {
+		// Small frames, possibly other callers': written to the end, not
+		// cut short by one caller's context (a torn frame would end the
+		// connection for all), and bounded by the stall timeout.
+		err = w.writeAll(out)
+	} else {
+		// A large payload is this caller's own: its context may cut the
+		// write short, which fails the connection.
+		var fired chan struct{}
+		stop := func() bool { return true }
+		if ctx.Done() != nil {
+			fired = make(chan struct{})
+			stop = context.AfterFunc(ctx, func() {
+				w.dlMu.Lock()
+				interrupted = true
+				_ = w.nc.SetWriteDeadline(time.Unix(1, 0))
+				w.dlMu.Unlock()
+				close(fired)
+			})
+		}
 		bufs := make(net.Buffers, 0, 1+len(extra))
 		if len(out) > 0 {
 			bufs = append(bufs, out)
 		}
 		bufs = append(bufs, extra...)
-		_, err = writeBuffers(w.nc, bufs, w.stall)
+		_, err = w.writeBuffers(bufs)
+		if !stop() {
+			<-fired // the interrupt ran or is running: wait for it
+		}
 	}
 
 	w.mu.Lock()
 	w.mu.spare = out[:0]
 	if err != nil {
-		err = fmt.Errorf("write to %s: %w: %w", w.nc.RemoteAddr(), pdc.ErrUnavailable, err)
+		if interrupted {
+			err = fmt.Errorf("write to %s interrupted: %w", w.nc.RemoteAddr(), ctxErr(ctx))
+		} else {
+			err = fmt.Errorf("write to %s: %w: %w", w.nc.RemoteAddr(), pdc.ErrUnavailable, err)
+		}
 		if w.mu.err == nil {
-			w.mu.err = err
+			w.mu.err = fmt.Errorf("connection to %s: an earlier write failed: %w", w.nc.RemoteAddr(), pdc.ErrUnavailable)
 		}
 		w.mu.buf = nil
 	}
@@ -163,9 +224,62 @@ func (w *frameWriter) writePendingLocked(extra [][]byte) error {
 	return err
 }
 
-// writeBuffers writes bufs with writev, renewing the write deadline between
+// writeAll writes b. It arms no deadline while the socket takes the bytes
+// at once: arming one per write arms a runtime timer, which wakes the
+// thread parked in the network poller and doubles the cost of a small
+// round trip. Only when the socket is full, because the peer is not
+// reading, is the stall timeout armed.
+func (w *frameWriter) writeAll(b []byte) error {
+	rc := w.raw
+	if rc == nil {
+		if w.stall > 0 {
+			_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
+		}
+		_, err := w.nc.Write(b)
+		return err
+	}
+	armed := false
+	var werr error
+	err := rc.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := unix.Write(int(fd), b)
+			if n > 0 {
+				b = b[n:]
+			}
+			switch {
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				if !armed && w.stall > 0 {
+					armed = true
+					w.dlMu.Lock()
+					_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
+					w.dlMu.Unlock()
+				}
+				return false // wait until the socket is writable
+			case err != nil:
+				werr = err
+				return true
+			case n == 0:
+				werr = io.ErrShortWrite
+				return true
+			}
+		}
+		return true
+	})
+	if armed {
+		w.dlMu.Lock()
+		_ = w.nc.SetWriteDeadline(time.Time{})
+		w.dlMu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// writeBuffers writes bufs with writev, renewing a stall deadline between
 // chunks so that a slow but moving peer is not cut off.
-func writeBuffers(nc net.Conn, bufs net.Buffers, stall time.Duration) (int64, error) {
+func (w *frameWriter) writeBuffers(bufs net.Buffers) (int64, error) {
 	const chunk = 16 << 20
 	var total int64
 	for len(bufs) > 0 {
@@ -184,14 +298,21 @@ func writeBuffers(nc net.Conn, bufs net.Buffers, stall time.Duration) (int64, er
 			size += len(b)
 			bufs = bufs[1:]
 		}
-		if stall > 0 {
-			_ = nc.SetWriteDeadline(time.Now().Add(stall))
+		if w.stall > 0 {
+			w.dlMu.Lock()
+			_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
+			w.dlMu.Unlock()
 		}
-		n, err := part.WriteTo(nc)
+		n, err := part.WriteTo(w.nc)
 		total += n
 		if err != nil {
 			return total, err
 		}
+	}
+	if w.stall > 0 {
+		w.dlMu.Lock()
+		_ = w.nc.SetWriteDeadline(time.Time{})
+		w.dlMu.Unlock()
 	}
 	return total, nil
 }
@@ -199,22 +320,24 @@ func writeBuffers(nc net.Conn, bufs net.Buffers, stall time.Duration) (int64, er
 // writeLarge waits for the token, then writes pending frames, f, hdr and the
 // payload from the caller's buffers in one writev sequence.
 func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, payload [][]byte) error {
+	f.HeaderLen = uint32(len(hdr))
+	f.PayloadLen = uint64(payloadLen(payload))
 	select {
 	case w.token <- struct{}{}:
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return fmt.Errorf("%w: %w", errNotSent, ctxErr(ctx))
 	}
 	prefix := f.Append(make([]byte, 0, wire.FrameSize+len(hdr)))
 	prefix = append(prefix, hdr...)
 	extra := make([][]byte, 0, 1+len(payload))
 	extra = append(extra, prefix)
 	extra = append(extra, payload...)
-	err := w.writePendingLocked(extra)
+	err := w.writePendingLocked(ctx, extra)
 	<-w.token
 	if err != nil {
 		return err
 	}
-	return w.flush()
+	return w.flush(ctx)
 }
 
 // fail makes every later write return err.
