@@ -169,13 +169,12 @@ func readAll(t *testing.T, tmpdir string, names []string) []string {
 
 func TestMetadataSurvivesKillAndResize(t *testing.T) {
 	tmpdir := up(t, 3)
-	datadir := filepath.Join(filepath.Dir(tmpdir), "..", "data")
 	list, err := cluster.ReadList(tmpdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The data dir up() used: find it from the server's own log line.
-	datadir = serverDataDir(t, tmpdir)
+	datadir := serverDataDir(t, tmpdir)
 
 	const n = 240
 	writer, out, _ := clientProc(t, tmpdir, "writer", "PDC_E2E_N="+strconv.Itoa(n))
