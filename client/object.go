@@ -136,8 +136,14 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 	errs := make([]error, 0, len(groups))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	spawn := wg.Go
+	if len(groups) == 1 {
+		// One server: no goroutine, whose hand-off would cost more than
+		// a small request.
+		spawn = func(f func()) { f() }
+	}
 	for rank, idx := range groups {
-		wg.Go(func() {
+		spawn(func() {
 			for start := 0; start < len(idx); start += maxBatch {
 				part := idx[start:min(start+maxBatch, len(idx))]
 				req := build(part)
@@ -376,8 +382,12 @@ func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
+	spawn := wg.Go
+	if len(groups) == 1 {
+		spawn = func(f func()) { f() }
+	}
 	for rank, idx := range groups {
-		wg.Go(func() {
+		spawn(func() {
 			for start := 0; start < len(idx); start += maxBatch {
 				part := idx[start:min(start+maxBatch, len(idx))]
 				ws := make([]wire.TagPut, len(part))

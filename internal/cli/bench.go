@@ -19,18 +19,21 @@ import (
 func init() {
 	register(command{name: "bench", summary: "measure pdc next to this machine's ceilings (rpc)", run: runBench})
 	register(command{name: "bench-echo", summary: "raw echo server for the benchmarks' ceilings", run: runBenchEcho, hidden: true})
+	register(command{name: "bench-meta-client", summary: "one client process of bench meta", run: runBenchMetaClient, hidden: true})
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc   64-byte round trips: sequential, 64 in flight, 16 clients")
+		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart")
 		return fmt.Errorf("bench: say what to measure: %w", errUsage)
 	}
 	switch args[0] {
 	case "rpc":
 		return benchRPC(ctx, e, args[1:])
+	case "meta":
+		return benchMeta(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {

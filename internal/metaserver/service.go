@@ -91,24 +91,34 @@ func (s *Service) Checkpoint() (string, error) { return s.st.checkpoint(s.cfg.Ch
 // SessionEnded releases the opens of a client whose connections are gone.
 func (s *Service) SessionEnded(client string) { s.opens.endSession(client) }
 
+// smallBatch is the header size up to which a batch request runs inline: a
+// few items.
+const smallBatch = 1 << 10
+
 // Register adds the metadata methods to srv.
+//
+// Point operations run inline (see rpc.Server.HandleInline): they wait on
+// nothing but this server's own store, a point read or one commit, and
+// handing each to another goroutine costs more than the operation on a
+// small machine. Scans and batches, whose cost grows with their size, run
+// on goroutines of their own so that they never hold up a connection.
 func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodContCreate, s.contCreate)
-	srv.Handle(wire.MethodContGet, s.contGet)
+	srv.HandleInline(wire.MethodContGet, s.contGet)
 	srv.Handle(wire.MethodContList, s.contList)
 	srv.Handle(wire.MethodContDelete, s.contDelete)
 	srv.Handle(wire.MethodContLifetime, s.contLifetime)
-	srv.Handle(wire.MethodObjCreate, s.objCreate)
-	srv.Handle(wire.MethodObjOpen, s.objOpen)
+	srv.HandleInlineUpTo(wire.MethodObjCreate, s.objCreate, smallBatch)
+	srv.HandleInlineUpTo(wire.MethodObjOpen, s.objOpen, smallBatch)
 	srv.Handle(wire.MethodObjList, s.objList)
-	srv.Handle(wire.MethodObjDelete, s.objDelete)
-	srv.Handle(wire.MethodObjSetDims, s.objSetDims)
+	srv.HandleInline(wire.MethodObjDelete, s.objDelete)
+	srv.HandleInline(wire.MethodObjSetDims, s.objSetDims)
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
-	srv.Handle(wire.MethodTagPut, s.tagPut)
-	srv.Handle(wire.MethodTagGet, s.tagGet)
-	srv.Handle(wire.MethodTagDelete, s.tagDelete)
+	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
+	srv.HandleInline(wire.MethodTagGet, s.tagGet)
+	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)

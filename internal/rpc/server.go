@@ -125,12 +125,20 @@ func NewServer(cfg ServerConfig) *Server {
 }
 
 type handlerEntry struct {
-	h      Handler
-	inline bool
+	h         Handler
+	inline    bool
+	inlineMax uint32 // run inline when the header is at most this long
 }
 
 // Handle registers h for m. It must be called before Serve.
 func (s *Server) Handle(m wire.Method, h Handler) { s.handlers[m] = handlerEntry{h: h} }
+
+// HandleInlineUpTo registers h for m to run inline (see HandleInline) for
+// requests whose header is at most maxHeader bytes, and on a goroutine of
+// its own otherwise: for batch methods whose cost grows with the batch.
+func (s *Server) HandleInlineUpTo(m wire.Method, h Handler, maxHeader uint32) {
+	s.handlers[m] = handlerEntry{h: h, inlineMax: maxHeader}
+}
 
 // HandleInline registers h for m to run on the goroutine that read the
 // request, before the connection reads on. h must not block: no I/O, no
@@ -465,6 +473,9 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	hdr, payload, err := c.r.body(f, nil)
 	if err != nil {
 		return nil, false, err
+	}
+	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
+		he.inline = true
 	}
 
 	select {

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+// MetaConfig says what the metadata benchmark runs against.
+type MetaConfig struct {
+	// TmpDir is the cluster's tmpdir.
+	TmpDir string
+	// RawAddr is an echo server (EchoServer) for the ceiling.
+	RawAddr string
+	// N objects per case. Default 100000.
+	N int
+	// Label tells results of different runs apart (e.g. the durability).
+	Label string
+	// Parallel, if set, runs the multi-process case: it starts procs client
+	// processes that each create n objects named with their prefix one at a
+	// time, and returns when all are done.
+	Parallel func(ctx context.Context, procs, n int) error
+	// Procs for the parallel case. Default 8.
+	Procs int
+}
+
+// Meta measures metadata operations one at a time from one client (create,
+// open, tag put, tag get), batched creates, and creates from several client
+// processes, each next to the raw sequential round-trip rate measured just
+// before it.
+func Meta(ctx context.Context, cfg MetaConfig) ([]Result, error) {
+	if cfg.N == 0 {
+		cfg.N = 100000
+	}
+	if cfg.Procs == 0 {
+		cfg.Procs = 8
+	}
+	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	run := time.Now().UnixNano()
+	ct, _, err := c.CreateContainer(ctx, fmt.Sprintf("bench-%d", run), client.Persistent)
+	if err != nil {
+		return nil, err
+	}
+	props := client.ObjectProps{Dims: []uint64{1024, 1024}, Type: region.Float}
+	name := func(kind string, i int) string { return fmt.Sprintf("%s-%d-%08d", kind, run, i) }
+	bench := "meta"
+	if cfg.Label != "" {
+		bench += " (" + cfg.Label + ")"
+	}
+	var out []Result
+
+	// rawRate measures the raw sequential round-trip rate for a second.
+	rawRate := func() (float64, error) {
+		var n int64
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		err := rawPingPong(ctx, cfg.RawAddr, 64, func(op func() error) error {
+			for ctx.Err() == nil {
+				if err := op(); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		return float64(n), err
+	}
+	seq := func(what, target string, op func(i int) error) error {
+		ceil, err := rawRate()
+		if err != nil {
+			return fmt.Errorf("raw ceiling: %w", err)
+		}
+		t0 := time.Now()
+		for i := range cfg.N {
+			if err := op(i); err != nil {
+				return fmt.Errorf("%s %d: %w", what, i, err)
+			}
+		}
+		r := rate(bench, what+", 1 client, one at a time", float64(cfg.N)/time.Since(t0).Seconds(), "ops/s",
+			"raw tcp ping-pong rate", ceil)
+		r.Target = target
+		out = append(out, r)
+		return nil
+	}
+
+	objs := make([]*client.Object, cfg.N)
+	err = seq("create", "ratio >= 0.85", func(i int) error {
+		o, err := ct.CreateObject(ctx, name("seq", i), props)
+		objs[i] = o
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = seq("open", "ratio >= 0.85", func(i int) error {
+		o, err := c.OpenObject(ctx, name("seq", i))
+		if err == nil {
+			objs[i] = o
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = seq("tag put", "ratio >= 0.85", func(i int) error {
+		return objs[i].PutTag(ctx, "step", client.Int64(int64(i)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = seq("tag get", "ratio >= 0.85", func(i int) error {
+		_, err := objs[i].GetTag(ctx, "step")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	oneClient := out[0].Value
+
+	// Batched creates.
+	ceil, err := rawRate()
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]client.ObjectSpec, cfg.N)
+	for i := range specs {
+		specs[i] = client.ObjectSpec{Name: name("batch", i), Props: props}
+	}
+	t0 := time.Now()
+	const per = 8192
+	for i := 0; i < len(specs); i += per {
+		if _, err := ct.CreateObjects(ctx, specs[i:min(i+per, len(specs))]); err != nil {
+			return nil, fmt.Errorf("batched create: %w", err)
+		}
+	}
+	r := rate(bench, fmt.Sprintf("create, 1 client, batches of %d", per), float64(cfg.N)/time.Since(t0).Seconds(), "ops/s",
+		"raw tcp ping-pong rate", ceil)
+	r.Target = ">= 200000 ops/s"
+	out = append(out, r)
+
+	if cfg.Parallel != nil {
+		ceil, err := rawRate()
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := cfg.Parallel(ctx, cfg.Procs, cfg.N/cfg.Procs); err != nil {
+			return nil, fmt.Errorf("parallel create: %w", err)
+		}
+		v := float64(cfg.N/cfg.Procs*cfg.Procs) / time.Since(t0).Seconds()
+		r := rate(bench, fmt.Sprintf("create, %d client processes, one at a time", cfg.Procs), v, "ops/s",
+			"raw tcp ping-pong rate", ceil)
+		r.Target = fmt.Sprintf(">= 3x one client (%.0f ops/s): %.1fx", oneClient, v/oneClient)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// CreateSeq creates n objects one at a time in container cont, named
+// prefix-i: the body of one client process of the parallel case.
+func CreateSeq(ctx context.Context, tmpdir, cont, prefix string, n int) error {
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, cont, client.Persistent)
+	if err != nil {
+		return err
+	}
+	props := client.ObjectProps{Dims: []uint64{1024, 1024}, Type: region.Float}
+	for i := range n {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("%s-%08d", prefix, i), props)
+		if err != nil {
+			return err
+		}
+		_ = o
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/rpc"
+)
+
+// startMeta starts an in-process metadata server and the raw echo server,
+// and writes a server list for clients.
+func startMeta(tb testing.TB, durability metaserver.Durability) MetaConfig {
+	tb.Helper()
+	dir := tb.TempDir()
+	svc, err := metaserver.Open(metaserver.Config{Dir: dir + "/meta", CheckpointDir: dir + "/cp", Durability: durability})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc.SetPlacement(0, 1)
+	svc.SetReady()
+	srv := rpc.NewServer(rpc.ServerConfig{OnSessionEnd: svc.SessionEnded})
+	svc.Register(srv)
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	tb.Cleanup(func() { srv.Close(); <-done; svc.Close() })
+	host, _ := os.Hostname()
+	list := &cluster.List{Size: 1, Created: time.Now(), Servers: []cluster.Server{{
+		Rank: 0, Addr: rpc.Addr(ln.Addr()), Roles: "both", PID: os.Getpid(), Host: host, Instance: "bench", Start: time.Now()}}}
+	if err := cluster.WriteList(dir, list); err != nil {
+		tb.Fatal(err)
+	}
+	rawLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	echo := NewEchoServer(rawLn)
+	tb.Cleanup(func() { echo.Close() })
+	return MetaConfig{TmpDir: dir, RawAddr: echo.Addr()}
+}
+
+func BenchmarkMeta(b *testing.B) {
+	for _, d := range []metaserver.Durability{metaserver.DurabilityProcess, metaserver.DurabilitySync} {
+		b.Run(d.String(), func(b *testing.B) {
+			cfg := startMeta(b, d)
+			cfg.N = 2000
+			cfg.Label = d.String()
+			var rs []Result
+			for b.Loop() {
+				var err error
+				if rs, err = Meta(context.Background(), cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, r := range rs {
+				name := strings.NewReplacer(" ", "_", ",", "").Replace(r.Case)
+				b.ReportMetric(r.Value, name+"_"+strings.ReplaceAll(r.Unit, "/", "_per_"))
+				b.ReportMetric(r.Ratio, name+"_ratio")
+			}
+			WriteTable(os.Stdout, rs)
+		})
+	}
+}
+
+func TestMetaBenchRuns(t *testing.T) {
+	cfg := startMeta(t, metaserver.DurabilityProcess)
+	cfg.N = 50
+	rs, err := Meta(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 5 {
+		t.Fatalf("got %d results, want 5", len(rs))
+	}
+	for _, r := range rs {
+		if r.Value <= 0 || r.CeilingValue <= 0 {
+			t.Errorf("%s: empty figure %+v", r.Case, r)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/bench"
+	"github.com/pdcgo/pdc/region"
+)
+
+func benchMeta(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench meta", "[flags]")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	n := fs.Int("n", 100000, "objects per case")
+	procs := fs.Int("procs", 8, "client processes for the parallel case")
+	durs := fs.String("durability", "process,sync", "durability settings to measure, comma-separated")
+	restartObjects := fs.Int("restart-objects", 1000000, "objects the server holds for the restart and memory figures (0: skip)")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	rawAddr, stopEcho, err := startEcho(ctx)
+	if err != nil {
+		return fmt.Errorf("bench meta: %w", err)
+	}
+	defer stopEcho()
+	var all []bench.Result
+	for _, d := range strings.Split(*durs, ",") {
+		rs, err := benchMetaOnce(ctx, e, rawAddr, strings.TrimSpace(d), *n, *procs, *restartObjects)
+		if err != nil {
+			return fmt.Errorf("bench meta (%s): %w", d, err)
+		}
+		all = append(all, rs...)
+		*restartObjects = 0 // once is enough
+	}
+	if *asJSON {
+		return bench.WriteJSON(e.stdout, all)
+	}
+	return bench.WriteTable(e.stdout, all)
+}
+
+func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, procs, restartObjects int) ([]bench.Result, error) {
+	dir, err := os.MkdirTemp("", "pdc-bench-meta-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	o := upOptions{n: 1, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability}
+	if _, err := up(ctx, e.stderr, o); err != nil {
+		return nil, err
+	}
+	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
+	cont := fmt.Sprintf("parallel-%d", time.Now().UnixNano())
+	rs, err := bench.Meta(ctx, bench.MetaConfig{
+		TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability,
+		Parallel: func(ctx context.Context, procs, each int) error {
+			return parallelCreates(ctx, tmpdir, cont, procs, each)
+		},
+	})
+	if err != nil || restartObjects == 0 {
+		return rs, err
+	}
+	r, err := benchRestart(ctx, e, o, restartObjects, rawAddr)
+	return append(rs, r...), err
+}
+
+// parallelCreates runs procs `pdc bench-meta-client` processes, releases
+// them together once all are connected, and waits for them.
+func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	type proc struct {
+		cmd  *exec.Cmd
+		in   io.WriteCloser
+		out  *bufio.Reader
+		errb *strings.Builder
+	}
+	var ps []proc
+	defer func() {
+		for _, p := range ps {
+			p.in.Close()
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	}()
+	for i := range procs {
+		cmd := exec.CommandContext(ctx, self, "bench-meta-client", "--tmpdir", tmpdir, "--cont", cont,
+			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each))
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		ps = append(ps, proc{cmd, in, bufio.NewReader(out), &errb})
+	}
+	for _, p := range ps { // each says "ready" once connected
+		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			return fmt.Errorf("client process did not start: %v %s", err, p.errb)
+		}
+	}
+	for _, p := range ps {
+		fmt.Fprintln(p.in, "go")
+	}
+	var errs []error
+	for _, p := range ps {
+		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
+			errs = append(errs, fmt.Errorf("client process failed: %v %s", err, p.errb))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-meta-client", "")
+	tmpdir := fs.String("tmpdir", "", "")
+	cont := fs.String("cont", "", "")
+	prefix := fs.String("prefix", "", "")
+	n := fs.Int("n", 0, "")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, *cont, client.Persistent)
+	if err != nil {
+		return err
+	}
+	props := client.ObjectProps{Dims: []uint64{1024, 1024}, Type: region.Float}
+	// Warm the connection before the start signal.
+	if _, err := c.Ping(ctx, 0); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "ready")
+	if line, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil || strings.TrimSpace(line) != "go" {
+		return fmt.Errorf("no start signal: %v", err)
+	}
+	for i := range *n {
+		if _, err := ct.CreateObject(ctx, fmt.Sprintf("%s-%08d", *prefix, i), props); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(e.stdout, "done")
+	return nil
+}
+
+// benchRestart fills the server up to total objects, restarts it, and
+// reports the restart time and the server's memory per object.
+func benchRestart(ctx context.Context, e *env, o upOptions, total int, rawAddr string) ([]bench.Result, error) {
+	c, err := client.Connect(ctx, client.WithTmpDir(o.tmpdir))
+	if err != nil {
+		return nil, err
+	}
+	ct, _, err := c.CreateContainer(ctx, "fill", client.Persistent)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	props := client.ObjectProps{Dims: []uint64{1024, 1024}, Type: region.Float}
+	const per = 8192
+	for i := 0; i < total; i += per {
+		specs := make([]client.ObjectSpec, min(per, total-i))
+		for j := range specs {
+			specs[j] = client.ObjectSpec{Name: fmt.Sprintf("fill-%09d", i+j), Props: props}
+		}
+		objs, err := ct.CreateObjects(ctx, specs)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		for _, ob := range objs {
+			_ = ob.Close(ctx)
+		}
+	}
+	c.Close()
+	if _, err := down(ctx, io.Discard, o.tmpdir, time.Minute); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	procs, err := up(ctx, io.Discard, o)
+	if err != nil {
+		return nil, err
+	}
+	restart := time.Since(t0)
+	// Touch a spread of objects, as clients would after a restart.
+	c, err = client.Connect(ctx, client.WithTmpDir(o.tmpdir))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for i := 0; i < total; i += max(total/1000, 1) {
+		ob, err := c.OpenObject(ctx, fmt.Sprintf("fill-%09d", i))
+		if err != nil {
+			return nil, fmt.Errorf("after restart: %w", err)
+		}
+		_ = ob.Close(ctx)
+	}
+	rss := rssBytes(procs[0].PID)
+	// The figures' ceilings: a restart of an empty server, and PDC's bound.
+	empty := emptyRestart(ctx, o)
+	r1 := bench.Result{Bench: "meta", Case: fmt.Sprintf("restart holding %d objects", total), Value: restart.Seconds(), Unit: "s",
+		Ceiling: "restart of an empty server", CeilingValue: empty.Seconds(), Target: "< 3 s"}
+	if restart > 0 {
+		r1.Ratio = empty.Seconds() / restart.Seconds()
+	}
+	per1 := float64(rss) / float64(total)
+	r2 := bench.Result{Bench: "meta", Case: fmt.Sprintf("server memory per object (%d objects, RSS %d MiB)", total, rss>>20), Value: per1,
+		Unit: "B", Ceiling: "target bound", CeilingValue: 1024, Ratio: 1024 / per1, Target: "< 1 KiB"}
+	_ = rawAddr
+	return []bench.Result{r1, r2}, nil
+}
+
+func emptyRestart(ctx context.Context, o upOptions) time.Duration {
+	dir, err := os.MkdirTemp("", "pdc-bench-empty-")
+	if err != nil {
+		return 0
+	}
+	defer os.RemoveAll(dir)
+	o.tmpdir, o.datadir = filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	if _, err := up(ctx, io.Discard, o); err != nil {
+		return 0
+	}
+	_, _ = down(ctx, io.Discard, o.tmpdir, time.Minute)
+	t0 := time.Now()
+	if _, err := up(ctx, io.Discard, o); err != nil {
+		return 0
+	}
+	d := time.Since(t0)
+	_, _ = down(ctx, io.Discard, o.tmpdir, time.Minute)
+	return d
+}
+
+// rssBytes reads a process's resident set size from /proc.
+func rssBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
