@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -57,19 +55,20 @@ const migrateBatch = 4096
 // metadata server count changed) to its owner, then deletes it here. It
 // returns how many entries moved.
 func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
-	return moveFrom(ctx, s.st.db, int(s.index.Load()), int(s.count.Load()), send, true, s)
+	return moveFrom(ctx, s.st, int(s.index.Load()), int(s.count.Load()), send, true, s)
 }
 
 // Adopt opens the store in dir, left by a server of a larger cluster that
 // no longer exists, sends every entry to its owner (this server included),
 // and renames dir out of the way.
 func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: storeLogger{s.log}})
+	// Opening it replays its own log, so nothing it acknowledged is missed.
+	st, err := openStore(dir, DurabilityProcess, 8<<20, s.log)
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
-	n, err := moveFrom(ctx, db, -1, int(s.count.Load()), send, false, s)
-	if cerr := db.Close(); err == nil {
+	n, err := moveFrom(ctx, st, -1, int(s.count.Load()), send, false, s)
+	if cerr := st.close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -84,7 +83,8 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 
 // moveFrom sends entries of db whose owner is not self to their owners;
 // with self -1 every entry moves, those owned here being applied locally.
-func moveFrom(ctx context.Context, db *pebble.DB, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
+func moveFrom(ctx context.Context, from *store, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
+	db := from.db
 	if count <= 0 {
 		return 0, fmt.Errorf("move metadata: placement unknown: %w", pdc.ErrUnavailable)
 	}
@@ -109,7 +109,7 @@ func moveFrom(ctx context.Context, db *pebble.DB, self, count int, send Send, de
 			for _, k := range b.Keys {
 				_ = del.Delete(k, nil)
 			}
-			err = del.Commit(pebble.Sync)
+			err = from.commit(del)
 			del.Close()
 			if err != nil {
 				return err

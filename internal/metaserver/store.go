@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/pdcgo/pdc"
 )
@@ -54,6 +52,7 @@ func (d Durability) String() string {
 type store struct {
 	db  *pebble.DB
 	dir string
+	log *wal
 
 	seqMu    sync.Mutex
 	nextSeq  uint64 // guarded by seqMu
@@ -71,9 +70,10 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	defer cache.Unref()
 	opts := &pebble.Options{
 		Cache:                 cache,
-		FS:                    walFS{FS: vfs.Default, syncWAL: durability == DurabilitySync},
 		MemTableSize:          32 << 20,
 		L0CompactionThreshold: 4,
+		// The store keeps its own log (wal.go).
+		DisableWAL: true,
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -83,7 +83,35 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
-	s := &store{db: db, dir: dir}
+	w, recs, err := openWAL(dir, durability == DurabilitySync)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Replay what was acknowledged after pebble's last flush, flush it, and
+	// start an empty log.
+	for i, rec := range recs {
+		b := db.NewBatch()
+		if err := b.SetRepr(append([]byte(nil), rec...)); err == nil {
+			err = db.Apply(b, pebble.NoSync)
+		}
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("metadata store %s: replay log record %d: %w", dir, i, err)
+		}
+	}
+	if len(recs) > 0 {
+		if err := db.Flush(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("metadata store %s: flush the replayed log: %w", dir, err)
+		}
+		log.Info("replayed the metadata log", "records", len(recs))
+	}
+	if err := w.reset(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &store{db: db, dir: dir, log: w}
 	if err := s.checkVersion(); err != nil {
 		db.Close()
 		return nil, err
@@ -109,7 +137,10 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 func (s *store) checkVersion() error {
 	v, closer, err := s.db.Get([]byte{'V'})
 	if errors.Is(err, pebble.ErrNotFound) {
-		return s.db.Set([]byte{'V'}, binary.BigEndian.AppendUint32(nil, storeVersion), pebble.Sync)
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set([]byte{'V'}, binary.BigEndian.AppendUint32(nil, storeVersion), nil)
+		return s.commit(b)
 	}
 	if err != nil {
 		return fmt.Errorf("metadata store %s: %w", s.dir, err)
@@ -132,7 +163,11 @@ func (s *store) nextSeqNum() (uint32, error) {
 	}
 	if s.nextSeq >= s.reserved {
 		r := s.nextSeq + seqBlock
-		if err := s.db.Set([]byte{'S'}, binary.BigEndian.AppendUint64(nil, r), pebble.Sync); err != nil {
+		b := s.db.NewBatch()
+		_ = b.Set([]byte{'S'}, binary.BigEndian.AppendUint64(nil, r), nil)
+		err := s.commit(b)
+		b.Close()
+		if err != nil {
 			return 0, fmt.Errorf("reserve ids: %w", err)
 		}
 		s.reserved = r
@@ -165,10 +200,35 @@ func (s *store) get(key []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-// commit applies b and returns once the change is as durable as the store
-// promises (see walFS).
+// commit logs b and applies it, in one order for both, and returns once
+// the change is as durable as the store promises: in the kernel, or with
+// sync durability fsynced.
 func (s *store) commit(b *pebble.Batch) error {
-	return b.Commit(pebble.Sync)
+	w := s.log
+	w.mu.Lock()
+	if w.f == nil {
+		w.mu.Unlock()
+		return fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
+	}
+	off, err := w.append(b.Repr())
+	if err == nil {
+		err = s.db.Apply(b, pebble.NoSync)
+	}
+	rotate := err == nil && w.size > walRotateBytes
+	if rotate {
+		// Make everything logged durable in pebble, then start afresh.
+		if err = s.db.Flush(); err == nil {
+			err = w.reset()
+		}
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if w.sync && !rotate {
+		return w.waitSynced(off)
+	}
+	return nil
 }
 
 // checkpoint writes a consistent copy of the store into a new directory
@@ -178,54 +238,34 @@ func (s *store) checkpoint(dir string) (string, error) {
 		return "", err
 	}
 	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
+	// Pebble runs without its own log: flush the memtables first so the
+	// checkpoint holds everything acknowledged.
+	if err := s.db.Flush(); err != nil {
+		return "", fmt.Errorf("checkpoint: flush: %w", err)
+	}
+	if err := s.db.Checkpoint(dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
 	return dest, nil
 }
 
 func (s *store) close() error {
-	if err := s.db.Flush(); err != nil {
+	s.log.mu.Lock()
+	err := s.db.Flush()
+	if err == nil {
+		err = s.log.reset() // all of it is in pebble now
+	}
+	s.log.mu.Unlock()
+	if err != nil {
+		s.log.close()
+		s.db.Close()
+		return err
+	}
+	if err := s.log.close(); err != nil {
 		s.db.Close()
 		return err
 	}
 	return s.db.Close()
-}
-
-// walFS is the store's filesystem. Pebble waits for a WAL sync before it
-// acknowledges a Sync commit, and it writes the WAL with write(2) before it
-// syncs. With syncWAL false the WAL's sync is a no-op, so a commit returns
-// once its record is in the kernel: it survives the death of the process
-// but costs no fsync. With syncWAL true the sync is real, and pebble's commit
-// pipeline shares one fsync among concurrent commits.
-type walFS struct {
-	vfs.FS
-	syncWAL bool
-}
-
-func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || fs.syncWAL || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return noSyncFile{f}, nil
-}
-
-func (fs walFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, category)
-	return fs.wrap(name, f, err)
-}
-
-func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
-	return fs.wrap(newname, f, err)
-}
-
-type noSyncFile struct{ vfs.File }
-
-func (noSyncFile) Sync() error     { return nil }
-func (noSyncFile) SyncData() error { return nil }
-func (noSyncFile) SyncTo(int64) (bool, error) {
-	return false, nil
 }
 
 // storeLogger sends pebble's messages to the server's log.

@@ -1,0 +1,203 @@
+package metaserver
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc/internal/placement"
+)
+
+func openTest(t *testing.T, dir string, d Durability) *store {
+	t.Helper()
+	s, err := openStore(dir, d, 1<<20, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// crash drops the store as a killed process would: the log stays as
+// written, and pebble's memtables (it runs without its own log) are lost.
+func crash(s *store) {
+	s.log.close()
+	s.db.Close()
+}
+
+func put(t *testing.T, s *store, k, v string) {
+	t.Helper()
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set([]byte(k), []byte(v), nil)
+	if err := s.commit(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustGet(t *testing.T, s *store, k, want string) {
+	t.Helper()
+	v, ok, err := s.get([]byte(k))
+	if err != nil || !ok || string(v) != want {
+		t.Fatalf("get %q = %q, %v, %v; want %q", k, v, ok, err, want)
+	}
+}
+
+func TestCommittedSurvivesCrash(t *testing.T) {
+	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
+		t.Run(d.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, dir, d)
+			for i := range 100 {
+				put(t, s, fmt.Sprint("k", i), fmt.Sprint("v", i))
+			}
+			put(t, s, "k7", "overwritten") // replay keeps the order
+			b := s.db.NewBatch()
+			_ = b.Delete([]byte("k8"), nil)
+			if err := s.commit(b); err != nil {
+				t.Fatal(err)
+			}
+			crash(s)
+			if recs, err := readWAL(filepath.Join(dir, walFile)); err != nil || len(recs) != 102 {
+				t.Fatalf("log holds %d records (%v), want 102", len(recs), err)
+			}
+			s = openTest(t, dir, d)
+			defer s.close()
+			mustGet(t, s, "k0", "v0")
+			mustGet(t, s, "k99", "v99")
+			mustGet(t, s, "k7", "overwritten")
+			if _, ok, _ := s.get([]byte("k8")); ok {
+				t.Fatal("a logged delete was lost")
+			}
+		})
+	}
+}
+
+func TestTornLogTailIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilityProcess)
+	put(t, s, "a", "1")
+	put(t, s, "b", "2")
+	crash(s)
+	// A crash mid-append leaves part of a record.
+	f, err := os.OpenFile(filepath.Join(dir, walFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{200, 0, 0, 0, 1, 2, 3})
+	f.Close()
+	s = openTest(t, dir, DurabilityProcess)
+	mustGet(t, s, "a", "1")
+	mustGet(t, s, "b", "2")
+	put(t, s, "c", "3") // the log works after the torn tail
+	crash(s)
+	s = openTest(t, dir, DurabilityProcess)
+	defer s.close()
+	mustGet(t, s, "c", "3")
+}
+
+func TestForeignLogIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, walFile), []byte("PDCWAL9\nxxxx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("opened a store whose log has an unknown version")
+	}
+}
+
+func TestLogRotationKeepsEverything(t *testing.T) {
+	old := walRotateBytes
+	walRotateBytes = 4 << 10
+	defer func() { walRotateBytes = old }()
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilityProcess)
+	for i := range 500 {
+		put(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
+	}
+	if st, err := os.Stat(filepath.Join(dir, walFile)); err != nil || st.Size() > 8<<10 {
+		t.Fatalf("log not rotated: %v, %d bytes", err, st.Size())
+	}
+	crash(s)
+	s = openTest(t, dir, DurabilityProcess)
+	defer s.close()
+	for i := range 500 {
+		mustGet(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
+	}
+}
+
+func TestConcurrentSyncCommits(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilitySync)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				put(t, s, fmt.Sprintf("g%d-%d", g, i), "x")
+			}
+		})
+	}
+	wg.Wait()
+	crash(s)
+	s = openTest(t, dir, DurabilitySync)
+	defer s.close()
+	for g := range 8 {
+		mustGet(t, s, fmt.Sprintf("g%d-49", g), "x")
+	}
+}
+
+func TestIDsAreNotReusedAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilityProcess)
+	seen := map[uint32]bool{}
+	for range 10 {
+		n, err := s.nextSeqNum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[n] = true
+	}
+	crash(s)
+	s = openTest(t, dir, DurabilityProcess)
+	defer s.close()
+	for range seqBlock + 10 {
+		n, err := s.nextSeqNum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[n] || n == 0 {
+			t.Fatalf("id sequence %d handed out twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func TestKeyOwner(t *testing.T) {
+	id := placement.ID(placement.Key("obj", 3), 9)
+	cont := placement.ID(placement.Key("box", 0), 4)
+	cases := []struct {
+		key  []byte
+		want uint32
+	}{
+		{keyCont("box"), placement.Key("box", 0)},
+		{keyContID(cont), placement.Key("box", 0)},
+		{keyObj(identity("obj", 3, 7, "app")), placement.Key("obj", 3)},
+		{keyObjID(id), placement.Key("obj", 3)},
+		{keyMember(cont, id), placement.Key("obj", 3)},
+		{keyTag(kindObject, id, "t"), placement.Key("obj", 3)},
+		{keyTag(kindContainer, cont, "t"), placement.Key("box", 0)},
+	}
+	for _, c := range cases {
+		got, ok := keyOwner(c.key)
+		if !ok || got != c.want {
+			t.Errorf("keyOwner(%q) = %#x, %v; want %#x", c.key, got, ok, c.want)
+		}
+	}
+	for _, k := range [][]byte{{'S'}, {'V'}, nil, {'o', 1}} {
+		if _, ok := keyOwner(k); ok {
+			t.Errorf("keyOwner(%q) says movable", k)
+		}
+	}
+}
