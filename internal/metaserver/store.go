@@ -92,7 +92,8 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	// start an empty log.
 	for i, rec := range recs {
 		b := db.NewBatch()
-		if err := b.SetRepr(append([]byte(nil), rec...)); err == nil {
+		err := b.SetRepr(append([]byte(nil), rec...))
+		if err == nil {
 			err = db.Apply(b, pebble.NoSync)
 		}
 		if err != nil {

@@ -60,8 +60,8 @@ func TestCommittedSurvivesCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			crash(s)
-			if recs, err := readWAL(filepath.Join(dir, walFile)); err != nil || len(recs) != 102 {
-				t.Fatalf("log holds %d records (%v), want 102", len(recs), err)
+			if recs, err := readWAL(filepath.Join(dir, walFile)); err != nil || len(recs) != 103 {
+				t.Fatalf("log holds %d records (%v), want 103 (version, 100 puts, overwrite, delete)", len(recs), err)
 			}
 			s = openTest(t, dir, d)
 			defer s.close()
