@@ -48,8 +48,10 @@ type Service struct {
 	createMu sync.Mutex
 	creating map[string]struct{} // guarded by createMu
 
-	// updateMu serialises read-modify-write updates (set dims, lifetime).
-	updateMu sync.Mutex
+	// updateMu serialises read-modify-write updates (set dims, lifetime) and
+	// deletes (write lock) against tag writes (read lock), so that a tag
+	// cannot land on an object deleted between its check and its commit.
+	updateMu sync.RWMutex
 
 	opens openTable
 }

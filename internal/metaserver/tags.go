@@ -40,8 +40,8 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	out := wire.TagResults{Codes: make([]uint64, len(tb.Puts)), Messages: make([]string, len(tb.Puts))}
 	// Deletes of the target hold updateMu, so a tag cannot land on an
 	// object deleted between the check and the commit.
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	s.updateMu.RLock()
+	defer s.updateMu.RUnlock()
 	b := s.st.db.NewBatch()
 	defer b.Close()
 	n := 0
@@ -98,8 +98,8 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	s.updateMu.RLock()
+	defer s.updateMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
