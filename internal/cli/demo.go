@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
 )
 
 func init() {
@@ -65,6 +67,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	if err := demoMetadata(ctx, out, c); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	c.Close()
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "== stopping (pdc down)")
@@ -76,6 +81,52 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(out, "stopped %d servers; demo done\n", k)
 	if *keep {
 		fmt.Fprintf(out, "logs kept in %s\n", filepath.Join(tmpdir, "logs"))
+	}
+	return nil
+}
+
+// demoMetadata shows containers, objects and tags.
+func demoMetadata(ctx context.Context, out io.Writer, c *client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "== a container with objects and tags (pdc cont / pdc obj)")
+	ct, _, err := c.CreateContainer(ctx, "vpic-run-1", client.Persistent)
+	if err != nil {
+		return err
+	}
+	var specs []client.ObjectSpec
+	for _, name := range []string{"x", "y", "z", "energy"} {
+		specs = append(specs, client.ObjectSpec{Name: name, Props: client.ObjectProps{
+			Dims: []uint64{1 << 20}, Type: region.Float, Partition: client.RegionStatic, AppName: "vpic"}})
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := o.PutTag(ctx, "timestep", client.Int64(42)); err != nil {
+			return err
+		}
+		if err := o.PutTag(ctx, "units", client.String("m")); err != nil {
+			return err
+		}
+	}
+	if err := objs[3].SetDims(ctx, []uint64{2 << 20}); err != nil {
+		return err
+	}
+	list, err := ct.Objects(ctx)
+	if err != nil {
+		return err
+	}
+	printObjects(out, list)
+	v, err := objs[0].GetTag(ctx, "timestep")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "tag timestep of %q: %s (%s); metadata lives on the server that hash(name) picks, durably\n", objs[0].Name(), v, v.Type)
+	for _, o := range objs {
+		_ = o.Close(ctx)
 	}
 	return nil
 }
