@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -247,7 +248,31 @@ func (s *store) checkpoint(dir string) (string, error) {
 	if err := s.db.Checkpoint(dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
+	pruneCheckpoints(dir, keepCheckpoints)
 	return dest, nil
+}
+
+// keepCheckpoints is how many checkpoints are kept; older ones are removed.
+const keepCheckpoints = 3
+
+// pruneCheckpoints removes all but the newest keep checkpoints in dir (their
+// names sort by time).
+func pruneCheckpoints(dir string, keep int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) > 0 && e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for len(names) > keep {
+		_ = os.RemoveAll(filepath.Join(dir, names[0]))
+		names = names[1:]
+	}
 }
 
 func (s *store) close() error {

@@ -201,3 +201,26 @@ func TestKeyOwner(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointsArePrunedAndComplete(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir+"/db", DurabilityProcess)
+	defer s.close()
+	var last string
+	for i := range 5 {
+		put(t, s, "k", fmt.Sprint(i))
+		p, err := s.checkpoint(dir + "/cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = p
+	}
+	entries, _ := os.ReadDir(dir + "/cp")
+	if len(entries) != keepCheckpoints {
+		t.Fatalf("%d checkpoints kept, want %d", len(entries), keepCheckpoints)
+	}
+	// The newest checkpoint opens as a store with the last value.
+	cp := openTest(t, last, DurabilityProcess)
+	defer cp.close()
+	mustGet(t, cp, "k", "4")
+}
