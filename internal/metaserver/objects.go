@@ -1,10 +1,14 @@
 package metaserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
@@ -112,11 +116,27 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	now := time.Now().UnixNano()
 
 	// Check each item, and claim its identity so that no concurrent create
-	// of it can pass the existence check while this one commits.
-	s.createMu.Lock()
+	// of it can pass the existence check while this one commits. One
+	// iterator, seeking forward through the sorted identities, checks them
+	// all: a point lookup per item costs an iterator each.
+	order := make([]int, len(b.Creates))
+	keys := make([][]byte, len(b.Creates))
 	for i := range b.Creates {
+		order[i] = i
 		c := &b.Creates[i]
-		m, ident, err := s.prepareCreate(c, now)
+		keys[i] = keyObj(identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName))
+	}
+	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(keys[x], keys[y]) })
+	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'O'}, UpperBound: []byte{'P'}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	exists := func(k []byte) bool { return it.SeekGE(k) && bytes.Equal(it.Key(), k) }
+	s.createMu.Lock()
+	for _, i := range order {
+		c := &b.Creates[i]
+		m, ident, err := s.prepareCreate(c, now, exists)
 		if err == nil {
 			if _, busy := s.creating[string(ident)]; busy {
 				err = fmt.Errorf("object %q: %w", c.Name, pdc.ErrExists)
@@ -176,7 +196,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 
 // prepareCreate validates c and checks that its identity is free. The
 // caller holds createMu.
-func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, []byte, error) {
+func (s *Service) prepareCreate(c *wire.ObjCreate, now int64, exists func(key []byte) bool) (*wire.ObjectMeta, []byte, error) {
 	if err := checkName("object", c.Name, MaxNameLen); err != nil {
 		return nil, nil, err
 	}
@@ -190,11 +210,7 @@ func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta,
 		return nil, nil, err
 	}
 	ident := identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName)
-	_, ok, err := s.st.get(keyObj(ident))
-	if err != nil {
-		return nil, nil, err
-	}
-	if ok {
+	if exists(keyObj(ident)) {
 		return nil, nil, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
 			c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName, pdc.ErrExists)
 	}
