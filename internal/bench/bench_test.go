@@ -54,7 +54,7 @@ func BenchmarkRPC(b *testing.B) {
 
 func TestRPCBenchRuns(t *testing.T) {
 	cfg := startRPC(t)
-	cfg.Duration = 100 * time.Millisecond
+	cfg.Duration = 600 * time.Millisecond
 	rs, err := RPC(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // EchoServer is the raw ceiling: it writes back whatever it reads, with
@@ -80,7 +81,11 @@ func (s *EchoServer) Close() error {
 	return nil
 }
 
+// dialRaw connects to addr. The dial is not bounded by a measuring
+// window's context: setting up is not what is measured.
 func dialRaw(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
