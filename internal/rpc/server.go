@@ -314,9 +314,7 @@ func (c *serverConn) serve() {
 	c.handoff = make(chan struct{})
 	defer c.finish()
 	if err := c.handshake(); err != nil {
-		if errors.Is(err, pdc.ErrPermission) {
-			s.log.Warn("refused connection: "+err.Error(), "remote", c.nc.RemoteAddr().String(), "client", c.client)
-		} else if !isClosedErr(err) {
+		if !errors.Is(err, pdc.ErrPermission) && !isClosedErr(err) { // refusals are logged in handshake
 			s.log.Info("handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		}
 		return
@@ -618,6 +616,9 @@ func (c *serverConn) handshake() error {
 			if len(auth.MAC) == 0 {
 				what = "no cluster secret given"
 			}
+			// Logged before the reply, so that the refusal is on record by
+			// the time the client learns of it.
+			s.log.Warn("refused connection: "+what, "remote", c.nc.RemoteAddr().String(), "client", c.client)
 			_ = c.replyErr(f, wire.CodePermission, what+"; this server requires the cluster secret")
 			return fmt.Errorf("%s: %w", what, pdc.ErrPermission)
 		}
