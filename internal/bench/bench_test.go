@@ -59,8 +59,8 @@ func TestRPCBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 5 {
-		t.Fatalf("got %d results, want 5", len(rs))
+	if len(rs) != 6 {
+		t.Fatalf("got %d results, want 6", len(rs))
 	}
 	for _, r := range rs {
 		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
