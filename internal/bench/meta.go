@@ -56,10 +56,10 @@ func Meta(ctx context.Context, cfg MetaConfig) ([]Result, error) {
 	}
 	var out []Result
 
-	// rawRate measures the raw sequential round-trip rate for a second.
-	rawRate := func() (float64, error) {
+	// rawFor runs raw sequential round trips for d and returns how many.
+	rawFor := func(d time.Duration) (int64, error) {
 		var n int64
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		ctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		err := rawPingPong(ctx, cfg.RawAddr, 64, func(op func() error) error {
 			for ctx.Err() == nil {
@@ -73,21 +73,38 @@ func Meta(ctx context.Context, cfg MetaConfig) ([]Result, error) {
 			}
 			return nil
 		})
+		return n, err
+	}
+	rawRate := func() (float64, error) {
+		n, err := rawFor(time.Second)
 		return float64(n), err
 	}
+	// seq runs op N times in rounds, each after a turn of the raw ceiling
+	// as long as the round before took: the shared machine's speed drifts,
+	// and both sides see the same drift.
 	seq := func(what, target string, op func(i int) error) error {
-		ceil, err := rawRate()
-		if err != nil {
-			return fmt.Errorf("raw ceiling: %w", err)
-		}
-		t0 := time.Now()
-		for i := range cfg.N {
-			if err := op(i); err != nil {
-				return fmt.Errorf("%s %d: %w", what, i, err)
+		var ours, raw time.Duration
+		var rawN int64
+		turn := 100 * time.Millisecond
+		per := max(cfg.N/rounds, 1)
+		for start := 0; start < cfg.N; start += per {
+			n, err := rawFor(turn)
+			if err != nil {
+				return fmt.Errorf("raw ceiling: %w", err)
 			}
+			rawN += n
+			raw += turn
+			t0 := time.Now()
+			for i := start; i < min(start+per, cfg.N); i++ {
+				if err := op(i); err != nil {
+					return fmt.Errorf("%s %d: %w", what, i, err)
+				}
+			}
+			turn = time.Since(t0)
+			ours += turn
 		}
-		r := rate(bench, what+", 1 client, one at a time", float64(cfg.N)/time.Since(t0).Seconds(), "ops/s",
-			"raw tcp ping-pong rate", ceil)
+		r := rate(bench, what+", 1 client, one at a time", float64(cfg.N)/ours.Seconds(), "ops/s",
+			"raw tcp ping-pong rate", float64(rawN)/raw.Seconds())
 		r.Target = target
 		out = append(out, r)
 		return nil

@@ -109,7 +109,7 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 		}
 		log.Info("replayed the metadata log", "records", len(recs))
 	}
-	if err := w.reset(); err != nil {
+	if err := w.reset(0); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -207,27 +207,31 @@ func (s *store) get(key []byte) ([]byte, bool, error) {
 // sync durability fsynced.
 func (s *store) commit(b *pebble.Batch) error {
 	w := s.log
+	rec := b.Repr()
 	w.mu.Lock()
-	if w.f == nil {
+	if w.m == nil {
 		w.mu.Unlock()
 		return fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
 	}
-	off, err := w.append(b.Repr())
-	if err == nil {
-		err = s.db.Apply(b, pebble.NoSync)
-	}
-	rotate := err == nil && w.size > walRotateBytes
-	if rotate {
-		// Make everything logged durable in pebble, then start afresh.
-		if err = s.db.Flush(); err == nil {
-			err = w.reset()
+	if !w.room(len(rec)) {
+		// The log is full: make everything logged durable in pebble, then
+		// start afresh with room for this record.
+		err := s.db.Flush()
+		if err == nil {
+			err = w.reset(len(rec))
+		}
+		if err != nil {
+			w.mu.Unlock()
+			return fmt.Errorf("rotate the metadata log: %w", err)
 		}
 	}
+	off := w.append(rec)
+	err := s.db.Apply(b, pebble.NoSync)
 	w.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if w.sync && !rotate {
+	if w.sync {
 		return w.waitSynced(off)
 	}
 	return nil
@@ -279,7 +283,7 @@ func (s *store) close() error {
 	s.log.mu.Lock()
 	err := s.db.Flush()
 	if err == nil {
-		err = s.log.reset() // all of it is in pebble now
+		err = s.log.reset(0) // all of it is in pebble now
 	}
 	s.log.mu.Unlock()
 	if err != nil {

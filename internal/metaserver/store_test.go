@@ -81,12 +81,22 @@ func TestTornLogTailIsDropped(t *testing.T) {
 	put(t, s, "a", "1")
 	put(t, s, "b", "2")
 	crash(s)
-	// A crash mid-append leaves part of a record.
-	f, err := os.OpenFile(filepath.Join(dir, walFile), os.O_WRONLY|os.O_APPEND, 0)
+	// A crash mid-append leaves part of a record after the last whole one.
+	recs, err := readWAL(filepath.Join(dir, walFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{200, 0, 0, 0, 1, 2, 3})
+	end := int64(len(walMagic))
+	for _, r := range recs {
+		end += 8 + int64(len(r))
+	}
+	f, err := os.OpenFile(filepath.Join(dir, walFile), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{200, 0, 0, 0, 9, 9, 9, 9, 1, 2, 3}, end); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	s = openTest(t, dir, DurabilityProcess)
 	mustGet(t, s, "a", "1")

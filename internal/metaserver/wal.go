@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 )
@@ -19,15 +20,18 @@ import (
 // The store's own write-ahead log. Pebble's log is written by a goroutine
 // of its own, and a commit that waits for it pays two hand-offs between
 // threads, which on a small machine cost several times the commit itself.
-// This log is written by the committing goroutine with one write(2), so a
-// change is in the kernel when commit returns, and in sync mode it is
+// This log is a file mapped into memory (MAP_SHARED) and written by the
+// committing goroutine with a copy: the bytes are in the kernel's page cache
+// as they are stored, with no system call, so a change survives the death
+// of the process once commit returns; in sync mode the file is then
 // fsynced, concurrent committers sharing one fsync (group commit). Pebble
 // runs without its own log; the log is replayed into it at open and
 // truncated once pebble has flushed what it holds.
 //
 // File: the header walMagic, then records: u32 length, u32 CRC-32C of the
-// payload, payload (a pebble batch). A torn or corrupt tail, left by a crash
-// mid-write, ends the replay; nothing after it was acknowledged.
+// payload, payload (a pebble batch), then zeros to the end of the mapping.
+// A zero length, or a torn or corrupt record, ends the replay; nothing
+// after it was acknowledged.
 
 const walMagic = "PDCWAL1\n"
 
@@ -43,7 +47,8 @@ type wal struct {
 
 	mu   sync.Mutex // held while a record is written and applied, in order
 	f    *os.File   // guarded by mu
-	size int64      // bytes in the current file; guarded by mu
+	m    []byte     // the file, mapped; guarded by mu
+	size int64      // bytes used in the current file; guarded by mu
 
 	written atomic.Int64 // logical bytes written over all files
 
@@ -89,8 +94,8 @@ func readWAL(path string) ([][]byte, error) {
 	for len(p) >= 8 {
 		n := binary.LittleEndian.Uint32(p)
 		sum := binary.LittleEndian.Uint32(p[4:])
-		if uint64(n) > uint64(len(p)-8) {
-			break // torn tail
+		if n == 0 || uint64(n) > uint64(len(p)-8) {
+			break // the unused, zeroed end of the mapping, or a torn tail
 		}
 		rec := p[8 : 8+n]
 		if crc32.Checksum(rec, castagnoli) != sum {
@@ -105,41 +110,46 @@ func readWAL(path string) ([][]byte, error) {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // reset starts an empty log, crash-safely: a new file with only the header
-// replaces the old one. Call it once everything logged is durable in
-// pebble. The caller holds mu (or is the only user).
-func (w *wal) reset() error {
+// (and room for at least minRoom bytes of records) replaces the old one.
+// Call it once everything logged is durable in pebble. The caller holds mu
+// (or is the only user).
+func (w *wal) reset(minRoom int) error {
 	dir := filepath.Dir(w.path)
+	capacity := max(walRotateBytes, int64(minRoom)+8) + int64(len(walMagic))
 	tmp := w.path + ".new"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
 		return fmt.Errorf("metadata log: %w", err)
 	}
 	if _, err := f.WriteString(walMagic); err != nil {
-		f.Close()
-		return fmt.Errorf("metadata log: %w", err)
+		return fail(err)
+	}
+	// Allocate the blocks now: a store into a mapped hole that the disk
+	// cannot back would kill the process instead of failing a commit.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, capacity); err != nil {
+		if err := f.Truncate(capacity); err != nil {
+			return fail(err)
+		}
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("metadata log: %w", err)
+		return fail(err)
 	}
 	if err := os.Rename(tmp, w.path); err != nil {
-		f.Close()
-		return fmt.Errorf("metadata log: %w", err)
+		return fail(err)
 	}
 	if err := syncDir(dir); err != nil {
-		f.Close()
-		return err
+		return fail(err)
 	}
-	// Appends go to the end; O_APPEND keeps them there.
-	f.Close()
-	f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0o644)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(capacity), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("metadata log: %w", err)
+		return fail(err)
 	}
-	if w.f != nil {
-		w.f.Close()
-	}
-	w.f, w.size = f, int64(len(walMagic))
+	w.unmap()
+	w.f, w.m, w.size = f, m, int64(len(walMagic))
 	// Everything before is durable in pebble.
 	w.syncMu.Lock()
 	w.synced = w.written.Load()
@@ -147,23 +157,29 @@ func (w *wal) reset() error {
 	return nil
 }
 
-// append writes one record; the caller holds mu. It returns the logical
-// offset the record ends at.
-func (w *wal) append(rec []byte) (int64, error) {
-	buf := make([]byte, 8+len(rec))
-	binary.LittleEndian.PutUint32(buf, uint32(len(rec)))
-	binary.LittleEndian.PutUint32(buf[4:], crc32.Checksum(rec, castagnoli))
-	copy(buf[8:], rec)
-	n, err := w.f.Write(buf)
-	if err != nil {
-		if n > 0 {
-			// A partial record would end every later replay here: cut it.
-			_ = w.f.Truncate(w.size)
-		}
-		return 0, fmt.Errorf("append to metadata log: %w", err)
+func (w *wal) unmap() {
+	if w.m != nil {
+		_ = unix.Munmap(w.m)
+		w.m = nil
 	}
-	w.size += int64(n)
-	return w.written.Add(int64(n)), nil
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+// room reports whether a record of n bytes fits. The caller holds mu.
+func (w *wal) room(n int) bool { return w.size+8+int64(n) <= int64(len(w.m)) }
+
+// append copies one record into the mapping; the caller holds mu and has
+// checked room. It returns the logical offset the record ends at.
+func (w *wal) append(rec []byte) int64 {
+	p := w.m[w.size:]
+	copy(p[8:], rec)
+	binary.LittleEndian.PutUint32(p[4:], crc32.Checksum(rec, castagnoli))
+	binary.LittleEndian.PutUint32(p, uint32(len(rec)))
+	w.size += 8 + int64(len(rec))
+	return w.written.Add(8 + int64(len(rec)))
 }
 
 // waitSynced returns once the log is durable up to off. The first waiter
@@ -182,7 +198,11 @@ func (w *wal) waitSynced(off int64) error {
 		f := w.f
 		w.mu.Unlock()
 		w.syncMu.Unlock()
-		err := f.Sync()
+		// fdatasync writes back the mapping's dirty pages too.
+		err := os.ErrClosed
+		if f != nil {
+			err = f.Sync()
+		}
 		w.syncMu.Lock()
 		w.syncing = false
 		if err != nil && !errors.Is(err, os.ErrClosed) {
@@ -198,15 +218,8 @@ func (w *wal) waitSynced(off int64) error {
 func (w *wal) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
-		return nil
-	}
-	err := w.f.Close()
-	w.f = nil
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return err
+	w.unmap()
+	return nil
 }
 
 func syncDir(dir string) error {
