@@ -35,6 +35,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -84,6 +85,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(ready, "ready %d %s\n", self.Rank, self.Addr)
 			ready.Close()
 		}
+	}
+	if *debugAddr != "" {
+		stop, err := serveDebug(*debugAddr, cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("server: --debug-addr: %w", err)
+		}
+		defer stop()
 	}
 	return server.Run(ctx, cfg)
 }

@@ -20,7 +20,7 @@ import (
 const MaxBatch = 1 << 16
 
 func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
-	if err := s.owns(placement.KeyOf(id), fmt.Sprintf("object %d", id)); err != nil {
+	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
 		return nil, nil, err
 	}
 	ident, ok, err := s.st.get(keyObjID(id))
@@ -65,7 +65,7 @@ func (s *Service) resolveObj(k *wire.ObjKey) (*wire.ObjectMeta, []byte, error) {
 	if err := checkName("object", k.Name, MaxNameLen); err != nil {
 		return nil, nil, err
 	}
-	if err := s.owns(placement.Key(k.Name, k.TimeStep), fmt.Sprintf("object %q", k.Name)); err != nil {
+	if err := s.owns(placement.Key(k.Name, k.TimeStep), "object %q", k.Name); err != nil {
 		return nil, nil, err
 	}
 	if k.Exact {
@@ -206,7 +206,7 @@ func (s *Service) prepareCreate(c *wire.ObjCreate, now int64, exists func(key []
 	if err := checkProps(c.Name, &c.Props); err != nil {
 		return nil, nil, err
 	}
-	if err := s.owns(placement.Key(c.Name, c.Props.TimeStep), fmt.Sprintf("object %q", c.Name)); err != nil {
+	if err := s.owns(placement.Key(c.Name, c.Props.TimeStep), "object %q", c.Name); err != nil {
 		return nil, nil, err
 	}
 	ident := identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName)

@@ -126,14 +126,16 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodImport, s.importRPC)
 }
 
-// owns checks that this server owns placement key k.
-func (s *Service) owns(k uint32, what string) error {
+// owns checks that this server owns placement key k. The thing the key
+// belongs to is described by format and arg, formatted only for an error.
+func (s *Service) owns(k uint32, format string, arg any) error {
 	count := int(s.count.Load())
 	if count == 0 || !s.ready.Load() {
 		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
 	if o := placement.Owner(k, count); o != int(s.index.Load()) {
-		return fmt.Errorf("%s belongs to metadata server %d of %d, not to this one (%d): %w", what, o, count, s.index.Load(), pdc.ErrInvalid)
+		return fmt.Errorf("%s belongs to metadata server %d of %d, not to this one (%d): %w",
+			fmt.Sprintf(format, arg), o, count, s.index.Load(), pdc.ErrInvalid)
 	}
 	return nil
 }
@@ -167,12 +169,12 @@ func (s *Service) resolveCont(k *wire.ContKey) (*wire.ContainerMeta, error) {
 		if err := checkName("container", k.Name, MaxNameLen); err != nil {
 			return nil, err
 		}
-		if err := s.owns(placement.Key(k.Name, 0), fmt.Sprintf("container %q", k.Name)); err != nil {
+		if err := s.owns(placement.Key(k.Name, 0), "container %q", k.Name); err != nil {
 			return nil, err
 		}
 		return s.loadCont(k.Name)
 	}
-	if err := s.owns(placement.KeyOf(k.ID), fmt.Sprintf("container %d", k.ID)); err != nil {
+	if err := s.owns(placement.KeyOf(k.ID), "container %d", k.ID); err != nil {
 		return nil, err
 	}
 	name, ok, err := s.st.get(keyContID(k.ID))
@@ -197,7 +199,7 @@ func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
 	}
 	key := placement.Key(c.Name, 0)
-	if err := s.owns(key, fmt.Sprintf("container %q", c.Name)); err != nil {
+	if err := s.owns(key, "container %q", c.Name); err != nil {
 		return nil, err
 	}
 	// Containers are few: one lock over check and commit is enough.
