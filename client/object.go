@@ -63,6 +63,12 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 		}
 		return b
 	})
+	// The server answers a create with the id and time only.
+	for i := range res {
+		if r := &res[i]; r.Code == wire.CodeOK {
+			r.Meta.Name, r.Meta.ContID, r.Meta.Props = items[i].Name, items[i].ContID, items[i].Props
+		}
+	}
 	return ct.c.objects(res, err, "create", func(i int) string { return specs[i].Name })
 }
 

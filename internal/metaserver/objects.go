@@ -160,25 +160,31 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		s.createMu.Unlock()
 	}()
 
+	n := 0
+	for _, m := range metas {
+		if m != nil {
+			n++
+		}
+	}
+	var seq uint32
+	if n > 0 {
+		var err error
+		if seq, err = s.st.nextSeqNums(n); err != nil {
+			return nil, err
+		}
+	}
 	batch := s.st.db.NewBatch()
 	defer batch.Close()
-	n := 0
 	for i, m := range metas {
 		if m == nil {
 			continue
 		}
-		seq, err := s.st.nextSeqNum()
-		if err != nil {
-			out.Items[i] = result(nil, err)
-			metas[i] = nil
-			continue
-		}
 		m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
+		seq++
 		ident := []byte(idents[i])
 		_ = batch.Set(keyObj(ident), m.Marshal(nil), nil)
 		_ = batch.Set(keyObjID(m.ID), ident, nil)
 		_ = batch.Set(keyMember(m.ContID, m.ID), nil, nil)
-		n++
 	}
 	if n > 0 {
 		if err := s.st.commit(batch); err != nil {
@@ -187,7 +193,8 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	}
 	for i, m := range metas {
 		if m != nil {
-			out.Items[i] = wire.ObjResult{Meta: *m}
+			// The client knows the rest of the record: it sent it.
+			out.Items[i] = wire.ObjResult{Meta: wire.ObjectMeta{ID: m.ID, CreatedUnix: m.CreatedUnix}}
 			s.opens.open(req.Client, m.ID, m.ContID)
 		}
 	}

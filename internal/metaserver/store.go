@@ -179,6 +179,29 @@ func (s *store) nextSeqNum() (uint32, error) {
 	return uint32(n), nil
 }
 
+// nextSeqNums returns the first of n fresh consecutive sequence numbers.
+func (s *store) nextSeqNums(n int) (uint32, error) {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	if s.nextSeq+uint64(n) > 1<<32 {
+		return 0, fmt.Errorf("this metadata server has used all 2^32 ids: %w", pdc.ErrOutOfRange)
+	}
+	if s.nextSeq+uint64(n) > s.reserved {
+		r := s.nextSeq + uint64(n) + seqBlock
+		b := s.db.NewBatch()
+		_ = b.Set([]byte{'S'}, binary.BigEndian.AppendUint64(nil, r), nil)
+		err := s.commit(b)
+		b.Close()
+		if err != nil {
+			return 0, fmt.Errorf("reserve ids: %w", err)
+		}
+		s.reserved = r
+	}
+	first := s.nextSeq
+	s.nextSeq += uint64(n)
+	return uint32(first), nil
+}
+
 // observeSeq makes later ids larger than seq (after an import).
 func (s *store) observeSeq(seq uint32) {
 	s.seqMu.Lock()
