@@ -288,6 +288,33 @@ func (ct *Container) Delete(ctx context.Context) error {
 	return nil
 }
 
+// DeleteTransient deletes every transient container with its objects,
+// open or not, and returns how many it deleted. `pdc down` calls it before
+// stopping the servers: transient containers do not outlive the cluster.
+func (c *Client) DeleteTransient(ctx context.Context) (int, error) {
+	cs, err := c.Containers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ci := range cs {
+		if ci.Lifetime != Transient {
+			continue
+		}
+		err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+			return c.call(ctx, rank, wire.MethodObjDeleteCont, &wire.IDArg{ID: ci.ID, Force: true}, nil)
+		})
+		if err == nil {
+			err = c.call(ctx, ci.Server, wire.MethodContDelete, &wire.ContKey{ID: ci.ID}, nil)
+		}
+		if err != nil {
+			return n, fmt.Errorf("delete transient container %q: %w", ci.Name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // Objects lists the container's objects (from every metadata server).
 func (ct *Container) Objects(ctx context.Context) ([]ObjectInfo, error) {
 	var mu sync.Mutex

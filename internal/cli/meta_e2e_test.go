@@ -462,3 +462,44 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 		t.Fatalf("batch with a duplicate: %v, %v", objs, err)
 	}
 }
+
+func TestTransientContainersEndWithTheCluster(t *testing.T) {
+	tmpdir := up(t, 2)
+	datadir := serverDataDir(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	keep, _, err := c.CreateContainer(ctx, "keep", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch, _, err := c.CreateContainer(ctx, "scratch", client.Transient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int}
+	if _, err := keep.CreateObject(ctx, "kept", props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scratch.CreateObject(ctx, "temp", props); err != nil { // left open
+		t.Fatal(err)
+	}
+	if err := keep.SetLifetime(ctx, client.Persistent); err != nil { // PDCcont_persist
+		t.Fatal(err)
+	}
+	c.Close()
+	r := run(t, nil, "down", "--tmpdir", tmpdir)
+	if r.err != nil || !strings.Contains(r.stderr, "deleted 1 transient containers") {
+		t.Fatalf("down: %v\n%s", r.err, r.stderr)
+	}
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	c = connect(t, tmpdir)
+	if _, err := c.OpenContainer(ctx, "scratch"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("transient container after restart: %v", err)
+	}
+	if _, err := c.OpenObject(ctx, "temp"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("object of a transient container after restart: %v", err)
+	}
+	if _, err := c.OpenObject(ctx, "kept"); err != nil {
+		t.Fatalf("persistent object after restart: %v", err)
+	}
+}

@@ -165,6 +165,13 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 		return 0, fmt.Errorf("down: %w", err)
 	}
 	defer c.Close()
+	// Transient containers end with the cluster. Best effort: a cluster with
+	// a dead server is still stopped.
+	if n, err := c.DeleteTransient(ctx); err != nil {
+		fmt.Fprintf(warn, "pdc down: transient containers not all deleted: %v\n", err)
+	} else if n > 0 {
+		fmt.Fprintf(warn, "pdc down: deleted %d transient containers\n", n)
+	}
 	host, _ := os.Hostname()
 	servers := c.Servers()
 	errs := make([]error, len(servers))
