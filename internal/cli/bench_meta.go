@@ -70,7 +70,7 @@ func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, p
 	if err != nil || restartObjects == 0 {
 		return rs, err
 	}
-	r, err := benchRestart(ctx, e, o, restartObjects, rawAddr)
+	r, err := benchRestart(ctx, o, restartObjects)
 	return append(rs, r...), err
 }
 
@@ -168,7 +168,7 @@ func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
 
 // benchRestart fills the server up to total objects, restarts it, and
 // reports the restart time and the server's memory per object.
-func benchRestart(ctx context.Context, e *env, o upOptions, total int, rawAddr string) ([]bench.Result, error) {
+func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, error) {
 	c, err := client.Connect(ctx, client.WithTmpDir(o.tmpdir))
 	if err != nil {
 		return nil, err
@@ -228,7 +228,6 @@ func benchRestart(ctx context.Context, e *env, o upOptions, total int, rawAddr s
 	per1 := float64(rss) / float64(total)
 	r2 := bench.Result{Bench: "meta", Case: fmt.Sprintf("server memory per object (%d objects, RSS %d MiB)", total, rss>>20), Value: per1,
 		Unit: "B", Ceiling: "target bound", CeilingValue: 1024, Ratio: 1024 / per1, Target: "< 1 KiB"}
-	_ = rawAddr
 	return []bench.Result{r1, r2}, nil
 }
 

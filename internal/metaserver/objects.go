@@ -3,6 +3,7 @@ package metaserver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -259,7 +260,7 @@ func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	}
 	var out wire.ObjList
 	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
-		id := beUint64(k[9:])
+		id := binary.BigEndian.Uint64(k[9:])
 		m, _, err := s.loadObjByID(id)
 		if errors.Is(err, pdc.ErrNotFound) {
 			return nil // deleted meanwhile
@@ -274,14 +275,6 @@ func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, err
 	}
 	return rpc.Respond(&out), nil
-}
-
-func beUint64(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
-	}
-	return v
 }
 
 func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -335,7 +328,7 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	var ms []*wire.ObjectMeta
 	var idents [][]byte
 	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
-		m, ident, err := s.loadObjByID(beUint64(k[9:]))
+		m, ident, err := s.loadObjByID(binary.BigEndian.Uint64(k[9:]))
 		if errors.Is(err, pdc.ErrNotFound) {
 			return nil
 		}
