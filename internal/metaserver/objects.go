@@ -128,13 +128,14 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		keys[i] = keyObj(identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName))
 	}
 	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(keys[x], keys[y]) })
+	s.createMu.Lock()
 	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'O'}, UpperBound: []byte{'P'}})
 	if err != nil {
+		s.createMu.Unlock()
 		return nil, err
 	}
 	defer it.Close()
 	exists := func(k []byte) bool { return it.SeekGE(k) && bytes.Equal(it.Key(), k) }
-	s.createMu.Lock()
 	for _, i := range order {
 		c := &b.Creates[i]
 		m, ident, err := s.prepareCreate(c, now, exists)

@@ -194,10 +194,10 @@ func (w *wal) waitSynced(off int64) error {
 		}
 		w.syncing = true
 		target := w.written.Load()
+		w.syncMu.Unlock()
 		w.mu.Lock()
 		f := w.f
 		w.mu.Unlock()
-		w.syncMu.Unlock()
 		// fdatasync writes back the mapping's dirty pages too.
 		err := os.ErrClosed
 		if f != nil {
