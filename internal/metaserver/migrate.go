@@ -106,7 +106,7 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 		}
 		if deleteMoved {
 			del := db.NewBatch()
-			for _, k := range b.Keys {
+			for _, k := range b.Keys[1:] { // not the high-water mark
 				_ = del.Delete(k, nil)
 			}
 			err = from.commit(del)
@@ -115,7 +115,7 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 				return err
 			}
 		}
-		moved += len(b.Keys)
+		moved += len(b.Keys) - 1
 		delete(pending, owner)
 		return nil
 	}
@@ -140,12 +140,14 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 		}
 		b := pending[owner]
 		if b == nil {
-			b = &wire.KVBatch{}
+			// First, the source's id high-water mark: ids of objects it
+			// deleted must not be handed out again by the new owner.
+			b = &wire.KVBatch{Keys: [][]byte{{'S'}}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.highWater())}}
 			pending[owner] = b
 		}
 		b.Keys = append(b.Keys, append([]byte(nil), k...))
 		b.Values = append(b.Values, append([]byte{}, v...))
-		if len(b.Keys) >= migrateBatch {
+		if len(b.Keys) > migrateBatch {
 			if err := flush(owner); err != nil {
 				it.Close()
 				return moved, err
@@ -168,6 +170,10 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 	batch := s.st.db.NewBatch()
 	defer batch.Close()
 	for i, k := range b.Keys {
+		if len(k) == 1 && k[0] == 'S' && len(b.Values[i]) == 8 {
+			s.st.observeSeq(uint32(min(binary.BigEndian.Uint64(b.Values[i]), 1<<32-1)))
+			continue
+		}
 		if _, ok := keyOwner(k); !ok {
 			return fmt.Errorf("import: key %q is not movable metadata: %w", k, pdc.ErrInvalid)
 		}
@@ -184,6 +190,11 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 }
 
 func (s *Service) importRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if s.ready.Load() {
+		// Moves happen only while the cluster starts, before any client
+		// is served: an import now could overwrite newer changes.
+		return nil, fmt.Errorf("metadata imports are accepted only while the cluster starts: %w", pdc.ErrInvalid)
+	}
 	var b wire.KVBatch
 	if err := decode(req, &b); err != nil {
 		return nil, err

@@ -255,6 +255,9 @@ func (s *Service) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response
 }
 
 func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
 	var a wire.IDArg
 	if err := decode(req, &a); err != nil {
 		return nil, err
@@ -317,6 +320,9 @@ func (s *Service) deleteObjs(ms []*wire.ObjectMeta, idents [][]byte) error {
 }
 
 func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
 	var a wire.IDArg
 	if err := decode(req, &a); err != nil {
 		return nil, err
@@ -351,6 +357,9 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 }
 
 func (s *Service) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
 	var a wire.IDArg
 	if err := decode(req, &a); err != nil {
 		return nil, err

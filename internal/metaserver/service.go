@@ -237,7 +237,18 @@ func (s *Service) contGet(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	return rpc.Respond(m), nil
 }
 
+// serving reports ErrUnavailable until the service holds all its metadata.
+func (s *Service) serving() error {
+	if s.count.Load() == 0 || !s.ready.Load() {
+		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
+	}
+	return nil
+}
+
 func (s *Service) contList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
 	var out wire.ContList
 	err := s.scan([]byte{'C'}, func(_, v []byte) error {
 		var m wire.ContainerMeta

@@ -202,6 +202,13 @@ func (s *store) nextSeqNums(n int) (uint32, error) {
 	return uint32(first), nil
 }
 
+// highWater is the first sequence number this store has not handed out.
+func (s *store) highWater() uint64 {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	return s.nextSeq
+}
+
 // observeSeq makes later ids larger than seq (after an import).
 func (s *store) observeSeq(seq uint32) {
 	s.seqMu.Lock()

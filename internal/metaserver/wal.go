@@ -138,15 +138,22 @@ func (w *wal) reset(minRoom int) error {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := os.Rename(tmp, w.path); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fail(err)
-	}
+	// Map before the rename: once the new file replaces the old one, the
+	// log must be writable, or later commits would go to an unlinked file.
 	m, err := unix.Mmap(int(f.Fd()), 0, int(capacity), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fail(err)
+	}
+	if err := os.Rename(tmp, w.path); err != nil {
+		_ = unix.Munmap(m)
+		return fail(err)
+	}
+	if err := syncDir(dir); err != nil {
+		// The rename may not be durable yet, but the new file is the one
+		// linked now: go on with it, and report.
+		w.unmap()
+		w.f, w.m, w.size = f, m, int64(len(walMagic))
+		return err
 	}
 	w.unmap()
 	w.f, w.m, w.size = f, m, int64(len(walMagic))

@@ -407,6 +407,12 @@ func (s *Server) register(ctx context.Context, req *rpc.Request) (*rpc.Response,
 				return nil, fmt.Errorf("the cluster is complete and rank %d is served by %s (pid %d); is another cluster using tmpdir %s? %w",
 					in.Rank, cur.Addr, cur.PID, s.cfg.TmpDir, pdc.ErrExists)
 			}
+			if in.Roles != cur.Roles {
+				// Placement depends on which ranks hold metadata: a rank
+				// rejoins with the roles it had.
+				return nil, fmt.Errorf("rank %d rejoins with roles %s but had roles %s; restart it with --roles %s: %w",
+					in.Rank, in.Roles, cur.Roles, cur.Roles, pdc.ErrInvalid)
+			}
 			if err := s.rejoin(in); err != nil {
 				return nil, err
 			}
@@ -490,14 +496,20 @@ func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []
 	if moved > 0 {
 		s.log.Info("moved metadata to its new owners", "entries", moved, "metadata servers", count)
 	}
-	// Stores of ranks beyond the cluster's size: adopted by index r mod count.
+	// Stores no metadata server of this cluster opens, of ranks beyond its
+	// size or of ranks that no longer hold metadata, are adopted by the
+	// metadata server of index r mod count.
+	isMeta := map[int]bool{}
+	for _, r := range ranks {
+		isMeta[r] = true
+	}
 	entries, _ := os.ReadDir(s.cfg.DataDir)
 	for _, e := range entries {
 		var r int
 		if _, err := fmt.Sscanf(e.Name(), "meta-%d", &r); err != nil || !e.IsDir() || fmt.Sprintf("meta-%d", r) != e.Name() {
 			continue
 		}
-		if r < s.cfg.Size || r%count != index {
+		if isMeta[r] || r%count != index {
 			continue
 		}
 		n, err := s.meta.Adopt(ctx, filepath.Join(s.cfg.DataDir, e.Name()), send)

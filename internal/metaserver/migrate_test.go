@@ -1,0 +1,73 @@
+package metaserver
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func TestMoveForeignToANewOwner(t *testing.T) {
+	a, b := newSvc(t), newSvc(t)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprint("obj", i))
+	}
+	resp, err := a.objCreate(ctx, createReq(names...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint64{}
+	for i, r := range res.Items {
+		if r.Code != 0 {
+			t.Fatalf("create %s: %s", names[i], r.Message)
+		}
+		ids[names[i]] = r.Meta.ID
+	}
+	hw := a.st.highWater()
+
+	// The cluster grows to two metadata servers: a is index 0, b index 1.
+	a.ready.Store(false)
+	b.ready.Store(false)
+	a.SetPlacement(0, 2)
+	b.SetPlacement(1, 2)
+	moved, err := a.MoveForeign(ctx, func(ctx context.Context, index int, kvs *wire.KVBatch) error {
+		if index != 1 {
+			return fmt.Errorf("sent to index %d", index)
+		}
+		return b.importKVs(kvs)
+	})
+	if err != nil || moved == 0 {
+		t.Fatalf("moved %d entries: %v", moved, err)
+	}
+	a.SetReady()
+	b.SetReady()
+	for name, id := range ids {
+		owner, other := a, b
+		if placement.Owner(placement.Key(name, 0), 2) == 1 {
+			owner, other = b, a
+		}
+		if m, _, err := owner.loadObjByID(id); err != nil || m.Name != name {
+			t.Fatalf("%s on its new owner: %v", name, err)
+		}
+		if _, ok, _ := other.st.get(keyObjID(id)); ok {
+			t.Fatalf("%s still on its old owner", name)
+		}
+	}
+	if b.st.highWater() < hw {
+		t.Fatalf("new owner's id high-water %d is below the old owner's %d: ids could be reused", b.st.highWater(), hw)
+	}
+	// Imports are refused once the cluster serves clients.
+	if _, err := b.importRPC(ctx, nil); err == nil {
+		t.Fatal("import accepted after the cluster became ready")
+	}
+}
