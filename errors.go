@@ -28,7 +28,7 @@ var (
 	// ErrPermission: the peer did not prove it knows the cluster secret.
 	ErrPermission = errors.New("pdc: permission denied")
 	// ErrUnimplemented: the server does not know the requested method.
-	ErrUnimplemented = errors.New("pdc: method not implemented")
+	ErrUnimplemented = errors.New("pdc: unknown method")
 	// ErrVersion: the peer speaks a protocol or file format version we do not.
 	ErrVersion = errors.New("pdc: unsupported version")
 	// ErrTooLarge: a length exceeds a configured bound.

@@ -182,26 +182,3 @@ func Meta(ctx context.Context, cfg MetaConfig) ([]Result, error) {
 	}
 	return out, nil
 }
-
-// CreateSeq creates n objects one at a time in container cont, named
-// prefix-i: the body of one client process of the parallel case.
-func CreateSeq(ctx context.Context, tmpdir, cont, prefix string, n int) error {
-	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ct, _, err := c.CreateContainer(ctx, cont, client.Persistent)
-	if err != nil {
-		return err
-	}
-	props := client.ObjectProps{Dims: []uint64{1024, 1024}, Type: region.Float}
-	for i := range n {
-		o, err := ct.CreateObject(ctx, fmt.Sprintf("%s-%08d", prefix, i), props)
-		if err != nil {
-			return err
-		}
-		_ = o
-	}
-	return nil
-}

@@ -4,57 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/pdcgo/pdc"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// writeAtomic replaces path with data crash-safely: write a temp file in the
-// same directory, fsync it, rename it over path, fsync the directory.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
 
 // A framed file is one header line, then a body:
 //

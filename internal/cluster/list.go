@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -129,7 +130,7 @@ func WriteList(dir string, l *List) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
+	return atomicfile.Write(filepath.Join(dir, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
 }
 
 // ReadList reads dir/ListFile. A missing list is pdc.ErrNotFound with a
@@ -171,7 +172,7 @@ func WriteRendezvous(dir string, r Rendezvous) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
+	return atomicfile.Write(filepath.Join(dir, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
 }
 
 // ReadRendezvous reads dir/Rank0File; fs.ErrNotExist when there is none.
@@ -201,7 +202,7 @@ func RemoveFiles(dir string) error {
 		}
 	}
 	if len(errs) == 0 {
-		return syncDir(dir)
+		return atomicfile.SyncDir(dir)
 	}
 	return errors.Join(errs...)
 }

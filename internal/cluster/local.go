@@ -34,8 +34,6 @@ type LocalConfig struct {
 	Roles string
 	// SecretFile is passed to the servers when set.
 	SecretFile string
-	// Env is added to the servers' environment.
-	Env []string
 	// Args are added to every server's command line.
 	Args []string
 	// Timeout bounds the wait for the cluster to be complete. Default 60s.
@@ -118,8 +116,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		cmd := exec.Command(cfg.Binary, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.ExtraFiles = []*os.File{pw}
-		cmd.Env = append(os.Environ(), cfg.Env...)
-		cmd.Env = append(cmd.Env, "PDC_READY_FD=3")
+		cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		err = cmd.Start()
 		logf.Close()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
 )
 
 // NewSecret writes a fresh random secret to dir/SecretFile, mode 0600, and
@@ -19,7 +20,7 @@ func NewSecret(dir string) ([]byte, error) {
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	secret := []byte(hex.EncodeToString(raw))
-	if err := writeAtomic(filepath.Join(dir, SecretFile), append(secret, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, SecretFile), append(secret, '\n'), 0o600); err != nil {
 		return nil, err
 	}
 	return secret, nil

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
 )
 
 // The store's own write-ahead log. Pebble's log is written by a goroutine
@@ -148,7 +149,7 @@ func (w *wal) reset(minRoom int) error {
 		_ = unix.Munmap(m)
 		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		// The rename may not be durable yet, but the new file is the one
 		// linked now: go on with it, and report.
 		w.unmap()
@@ -226,17 +227,5 @@ func (w *wal) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.unmap()
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
 	return nil
 }

@@ -198,7 +198,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if f.Method != wire.MethodHello || f.Flags != 0 {
 		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
 	}
-	hdr, _, err := r.body(f, nil)
+	hdr, _, err := r.body(f)
 	if err != nil {
 		return fail("read hello", err)
 	}
@@ -219,7 +219,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if err != nil {
 		return fail("read auth reply", err)
 	}
-	hdr, _, err = r.body(f, nil)
+	hdr, _, err = r.body(f)
 	if err != nil {
 		return fail("read auth reply", err)
 	}
@@ -244,9 +244,6 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	}
 	return nil
 }
-
-// Hello returns what the server announced in the handshake.
-func (c *Conn) Hello() wire.Hello { return c.hello }
 
 // Label names the server in errors.
 func (c *Conn) Label() string { return c.label }
@@ -740,7 +737,7 @@ func Probe(ctx context.Context, addr string) (wire.Hello, error) {
 	}
 	var hdr []byte
 	if err == nil {
-		hdr, _, err = r.body(f, nil)
+		hdr, _, err = r.body(f)
 	}
 	var h wire.Hello
 	if err == nil {

@@ -71,9 +71,9 @@ func (r *frameReader) discard(n uint64) error {
 	return nil
 }
 
-// body reads the header and payload of f. The payload goes into into when
-// it fits, otherwise into a new buffer.
-func (r *frameReader) body(f wire.Frame, into []byte) (hdr, payload []byte, err error) {
+// body reads the header and payload of f into new buffers. (Clients read
+// replies into the caller's buffer with Conn.readFrame.)
+func (r *frameReader) body(f wire.Frame) (hdr, payload []byte, err error) {
 	if f.HeaderLen > 0 {
 		hdr = make([]byte, f.HeaderLen)
 		if err := r.read(hdr); err != nil {
@@ -81,11 +81,7 @@ func (r *frameReader) body(f wire.Frame, into []byte) (hdr, payload []byte, err 
 		}
 	}
 	if f.PayloadLen > 0 {
-		if uint64(cap(into)) >= f.PayloadLen {
-			payload = into[:f.PayloadLen]
-		} else {
-			payload = make([]byte, f.PayloadLen)
-		}
+		payload = make([]byte, f.PayloadLen)
 		if err := r.read(payload); err != nil {
 			return nil, nil, err
 		}

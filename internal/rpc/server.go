@@ -468,7 +468,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		return nil, false, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
 	}
-	hdr, payload, err := c.r.body(f, nil)
+	hdr, payload, err := c.r.body(f)
 	if err != nil {
 		return nil, false, err
 	}
@@ -599,7 +599,7 @@ func (c *serverConn) handshake() error {
 	if f.HeaderLen > maxAuthHeader || f.PayloadLen != 0 {
 		return fmt.Errorf("auth frame of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxAuthHeader, pdc.ErrProtocol)
 	}
-	hdr, _, err := c.r.body(f, nil)
+	hdr, _, err := c.r.body(f)
 	if err != nil {
 		return err
 	}
