@@ -216,7 +216,7 @@ func (o *Object) Name() string { return o.info.Name }
 // Refresh fetches the object's current metadata from its server.
 func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
 	var res wire.ObjResults
-	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.info.ID}}}
+	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.info.ID, Peek: true}}}
 	if err := o.c.call(ctx, o.info.Server, wire.MethodObjOpen, &req, &res); err != nil {
 		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, err)
 	}
@@ -228,8 +228,6 @@ func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
 		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, &pdc.ServerError{
 			Server: o.c.label(o.info.Server), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
 	}
-	// Refresh is an open on the server; balance it so the count stays one.
-	_ = o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil)
 	o.info = o.c.objInfo(&r.Meta)
 	return o.info, nil
 }

@@ -104,3 +104,31 @@ func TestConcurrentCreatesOfOneIdentity(t *testing.T) {
 		t.Fatalf("%d of 500 identities were created more than once", dups)
 	}
 }
+
+func TestPeekDoesNotOpen(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	ctx := context.Background()
+	resp, err := s.objCreate(ctx, createReq("peeked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	_ = res.Unmarshal(resp.Header)
+	id := res.Items[0].Meta.ID
+	s.opens.close("c", id) // the create opened it
+	peek := wire.ObjBatch{Opens: []wire.ObjKey{{ID: id, Peek: true}}}
+	if _, err := s.objOpen(ctx, &rpc.Request{Header: peek.Marshal(nil), Client: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.opens.openIn(1); n != 0 {
+		t.Fatalf("a peek left %d objects open", n)
+	}
+	open := wire.ObjBatch{Opens: []wire.ObjKey{{ID: id}}}
+	if _, err := s.objOpen(ctx, &rpc.Request{Header: open.Marshal(nil), Client: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.opens.openIn(1); n != 1 {
+		t.Fatalf("an open left %d objects open, want 1", n)
+	}
+}

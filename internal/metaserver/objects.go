@@ -238,7 +238,7 @@ func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	for i := range b.Opens {
 		m, _, err := s.resolveObj(&b.Opens[i])
 		out.Items[i] = result(m, err)
-		if err == nil {
+		if err == nil && !b.Opens[i].Peek {
 			s.opens.open(req.Client, m.ID, m.ContID)
 		}
 	}

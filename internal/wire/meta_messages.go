@@ -278,6 +278,7 @@ type ObjKey struct {
 	UserID   uint32 // 4
 	AppName  string // 5
 	Exact    bool   // 6
+	Peek     bool   // 7: read the metadata without opening the object
 }
 
 func (m *ObjKey) Marshal(b []byte) []byte {
@@ -287,6 +288,7 @@ func (m *ObjKey) Marshal(b []byte) []byte {
 	b = putUint(b, 4, uint64(m.UserID))
 	b = putString(b, 5, m.AppName)
 	b = putBool(b, 6, m.Exact)
+	b = putBool(b, 7, m.Peek)
 	return b
 }
 
@@ -307,6 +309,8 @@ func (m *ObjKey) Unmarshal(b []byte) error {
 			m.AppName = f.string()
 		case 6:
 			m.Exact = f.bool()
+		case 7:
+			m.Peek = f.bool()
 		}
 	}
 	return f.err

@@ -60,7 +60,7 @@ var bigCont = wire.ContainerMeta{ID: math.MaxUint64, Name: strings.Repeat("c", 2
 	CreatedUnix: math.MinInt64}
 
 var bigKey = wire.ObjKey{ID: math.MaxUint64, Name: strings.Repeat("k", 150), TimeStep: math.MaxUint32,
-	UserID: math.MaxUint32, AppName: strings.Repeat("a", 40), Exact: true}
+	UserID: math.MaxUint32, AppName: strings.Repeat("a", 40), Exact: true, Peek: true}
 
 var bigPut = wire.TagPut{Kind: math.MaxUint32, ID: math.MaxUint64, Name: strings.Repeat("tag", 50), Type: math.MinInt32,
 	Value: bytes.Repeat([]byte{0, 0xff}, 150)}
@@ -193,7 +193,7 @@ var metaTypes = []msgType{
 	{
 		name:   "ObjKey",
 		new:    func() wire.Message { return new(wire.ObjKey) },
-		fields: []field{{1, kUint64}, {2, kString}, {3, kUint32}, {4, kUint32}, {5, kString}, {6, kBool}},
+		fields: []field{{1, kUint64}, {2, kString}, {3, kUint32}, {4, kUint32}, {5, kString}, {6, kBool}, {7, kBool}},
 		vals: []wire.Message{
 			&wire.ObjKey{},
 			&wire.ObjKey{ID: 9},
@@ -411,6 +411,7 @@ var metaGolden = []struct {
 	{"ObjCreate", &wire.ObjCreate{}, "1a 00"},
 	{"ObjKey", &wire.ObjKey{ID: 1, Name: "o", TimeStep: 3, UserID: 4, AppName: "a", Exact: true},
 		"08 01 12 01 6f 18 03 20 04 2a 01 61 30 01"},
+	{"ObjKey", &wire.ObjKey{ID: 1, Peek: true}, "08 01 38 01"},
 	{"ObjBatch", &wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1}}, Opens: []wire.ObjKey{{ID: 2}, {}}},
 		"0a 04 08 01 1a 00 12 02 08 02 12 00"},
 	{"ObjResult", &wire.ObjResult{Meta: wire.ObjectMeta{ID: 1}, Code: 2, Message: "m"}, "0a 04 08 01 22 00 10 02 1a 01 6d"},
