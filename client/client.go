@@ -160,6 +160,15 @@ func (c *Client) server(rank int) (Server, *rpc.Pool, error) {
 	return c.servers[rank], c.pools[rank], nil
 }
 
+// ranks returns 0 .. number of servers - 1.
+func (c *Client) ranks() []int {
+	rs := make([]int, len(c.Servers()))
+	for i := range rs {
+		rs[i] = i
+	}
+	return rs
+}
+
 // label names the server of rank in errors.
 func (c *Client) label(rank int) string {
 	s, _, err := c.server(rank)
@@ -251,20 +260,11 @@ type ServerStatus struct {
 // its entry's Err.
 func (c *Client) Status(ctx context.Context) ([]ServerStatus, error) {
 	out := make([]ServerStatus, len(c.Servers()))
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Go(func() {
-			out[i] = c.status(ctx, i)
-		})
-	}
-	wg.Wait()
-	var errs []error
-	for _, s := range out {
-		if s.Err != nil {
-			errs = append(errs, s.Err)
-		}
-	}
-	return out, errors.Join(errs...)
+	err := fanOut(c.ranks(), func(rank int) error {
+		out[rank] = c.status(ctx, rank)
+		return out[rank].Err
+	})
+	return out, err
 }
 
 func (c *Client) status(ctx context.Context, rank int) ServerStatus {
@@ -297,13 +297,7 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 // each has closed its connections or ctx ends. The error joins the failures;
 // a server already gone fails with pdc.ErrUnavailable.
 func (c *Client) Shutdown(ctx context.Context) error {
-	errs := make([]error, len(c.Servers()))
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() { errs[i] = c.ShutdownServer(ctx, i) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return fanOut(c.ranks(), func(rank int) error { return c.ShutdownServer(ctx, rank) })
 }
 
 // ShutdownServer asks the server of the given rank to stop cleanly: it

@@ -149,14 +149,41 @@ func (c *Client) call(ctx context.Context, rank int, m wire.Method, req wire.Mes
 
 // eachMeta calls fn for every metadata server concurrently and joins errors.
 func (c *Client) eachMeta(ctx context.Context, fn func(ctx context.Context, rank int) error) error {
-	ms := c.metaServers()
-	errs := make([]error, len(ms))
+	return fanOut(c.metaServers(), func(rank int) error { return fn(ctx, rank) })
+}
+
+// fanOut calls fn for each rank, concurrently, and joins the errors. A
+// single rank runs on the caller's goroutine: handing a small request to
+// another goroutine costs more than the request.
+func fanOut(ranks []int, fn func(rank int) error) error {
+	if len(ranks) == 1 {
+		return fn(ranks[0])
+	}
+	errs := make([]error, len(ranks))
 	var wg sync.WaitGroup
-	for i, rank := range ms {
-		wg.Go(func() { errs[i] = fn(ctx, rank) })
+	for i, rank := range ranks {
+		wg.Go(func() { errs[i] = fn(rank) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// inChunks calls fn for each server's items, grouped by rank, in chunks of
+// at most maxBatch, one request per chunk; servers run concurrently.
+func inChunks(groups map[int][]int, fn func(rank int, part []int) error) error {
+	ranks := make([]int, 0, len(groups))
+	for rank := range groups {
+		ranks = append(ranks, rank)
+	}
+	return fanOut(ranks, func(rank int) error {
+		idx := groups[rank]
+		for start := 0; start < len(idx); start += maxBatch {
+			if err := fn(rank, idx[start:min(start+maxBatch, len(idx))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // ---- containers

@@ -139,39 +139,21 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 		groups[rank] = append(groups[rank], i)
 	}
 	out := make([]wire.ObjResult, len(keys))
-	errs := make([]error, 0, len(groups))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	spawn := wg.Go
-	if len(groups) == 1 {
-		// One server: no goroutine, whose hand-off would cost more than
-		// a small request.
-		spawn = func(f func()) { f() }
-	}
-	for rank, idx := range groups {
-		spawn(func() {
-			for start := 0; start < len(idx); start += maxBatch {
-				part := idx[start:min(start+maxBatch, len(idx))]
-				req := build(part)
-				var res wire.ObjResults
-				err := c.call(ctx, rank, m, &req, &res)
-				if err == nil && len(res.Items) != len(part) {
-					err = fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(part), pdc.ErrProtocol)
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-				for j, i := range part {
-					out[i] = res.Items[j]
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	err := inChunks(groups, func(rank int, part []int) error {
+		req := build(part)
+		var res wire.ObjResults
+		if err := c.call(ctx, rank, m, &req, &res); err != nil {
+			return err
+		}
+		if len(res.Items) != len(part) {
+			return fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(part), pdc.ErrProtocol)
+		}
+		for j, i := range part {
+			out[i] = res.Items[j]
+		}
+		return nil
+	})
+	return out, err
 }
 
 // maxBatch is the most items the client puts in one request.
@@ -383,35 +365,26 @@ func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 	for i, p := range puts {
 		groups[p.Object.info.Server] = append(groups[p.Object.info.Server], i)
 	}
+	// Per-item failures of one chunk do not stop the others.
 	var mu sync.Mutex
 	var errs []error
-	var wg sync.WaitGroup
-	spawn := wg.Go
-	if len(groups) == 1 {
-		spawn = func(f func()) { f() }
-	}
-	for rank, idx := range groups {
-		spawn(func() {
-			for start := 0; start < len(idx); start += maxBatch {
-				part := idx[start:min(start+maxBatch, len(idx))]
-				ws := make([]wire.TagPut, len(part))
-				for j, i := range part {
-					p := puts[i]
-					ws[j] = wire.TagPut{Kind: tagObject, ID: p.Object.info.ID, Name: p.Name, Type: int32(p.Value.Type), Value: p.Value.Value}
-				}
-				err := c.putTags(ctx, rank, ws, func(j int) string {
-					return fmt.Sprintf("%q on object %q", puts[part[j]].Name, puts[part[j]].Object.info.Name)
-				})
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
+	err := inChunks(groups, func(rank int, part []int) error {
+		ws := make([]wire.TagPut, len(part))
+		for j, i := range part {
+			p := puts[i]
+			ws[j] = wire.TagPut{Kind: tagObject, ID: p.Object.info.ID, Name: p.Name, Type: int32(p.Value.Type), Value: p.Value.Value}
+		}
+		err := c.putTags(ctx, rank, ws, func(j int) string {
+			return fmt.Sprintf("%q on object %q", puts[part[j]].Name, puts[part[j]].Object.info.Name)
 		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 type tagTarget struct {
