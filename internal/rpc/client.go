@@ -75,9 +75,10 @@ type Conn struct {
 	w     *frameWriter
 	hello wire.Hello
 
-	nextID   atomic.Uint64
-	inFlight atomic.Int64 // calls waiting for a reply
-	lastRead atomic.Int64 // unix nanos of the last frame read
+	nextID    atomic.Uint64
+	inFlight  atomic.Int64 // calls waiting for a reply
+	streaming atomic.Bool  // a CallStream owns the connection
+	lastRead  atomic.Int64 // unix nanos of the last frame read
 
 	// readTok is held by the goroutine reading from nc; rs belongs to it.
 	readTok chan struct{}
@@ -596,6 +597,9 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	}
 	c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
+	if c.streaming.Load() {
+		return Reply{}, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
+	}
 	cl := callPool.Get().(*call)
 	cl.into = into
 	c.mu.Lock()

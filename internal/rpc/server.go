@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,40 @@ type Request struct {
 	Client string
 	// Remote is the client's address.
 	Remote string
+
+	conn   *serverConn
+	id     uint64
+	inline bool
+}
+
+// Chunk sends one chunk of a streamed answer: a response frame marked
+// FlagMore, which the client receives before the final response (the
+// handler's return, which ends the stream). Chunks keep their order. Only
+// handlers that run on their own goroutine (Handle) may stream.
+func (r *Request) Chunk(ctx context.Context, hdr []byte, payload ...[]byte) error {
+	if err := r.canStream(); err != nil {
+		return err
+	}
+	f := wire.Frame{Flags: wire.FlagResponse | wire.FlagMore, Method: r.Method, ID: r.id}
+	return r.conn.w.write(ctx, f, hdr, payload)
+}
+
+// ChunkFile sends n bytes of file from off as one chunk, from the page
+// cache to the socket without passing through user space where the OS
+// allows.
+func (r *Request) ChunkFile(ctx context.Context, hdr []byte, file *os.File, off, n int64) error {
+	if err := r.canStream(); err != nil {
+		return err
+	}
+	f := wire.Frame{Flags: wire.FlagResponse | wire.FlagMore, Method: r.Method, ID: r.id}
+	return r.conn.w.writeFile(ctx, f, hdr, file, off, n)
+}
+
+func (r *Request) canStream() error {
+	if r.conn == nil || r.inline {
+		return fmt.Errorf("%s: only a handler on its own goroutine can stream its answer: %w", r.Method, pdc.ErrInternal)
+	}
+	return nil
 }
 
 // Response is a handler's answer. The server owns it once the handler
@@ -496,7 +531,8 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		c.mu.Unlock()
 	}
 
-	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String()}
+	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(),
+		conn: c, id: f.ID, inline: he.inline}
 	// Checking draining and counting the handler under one lock orders
 	// every Add before Shutdown's Wait.
 	s.drainMu.RLock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -338,6 +340,39 @@ func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, 
 		return err
 	}
 	return w.flush(ctx)
+}
+
+// writeFile waits for the token, then writes pending frames, f and hdr, and
+// n bytes of file from off (sendfile where the OS allows). A write cut
+// short fails the connection: the stream is torn.
+func (w *frameWriter) writeFile(ctx context.Context, f wire.Frame, hdr []byte, file *os.File, off, n int64) error {
+	f.HeaderLen = uint32(len(hdr))
+	f.PayloadLen = uint64(n)
+	select {
+	case w.token <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errNotSent, ctxErr(ctx))
+	}
+	defer func() { <-w.token }()
+	prefix := f.Append(make([]byte, 0, wire.FrameSize+len(hdr)))
+	prefix = append(prefix, hdr...)
+	if err := w.writePendingLocked(ctx, [][]byte{prefix}); err != nil {
+		return err
+	}
+	done := netio.Interrupt(ctx, w.nc, false)
+	_, err := netio.SendFile(context.WithoutCancel(ctx), w.nc, file, off, n)
+	interrupted := done()
+	if err == nil {
+		return nil
+	}
+	if interrupted {
+		err = fmt.Errorf("write to %s interrupted: %w", w.nc.RemoteAddr(), ctxErr(ctx))
+	} else {
+		err = fmt.Errorf("sending %d bytes of %s to %s: %w: %w", n, file.Name(), w.nc.RemoteAddr(), pdc.ErrUnavailable, err)
+	}
+	w.fail(fmt.Errorf("connection to %s: an earlier write failed: %w", w.nc.RemoteAddr(), pdc.ErrUnavailable))
+	_ = w.nc.Close()
+	return err
 }
 
 // fail makes every later write return err.

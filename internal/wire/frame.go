@@ -36,8 +36,12 @@ const (
 	// FlagCancel marks a client's notice that it no longer wants the answer
 	// to request ID; it has no header and no payload.
 	FlagCancel Flags = 1 << 2
+	// FlagMore marks a response that is one chunk of a stream: more
+	// responses to the same request follow, and the last one does not
+	// carry the flag (the explicit end of the stream).
+	FlagMore Flags = 1 << 3
 
-	knownFlags = FlagResponse | FlagError | FlagCancel
+	knownFlags = FlagResponse | FlagError | FlagCancel | FlagMore
 )
 
 // Frame is the decoded fixed prefix of a frame.
@@ -124,6 +128,10 @@ func DecodeFrame(b []byte) (Frame, error) {
 	}
 	if f.Flags&FlagError != 0 && f.Flags&FlagResponse == 0 {
 		return Frame{}, fmt.Errorf("error flag on a request frame: %w", pdc.ErrProtocol)
+	}
+	if f.Flags&FlagMore != 0 && f.Flags != FlagResponse|FlagMore {
+		return Frame{}, fmt.Errorf("more flag with flags %#02x (only a plain response is a stream chunk): %w",
+			uint8(f.Flags), pdc.ErrProtocol)
 	}
 	return f, nil
 }

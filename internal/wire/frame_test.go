@@ -171,7 +171,7 @@ func TestDecodeFrameRejects(t *testing.T) {
 		{"zeros", make([]byte, wire.FrameSize), "magic"},
 		{"bad crc", with(func(b []byte) { b[20] ^= 1 }), "checksum"},
 		{"unsealed edit", with(func(b []byte) { b[16] = 1 }), "checksum"},
-		{"unknown flag 1<<3", rawFrame(1, 1<<3, 3, 1, 0, 0, 0), "unknown frame flags"},
+		{"unknown flag 1<<4", rawFrame(1, 1<<4, 3, 1, 0, 0, 0), "unknown frame flags"},
 		{"unknown flag 1<<7", rawFrame(1, 1<<7, 3, 1, 0, 0, 0), "unknown frame flags"},
 		{"unknown flag with response", rawFrame(1, resp|1<<4, 3, 1, 0, 0, 0), "unknown frame flags"},
 		{"all flags", rawFrame(1, 0xff, 3, 1, 0, 0, 0), "unknown frame flags"},
@@ -182,6 +182,8 @@ func TestDecodeFrameRejects(t *testing.T) {
 		{"cancel error", rawFrame(1, cancel|errf, 3, 1, 0, 0, 0), "cancel frame"},
 		{"cancel error response", rawFrame(1, cancel|errf|resp, 3, 1, 0, 0, 0), "cancel frame"},
 		{"error on a request", rawFrame(1, errf, 3, 1, 4, 0, 0), "error flag on a request"},
+		{"more on a request", rawFrame(1, uint8(wire.FlagMore), 3, 1, 0, 0, 0), "more flag"},
+		{"more on an error", rawFrame(1, uint8(wire.FlagMore)|errf|resp, 3, 1, 0, 0, 0), "more flag"},
 		{"timeout just out of range", rawFrame(1, 0, 3, 1, 0, 0, 1<<62+1), "timeout"},
 		{"timeout negative as int64", rawFrame(1, 0, 3, 1, 0, 0, math.MaxUint64), "timeout"},
 	}
@@ -224,6 +226,7 @@ func TestFrameFlagCombinations(t *testing.T) {
 		wire.FlagResponse:                  true,
 		wire.FlagResponse | wire.FlagError: true,
 		wire.FlagCancel:                    true,
+		wire.FlagResponse | wire.FlagMore:  true,
 	}
 	for fl := range 256 {
 		f := wire.Frame{Version: 1, Flags: wire.Flags(fl), Method: 3, ID: 1}

@@ -374,6 +374,29 @@ var metaTypes = []msgType{
 			&wire.Checkpoint{Path: strings.Repeat("/p", 200)},
 		},
 	},
+	{
+		name: "FetchRequest",
+		new:  func() wire.Message { return new(wire.FetchRequest) },
+		fields: []field{{1, kBytes}, {2, kUint32}, {3, kString}, {4, kUint64}, {5, kBytes}, {6, kUint64}, {7, kUint64},
+			{8, kUint64}},
+		vals: []wire.Message{
+			&wire.FetchRequest{},
+			&wire.FetchRequest{Key: []byte("pattern:4096:7"), Mode: 2},
+			&wire.FetchRequest{Key: []byte{0}, Mode: math.MaxUint32, PushAddr: "127.0.0.1:9", PushID: math.MaxUint64,
+				Token: bytes.Repeat([]byte{0xff}, 16), Cap: 5 << 30, Off: 1 << 40, Len: math.MaxUint64},
+		},
+	},
+	{
+		name:   "FetchReply",
+		new:    func() wire.Message { return new(wire.FetchReply) },
+		fields: []field{{1, kUint64}, {2, kUint32}, {3, kString}, {4, kUint64}, {5, kBytes}, {6, kUint64}},
+		vals: []wire.Message{
+			&wire.FetchReply{},
+			&wire.FetchReply{Size: 5 << 30, Mode: 1},
+			&wire.FetchReply{Size: math.MaxUint64, Mode: 4, Addr: "/tmp/pdc_tmp/shm-0.sock", Handle: math.MaxUint64,
+				Token: []byte{1, 2, 3}, TTL: uint64(math.MaxInt64)},
+		},
+	},
 }
 
 func metaNamed(name string) msgType {
@@ -392,6 +415,9 @@ var metaGolden = []struct {
 	msg  wire.Message
 	enc  string
 }{
+	{"FetchRequest", &wire.FetchRequest{Key: []byte("k"), Mode: 2}, "0a 01 6b 10 02"},
+	{"FetchReply", &wire.FetchReply{Size: 5, Mode: 1, Addr: "a", Handle: 2, Token: []byte{1}, TTL: 3},
+		"08 05 10 01 1a 01 61 20 02 2a 01 01 30 03"},
 	{"ObjectProps", &wire.ObjectProps{Dims: []uint64{1, 300}, Type: -1, Partition: 3, Consistency: 4, AppName: "a", TimeStep: 6,
 		UserID: 7, DataLoc: "d", Tags: "t"}, "0a 03 01 ac 02 10 01 18 03 20 04 2a 01 61 30 06 38 07 42 01 64 4a 01 74"},
 	{"ObjectProps", &wire.ObjectProps{Type: 1}, "10 02"},
@@ -479,8 +505,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 23 {
-		t.Fatalf("%d metadata message types, want 23", len(metaTypes))
+	if len(metaTypes) != 25 {
+		t.Fatalf("%d metadata message types, want 25", len(metaTypes))
 	}
 }
 

@@ -46,6 +46,9 @@ const (
 	MethodCheckpoint    Method = 48 // -> Checkpoint
 	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
+
+	// Data transport methods (64-79).
+	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
 )
 
 var methodNames = map[Method]string{
@@ -76,6 +79,7 @@ var methodNames = map[Method]string{
 	MethodCheckpoint:    "checkpoint",
 	MethodImport:        "import",
 	MethodMigrated:      "migrated",
+	MethodFetch:         "dtl_fetch",
 }
 
 func (m Method) String() string {

@@ -1,0 +1,136 @@
+package dtl
+
+import (
+	"container/list"
+	"context"
+	"net"
+	"sync"
+)
+
+// endpointCache keeps connections to peers for reuse: an LRU of idle
+// connections keyed by peer address, with a bound on the connections open
+// (idle and busy) across all peers. Taking a connection to a new peer
+// dials it (the warm-up that later transfers to that peer skip); going
+// over the bound closes the least recently used idle connections. A
+// connection is used by one transfer at a time.
+type endpointCache struct {
+	max  int
+	dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu        sync.Mutex
+	idle      *list.List // of *endpoint, most recently used first
+	byPeer    map[string][]*list.Element
+	open      int
+	evictions uint64
+	closed    bool
+}
+
+type endpoint struct {
+	addr string
+	nc   net.Conn
+}
+
+func newEndpointCache(max int, dial func(ctx context.Context, addr string) (net.Conn, error)) *endpointCache {
+	return &endpointCache{max: max, dial: dial, idle: list.New(), byPeer: map[string][]*list.Element{}}
+}
+
+// get returns an idle connection to addr (reused) or dials a new one.
+func (c *endpointCache) get(ctx context.Context, addr string) (ep *endpoint, reused bool, err error) {
+	c.mu.Lock()
+	if els := c.byPeer[addr]; len(els) > 0 {
+		el := els[len(els)-1]
+		c.removeLocked(el)
+		c.mu.Unlock()
+		return el.Value.(*endpoint), true, nil
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return nil, false, net.ErrClosed
+	}
+	c.open++ // counted before the dial, so concurrent dials respect the bound
+	victims := c.trimLocked()
+	c.mu.Unlock()
+	closeAll(victims)
+	nc, err := c.dial(ctx, addr)
+	if err != nil {
+		c.mu.Lock()
+		c.open--
+		c.mu.Unlock()
+		return nil, false, err
+	}
+	return &endpoint{addr: addr, nc: nc}, false, nil
+}
+
+// put returns ep after a transfer; a connection that failed is closed.
+func (c *endpointCache) put(ep *endpoint, healthy bool) {
+	c.mu.Lock()
+	if !healthy || c.closed {
+		c.open--
+		c.mu.Unlock()
+		ep.nc.Close()
+		return
+	}
+	el := c.idle.PushFront(ep)
+	c.byPeer[ep.addr] = append(c.byPeer[ep.addr], el)
+	victims := c.trimLocked()
+	c.mu.Unlock()
+	closeAll(victims)
+}
+
+// trimLocked removes least recently used idle connections while more than
+// max are open, and returns them to be closed outside the lock.
+func (c *endpointCache) trimLocked() []*endpoint {
+	var victims []*endpoint
+	for c.open > c.max && c.idle.Len() > 0 {
+		el := c.idle.Back()
+		c.removeLocked(el)
+		c.open--
+		c.evictions++
+		victims = append(victims, el.Value.(*endpoint))
+	}
+	return victims
+}
+
+func (c *endpointCache) removeLocked(el *list.Element) {
+	ep := el.Value.(*endpoint)
+	c.idle.Remove(el)
+	els := c.byPeer[ep.addr]
+	for i, e := range els {
+		if e == el {
+			els = append(els[:i], els[i+1:]...)
+			break
+		}
+	}
+	if len(els) == 0 {
+		delete(c.byPeer, ep.addr)
+	} else {
+		c.byPeer[ep.addr] = els
+	}
+}
+
+func (c *endpointCache) stats() (open int, evictions uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open, c.evictions
+}
+
+// close closes the idle connections; busy ones close when put back.
+func (c *endpointCache) close() {
+	c.mu.Lock()
+	c.closed = true
+	var victims []*endpoint
+	for c.idle.Len() > 0 {
+		el := c.idle.Back()
+		c.removeLocked(el)
+		c.open--
+		victims = append(victims, el.Value.(*endpoint))
+	}
+	c.mu.Unlock()
+	closeAll(victims)
+}
+
+func closeAll(eps []*endpoint) {
+	for _, ep := range eps {
+		ep.nc.Close()
+	}
+}

@@ -1,0 +1,27 @@
+package dtl_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/dtl/dtltest"
+)
+
+func TestMain(m *testing.M) {
+	if peer, err := dtltest.PeerMain(); peer {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestConformance(t *testing.T) {
+	for _, m := range dtl.Modes {
+		t.Run(m.String(), func(t *testing.T) { dtltest.Run(t, m) })
+	}
+}

@@ -1,0 +1,283 @@
+package dtl
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func dialPush(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	tuneTCP(nc)
+	return nc, nil
+}
+
+// readAnswer reads one answer. remote is the peer's error answer (the
+// connection stays usable); err means the connection is not.
+func readAnswer(ctx context.Context, nc net.Conn, magic string) (a answer, remote, err error) {
+	var b [answerSize]byte
+	if _, err := netio.ReadFull(ctx, nc, b[:]); err != nil {
+		return a, nil, err
+	}
+	if err := a.decode(b[:], magic); err != nil {
+		return a, nil, err
+	}
+	if a.code == wire.CodeOK {
+		return a, nil, nil
+	}
+	msg := make([]byte, a.msgLen)
+	if _, err := netio.ReadFull(ctx, nc, msg); err != nil {
+		return a, nil, err
+	}
+	return a, fmt.Errorf("peer %s: %s: %w", nc.RemoteAddr(), msg, a.code.Err()), nil
+}
+
+// push writes src into the receiver's registration: the header, a go-ahead
+// (or the receiver's refusal), the bytes, the receiver's acknowledgement.
+func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) error {
+	if fr.PushAddr == "" || len(fr.Token) != tokenSize {
+		return fmt.Errorf("push request without an address or with a %d-byte token: %w", len(fr.Token), ErrBadPack)
+	}
+	r := request{id: fr.PushID, size: uint64(src.Size())}
+	copy(r.token[:], fr.Token)
+	hdr := r.put(make([]byte, 0, requestSize), magicPush)
+	for attempt := 0; ; attempt++ {
+		ep, reused, err := s.eps.get(ctx, fr.PushAddr)
+		if err != nil {
+			return fmt.Errorf("connect: %w: %w", ErrPeerFailed, err)
+		}
+		remote, err := pushOn(ctx, ep.nc, hdr, src)
+		s.eps.put(ep, err == nil)
+		if err == nil {
+			return remote
+		}
+		if errors.Is(err, errBeforeData) && reused && attempt == 0 && ctx.Err() == nil {
+			continue // the cached connection had died while idle: one fresh try
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return fmt.Errorf("%w: %w", ErrPeerFailed, err)
+	}
+}
+
+var errBeforeData = errors.New("connection failed before the payload")
+
+// pushOn runs one push on nc. remote is the receiver's refusal or failure;
+// err a broken connection.
+func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, err error) {
+	if _, err := netio.WriteFull(ctx, nc, hdr); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBeforeData, err)
+	}
+	_, remote, err = readAnswer(ctx, nc, magicPushAck)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBeforeData, err)
+	}
+	if remote != nil {
+		return remote, nil
+	}
+	if src.File == nil {
+		_, err = netio.WriteFull(ctx, nc, src.Buf)
+	} else {
+		_, err = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, remote, err = readAnswer(ctx, nc, magicPushAck)
+	return remote, err
+}
+
+// pushListener is the receiver's end of push: registrations waiting for
+// their bytes, and the connections senders push on.
+type pushListener struct {
+	ln   net.Listener
+	addr string
+	log  *slog.Logger
+
+	nextID atomic.Uint64
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		regs   map[uint64]*registration
+		conns  map[net.Conn]struct{}
+		closed bool
+	}
+}
+
+// registration is a sink waiting for one push.
+type registration struct {
+	id   uint64
+	tok  token
+	sink Sink
+	// done receives the outcome once the push into sink has ended; after
+	// it, nothing touches sink.
+	done chan pushResult
+	// nc is the connection filling sink, once claimed.
+	nc net.Conn
+}
+
+type pushResult struct {
+	n   int64
+	err error
+}
+
+func listenPush(addr string, log *slog.Logger) (*pushListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("push listener on %s: %w", addr, err)
+	}
+	p := &pushListener{ln: ln, addr: ln.Addr().String(), log: log}
+	p.mu.regs = map[uint64]*registration{}
+	p.mu.conns = map[net.Conn]struct{}{}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+func (p *pushListener) register(sink Sink) *registration {
+	r := &registration{id: p.nextID.Add(1), sink: sink, done: make(chan pushResult, 1)}
+	_, _ = rand.Read(r.tok[:])
+	p.mu.Lock()
+	p.mu.regs[r.id] = r
+	p.mu.Unlock()
+	return r
+}
+
+// cancel withdraws r. If a push into it is under way, that push is cut off
+// and cancel waits until it no longer touches the sink.
+func (p *pushListener) cancel(r *registration) {
+	p.mu.Lock()
+	_, waiting := p.mu.regs[r.id]
+	delete(p.mu.regs, r.id)
+	nc := r.nc
+	p.mu.Unlock()
+	if waiting {
+		return
+	}
+	if nc != nil {
+		nc.Close()
+	}
+	<-r.done
+}
+
+func (p *pushListener) claim(req *request) *registration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.mu.regs[req.id]
+	if r == nil || subtle.ConstantTimeCompare(r.tok[:], req.token[:]) != 1 {
+		return nil
+	}
+	delete(p.mu.regs, req.id)
+	return r
+}
+
+func (p *pushListener) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	p.mu.closed = true
+	for nc := range p.mu.conns {
+		nc.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *pushListener) accept() {
+	defer p.wg.Done()
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		p.mu.Lock()
+		if p.mu.closed {
+			p.mu.Unlock()
+			nc.Close()
+			return
+		}
+		p.mu.conns[nc] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.serve(nc)
+			nc.Close()
+			p.mu.Lock()
+			delete(p.mu.conns, nc)
+			p.mu.Unlock()
+		}()
+	}
+}
+
+// serve takes pushes on one connection until it ends.
+func (p *pushListener) serve(nc net.Conn) {
+	tuneTCP(nc)
+	var hb [requestSize]byte
+	for {
+		if _, err := io.ReadFull(nc, hb[:]); err != nil {
+			return
+		}
+		var req request
+		if err := req.decode(hb[:], magicPush); err != nil {
+			p.log.Warn("dtl: refusing push peer", "remote", nc.RemoteAddr().String(), "err", err)
+			_, _ = nc.Write(errAnswer(magicPushAck, err))
+			return
+		}
+		r := p.claim(&req)
+		if r == nil {
+			err := fmt.Errorf("push registration %d: none waiting (never made, already filled, withdrawn, or a wrong token): %w", req.id, ErrNotFound)
+			if _, werr := nc.Write(errAnswer(magicPushAck, err)); werr != nil {
+				return
+			}
+			continue
+		}
+		if err := r.sink.fits(req.size); err != nil {
+			r.done <- pushResult{err: err}
+			if _, werr := nc.Write(errAnswer(magicPushAck, err)); werr != nil {
+				return
+			}
+			continue
+		}
+		p.mu.Lock()
+		r.nc = nc
+		p.mu.Unlock()
+		ok := (&answer{}).put(make([]byte, 0, answerSize), magicPushAck)
+		if _, err := nc.Write(ok); err != nil {
+			r.done <- pushResult{err: fmt.Errorf("%w: %w", ErrPeerFailed, err)}
+			return
+		}
+		w := sinkWriter{s: r.sink}
+		if err := w.readFrom(nc, int64(req.size)); err != nil {
+			if !errors.Is(err, ErrBadBuffer) {
+				err = fmt.Errorf("push from %s cut off after %d of %d bytes: %w: %w", nc.RemoteAddr(), w.n, req.size, ErrPeerFailed, err)
+			}
+			r.done <- pushResult{n: w.n, err: err}
+			return
+		}
+		_, err := nc.Write(ok)
+		r.done <- pushResult{n: w.n}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,456 @@
+package dtl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// ReceiverConfig configures a Receiver.
+type ReceiverConfig struct {
+	// Mode is the default mode of fetches. Default: PDC_DTL, else auto.
+	Mode Mode
+	// Secret is the cluster secret for the RPC connections to senders.
+	Secret []byte
+	// ClientName names this process to senders.
+	ClientName string
+	// PushListen is where push connections are accepted. Default: the
+	// local address this host uses to reach the sender, port chosen.
+	PushListen string
+	// MaxIdle bounds the idle connections kept per sender (RPC and bulk).
+	// Default 4.
+	MaxIdle int
+	// Logger receives refused push peers. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Receiver is the receiving side of every backend (DYAD_COMM_RECV): it
+// fetches payloads from senders into sinks. Safe for concurrent use.
+type Receiver struct {
+	cfg ReceiverConfig
+	log *slog.Logger
+
+	rpcConns  *connPool[*rpc.Conn]
+	bulkConns *endpointCache
+
+	mu struct {
+		sync.Mutex
+		push   map[string]*pushListener // by listening host
+		closed bool
+	}
+}
+
+// NewReceiver makes a receiver. The mode comes from cfg, else PDC_DTL.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	if cfg.Mode == ModeAuto {
+		m, err := ModeFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mode = m
+	}
+	if !cfg.Mode.valid() {
+		return nil, fmt.Errorf("receiver: %w: %d", ErrBadMode, cfg.Mode)
+	}
+	if cfg.MaxIdle <= 0 {
+		cfg.MaxIdle = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Receiver{cfg: cfg, log: cfg.Logger}
+	r.rpcConns = newConnPool(cfg.MaxIdle, func(c *rpc.Conn) { _ = c.Close() })
+	r.bulkConns = newEndpointCache(64*cfg.MaxIdle, func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			tuneTCP(nc)
+		}
+		return nc, err
+	})
+	r.mu.push = map[string]*pushListener{}
+	return r, nil
+}
+
+// Mode is the receiver's default mode.
+func (r *Receiver) Mode() Mode { return r.cfg.Mode }
+
+// Close closes every connection and listener; a fetch under way fails.
+// Idempotent.
+func (r *Receiver) Close() error {
+	r.mu.Lock()
+	if r.mu.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.closed = true
+	pls := r.mu.push
+	r.mu.Unlock()
+	for _, p := range pls {
+		p.close()
+	}
+	r.rpcConns.close()
+	r.bulkConns.close()
+	return nil
+}
+
+// FetchOption qualifies one fetch.
+type FetchOption func(*fetchOpts)
+
+type fetchOpts struct {
+	mode     Mode
+	off, len uint64
+}
+
+// WithMode picks the mode of one fetch.
+func WithMode(m Mode) FetchOption { return func(o *fetchOpts) { o.mode = m } }
+
+// WithSection fetches n bytes from off (n 0: to the end).
+func WithSection(off, n uint64) FetchOption { return func(o *fetchOpts) { o.off, o.len = off, n } }
+
+// Fetch asks the sender at peer (its RPC address) for the payload under
+// key and puts it into sink. It returns the number of bytes received,
+// which is the payload's whole size.
+func (r *Receiver) Fetch(ctx context.Context, peer string, key []byte, sink Sink, opts ...FetchOption) (int64, error) {
+	if err := sink.check(); err != nil {
+		return 0, fmt.Errorf("fetch %q from %s: %w", key, peer, err)
+	}
+	o := fetchOpts{mode: r.cfg.Mode}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.mode.valid() {
+		return 0, fmt.Errorf("fetch %q from %s: %w: %d", key, peer, ErrBadMode, o.mode)
+	}
+	mode := o.mode.resolve(peer)
+	if mode == ModeShm && !SameHost(peer) {
+		return 0, fmt.Errorf("fetch %q from %s: shm needs the sender on this host: %w", key, peer, ErrBadMode)
+	}
+	n, err := r.fetch(ctx, peer, key, sink, mode, &o)
+	if err != nil {
+		return n, fmt.Errorf("fetch %q from %s by %s: %w", key, peer, mode, classify(ctx, err))
+	}
+	return n, nil
+}
+
+func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink, mode Mode, o *fetchOpts) (int64, error) {
+	fr := wire.FetchRequest{Key: key, Mode: uint32(mode), Cap: sink.capacity(), Off: o.off, Len: o.len}
+	var reg *registration
+	var pl *pushListener
+	conn, err := r.conn(ctx, peer)
+	if err != nil {
+		return 0, err
+	}
+	healthy := false
+	defer func() { r.rpcConns.put(peer, conn, healthy) }()
+	if mode == ModePush {
+		pl, err = r.pushListener(conn)
+		if err != nil {
+			return 0, err
+		}
+		reg = pl.register(sink)
+		fr.PushAddr, fr.PushID, fr.Token = pl.addr, reg.id, reg.tok[:]
+	}
+	hdr := fr.Marshal(nil)
+
+	var rep wire.FetchReply
+	var into []byte
+	if sink.Buf != nil {
+		into = sink.Buf[:min(len(sink.Buf), EagerLimit)]
+	}
+	var raw rpc.Reply
+	var streamed *sinkWriter
+	if mode == ModeStream {
+		streamed = &sinkWriter{s: sink}
+		raw, err = conn.CallStream(ctx, wire.MethodFetch, hdr, nil, func(_ []byte, rd io.Reader, n uint64) error {
+			return streamed.readFrom(rd, int64(n))
+		})
+	} else {
+		raw, err = conn.Call(ctx, wire.MethodFetch, hdr, nil, into)
+	}
+	if err != nil {
+		var se *pdc.ServerError
+		healthy = errors.As(err, &se) // an answer: the connection is fine
+		if reg != nil {
+			pl.cancel(reg)
+		}
+		return 0, err
+	}
+	healthy = true
+	if err := rep.Unmarshal(raw.Header); err != nil {
+		if reg != nil {
+			pl.cancel(reg)
+		}
+		return 0, fmt.Errorf("fetch answer: %w: %w", ErrBadPack, err)
+	}
+	if err := sink.fits(rep.Size); err != nil {
+		if reg != nil {
+			pl.cancel(reg)
+		}
+		return 0, err
+	}
+
+	if rep.Size <= EagerLimit {
+		if reg != nil {
+			pl.cancel(reg)
+		}
+		if uint64(len(raw.Payload)) != rep.Size {
+			return 0, fmt.Errorf("answer carries %d bytes of a %d-byte payload: %w", len(raw.Payload), rep.Size, ErrBadPack)
+		}
+		if sink.Buf != nil && len(raw.Payload) > 0 && &raw.Payload[0] == &sink.Buf[0] {
+			return int64(rep.Size), nil // read straight into the caller's buffer
+		}
+		w := sinkWriter{s: sink}
+		return int64(rep.Size), w.write(raw.Payload)
+	}
+
+	switch mode {
+	case ModeStream:
+		if uint64(streamed.n) != rep.Size {
+			return streamed.n, fmt.Errorf("stream ended after %d of %d bytes: %w", streamed.n, rep.Size, ErrBadPack)
+		}
+		return streamed.n, nil
+	case ModePush:
+		select {
+		case res := <-reg.done:
+			if res.err == nil && uint64(res.n) != rep.Size {
+				res.err = fmt.Errorf("push delivered %d of %d bytes: %w", res.n, rep.Size, ErrBadPack)
+			}
+			return res.n, res.err
+		case <-ctx.Done():
+			pl.cancel(reg)
+			return 0, ctx.Err()
+		}
+	case ModePull:
+		return r.pull(ctx, &rep, sink)
+	case ModeShm:
+		m, err := mapShm(ctx, &rep)
+		if err != nil {
+			return 0, err
+		}
+		defer m.unmap()
+		w := sinkWriter{s: sink}
+		return int64(len(m.data)), w.write(m.data)
+	}
+	return 0, fmt.Errorf("mode %s: %w", mode, ErrBadMode)
+}
+
+// pull reads a payload exposed under rep.Handle over a bulk connection.
+func (r *Receiver) pull(ctx context.Context, rep *wire.FetchReply, sink Sink) (int64, error) {
+	if len(rep.Token) != tokenSize || rep.Addr == "" {
+		return 0, fmt.Errorf("pull answer without an address or with a %d-byte token: %w", len(rep.Token), ErrBadPack)
+	}
+	req := request{id: rep.Handle, size: rep.Size}
+	copy(req.token[:], rep.Token)
+	hdr := req.put(make([]byte, 0, requestSize), magicPull)
+	for attempt := 0; ; attempt++ {
+		ep, reused, err := r.bulkConns.get(ctx, rep.Addr)
+		if err != nil {
+			return 0, fmt.Errorf("bulk connection to %s: %w: %w", rep.Addr, ErrPeerFailed, err)
+		}
+		n, remote, err := pullOn(ctx, ep.nc, hdr, rep.Size, sink)
+		r.bulkConns.put(ep, err == nil)
+		if err == nil {
+			return n, remote
+		}
+		if errors.Is(err, errBeforeData) && reused && attempt == 0 && ctx.Err() == nil {
+			continue // the idle connection had died: one fresh try
+		}
+		if ctx.Err() != nil {
+			return n, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return n, fmt.Errorf("bulk connection to %s: %w: %w", rep.Addr, ErrPeerFailed, err)
+	}
+}
+
+func pullOn(ctx context.Context, nc net.Conn, hdr []byte, size uint64, sink Sink) (n int64, remote, err error) {
+	if _, err := netio.WriteFull(ctx, nc, hdr); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", errBeforeData, err)
+	}
+	a, remote, err := readAnswer(ctx, nc, magicPullAck)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", errBeforeData, err)
+	}
+	if remote != nil {
+		return 0, remote, nil
+	}
+	if a.size != size {
+		return 0, nil, fmt.Errorf("pull answer of %d bytes for a %d-byte payload: %w", a.size, size, ErrBadPack)
+	}
+	done := netio.Interrupt(ctx, nc, true)
+	w := sinkWriter{s: sink}
+	err = w.readFrom(nc, int64(size))
+	if done() {
+		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	if err != nil && !errors.Is(err, ErrBadBuffer) {
+		err = fmt.Errorf("cut off after %d of %d bytes: %w", w.n, size, err)
+	}
+	return w.n, nil, err
+}
+
+// conn returns an RPC connection to peer of the receiver's own: a stream
+// needs one to itself, and the others reuse them.
+func (r *Receiver) conn(ctx context.Context, peer string) (*rpc.Conn, error) {
+	if c := r.rpcConns.get(peer); c != nil {
+		return c, nil
+	}
+	r.mu.Lock()
+	closed := r.mu.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("receiver is closed: %w", pdc.ErrClosed)
+	}
+	c, err := rpc.Dial(ctx, peer, rpc.DialOptions{Secret: r.cfg.Secret, ClientName: r.cfg.ClientName})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPeerFailed, err)
+	}
+	return c, nil
+}
+
+// pushListener returns the push listener on the address this host uses to
+// reach the sender over conn, starting it on first use.
+func (r *Receiver) pushListener(conn *rpc.Conn) (*pushListener, error) {
+	listen := r.cfg.PushListen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+		if ta, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+			listen = net.JoinHostPort(ta.IP.String(), "0")
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.closed {
+		return nil, fmt.Errorf("receiver is closed: %w", pdc.ErrClosed)
+	}
+	if p := r.mu.push[listen]; p != nil {
+		return p, nil
+	}
+	p, err := listenPush(listen, r.log)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.push[listen] = p
+	return p, nil
+}
+
+// View is a fetched payload to read in place: in shm mode the sender's
+// memory file mapped read-only (no copy at all), otherwise a buffer.
+type View struct {
+	m *shmMapping
+	b []byte
+}
+
+// Bytes are the payload; valid until Close.
+func (v *View) Bytes() []byte {
+	if v.m != nil {
+		return v.m.data
+	}
+	return v.b
+}
+
+// Close releases the view. Idempotent.
+func (v *View) Close() error {
+	if v.m != nil {
+		v.m.unmap()
+		v.m = nil
+	}
+	v.b = nil
+	return nil
+}
+
+// FetchView fetches the payload under key for reading in place.
+func (r *Receiver) FetchView(ctx context.Context, peer string, key []byte, opts ...FetchOption) (*View, error) {
+	o := fetchOpts{mode: r.cfg.Mode}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.mode.resolve(peer) == ModeShm && SameHost(peer) {
+		v, err := r.fetchShmView(ctx, peer, key, &o)
+		if err != nil {
+			return nil, fmt.Errorf("fetch %q from %s by shm: %w", key, peer, classify(ctx, err))
+		}
+		return v, nil
+	}
+	var buf bytes.Buffer
+	if _, err := r.Fetch(ctx, peer, key, IntoWriter(&buf), opts...); err != nil {
+		return nil, err
+	}
+	return &View{b: buf.Bytes()}, nil
+}
+
+func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o *fetchOpts) (*View, error) {
+	conn, err := r.conn(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	fr := wire.FetchRequest{Key: key, Mode: uint32(ModeShm), Off: o.off, Len: o.len}
+	raw, err := conn.Call(ctx, wire.MethodFetch, fr.Marshal(nil), nil, nil)
+	var se *pdc.ServerError
+	r.rpcConns.put(peer, conn, err == nil || errors.As(err, &se))
+	if err != nil {
+		return nil, err
+	}
+	var rep wire.FetchReply
+	if err := rep.Unmarshal(raw.Header); err != nil {
+		return nil, fmt.Errorf("fetch answer: %w: %w", ErrBadPack, err)
+	}
+	if rep.Size <= EagerLimit {
+		if uint64(len(raw.Payload)) != rep.Size {
+			return nil, fmt.Errorf("answer carries %d bytes of a %d-byte payload: %w", len(raw.Payload), rep.Size, ErrBadPack)
+		}
+		return &View{b: raw.Payload}, nil
+	}
+	m, err := mapShm(ctx, &rep)
+	if err != nil {
+		return nil, err
+	}
+	return &View{m: m}, nil
+}
+
+// classify adds the dtl error matching err's pdc sentinel, so that errors
+// from the other side match ErrNotFound, ErrPeerFailed and the rest too.
+func classify(ctx context.Context, err error) error {
+	var de *dtlError
+	if errors.As(err, &de) {
+		return err
+	}
+	// A sender's error arrives as its pdc sentinel; the dtl error it was
+	// is named in its message.
+	var se *pdc.ServerError
+	if errors.As(err, &se) {
+		for _, d := range allErrors {
+			if strings.Contains(se.Msg, d.Error()) {
+				return &classified{d: d, err: err}
+			}
+		}
+	}
+	for _, d := range []error{ErrNotFound, ErrBadPack, ErrPeerFailed} {
+		if errors.Is(err, d.(*dtlError).base) {
+			return &classified{d: d, err: err}
+		}
+	}
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return err
+}
+
+type classified struct {
+	d   error
+	err error
+}
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.d, c.err} }

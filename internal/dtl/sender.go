@@ -1,0 +1,486 @@
+package dtl
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Resolver finds the payload a receiver asks for by key. A missing one is
+// an error wrapping pdc.ErrNotFound (or ErrNotFound).
+type Resolver func(ctx context.Context, key []byte) (Source, error)
+
+// EagerLimit is the largest payload that travels in the fetch answer
+// itself, whatever the mode.
+const EagerLimit = 64 << 10
+
+// SenderConfig configures a Sender.
+type SenderConfig struct {
+	// Resolve finds payloads by key. Required.
+	Resolve Resolver
+	// BulkAddr is where pull connections are accepted ("host:port";
+	// default 127.0.0.1:0). Give the host's routable address on a cluster.
+	BulkAddr string
+	// ShmDir holds the Unix socket for shm (default os.TempDir()).
+	ShmDir string
+	// HandleTTL is how long an exposed payload waits to be pulled or
+	// mapped before it is released. Default 30s.
+	HandleTTL time.Duration
+	// MaxEndpoints bounds the push connections the endpoint cache keeps
+	// open across all receivers. Default 64.
+	MaxEndpoints int
+	// ChunkSize is the stream mode's chunk. Default 1 MiB.
+	ChunkSize int
+	// Stall bounds a side-channel write or read that makes no progress.
+	// Default 60s.
+	Stall time.Duration
+	// Logger receives refused side-channel peers. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Sender is the sending side of every backend (DYAD_COMM_SEND): it answers
+// fetch requests on an RPC server and runs the pull and shm side channels.
+type Sender struct {
+	cfg     SenderConfig
+	log     *slog.Logger
+	bulk    net.Listener
+	shm     net.Listener
+	shmPath string
+	eps     *endpointCache
+
+	closing   chan struct{}
+	ctx       context.Context // canceled by Close
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	nextID  atomic.Uint64
+	pushes  atomic.Uint64
+	pulls   atomic.Uint64
+	expired atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		handles map[uint64]*exposed
+		conns   map[net.Conn]struct{}
+		closed  bool
+	}
+}
+
+// exposed is a payload waiting under a handle for one pull or mapping.
+type exposed struct {
+	id      uint64
+	tok     token
+	src     Source
+	memfd   *os.File // shm: the memory file holding a buffer source
+	expires time.Time
+}
+
+func (e *exposed) release() {
+	if e.memfd != nil {
+		_ = e.memfd.Close()
+	}
+	e.src.release()
+}
+
+// NewSender starts the side channels. Register it on an RPC server to
+// answer fetches.
+func NewSender(cfg SenderConfig) (*Sender, error) {
+	if cfg.Resolve == nil {
+		return nil, fmt.Errorf("dtl sender: no resolver: %w", pdc.ErrInvalid)
+	}
+	if cfg.BulkAddr == "" {
+		cfg.BulkAddr = "127.0.0.1:0"
+	}
+	if cfg.ShmDir == "" {
+		cfg.ShmDir = os.TempDir()
+	}
+	if cfg.HandleTTL <= 0 {
+		cfg.HandleTTL = 30 * time.Second
+	}
+	if cfg.MaxEndpoints <= 0 {
+		cfg.MaxEndpoints = 64
+	}
+	if cfg.ChunkSize <= 0 {
+		cfg.ChunkSize = 1 << 20
+	}
+	if cfg.Stall <= 0 {
+		cfg.Stall = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Sender{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.handles = make(map[uint64]*exposed)
+	s.mu.conns = make(map[net.Conn]struct{})
+	s.eps = newEndpointCache(cfg.MaxEndpoints, dialPush)
+
+	var err error
+	s.bulk, err = net.Listen("tcp", cfg.BulkAddr)
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("dtl sender: bulk listener on %s: %w", cfg.BulkAddr, err)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	s.shmPath = filepath.Join(cfg.ShmDir, fmt.Sprintf("pdc-shm-%d-%x.sock", os.Getpid(), rnd))
+	s.shm, err = net.Listen("unix", s.shmPath)
+	if err != nil {
+		s.bulk.Close()
+		s.cancel()
+		return nil, fmt.Errorf("dtl sender: shm socket %s: %w", s.shmPath, err)
+	}
+	s.wg.Add(3)
+	go s.accept(s.bulk, s.servePull)
+	go s.accept(s.shm, s.serveShm)
+	go s.janitor()
+	return s, nil
+}
+
+// Register makes srv answer fetch requests with this sender.
+func (s *Sender) Register(srv *rpc.Server) { srv.Handle(wire.MethodFetch, s.handleFetch) }
+
+// BulkAddr is where pull connections go.
+func (s *Sender) BulkAddr() string { return s.bulk.Addr().String() }
+
+// SenderStats counts a sender's work.
+type SenderStats struct {
+	Handles   int    // payloads exposed and not yet pulled, mapped or expired
+	Expired   uint64 // handles released unclaimed
+	Pulls     uint64 // handles claimed by pulls and mappings
+	Pushes    uint64
+	Endpoints int    // push connections open
+	Evictions uint64 // push connections closed to keep the cache in bounds
+}
+
+// Stats reports the sender's counters.
+func (s *Sender) Stats() SenderStats {
+	s.mu.Lock()
+	n := len(s.mu.handles)
+	s.mu.Unlock()
+	open, ev := s.eps.stats()
+	return SenderStats{Handles: n, Expired: s.expired.Load(), Pulls: s.pulls.Load(), Pushes: s.pushes.Load(),
+		Endpoints: open, Evictions: ev}
+}
+
+// Close stops the side channels, releases every exposed payload and closes
+// the endpoint cache. It waits for its goroutines; idempotent.
+func (s *Sender) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.cancel()
+		s.bulk.Close()
+		s.shm.Close()
+		s.mu.Lock()
+		s.mu.closed = true
+		for nc := range s.mu.conns {
+			nc.Close()
+		}
+		hs := s.mu.handles
+		s.mu.handles = map[uint64]*exposed{}
+		s.mu.Unlock()
+		for _, e := range hs {
+			e.release()
+		}
+		s.eps.close()
+		s.wg.Wait()
+		_ = os.Remove(s.shmPath)
+	})
+	return nil
+}
+
+func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("dtl: accept failed", "addr", ln.Addr().String(), "err", err)
+			// Out of descriptors and the like: wait for a connection to
+			// end rather than spin.
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.mu.conns[nc] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				nc.Close()
+				s.mu.Lock()
+				delete(s.mu.conns, nc)
+				s.mu.Unlock()
+			}()
+			serve(nc)
+		}()
+	}
+}
+
+// janitor releases handles nobody claimed in time.
+func (s *Sender) janitor() {
+	defer s.wg.Done()
+	tick := time.NewTicker(min(s.cfg.HandleTTL/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case now := <-tick.C:
+			var dead []*exposed
+			s.mu.Lock()
+			for id, e := range s.mu.handles {
+				if now.After(e.expires) {
+					delete(s.mu.handles, id)
+					dead = append(dead, e)
+				}
+			}
+			s.mu.Unlock()
+			for _, e := range dead {
+				s.expired.Add(1)
+				e.release()
+			}
+		}
+	}
+}
+
+// expose puts src under a new handle.
+func (s *Sender) expose(src Source, memfd *os.File) (*exposed, error) {
+	e := &exposed{id: s.nextID.Add(1), src: src, memfd: memfd, expires: time.Now().Add(s.cfg.HandleTTL)}
+	_, _ = rand.Read(e.tok[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, fmt.Errorf("dtl sender is closed: %w", pdc.ErrClosed)
+	}
+	s.mu.handles[e.id] = e
+	return e, nil
+}
+
+// claim takes the handle a request names, once.
+func (s *Sender) claim(r *request) (*exposed, error) {
+	s.mu.Lock()
+	e := s.mu.handles[r.id]
+	if e != nil && subtle.ConstantTimeCompare(e.tok[:], r.token[:]) == 1 {
+		delete(s.mu.handles, r.id)
+	} else {
+		e = nil
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return nil, fmt.Errorf("handle %d: no such payload (never exposed, already taken, expired, or a wrong token): %w", r.id, ErrNotFound)
+	}
+	s.pulls.Add(1)
+	return e, nil
+}
+
+// handleFetch answers a wire.FetchRequest.
+func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var fr wire.FetchRequest
+	if err := fr.Unmarshal(req.Header); err != nil {
+		return nil, fmt.Errorf("fetch request: %w: %w", ErrBadPack, err)
+	}
+	mode := Mode(fr.Mode)
+	if !mode.valid() || mode == ModeAuto {
+		return nil, fmt.Errorf("fetch %q: transport %s: %w (the receiver picks one of stream, pull, push, shm)", fr.Key, mode, ErrBadMode)
+	}
+	if mode == ModeShm && !SameHost(req.Remote) && req.Remote != "" && req.Remote != "@" {
+		return nil, fmt.Errorf("fetch %q: shm from %s, which is not on this host: %w", fr.Key, req.Remote, ErrBadMode)
+	}
+	src, err := s.cfg.Resolve(ctx, fr.Key)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+	}
+	sec, err := src.section(fr.Off, fr.Len)
+	if err != nil {
+		src.release()
+		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+	}
+	size := uint64(sec.Size())
+	if fr.Cap != 0 && size > fr.Cap {
+		src.release()
+		return nil, fmt.Errorf("fetch %q: the payload has %d bytes and the receiver takes at most %d: %w", fr.Key, size, fr.Cap, ErrBadBuffer)
+	}
+	reply := wire.FetchReply{Size: size, Mode: uint32(mode)}
+
+	if size <= EagerLimit {
+		defer sec.release()
+		if sec.File == nil {
+			return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{sec.Buf}}, nil
+		}
+		b := make([]byte, size)
+		if err := sec.readAt(b, 0); err != nil {
+			return nil, fmt.Errorf("fetch %q: reading %s: %w", fr.Key, sec.File.Name(), err)
+		}
+		return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
+	}
+
+	switch mode {
+	case ModeStream:
+		defer sec.release()
+		if err := s.stream(ctx, req, sec); err != nil {
+			return nil, fmt.Errorf("fetch %q: stream: %w", fr.Key, err)
+		}
+	case ModePull:
+		e, err := s.expose(sec, nil)
+		if err != nil {
+			sec.release()
+			return nil, err
+		}
+		reply.Addr, reply.Handle, reply.Token, reply.TTL = s.BulkAddr(), e.id, e.tok[:], uint64(s.cfg.HandleTTL)
+	case ModeShm:
+		var memfd *os.File
+		if sec.File == nil {
+			memfd, err = memfdWith(fmt.Sprintf("pdc-dtl-%s", fr.Key), sec.Buf)
+			if err != nil {
+				sec.release()
+				return nil, fmt.Errorf("fetch %q: shm: %w", fr.Key, err)
+			}
+		}
+		e, err := s.expose(sec, memfd)
+		if err != nil {
+			(&exposed{src: sec, memfd: memfd}).release()
+			return nil, err
+		}
+		reply.Addr, reply.Handle, reply.Token, reply.TTL = s.shmPath, e.id, e.tok[:], uint64(s.cfg.HandleTTL)
+	case ModePush:
+		defer sec.release()
+		if err := s.push(ctx, &fr, sec); err != nil {
+			return nil, fmt.Errorf("fetch %q: push to %s: %w", fr.Key, fr.PushAddr, err)
+		}
+		s.pushes.Add(1)
+	}
+	return rpc.Respond(&reply), nil
+}
+
+// stream sends src as chunks on the fetch's own connection.
+func (s *Sender) stream(ctx context.Context, req *rpc.Request, src Source) error {
+	size := src.Size()
+	chunk := int64(s.cfg.ChunkSize)
+	for off := int64(0); off < size; off += chunk {
+		n := min(chunk, size-off)
+		var err error
+		if src.File != nil {
+			err = req.ChunkFile(ctx, nil, src.File, src.Off+off, n)
+		} else {
+			err = req.Chunk(ctx, nil, src.Buf[off:off+n])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// servePull answers pull requests on one bulk connection until it ends.
+func (s *Sender) servePull(nc net.Conn) {
+	tuneTCP(nc)
+	var hb [requestSize]byte
+	for {
+		// Idle connections wait here for the receiver's next pull; Close
+		// ends them.
+		if _, err := io.ReadFull(nc, hb[:]); err != nil {
+			return
+		}
+		var r request
+		if err := r.decode(hb[:], magicPull); err != nil {
+			s.refuse(nc, magicPullAck, err)
+			return
+		}
+		e, err := s.claim(&r)
+		if err != nil {
+			if _, werr := nc.Write(errAnswer(magicPullAck, err)); werr != nil {
+				return
+			}
+			continue
+		}
+		ok := s.sendPulled(nc, e, &r)
+		e.release()
+		if !ok {
+			return
+		}
+	}
+}
+
+// sendPulled writes the answer and the claimed bytes; false if the
+// connection is no longer usable.
+func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
+	src, err := e.src.section(r.off, r.size)
+	if err != nil || r.size == 0 && e.src.Size() != 0 {
+		if err == nil {
+			err = fmt.Errorf("a pull of 0 bytes of a %d-byte payload: %w", e.src.Size(), ErrBadPack)
+		}
+		_, werr := nc.Write(errAnswer(magicPullAck, err))
+		return werr == nil
+	}
+	ctx, cancel := s.stallCtx()
+	defer cancel()
+	a := answer{size: uint64(src.Size())}
+	hdr := a.put(make([]byte, 0, answerSize), magicPullAck)
+	if src.File == nil {
+		_, err = netio.WriteFull(ctx, nc, hdr, src.Buf)
+	} else {
+		if _, err = netio.WriteFull(ctx, nc, hdr); err == nil {
+			_, err = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
+		}
+	}
+	return err == nil
+}
+
+// stallCtx bounds one side-channel transfer by the stall timeout and the
+// sender's life.
+func (s *Sender) stallCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, s.cfg.Stall)
+}
+
+// refuse answers a peer that broke the protocol and logs it.
+func (s *Sender) refuse(nc net.Conn, magic string, err error) {
+	s.log.Warn("dtl: refusing peer", "remote", nc.RemoteAddr().String(), "err", err)
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(errAnswer(magic, err))
+}
+
+func tuneTCP(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+}

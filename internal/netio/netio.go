@@ -1,0 +1,157 @@
+package netio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Interrupt arranges for ctx's end to make blocked reads (read) or writes
+// (!read) on nc return at once, by moving nc's deadline into the past.
+// done reports whether that happened; it must be called once the operation
+// is over, and waits for an interrupt already running. An interrupted
+// connection keeps its past deadline: the stream may be torn, so the
+// caller closes it.
+func Interrupt(ctx context.Context, nc net.Conn, read bool) (done func() bool) {
+	if ctx.Done() == nil {
+		return func() bool { return false }
+	}
+	var fired sync.WaitGroup
+	fired.Add(1)
+	stop := context.AfterFunc(ctx, func() {
+		defer fired.Done()
+		if read {
+			_ = nc.SetReadDeadline(time.Unix(1, 0))
+		} else {
+			_ = nc.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	return func() bool {
+		if stop() {
+			return false
+		}
+		fired.Wait()
+		return true
+	}
+}
+
+// ctxErr returns err, or ctx's error joined with it when ctx's end is the
+// reason the operation failed.
+func ctxErr(ctx context.Context, interrupted bool, err error) error {
+	if interrupted && err != nil {
+		return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+	}
+	return err
+}
+
+// WriteFull writes every buffer to nc with writev, until done or ctx ends.
+func WriteFull(ctx context.Context, nc net.Conn, bufs ...[]byte) (int64, error) {
+	done := Interrupt(ctx, nc, false)
+	nb := net.Buffers(bufs)
+	n, err := nb.WriteTo(nc)
+	return n, ctxErr(ctx, done(), err)
+}
+
+// ReadFull fills p from nc, until done or ctx ends.
+func ReadFull(ctx context.Context, nc net.Conn, p []byte) (int, error) {
+	done := Interrupt(ctx, nc, true)
+	n, err := io.ReadFull(nc, p)
+	return n, ctxErr(ctx, done(), err)
+}
+
+// SendFile writes n bytes of f starting at off to nc. Where nc is a socket
+// the bytes go from the page cache to the socket in the kernel (sendfile);
+// otherwise they are copied. A file shorter than off+n is an error
+// (io.ErrUnexpectedEOF): the peer was promised n bytes.
+func SendFile(ctx context.Context, nc net.Conn, f *os.File, off, n int64) (int64, error) {
+	done := Interrupt(ctx, nc, false)
+	sent, err := sendFile(nc, f, off, n)
+	return sent, ctxErr(ctx, done(), err)
+}
+
+func sendFile(nc net.Conn, f *os.File, off, n int64) (int64, error) {
+	var sent int64
+	if sc, ok := nc.(syscall.Conn); ok && n > 0 {
+		rc, err := sc.SyscallConn()
+		fc, ferr := f.SyscallConn()
+		if err == nil && ferr == nil {
+			unsupported := false
+			var serr error
+			cerr := fc.Control(func(infd uintptr) {
+				serr = rc.Write(func(outfd uintptr) bool {
+					for sent < n {
+						o := off + sent
+						k, err := unix.Sendfile(int(outfd), int(infd), &o, int(min(n-sent, 1<<30)))
+						if k > 0 {
+							sent += int64(k)
+						}
+						switch {
+						case err == unix.EINTR:
+						case err == unix.EAGAIN:
+							return false // wait until the socket is writable
+						case (err == unix.EINVAL || err == unix.ENOSYS) && sent == 0:
+							unsupported = true
+							return true
+						case err != nil:
+							serr = err
+							return true
+						case k == 0:
+							serr = io.ErrUnexpectedEOF
+							return true
+						}
+					}
+					return true
+				})
+			})
+			if cerr != nil {
+				return sent, cerr
+			}
+			if !unsupported {
+				if serr == nil && sent < n {
+					serr = io.ErrUnexpectedEOF
+				}
+				return sent, serr
+			}
+		}
+	}
+	k, err := io.Copy(nc, io.NewSectionReader(f, off+sent, n-sent))
+	sent += k
+	if err == nil && sent < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return sent, err
+}
+
+// CopyToFile reads exactly n bytes from r and writes them to f at off,
+// through buf (which must not be empty). It returns how many bytes it
+// consumed from r.
+func CopyToFile(r io.Reader, f *os.File, off, n int64, buf []byte) (int64, error) {
+	var done int64
+	for done < n {
+		k, err := r.Read(buf[:min(int64(len(buf)), n-done)])
+		if k > 0 {
+			if _, werr := f.WriteAt(buf[:k], off+done); werr != nil {
+				return done + int64(k), werr
+			}
+			done += int64(k)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && done < n {
+				err = io.ErrUnexpectedEOF
+			}
+			if done == n {
+				return done, nil
+			}
+			return done, err
+		}
+	}
+	return done, nil
+}

@@ -1,0 +1,136 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// ChunkFunc consumes one chunk of a streamed answer: exactly n bytes from r,
+// straight from the connection's buffer into wherever they belong. hdr is
+// the chunk's header.
+type ChunkFunc func(hdr []byte, r io.Reader, n uint64) error
+
+// CallStream sends a request whose answer is streamed: any number of chunks
+// (responses marked wire.FlagMore), each handed to chunk as it is read,
+// then the final response, which CallStream returns. A stream of any total
+// size moves in bounded chunks with TCP's flow control as backpressure.
+//
+// The stream needs the connection to itself, because it reads the chunks
+// on the caller's goroutine: CallStream fails if another call is in
+// flight, and calls made while it runs fail. If ctx ends, chunk fails or
+// the server breaks the stream, the connection is closed (a stream cut
+// short cannot be resumed) and the error returned.
+func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, chunk ChunkFunc) (Reply, error) {
+	if !c.streaming.CompareAndSwap(false, true) {
+		return Reply{}, fmt.Errorf("server %s: %s: the connection already carries a stream: %w", c.label, m, pdc.ErrInvalid)
+	}
+	defer c.streaming.Store(false)
+	if c.inFlight.Load() != 0 {
+		return Reply{}, fmt.Errorf("server %s: %s: a stream needs a connection of its own, and this one has calls in flight: %w",
+			c.label, m, pdc.ErrInvalid)
+	}
+	select {
+	case c.readTok <- struct{}{}:
+	case <-ctx.Done():
+		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+	}
+	defer func() { <-c.readTok }()
+	c.mu.Lock()
+	err := c.mu.err
+	c.mu.Unlock()
+	if err != nil {
+		return Reply{}, fmt.Errorf("%s: %w", m, err)
+	}
+
+	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
+	if d, ok := ctx.Deadline(); ok {
+		if f.Timeout = time.Until(d); f.Timeout <= 0 {
+			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		}
+	}
+	if err := c.w.write(ctx, f, hdr, payload); err != nil {
+		c.fail(err)
+		if ctx.Err() != nil {
+			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		}
+		return Reply{}, fmt.Errorf("%s: %w", m, err)
+	}
+
+	c.dlMu.Lock()
+	done := netio.Interrupt(ctx, c.nc, true)
+	c.dlMu.Unlock()
+	rep, srvErr, err := c.readStream(f, chunk)
+	if done() {
+		err = fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+	}
+	if err != nil {
+		c.fail(err)
+		return Reply{}, err
+	}
+	return rep, srvErr // an error answer ends the stream cleanly
+}
+
+// readStream reads the answer to request f: chunks, then the final frame.
+// srvErr is the server's error answer; err breaks the connection.
+func (c *Conn) readStream(req wire.Frame, chunk ChunkFunc) (rep Reply, srvErr, err error) {
+	var prefix [wire.FrameSize]byte
+	for {
+		if _, err := io.ReadFull(c.br, prefix[:]); err != nil {
+			return Reply{}, nil, c.lost(req.Method, err)
+		}
+		f, err := wire.DecodeFrame(prefix[:])
+		if err == nil {
+			err = c.lim.Check(f)
+		}
+		if err != nil {
+			return Reply{}, nil, fmt.Errorf("server %s: %s: %w", c.label, req.Method, err)
+		}
+		if f.Flags&wire.FlagResponse == 0 || f.ID != req.ID {
+			return Reply{}, nil, fmt.Errorf("server %s: %s: frame for request %d (flags %#02x) in the stream of request %d: %w",
+				c.label, req.Method, f.ID, uint8(f.Flags), req.ID, pdc.ErrProtocol)
+		}
+		hdr := make([]byte, f.HeaderLen)
+		if _, err := io.ReadFull(c.br, hdr); err != nil {
+			return Reply{}, nil, c.lost(req.Method, err)
+		}
+		if f.Flags&wire.FlagMore != 0 {
+			lr := &io.LimitedReader{R: c.br, N: int64(f.PayloadLen)}
+			if err := chunk(hdr, lr, f.PayloadLen); err != nil {
+				return Reply{}, nil, fmt.Errorf("server %s: %s: chunk of %d bytes: %w", c.label, req.Method, f.PayloadLen, err)
+			}
+			if lr.N != 0 {
+				return Reply{}, nil, fmt.Errorf("server %s: %s: chunk of %d bytes consumed only in part: %w",
+					c.label, req.Method, f.PayloadLen, pdc.ErrInternal)
+			}
+			continue
+		}
+		payload := make([]byte, f.PayloadLen)
+		if _, err := io.ReadFull(c.br, payload); err != nil {
+			return Reply{}, nil, c.lost(req.Method, err)
+		}
+		c.lastRead.Store(time.Now().UnixNano())
+		if f.Flags&wire.FlagError != 0 {
+			var eb wire.ErrorBody
+			if err := eb.Unmarshal(hdr); err != nil {
+				return Reply{}, nil, fmt.Errorf("server %s: %s: bad error reply: %w", c.label, req.Method, err)
+			}
+			return Reply{}, &pdc.ServerError{Server: c.label, Method: req.Method.String(), Msg: eb.Message, Err: eb.Code.Err()}, nil
+		}
+		return Reply{Header: hdr, Payload: payload}, nil, nil
+	}
+}
+
+func (c *Conn) lost(m wire.Method, err error) error {
+	return fmt.Errorf("server %s: %s: connection lost mid-stream: %w: %w", c.label, m, pdc.ErrUnavailable, err)
+}
+
+// LocalAddr is the connection's local address: the address this host uses
+// to reach the server.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
