@@ -101,8 +101,12 @@ func (c *Conn) readStream(req wire.Frame, chunk ChunkFunc) (rep Reply, srvErr, e
 			return Reply{}, nil, c.lost(req.Method, err)
 		}
 		if f.Flags&wire.FlagMore != 0 {
-			lr := &io.LimitedReader{R: c.br, N: int64(f.PayloadLen)}
+			er := &errReader{r: c.br}
+			lr := &io.LimitedReader{R: er, N: int64(f.PayloadLen)}
 			if err := chunk(hdr, lr, f.PayloadLen); err != nil {
+				if er.err != nil {
+					return Reply{}, nil, c.lost(req.Method, er.err)
+				}
 				return Reply{}, nil, fmt.Errorf("server %s: %s: chunk of %d bytes: %w", c.label, req.Method, f.PayloadLen, err)
 			}
 			if lr.N != 0 {
@@ -134,3 +138,18 @@ func (c *Conn) lost(m wire.Method, err error) error {
 // LocalAddr is the connection's local address: the address this host uses
 // to reach the server.
 func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// errReader remembers the error of the reader under a chunk, to tell a lost
+// connection from a chunk function's own failure.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}

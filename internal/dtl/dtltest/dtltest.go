@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -414,14 +414,17 @@ func Run(t *testing.T, m dtl.Mode) {
 		dp2 := StartPeer(t, PeerOptions{})
 		dr2 := newReceiver(t, dp2, m)
 		mustServe(t, dr2, dp2)
-		started := make(chan struct{})
+		started, killed := make(chan struct{}), make(chan struct{})
 		go func() {
-			w := &signalWriter{started: started}
-			_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", 2<<30), dtl.IntoWriter(w))
+			// The writer holds the first bytes until the sender is dead,
+			// so that most of the payload is still to come.
+			w := &signalWriter{started: started, killed: killed}
+			_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", 64<<20), dtl.IntoWriter(w))
 			errc <- err
 		}()
 		<-started
 		dp2.Kill()
+		close(killed)
 		err = <-errc
 		if !errors.Is(err, dtl.ErrPeerFailed) {
 			t.Fatalf("sender killed mid-payload: got %v, want dtl.ErrPeerFailed", err)
@@ -495,11 +498,14 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 }
 
 type signalWriter struct {
-	started chan struct{}
-	once    sync.Once
+	started, killed chan struct{}
+	once            sync.Once
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.started) })
+	w.once.Do(func() {
+		close(w.started)
+		<-w.killed
+	})
 	return len(p), nil
 }
