@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/bench"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/dtl/dtlpeer"
 	"github.com/pdcgo/pdc/internal/cluster"
 )
 
@@ -20,11 +24,13 @@ func init() {
 	register(command{name: "bench", summary: "measure pdc next to this machine's ceilings (rpc)", run: runBench})
 	register(command{name: "bench-echo", summary: "raw echo server for the benchmarks' ceilings", run: runBenchEcho, hidden: true})
 	register(command{name: "bench-meta-client", summary: "one client process of bench meta", run: runBenchMetaClient, hidden: true})
+	register(command{name: "bench-dtl-peer", summary: "transport sender process of bench dtl", run: runBenchDTLPeer, hidden: true})
+	register(command{name: "bench-raw-source", summary: "raw byte source for bench dtl's ceilings", run: runBenchRawSource, hidden: true})
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart")
+		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB")
 		return fmt.Errorf("bench: say what to measure: %w", errUsage)
 	}
 	switch args[0] {
@@ -32,8 +38,10 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return benchRPC(ctx, e, args[1:])
 	case "meta":
 		return benchMeta(ctx, e, args[1:])
+	case "dtl":
+		return benchDTL(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {
@@ -107,6 +115,157 @@ func startEcho(ctx context.Context) (addr string, stop func(), err error) {
 		return "", nil, fmt.Errorf("echo server did not start: %w", err)
 	}
 	return strings.TrimSpace(line), stop, nil
+}
+
+// startChild runs a hidden subcommand of this binary that prints one line
+// (its address) and serves until its stdin closes, so it cannot outlive us.
+func startChild(ctx context.Context, args ...string) (line string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(self, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	line, err = bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("%s did not start: %w", args[0], err)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
+
+func benchDTL(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench dtl", "[flags]")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	budget := fs.Duration("budget", time.Second, "time spent per size and mode (at least 3 transfers)")
+	sizesFlag := fs.String("sizes", "4KiB,1MiB,64MiB,1GiB", "payload sizes, comma-separated")
+	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
+	source := fs.String("source", "pattern", "the sender's payload: pattern (a memory file, sent with sendfile) or buf (a buffer)")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	var sizes []int64
+	for _, s := range strings.Split(*sizesFlag, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			return fmt.Errorf("bench dtl: --sizes: %w", err)
+		}
+		sizes = append(sizes, n)
+	}
+	var modes []dtl.Mode
+	for _, s := range strings.Split(*modesFlag, ",") {
+		m, err := dtl.ParseMode(strings.TrimSpace(s))
+		if err != nil || m == dtl.ModeAuto {
+			return fmt.Errorf("bench dtl: --modes: %q: %w", s, dtl.ErrBadMode)
+		}
+		modes = append(modes, m)
+	}
+	dir, err := os.MkdirTemp("", "pdc-bench-dtl-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	secret := fmt.Sprintf("%x", time.Now().UnixNano())
+	// The sender, the raw source and this receiver are three processes.
+	peer, stopPeer, err := startChild(ctx, "bench-dtl-peer", "--secret", secret, "--shm-dir", dir)
+	if err != nil {
+		return fmt.Errorf("bench dtl: %w", err)
+	}
+	defer stopPeer()
+	rawSock := filepath.Join(dir, "raw.sock")
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", rawSock)
+	if err != nil {
+		return fmt.Errorf("bench dtl: %w", err)
+	}
+	defer stopRaw()
+	rs, err := bench.DTL(ctx, bench.DTLConfig{Peer: peer, Secret: []byte(secret), RawTCP: rawTCP, RawUnix: rawSock,
+		Sizes: sizes, Modes: modes, Budget: *budget, Source: *source})
+	if err != nil {
+		return fmt.Errorf("bench dtl: %w", err)
+	}
+	if *asJSON {
+		return bench.WriteJSON(e.stdout, rs)
+	}
+	return bench.WriteTable(e.stdout, rs)
+}
+
+// parseSize reads "4KiB", "1MiB", "1GiB" or a number of bytes.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want a number of bytes, KiB, MiB or GiB: %w", s, pdc.ErrInvalid)
+	}
+	return n * mult, nil
+}
+
+func runBenchDTLPeer(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-dtl-peer", "[flags]")
+	secret := fs.String("secret", "", "secret clients must prove")
+	shmDir := fs.String("shm-dir", "", "directory for the shm socket")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	return dtlpeer.Main(dtlpeer.Config{Secret: []byte(*secret), ShmDir: *shmDir})
+}
+
+func runBenchRawSource(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-raw-source", "[flags]")
+	sock := fs.String("unix", "", "also listen on this Unix socket")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	lns := []net.Listener{ln}
+	if *sock != "" {
+		ul, err := net.Listen("unix", *sock)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		lns = append(lns, ul)
+	}
+	s := bench.NewSourceServer(lns...)
+	defer s.Close()
+	fmt.Fprintln(e.stdout, ln.Addr().String())
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 func runBenchEcho(ctx context.Context, e *env, args []string) error {

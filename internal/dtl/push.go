@@ -46,8 +46,8 @@ func readAnswer(ctx context.Context, nc net.Conn, magic string) (a answer, remot
 	return a, fmt.Errorf("peer %s: %s: %w", nc.RemoteAddr(), msg, a.code.Err()), nil
 }
 
-// push writes src into the receiver's registration: the header, a go-ahead
-// (or the receiver's refusal), the bytes, the receiver's acknowledgement.
+// push writes src into the receiver's registration: the header and the
+// bytes in one go, then the receiver's acknowledgement (or refusal).
 func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) error {
 	if fr.PushAddr == "" || len(fr.Token) != tokenSize {
 		return fmt.Errorf("push request without an address or with a %d-byte token: %w", len(fr.Token), ErrBadPack)
@@ -61,12 +61,14 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 			return fmt.Errorf("connect: %w: %w", ErrPeerFailed, err)
 		}
 		remote, err := pushOn(ctx, ep.nc, hdr, src)
-		s.eps.put(ep, err == nil)
+		s.eps.put(ep, err == nil && remote == nil)
 		if err == nil {
 			return remote
 		}
-		if errors.Is(err, errBeforeData) && reused && attempt == 0 && ctx.Err() == nil {
-			continue // the cached connection had died while idle: one fresh try
+		if errors.Is(err, errNoAnswer) && reused && attempt == 0 && ctx.Err() == nil {
+			// The cached connection had died while idle (the receiver
+			// never answered on it): one try on a fresh one.
+			continue
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -75,31 +77,35 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 	}
 }
 
-var errBeforeData = errors.New("connection failed before the payload")
+// errNoAnswer marks a push or pull whose connection failed before the
+// peer said anything.
+var errNoAnswer = errors.New("connection failed before the peer answered")
 
 // pushOn runs one push on nc. remote is the receiver's refusal or failure;
 // err a broken connection.
 func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, err error) {
-	if _, err := netio.WriteFull(ctx, nc, hdr); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBeforeData, err)
+	var werr error
+	if src.File == nil {
+		_, werr = netio.WriteFull(ctx, nc, hdr, src.Buf)
+	} else if _, werr = netio.WriteFull(ctx, nc, hdr); werr == nil {
+		_, werr = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
 	}
+	if werr != nil && ctx.Err() != nil {
+		return nil, werr
+	}
+	// A receiver that refuses answers before it closes: read the answer
+	// even after a failed write, so that the refusal is what we report.
 	_, remote, err = readAnswer(ctx, nc, magicPushAck)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errBeforeData, err)
+		if werr != nil {
+			return nil, fmt.Errorf("%w: %w", errNoAnswer, werr)
+		}
+		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	if remote != nil {
 		return remote, nil
 	}
-	if src.File == nil {
-		_, err = netio.WriteFull(ctx, nc, src.Buf)
-	} else {
-		_, err = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
-	}
-	if err != nil {
-		return nil, err
-	}
-	_, remote, err = readAnswer(ctx, nc, magicPushAck)
-	return remote, err
+	return nil, werr
 }
 
 // pushListener is the receiver's end of push: registrations waiting for
@@ -243,29 +249,23 @@ func (p *pushListener) serve(nc net.Conn) {
 			_, _ = nc.Write(errAnswer(magicPushAck, err))
 			return
 		}
+		// The payload follows the header at once: a refused push cannot
+		// be skipped, so a refusal ends the connection after its answer.
 		r := p.claim(&req)
 		if r == nil {
 			err := fmt.Errorf("push registration %d: none waiting (never made, already filled, withdrawn, or a wrong token): %w", req.id, ErrNotFound)
-			if _, werr := nc.Write(errAnswer(magicPushAck, err)); werr != nil {
-				return
-			}
-			continue
+			_, _ = nc.Write(errAnswer(magicPushAck, err))
+			return
 		}
 		if err := r.sink.fits(req.size); err != nil {
 			r.done <- pushResult{err: err}
-			if _, werr := nc.Write(errAnswer(magicPushAck, err)); werr != nil {
-				return
-			}
-			continue
+			_, _ = nc.Write(errAnswer(magicPushAck, err))
+			return
 		}
 		p.mu.Lock()
 		r.nc = nc
 		p.mu.Unlock()
 		ok := (&answer{}).put(make([]byte, 0, answerSize), magicPushAck)
-		if _, err := nc.Write(ok); err != nil {
-			r.done <- pushResult{err: fmt.Errorf("%w: %w", ErrPeerFailed, err)}
-			return
-		}
 		w := sinkWriter{s: r.sink}
 		if err := w.readFrom(nc, int64(req.size)); err != nil {
 			if !errors.Is(err, ErrBadBuffer) {

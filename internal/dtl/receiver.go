@@ -264,7 +264,7 @@ func (r *Receiver) pull(ctx context.Context, rep *wire.FetchReply, sink Sink) (i
 		if err == nil {
 			return n, remote
 		}
-		if errors.Is(err, errBeforeData) && reused && attempt == 0 && ctx.Err() == nil {
+		if errors.Is(err, errNoAnswer) && reused && attempt == 0 && ctx.Err() == nil {
 			continue // the idle connection had died: one fresh try
 		}
 		if ctx.Err() != nil {
@@ -276,11 +276,11 @@ func (r *Receiver) pull(ctx context.Context, rep *wire.FetchReply, sink Sink) (i
 
 func pullOn(ctx context.Context, nc net.Conn, hdr []byte, size uint64, sink Sink) (n int64, remote, err error) {
 	if _, err := netio.WriteFull(ctx, nc, hdr); err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", errBeforeData, err)
+		return 0, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	a, remote, err := readAnswer(ctx, nc, magicPullAck)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", errBeforeData, err)
+		return 0, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	if remote != nil {
 		return 0, remote, nil

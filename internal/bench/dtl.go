@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/dtl/dtlpeer"
+)
+
+// DTLConfig says what the transport benchmark runs against.
+type DTLConfig struct {
+	// Peer is a dtlpeer process's RPC address and secret.
+	Peer   string
+	Secret []byte
+	// RawTCP and RawUnix are a SourceServer's addresses (Unix: a path).
+	RawTCP, RawUnix string
+	// Sizes and Modes to measure. Default: 4 KiB, 1 MiB, 64 MiB, 1 GiB and
+	// every mode.
+	Sizes []int64
+	Modes []dtl.Mode
+	// Budget is the time spent per size and mode (at least 3 transfers).
+	// Default 1s.
+	Budget time.Duration
+	// Source is the peer's kind of payload: "pattern" (a memory file,
+	// sent with sendfile) or "buf" (a buffer). Default "pattern".
+	Source string
+}
+
+// DTL measures fetches of each size by each mode next to the raw ceiling
+// of the same bytes measured in alternation with it: a raw TCP (or Unix
+// socket, for shm's view) request and read, and memcpy for shm. 4 KiB is
+// reported as latency (p50), larger sizes as throughput.
+func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = []int64{4 << 10, 1 << 20, 64 << 20, 1 << 30}
+	}
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = dtl.Modes
+	}
+	if cfg.Budget == 0 {
+		cfg.Budget = time.Second
+	}
+	if cfg.Source == "" {
+		cfg.Source = "pattern"
+	}
+	r, err := dtl.NewReceiver(dtl.ReceiverConfig{Mode: dtl.ModeStream, Secret: cfg.Secret, ClientName: "bench-dtl"})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	tcp, err := dialRaw(ctx, cfg.RawTCP)
+	if err != nil {
+		return nil, fmt.Errorf("raw tcp: %w", err)
+	}
+	defer tcp.Close()
+	var d net.Dialer
+	unix, err := d.DialContext(ctx, "unix", cfg.RawUnix)
+	if err != nil {
+		return nil, fmt.Errorf("raw unix: %w", err)
+	}
+	defer unix.Close()
+
+	var out []Result
+	for _, size := range cfg.Sizes {
+		buf := make([]byte, size)
+		src := make([]byte, size)
+		dtlpeer.Fill(src, 0)
+		for _, m := range cfg.Modes {
+			key := fmt.Appendf(nil, "%s:%d", cfg.Source, size)
+			ours := func() error {
+				_, err := r.Fetch(ctx, cfg.Peer, key, dtl.IntoBuffer(buf), dtl.WithMode(m))
+				return err
+			}
+			ceiling, raw := "raw tcp", func() error { return rawFetch(ctx, tcp, buf) }
+			if m == dtl.ModeShm && size > 64<<10 {
+				ceiling, raw = "memcpy, one core", func() error { copy(buf, src); return nil }
+			}
+			// Warm up: connections, the peer's pattern file, page faults.
+			if err := ours(); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
+			}
+			if err := dtlpeer.Check(buf, 0); err != nil {
+				return nil, fmt.Errorf("%s %s: received bytes are wrong: %w", m, sizeName(size), err)
+			}
+			if err := raw(); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", ceiling, sizeName(size), err)
+			}
+			ourT, rawT, err := alternateOps(ctx, cfg.Budget, ours, raw)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
+			}
+			name := fmt.Sprintf("%s %s", m, sizeName(size))
+			if size <= 64<<10 {
+				res := latency("dtl", name+" p50", us(median(ourT)), "us", ceiling+" request p50", us(median(rawT)))
+				res.Target = "ratio >= 0.50 (<= 2x raw)"
+				out = append(out, res)
+				continue
+			}
+			res := rate("dtl", name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
+			switch {
+			case (m == dtl.ModePull || m == dtl.ModePush) && size >= 1<<20:
+				res.Target = "ratio >= 0.85"
+			case m == dtl.ModeShm && size >= 64<<20:
+				res.Target = "ratio >= 0.50"
+			}
+			out = append(out, res)
+		}
+		if size >= 64<<20 && slices.Contains(cfg.Modes, dtl.ModeShm) {
+			// Reading in place: the payload is mapped, not copied.
+			key := fmt.Appendf(nil, "pattern:%d", size)
+			var sum byte
+			view := func() error {
+				v, err := r.FetchView(ctx, cfg.Peer, key, dtl.WithMode(dtl.ModeShm))
+				if err != nil {
+					return err
+				}
+				b := v.Bytes()
+				for i := 0; i < len(b); i += 4096 {
+					sum += b[i] // touch every page, as a reader would
+				}
+				return v.Close()
+			}
+			raw := func() error { copy(buf, src); return nil }
+			ourT, rawT, err := alternateOps(ctx, cfg.Budget, view, raw)
+			if err != nil {
+				return nil, fmt.Errorf("shm view %s: %w", sizeName(size), err)
+			}
+			_ = sum
+			out = append(out, rate("dtl", "shm view (mapped, no copy) "+sizeName(size), gbps(size, ourT), "GB/s",
+				"memcpy, one core", gbps(size, rawT)))
+		}
+	}
+	return out, nil
+}
+
+// alternateOps runs ours and raw in turns until budget is spent (at least
+// three each) and returns their durations.
+func alternateOps(ctx context.Context, budget time.Duration, ours, raw func() error) (ourT, rawT []time.Duration, err error) {
+	start := time.Now()
+	for len(ourT) < 3 || time.Since(start) < budget {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		t0 := time.Now()
+		if err := ours(); err != nil {
+			return nil, nil, err
+		}
+		t1 := time.Now()
+		if err := raw(); err != nil {
+			return nil, nil, fmt.Errorf("ceiling: %w", err)
+		}
+		ourT = append(ourT, t1.Sub(t0))
+		rawT = append(rawT, time.Since(t1))
+	}
+	return ourT, rawT, nil
+}
+
+func median(ts []time.Duration) time.Duration {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// gbps is the throughput of the median transfer.
+func gbps(size int64, ts []time.Duration) float64 {
+	return float64(size) / median(ts).Seconds() / 1e9
+}
+
+func sizeName(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
