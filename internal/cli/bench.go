@@ -15,9 +15,9 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/bench"
+	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/dtl/dtlpeer"
-	"github.com/pdcgo/pdc/internal/cluster"
 )
 
 func init() {
