@@ -5,6 +5,9 @@ import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // endpointCache keeps connections to peers for reuse: an LRU of idle
@@ -37,11 +40,22 @@ func newEndpointCache(max int, dial func(ctx context.Context, addr string) (net.
 // get returns an idle connection to addr (reused) or dials a new one.
 func (c *endpointCache) get(ctx context.Context, addr string) (ep *endpoint, reused bool, err error) {
 	c.mu.Lock()
-	if els := c.byPeer[addr]; len(els) > 0 {
+	for {
+		els := c.byPeer[addr]
+		if len(els) == 0 {
+			break
+		}
 		el := els[len(els)-1]
 		c.removeLocked(el)
-		c.mu.Unlock()
-		return el.Value.(*endpoint), true, nil
+		ep := el.Value.(*endpoint)
+		if alive(ep.nc) {
+			c.mu.Unlock()
+			return ep, true, nil
+		}
+		// Closed by the peer while idle, or holding an answer nobody
+		// waits for: not reusable.
+		c.open--
+		ep.nc.Close()
 	}
 	if c.closed {
 		c.mu.Unlock()
@@ -133,4 +147,26 @@ func closeAll(eps []*endpoint) {
 	for _, ep := range eps {
 		ep.nc.Close()
 	}
+}
+
+// alive reports whether an idle connection can be reused: the peer has
+// neither closed it nor sent anything on it (a peer speaks on an idle
+// connection only to refuse and close).
+func alive(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = true
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		ok = err == unix.EAGAIN // nothing to read, and not closed
+		return true // never wait
+	})
+	return err == nil && ok
 }

@@ -54,8 +54,12 @@ type request struct {
 const requestSize = 48
 
 func (r *request) put(b []byte, magic string) []byte {
+	return r.putFlags(b, magic, 0)
+}
+
+func (r *request) putFlags(b []byte, magic string, flags byte) []byte {
 	b = append(b, magic...)
-	b = append(b, protoVersion, 0, 0, 0)
+	b = append(b, protoVersion, flags, 0, 0)
 	b = binary.LittleEndian.AppendUint64(b, r.id)
 	b = append(b, r.token[:]...)
 	b = binary.LittleEndian.AppendUint64(b, r.off)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -81,8 +82,9 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 // peer said anything.
 var errNoAnswer = errors.New("connection failed before the peer answered")
 
-// pushOn runs one push on nc. remote is the receiver's refusal or failure;
-// err a broken connection.
+// pushOn writes one push on nc: its header and payload. The receiver
+// answers only to refuse (and then closes); success it signals to its own
+// side, and the fetch's answer tells the receiver that everything is sent.
 func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, err error) {
 	var werr error
 	if src.File == nil {
@@ -90,22 +92,16 @@ func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, e
 	} else if _, werr = netio.WriteFull(ctx, nc, hdr); werr == nil {
 		_, werr = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
 	}
-	if werr != nil && ctx.Err() != nil {
+	if werr == nil || ctx.Err() != nil {
 		return nil, werr
 	}
-	// A receiver that refuses answers before it closes: read the answer
-	// even after a failed write, so that the refusal is what we report.
-	_, remote, err = readAnswer(ctx, nc, magicPushAck)
-	if err != nil {
-		if werr != nil {
-			return nil, fmt.Errorf("%w: %w", errNoAnswer, werr)
-		}
-		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
-	}
-	if remote != nil {
+	// A receiver that refused answered before closing: report that.
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, remote, err := readAnswer(rctx, nc, magicPushAck); err == nil && remote != nil {
 		return remote, nil
 	}
-	return nil, werr
+	return nil, fmt.Errorf("%w: %w", errNoAnswer, werr)
 }
 
 // pushListener is the receiver's end of push: registrations waiting for
@@ -265,7 +261,6 @@ func (p *pushListener) serve(nc net.Conn) {
 		p.mu.Lock()
 		r.nc = nc
 		p.mu.Unlock()
-		ok := (&answer{}).put(make([]byte, 0, answerSize), magicPushAck)
 		w := sinkWriter{s: r.sink}
 		if err := w.readFrom(nc, int64(req.size)); err != nil {
 			if !errors.Is(err, ErrBadBuffer) {
@@ -274,10 +269,6 @@ func (p *pushListener) serve(nc net.Conn) {
 			r.done <- pushResult{n: w.n, err: err}
 			return
 		}
-		_, err := nc.Write(ok)
 		r.done <- pushResult{n: w.n}
-		if err != nil {
-			return
-		}
 	}
 }

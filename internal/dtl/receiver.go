@@ -3,6 +3,7 @@ package dtl
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,7 @@ type Receiver struct {
 	mu struct {
 		sync.Mutex
 		push   map[string]*pushListener // by listening host
+		bulk   map[string]string        // sender's bulk address by its RPC address
 		closed bool
 	}
 }
@@ -80,6 +82,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		return nc, err
 	})
 	r.mu.push = map[string]*pushListener{}
+	r.mu.bulk = map[string]string{}
 	return r, nil
 }
 
@@ -162,6 +165,21 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 		reg = pl.register(sink)
 		fr.PushAddr, fr.PushID, fr.Token = pl.addr, reg.id, reg.tok[:]
 	}
+	// A pull from a sender whose bulk address we know goes out with the
+	// request, under a token we choose: the payload then comes one round
+	// trip sooner.
+	var pipe *endpoint
+	if mode == ModePull && (sink.Buf == nil || len(sink.Buf) > EagerLimit) {
+		var tok token
+		if pipe, tok = r.startPull(ctx, peer); pipe != nil {
+			fr.PullToken = tok[:]
+			defer func() {
+				if pipe != nil {
+					r.bulkConns.put(pipe, false) // not read to its end
+				}
+			}()
+		}
+	}
 	hdr := fr.Marshal(nil)
 
 	var rep wire.FetchReply
@@ -201,9 +219,23 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 		return 0, err
 	}
 
+	if rep.Mode == uint32(ModePull) && rep.Addr != "" {
+		r.mu.Lock()
+		r.mu.bulk[peer] = rep.Addr
+		r.mu.Unlock()
+	}
 	if rep.Size <= EagerLimit {
 		if reg != nil {
 			pl.cancel(reg)
+		}
+		if pipe != nil {
+			// The sender says on the bulk connection too that the payload
+			// came in the answer; read that to keep the connection in step.
+			a, remote, err := readAnswer(ctx, pipe.nc, magicPullAck)
+			if err == nil && remote == nil && a.off == offInline {
+				r.bulkConns.put(pipe, true)
+				pipe = nil
+			}
 		}
 		if uint64(len(raw.Payload)) != rep.Size {
 			return 0, fmt.Errorf("answer carries %d bytes of a %d-byte payload: %w", len(raw.Payload), rep.Size, ErrBadPack)
@@ -233,15 +265,18 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 			return 0, ctx.Err()
 		}
 	case ModePull:
+		if pipe != nil {
+			n, remote, err := readPulled(ctx, pipe.nc, rep.Size, sink)
+			if err != nil {
+				return n, fmt.Errorf("bulk connection to %s: %w: %w", pipe.addr, ErrPeerFailed, err)
+			}
+			r.bulkConns.put(pipe, true)
+			pipe = nil
+			return n, remote
+		}
 		return r.pull(ctx, &rep, sink)
 	case ModeShm:
-		m, err := mapShm(ctx, &rep)
-		if err != nil {
-			return 0, err
-		}
-		defer m.unmap()
-		w := sinkWriter{s: sink}
-		return int64(len(m.data)), w.write(m.data)
+		return readShm(ctx, &rep, sink)
 	}
 	return 0, fmt.Errorf("mode %s: %w", mode, ErrBadMode)
 }
@@ -274,10 +309,41 @@ func (r *Receiver) pull(ctx context.Context, rep *wire.FetchReply, sink Sink) (i
 	}
 }
 
+// startPull sends a pipelined pull to peer's bulk address, if known, under
+// a new token; nil if there is none or it cannot be sent.
+func (r *Receiver) startPull(ctx context.Context, peer string) (*endpoint, token) {
+	var tok token
+	r.mu.Lock()
+	addr := r.mu.bulk[peer]
+	r.mu.Unlock()
+	if addr == "" {
+		return nil, tok
+	}
+	_, _ = rand.Read(tok[:])
+	req := request{token: tok}
+	hdr := req.putFlags(make([]byte, 0, requestSize), magicPull, flagWait)
+	for attempt := 0; attempt < 2; attempt++ {
+		ep, _, err := r.bulkConns.get(ctx, addr)
+		if err != nil {
+			return nil, tok
+		}
+		if _, err := netio.WriteFull(ctx, ep.nc, hdr); err == nil {
+			return ep, tok
+		}
+		r.bulkConns.put(ep, false)
+	}
+	return nil, tok
+}
+
 func pullOn(ctx context.Context, nc net.Conn, hdr []byte, size uint64, sink Sink) (n int64, remote, err error) {
 	if _, err := netio.WriteFull(ctx, nc, hdr); err != nil {
 		return 0, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
+	return readPulled(ctx, nc, size, sink)
+}
+
+// readPulled reads a pull's answer and its size bytes into sink.
+func readPulled(ctx context.Context, nc net.Conn, size uint64, sink Sink) (n int64, remote, err error) {
 	a, remote, err := readAnswer(ctx, nc, magicPullAck)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %w", errNoAnswer, err)

@@ -76,19 +76,25 @@ type Sender struct {
 
 	mu struct {
 		sync.Mutex
-		handles map[uint64]*exposed
+		handles map[token]*exposed
+		waiters map[token]chan struct{} // pulls that arrived before their payload
 		conns   map[net.Conn]struct{}
 		closed  bool
 	}
 }
 
-// exposed is a payload waiting under a handle for one pull or mapping.
+// exposed is a payload waiting under a handle for one pull or mapping, or
+// the outcome of a fetch whose receiver pulls without waiting for the
+// answer (a pipelined pull): its failure, or that the payload went in the
+// answer.
 type exposed struct {
 	id      uint64
 	tok     token
 	src     Source
 	memfd   *os.File // shm: the memory file holding a buffer source
 	expires time.Time
+	err     error // the fetch failed
+	inline  bool  // the payload went in the answer
 }
 
 func (e *exposed) release() {
@@ -127,7 +133,8 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.handles = make(map[uint64]*exposed)
+	s.mu.handles = make(map[token]*exposed)
+	s.mu.waiters = make(map[token]chan struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
 	s.eps = newEndpointCache(cfg.MaxEndpoints, dialPush)
 
@@ -193,7 +200,7 @@ func (s *Sender) Close() error {
 			nc.Close()
 		}
 		hs := s.mu.handles
-		s.mu.handles = map[uint64]*exposed{}
+		s.mu.handles = map[token]*exposed{}
 		s.mu.Unlock()
 		for _, e := range hs {
 			e.release()
@@ -268,56 +275,124 @@ func (s *Sender) janitor() {
 		case now := <-tick.C:
 			var dead []*exposed
 			s.mu.Lock()
-			for id, e := range s.mu.handles {
+			for tok, e := range s.mu.handles {
 				if now.After(e.expires) {
-					delete(s.mu.handles, id)
+					delete(s.mu.handles, tok)
 					dead = append(dead, e)
 				}
 			}
 			s.mu.Unlock()
 			for _, e := range dead {
-				s.expired.Add(1)
+				if e.err == nil && !e.inline {
+					s.expired.Add(1)
+				}
 				e.release()
 			}
 		}
 	}
 }
 
-// expose puts src under a new handle.
-func (s *Sender) expose(src Source, memfd *os.File) (*exposed, error) {
-	e := &exposed{id: s.nextID.Add(1), src: src, memfd: memfd, expires: time.Now().Add(s.cfg.HandleTTL)}
-	_, _ = rand.Read(e.tok[:])
+// expose puts src under a handle: the receiver's token if it chose one
+// (pipelined pull), else a new random one.
+func (s *Sender) expose(src Source, memfd *os.File, tok *token) (*exposed, error) {
+	e := &exposed{id: s.nextID.Add(1), src: src, memfd: memfd}
+	if tok != nil {
+		e.tok = *tok
+	} else {
+		_, _ = rand.Read(e.tok[:])
+	}
+	if err := s.put(e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// put files e under its token and wakes a pull waiting for it.
+func (s *Sender) put(e *exposed) error {
+	e.expires = time.Now().Add(s.cfg.HandleTTL)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return nil, fmt.Errorf("dtl sender is closed: %w", pdc.ErrClosed)
+		return fmt.Errorf("dtl sender is closed: %w", pdc.ErrClosed)
 	}
-	s.mu.handles[e.id] = e
-	return e, nil
+	if _, dup := s.mu.handles[e.tok]; dup {
+		return fmt.Errorf("handle token reused: %w", ErrBadPack)
+	}
+	s.mu.handles[e.tok] = e
+	if ch := s.mu.waiters[e.tok]; ch != nil {
+		close(ch)
+		delete(s.mu.waiters, e.tok)
+	}
+	return nil
 }
 
-// claim takes the handle a request names, once.
-func (s *Sender) claim(r *request) (*exposed, error) {
-	s.mu.Lock()
-	e := s.mu.handles[r.id]
-	if e != nil && subtle.ConstantTimeCompare(e.tok[:], r.token[:]) == 1 {
-		delete(s.mu.handles, r.id)
-	} else {
-		e = nil
+// claim takes the handle a request names, once. A pipelined pull (wait)
+// waits for the handle until the handle lifetime passes.
+func (s *Sender) claim(r *request, wait bool) (*exposed, error) {
+	var timer *time.Timer
+	for {
+		s.mu.Lock()
+		e := s.mu.handles[r.token]
+		if e != nil && (r.id == 0 || subtle.ConstantTimeEq(int32(e.id^r.id), 0) == 1) {
+			delete(s.mu.handles, r.token)
+			s.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
+			if e.src.Size() > 0 || e.memfd != nil || e.src.File != nil {
+				s.pulls.Add(1)
+			}
+			return e, nil
+		}
+		if !wait || s.mu.closed {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("handle %d: no such payload (never exposed, already taken, expired, or a wrong token): %w", r.id, ErrNotFound)
+		}
+		ch := s.mu.waiters[r.token]
+		if ch == nil {
+			ch = make(chan struct{})
+			s.mu.waiters[r.token] = ch
+		}
+		s.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.HandleTTL)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			s.mu.Lock()
+			if s.mu.waiters[r.token] == ch {
+				delete(s.mu.waiters, r.token)
+			}
+			s.mu.Unlock()
+			return nil, fmt.Errorf("pull of a payload that was never exposed within %v: %w", s.cfg.HandleTTL, ErrNotFound)
+		case <-s.closing:
+			timer.Stop()
+			return nil, fmt.Errorf("dtl sender is closed: %w", pdc.ErrClosed)
+		}
 	}
-	s.mu.Unlock()
-	if e == nil {
-		return nil, fmt.Errorf("handle %d: no such payload (never exposed, already taken, expired, or a wrong token): %w", r.id, ErrNotFound)
-	}
-	s.pulls.Add(1)
-	return e, nil
 }
 
 // handleFetch answers a wire.FetchRequest.
-func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.Response, err error) {
 	var fr wire.FetchRequest
 	if err := fr.Unmarshal(req.Header); err != nil {
 		return nil, fmt.Errorf("fetch request: %w: %w", ErrBadPack, err)
+	}
+	// A receiver that pulls without waiting for this answer (it chose the
+	// handle's token) learns of a failure, or of a payload that went in the
+	// answer, on its bulk connection too.
+	var pullTok *token
+	if Mode(fr.Mode) == ModePull && len(fr.PullToken) == tokenSize {
+		pullTok = new(token)
+		copy(pullTok[:], fr.PullToken)
+		defer func() {
+			if err != nil {
+				_ = s.put(&exposed{tok: *pullTok, err: err})
+			} else if resp != nil && len(resp.Payload) > 0 { // eager answers always carry a payload slice
+				_ = s.put(&exposed{tok: *pullTok, inline: true})
+			}
+		}()
 	}
 	mode := Mode(fr.Mode)
 	if !mode.valid() || mode == ModeAuto {
@@ -354,6 +429,7 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
 	}
 
+
 	switch mode {
 	case ModeStream:
 		defer sec.release()
@@ -361,7 +437,7 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			return nil, fmt.Errorf("fetch %q: stream: %w", fr.Key, err)
 		}
 	case ModePull:
-		e, err := s.expose(sec, nil)
+		e, err := s.expose(sec, nil, pullTok)
 		if err != nil {
 			sec.release()
 			return nil, err
@@ -376,7 +452,7 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (*rpc.Respon
 				return nil, fmt.Errorf("fetch %q: shm: %w", fr.Key, err)
 			}
 		}
-		e, err := s.expose(sec, memfd)
+		e, err := s.expose(sec, memfd, nil)
 		if err != nil {
 			(&exposed{src: sec, memfd: memfd}).release()
 			return nil, err
@@ -426,9 +502,19 @@ func (s *Sender) servePull(nc net.Conn) {
 			s.refuse(nc, magicPullAck, err)
 			return
 		}
-		e, err := s.claim(&r)
+		e, err := s.claim(&r, hb[5]&flagWait != 0)
+		if err == nil && e.err != nil {
+			err = e.err
+		}
 		if err != nil {
 			if _, werr := nc.Write(errAnswer(magicPullAck, err)); werr != nil {
+				return
+			}
+			continue
+		}
+		if e.inline {
+			a := answer{off: offInline}
+			if _, err := nc.Write(a.put(make([]byte, 0, answerSize), magicPullAck)); err != nil {
 				return
 			}
 			continue
@@ -441,14 +527,18 @@ func (s *Sender) servePull(nc net.Conn) {
 	}
 }
 
+// A pull request's flags (byte 5 of its header).
+const flagWait = 1 // pipelined: wait for the payload to be exposed
+
+// offInline in a pull answer's offset says the payload went in the fetch
+// answer and no bytes follow.
+const offInline = 1
+
 // sendPulled writes the answer and the claimed bytes; false if the
-// connection is no longer usable.
+// connection is no longer usable. A size of 0 asks for the whole payload.
 func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 	src, err := e.src.section(r.off, r.size)
-	if err != nil || r.size == 0 && e.src.Size() != 0 {
-		if err == nil {
-			err = fmt.Errorf("a pull of 0 bytes of a %d-byte payload: %w", e.src.Size(), ErrBadPack)
-		}
+	if err != nil {
 		_, werr := nc.Write(errAnswer(magicPullAck, err))
 		return werr == nil
 	}

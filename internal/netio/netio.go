@@ -67,10 +67,15 @@ func ReadFull(ctx context.Context, nc net.Conn, p []byte) (int, error) {
 	return n, ctxErr(ctx, done(), err)
 }
 
-// SendFile writes n bytes of f starting at off to nc. Where nc is a socket
-// the bytes go from the page cache to the socket in the kernel (sendfile);
-// otherwise they are copied. A file shorter than off+n is an error
-// (io.ErrUnexpectedEOF): the peer was promised n bytes.
+// SendFile writes n bytes of f starting at off to nc without a copy in
+// user space. To a peer on another host the bytes go from the page cache
+// to the socket in the kernel (sendfile). To a peer on this host (loopback
+// TCP, Unix socket) they are written from a mapping of the file instead:
+// measured on this machine, sendfile into a loopback socket runs at about
+// half the speed of a plain write (the receiving side copies from page
+// fragments either way, and sendfile adds an internal pipe per 64 KiB).
+// A file shorter than off+n is an error (io.ErrUnexpectedEOF): the peer
+// was promised n bytes.
 func SendFile(ctx context.Context, nc net.Conn, f *os.File, off, n int64) (int64, error) {
 	done := Interrupt(ctx, nc, false)
 	sent, err := sendFile(nc, f, off, n)
@@ -78,6 +83,11 @@ func SendFile(ctx context.Context, nc net.Conn, f *os.File, off, n int64) (int64
 }
 
 func sendFile(nc net.Conn, f *os.File, off, n int64) (int64, error) {
+	if local(nc) {
+		if k, err, ok := writeMapped(nc, f, off, n); ok {
+			return k, err
+		}
+	}
 	var sent int64
 	if sc, ok := nc.(syscall.Conn); ok && n > 0 {
 		rc, err := sc.SyscallConn()
@@ -154,4 +164,67 @@ func CopyToFile(r io.Reader, f *os.File, off, n int64, buf []byte) (int64, error
 		}
 	}
 	return done, nil
+}
+
+// local reports whether nc's peer is on this host.
+func local(nc net.Conn) bool {
+	switch a := nc.RemoteAddr().(type) {
+	case *net.UnixAddr:
+		return true
+	case *net.TCPAddr:
+		if a.IP.IsLoopback() {
+			return true
+		}
+		if l, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+			return l.IP.Equal(a.IP)
+		}
+	}
+	return false
+}
+
+// mapWindow bounds one mapping of writeMapped.
+const mapWindow = 256 << 20
+
+// writeMapped writes the section from read-only mappings of the file, a
+// window at a time. ok is false if the file cannot be mapped (a pipe, a
+// special file): nothing was written and the caller falls back.
+func writeMapped(nc net.Conn, f *os.File, off, n int64) (sent int64, err error, ok bool) {
+	pg := int64(os.Getpagesize())
+	fc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	for sent < n {
+		w := min(n-sent, mapWindow)
+		o := off + sent
+		aoff := o &^ (pg - 1)
+		delta := o - aoff
+		var m []byte
+		var merr error
+		if cerr := fc.Control(func(fd uintptr) {
+			m, merr = unix.Mmap(int(fd), aoff, int(w+delta), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		}); cerr != nil {
+			merr = cerr
+		}
+		if merr != nil {
+			if sent == 0 {
+				return 0, nil, false
+			}
+			return sent, merr, true
+		}
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil && st.Size < o+w {
+			// Touching a mapping past the end of the file faults the
+			// process: never write what is not there.
+			_ = unix.Munmap(m)
+			return sent, io.ErrUnexpectedEOF, true
+		}
+		k, werr := nc.Write(m[delta : delta+w])
+		_ = unix.Munmap(m)
+		sent += int64(k)
+		if werr != nil {
+			return sent, werr, true
+		}
+	}
+	return sent, nil, true
 }

@@ -17,6 +17,9 @@ type FetchRequest struct {
 	// Off and Len select a section of the source (Len 0: to its end).
 	Off uint64 // 7
 	Len uint64 // 8
+	// Pull only: the token of the handle the receiver is already pulling
+	// under, without waiting for this answer (a pipelined pull).
+	PullToken []byte // 9
 }
 
 func (m *FetchRequest) Marshal(b []byte) []byte {
@@ -27,7 +30,8 @@ func (m *FetchRequest) Marshal(b []byte) []byte {
 	b = putBytes(b, 5, m.Token)
 	b = putUint(b, 6, m.Cap)
 	b = putUint(b, 7, m.Off)
-	return putUint(b, 8, m.Len)
+	b = putUint(b, 8, m.Len)
+	return putBytes(b, 9, m.PullToken)
 }
 
 func (m *FetchRequest) Unmarshal(b []byte) error {
@@ -51,6 +55,8 @@ func (m *FetchRequest) Unmarshal(b []byte) error {
 			m.Off = f.uint64()
 		case 8:
 			m.Len = f.uint64()
+		case 9:
+			m.PullToken = f.bytes()
 		}
 	}
 	return f.err
