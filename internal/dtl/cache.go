@@ -166,7 +166,7 @@ func alive(nc net.Conn) bool {
 		var b [1]byte
 		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 		ok = err == unix.EAGAIN // nothing to read, and not closed
-		return true // never wait
+		return true             // never wait
 	})
 	return err == nil && ok
 }

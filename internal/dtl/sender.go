@@ -429,7 +429,6 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 		return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
 	}
 
-
 	switch mode {
 	case ModeStream:
 		defer sec.release()
