@@ -56,7 +56,8 @@ func (s *syncBuffer) String() string {
 }
 
 // startServer starts an in-process server on network ("tcp" or "unix").
-func startServer(t *testing.T, network string, cfg ServerConfig) *testServer {
+// extra registers further handlers before the server starts serving.
+func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*testServer)) *testServer {
 	t.Helper()
 	addr := "127.0.0.1:0"
 	if network == "unix" {
@@ -97,6 +98,9 @@ func startServer(t *testing.T, network string, cfg ServerConfig) *testServer {
 		}
 		return &Response{Payload: [][]byte{[]byte(time.Until(d).String())}}, nil
 	})
+	for _, f := range extra {
+		f(ts)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

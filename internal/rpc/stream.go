@@ -71,7 +71,7 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 		err = fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 	}
 	if err != nil {
-		c.fail(err)
+		c.fail(fmt.Errorf("connection to %s closed: a stream on it broke (%v): %w", c.label, err, pdc.ErrUnavailable))
 		return Reply{}, err
 	}
 	return rep, srvErr // an error answer ends the stream cleanly

@@ -1,0 +1,240 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+const (
+	methodStream       wire.Method = 110 // header: chunk count, chunk size; answers chunks then "end"
+	methodStreamFile   wire.Method = 111 // streams the file named in the header in 3 chunks
+	methodStreamFail   wire.Method = 112 // two chunks, then an error answer
+	methodStreamInline wire.Method = 113 // an inline handler that tries to stream
+)
+
+func startStreamServer(t *testing.T, network string) *testServer {
+	return startServer(t, network, ServerConfig{}, registerStreams)
+}
+
+func registerStreams(ts *testServer) {
+	ts.Handle(methodStream, func(ctx context.Context, req *Request) (*Response, error) {
+		n, size := binary.LittleEndian.Uint32(req.Header), binary.LittleEndian.Uint32(req.Header[4:])
+		for i := range n {
+			chunk := bytes.Repeat([]byte{byte(i)}, int(size))
+			if err := req.Chunk(ctx, []byte{byte(i)}, chunk); err != nil {
+				return nil, err
+			}
+		}
+		return &Response{Header: []byte("end")}, nil
+	})
+	ts.Handle(methodStreamFile, func(ctx context.Context, req *Request) (*Response, error) {
+		f, err := os.Open(string(req.Header))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		third := st.Size() / 3
+		for i, off := range []int64{0, third, 2 * third} {
+			n := third
+			if i == 2 {
+				n = st.Size() - off
+			}
+			if err := req.ChunkFile(ctx, nil, f, off, n); err != nil {
+				return nil, err
+			}
+		}
+		return &Response{}, nil
+	})
+	ts.Handle(methodStreamFail, func(ctx context.Context, req *Request) (*Response, error) {
+		for range 2 {
+			if err := req.Chunk(ctx, nil, []byte("part")); err != nil {
+				return nil, err
+			}
+		}
+		return nil, errors.Join(pdc.ErrNotFound, errors.New("object \"x\" vanished mid-stream"))
+	})
+	ts.HandleInline(methodStreamInline, func(ctx context.Context, req *Request) (*Response, error) {
+		return nil, req.Chunk(ctx, nil, []byte("no"))
+	})
+}
+
+func streamHdr(n, size uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, n)
+	return binary.LittleEndian.AppendUint32(b, size)
+}
+
+func TestStream(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			ts := startStreamServer(t, network)
+			c := dial(t, ts.addr, DialOptions{})
+			for _, tc := range []struct{ n, size uint32 }{{0, 0}, {1, 0}, {3, 10}, {5, copyLimit + 1}, {2, 8 << 20}} {
+				var got [][]byte
+				rep, err := c.CallStream(ctx10(t), methodStream, streamHdr(tc.n, tc.size), nil, func(hdr []byte, r io.Reader, n uint64) error {
+					b := make([]byte, n)
+					if _, err := io.ReadFull(r, b); err != nil {
+						return err
+					}
+					if len(hdr) != 1 || int(hdr[0]) != len(got) {
+						t.Errorf("chunk %d has header %v", len(got), hdr)
+					}
+					got = append(got, b)
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("%d chunks of %d: %v", tc.n, tc.size, err)
+				}
+				if string(rep.Header) != "end" {
+					t.Fatalf("final header %q", rep.Header)
+				}
+				if len(got) != int(tc.n) {
+					t.Fatalf("%d chunks, want %d", len(got), tc.n)
+				}
+				for i, b := range got {
+					if !bytes.Equal(b, bytes.Repeat([]byte{byte(i)}, int(tc.size))) {
+						t.Fatalf("chunk %d is wrong", i)
+					}
+				}
+			}
+			// The connection still serves ordinary calls after streams.
+			if _, err := c.Call(ctx10(t), methodEcho, []byte("h"), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestStreamFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, network := range []string{"tcp", "unix"} {
+		ts := startStreamServer(t, network)
+		c := dial(t, ts.addr, DialOptions{})
+		var got bytes.Buffer
+		if _, err := c.CallStream(ctx10(t), methodStreamFile, []byte(path), nil, func(_ []byte, r io.Reader, n uint64) error {
+			_, err := io.CopyN(&got, r, int64(n))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("%s: streamed file differs (%d bytes, want %d)", network, got.Len(), len(data))
+		}
+	}
+}
+
+func TestStreamErrors(t *testing.T) {
+	ts := startStreamServer(t, "tcp")
+	c := dial(t, ts.addr, DialOptions{})
+	chunks := 0
+	count := func(_ []byte, r io.Reader, n uint64) error {
+		chunks++
+		_, err := io.Copy(io.Discard, r)
+		return err
+	}
+	// An error answer after chunks ends the stream cleanly.
+	_, err := c.CallStream(ctx10(t), methodStreamFail, nil, nil, count)
+	if !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "vanished") || chunks != 2 {
+		t.Fatalf("got %v after %d chunks, want pdc.ErrNotFound after 2", err, chunks)
+	}
+	if _, err := c.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+		t.Fatalf("connection unusable after an error answer: %v", err)
+	}
+	// Inline handlers cannot stream.
+	_, err = c.CallStream(ctx10(t), methodStreamInline, nil, nil, count)
+	if !errors.Is(err, pdc.ErrInternal) {
+		t.Fatalf("inline stream: got %v, want pdc.ErrInternal", err)
+	}
+	// A chunk function's failure breaks the stream and the connection.
+	c2 := dial(t, ts.addr, DialOptions{})
+	boom := errors.New("disk full")
+	_, err = c2.CallStream(ctx10(t), methodStream, streamHdr(3, 100), nil, func([]byte, io.Reader, uint64) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("chunk failure: got %v", err)
+	}
+	if _, err := c2.Call(ctx10(t), methodEcho, nil, nil, nil); !errors.Is(err, pdc.ErrUnavailable) && !errors.Is(err, pdc.ErrClosed) {
+		t.Fatalf("call on a connection whose stream broke: got %v", err)
+	}
+	// Cancellation mid-stream ends the call with the context's error.
+	c3 := dial(t, ts.addr, DialOptions{})
+	ctx, cancel := context.WithCancel(ctx10(t))
+	_, err = c3.CallStream(ctx, methodStream, streamHdr(1000, 1<<20), nil, func(_ []byte, r io.Reader, n uint64) error {
+		cancel()
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled stream: got %v, want context.Canceled", err)
+	}
+	// The server is unharmed.
+	if _, err := c.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A stream needs its connection to itself.
+func TestStreamExclusive(t *testing.T) {
+	ts := startStreamServer(t, "tcp")
+	c := dial(t, ts.addr, DialOptions{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), methodBlock, nil, nil, nil)
+		errc <- err
+	}()
+	hctx := <-ts.blocked
+	_, err := c.CallStream(ctx10(t), methodStream, streamHdr(1, 1), nil, func(_ []byte, r io.Reader, n uint64) error {
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "of its own") {
+		t.Fatalf("stream beside a call: got %v, want pdc.ErrInvalid", err)
+	}
+	c.Close()
+	<-errc
+	<-hctx.Done()
+
+	// And a call made while a stream runs is refused.
+	c2 := dial(t, ts.addr, DialOptions{})
+	inStream := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		_, err := c2.CallStream(ctx10(t), methodStream, streamHdr(2, 10), nil, func(_ []byte, r io.Reader, n uint64) error {
+			select {
+			case <-inStream:
+			default:
+				close(inStream)
+				<-release
+			}
+			_, err := io.Copy(io.Discard, r)
+			return err
+		})
+		errc <- err
+	}()
+	<-inStream
+	_, err = c2.Call(ctx10(t), methodEcho, nil, nil, nil)
+	close(release)
+	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "carries a stream") {
+		t.Fatalf("call during a stream: got %v, want pdc.ErrInvalid", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("the stream itself: %v", err)
+	}
+}
