@@ -170,8 +170,11 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	var modes []dtl.Mode
 	for _, s := range strings.Split(*modesFlag, ",") {
 		m, err := dtl.ParseMode(strings.TrimSpace(s))
-		if err != nil || m == dtl.ModeAuto {
-			return fmt.Errorf("bench dtl: --modes: %q: %w", s, dtl.ErrBadMode)
+		if err != nil {
+			return fmt.Errorf("bench dtl: --modes: %w", err)
+		}
+		if m == dtl.ModeAuto {
+			return fmt.Errorf("bench dtl: --modes: auto picks one of the others; name them: %w", dtl.ErrBadMode)
 		}
 		modes = append(modes, m)
 	}

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -506,6 +507,36 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"pong", "RANK", "stopped 3 servers", "demo done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// pdc bench dtl runs the sender and the raw source as processes of their
+// own and reports every mode next to its ceiling.
+func TestBenchDTL(t *testing.T) {
+	out := mustRun(t, "bench", "dtl", "--sizes", "4KiB,1MiB", "--budget", "20ms", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("%d result lines, want 8 (2 sizes by 4 modes):\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var r struct {
+			Case         string  `json:"case"`
+			Value        float64 `json:"value"`
+			CeilingValue float64 `json:"ceiling_value"`
+			Ratio        float64 `json:"ratio"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
+			t.Errorf("empty figure: %s", l)
+		}
+	}
+	for _, bad := range [][]string{{"--modes", "carrier-pigeon"}, {"--sizes", "lots"}} {
+		r := run(t, nil, append([]string{"bench", "dtl"}, bad...)...)
+		if r.err == nil || !strings.Contains(r.stderr, bad[1]) {
+			t.Errorf("bench dtl %v: err %v, stderr %q; want an error naming %q", bad, r.err, r.stderr, bad[1])
 		}
 	}
 }
