@@ -23,6 +23,7 @@ lint:
 # Benchmarks print each figure next to a ceiling measured in the same run.
 bench: build
 	bin/pdc bench rpc
+	bin/pdc bench dtl
 	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
 
 # Run every fuzz target for FUZZTIME each.
