@@ -155,6 +155,7 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	budget := fs.Duration("budget", time.Second, "time spent per size and mode (at least 3 transfers)")
 	sizesFlag := fs.String("sizes", "4KiB,1MiB,64MiB,1GiB", "payload sizes, comma-separated")
 	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
+	big := fs.String("big", "5GiB", "one checked transfer of this size per mode (0: none)")
 	source := fs.String("source", "pattern", "the sender's payload: pattern (a memory file, sent with sendfile) or buf (a buffer)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -166,6 +167,10 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench dtl: --sizes: %w", err)
 		}
 		sizes = append(sizes, n)
+	}
+	bigN, err := parseSize(*big)
+	if err != nil {
+		return fmt.Errorf("bench dtl: --big: %w", err)
 	}
 	var modes []dtl.Mode
 	for _, s := range strings.Split(*modesFlag, ",") {
@@ -197,7 +202,7 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	}
 	defer stopRaw()
 	rs, err := bench.DTL(ctx, bench.DTLConfig{Peer: peer, Secret: []byte(secret), RawTCP: rawTCP, RawUnix: rawSock,
-		Sizes: sizes, Modes: modes, Budget: *budget, Source: *source})
+		Sizes: sizes, Modes: modes, Budget: *budget, Source: *source, Big: bigN})
 	if err != nil {
 		return fmt.Errorf("bench dtl: %w", err)
 	}

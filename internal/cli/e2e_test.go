@@ -514,7 +514,7 @@ func TestDemo(t *testing.T) {
 // pdc bench dtl runs the sender and the raw source as processes of their
 // own and reports every mode next to its ceiling.
 func TestBenchDTL(t *testing.T) {
-	out := mustRun(t, "bench", "dtl", "--sizes", "4KiB,1MiB", "--budget", "20ms", "--json")
+	out := mustRun(t, "bench", "dtl", "--sizes", "4KiB,1MiB", "--budget", "20ms", "--big", "0", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 8 {
 		t.Fatalf("%d result lines, want 8 (2 sizes by 4 modes):\n%s", len(lines), out)
