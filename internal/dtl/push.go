@@ -17,13 +17,13 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-func dialPush(ctx context.Context, addr string) (net.Conn, error) {
+func dialPush(ctx context.Context, addr string, stall time.Duration) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	tuneTCP(nc)
+	tuneTCP(nc, stall)
 	return nc, nil
 }
 
@@ -62,7 +62,23 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 			return fmt.Errorf("connect: %w: %w", ErrPeerFailed, err)
 		}
 		remote, err := pushOn(ctx, ep.nc, hdr, src)
-		s.eps.put(ep, err == nil && remote == nil)
+		if err == nil && remote == nil {
+			// Sent. The receiver acknowledges once the bytes are in its
+			// sink; the connection is reused only after that, so that a
+			// later push never queues behind one that may still fail.
+			// The ack is awaited off the answer's path.
+			s.mu.Lock()
+			if s.mu.closed {
+				s.mu.Unlock()
+				s.eps.put(ep, false)
+				return nil
+			}
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go s.awaitAck(ep)
+			return nil
+		}
+		s.eps.put(ep, false)
 		if err == nil {
 			return remote
 		}
@@ -78,13 +94,22 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 	}
 }
 
+// awaitAck reads a push's acknowledgement and returns the connection to
+// the cache if all went well. Close interrupts it.
+func (s *Sender) awaitAck(ep *endpoint) {
+	defer s.wg.Done()
+	_, remote, err := readAnswer(s.ctx, ep.nc, magicPushAck)
+	s.eps.put(ep, err == nil && remote == nil)
+}
+
 // errNoAnswer marks a push or pull whose connection failed before the
 // peer said anything.
 var errNoAnswer = errors.New("connection failed before the peer answered")
 
-// pushOn writes one push on nc: its header and payload. The receiver
-// answers only to refuse (and then closes); success it signals to its own
-// side, and the fetch's answer tells the receiver that everything is sent.
+// pushOn writes one push on nc: its header and payload. A receiver that
+// refuses answers at once and closes; one that takes the push acknowledges
+// it once the bytes are in its sink (see awaitAck). The fetch's answer tells
+// the receiver that everything is sent.
 func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, err error) {
 	var werr error
 	if src.File == nil {
@@ -178,7 +203,10 @@ func (p *pushListener) cancel(r *registration) {
 	<-r.done
 }
 
-func (p *pushListener) claim(req *request) *registration {
+// claim takes the registration a push names, once, and records the
+// connection filling it under the same lock, so that cancel always finds
+// one or the other.
+func (p *pushListener) claim(req *request, nc net.Conn) *registration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.mu.regs[req.id]
@@ -186,7 +214,16 @@ func (p *pushListener) claim(req *request) *registration {
 		return nil
 	}
 	delete(p.mu.regs, req.id)
+	r.nc = nc
 	return r
+}
+
+// finish records that the push into r is over and reports its outcome.
+func (p *pushListener) finish(r *registration, res pushResult) {
+	p.mu.Lock()
+	r.nc = nil
+	p.mu.Unlock()
+	r.done <- res
 }
 
 func (p *pushListener) close() {
@@ -233,7 +270,7 @@ func (p *pushListener) accept() {
 
 // serve takes pushes on one connection until it ends.
 func (p *pushListener) serve(nc net.Conn) {
-	tuneTCP(nc)
+	tuneTCP(nc, defaultStall)
 	var hb [requestSize]byte
 	for {
 		if _, err := io.ReadFull(nc, hb[:]); err != nil {
@@ -247,28 +284,30 @@ func (p *pushListener) serve(nc net.Conn) {
 		}
 		// The payload follows the header at once: a refused push cannot
 		// be skipped, so a refusal ends the connection after its answer.
-		r := p.claim(&req)
+		r := p.claim(&req, nc)
 		if r == nil {
 			err := fmt.Errorf("push registration %d: none waiting (never made, already filled, withdrawn, or a wrong token): %w", req.id, ErrNotFound)
 			_, _ = nc.Write(errAnswer(magicPushAck, err))
 			return
 		}
 		if err := r.sink.fits(req.size); err != nil {
-			r.done <- pushResult{err: err}
 			_, _ = nc.Write(errAnswer(magicPushAck, err))
+			p.finish(r, pushResult{err: err})
 			return
 		}
-		p.mu.Lock()
-		r.nc = nc
-		p.mu.Unlock()
 		w := sinkWriter{s: r.sink}
 		if err := w.readFrom(nc, int64(req.size)); err != nil {
 			if !errors.Is(err, ErrBadBuffer) {
 				err = fmt.Errorf("push from %s cut off after %d of %d bytes: %w: %w", nc.RemoteAddr(), w.n, req.size, ErrPeerFailed, err)
 			}
-			r.done <- pushResult{n: w.n, err: err}
+			_, _ = nc.Write(errAnswer(magicPushAck, err))
+			p.finish(r, pushResult{n: w.n, err: err})
 			return
 		}
-		r.done <- pushResult{n: w.n}
+		p.finish(r, pushResult{n: w.n})
+		ok := (&answer{}).put(make([]byte, 0, answerSize), magicPushAck)
+		if _, err := nc.Write(ok); err != nil {
+			return
+		}
 	}
 }

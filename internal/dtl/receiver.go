@@ -77,7 +77,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			tuneTCP(nc)
+			tuneTCP(nc, defaultStall)
 		}
 		return nc, err
 	})
@@ -185,7 +185,8 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 	var rep wire.FetchReply
 	var into []byte
 	if sink.Buf != nil {
-		into = sink.Buf[:min(len(sink.Buf), EagerLimit)]
+		n := min(len(sink.Buf), EagerLimit)
+		into = sink.Buf[:n:n] // Call reads into cap(into): never past len
 	}
 	var raw rpc.Reply
 	var streamed *sinkWriter
@@ -461,7 +462,7 @@ func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o 
 	if err != nil {
 		return nil, err
 	}
-	fr := wire.FetchRequest{Key: key, Mode: uint32(ModeShm), Off: o.off, Len: o.len}
+	fr := wire.FetchRequest{Key: key, Mode: uint32(ModeShm), Off: o.off, Len: o.len, Map: true}
 	raw, err := conn.Call(ctx, wire.MethodFetch, fr.Marshal(nil), nil, nil)
 	var se *pdc.ServerError
 	r.rpcConns.put(peer, conn, err == nil || errors.As(err, &se))
@@ -488,6 +489,18 @@ func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o 
 // classify adds the dtl error matching err's pdc sentinel, so that errors
 // from the other side match ErrNotFound, ErrPeerFailed and the rest too.
 func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// The caller's deadline or cancellation ended the fetch, whatever
+		// the broken read or write below it says.
+		sentinel := pdc.ErrCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			sentinel = pdc.ErrTimeout
+		}
+		if errors.Is(err, sentinel) && !errors.Is(err, ErrPeerFailed) {
+			return err
+		}
+		return fmt.Errorf("%w (%v)", sentinel, err)
+	}
 	var de *dtlError
 	if errors.As(err, &de) {
 		return err
@@ -506,9 +519,6 @@ func classify(ctx context.Context, err error) error {
 		if errors.Is(err, d.(*dtlError).base) {
 			return &classified{d: d, err: err}
 		}
-	}
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package dtl
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/netio"
@@ -46,8 +47,9 @@ type SenderConfig struct {
 	MaxEndpoints int
 	// ChunkSize is the stream mode's chunk. Default 1 MiB.
 	ChunkSize int
-	// Stall bounds a side-channel write or read that makes no progress.
-	// Default 60s.
+	// Stall bounds how long bytes sent on a side channel may go
+	// unacknowledged (a receiver that stopped reading) before the
+	// connection fails. Default 60s.
 	Stall time.Duration
 	// Logger receives refused side-channel peers. Default slog.Default().
 	Logger *slog.Logger
@@ -95,6 +97,7 @@ type exposed struct {
 	expires time.Time
 	err     error // the fetch failed
 	inline  bool  // the payload went in the answer
+	pending bool  // the fetch is still being answered
 }
 
 func (e *exposed) release() {
@@ -126,7 +129,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		cfg.ChunkSize = 1 << 20
 	}
 	if cfg.Stall <= 0 {
-		cfg.Stall = 60 * time.Second
+		cfg.Stall = defaultStall
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -136,7 +139,9 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	s.mu.handles = make(map[token]*exposed)
 	s.mu.waiters = make(map[token]chan struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
-	s.eps = newEndpointCache(cfg.MaxEndpoints, dialPush)
+	s.eps = newEndpointCache(cfg.MaxEndpoints, func(ctx context.Context, addr string) (net.Conn, error) {
+		return dialPush(ctx, addr, cfg.Stall)
+	})
 
 	var err error
 	s.bulk, err = net.Listen("tcp", cfg.BulkAddr)
@@ -276,7 +281,7 @@ func (s *Sender) janitor() {
 			var dead []*exposed
 			s.mu.Lock()
 			for tok, e := range s.mu.handles {
-				if now.After(e.expires) {
+				if !e.pending && now.After(e.expires) {
 					delete(s.mu.handles, tok)
 					dead = append(dead, e)
 				}
@@ -315,7 +320,7 @@ func (s *Sender) put(e *exposed) error {
 	if s.mu.closed {
 		return fmt.Errorf("dtl sender is closed: %w", pdc.ErrClosed)
 	}
-	if _, dup := s.mu.handles[e.tok]; dup {
+	if old, dup := s.mu.handles[e.tok]; dup && !old.pending {
 		return fmt.Errorf("handle token reused: %w", ErrBadPack)
 	}
 	s.mu.handles[e.tok] = e
@@ -333,7 +338,8 @@ func (s *Sender) claim(r *request, wait bool) (*exposed, error) {
 	for {
 		s.mu.Lock()
 		e := s.mu.handles[r.token]
-		if e != nil && (r.id == 0 || subtle.ConstantTimeEq(int32(e.id^r.id), 0) == 1) {
+		pending := e != nil && e.pending
+		if e != nil && !pending && (r.id == 0 || e.id == r.id) {
 			delete(s.mu.handles, r.token)
 			s.mu.Unlock()
 			if timer != nil {
@@ -357,9 +363,16 @@ func (s *Sender) claim(r *request, wait bool) (*exposed, error) {
 		if timer == nil {
 			timer = time.NewTimer(s.cfg.HandleTTL)
 		}
+		// A token whose fetch is being answered waits as long as that
+		// takes (the fetch always settles it); one never announced waits
+		// a handle's lifetime.
+		expired := timer.C
+		if pending {
+			expired = nil
+		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-expired:
 			s.mu.Lock()
 			if s.mu.waiters[r.token] == ch {
 				delete(s.mu.waiters, r.token)
@@ -383,9 +396,12 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 	// handle's token) learns of a failure, or of a payload that went in the
 	// answer, on its bulk connection too.
 	var pullTok *token
-	if Mode(fr.Mode) == ModePull && len(fr.PullToken) == tokenSize {
+	if fr.Mode == uint32(ModePull) && len(fr.PullToken) == tokenSize {
 		pullTok = new(token)
 		copy(pullTok[:], fr.PullToken)
+		if err := s.put(&exposed{tok: *pullTok, pending: true}); err != nil {
+			return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+		}
 		defer func() {
 			if err != nil {
 				_ = s.put(&exposed{tok: *pullTok, err: err})
@@ -394,8 +410,8 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 			}
 		}()
 	}
-	mode := Mode(fr.Mode)
-	if !mode.valid() || mode == ModeAuto {
+	mode := Mode(min(fr.Mode, 255))
+	if fr.Mode > 255 || !mode.valid() || mode == ModeAuto {
 		return nil, fmt.Errorf("fetch %q: transport %s: %w (the receiver picks one of stream, pull, push, shm)", fr.Key, mode, ErrBadMode)
 	}
 	if mode == ModeShm && !SameHost(req.Remote) && req.Remote != "" && req.Remote != "@" {
@@ -420,7 +436,13 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 	if size <= EagerLimit {
 		defer sec.release()
 		if sec.File == nil {
-			return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{sec.Buf}}, nil
+			// Release runs before the server writes the answer: a source
+			// that is released sends a copy.
+			b := sec.Buf
+			if sec.Release != nil {
+				b = append(make([]byte, 0, len(b)), b...)
+			}
+			return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
 		}
 		b := make([]byte, size)
 		if err := sec.readAt(b, 0); err != nil {
@@ -443,13 +465,21 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 		}
 		reply.Addr, reply.Handle, reply.Token, reply.TTL = s.BulkAddr(), e.id, e.tok[:], uint64(s.cfg.HandleTTL)
 	case ModeShm:
+		// A buffer goes into a sealed memory file. A file goes as it is
+		// (read by the receiver: a file that shrinks meanwhile is a short
+		// read, an error), unless the receiver maps it and it is not
+		// sealed against shrinking: then a sealed copy goes.
 		var memfd *os.File
-		if sec.File == nil {
-			memfd, err = memfdWith(fmt.Sprintf("pdc-dtl-%s", fr.Key), sec.Buf)
-			if err != nil {
-				sec.release()
-				return nil, fmt.Errorf("fetch %q: shm: %w", fr.Key, err)
-			}
+		name := fmt.Sprintf("pdc-dtl-%s", fr.Key)
+		switch {
+		case sec.File == nil:
+			memfd, err = memfdWith(name, sec.Buf)
+		case fr.Map && !isSealed(sec.File):
+			memfd, err = memfdCopy(name, sec.File, sec.Off, sec.Len)
+		}
+		if err != nil {
+			sec.release()
+			return nil, fmt.Errorf("fetch %q: shm: %w", fr.Key, err)
 		}
 		e, err := s.expose(sec, memfd, nil)
 		if err != nil {
@@ -488,7 +518,7 @@ func (s *Sender) stream(ctx context.Context, req *rpc.Request, src Source) error
 
 // servePull answers pull requests on one bulk connection until it ends.
 func (s *Sender) servePull(nc net.Conn) {
-	tuneTCP(nc)
+	tuneTCP(nc, s.cfg.Stall)
 	var hb [requestSize]byte
 	for {
 		// Idle connections wait here for the receiver's next pull; Close
@@ -541,8 +571,10 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 		_, werr := nc.Write(errAnswer(magicPullAck, err))
 		return werr == nil
 	}
-	ctx, cancel := s.stallCtx()
-	defer cancel()
+	// No bound on the whole transfer, which may be long and moving: a
+	// receiver that stops reading is caught by the socket's user timeout
+	// (tuneTCP), Close by s.ctx.
+	ctx := s.ctx
 	a := answer{size: uint64(src.Size())}
 	hdr := a.put(make([]byte, 0, answerSize), magicPullAck)
 	if src.File == nil {
@@ -555,11 +587,6 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 	return err == nil
 }
 
-// stallCtx bounds one side-channel transfer by the stall timeout and the
-// sender's life.
-func (s *Sender) stallCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(s.ctx, s.cfg.Stall)
-}
 
 // refuse answers a peer that broke the protocol and logs it.
 func (s *Sender) refuse(nc net.Conn, magic string, err error) {
@@ -568,8 +595,24 @@ func (s *Sender) refuse(nc net.Conn, magic string, err error) {
 	_, _ = nc.Write(errAnswer(magic, err))
 }
 
-func tuneTCP(nc net.Conn) {
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
+// tuneTCP sets what a side-channel socket wants: no Nagle delay,
+// keepalives that find a vanished peer, and a bound on how long sent data
+// may stay unacknowledged (a receiver that stopped reading), after which
+// the kernel fails the connection.
+func tuneTCP(nc net.Conn, userTimeout time.Duration) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.SetNoDelay(true)
+	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3})
+	if rc, err := tc.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout/time.Millisecond))
+		})
 	}
 }
+
+// defaultStall bounds how long a side channel's sent data may go
+// unacknowledged when nothing else is configured.
+const defaultStall = 60 * time.Second

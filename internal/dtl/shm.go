@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,16 +17,16 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// memfdWith makes a memory file holding b.
+// sealed are the seals of a memory file that may be mapped safely: it can
+// neither shrink (a mapping past its end would fault) nor change.
+const sealed = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE | unix.F_SEAL_SEAL
+
+// memfdWith makes a sealed memory file holding b.
 func memfdWith(name string, b []byte) (*os.File, error) {
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	f, err := newMemfd(name)
 	if err != nil {
-		return nil, fmt.Errorf("memfd_create: %w", err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), name)
 	for off := 0; off < len(b); {
 		n, err := f.WriteAt(b[off:min(len(b), off+1<<30)], int64(off))
 		off += n
@@ -34,7 +35,45 @@ func memfdWith(name string, b []byte) (*os.File, error) {
 			return nil, fmt.Errorf("filling memfd: %w", err)
 		}
 	}
-	return f, nil
+	return f, seal(f)
+}
+
+// memfdCopy makes a sealed memory file holding n bytes of src from off.
+func memfdCopy(name string, src *os.File, off, n int64) (*os.File, error) {
+	f, err := newMemfd(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := copyRange(src, off, f, 0, n); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("copying %s into memfd: %w", src.Name(), err)
+	}
+	return f, seal(f)
+}
+
+func newMemfd(name string) (*os.File, error) {
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+func seal(f *os.File) error {
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, sealed); err != nil {
+		f.Close()
+		return fmt.Errorf("sealing memfd: %w", err)
+	}
+	return nil
+}
+
+// isSealed reports whether f cannot shrink.
+func isSealed(f *os.File) bool {
+	s, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+	return err == nil && s&unix.F_SEAL_SHRINK != 0
 }
 
 // serveShm hands claimed payloads' descriptors to receivers on one Unix
@@ -95,14 +134,24 @@ func mapShm(ctx context.Context, rep *wire.FetchReply) (*shmMapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	f := os.NewFile(uintptr(fd), "shm") // owns fd from here
+	defer f.Close()
 	if size == 0 {
 		return &shmMapping{}, nil
+	}
+	if !isSealed(f) {
+		// A file that may shrink would fault a reader of the mapping
+		// (SIGBUS): copy it instead.
+		b := make([]byte, size)
+		if _, err := parallelReadAt(f, b, int64(off)); err != nil {
+			return nil, shmReadErr(err)
+		}
+		return &shmMapping{data: b}, nil
 	}
 	pg := uint64(os.Getpagesize())
 	aoff := off &^ (pg - 1)
 	delta := off - aoff
-	region, err := unix.Mmap(fd, int64(aoff), int(size+delta), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	region, err := unix.Mmap(int(f.Fd()), int64(aoff), int(size+delta), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("shm: mmap %d bytes: %w", size, err)
 	}
@@ -237,12 +286,19 @@ func recvShmFD(ctx context.Context, rep *wire.FetchReply) (fd int, off, size uin
 	var b [answerSize]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := uc.ReadMsgUnix(b[:], oob)
-	if done() {
+	if done() && err == nil {
+		_ = nc.SetReadDeadline(time.Time{})
+	} else if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
 	fd = -1
-	if err == nil && oobn > 0 {
-		fd, err = parseRights(oob[:oobn])
+	if oobn > 0 {
+		// Take a descriptor that arrived even if the read then failed:
+		// otherwise it leaks.
+		var perr error
+		if fd, perr = parseRights(oob[:oobn]); err == nil {
+			err = perr
+		}
 	}
 	fail := func(err error) (int, uint64, uint64, error) {
 		if fd >= 0 {
@@ -309,3 +365,4 @@ func parseRights(oob []byte) (int, error) {
 	}
 	return fd, nil
 }
+

@@ -145,11 +145,11 @@ func (w *sinkWriter) readFrom(r io.Reader, n int64) error {
 		w.n += int64(k)
 		return err
 	case w.s.File != nil:
-		if w.buf == nil {
-			w.buf = make([]byte, min(n, 1<<20))
-		}
-		if len(w.buf) == 0 {
+		if n == 0 {
 			return nil
+		}
+		if w.buf == nil {
+			w.buf = make([]byte, 1<<20)
 		}
 		k, err := netio.CopyToFile(r, w.s.File, w.s.Off+w.n, n, w.buf)
 		w.n += k

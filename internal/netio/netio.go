@@ -57,14 +57,28 @@ func WriteFull(ctx context.Context, nc net.Conn, bufs ...[]byte) (int64, error) 
 	done := Interrupt(ctx, nc, false)
 	nb := net.Buffers(bufs)
 	n, err := nb.WriteTo(nc)
-	return n, ctxErr(ctx, done(), err)
+	if done() {
+		if err == nil {
+			// ctx ended just after the write: the connection is intact,
+			// so leave it usable.
+			_ = nc.SetWriteDeadline(time.Time{})
+		}
+		return n, ctxErr(ctx, true, err)
+	}
+	return n, err
 }
 
 // ReadFull fills p from nc, until done or ctx ends.
 func ReadFull(ctx context.Context, nc net.Conn, p []byte) (int, error) {
 	done := Interrupt(ctx, nc, true)
 	n, err := io.ReadFull(nc, p)
-	return n, ctxErr(ctx, done(), err)
+	if done() {
+		if err == nil {
+			_ = nc.SetReadDeadline(time.Time{})
+		}
+		return n, ctxErr(ctx, true, err)
+	}
+	return n, err
 }
 
 // SendFile writes n bytes of f starting at off to nc without a copy in

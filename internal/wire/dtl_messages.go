@@ -20,6 +20,9 @@ type FetchRequest struct {
 	// Pull only: the token of the handle the receiver is already pulling
 	// under, without waiting for this answer (a pipelined pull).
 	PullToken []byte // 9
+	// Shm only: the receiver maps the payload, so the sender hands over
+	// only memory that cannot shrink under the mapping (a sealed memfd).
+	Map bool // 10
 }
 
 func (m *FetchRequest) Marshal(b []byte) []byte {
@@ -31,7 +34,8 @@ func (m *FetchRequest) Marshal(b []byte) []byte {
 	b = putUint(b, 6, m.Cap)
 	b = putUint(b, 7, m.Off)
 	b = putUint(b, 8, m.Len)
-	return putBytes(b, 9, m.PullToken)
+	b = putBytes(b, 9, m.PullToken)
+	return putBool(b, 10, m.Map)
 }
 
 func (m *FetchRequest) Unmarshal(b []byte) error {
@@ -57,6 +61,8 @@ func (m *FetchRequest) Unmarshal(b []byte) error {
 			m.Len = f.uint64()
 		case 9:
 			m.PullToken = f.bytes()
+		case 10:
+			m.Map = f.bool()
 		}
 	}
 	return f.err

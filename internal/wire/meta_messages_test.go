@@ -378,12 +378,12 @@ var metaTypes = []msgType{
 		name: "FetchRequest",
 		new:  func() wire.Message { return new(wire.FetchRequest) },
 		fields: []field{{1, kBytes}, {2, kUint32}, {3, kString}, {4, kUint64}, {5, kBytes}, {6, kUint64}, {7, kUint64},
-			{8, kUint64}, {9, kBytes}},
+			{8, kUint64}, {9, kBytes}, {10, kBool}},
 		vals: []wire.Message{
 			&wire.FetchRequest{},
 			&wire.FetchRequest{Key: []byte("pattern:4096:7"), Mode: 2},
 			&wire.FetchRequest{Key: []byte{0}, Mode: math.MaxUint32, PushAddr: "127.0.0.1:9", PushID: math.MaxUint64,
-				Token: bytes.Repeat([]byte{0xff}, 16), Cap: 5 << 30, Off: 1 << 40, Len: math.MaxUint64, PullToken: []byte{7}},
+				Token: bytes.Repeat([]byte{0xff}, 16), Cap: 5 << 30, Off: 1 << 40, Len: math.MaxUint64, PullToken: []byte{7}, Map: true},
 		},
 	},
 	{

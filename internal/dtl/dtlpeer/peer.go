@@ -244,6 +244,10 @@ func (p *Peer) file(n int64) (*os.File, error) {
 			return nil, fmt.Errorf("filling the %d-byte pattern file: %w", n, err)
 		}
 	}
+	if err := seal(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sealing the %d-byte pattern file: %w", n, err)
+	}
 	p.files[n] = f
 	return f, nil
 }
