@@ -587,7 +587,6 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 	return err == nil
 }
 
-
 // refuse answers a peer that broke the protocol and logs it.
 func (s *Sender) refuse(nc net.Conn, magic string, err error) {
 	s.log.Warn("dtl: refusing peer", "remote", nc.RemoteAddr().String(), "err", err)

@@ -365,4 +365,3 @@ func parseRights(oob []byte) (int, error) {
 	}
 	return fd, nil
 }
-
