@@ -104,9 +104,11 @@ func (p *Peer) Kill() {
 
 func (p *Peer) stop() {
 	p.stdin.Close()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
 	select {
 	case <-p.waited:
-	case <-time.After(10 * time.Second):
+	case <-t.C:
 		p.Kill()
 	}
 }
