@@ -165,8 +165,8 @@ func Run(t *testing.T, m dtl.Mode) {
 	t.Run("sizes", func(t *testing.T) {
 		for _, n := range Sizes {
 			t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
-				if n > 1<<30 && testing.Short() {
-					t.Skip("5 GiB: skipped under -short (pdc bench dtl runs it)")
+				if n > 1<<30 && (testing.Short() || raceEnabled) {
+					t.Skip("5 GiB: skipped under -short and -race (pdc bench dtl runs it)")
 				}
 				buf := make([]byte, n)
 				got, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoBuffer(buf))

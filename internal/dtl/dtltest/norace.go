@@ -1,0 +1,5 @@
+//go:build !race
+
+package dtltest
+
+const raceEnabled = false
