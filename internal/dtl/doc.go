@@ -14,12 +14,15 @@
 //   - shm: on one host the payload lives in a memory file whose descriptor
 //     crosses a Unix socket (SCM_RIGHTS) and is mapped by the receiver.
 //
-// DYAD's life cycle maps onto it as follows. Init with a mode and a
-// direction: NewSender (DYAD_COMM_SEND) and NewReceiver (DYAD_COMM_RECV),
-// the mode from PDC_DTL, the receiver's config or a per-call option. RPC
-// pack and unpack: wire.FetchRequest, built by the receiver (with its push
-// address) and decoded by the sender's fetch handler. Respond, connect,
-// send: the handler's work per backend. Receive: Receiver.Fetch into a Sink
+// Each backend is a Transport, made for one direction: the Go form of
+// DYAD's dtl handle. DYAD's life cycle maps onto it as follows. Init with a
+// mode and a direction: NewSender (DYAD_COMM_SEND) and NewReceiver
+// (DYAD_COMM_RECV) make every mode's Transport in their direction; the mode
+// of a fetch comes from PDC_DTL, the receiver's config or a per-call option. RPC
+// pack and unpack: wire.FetchRequest, built by the receiver (Transport.Prepare
+// adds its push address) and decoded by the sender's fetch handler.
+// Respond, connect, send: Transport.Send. Receive: Transport.Receive, under
+// Receiver.Fetch into a Sink
 // (a caller's buffer, a file or an io.Writer), or Receiver.FetchView for a
 // read-only view that maps the shm payload instead of copying it. Close
 // and finalize: Close on either side. Errors are values matching DYAD's

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -44,6 +43,8 @@ type Receiver struct {
 
 	rpcConns  *connPool[*rpc.Conn]
 	bulkConns *endpointCache
+
+	transports map[Mode]Transport
 
 	mu struct {
 		sync.Mutex
@@ -83,6 +84,10 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	})
 	r.mu.push = map[string]*pushListener{}
 	r.mu.bulk = map[string]string{}
+	r.transports = map[Mode]Transport{}
+	for _, m := range Modes {
+		r.transports[m] = newTransport(m, nil, r)
+	}
 	return r, nil
 }
 
@@ -100,6 +105,9 @@ func (r *Receiver) Close() error {
 	r.mu.closed = true
 	pls := r.mu.push
 	r.mu.Unlock()
+	for _, t := range r.transports {
+		_ = t.Close()
+	}
 	for _, p := range pls {
 		p.close()
 	}
@@ -148,95 +156,53 @@ func (r *Receiver) Fetch(ctx context.Context, peer string, key []byte, sink Sink
 }
 
 func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink, mode Mode, o *fetchOpts) (int64, error) {
-	fr := wire.FetchRequest{Key: key, Mode: uint32(mode), Cap: sink.capacity(), Off: o.off, Len: o.len}
-	var reg *registration
-	var pl *pushListener
+	t := r.transports[mode]
+	if t == nil {
+		return 0, fmt.Errorf("mode %s: %w", mode, ErrBadMode)
+	}
 	conn, err := r.conn(ctx, peer)
 	if err != nil {
 		return 0, err
 	}
 	healthy := false
 	defer func() { r.rpcConns.put(peer, conn, healthy) }()
-	if mode == ModePush {
-		pl, err = r.pushListener(conn)
-		if err != nil {
-			return 0, err
-		}
-		reg = pl.register(sink)
-		fr.PushAddr, fr.PushID, fr.Token = pl.addr, reg.id, reg.tok[:]
+
+	fr := wire.FetchRequest{Key: key, Mode: uint32(mode), Cap: sink.capacity(), Off: o.off, Len: o.len}
+	tr, err := t.Prepare(ctx, Peer{Addr: peer, Local: conn.LocalAddr()}, &fr, sink)
+	if err != nil {
+		return 0, err
 	}
-	// A pull from a sender whose bulk address we know goes out with the
-	// request, under a token we choose: the payload then comes one round
-	// trip sooner.
-	var pipe *endpoint
-	if mode == ModePull && (sink.Buf == nil || len(sink.Buf) > EagerLimit) {
-		var tok token
-		if pipe, tok = r.startPull(ctx, peer); pipe != nil {
-			fr.PullToken = tok[:]
-			defer func() {
-				if pipe != nil {
-					r.bulkConns.put(pipe, false) // not read to its end
-				}
-			}()
-		}
-	}
+	defer tr.Abort()
 	hdr := fr.Marshal(nil)
 
-	var rep wire.FetchReply
 	var into []byte
 	if sink.Buf != nil {
 		n := min(len(sink.Buf), EagerLimit)
 		into = sink.Buf[:n:n] // Call reads into cap(into): never past len
 	}
 	var raw rpc.Reply
-	var streamed *sinkWriter
-	if mode == ModeStream {
-		streamed = &sinkWriter{s: sink}
-		raw, err = conn.CallStream(ctx, wire.MethodFetch, hdr, nil, func(_ []byte, rd io.Reader, n uint64) error {
-			return streamed.readFrom(rd, int64(n))
-		})
+	if tr.chunk != nil {
+		raw, err = conn.CallStream(ctx, wire.MethodFetch, hdr, nil, tr.chunk)
 	} else {
 		raw, err = conn.Call(ctx, wire.MethodFetch, hdr, nil, into)
 	}
 	if err != nil {
 		var se *pdc.ServerError
 		healthy = errors.As(err, &se) // an answer: the connection is fine
-		if reg != nil {
-			pl.cancel(reg)
-		}
 		return 0, err
 	}
 	healthy = true
+	var rep wire.FetchReply
 	if err := rep.Unmarshal(raw.Header); err != nil {
-		if reg != nil {
-			pl.cancel(reg)
-		}
 		return 0, fmt.Errorf("fetch answer: %w: %w", ErrBadPack, err)
 	}
 	if err := sink.fits(rep.Size); err != nil {
-		if reg != nil {
-			pl.cancel(reg)
-		}
 		return 0, err
 	}
-
-	if rep.Mode == uint32(ModePull) && rep.Addr != "" {
-		r.mu.Lock()
-		r.mu.bulk[peer] = rep.Addr
-		r.mu.Unlock()
-	}
 	if rep.Size <= EagerLimit {
-		if reg != nil {
-			pl.cancel(reg)
-		}
-		if pipe != nil {
-			// The sender says on the bulk connection too that the payload
-			// came in the answer; read that to keep the connection in step.
-			a, remote, err := readAnswer(ctx, pipe.nc, magicPullAck)
-			if err == nil && remote == nil && a.off == offInline {
-				r.bulkConns.put(pipe, true)
-				pipe = nil
-			}
+		if tr.eager != nil {
+			tr.eager(ctx)
+			tr.abort = nil
 		}
 		if uint64(len(raw.Payload)) != rep.Size {
 			return 0, fmt.Errorf("answer carries %d bytes of a %d-byte payload: %w", len(raw.Payload), rep.Size, ErrBadPack)
@@ -247,39 +213,7 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 		w := sinkWriter{s: sink}
 		return int64(rep.Size), w.write(raw.Payload)
 	}
-
-	switch mode {
-	case ModeStream:
-		if uint64(streamed.n) != rep.Size {
-			return streamed.n, fmt.Errorf("stream ended after %d of %d bytes: %w", streamed.n, rep.Size, ErrBadPack)
-		}
-		return streamed.n, nil
-	case ModePush:
-		select {
-		case res := <-reg.done:
-			if res.err == nil && uint64(res.n) != rep.Size {
-				res.err = fmt.Errorf("push delivered %d of %d bytes: %w", res.n, rep.Size, ErrBadPack)
-			}
-			return res.n, res.err
-		case <-ctx.Done():
-			pl.cancel(reg)
-			return 0, ctx.Err()
-		}
-	case ModePull:
-		if pipe != nil {
-			n, remote, err := readPulled(ctx, pipe.nc, rep.Size, sink)
-			if err != nil {
-				return n, fmt.Errorf("bulk connection to %s: %w: %w", pipe.addr, ErrPeerFailed, err)
-			}
-			r.bulkConns.put(pipe, true)
-			pipe = nil
-			return n, remote
-		}
-		return r.pull(ctx, &rep, sink)
-	case ModeShm:
-		return readShm(ctx, &rep, sink)
-	}
-	return 0, fmt.Errorf("mode %s: %w", mode, ErrBadMode)
+	return t.Receive(ctx, tr, &rep)
 }
 
 // pull reads a payload exposed under rep.Handle over a bulk connection.
@@ -386,13 +320,13 @@ func (r *Receiver) conn(ctx context.Context, peer string) (*rpc.Conn, error) {
 	return c, nil
 }
 
-// pushListener returns the push listener on the address this host uses to
-// reach the sender over conn, starting it on first use.
-func (r *Receiver) pushListener(conn *rpc.Conn) (*pushListener, error) {
+// pushListener returns the push listener on local, the address this host
+// uses to reach the sender, starting it on first use.
+func (r *Receiver) pushListener(local net.Addr) (*pushListener, error) {
 	listen := r.cfg.PushListen
 	if listen == "" {
 		listen = "127.0.0.1:0"
-		if ta, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		if ta, ok := local.(*net.TCPAddr); ok {
 			listen = net.JoinHostPort(ta.IP.String(), "0")
 		}
 	}

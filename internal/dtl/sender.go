@@ -65,6 +65,8 @@ type Sender struct {
 	shmPath string
 	eps     *endpointCache
 
+	transports map[Mode]Transport
+
 	closing   chan struct{}
 	ctx       context.Context // canceled by Close
 	cancel    context.CancelFunc
@@ -136,6 +138,10 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	}
 	s := &Sender{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.transports = map[Mode]Transport{}
+	for _, m := range Modes {
+		s.transports[m] = newTransport(m, s, nil)
+	}
 	s.mu.handles = make(map[token]*exposed)
 	s.mu.waiters = make(map[token]chan struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
@@ -209,6 +215,9 @@ func (s *Sender) Close() error {
 		s.mu.Unlock()
 		for _, e := range hs {
 			e.release()
+		}
+		for _, t := range s.transports {
+			_ = t.Close()
 		}
 		s.eps.close()
 		s.wg.Wait()
@@ -451,69 +460,10 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 		return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
 	}
 
-	switch mode {
-	case ModeStream:
-		defer sec.release()
-		if err := s.stream(ctx, req, sec); err != nil {
-			return nil, fmt.Errorf("fetch %q: stream: %w", fr.Key, err)
-		}
-	case ModePull:
-		e, err := s.expose(sec, nil, pullTok)
-		if err != nil {
-			sec.release()
-			return nil, err
-		}
-		reply.Addr, reply.Handle, reply.Token, reply.TTL = s.BulkAddr(), e.id, e.tok[:], uint64(s.cfg.HandleTTL)
-	case ModeShm:
-		// A buffer goes into a sealed memory file. A file goes as it is
-		// (read by the receiver: a file that shrinks meanwhile is a short
-		// read, an error), unless the receiver maps it and it is not
-		// sealed against shrinking: then a sealed copy goes.
-		var memfd *os.File
-		name := fmt.Sprintf("pdc-dtl-%s", fr.Key)
-		switch {
-		case sec.File == nil:
-			memfd, err = memfdWith(name, sec.Buf)
-		case fr.Map && !isSealed(sec.File):
-			memfd, err = memfdCopy(name, sec.File, sec.Off, sec.Len)
-		}
-		if err != nil {
-			sec.release()
-			return nil, fmt.Errorf("fetch %q: shm: %w", fr.Key, err)
-		}
-		e, err := s.expose(sec, memfd, nil)
-		if err != nil {
-			(&exposed{src: sec, memfd: memfd}).release()
-			return nil, err
-		}
-		reply.Addr, reply.Handle, reply.Token, reply.TTL = s.shmPath, e.id, e.tok[:], uint64(s.cfg.HandleTTL)
-	case ModePush:
-		defer sec.release()
-		if err := s.push(ctx, &fr, sec); err != nil {
-			return nil, fmt.Errorf("fetch %q: push to %s: %w", fr.Key, fr.PushAddr, err)
-		}
-		s.pushes.Add(1)
+	if err := s.transports[mode].Send(ctx, req, &fr, sec, &reply); err != nil {
+		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
 	}
 	return rpc.Respond(&reply), nil
-}
-
-// stream sends src as chunks on the fetch's own connection.
-func (s *Sender) stream(ctx context.Context, req *rpc.Request, src Source) error {
-	size := src.Size()
-	chunk := int64(s.cfg.ChunkSize)
-	for off := int64(0); off < size; off += chunk {
-		n := min(chunk, size-off)
-		var err error
-		if src.File != nil {
-			err = req.ChunkFile(ctx, nil, src.File, src.Off+off, n)
-		} else {
-			err = req.Chunk(ctx, nil, src.Buf[off:off+n])
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // servePull answers pull requests on one bulk connection until it ends.
