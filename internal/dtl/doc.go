@@ -14,20 +14,26 @@
 //   - shm: on one host the payload lives in a memory file whose descriptor
 //     crosses a Unix socket (SCM_RIGHTS) and is mapped by the receiver.
 //
-// Each backend is a Transport, made for one direction: the Go form of
-// DYAD's dtl handle. DYAD's life cycle maps onto it as follows. Init with a
-// mode and a direction: NewSender (DYAD_COMM_SEND) and NewReceiver
-// (DYAD_COMM_RECV) make every mode's Transport in their direction; the mode
-// of a fetch comes from PDC_DTL, the receiver's config or a per-call option. RPC
-// pack and unpack: wire.FetchRequest, built by the receiver (Transport.Prepare
-// adds its push address) and decoded by the sender's fetch handler.
-// Respond, connect, send: Transport.Send. Receive: Transport.Receive, under
-// Receiver.Fetch into a Sink
-// (a caller's buffer, a file or an io.Writer), or Receiver.FetchView for a
-// read-only view that maps the shm payload instead of copying it. Close
-// and finalize: Close on either side. Errors are values matching DYAD's
-// codes (ErrBadMode, ErrBadBuffer, ErrBadPack, ErrNotFound, ErrPeerFailed,
-// ErrTimeout) and the pdc sentinels they wrap.
+// Each backend is a Transport made for one direction: the Go form of
+// DYAD's dtl handle. DYAD's life cycle maps onto it as follows.
+//
+//   - init with a mode and a direction: NewSender (DYAD_COMM_SEND) and
+//     NewReceiver (DYAD_COMM_RECV) make every mode's Transport in their
+//     direction; a fetch's mode comes from PDC_DTL, the receiver's config or
+//     a per-call option (WithMode);
+//   - rpc pack and unpack: wire.FetchRequest, built by the receiver
+//     (Transport.Prepare adds what its backend needs, such as the push
+//     address) and decoded by the sender's fetch handler;
+//   - respond, establish the connection, send: Transport.Send;
+//   - get a buffer, receive: Transport.Prepare and Transport.Receive, under
+//     Receiver.Fetch into a Sink (a caller's buffer, a file or an
+//     io.Writer), or Receiver.FetchView for a read-only view that maps the
+//     shm payload instead of copying it;
+//   - close and finalize: Close on either side.
+//
+// Errors are values matching DYAD's codes (ErrBadMode, ErrBadBuffer,
+// ErrBadPack, ErrNotFound, ErrPeerFailed, ErrTimeout) and the pdc
+// sentinels they wrap.
 //
 // Small payloads (up to EagerLimit) travel in the answer itself whatever
 // the mode, as Mercury and UCX do with their eager protocols: one round
