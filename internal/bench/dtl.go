@@ -29,8 +29,10 @@ type DTLConfig struct {
 	// conformance suite's 5 GiB case, which -short skips), next to one raw
 	// TCP transfer of the same size.
 	Big int64
-	// Source is the peer's kind of payload: "pattern" (a memory file,
-	// sent with sendfile) or "buf" (a buffer). Default "pattern".
+	// Source is the peer's kind of payload: "file" (a sealed memory
+	// file, sent from the page cache) or "buffer". Default: a buffer for
+	// stream, pull and push (as the raw ceiling sends), the file for shm
+	// (its natural form: handed over as it is).
 	Source string
 }
 
@@ -48,9 +50,14 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 	if cfg.Budget == 0 {
 		cfg.Budget = time.Second
 	}
-	if cfg.Source == "" {
-		cfg.Source = "pattern"
+	srcOf := func(m dtl.Mode) string {
+		switch {
+		case cfg.Source == "file" || cfg.Source == "" && m == dtl.ModeShm:
+			return "file"
+		}
+		return "buffer"
 	}
+	keyOf := map[string]string{"file": "pattern", "buffer": "buf"}
 	r, err := dtl.NewReceiver(dtl.ReceiverConfig{Mode: dtl.ModeStream, Secret: cfg.Secret, ClientName: "bench-dtl"})
 	if err != nil {
 		return nil, err
@@ -74,7 +81,7 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 		src := make([]byte, size)
 		dtlpeer.Fill(src, 0)
 		for _, m := range cfg.Modes {
-			key := fmt.Appendf(nil, "%s:%d", cfg.Source, size)
+			key := fmt.Appendf(nil, "%s:%d", keyOf[srcOf(m)], size)
 			ours := func() error {
 				_, err := r.Fetch(ctx, cfg.Peer, key, dtl.IntoBuffer(buf), dtl.WithMode(m))
 				return err
@@ -97,7 +104,7 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
 			}
-			name := fmt.Sprintf("%s %s", m, sizeName(size))
+			name := fmt.Sprintf("%s %s from %s", m, sizeName(size), srcOf(m))
 			if size <= 64<<10 {
 				res := latency("dtl", name+" p50", us(median(ourT)), "us", ceiling+" request p50", us(median(rawT)))
 				res.Target = "ratio >= 0.50 (<= 2x raw)"

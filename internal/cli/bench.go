@@ -156,7 +156,7 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	sizesFlag := fs.String("sizes", "4KiB,1MiB,64MiB,1GiB", "payload sizes, comma-separated")
 	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
 	big := fs.String("big", "5GiB", "one checked transfer of this size per mode (0: none)")
-	source := fs.String("source", "pattern", "the sender's payload: pattern (a memory file, sent with sendfile) or buf (a buffer)")
+	source := fs.String("source", "", "the sender's payloads: file (a memory file) or buffer (default: buffers for stream, pull and push, as the raw ceiling; the file for shm)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -167,6 +167,9 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench dtl: --sizes: %w", err)
 		}
 		sizes = append(sizes, n)
+	}
+	if *source != "" && *source != "file" && *source != "buffer" {
+		return fmt.Errorf("bench dtl: --source %q: want file or buffer: %w", *source, pdc.ErrInvalid)
 	}
 	bigN, err := parseSize(*big)
 	if err != nil {
