@@ -581,3 +581,42 @@ func TestCopyToFile(t *testing.T) {
 		}
 	})
 }
+
+// A file sent again is sent from a cached mapping: the bytes must still be
+// the file's current ones after it is rewritten in place, grown or shrunk.
+func TestSendFileSeesChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data")
+	send := func(n int64) []byte {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		a, b := tcpPair(t)
+		ch := readAll(b)
+		k, err := netio.SendFile(context.Background(), a, f, 0, n)
+		a.Close()
+		got := recv(t, ch)
+		if err != nil || k != n {
+			t.Fatalf("SendFile of %d bytes: %d, %v", n, k, err)
+		}
+		return got
+	}
+	for i, data := range [][]byte{pattern(1 << 20), bytes.Repeat([]byte{7}, 1<<20), pattern(3 << 20), bytes.Repeat([]byte{9}, 4096)} {
+		// Rewrite in place (same inode), changing the size in some rounds.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		for range 2 {
+			if got := send(int64(len(data))); !bytes.Equal(got, data) {
+				t.Fatalf("round %d: sent bytes differ from the file's (%d bytes)", i, len(got))
+			}
+		}
+	}
+}
