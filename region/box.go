@@ -398,3 +398,28 @@ func Copy(dst []byte, dstBox Box, src []byte, srcBox Box, sub Box, elem int) err
 	}
 	return nil
 }
+
+// Subtract is a minus b: at most 2·ndim disjoint boxes that together hold
+// exactly the cells of a that are not in b.
+func Subtract(a, b Box) []Box {
+	in, ok := Intersect(a, b)
+	if !ok {
+		return []Box{a.Clone()}
+	}
+	var out []Box
+	rest := a.Clone() // the part of a still to cut, narrowed dimension by dimension
+	for i := range a.Size {
+		if rest.Off[i] < in.Off[i] {
+			below := rest.Clone()
+			below.Size[i] = in.Off[i] - rest.Off[i]
+			out = append(out, below)
+		}
+		if in.End(i) < rest.End(i) {
+			above := rest.Clone()
+			above.Off[i], above.Size[i] = in.End(i), rest.End(i)-in.End(i)
+			out = append(out, above)
+		}
+		rest.Off[i], rest.Size[i] = in.Off[i], in.Size[i]
+	}
+	return out
+}

@@ -415,3 +415,38 @@ func BenchmarkCopy(b *testing.B) {
 		}
 	})
 }
+
+// Subtract leaves exactly the cells of a outside b, in disjoint boxes.
+func TestSubtract(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		n := 1 + r.IntN(4)
+		a, b := randBox(r, n, 7), randBox(r, n, 7)
+		parts := Subtract(a, b)
+		if len(parts) > 2*n {
+			t.Fatalf("%v - %v: %d parts", a, b, len(parts))
+		}
+		seen := map[string]int{}
+		for _, p := range parts {
+			if err := p.Check(); err != nil {
+				t.Fatalf("%v - %v: part %v: %v", a, b, p, err)
+			}
+			for _, c := range cells(p) {
+				seen[string(fmtCell(c))]++
+			}
+		}
+		for _, c := range cells(a) {
+			want := 0
+			if !inside(b, c) {
+				want = 1
+			}
+			if seen[string(fmtCell(c))] != want {
+				t.Fatalf("%v - %v: cell %v covered %d times, want %d", a, b, c, seen[string(fmtCell(c))], want)
+			}
+			delete(seen, string(fmtCell(c)))
+		}
+		if len(seen) != 0 {
+			t.Fatalf("%v - %v: parts cover cells outside a", a, b)
+		}
+	}
+}
