@@ -41,6 +41,10 @@ type Receiver struct {
 	cfg ReceiverConfig
 	log *slog.Logger
 
+	// ctx is canceled by Close, which ends the fetches under way.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	rpcConns  *connPool[*rpc.Conn]
 	bulkConns *endpointCache
 
@@ -73,6 +77,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		cfg.Logger = slog.Default()
 	}
 	r := &Receiver{cfg: cfg, log: cfg.Logger}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.rpcConns = newConnPool(cfg.MaxIdle, func(c *rpc.Conn) { _ = c.Close() })
 	r.bulkConns = newEndpointCache(64*cfg.MaxIdle, func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
@@ -94,8 +99,9 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 // Mode is the receiver's default mode.
 func (r *Receiver) Mode() Mode { return r.cfg.Mode }
 
-// Close closes every connection and listener; a fetch under way fails.
-// Idempotent.
+// Close closes every connection and listener; a fetch under way fails
+// with pdc.ErrClosed. A push writing into a sink at that moment is waited
+// for: it owns the sink until it returns. Idempotent.
 func (r *Receiver) Close() error {
 	r.mu.Lock()
 	if r.mu.closed {
@@ -103,6 +109,7 @@ func (r *Receiver) Close() error {
 		return nil
 	}
 	r.mu.closed = true
+	r.cancel()
 	pls := r.mu.push
 	r.mu.Unlock()
 	for _, t := range r.transports {
@@ -134,6 +141,8 @@ func WithSection(off, n uint64) FetchOption { return func(o *fetchOpts) { o.off,
 // key and puts it into sink. It returns the number of bytes received,
 // which is the payload's whole size.
 func (r *Receiver) Fetch(ctx context.Context, peer string, key []byte, sink Sink, opts ...FetchOption) (int64, error) {
+	ctx, done := r.bind(ctx)
+	defer done()
 	if err := sink.check(); err != nil {
 		return 0, fmt.Errorf("fetch %q from %s: %w", key, peer, err)
 	}
@@ -373,6 +382,8 @@ func (v *View) Close() error {
 
 // FetchView fetches the payload under key for reading in place.
 func (r *Receiver) FetchView(ctx context.Context, peer string, key []byte, opts ...FetchOption) (*View, error) {
+	ctx, done := r.bind(ctx)
+	defer done()
 	o := fetchOpts{mode: r.cfg.Mode}
 	for _, opt := range opts {
 		opt(&o)
@@ -420,9 +431,25 @@ func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o 
 	return &View{m: m}, nil
 }
 
+// errReceiverClosed ends the fetches under way when the receiver closes.
+var errReceiverClosed = fmt.Errorf("the receiver was closed: %w", pdc.ErrClosed)
+
+// bind makes ctx end when the receiver closes, too.
+func (r *Receiver) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(r.ctx, func() { cancel(errReceiverClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
 // classify adds the dtl error matching err's pdc sentinel, so that errors
 // from the other side match ErrNotFound, ErrPeerFailed and the rest too.
 func classify(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errReceiverClosed) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
 	if ctx.Err() != nil {
 		// The caller's deadline or cancellation ended the fetch, whatever
 		// the broken read or write below it says.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/rpc"
 )
@@ -253,4 +254,51 @@ func TestRegressShmViewTruncated(t *testing.T) {
 		sum += b
 	}
 	t.Log(sum)
+}
+
+// holdWriter lets its first bytes through, then holds the next write until
+// released.
+type holdWriter struct {
+	started, release chan struct{}
+	n                int
+}
+
+func (w *holdWriter) Write(p []byte) (int, error) {
+	if w.n == 0 {
+		close(w.started)
+	} else if w.n > 0 {
+		<-w.release
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+// Regression (second review): Close left stream and pull fetches under way
+// running to their end. They now fail with pdc.ErrClosed. (Push closes its
+// connections at Close and waits for a push writing into a sink.)
+func TestRegressReceiverCloseEndsFetches(t *testing.T) {
+	addr, secret := inproc(t, func(ctx context.Context, key []byte) (dtl.Source, error) {
+		return dtl.Bytes(make([]byte, 64<<20)), nil
+	})
+	for _, m := range []dtl.Mode{dtl.ModeStream, dtl.ModePull} {
+		t.Run(m.String(), func(t *testing.T) { regressReceiverClose(t, addr, secret, m) })
+	}
+}
+
+func regressReceiverClose(t *testing.T, addr string, secret []byte, m dtl.Mode) {
+	{
+		r := recv(t, secret, m)
+		w := &holdWriter{started: make(chan struct{}), release: make(chan struct{})}
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Fetch(context.Background(), addr, []byte("k"), dtl.IntoWriter(w))
+			done <- err
+		}()
+		<-w.started
+		r.Close()
+		close(w.release)
+		if err := <-done; !errors.Is(err, pdc.ErrClosed) && !errors.Is(err, dtl.ErrPeerFailed) {
+			t.Errorf("%s: a fetch under way when its receiver closed: %v, want pdc.ErrClosed", m, err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,7 +278,12 @@ func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
-// janitor releases handles nobody claimed in time.
+// mappingIdle is how long a file sent from a cached mapping keeps it
+// without another send.
+const mappingIdle = 10 * time.Second
+
+// janitor releases handles nobody claimed in time and file mappings
+// nobody uses.
 func (s *Sender) janitor() {
 	defer s.wg.Done()
 	tick := time.NewTicker(min(s.cfg.HandleTTL/4, time.Second))
@@ -287,6 +293,7 @@ func (s *Sender) janitor() {
 		case <-s.closing:
 			return
 		case now := <-tick.C:
+			netio.SweepMappings(mappingIdle)
 			var dead []*exposed
 			s.mu.Lock()
 			for tok, e := range s.mu.handles {
@@ -412,6 +419,12 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 			return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
 		}
 		defer func() {
+			if p := recover(); p != nil {
+				// A bug in a resolver: answer with an internal error, and
+				// tell the waiting pull too, or it waits for ever.
+				s.log.Error("dtl: fetch handler panicked", "key", string(fr.Key), "panic", p, "stack", string(debug.Stack()))
+				resp, err = nil, fmt.Errorf("fetch %q: server bug (panic: %v): %w", fr.Key, p, pdc.ErrInternal)
+			}
 			if err != nil {
 				_ = s.put(&exposed{tok: *pullTok, err: err})
 			} else if resp != nil && len(resp.Payload) > 0 { // eager answers always carry a payload slice

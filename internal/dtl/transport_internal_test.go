@@ -3,9 +3,12 @@ package dtl
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -38,3 +41,57 @@ func TestTransportDirections(t *testing.T) {
 		}
 	}
 }
+
+// Regression (second review): a resolver that panicked during a pipelined
+// pull left its token pending for ever, and the bulk connection waiting on
+// it. The fetch gets an internal error and the token is settled before the
+// answer goes out.
+func TestPipelinedPullPanicSettles(t *testing.T) {
+	s, err := NewSender(SenderConfig{ShmDir: t.TempDir(), Logger: discard(),
+		Resolve: func(_ context.Context, key []byte) (Source, error) {
+			if string(key) == "boom" {
+				panic("resolver bug")
+			}
+			return Bytes(make([]byte, 1<<20)), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := rpc.NewServer(rpc.ServerConfig{Logger: discard()})
+	s.Register(srv)
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(served) }()
+	defer func() { srv.Close(); <-served }()
+	r, err := NewReceiver(ReceiverConfig{Mode: ModePull, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	addr := rpc.Addr(ln.Addr())
+	// The first fetch teaches the receiver the bulk address: the next
+	// one is pipelined.
+	if _, err := r.Fetch(context.Background(), addr, []byte("ok"), IntoWriter(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Fetch(context.Background(), addr, []byte("boom"), IntoWriter(io.Discard))
+	if !errors.Is(err, pdc.ErrInternal) {
+		t.Fatalf("panicking resolver: got %v, want pdc.ErrInternal", err)
+	}
+	s.mu.Lock()
+	for _, e := range s.mu.handles {
+		if e.pending {
+			t.Errorf("a pending token outlived its fetch")
+		}
+	}
+	s.mu.Unlock()
+	if _, err := r.Fetch(context.Background(), addr, []byte("ok"), IntoWriter(io.Discard)); err != nil {
+		t.Fatalf("after the panic: %v", err)
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

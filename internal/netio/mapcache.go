@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +18,17 @@ import (
 // afresh; one rewritten in place is seen through the shared mapping, and a
 // write from a mapping whose file shrank fails (EFAULT), never faults the
 // process, since the kernel makes the copy.
+//
+// A cached mapping keeps its file's storage allocated even once the file
+// is deleted, so files already deleted are not cached, and SweepMappings
+// (run by the transport's janitor) drops mappings idle for a while or
+// whose file has since been deleted. Only sends of most of a file map it
+// whole: a small section of a large file is mapped per send, a window at a
+// time.
 const (
-	mapCacheBytes = 8 << 30 // address space, not memory: the pages stay in the page cache
-	mapCacheEntry = 1 << 30 // larger files are mapped per send, a window at a time
+	mapCacheBytes   = 8 << 30 // address space, not memory: the pages stay in the page cache
+	mapCacheEntry   = 1 << 30 // larger files are mapped per send, a window at a time
+	mapCacheEntries = 256     // each holds a descriptor to watch its file
 )
 
 type fileKey struct {
@@ -30,9 +39,16 @@ type fileKey struct {
 type mapping struct {
 	key  fileKey
 	data []byte
+	file *os.File // a duplicate descriptor, to see the file deleted
 	refs int
+	used time.Time
 	dead bool // evicted or replaced: unmapped when the last user is done
 	el   *list.Element
+}
+
+func (m *mapping) unmap() {
+	_ = unix.Munmap(m.data)
+	_ = m.file.Close()
 }
 
 type mapCache struct {
@@ -44,10 +60,11 @@ type mapCache struct {
 
 var maps = &mapCache{byKey: map[fileKey]*mapping{}, lru: list.New()}
 
-// acquire returns a read-only mapping of the whole of f, or nil if f is
-// too large to cache or cannot be mapped. release must be called when the
-// bytes are no longer used.
-func (c *mapCache) acquire(f *os.File) (m *mapping, size int64) {
+// acquire returns a read-only mapping of the whole of f for a send of n
+// bytes of it, or nil if f is not worth caching (too large, a small part
+// of it sent, already deleted) or cannot be mapped. release must be called
+// when the bytes are no longer used.
+func (c *mapCache) acquire(f *os.File, n int64) (m *mapping, size int64) {
 	var st unix.Stat_t
 	fc, err := f.SyscallConn()
 	if err != nil {
@@ -56,13 +73,15 @@ func (c *mapCache) acquire(f *os.File) (m *mapping, size int64) {
 	if cerr := fc.Control(func(fd uintptr) { err = unix.Fstat(int(fd), &st) }); cerr != nil || err != nil {
 		return nil, 0
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size <= 0 || st.Size > mapCacheEntry {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size <= 0 || st.Size > mapCacheEntry || st.Nlink == 0 || n < st.Size/2 {
 		return nil, st.Size
 	}
 	key := fileKey{dev: st.Dev, ino: st.Ino, size: st.Size}
+	now := time.Now()
 	c.mu.Lock()
 	if m := c.byKey[key]; m != nil {
 		m.refs++
+		m.used = now
 		c.lru.MoveToFront(m.el)
 		c.mu.Unlock()
 		return m, st.Size
@@ -70,37 +89,74 @@ func (c *mapCache) acquire(f *os.File) (m *mapping, size int64) {
 	c.mu.Unlock()
 
 	var data []byte
+	var dup int
 	if cerr := fc.Control(func(fd uintptr) {
-		data, err = unix.Mmap(int(fd), 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if dup, err = unix.Dup(int(fd)); err != nil {
+			return
+		}
+		if data, err = unix.Mmap(int(fd), 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+			unix.Close(dup)
+		}
 	}); cerr != nil || err != nil {
 		return nil, st.Size
 	}
-	m = &mapping{key: key, data: data, refs: 1}
+	unix.CloseOnExec(dup)
+	m = &mapping{key: key, data: data, file: os.NewFile(uintptr(dup), "mapped"), refs: 1, used: now}
 	c.mu.Lock()
 	if old := c.byKey[key]; old != nil {
 		// Mapped meanwhile by another sender: use that one.
 		old.refs++
+		old.used = now
 		c.lru.MoveToFront(old.el)
 		c.mu.Unlock()
-		_ = unix.Munmap(data)
+		m.unmap()
 		return old, st.Size
 	}
 	m.el = c.lru.PushFront(m)
 	c.byKey[key] = m
 	c.bytes += st.Size
-	var victims [][]byte
-	for c.bytes > mapCacheBytes && c.lru.Len() > 1 {
+	var victims []*mapping
+	for (c.bytes > mapCacheBytes || c.lru.Len() > mapCacheEntries) && c.lru.Len() > 1 {
 		v := c.lru.Back().Value.(*mapping)
 		c.removeLocked(v)
 		if v.refs == 0 {
-			victims = append(victims, v.data)
+			victims = append(victims, v)
 		}
 	}
 	c.mu.Unlock()
-	for _, d := range victims {
-		_ = unix.Munmap(d)
+	for _, v := range victims {
+		v.unmap()
 	}
 	return m, st.Size
+}
+
+// SweepMappings drops cached file mappings that nobody is using and that
+// have been idle for idle, or whose file has been deleted, so that they do
+// not keep the files' storage allocated. The data transport's janitor
+// calls it.
+func SweepMappings(idle time.Duration) {
+	maps.sweep(time.Now().Add(-idle))
+}
+
+func (c *mapCache) sweep(before time.Time) {
+	var victims []*mapping
+	c.mu.Lock()
+	for el := c.lru.Front(); el != nil; {
+		m := el.Value.(*mapping)
+		el = el.Next()
+		if m.refs > 0 {
+			continue
+		}
+		var st unix.Stat_t
+		if m.used.Before(before) || unix.Fstat(int(m.file.Fd()), &st) != nil || st.Nlink == 0 {
+			c.removeLocked(m)
+			victims = append(victims, m)
+		}
+	}
+	c.mu.Unlock()
+	for _, v := range victims {
+		v.unmap()
+	}
 }
 
 func (c *mapCache) removeLocked(m *mapping) {
@@ -116,6 +172,6 @@ func (c *mapCache) release(m *mapping) {
 	unmap := m.dead && m.refs == 0
 	c.mu.Unlock()
 	if unmap {
-		_ = unix.Munmap(m.data)
+		m.unmap()
 	}
 }

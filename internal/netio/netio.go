@@ -203,7 +203,7 @@ const mapWindow = 256 << 20
 // window at a time. ok is false if the file cannot be mapped (a pipe, a
 // special file): nothing was written and the caller falls back.
 func writeMapped(nc net.Conn, f *os.File, off, n int64) (sent int64, err error, ok bool) {
-	if m, size := maps.acquire(f); m != nil {
+	if m, size := maps.acquire(f, n); m != nil {
 		defer maps.release(m)
 		if off+n > size {
 			return 0, io.ErrUnexpectedEOF, true

@@ -203,6 +203,13 @@ func (w *frameWriter) writePendingLocked(ctx context.Context, extra [][]byte) er
 		_, err = w.writeBuffers(bufs)
 		if !stop() {
 			<-fired // the interrupt ran or is running: wait for it
+			if err == nil {
+				// ctx ended just after the write: nothing is torn, so
+				// leave the connection usable for the others.
+				w.dlMu.Lock()
+				_ = w.nc.SetWriteDeadline(time.Time{})
+				w.dlMu.Unlock()
+			}
 		}
 	}
 
@@ -363,6 +370,11 @@ func (w *frameWriter) writeFile(ctx context.Context, f wire.Frame, hdr []byte, f
 	_, err := netio.SendFile(context.WithoutCancel(ctx), w.nc, file, off, n)
 	interrupted := done()
 	if err == nil {
+		if interrupted {
+			w.dlMu.Lock()
+			_ = w.nc.SetWriteDeadline(time.Time{})
+			w.dlMu.Unlock()
+		}
 		return nil
 	}
 	if interrupted {
