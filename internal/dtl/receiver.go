@@ -450,11 +450,23 @@ func classify(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); errors.Is(cause, errReceiverClosed) {
 		return fmt.Errorf("%w (%v)", cause, err)
 	}
-	if ctx.Err() != nil {
+	ctxEnded := ctx.Err()
+	if ctxEnded == nil {
+		// A parent context ends before its children learn of it: a sink
+		// that waited on the caller's context can report the deadline
+		// while ours does not show it yet.
+		for _, e := range []error{context.DeadlineExceeded, context.Canceled} {
+			if errors.Is(err, e) {
+				ctxEnded = e
+				break
+			}
+		}
+	}
+	if ctxEnded != nil {
 		// The caller's deadline or cancellation ended the fetch, whatever
 		// the broken read or write below it says.
 		sentinel := pdc.ErrCanceled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(ctxEnded, context.DeadlineExceeded) {
 			sentinel = pdc.ErrTimeout
 		}
 		if errors.Is(err, sentinel) && !errors.Is(err, ErrPeerFailed) {
