@@ -44,9 +44,15 @@ func BenchmarkRPC(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	report(b, rs)
+}
+
+// report gives each result to the benchmark framework as two metrics
+// (value and ratio) and prints the table.
+func report(b *testing.B, rs []Result) {
 	for _, r := range rs {
-		name := strings.ReplaceAll(r.Case, " ", "_")
-		b.ReportMetric(r.Value, name+"_"+r.Unit)
+		name := strings.NewReplacer(" ", "_", ",", "").Replace(r.Case)
+		b.ReportMetric(r.Value, name+"_"+strings.ReplaceAll(r.Unit, "/", "_per_"))
 		b.ReportMetric(r.Ratio, name+"_ratio")
 	}
 	WriteTable(os.Stdout, rs)

@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,12 +45,7 @@ func BenchmarkDTL(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, r := range rs {
-		name := strings.ReplaceAll(r.Case, " ", "_")
-		b.ReportMetric(r.Value, name+"_"+r.Unit)
-		b.ReportMetric(r.Ratio, name+"_ratio")
-	}
-	WriteTable(os.Stdout, rs)
+	report(b, rs)
 }
 
 func TestDTLBenchRuns(t *testing.T) {

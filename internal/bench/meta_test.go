@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,12 +60,7 @@ func BenchmarkMeta(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			for _, r := range rs {
-				name := strings.NewReplacer(" ", "_", ",", "").Replace(r.Case)
-				b.ReportMetric(r.Value, name+"_"+strings.ReplaceAll(r.Unit, "/", "_per_"))
-				b.ReportMetric(r.Ratio, name+"_ratio")
-			}
-			WriteTable(os.Stdout, rs)
+			report(b, rs)
 		})
 	}
 }

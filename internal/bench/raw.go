@@ -10,33 +10,32 @@ import (
 	"time"
 )
 
-// EchoServer is the raw ceiling: it writes back whatever it reads, with
-// nothing in between.
-type EchoServer struct {
-	ln net.Listener
-	wg sync.WaitGroup
-	mu struct {
+// rawServer runs one goroutine per accepted connection, nothing in
+// between: the scaffolding of the raw ceilings' servers.
+type rawServer struct {
+	lns    []net.Listener
+	handle func(net.Conn)
+	wg     sync.WaitGroup
+	mu     struct {
 		sync.Mutex
 		conns map[net.Conn]struct{}
 	}
 }
 
-// NewEchoServer serves on ln until Close.
-func NewEchoServer(ln net.Listener) *EchoServer {
-	s := &EchoServer{ln: ln}
+func newRawServer(handle func(net.Conn), lns ...net.Listener) *rawServer {
+	s := &rawServer{lns: lns, handle: handle}
 	s.mu.conns = make(map[net.Conn]struct{})
-	s.wg.Add(1)
-	go s.accept()
+	for _, ln := range lns {
+		s.wg.Add(1)
+		go s.accept(ln)
+	}
 	return s
 }
 
-// Addr is the server's address.
-func (s *EchoServer) Addr() string { return s.ln.Addr().String() }
-
-func (s *EchoServer) accept() {
+func (s *rawServer) accept(ln net.Listener) {
 	defer s.wg.Done()
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -49,18 +48,7 @@ func (s *EchoServer) accept() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := nc.Read(buf)
-				if n > 0 {
-					if _, werr := nc.Write(buf[:n]); werr != nil {
-						break
-					}
-				}
-				if err != nil {
-					break
-				}
-			}
+			s.handle(nc)
 			nc.Close()
 			s.mu.Lock()
 			delete(s.mu.conns, nc)
@@ -70,8 +58,10 @@ func (s *EchoServer) accept() {
 }
 
 // Close stops the server and waits for its goroutines.
-func (s *EchoServer) Close() error {
-	s.ln.Close()
+func (s *rawServer) Close() error {
+	for _, ln := range s.lns {
+		ln.Close()
+	}
 	s.mu.Lock()
 	for nc := range s.mu.conns {
 		nc.Close()
@@ -79,6 +69,33 @@ func (s *EchoServer) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// EchoServer is the raw ceiling: it writes back whatever it reads, with
+// nothing in between.
+type EchoServer struct{ *rawServer }
+
+// NewEchoServer serves on ln until Close.
+func NewEchoServer(ln net.Listener) *EchoServer {
+	return &EchoServer{newRawServer(echo, ln)}
+}
+
+// Addr is the server's address.
+func (s *EchoServer) Addr() string { return s.lns[0].Addr().String() }
+
+func echo(nc net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := nc.Read(buf)
+		if n > 0 {
+			if _, werr := nc.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // dialRaw connects to addr. The dial is not bounded by a measuring

@@ -85,36 +85,9 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 	return bench.WriteTable(e.stdout, rs)
 }
 
-// startEcho runs `pdc bench-echo` and returns its address. The child exits
-// when its stdin closes, so it cannot outlive us.
+// startEcho runs `pdc bench-echo` and returns its address.
 func startEcho(ctx context.Context) (addr string, stop func(), err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(self, "bench-echo")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("echo server did not start: %w", err)
-	}
-	return strings.TrimSpace(line), stop, nil
+	return startChild(ctx, "bench-echo")
 }
 
 // startChild runs a hidden subcommand of this binary that prints one line
@@ -242,7 +215,13 @@ func runBenchDTLPeer(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	return dtlpeer.Main(dtlpeer.Config{Secret: []byte(*secret), ShmDir: *shmDir})
+	p, err := dtlpeer.Start(dtlpeer.Config{Secret: []byte(*secret), ShmDir: *shmDir})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	serveChild(ctx, e, p.Addr())
+	return nil
 }
 
 func runBenchRawSource(ctx context.Context, e *env, args []string) error {
@@ -266,7 +245,14 @@ func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 	}
 	s := bench.NewSourceServer(lns...)
 	defer s.Close()
-	fmt.Fprintln(e.stdout, ln.Addr().String())
+	serveChild(ctx, e, ln.Addr().String())
+	return nil
+}
+
+// serveChild is the child's side of startChild: it prints addr and returns
+// once its parent closes its stdin (or ctx ends).
+func serveChild(ctx context.Context, e *env, addr string) {
+	fmt.Fprintln(e.stdout, addr)
 	done := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -276,7 +262,6 @@ func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 	case <-done:
 	case <-ctx.Done():
 	}
-	return nil
 }
 
 func runBenchEcho(ctx context.Context, e *env, args []string) error {
@@ -286,15 +271,6 @@ func runBenchEcho(ctx context.Context, e *env, args []string) error {
 	}
 	s := bench.NewEchoServer(ln)
 	defer s.Close()
-	fmt.Fprintln(e.stdout, s.Addr())
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	serveChild(ctx, e, s.Addr())
 	return nil
 }

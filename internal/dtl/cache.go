@@ -3,6 +3,8 @@ package dtl
 import (
 	"container/list"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -73,6 +75,31 @@ func (c *endpointCache) get(ctx context.Context, addr string) (ep *endpoint, reu
 		return nil, false, err
 	}
 	return &endpoint{addr: addr, nc: nc}, false, nil
+}
+
+// run runs op on a connection to addr from the cache; op must give the
+// connection back (put) or hand it on. op's remote error is the peer's
+// answer and comes back as is; its err is a broken connection. A cached
+// connection that broke before the peer said anything (errNoAnswer) had
+// died while idle: op runs once more on a fresh one.
+func (c *endpointCache) run(ctx context.Context, addr string, op func(ep *endpoint) (remote, err error)) error {
+	for attempt := 0; ; attempt++ {
+		ep, reused, err := c.get(ctx, addr)
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w: %w", addr, ErrPeerFailed, err)
+		}
+		remote, err := op(ep)
+		if err == nil {
+			return remote
+		}
+		if errors.Is(err, errNoAnswer) && reused && attempt == 0 && ctx.Err() == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return fmt.Errorf("connection to %s: %w: %w", addr, ErrPeerFailed, err)
+	}
 }
 
 // put returns ep after a transfer; a connection that failed is closed.

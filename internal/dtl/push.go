@@ -23,7 +23,7 @@ func dialPush(ctx context.Context, addr string, stall time.Duration) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	tuneTCP(nc, stall)
+	netio.Tune(nc, stall)
 	return nc, nil
 }
 
@@ -56,42 +56,27 @@ func (s *Sender) push(ctx context.Context, fr *wire.FetchRequest, src Source) er
 	r := request{id: fr.PushID, size: uint64(src.Size())}
 	copy(r.token[:], fr.Token)
 	hdr := r.put(make([]byte, 0, requestSize), magicPush)
-	for attempt := 0; ; attempt++ {
-		ep, reused, err := s.eps.get(ctx, fr.PushAddr)
-		if err != nil {
-			return fmt.Errorf("connect: %w: %w", ErrPeerFailed, err)
+	return s.eps.run(ctx, fr.PushAddr, func(ep *endpoint) (remote, err error) {
+		remote, err = pushOn(ctx, ep.nc, hdr, src)
+		if err != nil || remote != nil {
+			s.eps.put(ep, false)
+			return remote, err
 		}
-		remote, err := pushOn(ctx, ep.nc, hdr, src)
-		if err == nil && remote == nil {
-			// Sent. The receiver acknowledges once the bytes are in its
-			// sink; the connection is reused only after that, so that a
-			// later push never queues behind one that may still fail.
-			// The ack is awaited off the answer's path.
-			s.mu.Lock()
-			if s.mu.closed {
-				s.mu.Unlock()
-				s.eps.put(ep, false)
-				return nil
-			}
-			s.wg.Add(1)
+		// Sent. The receiver acknowledges once the bytes are in its sink;
+		// the connection is reused only after that, so that a later push
+		// never queues behind one that may still fail. The ack is awaited
+		// off the answer's path.
+		s.mu.Lock()
+		if s.mu.closed {
 			s.mu.Unlock()
-			go s.awaitAck(ep)
-			return nil
+			s.eps.put(ep, false)
+			return nil, nil
 		}
-		s.eps.put(ep, false)
-		if err == nil {
-			return remote
-		}
-		if errors.Is(err, errNoAnswer) && reused && attempt == 0 && ctx.Err() == nil {
-			// The cached connection had died while idle (the receiver
-			// never answered on it): one try on a fresh one.
-			continue
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-		return fmt.Errorf("%w: %w", ErrPeerFailed, err)
-	}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.awaitAck(ep)
+		return nil, nil
+	})
 }
 
 // awaitAck reads a push's acknowledgement and returns the connection to
@@ -270,7 +255,7 @@ func (p *pushListener) accept() {
 
 // serve takes pushes on one connection until it ends.
 func (p *pushListener) serve(nc net.Conn) {
-	tuneTCP(nc, defaultStall)
+	netio.Tune(nc, defaultStall)
 	var hb [requestSize]byte
 	for {
 		if _, err := io.ReadFull(nc, hb[:]); err != nil {

@@ -83,7 +83,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			tuneTCP(nc, defaultStall)
+			netio.Tune(nc, defaultStall)
 		}
 		return nc, err
 	})
@@ -233,24 +233,13 @@ func (r *Receiver) pull(ctx context.Context, rep *wire.FetchReply, sink Sink) (i
 	req := request{id: rep.Handle, size: rep.Size}
 	copy(req.token[:], rep.Token)
 	hdr := req.put(make([]byte, 0, requestSize), magicPull)
-	for attempt := 0; ; attempt++ {
-		ep, reused, err := r.bulkConns.get(ctx, rep.Addr)
-		if err != nil {
-			return 0, fmt.Errorf("bulk connection to %s: %w: %w", rep.Addr, ErrPeerFailed, err)
-		}
-		n, remote, err := pullOn(ctx, ep.nc, hdr, rep.Size, sink)
+	var n int64
+	err := r.bulkConns.run(ctx, rep.Addr, func(ep *endpoint) (remote, err error) {
+		n, remote, err = pullOn(ctx, ep.nc, hdr, rep.Size, sink)
 		r.bulkConns.put(ep, err == nil)
-		if err == nil {
-			return n, remote
-		}
-		if errors.Is(err, errNoAnswer) && reused && attempt == 0 && ctx.Err() == nil {
-			continue // the idle connection had died: one fresh try
-		}
-		if ctx.Err() != nil {
-			return n, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-		return n, fmt.Errorf("bulk connection to %s: %w: %w", rep.Addr, ErrPeerFailed, err)
-	}
+		return remote, err
+	})
+	return n, err
 }
 
 // startPull sends a pipelined pull to peer's bulk address, if known, under

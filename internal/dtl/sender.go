@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -481,7 +479,7 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 
 // servePull answers pull requests on one bulk connection until it ends.
 func (s *Sender) servePull(nc net.Conn) {
-	tuneTCP(nc, s.cfg.Stall)
+	netio.Tune(nc, s.cfg.Stall)
 	var hb [requestSize]byte
 	for {
 		// Idle connections wait here for the receiver's next pull; Close
@@ -536,7 +534,7 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 	}
 	// No bound on the whole transfer, which may be long and moving: a
 	// receiver that stops reading is caught by the socket's user timeout
-	// (tuneTCP), Close by s.ctx.
+	// (netio.Tune), Close by s.ctx.
 	ctx := s.ctx
 	a := answer{size: uint64(src.Size())}
 	hdr := a.put(make([]byte, 0, answerSize), magicPullAck)
@@ -555,24 +553,6 @@ func (s *Sender) refuse(nc net.Conn, magic string, err error) {
 	s.log.Warn("dtl: refusing peer", "remote", nc.RemoteAddr().String(), "err", err)
 	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = nc.Write(errAnswer(magic, err))
-}
-
-// tuneTCP sets what a side-channel socket wants: no Nagle delay,
-// keepalives that find a vanished peer, and a bound on how long sent data
-// may stay unacknowledged (a receiver that stopped reading), after which
-// the kernel fails the connection.
-func tuneTCP(nc net.Conn, userTimeout time.Duration) {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return
-	}
-	_ = tc.SetNoDelay(true)
-	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3})
-	if rc, err := tc.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout/time.Millisecond))
-		})
-	}
 }
 
 // defaultStall bounds how long a side channel's sent data may go

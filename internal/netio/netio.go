@@ -250,3 +250,21 @@ func writeMapped(nc net.Conn, f *os.File, off, n int64) (sent int64, err error, 
 	}
 	return sent, nil, true
 }
+
+// Tune sets what a pdc connection wants of a TCP socket: no Nagle delay,
+// keepalives that find a vanished peer, and a bound (stall) on how long
+// sent data may stay unacknowledged, including a peer's zero window, after
+// which the kernel fails the connection. Unix sockets need none of it.
+func Tune(nc net.Conn, stall time.Duration) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.SetNoDelay(true)
+	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3})
+	if rc, err := tc.SyscallConn(); err == nil && stall > 0 {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(stall/time.Millisecond))
+		})
+	}
+}

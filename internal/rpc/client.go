@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -136,7 +137,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("dial server %s: %w: %w", opts.Label, pdc.ErrUnavailable, err)
 	}
-	tuneConn(nc, opts.StallTimeout)
+	netio.Tune(nc, opts.StallTimeout)
 	c := &Conn{
 		nc:      nc,
 		label:   opts.Label,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -342,7 +343,7 @@ type serverConn struct {
 
 func (c *serverConn) serve() {
 	s := c.s
-	tuneConn(c.nc, s.cfg.StallTimeout)
+	netio.Tune(c.nc, s.cfg.StallTimeout)
 	c.r = newFrameReader(c.nc, s.cfg.Limits)
 	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
 	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
