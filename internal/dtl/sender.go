@@ -454,16 +454,11 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 	reply := wire.FetchReply{Size: size, Mode: uint32(mode)}
 
 	if size <= EagerLimit {
-		defer sec.release()
 		if sec.File == nil {
-			// Release runs before the server writes the answer: a source
-			// that is released sends a copy.
-			b := sec.Buf
-			if sec.Release != nil {
-				b = append(make([]byte, 0, len(b)), b...)
-			}
-			return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
+			// Released once the server has written (copied) the answer.
+			return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{sec.Buf}, Done: sec.release}, nil
 		}
+		defer sec.release()
 		b := make([]byte, size)
 		if err := sec.readAt(b, 0); err != nil {
 			return nil, fmt.Errorf("fetch %q: reading %s: %w", fr.Key, sec.File.Name(), err)

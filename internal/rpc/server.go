@@ -70,6 +70,10 @@ func (r *Request) canStream() error {
 type Response struct {
 	Header  []byte
 	Payload [][]byte
+	// Done, if set, is called once the response has been written or
+	// queued (its buffers copied), or dropped: the handler's buffers are
+	// free again.
+	Done func()
 }
 
 // Respond returns a response whose header is m.
@@ -572,6 +576,9 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 				_ = c.w.write(c.ctx, out, body.Marshal(nil), nil)
 			}
 			return
+		}
+		if resp.Done != nil {
+			defer resp.Done()
 		}
 		out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
 		if he.inline {

@@ -238,3 +238,27 @@ func TestStreamExclusive(t *testing.T) {
 		t.Fatalf("the stream itself: %v", err)
 	}
 }
+
+// A response's Done runs once the server no longer needs its buffers, and
+// the bytes the client gets are those of the buffer before Done changed it.
+func TestResponseDone(t *testing.T) {
+	done := make(chan struct{})
+	buf := []byte("payload")
+	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+		ts.Handle(methodStreamFail+1, func(ctx context.Context, req *Request) (*Response, error) {
+			return &Response{Payload: [][]byte{buf}, Done: func() {
+				copy(buf, "garbage")
+				close(done)
+			}}, nil
+		})
+	})
+	c := dial(t, ts.addr, DialOptions{})
+	rep, err := c.Call(ctx10(t), methodStreamFail+1, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rep.Payload) != "payload" {
+		t.Fatalf("got %q: the buffer was released before it was sent", rep.Payload)
+	}
+	<-done
+}
