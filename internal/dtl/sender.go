@@ -359,7 +359,7 @@ func (s *Sender) claim(r *request, wait bool) (*exposed, error) {
 			if timer != nil {
 				timer.Stop()
 			}
-			if e.src.Size() > 0 || e.memfd != nil || e.src.File != nil {
+			if e.err == nil && !e.inline { // a payload, not a pipelined pull's outcome
 				s.pulls.Add(1)
 			}
 			return e, nil
