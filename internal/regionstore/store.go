@@ -63,8 +63,8 @@ type Options struct {
 type Store struct {
 	opts Options
 
-	mu    sync.Mutex
-	files map[uint64]*objFile
+	mu     sync.Mutex
+	files  map[uint64]*objFile
 	closed bool
 }
 
