@@ -17,6 +17,12 @@ type ObjectProps struct {
 	UserID      uint32   // 7
 	DataLoc     string   // 8
 	Tags        string   // 9: free-form tags string (PDCprop_set_obj_tags)
+	// Where the data lives, fixed when the object is created so that
+	// set_dims never moves it.
+	Storage uint32 // 10: regionstore.Mode (0: the default, by offset)
+	Home    uint32 // 11: object static: index of its data server
+	Block   uint64 // 12: region static: rows of the first dim per block
+	Spread  uint32 // 13: data servers the object was spread over at create
 }
 
 func (m *ObjectProps) Marshal(b []byte) []byte {
@@ -29,6 +35,10 @@ func (m *ObjectProps) Marshal(b []byte) []byte {
 	b = putUint(b, 7, uint64(m.UserID))
 	b = putString(b, 8, m.DataLoc)
 	b = putString(b, 9, m.Tags)
+	b = putUint(b, 10, uint64(m.Storage))
+	b = putUint(b, 11, uint64(m.Home))
+	b = putUint(b, 12, m.Block)
+	b = putUint(b, 13, uint64(m.Spread))
 	return b
 }
 
@@ -55,6 +65,14 @@ func (m *ObjectProps) Unmarshal(b []byte) error {
 			m.DataLoc = f.string()
 		case 9:
 			m.Tags = f.string()
+		case 10:
+			m.Storage = f.uint32()
+		case 11:
+			m.Home = f.uint32()
+		case 12:
+			m.Block = f.uint64()
+		case 13:
+			m.Spread = f.uint32()
 		}
 	}
 	return f.err

@@ -43,12 +43,14 @@ var dims32 = func() []uint64 {
 }()
 
 var fullProps = wire.ObjectProps{Dims: []uint64{1024, 512, 0}, Type: 8, Partition: 2, Consistency: 1,
-	AppName: "vpic", TimeStep: 42, UserID: 1000, DataLoc: "/scratch/pdc", Tags: "a=1,b=2"}
+	AppName: "vpic", TimeStep: 42, UserID: 1000, DataLoc: "/scratch/pdc", Tags: "a=1,b=2",
+	Storage: 2, Home: 3, Block: 1 << 20, Spread: 4}
 
 // bigProps encodes to well over 127 bytes.
 var bigProps = wire.ObjectProps{Dims: dims32, Type: math.MinInt32, Partition: math.MaxUint32, Consistency: math.MaxUint32,
 	AppName: strings.Repeat("a", 130), TimeStep: math.MaxUint32, UserID: math.MaxUint32,
-	DataLoc: strings.Repeat("/d", 70), Tags: strings.Repeat("t", 200)}
+	DataLoc: strings.Repeat("/d", 70), Tags: strings.Repeat("t", 200),
+	Storage: math.MaxUint32, Home: math.MaxUint32, Block: math.MaxUint64, Spread: math.MaxUint32}
 
 var fullMeta = wire.ObjectMeta{ID: 1 << 40, Name: "particles/x", ContID: 7, Props: fullProps,
 	CreatedUnix: 1_700_000_000_123_456_789, DimsVersion: 3}
@@ -101,7 +103,7 @@ var metaTypes = []msgType{
 		name: "ObjectProps",
 		new:  func() wire.Message { return new(wire.ObjectProps) },
 		fields: []field{{1, kPacked}, {2, kInt32}, {3, kUint32}, {4, kUint32}, {5, kString}, {6, kUint32}, {7, kUint32},
-			{8, kString}, {9, kString}},
+			{8, kString}, {9, kString}, {10, kUint32}, {11, kUint32}, {12, kUint64}, {13, kUint32}},
 		vals: []wire.Message{
 			&wire.ObjectProps{},
 			&wire.ObjectProps{Dims: []uint64{0}},
@@ -397,6 +399,99 @@ var metaTypes = []msgType{
 				Token: []byte{1, 2, 3}, TTL: uint64(math.MaxInt64)},
 		},
 	},
+	{
+		name: "DataItem",
+		new:  func() wire.Message { return new(wire.DataItem) },
+		fields: []field{{1, kUint64}, {2, kBool}, {3, kPacked}, {4, kPacked}, {5, kPacked}, {6, kUint64}, {7, kUint32},
+			{8, kUint32}},
+		vals: []wire.Message{
+			&wire.DataItem{},
+			&wire.DataItem{Obj: 1 << 40, Write: true, Off: []uint64{0, 64}, Size: []uint64{1024, 64}, Dims: []uint64{1 << 20, 128},
+				DimsVersion: 2, Elem: 4, Storage: 1},
+			&wire.DataItem{Obj: math.MaxUint64, Write: true, Off: dims32, Size: dims32, Dims: dims32, DimsVersion: math.MaxUint64,
+				Elem: math.MaxUint32, Storage: math.MaxUint32},
+		},
+	},
+	{
+		name:   "DataStart",
+		new:    func() wire.Message { return new(wire.DataStart) },
+		fields: []field{{1, kMsg}, {2, kBool}},
+		vals: []wire.Message{
+			&wire.DataStart{},
+			&wire.DataStart{Items: []wire.DataItem{{Obj: 1, Write: true, Off: []uint64{0}, Size: []uint64{8}, Dims: []uint64{8}, Elem: 8}}, Wait: true},
+			&wire.DataStart{Items: []wire.DataItem{{}, {Obj: 2}, {Obj: math.MaxUint64, Dims: dims32}}, Wait: true},
+		},
+	},
+	{
+		name:   "DataIDs",
+		new:    func() wire.Message { return new(wire.DataIDs) },
+		fields: []field{{1, kPacked}},
+		vals: []wire.Message{
+			&wire.DataIDs{},
+			&wire.DataIDs{IDs: []uint64{1}},
+			&wire.DataIDs{IDs: dims32},
+		},
+	},
+	{
+		name:   "DataResult",
+		new:    func() wire.Message { return new(wire.DataResult) },
+		fields: []field{{1, kUint32}, {2, kString}, {3, kUint64}, {4, kUint32}},
+		vals: []wire.Message{
+			&wire.DataResult{},
+			&wire.DataResult{Size: 1 << 20, State: wire.StatePending},
+			&wire.DataResult{Code: math.MaxUint32, Message: strings.Repeat("m", 300), Size: math.MaxUint64, State: math.MaxUint32},
+		},
+	},
+	{
+		name:   "DataResults",
+		new:    func() wire.Message { return new(wire.DataResults) },
+		fields: []field{{1, kMsg}, {2, kPacked}},
+		vals: []wire.Message{
+			&wire.DataResults{},
+			&wire.DataResults{Items: []wire.DataResult{{}, {Size: 4}}, IDs: []uint64{7, 8}},
+			&wire.DataResults{Items: []wire.DataResult{{Code: 5, Message: "region 0:8 outside dims 4"}}, IDs: dims32},
+		},
+	},
+	{
+		name:   "RegionReq",
+		new:    func() wire.Message { return new(wire.RegionReq) },
+		fields: []field{{1, kUint64}, {2, kPacked}, {3, kPacked}, {4, kPacked}, {5, kUint32}},
+		vals: []wire.Message{
+			&wire.RegionReq{},
+			&wire.RegionReq{Obj: 3, Off: []uint64{0, 0}, Size: []uint64{4, 4}, Candidates: []uint64{0, 1, 2}, Elem: 4},
+			&wire.RegionReq{Obj: math.MaxUint64, Off: dims32, Size: dims32, Candidates: dims32, Elem: math.MaxUint32},
+		},
+	},
+	{
+		name:   "RegionBatch",
+		new:    func() wire.Message { return new(wire.RegionBatch) },
+		fields: []field{{1, kMsg}},
+		vals: []wire.Message{
+			&wire.RegionBatch{},
+			&wire.RegionBatch{Items: []wire.RegionReq{{Obj: 1, Off: []uint64{0}, Size: []uint64{1}}}},
+			&wire.RegionBatch{Items: []wire.RegionReq{{}, {Obj: math.MaxUint64, Off: dims32, Size: dims32, Candidates: dims32}}},
+		},
+	},
+	{
+		name:   "RegionPiece",
+		new:    func() wire.Message { return new(wire.RegionPiece) },
+		fields: []field{{1, kPacked}, {2, kPacked}, {3, kUint32}},
+		vals: []wire.Message{
+			&wire.RegionPiece{},
+			&wire.RegionPiece{Off: []uint64{0, 8}, Size: []uint64{8, 8}, Server: 2},
+			&wire.RegionPiece{Off: dims32, Size: dims32, Server: math.MaxUint32},
+		},
+	},
+	{
+		name:   "RegionPieces",
+		new:    func() wire.Message { return new(wire.RegionPieces) },
+		fields: []field{{1, kMsg}},
+		vals: []wire.Message{
+			&wire.RegionPieces{},
+			&wire.RegionPieces{Items: []wire.RegionPiece{{Off: []uint64{0}, Size: []uint64{4}, Server: 1}}},
+			&wire.RegionPieces{Items: []wire.RegionPiece{{}, {Off: dims32, Size: dims32, Server: math.MaxUint32}}},
+		},
+	},
 }
 
 func metaNamed(name string) msgType {
@@ -416,11 +511,23 @@ var metaGolden = []struct {
 	enc  string
 }{
 	{"FetchRequest", &wire.FetchRequest{Key: []byte("k"), Mode: 2}, "0a 01 6b 10 02"},
+	{"DataItem", &wire.DataItem{Obj: 1, Write: true, Off: []uint64{2}, Size: []uint64{3}, Dims: []uint64{300}, DimsVersion: 4, Elem: 5, Storage: 2},
+		"08 01 10 01 1a 01 02 22 01 03 2a 02 ac 02 30 04 38 05 40 02"},
+	{"DataStart", &wire.DataStart{Items: []wire.DataItem{{Obj: 1}}, Wait: true}, "0a 02 08 01 10 01"},
+	{"DataIDs", &wire.DataIDs{IDs: []uint64{1, 300}}, "0a 03 01 ac 02"},
+	{"DataResult", &wire.DataResult{Code: 3, Message: "m", Size: 4, State: 1}, "08 03 12 01 6d 18 04 20 01"},
+	{"DataResults", &wire.DataResults{Items: []wire.DataResult{{Size: 1}}, IDs: []uint64{9}}, "0a 02 18 01 12 01 09"},
+	{"RegionReq", &wire.RegionReq{Obj: 1, Off: []uint64{2}, Size: []uint64{3}, Candidates: []uint64{0, 1}, Elem: 4},
+		"08 01 12 01 02 1a 01 03 22 02 00 01 28 04"},
+	{"RegionBatch", &wire.RegionBatch{Items: []wire.RegionReq{{Obj: 1}}}, "0a 02 08 01"},
+	{"RegionPiece", &wire.RegionPiece{Off: []uint64{1}, Size: []uint64{2}, Server: 3}, "0a 01 01 12 01 02 18 03"},
+	{"RegionPieces", &wire.RegionPieces{Items: []wire.RegionPiece{{Server: 3}}}, "0a 02 18 03"},
 	{"FetchReply", &wire.FetchReply{Size: 5, Mode: 1, Addr: "a", Handle: 2, Token: []byte{1}, TTL: 3},
 		"08 05 10 01 1a 01 61 20 02 2a 01 01 30 03"},
 	{"ObjectProps", &wire.ObjectProps{Dims: []uint64{1, 300}, Type: -1, Partition: 3, Consistency: 4, AppName: "a", TimeStep: 6,
 		UserID: 7, DataLoc: "d", Tags: "t"}, "0a 03 01 ac 02 10 01 18 03 20 04 2a 01 61 30 06 38 07 42 01 64 4a 01 74"},
 	{"ObjectProps", &wire.ObjectProps{Type: 1}, "10 02"},
+	{"ObjectProps", &wire.ObjectProps{Storage: 2, Home: 1, Block: 300, Spread: 4}, "50 02 58 01 60 ac 02 68 04"},
 	{"ObjectProps", &wire.ObjectProps{Type: math.MinInt32}, "10 ff ff ff ff 0f"},
 	{"ObjectProps", &wire.ObjectProps{Type: math.MaxInt32}, "10 fe ff ff ff 0f"},
 	{"ObjectProps", &wire.ObjectProps{Dims: []uint64{0, 0}}, "0a 02 00 00"},
@@ -505,8 +612,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 25 {
-		t.Fatalf("%d metadata message types, want 25", len(metaTypes))
+	if len(metaTypes) != 34 {
+		t.Fatalf("%d metadata message types, want 34", len(metaTypes))
 	}
 }
 

@@ -46,9 +46,18 @@ const (
 	MethodCheckpoint    Method = 48 // -> Checkpoint
 	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
+	MethodRegionAssign  Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
+	MethodRegionQuery   Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
 
 	// Data transport methods (64-79).
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
+
+	// Data server methods (80-95).
+	MethodDataStart  Method = 80 // DataStart (+ write bytes) -> DataIDs, or DataResults (+ read bytes) if Wait
+	MethodDataWait   Method = 81 // DataIDs -> DataResults (+ read bytes), once all are done
+	MethodDataStatus Method = 82 // DataIDs -> DataResults (State), at once; a completed one is forgotten
+	MethodDataFlush  Method = 83 // IDArg (object) -> (empty) once its data is fsynced
+	MethodDataDelete Method = 84 // IDArg (object) -> (empty) once its data is removed
 )
 
 var methodNames = map[Method]string{
@@ -80,6 +89,13 @@ var methodNames = map[Method]string{
 	MethodImport:        "import",
 	MethodMigrated:      "migrated",
 	MethodFetch:         "dtl_fetch",
+	MethodRegionAssign:  "region_assign",
+	MethodRegionQuery:   "region_query",
+	MethodDataStart:     "data_start",
+	MethodDataWait:      "data_wait",
+	MethodDataStatus:    "data_status",
+	MethodDataFlush:     "data_flush",
+	MethodDataDelete:    "data_delete",
 }
 
 func (m Method) String() string {

@@ -1,0 +1,295 @@
+package wire
+
+// DataItem is one region transfer between a client and a data server.
+type DataItem struct {
+	Obj   uint64   // 1
+	Write bool     // 2
+	Off   []uint64 // 3: the region of the object (the file space)
+	Size  []uint64 // 4
+	// The object as the client knows it: a data server refuses a layout
+	// older than one it has seen, so that no client writes with stale dims.
+	Dims        []uint64 // 5
+	DimsVersion uint64   // 6
+	Elem        uint32   // 7: bytes per element
+	Storage     uint32   // 8: regionstore.Mode
+}
+
+func (m *DataItem) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Obj)
+	b = putBool(b, 2, m.Write)
+	b = putPackedUints(b, 3, m.Off)
+	b = putPackedUints(b, 4, m.Size)
+	b = putPackedUints(b, 5, m.Dims)
+	b = putUint(b, 6, m.DimsVersion)
+	b = putUint(b, 7, uint64(m.Elem))
+	return putUint(b, 8, uint64(m.Storage))
+}
+
+func (m *DataItem) Unmarshal(b []byte) error {
+	*m = DataItem{}
+	f := fields{b: b, msg: "DataItem"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Obj = f.uint64()
+		case 2:
+			m.Write = f.bool()
+		case 3:
+			m.Off = f.packedUints(m.Off)
+		case 4:
+			m.Size = f.packedUints(m.Size)
+		case 5:
+			m.Dims = f.packedUints(m.Dims)
+		case 6:
+			m.DimsVersion = f.uint64()
+		case 7:
+			m.Elem = f.uint32()
+		case 8:
+			m.Storage = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// DataStart registers transfers with a data server. The request's payload
+// holds the bytes of the write items, in item order.
+type DataStart struct {
+	Items []DataItem // 1
+	// Wait asks for the answer once every item is done (POSIX
+	// consistency), with the read items' bytes in its payload.
+	Wait bool // 2
+}
+
+func (m *DataStart) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return putBool(b, 2, m.Wait)
+}
+
+func (m *DataStart) Unmarshal(b []byte) error {
+	*m = DataStart{}
+	f := fields{b: b, msg: "DataStart"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			var x DataItem
+			f.sub(&x)
+			m.Items = append(m.Items, x)
+		case 2:
+			m.Wait = f.bool()
+		}
+	}
+	return f.err
+}
+
+// DataIDs names registered transfers: DataStart's answer (one id per item)
+// and the request of DataWait and DataStatus.
+type DataIDs struct {
+	IDs []uint64 // 1
+}
+
+func (m *DataIDs) Marshal(b []byte) []byte { return putPackedUints(b, 1, m.IDs) }
+
+func (m *DataIDs) Unmarshal(b []byte) error {
+	*m = DataIDs{}
+	f := fields{b: b, msg: "DataIDs"}
+	for f.next() {
+		if f.num == 1 {
+			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// Transfer states, as pdc_transfer_status_t.
+const (
+	StateComplete uint32 = 0
+	StatePending  uint32 = 1
+	StateNotFound uint32 = 2
+)
+
+// DataResult is how one transfer ended, or where it stands.
+type DataResult struct {
+	Code    Code   // 1: the transfer's error, CodeOK if it succeeded
+	Message string // 2
+	Size    uint64 // 3: bytes of this transfer in the answer's payload
+	State   uint32 // 4: DataStatus only
+}
+
+func (m *DataResult) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Code))
+	b = putString(b, 2, m.Message)
+	b = putUint(b, 3, m.Size)
+	return putUint(b, 4, uint64(m.State))
+}
+
+func (m *DataResult) Unmarshal(b []byte) error {
+	*m = DataResult{}
+	f := fields{b: b, msg: "DataResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Code = Code(f.uint32())
+		case 2:
+			m.Message = f.string()
+		case 3:
+			m.Size = f.uint64()
+		case 4:
+			m.State = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// DataResults answers DataWait, DataStatus and a waiting DataStart: one
+// result per transfer, and the read transfers' bytes in the payload in
+// the same order.
+type DataResults struct {
+	Items []DataResult // 1
+	IDs   []uint64     // 2: a waiting DataStart's ids (for status)
+}
+
+func (m *DataResults) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return putPackedUints(b, 2, m.IDs)
+}
+
+func (m *DataResults) Unmarshal(b []byte) error {
+	*m = DataResults{}
+	f := fields{b: b, msg: "DataResults"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			var x DataResult
+			f.sub(&x)
+			m.Items = append(m.Items, x)
+		case 2:
+			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// RegionReq is a region of an object: for RegionAssign, one about to be
+// written; for RegionQuery, one about to be read.
+type RegionReq struct {
+	Obj  uint64   // 1
+	Off  []uint64 // 2
+	Size []uint64 // 3
+	// RegionAssign: the data servers (ranks) to choose from; the metadata
+	// server picks the one it has given the fewest bytes.
+	Candidates []uint64 // 4
+	Elem       uint32   // 5: bytes per element
+}
+
+func (m *RegionReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Obj)
+	b = putPackedUints(b, 2, m.Off)
+	b = putPackedUints(b, 3, m.Size)
+	b = putPackedUints(b, 4, m.Candidates)
+	return putUint(b, 5, uint64(m.Elem))
+}
+
+func (m *RegionReq) Unmarshal(b []byte) error {
+	*m = RegionReq{}
+	f := fields{b: b, msg: "RegionReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Obj = f.uint64()
+		case 2:
+			m.Off = f.packedUints(m.Off)
+		case 3:
+			m.Size = f.packedUints(m.Size)
+		case 4:
+			m.Candidates = f.packedUints(m.Candidates)
+		case 5:
+			m.Elem = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// RegionBatch is many RegionReqs in one request.
+type RegionBatch struct {
+	Items []RegionReq // 1
+}
+
+func (m *RegionBatch) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionBatch) Unmarshal(b []byte) error {
+	*m = RegionBatch{}
+	f := fields{b: b, msg: "RegionBatch"}
+	for f.next() {
+		if f.num == 1 {
+			var x RegionReq
+			f.sub(&x)
+			m.Items = append(m.Items, x)
+		}
+	}
+	return f.err
+}
+
+// RegionPiece is a region stored on one data server.
+type RegionPiece struct {
+	Off    []uint64 // 1
+	Size   []uint64 // 2
+	Server uint32   // 3: rank
+}
+
+func (m *RegionPiece) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Off)
+	b = putPackedUints(b, 2, m.Size)
+	return putUint(b, 3, uint64(m.Server))
+}
+
+func (m *RegionPiece) Unmarshal(b []byte) error {
+	*m = RegionPiece{}
+	f := fields{b: b, msg: "RegionPiece"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Off = f.packedUints(m.Off)
+		case 2:
+			m.Size = f.packedUints(m.Size)
+		case 3:
+			m.Server = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// RegionPieces answers RegionAssign (one piece per item: where to write
+// it) and RegionQuery (the disjoint parts of the read held by data
+// servers, newest write first resolved; parts not listed read as zeros).
+type RegionPieces struct {
+	Items []RegionPiece // 1
+}
+
+func (m *RegionPieces) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionPieces) Unmarshal(b []byte) error {
+	*m = RegionPieces{}
+	f := fields{b: b, msg: "RegionPieces"}
+	for f.next() {
+		if f.num == 1 {
+			var x RegionPiece
+			f.sub(&x)
+			m.Items = append(m.Items, x)
+		}
+	}
+	return f.err
+}
