@@ -39,6 +39,9 @@ var (
 	ErrClosed = errors.New("pdc: closed")
 	// ErrChecksum: stored or transferred bytes do not match their checksum.
 	ErrChecksum = errors.New("pdc: checksum mismatch")
+	// ErrStale: the caller acted on an old view of an object (its dims
+	// changed since it looked); refresh and retry.
+	ErrStale = errors.New("pdc: stale object layout")
 	// ErrInternal: a server failed in a way that is not the caller's fault.
 	ErrInternal = errors.New("pdc: internal error")
 )

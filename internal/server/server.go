@@ -15,7 +15,9 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dataserver"
 	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -166,6 +168,25 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	var data *dataserver.Service
+	if cfg.Roles&wire.RoleData != 0 {
+		store, err := regionstore.Open(regionstore.Options{
+			Dir:  filepath.Join(cfg.DataDir, fmt.Sprintf("data-%d", cfg.Rank)),
+			Sync: cfg.Durability == metaserver.DurabilitySync,
+		})
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
+		defer func() {
+			// Shutdown fsyncs what the default durability left in the
+			// kernel.
+			if err := store.Close(); err != nil {
+				log.Error("close region store: " + err.Error())
+			}
+		}()
+		data = dataserver.New(dataserver.Config{Store: store, Logger: log})
+		defer data.Close()
+	}
 	ln, err := rpc.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("rank %d: cannot %w", cfg.Rank, err)
@@ -187,9 +208,13 @@ func Run(ctx context.Context, cfg Config) error {
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start,
 	}
 	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
-	var onSessionEnd func(string)
-	if meta != nil {
-		onSessionEnd = meta.SessionEnded
+	onSessionEnd := func(client string) {
+		if meta != nil {
+			meta.SessionEnded(client)
+		}
+		if data != nil {
+			data.SessionEnded(client)
+		}
 	}
 	s.rpc = rpc.NewServer(rpc.ServerConfig{
 		Limits: cfg.Limits, Secret: secret, Rank: uint32(cfg.Rank), Size: uint32(cfg.Size),
@@ -197,6 +222,9 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	if meta != nil {
 		meta.Register(s.rpc)
+	}
+	if data != nil {
+		data.Register(s.rpc)
 	}
 	s.rpc.HandleInline(wire.MethodPing, s.ping)
 	s.rpc.HandleInline(wire.MethodStatus, s.status)

@@ -29,6 +29,7 @@ const (
 	CodeProtocol      Code = 13
 	CodeClosed        Code = 14
 	CodeChecksum      Code = 15
+	CodeStale         Code = 16
 )
 
 var codeErrs = [...]error{
@@ -47,6 +48,7 @@ var codeErrs = [...]error{
 	CodeProtocol:      pdc.ErrProtocol,
 	CodeClosed:        pdc.ErrClosed,
 	CodeChecksum:      pdc.ErrChecksum,
+	CodeStale:         pdc.ErrStale,
 }
 
 // CodeOf returns the code for err: the code of the first sentinel err wraps,

@@ -32,10 +32,11 @@ var codeSentinels = []struct {
 	{wire.CodeProtocol, pdc.ErrProtocol},
 	{wire.CodeClosed, pdc.ErrClosed},
 	{wire.CodeChecksum, pdc.ErrChecksum},
+	{wire.CodeStale, pdc.ErrStale},
 }
 
 func TestCodeSentinelTable(t *testing.T) {
-	if len(codeSentinels) != int(wire.CodeChecksum-wire.CodeInternal+1) {
+	if len(codeSentinels) != int(wire.CodeStale-wire.CodeInternal+1) {
 		t.Fatalf("table covers %d codes, want every code from Internal to Checksum", len(codeSentinels))
 	}
 	seen := map[error]wire.Code{}
@@ -99,7 +100,7 @@ func TestCodeErr(t *testing.T) {
 	if err := wire.CodeOK.Err(); err != nil {
 		t.Fatalf("CodeOK.Err() = %v, want nil", err)
 	}
-	for _, c := range []wire.Code{wire.CodeChecksum + 1, 100, math.MaxUint32} {
+	for _, c := range []wire.Code{wire.CodeStale + 1, 100, math.MaxUint32} {
 		if err := c.Err(); err != pdc.ErrInternal {
 			t.Fatalf("unknown Code(%d).Err() = %v, want pdc.ErrInternal", c, err)
 		}

@@ -1,0 +1,404 @@
+package dataserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Store holds the data. Required; the Service does not close it.
+	Store *regionstore.Store
+	// Workers do the I/O. Default 4.
+	Workers int
+	// QueueDepth bounds the transfers waiting for a worker. Default 1024.
+	QueueDepth int
+	// MaxBytes bounds the bytes of queued writes and uncollected reads.
+	// Default 1 GiB.
+	MaxBytes int64
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.QueueDepth <= 0 {
+		c.QueueDepth = 1024
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 1 << 30
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Service serves the data methods of one server.
+type Service struct {
+	cfg    Config
+	store  *regionstore.Store
+	log    *slog.Logger
+	budget *semaphore.Weighted
+	queue  chan *transfer
+
+	ctx      context.Context // ends when the workers have stopped
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the workers
+	deferred sync.WaitGroup // reads waiting for writes before queueing
+	// sendMu is held for reading while sending to queue, and for writing
+	// to close it; closing refuses new sends.
+	sendMu  sync.RWMutex
+	closing atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		next      uint64
+		transfers map[key]*transfer
+		writes    map[uint64][]*transfer // pending writes per object
+		layouts   map[uint64]layoutSeen  // newest dims seen per object
+		closed    bool
+	}
+}
+
+type key struct {
+	client string
+	id     uint64
+}
+
+type layoutSeen struct {
+	version uint64
+	dims    []uint64
+}
+
+// transfer is one registered region transfer.
+type transfer struct {
+	id     uint64
+	client string
+	item   wire.DataItem
+	box    region.Box
+	layout regionstore.Layout
+	data   []byte // write: the bytes to store; read: the bytes read
+	held   int64  // bytes of the budget this transfer holds
+	deps   []*transfer
+
+	done chan struct{} // closed when the I/O has finished
+	err  error         // set before done is closed
+}
+
+// New starts a Service's workers. Close stops them.
+func New(cfg Config) *Service {
+	cfg.setDefaults()
+	s := &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger,
+		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.transfers = map[key]*transfer{}
+	s.mu.writes = map[uint64][]*transfer{}
+	s.mu.layouts = map[uint64]layoutSeen{}
+	for range cfg.Workers {
+		s.wg.Add(1)
+		go s.worker()
+	}
+	return s
+}
+
+// Register adds the data methods to srv.
+func (s *Service) Register(srv *rpc.Server) {
+	srv.Handle(wire.MethodDataStart, s.start)
+	srv.Handle(wire.MethodDataWait, s.wait)
+	srv.HandleInline(wire.MethodDataStatus, s.status)
+	srv.Handle(wire.MethodDataFlush, s.flush)
+	srv.Handle(wire.MethodDataDelete, s.delete)
+}
+
+// Close stops the workers once the queued transfers are done, and fails
+// transfers registered after. Idempotent.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.Unlock()
+	// Reads waiting for writes are handed over (or failed) first; then no
+	// sender is left, and the workers drain the queue and stop.
+	s.deferred.Wait()
+	s.closing.Store(true)
+	s.sendMu.Lock()
+	close(s.queue)
+	s.sendMu.Unlock()
+	s.wg.Wait()
+	s.cancel()
+	return nil
+}
+
+// SessionEnded forgets the transfers of a client that has gone: their
+// results can no longer be collected.
+func (s *Service) SessionEnded(client string) {
+	s.mu.Lock()
+	var gone []*transfer
+	for k, t := range s.mu.transfers {
+		if k.client == client {
+			delete(s.mu.transfers, k)
+			gone = append(gone, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range gone {
+		go s.releaseWhenDone(t)
+	}
+}
+
+// releaseWhenDone gives a forgotten transfer's budget back once its I/O
+// has finished.
+func (s *Service) releaseWhenDone(t *transfer) {
+	<-t.done
+	s.release(t)
+}
+
+func (s *Service) release(t *transfer) {
+	if t.held > 0 {
+		s.budget.Release(t.held)
+		t.held = 0
+	}
+	t.data = nil
+}
+
+func (s *Service) worker() {
+	defer s.wg.Done()
+	for t := range s.queue {
+		t.err = s.do(t)
+		if t.item.Write {
+			// The bytes are stored: give back the budget they held.
+			s.release(t)
+			s.forgetWrite(t)
+		}
+		close(t.done)
+	}
+}
+
+func (s *Service) do(t *transfer) error {
+	if t.item.Write {
+		if err := s.store.Write(t.item.Obj, t.layout, t.box, t.data); err != nil {
+			return fmt.Errorf("write object %d region %v: %w", t.item.Obj, t.box, err)
+		}
+		return nil
+	}
+	t.data = make([]byte, t.box.Volume()*uint64(t.layout.Elem))
+	if err := s.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
+		return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.box, err)
+	}
+	return nil
+}
+
+func (s *Service) forgetWrite(t *transfer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.mu.writes[t.item.Obj]
+	for i, w := range ws {
+		if w == t {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(s.mu.writes, t.item.Obj)
+	} else {
+		s.mu.writes[t.item.Obj] = ws
+	}
+}
+
+// check validates an item and makes its transfer.
+func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
+	box := region.Box{Off: it.Off, Size: it.Size}
+	if err := box.Check(); err != nil {
+		return nil, fmt.Errorf("object %d: region: %w", it.Obj, err)
+	}
+	if len(it.Dims) != box.Ndim() {
+		return nil, fmt.Errorf("object %d: region %v has %d dims, the object %d: %w", it.Obj, box, box.Ndim(), len(it.Dims), pdc.ErrInvalid)
+	}
+	if err := box.Within(it.Dims); err != nil {
+		return nil, fmt.Errorf("object %d: %w", it.Obj, err)
+	}
+	if it.Elem == 0 || it.Elem > 1<<16 {
+		return nil, fmt.Errorf("object %d: element size %d: %w", it.Obj, it.Elem, pdc.ErrInvalid)
+	}
+	mode := regionstore.Mode(it.Storage)
+	if mode == 0 {
+		mode = regionstore.ByOffset
+	}
+	if mode != regionstore.ByOffset && mode != regionstore.ByRegion {
+		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
+	}
+	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
+		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode}}, nil
+}
+
+// observeLayout refuses a layout older than one already seen for the
+// object and remembers a newer one. Called with mu held.
+func (s *Service) observeLayout(it wire.DataItem) error {
+	seen, ok := s.mu.layouts[it.Obj]
+	if ok && it.DimsVersion < seen.version {
+		return fmt.Errorf("object %d: dims version %d is older than version %d (dims %v) already used here: %w",
+			it.Obj, it.DimsVersion, seen.version, seen.dims, pdc.ErrStale)
+	}
+	if !ok || it.DimsVersion > seen.version {
+		s.mu.layouts[it.Obj] = layoutSeen{version: it.DimsVersion, dims: it.Dims}
+	}
+	return nil
+}
+
+var errClosing = fmt.Errorf("data server is shutting down: %w", pdc.ErrUnavailable)
+
+func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.DataStart
+	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	ts := make([]*transfer, len(m.Items))
+	var writeBytes uint64
+	for i, it := range m.Items {
+		t, err := s.check(req.Client, it)
+		if err != nil {
+			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
+		}
+		if it.Write {
+			writeBytes += t.box.Volume() * uint64(it.Elem)
+		}
+		ts[i] = t
+	}
+	if writeBytes != uint64(len(req.Payload)) {
+		return nil, fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", writeBytes, len(req.Payload), pdc.ErrInvalid)
+	}
+	// Writes first, so that reads of the same request see them.
+	order := make([]*transfer, 0, len(ts))
+	for _, t := range ts {
+		if t.item.Write {
+			order = append(order, t)
+		}
+	}
+	for _, t := range ts {
+		if !t.item.Write {
+			order = append(order, t)
+		}
+	}
+	var pos uint64
+	for _, t := range ts {
+		if t.item.Write {
+			n := t.box.Volume() * uint64(t.item.Elem)
+			t.data = req.Payload[pos : pos+n : pos+n]
+			pos += n
+		}
+	}
+	for i, t := range order {
+		if err := s.enqueue(ctx, t); err != nil {
+			// The ones already queued run; the client learns of them
+			// only as far as this error says.
+			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
+		}
+	}
+	ids := make([]uint64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.id
+	}
+	if !m.Wait {
+		return rpc.Respond(&wire.DataIDs{IDs: ids}), nil
+	}
+	return s.collect(ctx, req.Client, ids, true)
+}
+
+// enqueue registers t and hands it to the workers, waiting for budget and
+// queue room under ctx. A read that must wait for earlier writes is handed
+// over once they are done, by a goroutine of its own, so that no worker
+// ever waits for work still in the queue.
+func (s *Service) enqueue(ctx context.Context, t *transfer) error {
+	n := int64(t.box.Volume()) * int64(t.item.Elem)
+	n = min(n, s.cfg.MaxBytes) // one larger than the budget goes alone
+	if err := s.budget.Acquire(ctx, n); err != nil {
+		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
+	}
+	t.held = n
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		s.release(t)
+		return errClosing
+	}
+	if err := s.observeLayout(t.item); err != nil {
+		s.mu.Unlock()
+		s.release(t)
+		return err
+	}
+	s.mu.next++
+	t.id = s.mu.next
+	obj := t.item.Obj
+	if t.item.Write {
+		s.mu.writes[obj] = append(s.mu.writes[obj], t)
+	} else {
+		for _, w := range s.mu.writes[obj] {
+			if w.client == t.client {
+				if _, ok := region.Intersect(w.box, t.box); ok {
+					t.deps = append(t.deps, w)
+				}
+			}
+		}
+	}
+	s.mu.transfers[key{t.client, t.id}] = t
+	if len(t.deps) > 0 {
+		s.deferred.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.deferred.Done()
+			for _, d := range t.deps {
+				<-d.done
+			}
+			t.deps = nil
+			_ = s.send(s.ctx, t)
+		}()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.send(ctx, t)
+}
+
+// send puts a registered transfer on the queue.
+func (s *Service) send(ctx context.Context, t *transfer) error {
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	if s.closing.Load() {
+		s.fail(t, errClosing)
+		return errClosing
+	}
+	select {
+	case s.queue <- t:
+		return nil
+	case <-ctx.Done():
+		err := ctxErr(ctx, ctx.Err())
+		s.fail(t, err)
+		return err
+	}
+}
+
+// fail ends a registered transfer that never reached a worker; a client
+// waiting for it gets err.
+func (s *Service) fail(t *transfer, err error) {
+	t.err = err
+	if t.item.Write {
+		s.forgetWrite(t)
+	}
+	s.release(t)
+	close(t.done)
+}
