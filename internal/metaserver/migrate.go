@@ -40,6 +40,10 @@ func keyOwner(k []byte) (uint32, bool) {
 		if len(k) == 17 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[9:])), true
 		}
+	case 'R':
+		if len(k) == 17 {
+			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true
+		}
 	case 'T':
 		if len(k) >= 10 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[2:])), true

@@ -309,13 +309,18 @@ func (s *Service) deleteObjs(ms []*wire.ObjectMeta, idents [][]byte) error {
 		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
 		tp := tagPrefix(kindObject, m.ID)
 		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+		rp := regionPrefix(m.ID)
+		_ = b.DeleteRange(rp, prefixEnd(rp), nil)
 	}
 	if err := s.st.commit(b); err != nil {
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
+	s.regionMu.Lock()
 	for _, m := range ms {
 		s.opens.forget(m.ID)
+		delete(s.regions.lastSeq, m.ID)
 	}
+	s.regionMu.Unlock()
 	return nil
 }
 

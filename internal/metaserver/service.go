@@ -54,6 +54,10 @@ type Service struct {
 	updateMu sync.RWMutex
 
 	opens openTable
+
+	// regionMu guards regions and orders region map records.
+	regionMu sync.Mutex
+	regions  regionState
 }
 
 // Open opens (or creates) the store in cfg.Dir.
@@ -70,6 +74,7 @@ func Open(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{})}
 	s.opens.init()
+	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
 	return s, nil
 }
 
@@ -124,6 +129,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)
+	srv.Handle(wire.MethodRegionAssign, s.regionAssign)
+	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
 }
 
 // owns checks that this server owns placement key k. The thing the key
