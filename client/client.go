@@ -87,6 +87,8 @@ type Client struct {
 
 	metaOnce sync.Once
 	meta     []int // ranks of the metadata servers
+	dataOnce sync.Once
+	data     []int // ranks of the data servers
 
 	closeOnce sync.Once
 }

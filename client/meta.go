@@ -61,6 +61,31 @@ type ObjectProps struct {
 	UserID      uint32
 	DataLoc     string
 	Tags        string
+	// Storage is how data servers lay the object's data out on disk.
+	Storage Storage
+}
+
+// Storage is how a data server lays an object's data out in its file.
+type Storage uint32
+
+// Storage modes. By offset is the default: it is faster for objects
+// written and read in regions of their own layout; by region suits objects
+// written in many overlapping or scattered pieces (see README, region I/O).
+const (
+	StorageDefault  Storage = 0 // by offset
+	StorageByOffset Storage = 1 // canonical row-major layout
+	StorageByRegion Storage = 2 // append log of written regions with an index
+)
+
+// String names the mode as the CLI spells it.
+func (s Storage) String() string {
+	switch s {
+	case StorageDefault, StorageByOffset:
+		return "offset"
+	case StorageByRegion:
+		return "region"
+	}
+	return fmt.Sprintf("storage(%d)", uint32(s))
 }
 
 // Clone returns a deep copy (PDCprop_obj_dup).
@@ -72,13 +97,13 @@ func (p ObjectProps) Clone() ObjectProps {
 func (p *ObjectProps) wire() wire.ObjectProps {
 	return wire.ObjectProps{Dims: p.Dims, Type: int32(p.Type), Partition: uint32(p.Partition),
 		Consistency: uint32(p.Consistency), AppName: p.AppName, TimeStep: p.TimeStep, UserID: p.UserID,
-		DataLoc: p.DataLoc, Tags: p.Tags}
+		DataLoc: p.DataLoc, Tags: p.Tags, Storage: uint32(p.Storage)}
 }
 
 func propsFrom(w *wire.ObjectProps) ObjectProps {
 	return ObjectProps{Dims: w.Dims, Type: region.Type(w.Type), Partition: Partition(w.Partition),
 		Consistency: Consistency(w.Consistency), AppName: w.AppName, TimeStep: w.TimeStep, UserID: w.UserID,
-		DataLoc: w.DataLoc, Tags: w.Tags}
+		DataLoc: w.DataLoc, Tags: w.Tags, Storage: Storage(w.Storage)}
 }
 
 // ContainerInfo describes a container.
@@ -102,6 +127,8 @@ type ObjectInfo struct {
 	DimsVersion uint64
 	// Server is the rank of the metadata server that holds it.
 	Server int
+
+	spread spread
 }
 
 // metaServers returns the ranks of the metadata servers, in order.
@@ -114,6 +141,18 @@ func (c *Client) metaServers() []int {
 		}
 	})
 	return c.meta
+}
+
+// dataServers returns the ranks of the data servers, in order.
+func (c *Client) dataServers() []int {
+	c.dataOnce.Do(func() {
+		for _, s := range c.Servers() {
+			if s.Roles == "data" || s.Roles == "both" {
+				c.data = append(c.data, s.Rank)
+			}
+		}
+	})
+	return c.data
 }
 
 // ownerOfKey returns the rank of the metadata server that owns key.

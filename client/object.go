@@ -22,12 +22,19 @@ type Object struct {
 	c    *Client
 	info ObjectInfo
 	once sync.Once
+
+	mu struct {
+		sync.Mutex
+		pending map[*Transfer]struct{} // started, not yet waited
+		wrote   map[int]bool           // data servers written since the last flush
+	}
 }
 
 func (c *Client) objInfo(m *wire.ObjectMeta) ObjectInfo {
 	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
 	return ObjectInfo{ID: m.ID, Name: m.Name, ContainerID: m.ContID, Props: propsFrom(&m.Props),
-		Created: time.Unix(0, m.CreatedUnix), DimsVersion: m.DimsVersion, Server: rank}
+		Created: time.Unix(0, m.CreatedUnix), DimsVersion: m.DimsVersion, Server: rank,
+		spread: spread{home: m.Props.Home, block: m.Props.Block, over: m.Props.Spread}}
 }
 
 // ObjectSpec is one object to create.
@@ -55,6 +62,7 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 	for i, s := range specs {
 		items[i] = wire.ObjCreate{ContID: ct.info.ID, Name: s.Name, Props: s.Props.wire()}
 		keys[i] = placement.Key(s.Name, s.Props.TimeStep)
+		ct.c.spreadNew(&items[i].Props, keys[i])
 	}
 	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, func(idx []int) wire.ObjBatch {
 		b := wire.ObjBatch{Creates: make([]wire.ObjCreate, len(idx))}
@@ -235,23 +243,26 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 	return nil
 }
 
-// Close releases the handle. Idempotent.
+// Close waits for the object's transfers under way, fsyncs the data they
+// wrote and releases the handle. Idempotent.
 func (o *Object) Close(ctx context.Context) error {
 	var err error
 	o.once.Do(func() {
-		err = o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil)
+		err = o.Flush(ctx)
+		if cerr := o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 	})
 	return err
 }
 
-// Delete deletes the object's metadata and tags (and, once region I/O
-// exists, its data).
+// Delete deletes the object's metadata, tags and data.
 func (o *Object) Delete(ctx context.Context) error {
 	if err := o.c.call(ctx, o.info.Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.info.ID}, nil); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.info.Name, err)
 	}
 	o.once.Do(func() {})
-	return nil
+	return o.deleteData(ctx)
 }
 
 // ---- tags

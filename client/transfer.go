@@ -1,0 +1,903 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// spread is where an object's data lives, fixed at create.
+type spread struct {
+	home  uint32 // object static: index among the data servers
+	block uint64 // region static: rows of the first dim per block
+	over  uint32 // data servers at create
+}
+
+// staticBlockBytes is the size of a region-static block when the first dim
+// is unlimited (so that it cannot be divided among the servers).
+const staticBlockBytes = 64 << 20
+
+// spreadNew fixes where a new object's data will live.
+func (c *Client) spreadNew(p *wire.ObjectProps, key uint32) {
+	ds := len(c.dataServers())
+	if ds == 0 || len(p.Dims) == 0 {
+		return
+	}
+	p.Spread = uint32(ds)
+	p.Home = key % uint32(ds)
+	if p.Dims[0] != Unlimited {
+		p.Block = max((p.Dims[0]+uint64(ds)-1)/uint64(ds), 1)
+		return
+	}
+	row := uint64(max(region.Type(p.Type).Size(), 1))
+	for _, d := range p.Dims[1:] {
+		row *= max(d, 1)
+	}
+	p.Block = max(staticBlockBytes/row, 1)
+}
+
+// Access says which way a transfer moves bytes (pdc_access_t).
+type Access int
+
+// Accesses.
+const (
+	Read  Access = 1 // PDC_READ: object to buffer
+	Write Access = 2 // PDC_WRITE: buffer to object
+)
+
+func (a Access) String() string {
+	switch a {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return fmt.Sprintf("access(%d)", int(a))
+}
+
+// TransferStatus is pdc_transfer_status_t.
+type TransferStatus int
+
+// Transfer states.
+const (
+	TransferComplete TransferStatus = 0
+	TransferPending  TransferStatus = 1
+	TransferNotFound TransferStatus = 2
+)
+
+func (s TransferStatus) String() string {
+	switch s {
+	case TransferComplete:
+		return "complete"
+	case TransferPending:
+		return "pending"
+	case TransferNotFound:
+		return "not found"
+	}
+	return fmt.Sprintf("status(%d)", int(s))
+}
+
+type transferState int
+
+const (
+	stateCreated transferState = iota
+	stateStarted
+	stateDone   // waited; status not yet reported complete
+	stateClosed // closed, or complete reported
+)
+
+// Transfer moves one region between a buffer and an object, asynchronously:
+// Start registers it with the data servers, Wait returns once the bytes are
+// stored (write) or in the buffer (read). PDC's region transfer.
+type Transfer struct {
+	obj    *Object
+	access Access
+	buf    []byte
+	local  region.Box // the part of the buffer, shaped like bufShape
+	shape  region.Box // the buffer's shape: local's end in every dim
+	remote region.Box // the part of the object
+
+	mu     sync.Mutex
+	state  transferState
+	err    error
+	linear []byte // the elements in remote's row-major order
+	packed bool   // linear is a copy (local is not contiguous in buf)
+	parts  []part
+}
+
+// part is the piece of a transfer held by one data server.
+type part struct {
+	server int
+	box    region.Box
+	data   []byte // box's elements in row-major order
+	direct bool   // data is a slice of linear
+	id     uint64
+	done   bool
+}
+
+// NewTransfer describes a transfer (PDCregion_transfer_create). local is
+// the part of buf that takes part, in a buffer shaped as local's end in
+// every dimension (HDF5's memory space: a 1-D local region is size[0]
+// elements from element off[0]); remote is the part of the object (the
+// file space), which must lie inside its dims. Both hold the same number of
+// elements, matched in row-major order.
+func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, local, remote region.Box) (*Transfer, error) {
+	if access != Read && access != Write {
+		return nil, fmt.Errorf("object %q: transfer: %v is neither read nor write: %w", o.info.Name, access, pdc.ErrInvalid)
+	}
+	if err := remote.Check(); err != nil {
+		return nil, fmt.Errorf("object %q: remote region: %w", o.info.Name, err)
+	}
+	if err := local.Check(); err != nil {
+		return nil, fmt.Errorf("object %q: local region: %w", o.info.Name, err)
+	}
+	if err := o.checkRemote(ctx, remote); err != nil {
+		return nil, err
+	}
+	if local.Volume() != remote.Volume() {
+		return nil, fmt.Errorf("object %q: local region %v holds %d elements, remote region %v holds %d: %w",
+			o.info.Name, local, local.Volume(), remote, remote.Volume(), pdc.ErrInvalid)
+	}
+	elem := uint64(o.elem())
+	shape := region.Box{Off: make([]uint64, local.Ndim()), Size: make([]uint64, local.Ndim())}
+	for i := range local.Size {
+		shape.Size[i] = local.End(i)
+	}
+	need, ok := mulOK(shape.Volume(), elem)
+	if !ok || need > uint64(len(buf)) {
+		return nil, fmt.Errorf("object %q: local region %v needs a buffer of %d elements of %d bytes, the buffer has %d bytes: %w",
+			o.info.Name, local, shape.Volume(), elem, len(buf), pdc.ErrInvalid)
+	}
+	return &Transfer{obj: o, access: access, buf: buf[:need], local: local.Clone(), shape: shape, remote: remote.Clone()}, nil
+}
+
+func mulOK(a, b uint64) (uint64, bool) {
+	if a != 0 && b > ^uint64(0)/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+func (o *Object) elem() int { return max(o.info.Props.Type.Size(), 1) }
+
+// checkRemote checks a remote region against the object's dims, looking
+// them up again before refusing: another client may have grown it.
+func (o *Object) checkRemote(ctx context.Context, remote region.Box) error {
+	dims := o.info.Props.Dims
+	if remote.Ndim() != len(dims) {
+		return fmt.Errorf("object %q: remote region %v has %d dims, the object %d: %w", o.info.Name, remote, remote.Ndim(), len(dims), pdc.ErrInvalid)
+	}
+	if remote.Within(dims) == nil {
+		return nil
+	}
+	info, err := o.Refresh(ctx)
+	if err != nil {
+		return err
+	}
+	if err := remote.Within(info.Props.Dims); err != nil {
+		return fmt.Errorf("object %q: remote region: %w", o.info.Name, err)
+	}
+	return nil
+}
+
+// StartWrite starts writing buf, box's elements in row-major order, to the
+// object's box.
+func (o *Object) StartWrite(ctx context.Context, box region.Box, buf []byte) (*Transfer, error) {
+	return o.startWhole(ctx, Write, box, buf)
+}
+
+// StartRead starts reading the object's box into buf, in row-major order.
+func (o *Object) StartRead(ctx context.Context, box region.Box, buf []byte) (*Transfer, error) {
+	return o.startWhole(ctx, Read, box, buf)
+}
+
+func (o *Object) startWhole(ctx context.Context, a Access, box region.Box, buf []byte) (*Transfer, error) {
+	elem := uint64(o.elem())
+	if box.Check() == nil && uint64(len(buf)) != box.Volume()*elem {
+		return nil, fmt.Errorf("object %q: region %v is %d bytes, the buffer %d: %w", o.info.Name, box, box.Volume()*elem, len(buf), pdc.ErrInvalid)
+	}
+	t, err := o.NewTransfer(ctx, buf, a, region.Shape(uint64(len(buf))/elem), box)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Start(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Write writes buf, box's elements in row-major order, to the object's box
+// and returns once it is stored.
+func (o *Object) Write(ctx context.Context, box region.Box, buf []byte) error {
+	return o.transferNow(ctx, Write, box, buf)
+}
+
+// Read reads the object's box into buf, in row-major order. Parts never
+// written read as zeros.
+func (o *Object) Read(ctx context.Context, box region.Box, buf []byte) error {
+	return o.transferNow(ctx, Read, box, buf)
+}
+
+func (o *Object) transferNow(ctx context.Context, a Access, box region.Box, buf []byte) error {
+	t, err := o.startWhole(ctx, a, box, buf)
+	if err != nil {
+		return err
+	}
+	return t.Wait(ctx)
+}
+
+// PutData writes the whole object from data (PDCobj_put_data).
+func (o *Object) PutData(ctx context.Context, data []byte) error {
+	return o.Write(ctx, region.Shape(o.info.Props.Dims...), data)
+}
+
+// GetData reads the whole object (PDCobj_get_data).
+func (o *Object) GetData(ctx context.Context) ([]byte, error) {
+	box := region.Shape(o.info.Props.Dims...)
+	n, ok := mulOK(box.Volume(), uint64(o.elem()))
+	if !ok || n > 1<<40 {
+		return nil, fmt.Errorf("object %q: %v is too large to read whole: %w", o.info.Name, box, pdc.ErrTooLarge)
+	}
+	buf := make([]byte, n)
+	return buf, o.Read(ctx, box, buf)
+}
+
+// Start starts the transfer (PDCregion_transfer_start). With POSIX
+// consistency it returns once the transfer is done.
+func (t *Transfer) Start(ctx context.Context) error {
+	return t.obj.c.StartAll(ctx, []*Transfer{t})
+}
+
+// Wait returns once the transfer is done (PDCregion_transfer_wait).
+func (t *Transfer) Wait(ctx context.Context) error {
+	return t.obj.c.WaitAll(ctx, []*Transfer{t})
+}
+
+// Status says where the transfer stands without waiting for it
+// (PDCregion_transfer_status). Complete is reported once; after that, and
+// for a transfer never started, the status is TransferNotFound.
+func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
+	t.mu.Lock()
+	state := t.state
+	t.mu.Unlock()
+	switch state {
+	case stateCreated, stateClosed:
+		return TransferNotFound, nil
+	case stateDone:
+		t.mu.Lock()
+		t.state = stateClosed
+		t.mu.Unlock()
+		return TransferComplete, nil
+	}
+	byServer := map[int][]uint64{}
+	for _, p := range t.parts {
+		if !p.done {
+			byServer[p.server] = append(byServer[p.server], p.id)
+		}
+	}
+	pending := false
+	for server, ids := range byServer {
+		var res wire.DataResults
+		if err := t.obj.c.call(ctx, server, wire.MethodDataStatus, &wire.DataIDs{IDs: ids}, &res); err != nil {
+			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.info.Name, t.remote, err)
+		}
+		for _, r := range res.Items {
+			if r.State == wire.StatePending {
+				pending = true
+			}
+		}
+	}
+	if pending {
+		return TransferPending, nil
+	}
+	// Done on every server: collect (a read's bytes come with the wait).
+	if err := t.Wait(ctx); err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	t.state = stateClosed
+	t.mu.Unlock()
+	return TransferComplete, nil
+}
+
+// Close releases the transfer, waiting for it first if it was started and
+// not yet waited (PDCregion_transfer_close).
+func (t *Transfer) Close(ctx context.Context) error {
+	t.mu.Lock()
+	started := t.state == stateStarted
+	t.mu.Unlock()
+	var err error
+	if started {
+		err = t.Wait(ctx)
+	}
+	t.mu.Lock()
+	t.state = stateClosed
+	t.mu.Unlock()
+	return err
+}
+
+// Err returns how the transfer ended, once waited.
+func (t *Transfer) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// plan splits the transfer into parts per data server and lays out their
+// bytes. Region-partitioned objects consult the metadata server.
+func (t *Transfer) plan(ctx context.Context) error {
+	o := t.obj
+	elem := uint64(o.elem())
+	// The elements in remote's row-major order: the buffer itself when the
+	// local region is contiguous in it.
+	t.linear, t.packed = nil, false
+	runs := 0
+	var first region.Run
+	region.Runs(t.shape, t.local, func(r region.Run) bool {
+		runs++
+		first = r
+		return runs < 2
+	})
+	if runs == 1 {
+		t.linear = t.buf[first.Off*elem : (first.Off+first.Len)*elem]
+	} else {
+		t.linear = make([]byte, t.local.Volume()*elem)
+		t.packed = true
+		if t.access == Write {
+			if err := region.Copy(t.linear, t.local, t.buf, t.shape, t.local, int(elem)); err != nil {
+				return err
+			}
+		}
+	}
+	pieces, err := o.pieces(ctx, t.access, t.remote)
+	if err != nil {
+		return err
+	}
+	if t.access == Read && !t.packed {
+		covered := uint64(0)
+		for _, pc := range pieces {
+			covered += pc.box.Volume()
+		}
+		if covered < t.remote.Volume() {
+			clear(t.linear) // parts never written read as zeros
+		}
+	}
+	t.parts = t.parts[:0]
+	for _, pc := range pieces {
+		p := part{server: pc.server, box: pc.box}
+		if pc.box.Equal(t.remote) {
+			p.data, p.direct = t.linear, true
+		} else if r, ok := oneRun(t.remote, pc.box); ok {
+			p.data, p.direct = t.linear[r.Off*elem:(r.Off+r.Len)*elem], true
+		} else {
+			p.data = make([]byte, pc.box.Volume()*elem)
+			if t.access == Write {
+				if err := region.Copy(p.data, rel(pc.box, t.remote), t.linear, region.Shape(t.remote.Size...), rel(pc.box, t.remote), int(elem)); err != nil {
+					return err
+				}
+			}
+		}
+		t.parts = append(t.parts, p)
+	}
+	return nil
+}
+
+// rel returns b relative to outer's origin.
+func rel(b, outer region.Box) region.Box {
+	r := b.Clone()
+	for i := range r.Off {
+		r.Off[i] -= outer.Off[i]
+	}
+	return r
+}
+
+// oneRun reports whether sub is one contiguous run of outer's row-major
+// layout, and which.
+func oneRun(outer, sub region.Box) (region.Run, bool) {
+	n := 0
+	var run region.Run
+	region.Runs(region.Shape(outer.Size...), rel(sub, outer), func(r region.Run) bool {
+		n++
+		run = r
+		return n < 2
+	})
+	return run, n == 1
+}
+
+type piece struct {
+	server int
+	box    region.Box
+}
+
+// pieces splits a region of the object among the data servers that hold
+// (read) or will hold (write) it, by the object's partition strategy.
+func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece, error) {
+	c := o.c
+	ds := c.dataServers()
+	if len(ds) == 0 {
+		return nil, fmt.Errorf("object %q: the cluster has no data server: %w", o.info.Name, pdc.ErrUnavailable)
+	}
+	sp := o.info.spread
+	over := int(sp.over)
+	if over == 0 {
+		over = len(ds)
+	}
+	switch o.info.Props.Partition {
+	case ObjectStatic:
+		return []piece{{server: ds[int(sp.home)%len(ds)], box: box}}, nil
+	case RegionStatic:
+		return staticPieces(box, max(sp.block, 1), over, ds), nil
+	case RegionDynamic, RegionLocal:
+		if a == Write {
+			cands := c.candidates(o.info.Props.Partition)
+			var res wire.RegionPieces
+			req := wire.RegionBatch{Items: []wire.RegionReq{{Obj: o.info.ID, Off: box.Off, Size: box.Size, Candidates: cands, Elem: uint32(o.elem())}}}
+			if err := c.call(ctx, o.info.Server, wire.MethodRegionAssign, &req, &res); err != nil {
+				return nil, fmt.Errorf("object %q region %v: place: %w", o.info.Name, box, err)
+			}
+			if len(res.Items) != 1 {
+				return nil, fmt.Errorf("object %q: place: %d answers for 1 region: %w", o.info.Name, len(res.Items), pdc.ErrProtocol)
+			}
+			return []piece{{server: int(res.Items[0].Server), box: box}}, nil
+		}
+		var res wire.RegionPieces
+		if err := c.call(ctx, o.info.Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.info.ID, Off: box.Off, Size: box.Size}, &res); err != nil {
+			return nil, fmt.Errorf("object %q region %v: look up: %w", o.info.Name, box, err)
+		}
+		out := make([]piece, 0, len(res.Items))
+		for _, p := range res.Items {
+			out = append(out, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("object %q: unknown partition strategy %d: %w", o.info.Name, o.info.Props.Partition, pdc.ErrInvalid)
+}
+
+// staticPieces cuts box into the blocks of rows of the first dim that
+// region static places round-robin over the data servers, merging
+// neighbours on one server.
+func staticPieces(box region.Box, block uint64, over int, ds []int) []piece {
+	var out []piece
+	start, end := box.Off[0], box.End(0)
+	for row := start; row < end; {
+		k := row / block
+		next := min((k+1)*block, end)
+		server := ds[int(k%uint64(over))%len(ds)]
+		if n := len(out); n > 0 && out[n-1].server == server {
+			out[n-1].box.Size[0] += next - row
+		} else {
+			b := box.Clone()
+			b.Off[0], b.Size[0] = row, next-row
+			out = append(out, piece{server: server, box: b})
+		}
+		row = next
+	}
+	return out
+}
+
+// candidates are the data servers a dynamic or local region may go to.
+// Ties go to the first, so each client starts the list at a different
+// place.
+func (c *Client) candidates(p Partition) []uint64 {
+	ds := c.dataServers()
+	if p == RegionLocal {
+		local := c.localData()
+		if len(local) > 0 {
+			return []uint64{uint64(local[os.Getpid()%len(local)])}
+		}
+		// No data server on this host: the least loaded of all.
+	}
+	out := make([]uint64, len(ds))
+	off := os.Getpid()
+	for i := range ds {
+		out[i] = uint64(ds[(i+off)%len(ds)])
+	}
+	return out
+}
+
+// localData returns the data servers on this client's host.
+func (c *Client) localData() []int {
+	host, _ := os.Hostname()
+	var out []int
+	for _, r := range c.dataServers() {
+		s, _, err := c.server(r)
+		if err == nil && s.Host == host {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// StartAll starts transfers together (PDCregion_transfer_start_all): the
+// parts of all of them go in one request per data server, writes first.
+// Transfers of objects with POSIX consistency are done when it returns.
+func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
+	for _, t := range ts {
+		t.mu.Lock()
+		state := t.state
+		t.mu.Unlock()
+		if state == stateStarted {
+			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
+		}
+		if err := t.plan(ctx); err != nil {
+			return err
+		}
+	}
+	type ref struct {
+		t *Transfer
+		p int
+	}
+	groups := map[int][]ref{}
+	posix := false
+	for _, t := range ts {
+		for i := range t.parts {
+			groups[t.parts[i].server] = append(groups[t.parts[i].server], ref{t, i})
+		}
+		posix = posix || t.obj.info.Props.Consistency == ConsistencyPOSIX
+	}
+	for server, refs := range groups {
+		// Writes first, so that reads of the same call see them.
+		slices.SortStableFunc(refs, func(a, b ref) int {
+			return boolInt(a.t.access != Write) - boolInt(b.t.access != Write)
+		})
+		groups[server] = refs
+	}
+	servers := make([]int, 0, len(groups))
+	for s := range groups {
+		servers = append(servers, s)
+	}
+	err := fanOut(servers, func(server int) error {
+		refs := groups[server]
+		build := func() (wire.DataStart, [][]byte) {
+			m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: posix}
+			var payload [][]byte
+			for i, r := range refs {
+				o, p := r.t.obj, &r.t.parts[r.p]
+				m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
+					Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
+				if r.t.access == Write {
+					payload = append(payload, p.data)
+				}
+			}
+			return m, payload
+		}
+		m, payload := build()
+		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		if errors.Is(err, pdc.ErrStale) {
+			// Another client changed the dims: look again, once.
+			for _, r := range refs {
+				if _, rerr := r.t.obj.Refresh(ctx); rerr != nil {
+					return rerr
+				}
+				if rerr := r.t.remote.Within(r.t.obj.info.Props.Dims); rerr != nil {
+					return fmt.Errorf("object %q: remote region: %w", r.t.obj.info.Name, rerr)
+				}
+			}
+			m, payload = build()
+			res, rep, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		}
+		if err != nil {
+			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		}
+		ids := rep.IDs
+		if posix {
+			ids = res.IDs
+		}
+		if len(ids) != len(refs) {
+			return fmt.Errorf("%s answered %d ids for %d transfers: %w", c.label(server), len(ids), len(refs), pdc.ErrProtocol)
+		}
+		for i, r := range refs {
+			r.t.parts[r.p].id = ids[i]
+			if posix {
+				r.t.parts[r.p].done = true
+				if e := itemErr(c, server, res.Items[i]); e != nil {
+					r.t.setErr(e)
+				}
+			}
+		}
+		return nil
+	})
+	for _, t := range ts {
+		t.mu.Lock()
+		t.state = stateStarted
+		t.mu.Unlock()
+		t.obj.track(t, true)
+		if t.access == Write {
+			t.obj.wroteTo(t.parts)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if posix {
+		for _, t := range ts {
+			if t.obj.info.Props.Consistency == ConsistencyPOSIX {
+				t.finish()
+			}
+		}
+		for _, t := range ts {
+			if err := t.Err(); err != nil && t.obj.info.Props.Consistency == ConsistencyPOSIX {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readParts lists, per ref, its part if it is a read, nil if a write.
+func readParts[R any](refs []R, p func(R) (*Transfer, *part)) []*part {
+	out := make([]*part, len(refs))
+	for i, r := range refs {
+		if t, pt := p(r); t.access == Read {
+			out[i] = pt
+		}
+	}
+	return out
+}
+
+func (t *Transfer) setErr(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	t.mu.Unlock()
+}
+
+func itemErr(c *Client, server int, r wire.DataResult) error {
+	if r.Code == wire.CodeOK {
+		return nil
+	}
+	return &pdc.ServerError{Server: c.label(server), Method: "data_wait", Msg: r.Message, Err: r.Code.Err()}
+}
+
+// dataCall makes a data call whose answer, when results is set, is a
+// DataResults with one result per item and the bytes of the reads that
+// succeeded in its payload, in order; items holds each item's part for a
+// read, nil for a write. Without results the answer is DataIDs.
+func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (wire.DataResults, wire.DataIDs, error) {
+	var res wire.DataResults
+	var ids wire.DataIDs
+	conn, err := c.conn(ctx, server)
+	if err != nil {
+		return res, ids, err
+	}
+	// A lone read goes straight into its place; several into one buffer,
+	// then apart.
+	var into []byte
+	var reads []*part
+	total := 0
+	for _, p := range items {
+		if p != nil {
+			reads = append(reads, p)
+			total += len(p.data)
+		}
+	}
+	if results && len(reads) == 1 {
+		into = reads[0].data
+	} else if results && total > 0 {
+		into = make([]byte, total)
+	}
+	rep, err := conn.Call(ctx, m, req.Marshal(nil), payload, into)
+	if err != nil {
+		return res, ids, err
+	}
+	if !results {
+		return res, ids, ids.Unmarshal(rep.Header)
+	}
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return res, ids, err
+	}
+	if len(res.Items) != len(items) {
+		return res, ids, fmt.Errorf("%s answered %d results for %d transfers: %w", c.label(server), len(res.Items), len(items), pdc.ErrProtocol)
+	}
+	pos := uint64(0)
+	for i, r := range res.Items {
+		if r.Size == 0 {
+			continue
+		}
+		p := items[i]
+		if p == nil || uint64(len(p.data)) != r.Size || pos+r.Size > uint64(len(rep.Payload)) {
+			return res, ids, fmt.Errorf("%s: the answer's payload does not match its results: %w", c.label(server), pdc.ErrProtocol)
+		}
+		if src := rep.Payload[pos : pos+r.Size]; &src[0] != &p.data[0] {
+			copy(p.data, src)
+		}
+		pos += r.Size
+	}
+	return res, ids, nil
+}
+
+// WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
+// request per data server.
+func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
+	type ref struct {
+		t *Transfer
+		p int
+	}
+	groups := map[int][]ref{}
+	var waiting []*Transfer
+	for _, t := range ts {
+		t.mu.Lock()
+		state := t.state
+		t.mu.Unlock()
+		switch state {
+		case stateCreated:
+			return fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
+		case stateDone, stateClosed:
+			continue
+		}
+		waiting = append(waiting, t)
+		for i := range t.parts {
+			if !t.parts[i].done {
+				groups[t.parts[i].server] = append(groups[t.parts[i].server], ref{t, i})
+			}
+		}
+	}
+	servers := make([]int, 0, len(groups))
+	for s := range groups {
+		servers = append(servers, s)
+	}
+	err := fanOut(servers, func(server int) error {
+		refs := groups[server]
+		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
+		for i, r := range refs {
+			req.IDs[i] = r.t.parts[r.p].id
+		}
+		res, _, err := c.dataCall(ctx, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		if err != nil {
+			err = fmt.Errorf("wait for %d transfers on %s: %w", len(refs), c.label(server), err)
+			if !errors.Is(err, pdc.ErrTimeout) && !errors.Is(err, pdc.ErrCanceled) {
+				// The server is gone or broke the protocol: these
+				// transfers end with the error.
+				for _, r := range refs {
+					r.t.parts[r.p].done = true
+					r.t.setErr(err)
+				}
+			}
+			return err
+		}
+		for i, r := range refs {
+			r.t.parts[r.p].done = true
+			if e := itemErr(c, server, res.Items[i]); e != nil {
+				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.t.parts[r.p].box, e))
+			}
+		}
+		return nil
+	})
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, t := range waiting {
+		if !t.allDone() {
+			continue
+		}
+		t.finish()
+		if e := t.Err(); e != nil && err == nil {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t *Transfer) allDone() bool {
+	for _, p := range t.parts {
+		if !p.done {
+			return false
+		}
+	}
+	return true
+}
+
+// finish puts a read's bytes in place and marks the transfer done.
+func (t *Transfer) finish() {
+	t.mu.Lock()
+	if t.state != stateStarted {
+		t.mu.Unlock()
+		return
+	}
+	t.state = stateDone
+	err := t.err
+	t.mu.Unlock()
+	if t.access == Read && err == nil {
+		elem := t.obj.elem()
+		for _, p := range t.parts {
+			if !p.direct {
+				r := rel(p.box, t.remote)
+				_ = region.Copy(t.linear, region.Shape(t.remote.Size...), p.data, r, r, elem)
+			}
+		}
+		if t.packed {
+			_ = region.Copy(t.buf, t.shape, t.linear, t.local, t.local, elem)
+		}
+	}
+	for i := range t.parts {
+		if !t.parts[i].direct {
+			t.parts[i].data = nil
+		}
+	}
+	t.obj.track(t, false)
+}
+
+func (o *Object) track(t *Transfer, started bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.pending == nil {
+		o.mu.pending = map[*Transfer]struct{}{}
+	}
+	if started {
+		o.mu.pending[t] = struct{}{}
+	} else {
+		delete(o.mu.pending, t)
+	}
+}
+
+func (o *Object) wroteTo(parts []part) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.wrote == nil {
+		o.mu.wrote = map[int]bool{}
+	}
+	for _, p := range parts {
+		o.mu.wrote[p.server] = true
+	}
+}
+
+// Flush fsyncs the object's data on the data servers written since the
+// last flush (PDCobj_flush_start), after waiting for transfers under way.
+func (o *Object) Flush(ctx context.Context) error {
+	if err := o.waitPending(ctx); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	servers := make([]int, 0, len(o.mu.wrote))
+	for s := range o.mu.wrote {
+		servers = append(servers, s)
+	}
+	o.mu.wrote = nil
+	o.mu.Unlock()
+	return fanOut(servers, func(server int) error {
+		if err := o.c.call(ctx, server, wire.MethodDataFlush, &wire.IDArg{ID: o.info.ID}, nil); err != nil {
+			return fmt.Errorf("object %q: flush on %s: %w", o.info.Name, o.c.label(server), err)
+		}
+		return nil
+	})
+}
+
+// waitPending waits for the object's started, unwaited transfers.
+func (o *Object) waitPending(ctx context.Context) error {
+	o.mu.Lock()
+	ts := make([]*Transfer, 0, len(o.mu.pending))
+	for t := range o.mu.pending {
+		ts = append(ts, t)
+	}
+	o.mu.Unlock()
+	if len(ts) == 0 {
+		return nil
+	}
+	return o.c.WaitAll(ctx, ts)
+}
+
+// deleteData removes the object's data from every data server.
+func (o *Object) deleteData(ctx context.Context) error {
+	return fanOut(o.c.dataServers(), func(server int) error {
+		if err := o.c.call(ctx, server, wire.MethodDataDelete, &wire.IDArg{ID: o.info.ID}, nil); err != nil {
+			return fmt.Errorf("object %q: delete data on %s: %w", o.info.Name, o.c.label(server), err)
+		}
+		return nil
+	})
+}
