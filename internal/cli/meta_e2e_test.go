@@ -69,6 +69,8 @@ func clientRole(role string) error {
 			}
 		}
 		return sc.Err()
+	case "region-writer", "region-reader":
+		return regionRole(ctx, c, role, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -1,10 +1,16 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -128,4 +134,181 @@ func TestRegionRoundTripsEveryPartition(t *testing.T) {
 	}
 	_ = errors.Is
 	_ = pdc.ErrInvalid
+}
+
+// pattern is the value every test writes at linear index i of an object.
+func pattern(i uint64) int32 { return int32(i*7 + 3) }
+
+// patternOf fills the values of box (row-major) of an object of dims.
+func patternOf(dims []uint64, b region.Box) []byte {
+	out := make([]byte, 4*b.Volume())
+	coord := make([]uint64, len(dims))
+	inner := make([]uint64, len(dims))
+	for j := range b.Volume() {
+		region.Delinearize(b.Size, j, inner)
+		for d := range coord {
+			coord[d] = b.Off[d] + inner[d]
+		}
+		binary.LittleEndian.PutUint32(out[4*j:], uint32(pattern(region.Linearize(dims, coord))))
+	}
+	return out
+}
+
+// regionRole is a client process of the region tests.
+//
+//	region-writer: opens PDC_E2E_OBJ and writes rows [rank*n/procs,
+//	               (rank+1)*n/procs) of its first dim in pieces of 3 rows,
+//	               all through one start_all, then waits; prints "ok".
+//	region-reader: reads the whole of PDC_E2E_OBJ and checks the pattern;
+//	               prints "ok" or "bad WHY".
+func regionRole(ctx context.Context, c *client.Client, role string, out io.Writer) error {
+	o, err := c.OpenObject(ctx, os.Getenv("PDC_E2E_OBJ"))
+	if err != nil {
+		return err
+	}
+	defer o.Close(ctx)
+	dims := o.Info().Props.Dims
+	switch role {
+	case "region-writer":
+		rank, _ := strconv.Atoi(os.Getenv("PDC_E2E_RANK"))
+		procs, _ := strconv.Atoi(os.Getenv("PDC_E2E_PROCS"))
+		lo, hi := uint64(rank)*dims[0]/uint64(procs), uint64(rank+1)*dims[0]/uint64(procs)
+		var ts []*client.Transfer
+		for r := lo; r < hi; r += 3 {
+			b := region.Shape(dims...)
+			b.Off[0], b.Size[0] = r, min(3, hi-r)
+			buf := patternOf(dims, b)
+			t, err := o.NewTransfer(ctx, buf, client.Write, region.Shape(b.Volume()), b)
+			if err != nil {
+				return err
+			}
+			ts = append(ts, t)
+		}
+		if err := c.StartAll(ctx, ts); err != nil {
+			return err
+		}
+		if err := c.WaitAll(ctx, ts); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "ok")
+	case "region-reader":
+		got, err := o.GetData(ctx)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, patternOf(dims, region.Shape(dims...))) {
+			fmt.Fprintln(out, "bad values differ")
+		} else {
+			fmt.Fprintln(out, "ok")
+		}
+	}
+	return nil
+}
+
+// TestRegionManyClientProcesses: for each partition strategy, in 1-D, 2-D
+// and 3-D, with 4 server processes, 3 writer processes each write a third
+// of an object; another process reads all of it back.
+func TestRegionManyClientProcesses(t *testing.T) {
+	tmpdir := up(t, 4)
+	ctx := ctxT(t, 3*time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "procs", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partitions {
+		for _, dims := range [][]uint64{{3000}, {60, 50}, {30, 8, 9}} {
+			name := fmt.Sprintf("%s-%dd", partName(p), len(dims))
+			if _, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p}); err != nil {
+				t.Fatal(err)
+			}
+			const procs = 3
+			var outs []*bufio.Scanner
+			var cmds []*exec.Cmd
+			for r := range procs {
+				cmd, out, _ := clientProc(t, tmpdir, "region-writer", "PDC_E2E_OBJ="+name, fmt.Sprint("PDC_E2E_RANK=", r), fmt.Sprint("PDC_E2E_PROCS=", procs))
+				cmds, outs = append(cmds, cmd), append(outs, out)
+			}
+			for i, out := range outs {
+				if !out.Scan() || out.Text() != "ok" {
+					t.Fatalf("%s: writer %d: %q", name, i, out.Text())
+				}
+				if err := cmds[i].Wait(); err != nil {
+					t.Fatalf("%s: writer %d: %v", name, i, err)
+				}
+			}
+			cmd, out, _ := clientProc(t, tmpdir, "region-reader", "PDC_E2E_OBJ="+name)
+			if !out.Scan() || out.Text() != "ok" {
+				t.Fatalf("%s: reader: %q", name, out.Text())
+			}
+			_ = cmd.Wait()
+		}
+	}
+}
+
+// TestRegionBufferShapes: a 1-D buffer into 2-D and 3-D objects, a local
+// region inside a larger 2-D buffer, and partial reads whose local and
+// remote offsets differ.
+func TestRegionBufferShapes(t *testing.T) {
+	tmpdir := up(t, 2)
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "shapes", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dims := range [][]uint64{{16, 24}, {6, 7, 8}} {
+		o, err := ct.CreateObject(ctx, fmt.Sprint("shape", len(dims)), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := region.Shape(dims...)
+		// A 1-D buffer of the whole object, offset by 5 elements in a
+		// longer buffer.
+		data := patternOf(dims, whole)
+		buf := append(make([]byte, 20), data...)
+		tr, err := o.NewTransfer(ctx, buf, client.Write, box([]uint64{5}, []uint64{whole.Volume()}), whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Read a sub-box into the middle of a larger buffer of another
+		// shape: local box 2..(2+size) in every dim of a buffer shaped
+		// size+4.
+		sub := whole.Clone()
+		for i := range sub.Size {
+			sub.Off[i], sub.Size[i] = 1, dims[i]-3
+		}
+		local := sub.Clone()
+		for i := range local.Off {
+			local.Off[i] = 2
+		}
+		shape := region.Shape(make([]uint64, len(dims))...)
+		for i := range shape.Size {
+			shape.Size[i] = local.End(i)
+		}
+		big := make([]byte, 4*shape.Volume())
+		rd, err := o.NewTransfer(ctx, big, client.Read, local, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, len(big))
+		if err := region.Copy(want, shape, patternOf(dims, sub), local, local, 4); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(big, want) {
+			t.Fatalf("%v: sub-box read into a larger buffer differs", dims)
+		}
+	}
 }
