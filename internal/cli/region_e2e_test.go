@@ -312,3 +312,203 @@ func TestRegionBufferShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestRegionAsyncSemantics: start_all of many writes and reads, waits split
+// into overlapping groups, the status sequence, POSIX consistency without
+// wait, and closing an object with transfers pending.
+func TestRegionAsyncSemantics(t *testing.T) {
+	tmpdir := up(t, 2)
+	ctx := ctxT(t, time.Minute)
+	c, other := connect(t, tmpdir), connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "async", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{64, 100}
+	o, err := ct.CreateObject(ctx, "grid", client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows written one transfer each, and reads of the same rows in the
+	// same start_all: writes go first, so the reads see them.
+	var writes, reads []*client.Transfer
+	bufs := make([][]byte, dims[0])
+	for r := range dims[0] {
+		b := box([]uint64{r, 0}, []uint64{1, dims[1]})
+		w, err := o.NewTransfer(ctx, patternOf(dims, b), client.Write, region.Shape(dims[1]), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs[r] = make([]byte, 4*dims[1])
+		rd, err := o.NewTransfer(ctx, bufs[r], client.Read, region.Shape(dims[1]), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes, reads = append(writes, w), append(reads, rd)
+	}
+	all := append(append([]*client.Transfer{}, reads...), writes...) // reads listed first on purpose
+	if st, err := all[0].Status(ctx); err != nil || st != client.TransferNotFound {
+		t.Fatalf("status before start: %v %v, want not found", st, err)
+	}
+	if err := c.StartAll(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := all[3].Start(ctx); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("starting a started transfer: %v, want ErrInvalid", err)
+	}
+	// Overlapping groups: the first half, then everything.
+	if err := c.WaitAll(ctx, all[:len(all)/2+7]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	for r := range dims[0] {
+		if !bytes.Equal(bufs[r], patternOf(dims, box([]uint64{r, 0}, []uint64{1, dims[1]}))) {
+			t.Fatalf("row %d read in the same start_all as its write differs", r)
+		}
+	}
+	if st, err := all[0].Status(ctx); err != nil || st != client.TransferComplete {
+		t.Fatalf("status after wait: %v %v, want complete", st, err)
+	}
+	if st, err := all[0].Status(ctx); err != nil || st != client.TransferNotFound {
+		t.Fatalf("second status after wait: %v %v, want not found", st, err)
+	}
+	// Status of a started transfer moves to complete once, by itself.
+	b := box([]uint64{5, 5}, []uint64{10, 10})
+	got := make([]byte, 4*b.Volume())
+	rd, err := o.StartRead(ctx, b, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st client.TransferStatus
+	for st, err = rd.Status(ctx); err == nil && st == client.TransferPending; st, err = rd.Status(ctx) {
+		if err := rd.Wait(ctx); err != nil { // instead of spinning
+			t.Fatal(err)
+		}
+	}
+	if err != nil || st != client.TransferComplete || !bytes.Equal(got, patternOf(dims, b)) {
+		t.Fatalf("status: %v %v; values equal: %v", st, err, bytes.Equal(got, patternOf(dims, b)))
+	}
+
+	// POSIX consistency: start returns with the write done; another client
+	// reads it without anyone waiting.
+	p, err := ct.CreateObject(ctx, "posix", client.ObjectProps{Dims: []uint64{1000}, Type: region.Int32, Consistency: client.ConsistencyPOSIX})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := region.Shape(1000)
+	if _, err := p.StartWrite(ctx, whole, patternOf([]uint64{1000}, whole)); err != nil {
+		t.Fatal(err)
+	}
+	po, err := other.OpenObject(ctx, "posix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := po.GetData(ctx)
+	if err != nil || !bytes.Equal(data, patternOf([]uint64{1000}, whole)) {
+		t.Fatalf("POSIX write not visible to another client without wait: %v", err)
+	}
+
+	// Closing an object waits for what it has under way.
+	q, err := ct.CreateObject(ctx, "closing", client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Int32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := region.Shape(1 << 16)
+	if _, err := q.StartWrite(ctx, big, patternOf([]uint64{1 << 16}, big)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	qo, err := other.OpenObject(ctx, "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := qo.GetData(ctx); err != nil || !bytes.Equal(data, patternOf([]uint64{1 << 16}, big)) {
+		t.Fatalf("write started before close not all there: %v", err)
+	}
+}
+
+// TestRegionBadInput: each bad request gets a clear error naming what was
+// wrong, and the servers keep serving.
+func TestRegionBadInput(t *testing.T) {
+	tmpdir := up(t, 2)
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "bad", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ct.CreateObject(ctx, "m", client.ObjectProps{Dims: []uint64{10, 20}, Type: region.Double})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8*200)
+	cases := []struct {
+		name   string
+		err    error
+		want   string
+		action func() error
+	}{
+		{"outside dims", pdc.ErrOutOfRange, "outside", func() error { return o.Write(ctx, box([]uint64{5, 0}, []uint64{6, 20}), buf[:8*120]) }},
+		{"ndim mismatch", pdc.ErrInvalid, "has 1 dims", func() error { return o.Write(ctx, region.Shape(200), buf) }},
+		{"zero size", pdc.ErrInvalid, "", func() error { return o.Write(ctx, box([]uint64{0, 0}, []uint64{0, 20}), nil) }},
+		{"local larger than buffer", pdc.ErrInvalid, "buffer", func() error {
+			_, err := o.NewTransfer(ctx, buf[:8*10], client.Write, region.Shape(200), region.Shape(10, 20))
+			return err
+		}},
+		{"buffer not the region's size", pdc.ErrInvalid, "buffer", func() error { return o.Write(ctx, region.Shape(10, 20), buf[:8]) }},
+		{"element counts differ", pdc.ErrInvalid, "elements", func() error {
+			_, err := o.NewTransfer(ctx, buf, client.Write, region.Shape(100), region.Shape(10, 20))
+			return err
+		}},
+		{"wait before start", pdc.ErrInvalid, "not started", func() error {
+			tr, err := o.NewTransfer(ctx, buf, client.Read, region.Shape(200), region.Shape(10, 20))
+			if err != nil {
+				return err
+			}
+			return tr.Wait(ctx)
+		}},
+	}
+	for _, tc := range cases {
+		err := tc.action()
+		if !errors.Is(err, tc.err) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("%s: got %v, want %v mentioning %q", tc.name, err, tc.err, tc.want)
+		}
+		if err != nil && !bytes.Contains([]byte(err.Error()), []byte(`"m"`)) && tc.name != "zero size" {
+			t.Errorf("%s: error does not name the object: %v", tc.name, err)
+		}
+	}
+	// Never written: zeros.
+	got := make([]byte, 8*200)
+	for i := range got {
+		got[i] = 0xee
+	}
+	if err := o.Read(ctx, region.Shape(10, 20), got); err != nil || !bytes.Equal(got, make([]byte, len(got))) {
+		t.Fatalf("never-written object does not read as zeros: %v", err)
+	}
+	// A deleted object: its data is gone and a new object of the name
+	// starts empty.
+	if err := o.Write(ctx, region.Shape(10, 20), bytes.Repeat([]byte{1}, 8*200)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OpenObject(ctx, "m"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("open after delete: %v", err)
+	}
+	o2, err := ct.CreateObject(ctx, "m", client.ObjectProps{Dims: []uint64{10, 20}, Type: region.Double})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Read(ctx, region.Shape(10, 20), got); err != nil || !bytes.Equal(got, make([]byte, len(got))) {
+		t.Fatalf("recreated object is not empty: %v", err)
+	}
+	// Still serving.
+	if err := o2.Write(ctx, region.Shape(10, 20), buf); err != nil {
+		t.Fatal(err)
+	}
+}
