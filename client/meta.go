@@ -28,6 +28,21 @@ const (
 	RegionLocal   Partition = 3 // the data server on the client's host
 )
 
+// String names the strategy as the CLI spells it.
+func (p Partition) String() string {
+	switch p {
+	case ObjectStatic:
+		return "object-static"
+	case RegionStatic:
+		return "region-static"
+	case RegionDynamic:
+		return "region-dynamic"
+	case RegionLocal:
+		return "region-local"
+	}
+	return fmt.Sprintf("partition(%d)", uint32(p))
+}
+
 // Consistency is pdc_consistency_t.
 type Consistency uint32
 

@@ -553,8 +553,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	err := fanOut(servers, func(server int) error {
-		refs := groups[server]
+	startChunk := func(server int, refs []ref) error {
 		build := func() (wire.DataStart, [][]byte) {
 			m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: posix}
 			var payload [][]byte
@@ -603,6 +602,22 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			}
 		}
 		return nil
+	}
+	err := fanOut(servers, func(server int) error {
+		// In order, so that the writes are registered before the reads
+		// that must see them.
+		all := groups[server]
+		for _, c := range chunk(len(all), func(i int) int {
+			if r := all[i]; r.t.access == Write || posix {
+				return len(r.t.parts[r.p].data)
+			}
+			return 0
+		}) {
+			if err := startChunk(server, all[c[0]:c[1]]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	for _, t := range ts {
 		t.mu.Lock()
@@ -629,6 +644,33 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	return nil
+}
+
+// Bounds of one data request: messages of a few tens of MiB keep the
+// server storing one while the next arrives, and far from the frame limit.
+const (
+	chunkBytes = 64 << 20
+	chunkItems = 8192
+)
+
+// chunk splits n items, of size(i) bytes each, into consecutive [start,
+// end) ranges of at most chunkItems items and chunkBytes bytes (an item
+// larger than that goes alone).
+func chunk(n int, size func(i int) int) [][2]int {
+	var out [][2]int
+	start, bytes := 0, 0
+	for i := range n {
+		sz := size(i)
+		if i > start && (i-start == chunkItems || bytes+sz > chunkBytes) {
+			out = append(out, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += sz
+	}
+	if n > start {
+		out = append(out, [2]int{start, n})
+	}
+	return out
 }
 
 func boolInt(b bool) int {
@@ -675,23 +717,17 @@ func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wi
 	if err != nil {
 		return res, ids, err
 	}
-	// A lone read goes straight into its place; several into one buffer,
-	// then apart.
-	var into []byte
-	var reads []*part
-	total := 0
-	for _, p := range items {
-		if p != nil {
-			reads = append(reads, p)
-			total += len(p.data)
+	// The reads' bytes go straight into their places when all of them
+	// came; otherwise they come in one buffer and are copied apart.
+	var into [][]byte
+	if results {
+		for _, p := range items {
+			if p != nil {
+				into = append(into, p.data)
+			}
 		}
 	}
-	if results && len(reads) == 1 {
-		into = reads[0].data
-	} else if results && total > 0 {
-		into = make([]byte, total)
-	}
-	rep, err := conn.Call(ctx, m, req.Marshal(nil), payload, into)
+	rep, err := conn.CallInto(ctx, m, req.Marshal(nil), payload, into)
 	if err != nil {
 		return res, ids, err
 	}
@@ -710,11 +746,11 @@ func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wi
 			continue
 		}
 		p := items[i]
-		if p == nil || uint64(len(p.data)) != r.Size || pos+r.Size > uint64(len(rep.Payload)) {
+		if p == nil || uint64(len(p.data)) != r.Size || !rep.Scattered && pos+r.Size > uint64(len(rep.Payload)) {
 			return res, ids, fmt.Errorf("%s: the answer's payload does not match its results: %w", c.label(server), pdc.ErrProtocol)
 		}
-		if src := rep.Payload[pos : pos+r.Size]; &src[0] != &p.data[0] {
-			copy(p.data, src)
+		if !rep.Scattered {
+			copy(p.data, rep.Payload[pos:pos+r.Size])
 		}
 		pos += r.Size
 	}
@@ -751,8 +787,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	err := fanOut(servers, func(server int) error {
-		refs := groups[server]
+	waitChunk := func(server int, refs []ref) error {
 		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
 		for i, r := range refs {
 			req.IDs[i] = r.t.parts[r.p].id
@@ -774,6 +809,20 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 			r.t.parts[r.p].done = true
 			if e := itemErr(c, server, res.Items[i]); e != nil {
 				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.t.parts[r.p].box, e))
+			}
+		}
+		return nil
+	}
+	err := fanOut(servers, func(server int) error {
+		all := groups[server]
+		for _, c := range chunk(len(all), func(i int) int {
+			if r := all[i]; r.t.access == Read {
+				return len(r.t.parts[r.p].data)
+			}
+			return 0
+		}) {
+			if err := waitChunk(server, all[c[0]:c[1]]); err != nil {
+				return err
 			}
 		}
 		return nil

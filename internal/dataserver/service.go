@@ -3,6 +3,7 @@ package dataserver
 import (
 	"context"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -90,12 +91,26 @@ type transfer struct {
 	item   wire.DataItem
 	box    region.Box
 	layout regionstore.Layout
-	data   []byte // write: the bytes to store; read: the bytes read
-	held   int64  // bytes of the budget this transfer holds
+	data   []byte   // write: the bytes to store; read: the bytes read (from bufpool)
+	msg    *payload // write: the request payload data lies in
+	held   int64    // bytes of the budget this transfer holds
 	deps   []*transfer
 
 	done chan struct{} // closed when the I/O has finished
 	err  error         // set before done is closed
+}
+
+// payload is a request's bulk bytes, shared by its writes: it goes back to
+// the pool once the last of them is stored or dropped.
+type payload struct {
+	buf  []byte
+	refs atomic.Int32
+}
+
+func (p *payload) unref() {
+	if p.refs.Add(-1) == 0 {
+		bufpool.Put(p.buf)
+	}
 }
 
 // New starts a Service's workers. Close stops them.
@@ -116,7 +131,7 @@ func New(cfg Config) *Service {
 
 // Register adds the data methods to srv.
 func (s *Service) Register(srv *rpc.Server) {
-	srv.Handle(wire.MethodDataStart, s.start)
+	srv.HandleOwned(wire.MethodDataStart, s.start)
 	srv.Handle(wire.MethodDataWait, s.wait)
 	srv.HandleInline(wire.MethodDataStatus, s.status)
 	srv.Handle(wire.MethodDataFlush, s.flush)
@@ -174,6 +189,13 @@ func (s *Service) release(t *transfer) {
 		s.budget.Release(t.held)
 		t.held = 0
 	}
+	switch {
+	case t.msg != nil:
+		t.msg.unref()
+		t.msg = nil
+	case !t.item.Write && t.data != nil:
+		bufpool.Put(t.data)
+	}
 	t.data = nil
 }
 
@@ -197,7 +219,7 @@ func (s *Service) do(t *transfer) error {
 		}
 		return nil
 	}
-	t.data = make([]byte, t.box.Volume()*uint64(t.layout.Elem))
+	t.data = bufpool.Get(int(t.box.Volume() * uint64(t.layout.Elem)))
 	if err := s.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
 		return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.box, err)
 	}
@@ -264,6 +286,9 @@ func (s *Service) observeLayout(it wire.DataItem) error {
 var errClosing = fmt.Errorf("data server is shutting down: %w", pdc.ErrUnavailable)
 
 func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	msg := &payload{buf: req.Payload}
+	msg.refs.Store(1) // this handler's
+	defer msg.unref()
 	var m wire.DataStart
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
@@ -300,6 +325,8 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		if t.item.Write {
 			n := t.box.Volume() * uint64(t.item.Elem)
 			t.data = req.Payload[pos : pos+n : pos+n]
+			t.msg = msg
+			msg.refs.Add(1)
 			pos += n
 		}
 	}
@@ -307,6 +334,9 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		if err := s.enqueue(ctx, t); err != nil {
 			// The ones already queued run; the client learns of them
 			// only as far as this error says.
+			for _, rest := range order[i+1:] {
+				s.release(rest)
+			}
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
@@ -328,6 +358,7 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	n := int64(t.box.Volume()) * int64(t.item.Elem)
 	n = min(n, s.cfg.MaxBytes) // one larger than the budget goes alone
 	if err := s.budget.Acquire(ctx, n); err != nil {
+		s.release(t)
 		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
 	}
 	t.held = n

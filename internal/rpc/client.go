@@ -108,11 +108,14 @@ type readState struct {
 	nHdr    int
 	payload []byte
 	nPay    int
-	skip    uint64 // bytes still to discard
+	segs    [][]byte // for a scattered read, the segments after payload
+	skip    uint64   // bytes still to discard
 }
 
 type call struct {
 	into      []byte
+	intoV     [][]byte // read the payload across these when it fits exactly
+	scattered bool     // it was
 	hdr       []byte
 	payload   []byte
 	isErr     bool
@@ -200,7 +203,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if f.Method != wire.MethodHello || f.Flags != 0 {
 		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
 	}
-	hdr, _, err := r.body(f)
+	hdr, _, err := r.body(f, false)
 	if err != nil {
 		return fail("read hello", err)
 	}
@@ -221,7 +224,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if err != nil {
 		return fail("read auth reply", err)
 	}
-	hdr, _, err = r.body(f)
+	hdr, _, err = r.body(f, false)
 	if err != nil {
 		return fail("read auth reply", err)
 	}
@@ -490,7 +493,10 @@ func (c *Conn) detach() {
 	rs := &c.rs
 	cl := rs.cl
 	rs.skip = uint64(len(rs.hdr)-rs.nHdr) + uint64(len(rs.payload)-rs.nPay)
-	rs.cl, rs.hdr, rs.payload, rs.nHdr, rs.nPay = nil, nil, nil, 0, 0
+	for _, b := range rs.segs {
+		rs.skip += uint64(len(b))
+	}
+	rs.cl, rs.hdr, rs.payload, rs.segs, rs.nHdr, rs.nPay = nil, nil, nil, nil, 0, 0
 	cl.detached = true
 	cl.done <- struct{}{}
 }
@@ -533,9 +539,13 @@ func (c *Conn) readFrame() (*call, error) {
 		} else {
 			rs.cl = cl
 			rs.hdr = make([]byte, f.HeaderLen)
-			if f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen {
+			switch {
+			case f.Flags&wire.FlagError == 0 && len(cl.intoV) > 0 && totalLen(cl.intoV) == f.PayloadLen:
+				rs.payload, rs.segs = cl.intoV[0], cl.intoV[1:]
+				cl.scattered = true
+			case f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen:
 				rs.payload = cl.into[:f.PayloadLen]
-			} else {
+			default:
 				rs.payload = make([]byte, f.PayloadLen)
 			}
 		}
@@ -555,17 +565,26 @@ func (c *Conn) readFrame() (*call, error) {
 				return nil, err
 			}
 		}
-		for rs.nPay < len(rs.payload) {
-			n, err := c.br.Read(rs.payload[rs.nPay:])
-			rs.nPay += n
-			if err != nil {
-				return nil, err
+		for {
+			for rs.nPay < len(rs.payload) {
+				n, err := c.br.Read(rs.payload[rs.nPay:])
+				rs.nPay += n
+				if err != nil {
+					return nil, err
+				}
 			}
+			if len(rs.segs) == 0 {
+				break
+			}
+			rs.payload, rs.segs, rs.nPay = rs.segs[0], rs.segs[1:], 0
 		}
 	}
 	cl := rs.cl
 	if cl != nil {
 		cl.hdr, cl.payload, cl.isErr = rs.hdr, rs.payload, rs.f.Flags&wire.FlagError != 0
+		if cl.scattered {
+			cl.payload = nil
+		}
 	}
 	*rs = readState{}
 	c.lastRead.Store(time.Now().UnixNano())
@@ -577,6 +596,17 @@ func (c *Conn) readFrame() (*call, error) {
 type Reply struct {
 	Header  []byte
 	Payload []byte
+	// Scattered says the payload was read across CallInto's buffers
+	// (Payload is then nil).
+	Scattered bool
+}
+
+func totalLen(bs [][]byte) uint64 {
+	var n uint64
+	for _, b := range bs {
+		n += uint64(len(b))
+	}
+	return n
 }
 
 // Call sends a request and waits for its reply. hdr and payload are not
@@ -586,6 +616,17 @@ type Reply struct {
 // pdc.ErrUnavailable; ctx's end as pdc.ErrTimeout or pdc.ErrCanceled (the
 // server is told to drop the request).
 func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte) (Reply, error) {
+	return c.call(ctx, m, hdr, payload, into, nil)
+}
+
+// CallInto is Call reading the reply's payload across into, in order, when
+// its length is exactly theirs (Reply.Scattered); otherwise the payload
+// comes in a new buffer.
+func (c *Conn) CallInto(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into [][]byte) (Reply, error) {
+	return c.call(ctx, m, hdr, payload, nil, into)
+}
+
+func (c *Conn) call(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (Reply, error) {
 	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
 	if d, ok := ctx.Deadline(); ok {
 		f.Timeout = time.Until(d)
@@ -602,7 +643,7 @@ func (c *Conn) Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 		return Reply{}, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
 	}
 	cl := callPool.Get().(*call)
-	cl.into = into
+	cl.into, cl.intoV = into, intoV
 	c.mu.Lock()
 	if c.mu.err != nil {
 		err := c.mu.err
@@ -708,11 +749,11 @@ func (c *Conn) finish(ctx context.Context, m wire.Method, cl *call) (Reply, erro
 		}
 		return Reply{}, &pdc.ServerError{Server: c.label, Method: m.String(), Msg: eb.Message, Err: eb.Code.Err()}
 	}
-	return Reply{Header: cl.hdr, Payload: cl.payload}, nil
+	return Reply{Header: cl.hdr, Payload: cl.payload, Scattered: cl.scattered}, nil
 }
 
 func (c *Conn) release(cl *call) {
-	cl.into, cl.hdr, cl.payload, cl.isErr, cl.detached, cl.err = nil, nil, nil, false, false, nil
+	cl.into, cl.intoV, cl.scattered, cl.hdr, cl.payload, cl.isErr, cl.detached, cl.err = nil, nil, false, nil, nil, false, false, nil
 	cl.abandoned.Store(false)
 	callPool.Put(cl)
 }
@@ -742,7 +783,7 @@ func Probe(ctx context.Context, addr string) (wire.Hello, error) {
 	}
 	var hdr []byte
 	if err == nil {
-		hdr, _, err = r.body(f)
+		hdr, _, err = r.body(f, false)
 	}
 	var h wire.Hello
 	if err == nil {

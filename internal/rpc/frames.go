@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"io"
 	"net"
 
@@ -71,9 +72,10 @@ func (r *frameReader) discard(n uint64) error {
 	return nil
 }
 
-// body reads the header and payload of f into new buffers. (Clients read
-// replies into the caller's buffer with Conn.readFrame.)
-func (r *frameReader) body(f wire.Frame) (hdr, payload []byte, err error) {
+// body reads the header and payload of f into new buffers, the payload
+// from bufpool when pooled is set. (Clients read replies into the caller's
+// buffer with Conn.readFrame.)
+func (r *frameReader) body(f wire.Frame, pooled bool) (hdr, payload []byte, err error) {
 	if f.HeaderLen > 0 {
 		hdr = make([]byte, f.HeaderLen)
 		if err := r.read(hdr); err != nil {
@@ -81,8 +83,15 @@ func (r *frameReader) body(f wire.Frame) (hdr, payload []byte, err error) {
 		}
 	}
 	if f.PayloadLen > 0 {
-		payload = make([]byte, f.PayloadLen)
+		if pooled {
+			payload = bufpool.Get(int(f.PayloadLen))
+		} else {
+			payload = make([]byte, f.PayloadLen)
+		}
 		if err := r.read(payload); err != nil {
+			if pooled {
+				bufpool.Put(payload)
+			}
 			return nil, nil, err
 		}
 	}

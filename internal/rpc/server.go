@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"io"
 	"log/slog"
 	"net"
@@ -166,12 +167,21 @@ func NewServer(cfg ServerConfig) *Server {
 
 type handlerEntry struct {
 	h         Handler
+	owned     bool // the handler owns the request's payload (HandleOwned)
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
 }
 
 // Handle registers h for m. It must be called before Serve.
 func (s *Server) Handle(m wire.Method, h Handler) { s.handlers[m] = handlerEntry{h: h} }
+
+// HandleOwned registers h for m, like Handle, and hands the request's
+// payload to h: it comes from bufpool, and h gives it back with
+// bufpool.Put once nothing refers to it any more (which may be after h
+// returns). For methods that carry bulk data.
+func (s *Server) HandleOwned(m wire.Method, h Handler) {
+	s.handlers[m] = handlerEntry{h: h, owned: true}
+}
 
 // HandleInlineUpTo registers h for m to run inline (see HandleInline) for
 // requests whose header is at most maxHeader bytes, and on a goroutine of
@@ -508,9 +518,15 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		return nil, false, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
 	}
-	hdr, payload, err := c.r.body(f)
+	hdr, payload, err := c.r.body(f, he.owned)
 	if err != nil {
 		return nil, false, err
+	}
+	// An owned payload that never reaches its handler goes back here.
+	putBack := func() {
+		if he.owned {
+			bufpool.Put(payload)
+		}
 	}
 	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
 		he.inline = true
@@ -521,6 +537,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	default:
 		// Refuse rather than stop reading: a connection that stops reading
 		// cannot see its client's cancellations.
+		putBack()
 		return nil, false, c.replyErr(f, wire.CodeUnavailable,
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
@@ -530,6 +547,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		if _, dup := c.inflight[f.ID]; dup {
 			c.mu.Unlock()
 			<-c.sem
+			putBack()
 			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
 		}
 		c.inflight[f.ID] = ctx
@@ -550,6 +568,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			c.mu.Unlock()
 		}
 		<-c.sem
+		putBack()
 		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
 	}
 	s.handlerWG.Add(1)
@@ -643,7 +662,7 @@ func (c *serverConn) handshake() error {
 	if f.HeaderLen > maxAuthHeader || f.PayloadLen != 0 {
 		return fmt.Errorf("auth frame of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxAuthHeader, pdc.ErrProtocol)
 	}
-	hdr, _, err := c.r.body(f)
+	hdr, _, err := c.r.body(f, false)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+// IOConfig says what the region I/O benchmark runs against.
+type IOConfig struct {
+	// TmpDir is the cluster's tmpdir.
+	TmpDir string
+	// RawTCP is a SourceServer's address, for the ceiling.
+	RawTCP string
+	// Label tells clusters apart (e.g. "2 servers").
+	Label string
+	// ObjectSize is the bytes of the object moved per case. Default 1 GiB.
+	ObjectSize int64
+	// Regions are the region sizes. Default 64 KiB, 1 MiB, 16 MiB.
+	Regions []int64
+	// Partitions and Storages to measure. Default: every one.
+	Partitions []client.Partition
+	Storages   []client.Storage
+	// Rounds per case: the median is reported. Default 3.
+	Rounds int
+	// Small and SmallSize are the start_all case: Small regions of
+	// SmallSize bytes in one StartAll and one WaitAll. Default 65536 of
+	// 4 KiB; Small < 0 skips it.
+	Small     int
+	SmallSize int64
+}
+
+// Partitions lists every partition strategy, in order.
+var Partitions = []client.Partition{client.ObjectStatic, client.RegionStatic, client.RegionDynamic, client.RegionLocal}
+
+// Storages lists both storage modes.
+var Storages = []client.Storage{client.StorageByOffset, client.StorageByRegion}
+
+func (cfg *IOConfig) defaults() {
+	if cfg.ObjectSize == 0 {
+		cfg.ObjectSize = 1 << 30
+	}
+	if len(cfg.Regions) == 0 {
+		cfg.Regions = []int64{64 << 10, 1 << 20, 16 << 20}
+	}
+	if len(cfg.Partitions) == 0 {
+		cfg.Partitions = Partitions
+	}
+	if len(cfg.Storages) == 0 {
+		cfg.Storages = Storages
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 3
+	}
+	if cfg.Small == 0 {
+		cfg.Small = 65536
+	}
+	if cfg.SmallSize == 0 {
+		cfg.SmallSize = 4 << 10
+	}
+}
+
+// IO writes and reads a 1-D byte object in regions of each size, every
+// region's transfer started at once and all waited together (PDC's
+// region_transfer_start per region, then wait_all), for each partition
+// and storage mode. Each round of ours is followed by the raw ceiling: one
+// raw TCP transfer of the same bytes, from memory, with nothing in
+// between. Reads are checked against what was written.
+func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
+	cfg.defaults()
+	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	raw, err := dialRaw(ctx, cfg.RawTCP)
+	if err != nil {
+		return nil, fmt.Errorf("raw tcp: %w", err)
+	}
+	defer raw.Close()
+	run := time.Now().UnixNano()
+	ct, _, err := c.CreateContainer(ctx, fmt.Sprintf("bench-io-%d", run), client.Persistent)
+	if err != nil {
+		return nil, err
+	}
+	bench := "io"
+	if cfg.Label != "" {
+		bench += " (" + cfg.Label + ")"
+	}
+	size := cfg.ObjectSize
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i*31 + i>>12)
+	}
+	dst := make([]byte, size)
+	rawBuf := make([]byte, size)
+	rawOnce := func() (time.Duration, error) {
+		t0 := time.Now()
+		err := rawFetch(ctx, raw, rawBuf)
+		return time.Since(t0), err
+	}
+	var out []Result
+	n := 0
+	for _, part := range cfg.Partitions {
+		for _, st := range cfg.Storages {
+			for _, rs := range cfg.Regions {
+				n++
+				o, err := ct.CreateObject(ctx, fmt.Sprintf("io-%d-%d", run, n),
+					client.ObjectProps{Dims: []uint64{uint64(size)}, Type: region.Uint8, Partition: part, Storage: st})
+				if err != nil {
+					return nil, err
+				}
+				name := fmt.Sprintf("%s, %s, %s regions", part, st, sizeName(rs))
+				var wT, rT, rawT []time.Duration
+				for range cfg.Rounds {
+					d, err := moveAll(ctx, c, o, client.Write, src, rs)
+					if err != nil {
+						return nil, fmt.Errorf("%s: write: %w", name, err)
+					}
+					wT = append(wT, d)
+					if d, err = rawOnce(); err != nil {
+						return nil, fmt.Errorf("raw tcp: %w", err)
+					}
+					rawT = append(rawT, d)
+					clear(dst)
+					if d, err = moveAll(ctx, c, o, client.Read, dst, rs); err != nil {
+						return nil, fmt.Errorf("%s: read: %w", name, err)
+					}
+					rT = append(rT, d)
+					if i := firstDiff(src, dst); i >= 0 {
+						return nil, fmt.Errorf("%s: read back byte %d as %d, wrote %d", name, i, dst[i], src[i])
+					}
+					if d, err = rawOnce(); err != nil {
+						return nil, fmt.Errorf("raw tcp: %w", err)
+					}
+					rawT = append(rawT, d)
+				}
+				if err := o.Delete(ctx); err != nil {
+					return nil, err
+				}
+				for _, c := range []struct {
+					what string
+					ts   []time.Duration
+				}{{"write", wT}, {"read", rT}} {
+					r := rate(bench, c.what+" "+sizeName(size)+", "+name, gbps(size, c.ts), "GB/s", "raw tcp", gbps(size, rawT))
+					if rs >= 1<<20 {
+						r.Target = "ratio >= 0.85"
+					}
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	if cfg.Small > 0 {
+		r, err := smallRegions(ctx, c, ct, cfg, bench, run)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+// moveAll starts one transfer per region of buf and waits for all of them.
+func moveAll(ctx context.Context, c *client.Client, o *client.Object, a client.Access, buf []byte, rs int64) (time.Duration, error) {
+	t0 := time.Now()
+	ts := make([]*client.Transfer, 0, (int64(len(buf))+rs-1)/rs)
+	defer func() {
+		for _, t := range ts {
+			_ = t.Close(ctx)
+		}
+	}()
+	for off := int64(0); off < int64(len(buf)); off += rs {
+		end := min(off+rs, int64(len(buf)))
+		box := region.Box{Off: []uint64{uint64(off)}, Size: []uint64{uint64(end - off)}}
+		t, err := o.NewTransfer(ctx, buf[off:end], a, region.Box{Off: []uint64{0}, Size: box.Size}, box)
+		if err != nil {
+			return 0, err
+		}
+		ts = append(ts, t)
+		if err := t.Start(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.WaitAll(ctx, ts); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// smallRegions measures many small regions through one StartAll and one
+// WaitAll, next to as many raw round trips of the same bytes pipelined on
+// one connection.
+func smallRegions(ctx context.Context, c *client.Client, ct *client.Container, cfg IOConfig, bench string, run int64) ([]Result, error) {
+	size := int64(cfg.Small) * cfg.SmallSize
+	o, err := ct.CreateObject(ctx, fmt.Sprintf("io-small-%d", run),
+		client.ObjectProps{Dims: []uint64{uint64(size)}, Type: region.Uint8})
+	if err != nil {
+		return nil, err
+	}
+	defer o.Delete(ctx)
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = byte(i * 13)
+	}
+	var out []Result
+	for _, a := range []client.Access{client.Write, client.Read} {
+		var ours []time.Duration
+		for range cfg.Rounds {
+			ts := make([]*client.Transfer, cfg.Small)
+			t0 := time.Now()
+			for i := range ts {
+				off := uint64(i) * uint64(cfg.SmallSize)
+				box := region.Box{Off: []uint64{off}, Size: []uint64{uint64(cfg.SmallSize)}}
+				t, err := o.NewTransfer(ctx, buf[off:off+uint64(cfg.SmallSize)], a, region.Box{Off: []uint64{0}, Size: box.Size}, box)
+				if err != nil {
+					return nil, err
+				}
+				ts[i] = t
+			}
+			if err := c.StartAll(ctx, ts); err != nil {
+				return nil, err
+			}
+			if err := c.WaitAll(ctx, ts); err != nil {
+				return nil, err
+			}
+			ours = append(ours, time.Since(t0))
+			for _, t := range ts {
+				_ = t.Close(ctx)
+			}
+		}
+		r := rate(bench, fmt.Sprintf("%s %d regions of %s, start_all/wait_all", a, cfg.Small, sizeName(cfg.SmallSize)),
+			float64(cfg.Small)/median(ours).Seconds(), "regions/s", "target", 200000)
+		r.Target = ">= 200000 regions/s"
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func firstDiff(a, b []byte) int {
+	const chunk = 1 << 16
+	for off := 0; off < len(a); off += chunk {
+		end := min(off+chunk, len(a))
+		if string(a[off:end]) != string(b[off:end]) {
+			for i := off; i < end; i++ {
+				if a[i] != b[i] {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}

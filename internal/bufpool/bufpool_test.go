@@ -1,0 +1,41 @@
+package bufpool
+
+import "testing"
+
+func TestGetSizes(t *testing.T) {
+	for _, n := range []int{0, 1, 1000, 32 << 10, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1 << 20, 3 << 20, 64 << 20, 64<<20 + 1} {
+		b := Get(n)
+		if len(b) != n {
+			t.Fatalf("Get(%d) has length %d", n, len(b))
+		}
+		if n > 64<<10 && n <= 64<<20 && cap(b)&(cap(b)-1) != 0 {
+			t.Fatalf("Get(%d) has capacity %d, not a power of two", n, cap(b))
+		}
+		Put(b)
+	}
+}
+
+func TestReuse(t *testing.T) {
+	b := Get(1 << 20)
+	b[0] = 42
+	Put(b)
+	// sync.Pool may drop items at any time, so only check that what comes
+	// back is well formed, and that a buffer of the wrong class is not
+	// handed out.
+	c := Get(2 << 20)
+	if len(c) != 2<<20 || cap(c) != 2<<20 {
+		t.Fatalf("Get(2 MiB) gave len %d cap %d", len(c), cap(c))
+	}
+	d := Get(1<<20 - 5)
+	if len(d) != 1<<20-5 || cap(d) != 1<<20 {
+		t.Fatalf("Get(1 MiB - 5) gave len %d cap %d", len(d), cap(d))
+	}
+}
+
+func TestPutForeign(t *testing.T) {
+	Put(make([]byte, 100<<10)) // not a power of two: ignored
+	Put(nil)
+	if b := Get(100 << 10); cap(b) != 128<<10 {
+		t.Fatalf("Get(100 KiB) gave cap %d, want 128 KiB", cap(b))
+	}
+}

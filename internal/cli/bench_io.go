@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/bench"
+)
+
+func benchIO(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench io", "[flags]")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	serversFlag := fs.String("servers", "1,2", "server processes per cluster, comma-separated")
+	sizeFlag := fs.String("size", "1GiB", "object size")
+	regionsFlag := fs.String("regions", "64KiB,1MiB,16MiB", "region sizes, comma-separated")
+	partsFlag := fs.String("partitions", "object-static,region-static,region-dynamic,region-local", "partition strategies, comma-separated")
+	storFlag := fs.String("storage", "offset,region", "storage modes, comma-separated")
+	rounds := fs.Int("rounds", 3, "rounds per case (the median is reported)")
+	small := fs.Int("small", 65536, "regions of 4 KiB in the start_all case (0: skip)")
+	durability := fs.String("durability", "process", "the servers' durability")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	cfg := bench.IOConfig{Rounds: *rounds, Small: *small}
+	if cfg.Small == 0 {
+		cfg.Small = -1
+	}
+	var err error
+	if cfg.ObjectSize, err = parseSize(*sizeFlag); err != nil {
+		return fmt.Errorf("bench io: --size: %w", err)
+	}
+	for _, s := range strings.Split(*regionsFlag, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			return fmt.Errorf("bench io: --regions: %w", err)
+		}
+		cfg.Regions = append(cfg.Regions, n)
+	}
+	for _, s := range strings.Split(*partsFlag, ",") {
+		p, err := parsePartition(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("bench io: --partitions: %w", err)
+		}
+		cfg.Partitions = append(cfg.Partitions, p)
+	}
+	for _, s := range strings.Split(*storFlag, ",") {
+		st, err := parseStorage(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("bench io: --storage: %w", err)
+		}
+		cfg.Storages = append(cfg.Storages, st)
+	}
+	var servers []int
+	for _, s := range strings.Split(*serversFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bench io: --servers: %q is not a server count: %w", s, pdc.ErrInvalid)
+		}
+		servers = append(servers, n)
+	}
+	dir, err := os.MkdirTemp("", "pdc-bench-io-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
+	if err != nil {
+		return fmt.Errorf("bench io: %w", err)
+	}
+	defer stopRaw()
+	cfg.RawTCP = rawTCP
+	var all []bench.Result
+	for i, n := range servers {
+		c := cfg
+		c.Label = fmt.Sprintf("%d server", n)
+		if n > 1 {
+			c.Label += "s"
+		}
+		if i > 0 {
+			c.Small = -1 // once is enough
+		}
+		rs, err := benchIOCluster(ctx, e, filepath.Join(dir, strconv.Itoa(n)), n, *durability, c)
+		if err != nil {
+			return fmt.Errorf("bench io (%s): %w", c.Label, err)
+		}
+		all = append(all, rs...)
+	}
+	if *asJSON {
+		return bench.WriteJSON(e.stdout, all)
+	}
+	return bench.WriteTable(e.stdout, all)
+}
+
+func benchIOCluster(ctx context.Context, e *env, dir string, n int, durability string, cfg bench.IOConfig) ([]bench.Result, error) {
+	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability}
+	if _, err := up(ctx, e.stderr, o); err != nil {
+		return nil, err
+	}
+	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
+	cfg.TmpDir = tmpdir
+	return bench.IO(ctx, cfg)
+}
+
+// parsePartition reads a strategy by its name or number.
+func parsePartition(s string) (client.Partition, error) {
+	for _, p := range bench.Partitions {
+		if s == p.String() || s == strconv.Itoa(int(p)) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown partition %q (want object-static, region-static, region-dynamic or region-local): %w", s, pdc.ErrInvalid)
+}
+
+// parseStorage reads "offset" or "region".
+func parseStorage(s string) (client.Storage, error) {
+	switch s {
+	case "offset":
+		return client.StorageByOffset, nil
+	case "region":
+		return client.StorageByRegion, nil
+	}
+	return 0, fmt.Errorf("unknown storage mode %q (want offset or region): %w", s, pdc.ErrInvalid)
+}
