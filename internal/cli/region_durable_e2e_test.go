@@ -1,0 +1,205 @@
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/region"
+)
+
+// killAll SIGKILLs every server of the cluster and waits for them to go.
+func killAll(t *testing.T, tmpdir string) {
+	t.Helper()
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Servers {
+		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range list.Servers {
+		if err := cluster.WaitExit(ctxT(t, 10*time.Second), s.PID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Waited writes are in the servers' files when wait returns: they survive
+// kill -9 of every server, in every partition and storage mode, and a clean
+// restart after that. Overwrites, many small appends and a grown object
+// come back too.
+func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
+	tmpdir := up(t, 2)
+	datadir := serverDataDir(t, tmpdir)
+	ctx := ctxT(t, 2*time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "durable", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{64, 24}
+	type written struct {
+		name  string
+		model *model
+	}
+	var all []written
+	for _, p := range partitions {
+		for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
+			name := fmt.Sprintf("%s-%s", partName(p), st)
+			o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p, Storage: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newModel(dims...)
+			// Many small appends: one row at a time, each waited.
+			for r := range dims[0] {
+				b := box([]uint64{r, 0}, []uint64{1, dims[1]})
+				data := cells(int(dims[1]), int32(r*1000))
+				if err := o.Write(ctx, b, data); err != nil {
+					t.Fatalf("%s: row %d: %v", name, r, err)
+				}
+				m.write(b, data)
+			}
+			// Overwrites: one inside a stored row, one across many rows.
+			for _, b := range []region.Box{box([]uint64{5, 3}, []uint64{1, 10}), box([]uint64{10, 2}, []uint64{30, 7})} {
+				data := cells(int(b.Volume()), -7777)
+				if err := o.Write(ctx, b, data); err != nil {
+					t.Fatalf("%s: overwrite %v: %v", name, b, err)
+				}
+				m.write(b, data)
+			}
+			all = append(all, written{name, m})
+			// No close, no flush: only the waits stand behind the data.
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		c := connect(t, tmpdir)
+		for _, w := range all {
+			o, err := c.OpenObject(ctx, w.name)
+			if err != nil {
+				t.Fatalf("%s: open %s: %v", when, w.name, err)
+			}
+			got, err := o.GetData(ctx)
+			if err != nil {
+				t.Fatalf("%s: read %s: %v", when, w.name, err)
+			}
+			if !bytes.Equal(got, w.model.data) {
+				t.Fatalf("%s: %s differs from what was written and waited", when, w.name)
+			}
+		}
+	}
+	killAll(t, tmpdir)
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	check("after kill -9 of every server")
+
+	// Grow the first dim of one object, write the new rows: old rows stay.
+	c2 := connect(t, tmpdir)
+	o, err := c2.OpenObject(ctx, all[0].name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := []uint64{dims[0] + 16, dims[1]}
+	if err := o.SetDims(ctx, grown); err != nil {
+		t.Fatal(err)
+	}
+	gm := newModel(grown...)
+	copy(gm.data, all[0].model.data)
+	tail := box([]uint64{dims[0], 0}, []uint64{16, dims[1]})
+	data := cells(int(tail.Volume()), 424242)
+	if err := o.Write(ctx, tail, data); err != nil {
+		t.Fatal(err)
+	}
+	gm.write(tail, data)
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all[0].model = gm
+
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	check("after a clean restart")
+}
+
+// A data server killed with transfers under way: the wait fails within its
+// deadline with an error naming that server, and the part of the object
+// on the other server is unaffected.
+func TestRegionDataServerKilledMidTransfer(t *testing.T) {
+	tmpdir := up(t, 2)
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "killed", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{256, 1024}
+	o, err := ct.CreateObject(ctx, "spread", client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := region.Shape(dims...)
+	want := patternOf(dims, whole)
+	if err := o.Write(ctx, whole, want); err != nil {
+		t.Fatal(err)
+	}
+	// Start a whole-object write and read, then kill server 1 before
+	// waiting for them.
+	w, err := o.StartWrite(ctx, whole, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	r, err := o.StartRead(ctx, whole, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := c.Servers()[1]
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(ctxT(t, 10*time.Second), victim.PID); err != nil {
+		t.Fatal(err)
+	}
+	wctx := ctxT(t, 20*time.Second)
+	err = c.WaitAll(wctx, []*client.Transfer{w, r})
+	if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("wait with server 1 killed: got %v, want ErrUnavailable naming rank 1", err)
+	}
+	if wctx.Err() != nil {
+		t.Fatal("the wait ran into its deadline instead of failing on the dead server")
+	}
+
+	// The object is split in two blocks of rows, one per server: the
+	// block on the surviving server reads back whole, the other fails
+	// naming the dead server.
+	half := dims[0] / 2
+	var ok, failed int
+	for _, b := range []region.Box{box([]uint64{0, 0}, []uint64{half, dims[1]}), box([]uint64{half, 0}, []uint64{dims[0] - half, dims[1]})} {
+		buf := make([]byte, 4*b.Volume())
+		err := o.Read(ctxT(t, 20*time.Second), b, buf)
+		switch {
+		case err == nil:
+			if !bytes.Equal(buf, patternOf(dims, b)) {
+				t.Fatalf("rows %v on the surviving server read back wrong", b)
+			}
+			ok++
+		case errors.Is(err, pdc.ErrUnavailable) && strings.Contains(err.Error(), "rank 1"):
+			failed++
+		default:
+			t.Fatalf("read %v: %v", b, err)
+		}
+	}
+	if ok != 1 || failed != 1 {
+		t.Fatalf("%d blocks read back and %d failed; want one of each", ok, failed)
+	}
+}
