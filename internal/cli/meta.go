@@ -278,7 +278,8 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	cont := fs.String("cont", "", "container (create, ls)")
 	dims := fs.String("dims", "", `create: dims such as 1024x1024 ("unlimited" first dim allowed)`)
 	typ := fs.String("type", "float32", "create: element type")
-	part := fs.Uint("partition", 0, "create: 0 object static, 1 region static, 2 region dynamic, 3 region local")
+	part := fs.String("partition", "object-static", "create: object-static, region-static, region-dynamic or region-local (or 0-3)")
+	storage := fs.String("storage", "offset", "create: how data servers store the data: offset (row-major file) or region (log of written regions)")
 	ts := fs.Uint("time-step", 0, "time step")
 	uid := fs.Uint("user-id", 0, "create: user id")
 	app := fs.String("app", "", "create: app name")
@@ -308,7 +309,15 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		props := client.ObjectProps{Dims: d, Type: t, Partition: client.Partition(*part), TimeStep: uint32(*ts), UserID: uint32(*uid), AppName: *app}
+		p, err := parsePartition(*part)
+		if err != nil {
+			return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		}
+		st, err := parseStorage(*storage)
+		if err != nil {
+			return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		}
+		props := client.ObjectProps{Dims: d, Type: t, Partition: p, Storage: st, TimeStep: uint32(*ts), UserID: uint32(*uid), AppName: *app}
 		specs := make([]client.ObjectSpec, len(names))
 		for i, n := range names {
 			specs[i] = client.ObjectSpec{Name: n, Props: props.Clone()}
@@ -386,8 +395,8 @@ func printObjects(w io.Writer, objs []client.ObjectInfo) {
 }
 
 func printObject(w io.Writer, o client.ObjectInfo) {
-	fmt.Fprintf(w, "name:        %s\nid:          %d\ncontainer:   %d\ndims:        %s\ntype:        %s\npartition:   %d\nconsistency: %d\ntime step:   %d\nuser id:     %d\napp:         %s\nserver:      rank %d\ncreated:     %s\n",
-		o.Name, o.ID, o.ContainerID, formatDims(o.Props.Dims), o.Props.Type, o.Props.Partition, o.Props.Consistency,
+	fmt.Fprintf(w, "name:        %s\nid:          %d\ncontainer:   %d\ndims:        %s\ntype:        %s\npartition:   %s\nstorage:     %s\nconsistency: %d\ntime step:   %d\nuser id:     %d\napp:         %s\nserver:      rank %d\ncreated:     %s\n",
+		o.Name, o.ID, o.ContainerID, formatDims(o.Props.Dims), o.Props.Type, o.Props.Partition, o.Props.Storage, o.Props.Consistency,
 		o.Props.TimeStep, o.Props.UserID, o.Props.AppName, o.Server, o.Created.Format(time.RFC3339))
 }
 

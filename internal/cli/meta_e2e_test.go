@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +184,7 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 	var acked, failed []string
 	killed, restarted := false, false
 	var restartCmd *exec.Cmd
+	serving := make(chan struct{})
 	for out.Scan() {
 		f := strings.Fields(out.Text())
 		switch f[0] {
@@ -205,15 +207,34 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 			_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
 			restartCmd = exec.Command(pdcBin, "server", "--rank", "1", "--size", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 			logf, _ := os.Create(filepath.Join(tmpdir, "logs", "server-1-restarted.log"))
-			restartCmd.Stdout, restartCmd.Stderr = logf, logf
+			pr, pw := io.Pipe()
+			restartCmd.Stdout, restartCmd.Stderr = io.MultiWriter(logf, pw), io.MultiWriter(logf, pw)
 			if err := restartCmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = restartCmd.Process.Kill(); _ = restartCmd.Wait() })
+			go func(serving chan struct{}) {
+				// Closes serving once the server says so, and drains
+				// its output until it exits.
+				sc := bufio.NewScanner(pr)
+				for sc.Scan() {
+					if serving != nil && strings.Contains(sc.Text(), "serving") {
+						close(serving)
+						serving = nil
+					}
+				}
+			}(serving)
+			go func() { _ = restartCmd.Wait(); pw.Close() }()
+			t.Cleanup(func() { _ = restartCmd.Process.Kill() })
 		}
 	}
 	if err := writer.Wait(); err != nil {
 		t.Fatalf("writer: %v", err)
+	}
+	// The restarted server may still be starting when a fast writer ends.
+	select {
+	case <-serving:
+	case <-ctxT(t, 30*time.Second).Done():
+		t.Fatal("the restarted server never said it was serving")
 	}
 	if len(acked) < n/2 {
 		t.Fatalf("only %d of %d creates acknowledged", len(acked), n)

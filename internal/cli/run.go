@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 type command struct {
@@ -96,13 +97,51 @@ func flags(e *env, name, synopsis string) *flag.FlagSet {
 
 // parse parses args; -h is not an error.
 func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
 		return false, fmt.Errorf("%s: %v: %w", fs.Name(), err, errUsage)
 	}
 	return false, nil
+}
+
+// flagsFirst moves flags given among or after the positional arguments
+// (pdc put OBJ --region 0:8 FILE) in front of them, as package flag wants.
+// "--" ends the flags; "-" is a positional argument.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var fl, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		fl = append(fl, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // package flag reports it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			fl = append(fl, args[i+1])
+			i++
+		}
+	}
+	if len(pos) == 0 {
+		return fl
+	}
+	return append(append(fl, "--"), pos...)
 }
 
 // Version is the build's version: the module version or VCS revision when

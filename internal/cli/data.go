@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+func init() {
+	register(command{name: "put", summary: "write a file into an object's region", run: runPut})
+	register(command{name: "get", summary: "read an object's region into a file", run: runGet})
+}
+
+// Data moves in blocks of whole rows of about this many bytes, a few in
+// flight, so that the file streams and the progress bar moves.
+const (
+	blockBytes = 16 << 20
+	inFlight   = 4
+)
+
+type dataFlags struct {
+	clientFlags
+	region   *string
+	progress *bool
+}
+
+func addDataFlags(e *env, fs interface {
+	String(name, value, usage string) *string
+	Bool(name string, value bool, usage string) *bool
+	Duration(name string, value time.Duration, usage string) *time.Duration
+}) dataFlags {
+	return dataFlags{
+		clientFlags: clientFlags{
+			tmpdir:  fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+			timeout: fs.Duration("timeout", 30*time.Minute, "deadline for the whole command"),
+		},
+		region:   fs.String("region", "", "the object's region, start:end per dim (end exclusive), e.g. 0:1024,0:64; default: the whole object"),
+		progress: fs.Bool("progress", false, "draw a progress bar even when stderr is not a terminal"),
+	}
+}
+
+func runPut(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "put", "[flags] OBJECT FILE   (FILE - reads stdin)")
+	df := addDataFlags(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("put: give an object and a file: %w", errUsage)
+	}
+	return moveData(ctx, e, df, client.Write, fs.Arg(0), fs.Arg(1))
+}
+
+func runGet(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "get", "[flags] OBJECT FILE   (FILE - writes stdout)")
+	df := addDataFlags(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("get: give an object and a file: %w", errUsage)
+	}
+	return moveData(ctx, e, df, client.Read, fs.Arg(0), fs.Arg(1))
+}
+
+// moveData streams between a file and an object's region in blocks of
+// rows, inFlight blocks under way at a time.
+func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, path string) error {
+	verb := "put"
+	if a == client.Read {
+		verb = "get"
+	}
+	c, ctx, done, err := df.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	defer done()
+	o, err := c.OpenObject(ctx, name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	defer o.Close(ctx)
+	info := o.Info()
+	box := region.Shape(info.Props.Dims...)
+	if *df.region != "" {
+		if box, err = parseRegion(*df.region); err != nil {
+			return fmt.Errorf("%s: --region: %v: %w", verb, err, errUsage)
+		}
+	}
+	if err := box.Within(info.Props.Dims); err != nil {
+		return fmt.Errorf("%s: object %q: %w", verb, name, err)
+	}
+	elem := uint64(max(info.Props.Type.Size(), 1))
+	total := box.Volume() * elem
+
+	var f *os.File
+	switch {
+	case path == "-" && a == client.Write:
+		f = os.Stdin
+	case path == "-":
+		f = os.Stdout
+	case a == client.Write:
+		if f, err = os.Open(path); err != nil {
+			return fmt.Errorf("put: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && uint64(st.Size()) != total {
+			return fmt.Errorf("put: %s holds %d bytes; object %q region %v takes %d (%d elements of %s): %w",
+				path, st.Size(), name, box, total, box.Volume(), info.Props.Type, pdc.ErrInvalid)
+		}
+	default:
+		if f, err = os.Create(path); err != nil {
+			return fmt.Errorf("get: %w", err)
+		}
+		defer f.Close()
+	}
+
+	rowBytes := elem
+	for _, s := range box.Size[1:] {
+		rowBytes *= s
+	}
+	rows := max(1, blockBytes/rowBytes)
+	var blocks []region.Box
+	for r := uint64(0); r < box.Size[0]; r += rows {
+		b := box.Clone()
+		b.Off[0] += r
+		b.Size[0] = min(rows, box.Size[0]-r)
+		blocks = append(blocks, b)
+	}
+	bar := newProgress(e.stderr, *df.progress || isTerminal(e.stderr), verb+" "+name, total)
+	type flight struct {
+		t   *client.Transfer
+		buf []byte
+	}
+	var queue []flight
+	free := make([][]byte, 0, inFlight)
+	next := 0
+	for next < len(blocks) || len(queue) > 0 {
+		for next < len(blocks) && len(queue) < inFlight {
+			b := blocks[next]
+			n := b.Volume() * elem
+			var buf []byte
+			if k := len(free); k > 0 && uint64(cap(free[k-1])) >= n {
+				buf, free = free[k-1][:n], free[:k-1]
+			} else {
+				buf = make([]byte, n)
+			}
+			var t *client.Transfer
+			if a == client.Write {
+				if _, err := io.ReadFull(f, buf); err != nil {
+					if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+						return fmt.Errorf("put: %s ended before object %q region %v was filled (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
+					}
+					return fmt.Errorf("put: %w", err)
+				}
+				t, err = o.StartWrite(ctx, b, buf)
+			} else {
+				t, err = o.StartRead(ctx, b, buf)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", verb, err)
+			}
+			queue = append(queue, flight{t, buf})
+			next++
+		}
+		fl := queue[0]
+		queue = queue[1:]
+		if err := fl.t.Wait(ctx); err != nil {
+			return fmt.Errorf("%s: %w", verb, err)
+		}
+		if a == client.Read {
+			if _, err := f.Write(fl.buf); err != nil {
+				return fmt.Errorf("get: %w", err)
+			}
+		}
+		free = append(free, fl.buf)
+		bar.add(uint64(len(fl.buf)))
+	}
+	if a == client.Write {
+		var extra [1]byte
+		if n, _ := f.Read(extra[:]); n > 0 {
+			return fmt.Errorf("put: %s holds more than object %q region %v takes (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
+		}
+		if err := o.Flush(ctx); err != nil {
+			return fmt.Errorf("put: %w", err)
+		}
+	}
+	bar.finish()
+	return nil
+}
+
+// parseRegion reads "start:end,start:end,...", one pair per dim, end
+// exclusive.
+func parseRegion(s string) (region.Box, error) {
+	var b region.Box
+	for i, p := range strings.Split(s, ",") {
+		lo, hi, ok := strings.Cut(strings.TrimSpace(p), ":")
+		if !ok {
+			return b, fmt.Errorf("dim %d: %q is not start:end", i, p)
+		}
+		start, err1 := strconv.ParseUint(lo, 10, 64)
+		end, err2 := strconv.ParseUint(hi, 10, 64)
+		if err1 != nil || err2 != nil {
+			return b, fmt.Errorf("dim %d: %q is not start:end", i, p)
+		}
+		if end <= start {
+			return b, fmt.Errorf("dim %d: %q is empty (end must be past start)", i, p)
+		}
+		b.Off = append(b.Off, start)
+		b.Size = append(b.Size, end-start)
+	}
+	return b, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progress draws a one-line bar, redrawn at most every 100 ms.
+type progress struct {
+	w     io.Writer
+	on    bool
+	what  string
+	total uint64
+	done  uint64
+	start time.Time
+	last  time.Time
+	drawn uint64 // done when last drawn
+}
+
+func newProgress(w io.Writer, on bool, what string, total uint64) *progress {
+	return &progress{w: w, on: on, what: what, total: total, start: time.Now()}
+}
+
+func (p *progress) add(n uint64) {
+	p.done += n
+	if p.on && time.Since(p.last) >= 100*time.Millisecond {
+		p.draw()
+	}
+}
+
+func (p *progress) draw() {
+	p.last, p.drawn = time.Now(), p.done
+	const width = 30
+	frac := 1.0
+	if p.total > 0 {
+		frac = float64(p.done) / float64(p.total)
+	}
+	fill := int(frac * width)
+	rate := float64(p.done) / max(time.Since(p.start).Seconds(), 1e-9) / 1e6
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3.0f%% %s/%s %.0f MB/s", p.what, strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+		100*frac, humanBytes(p.done), humanBytes(p.total), rate)
+}
+
+func (p *progress) finish() {
+	if p.on {
+		if p.drawn != p.done || p.last.IsZero() {
+			p.draw()
+		}
+		fmt.Fprintln(p.w)
+	}
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
