@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,57 +74,13 @@ func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, p
 // parallelCreates runs procs `pdc bench-meta-client` processes, releases
 // them together once all are connected, and waits for them.
 func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	args := make([][]string, procs)
+	for i := range args {
+		args[i] = []string{"bench-meta-client", "--tmpdir", tmpdir, "--cont", cont,
+			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each)}
 	}
-	type proc struct {
-		cmd  *exec.Cmd
-		in   io.WriteCloser
-		out  *bufio.Reader
-		errb *strings.Builder
-	}
-	var ps []proc
-	defer func() {
-		for _, p := range ps {
-			p.in.Close()
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	}()
-	for i := range procs {
-		cmd := exec.CommandContext(ctx, self, "bench-meta-client", "--tmpdir", tmpdir, "--cont", cont,
-			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each))
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		ps = append(ps, proc{cmd, in, bufio.NewReader(out), &errb})
-	}
-	for _, p := range ps { // each says "ready" once connected
-		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-			return fmt.Errorf("client process did not start: %v %s", err, p.errb)
-		}
-	}
-	for _, p := range ps {
-		fmt.Fprintln(p.in, "go")
-	}
-	var errs []error
-	for _, p := range ps {
-		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
-			errs = append(errs, fmt.Errorf("client process failed: %v %s", err, p.errb))
-		}
-	}
-	return errors.Join(errs...)
+	_, err := runProcs(ctx, args)
+	return err
 }
 
 func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
@@ -153,9 +106,8 @@ func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
 	if _, err := c.Ping(ctx, 0); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, "ready")
-	if line, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil || strings.TrimSpace(line) != "go" {
-		return fmt.Errorf("no start signal: %v", err)
+	if err := awaitGo(e); err != nil {
+		return err
 	}
 	for i := range *n {
 		if _, err := ct.CreateObject(ctx, fmt.Sprintf("%s-%08d", *prefix, i), props); err != nil {

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/bench"
+)
+
+func init() {
+	register(command{name: "bench-vpic-client", summary: "one client process of bench vpic", run: runBenchVPICClient, hidden: true})
+}
+
+// benchVPIC runs VPIC-IO (each client process writes its particles of 8
+// variables) and then BD-CATS (each reads another's particles back and
+// checks every value) with 1, 2 and 4 client processes.
+func benchVPIC(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench vpic", "[flags]")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	procsFlag := fs.String("procs", "1,2,4", "client processes per case, comma-separated")
+	n := fs.Uint64("n", 4<<20, "particles per client process")
+	servers := fs.Int("servers", 2, "server processes")
+	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	part, err := parsePartition(*partFlag)
+	if err != nil {
+		return fmt.Errorf("bench vpic: --partition: %w", err)
+	}
+	var procs []int
+	for _, s := range strings.Split(*procsFlag, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || p < 1 {
+			return fmt.Errorf("bench vpic: --procs: %q is not a process count: %w", s, pdc.ErrInvalid)
+		}
+		procs = append(procs, p)
+	}
+	dir, err := os.MkdirTemp("", "pdc-bench-vpic-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
+	if err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
+	}
+	defer stopRaw()
+	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process"}
+	if _, err := up(ctx, e.stderr, o); err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
+	}
+	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	if err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, "vpic", client.Persistent)
+	if err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
+	}
+	label := fmt.Sprintf("vpic (%d servers)", *servers)
+	var rs []bench.Result
+	for _, p := range procs {
+		run := fmt.Sprintf("%d-%d", p, time.Now().UnixNano())
+		if err := bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part); err != nil {
+			return fmt.Errorf("bench vpic: %w", err)
+		}
+		bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
+		raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
+		if err != nil {
+			return fmt.Errorf("bench vpic: raw tcp: %w", err)
+		}
+		for _, phase := range []string{"write", "read"} {
+			args := make([][]string, p)
+			for r := range args {
+				// BD-CATS reads the particles of the next rank.
+				rank := r
+				if phase == "read" {
+					rank = (r + 1) % p
+				}
+				args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
+					"--n", strconv.FormatUint(*n, 10), "--phase", phase}
+			}
+			d, err := runProcs(ctx, args)
+			if err != nil {
+				return fmt.Errorf("bench vpic: %d processes, %s: %w", p, phase, err)
+			}
+			what := "VPIC-IO write"
+			if phase == "read" {
+				what = "BD-CATS read, every value checked"
+			}
+			rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars", what, p, *n), bytes, d, raw))
+		}
+	}
+	if *asJSON {
+		return bench.WriteJSON(e.stdout, rs)
+	}
+	return bench.WriteTable(e.stdout, rs)
+}
+
+func runBenchVPICClient(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-vpic-client", "")
+	tmpdir := fs.String("tmpdir", "", "")
+	run := fs.String("run", "", "")
+	rank := fs.Uint64("rank", 0, "")
+	n := fs.Uint64("n", 0, "")
+	phase := fs.String("phase", "write", "")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := bench.OpenVPICRank(ctx, c, *run, *rank, *n)
+	if err != nil {
+		return err
+	}
+	if *phase == "write" {
+		r.Fill()
+	}
+	if err := awaitGo(e); err != nil {
+		return err
+	}
+	if *phase == "write" {
+		err = r.Write(ctx, c)
+	} else {
+		err = r.Read(ctx, c)
+	}
+	if err != nil {
+		r.Close(ctx)
+		return err
+	}
+	// Timed up to here, as VPIC-IO times its transfers: closing flushes
+	// (fsyncs) the data, which PDC never does.
+	fmt.Fprintln(e.stdout, "done")
+	return r.Close(ctx)
+}
