@@ -60,7 +60,6 @@ type Options struct {
 	Sync bool
 }
 
-
 // Store keeps objects' data in files under one directory: by offset, one
 // %016x.off file per object; by region, a %016x.reg log and its %016x.idx
 // index checkpoint. See offset.go and logfile.go for the formats.
