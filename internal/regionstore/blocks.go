@@ -102,6 +102,7 @@ func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
 // once into a scratch block and copied from there, so strided reads do not
 // read a block once per row.
 func (a *area) read(f *os.File, segs []seg) error {
+	segs = cacheSized(segs)
 	cur := int64(-1)
 	var scratch []byte
 	for _, s := range segs {
@@ -161,6 +162,7 @@ func (a *area) read(f *os.File, segs []seg) error {
 // Partial blocks are not verified on the way: a corrupt block can still be
 // overwritten.
 func (a *area) write(f *os.File, segs []seg) error {
+	segs = cacheSized(segs)
 	cur := int64(-1)
 	var scratch []byte
 	lo, hi := int64(-1), int64(-1) // CRC entries changed
@@ -212,6 +214,34 @@ func (a *area) write(f *os.File, segs []seg) error {
 	}
 	finish()
 	return a.writeCRCs(f, lo, hi)
+}
+
+// ioChunk is the most one pread or pwrite moves. Checksumming a chunk
+// right after its copy finds it in the CPU cache; a 16 MiB buffer
+// checksummed and copied whole would go through memory twice.
+const ioChunk = 512 << 10
+
+// cacheSized cuts segs at multiples of ioChunk (whole blocks) in the area.
+func cacheSized(segs []seg) []seg {
+	long := false
+	for _, s := range segs {
+		if len(s.buf) > ioChunk {
+			long = true
+			break
+		}
+	}
+	if !long {
+		return segs
+	}
+	var out []seg
+	for _, s := range segs {
+		for len(s.buf) > 0 {
+			n := min(int64(len(s.buf)), (s.off/ioChunk+1)*ioChunk-s.off)
+			out = append(out, seg{off: s.off, buf: s.buf[:n]})
+			s.off, s.buf = s.off+n, s.buf[n:]
+		}
+	}
+	return out
 }
 
 // writeCRCs stores table entries [lo, hi] from memory.

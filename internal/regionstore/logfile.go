@@ -90,6 +90,7 @@ type regionLog struct {
 	// starting within maxLen0 before the box.
 	pieces  []*piece
 	maxLen0 uint64
+	ends    []uint64 // no piece's live box ends past these; nil: unknown
 }
 
 func encodeRegHeader(elem, ndim int) []byte {
@@ -284,6 +285,11 @@ func (l *regionLog) add(p *piece) {
 	l.pieces = slices.Insert(l.pieces, i, p)
 	l.maxLen0 = max(l.maxLen0, p.live.Size[0])
 	l.seq = max(l.seq, p.seq)
+	if l.ends != nil {
+		for i := range l.ends {
+			l.ends[i] = max(l.ends[i], p.live.End(i))
+		}
+	}
 }
 
 func (l *regionLog) remove(q *piece) {
@@ -315,11 +321,26 @@ func (l *regionLog) clip(dims []uint64) {
 	l.pieces = kept
 }
 
-// outside reports whether some piece reaches outside dims.
+// outside reports whether some piece reaches outside dims. It is asked on
+// every call, so it first checks the bound on the pieces' ends, which
+// only a scan that finds it too loose tightens.
 func (l *regionLog) outside(dims []uint64) bool {
-	shape := region.Shape(dims...)
+	if l.ends != nil && !endsPast(l.ends, dims) {
+		return false
+	}
+	ends := make([]uint64, l.ndim)
 	for _, p := range l.pieces {
-		if !shape.Contains(p.live) {
+		for i := range ends {
+			ends[i] = max(ends[i], p.live.End(i))
+		}
+	}
+	l.ends = ends
+	return endsPast(ends, dims)
+}
+
+func endsPast(ends, dims []uint64) bool {
+	for i, e := range ends {
+		if e > dims[i] {
 			return true
 		}
 	}
@@ -330,14 +351,19 @@ func (l *regionLog) outside(dims []uint64) bool {
 // CRCs first, the fixed part (the commit point) last.
 func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []byte) (*piece, error) {
 	seq := l.seq + 1
-	crcs := crcsOf(data)
-	hdr := encodeRecHeader(kind, seq, box, int64(len(data)), crcs)
+	nb := (int64(len(data)) + blockSize - 1) / blockSize
+	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
 	off := l.size
-	if len(data) > 0 {
-		if _, err := f.WriteAt(data, off+int64(len(hdr))); err != nil {
+	// Checksum each chunk right after copying it, while it is in cache.
+	crcs := make([]uint32, 0, nb)
+	for pos := 0; pos < len(data); pos += ioChunk {
+		chunk := data[pos:min(len(data), pos+ioChunk)]
+		if _, err := f.WriteAt(chunk, off+hdrLen+int64(pos)); err != nil {
 			return nil, err
 		}
+		crcs = append(crcs, crcsOf(chunk)...)
 	}
+	hdr := encodeRecHeader(kind, seq, box, int64(len(data)), crcs)
 	if _, err := f.WriteAt(hdr[4:], off+4); err != nil {
 		return nil, err
 	}
@@ -576,10 +602,18 @@ func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
 	return covers, true
 }
 
-// checkpoint fsyncs the log and writes the index for all of it.
-func (l *regionLog) checkpoint(f *os.File) error {
-	if err := f.Sync(); err != nil {
-		return err
+// checkpoint writes the index for all of the log. When durable it
+// fsyncs the log first, so the index never names records a power failure
+// could lose, and the index itself. The periodic checkpoints of a store
+// without Options.Sync are not durable: fsyncing 64 MiB of log on a write
+// path that promised only to survive a process crash would stall it, and
+// an index that names lost records is refused on open (the log is then
+// scanned whole).
+func (l *regionLog) checkpoint(f *os.File, durable bool) error {
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if l.checkpointed == l.size {
 		return nil
@@ -603,7 +637,7 @@ func (l *regionLog) checkpoint(f *os.File) error {
 		}
 	}
 	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
-	err := replaceFile(l.idxPath, true, func(f *os.File) error {
+	err := replaceFile(l.idxPath, durable, func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})

@@ -376,7 +376,7 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 		return fmt.Errorf("region store: write object %d region %v: %s: %w", obj, box, path, err)
 	}
 	if o.mode == ByRegion && o.reg.size-o.reg.checkpointed > checkpointEvery {
-		if err := s.checkpoint(o); err != nil {
+		if err := s.checkpoint(o, s.opts.Sync); err != nil {
 			return err
 		}
 	}
@@ -446,10 +446,10 @@ func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 	return nil
 }
 
-// checkpoint fsyncs a by-region log and writes its index checkpoint.
-// Requires o.mu held exclusively.
-func (s *Store) checkpoint(o *object) error {
-	err := s.withFile(o.reg.path, o.reg.checkpoint)
+// checkpoint writes a by-region log's index checkpoint, durably (with
+// the log fsynced) when asked. Requires o.mu held exclusively.
+func (s *Store) checkpoint(o *object, durable bool) error {
+	err := s.withFile(o.reg.path, func(f *os.File) error { return o.reg.checkpoint(f, durable) })
 	if err != nil {
 		return fmt.Errorf("region store: object %d: checkpoint %s: %w", o.id, o.reg.idxPath, err)
 	}
@@ -482,7 +482,7 @@ func (s *Store) flush(o *object) error {
 			return fmt.Errorf("region store: sync object %d: %s: %w", o.id, o.off.path, err)
 		}
 	case ByRegion:
-		return s.checkpoint(o)
+		return s.checkpoint(o, true)
 	}
 	return nil
 }
