@@ -42,6 +42,11 @@ var (
 	// ErrStale: the caller acted on an old view of an object (its dims
 	// changed since it looked); refresh and retry.
 	ErrStale = errors.New("pdc: stale object layout")
+	// ErrCorrupt: bytes read back from a server's own files fail their
+	// checksum or format (a bad disk, a stray write, or a crash between a
+	// write and its checksum). ErrChecksum is for bytes in transit and for
+	// files a peer hands over.
+	ErrCorrupt = errors.New("pdc: stored data is corrupt")
 	// ErrInternal: a server failed in a way that is not the caller's fault.
 	ErrInternal = errors.New("pdc: internal error")
 )

@@ -1,7 +1,24 @@
 // Package regionstore keeps a data server's share of objects on disk, by
-// file offset (the canonical row-major layout of fixed-dims objects) or by
-// region (an append log of written regions and a persistent index of
-// them). Its pure core resolves a read against the regions stored so far:
-// the last completed write wins for every element, and elements never
-// written read as zeros.
+// file offset (the canonical row-major layout, %016x.off) or by region (an
+// append log of written regions, %016x.reg, with an index checkpoint,
+// %016x.idx). Its pure core, Resolve, resolves a read against the regions
+// stored so far: the last completed write wins for every element, and
+// elements never written read as zeros.
+//
+// Durability: a Write is in its file (pwritten, in the kernel) when it
+// returns, so it survives the process being killed; with Options.Sync it
+// is fsynced too. Flush and Close fsync. Files are created, relaid out
+// and checkpointed by writing a temporary file and renaming it.
+//
+// Integrity: every file starts with a magic and a version, and stored
+// bytes carry CRC32C checksums per 64 KiB block. A block that fails its
+// checksum reads as an error wrapping pdc.ErrCorrupt; so does one whose
+// write was cut by a crash between the data and its checksum.
+//
+// Dims: the store learns an object's dims from each call. Elements inside
+// both the old and the new dims keep their values; elements outside the
+// new dims are dropped, so they read as zeros if the dims grow back. A
+// shrink that no call ever carries cannot drop anything.
+//
+// The formats are described in offset.go and logfile.go.
 package regionstore

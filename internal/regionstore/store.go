@@ -3,10 +3,12 @@ package regionstore
 import (
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/region"
@@ -58,22 +60,36 @@ type Options struct {
 	Sync bool
 }
 
-// Store keeps objects' data in files under one directory, one file per
-// object. Safe for concurrent use.
+// Store keeps objects' data in files under one directory: by offset, one
+// %016x.off file per object; by region, a %016x.reg log and its %016x.idx
+// index checkpoint. See offset.go and logfile.go for the formats.
+//
+// Safe for concurrent use: calls on different objects run in parallel,
+// reads of one object run in parallel with each other, and a write or a
+// change of dims has its object to itself.
 type Store struct {
-	opts Options
+	opts   Options
+	files  *fileCache
+	closed atomic.Bool
 
-	mu     sync.Mutex
-	files  map[uint64]*objFile
-	closed bool
+	mu struct {
+		sync.Mutex
+		objects map[uint64]*object // guarded by mu
+	}
 }
 
-type objFile struct {
-	mu sync.RWMutex
-	f  *os.File
+// object is the state of one object's files. Its fields are guarded by mu.
+type object struct {
+	id     uint64
+	mu     sync.RWMutex
+	loaded bool // the files were looked for since Open or Delete
+	mode   Mode // 0: the object has no files
+	off    *offsetFile
+	reg    *regionLog
 }
 
-// Open opens the store in opts.Dir.
+// Open opens the store in opts.Dir. Objects' files are read when first
+// used.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("region store: no directory given: %w", pdc.ErrInvalid)
@@ -81,154 +97,478 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("region store: %w", err)
 	}
-	return &Store{opts: opts, files: map[uint64]*objFile{}}, nil
+	s := &Store{opts: opts, files: newFileCache(maxOpenFiles)}
+	s.mu.objects = map[uint64]*object{}
+	return s, nil
 }
 
-func (s *Store) path(obj uint64) string {
-	return filepath.Join(s.opts.Dir, fmt.Sprintf("%016x.off", obj))
+func (s *Store) path(obj uint64, ext string) string {
+	return filepath.Join(s.opts.Dir, fmt.Sprintf("%016x%s", obj, ext))
 }
 
-func (s *Store) file(obj uint64) (*objFile, error) {
+var errClosed = fmt.Errorf("region store: %w", pdc.ErrClosed)
+
+func (s *Store) object(obj uint64) (*object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("region store: %w", pdc.ErrClosed)
+	if s.closed.Load() {
+		return nil, errClosed
 	}
-	if of := s.files[obj]; of != nil {
-		return of, nil
+	o := s.mu.objects[obj]
+	if o == nil {
+		o = &object{id: obj}
+		s.mu.objects[obj] = o
 	}
-	f, err := os.OpenFile(s.path(obj), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("region store: object %d: %w", obj, err)
-	}
-	of := &objFile{f: f}
-	s.files[obj] = of
-	return of, nil
+	return o, nil
 }
 
 func check(obj uint64, l Layout, box region.Box, n int) error {
 	if err := box.Within(l.Dims); err != nil {
 		return fmt.Errorf("object %d: %w", obj, err)
 	}
-	if want := box.Volume() * uint64(l.Elem); uint64(n) != want {
-		return fmt.Errorf("object %d region %v: buffer of %d bytes, want %d: %w", obj, box, n, want, pdc.ErrInvalid)
+	if l.Elem <= 0 {
+		return fmt.Errorf("object %d: element size %d: %w", obj, l.Elem, pdc.ErrInvalid)
 	}
+	if l.Mode != ByOffset && l.Mode != ByRegion {
+		return fmt.Errorf("object %d: unknown storage mode %d: %w", obj, uint8(l.Mode), pdc.ErrInvalid)
+	}
+	if hi, lo := bits.Mul64(box.Volume(), uint64(l.Elem)); hi != 0 || uint64(n) != lo {
+		return fmt.Errorf("object %d region %v: buffer of %d bytes, want %d elements of %d: %w", obj, box, n, box.Volume(), l.Elem, pdc.ErrInvalid)
+	}
+	return nil
+}
+
+// load finds the object's files once. Requires o.mu held exclusively.
+func (s *Store) load(o *object) error {
+	if o.loaded {
+		return nil
+	}
+	for _, ext := range []string{".off.tmp", ".reg.tmp", ".idx.tmp"} {
+		// Left by a crash before a rename: never the only copy.
+		if err := os.Remove(s.path(o.id, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("region store: object %d: %w", o.id, err)
+		}
+	}
+	offPath, regPath := s.path(o.id, ".off"), s.path(o.id, ".reg")
+	_, offErr := os.Stat(offPath)
+	_, regErr := os.Stat(regPath)
+	for _, err := range []error{offErr, regErr} {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("region store: object %d: %w", o.id, err)
+		}
+	}
+	switch {
+	case offErr == nil && regErr == nil:
+		return fmt.Errorf("region store: object %d has both %s and %s: %w", o.id, offPath, regPath, pdc.ErrCorrupt)
+	case offErr == nil:
+		err := s.withFile(offPath, func(f *os.File) (err error) {
+			o.off, err = loadOffsetFile(offPath, f)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("region store: object %d: %w", o.id, err)
+		}
+		o.mode = ByOffset
+	case regErr == nil:
+		err := s.withFile(regPath, func(f *os.File) (err error) {
+			o.reg, err = loadRegionLog(regPath, f, s.opts.Sync)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("region store: object %d: %w", o.id, err)
+		}
+		o.mode = ByRegion
+	}
+	o.loaded = true
+	return nil
+}
+
+func (s *Store) withFile(path string, fn func(f *os.File) error) error {
+	of, err := s.files.acquire(path)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(of)
+	return fn(of.f)
+}
+
+// conforms checks a call's layout against what the object's files say.
+// Requires o.mu held, and the object loaded.
+func conforms(o *object, l Layout) error {
+	var elem, ndim int
+	switch o.mode {
+	case 0:
+		return nil
+	case ByOffset:
+		elem, ndim = o.off.elem, o.off.ndim
+	case ByRegion:
+		elem, ndim = o.reg.elem, o.reg.ndim
+	}
+	if l.Mode != o.mode {
+		return fmt.Errorf("region store: object %d is stored by %s, not by %s: %w", o.id, o.mode, l.Mode, pdc.ErrInvalid)
+	}
+	if l.Elem != elem {
+		return fmt.Errorf("region store: object %d has %d-byte elements, not %d: %w", o.id, elem, l.Elem, pdc.ErrInvalid)
+	}
+	if len(l.Dims) != ndim {
+		return fmt.Errorf("region store: object %d has %d dims, not %d (dims %v): %w", o.id, ndim, len(l.Dims), l.Dims, pdc.ErrInvalid)
+	}
+	return nil
+}
+
+// needsDims reports whether dims change what the object's files hold.
+// Requires o.mu held, and the object loaded.
+func needsDims(o *object, dims []uint64) bool {
+	switch o.mode {
+	case ByOffset:
+		return o.off.needsRelayout(dims) || o.off.needsCut(dims)
+	case ByRegion:
+		return o.reg.outside(dims)
+	}
+	return false
+}
+
+// setDims brings the object's files to dims, and, with need bytes of
+// data to come in a by-offset file, to a table that holds them. Requires
+// o.mu held exclusively.
+func (s *Store) setDims(o *object, dims []uint64, need int64) error {
+	switch o.mode {
+	case ByOffset:
+		path := o.off.path
+		if o.off.needsRelayout(dims) {
+			n, err := o.off.relayoutNeeds(dims)
+			if err != nil {
+				return fmt.Errorf("region store: object %d: %w", o.id, err)
+			}
+			need = max(need, n)
+		}
+		if o.off.needsRelayout(dims) || need > o.off.blocks*blockSize {
+			blocks := o.off.blocks
+			if need > blocks*blockSize {
+				blocks = tableFor(need)
+			}
+			if err := s.files.drop(path); err != nil {
+				return fmt.Errorf("region store: object %d: %s: %w", o.id, path, err)
+			}
+			// The relayout reads through its own descriptor: the cached one
+			// is dropped because the rename replaces the file under it.
+			old, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("region store: object %d: %w", o.id, err)
+			}
+			n, err := o.off.relayout(old, dims, blocks)
+			_ = old.Close()
+			if err != nil {
+				return fmt.Errorf("region store: object %d: relayout %s to dims %v: %w", o.id, path, dims, err)
+			}
+			o.off = n
+		}
+		if o.off.needsCut(dims) {
+			err := s.withFile(path, func(f *os.File) error {
+				if err := o.off.cut(f, dims); err != nil {
+					return err
+				}
+				if s.opts.Sync {
+					return f.Sync()
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("region store: object %d: cut %s to dims %v: %w", o.id, path, dims, err)
+			}
+		}
+	case ByRegion:
+		err := s.withFile(o.reg.path, func(f *os.File) error {
+			if err := o.reg.setDims(f, dims); err != nil {
+				return err
+			}
+			if s.opts.Sync {
+				return f.Sync()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("region store: object %d: %s: dims %v: %w", o.id, o.reg.path, dims, err)
+		}
+	}
+	return nil
+}
+
+// create makes the object's first file. Requires o.mu held exclusively.
+func (s *Store) create(o *object, l Layout, need int64) error {
+	switch l.Mode {
+	case ByOffset:
+		path := s.path(o.id, ".off")
+		n := newOffsetFile(path, l.Elem, l.Dims, tableFor(need))
+		err := replaceFile(path, s.opts.Sync, func(f *os.File) error {
+			_, err := f.WriteAt(n.encodeHeader(), 0)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("region store: object %d: create %s: %w", o.id, path, err)
+		}
+		o.off = n
+	case ByRegion:
+		path := s.path(o.id, ".reg")
+		r, err := createRegionLog(path, l.Elem, len(l.Dims), s.opts.Sync)
+		if err != nil {
+			return fmt.Errorf("region store: object %d: create %s: %w", o.id, path, err)
+		}
+		o.reg = r
+	}
+	o.mode = l.Mode
 	return nil
 }
 
 // Write stores data, box's elements in row-major order, as object obj's
-// box. It is in the file (in the kernel) when Write returns, and on disk
-// too with Options.Sync.
+// box. It is in the file (in the kernel) when Write returns, so it
+// survives the process being killed; with Options.Sync it is on disk.
+// The object's mode and element size are fixed by its first write; dims
+// may change between calls, and elements inside both the old and the new
+// dims keep their values. data is not retained.
 func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 	if err := check(obj, l, box, len(data)); err != nil {
 		return err
 	}
-	of, err := s.file(obj)
+	o, err := s.object(obj)
 	if err != nil {
 		return err
 	}
-	of.mu.Lock()
-	defer of.mu.Unlock()
-	elem := uint64(l.Elem)
-	var pos uint64
-	var werr error
-	region.Runs(region.Shape(l.Dims...), box, func(r region.Run) bool {
-		n := r.Len * elem
-		if _, werr = of.f.WriteAt(data[pos:pos+n], int64(r.Off*elem)); werr != nil {
-			return false
-		}
-		pos += n
-		return true
-	})
-	if werr != nil {
-		return fmt.Errorf("region store: write object %d region %v: %w", obj, box, werr)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s.closed.Load() {
+		return errClosed
 	}
-	if s.opts.Sync {
-		if err := of.f.Sync(); err != nil {
-			return fmt.Errorf("region store: sync object %d: %w", obj, err)
+	if err := s.load(o); err != nil {
+		return err
+	}
+	if err := conforms(o, l); err != nil {
+		return err
+	}
+	var need int64
+	if l.Mode == ByOffset {
+		if need, err = bytesNeeded(l.Dims, box, l.Elem); err != nil {
+			return fmt.Errorf("region store: object %d: %w", obj, err)
+		}
+	}
+	if o.mode == 0 {
+		if err := s.create(o, l, need); err != nil {
+			return err
+		}
+	}
+	if err := s.setDims(o, l.Dims, need); err != nil {
+		return err
+	}
+	path := o.off.pathOr(o.reg)
+	err = s.withFile(path, func(f *os.File) error {
+		var err error
+		if o.mode == ByOffset {
+			err = o.off.write(f, l.Dims, box, data)
+		} else {
+			err = o.reg.write(f, box, data)
+		}
+		if err == nil && s.opts.Sync {
+			err = f.Sync()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("region store: write object %d region %v: %s: %w", obj, box, path, err)
+	}
+	if o.mode == ByRegion && o.reg.size-o.reg.checkpointed > checkpointEvery {
+		if err := s.checkpoint(o, s.opts.Sync); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Read fills into with object obj's box in row-major order. Elements never
-// written read as zeros.
+func (o *offsetFile) pathOr(r *regionLog) string {
+	if o != nil {
+		return o.path
+	}
+	return r.path
+}
+
+// Read fills into, box's elements in row-major order, with object obj's
+// box: every element from the last completed write covering it, zeros
+// where none did. An object never written reads as zeros and gets no
+// file. Reading with changed dims applies them first, as a write would.
+// into is not retained. A block that fails its checksum is an error
+// wrapping pdc.ErrCorrupt.
 func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 	if err := check(obj, l, box, len(into)); err != nil {
 		return err
 	}
-	of, err := s.file(obj)
+	o, err := s.object(obj)
 	if err != nil {
 		return err
 	}
-	of.mu.RLock()
-	defer of.mu.RUnlock()
-	elem := uint64(l.Elem)
-	var pos uint64
-	var rerr error
-	region.Runs(region.Shape(l.Dims...), box, func(r region.Run) bool {
-		n := r.Len * elem
-		got, err := of.f.ReadAt(into[pos:pos+n], int64(r.Off*elem))
-		if err != nil && !errors.Is(err, io.EOF) {
-			rerr = err
-			return false
+	o.mu.RLock()
+	if !o.loaded || needsDims(o, l.Dims) {
+		// Rare: take the object to load it or apply the new dims, then
+		// read holding it.
+		o.mu.RUnlock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if err := s.load(o); err != nil {
+			return err
 		}
-		clear(into[pos+uint64(got) : pos+n])
-		pos += n
-		return true
-	})
-	if rerr != nil {
-		return fmt.Errorf("region store: read object %d region %v: %w", obj, box, rerr)
+		if err := conforms(o, l); err != nil {
+			return err
+		}
+		if err := s.setDims(o, l.Dims, 0); err != nil {
+			return err
+		}
+	} else {
+		defer o.mu.RUnlock()
+		if err := conforms(o, l); err != nil {
+			return err
+		}
 	}
-	return nil
-}
-
-// Flush fsyncs object obj's file.
-func (s *Store) Flush(obj uint64) error {
-	of, err := s.file(obj)
-	if err != nil {
-		return err
+	if s.closed.Load() {
+		return errClosed
 	}
-	if err := of.f.Sync(); err != nil {
-		return fmt.Errorf("region store: sync object %d: %w", obj, err)
-	}
-	return nil
-}
-
-// Delete removes object obj's data.
-func (s *Store) Delete(obj uint64) error {
-	s.mu.Lock()
-	of := s.files[obj]
-	delete(s.files, obj)
-	s.mu.Unlock()
-	if of != nil {
-		of.mu.Lock()
-		_ = of.f.Close()
-		of.mu.Unlock()
-	}
-	if err := os.Remove(s.path(obj)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("region store: delete object %d: %w", obj, err)
-	}
-	return nil
-}
-
-// Close fsyncs and closes every open file. It is idempotent.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if o.mode == 0 {
+		clear(into)
 		return nil
 	}
-	s.closed = true
-	var errs []error
-	for obj, of := range s.files {
-		of.mu.Lock()
-		if err := of.f.Sync(); err != nil {
-			errs = append(errs, fmt.Errorf("sync object %d: %w", obj, err))
+	path := o.off.pathOr(o.reg)
+	err = s.withFile(path, func(f *os.File) error {
+		if o.mode == ByOffset {
+			return o.off.read(f, l.Dims, box, into)
 		}
-		_ = of.f.Close()
-		of.mu.Unlock()
+		return o.reg.read(f, box, into)
+	})
+	if err != nil {
+		return fmt.Errorf("region store: read object %d region %v: %s: %w", obj, box, path, err)
 	}
-	s.files = nil
+	return nil
+}
+
+// checkpoint writes a by-region log's index checkpoint, durably (with
+// the log fsynced) when asked. Requires o.mu held exclusively.
+func (s *Store) checkpoint(o *object, durable bool) error {
+	err := s.withFile(o.reg.path, func(f *os.File) error { return o.reg.checkpoint(f, durable) })
+	if err != nil {
+		return fmt.Errorf("region store: object %d: checkpoint %s: %w", o.id, o.reg.idxPath, err)
+	}
+	return nil
+}
+
+// Flush fsyncs object obj's files (and, by region, checkpoints its
+// index). An object with no files has nothing to flush.
+func (s *Store) Flush(obj uint64) error {
+	o, err := s.object(obj)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s.closed.Load() {
+		return errClosed
+	}
+	if err := s.load(o); err != nil {
+		return err
+	}
+	return s.flush(o)
+}
+
+// flush requires o.mu held exclusively and the object loaded.
+func (s *Store) flush(o *object) error {
+	switch o.mode {
+	case ByOffset:
+		if err := s.withFile(o.off.path, (*os.File).Sync); err != nil {
+			return fmt.Errorf("region store: sync object %d: %s: %w", o.id, o.off.path, err)
+		}
+	case ByRegion:
+		return s.checkpoint(o, true)
+	}
+	return nil
+}
+
+// Delete removes every file of object obj; it is not an error if there
+// are none.
+func (s *Store) Delete(obj uint64) error {
+	o, err := s.object(obj)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s.closed.Load() {
+		return errClosed
+	}
+	var errs []error
+	for _, ext := range []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp"} {
+		p := s.path(obj, ext)
+		if err := s.files.drop(p); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("region store: delete object %d: %w", obj, err)
+	}
+	if s.opts.Sync {
+		if err := syncDir(s.opts.Dir); err != nil {
+			return fmt.Errorf("region store: delete object %d: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// Bytes is the disk space object obj's files take (holes not counted).
+func (s *Store) Bytes(obj uint64) (int64, error) {
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	var n int64
+	for _, ext := range []string{".off", ".reg", ".idx"} {
+		st, err := os.Stat(s.path(obj, ext))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("region store: object %d: %w", obj, err)
+		}
+		n += diskBytes(st)
+	}
+	return n, nil
+}
+
+// Close fsyncs every object's files, checkpoints by-region indexes and
+// closes every file. It is idempotent; other calls after it return an
+// error wrapping pdc.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed.Swap(true) {
+		s.mu.Unlock()
+		return nil
+	}
+	objs := make([]*object, 0, len(s.mu.objects))
+	for _, o := range s.mu.objects {
+		objs = append(objs, o)
+	}
+	s.mu.objects = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, o := range objs {
+		// Taking the lock waits out a call in progress; calls after it
+		// see the store closed.
+		o.mu.Lock()
+		if o.loaded {
+			if err := s.flush(o); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		o.mu.Unlock()
+	}
+	if err := s.files.closeAll(); err != nil {
+		errs = append(errs, fmt.Errorf("region store: close: %w", err))
+	}
 	return errors.Join(errs...)
 }

@@ -30,6 +30,7 @@ const (
 	CodeClosed        Code = 14
 	CodeChecksum      Code = 15
 	CodeStale         Code = 16
+	CodeCorrupt       Code = 17
 )
 
 var codeErrs = [...]error{
@@ -49,6 +50,7 @@ var codeErrs = [...]error{
 	CodeClosed:        pdc.ErrClosed,
 	CodeChecksum:      pdc.ErrChecksum,
 	CodeStale:         pdc.ErrStale,
+	CodeCorrupt:       pdc.ErrCorrupt,
 }
 
 // CodeOf returns the code for err: the code of the first sentinel err wraps,

@@ -33,11 +33,12 @@ var codeSentinels = []struct {
 	{wire.CodeClosed, pdc.ErrClosed},
 	{wire.CodeChecksum, pdc.ErrChecksum},
 	{wire.CodeStale, pdc.ErrStale},
+	{wire.CodeCorrupt, pdc.ErrCorrupt},
 }
 
 func TestCodeSentinelTable(t *testing.T) {
-	if len(codeSentinels) != int(wire.CodeStale-wire.CodeInternal+1) {
-		t.Fatalf("table covers %d codes, want every code from Internal to Checksum", len(codeSentinels))
+	if len(codeSentinels) != int(wire.CodeCorrupt-wire.CodeInternal+1) {
+		t.Fatalf("table covers %d codes, want every code from Internal to Corrupt", len(codeSentinels))
 	}
 	seen := map[error]wire.Code{}
 	for i, c := range codeSentinels {
@@ -100,7 +101,7 @@ func TestCodeErr(t *testing.T) {
 	if err := wire.CodeOK.Err(); err != nil {
 		t.Fatalf("CodeOK.Err() = %v, want nil", err)
 	}
-	for _, c := range []wire.Code{wire.CodeStale + 1, 100, math.MaxUint32} {
+	for _, c := range []wire.Code{wire.CodeCorrupt + 1, 100, math.MaxUint32} {
 		if err := c.Err(); err != pdc.ErrInternal {
 			t.Fatalf("unknown Code(%d).Err() = %v, want pdc.ErrInternal", c, err)
 		}

@@ -1,0 +1,283 @@
+package regionstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/pdcgo/pdc"
+)
+
+// blockSize is the unit of checksumming. 64 KiB keeps the table at 1/16384
+// of the data and bounds the read-modify-checksum of a partial write to
+// one block at each edge of a run. It is a variable only so that tests
+// can shrink it to reach many blocks with small objects; files do not
+// record it, so it must not change while a store is open.
+var blockSize int64 = maxBlockSize
+
+const maxBlockSize = 64 << 10
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var zeroBlock [maxBlockSize]byte
+
+func blockCRC(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroBlock))
+		if !bytes.Equal(b[:n], zeroBlock[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// area is a stretch of a file checksummed per block: the data of a
+// by-offset file, or the payload of one by-region record. Each block has a
+// CRC32C in a table elsewhere in the same file, 4 bytes per block, and a
+// copy of the table in memory.
+//
+// A table entry of 0 means "never written": the block must read as zeros.
+// Data is written before its CRC, so a crash between the two leaves a
+// block whose CRC does not match: reading it reports pdc.ErrCorrupt rather
+// than returning bytes that may be half old and half new.
+type area struct {
+	base  int64 // file offset of the area's byte 0
+	size  int64 // bytes in the area; the last block may be shorter
+	crcAt int64 // file offset of the CRC table
+	crcs  []uint32
+}
+
+// seg is a contiguous piece of an area and the caller's bytes for it.
+type seg struct {
+	off int64 // within the area
+	buf []byte
+}
+
+func (a *area) blockLen(b int64) int64 { return min(blockSize, a.size-b*blockSize) }
+
+func (a *area) crc(b int64) uint32 {
+	if b < int64(len(a.crcs)) {
+		return a.crcs[b]
+	}
+	return 0
+}
+
+// verify checks block b's bytes against its CRC.
+func (a *area) verify(b int64, data []byte) error {
+	want := a.crc(b)
+	if want == 0 && allZero(data) {
+		return nil
+	}
+	if got := blockCRC(data); got != want {
+		return fmt.Errorf("block %d at file offset %d: crc %08x, stored %08x: %w",
+			b, a.base+b*blockSize, got, want, pdc.ErrCorrupt)
+	}
+	return nil
+}
+
+// load reads block b into buf (sized to the block), zeros past the end of
+// the file, and verifies it unless told not to.
+func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
+	n, err := f.ReadAt(buf, a.base+b*blockSize)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	clear(buf[n:])
+	if check {
+		return a.verify(b, buf)
+	}
+	return nil
+}
+
+// read fills segs, which lie in increasing order and do not overlap, from
+// the file, verifying every block it touches. Whole blocks go straight
+// into the caller's buffers; a block a segment covers only in part is read
+// once into a scratch block and copied from there, so strided reads do not
+// read a block once per row.
+func (a *area) read(f *os.File, segs []seg) error {
+	segs = cacheSized(segs)
+	cur := int64(-1)
+	var scratch []byte
+	for _, s := range segs {
+		off, end := s.off, s.off+int64(len(s.buf))
+		for off < end {
+			b := off / blockSize
+			bStart := b * blockSize
+			if bStart >= a.size {
+				// Past what the area can hold: never written.
+				clear(s.buf[off-s.off:])
+				break
+			}
+			bEnd := bStart + a.blockLen(b)
+			if off == bStart && end >= bEnd {
+				// As many whole blocks as the segment covers, in one pread.
+				wEnd, nb := bEnd, b+1
+				for wEnd < end && wEnd+a.blockLen(nb) <= end {
+					wEnd += a.blockLen(nb)
+					nb++
+				}
+				dst := s.buf[off-s.off : wEnd-s.off]
+				n, err := f.ReadAt(dst, a.base+off)
+				if err != nil && !errors.Is(err, io.EOF) {
+					return err
+				}
+				clear(dst[n:])
+				for i := b; i < nb; i++ {
+					lo := (i - b) * blockSize
+					if err := a.verify(i, dst[lo:lo+a.blockLen(i)]); err != nil {
+						return err
+					}
+				}
+				off = wEnd
+				continue
+			}
+			if cur != b {
+				if scratch == nil {
+					scratch = make([]byte, blockSize)
+				}
+				if err := a.load(f, b, scratch[:bEnd-bStart], true); err != nil {
+					return err
+				}
+				cur = b
+			}
+			n := min(end, bEnd) - off
+			copy(s.buf[off-s.off:off-s.off+n], scratch[off-bStart:])
+			off += n
+		}
+	}
+	return nil
+}
+
+// write stores segs, which lie in increasing order and do not overlap, and
+// then the CRCs of the blocks they touch. Whole blocks are checksummed from
+// the caller's buffer; only a block a segment covers in part is read back
+// (once, however many segments touch it) to checksum the merged bytes.
+// Partial blocks are not verified on the way: a corrupt block can still be
+// overwritten.
+func (a *area) write(f *os.File, segs []seg) error {
+	segs = cacheSized(segs)
+	cur := int64(-1)
+	var scratch []byte
+	lo, hi := int64(-1), int64(-1) // CRC entries changed
+	set := func(b int64, c uint32) {
+		for int64(len(a.crcs)) <= b {
+			a.crcs = append(a.crcs, 0)
+		}
+		a.crcs[b] = c
+		if lo < 0 || b < lo {
+			lo = b
+		}
+		hi = max(hi, b)
+	}
+	finish := func() {
+		if cur >= 0 {
+			set(cur, blockCRC(scratch[:a.blockLen(cur)]))
+		}
+	}
+	for _, s := range segs {
+		if _, err := f.WriteAt(s.buf, a.base+s.off); err != nil {
+			return err
+		}
+		off, end := s.off, s.off+int64(len(s.buf))
+		for off < end {
+			b := off / blockSize
+			bStart := b * blockSize
+			bEnd := bStart + a.blockLen(b)
+			if off == bStart && end >= bEnd {
+				set(b, blockCRC(s.buf[off-s.off:bEnd-s.off]))
+				off = bEnd
+				continue
+			}
+			if cur != b {
+				finish()
+				if scratch == nil {
+					scratch = make([]byte, blockSize)
+				}
+				// The file already holds this segment's bytes, but a block
+				// loaded earlier does not hold later segments': copy below.
+				if err := a.load(f, b, scratch[:bEnd-bStart], false); err != nil {
+					return err
+				}
+				cur = b
+			}
+			n := min(end, bEnd) - off
+			copy(scratch[off-bStart:], s.buf[off-s.off:off-s.off+n])
+			off += n
+		}
+	}
+	finish()
+	return a.writeCRCs(f, lo, hi)
+}
+
+// ioChunk is the most one pread or pwrite moves. Checksumming a chunk
+// right after its copy finds it in the CPU cache; a 16 MiB buffer
+// checksummed and copied whole would go through memory twice.
+const ioChunk = 512 << 10
+
+// cacheSized cuts segs at multiples of ioChunk (whole blocks) in the area.
+func cacheSized(segs []seg) []seg {
+	long := false
+	for _, s := range segs {
+		if len(s.buf) > ioChunk {
+			long = true
+			break
+		}
+	}
+	if !long {
+		return segs
+	}
+	var out []seg
+	for _, s := range segs {
+		for len(s.buf) > 0 {
+			n := min(int64(len(s.buf)), (s.off/ioChunk+1)*ioChunk-s.off)
+			out = append(out, seg{off: s.off, buf: s.buf[:n]})
+			s.off, s.buf = s.off+n, s.buf[n:]
+		}
+	}
+	return out
+}
+
+// writeCRCs stores table entries [lo, hi] from memory.
+func (a *area) writeCRCs(f *os.File, lo, hi int64) error {
+	if lo < 0 {
+		return nil
+	}
+	buf := make([]byte, 4*(hi-lo+1))
+	for i := lo; i <= hi; i++ {
+		binary.LittleEndian.PutUint32(buf[4*(i-lo):], a.crc(i))
+	}
+	_, err := f.WriteAt(buf, a.crcAt+4*lo)
+	return err
+}
+
+// crcsOf checksums a whole payload laid out from an area's byte 0.
+func crcsOf(data []byte) []uint32 {
+	bs := int(blockSize)
+	crcs := make([]uint32, (len(data)+bs-1)/bs)
+	for i := range crcs {
+		crcs[i] = blockCRC(data[i*bs : min(len(data), (i+1)*bs)])
+	}
+	return crcs
+}
+
+func decodeCRCs(b []byte) []uint32 {
+	crcs := make([]uint32, len(b)/4)
+	for i := range crcs {
+		crcs[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return crcs
+}
+
+func encodeCRCs(dst []byte, crcs []uint32) []byte {
+	for _, c := range crcs {
+		dst = binary.LittleEndian.AppendUint32(dst, c)
+	}
+	return dst
+}

@@ -1,0 +1,649 @@
+package regionstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+// A by-region log (%016x.reg) is
+//
+//	header   64 bytes: magic "pdcreg\x00\x00", version u32, elem u32,
+//	         ndim u32, CRC32C u32 of the bytes before it, zero-padded
+//	records  one after another, each
+//	  crc      u32   CRC32C of the rest of the fixed part and the box
+//	  kind     u8    1 data, 2 clip; then 3 zero bytes
+//	  seq      u64   write order, increasing
+//	  ndim     u32
+//	  nblocks  u32   ceil(payload length / 64 KiB)
+//	  paylen   u64   volume(box)*elem for data, 0 for clip
+//	  box      data: off[ndim] u64, size[ndim] u64; clip: dims[ndim] u64
+//	  crcs     nblocks × u32: CRC32C of each 64 KiB block of the payload
+//	  payload  the box's elements, row-major
+//
+// The record CRC leaves out the block CRCs because a write that falls
+// inside a stored piece rewrites part of its payload in place, and then
+// those blocks' CRCs; one CRC over the whole record could not be updated
+// atomically with the bytes. A crash between an in-place write and its
+// CRCs makes reading the blocks report pdc.ErrCorrupt.
+//
+// An append writes the payload and block CRCs first and the fixed part
+// last, so a process killed in between leaves a tail whose record CRC
+// fails: it is cut off on the next open. After power loss (without
+// Options.Sync) the last record can hold a valid header over a torn
+// payload, so opening also checks the payload of the last record.
+//
+// A clip record says the object's dims shrank to dims: every earlier piece
+// keeps only its part inside them. Pieces are in object coordinates, so
+// a change of dims moves nothing else.
+//
+// The index checkpoint (%016x.idx) records, for the log length it covers,
+// every live piece: its record offset and the part of it still visible.
+// Opening loads it and replays the records after that length; a missing,
+// corrupt or newer-version checkpoint is rebuilt from the whole log, so
+// it is never the only copy of anything.
+//
+//	magic "pdcidx\x00\x00", version u32, elem u32, ndim u32, pad u32,
+//	log length u64, last seq u64, count u64,
+//	count × (record offset u64, live off[ndim] u64, live size[ndim] u64),
+//	CRC32C u32 of everything before it
+
+const (
+	regMagic      = "pdcreg\x00\x00"
+	regVersion    = 1
+	regHeaderSize = 64
+	recFixed      = 32
+	kindData      = 1
+	kindClip      = 2
+	idxMagic      = "pdcidx\x00\x00"
+	idxVersion    = 1
+	// checkpointEvery bounds the log replayed after a crash.
+	checkpointEvery = 64 << 20
+)
+
+// piece is a stored data record and the part of it still visible.
+type piece struct {
+	box  region.Box // the payload's box
+	live region.Box // inside box; the rest was clipped away
+	seq  uint64
+	rec  int64 // file offset of the record
+	len  int64 // record length, header to end of payload
+	area area  // the payload
+}
+
+type regionLog struct {
+	path, idxPath string
+	elem, ndim    int
+	size          int64  // log length: the next record goes here
+	seq           uint64 // the last seq used
+	checkpointed  int64  // log length the .idx covers
+	dead          int64  // bytes of records no longer in the index
+
+	// pieces are sorted by live.Off[0]; none has a live box that reaches
+	// further along dim 0 than maxLen0, so a lookup scans only the pieces
+	// starting within maxLen0 before the box.
+	pieces  []*piece
+	maxLen0 uint64
+	ends    []uint64 // no piece's live box ends past these; nil: unknown
+}
+
+func encodeRegHeader(elem, ndim int) []byte {
+	b := make([]byte, 0, regHeaderSize)
+	b = append(b, regMagic...)
+	b = binary.LittleEndian.AppendUint32(b, regVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(elem))
+	b = binary.LittleEndian.AppendUint32(b, uint32(ndim))
+	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	return b[:regHeaderSize]
+}
+
+func decodeRegHeader(path string, b []byte) (elem, ndim int, err error) {
+	if len(b) < 24 || string(b[:8]) != regMagic {
+		return 0, 0, fmt.Errorf("%s: not a by-region log: %w", path, pdc.ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != regVersion {
+		return 0, 0, fmt.Errorf("%s: by-region log version %d, this build reads %d: %w", path, v, regVersion, pdc.ErrVersion)
+	}
+	if got, want := blockCRC(b[:20]), binary.LittleEndian.Uint32(b[20:]); got != want {
+		return 0, 0, fmt.Errorf("%s: header crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
+	}
+	e, n := binary.LittleEndian.Uint32(b[12:]), binary.LittleEndian.Uint32(b[16:])
+	if e == 0 || e > 1<<30 || n == 0 || n > region.MaxDims {
+		return 0, 0, fmt.Errorf("%s: header has elem %d, ndim %d: %w", path, e, n, pdc.ErrCorrupt)
+	}
+	return int(e), int(n), nil
+}
+
+// record is a decoded record header.
+type record struct {
+	kind    byte
+	seq     uint64
+	box     region.Box // data: the payload's box; clip: Shape(dims)
+	paylen  int64
+	nblocks int
+	hdrLen  int64 // fixed part, box and block CRCs
+}
+
+func (r *record) len() int64 { return r.hdrLen + r.paylen }
+
+func boxBytes(kind byte, ndim int) int {
+	if kind == kindClip {
+		return 8 * ndim
+	}
+	return 16 * ndim
+}
+
+// encodeRecHeader is a record's bytes before its payload.
+func encodeRecHeader(kind byte, seq uint64, box region.Box, paylen int64, crcs []uint32) []byte {
+	ndim := box.Ndim()
+	b := make([]byte, 4, recFixed+boxBytes(kind, ndim)+4*len(crcs))
+	b = append(b, kind, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	b = binary.LittleEndian.AppendUint32(b, uint32(ndim))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(crcs)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(paylen))
+	if kind == kindData {
+		for _, v := range box.Off {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	}
+	for _, v := range box.Size {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	binary.LittleEndian.PutUint32(b, blockCRC(b[4:]))
+	return encodeCRCs(b, crcs)
+}
+
+// decodeRecFixed checks the fixed part of a record and says how long the
+// rest of its header is.
+func (l *regionLog) decodeRecFixed(b []byte) (record, error) {
+	r := record{kind: b[4], seq: binary.LittleEndian.Uint64(b[8:])}
+	ndim := binary.LittleEndian.Uint32(b[16:])
+	r.nblocks = int(binary.LittleEndian.Uint32(b[20:]))
+	r.paylen = int64(binary.LittleEndian.Uint64(b[24:]))
+	if (r.kind != kindData && r.kind != kindClip) || int(ndim) != l.ndim || r.paylen < 0 ||
+		int64(r.nblocks) != (r.paylen+blockSize-1)/blockSize {
+		return r, fmt.Errorf("bad record: kind %d, ndim %d, %d blocks, payload %d bytes: %w", r.kind, ndim, r.nblocks, r.paylen, pdc.ErrCorrupt)
+	}
+	r.hdrLen = int64(recFixed + boxBytes(r.kind, l.ndim) + 4*r.nblocks)
+	return r, nil
+}
+
+// decodeRecBox checks the record CRC over b (the header up to the block
+// CRCs) and decodes the box.
+func (l *regionLog) decodeRecBox(r *record, b []byte) error {
+	n := recFixed + boxBytes(r.kind, l.ndim)
+	if got, want := blockCRC(b[4:n]), binary.LittleEndian.Uint32(b); got != want {
+		return fmt.Errorf("record crc %08x, stored %08x: %w", got, want, pdc.ErrCorrupt)
+	}
+	r.box = region.Box{Off: make([]uint64, l.ndim), Size: make([]uint64, l.ndim)}
+	p := recFixed
+	if r.kind == kindData {
+		for i := range r.box.Off {
+			r.box.Off[i] = binary.LittleEndian.Uint64(b[p:])
+			p += 8
+		}
+	}
+	for i := range r.box.Size {
+		r.box.Size[i] = binary.LittleEndian.Uint64(b[p:])
+		p += 8
+	}
+	if err := r.box.Check(); err != nil {
+		return fmt.Errorf("record box: %v: %w", err, pdc.ErrCorrupt)
+	}
+	if r.kind == kindData && int64(r.box.Volume())*int64(l.elem) != r.paylen {
+		return fmt.Errorf("record box %v holds %d elements of %d bytes, payload %d bytes: %w",
+			r.box, r.box.Volume(), l.elem, r.paylen, pdc.ErrCorrupt)
+	}
+	return nil
+}
+
+// readRecord reads and checks the record header at off, which must end
+// by limit.
+func (l *regionLog) readRecord(f *os.File, off, limit int64) (record, []uint32, error) {
+	var fixed [recFixed]byte
+	if off+recFixed > limit {
+		return record{}, nil, fmt.Errorf("record at %d cut short: %w", off, pdc.ErrCorrupt)
+	}
+	if _, err := f.ReadAt(fixed[:], off); err != nil {
+		return record{}, nil, err
+	}
+	r, err := l.decodeRecFixed(fixed[:])
+	if err != nil {
+		return r, nil, fmt.Errorf("record at %d: %w", off, err)
+	}
+	if off+r.len() > limit || off+r.len() < off {
+		return r, nil, fmt.Errorf("record at %d of %d bytes runs past the log's %d: %w", off, r.len(), limit, pdc.ErrCorrupt)
+	}
+	hdr := make([]byte, r.hdrLen)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		return r, nil, err
+	}
+	if err := l.decodeRecBox(&r, hdr); err != nil {
+		return r, nil, fmt.Errorf("record at %d: %w", off, err)
+	}
+	return r, decodeCRCs(hdr[recFixed+boxBytes(r.kind, l.ndim):]), nil
+}
+
+func (l *regionLog) newPiece(r record, off int64, crcs []uint32) *piece {
+	return &piece{box: r.box, live: r.box.Clone(), seq: r.seq, rec: off, len: r.len(),
+		area: area{base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: crcs}}
+}
+
+// overlaps is Intersect without the allocation.
+func overlaps(a, b region.Box) bool {
+	for i := range a.Size {
+		if a.Off[i] >= b.End(i) || b.Off[i] >= a.End(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// candidates are the pieces whose live box overlaps box.
+func (l *regionLog) candidates(box region.Box) []*piece {
+	lo := uint64(0)
+	if box.Off[0] >= l.maxLen0 {
+		lo = box.Off[0] - l.maxLen0 + 1
+	}
+	i, _ := slices.BinarySearchFunc(l.pieces, lo, func(p *piece, v uint64) int {
+		if p.live.Off[0] < v {
+			return -1
+		}
+		return 1
+	})
+	var out []*piece
+	for ; i < len(l.pieces) && l.pieces[i].live.Off[0] < box.End(0); i++ {
+		if overlaps(l.pieces[i].live, box) {
+			out = append(out, l.pieces[i])
+		}
+	}
+	return out
+}
+
+// add puts a new piece in the index and drops the pieces it hides
+// wholly: they can never be read again, and leaving them would slow every
+// read over them.
+func (l *regionLog) add(p *piece) {
+	for _, q := range l.candidates(p.live) {
+		if p.live.Contains(q.live) {
+			l.remove(q)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(l.pieces, p.live.Off[0], func(q *piece, v uint64) int {
+		if q.live.Off[0] <= v {
+			return -1
+		}
+		return 1
+	})
+	l.pieces = slices.Insert(l.pieces, i, p)
+	l.maxLen0 = max(l.maxLen0, p.live.Size[0])
+	l.seq = max(l.seq, p.seq)
+	if l.ends != nil {
+		for i := range l.ends {
+			l.ends[i] = max(l.ends[i], p.live.End(i))
+		}
+	}
+}
+
+func (l *regionLog) remove(q *piece) {
+	if i := slices.Index(l.pieces, q); i >= 0 {
+		l.pieces = slices.Delete(l.pieces, i, i+1)
+		l.dead += q.len
+	}
+}
+
+// clip keeps of every piece only its part inside dims. Offsets do not
+// change, so the order holds.
+func (l *regionLog) clip(dims []uint64) {
+	shape := region.Shape(dims...)
+	kept := l.pieces[:0]
+	for _, p := range l.pieces {
+		if shape.Contains(p.live) {
+			kept = append(kept, p)
+			continue
+		}
+		in, ok := region.Intersect(p.live, shape)
+		if !ok {
+			l.dead += p.len
+			continue
+		}
+		p.live = in
+		kept = append(kept, p)
+	}
+	clear(l.pieces[len(kept):])
+	l.pieces = kept
+}
+
+// outside reports whether some piece reaches outside dims. It is asked on
+// every call, so it first checks the bound on the pieces' ends, which
+// only a scan that finds it too loose tightens.
+func (l *regionLog) outside(dims []uint64) bool {
+	if l.ends != nil && !endsPast(l.ends, dims) {
+		return false
+	}
+	ends := make([]uint64, l.ndim)
+	for _, p := range l.pieces {
+		for i := range ends {
+			ends[i] = max(ends[i], p.live.End(i))
+		}
+	}
+	l.ends = ends
+	return endsPast(ends, dims)
+}
+
+func endsPast(ends, dims []uint64) bool {
+	for i, e := range ends {
+		if e > dims[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// appendRecord writes a record at the end of the log: payload and block
+// CRCs first, the fixed part (the commit point) last.
+func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []byte) (*piece, error) {
+	seq := l.seq + 1
+	nb := (int64(len(data)) + blockSize - 1) / blockSize
+	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
+	off := l.size
+	// Checksum each chunk right after copying it, while it is in cache.
+	crcs := make([]uint32, 0, nb)
+	for pos := 0; pos < len(data); pos += ioChunk {
+		chunk := data[pos:min(len(data), pos+ioChunk)]
+		if _, err := f.WriteAt(chunk, off+hdrLen+int64(pos)); err != nil {
+			return nil, err
+		}
+		crcs = append(crcs, crcsOf(chunk)...)
+	}
+	hdr := encodeRecHeader(kind, seq, box, int64(len(data)), crcs)
+	if _, err := f.WriteAt(hdr[4:], off+4); err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteAt(hdr[:4], off); err != nil {
+		return nil, err
+	}
+	l.size = off + int64(len(hdr)) + int64(len(data))
+	l.seq = seq
+	r := record{kind: kind, seq: seq, box: box.Clone(), paylen: int64(len(data)), nblocks: len(crcs), hdrLen: int64(len(hdr))}
+	return l.newPiece(r, off, crcs), nil
+}
+
+// write stores data as box: in place when box lies inside one piece that
+// nothing newer overlaps there, else as a new record.
+func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
+	cands := l.candidates(box)
+	var host *piece
+	for _, p := range cands {
+		if p.live.Contains(box) && (host == nil || p.seq > host.seq) {
+			host = p
+		}
+	}
+	for _, p := range cands {
+		if host != nil && p.seq > host.seq {
+			host = nil
+		}
+	}
+	if host != nil {
+		return host.area.write(f, runSegs(host.box, box, l.elem, data))
+	}
+	p, err := l.appendRecord(f, kindData, box, data)
+	if err != nil {
+		return err
+	}
+	l.add(p)
+	return nil
+}
+
+// setDims records a shrink of the dims that hides stored data.
+func (l *regionLog) setDims(f *os.File, dims []uint64) error {
+	if !l.outside(dims) {
+		return nil
+	}
+	if _, err := l.appendRecord(f, kindClip, region.Shape(dims...), nil); err != nil {
+		return err
+	}
+	l.clip(dims)
+	return nil
+}
+
+// read fills into with box: fragments from the newest pieces holding
+// them, zeros for the rest.
+func (l *regionLog) read(f *os.File, box region.Box, into []byte) error {
+	cands := l.candidates(box)
+	pcs := make([]Piece, len(cands))
+	for i, p := range cands {
+		pcs[i] = Piece{Box: p.live, Seq: p.seq}
+	}
+	frags, holes := Resolve(box, pcs)
+	e := uint64(l.elem)
+	for _, h := range holes {
+		region.Runs(box, h, func(r region.Run) bool {
+			clear(into[r.Off*e : (r.Off+r.Len)*e])
+			return true
+		})
+	}
+	for _, fr := range frags {
+		p := cands[fr.Piece]
+		if err := p.area.read(f, fragmentSegs(p.box, box, fr.Box, l.elem, into)); err != nil {
+			return fmt.Errorf("piece %v (seq %d): %w", p.box, p.seq, err)
+		}
+	}
+	return nil
+}
+
+// fragmentSegs pairs the runs of sub in a piece's payload (src) with its
+// runs in the read's buffer (dst): both walk sub row-major, cut in
+// different places.
+func fragmentSegs(src, dst, sub region.Box, elem int, into []byte) []seg {
+	var sr, dr []region.Run
+	region.Runs(src, sub, func(r region.Run) bool { sr = append(sr, r); return true })
+	region.Runs(dst, sub, func(r region.Run) bool { dr = append(dr, r); return true })
+	e := int64(elem)
+	var segs []seg
+	for len(sr) > 0 && len(dr) > 0 {
+		n := min(sr[0].Len, dr[0].Len)
+		d := int64(dr[0].Off) * e
+		segs = append(segs, seg{off: int64(sr[0].Off) * e, buf: into[d : d+int64(n)*e]})
+		sr[0].Off, sr[0].Len = sr[0].Off+n, sr[0].Len-n
+		dr[0].Off, dr[0].Len = dr[0].Off+n, dr[0].Len-n
+		if sr[0].Len == 0 {
+			sr = sr[1:]
+		}
+		if dr[0].Len == 0 {
+			dr = dr[1:]
+		}
+	}
+	return segs
+}
+
+// createRegionLog makes an empty log.
+func createRegionLog(path string, elem, ndim int, durable bool) (*regionLog, error) {
+	err := replaceFile(path, durable, func(f *os.File) error {
+		_, err := f.Write(encodeRegHeader(elem, ndim))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &regionLog{path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize}, nil
+}
+
+func idxPathOf(logPath string) string { return logPath[:len(logPath)-len(".reg")] + ".idx" }
+
+// loadRegionLog reads the checkpoint, replays the log after it and cuts
+// off a torn tail.
+func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
+	hdr := make([]byte, regHeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	elem, ndim, err := decodeRegHeader(path, hdr)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l := &regionLog{path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
+	start := int64(regHeaderSize)
+	if at, ok := l.loadCheckpoint(f, st.Size()); ok {
+		start = at
+		l.checkpointed = at
+	} else {
+		l.pieces, l.maxLen0, l.seq, l.dead = nil, 0, 0, 0
+	}
+	end, err := l.replay(f, start, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.size = end
+	if end < st.Size() {
+		if err := f.Truncate(end); err != nil {
+			return nil, fmt.Errorf("%s: cut torn tail at %d: %w", path, end, err)
+		}
+		if durable {
+			if err := f.Sync(); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
+	return l, nil
+}
+
+// replay applies the records from off to the end of the log and returns
+// where the intact log ends.
+func (l *regionLog) replay(f *os.File, off, size int64) (int64, error) {
+	for off < size {
+		r, crcs, err := l.readRecord(f, off, size)
+		if err != nil {
+			if errors.Is(err, pdc.ErrCorrupt) {
+				return off, nil // a torn tail
+			}
+			return off, err
+		}
+		if r.seq <= l.seq {
+			return off, nil // left over from a log cut shorter before
+		}
+		if r.kind == kindClip {
+			l.seq = r.seq
+			l.clip(r.box.Size)
+			off += r.len()
+			continue
+		}
+		p := l.newPiece(r, off, crcs)
+		if off+r.len() == size {
+			// The last record may be torn under a valid header after
+			// power loss: keep it only if its payload is whole.
+			if err := p.area.read(f, []seg{{off: 0, buf: make([]byte, r.paylen)}}); err != nil {
+				if errors.Is(err, pdc.ErrCorrupt) {
+					return off, nil
+				}
+				return off, err
+			}
+		}
+		l.add(p)
+		off += r.len()
+	}
+	return off, nil
+}
+
+// loadCheckpoint loads the index from the .idx file if it is intact and
+// covers no more log than there is; it returns the log length it covers.
+func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
+	b, err := os.ReadFile(l.idxPath)
+	if err != nil || len(b) < 52 || string(b[:8]) != idxMagic {
+		return 0, false
+	}
+	body := b[:len(b)-4]
+	if blockCRC(body) != binary.LittleEndian.Uint32(b[len(b)-4:]) ||
+		binary.LittleEndian.Uint32(b[8:]) != idxVersion ||
+		int(binary.LittleEndian.Uint32(b[12:])) != l.elem || int(binary.LittleEndian.Uint32(b[16:])) != l.ndim {
+		return 0, false
+	}
+	covers := int64(binary.LittleEndian.Uint64(b[24:]))
+	seq := binary.LittleEndian.Uint64(b[32:])
+	count := binary.LittleEndian.Uint64(b[40:])
+	per := uint64(8 + 16*l.ndim)
+	if covers < regHeaderSize || covers > logSize || count > uint64(len(body)-48)/per || uint64(len(body)-48) != count*per {
+		return 0, false
+	}
+	l.seq = seq
+	p := 48
+	for range count {
+		rec := int64(binary.LittleEndian.Uint64(b[p:]))
+		p += 8
+		live := region.Box{Off: make([]uint64, l.ndim), Size: make([]uint64, l.ndim)}
+		for i := range live.Off {
+			live.Off[i] = binary.LittleEndian.Uint64(b[p:])
+			p += 8
+		}
+		for i := range live.Size {
+			live.Size[i] = binary.LittleEndian.Uint64(b[p:])
+			p += 8
+		}
+		r, crcs, err := l.readRecord(f, rec, covers)
+		if err != nil || r.kind != kindData || !r.box.Contains(live) {
+			return 0, false
+		}
+		pc := l.newPiece(r, rec, crcs)
+		pc.live = live
+		l.add(pc)
+	}
+	l.dead = 0 // not known without a scan; compaction starts counting afresh
+	return covers, true
+}
+
+// checkpoint writes the index for all of the log. When durable it
+// fsyncs the log first, so the index never names records a power failure
+// could lose, and the index itself. The periodic checkpoints of a store
+// without Options.Sync are not durable: fsyncing 64 MiB of log on a write
+// path that promised only to survive a process crash would stall it, and
+// an index that names lost records is refused on open (the log is then
+// scanned whole).
+func (l *regionLog) checkpoint(f *os.File, durable bool) error {
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if l.checkpointed == l.size {
+		return nil
+	}
+	b := make([]byte, 0, 52+len(l.pieces)*(8+16*l.ndim))
+	b = append(b, idxMagic...)
+	b = binary.LittleEndian.AppendUint32(b, idxVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(l.elem))
+	b = binary.LittleEndian.AppendUint32(b, uint32(l.ndim))
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(l.size))
+	b = binary.LittleEndian.AppendUint64(b, l.seq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(l.pieces)))
+	for _, p := range l.pieces {
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.rec))
+		for _, v := range p.live.Off {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		for _, v := range p.live.Size {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	err := replaceFile(l.idxPath, durable, func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	l.checkpointed = l.size
+	return nil
+}

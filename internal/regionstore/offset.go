@@ -1,0 +1,360 @@
+package regionstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"slices"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+// A by-offset file (%016x.off) is
+//
+//	header  4 KiB: magic "pdcoff\x00\x00", version u32, elem u32, ndim u32,
+//	        pad u32, table blocks u64, trailing dims (ndim-1)×u64, CRC32C u32
+//	        of the bytes before it; all little-endian, zero-padded
+//	table   4 bytes per 64 KiB data block: the block's CRC32C, 0 if never
+//	        written; sized for "table blocks", rounded up to 4 KiB
+//	data    element i of the object (row-major over its current dims) at
+//	        data offset + i*elem
+//
+// The CRC table lives in the same file, not in a sidecar, so that a
+// relayout replaces data and checksums with one rename: with two files a
+// crash between two renames would pair new data with old checksums. The
+// price is that the table has a capacity; a write past it relayouts the
+// file into a larger table (at least doubling, so the copies add up to
+// at most the final size). The table is a hole until written.
+//
+// The first dim is not recorded: the call's dims say it, and data past
+// the end of the first dim is cut off when it shrinks.
+
+const (
+	offMagic      = "pdcoff\x00\x00"
+	offVersion    = 1
+	offHeaderSize = 4096
+	// minTableBlocks sizes a new table for 1 GiB of data (a 64 KiB hole).
+	minTableBlocks = 16384
+)
+
+type offsetFile struct {
+	path     string
+	elem     int
+	ndim     int
+	trailing []uint64 // dims[1:]
+	blocks   int64    // table capacity, in blocks
+	dataLen  int64    // bytes of the data area the file holds
+	area     area
+}
+
+func tableBytes(blocks int64) int64 { return (4*blocks + 4095) &^ 4095 }
+
+func newOffsetFile(path string, elem int, dims []uint64, blocks int64) *offsetFile {
+	o := &offsetFile{path: path, elem: elem, ndim: len(dims), trailing: slices.Clone(dims[1:]), blocks: blocks}
+	o.area = area{base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize}
+	return o
+}
+
+func (o *offsetFile) encodeHeader() []byte {
+	b := make([]byte, 0, offHeaderSize)
+	b = append(b, offMagic...)
+	b = binary.LittleEndian.AppendUint32(b, offVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(o.elem))
+	b = binary.LittleEndian.AppendUint32(b, uint32(o.ndim))
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.blocks))
+	for _, d := range o.trailing {
+		b = binary.LittleEndian.AppendUint64(b, d)
+	}
+	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	return b[:offHeaderSize]
+}
+
+// maxTableBlocks bounds a decoded table (2^40 blocks: 64 PiB of data).
+const maxTableBlocks = 1 << 40
+
+func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
+	if len(b) < 32 || string(b[:8]) != offMagic {
+		return nil, fmt.Errorf("%s: not a by-offset file: %w", path, pdc.ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != offVersion {
+		return nil, fmt.Errorf("%s: by-offset file version %d, this build reads %d: %w", path, v, offVersion, pdc.ErrVersion)
+	}
+	elem := binary.LittleEndian.Uint32(b[12:])
+	ndim := binary.LittleEndian.Uint32(b[16:])
+	blocks := binary.LittleEndian.Uint64(b[24:])
+	if ndim == 0 || ndim > region.MaxDims || elem == 0 || elem > 1<<30 || blocks == 0 || blocks > maxTableBlocks {
+		return nil, fmt.Errorf("%s: header has elem %d, ndim %d, table of %d blocks: %w", path, elem, ndim, blocks, pdc.ErrCorrupt)
+	}
+	end := 32 + 8*int(ndim-1)
+	if len(b) < end+4 {
+		return nil, fmt.Errorf("%s: header cut short: %w", path, pdc.ErrCorrupt)
+	}
+	if got, want := blockCRC(b[:end]), binary.LittleEndian.Uint32(b[end:]); got != want {
+		return nil, fmt.Errorf("%s: header crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
+	}
+	dims := make([]uint64, ndim)
+	for i := 1; i < int(ndim); i++ {
+		dims[i] = binary.LittleEndian.Uint64(b[32+8*(i-1):])
+		if dims[i] == 0 {
+			return nil, fmt.Errorf("%s: dim %d is 0: %w", path, i, pdc.ErrCorrupt)
+		}
+	}
+	return newOffsetFile(path, int(elem), dims, int64(blocks)), nil
+}
+
+// loadOffsetFile reads the header and the used part of the table.
+func loadOffsetFile(path string, f *os.File) (*offsetFile, error) {
+	hdr := make([]byte, offHeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	o, err := decodeOffsetHeader(path, hdr)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	o.dataLen = max(0, st.Size()-o.area.base)
+	if used := (o.dataLen + blockSize - 1) / blockSize; used > 0 {
+		tab := make([]byte, 4*used)
+		if _, err := f.ReadAt(tab, o.area.crcAt); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: crc table: %w", path, err)
+		}
+		o.area.crcs = decodeCRCs(tab)
+	}
+	return o, nil
+}
+
+// rowBytes is the size of one index of the first dim.
+func (o *offsetFile) rowBytes() int64 {
+	n := int64(o.elem)
+	for _, d := range o.trailing {
+		n *= int64(d)
+	}
+	return n
+}
+
+func (o *offsetFile) dims(first uint64) []uint64 { return append([]uint64{first}, o.trailing...) }
+
+// runSegs cuts sub, a box inside outer, into the contiguous runs it
+// occupies in a row-major area shaped like outer, over buf, sub's
+// elements row-major.
+func runSegs(outer, sub region.Box, elem int, buf []byte) []seg {
+	e := int64(elem)
+	var segs []seg
+	var pos int64
+	region.Runs(outer, sub, func(r region.Run) bool {
+		n := int64(r.Len) * e
+		segs = append(segs, seg{off: int64(r.Off) * e, buf: buf[pos : pos+n]})
+		pos += n
+		return true
+	})
+	return segs
+}
+
+func (o *offsetFile) write(f *os.File, dims []uint64, box region.Box, data []byte) error {
+	segs := runSegs(region.Shape(dims...), box, o.elem, data)
+	if err := o.area.write(f, segs); err != nil {
+		return err
+	}
+	last := segs[len(segs)-1]
+	o.dataLen = max(o.dataLen, last.off+int64(len(last.buf)))
+	return nil
+}
+
+func (o *offsetFile) read(f *os.File, dims []uint64, box region.Box, into []byte) error {
+	return o.area.read(f, runSegs(region.Shape(dims...), box, o.elem, into))
+}
+
+// bytesNeeded is the data area a write of box needs: up to the end of
+// its last element.
+func bytesNeeded(dims []uint64, box region.Box, elem int) (int64, error) {
+	last := make([]uint64, len(dims))
+	for i := range last {
+		last[i] = box.End(i) - 1
+	}
+	hi, lo := bits.Mul64(region.Linearize(dims, last)+1, uint64(elem))
+	if hi != 0 || lo > uint64(maxTableBlocks*blockSize) {
+		return 0, fmt.Errorf("region %v of dims %v needs more than %d bytes: %w", box, dims, maxTableBlocks*blockSize, pdc.ErrTooLarge)
+	}
+	return int64(lo), nil
+}
+
+// tableFor is the table capacity for a file that needs n bytes now.
+func tableFor(n int64) int64 {
+	return min(maxTableBlocks, max(minTableBlocks, 2*((n+blockSize-1)/blockSize)))
+}
+
+// needsRelayout reports whether dims move data in the file: a trailing
+// dim changed.
+func (o *offsetFile) needsRelayout(dims []uint64) bool {
+	return !slices.Equal(o.trailing, dims[1:])
+}
+
+// needsCut reports whether the first dim shrank below data in the file.
+func (o *offsetFile) needsCut(dims []uint64) bool {
+	return o.dataLen > int64(dims[0])*o.rowBytes()
+}
+
+// cut drops the data past the first dim of dims: elements outside the
+// dims are gone, and read as zeros if the dim grows again. A crash in the
+// middle may leave the last block's CRC stale (ErrCorrupt on reading it).
+func (o *offsetFile) cut(f *os.File, dims []uint64) error {
+	keep := int64(dims[0]) * o.rowBytes()
+	if o.dataLen <= keep {
+		return nil
+	}
+	// Entries of blocks wholly past the end go first, so a crash cannot
+	// leave them claiming data that is gone.
+	first := (keep + blockSize - 1) / blockSize
+	if first < int64(len(o.area.crcs)) {
+		hi := int64(len(o.area.crcs)) - 1
+		for i := first; i <= hi; i++ {
+			o.area.crcs[i] = 0
+		}
+		if err := o.area.writeCRCs(f, first, hi); err != nil {
+			return err
+		}
+		o.area.crcs = o.area.crcs[:first]
+	}
+	if err := f.Truncate(o.area.base + keep); err != nil {
+		return err
+	}
+	o.dataLen = keep
+	if keep%blockSize != 0 {
+		b := keep / blockSize
+		buf := make([]byte, blockSize)
+		if err := o.area.load(f, b, buf, false); err != nil {
+			return err
+		}
+		o.area.crcs[b] = blockCRC(buf)
+		if err := o.area.writeCRCs(f, b, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relayoutChunk bounds the memory a relayout copies through.
+const relayoutChunk = 4 << 20
+
+// relayout rewrites the file for new dims and a table of blocks entries:
+// every element inside both the old and the new dims keeps its value at
+// its new row-major position. It writes a temporary file, fsyncs it,
+// renames it over the old one and fsyncs the directory, whatever the
+// store's durability: the old file may hold fsynced data, which a rename
+// of unsynced data could lose on power failure. The caller drops the old
+// file from the cache first.
+func (o *offsetFile) relayout(old *os.File, dims []uint64, blocks int64) (*offsetFile, error) {
+	n := newOffsetFile(o.path, o.elem, dims, blocks)
+	err := replaceFile(o.path, true, func(f *os.File) error {
+		if _, err := f.WriteAt(n.encodeHeader(), 0); err != nil {
+			return err
+		}
+		if o.dataLen == 0 {
+			return nil
+		}
+		if !o.needsRelayout(dims) {
+			return o.copyBlocks(old, n, f)
+		}
+		// Elements keep their coordinates: copy the box both layouts hold.
+		oldDims, both := o.kept(dims)
+		buf := make([]byte, relayoutChunk)
+		var err error
+		chunks(both, int64(o.elem), relayoutChunk, func(c region.Box) bool {
+			b := buf[:c.Volume()*uint64(o.elem)]
+			if err = o.read(old, oldDims, c, b); err != nil {
+				return false
+			}
+			if allZero(b) {
+				return true // leave a hole: it reads as zeros all the same
+			}
+			err = n.write(f, dims, c, b)
+			return err == nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// kept is the object's dims as far as the file holds data, and the box of
+// elements inside both them and dims.
+func (o *offsetFile) kept(dims []uint64) (old []uint64, both region.Box) {
+	old = o.dims(uint64((o.dataLen + o.rowBytes() - 1) / o.rowBytes()))
+	both = region.Shape(slices.Clone(dims)...)
+	for i := range both.Size {
+		both.Size[i] = min(both.Size[i], old[i])
+	}
+	return old, both
+}
+
+// relayoutNeeds is the data area a relayout to dims fills.
+func (o *offsetFile) relayoutNeeds(dims []uint64) (int64, error) {
+	if o.dataLen == 0 {
+		return 0, nil
+	}
+	_, both := o.kept(dims)
+	for _, s := range both.Size {
+		if s == 0 {
+			return 0, nil
+		}
+	}
+	return bytesNeeded(dims, both, o.elem)
+}
+
+// copyBlocks copies data and CRCs unchanged into a file whose table is a
+// different size: the layout of elements is the same. Blocks never
+// written stay holes.
+func (o *offsetFile) copyBlocks(old *os.File, n *offsetFile, f *os.File) error {
+	buf := make([]byte, blockSize)
+	nb := (o.dataLen + blockSize - 1) / blockSize
+	for b := range nb {
+		if err := o.area.load(old, b, buf, false); err != nil {
+			return err
+		}
+		c := o.area.crc(b)
+		if c == 0 && allZero(buf) {
+			continue
+		}
+		m := min(blockSize, o.dataLen-b*blockSize)
+		if _, err := f.WriteAt(buf[:m], n.area.base+b*blockSize); err != nil {
+			return err
+		}
+		for int64(len(n.area.crcs)) <= b {
+			n.area.crcs = append(n.area.crcs, 0)
+		}
+		n.area.crcs[b] = c
+	}
+	n.dataLen = o.dataLen
+	if err := f.Truncate(n.area.base + n.dataLen); err != nil {
+		return err
+	}
+	return n.area.writeCRCs(f, 0, int64(len(n.area.crcs))-1)
+}
+
+// chunks cuts box into boxes of at most limit bytes (or single elements),
+// halving along the outermost dimension longer than one, in row-major
+// order.
+func chunks(box region.Box, elem, limit int64, fn func(region.Box) bool) bool {
+	if int64(box.Volume())*elem <= limit || box.Volume() == 1 {
+		return fn(box)
+	}
+	d := 0
+	for box.Size[d] == 1 {
+		d++
+	}
+	lo, hi := box.Clone(), box.Clone()
+	lo.Size[d] = box.Size[d] / 2
+	hi.Off[d], hi.Size[d] = box.Off[d]+lo.Size[d], box.Size[d]-lo.Size[d]
+	return chunks(lo, elem, limit, fn) && chunks(hi, elem, limit, fn)
+}
