@@ -39,3 +39,23 @@ func TestPutForeign(t *testing.T) {
 		t.Fatalf("Get(100 KiB) gave cap %d, want 128 KiB", cap(b))
 	}
 }
+
+func TestRetainBound(t *testing.T) {
+	var bs [][]byte
+	for range Retain/(64<<20) + 2 {
+		bs = append(bs, Get(64<<20))
+	}
+	for _, b := range bs {
+		Put(b)
+	}
+	free.Lock()
+	kept := free.bytes
+	free.Unlock()
+	if kept > Retain {
+		t.Fatalf("kept %d free bytes, more than Retain (%d)", kept, Retain)
+	}
+	// Drain so other tests start from nothing.
+	for range bs {
+		Get(64 << 20)
+	}
+}
