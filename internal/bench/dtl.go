@@ -217,6 +217,9 @@ func alternateOps(ctx context.Context, budget time.Duration, ours, raw func() er
 	return ourT, rawT, nil
 }
 
+// Median is the middle of ts.
+func Median(ts []time.Duration) time.Duration { return median(ts) }
+
 func median(ts []time.Duration) time.Duration {
 	s := slices.Clone(ts)
 	slices.Sort(s)

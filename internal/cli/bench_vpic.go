@@ -28,6 +28,7 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	procsFlag := fs.String("procs", "1,2,4", "client processes per case, comma-separated")
 	n := fs.Uint64("n", 4<<20, "particles per client process")
 	servers := fs.Int("servers", 2, "server processes")
+	steps := fs.Int("steps", 3, "time steps: each writes and reads its own 8 objects")
 	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -72,35 +73,42 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	label := fmt.Sprintf("vpic (%d servers)", *servers)
 	var rs []bench.Result
 	for _, p := range procs {
-		run := fmt.Sprintf("%d-%d", p, time.Now().UnixNano())
-		if err := bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part); err != nil {
-			return fmt.Errorf("bench vpic: %w", err)
-		}
 		bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
 		raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
 		if err != nil {
 			return fmt.Errorf("bench vpic: raw tcp: %w", err)
 		}
-		for _, phase := range []string{"write", "read"} {
-			args := make([][]string, p)
-			for r := range args {
-				// BD-CATS reads the particles of the next rank.
-				rank := r
-				if phase == "read" {
-					rank = (r + 1) % p
+		times := map[string][]time.Duration{}
+		for step := range *steps {
+			run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
+			if err := bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part); err != nil {
+				return fmt.Errorf("bench vpic: %w", err)
+			}
+			for _, phase := range []string{"write", "read"} {
+				args := make([][]string, p)
+				for r := range args {
+					// BD-CATS reads the particles of the next rank.
+					rank := r
+					if phase == "read" {
+						rank = (r + 1) % p
+					}
+					args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
+						"--n", strconv.FormatUint(*n, 10), "--phase", phase}
 				}
-				args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
-					"--n", strconv.FormatUint(*n, 10), "--phase", phase}
+				d, err := runProcs(ctx, args)
+				if err != nil {
+					return fmt.Errorf("bench vpic: %d processes, step %d, %s: %w", p, step, phase, err)
+				}
+				times[phase] = append(times[phase], d)
 			}
-			d, err := runProcs(ctx, args)
-			if err != nil {
-				return fmt.Errorf("bench vpic: %d processes, %s: %w", p, phase, err)
-			}
+		}
+		for _, phase := range []string{"write", "read"} {
 			what := "VPIC-IO write"
 			if phase == "read" {
 				what = "BD-CATS read, every value checked"
 			}
-			rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars", what, p, *n), bytes, d, raw))
+			rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars, median of %d steps", what, p, *n, *steps),
+				bytes, bench.Median(times[phase]), raw))
 		}
 	}
 	if *asJSON {

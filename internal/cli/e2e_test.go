@@ -504,7 +504,7 @@ func TestUnixSockets(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	out := mustRun(t, "demo")
-	for _, want := range []string{"pong", "RANK", "stopped 3 servers", "demo done"} {
+	for _, want := range []string{"pong", "RANK", "read back and checked 16777216 values", "stopped 3 servers", "demo done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
