@@ -203,3 +203,55 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 		t.Fatalf("%d blocks read back and %d failed; want one of each", ok, failed)
 	}
 }
+
+// A client may start more reads than a data server has memory for before
+// it waits for any: the server must not block the starts (the client
+// would never get to its wait), and every read comes back right.
+func TestRegionReadsBeyondServerBudget(t *testing.T) {
+	tmpdir := up(t, 1, "--data-budget", "1MiB")
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "budget", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{64, 16384} // 4 MiB of int32, four times the budget
+	o, err := ct.CreateObject(ctx, "big", client.ObjectProps{Dims: dims, Type: region.Int32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := region.Shape(dims...)
+	want := patternOf(dims, whole)
+	if err := o.Write(ctx, whole, want); err != nil {
+		t.Fatal(err)
+	}
+	// One read per row, all started, and only then waited; some rows are
+	// waited first through their own Wait, the rest together.
+	var ts []*client.Transfer
+	bufs := make([][]byte, dims[0])
+	for r := range dims[0] {
+		bufs[r] = make([]byte, 4*dims[1])
+		tr, err := o.StartRead(ctx, box([]uint64{r, 0}, []uint64{1, dims[1]}), bufs[r])
+		if err != nil {
+			t.Fatalf("start read of row %d: %v", r, err)
+		}
+		ts = append(ts, tr)
+	}
+	for _, tr := range ts[len(ts)-3:] {
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	for r := range dims[0] {
+		if !bytes.Equal(bufs[r], want[4*r*dims[1]:4*(r+1)*dims[1]]) {
+			t.Fatalf("row %d read back wrong", r)
+		}
+	}
+	// A write larger than the whole budget goes alone.
+	if err := o.Write(ctx, whole, want); err != nil {
+		t.Fatalf("write of 4 MiB through a 1 MiB budget: %v", err)
+	}
+}

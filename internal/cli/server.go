@@ -36,6 +36,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
+	budget := fs.String("data-budget", "1GiB", "memory for region payloads in flight on a data server (writes not yet stored, reads not yet collected)")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -51,13 +52,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("server: --durability: %w", err)
 	}
+	budgetN, err := parseSize(*budget)
+	if err != nil || budgetN < 1 {
+		return fmt.Errorf("server: --data-budget %q: want a size such as 512MiB: %w", *budget, errUsage)
+	}
 	r, err := cluster.ParseRoles(*roles)
 	if err != nil {
 		return fmt.Errorf("server: --roles: %w", err)
 	}
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
-		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur,
+		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
 		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}

@@ -31,6 +31,7 @@ type upOptions struct {
 	secret          bool
 	timeout         time.Duration
 	durability      string
+	dataBudget      string
 }
 
 func runUp(ctx context.Context, e *env, args []string) error {
@@ -43,6 +44,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.roles, "roles", "both", "role of every server: metadata, data or both")
 	fs.BoolVar(&o.secret, "secret", true, "make a cluster secret that every connection must prove")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the servers to start")
+	fs.StringVar(&o.dataBudget, "data-budget", "", "memory for region payloads in flight on each data server (default 1GiB)")
 	fs.StringVar(&o.durability, "durability", "process", "metadata durability: process (survives a server crash) or sync (fsynced, survives power loss)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -100,7 +102,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	}
 	procs, err := cluster.StartLocal(ctx, cluster.LocalConfig{
 		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
-		Args: durabilityArgs(o.durability),
+		Args: serverArgs(o),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
@@ -120,11 +122,16 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	return procs, nil
 }
 
-func durabilityArgs(d string) []string {
-	if d == "" {
-		return nil
+// serverArgs are the flags up passes on to every server.
+func serverArgs(o upOptions) []string {
+	var args []string
+	if o.durability != "" {
+		args = append(args, "--durability", o.durability)
 	}
-	return []string{"--durability", d}
+	if o.dataBudget != "" {
+		args = append(args, "--data-budget", o.dataBudget)
+	}
+	return args
 }
 
 func printProcs(w io.Writer, procs []cluster.Proc) {

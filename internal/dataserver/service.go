@@ -55,10 +55,13 @@ type Service struct {
 	budget *semaphore.Weighted
 	queue  chan *transfer
 
-	ctx      context.Context // ends when the workers have stopped
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the workers
-	deferred sync.WaitGroup // reads waiting for writes before queueing
+	ctx    context.Context // ends when the workers have stopped
+	cancel context.CancelFunc
+	// lazyCtx ends when Close begins: reads waiting for budget give up.
+	lazyCtx    context.Context
+	lazyCancel context.CancelFunc
+	wg         sync.WaitGroup // the workers
+	deferred   sync.WaitGroup // reads waiting for writes before queueing
 	// sendMu is held for reading while sending to queue, and for writing
 	// to close it; closing refuses new sends.
 	sendMu  sync.RWMutex
@@ -98,7 +101,18 @@ type transfer struct {
 
 	done chan struct{} // closed when the I/O has finished
 	err  error         // set before done is closed
+
+	// lazy is lazyNone, or lazyWaiting for a read registered without
+	// budget, until whoever moves it to lazyClaimed first (a wait for it,
+	// or its budget arriving) does it.
+	lazy atomic.Int32
 }
+
+const (
+	lazyNone = iota
+	lazyWaiting
+	lazyClaimed
+)
 
 // payload is a request's bulk bytes, shared by its writes: it goes back to
 // the pool once the last of them is stored or dropped.
@@ -119,6 +133,7 @@ func New(cfg Config) *Service {
 	s := &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger,
 		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.lazyCtx, s.lazyCancel = context.WithCancel(context.Background())
 	s.mu.transfers = map[key]*transfer{}
 	s.mu.writes = map[uint64][]*transfer{}
 	s.mu.layouts = map[uint64]layoutSeen{}
@@ -148,8 +163,10 @@ func (s *Service) Close() error {
 	}
 	s.mu.closed = true
 	s.mu.Unlock()
-	// Reads waiting for writes are handed over (or failed) first; then no
-	// sender is left, and the workers drain the queue and stop.
+	// Reads waiting for writes or budget are handed over (or failed)
+	// first; then no sender is left, and the workers drain the queue and
+	// stop.
+	s.lazyCancel()
 	s.deferred.Wait()
 	s.closing.Store(true)
 	s.sendMu.Lock()
@@ -173,6 +190,11 @@ func (s *Service) SessionEnded(client string) {
 	}
 	s.mu.Unlock()
 	for _, t := range gone {
+		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+			// Nobody will collect it: do not read it at all.
+			s.fail(t, fmt.Errorf("client %s has gone: %w", client, pdc.ErrCanceled))
+			continue
+		}
 		go s.releaseWhenDone(t)
 	}
 }
@@ -357,11 +379,23 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	n := int64(t.box.Volume()) * int64(t.item.Elem)
 	n = min(n, s.cfg.MaxBytes) // one larger than the budget goes alone
-	if err := s.budget.Acquire(ctx, n); err != nil {
-		s.release(t)
-		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
+	if t.item.Write {
+		// A write's bytes are here already: the budget bounds how many
+		// wait in memory for the disk.
+		if err := s.budget.Acquire(ctx, n); err != nil {
+			s.release(t)
+			return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
+		}
+		t.held = n
+	} else if s.budget.TryAcquire(n) {
+		t.held = n
+	} else {
+		// A read's buffer would hold budget until the client waits for
+		// it, and the client may wait only after starting more reads:
+		// never block on it. The read is done when budget frees up, or by
+		// the wait, whichever comes first.
+		t.lazy.Store(lazyWaiting)
 	}
-	t.held = n
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -388,6 +422,12 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		}
 	}
 	s.mu.transfers[key{t.client, t.id}] = t
+	if t.lazy.Load() == lazyWaiting {
+		s.deferred.Add(1)
+		s.mu.Unlock()
+		go s.awaitBudget(t, n)
+		return nil
+	}
 	if len(t.deps) > 0 {
 		s.deferred.Add(1)
 		s.mu.Unlock()
@@ -403,6 +443,28 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	}
 	s.mu.Unlock()
 	return s.send(ctx, t)
+}
+
+// awaitBudget hands a lazy read to the workers once the writes it depends
+// on are stored and budget for its bytes is free, unless a wait claimed it
+// first.
+func (s *Service) awaitBudget(t *transfer, n int64) {
+	defer s.deferred.Done()
+	for _, d := range t.deps {
+		<-d.done
+	}
+	if err := s.budget.Acquire(s.lazyCtx, n); err != nil {
+		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+			s.fail(t, errClosing)
+		}
+		return
+	}
+	if !t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+		s.budget.Release(n)
+		return
+	}
+	t.held = n
+	_ = s.send(s.ctx, t)
 }
 
 // send puts a registered transfer on the queue.

@@ -49,6 +49,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Durability of acknowledged metadata changes.
 	Durability metaserver.Durability
+	// DataBudget bounds the bytes of region payloads a data server holds
+	// in memory: writes not yet stored, reads not yet collected. Default
+	// 1 GiB.
+	DataBudget int64
 	// Version is the build version reported by status.
 	Version string
 	// Logger. Default slog.Default().
@@ -184,7 +188,7 @@ func Run(ctx context.Context, cfg Config) error {
 				log.Error("close region store: " + err.Error())
 			}
 		}()
-		data = dataserver.New(dataserver.Config{Store: store, Logger: log})
+		data = dataserver.New(dataserver.Config{Store: store, Logger: log, MaxBytes: cfg.DataBudget})
 		defer data.Close()
 	}
 	ln, err := rpc.Listen(cfg.Listen)
