@@ -12,16 +12,36 @@ const (
 	minShift = 16 // 64 KiB: smaller buffers are cheap to allocate
 	maxShift = 26 // 64 MiB: larger ones are rare and not kept
 
-	// Retain bounds the bytes of free buffers kept. They are kept live,
-	// not in a sync.Pool, so that a collection does not hand their pages
-	// back to the kernel between one burst of transfers and the next.
-	Retain = 512 << 20
+	// DefaultRetain is the bytes of free buffers kept unless SetRetain
+	// says otherwise.
+	DefaultRetain = 512 << 20
 )
 
-var free struct {
+// The free buffers are kept live, not in a sync.Pool, so that a
+// collection does not hand their pages back to the kernel between one
+// burst of transfers and the next.
+var free = struct {
 	sync.Mutex
+	retain  int
 	bytes   int
 	classes [maxShift - minShift + 1][][]byte
+}{retain: DefaultRetain}
+
+// SetRetain bounds the bytes of free buffers kept for reuse: a server
+// sets it to what it may hold in flight, so that a steady stream of
+// transfers reuses warm memory.
+func SetRetain(n int) {
+	free.Lock()
+	defer free.Unlock()
+	free.retain = n
+	for k := range free.classes {
+		for free.bytes > n && len(free.classes[k]) > 0 {
+			last := len(free.classes[k]) - 1
+			free.bytes -= cap(free.classes[k][last])
+			free.classes[k][last] = nil
+			free.classes[k] = free.classes[k][:last]
+		}
+	}
 }
 
 func class(n int) (int, bool) {
@@ -61,8 +81,8 @@ func Get(n int) []byte {
 }
 
 // Put gives b back for reuse. b must not be used afterwards. Buffers that
-// did not come from Get (by their capacity), or beyond Retain, are left to
-// the collector.
+// did not come from Get (by their capacity), or beyond the retained bound,
+// are left to the collector.
 func Put(b []byte) {
 	c := cap(b)
 	if c < 1<<minShift || c&(c-1) != 0 {
@@ -74,7 +94,7 @@ func Put(b []byte) {
 	}
 	free.Lock()
 	defer free.Unlock()
-	if free.bytes+c > Retain {
+	if free.bytes+c > free.retain {
 		return
 	}
 	free.bytes += c

@@ -42,7 +42,10 @@ func TestPutForeign(t *testing.T) {
 
 func TestRetainBound(t *testing.T) {
 	var bs [][]byte
-	for range Retain/(64<<20) + 2 {
+	SetRetain(0) // start from nothing kept
+	SetRetain(128 << 20)
+	defer SetRetain(DefaultRetain)
+	for range 4 {
 		bs = append(bs, Get(64<<20))
 	}
 	for _, b := range bs {
@@ -51,11 +54,15 @@ func TestRetainBound(t *testing.T) {
 	free.Lock()
 	kept := free.bytes
 	free.Unlock()
-	if kept > Retain {
-		t.Fatalf("kept %d free bytes, more than Retain (%d)", kept, Retain)
+	if kept != 128<<20 {
+		t.Fatalf("kept %d free bytes, want the bound, %d", kept, 128<<20)
 	}
-	// Drain so other tests start from nothing.
-	for range bs {
-		Get(64 << 20)
+	SetRetain(64 << 20)
+	free.Lock()
+	kept = free.bytes
+	free.Unlock()
+	if kept != 64<<20 {
+		t.Fatalf("after lowering the bound, kept %d free bytes, want %d", kept, 64<<20)
 	}
+
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -189,6 +190,12 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 		data = dataserver.New(dataserver.Config{Store: store, Logger: log, MaxBytes: cfg.DataBudget})
+		// Keep as much free payload memory warm as may be in flight.
+		retain := cfg.DataBudget
+		if retain <= 0 {
+			retain = 1 << 30
+		}
+		bufpool.SetRetain(int(retain))
 		defer data.Close()
 	}
 	ln, err := rpc.Listen(cfg.Listen)
