@@ -30,6 +30,10 @@ type Config struct {
 	MaxBytes int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+
+	// beforeIO, if set, runs in a worker before each transfer's I/O: a
+	// testing knob.
+	beforeIO func(wire.DataItem)
 }
 
 func (c *Config) setDefaults() {
@@ -202,6 +206,9 @@ func (s *Service) release(t *transfer) {
 func (s *Service) worker() {
 	defer s.wg.Done()
 	for t := range s.queue {
+		if s.cfg.beforeIO != nil {
+			s.cfg.beforeIO(t.item)
+		}
 		t.err = s.do(t)
 		if t.item.Write {
 			// The bytes are stored: give back the budget they held.

@@ -1,0 +1,440 @@
+package dataserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// elem is the element size of every test object.
+const elem = 4
+
+// env is a Service on a real rpc server over TCP, storing in a real
+// regionstore under t.TempDir().
+type env struct {
+	t     *testing.T
+	svc   *Service
+	store *regionstore.Store
+	addr  string
+	ended chan string // clients whose session ended, once SessionEnded ran
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	store, err := regionstore.Open(regionstore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	log := slog.New(slog.DiscardHandler)
+	cfg.Store, cfg.Logger = store, log
+	e := &env{t: t, store: store, ended: make(chan string, 256)}
+	e.svc = New(cfg)
+	t.Cleanup(func() { _ = e.svc.Close() })
+	srv := rpc.NewServer(rpc.ServerConfig{Logger: log, OnSessionEnd: func(client string) {
+		e.svc.SessionEnded(client)
+		e.ended <- client
+	}})
+	e.svc.Register(srv)
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = rpc.Addr(ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, pdc.ErrClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// dial connects as client name; the connection closes at the test's end.
+func (e *env) dial(name string) *rpc.Conn {
+	e.t.Helper()
+	c, err := rpc.Dial(testCtx(e.t), e.addr, rpc.DialOptions{ClientName: name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// testCtx bounds a test's calls, so that a hang fails instead of
+// blocking the run.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func item(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
+	return wire.DataItem{Obj: obj, Write: write, Off: off, Size: size, Dims: dims, Elem: elem}
+}
+
+func nbytes(size []uint64) int {
+	n := elem
+	for _, s := range size {
+		n *= int(s)
+	}
+	return n
+}
+
+// pattern is n bytes that differ with seed.
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) ^ seed ^ byte(i>>8)
+	}
+	return b
+}
+
+func start(ctx context.Context, c *rpc.Conn, items []wire.DataItem, payload ...[]byte) ([]uint64, error) {
+	m := wire.DataStart{Items: items}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
+	if err != nil {
+		return nil, err
+	}
+	var ids wire.DataIDs
+	if err := ids.Unmarshal(rep.Header); err != nil {
+		return nil, err
+	}
+	if len(ids.IDs) != len(items) {
+		return nil, fmt.Errorf("%d ids for %d items", len(ids.IDs), len(items))
+	}
+	return ids.IDs, nil
+}
+
+// results splits a DataResults answer's payload among its results.
+func results(rep rpc.Reply) (wire.DataResults, [][]byte, error) {
+	var res wire.DataResults
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return res, nil, err
+	}
+	parts := make([][]byte, len(res.Items))
+	p := rep.Payload
+	for i, r := range res.Items {
+		if r.Size > uint64(len(p)) {
+			return res, nil, fmt.Errorf("result %d is %d bytes, %d left in the payload", i, r.Size, len(p))
+		}
+		parts[i], p = p[:r.Size], p[r.Size:]
+	}
+	if len(p) != 0 {
+		return res, nil, fmt.Errorf("%d payload bytes beyond the results", len(p))
+	}
+	return res, parts, nil
+}
+
+func startWait(ctx context.Context, c *rpc.Conn, items []wire.DataItem, payload ...[]byte) (wire.DataResults, [][]byte, error) {
+	m := wire.DataStart{Items: items, Wait: true}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
+	if err != nil {
+		return wire.DataResults{}, nil, err
+	}
+	return results(rep)
+}
+
+func wait(ctx context.Context, c *rpc.Conn, ids ...uint64) (wire.DataResults, [][]byte, error) {
+	m := wire.DataIDs{IDs: ids}
+	rep, err := c.Call(ctx, wire.MethodDataWait, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return wire.DataResults{}, nil, err
+	}
+	res, parts, err := results(rep)
+	if err == nil && len(res.Items) != len(ids) {
+		err = fmt.Errorf("%d results for %d ids", len(res.Items), len(ids))
+	}
+	return res, parts, err
+}
+
+func status(ctx context.Context, c *rpc.Conn, ids ...uint64) ([]wire.DataResult, error) {
+	m := wire.DataIDs{IDs: ids}
+	rep, err := c.Call(ctx, wire.MethodDataStatus, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var res wire.DataResults
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return nil, err
+	}
+	if len(res.Items) != len(ids) {
+		return nil, fmt.Errorf("%d results for %d ids", len(res.Items), len(ids))
+	}
+	return res.Items, nil
+}
+
+func idArg(ctx context.Context, c *rpc.Conn, m wire.Method, obj uint64) error {
+	a := wire.IDArg{ID: obj}
+	_, err := c.Call(ctx, m, a.Marshal(nil), nil, nil)
+	return err
+}
+
+// mustOK fails the test unless every result succeeded.
+func mustOK(t *testing.T, res wire.DataResults) {
+	t.Helper()
+	for i, r := range res.Items {
+		if r.Code != wire.CodeOK {
+			t.Fatalf("result %d: code %v: %s", i, r.Code, r.Message)
+		}
+	}
+}
+
+// write stores data at box and waits for it.
+func write(t *testing.T, c *rpc.Conn, obj uint64, dims []uint64, box region.Box, data []byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	ids, err := start(ctx, c, []wire.DataItem{item(obj, true, dims, box.Off, box.Size)}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+}
+
+// read returns the bytes of box, read through c.
+func read(t *testing.T, c *rpc.Conn, obj uint64, dims []uint64, box region.Box) []byte {
+	t.Helper()
+	ctx := testCtx(t)
+	ids, err := start(ctx, c, []wire.DataItem{item(obj, false, dims, box.Off, box.Size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(parts[0]) != nbytes(box.Size) {
+		t.Fatalf("read %v: %d bytes, want %d", box, len(parts[0]), nbytes(box.Size))
+	}
+	return parts[0]
+}
+
+func box(off, size []uint64) region.Box { return region.Box{Off: off, Size: size} }
+
+func TestWriteWaitRead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dims []uint64
+		box  region.Box
+	}{
+		{"1d", []uint64{1000}, box([]uint64{100}, []uint64{300})},
+		{"2d", []uint64{40, 50}, box([]uint64{3, 7}, []uint64{20, 11})},
+		{"3d", []uint64{8, 9, 10}, box([]uint64{1, 2, 3}, []uint64{5, 6, 4})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			w, r := e.dial("writer"), e.dial("reader")
+			data := pattern(nbytes(tc.box.Size), 1)
+			write(t, w, 1, tc.dims, tc.box, data)
+
+			if got := read(t, r, 1, tc.dims, tc.box); !bytes.Equal(got, data) {
+				t.Fatalf("read back %v differs from what was written", tc.box)
+			}
+			// The whole object: the box where it was written, zeros
+			// elsewhere.
+			whole := region.Shape(tc.dims...)
+			want := make([]byte, nbytes(tc.dims))
+			if err := region.Copy(want, whole, data, tc.box, tc.box, elem); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(t, r, 1, tc.dims, whole); !bytes.Equal(got, want) {
+				t.Fatalf("whole object read back differs from the model")
+			}
+		})
+	}
+}
+
+// TestWritesThenReadsInOneStart checks that the reads of a request see its
+// writes, even when listed before them, and that ids and results follow
+// the request's item order.
+func TestWritesThenReadsInOneStart(t *testing.T) {
+	e := newEnv(t, Config{Workers: 8})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{16, 16, 16}
+	boxes := []region.Box{
+		box([]uint64{0, 0, 0}, []uint64{4, 16, 16}),
+		box([]uint64{4, 2, 0}, []uint64{8, 5, 16}),
+		box([]uint64{12, 0, 3}, []uint64{4, 16, 9}),
+	}
+	var items []wire.DataItem
+	var payload [][]byte
+	for _, b := range boxes { // reads first, on purpose
+		items = append(items, item(7, false, dims, b.Off, b.Size))
+	}
+	for i, b := range boxes {
+		items = append(items, item(7, true, dims, b.Off, b.Size))
+		payload = append(payload, pattern(nbytes(b.Size), byte(10+i)))
+	}
+	ids, err := start(ctx, c, items, payload...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	for i := range boxes {
+		if !bytes.Equal(parts[i], payload[i]) {
+			t.Errorf("read %d of %v does not see the write of the same request", i, boxes[i])
+		}
+		if len(parts[len(boxes)+i]) != 0 {
+			t.Errorf("write %d answered with %d bytes", i, len(parts[len(boxes)+i]))
+		}
+	}
+}
+
+func TestWaitUnknownID(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{100}
+	write(t, c, 1, dims, box([]uint64{0}, []uint64{10}), pattern(40, 3))
+	ids, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{10})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, 1<<40, ids[0], ids[0])
+	if err != nil {
+		t.Fatalf("waiting on an unknown id failed the call: %v", err)
+	}
+	if res.Items[0].Code != wire.CodeNotFound || !strings.Contains(res.Items[0].Message, "not found") {
+		t.Errorf("unknown id: %+v, want not found", res.Items[0])
+	}
+	if res.Items[1].Code != wire.CodeOK || !bytes.Equal(parts[1], pattern(40, 3)) {
+		t.Errorf("known id next to an unknown one: %+v", res.Items[1])
+	}
+	if res.Items[2].Code != wire.CodeNotFound || len(parts[2]) != 0 {
+		t.Errorf("an id listed twice in one wait: %+v, want not found the second time", res.Items[2])
+	}
+	// Waited: gone.
+	res, _, err = wait(ctx, c, ids[0])
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Errorf("second wait: %+v %v, want not found", res.Items, err)
+	}
+	// Another client's transfer is not found either.
+	ids, err = start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{10})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err = wait(ctx, e.dial("other"), ids[0])
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Errorf("another client's id: %+v %v, want not found", res.Items, err)
+	}
+}
+
+// gate blocks the workers' I/O of chosen objects until opened.
+type gate struct {
+	obj     uint64
+	entered chan struct{} // a worker reached a gated transfer
+	open    chan struct{}
+	once    sync.Once
+}
+
+// newGate returns a gate for obj, set in cfg.
+func newGate(cfg *Config, obj uint64) *gate {
+	g := &gate{obj: obj, entered: make(chan struct{}, 1024), open: make(chan struct{})}
+	cfg.beforeIO = func(it wire.DataItem) {
+		if it.Obj == g.obj {
+			g.entered <- struct{}{}
+			<-g.open
+		}
+	}
+	return g
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+func TestStatus(t *testing.T) {
+	// One worker: the queue is served in order.
+	cfg := Config{Workers: 1}
+	g := newGate(&cfg, 9)
+	e := newEnv(t, cfg)
+	defer g.release()
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{64}
+	write(t, c, 8, dims, box([]uint64{0}, []uint64{8}), pattern(32, 6))
+	// A write held by the gate, and a read of another object behind it.
+	ids, err := start(ctx, c, []wire.DataItem{
+		item(8, false, dims, []uint64{0}, []uint64{8}),
+		item(9, true, dims, []uint64{0}, []uint64{8}),
+	}, pattern(32, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, wr := ids[0], ids[1]
+	<-g.entered
+	st, err := status(ctx, c, wr, rd, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StatePending || st[1].State != wire.StatePending || st[2].State != wire.StateNotFound {
+		t.Fatalf("while the write is held: states %d %d %d, want pending, pending, not found", st[0].State, st[1].State, st[2].State)
+	}
+	g.release()
+	// A later transfer done means the earlier ones are.
+	later, err := start(ctx, c, []wire.DataItem{item(8, false, dims, []uint64{0}, []uint64{1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wait(ctx, c, later...); err != nil {
+		t.Fatal(err)
+	}
+	st, err = status(ctx, c, wr, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StateComplete || st[0].Code != wire.CodeOK || st[1].State != wire.StateComplete || st[1].Code != wire.CodeOK {
+		t.Fatalf("done: %+v, want both complete", st)
+	}
+	st, err = status(ctx, c, wr, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StateNotFound || st[1].State != wire.StateComplete {
+		t.Fatalf("reported again: write %d read %d, want not found (reported once) and complete (not yet waited)", st[0].State, st[1].State)
+	}
+	res, parts, err := wait(ctx, c, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(32, 6)) {
+		t.Errorf("the read reported complete came back wrong")
+	}
+	if st, err = status(ctx, c, rd); err != nil || st[0].State != wire.StateNotFound {
+		t.Fatalf("waited read: %+v %v, want not found", st, err)
+	}
+	if got := read(t, c, 9, dims, box([]uint64{0}, []uint64{8})); !bytes.Equal(got, pattern(32, 5)) {
+		t.Errorf("the write reported complete was not stored")
+	}
+}
