@@ -438,3 +438,329 @@ func TestStatus(t *testing.T) {
 		t.Errorf("the write reported complete was not stored")
 	}
 }
+
+// TestStartWait checks POSIX mode: the answer carries the results, the ids
+// and the reads' bytes, and the transfers are collected by it.
+func TestStartWait(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{20, 30}
+	b := box([]uint64{2, 3}, []uint64{10, 20})
+	data := pattern(nbytes(b.Size), 8)
+	res, parts, err := startWait(ctx, c, []wire.DataItem{
+		item(4, false, dims, b.Off, b.Size),
+		item(4, true, dims, b.Off, b.Size),
+	}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(res.Items) != 2 || len(res.IDs) != 2 {
+		t.Fatalf("%d results and %d ids for 2 items", len(res.Items), len(res.IDs))
+	}
+	if !bytes.Equal(parts[0], data) || len(parts[1]) != 0 {
+		t.Fatalf("the read of a waiting start does not see its write")
+	}
+	// Answered: already collected.
+	res, _, err = wait(ctx, c, res.IDs...)
+	if err != nil || res.Items[0].Code != wire.CodeNotFound || res.Items[1].Code != wire.CodeNotFound {
+		t.Fatalf("wait after a waiting start: %+v %v, want not found", res.Items, err)
+	}
+	// Stored for everyone.
+	if got := read(t, e.dial("other"), 4, dims, b); !bytes.Equal(got, data) {
+		t.Fatalf("another client reads other bytes")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{10, 10}
+	ok := item(77, true, dims, []uint64{0, 0}, []uint64{2, 2})
+	for _, tc := range []struct {
+		name    string
+		item    func(it *wire.DataItem)
+		payload int // bytes, -1 for the item's
+		want    error
+		obj     bool // the message names the object
+	}{
+		{"outside dims", func(it *wire.DataItem) { it.Off = []uint64{9, 0} }, -1, pdc.ErrOutOfRange, true},
+		{"ndim mismatch", func(it *wire.DataItem) { it.Off, it.Size = []uint64{0}, []uint64{4} }, 16, pdc.ErrInvalid, true},
+		{"off and size differ", func(it *wire.DataItem) { it.Off = []uint64{0} }, -1, pdc.ErrInvalid, true},
+		{"zero size", func(it *wire.DataItem) { it.Size = []uint64{0, 2} }, 0, pdc.ErrInvalid, true},
+		{"no dims", func(it *wire.DataItem) { it.Off, it.Size, it.Dims = nil, nil, nil }, 0, pdc.ErrInvalid, true},
+		{"elem 0", func(it *wire.DataItem) { it.Elem = 0 }, 0, pdc.ErrInvalid, true},
+		{"elem too large", func(it *wire.DataItem) { it.Elem = 1<<16 + 1 }, -1, pdc.ErrInvalid, true},
+		{"unknown storage mode", func(it *wire.DataItem) { it.Storage = 3 }, -1, pdc.ErrInvalid, true},
+		{"payload short", func(it *wire.DataItem) {}, 15, pdc.ErrInvalid, false},
+		{"payload long", func(it *wire.DataItem) {}, 17, pdc.ErrInvalid, false},
+		{"payload for a read", func(it *wire.DataItem) { it.Write = false }, 16, pdc.ErrInvalid, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := ok
+			it.Off, it.Size = slicesClone(ok.Off), slicesClone(ok.Size)
+			tc.item(&it)
+			n := tc.payload
+			if n < 0 {
+				n = 16
+			}
+			_, err := start(ctx, c, []wire.DataItem{it}, make([]byte, n))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if tc.obj && !strings.Contains(err.Error(), "object 77") {
+				t.Errorf("%q does not name the object", err)
+			}
+			// A bad item fails the whole request: the good one next to
+			// it is not started.
+			_, err = start(ctx, c, []wire.DataItem{ok, it}, make([]byte, 16+n))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("after a good item: got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// The server still serves, and nothing of the bad requests was stored.
+	if got := read(t, c, 77, dims, region.Shape(dims...)); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatalf("a refused request left data behind")
+	}
+	write(t, c, 77, dims, box(ok.Off, ok.Size), pattern(16, 1))
+	if got := read(t, e.dial("d"), 77, dims, box(ok.Off, ok.Size)); !bytes.Equal(got, pattern(16, 1)) {
+		t.Fatalf("read after refusals differs")
+	}
+}
+
+func slicesClone(s []uint64) []uint64 { return append([]uint64(nil), s...) }
+
+func TestStaleDims(t *testing.T) {
+	e := newEnv(t, Config{})
+	a, b := e.dial("a"), e.dial("b")
+	ctx := testCtx(t)
+	grown := item(5, true, []uint64{20}, []uint64{0}, []uint64{4})
+	grown.DimsVersion = 2
+	if _, err := start(ctx, a, []wire.DataItem{grown}, pattern(16, 2)); err != nil {
+		t.Fatal(err)
+	}
+	old := item(5, false, []uint64{10}, []uint64{0}, []uint64{4})
+	old.DimsVersion = 1
+	_, err := start(ctx, b, []wire.DataItem{old})
+	if !errors.Is(err, pdc.ErrStale) || !strings.Contains(err.Error(), "object 5") {
+		t.Fatalf("read with older dims: %v, want ErrStale naming object 5", err)
+	}
+	old.Write = true
+	if _, err := start(ctx, b, []wire.DataItem{old}, make([]byte, 16)); !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("write with older dims: %v, want ErrStale", err)
+	}
+	// The same or a newer version is fine; other objects are unaffected.
+	cur := item(5, false, []uint64{20}, []uint64{0}, []uint64{4})
+	cur.DimsVersion = 2
+	other := item(6, false, []uint64{10}, []uint64{0}, []uint64{4})
+	ids, err := start(ctx, b, []wire.DataItem{cur, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, b, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(16, 2)) {
+		t.Fatalf("read with current dims differs")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{8, 8}
+	whole := region.Shape(dims...)
+	write(t, c, 3, dims, whole, pattern(nbytes(dims), 4))
+	if err := idArg(ctx, c, wire.MethodDataFlush, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, pattern(nbytes(dims), 4)) {
+		t.Fatal("read before delete differs")
+	}
+	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatal("read after delete is not zeros")
+	}
+	// Deleting again, or an object never written, is fine.
+	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := idArg(ctx, c, wire.MethodDataDelete, 1234); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackpressure runs many writes through a budget of two of them and a
+// queue of one: all are stored, none deadlocks.
+func TestBackpressure(t *testing.T) {
+	const (
+		writers = 4
+		each    = 16
+		size    = 8 << 10 // elements: 32 KiB
+	)
+	e := newEnv(t, Config{MaxBytes: 64 << 10, QueueDepth: 1, Workers: 2})
+	ctx := testCtx(t)
+	dims := []uint64{writers * each * size}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		c := e.dial(fmt.Sprintf("w%d", w))
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k := uint64(w*each + i)
+				it := item(1, true, dims, []uint64{k * size}, []uint64{size})
+				ids, err := start(ctx, c, []wire.DataItem{it}, pattern(size*elem, byte(k)))
+				if err == nil {
+					var res wire.DataResults
+					res, _, err = wait(ctx, c, ids...)
+					if err == nil && res.Items[0].Code != wire.CodeOK {
+						err = errors.New(res.Items[0].Message)
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("write %d: %w", k, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r := e.dial("r")
+	for k := range uint64(writers * each) {
+		if got := read(t, r, 1, dims, box([]uint64{k * size}, []uint64{size})); !bytes.Equal(got, pattern(size*elem, byte(k))) {
+			t.Fatalf("write %d read back differs", k)
+		}
+	}
+	// One write larger than the whole budget goes alone.
+	big := box([]uint64{0}, []uint64{64 << 10}) // 256 KiB
+	data := pattern(nbytes(big.Size), 99)
+	write(t, r, 2, []uint64{64 << 10}, big, data)
+	if got := read(t, r, 2, []uint64{64 << 10}, big); !bytes.Equal(got, data) {
+		t.Fatal("write larger than the budget read back differs")
+	}
+}
+
+// TestSessionEnded checks that a client's transfers go with its session,
+// and their budget with them.
+func TestSessionEnded(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	a, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uncollected reads hold the whole budget.
+	ids, err := start(ctx, a, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	if got := <-e.ended; got != "a" {
+		t.Fatalf("session of %q ended, want a", got)
+	}
+	// The budget is back: a write of all of it proceeds.
+	b := e.dial("b")
+	write(t, b, 2, dims, region.Shape(dims...), pattern(max, 1))
+	// a, back, finds nothing.
+	a = e.dial("a")
+	res, _, err := wait(ctx, a, ids...)
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Fatalf("wait after the session ended: %+v %v, want not found", res.Items, err)
+	}
+	if got := read(t, a, 2, dims, region.Shape(dims...)); !bytes.Equal(got, pattern(max, 1)) {
+		t.Fatal("read back differs")
+	}
+}
+
+// TestSessionEndedPending ends a session while its transfers are queued
+// and running.
+func TestSessionEndedPending(t *testing.T) {
+	const max = 64 << 10
+	cfg := Config{MaxBytes: max, Workers: 1}
+	g := newGate(&cfg, 1)
+	defer g.release()
+	e := newEnv(t, cfg)
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	a, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := []uint64{max / 2 / elem}
+	if _, err := start(ctx, a, []wire.DataItem{
+		item(1, true, dims, []uint64{0}, half),
+		item(1, false, dims, half, half),
+	}, pattern(max/2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	_ = a.Close()
+	if got := <-e.ended; got != "a" {
+		t.Fatalf("session of %q ended, want a", got)
+	}
+	g.release()
+	// The write started before the session ended is stored all the same,
+	// and the budget comes back once the I/O is done.
+	b := e.dial("b")
+	write(t, b, 2, dims, region.Shape(dims...), pattern(max, 1))
+	if got := read(t, b, 1, dims, box([]uint64{0}, half)); !bytes.Equal(got, pattern(max/2, 3)) {
+		t.Fatal("a write started before its session ended was not stored")
+	}
+}
+
+func TestClose(t *testing.T) {
+	e := newEnv(t, Config{Workers: 1, QueueDepth: 4})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	const n = 32
+	dims := []uint64{n * 100}
+	for k := range uint64(n) {
+		if _, err := start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{k * 100}, []uint64{100})}, pattern(400, byte(k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.svc.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Close has waited for the queued writes: they are in the store.
+	got := make([]byte, n*400)
+	l := regionstore.Layout{Dims: dims, Elem: elem, Mode: regionstore.ByOffset}
+	if err := e.store.Read(1, l, region.Shape(dims...), got); err != nil {
+		t.Fatal(err)
+	}
+	for k := range n {
+		if !bytes.Equal(got[k*400:(k+1)*400], pattern(400, byte(k))) {
+			t.Fatalf("write %d queued before Close is not stored", k)
+		}
+	}
+	_, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{1})})
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("start after Close: %v, want ErrUnavailable", err)
+	}
+	if err := e.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
