@@ -3,14 +3,15 @@ package dataserver
 import (
 	"context"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"log/slog"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -28,6 +29,10 @@ type Config struct {
 	// MaxBytes bounds the bytes of queued writes and uncollected reads.
 	// Default 1 GiB.
 	MaxBytes int64
+	// MaxTransfer bounds the bytes of one transfer: a read's are
+	// allocated whole, and must fit in its answer. Default
+	// wire.DefaultMaxPayload (1 GiB).
+	MaxTransfer int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 
@@ -45,6 +50,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 1 << 30
+	}
+	if c.MaxTransfer <= 0 {
+		c.MaxTransfer = wire.DefaultMaxPayload
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -265,11 +273,18 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	if it.Elem == 0 || it.Elem > 1<<16 {
 		return nil, fmt.Errorf("object %d: element size %d: %w", it.Obj, it.Elem, pdc.ErrInvalid)
 	}
-	mode := regionstore.Mode(it.Storage)
-	if mode == 0 {
-		mode = regionstore.ByOffset
+	if hi, lo := bits.Mul64(box.Volume(), uint64(it.Elem)); hi != 0 || lo > uint64(s.cfg.MaxTransfer) {
+		return nil, fmt.Errorf("object %d: region %v of %d-byte elements is more than %d bytes, the most one transfer may move: %w",
+			it.Obj, box, it.Elem, s.cfg.MaxTransfer, pdc.ErrTooLarge)
 	}
-	if mode != regionstore.ByOffset && mode != regionstore.ByRegion {
+	// Compared as sent: a wider value must not pass as its low byte.
+	var mode regionstore.Mode
+	switch it.Storage {
+	case 0, uint32(regionstore.ByOffset):
+		mode = regionstore.ByOffset
+	case uint32(regionstore.ByRegion):
+		mode = regionstore.ByRegion
+	default:
 		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
 	}
 	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),

@@ -764,3 +764,34 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStorageModeTruncated: a storage mode is a uint32 on the wire; one
+// that is a known mode only in its low byte is still unknown.
+func TestStorageModeTruncated(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	it := item(1, true, []uint64{4}, []uint64{0}, []uint64{4})
+	it.Storage = 256 + uint32(regionstore.ByRegion)
+	_, err := start(testCtx(t), c, []wire.DataItem{it}, make([]byte, 16))
+	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "object 1") {
+		t.Fatalf("storage mode %d: %v, want ErrInvalid naming object 1", it.Storage, err)
+	}
+}
+
+// TestHugeRead: a read whose bytes cannot be allocated is refused, not
+// left to crash a worker.
+func TestHugeRead(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	for _, it := range []wire.DataItem{
+		item(1, false, []uint64{1 << 62}, []uint64{0}, []uint64{1 << 62}), // 2^64 bytes: wraps to 0
+		item(1, false, []uint64{1 << 50}, []uint64{0}, []uint64{1 << 50}), // 2^52 bytes
+	} {
+		_, err := start(ctx, c, []wire.DataItem{it})
+		if !errors.Is(err, pdc.ErrTooLarge) || !strings.Contains(err.Error(), "object 1") {
+			t.Fatalf("read of %v elements: %v, want ErrTooLarge naming object 1", it.Size, err)
+		}
+	}
+	write(t, c, 2, []uint64{4}, region.Shape(4), pattern(16, 1))
+}
