@@ -26,8 +26,9 @@ type Config struct {
 	Workers int
 	// QueueDepth bounds the transfers waiting for a worker. Default 1024.
 	QueueDepth int
-	// MaxBytes bounds the bytes of queued writes and uncollected reads.
-	// Default 1 GiB.
+	// MaxBytes bounds the bytes of queued writes and uncollected reads. A
+	// request is admitted whole: one larger than MaxBytes waits for all
+	// of it and goes alone. Default 1 GiB.
 	MaxBytes int64
 	// MaxTransfer bounds the bytes of one transfer: a read's are
 	// allocated whole, and must fit in its answer. Default
@@ -69,6 +70,8 @@ type Service struct {
 
 	ctx      context.Context // ends when the workers have stopped
 	cancel   context.CancelFunc
+	quit     context.Context // ends when Close begins
+	stop     context.CancelFunc
 	wg       sync.WaitGroup // the workers
 	deferred sync.WaitGroup // reads waiting for writes before queueing
 	// sendMu is held for reading while sending to queue, and for writing
@@ -131,6 +134,7 @@ func New(cfg Config) *Service {
 	s := &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger,
 		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.quit, s.stop = context.WithCancel(context.Background())
 	s.mu.transfers = map[key]*transfer{}
 	s.mu.writes = map[uint64][]*transfer{}
 	s.mu.layouts = map[uint64]layoutSeen{}
@@ -160,6 +164,7 @@ func (s *Service) Close() error {
 	}
 	s.mu.closed = true
 	s.mu.Unlock()
+	s.stop() // requests waiting for budget give up
 	// Reads waiting for writes are handed over (or failed) first; then no
 	// sender is left, and the workers drain the queue and stop.
 	s.deferred.Wait()
@@ -352,13 +357,20 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			pos += n
 		}
 	}
+	if err := s.acquire(ctx, order); err != nil {
+		for _, t := range order {
+			s.release(t)
+		}
+		return nil, err
+	}
 	for i, t := range order {
 		if err := s.enqueue(ctx, t); err != nil {
-			// The ones already queued run; the client learns of them
-			// only as far as this error says.
+			// The ones already queued run, but the client never learns
+			// their ids: nothing of theirs may stay held.
 			for _, rest := range order[i+1:] {
 				s.release(rest)
 			}
+			s.forget(req.Client, order[:i+1])
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
@@ -369,21 +381,70 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if !m.Wait {
 		return rpc.Respond(&wire.DataIDs{IDs: ids}), nil
 	}
-	return s.collect(ctx, req.Client, ids, true)
+	resp, err := s.collect(ctx, req.Client, ids, true)
+	if err != nil {
+		// Unlike a DataWait, the client has no ids to wait again with.
+		s.forget(req.Client, order)
+	}
+	return resp, err
 }
 
-// enqueue registers t and hands it to the workers, waiting for budget and
-// queue room under ctx. A read that must wait for earlier writes is handed
-// over once they are done, by a goroutine of its own, so that no worker
-// ever waits for work still in the queue.
-func (s *Service) enqueue(ctx context.Context, t *transfer) error {
-	n := int64(t.box.Volume()) * int64(t.item.Elem)
-	n = min(n, s.cfg.MaxBytes) // one larger than the budget goes alone
-	if err := s.budget.Acquire(ctx, n); err != nil {
-		s.release(t)
+// acquire takes the budget for a request's transfers, all at once: its
+// reads are held until the client collects them, which it cannot do before
+// the request is answered, so taking it transfer by transfer could wait
+// for itself. A request larger than the whole budget takes all of it and
+// goes alone.
+func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
+	var total int64
+	for _, t := range ts {
+		total += t.bytes()
+	}
+	grant := min(total, s.cfg.MaxBytes)
+	if s.quit.Err() != nil {
+		return errClosing
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.quit, cancel)()
+	if err := s.budget.Acquire(actx, grant); err != nil {
+		if ctx.Err() == nil && s.quit.Err() != nil {
+			return errClosing
+		}
 		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
 	}
-	t.held = n
+	for _, t := range ts {
+		t.held = min(t.bytes(), grant)
+		grant -= t.held
+	}
+	return nil
+}
+
+// forget drops registered transfers of client whose results nobody will
+// collect; their budget and buffers go back once their I/O is done.
+func (s *Service) forget(client string, ts []*transfer) {
+	var gone []*transfer
+	s.mu.Lock()
+	for _, t := range ts {
+		k := key{client, t.id}
+		if t.id != 0 && s.mu.transfers[k] == t {
+			delete(s.mu.transfers, k)
+			gone = append(gone, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range gone {
+		go s.releaseWhenDone(t)
+	}
+}
+
+// bytes is the size of t's data.
+func (t *transfer) bytes() int64 { return int64(t.box.Volume()) * int64(t.item.Elem) }
+
+// enqueue registers t, which holds its budget, and hands it to the
+// workers, waiting for queue room under ctx. A read that must wait for
+// earlier writes is handed over once they are done, by a goroutine of its
+// own, so that no worker ever waits for work still in the queue.
+func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()

@@ -33,6 +33,8 @@ type env struct {
 	store *regionstore.Store
 	addr  string
 	ended chan string // clients whose session ended, once SessionEnded ran
+	// started has how each DataStart handler returned, once it has.
+	started chan error
 }
 
 func newEnv(t *testing.T, cfg Config) *env {
@@ -48,7 +50,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 	})
 	log := slog.New(slog.DiscardHandler)
 	cfg.Store, cfg.Logger = store, log
-	e := &env{t: t, store: store, ended: make(chan string, 256)}
+	e := &env{t: t, store: store, ended: make(chan string, 256), started: make(chan error, 1024)}
 	e.svc = New(cfg)
 	t.Cleanup(func() { _ = e.svc.Close() })
 	srv := rpc.NewServer(rpc.ServerConfig{Logger: log, OnSessionEnd: func(client string) {
@@ -56,6 +58,14 @@ func newEnv(t *testing.T, cfg Config) *env {
 		e.ended <- client
 	}})
 	e.svc.Register(srv)
+	srv.HandleOwned(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		resp, err := e.svc.start(ctx, req)
+		select {
+		case e.started <- err:
+		default:
+		}
+		return resp, err
+	})
 	ln, err := rpc.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -794,4 +804,133 @@ func TestHugeRead(t *testing.T) {
 		}
 	}
 	write(t, c, 2, []uint64{4}, region.Shape(4), pattern(16, 1))
+}
+
+// TestFailedStartReleases: when a request fails part way, the transfers it
+// had already registered (whose ids the client never learns) give their
+// budget back.
+func TestFailedStartReleases(t *testing.T) {
+	const max = 128 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	a, b := e.dial("a"), e.dial("b")
+	ctx := testCtx(t)
+	newer := item(2, true, []uint64{16}, []uint64{0}, []uint64{4})
+	newer.DimsVersion = 2
+	if _, err := start(ctx, b, []wire.DataItem{newer}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{max / 2 / elem}
+	stale := item(2, false, []uint64{16}, []uint64{0}, []uint64{4})
+	stale.DimsVersion = 1
+	_, err := start(ctx, a, []wire.DataItem{item(1, false, dims, []uint64{0}, dims), stale})
+	if !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("got %v, want ErrStale", err)
+	}
+	// The whole budget is free again.
+	all := []uint64{max / elem}
+	write(t, b, 3, all, region.Shape(all...), pattern(max, 1))
+}
+
+// TestReadsOverBudgetInOneStart: the reads of one request are held until
+// the client collects them, which it can only do once the request is
+// answered: a request whose reads pass the budget must not wait for
+// itself.
+func TestReadsOverBudgetInOneStart(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	half := []uint64{max / 2 / elem}
+	dims := []uint64{3 * half[0]}
+	data := pattern(nbytes(dims), 7)
+	write(t, c, 1, dims, region.Shape(dims...), data)
+	var items []wire.DataItem
+	for k := range uint64(3) {
+		items = append(items, item(1, false, dims, []uint64{k * half[0]}, half))
+	}
+	ids, err := start(ctx, c, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	n := nbytes(half)
+	for k, p := range parts {
+		if !bytes.Equal(p, data[k*n:(k+1)*n]) {
+			t.Fatalf("read %d differs", k)
+		}
+	}
+	// The same in one waiting request, with a write.
+	items = append(items, item(1, true, dims, []uint64{0}, half))
+	res, parts, err = startWait(ctx, c, items, pattern(n, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(n, 8)) || !bytes.Equal(parts[2], data[2*n:3*n]) {
+		t.Fatal("waiting start read back differs")
+	}
+}
+
+// TestStartWaitCanceled: a waiting request that the client gives up leaves
+// nothing held: the client has no ids to collect with.
+func TestStartWaitCanceled(t *testing.T) {
+	const max = 64 << 10
+	cfg := Config{MaxBytes: max, Workers: 1}
+	g := newGate(&cfg, 1)
+	defer g.release()
+	e := newEnv(t, cfg)
+	c := e.dial("c")
+	dims := []uint64{max / elem}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := startWait(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+		done <- err
+	}()
+	<-g.entered
+	cancel()
+	if err := <-done; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("canceled waiting start: %v, want ErrCanceled", err)
+	}
+	// The server gave up too (before the read could finish and be
+	// answered).
+	if err := <-e.started; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("server side of a canceled waiting start: %v, want ErrCanceled", err)
+	}
+	g.release()
+	write(t, e.dial("d"), 2, dims, region.Shape(dims...), pattern(max, 1))
+}
+
+// TestStartAfterCloseBudgetFull: a start after Close fails at once even
+// when the budget is held by reads nobody collected.
+func TestStartAfterCloseBudgetFull(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	ids, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{0}, []uint64{1})}, make([]byte, elem))
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("start after Close: %v, want ErrUnavailable", err)
+	}
+	// What was done before Close can still be collected.
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(parts[0]) != max {
+		t.Fatalf("read collected after Close: %d bytes, want %d", len(parts[0]), max)
+	}
 }
