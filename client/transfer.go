@@ -276,21 +276,38 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 		t.mu.Unlock()
 		return TransferComplete, nil
 	}
-	byServer := map[int][]uint64{}
-	for _, p := range t.parts {
+	byServer := map[int][]int{} // indices of parts not yet done
+	for i, p := range t.parts {
 		if !p.done {
-			byServer[p.server] = append(byServer[p.server], p.id)
+			byServer[p.server] = append(byServer[p.server], i)
 		}
 	}
 	pending := false
-	for server, ids := range byServer {
+	for server, parts := range byServer {
+		ids := make([]uint64, len(parts))
+		for i, p := range parts {
+			ids[i] = t.parts[p].id
+		}
 		var res wire.DataResults
 		if err := t.obj.c.call(ctx, server, wire.MethodDataStatus, &wire.DataIDs{IDs: ids}, &res); err != nil {
 			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.info.Name, t.remote, err)
 		}
-		for _, r := range res.Items {
-			if r.State == wire.StatePending {
+		if len(res.Items) != len(ids) {
+			return 0, fmt.Errorf("object %q region %v: status: %s answered %d results for %d transfers: %w",
+				t.obj.info.Name, t.remote, t.obj.c.label(server), len(res.Items), len(ids), pdc.ErrProtocol)
+		}
+		for i, r := range res.Items {
+			switch {
+			case r.State == wire.StatePending:
 				pending = true
+			case r.State == wire.StateComplete && t.access == Write:
+				// The server reports a done write once and forgets it:
+				// there is nothing left to wait for.
+				p := &t.parts[parts[i]]
+				p.done = true
+				if e := itemErr(t.obj.c, server, r); e != nil {
+					t.setErr(fmt.Errorf("object %q region %v: %w", t.obj.info.Name, p.box, e))
+				}
 			}
 		}
 	}

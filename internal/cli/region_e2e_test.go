@@ -390,6 +390,24 @@ func TestRegionAsyncSemantics(t *testing.T) {
 	if err != nil || st != client.TransferComplete || !bytes.Equal(got, patternOf(dims, b)) {
 		t.Fatalf("status: %v %v; values equal: %v", st, err, bytes.Equal(got, patternOf(dims, b)))
 	}
+	// A write's status, once the data server has done it: the server
+	// reports a done write once and forgets it, and the transfer is
+	// complete without a wait.
+	wb := box([]uint64{0, 0}, []uint64{64, 100}) // on both data servers
+	wr, err := o.StartWrite(ctx, wb, patternOf(dims, wb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read by the same client waits for the write it overlaps.
+	if err := o.Read(ctx, wb, make([]byte, 4*wb.Volume())); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := wr.Status(ctx); err != nil || st != client.TransferComplete || wr.Err() != nil {
+		t.Fatalf("status of a done write: %v %v (transfer error %v), want complete", st, err, wr.Err())
+	}
+	if st, err := wr.Status(ctx); err != nil || st != client.TransferNotFound {
+		t.Fatalf("status of a done write, again: %v %v, want not found", st, err)
+	}
 
 	// POSIX consistency: start returns with the write done; another client
 	// reads it without anyone waiting.

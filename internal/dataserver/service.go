@@ -3,14 +3,15 @@ package dataserver
 import (
 	"context"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"log/slog"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -25,11 +26,20 @@ type Config struct {
 	Workers int
 	// QueueDepth bounds the transfers waiting for a worker. Default 1024.
 	QueueDepth int
-	// MaxBytes bounds the bytes of queued writes and uncollected reads.
-	// Default 1 GiB.
+	// MaxBytes bounds the bytes of queued writes and uncollected reads. A
+	// request is admitted whole: one larger than MaxBytes waits for all
+	// of it and goes alone. Default 1 GiB.
 	MaxBytes int64
+	// MaxTransfer bounds the bytes of one transfer: a read's are
+	// allocated whole, and must fit in its answer. Default
+	// wire.DefaultMaxPayload (1 GiB).
+	MaxTransfer int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+
+	// beforeIO, if set, runs in a worker before each transfer's I/O: a
+	// testing knob.
+	beforeIO func(wire.DataItem)
 }
 
 func (c *Config) setDefaults() {
@@ -41,6 +51,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 1 << 30
+	}
+	if c.MaxTransfer <= 0 {
+		c.MaxTransfer = wire.DefaultMaxPayload
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -55,13 +68,12 @@ type Service struct {
 	budget *semaphore.Weighted
 	queue  chan *transfer
 
-	ctx    context.Context // ends when the workers have stopped
-	cancel context.CancelFunc
-	// lazyCtx ends when Close begins: reads waiting for budget give up.
-	lazyCtx    context.Context
-	lazyCancel context.CancelFunc
-	wg         sync.WaitGroup // the workers
-	deferred   sync.WaitGroup // reads waiting for writes before queueing
+	ctx      context.Context // ends when the workers have stopped
+	cancel   context.CancelFunc
+	quit     context.Context // ends when Close begins
+	stop     context.CancelFunc
+	wg       sync.WaitGroup // the workers
+	deferred sync.WaitGroup // reads waiting for writes before queueing
 	// sendMu is held for reading while sending to queue, and for writing
 	// to close it; closing refuses new sends.
 	sendMu  sync.RWMutex
@@ -133,7 +145,7 @@ func New(cfg Config) *Service {
 	s := &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger,
 		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.lazyCtx, s.lazyCancel = context.WithCancel(context.Background())
+	s.quit, s.stop = context.WithCancel(context.Background())
 	s.mu.transfers = map[key]*transfer{}
 	s.mu.writes = map[uint64][]*transfer{}
 	s.mu.layouts = map[uint64]layoutSeen{}
@@ -163,10 +175,10 @@ func (s *Service) Close() error {
 	}
 	s.mu.closed = true
 	s.mu.Unlock()
+	s.stop() // requests waiting for budget, and reads waiting for it, give up
 	// Reads waiting for writes or budget are handed over (or failed)
 	// first; then no sender is left, and the workers drain the queue and
 	// stop.
-	s.lazyCancel()
 	s.deferred.Wait()
 	s.closing.Store(true)
 	s.sendMu.Lock()
@@ -189,14 +201,7 @@ func (s *Service) SessionEnded(client string) {
 		}
 	}
 	s.mu.Unlock()
-	for _, t := range gone {
-		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
-			// Nobody will collect it: do not read it at all.
-			s.fail(t, fmt.Errorf("client %s has gone: %w", client, pdc.ErrCanceled))
-			continue
-		}
-		go s.releaseWhenDone(t)
-	}
+	s.drop(client, gone)
 }
 
 // releaseWhenDone gives a forgotten transfer's budget back once its I/O
@@ -224,6 +229,9 @@ func (s *Service) release(t *transfer) {
 func (s *Service) worker() {
 	defer s.wg.Done()
 	for t := range s.queue {
+		if s.cfg.beforeIO != nil {
+			s.cfg.beforeIO(t.item)
+		}
 		t.err = s.do(t)
 		if t.item.Write {
 			// The bytes are stored: give back the budget they held.
@@ -280,11 +288,18 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	if it.Elem == 0 || it.Elem > 1<<16 {
 		return nil, fmt.Errorf("object %d: element size %d: %w", it.Obj, it.Elem, pdc.ErrInvalid)
 	}
-	mode := regionstore.Mode(it.Storage)
-	if mode == 0 {
-		mode = regionstore.ByOffset
+	if hi, lo := bits.Mul64(box.Volume(), uint64(it.Elem)); hi != 0 || lo > uint64(s.cfg.MaxTransfer) {
+		return nil, fmt.Errorf("object %d: region %v of %d-byte elements is more than %d bytes, the most one transfer may move: %w",
+			it.Obj, box, it.Elem, s.cfg.MaxTransfer, pdc.ErrTooLarge)
 	}
-	if mode != regionstore.ByOffset && mode != regionstore.ByRegion {
+	// Compared as sent: a wider value must not pass as its low byte.
+	var mode regionstore.Mode
+	switch it.Storage {
+	case 0, uint32(regionstore.ByOffset):
+		mode = regionstore.ByOffset
+	case uint32(regionstore.ByRegion):
+		mode = regionstore.ByRegion
+	default:
 		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
 	}
 	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
@@ -352,13 +367,20 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			pos += n
 		}
 	}
+	if err := s.acquire(ctx, order); err != nil {
+		for _, t := range order {
+			s.release(t)
+		}
+		return nil, err
+	}
 	for i, t := range order {
 		if err := s.enqueue(ctx, t); err != nil {
-			// The ones already queued run; the client learns of them
-			// only as far as this error says.
+			// The ones already queued run, but the client never learns
+			// their ids: nothing of theirs may stay held.
 			for _, rest := range order[i+1:] {
 				s.release(rest)
 			}
+			s.forget(req.Client, order[:i+1])
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
@@ -369,32 +391,97 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if !m.Wait {
 		return rpc.Respond(&wire.DataIDs{IDs: ids}), nil
 	}
-	return s.collect(ctx, req.Client, ids, true)
+	resp, err := s.collect(ctx, req.Client, ids, true)
+	if err != nil {
+		// Unlike a DataWait, the client has no ids to wait again with.
+		s.forget(req.Client, order)
+	}
+	return resp, err
 }
 
-// enqueue registers t and hands it to the workers, waiting for budget and
-// queue room under ctx. A read that must wait for earlier writes is handed
+// acquire takes the budget for a request's writes, all at once, waiting
+// for room: their bytes are here already, and the budget bounds how many
+// wait in memory for the disk. A request larger than the whole budget
+// takes all of it and goes alone. Reads take theirs in enqueue.
+func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
+	var total int64
+	for _, t := range ts {
+		if t.item.Write {
+			total += t.bytes()
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	grant := min(total, s.cfg.MaxBytes)
+	if s.quit.Err() != nil {
+		return errClosing
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.quit, cancel)()
+	if err := s.budget.Acquire(actx, grant); err != nil {
+		if ctx.Err() == nil && s.quit.Err() != nil {
+			return errClosing
+		}
+		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
+	}
+	for _, t := range ts {
+		if t.item.Write {
+			t.held = min(t.bytes(), grant)
+			grant -= t.held
+		}
+	}
+	return nil
+}
+
+// forget drops registered transfers of client whose results nobody will
+// collect; their budget and buffers go back once their I/O is done.
+func (s *Service) forget(client string, ts []*transfer) {
+	var gone []*transfer
+	s.mu.Lock()
+	for _, t := range ts {
+		k := key{client, t.id}
+		if t.id != 0 && s.mu.transfers[k] == t {
+			delete(s.mu.transfers, k)
+			gone = append(gone, t)
+		}
+	}
+	s.mu.Unlock()
+	s.drop(client, gone)
+}
+
+// drop gives back what forgotten transfers hold once their I/O is done; a
+// read still waiting for budget is not done at all.
+func (s *Service) drop(client string, gone []*transfer) {
+	for _, t := range gone {
+		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+			s.fail(t, fmt.Errorf("client %s will not collect it: %w", client, pdc.ErrCanceled))
+			continue
+		}
+		go s.releaseWhenDone(t)
+	}
+}
+
+// bytes is the size of t's data.
+func (t *transfer) bytes() int64 { return int64(t.box.Volume()) * int64(t.item.Elem) }
+
+// enqueue registers t and hands it to the workers, waiting for queue room
+// under ctx. A write holds its budget already. A read takes budget only if
+// it is free: its buffer holds budget until the client waits for it, and
+// the client may wait only after starting more reads, so it never blocks
+// on it; without budget it is done when budget frees up, or by the wait
+// that claims it first. A read that must wait for earlier writes is handed
 // over once they are done, by a goroutine of its own, so that no worker
 // ever waits for work still in the queue.
 func (s *Service) enqueue(ctx context.Context, t *transfer) error {
-	n := int64(t.box.Volume()) * int64(t.item.Elem)
-	n = min(n, s.cfg.MaxBytes) // one larger than the budget goes alone
-	if t.item.Write {
-		// A write's bytes are here already: the budget bounds how many
-		// wait in memory for the disk.
-		if err := s.budget.Acquire(ctx, n); err != nil {
-			s.release(t)
-			return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
+	n := min(t.bytes(), s.cfg.MaxBytes) // one larger than the budget goes alone
+	if !t.item.Write {
+		if s.budget.TryAcquire(n) {
+			t.held = n
+		} else {
+			t.lazy.Store(lazyWaiting)
 		}
-		t.held = n
-	} else if s.budget.TryAcquire(n) {
-		t.held = n
-	} else {
-		// A read's buffer would hold budget until the client waits for
-		// it, and the client may wait only after starting more reads:
-		// never block on it. The read is done when budget frees up, or by
-		// the wait, whichever comes first.
-		t.lazy.Store(lazyWaiting)
 	}
 	s.mu.Lock()
 	if s.mu.closed {
@@ -453,7 +540,7 @@ func (s *Service) awaitBudget(t *transfer, n int64) {
 	for _, d := range t.deps {
 		<-d.done
 	}
-	if err := s.budget.Acquire(s.lazyCtx, n); err != nil {
+	if err := s.budget.Acquire(s.quit, n); err != nil {
 		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
 			s.fail(t, errClosing)
 		}

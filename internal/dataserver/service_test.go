@@ -1,0 +1,936 @@
+package dataserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// elem is the element size of every test object.
+const elem = 4
+
+// env is a Service on a real rpc server over TCP, storing in a real
+// regionstore under t.TempDir().
+type env struct {
+	t     *testing.T
+	svc   *Service
+	store *regionstore.Store
+	addr  string
+	ended chan string // clients whose session ended, once SessionEnded ran
+	// started has how each DataStart handler returned, once it has.
+	started chan error
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	store, err := regionstore.Open(regionstore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	log := slog.New(slog.DiscardHandler)
+	cfg.Store, cfg.Logger = store, log
+	e := &env{t: t, store: store, ended: make(chan string, 256), started: make(chan error, 1024)}
+	e.svc = New(cfg)
+	t.Cleanup(func() { _ = e.svc.Close() })
+	srv := rpc.NewServer(rpc.ServerConfig{Logger: log, OnSessionEnd: func(client string) {
+		e.svc.SessionEnded(client)
+		e.ended <- client
+	}})
+	e.svc.Register(srv)
+	srv.HandleOwned(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		resp, err := e.svc.start(ctx, req)
+		select {
+		case e.started <- err:
+		default:
+		}
+		return resp, err
+	})
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = rpc.Addr(ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, pdc.ErrClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// dial connects as client name; the connection closes at the test's end.
+func (e *env) dial(name string) *rpc.Conn {
+	e.t.Helper()
+	c, err := rpc.Dial(testCtx(e.t), e.addr, rpc.DialOptions{ClientName: name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// testCtx bounds a test's calls, so that a hang fails instead of
+// blocking the run.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func item(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
+	return wire.DataItem{Obj: obj, Write: write, Off: off, Size: size, Dims: dims, Elem: elem}
+}
+
+func nbytes(size []uint64) int {
+	n := elem
+	for _, s := range size {
+		n *= int(s)
+	}
+	return n
+}
+
+// pattern is n bytes that differ with seed.
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) ^ seed ^ byte(i>>8)
+	}
+	return b
+}
+
+func start(ctx context.Context, c *rpc.Conn, items []wire.DataItem, payload ...[]byte) ([]uint64, error) {
+	m := wire.DataStart{Items: items}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
+	if err != nil {
+		return nil, err
+	}
+	var ids wire.DataIDs
+	if err := ids.Unmarshal(rep.Header); err != nil {
+		return nil, err
+	}
+	if len(ids.IDs) != len(items) {
+		return nil, fmt.Errorf("%d ids for %d items", len(ids.IDs), len(items))
+	}
+	return ids.IDs, nil
+}
+
+// results splits a DataResults answer's payload among its results.
+func results(rep rpc.Reply) (wire.DataResults, [][]byte, error) {
+	var res wire.DataResults
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return res, nil, err
+	}
+	parts := make([][]byte, len(res.Items))
+	p := rep.Payload
+	for i, r := range res.Items {
+		if r.Size > uint64(len(p)) {
+			return res, nil, fmt.Errorf("result %d is %d bytes, %d left in the payload", i, r.Size, len(p))
+		}
+		parts[i], p = p[:r.Size], p[r.Size:]
+	}
+	if len(p) != 0 {
+		return res, nil, fmt.Errorf("%d payload bytes beyond the results", len(p))
+	}
+	return res, parts, nil
+}
+
+func startWait(ctx context.Context, c *rpc.Conn, items []wire.DataItem, payload ...[]byte) (wire.DataResults, [][]byte, error) {
+	m := wire.DataStart{Items: items, Wait: true}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
+	if err != nil {
+		return wire.DataResults{}, nil, err
+	}
+	return results(rep)
+}
+
+func wait(ctx context.Context, c *rpc.Conn, ids ...uint64) (wire.DataResults, [][]byte, error) {
+	m := wire.DataIDs{IDs: ids}
+	rep, err := c.Call(ctx, wire.MethodDataWait, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return wire.DataResults{}, nil, err
+	}
+	res, parts, err := results(rep)
+	if err == nil && len(res.Items) != len(ids) {
+		err = fmt.Errorf("%d results for %d ids", len(res.Items), len(ids))
+	}
+	return res, parts, err
+}
+
+func status(ctx context.Context, c *rpc.Conn, ids ...uint64) ([]wire.DataResult, error) {
+	m := wire.DataIDs{IDs: ids}
+	rep, err := c.Call(ctx, wire.MethodDataStatus, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var res wire.DataResults
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return nil, err
+	}
+	if len(res.Items) != len(ids) {
+		return nil, fmt.Errorf("%d results for %d ids", len(res.Items), len(ids))
+	}
+	return res.Items, nil
+}
+
+func idArg(ctx context.Context, c *rpc.Conn, m wire.Method, obj uint64) error {
+	a := wire.IDArg{ID: obj}
+	_, err := c.Call(ctx, m, a.Marshal(nil), nil, nil)
+	return err
+}
+
+// mustOK fails the test unless every result succeeded.
+func mustOK(t *testing.T, res wire.DataResults) {
+	t.Helper()
+	for i, r := range res.Items {
+		if r.Code != wire.CodeOK {
+			t.Fatalf("result %d: code %v: %s", i, r.Code, r.Message)
+		}
+	}
+}
+
+// write stores data at box and waits for it.
+func write(t *testing.T, c *rpc.Conn, obj uint64, dims []uint64, box region.Box, data []byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	ids, err := start(ctx, c, []wire.DataItem{item(obj, true, dims, box.Off, box.Size)}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+}
+
+// read returns the bytes of box, read through c.
+func read(t *testing.T, c *rpc.Conn, obj uint64, dims []uint64, box region.Box) []byte {
+	t.Helper()
+	ctx := testCtx(t)
+	ids, err := start(ctx, c, []wire.DataItem{item(obj, false, dims, box.Off, box.Size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(parts[0]) != nbytes(box.Size) {
+		t.Fatalf("read %v: %d bytes, want %d", box, len(parts[0]), nbytes(box.Size))
+	}
+	return parts[0]
+}
+
+func box(off, size []uint64) region.Box { return region.Box{Off: off, Size: size} }
+
+func TestWriteWaitRead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dims []uint64
+		box  region.Box
+	}{
+		{"1d", []uint64{1000}, box([]uint64{100}, []uint64{300})},
+		{"2d", []uint64{40, 50}, box([]uint64{3, 7}, []uint64{20, 11})},
+		{"3d", []uint64{8, 9, 10}, box([]uint64{1, 2, 3}, []uint64{5, 6, 4})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			w, r := e.dial("writer"), e.dial("reader")
+			data := pattern(nbytes(tc.box.Size), 1)
+			write(t, w, 1, tc.dims, tc.box, data)
+
+			if got := read(t, r, 1, tc.dims, tc.box); !bytes.Equal(got, data) {
+				t.Fatalf("read back %v differs from what was written", tc.box)
+			}
+			// The whole object: the box where it was written, zeros
+			// elsewhere.
+			whole := region.Shape(tc.dims...)
+			want := make([]byte, nbytes(tc.dims))
+			if err := region.Copy(want, whole, data, tc.box, tc.box, elem); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(t, r, 1, tc.dims, whole); !bytes.Equal(got, want) {
+				t.Fatalf("whole object read back differs from the model")
+			}
+		})
+	}
+}
+
+// TestWritesThenReadsInOneStart checks that the reads of a request see its
+// writes, even when listed before them, and that ids and results follow
+// the request's item order.
+func TestWritesThenReadsInOneStart(t *testing.T) {
+	e := newEnv(t, Config{Workers: 8})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{16, 16, 16}
+	boxes := []region.Box{
+		box([]uint64{0, 0, 0}, []uint64{4, 16, 16}),
+		box([]uint64{4, 2, 0}, []uint64{8, 5, 16}),
+		box([]uint64{12, 0, 3}, []uint64{4, 16, 9}),
+	}
+	var items []wire.DataItem
+	var payload [][]byte
+	for _, b := range boxes { // reads first, on purpose
+		items = append(items, item(7, false, dims, b.Off, b.Size))
+	}
+	for i, b := range boxes {
+		items = append(items, item(7, true, dims, b.Off, b.Size))
+		payload = append(payload, pattern(nbytes(b.Size), byte(10+i)))
+	}
+	ids, err := start(ctx, c, items, payload...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	for i := range boxes {
+		if !bytes.Equal(parts[i], payload[i]) {
+			t.Errorf("read %d of %v does not see the write of the same request", i, boxes[i])
+		}
+		if len(parts[len(boxes)+i]) != 0 {
+			t.Errorf("write %d answered with %d bytes", i, len(parts[len(boxes)+i]))
+		}
+	}
+}
+
+func TestWaitUnknownID(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{100}
+	write(t, c, 1, dims, box([]uint64{0}, []uint64{10}), pattern(40, 3))
+	ids, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{10})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, 1<<40, ids[0], ids[0])
+	if err != nil {
+		t.Fatalf("waiting on an unknown id failed the call: %v", err)
+	}
+	if res.Items[0].Code != wire.CodeNotFound || !strings.Contains(res.Items[0].Message, "not found") {
+		t.Errorf("unknown id: %+v, want not found", res.Items[0])
+	}
+	if res.Items[1].Code != wire.CodeOK || !bytes.Equal(parts[1], pattern(40, 3)) {
+		t.Errorf("known id next to an unknown one: %+v", res.Items[1])
+	}
+	if res.Items[2].Code != wire.CodeNotFound || len(parts[2]) != 0 {
+		t.Errorf("an id listed twice in one wait: %+v, want not found the second time", res.Items[2])
+	}
+	// Waited: gone.
+	res, _, err = wait(ctx, c, ids[0])
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Errorf("second wait: %+v %v, want not found", res.Items, err)
+	}
+	// Another client's transfer is not found either.
+	ids, err = start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{10})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err = wait(ctx, e.dial("other"), ids[0])
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Errorf("another client's id: %+v %v, want not found", res.Items, err)
+	}
+}
+
+// gate blocks the workers' I/O of chosen objects until opened.
+type gate struct {
+	obj     uint64
+	entered chan struct{} // a worker reached a gated transfer
+	open    chan struct{}
+	once    sync.Once
+}
+
+// newGate returns a gate for obj, set in cfg.
+func newGate(cfg *Config, obj uint64) *gate {
+	g := &gate{obj: obj, entered: make(chan struct{}, 1024), open: make(chan struct{})}
+	cfg.beforeIO = func(it wire.DataItem) {
+		if it.Obj == g.obj {
+			g.entered <- struct{}{}
+			<-g.open
+		}
+	}
+	return g
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+func TestStatus(t *testing.T) {
+	// One worker: the queue is served in order.
+	cfg := Config{Workers: 1}
+	g := newGate(&cfg, 9)
+	e := newEnv(t, cfg)
+	defer g.release()
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{64}
+	write(t, c, 8, dims, box([]uint64{0}, []uint64{8}), pattern(32, 6))
+	// A write held by the gate, and a read of another object behind it.
+	ids, err := start(ctx, c, []wire.DataItem{
+		item(8, false, dims, []uint64{0}, []uint64{8}),
+		item(9, true, dims, []uint64{0}, []uint64{8}),
+	}, pattern(32, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, wr := ids[0], ids[1]
+	<-g.entered
+	st, err := status(ctx, c, wr, rd, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StatePending || st[1].State != wire.StatePending || st[2].State != wire.StateNotFound {
+		t.Fatalf("while the write is held: states %d %d %d, want pending, pending, not found", st[0].State, st[1].State, st[2].State)
+	}
+	g.release()
+	// A later transfer done means the earlier ones are.
+	later, err := start(ctx, c, []wire.DataItem{item(8, false, dims, []uint64{0}, []uint64{1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wait(ctx, c, later...); err != nil {
+		t.Fatal(err)
+	}
+	st, err = status(ctx, c, wr, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StateComplete || st[0].Code != wire.CodeOK || st[1].State != wire.StateComplete || st[1].Code != wire.CodeOK {
+		t.Fatalf("done: %+v, want both complete", st)
+	}
+	st, err = status(ctx, c, wr, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != wire.StateNotFound || st[1].State != wire.StateComplete {
+		t.Fatalf("reported again: write %d read %d, want not found (reported once) and complete (not yet waited)", st[0].State, st[1].State)
+	}
+	res, parts, err := wait(ctx, c, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(32, 6)) {
+		t.Errorf("the read reported complete came back wrong")
+	}
+	if st, err = status(ctx, c, rd); err != nil || st[0].State != wire.StateNotFound {
+		t.Fatalf("waited read: %+v %v, want not found", st, err)
+	}
+	if got := read(t, c, 9, dims, box([]uint64{0}, []uint64{8})); !bytes.Equal(got, pattern(32, 5)) {
+		t.Errorf("the write reported complete was not stored")
+	}
+}
+
+// TestStartWait checks POSIX mode: the answer carries the results, the ids
+// and the reads' bytes, and the transfers are collected by it.
+func TestStartWait(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{20, 30}
+	b := box([]uint64{2, 3}, []uint64{10, 20})
+	data := pattern(nbytes(b.Size), 8)
+	res, parts, err := startWait(ctx, c, []wire.DataItem{
+		item(4, false, dims, b.Off, b.Size),
+		item(4, true, dims, b.Off, b.Size),
+	}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(res.Items) != 2 || len(res.IDs) != 2 {
+		t.Fatalf("%d results and %d ids for 2 items", len(res.Items), len(res.IDs))
+	}
+	if !bytes.Equal(parts[0], data) || len(parts[1]) != 0 {
+		t.Fatalf("the read of a waiting start does not see its write")
+	}
+	// Answered: already collected.
+	res, _, err = wait(ctx, c, res.IDs...)
+	if err != nil || res.Items[0].Code != wire.CodeNotFound || res.Items[1].Code != wire.CodeNotFound {
+		t.Fatalf("wait after a waiting start: %+v %v, want not found", res.Items, err)
+	}
+	// Stored for everyone.
+	if got := read(t, e.dial("other"), 4, dims, b); !bytes.Equal(got, data) {
+		t.Fatalf("another client reads other bytes")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{10, 10}
+	ok := item(77, true, dims, []uint64{0, 0}, []uint64{2, 2})
+	for _, tc := range []struct {
+		name    string
+		item    func(it *wire.DataItem)
+		payload int // bytes, -1 for the item's
+		want    error
+		obj     bool // the message names the object
+	}{
+		{"outside dims", func(it *wire.DataItem) { it.Off = []uint64{9, 0} }, -1, pdc.ErrOutOfRange, true},
+		{"ndim mismatch", func(it *wire.DataItem) { it.Off, it.Size = []uint64{0}, []uint64{4} }, 16, pdc.ErrInvalid, true},
+		{"off and size differ", func(it *wire.DataItem) { it.Off = []uint64{0} }, -1, pdc.ErrInvalid, true},
+		{"zero size", func(it *wire.DataItem) { it.Size = []uint64{0, 2} }, 0, pdc.ErrInvalid, true},
+		{"no dims", func(it *wire.DataItem) { it.Off, it.Size, it.Dims = nil, nil, nil }, 0, pdc.ErrInvalid, true},
+		{"elem 0", func(it *wire.DataItem) { it.Elem = 0 }, 0, pdc.ErrInvalid, true},
+		{"elem too large", func(it *wire.DataItem) { it.Elem = 1<<16 + 1 }, -1, pdc.ErrInvalid, true},
+		{"unknown storage mode", func(it *wire.DataItem) { it.Storage = 3 }, -1, pdc.ErrInvalid, true},
+		{"payload short", func(it *wire.DataItem) {}, 15, pdc.ErrInvalid, false},
+		{"payload long", func(it *wire.DataItem) {}, 17, pdc.ErrInvalid, false},
+		{"payload for a read", func(it *wire.DataItem) { it.Write = false }, 16, pdc.ErrInvalid, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := ok
+			it.Off, it.Size = slicesClone(ok.Off), slicesClone(ok.Size)
+			tc.item(&it)
+			n := tc.payload
+			if n < 0 {
+				n = 16
+			}
+			_, err := start(ctx, c, []wire.DataItem{it}, make([]byte, n))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if tc.obj && !strings.Contains(err.Error(), "object 77") {
+				t.Errorf("%q does not name the object", err)
+			}
+			// A bad item fails the whole request: the good one next to
+			// it is not started.
+			_, err = start(ctx, c, []wire.DataItem{ok, it}, make([]byte, 16+n))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("after a good item: got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// The server still serves, and nothing of the bad requests was stored.
+	if got := read(t, c, 77, dims, region.Shape(dims...)); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatalf("a refused request left data behind")
+	}
+	write(t, c, 77, dims, box(ok.Off, ok.Size), pattern(16, 1))
+	if got := read(t, e.dial("d"), 77, dims, box(ok.Off, ok.Size)); !bytes.Equal(got, pattern(16, 1)) {
+		t.Fatalf("read after refusals differs")
+	}
+}
+
+func slicesClone(s []uint64) []uint64 { return append([]uint64(nil), s...) }
+
+func TestStaleDims(t *testing.T) {
+	e := newEnv(t, Config{})
+	a, b := e.dial("a"), e.dial("b")
+	ctx := testCtx(t)
+	grown := item(5, true, []uint64{20}, []uint64{0}, []uint64{4})
+	grown.DimsVersion = 2
+	if _, err := start(ctx, a, []wire.DataItem{grown}, pattern(16, 2)); err != nil {
+		t.Fatal(err)
+	}
+	old := item(5, false, []uint64{10}, []uint64{0}, []uint64{4})
+	old.DimsVersion = 1
+	_, err := start(ctx, b, []wire.DataItem{old})
+	if !errors.Is(err, pdc.ErrStale) || !strings.Contains(err.Error(), "object 5") {
+		t.Fatalf("read with older dims: %v, want ErrStale naming object 5", err)
+	}
+	old.Write = true
+	if _, err := start(ctx, b, []wire.DataItem{old}, make([]byte, 16)); !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("write with older dims: %v, want ErrStale", err)
+	}
+	// The same or a newer version is fine; other objects are unaffected.
+	cur := item(5, false, []uint64{20}, []uint64{0}, []uint64{4})
+	cur.DimsVersion = 2
+	other := item(6, false, []uint64{10}, []uint64{0}, []uint64{4})
+	ids, err := start(ctx, b, []wire.DataItem{cur, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, b, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(16, 2)) {
+		t.Fatalf("read with current dims differs")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{8, 8}
+	whole := region.Shape(dims...)
+	write(t, c, 3, dims, whole, pattern(nbytes(dims), 4))
+	if err := idArg(ctx, c, wire.MethodDataFlush, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, pattern(nbytes(dims), 4)) {
+		t.Fatal("read before delete differs")
+	}
+	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatal("read after delete is not zeros")
+	}
+	// Deleting again, or an object never written, is fine.
+	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := idArg(ctx, c, wire.MethodDataDelete, 1234); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackpressure runs many writes through a budget of two of them and a
+// queue of one: all are stored, none deadlocks.
+func TestBackpressure(t *testing.T) {
+	const (
+		writers = 4
+		each    = 16
+		size    = 8 << 10 // elements: 32 KiB
+	)
+	e := newEnv(t, Config{MaxBytes: 64 << 10, QueueDepth: 1, Workers: 2})
+	ctx := testCtx(t)
+	dims := []uint64{writers * each * size}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		c := e.dial(fmt.Sprintf("w%d", w))
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k := uint64(w*each + i)
+				it := item(1, true, dims, []uint64{k * size}, []uint64{size})
+				ids, err := start(ctx, c, []wire.DataItem{it}, pattern(size*elem, byte(k)))
+				if err == nil {
+					var res wire.DataResults
+					res, _, err = wait(ctx, c, ids...)
+					if err == nil && res.Items[0].Code != wire.CodeOK {
+						err = errors.New(res.Items[0].Message)
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("write %d: %w", k, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r := e.dial("r")
+	for k := range uint64(writers * each) {
+		if got := read(t, r, 1, dims, box([]uint64{k * size}, []uint64{size})); !bytes.Equal(got, pattern(size*elem, byte(k))) {
+			t.Fatalf("write %d read back differs", k)
+		}
+	}
+	// One write larger than the whole budget goes alone.
+	big := box([]uint64{0}, []uint64{64 << 10}) // 256 KiB
+	data := pattern(nbytes(big.Size), 99)
+	write(t, r, 2, []uint64{64 << 10}, big, data)
+	if got := read(t, r, 2, []uint64{64 << 10}, big); !bytes.Equal(got, data) {
+		t.Fatal("write larger than the budget read back differs")
+	}
+}
+
+// TestSessionEnded checks that a client's transfers go with its session,
+// and their budget with them.
+func TestSessionEnded(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	a, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uncollected reads hold the whole budget.
+	ids, err := start(ctx, a, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	if got := <-e.ended; got != "a" {
+		t.Fatalf("session of %q ended, want a", got)
+	}
+	// The budget is back: a write of all of it proceeds.
+	b := e.dial("b")
+	write(t, b, 2, dims, region.Shape(dims...), pattern(max, 1))
+	// a, back, finds nothing.
+	a = e.dial("a")
+	res, _, err := wait(ctx, a, ids...)
+	if err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Fatalf("wait after the session ended: %+v %v, want not found", res.Items, err)
+	}
+	if got := read(t, a, 2, dims, region.Shape(dims...)); !bytes.Equal(got, pattern(max, 1)) {
+		t.Fatal("read back differs")
+	}
+}
+
+// TestSessionEndedPending ends a session while its transfers are queued
+// and running.
+func TestSessionEndedPending(t *testing.T) {
+	const max = 64 << 10
+	cfg := Config{MaxBytes: max, Workers: 1}
+	g := newGate(&cfg, 1)
+	defer g.release()
+	e := newEnv(t, cfg)
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	a, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := []uint64{max / 2 / elem}
+	if _, err := start(ctx, a, []wire.DataItem{
+		item(1, true, dims, []uint64{0}, half),
+		item(1, false, dims, half, half),
+	}, pattern(max/2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	_ = a.Close()
+	if got := <-e.ended; got != "a" {
+		t.Fatalf("session of %q ended, want a", got)
+	}
+	g.release()
+	// The write started before the session ended is stored all the same,
+	// and the budget comes back once the I/O is done.
+	b := e.dial("b")
+	write(t, b, 2, dims, region.Shape(dims...), pattern(max, 1))
+	if got := read(t, b, 1, dims, box([]uint64{0}, half)); !bytes.Equal(got, pattern(max/2, 3)) {
+		t.Fatal("a write started before its session ended was not stored")
+	}
+}
+
+func TestClose(t *testing.T) {
+	e := newEnv(t, Config{Workers: 1, QueueDepth: 4})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	const n = 32
+	dims := []uint64{n * 100}
+	for k := range uint64(n) {
+		if _, err := start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{k * 100}, []uint64{100})}, pattern(400, byte(k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.svc.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Close has waited for the queued writes: they are in the store.
+	got := make([]byte, n*400)
+	l := regionstore.Layout{Dims: dims, Elem: elem, Mode: regionstore.ByOffset}
+	if err := e.store.Read(1, l, region.Shape(dims...), got); err != nil {
+		t.Fatal(err)
+	}
+	for k := range n {
+		if !bytes.Equal(got[k*400:(k+1)*400], pattern(400, byte(k))) {
+			t.Fatalf("write %d queued before Close is not stored", k)
+		}
+	}
+	_, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, []uint64{1})})
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("start after Close: %v, want ErrUnavailable", err)
+	}
+	if err := e.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStorageModeTruncated: a storage mode is a uint32 on the wire; one
+// that is a known mode only in its low byte is still unknown.
+func TestStorageModeTruncated(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	it := item(1, true, []uint64{4}, []uint64{0}, []uint64{4})
+	it.Storage = 256 + uint32(regionstore.ByRegion)
+	_, err := start(testCtx(t), c, []wire.DataItem{it}, make([]byte, 16))
+	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "object 1") {
+		t.Fatalf("storage mode %d: %v, want ErrInvalid naming object 1", it.Storage, err)
+	}
+}
+
+// TestHugeRead: a read whose bytes cannot be allocated is refused, not
+// left to crash a worker.
+func TestHugeRead(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	for _, it := range []wire.DataItem{
+		item(1, false, []uint64{1 << 62}, []uint64{0}, []uint64{1 << 62}), // 2^64 bytes: wraps to 0
+		item(1, false, []uint64{1 << 50}, []uint64{0}, []uint64{1 << 50}), // 2^52 bytes
+	} {
+		_, err := start(ctx, c, []wire.DataItem{it})
+		if !errors.Is(err, pdc.ErrTooLarge) || !strings.Contains(err.Error(), "object 1") {
+			t.Fatalf("read of %v elements: %v, want ErrTooLarge naming object 1", it.Size, err)
+		}
+	}
+	write(t, c, 2, []uint64{4}, region.Shape(4), pattern(16, 1))
+}
+
+// TestFailedStartReleases: when a request fails part way, the transfers it
+// had already registered (whose ids the client never learns) give their
+// budget back.
+func TestFailedStartReleases(t *testing.T) {
+	const max = 128 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	a, b := e.dial("a"), e.dial("b")
+	ctx := testCtx(t)
+	newer := item(2, true, []uint64{16}, []uint64{0}, []uint64{4})
+	newer.DimsVersion = 2
+	if _, err := start(ctx, b, []wire.DataItem{newer}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{max / 2 / elem}
+	stale := item(2, false, []uint64{16}, []uint64{0}, []uint64{4})
+	stale.DimsVersion = 1
+	_, err := start(ctx, a, []wire.DataItem{item(1, false, dims, []uint64{0}, dims), stale})
+	if !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("got %v, want ErrStale", err)
+	}
+	// The whole budget is free again.
+	all := []uint64{max / elem}
+	write(t, b, 3, all, region.Shape(all...), pattern(max, 1))
+}
+
+// TestReadsOverBudgetInOneStart: the reads of one request are held until
+// the client collects them, which it can only do once the request is
+// answered: a request whose reads pass the budget must not wait for
+// itself.
+func TestReadsOverBudgetInOneStart(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	half := []uint64{max / 2 / elem}
+	dims := []uint64{3 * half[0]}
+	data := pattern(nbytes(dims), 7)
+	write(t, c, 1, dims, region.Shape(dims...), data)
+	var items []wire.DataItem
+	for k := range uint64(3) {
+		items = append(items, item(1, false, dims, []uint64{k * half[0]}, half))
+	}
+	ids, err := start(ctx, c, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	n := nbytes(half)
+	for k, p := range parts {
+		if !bytes.Equal(p, data[k*n:(k+1)*n]) {
+			t.Fatalf("read %d differs", k)
+		}
+	}
+	// The same in one waiting request, with a write.
+	items = append(items, item(1, true, dims, []uint64{0}, half))
+	res, parts, err = startWait(ctx, c, items, pattern(n, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(n, 8)) || !bytes.Equal(parts[2], data[2*n:3*n]) {
+		t.Fatal("waiting start read back differs")
+	}
+}
+
+// TestStartWaitCanceled: a waiting request that the client gives up leaves
+// nothing held: the client has no ids to collect with.
+func TestStartWaitCanceled(t *testing.T) {
+	const max = 64 << 10
+	cfg := Config{MaxBytes: max, Workers: 1}
+	g := newGate(&cfg, 1)
+	defer g.release()
+	e := newEnv(t, cfg)
+	c := e.dial("c")
+	dims := []uint64{max / elem}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := startWait(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+		done <- err
+	}()
+	<-g.entered
+	cancel()
+	if err := <-done; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("canceled waiting start: %v, want ErrCanceled", err)
+	}
+	// The server gave up too (before the read could finish and be
+	// answered).
+	if err := <-e.started; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("server side of a canceled waiting start: %v, want ErrCanceled", err)
+	}
+	g.release()
+	write(t, e.dial("d"), 2, dims, region.Shape(dims...), pattern(max, 1))
+}
+
+// TestStartAfterCloseBudgetFull: a start after Close fails at once even
+// when the budget is held by reads nobody collected.
+func TestStartAfterCloseBudgetFull(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{max / elem}
+	ids, err := start(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{0}, []uint64{1})}, make([]byte, elem))
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("start after Close: %v, want ErrUnavailable", err)
+	}
+	// What was done before Close can still be collected.
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(parts[0]) != max {
+		t.Fatalf("read collected after Close: %d bytes, want %d", len(parts[0]), max)
+	}
+}
