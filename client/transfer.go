@@ -640,6 +640,16 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		t.mu.Lock()
 		t.state = stateStarted
 		t.mu.Unlock()
+		if err != nil {
+			// Parts no server took (no id) are over: their wait reports
+			// why, rather than "not found".
+			for i := range t.parts {
+				if p := &t.parts[i]; p.id == 0 && !p.done {
+					p.done = true
+					t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.info.Name, p.box, err))
+				}
+			}
+		}
 		t.obj.track(t, true)
 		if t.access == Write {
 			t.obj.wroteTo(t.parts)

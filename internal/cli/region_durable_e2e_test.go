@@ -179,6 +179,19 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 		t.Fatal("the wait ran into its deadline instead of failing on the dead server")
 	}
 
+	// A start with a part for the dead server fails naming it, and its
+	// wait says why rather than "not found".
+	w2, err := o.NewTransfer(ctx, want, client.Write, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(ctxT(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("start with server 1 killed: got %v, want ErrUnavailable naming rank 1", err)
+	}
+	if err := w2.Wait(ctxT(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("wait for a start that failed: got %v, want the start's ErrUnavailable", err)
+	}
+
 	// The object is split in two blocks of rows, one per server: the
 	// block on the surviving server reads back whole, the other fails
 	// naming the dead server.

@@ -242,7 +242,14 @@ func (s *Service) worker() {
 	}
 }
 
-func (s *Service) do(t *transfer) error {
+func (s *Service) do(t *transfer) (err error) {
+	// A bug in the store must fail this transfer, not the server.
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("region store panicked", "object", t.item.Obj, "region", t.box.String(), "panic", p)
+			err = fmt.Errorf("object %d region %v: data server bug (panic: %v): %w", t.item.Obj, t.box, p, pdc.ErrInternal)
+		}
+	}()
 	if t.item.Write {
 		if err := s.store.Write(t.item.Obj, t.layout, t.box, t.data); err != nil {
 			return fmt.Errorf("write object %d region %v: %w", t.item.Obj, t.box, err)

@@ -141,10 +141,21 @@ func (s *Service) flush(_ context.Context, req *rpc.Request) (*rpc.Response, err
 	return &rpc.Response{}, nil
 }
 
-func (s *Service) delete(_ context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDArg
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
+	}
+	// Writes still queued would bring the data back after it is gone.
+	s.mu.Lock()
+	pending := append([]*transfer(nil), s.mu.writes[m.ID]...)
+	s.mu.Unlock()
+	for _, w := range pending {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("object %d: waiting for its queued writes before deleting: %w", m.ID, ctxErr(ctx, ctx.Err()))
+		}
 	}
 	if err := s.store.Delete(m.ID); err != nil {
 		return nil, err

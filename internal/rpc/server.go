@@ -575,7 +575,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	s.drainMu.RUnlock()
 	return func() {
 		defer s.handlerWG.Done()
-		resp, err := c.run(ctx, he.h, req)
+		resp, err := c.run(ctx, he.h, req, he.owned)
 		s.requests.Add(1)
 		if !he.inline {
 			c.mu.Lock()
@@ -587,6 +587,9 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		// client that does not read its replies is limited to MaxInFlight.
 		defer func() { <-c.sem }()
 		if err != nil {
+			if resp != nil && resp.Done != nil {
+				resp.Done()
+			}
 			body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
 			out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
 			if he.inline {
@@ -610,9 +613,13 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 
 // run calls h, turning a panic into an internal error so that one bad
 // request cannot take the server down.
-func (c *serverConn) run(ctx context.Context, h Handler, req *Request) (resp *Response, err error) {
+func (c *serverConn) run(ctx context.Context, h Handler, req *Request, owned bool) (resp *Response, err error) {
 	if ctx.Err() != nil {
-		// The client gave up while the request queued: drop the work.
+		// The client gave up while the request queued: drop the work,
+		// and the payload it would have owned.
+		if owned {
+			bufpool.Put(req.Payload)
+		}
 		return nil, ctxErr(ctx)
 	}
 	defer func() {
