@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -110,6 +111,16 @@ type transfer struct {
 	msg    *payload // write: the request payload data lies in
 	held   int64    // bytes of the budget this transfer holds
 	deps   []*transfer
+
+	// A run of writes of one request that continue each other along the
+	// first dim is stored as one: the first (the leader) does the I/O of
+	// ioBox from ioData, the others (its followers) are registered but
+	// never queued, and end with it.
+	followers []*transfer
+	follower  bool
+	ioBox     region.Box
+	ioData    []byte
+	payOff    uint64 // write: where data starts in the request's payload
 
 	done chan struct{} // closed when the I/O has finished
 	err  error         // set before done is closed
@@ -232,13 +243,16 @@ func (s *Service) worker() {
 		if s.cfg.beforeIO != nil {
 			s.cfg.beforeIO(t.item)
 		}
-		t.err = s.do(t)
-		if t.item.Write {
-			// The bytes are stored: give back the budget they held.
-			s.release(t)
-			s.forgetWrite(t)
+		err := s.do(t)
+		for _, u := range t.group() {
+			u.err = err
+			if u.item.Write {
+				// The bytes are stored: give back the budget they held.
+				s.release(u)
+				s.forgetWrite(u)
+			}
+			close(u.done)
 		}
-		close(t.done)
 	}
 }
 
@@ -251,8 +265,12 @@ func (s *Service) do(t *transfer) (err error) {
 		}
 	}()
 	if t.item.Write {
-		if err := s.store.Write(t.item.Obj, t.layout, t.box, t.data); err != nil {
-			return fmt.Errorf("write object %d region %v: %w", t.item.Obj, t.box, err)
+		box, data := t.box, t.data
+		if len(t.followers) > 0 {
+			box, data = t.ioBox, t.ioData
+		}
+		if err := s.store.Write(t.item.Obj, t.layout, box, data); err != nil {
+			return fmt.Errorf("write object %d region %v: %w", t.item.Obj, box, err)
 		}
 		return nil
 	}
@@ -369,11 +387,13 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		if t.item.Write {
 			n := t.box.Volume() * uint64(t.item.Elem)
 			t.data = req.Payload[pos : pos+n : pos+n]
+			t.payOff = pos
 			t.msg = msg
 			msg.refs.Add(1)
 			pos += n
 		}
 	}
+	mergeWrites(order, req.Payload)
 	if err := s.acquire(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
@@ -470,6 +490,52 @@ func (s *Service) drop(client string, gone []*transfer) {
 	}
 }
 
+// mergeMax bounds the bytes of writes stored as one.
+const mergeMax = 64 << 20
+
+// mergeWrites makes leaders of runs of writes, in order, that continue
+// each other: same object and layout, the same extent in every dim but the
+// first, the next rows in the first, and the next bytes of the payload.
+// Their union is then a box whose row-major bytes are theirs in order, and
+// thousands of small regions become one list I/O.
+func mergeWrites(order []*transfer, payload []byte) {
+	var lead *transfer
+	for _, t := range order {
+		if !t.item.Write {
+			break
+		}
+		if lead != nil && continues(lead, t) {
+			t.follower = true
+			lead.followers = append(lead.followers, t)
+			lead.ioBox.Size[0] += t.box.Size[0]
+			end := t.payOff + uint64(len(t.data))
+			lead.ioData = payload[lead.payOff:end:end]
+			continue
+		}
+		lead = t
+		lead.ioBox = t.box.Clone()
+		lead.ioData = t.data
+	}
+}
+
+func continues(lead, t *transfer) bool {
+	a, b := lead.item, t.item
+	if a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
+		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() {
+		return false
+	}
+	if t.payOff != lead.payOff+uint64(len(lead.ioData)) || uint64(len(lead.ioData)+len(t.data)) > mergeMax {
+		return false
+	}
+	box := lead.ioBox
+	for d := 1; d < box.Ndim(); d++ {
+		if box.Off[d] != t.box.Off[d] || box.Size[d] != t.box.Size[d] {
+			return false
+		}
+	}
+	return t.box.Off[0] == box.Off[0]+box.Size[0]
+}
+
 // bytes is the size of t's data.
 func (t *transfer) bytes() int64 { return int64(t.box.Volume()) * int64(t.item.Elem) }
 
@@ -482,6 +548,9 @@ func (t *transfer) bytes() int64 { return int64(t.box.Volume()) * int64(t.item.E
 // over once they are done, by a goroutine of its own, so that no worker
 // ever waits for work still in the queue.
 func (s *Service) enqueue(ctx context.Context, t *transfer) error {
+	if t.follower {
+		return nil // registered and queued with its leader
+	}
 	n := min(t.bytes(), s.cfg.MaxBytes) // one larger than the budget goes alone
 	if !t.item.Write {
 		if s.budget.TryAcquire(n) {
@@ -506,6 +575,12 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	obj := t.item.Obj
 	if t.item.Write {
 		s.mu.writes[obj] = append(s.mu.writes[obj], t)
+		for _, f := range t.followers {
+			s.mu.next++
+			f.id = s.mu.next
+			s.mu.writes[obj] = append(s.mu.writes[obj], f)
+			s.mu.transfers[key{f.client, f.id}] = f
+		}
 	} else {
 		for _, w := range s.mu.writes[obj] {
 			if w.client == t.client {
@@ -582,10 +657,20 @@ func (s *Service) send(ctx context.Context, t *transfer) error {
 // fail ends a registered transfer that never reached a worker; a client
 // waiting for it gets err.
 func (s *Service) fail(t *transfer, err error) {
-	t.err = err
-	if t.item.Write {
-		s.forgetWrite(t)
+	for _, u := range t.group() {
+		u.err = err
+		if u.item.Write {
+			s.forgetWrite(u)
+		}
+		s.release(u)
+		close(u.done)
 	}
-	s.release(t)
-	close(t.done)
+}
+
+// group is t and its followers.
+func (t *transfer) group() []*transfer {
+	if len(t.followers) == 0 {
+		return []*transfer{t}
+	}
+	return append([]*transfer{t}, t.followers...)
 }

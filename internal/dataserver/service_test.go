@@ -934,3 +934,103 @@ func TestStartAfterCloseBudgetFull(t *testing.T) {
 		t.Fatalf("read collected after Close: %d bytes, want %d", len(parts[0]), max)
 	}
 }
+
+// Writes of one request that continue each other along the first dim are
+// stored as one I/O; each still has its own id and result, and runs that
+// break (another object, a gap, other columns) are stored on their own.
+// Every byte lands where its own write put it.
+func TestMergedWrites(t *testing.T) {
+	e := newEnv(t, Config{Workers: 2})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{32, 8}
+	boxes := []struct {
+		obj uint64
+		b   region.Box
+	}{
+		{5, box([]uint64{0, 0}, []uint64{2, 8})},
+		{5, box([]uint64{2, 0}, []uint64{1, 8})},  // continues
+		{5, box([]uint64{3, 0}, []uint64{4, 8})},  // continues
+		{6, box([]uint64{7, 0}, []uint64{1, 8})},  // another object
+		{5, box([]uint64{7, 0}, []uint64{1, 8})},  // back to 5: a new run
+		{5, box([]uint64{9, 0}, []uint64{1, 8})},  // a gap
+		{5, box([]uint64{10, 2}, []uint64{2, 3})}, // other columns
+		{5, box([]uint64{12, 2}, []uint64{3, 3})}, // continues those
+		{5, box([]uint64{15, 0}, []uint64{1, 8})}, // full rows again
+	}
+	var items []wire.DataItem
+	var payload [][]byte
+	for i, w := range boxes {
+		items = append(items, item(w.obj, true, dims, w.b.Off, w.b.Size))
+		payload = append(payload, pattern(nbytes(w.b.Size), byte(30+i)))
+	}
+	ids, err := start(ctx, c, items, payload...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, id := range ids {
+		if id == 0 || seen[id] {
+			t.Fatalf("ids %v: each write needs an id of its own", ids)
+		}
+		seen[id] = true
+	}
+	res, _, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if len(res.Items) != len(boxes) {
+		t.Fatalf("%d results for %d writes", len(res.Items), len(boxes))
+	}
+	// A second wait finds none of them: each was collected.
+	res, _, err = wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Items {
+		if r.Code != wire.CodeNotFound {
+			t.Fatalf("write %d waited twice: code %v", i, r.Code)
+		}
+	}
+	for i, w := range boxes {
+		if got := read(t, c, w.obj, dims, w.b); !bytes.Equal(got, payload[i]) {
+			t.Errorf("write %d (object %d %v) did not land where it was written", i, w.obj, w.b)
+		}
+	}
+	// Rows never written between the runs stay zero.
+	if got := read(t, c, 5, dims, box([]uint64{8, 0}, []uint64{1, 8})); !bytes.Equal(got, make([]byte, nbytes([]uint64{1, 8}))) {
+		t.Error("the gap between two runs was written")
+	}
+}
+
+func TestMergeWritesGroups(t *testing.T) {
+	dims := []uint64{32, 8}
+	mk := func(obj uint64, b region.Box, off uint64) *transfer {
+		n := uint64(nbytes(b.Size))
+		return &transfer{item: item(obj, true, dims, b.Off, b.Size), box: b, payOff: off, data: make([]byte, n)}
+	}
+	var order []*transfer
+	var pos uint64
+	for _, w := range []struct {
+		obj uint64
+		b   region.Box
+	}{
+		{5, box([]uint64{0, 0}, []uint64{2, 8})},
+		{5, box([]uint64{2, 0}, []uint64{1, 8})},
+		{6, box([]uint64{3, 0}, []uint64{1, 8})},
+		{6, box([]uint64{4, 0}, []uint64{1, 8})},
+		{6, box([]uint64{6, 0}, []uint64{1, 8})},
+	} {
+		tr := mk(w.obj, w.b, pos)
+		pos += uint64(len(tr.data))
+		order = append(order, tr)
+	}
+	mergeWrites(order, make([]byte, pos))
+	if len(order[0].followers) != 1 || !order[1].follower || len(order[2].followers) != 1 || !order[3].follower || order[4].follower {
+		t.Fatalf("groups: leader 0 has %d followers, leader 2 has %d, 4 follows: %v", len(order[0].followers), len(order[2].followers), order[4].follower)
+	}
+	if got := order[0].ioBox; !got.Equal(box([]uint64{0, 0}, []uint64{3, 8})) || len(order[0].ioData) != nbytes([]uint64{3, 8}) {
+		t.Fatalf("leader 0 stores %v with %d bytes", got, len(order[0].ioData))
+	}
+}

@@ -12,12 +12,13 @@ import (
 	"github.com/pdcgo/pdc"
 )
 
-// blockSize is the unit of checksumming. 64 KiB keeps the table at 1/16384
-// of the data and bounds the read-modify-checksum of a partial write to
-// one block at each edge of a run. It is a variable only so that tests
-// can shrink it to reach many blocks with small objects; files do not
-// record it, so it must not change while a store is open.
-var blockSize int64 = maxBlockSize
+// blockSize is the unit of checksumming. 4 KiB, a page: writes and reads
+// of whole pages (the common small region) need no read-modify-checksum
+// of a larger block around them, and the table stays at 1/1024 of the
+// data. It is a variable only so that tests can change it to reach many
+// blocks with small objects; files do not record it, so it must not change
+// while a store is open.
+var blockSize int64 = 4 << 10
 
 const maxBlockSize = 64 << 10
 

@@ -37,8 +37,8 @@ const (
 	offMagic      = "pdcoff\x00\x00"
 	offVersion    = 1
 	offHeaderSize = 4096
-	// minTableBlocks sizes a new table for 1 GiB of data (a 64 KiB hole).
-	minTableBlocks = 16384
+	// minTableBlocks sizes a new table for 1 GiB of data (a 1 MiB hole).
+	minTableBlocks = 1 << 18
 )
 
 type offsetFile struct {
