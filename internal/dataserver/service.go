@@ -112,14 +112,17 @@ type transfer struct {
 	held   int64    // bytes of the budget this transfer holds
 	deps   []*transfer
 
-	// A run of writes of one request that continue each other along the
-	// first dim is stored as one: the first (the leader) does the I/O of
-	// ioBox from ioData, the others (its followers) are registered but
-	// never queued, and end with it.
+	// A run of writes, or of reads, of one request that continue each
+	// other along the first dim is done as one I/O: the first (the
+	// leader) does the I/O of ioBox (from ioData, for writes), the
+	// others (its followers) are registered but never queued, and end
+	// with it.
 	followers []*transfer
 	follower  bool
+	leader    *transfer // a follower's
 	ioBox     region.Box
 	ioData    []byte
+	ioBytes   int64
 	payOff    uint64 // write: where data starts in the request's payload
 
 	done chan struct{} // closed when the I/O has finished
@@ -243,16 +246,7 @@ func (s *Service) worker() {
 		if s.cfg.beforeIO != nil {
 			s.cfg.beforeIO(t.item)
 		}
-		err := s.do(t)
-		for _, u := range t.group() {
-			u.err = err
-			if u.item.Write {
-				// The bytes are stored: give back the budget they held.
-				s.release(u)
-				s.forgetWrite(u)
-			}
-			close(u.done)
-		}
+		s.complete(t, s.do(t))
 	}
 }
 
@@ -274,9 +268,26 @@ func (s *Service) do(t *transfer) (err error) {
 		}
 		return nil
 	}
-	t.data = bufpool.Get(int(t.box.Volume() * uint64(t.layout.Elem)))
-	if err := s.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
-		return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.box, err)
+	if len(t.followers) == 0 {
+		t.data = bufpool.Get(int(t.bytes()))
+		if err := s.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
+			return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.box, err)
+		}
+		return nil
+	}
+	// The union's row-major bytes are the members' in order: each gets
+	// its slice of one buffer, which goes back when the last lets go.
+	buf := bufpool.Get(int(t.ioBytes))
+	msg := &payload{buf: buf}
+	var off int64
+	for _, u := range t.group() {
+		n := u.bytes()
+		u.data, u.msg = buf[off:off+n:off+n], msg
+		msg.refs.Add(1)
+		off += n
+	}
+	if err := s.store.Read(t.item.Obj, t.layout, t.ioBox, buf); err != nil {
+		return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.ioBox, err)
 	}
 	return nil
 }
@@ -393,7 +404,7 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			pos += n
 		}
 	}
-	mergeWrites(order, req.Payload)
+	merge(order, req.Payload)
 	if err := s.acquire(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
@@ -482,8 +493,8 @@ func (s *Service) forget(client string, ts []*transfer) {
 // read still waiting for budget is not done at all.
 func (s *Service) drop(client string, gone []*transfer) {
 	for _, t := range gone {
-		if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
-			s.fail(t, fmt.Errorf("client %s will not collect it: %w", client, pdc.ErrCanceled))
+		if l := t.lead(); l.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+			s.fail(l, fmt.Errorf("client %s will not collect it: %w", client, pdc.ErrCanceled))
 			continue
 		}
 		go s.releaseWhenDone(t)
@@ -493,38 +504,48 @@ func (s *Service) drop(client string, gone []*transfer) {
 // mergeMax bounds the bytes of writes stored as one.
 const mergeMax = 64 << 20
 
-// mergeWrites makes leaders of runs of writes, in order, that continue
-// each other: same object and layout, the same extent in every dim but the
-// first, the next rows in the first, and the next bytes of the payload.
-// Their union is then a box whose row-major bytes are theirs in order, and
-// thousands of small regions become one list I/O.
-func mergeWrites(order []*transfer, payload []byte) {
+// merge makes leaders of runs of writes, and of reads, in order, that
+// continue each other: same object and layout, the same extent in every
+// dim but the first, the next rows in the first, and for writes the next
+// bytes of the payload. Their union is then a box whose row-major bytes
+// are theirs in order, and thousands of small regions become one list I/O.
+func merge(order []*transfer, payload []byte) {
 	var lead *transfer
 	for _, t := range order {
-		if !t.item.Write {
-			break
-		}
 		if lead != nil && continues(lead, t) {
-			t.follower = true
+			t.follower, t.leader = true, lead
 			lead.followers = append(lead.followers, t)
 			lead.ioBox.Size[0] += t.box.Size[0]
-			end := t.payOff + uint64(len(t.data))
-			lead.ioData = payload[lead.payOff:end:end]
+			lead.ioBytes += t.bytes()
+			if t.item.Write {
+				end := t.payOff + uint64(len(t.data))
+				lead.ioData = payload[lead.payOff:end:end]
+			}
 			continue
 		}
 		lead = t
 		lead.ioBox = t.box.Clone()
 		lead.ioData = t.data
+		lead.ioBytes = t.bytes()
+	}
+}
+
+// hold gives t's group n bytes of budget, spread over its members so that
+// each gives back its share when collected.
+func (t *transfer) hold(n int64) {
+	for _, u := range t.group() {
+		u.held = min(u.bytes(), n)
+		n -= u.held
 	}
 }
 
 func continues(lead, t *transfer) bool {
 	a, b := lead.item, t.item
-	if a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
-		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() {
+	if a.Write != b.Write || a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
+		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() || lead.ioBytes+t.bytes() > mergeMax {
 		return false
 	}
-	if t.payOff != lead.payOff+uint64(len(lead.ioData)) || uint64(len(lead.ioData)+len(t.data)) > mergeMax {
+	if a.Write && t.payOff != lead.payOff+uint64(len(lead.ioData)) {
 		return false
 	}
 	box := lead.ioBox
@@ -551,10 +572,10 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	if t.follower {
 		return nil // registered and queued with its leader
 	}
-	n := min(t.bytes(), s.cfg.MaxBytes) // one larger than the budget goes alone
+	n := min(t.ioBytes, s.cfg.MaxBytes) // one larger than the budget goes alone
 	if !t.item.Write {
 		if s.budget.TryAcquire(n) {
-			t.held = n
+			t.hold(n)
 		} else {
 			t.lazy.Store(lazyWaiting)
 		}
@@ -584,10 +605,15 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	} else {
 		for _, w := range s.mu.writes[obj] {
 			if w.client == t.client {
-				if _, ok := region.Intersect(w.box, t.box); ok {
+				if _, ok := region.Intersect(w.box, t.ioBox); ok {
 					t.deps = append(t.deps, w)
 				}
 			}
+		}
+		for _, f := range t.followers {
+			s.mu.next++
+			f.id = s.mu.next
+			s.mu.transfers[key{f.client, f.id}] = f
 		}
 	}
 	s.mu.transfers[key{t.client, t.id}] = t
@@ -632,7 +658,7 @@ func (s *Service) awaitBudget(t *transfer, n int64) {
 		s.budget.Release(n)
 		return
 	}
-	t.held = n
+	t.hold(n)
 	_ = s.send(s.ctx, t)
 }
 
@@ -665,6 +691,27 @@ func (s *Service) fail(t *transfer, err error) {
 		s.release(u)
 		close(u.done)
 	}
+}
+
+// complete ends t's I/O (and its followers') with err.
+func (s *Service) complete(t *transfer, err error) {
+	for _, u := range t.group() {
+		u.err = err
+		if u.item.Write {
+			// The bytes are stored: give back the budget they held.
+			s.release(u)
+			s.forgetWrite(u)
+		}
+		close(u.done)
+	}
+}
+
+// lead is the transfer that does t's I/O: t, or its leader.
+func (t *transfer) lead() *transfer {
+	if t.leader != nil {
+		return t.leader
+	}
+	return t
 }
 
 // group is t and its followers.

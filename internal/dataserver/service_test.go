@@ -1026,11 +1026,64 @@ func TestMergeWritesGroups(t *testing.T) {
 		pos += uint64(len(tr.data))
 		order = append(order, tr)
 	}
-	mergeWrites(order, make([]byte, pos))
+	merge(order, make([]byte, pos))
 	if len(order[0].followers) != 1 || !order[1].follower || len(order[2].followers) != 1 || !order[3].follower || order[4].follower {
 		t.Fatalf("groups: leader 0 has %d followers, leader 2 has %d, 4 follows: %v", len(order[0].followers), len(order[2].followers), order[4].follower)
 	}
 	if got := order[0].ioBox; !got.Equal(box([]uint64{0, 0}, []uint64{3, 8})) || len(order[0].ioData) != nbytes([]uint64{3, 8}) {
 		t.Fatalf("leader 0 stores %v with %d bytes", got, len(order[0].ioData))
+	}
+}
+
+// Reads of one request that continue each other are read as one, each
+// answered with its own bytes, with budget to spare and without any (the
+// wait then reads them).
+func TestMergedReads(t *testing.T) {
+	for _, budget := range []int64{0, 1024} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			e := newEnv(t, Config{Workers: 2, MaxBytes: budget})
+			c := e.dial("c")
+			ctx := testCtx(t)
+			dims := []uint64{40, 16}
+			whole := box([]uint64{0, 0}, dims)
+			data := pattern(nbytes(dims), 3)
+			write(t, c, 9, dims, whole, data)
+			var items []wire.DataItem
+			var want [][]byte
+			for r := uint64(0); r < 20; r++ {
+				b := box([]uint64{r, 0}, []uint64{1, 16})
+				if r == 12 {
+					b = box([]uint64{30, 4}, []uint64{2, 5}) // breaks the run
+				}
+				items = append(items, item(9, false, dims, b.Off, b.Size))
+				want = append(want, read(t, c, 9, dims, b))
+			}
+			ids, err := start(ctx, c, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the second half first, then all: both see their
+			// own bytes.
+			res, parts, err := wait(ctx, c, ids[10:]...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, res)
+			for i, p := range parts {
+				if !bytes.Equal(p, want[10+i]) {
+					t.Fatalf("read %d answered other bytes", 10+i)
+				}
+			}
+			res, parts, err = wait(ctx, c, ids[:10]...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, res)
+			for i, p := range parts {
+				if !bytes.Equal(p, want[i]) {
+					t.Fatalf("read %d answered other bytes", i)
+				}
+			}
+		})
 	}
 }

@@ -32,18 +32,17 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 		if t == nil {
 			continue
 		}
-		if t.lazy.Load() == lazyWaiting {
+		if l := t.lead(); l.lazy.Load() == lazyWaiting {
 			// Still without budget: read it now, into the answer.
-			for _, d := range t.deps {
+			for _, d := range l.deps {
 				select {
 				case <-d.done:
 				case <-ctx.Done():
 					return nil, fmt.Errorf("waiting for transfer %d (object %d region %v): %w", t.id, t.item.Obj, t.box, ctxErr(ctx, ctx.Err()))
 				}
 			}
-			if t.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
-				t.err = s.do(t)
-				close(t.done)
+			if l.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
+				s.complete(l, s.do(l))
 			}
 		}
 		select {
