@@ -84,8 +84,8 @@ type Service struct {
 		sync.Mutex
 		next      uint64
 		transfers map[key]*transfer
-		writes    map[uint64][]*transfer // pending writes per object
-		layouts   map[uint64]layoutSeen  // newest dims seen per object
+		writes    map[uint64]map[*transfer]struct{} // pending writes per object (leaders)
+		layouts   map[uint64]layoutSeen             // newest dims seen per object
 		closed    bool
 	}
 }
@@ -161,7 +161,7 @@ func New(cfg Config) *Service {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.quit, s.stop = context.WithCancel(context.Background())
 	s.mu.transfers = map[key]*transfer{}
-	s.mu.writes = map[uint64][]*transfer{}
+	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.layouts = map[uint64]layoutSeen{}
 	for range cfg.Workers {
 		s.wg.Add(1)
@@ -292,20 +292,15 @@ func (s *Service) do(t *transfer) (err error) {
 	return nil
 }
 
+// forgetWrite drops a write (a leader: its ioBox covers its group) from
+// the pending writes that reads must wait for.
 func (s *Service) forgetWrite(t *transfer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ws := s.mu.writes[t.item.Obj]
-	for i, w := range ws {
-		if w == t {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
+	delete(ws, t)
 	if len(ws) == 0 {
 		delete(s.mu.writes, t.item.Obj)
-	} else {
-		s.mu.writes[t.item.Obj] = ws
 	}
 }
 
@@ -595,17 +590,21 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 	t.id = s.mu.next
 	obj := t.item.Obj
 	if t.item.Write {
-		s.mu.writes[obj] = append(s.mu.writes[obj], t)
+		ws := s.mu.writes[obj]
+		if ws == nil {
+			ws = map[*transfer]struct{}{}
+			s.mu.writes[obj] = ws
+		}
+		ws[t] = struct{}{}
 		for _, f := range t.followers {
 			s.mu.next++
 			f.id = s.mu.next
-			s.mu.writes[obj] = append(s.mu.writes[obj], f)
 			s.mu.transfers[key{f.client, f.id}] = f
 		}
 	} else {
-		for _, w := range s.mu.writes[obj] {
+		for w := range s.mu.writes[obj] {
 			if w.client == t.client {
-				if _, ok := region.Intersect(w.box, t.ioBox); ok {
+				if _, ok := region.Intersect(w.ioBox, t.ioBox); ok {
 					t.deps = append(t.deps, w)
 				}
 			}
@@ -683,11 +682,11 @@ func (s *Service) send(ctx context.Context, t *transfer) error {
 // fail ends a registered transfer that never reached a worker; a client
 // waiting for it gets err.
 func (s *Service) fail(t *transfer, err error) {
+	if t.item.Write {
+		s.forgetWrite(t)
+	}
 	for _, u := range t.group() {
 		u.err = err
-		if u.item.Write {
-			s.forgetWrite(u)
-		}
 		s.release(u)
 		close(u.done)
 	}
@@ -695,12 +694,14 @@ func (s *Service) fail(t *transfer, err error) {
 
 // complete ends t's I/O (and its followers') with err.
 func (s *Service) complete(t *transfer, err error) {
+	if t.item.Write {
+		s.forgetWrite(t)
+	}
 	for _, u := range t.group() {
 		u.err = err
 		if u.item.Write {
 			// The bytes are stored: give back the budget they held.
 			s.release(u)
-			s.forgetWrite(u)
 		}
 		close(u.done)
 	}

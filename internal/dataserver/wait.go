@@ -147,7 +147,10 @@ func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	}
 	// Writes still queued would bring the data back after it is gone.
 	s.mu.Lock()
-	pending := append([]*transfer(nil), s.mu.writes[m.ID]...)
+	var pending []*transfer
+	for w := range s.mu.writes[m.ID] {
+		pending = append(pending, w)
+	}
 	s.mu.Unlock()
 	for _, w := range pending {
 		select {
