@@ -29,26 +29,3 @@ func TestChunk(t *testing.T) {
 		t.Errorf("by items: chunk = %v, want %v", got, want)
 	}
 }
-
-func TestAppendAdjacent(t *testing.T) {
-	buf := make([]byte, 100)
-	other := make([]byte, 10)
-	var bufs [][]byte
-	bufs = appendAdjacent(bufs, buf[0:10])
-	bufs = appendAdjacent(bufs, buf[10:30]) // continues
-	bufs = appendAdjacent(bufs, buf[40:50]) // a gap
-	bufs = appendAdjacent(bufs, other)      // elsewhere
-	bufs = appendAdjacent(bufs, buf[50:60]) // continues nothing before it
-	bufs = appendAdjacent(bufs, buf[60:60]) // empty
-	if len(bufs) != 5 || len(bufs[0]) != 30 || &bufs[0][0] != &buf[0] || len(bufs[1]) != 10 || &bufs[3][0] != &buf[50] {
-		t.Fatalf("got %d buffers of lengths %v", len(bufs), lens(bufs))
-	}
-}
-
-func lens(bs [][]byte) []int {
-	var out []int
-	for _, b := range bs {
-		out = append(out, len(b))
-	}
-	return out
-}

@@ -579,7 +579,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 				m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
 					Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
 				if r.t.access == Write {
-					payload = appendAdjacent(payload, p.data)
+					payload = append(payload, p.data)
 				}
 			}
 			return m, payload
@@ -671,20 +671,6 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	return nil
-}
-
-// appendAdjacent appends b to bufs, as an extension of the last buffer
-// when b continues it in memory (the regions of one caller buffer, in
-// order): one iovec instead of thousands.
-func appendAdjacent(bufs [][]byte, b []byte) [][]byte {
-	if k := len(bufs); k > 0 && len(b) > 0 {
-		last := bufs[k-1]
-		if n := len(last); n > 0 && cap(last)-n >= len(b) && &last[:n+1][n] == &b[0] {
-			bufs[k-1] = last[:n+len(b)]
-			return bufs
-		}
-	}
-	return append(bufs, b)
 }
 
 // Bounds of one data request: messages of a few tens of MiB keep the

@@ -268,3 +268,17 @@ func Tune(nc net.Conn, stall time.Duration) {
 		})
 	}
 }
+
+// AppendAdjacent appends b to bufs, as an extension of the last buffer
+// when b continues it in memory (the regions of one buffer, in order), so
+// that a vectored write of thousands of them takes a few iovecs.
+func AppendAdjacent(bufs [][]byte, b []byte) [][]byte {
+	if k := len(bufs); k > 0 && len(b) > 0 {
+		last := bufs[k-1]
+		if n := len(last); n > 0 && cap(last)-n >= len(b) && &last[:n+1][n] == &b[0] {
+			bufs[k-1] = last[:n+len(b)]
+			return bufs
+		}
+	}
+	return append(bufs, b)
+}

@@ -340,7 +340,9 @@ func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, 
 	prefix = append(prefix, hdr...)
 	extra := make([][]byte, 0, 1+len(payload))
 	extra = append(extra, prefix)
-	extra = append(extra, payload...)
+	for _, b := range payload {
+		extra = netio.AppendAdjacent(extra, b)
+	}
 	err := w.writePendingLocked(ctx, extra)
 	<-w.token
 	if err != nil {
