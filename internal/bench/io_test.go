@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/server"
+)
+
+// startCluster runs one in-process server with both roles, and the raw
+// byte source for the ceiling.
+func startCluster(tb testing.TB) IOConfig {
+	tb.Helper()
+	dir := tb.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, server.Config{TmpDir: dir + "/tmp", DataDir: dir + "/data",
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:  func(cluster.Server, *cluster.List) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Error(err)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src := NewSourceServer(ln)
+	tb.Cleanup(func() { src.Close() })
+	return IOConfig{TmpDir: dir + "/tmp", RawTCP: ln.Addr().String()}
+}
+
+func BenchmarkIO(b *testing.B) {
+	cfg := startCluster(b)
+	cfg.ObjectSize = 64 << 20
+	cfg.Regions = []int64{1 << 20}
+	cfg.Partitions = []client.Partition{client.ObjectStatic}
+	cfg.Small = 16384
+	var rs []Result
+	for b.Loop() {
+		var err error
+		if rs, err = IO(context.Background(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, rs)
+}
+
+// The benchmark runs every partition and storage mode, checks what it
+// reads back, and reports figures with their ceilings.
+func TestIOBenchRuns(t *testing.T) {
+	cfg := startCluster(t)
+	cfg.ObjectSize = 2 << 20
+	cfg.Regions = []int64{64 << 10, 1 << 20}
+	cfg.Rounds = 1
+	cfg.Small = 512
+	rs, err := IO(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(Partitions)*len(Storages)*2*2 + 2; len(rs) != want {
+		t.Fatalf("got %d results, want %d", len(rs), want)
+	}
+	for _, r := range rs {
+		if r.Value <= 0 || r.CeilingValue <= 0 {
+			t.Errorf("%s: empty figure %+v", r.Case, r)
+		}
+	}
+}
+
+func TestVPICRoundTrip(t *testing.T) {
+	cfg := startCluster(t)
+	ctx := context.Background()
+	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, "vpic", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ranks, n = 3, 1000
+	if err := VPICCreate(ctx, ct, "t", ranks*n, client.RegionStatic); err != nil {
+		t.Fatal(err)
+	}
+	for r := range uint64(ranks) {
+		w, err := OpenVPICRank(ctx, c, "t", r, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Fill()
+		if err := w.Write(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range uint64(ranks) {
+		rd, err := OpenVPICRank(ctx, c, "t", (r+1)%ranks, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.Read(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		_ = rd.Close(ctx)
+	}
+	// A rank that reads particles nobody wrote finds the check failing.
+	if err := VPICCreate(ctx, ct, "empty", n, client.ObjectStatic); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := OpenVPICRank(ctx, c, "empty", 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close(ctx)
+	if err := rd.Read(ctx, c); err == nil {
+		t.Fatal("reading particles never written passed the check")
+	}
+}
