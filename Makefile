@@ -23,7 +23,10 @@ lint:
 # Benchmarks print each figure next to a ceiling measured in the same run.
 bench: build
 	bin/pdc bench rpc
+	bin/pdc bench meta
 	bin/pdc bench dtl
+	bin/pdc bench io
+	bin/pdc bench vpic
 	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
 
 # Run every fuzz target for FUZZTIME each.
