@@ -31,6 +31,8 @@ type IOConfig struct {
 	// 4 KiB; Small < 0 skips it.
 	Small     int
 	SmallSize int64
+	// Progress, if set, sees each result as soon as it is measured.
+	Progress func(Result)
 }
 
 // Partitions lists every partition strategy, in order.
@@ -150,6 +152,9 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 						r.Target = "ratio >= 0.85"
 					}
 					out = append(out, r)
+					if cfg.Progress != nil {
+						cfg.Progress(r)
+					}
 				}
 			}
 		}

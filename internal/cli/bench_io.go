@@ -29,7 +29,10 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	cfg := bench.IOConfig{Rounds: *rounds, Small: *small}
+	cfg := bench.IOConfig{Rounds: *rounds, Small: *small, Progress: func(r bench.Result) {
+		// The whole matrix takes a while: show each figure as it comes.
+		fmt.Fprintf(e.stderr, "%s: %s: %.2f %s (%.2f of %s)\n", r.Bench, r.Case, r.Value, r.Unit, r.Ratio, r.Ceiling)
+	}}
 	if cfg.Small == 0 {
 		cfg.Small = -1
 	}
