@@ -1,0 +1,165 @@
+// Search messages: kvtag queries and the DART index. Field numbers are the
+// protocol: never renumber or reuse them.
+
+package wire
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// TagQuery asks one metadata server one step of a kvtag query (see
+// tagindex.Step): Step 0 scans its tags; the others use its part of the
+// index.
+type TagQuery struct {
+	Query string   // 1: the query text (tagindex.Parse)
+	Step  uint32   // 2: tagindex.Step
+	Terms []string // 3: keys for the by-key step
+	Names bool     // 4: scan: return the objects' names too
+}
+
+func (m *TagQuery) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Query)
+	b = putUint(b, 2, uint64(m.Step))
+	b = putStrings(b, 3, m.Terms)
+	b = putBool(b, 4, m.Names)
+	return b
+}
+
+func (m *TagQuery) Unmarshal(b []byte) error {
+	*m = TagQuery{}
+	f := fields{b: b, msg: "TagQuery"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Query = f.string()
+		case 2:
+			m.Step = f.uint32()
+		case 3:
+			m.Terms = append(m.Terms, f.string())
+		case 4:
+			m.Names = f.bool()
+		}
+	}
+	return f.err
+}
+
+// Flags of a TagQueryResult.
+const (
+	// QuerySawText: a tag whose key matched held text (a range query
+	// over keys that hold only text is an error).
+	QuerySawText = 1 << 0
+	// QuerySawNumber: a tag whose key matched held a number.
+	QuerySawNumber = 1 << 1
+)
+
+// TagQueryResult answers a TagQuery.
+type TagQueryResult struct {
+	IDs         []uint64 // 1: matching object ids, ascending
+	Names       []string // 2: their names, if asked for (scan)
+	Terms       []string // 3: the keys step's keys
+	Flags       uint32   // 4: QuerySaw*
+	Unsupported bool     // 5: this server keeps no index for the step (fall back to a scan)
+}
+
+func (m *TagQueryResult) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.IDs)
+	b = putStrings(b, 2, m.Names)
+	b = putStrings(b, 3, m.Terms)
+	b = putUint(b, 4, uint64(m.Flags))
+	b = putBool(b, 5, m.Unsupported)
+	return b
+}
+
+func (m *TagQueryResult) Unmarshal(b []byte) error {
+	*m = TagQueryResult{}
+	f := fields{b: b, msg: "TagQueryResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.IDs = f.packedUints(m.IDs)
+		case 2:
+			m.Names = append(m.Names, f.string())
+		case 3:
+			m.Terms = append(m.Terms, f.string())
+		case 4:
+			m.Flags = f.uint32()
+		case 5:
+			m.Unsupported = f.bool()
+		}
+	}
+	return f.err
+}
+
+// IndexOp sets or deletes one index entry (tagindex.Op).
+type IndexOp struct {
+	Key   []byte // 1
+	Value []byte // 2: starts with the entry format version
+	Del   bool   // 3
+}
+
+func (m *IndexOp) Marshal(b []byte) []byte {
+	b = putBytes(b, 1, m.Key)
+	b = putBytes(b, 2, m.Value)
+	b = putBool(b, 3, m.Del)
+	return b
+}
+
+func (m *IndexOp) Unmarshal(b []byte) error {
+	*m = IndexOp{}
+	f := fields{b: b, msg: "IndexOp"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Key = f.bytes()
+		case 2:
+			m.Value = f.bytes()
+		case 3:
+			m.Del = f.bool()
+		}
+	}
+	return f.err
+}
+
+// IndexOps is a batch of index changes, applied in order and atomically by
+// the server that holds their entries; also the record of an index update
+// waiting in a metadata server's outbox.
+type IndexOps struct {
+	Version uint32    // 1: tagindex.EntryVersion
+	Ops     []IndexOp // 2
+	Object  uint64    // 3: outbox records: the object whose tag they index
+}
+
+func (m *IndexOps) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	for i := range m.Ops {
+		b = putMsg(b, 2, &m.Ops[i])
+	}
+	b = putUint(b, 3, m.Object)
+	return b
+}
+
+func (m *IndexOps) Unmarshal(b []byte) error {
+	*m = IndexOps{}
+	f := fields{b: b, msg: "IndexOps"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			var x IndexOp
+			f.sub(&x)
+			m.Ops = append(m.Ops, x)
+		case 3:
+			m.Object = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// putStrings appends a repeated string field, each element (empty ones
+// too) as one field.
+func putStrings(b []byte, n protowire.Number, ss []string) []byte {
+	for _, s := range ss {
+		b = protowire.AppendTag(b, n, protowire.BytesType)
+		b = protowire.AppendString(b, s)
+	}
+	return b
+}
