@@ -185,16 +185,6 @@ func Parse(s string) (*Query, error) {
 	return q, nil
 }
 
-// MustParse is Parse for queries known to be valid; it panics otherwise.
-// For tests and constants.
-func MustParse(s string) *Query {
-	q, err := Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return q
-}
-
 func parsePattern(q, side, p string) (Pattern, error) {
 	if p == "" {
 		return Pattern{}, invalid(q, "empty %s", side)

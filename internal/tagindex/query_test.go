@@ -11,6 +11,14 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
+func MustParse(s string) *Query {
+	q, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		in   string

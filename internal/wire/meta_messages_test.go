@@ -491,7 +491,7 @@ var metaTypes = []msgType{
 			&wire.RegionPieces{Items: []wire.RegionPiece{{Off: []uint64{0}, Size: []uint64{4}, Server: 1}}},
 			&wire.RegionPieces{Items: []wire.RegionPiece{{}, {Off: dims32, Size: dims32, Server: math.MaxUint32}}},
 		},
-	},	{
+	}, {
 		name:   "TagQuery",
 		new:    func() wire.Message { return new(wire.TagQuery) },
 		fields: []field{{1, kString}, {2, kUint32}, {3, kString}, {4, kBool}},
@@ -505,12 +505,12 @@ var metaTypes = []msgType{
 	{
 		name:   "TagQueryResult",
 		new:    func() wire.Message { return new(wire.TagQueryResult) },
-		fields: []field{{1, kPacked}, {2, kString}, {3, kString}, {4, kUint32}, {5, kBool}},
+		fields: []field{{1, kUint64}, {2, kUint64}, {3, kUint32}, {4, kBool}},
 		vals: []wire.Message{
 			&wire.TagQueryResult{},
-			&wire.TagQueryResult{IDs: []uint64{1, 2, 3}},
+			&wire.TagQueryResult{Count: 3},
 			&wire.TagQueryResult{Unsupported: true},
-			&wire.TagQueryResult{IDs: dims32, Names: tagNames100, Terms: []string{"", "k"}, Flags: math.MaxUint32, Unsupported: true},
+			&wire.TagQueryResult{Count: math.MaxUint64, Strings: math.MaxUint64, Flags: math.MaxUint32, Unsupported: true},
 		},
 	},
 	{
@@ -608,8 +608,7 @@ var metaGolden = []struct {
 	{"TagNames", &wire.TagNames{Names: []string{""}}, "0a 00"},
 	{"Checkpoint", &wire.Checkpoint{Path: "/p"}, "0a 02 2f 70"},
 	{"TagQuery", &wire.TagQuery{Query: "k", Step: 2, Terms: []string{"a", ""}, Names: true}, "0a 01 6b 10 02 1a 01 61 1a 00 20 01"},
-	{"TagQueryResult", &wire.TagQueryResult{IDs: []uint64{1, 300}, Names: []string{"n"}, Terms: []string{"t"}, Flags: 3, Unsupported: true},
-		"0a 03 01 ac 02 12 01 6e 1a 01 74 20 03 28 01"},
+	{"TagQueryResult", &wire.TagQueryResult{Count: 300, Strings: 2, Flags: 3, Unsupported: true}, "08 ac 02 10 02 18 03 20 01"},
 	{"IndexOp", &wire.IndexOp{Key: []byte("k"), Value: []byte{1}, Del: true}, "0a 01 6b 12 01 01 18 01"},
 	{"IndexOps", &wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{Del: true}}, Object: 2}, "08 01 12 02 18 01 18 02"},
 }
@@ -703,7 +702,7 @@ func TestMetaEmptyRepeatedDecodeNil(t *testing.T) {
 		&wire.TagNames{Names: []string{}}, &wire.ContList{Items: []wire.ContainerMeta{}}, &wire.ObjList{Items: []wire.ObjectMeta{}},
 		&wire.ObjResults{Items: []wire.ObjResult{}}, &wire.ObjBatch{Creates: []wire.ObjCreate{}, Opens: []wire.ObjKey{}},
 		&wire.TagBatch{Puts: []wire.TagPut{}}, &wire.TagPut{Value: []byte{}}, &wire.TagValue{Value: []byte{}},
-		&wire.TagQuery{Terms: []string{}}, &wire.TagQueryResult{IDs: []uint64{}, Names: []string{}, Terms: []string{}},
+		&wire.TagQuery{Terms: []string{}},
 		&wire.IndexOps{Ops: []wire.IndexOp{}}, &wire.IndexOp{Key: []byte{}, Value: []byte{}},
 	} {
 		if b := m.Marshal(nil); len(b) != 0 {

@@ -3,7 +3,14 @@
 
 package wire
 
-import "google.golang.org/protobuf/encoding/protowire"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/pdcgo/pdc"
+)
 
 // TagQuery asks one metadata server one step of a kvtag query (see
 // tagindex.Step): Step 0 scans its tags; the others use its part of the
@@ -50,21 +57,23 @@ const (
 	QuerySawNumber = 1 << 1
 )
 
-// TagQueryResult answers a TagQuery.
+// TagQueryResult answers a TagQuery. Its lists travel in the payload,
+// which a large result would make too long for a header: Count object ids
+// (8 bytes each, little-endian, ascending), then Strings strings (each a
+// uvarint length and the bytes): the objects' names for a scan that asked
+// for them, or the keys of the keys step.
 type TagQueryResult struct {
-	IDs         []uint64 // 1: matching object ids, ascending
-	Names       []string // 2: their names, if asked for (scan)
-	Terms       []string // 3: the keys step's keys
-	Flags       uint32   // 4: QuerySaw*
-	Unsupported bool     // 5: this server keeps no index for the step (fall back to a scan)
+	Count       uint64 // 1: ids in the payload
+	Strings     uint64 // 2: strings after them
+	Flags       uint32 // 3: QuerySaw*
+	Unsupported bool   // 4: this server keeps no index for the step (fall back to a scan)
 }
 
 func (m *TagQueryResult) Marshal(b []byte) []byte {
-	b = putPackedUints(b, 1, m.IDs)
-	b = putStrings(b, 2, m.Names)
-	b = putStrings(b, 3, m.Terms)
-	b = putUint(b, 4, uint64(m.Flags))
-	b = putBool(b, 5, m.Unsupported)
+	b = putUint(b, 1, m.Count)
+	b = putUint(b, 2, m.Strings)
+	b = putUint(b, 3, uint64(m.Flags))
+	b = putBool(b, 4, m.Unsupported)
 	return b
 }
 
@@ -74,14 +83,12 @@ func (m *TagQueryResult) Unmarshal(b []byte) error {
 	for f.next() {
 		switch f.num {
 		case 1:
-			m.IDs = f.packedUints(m.IDs)
+			m.Count = f.uint64()
 		case 2:
-			m.Names = append(m.Names, f.string())
+			m.Strings = f.uint64()
 		case 3:
-			m.Terms = append(m.Terms, f.string())
-		case 4:
 			m.Flags = f.uint32()
-		case 5:
+		case 4:
 			m.Unsupported = f.bool()
 		}
 	}
@@ -162,4 +169,44 @@ func putStrings(b []byte, n protowire.Number, ss []string) []byte {
 		b = protowire.AppendString(b, s)
 	}
 	return b
+}
+
+// AppendQueryPayload appends the payload of a TagQueryResult: ids, then
+// strs.
+func AppendQueryPayload(b []byte, ids []uint64, strs []string) []byte {
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint64(b, id)
+	}
+	for _, s := range strs {
+		b = protowire.AppendString(b, s)
+	}
+	return b
+}
+
+// ParseQueryPayload reads the payload of r. Counts are checked against the
+// payload's length before anything is allocated.
+func ParseQueryPayload(r *TagQueryResult, p []byte) (ids []uint64, strs []string, err error) {
+	if r.Count > uint64(len(p))/8 || r.Strings > uint64(len(p)) {
+		return nil, nil, fmt.Errorf("query result: %d ids and %d strings in %d bytes: %w", r.Count, r.Strings, len(p), pdc.ErrProtocol)
+	}
+	ids = make([]uint64, r.Count)
+	for i := range ids {
+		ids[i] = binary.LittleEndian.Uint64(p[8*i:])
+	}
+	p = p[8*r.Count:]
+	if r.Strings > 0 {
+		strs = make([]string, 0, r.Strings)
+	}
+	for range r.Strings {
+		s, n := protowire.ConsumeBytes(p)
+		if n < 0 {
+			return nil, nil, fmt.Errorf("query result: string %d: %v: %w", len(strs), protowire.ParseError(n), pdc.ErrProtocol)
+		}
+		strs = append(strs, string(s))
+		p = p[n:]
+	}
+	if len(p) != 0 {
+		return nil, nil, fmt.Errorf("query result: %d bytes after its lists: %w", len(p), pdc.ErrProtocol)
+	}
+	return ids, strs, nil
 }
