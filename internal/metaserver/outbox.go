@@ -57,6 +57,9 @@ type obItem struct {
 type destQueue struct {
 	items []*obItem     // guarded by outbox.mu, in sequence order
 	wake  chan struct{} // capacity 1
+	// failing: the last delivery failed. Items queued meanwhile count as
+	// tried at once, so that writers do not wait for the next retry.
+	failing bool // guarded by outbox.mu
 }
 
 // maxDelivery bounds the header bytes of one delivery, well under the
@@ -173,6 +176,9 @@ func (ob *outbox) queueLocked() {
 				go ob.run(d, q)
 			}
 			q.items = append(q.items, byDest[d])
+			if q.failing {
+				markTriedLocked(byDest[d])
+			}
 			select {
 			case q.wake <- struct{}{}:
 			default:
@@ -270,37 +276,43 @@ func markTriedLocked(it *obItem) {
 }
 
 // done records that q's first len(items) items were applied, and deletes
-// the records every destination has applied.
+// the records every destination has applied; a record counts as tried once
+// it is deleted.
 func (ob *outbox) done(q *destQueue, items []*obItem) {
 	ob.mu.Lock()
 	q.items = q.items[len(items):]
 	var gone [][]byte
 	for _, it := range items {
-		markTriedLocked(it)
 		it.rec.unacked--
 		if it.rec.unacked == 0 {
 			gone = append(gone, keyOutbox(it.rec.seq, it.rec.obj))
 		}
 	}
 	ob.mu.Unlock()
-	if len(gone) == 0 {
-		return
+	if len(gone) > 0 {
+		b := ob.s.st.db.NewBatch()
+		for _, k := range gone {
+			_ = b.Delete(k, nil)
+		}
+		if err := ob.s.st.commit(b); err != nil {
+			// They are delivered again after a restart, which is harmless.
+			ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
+		}
+		b.Close()
 	}
-	b := ob.s.st.db.NewBatch()
-	defer b.Close()
-	for _, k := range gone {
-		_ = b.Delete(k, nil)
+	ob.mu.Lock()
+	q.failing = false
+	for _, it := range items {
+		markTriedLocked(it)
 	}
-	if err := ob.s.st.commit(b); err != nil {
-		// They are delivered again after a restart, which is harmless.
-		ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
-	}
+	ob.mu.Unlock()
 }
 
-func (ob *outbox) failed(items []*obItem) {
+func (ob *outbox) failed(q *destQueue) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	for _, it := range items {
+	q.failing = true
+	for _, it := range q.items {
 		markTriedLocked(it)
 	}
 }
@@ -358,7 +370,7 @@ func (ob *outbox) run(d int, q *destQueue) {
 				ob.s.log.Warn("tag index updates for metadata server wait in the outbox; retrying", "server", d, "err", err)
 				failing = true
 			}
-			ob.failed(items)
+			ob.failed(q)
 			pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
 			t := time.NewTimer(pause)
 			select {
