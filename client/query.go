@@ -54,7 +54,7 @@ func IndexOnly() QueryOption { return func(o *queryOptions) { o.mode = modeIndex
 func ScanOnly() QueryOption { return func(o *queryOptions) { o.mode = modeScan } }
 
 // errNoIndex says the servers keep no index able to answer a query.
-var errNoIndex = errors.New("no index for this query")
+var errNoIndex = errors.New("pdc: no index for this query")
 
 // queryState is what the client learned about the servers' index.
 type queryState struct {

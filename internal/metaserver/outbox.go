@@ -276,36 +276,32 @@ func markTriedLocked(it *obItem) {
 }
 
 // done records that q's first len(items) items were applied, and deletes
-// the records every destination has applied; a record counts as tried once
-// it is deleted.
+// the records every destination has applied. Writers go on at once; a
+// record whose deletion a crash prevents is delivered again, harmlessly.
 func (ob *outbox) done(q *destQueue, items []*obItem) {
 	ob.mu.Lock()
 	q.items = q.items[len(items):]
+	q.failing = false
 	var gone [][]byte
 	for _, it := range items {
+		markTriedLocked(it)
 		it.rec.unacked--
 		if it.rec.unacked == 0 {
 			gone = append(gone, keyOutbox(it.rec.seq, it.rec.obj))
 		}
 	}
 	ob.mu.Unlock()
-	if len(gone) > 0 {
-		b := ob.s.st.db.NewBatch()
-		for _, k := range gone {
-			_ = b.Delete(k, nil)
-		}
-		if err := ob.s.st.commit(b); err != nil {
-			// They are delivered again after a restart, which is harmless.
-			ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
-		}
-		b.Close()
+	if len(gone) == 0 {
+		return
 	}
-	ob.mu.Lock()
-	q.failing = false
-	for _, it := range items {
-		markTriedLocked(it)
+	b := ob.s.st.db.NewBatch()
+	defer b.Close()
+	for _, k := range gone {
+		_ = b.Delete(k, nil)
 	}
-	ob.mu.Unlock()
+	if err := ob.s.st.commit(b); err != nil {
+		ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
+	}
 }
 
 func (ob *outbox) failed(q *destQueue) {
