@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -427,4 +428,96 @@ func randomQuery(rng *rand.Rand, word func(string, int, int) string, keys []stri
 	}
 	// ".." would make it a range.
 	return key + "=" + strings.ReplaceAll(v, "..", ".a")
+}
+
+// allGather is an in-process MPI_Allgather for the ranks of a test.
+type allGather struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	size  int
+	round int
+	parts [][]byte
+	n     int
+	out   [][]byte
+}
+
+func newAllGather(size int) *allGather {
+	g := &allGather{size: size, parts: make([][]byte, size)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *allGather) rank(r int) client.AllGather {
+	return func(ctx context.Context, part []byte) ([][]byte, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		round := g.round
+		g.parts[r] = part
+		g.n++
+		if g.n == g.size {
+			g.out, g.parts, g.n = g.parts, make([][]byte, g.size), 0
+			g.round++
+			g.cond.Broadcast()
+		}
+		for g.round == round {
+			g.cond.Wait()
+		}
+		return g.out, nil
+	}
+}
+
+// Three ranks query together, each asking a share of the servers: every
+// rank gets the whole answer, with names, by index and by scan.
+func TestSearchCollective(t *testing.T) {
+	tmpdir := up(t, 4)
+	c := connect(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	ct, _, err := c.CreateContainer(ctx, "coll", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]client.ObjectSpec, 200)
+	for i := range specs {
+		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("c%03d", i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts []client.TagPut
+	for i, o := range objs {
+		puts = append(puts, client.TagPut{Object: o, Name: fmt.Sprintf("k%d", i%7), Value: client.String(fmt.Sprintf("v%03d", i))},
+			client.TagPut{Object: o, Name: "n", Value: client.Int64(int64(i))})
+	}
+	if err := c.PutTags(ctx, puts); err != nil {
+		t.Fatal(err)
+	}
+	const size = 3
+	clients := make([]*client.Client, size)
+	for r := range clients {
+		clients[r] = connect(t, tmpdir)
+	}
+	for _, q := range []string{"k3", "k*=v1*", "*3=*9", "*=*0*", "n=10..60", "n=7"} {
+		for _, opt := range []client.QueryOption{client.WithNames(), client.ScanOnly()} {
+			want, err := c.Query(ctx, q, opt, client.WithNames())
+			if err != nil || len(want) == 0 {
+				t.Fatalf("query %q: %d matches, %v", q, len(want), err)
+			}
+			g := newAllGather(size)
+			got := make([][]client.Match, size)
+			errs := make([]error, size)
+			var wg sync.WaitGroup
+			for r := range size {
+				wg.Go(func() {
+					got[r], errs[r] = clients[r].QueryCollective(ctx, q, r, size, g.rank(r), opt, client.WithNames())
+				})
+			}
+			wg.Wait()
+			for r := range size {
+				if errs[r] != nil || !slices.Equal(got[r], want) {
+					t.Fatalf("query %q: rank %d got %d matches (%v), want %d", q, r, len(got[r]), errs[r], len(want))
+				}
+			}
+		}
+	}
 }
