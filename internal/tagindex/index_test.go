@@ -141,8 +141,8 @@ func TestPlan(t *testing.T) {
 	p := For(4)
 	for _, c := range []struct {
 		q, suffixOff string
-		first       Step
-		then, scan  bool
+		first        Step
+		then, scan   bool
 	}{
 		{"abcd=1234", "", StepByKey, false, false},
 		{"ab*=12*", "", StepByValue, false, false},
