@@ -322,16 +322,18 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 		return nil, fmt.Errorf("query %q: %w", q, err)
 	}
 	if unsupported {
+		// A plan through the suffix trees may fail for want of them
+		// alone: try once more without (an infix value can still go by
+		// an exact key). Otherwise the servers keep no index.
+		retry := !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix)
 		c.query.mu.Lock()
-		if pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix {
+		if retry {
 			c.query.noSuffix = true
 		} else {
 			c.query.noIndex = true
 		}
 		c.query.mu.Unlock()
-		// Another plan may still use the index (an infix value without
-		// suffix trees can go by an exact key).
-		if pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix {
+		if retry {
 			return c.indexQuery(ctx, pq, q, o, rank, size)
 		}
 		return nil, errNoIndex

@@ -521,3 +521,55 @@ func TestSearchCollective(t *testing.T) {
 		}
 	}
 }
+
+// Without the index queries scan; without suffix trees infix queries scan;
+// turning suffix-tree mode on at a restart rebuilds the index, which then
+// answers infix queries.
+func TestSearchIndexSettings(t *testing.T) {
+	tmpdir := up(t, 2, "--index=false")
+	datadir := serverDataDir(t, tmpdir)
+	c := connect(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	ct, _, err := c.CreateContainer(ctx, "settings", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for i := range 20 {
+		o, err := ct.CreateObject(ctx, fmt.Sprint("s", i), client.ObjectProps{Dims: []uint64{1}, Type: region.Int})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.PutTag(ctx, "color", client.String(fmt.Sprintf("dark-%02d-blue", i))); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, o.ID())
+	}
+	slices.Sort(want)
+	if got := queryBoth(t, c, "color=*blue*"); !slices.Equal(got, want) {
+		t.Fatalf("without the index: %v", got)
+	}
+	if _, err := c.Query(ctx, "color=dark*", client.IndexOnly()); !errors.Is(err, pdc.ErrUnimplemented) {
+		t.Fatalf("index-only query without an index: %v", err)
+	}
+
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir, "--dart-suffix-tree=false")
+	c = connect(t, tmpdir)
+	if got, err := c.Query(ctx, "color=dark*", client.IndexOnly()); err != nil || !slices.Equal(ids(got), want) {
+		t.Fatalf("index built at restart, prefix: %v, %v", ids(got), err)
+	}
+	if _, err := c.Query(ctx, "*=*blue*", client.IndexOnly()); !errors.Is(err, pdc.ErrUnimplemented) {
+		t.Fatalf("index-only infix query without suffix trees: %v", err)
+	}
+	if got := queryBoth(t, c, "*=*-1*"); len(got) != 10 {
+		t.Fatalf("infix without suffix trees found %d", len(got))
+	}
+
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	c = connect(t, tmpdir)
+	if got, err := c.Query(ctx, "*=*blue*", client.IndexOnly()); err != nil || !slices.Equal(ids(got), want) {
+		t.Fatalf("suffix trees built at restart: %v, %v", ids(got), err)
+	}
+}
