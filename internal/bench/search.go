@@ -118,6 +118,14 @@ func Search(ctx context.Context, cfg SearchConfig) ([]Result, error) {
 	n := cfg.Objects
 	var out []Result
 
+	// Puts first, while the indexed cluster is as empty as the plain one.
+	var puts []Result
+	if cfg.PlainTmpDir != "" {
+		say("tag puts with and without the index")
+		if puts, err = putCost(ctx, cfg.TmpDir, cfg.PlainTmpDir, cfg.NoSuffixTmpDir); err != nil {
+			return nil, err
+		}
+	}
 	say("loading %d objects with 4 tags each", n)
 	t0 := time.Now()
 	if err := loadSearch(ctx, c, "search", n); err != nil {
@@ -160,15 +168,7 @@ func Search(ctx context.Context, cfg SearchConfig) ([]Result, error) {
 		out = append(out, r)
 	}
 
-	if cfg.PlainTmpDir != "" {
-		say("tag puts with and without the index")
-		rs, err := putCost(ctx, cfg.TmpDir, cfg.PlainTmpDir, cfg.NoSuffixTmpDir)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rs...)
-	}
-	return out, nil
+	return append(out, puts...), nil
 }
 
 func pow10(d int) int {
@@ -298,15 +298,19 @@ func putCost(ctx context.Context, indexed, plain, noSuffix string) ([]Result, er
 			objs = append(objs, os...)
 		}
 		t0 := time.Now()
+		// Keys of their own, so that these tags never match the queries.
 		for i := range one {
-			if err := objs[i].PutTag(ctx, "name", client.String(fmt.Sprintf("o%07d", i))); err != nil {
+			if err := objs[i].PutTag(ctx, "p-name", client.String(fmt.Sprintf("o%07d", i))); err != nil {
 				return 0, 0, err
 			}
 		}
 		single = time.Since(t0) / one
 		var puts []client.TagPut
 		for i, o := range objs {
-			puts = append(puts, searchTags(o, i, 1000000)...)
+			for _, p := range searchTags(o, i, 1000000) {
+				p.Name = "p-" + p.Name
+				puts = append(puts, p)
+			}
 		}
 		t0 = time.Now()
 		for i := 0; i < len(puts); i += 8192 {
