@@ -167,3 +167,25 @@ func TestPlan(t *testing.T) {
 		t.Errorf("infix plan %+v does not ask server 0", plan)
 	}
 }
+
+// FuzzDecode: decoding any key never panics, and the entries made from any
+// key and text decode back to them.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("XKabcd\x00\x01s1234\x00\x01\x00\x00\x00\x00\x00\x00\x00\x2a"), "abcd", "1234")
+	f.Add([]byte("XSab\x00\x01abc\x00\x01"), "k", "")
+	f.Fuzz(func(t *testing.T, k []byte, key, text string) {
+		_, _ = DecodeEntry(k, k)
+		_, _, _ = DecodeDict(k)
+		_, _, _ = Term(k)
+		if key == "" {
+			return
+		}
+		v := ValueOf(region.String, []byte(text))
+		for _, op := range ObjectEntries(key, int32(region.String), []byte(text), v, 9, true, false) {
+			e, err := DecodeEntry(op.Key, op.Value)
+			if err != nil || e.Key != key || e.ID != 9 {
+				t.Fatalf("%q=%q: entry %q decodes to %+v, %v", key, text, op.Key, e, err)
+			}
+		}
+	})
+}
