@@ -143,6 +143,9 @@ func Parse(s string) (*Query, error) {
 	if len(valPart) > MaxValuePattern {
 		return nil, invalid(s, "value pattern of %d bytes is over the limit of %d", len(valPart), MaxValuePattern)
 	}
+	if keyPart != "" && strings.TrimSpace(keyPart) == "" {
+		return nil, invalid(s, "blank key")
+	}
 	q := &Query{}
 	var err error
 	if q.Key, err = parsePattern(s, "key", keyPart); err != nil {
