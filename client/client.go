@@ -87,6 +87,7 @@ type Client struct {
 
 	metaOnce sync.Once
 	meta     []int // ranks of the metadata servers
+	query    queryState
 	dataOnce sync.Once
 	data     []int // ranks of the data servers
 

@@ -38,6 +38,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
 	budget := fs.String("data-budget", "1GiB", "memory for region payloads in flight on a data server (writes not yet stored, reads not yet collected)")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
+	index := fs.Bool("index", true, "keep the DART tag index (false: every tag query scans every metadata server)")
+	suffixTree := fs.Bool("dart-suffix-tree", true, "index every suffix of tag keys and values, so infix queries use the index (DART's suffix-tree mode)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -63,6 +65,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
 		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
+		NoIndex: !*index, NoSuffixTree: !*suffixTree,
 		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}

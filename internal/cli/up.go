@@ -32,6 +32,8 @@ type upOptions struct {
 	timeout         time.Duration
 	durability      string
 	dataBudget      string
+	noIndex         bool
+	noSuffixTree    bool
 }
 
 func runUp(ctx context.Context, e *env, args []string) error {
@@ -46,9 +48,12 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the servers to start")
 	fs.StringVar(&o.dataBudget, "data-budget", "", "memory for region payloads in flight on each data server (default 1GiB)")
 	fs.StringVar(&o.durability, "durability", "process", "metadata durability: process (survives a server crash) or sync (fsynced, survives power loss)")
+	index := fs.Bool("index", true, "keep the DART tag index on the servers (false: tag queries scan)")
+	suffixTree := fs.Bool("dart-suffix-tree", true, "DART's suffix-tree mode: index every suffix of tag keys and values, so infix queries use the index")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	o.noIndex, o.noSuffixTree = !*index, !*suffixTree
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
@@ -130,6 +135,12 @@ func serverArgs(o upOptions) []string {
 	}
 	if o.dataBudget != "" {
 		args = append(args, "--data-budget", o.dataBudget)
+	}
+	if o.noIndex {
+		args = append(args, "--index=false")
+	}
+	if o.noSuffixTree {
+		args = append(args, "--dart-suffix-tree=false")
 	}
 	return args
 }

@@ -18,4 +18,7 @@
 //	'T' kind id tag-name          tag value (wire.TagValue)
 //	'S'                           id sequence high-water mark
 //	'V'                           store format version
+//	'X' tree term ...             DART tag index entries (tagindex/entries.go)
+//	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps)
+//	'D'                           how the index was built: version, flags
 package metaserver

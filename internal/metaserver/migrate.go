@@ -11,6 +11,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -50,6 +51,31 @@ func keyOwner(k []byte) (uint32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// keyDest returns the index, among count metadata servers, of the server
+// that holds a store key, and false for keys that stay local ('S', 'V',
+// 'D', 'L'). Index entries go to the server of their DART partition,
+// outbox records with their object.
+func keyDest(k []byte, count int) (int, bool) {
+	if len(k) == 0 {
+		return 0, false
+	}
+	switch k[0] {
+	case tagindex.Prefix0:
+		o, err := tagindex.For(count).EntryOwner(k)
+		return o, err == nil
+	case 'Q':
+		if len(k) == 17 {
+			return placement.OwnerOfID(binary.BigEndian.Uint64(k[9:]), count), true
+		}
+		return 0, false
+	}
+	pk, ok := keyOwner(k)
+	if !ok {
+		return 0, false
+	}
+	return placement.Owner(pk, count), true
 }
 
 // migrateBatch is how many entries go in one import request.
@@ -129,11 +155,10 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		pk, ok := keyOwner(k)
+		owner, ok := keyDest(k, count)
 		if !ok {
 			continue
 		}
-		owner := placement.Owner(pk, count)
 		if owner == self {
 			continue
 		}
@@ -178,11 +203,16 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 			s.st.observeSeq(uint32(min(binary.BigEndian.Uint64(b.Values[i]), 1<<32-1)))
 			continue
 		}
-		if _, ok := keyOwner(k); !ok {
+		if _, ok := keyDest(k, max(int(s.count.Load()), 1)); !ok {
 			return fmt.Errorf("import: key %q is not movable metadata: %w", k, pdc.ErrInvalid)
 		}
 		if (k[0] == 'o' || k[0] == 'c') && len(k) == 9 {
 			s.st.observeSeq(placement.SeqOf(binary.BigEndian.Uint64(k[1:])))
+		}
+		if k[0] == 'Q' {
+			// An outbox record follows its object: it is delivered here,
+			// after this server's own records, in the order it arrives.
+			k = keyOutbox(s.ix.ob.nextSeq(), binary.BigEndian.Uint64(k[9:]))
 		}
 		_ = batch.Set(k, b.Values[i], nil)
 	}

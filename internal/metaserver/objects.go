@@ -292,27 +292,29 @@ func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err != nil {
 		return nil, err
 	}
-	if err := s.deleteObjs([]*wire.ObjectMeta{m}, [][]byte{ident}); err != nil {
+	if err := s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
 }
 
-// deleteObjs removes objects with their tags in one commit. The caller
-// holds updateMu.
-func (s *Service) deleteObjs(ms []*wire.ObjectMeta, idents [][]byte) error {
+// deleteObjs removes objects with their tags (and their index entries) in
+// one commit. The caller holds updateMu.
+func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte) error {
 	b := s.st.db.NewBatch()
 	defer b.Close()
-	for i, m := range ms {
-		_ = b.Delete(keyObj(idents[i]), nil)
-		_ = b.Delete(keyObjID(m.ID), nil)
-		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
-		tp := tagPrefix(kindObject, m.ID)
-		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
-		rp := regionPrefix(m.ID)
-		_ = b.DeleteRange(rp, prefixEnd(rp), nil)
-	}
-	if err := s.st.commit(b); err != nil {
+	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+		s.deleteObjsBatch(b, ms, idents)
+		if !s.ix.on {
+			return nil, nil
+		}
+		ids := make([]uint64, len(ms))
+		for i, m := range ms {
+			ids[i] = m.ID
+		}
+		return s.objectTagChanges(ids)
+	})
+	if err != nil {
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
 	s.regionMu.Lock()
@@ -322,6 +324,18 @@ func (s *Service) deleteObjs(ms []*wire.ObjectMeta, idents [][]byte) error {
 	}
 	s.regionMu.Unlock()
 	return nil
+}
+
+func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) {
+	for i, m := range ms {
+		_ = b.Delete(keyObj(idents[i]), nil)
+		_ = b.Delete(keyObjID(m.ID), nil)
+		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
+		tp := tagPrefix(kindObject, m.ID)
+		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+		rp := regionPrefix(m.ID)
+		_ = b.DeleteRange(rp, prefixEnd(rp), nil)
+	}
 }
 
 func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -354,7 +368,7 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 		return nil, err
 	}
 	if len(ms) > 0 {
-		if err := s.deleteObjs(ms, idents); err != nil {
+		if err := s.deleteObjs(ctx, ms, idents); err != nil {
 			return nil, err
 		}
 	}

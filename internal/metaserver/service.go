@@ -29,6 +29,11 @@ type Config struct {
 	CacheBytes int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// NoIndex turns the DART tag index off: queries scan every server.
+	NoIndex bool
+	// NoSuffixTree indexes keys and values without their suffixes (DART's
+	// suffix-tree mode off): infix queries then scan.
+	NoSuffixTree bool
 }
 
 // Service serves the metadata methods of one metadata server.
@@ -41,6 +46,9 @@ type Service struct {
 	// once the cluster is complete, zero count until then.
 	index, count atomic.Int64
 	ready        atomic.Bool // placed and holding all its metadata
+	moved        atomic.Bool // done moving metadata to new owners at start
+
+	ix indexer
 
 	// createMu guards creating: identities being created, so that two
 	// concurrent creates of one identity cannot both succeed while their
@@ -75,7 +83,38 @@ func Open(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{})}
 	s.opens.init()
 	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
+	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
+	s.ix.dict = map[string]struct{}{}
+	err = s.ix.ob.init(s)
+	if err == nil {
+		err = s.openIndex()
+	}
+	if err != nil {
+		s.ix.ob.close()
+		st.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// MovesDone tells the service that it has moved the metadata it no longer
+// owns: other servers may now send it index entries.
+func (s *Service) MovesDone() { s.moved.Store(true) }
+
+// StartIndex starts delivering the tag index updates of this server's
+// outbox (left by a crash, moved here with their objects, or queued by a
+// rebuild) and those of later tag changes. It returns once each update
+// queued so far has been tried; call it once every server has moved its
+// metadata, before SetReady, so that clients find the index complete.
+func (s *Service) StartIndex(ctx context.Context, peers Peers) error {
+	recs, err := s.ix.ob.start(int(s.count.Load()), peers)
+	if err != nil {
+		return fmt.Errorf("tag index outbox: %w", err)
+	}
+	if len(recs) > 0 {
+		s.log.Info("delivering tag index updates left in the outbox", "records", len(recs))
+	}
+	return s.ix.ob.waitTried(ctx, recs)
 }
 
 // SetPlacement tells the service its place among the metadata servers.
@@ -88,8 +127,12 @@ func (s *Service) SetPlacement(index, count int) {
 // server has moved the metadata it no longer owns.
 func (s *Service) SetReady() { s.ready.Store(true) }
 
-// Close flushes and closes the store.
-func (s *Service) Close() error { return s.st.close() }
+// Close stops index deliveries, then flushes and closes the store.
+// Undelivered index updates stay in the outbox for the next start.
+func (s *Service) Close() error {
+	s.ix.ob.close()
+	return s.st.close()
+}
 
 // Checkpoint writes a consistent copy of the store under the checkpoint
 // directory and returns its path.
@@ -118,14 +161,27 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInlineUpTo(wire.MethodObjCreate, s.objCreate, smallBatch)
 	srv.HandleInlineUpTo(wire.MethodObjOpen, s.objOpen, smallBatch)
 	srv.Handle(wire.MethodObjList, s.objList)
-	srv.HandleInline(wire.MethodObjDelete, s.objDelete)
+	// With the index on, tag writes and object deletes wait for other
+	// servers to apply their index entries: they cannot run inline.
+	if s.ix.on {
+		srv.Handle(wire.MethodObjDelete, s.objDelete)
+	} else {
+		srv.HandleInline(wire.MethodObjDelete, s.objDelete)
+	}
 	srv.HandleInline(wire.MethodObjSetDims, s.objSetDims)
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
-	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
+	if s.ix.on {
+		srv.Handle(wire.MethodTagPut, s.tagPut)
+		srv.Handle(wire.MethodTagDelete, s.tagDelete)
+	} else {
+		srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
+		srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
+	}
 	srv.HandleInline(wire.MethodTagGet, s.tagGet)
-	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
+	srv.Handle(wire.MethodTagQuery, s.tagQuery)
+	srv.HandleInlineUpTo(wire.MethodIndexApply, s.indexApply, smallBatch)
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)

@@ -236,12 +236,24 @@ func (s *store) get(key []byte) ([]byte, bool, error) {
 // the change is as durable as the store promises: in the kernel, or with
 // sync durability fsynced.
 func (s *store) commit(b *pebble.Batch) error {
+	wait, err := s.commitApply(b)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// commitApply logs and applies b, like commit, but returns before waiting
+// for the sync that sync durability asks for: the caller calls wait, out of
+// any lock it holds, before it acknowledges the change. Changes are
+// visible to readers (and ordered) once commitApply returns.
+func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 	w := s.log
 	rec := b.Repr()
 	w.mu.Lock()
 	if w.m == nil {
 		w.mu.Unlock()
-		return fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
+		return nil, fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
 	}
 	if !w.room(len(rec)) {
 		// The log is full: make everything logged durable in pebble, then
@@ -252,20 +264,22 @@ func (s *store) commit(b *pebble.Batch) error {
 		}
 		if err != nil {
 			w.mu.Unlock()
-			return fmt.Errorf("rotate the metadata log: %w", err)
+			return nil, fmt.Errorf("rotate the metadata log: %w", err)
 		}
 	}
 	off := w.append(rec)
-	err := s.db.Apply(b, pebble.NoSync)
+	err = s.db.Apply(b, pebble.NoSync)
 	w.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if w.sync {
-		return w.waitSynced(off)
+		return func() error { return w.waitSynced(off) }, nil
 	}
-	return nil
+	return noWait, nil
 }
+
+func noWait() error { return nil }
 
 // checkpoint writes a consistent copy of the store into a new directory
 // under dir and returns its path.

@@ -45,26 +45,42 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	b := s.st.db.NewBatch()
 	defer b.Close()
 	n := 0
-	for i := range tb.Puts {
-		t := &tb.Puts[i]
-		err := checkTag(t)
-		if err == nil {
-			if err = s.targetExists(t.Kind, t.ID); err != nil {
-				err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, err)
+	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+		var changes []tagChange
+		// Values set earlier in this batch, which the store does not show yet.
+		inBatch := map[string]*wire.TagValue{}
+		for i := range tb.Puts {
+			t := &tb.Puts[i]
+			err := checkTag(t)
+			if err == nil {
+				if err = s.targetExists(t.Kind, t.ID); err != nil {
+					err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, err)
+				}
 			}
+			if err != nil {
+				out.Codes[i], out.Messages[i] = uint64(wire.CodeOf(err)), err.Error()
+				continue
+			}
+			v := &wire.TagValue{Type: t.Type, Value: t.Value}
+			key := keyTag(byte(t.Kind), t.ID, t.Name)
+			if t.Kind == kindObject && s.ix.on {
+				old, seen := inBatch[string(key)]
+				if !seen {
+					var err error
+					if old, err = s.loadTag(key); err != nil {
+						return nil, err
+					}
+				}
+				inBatch[string(key)] = v
+				changes = append(changes, tagChange{id: t.ID, key: t.Name, old: old, new: v})
+			}
+			_ = b.Set(key, v.Marshal(nil), nil)
+			n++
 		}
-		if err != nil {
-			out.Codes[i], out.Messages[i] = uint64(wire.CodeOf(err)), err.Error()
-			continue
-		}
-		v := wire.TagValue{Type: t.Type, Value: t.Value}
-		_ = b.Set(keyTag(byte(t.Kind), t.ID, t.Name), v.Marshal(nil), nil)
-		n++
-	}
-	if n > 0 {
-		if err := s.st.commit(b); err != nil {
-			return nil, fmt.Errorf("put %d tags: %w", n, err)
-		}
+		return changes, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("put %d tags: %w", n, err)
 	}
 	return rpc.Respond(&out), nil
 }
@@ -104,18 +120,39 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
 	key := keyTag(byte(k.Kind), k.ID, k.Name)
-	if _, ok, err := s.st.get(key); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
-	}
 	b := s.st.db.NewBatch()
 	defer b.Close()
-	_ = b.Delete(key, nil)
-	if err := s.st.commit(b); err != nil {
+	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+		old, err := s.loadTag(key)
+		if err != nil {
+			return nil, err
+		}
+		if old == nil {
+			return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
+		}
+		_ = b.Delete(key, nil)
+		if k.Kind != kindObject {
+			return nil, nil
+		}
+		return []tagChange{{id: k.ID, key: k.Name, old: old}}, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
+}
+
+// loadTag returns the stored value of a tag, or nil.
+func (s *Service) loadTag(key []byte) (*wire.TagValue, error) {
+	raw, ok, err := s.st.get(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var v wire.TagValue
+	if err := v.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("tag %q: stored value: %w", key[10:], err)
+	}
+	return &v, nil
 }
 
 func (s *Service) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

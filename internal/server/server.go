@@ -50,6 +50,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Durability of acknowledged metadata changes.
 	Durability metaserver.Durability
+	// NoIndex turns the DART tag index off; NoSuffixTree keeps it without
+	// DART's suffix-tree mode (infix queries then scan).
+	NoIndex, NoSuffixTree bool
 	// DataBudget bounds the bytes of region payloads a data server holds
 	// in memory: writes not yet stored, reads not yet collected. Default
 	// 1 GiB.
@@ -163,6 +166,8 @@ func Run(ctx context.Context, cfg Config) error {
 			CheckpointDir: filepath.Join(cfg.DataDir, "checkpoints", fmt.Sprintf("meta-%d", cfg.Rank)),
 			Durability:    cfg.Durability,
 			Logger:        log,
+			NoIndex:       cfg.NoIndex,
+			NoSuffixTree:  cfg.NoSuffixTree,
 		})
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
@@ -267,6 +272,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
 	if meta != nil {
+		// Every server has moved its metadata: index updates left in
+		// outboxes can go to the servers that now hold their entries,
+		// before clients query them.
+		peers := newMetaPeers(cfg.TmpDir, secret, list)
+		defer peers.Close()
+		ictx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+		err := meta.StartIndex(ictx, peers)
+		cancel()
+		if err != nil {
+			log.Warn("tag index updates still waiting in the outbox; they are retried in the background: " + err.Error())
+		}
 		meta.SetReady()
 	}
 	log.Info("cluster complete; serving", "servers", cfg.Size)
@@ -557,6 +573,7 @@ func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []
 		}
 		s.log.Info("adopted the metadata store of a rank that no longer exists", "store", e.Name(), "entries", n)
 	}
+	s.meta.MovesDone()
 	return nil
 }
 

@@ -491,6 +491,49 @@ var metaTypes = []msgType{
 			&wire.RegionPieces{Items: []wire.RegionPiece{{Off: []uint64{0}, Size: []uint64{4}, Server: 1}}},
 			&wire.RegionPieces{Items: []wire.RegionPiece{{}, {Off: dims32, Size: dims32, Server: math.MaxUint32}}},
 		},
+	}, {
+		name:   "TagQuery",
+		new:    func() wire.Message { return new(wire.TagQuery) },
+		fields: []field{{1, kString}, {2, kUint32}, {3, kString}, {4, kBool}},
+		vals: []wire.Message{
+			&wire.TagQuery{},
+			&wire.TagQuery{Query: "*bc*=*23*"},
+			&wire.TagQuery{Query: "k", Step: 2, Terms: []string{"a", "", "b"}},
+			&wire.TagQuery{Query: strings.Repeat("q", 300), Step: math.MaxUint32, Terms: tagNames100, Names: true},
+		},
+	},
+	{
+		name:   "TagQueryResult",
+		new:    func() wire.Message { return new(wire.TagQueryResult) },
+		fields: []field{{1, kUint64}, {2, kUint64}, {3, kUint32}, {4, kBool}},
+		vals: []wire.Message{
+			&wire.TagQueryResult{},
+			&wire.TagQueryResult{Count: 3},
+			&wire.TagQueryResult{Unsupported: true},
+			&wire.TagQueryResult{Count: math.MaxUint64, Strings: math.MaxUint64, Flags: math.MaxUint32, Unsupported: true},
+		},
+	},
+	{
+		name:   "IndexOp",
+		new:    func() wire.Message { return new(wire.IndexOp) },
+		fields: []field{{1, kBytes}, {2, kBytes}, {3, kBool}},
+		vals: []wire.Message{
+			&wire.IndexOp{},
+			&wire.IndexOp{Key: []byte("XKk\x00\x01s1\x00\x01"), Value: []byte{1}},
+			&wire.IndexOp{Key: bytes.Repeat([]byte{0, 0xff}, 200), Value: bytes.Repeat([]byte{1}, 300), Del: true},
+		},
+	},
+	{
+		name:   "IndexOps",
+		new:    func() wire.Message { return new(wire.IndexOps) },
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kUint64}},
+		vals: []wire.Message{
+			&wire.IndexOps{},
+			&wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{}}},
+			&wire.IndexOps{Version: math.MaxUint32, Ops: hundred(func(i int) wire.IndexOp {
+				return wire.IndexOp{Key: []byte(fmt.Sprint("k", i)), Value: []byte{1}, Del: i%2 == 0}
+			}, wire.IndexOp{Key: bytes.Repeat([]byte("K"), 300), Value: []byte{1, 2}, Del: true}), Object: math.MaxUint64},
+		},
 	},
 }
 
@@ -564,6 +607,10 @@ var metaGolden = []struct {
 	{"TagNames", &wire.TagNames{Names: []string{"a", "", "b"}}, "0a 01 61 0a 00 0a 01 62"},
 	{"TagNames", &wire.TagNames{Names: []string{""}}, "0a 00"},
 	{"Checkpoint", &wire.Checkpoint{Path: "/p"}, "0a 02 2f 70"},
+	{"TagQuery", &wire.TagQuery{Query: "k", Step: 2, Terms: []string{"a", ""}, Names: true}, "0a 01 6b 10 02 1a 01 61 1a 00 20 01"},
+	{"TagQueryResult", &wire.TagQueryResult{Count: 300, Strings: 2, Flags: 3, Unsupported: true}, "08 ac 02 10 02 18 03 20 01"},
+	{"IndexOp", &wire.IndexOp{Key: []byte("k"), Value: []byte{1}, Del: true}, "0a 01 6b 12 01 01 18 01"},
+	{"IndexOps", &wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{Del: true}}, Object: 2}, "08 01 12 02 18 01 18 02"},
 }
 
 func TestMetaGolden(t *testing.T) {
@@ -612,8 +659,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 34 {
-		t.Fatalf("%d metadata message types, want 34", len(metaTypes))
+	if len(metaTypes) != 38 {
+		t.Fatalf("%d metadata message types, want 38", len(metaTypes))
 	}
 }
 
@@ -655,6 +702,8 @@ func TestMetaEmptyRepeatedDecodeNil(t *testing.T) {
 		&wire.TagNames{Names: []string{}}, &wire.ContList{Items: []wire.ContainerMeta{}}, &wire.ObjList{Items: []wire.ObjectMeta{}},
 		&wire.ObjResults{Items: []wire.ObjResult{}}, &wire.ObjBatch{Creates: []wire.ObjCreate{}, Opens: []wire.ObjKey{}},
 		&wire.TagBatch{Puts: []wire.TagPut{}}, &wire.TagPut{Value: []byte{}}, &wire.TagValue{Value: []byte{}},
+		&wire.TagQuery{Terms: []string{}},
+		&wire.IndexOps{Ops: []wire.IndexOp{}}, &wire.IndexOp{Key: []byte{}, Value: []byte{}},
 	} {
 		if b := m.Marshal(nil); len(b) != 0 {
 			t.Fatalf("%T with empty slices encodes to % x", m, b)

@@ -43,6 +43,8 @@ const (
 	MethodTagGet        Method = 41 // TagKey -> TagValue
 	MethodTagDelete     Method = 42 // TagKey -> (empty)
 	MethodTagList       Method = 43 // TagKey (name ignored) -> TagNames
+	MethodTagQuery      Method = 44 // TagQuery -> TagQueryResult: one step of a kvtag query on this server
+	MethodIndexApply    Method = 45 // IndexOps -> (empty): change this server's part of the DART index
 	MethodCheckpoint    Method = 48 // -> Checkpoint
 	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
@@ -85,6 +87,8 @@ var methodNames = map[Method]string{
 	MethodTagGet:        "tag_get",
 	MethodTagDelete:     "tag_delete",
 	MethodTagList:       "tag_list",
+	MethodTagQuery:      "tag_query",
+	MethodIndexApply:    "index_apply",
 	MethodCheckpoint:    "checkpoint",
 	MethodImport:        "import",
 	MethodMigrated:      "migrated",

@@ -1,0 +1,536 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Match is an object a query found.
+type Match struct {
+	ID uint64
+	// Name is set when the query asked for names (WithNames).
+	Name string
+}
+
+// QueryOption changes how a query runs.
+type QueryOption func(*queryOptions)
+
+type queryOptions struct {
+	names bool
+	mode  queryMode
+}
+
+type queryMode int
+
+const (
+	modeAuto  queryMode = iota // the index when it can answer, else a scan
+	modeIndex                  // the index only
+	modeScan                   // a scan only
+)
+
+// WithNames makes a query return the objects' names too.
+func WithNames() QueryOption { return func(o *queryOptions) { o.names = true } }
+
+// IndexOnly makes a query use the DART index, failing with
+// pdc.ErrUnimplemented when the index cannot answer it (PDC's
+// search_obj_ref_through_dart).
+func IndexOnly() QueryOption { return func(o *queryOptions) { o.mode = modeIndex } }
+
+// ScanOnly makes a query scan every metadata server's tags, without the
+// index (PDC's query_kvtag).
+func ScanOnly() QueryOption { return func(o *queryOptions) { o.mode = modeScan } }
+
+// errNoIndex says the servers keep no index able to answer a query.
+var errNoIndex = errors.New("pdc: no index for this query")
+
+// queryState is what the client learned about the servers' index.
+type queryState struct {
+	mu       sync.Mutex
+	noIndex  bool // a server answered that it keeps no index
+	noSuffix bool // a server answered that it keeps no suffix trees
+}
+
+// Query finds the objects with a tag matching q (see package tagindex for
+// the language: KEY, KEY=VALUE with exact, prefix*, *suffix or *infix* on
+// either side, KEY=LO..HI for numbers). Results are deduplicated and sorted
+// by id. With the DART index on (the default) exact, prefix, suffix and
+// infix queries ask one or a few servers; other queries, and all of them
+// without the index, ask every metadata server to scan its tags, in
+// parallel. Both give the same answer. Errors: pdc.ErrInvalid for a bad
+// query (and for a range over keys that hold only text), errors of the
+// servers asked.
+func (c *Client) Query(ctx context.Context, q string, opts ...QueryOption) ([]Match, error) {
+	var o queryOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	pq, err := tagindex.Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	ms := c.metaServers()
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("query %q: the cluster has no metadata server: %w", q, pdc.ErrUnavailable)
+	}
+	all := make([]int, len(ms))
+	for i := range all {
+		all[i] = i
+	}
+	r, err := c.queryPart(ctx, pq, q, o, all, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	return c.finish(ctx, pq, q, o, r)
+}
+
+// queryResult is what a query has found so far.
+type queryResult struct {
+	ids     []uint64
+	names   map[uint64]string
+	flags   uint32
+	scanned bool // found by a scan (which has the names)
+}
+
+func (r *queryResult) add(ids []uint64, names []string, flags uint32) {
+	r.ids = append(r.ids, ids...)
+	r.flags |= flags
+	for i, n := range names {
+		if i < len(ids) {
+			if r.names == nil {
+				r.names = map[uint64]string{}
+			}
+			r.names[ids[i]] = n
+		}
+	}
+}
+
+// queryPart runs this rank's part of a query: of the servers a step asks,
+// those at positions p with p % size == rank (all of them for one rank).
+// servers are the metadata indexes a scan asks.
+func (c *Client) queryPart(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, servers []int, rank, size int) (*queryResult, error) {
+	if o.mode != modeScan {
+		r, err := c.indexQuery(ctx, pq, q, o, rank, size)
+		switch {
+		case err == nil:
+			return r, nil
+		case !errors.Is(err, errNoIndex):
+			return nil, err
+		case o.mode == modeIndex:
+			return nil, fmt.Errorf("query %q: the servers keep no index that can answer it (start them with the index on; infix queries need --dart-suffix-tree): %w", q, pdc.ErrUnimplemented)
+		}
+	}
+	var mine []int
+	for p, s := range servers {
+		if p%size == rank {
+			mine = append(mine, s)
+		}
+	}
+	return c.scanQuery(ctx, q, o, mine)
+}
+
+// finish checks a range query's flags, sorts and names the result.
+func (c *Client) finish(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, r *queryResult) ([]Match, error) {
+	if pq.Range && r.flags&wire.QuerySawText != 0 && r.flags&wire.QuerySawNumber == 0 {
+		return nil, fmt.Errorf("query %q: the tags of keys matching %q hold text, and a range (LO..HI) matches only numeric tags: %w",
+			q, pq.Key.String(), pdc.ErrInvalid)
+	}
+	slices.Sort(r.ids)
+	r.ids = slices.Compact(r.ids)
+	out := make([]Match, len(r.ids))
+	for i, id := range r.ids {
+		out[i].ID = id
+	}
+	if !o.names {
+		return out, nil
+	}
+	missing := map[uint64]int{}
+	for i := range out {
+		if n, ok := r.names[out[i].ID]; ok {
+			out[i].Name = n
+		} else {
+			missing[out[i].ID] = i
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	ids := make([]uint64, 0, len(missing))
+	for id := range missing {
+		ids = append(ids, id)
+	}
+	names, err := c.objectNames(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("query %q: names: %w", q, err)
+	}
+	for i, id := range ids {
+		out[missing[id]].Name = names[i]
+	}
+	return out, nil
+}
+
+// objectNames returns the names of objects by id ("" for objects deleted
+// meanwhile).
+func (c *Client) objectNames(ctx context.Context, ids []uint64) ([]string, error) {
+	keys := make([]uint32, len(ids))
+	for i, id := range ids {
+		keys[i] = placement.KeyOf(id)
+	}
+	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(idx []int) wire.ObjBatch {
+		b := wire.ObjBatch{Opens: make([]wire.ObjKey, len(idx))}
+		for j, i := range idx {
+			b.Opens[j] = wire.ObjKey{ID: ids[i], Peek: true}
+		}
+		return b
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ids))
+	for i := range res {
+		out[i] = res[i].Meta.Name
+	}
+	return out, nil
+}
+
+// queryCall asks the metadata server of index one step of a query.
+func (c *Client) queryCall(ctx context.Context, index int, tq *wire.TagQuery) (wire.TagQueryResult, []uint64, []string, error) {
+	rank := c.metaServers()[index]
+	var res wire.TagQueryResult
+	conn, err := c.conn(ctx, rank)
+	if err != nil {
+		return res, nil, nil, err
+	}
+	rep, err := conn.Call(ctx, wire.MethodTagQuery, tq.Marshal(nil), nil, nil)
+	if err != nil {
+		return res, nil, nil, err
+	}
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return res, nil, nil, fmt.Errorf("%s: tag_query: %w", conn.Label(), err)
+	}
+	ids, strs, err := wire.ParseQueryPayload(&res, rep.Payload)
+	if err != nil {
+		return res, nil, nil, fmt.Errorf("%s: tag_query: %w", conn.Label(), err)
+	}
+	return res, ids, strs, nil
+}
+
+// scanQuery asks the given metadata servers to scan their tags.
+func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, servers []int) (*queryResult, error) {
+	r := &queryResult{scanned: true}
+	var mu sync.Mutex
+	err := fanOut(servers, func(index int) error {
+		res, ids, names, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(tagindex.StepScan), Names: o.names})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		r.add(ids, names, res.Flags)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
+	}
+	return r, nil
+}
+
+// indexQuery runs a query's index plan (this rank's part of it); errNoIndex
+// when the plan is a scan or a server keeps no index for it.
+func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, rank, size int) (*queryResult, error) {
+	c.query.mu.Lock()
+	noIndex, noSuffix := c.query.noIndex, c.query.noSuffix
+	c.query.mu.Unlock()
+	if noIndex {
+		return nil, errNoIndex
+	}
+	plan := tagindex.For(len(c.metaServers())).Plan(pq, !noSuffix)
+	if plan.Scan {
+		return nil, errNoIndex
+	}
+	var mine []int
+	for p, s := range plan.Servers {
+		if p%size == rank {
+			mine = append(mine, s)
+		}
+	}
+	r := &queryResult{}
+	var mu sync.Mutex
+	var unsupported bool
+	step := func(index int, st tagindex.Step, terms []string) ([]string, error) {
+		res, ids, strs, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(st), Terms: terms})
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Unsupported {
+			unsupported = true
+			return nil, nil
+		}
+		r.add(ids, nil, res.Flags)
+		return strs, nil
+	}
+	var keys []string
+	err := fanOut(mine, func(index int) error {
+		strs, err := step(index, plan.First, plan.Terms)
+		if err != nil {
+			return err
+		}
+		if plan.Then {
+			mu.Lock()
+			keys = append(keys, strs...)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err == nil && plan.Then && !unsupported && len(keys) > 0 {
+		// The keys found, at the servers that hold their entries.
+		part := tagindex.For(len(c.metaServers()))
+		byServer := map[int][]string{}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			byServer[part.Owner(k)] = append(byServer[part.Owner(k)], k)
+		}
+		servers := make([]int, 0, len(byServer))
+		for s := range byServer {
+			servers = append(servers, s)
+		}
+		err = fanOut(servers, func(index int) error {
+			ks := byServer[index]
+			for start := 0; start < len(ks); start += metaserver.MaxQueryTerms {
+				if _, err := step(index, tagindex.StepByKey, ks[start:min(start+metaserver.MaxQueryTerms, len(ks))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
+	}
+	if unsupported {
+		// A plan through the suffix trees may fail for want of them
+		// alone: try once more without (an infix value can still go by
+		// an exact key). Otherwise the servers keep no index.
+		retry := !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix)
+		c.query.mu.Lock()
+		if retry {
+			c.query.noSuffix = true
+		} else {
+			c.query.noIndex = true
+		}
+		c.query.mu.Unlock()
+		if retry {
+			return c.indexQuery(ctx, pq, q, o, rank, size)
+		}
+		return nil, errNoIndex
+	}
+	return r, nil
+}
+
+// ---- explicit DART calls (PDC's insert/delete_obj_ref_into/from_dart)
+
+// IndexInsert adds index entries that make object id found by queries on
+// key and the text value, as PDC_Client_insert_obj_ref_into_dart does. Tags
+// put with PutTag are indexed already; this is for PDC programs that call
+// it after PDCobj_put_tag, and is idempotent.
+func (c *Client) IndexInsert(ctx context.Context, key, value string, id uint64) error {
+	return c.indexRef(ctx, key, value, id, false)
+}
+
+// IndexDelete removes the index entries of key and the text value for
+// object id, every suffix entry with them, as
+// PDC_Client_delete_obj_ref_from_dart does; the tag itself stays.
+func (c *Client) IndexDelete(ctx context.Context, key, value string, id uint64) error {
+	return c.indexRef(ctx, key, value, id, true)
+}
+
+func (c *Client) indexRef(ctx context.Context, key, value string, id uint64, del bool) error {
+	what := "insert into"
+	if del {
+		what = "delete from"
+	}
+	if key == "" || len(key) > metaserver.MaxTagNameLen || len(value) > metaserver.MaxTagValueLen {
+		return fmt.Errorf("%s the index: key %.40q and value of %d bytes: want a key of 1 to %d bytes and a value of at most %d: %w",
+			what, key, len(value), metaserver.MaxTagNameLen, metaserver.MaxTagValueLen, pdc.ErrInvalid)
+	}
+	c.query.mu.Lock()
+	suffix := !c.query.noSuffix
+	c.query.mu.Unlock()
+	raw := []byte(value)
+	ops := tagindex.ObjectEntries(key, int32(region.String), raw, tagindex.ValueOf(region.String, raw), id, suffix, del)
+	if !del {
+		ops = append(ops, tagindex.DictEntries(key, suffix)...)
+	}
+	part := tagindex.For(len(c.metaServers()))
+	byServer := map[int][]wire.IndexOp{}
+	for _, op := range ops {
+		d, err := part.EntryOwner(op.Key)
+		if err != nil {
+			return err
+		}
+		byServer[d] = append(byServer[d], wire.IndexOp{Key: op.Key, Value: op.Value, Del: op.Del})
+	}
+	servers := make([]int, 0, len(byServer))
+	for s := range byServer {
+		servers = append(servers, s)
+	}
+	err := fanOut(servers, func(index int) error {
+		m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: byServer[index]}
+		return c.call(ctx, c.metaServers()[index], wire.MethodIndexApply, &m, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("%s the index: %q=%q for object %d: %w", what, key, value, id, err)
+	}
+	return nil
+}
+
+// ---- the collective form (PDC's _mpi variants)
+
+// AllGather gives every rank of a parallel program every rank's part, in
+// rank order (MPI_Allgather of variable-sized byte strings). Every rank
+// calls it the same number of times.
+type AllGather func(ctx context.Context, part []byte) ([][]byte, error)
+
+// QueryCollective is Query for the ranks of a parallel program that query
+// together: each rank asks its share of the servers, and the parts are
+// gathered with gather so that every rank returns the whole result. Every
+// rank must call it with the same query and options.
+func (c *Client) QueryCollective(ctx context.Context, q string, rank, size int, gather AllGather, opts ...QueryOption) ([]Match, error) {
+	if size < 1 || rank < 0 || rank >= size || gather == nil {
+		return nil, fmt.Errorf("collective query: rank %d of %d: %w", rank, size, pdc.ErrInvalid)
+	}
+	var o queryOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	pq, err := tagindex.Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]int, len(c.metaServers()))
+	for i := range all {
+		all[i] = i
+	}
+	// Every rank takes the same path: if any rank had to scan, all scan.
+	r, perr := c.queryPart(ctx, pq, q, o, all, rank, size)
+	parts, err := gather(ctx, encodePart(r, perr, o.names))
+	if err != nil {
+		return nil, fmt.Errorf("collective query %q: gather: %w", q, err)
+	}
+	merged, scanned, err := decodeParts(parts)
+	if err != nil {
+		return nil, fmt.Errorf("collective query %q: %w", q, err)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	if scanned && !merged.scanned && o.mode != modeScan {
+		// Some ranks used the index and others scanned: scan everywhere.
+		o.mode = modeScan
+		r, perr = c.queryPart(ctx, pq, q, o, all, rank, size)
+		if parts, err = gather(ctx, encodePart(r, perr, o.names)); err != nil {
+			return nil, fmt.Errorf("collective query %q: gather: %w", q, err)
+		}
+		if merged, _, err = decodeParts(parts); err != nil {
+			return nil, fmt.Errorf("collective query %q: %w", q, err)
+		}
+		if perr != nil {
+			return nil, perr
+		}
+	}
+	return c.finish(ctx, pq, q, o, merged)
+}
+
+// encodePart encodes one rank's part: a status byte (0 ok, 1 failed, 2
+// scanned), flags, the ids, then the names (none unless asked for).
+func encodePart(r *queryResult, err error, names bool) []byte {
+	if err != nil {
+		return []byte{1}
+	}
+	st := byte(0)
+	if r.scanned {
+		st = 2
+	}
+	b := []byte{st}
+	b = protowire.AppendVarint(b, uint64(r.flags))
+	b = protowire.AppendVarint(b, uint64(len(r.ids)))
+	for _, id := range r.ids {
+		b = binary.LittleEndian.AppendUint64(b, id)
+	}
+	if !names || r.names == nil {
+		return protowire.AppendVarint(b, 0)
+	}
+	b = protowire.AppendVarint(b, uint64(len(r.ids)))
+	for _, id := range r.ids {
+		b = protowire.AppendString(b, r.names[id])
+	}
+	return b
+}
+
+// decodeParts merges the parts of every rank; anyScan says some rank
+// scanned. The merged result counts as scanned only if every rank did.
+func decodeParts(parts [][]byte) (m *queryResult, anyScan bool, err error) {
+	m = &queryResult{scanned: true}
+	bad := fmt.Errorf("malformed part: %w", pdc.ErrProtocol)
+	varint := func(p *[]byte) (uint64, bool) {
+		v, n := protowire.ConsumeVarint(*p)
+		if n < 0 {
+			return 0, false
+		}
+		*p = (*p)[n:]
+		return v, true
+	}
+	for _, p := range parts {
+		if len(p) == 0 {
+			return nil, false, bad
+		}
+		switch p[0] {
+		case 1:
+			return nil, false, fmt.Errorf("another rank's query failed: %w", pdc.ErrUnavailable)
+		case 2:
+			anyScan = true
+		default:
+			m.scanned = false
+		}
+		p = p[1:]
+		flags, ok1 := varint(&p)
+		count, ok2 := varint(&p)
+		if !ok1 || !ok2 || count > uint64(len(p))/8 {
+			return nil, false, bad
+		}
+		ids := make([]uint64, count)
+		for i := range ids {
+			ids[i] = binary.LittleEndian.Uint64(p[8*i:])
+		}
+		p = p[8*count:]
+		nn, ok := varint(&p)
+		if !ok || (nn != 0 && nn != count) {
+			return nil, false, bad
+		}
+		var names []string
+		for range nn {
+			s, n := protowire.ConsumeBytes(p)
+			if n < 0 {
+				return nil, false, bad
+			}
+			names = append(names, string(s))
+			p = p[n:]
+		}
+		m.add(ids, names, uint32(flags))
+	}
+	return m, anyScan, nil
+}

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/pdcgo/pdc/client"
+)
+
+func init() {
+	register(command{name: "query", summary: "find objects by tag: KEY, KEY=VALUE, ab*=12*, *cd=*34, *bc*=*23*, n=10..20", run: runQuery})
+}
+
+func runQuery(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "query", "[flags] QUERY")
+	cf := addClientFlags(e, fs)
+	idsOnly := fs.Bool("ids", false, "print only the ids, one a line")
+	index := fs.Bool("index", false, "use only the DART index (fail if it cannot answer)")
+	scan := fs.Bool("scan", false, "scan every metadata server's tags, without the index")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("query: want one query (quote it: pdc query '*bc*=*23*'): %w", errUsage)
+	}
+	if *index && *scan {
+		return fmt.Errorf("query: --index and --scan exclude each other: %w", errUsage)
+	}
+	var opts []client.QueryOption
+	if *index {
+		opts = append(opts, client.IndexOnly())
+	}
+	if *scan {
+		opts = append(opts, client.ScanOnly())
+	}
+	if !*idsOnly {
+		opts = append(opts, client.WithNames())
+	}
+	c, ctx, done, err := cf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ms, err := c.Query(ctx, fs.Arg(0), opts...)
+	if err != nil {
+		return err
+	}
+	if *idsOnly {
+		for _, m := range ms {
+			fmt.Fprintln(e.stdout, m.ID)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%d\t%s\n", m.ID, m.Name)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	noun := "objects"
+	if len(ms) == 1 {
+		noun = "object"
+	}
+	fmt.Fprintf(e.stdout, "%d %s\n", len(ms), noun)
+	return nil
+}

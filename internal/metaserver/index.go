@@ -1,0 +1,358 @@
+package metaserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// The DART index, this server's side of it (docs/design/0007-search-dart.md).
+//
+// Every change of an object tag changes index entries, which live on the
+// servers that own their terms. Those of this server's own partition are
+// written in the tag's own batch. The others go, in the same batch, into
+// this server's outbox ('Q' keys), which delivers them in order to their
+// servers until acknowledged; the change is acknowledged to the client once
+// every server concerned has been tried once (normally: has applied it).
+// A crash between the commit and the delivery loses nothing: the outbox is
+// read back at start and delivered before this server serves clients.
+
+// indexConfigVersion is the format version of the 'D' record: version,
+// then flags.
+const indexConfigVersion = 1
+
+const (
+	indexOn     = 1 << 0
+	indexSuffix = 1 << 1
+)
+
+// keyIndexConfig records how the index in this store was built.
+var keyIndexConfig = []byte{'D'}
+
+// keyOutbox is the outbox record of sequence seq, for object obj: the
+// object id lets a record follow its object to a new owner (migrate.go).
+func keyOutbox(seq, obj uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'Q'}, seq), obj)
+}
+
+// Peers reaches the other metadata servers by their index.
+type Peers interface {
+	// Call sends a request to the metadata server of the given index and
+	// waits for its answer.
+	Call(ctx context.Context, index int, m wire.Method, hdr []byte) error
+}
+
+// indexer turns tag changes into index operations.
+type indexer struct {
+	on, suffix bool
+
+	// mu orders tag changes of this server: reading a tag's old value,
+	// building its operations, taking outbox sequence numbers and
+	// applying the batch happen under it, so that the index sees the
+	// changes in the order the store does.
+	mu sync.Mutex
+	// dict holds keys whose dictionary entries are written or queued;
+	// they are never deleted, so they need writing once per process.
+	dict map[string]struct{} // guarded by mu
+
+	ob outbox
+}
+
+// maxDictCache bounds the keys remembered in indexer.dict.
+const maxDictCache = 1 << 16
+
+// tagChange is one change of an object tag: old and new are nil for none.
+type tagChange struct {
+	id       uint64
+	key      string
+	old, new *wire.TagValue
+}
+
+func sameValue(a, b *wire.TagValue) bool {
+	return a != nil && b != nil && a.Type == b.Type && bytes.Equal(a.Value, b.Value)
+}
+
+// opsOf returns the index operations of one change.
+func (ix *indexer) opsOf(c *tagChange) []tagindex.Op {
+	if sameValue(c.old, c.new) {
+		return nil
+	}
+	var ops []tagindex.Op
+	if c.old != nil {
+		v := tagindex.ValueOf(region.Type(c.old.Type), c.old.Value)
+		ops = append(ops, tagindex.ObjectEntries(c.key, c.old.Type, c.old.Value, v, c.id, ix.suffix, true)...)
+	}
+	if c.new != nil {
+		v := tagindex.ValueOf(region.Type(c.new.Type), c.new.Value)
+		ops = append(ops, tagindex.ObjectEntries(c.key, c.new.Type, c.new.Value, v, c.id, ix.suffix, false)...)
+		if _, ok := ix.dict[c.key]; !ok {
+			if len(ix.dict) >= maxDictCache {
+				clear(ix.dict)
+			}
+			ix.dict[c.key] = struct{}{}
+			ops = append(ops, tagindex.DictEntries(c.key, ix.suffix)...)
+		}
+	}
+	return ops
+}
+
+// indexChanges adds the index operations of changes to b: those this
+// server holds directly, the others as outbox records, which it returns
+// (to be released with outbox.release once b is committed). The caller
+// holds ix.mu; without placement (while starting) every operation goes to
+// the outbox.
+func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) []*obRecord {
+	ix := &s.ix
+	count, self := int(s.count.Load()), int(s.index.Load())
+	var part *tagindex.Partition
+	if count > 0 {
+		part = tagindex.For(count)
+	}
+	var recs []*obRecord
+	for i := range changes {
+		ops := ix.opsOf(&changes[i])
+		if len(ops) == 0 {
+			continue
+		}
+		var remote []wire.IndexOp
+		for _, op := range ops {
+			if part != nil {
+				if o, err := part.EntryOwner(op.Key); err == nil && o == self {
+					applyOp(b, op.Key, op.Value, op.Del)
+					continue
+				}
+			}
+			remote = append(remote, wire.IndexOp{Key: op.Key, Value: op.Value, Del: op.Del})
+		}
+		if len(remote) == 0 {
+			continue
+		}
+		rec := wire.IndexOps{Version: tagindex.EntryVersion, Ops: remote, Object: changes[i].id}
+		r := ix.ob.add(&rec)
+		_ = b.Set(keyOutbox(r.seq, rec.Object), rec.Marshal(nil), nil)
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func applyOp(b *pebble.Batch, key, value []byte, del bool) {
+	if del {
+		_ = b.Delete(key, nil)
+	} else {
+		_ = b.Set(key, value, nil)
+	}
+}
+
+// commitChanges commits b, which holds tag changes, with their index
+// operations, and waits until the change is durable and every other
+// server concerned has been tried once. The caller holds updateMu (read or
+// write) but not ix.mu; build adds the tag writes to b and returns the
+// changes, under ix.mu, so that it reads old values in commit order.
+func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func() ([]tagChange, error)) error {
+	if !s.ix.on {
+		if _, err := build(); err != nil {
+			return err
+		}
+		if b.Empty() {
+			return nil
+		}
+		return s.st.commit(b)
+	}
+	s.ix.mu.Lock()
+	changes, err := build()
+	if err != nil {
+		s.ix.mu.Unlock()
+		return err
+	}
+	recs := s.indexChanges(b, changes)
+	if b.Empty() {
+		s.ix.mu.Unlock()
+		return nil
+	}
+	wait, err := s.st.commitApply(b)
+	if err != nil {
+		s.ix.ob.drop(recs)
+		s.ix.mu.Unlock()
+		return err
+	}
+	s.ix.mu.Unlock()
+	err = wait()
+	// Delivered only once durable here: an index entry must never name a
+	// tag that a crash could still take back.
+	s.ix.ob.release(recs)
+	if err != nil {
+		return err
+	}
+	return s.ix.ob.waitTried(ctx, recs)
+}
+
+// objectTagChanges returns the deletions of every tag of the objects.
+func (s *Service) objectTagChanges(ids []uint64) ([]tagChange, error) {
+	var out []tagChange
+	for _, id := range ids {
+		p := tagPrefix(kindObject, id)
+		err := s.scan(p, func(k, v []byte) error {
+			var tv wire.TagValue
+			if err := tv.Unmarshal(v); err != nil {
+				return fmt.Errorf("tag %q of object %d: stored value: %w", k[len(p):], id, err)
+			}
+			out = append(out, tagChange{id: id, key: string(k[len(p):]), old: &tv})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// openIndex checks how the store's index was built. A store whose index
+// was built otherwise (another suffix-tree mode, or with the index off) or
+// that has none is reindexed: its entries and outbox are dropped and every
+// object tag it holds is queued again. Every server of a cluster is started
+// with the same settings, so every server rebuilds at once and the index
+// ends up complete.
+func (s *Service) openIndex() error {
+	var want byte
+	if s.ix.on {
+		want |= indexOn
+		if s.ix.suffix {
+			want |= indexSuffix
+		}
+	}
+	cfg := []byte{indexConfigVersion, want}
+	got, ok, err := s.st.get(keyIndexConfig)
+	if err != nil {
+		return fmt.Errorf("metadata store %s: read the index settings: %w", s.st.dir, err)
+	}
+	if ok && len(got) == 2 && got[0] != indexConfigVersion {
+		return fmt.Errorf("metadata store %s: index format version %d; this build reads version %d: %w", s.st.dir, got[0], indexConfigVersion, pdc.ErrVersion)
+	}
+	if ok && bytes.Equal(got, cfg) {
+		return nil
+	}
+	tp := tagPrefix(kindObject, 0)[:2]
+	hasTags := false
+	if err := s.scan(tp, func(_, _ []byte) error { hasTags = true; return errStop }); err != nil && err != errStop {
+		return err
+	}
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1}, nil)
+	_ = b.DeleteRange([]byte{'Q'}, []byte{'R'}, nil)
+	_ = b.Set(keyIndexConfig, cfg, nil)
+	if err := s.st.commit(b); err != nil {
+		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.dir, err)
+	}
+	if !s.ix.on || !hasTags {
+		return nil
+	}
+	s.log.Info("rebuilding this server's part of the tag index", "suffix tree", s.ix.suffix, "was", fmt.Sprintf("%x", got))
+	return s.reindexAll()
+}
+
+var errStop = fmt.Errorf("stop")
+
+// reindexAll queues the index entries of every object tag of the store.
+func (s *Service) reindexAll() error {
+	tp := tagPrefix(kindObject, 0)[:2]
+	var changes []tagChange
+	n := 0
+	flush := func() error {
+		if len(changes) == 0 {
+			return nil
+		}
+		b := s.st.db.NewBatch()
+		defer b.Close()
+		s.ix.mu.Lock()
+		recs := s.indexChanges(b, changes)
+		err := s.st.commit(b)
+		s.ix.mu.Unlock()
+		if err != nil {
+			s.ix.ob.drop(recs)
+			return err
+		}
+		s.ix.ob.release(recs)
+		n += len(changes)
+		changes = changes[:0]
+		return nil
+	}
+	err := s.scan(tp, func(k, v []byte) error {
+		if len(k) < 10 {
+			return nil
+		}
+		var tv wire.TagValue
+		if err := tv.Unmarshal(v); err != nil {
+			return err
+		}
+		changes = append(changes, tagChange{id: binary.BigEndian.Uint64(k[2:10]), key: string(k[10:]), new: &tv})
+		if len(changes) >= 4096 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild the tag index: %w", err)
+	}
+	s.log.Info("queued the tag index entries of this server's tags", "tags", n)
+	return nil
+}
+
+// indexApply applies index operations sent by another server (its outbox)
+// or by a client (explicit DART insert and delete).
+func (s *Service) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if s.count.Load() == 0 || !(s.moved.Load() || s.ready.Load()) {
+		return nil, fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
+	}
+	var ops wire.IndexOps
+	if err := decode(req, &ops); err != nil {
+		return nil, err
+	}
+	if ops.Version != tagindex.EntryVersion {
+		return nil, fmt.Errorf("index operations of version %d; this server applies version %d: %w", ops.Version, tagindex.EntryVersion, pdc.ErrVersion)
+	}
+	if err := s.applyIndexOps(ops.Ops); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+// applyIndexOps checks that every operation is a well-formed entry of this
+// server's partition and applies them all in one commit.
+func (s *Service) applyIndexOps(ops []wire.IndexOp) error {
+	count, self := int(s.count.Load()), int(s.index.Load())
+	part := tagindex.For(count)
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	for i, op := range ops {
+		o, err := part.EntryOwner(op.Key)
+		if err != nil {
+			return fmt.Errorf("index operation %d: %w", i, err)
+		}
+		if o != self {
+			return fmt.Errorf("index operation %d: entry %.60q belongs to metadata server %d of %d, not to this one (%d): %w",
+				i, op.Key, o, count, self, pdc.ErrInvalid)
+		}
+		if !op.Del && (len(op.Value) == 0 || op.Value[0] != tagindex.EntryVersion) {
+			return fmt.Errorf("index operation %d: entry of unknown version: %w", i, pdc.ErrVersion)
+		}
+		applyOp(b, op.Key, op.Value, op.Del)
+	}
+	if b.Empty() {
+		return nil
+	}
+	return s.st.commit(b)
+}

@@ -1,0 +1,277 @@
+package metaserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// testCluster is n metadata services in one process whose outboxes reach
+// each other through fakePeers.
+type testCluster struct {
+	t    *testing.T
+	dirs []string
+	svcs []*Service
+
+	mu   sync.Mutex
+	down map[int]bool // guarded by mu: indexes that refuse index updates
+}
+
+func newTestCluster(t *testing.T, n int) *testCluster {
+	c := &testCluster{t: t, down: map[int]bool{}}
+	for range n {
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	c.open()
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *testCluster) open() {
+	c.svcs = make([]*Service, len(c.dirs))
+	for i, d := range c.dirs {
+		s, err := Open(Config{Dir: d, CheckpointDir: c.t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.svcs[i] = s
+	}
+	for i, s := range c.svcs {
+		s.SetPlacement(i, len(c.svcs))
+		s.MovesDone()
+	}
+	for _, s := range c.svcs {
+		if err := s.StartIndex(context.Background(), fakePeers{c}); err != nil {
+			c.t.Fatal(err)
+		}
+		s.SetReady()
+	}
+}
+
+func (c *testCluster) close() {
+	for _, s := range c.svcs {
+		if s != nil {
+			s.Close()
+		}
+	}
+	c.svcs = nil
+}
+
+func (c *testCluster) setDown(i int, down bool) {
+	c.mu.Lock()
+	c.down[i] = down
+	c.mu.Unlock()
+}
+
+type fakePeers struct{ c *testCluster }
+
+func (p fakePeers) Call(ctx context.Context, index int, m wire.Method, hdr []byte) error {
+	p.c.mu.Lock()
+	down := p.c.down[index]
+	p.c.mu.Unlock()
+	if down {
+		return fmt.Errorf("index %d is down: %w", index, pdc.ErrUnavailable)
+	}
+	_, err := p.c.svcs[index].indexApply(ctx, &rpc.Request{Method: m, Header: hdr})
+	return err
+}
+
+func (c *testCluster) owner(name string) *Service {
+	return c.svcs[placement.Owner(placement.Key(name, 0), len(c.svcs))]
+}
+
+func (c *testCluster) create(name string) uint64 {
+	resp, err := c.owner(name).objCreate(context.Background(), createReq(name))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil || res.Items[0].Code != 0 {
+		c.t.Fatalf("create %s: %v %+v", name, err, res.Items)
+	}
+	return res.Items[0].Meta.ID
+}
+
+func (c *testCluster) put(id uint64, key, value string) {
+	b := wire.TagBatch{Puts: []wire.TagPut{{ID: id, Name: key, Type: int32(region.String), Value: []byte(value)}}}
+	svc := c.svcs[placement.OwnerOfID(id, len(c.svcs))]
+	resp, err := svc.tagPut(context.Background(), &rpc.Request{Header: b.Marshal(nil)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var res wire.TagResults
+	if err := res.Unmarshal(resp.Header); err != nil || res.Codes[0] != 0 {
+		c.t.Fatalf("put %s: %v %v", key, err, res.Messages)
+	}
+}
+
+// step asks server i one step of q.
+func (c *testCluster) step(i int, q string, st tagindex.Step, terms ...string) ([]uint64, []string) {
+	tq := wire.TagQuery{Query: q, Step: uint32(st), Terms: terms}
+	resp, err := c.svcs[i].tagQuery(context.Background(), &rpc.Request{Header: tq.Marshal(nil)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var res wire.TagQueryResult
+	if err := res.Unmarshal(resp.Header); err != nil {
+		c.t.Fatal(err)
+	}
+	ids, strs, err := wire.ParseQueryPayload(&res, resp.Payload[0])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ids, strs
+}
+
+// query runs q's index plan (as the client does), or a scan.
+func (c *testCluster) query(q string, scan bool) []uint64 {
+	pq, err := tagindex.Parse(q)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	plan := tagindex.For(len(c.svcs)).Plan(pq, true)
+	var out []uint64
+	if scan || plan.Scan {
+		for i := range c.svcs {
+			ids, _ := c.step(i, q, tagindex.StepScan)
+			out = append(out, ids...)
+		}
+	} else {
+		for _, i := range plan.Servers {
+			ids, keys := c.step(i, q, plan.First, plan.Terms...)
+			out = append(out, ids...)
+			for _, k := range keys {
+				ids, _ := c.step(tagindex.For(len(c.svcs)).Owner(k), q, tagindex.StepByKey, k)
+				out = append(out, ids...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// A server that holds index entries is down when a tag is put: the owner
+// acknowledges the put, keeps the update in its outbox across a restart
+// (with the other server still down), and delivers it once the other server
+// is back; then the index finds the tag.
+func TestOutboxSurvivesRestartUntilDelivered(t *testing.T) {
+	c := newTestCluster(t, 2)
+	// An object and a key whose K entry lives on the other server.
+	var id uint64
+	var key string
+	for i := 0; ; i++ {
+		name := fmt.Sprint("obj", i)
+		key = fmt.Sprint("key", i)
+		o := placement.Owner(placement.Key(name, 0), 2)
+		if tagindex.For(2).Owner(key) != o {
+			id = c.create(name)
+			break
+		}
+	}
+	other := tagindex.For(2).Owner(key)
+	c.setDown(other, true)
+	c.put(id, key, "value")
+	q := key + "=value"
+	if got := c.query(q, true); !slices.Equal(got, []uint64{id}) {
+		t.Fatalf("scan: %v", got)
+	}
+	if got := c.query(q, false); len(got) != 0 {
+		t.Fatalf("the index found %v while its server was down", got)
+	}
+
+	// Restart everything with the server still down: the record stays.
+	c.close()
+	c.open()
+	if got := c.query(q, false); len(got) != 0 {
+		t.Fatalf("the index found %v while its server was down", got)
+	}
+	c.close()
+	c.setDown(other, false)
+	c.open() // start delivers the outbox before serving
+	if got := c.query(q, false); !slices.Equal(got, []uint64{id}) {
+		t.Fatalf("after the server came back the index finds %v, want [%d]", got, id)
+	}
+	// Delivered records are gone once the deliverers have stopped.
+	c.close()
+	for _, d := range c.dirs {
+		st, err := openStore(d, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		it, _ := st.db.NewIter(nil)
+		for ok := it.SeekGE([]byte{'Q'}); ok && it.Key()[0] == 'Q'; ok = it.Next() {
+			n++
+		}
+		it.Close()
+		st.close()
+		if n != 0 {
+			t.Fatalf("%d outbox records left after delivery", n)
+		}
+	}
+}
+
+// Index entries and waiting outbox records move to their new servers when
+// the cluster grows; the index then answers as a scan does.
+func TestIndexMovesWithTheCluster(t *testing.T) {
+	c := newTestCluster(t, 2)
+	ids := map[string]uint64{}
+	for i := range 60 {
+		name := fmt.Sprint("o", i)
+		ids[name] = c.create(name)
+	}
+	c.setDown(1, true) // leave some updates in the outbox
+	for i := range 60 {
+		name := fmt.Sprint("o", i)
+		c.put(ids[name], fmt.Sprintf("k%02d", i%7), fmt.Sprintf("v%03d", i))
+	}
+	c.close()
+	c.setDown(1, false)
+
+	// Grow to three: open the old stores and a new one, and move.
+	c.dirs = append(c.dirs, t.TempDir())
+	svcs := make([]*Service, 3)
+	for i, d := range c.dirs {
+		s, err := Open(Config{Dir: d, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetPlacement(i, 3)
+		svcs[i] = s
+	}
+	c.svcs = svcs
+	ctx := context.Background()
+	for _, s := range svcs {
+		_, err := s.MoveForeign(ctx, func(ctx context.Context, index int, kvs *wire.KVBatch) error {
+			return svcs[index].importKVs(kvs)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range svcs {
+		s.MovesDone()
+	}
+	for _, s := range svcs {
+		if err := s.StartIndex(ctx, fakePeers{c}); err != nil {
+			t.Fatal(err)
+		}
+		s.SetReady()
+	}
+	for _, q := range []string{"k03", "k0*", "*3", "*0*=*1*", "k01=v*", "*=v05*", "*=*7", "k02=v002", "*=*00*"} {
+		scan, idx := c.query(q, true), c.query(q, false)
+		if !slices.Equal(scan, idx) || len(scan) == 0 {
+			t.Fatalf("after growing to 3 servers, %q: scan %v, index %v", q, scan, idx)
+		}
+	}
+}

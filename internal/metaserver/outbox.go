@@ -1,0 +1,380 @@
+package metaserver
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// outbox delivers index operations to the servers that hold their entries,
+// in the order they were committed, until each server acknowledges them.
+// Records are 'Q' keys in the store, written in the batch of the tag change
+// they index; a record is deleted once every server it names has applied
+// its operations. Applying an operation twice is harmless (a set or a
+// delete of one key), so a crash between a server's acknowledgement and the
+// record's deletion only causes a second, identical delivery, in order.
+type outbox struct {
+	s *Service
+
+	mu struct {
+		sync.Mutex
+		next    uint64             // next sequence number
+		pending []*obRecord        // committed or being committed, not yet queued, in sequence order
+		queues  map[int]*destQueue // by destination index
+		count   int                // metadata servers; 0 until start
+		peers   Peers
+	}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // deliverers
+}
+
+// obRecord is one outbox record in memory.
+type obRecord struct {
+	seq, obj uint64
+	ops      []wire.IndexOp
+	// Guarded by outbox.mu:
+	ready, dropped bool
+	unacked        int // destinations that have not acknowledged
+	untried        int // destinations not yet tried
+	tried          chan struct{}
+}
+
+// obItem is the part of a record for one destination.
+type obItem struct {
+	rec   *obRecord
+	ops   []wire.IndexOp
+	size  int
+	tried bool // guarded by outbox.mu
+}
+
+type destQueue struct {
+	items []*obItem     // guarded by outbox.mu, in sequence order
+	wake  chan struct{} // capacity 1
+	// failing: the last delivery failed. Items queued meanwhile count as
+	// tried at once, so that writers do not wait for the next retry.
+	failing bool // guarded by outbox.mu
+}
+
+// maxDelivery bounds the header bytes of one delivery, well under the
+// frame header limit.
+const maxDelivery = 512 << 10
+
+func (ob *outbox) init(s *Service) error {
+	ob.s = s
+	ob.mu.queues = map[int]*destQueue{}
+	ob.ctx, ob.cancel = context.WithCancel(context.Background())
+	// Sequence numbers continue after the records left in the store.
+	var last uint64
+	err := s.scan([]byte{'Q'}, func(k, _ []byte) error {
+		if len(k) == 17 {
+			last = max(last, binary.BigEndian.Uint64(k[1:9]))
+		}
+		return nil
+	})
+	ob.mu.next = last + 1
+	return err
+}
+
+// add takes the next sequence number for a record about to be committed.
+// The caller holds ix.mu, so sequence order is commit order.
+func (ob *outbox) add(ops *wire.IndexOps) *obRecord {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	r := &obRecord{seq: ob.mu.next, obj: ops.Object, ops: ops.Ops, tried: make(chan struct{})}
+	ob.mu.next++
+	ob.mu.pending = append(ob.mu.pending, r)
+	return r
+}
+
+// nextSeq takes a sequence number for a record imported with its object.
+func (ob *outbox) nextSeq() uint64 {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.mu.next++
+	return ob.mu.next - 1
+}
+
+// release makes committed records deliverable.
+func (ob *outbox) release(recs []*obRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	for _, r := range recs {
+		r.ready = true
+	}
+	ob.queueLocked()
+}
+
+// drop forgets records whose commit failed.
+func (ob *outbox) drop(recs []*obRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	for _, r := range recs {
+		r.ready, r.dropped = true, true
+		close(r.tried)
+	}
+	ob.queueLocked()
+}
+
+// queueLocked moves the ready records at the head of pending to the queues
+// of their destinations (none before start: the count is unknown).
+func (ob *outbox) queueLocked() {
+	if ob.mu.count == 0 {
+		return
+	}
+	part := tagindex.For(ob.mu.count)
+	i := 0
+	for ; i < len(ob.mu.pending); i++ {
+		r := ob.mu.pending[i]
+		if !r.ready {
+			break
+		}
+		if r.dropped {
+			continue
+		}
+		byDest := map[int]*obItem{}
+		var order []int
+		for _, op := range r.ops {
+			d, err := part.EntryOwner(op.Key)
+			if err != nil {
+				ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
+				continue
+			}
+			it := byDest[d]
+			if it == nil {
+				it = &obItem{rec: r}
+				byDest[d] = it
+				order = append(order, d)
+			}
+			it.ops = append(it.ops, op)
+			it.size += len(op.Key) + len(op.Value) + 8
+		}
+		r.ops = nil
+		r.unacked, r.untried = len(order), len(order)
+		if len(order) == 0 {
+			close(r.tried)
+			continue
+		}
+		for _, d := range order {
+			q := ob.mu.queues[d]
+			if q == nil {
+				q = &destQueue{wake: make(chan struct{}, 1)}
+				ob.mu.queues[d] = q
+				ob.wg.Add(1)
+				go ob.run(d, q)
+			}
+			q.items = append(q.items, byDest[d])
+			if q.failing {
+				markTriedLocked(byDest[d])
+			}
+			select {
+			case q.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	ob.mu.pending = ob.mu.pending[i:]
+}
+
+// start loads the records in the store and begins delivering. It returns
+// the records loaded, to wait for.
+func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
+	var recs []*obRecord
+	err := ob.s.scan([]byte{'Q'}, func(k, v []byte) error {
+		if len(k) != 17 {
+			return nil
+		}
+		var ops wire.IndexOps
+		if err := ops.Unmarshal(v); err != nil {
+			return fmt.Errorf("outbox record %x: %w", k, err)
+		}
+		if ops.Version != tagindex.EntryVersion {
+			return fmt.Errorf("outbox record %x has version %d; this build reads %d", k, ops.Version, tagindex.EntryVersion)
+		}
+		recs = append(recs, &obRecord{seq: binary.BigEndian.Uint64(k[1:9]), obj: binary.BigEndian.Uint64(k[9:]),
+			ops: ops.Ops, ready: true, tried: make(chan struct{})})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	// Everything queued before start (a rebuild, imports) is committed,
+	// so the store's records replace it.
+	ob.mu.pending = recs
+	ob.mu.count, ob.mu.peers = count, peers
+	ob.queueLocked()
+	return recs, nil
+}
+
+// waitTried returns once every record has been tried at each of its
+// destinations, or ctx ends. Before start there is nothing to wait for:
+// the records are delivered at start.
+func (ob *outbox) waitTried(ctx context.Context, recs []*obRecord) error {
+	ob.mu.Lock()
+	started := ob.mu.count > 0
+	ob.mu.Unlock()
+	if !started {
+		return nil
+	}
+	for _, r := range recs {
+		select {
+		case <-r.tried:
+		case <-ctx.Done():
+			return fmt.Errorf("tag index update: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (ob *outbox) close() {
+	ob.cancel()
+	ob.wg.Wait()
+}
+
+// take returns the items at the head of q, up to maxDelivery bytes.
+func (ob *outbox) take(q *destQueue) ([]*obItem, []wire.IndexOp) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	var items []*obItem
+	var ops []wire.IndexOp
+	size := 0
+	for _, it := range q.items {
+		if len(items) > 0 && size+it.size > maxDelivery {
+			break
+		}
+		items = append(items, it)
+		ops = append(ops, it.ops...)
+		size += it.size
+	}
+	return items, ops
+}
+
+// markTriedLocked records one try of it.
+func markTriedLocked(it *obItem) {
+	if it.tried {
+		return
+	}
+	it.tried = true
+	it.rec.untried--
+	if it.rec.untried == 0 {
+		close(it.rec.tried)
+	}
+}
+
+// done records that q's first len(items) items were applied, and deletes
+// the records every destination has applied. Writers go on at once; a
+// record whose deletion a crash prevents is delivered again, harmlessly.
+func (ob *outbox) done(q *destQueue, items []*obItem) {
+	ob.mu.Lock()
+	q.items = q.items[len(items):]
+	q.failing = false
+	var gone [][]byte
+	for _, it := range items {
+		markTriedLocked(it)
+		it.rec.unacked--
+		if it.rec.unacked == 0 {
+			gone = append(gone, keyOutbox(it.rec.seq, it.rec.obj))
+		}
+	}
+	ob.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	b := ob.s.st.db.NewBatch()
+	defer b.Close()
+	for _, k := range gone {
+		_ = b.Delete(k, nil)
+	}
+	if err := ob.s.st.commit(b); err != nil {
+		ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
+	}
+}
+
+func (ob *outbox) failed(q *destQueue) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	q.failing = true
+	for _, it := range q.items {
+		markTriedLocked(it)
+	}
+}
+
+// deliveryTimeout bounds one delivery.
+const deliveryTimeout = 30 * time.Second
+
+func (ob *outbox) send(d int, ops []wire.IndexOp) error {
+	if d == int(ob.s.index.Load()) {
+		return ob.s.applyIndexOps(ops)
+	}
+	ob.mu.Lock()
+	peers := ob.mu.peers
+	ob.mu.Unlock()
+	if peers == nil {
+		return fmt.Errorf("no route to metadata server %d", d)
+	}
+	ctx, cancel := context.WithTimeout(ob.ctx, deliveryTimeout)
+	defer cancel()
+	m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: ops}
+	return peers.Call(ctx, d, wire.MethodIndexApply, m.Marshal(nil))
+}
+
+// run delivers q's items to destination d, in order, retrying with a
+// growing pause while d fails, until the outbox closes.
+func (ob *outbox) run(d int, q *destQueue) {
+	defer ob.wg.Done()
+	var pause time.Duration
+	failing := false
+	for {
+		select {
+		case <-q.wake:
+		case <-ob.ctx.Done():
+			return
+		}
+		for ob.ctx.Err() == nil {
+			items, ops := ob.take(q)
+			if len(items) == 0 {
+				break
+			}
+			err := ob.send(d, ops)
+			if err == nil {
+				if failing {
+					ob.s.log.Info("tag index updates reach metadata server again", "server", d)
+					failing = false
+				}
+				pause = 0
+				ob.done(q, items)
+				continue
+			}
+			if ob.ctx.Err() != nil {
+				return
+			}
+			if !failing {
+				ob.s.log.Warn("tag index updates for metadata server wait in the outbox; retrying", "server", d, "err", err)
+				failing = true
+			}
+			ob.failed(q)
+			pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ob.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}

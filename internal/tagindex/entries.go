@@ -1,0 +1,362 @@
+package tagindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Index entry layout. Every entry key starts with 'X' and a tree byte; the
+// first component after it is the entry's term, which decides the server
+// that holds it (Partition.Owner), but for tree L, which lives on server 0.
+// Strings are escaped so that they sort as the strings do and end with a
+// terminator (appendEsc).
+//
+//	X K key  'n' f64(8) type(1) raw id(8)   numeric tag value (sorted by value)
+//	X K key  's' text id(8)                  text tag value
+//	X V text key id(8)                       text values, for exact and prefix
+//	X U reversed-text key id(8)              suffix queries on values
+//	X W suffix key id(8)                     every suffix of a text of up to
+//	                                         MaxSuffixText bytes (suffix-tree mode)
+//	X L key id(8)  -> version, text          longer texts, for infix queries
+//	X S suffix key                           key dictionary: every suffix of
+//	                                         a key (the key alone without
+//	                                         suffix-tree mode)
+//	X R reversed-key                         suffix queries on keys
+//
+// Entry values are EntryVersion (one byte), followed by the text for L.
+// K, V, U, W and L entries belong to one object's tag and are deleted with
+// it. S and R name keys, not objects: they are never deleted (a key no
+// object holds any more is found in the dictionary and then matches
+// nothing at its K server), so they are bounded by the key vocabulary.
+const (
+	Prefix0 = 'X'
+
+	TreeKey     = 'K'
+	TreeValue   = 'V'
+	TreeRevVal  = 'U'
+	TreeSufVal  = 'W'
+	TreeLongVal = 'L'
+	TreeSufKey  = 'S'
+	TreeRevKey  = 'R'
+
+	classNum  = 'n'
+	classText = 's'
+
+	// EntryVersion is the format version of index entries, their first
+	// value byte and the Version of every batch of index operations.
+	EntryVersion = 1
+
+	// MaxSuffixText is the longest text whose every suffix is indexed;
+	// longer texts go to tree L, which infix queries scan on server 0.
+	MaxSuffixText = 256
+)
+
+// Op is one change to the index: set Key to Value, or delete Key.
+type Op struct {
+	Key   []byte
+	Value []byte
+	Del   bool
+}
+
+// appendEsc appends s escaped (0x00 -> 0x00 0xff) and terminated (0x00 0x01),
+// which keeps the order of strings and makes every escaped string a prefix
+// only of the escapings of its extensions.
+func appendEsc(b []byte, s string) []byte {
+	b = appendEscPrefix(b, s)
+	return append(b, 0, 1)
+}
+
+// appendEscPrefix appends s escaped without the terminator: the key prefix
+// of every string that begins with s.
+func appendEscPrefix(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return b
+}
+
+var errEntry = errors.New("malformed index entry")
+
+// readEsc reads an escaped, terminated string.
+func readEsc(b []byte) (string, []byte, error) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0 {
+			out = append(out, b[i])
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", nil, errEntry
+		}
+		switch b[i+1] {
+		case 1:
+			return string(out), b[i+2:], nil
+		case 0xff:
+			out = append(out, 0)
+			i++
+		default:
+			return "", nil, errEntry
+		}
+	}
+	return "", nil, errEntry
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
+}
+
+// sortableFloat encodes f so that byte order is numeric order (NaN last,
+// -0 as +0).
+func sortableFloat(f float64) uint64 {
+	if f == 0 {
+		f = 0
+	}
+	bits := math.Float64bits(f)
+	if bits&(1<<63) != 0 {
+		return ^bits
+	}
+	return bits | 1<<63
+}
+
+func treeKey(tree byte) []byte { return []byte{Prefix0, tree} }
+
+// KeyPrefix is the prefix of K entries of key.
+func KeyPrefix(key string) []byte { return appendEsc(treeKey(TreeKey), key) }
+
+// NumBound is the K-entry key prefix of numbers of key at n: every K entry
+// of a number equal to n (as a float64) starts with it.
+func NumBound(key string, n *Number) []byte {
+	b := append(KeyPrefix(key), classNum)
+	return binary.BigEndian.AppendUint64(b, sortableFloat(n.Float64()))
+}
+
+// NumPrefix is the prefix of the numeric K entries of key.
+func NumPrefix(key string) []byte { return append(KeyPrefix(key), classNum) }
+
+// TextPrefix is the prefix of the text K entries of key with text
+// beginning with lit; with exact, of text equal to lit.
+func TextPrefix(key, lit string, exact bool) []byte {
+	b := append(KeyPrefix(key), classText)
+	if exact {
+		return appendEsc(b, lit)
+	}
+	return appendEscPrefix(b, lit)
+}
+
+// TreePrefix is the prefix of entries of tree whose term begins with lit,
+// or, with exact, whose term is lit.
+func TreePrefix(tree byte, lit string, exact bool) []byte {
+	if exact {
+		return appendEsc(treeKey(tree), lit)
+	}
+	return appendEscPrefix(treeKey(tree), lit)
+}
+
+func version() []byte { return []byte{EntryVersion} }
+
+// numEntry is the K entry of a numeric value; raw is the stored bytes.
+func numEntry(key string, n *Number, typ int32, raw []byte, id uint64) []byte {
+	b := NumBound(key, n)
+	b = append(b, byte(typ))
+	b = append(b, raw...)
+	return binary.BigEndian.AppendUint64(b, id)
+}
+
+// ObjectEntries returns the entries of one object's tag: set, or with del
+// the deletions of exactly those keys.
+func ObjectEntries(key string, typ int32, raw []byte, v Value, id uint64, suffixMode, del bool) []Op {
+	var ops []Op
+	add := func(k, val []byte) {
+		if del {
+			ops = append(ops, Op{Key: k, Del: true})
+		} else {
+			ops = append(ops, Op{Key: k, Value: val})
+		}
+	}
+	idb := binary.BigEndian.AppendUint64(nil, id)
+	if v.Num != nil {
+		add(numEntry(key, v.Num, typ, raw, id), version())
+		return ops
+	}
+	add(append(TextPrefix(key, v.Text, true), idb...), version())
+	tail := append(appendEsc(nil, key), idb...)
+	add(append(TreePrefix(TreeValue, v.Text, true), tail...), version())
+	add(append(TreePrefix(TreeRevVal, reverse(v.Text), true), tail...), version())
+	if !suffixMode {
+		return ops
+	}
+	if len(v.Text) > MaxSuffixText {
+		add(append(appendEsc(treeKey(TreeLongVal), key), idb...), append(version(), v.Text...))
+		return ops
+	}
+	for i := range len(v.Text) {
+		add(append(TreePrefix(TreeSufVal, v.Text[i:], true), tail...), version())
+	}
+	return ops
+}
+
+// DictEntries returns the key-dictionary entries of key. They are only ever
+// set (see the layout).
+func DictEntries(key string, suffixMode bool) []Op {
+	ops := []Op{{Key: TreePrefix(TreeRevKey, reverse(key), true), Value: version()}}
+	n := 1
+	if suffixMode {
+		n = len(key)
+	}
+	for i := range n {
+		ops = append(ops, Op{Key: append(TreePrefix(TreeSufKey, key[i:], true), appendEsc(nil, key)...), Value: version()})
+	}
+	return ops
+}
+
+// Term returns the term of an index entry key, which decides its server;
+// long is true for tree L, which lives on server 0.
+func Term(k []byte) (term string, long bool, err error) {
+	if len(k) < 2 || k[0] != Prefix0 {
+		return "", false, fmt.Errorf("%w: %q", errEntry, k)
+	}
+	switch k[1] {
+	case TreeKey, TreeValue, TreeRevVal, TreeSufVal, TreeSufKey, TreeRevKey:
+	case TreeLongVal:
+		return "", true, nil
+	default:
+		return "", false, fmt.Errorf("%w: unknown tree %q", errEntry, k[1])
+	}
+	t, _, err := readEsc(k[2:])
+	return t, false, err
+}
+
+// EntryOwner returns the index, among p's servers, of the server that holds
+// the index entry k.
+func (p *Partition) EntryOwner(k []byte) (int, error) {
+	term, long, err := Term(k)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", err, pdc.ErrInvalid)
+	}
+	if long {
+		return 0, nil
+	}
+	return p.Owner(term), nil
+}
+
+// Entry is a decoded per-object index entry (trees K, V, U, W, L).
+type Entry struct {
+	Key  string
+	ID   uint64
+	Val  Value  // K entries: the value; L entries: the text
+	Term string // V, U, W: the term (text, reversed text, suffix)
+}
+
+// DecodeEntry decodes a K, V, U, W or L entry; val is the stored value
+// (only L entries use it).
+func DecodeEntry(k, val []byte) (Entry, error) {
+	if len(k) < 2+8 || k[0] != Prefix0 {
+		return Entry{}, errEntry
+	}
+	tree := k[1]
+	rest := k[2:]
+	idOf := func(b []byte) (uint64, error) {
+		if len(b) != 8 {
+			return 0, errEntry
+		}
+		return binary.BigEndian.Uint64(b), nil
+	}
+	var e Entry
+	var err error
+	switch tree {
+	case TreeKey:
+		if e.Key, rest, err = readEsc(rest); err != nil || len(rest) < 1 {
+			return Entry{}, errEntry
+		}
+		class := rest[0]
+		rest = rest[1:]
+		switch class {
+		case classNum:
+			if len(rest) < 8+1+8 {
+				return Entry{}, errEntry
+			}
+			typ := int32(int8(rest[8]))
+			raw := rest[9 : len(rest)-8]
+			e.Val = ValueOf(region.Type(typ), raw)
+			if e.Val.Num == nil {
+				return Entry{}, errEntry
+			}
+			e.ID, err = idOf(rest[len(rest)-8:])
+		case classText:
+			var text string
+			if text, rest, err = readEsc(rest); err != nil {
+				return Entry{}, errEntry
+			}
+			e.Val = Value{Text: text}
+			e.ID, err = idOf(rest)
+		default:
+			return Entry{}, errEntry
+		}
+	case TreeValue, TreeRevVal, TreeSufVal:
+		if e.Term, rest, err = readEsc(rest); err != nil {
+			return Entry{}, errEntry
+		}
+		if e.Key, rest, err = readEsc(rest); err != nil {
+			return Entry{}, errEntry
+		}
+		e.ID, err = idOf(rest)
+	case TreeLongVal:
+		if e.Key, rest, err = readEsc(rest); err != nil {
+			return Entry{}, errEntry
+		}
+		e.ID, err = idOf(rest)
+		if len(val) < 1 {
+			return Entry{}, errEntry
+		}
+		e.Val = Value{Text: string(val[1:])}
+	default:
+		return Entry{}, errEntry
+	}
+	if err != nil {
+		return Entry{}, errEntry
+	}
+	return e, nil
+}
+
+// DecodeDict decodes an S entry (suffix, key) or an R entry (reversed key,
+// "") .
+func DecodeDict(k []byte) (term, key string, err error) {
+	if len(k) < 2 || k[0] != Prefix0 {
+		return "", "", errEntry
+	}
+	switch k[1] {
+	case TreeSufKey:
+		term, rest, err := readEsc(k[2:])
+		if err != nil {
+			return "", "", err
+		}
+		key, rest, err = readEsc(rest)
+		if err != nil || len(rest) != 0 {
+			return "", "", errEntry
+		}
+		return term, key, nil
+	case TreeRevKey:
+		term, rest, err := readEsc(k[2:])
+		if err != nil || len(rest) != 0 {
+			return "", "", errEntry
+		}
+		return term, reverse(term), nil
+	}
+	return "", "", errEntry
+}
+
+// Reverse returns s with its bytes in reverse order.
+func Reverse(s string) string { return reverse(s) }
