@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"net"
 	"context"
 	"fmt"
 	"time"
@@ -15,6 +16,9 @@ type IOConfig struct {
 	TmpDir string
 	// RawTCP is a SourceServer's address, for the ceiling.
 	RawTCP string
+	// RawUnix, if set, is the SourceServer's Unix socket: the ceiling of a
+	// cluster on Unix sockets.
+	RawUnix string
 	// Label tells clusters apart (e.g. "2 servers").
 	Label string
 	// ObjectSize is the bytes of the object moved per case. Default 1 GiB.
@@ -78,9 +82,17 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 		return nil, err
 	}
 	defer c.Close()
-	raw, err := dialRaw(ctx, cfg.RawTCP)
+	ceiling := "raw tcp"
+	var raw net.Conn
+	if cfg.RawUnix != "" {
+		ceiling = "raw unix socket"
+		var d net.Dialer
+		raw, err = d.DialContext(ctx, "unix", cfg.RawUnix)
+	} else {
+		raw, err = dialRaw(ctx, cfg.RawTCP)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("raw tcp: %w", err)
+		return nil, fmt.Errorf("%s: %w", ceiling, err)
 	}
 	defer raw.Close()
 	run := time.Now().UnixNano()
@@ -147,7 +159,7 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 					what string
 					ts   []time.Duration
 				}{{"write", wT}, {"read", rT}} {
-					r := rate(bench, c.what+" "+sizeName(size)+", "+name, gbps(size, c.ts), "GB/s", "raw tcp", gbps(size, rawT))
+					r := rate(bench, c.what+" "+sizeName(size)+", "+name, gbps(size, c.ts), "GB/s", ceiling, gbps(size, rawT))
 					if rs >= 1<<20 {
 						r.Target = "ratio >= 0.85"
 					}

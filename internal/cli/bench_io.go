@@ -26,6 +26,7 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds per case (the median is reported)")
 	small := fs.Int("small", 65536, "regions of 4 KiB in the start_all case (0: skip)")
 	durability := fs.String("durability", "process", "the servers' durability")
+	unix := fs.Bool("unix", false, "servers on Unix sockets, measured against a raw Unix socket")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -74,12 +75,16 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
+	rawSock := filepath.Join(dir, "raw.sock")
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", rawSock)
 	if err != nil {
 		return fmt.Errorf("bench io: %w", err)
 	}
 	defer stopRaw()
 	cfg.RawTCP = rawTCP
+	if *unix {
+		cfg.RawUnix = rawSock
+	}
 	var all []bench.Result
 	for i, n := range servers {
 		c := cfg
@@ -90,7 +95,10 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		if i > 0 {
 			c.Small = -1 // once is enough
 		}
-		rs, err := benchIOCluster(ctx, e, filepath.Join(dir, strconv.Itoa(n)), n, *durability, c)
+		if *unix {
+			c.Label += ", unix sockets"
+		}
+		rs, err := benchIOCluster(ctx, e, filepath.Join(dir, strconv.Itoa(n)), n, *durability, *unix, c)
 		if err != nil {
 			return fmt.Errorf("bench io (%s): %w", c.Label, err)
 		}
@@ -102,9 +110,9 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	return bench.WriteTable(e.stdout, all)
 }
 
-func benchIOCluster(ctx context.Context, e *env, dir string, n int, durability string, cfg bench.IOConfig) ([]bench.Result, error) {
+func benchIOCluster(ctx context.Context, e *env, dir string, n int, durability string, unix bool, cfg bench.IOConfig) ([]bench.Result, error) {
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
-	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability}
+	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability, unix: unix}
 	if _, err := up(ctx, e.stderr, o); err != nil {
 		return nil, err
 	}
