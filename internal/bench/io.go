@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"net"
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
