@@ -321,6 +321,7 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 	for _, m := range ms {
 		s.opens.forget(m.ID)
 		delete(s.regions.lastSeq, m.ID)
+		delete(s.regions.maps, m.ID)
 	}
 	s.regionMu.Unlock()
 	return nil

@@ -23,11 +23,84 @@ func keyRegion(obj, seq uint64) []byte { return binary.BigEndian.AppendUint64(re
 // keyLoad holds the bytes this metadata server has placed on a data server.
 func keyLoad(rank uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'L'}, rank) }
 
-// regionState is the in-memory view of the region map's counters, loaded
-// lazily from the store. Guarded by Service.regionMu.
+// regionState is the in-memory view of the region map, loaded lazily from
+// the store. Guarded by Service.regionMu.
 type regionState struct {
 	lastSeq map[uint64]uint64 // per object
 	loads   map[uint32]uint64 // per data server rank
+	maps    map[uint64]*regionMap
+}
+
+// regionMap is one object's live region records, sorted by their first
+// dim's offset, so that a query looks only at records that can reach its
+// box: those starting within the longest record's extent before it.
+type regionMap struct {
+	recs    []regionRec
+	maxLen0 uint64 // the largest first-dim size of any record
+}
+
+type regionRec struct {
+	box    region.Box
+	seq    uint64
+	server uint32
+}
+
+// window calls fn for each record that may intersect box.
+func (m *regionMap) window(box region.Box, fn func(i int)) {
+	lo := uint64(0)
+	if box.Off[0] >= m.maxLen0 {
+		lo = box.Off[0] - m.maxLen0 + 1
+	}
+	hi := box.Off[0] + box.Size[0]
+	i, _ := slices.BinarySearchFunc(m.recs, lo, func(r regionRec, t uint64) int { return cmpU64(r.box.Off[0], t) })
+	for ; i < len(m.recs) && m.recs[i].box.Off[0] < hi; i++ {
+		fn(i)
+	}
+}
+
+func (m *regionMap) insert(r regionRec) {
+	i, _ := slices.BinarySearchFunc(m.recs, r.box.Off[0], func(x regionRec, t uint64) int { return cmpU64(x.box.Off[0], t) })
+	// After any record starting at the same offset: seq order within.
+	for i < len(m.recs) && m.recs[i].box.Off[0] == r.box.Off[0] {
+		i++
+	}
+	m.recs = slices.Insert(m.recs, i, r)
+	m.maxLen0 = max(m.maxLen0, r.box.Size[0])
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// regionMapLocked returns obj's region map, loading it from the store the
+// first time.
+func (s *Service) regionMapLocked(obj uint64) (*regionMap, error) {
+	if m := s.regions.maps[obj]; m != nil {
+		return m, nil
+	}
+	m := &regionMap{}
+	err := s.scan(regionPrefix(obj), func(k, v []byte) error {
+		var p wire.RegionPiece
+		if err := p.Unmarshal(v); err != nil {
+			return fmt.Errorf("object %d: stored region: %w", obj, err)
+		}
+		m.insert(regionRec{box: region.Box{Off: p.Off, Size: p.Size}, seq: binary.BigEndian.Uint64(k[len(k)-8:]), server: p.Server})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.regions.maps == nil {
+		s.regions.maps = map[uint64]*regionMap{}
+	}
+	s.regions.maps[obj] = m
+	return m, nil
 }
 
 func (s *Service) lastSeqLocked(obj uint64) (uint64, error) {
@@ -118,6 +191,12 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	defer b.Close()
 	loads := map[uint32]uint64{}
 	seqs := map[uint64]uint64{}
+	type added struct {
+		obj uint64
+		rec regionRec
+	}
+	var adds []added
+	shadowed := map[uint64]map[uint64]bool{} // per object, seqs a newer record covers
 	for i, it := range in.Items {
 		best, bestLoad := uint32(0), uint64(0)
 		for j, c := range it.Candidates {
@@ -146,6 +225,24 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		p := wire.RegionPiece{Off: it.Off, Size: it.Size, Server: best}
 		out.Items[i] = p
 		_ = b.Set(keyRegion(it.Obj, seq), p.Marshal(nil), nil)
+		// Records the new one covers whole can never be read again: drop
+		// them, so that rewriting the same regions does not grow the map.
+		m, err := s.regionMapLocked(it.Obj)
+		if err != nil {
+			return nil, err
+		}
+		m.window(boxes[i], func(j int) {
+			if r := m.recs[j]; r.box.Ndim() == boxes[i].Ndim() && boxes[i].Contains(r.box) {
+				if shadowed[it.Obj] == nil {
+					shadowed[it.Obj] = map[uint64]bool{}
+				}
+				if !shadowed[it.Obj][r.seq] {
+					shadowed[it.Obj][r.seq] = true
+					_ = b.Delete(keyRegion(it.Obj, r.seq), nil)
+				}
+			}
+		})
+		adds = append(adds, added{it.Obj, regionRec{box: boxes[i].Clone(), seq: seq, server: best}})
 	}
 	for r, l := range loads {
 		_ = b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l), nil)
@@ -158,6 +255,14 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	}
 	for o, seq := range seqs {
 		s.regions.lastSeq[o] = seq
+	}
+	for o, gone := range shadowed {
+		m := s.regions.maps[o]
+		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
+	}
+	for _, a := range adds {
+		m := s.regions.maps[a.obj]
+		m.insert(a.rec)
 	}
 	return rpc.Respond(&out), nil
 }
@@ -176,21 +281,23 @@ func (s *Service) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	}
 	var pieces []regionstore.Piece
 	var servers []uint32
-	err = s.scan(regionPrefix(in.Obj), func(k, v []byte) error {
-		var p wire.RegionPiece
-		if err := p.Unmarshal(v); err != nil {
-			return fmt.Errorf("object %d: stored region: %w", in.Obj, err)
-		}
-		pb := region.Box{Off: p.Off, Size: p.Size}
-		if _, ok := region.Intersect(pb, box); ok {
-			pieces = append(pieces, regionstore.Piece{Box: pb, Seq: binary.BigEndian.Uint64(k[len(k)-8:])})
-			servers = append(servers, p.Server)
-		}
-		return nil
-	})
+	s.regionMu.Lock()
+	m, err := s.regionMapLocked(in.Obj)
 	if err != nil {
+		s.regionMu.Unlock()
 		return nil, err
 	}
+	m.window(box, func(i int) {
+		r := m.recs[i]
+		if r.box.Ndim() != box.Ndim() {
+			return
+		}
+		if _, ok := region.Intersect(r.box, box); ok {
+			pieces = append(pieces, regionstore.Piece{Box: r.box, Seq: r.seq})
+			servers = append(servers, r.server)
+		}
+	})
+	s.regionMu.Unlock()
 	frags, _ := regionstore.Resolve(box, pieces)
 	out := wire.RegionPieces{Items: make([]wire.RegionPiece, len(frags))}
 	for i, f := range frags {
