@@ -357,6 +357,17 @@ func (ct *Container) Delete(ctx context.Context) error {
 	if open > 0 {
 		return fmt.Errorf("%s: %d of its objects are open; close them first: %w", what, open, pdc.ErrInvalid)
 	}
+	// Data first: should it fail, the metadata still names what to retry.
+	objs, err := ct.Objects(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, info := range objs {
+		o := &Object{c: ct.c, info: info}
+		if err := o.deleteData(ctx); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
 	err = ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
 		return ct.c.call(ctx, rank, wire.MethodObjDeleteCont, &wire.IDArg{ID: ct.info.ID}, nil)
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -266,5 +267,60 @@ func TestRegionReadsBeyondServerBudget(t *testing.T) {
 	// A write larger than the whole budget goes alone.
 	if err := o.Write(ctx, whole, want); err != nil {
 		t.Fatalf("write of 4 MiB through a 1 MiB budget: %v", err)
+	}
+}
+
+// Deleting an object, or its container, removes its data files from every
+// data server.
+func TestDeleteRemovesData(t *testing.T) {
+	tmpdir := up(t, 2)
+	datadir := serverDataDir(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	c := connect(t, tmpdir)
+	files := func(id uint64) []string {
+		m, err := filepath.Glob(filepath.Join(datadir, "data-*", fmt.Sprintf("%016x.*", id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ct, _, err := c.CreateContainer(ctx, "doomed", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{64, 8}
+	var ids []uint64
+	for i, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic, Storage: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := region.Shape(dims...)
+		if err := o.Write(ctx, whole, patternOf(dims, whole)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(files(o.ID())) < 2 {
+			t.Fatalf("object %d has data files %v; want some on both servers", o.ID(), files(o.ID()))
+		}
+		ids = append(ids, o.ID())
+	}
+	o, err := c.OpenObject(ctx, "o0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := files(ids[0]); len(f) != 0 {
+		t.Fatalf("deleted object left %v", f)
+	}
+	if err := ct.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := files(ids[1]); len(f) != 0 {
+		t.Fatalf("deleted container left its object's data %v", f)
 	}
 }
