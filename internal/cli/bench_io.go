@@ -62,13 +62,9 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		}
 		cfg.Storages = append(cfg.Storages, st)
 	}
-	var servers []int
-	for _, s := range strings.Split(*serversFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("bench io: --servers: %q is not a server count: %w", s, pdc.ErrInvalid)
-		}
-		servers = append(servers, n)
+	servers, err := parseCounts(*serversFlag)
+	if err != nil {
+		return fmt.Errorf("bench io: --servers: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "pdc-bench-io-")
 	if err != nil {
@@ -140,4 +136,17 @@ func parseStorage(s string) (client.Storage, error) {
 		return client.StorageByRegion, nil
 	}
 	return 0, fmt.Errorf("unknown storage mode %q (want offset or region): %w", s, pdc.ErrInvalid)
+}
+
+// parseCounts reads a comma-separated list of positive counts ("1,2,4").
+func parseCounts(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive count: %w", s, pdc.ErrInvalid)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -7,10 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/bench"
 )
@@ -37,13 +35,9 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench vpic: --partition: %w", err)
 	}
-	var procs []int
-	for _, s := range strings.Split(*procsFlag, ",") {
-		p, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || p < 1 {
-			return fmt.Errorf("bench vpic: --procs: %q is not a process count: %w", s, pdc.ErrInvalid)
-		}
-		procs = append(procs, p)
+	procs, err := parseCounts(*procsFlag)
+	if err != nil {
+		return fmt.Errorf("bench vpic: --procs: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "pdc-bench-vpic-")
 	if err != nil {
