@@ -67,6 +67,9 @@ type Server struct {
 	Host     string
 	Instance string
 	Start    time.Time
+	// StageDir is the producer dir the server serves staged files from
+	// ("" if it serves none).
+	StageDir string
 }
 
 // Label names the server as errors do: "rank 2 (127.0.0.1:4000)".

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -521,7 +522,7 @@ func (c *Client) candidates(p Partition) []uint64 {
 
 // localData returns the data servers on this client's host.
 func (c *Client) localData() []int {
-	host, _ := os.Hostname()
+	host := cluster.HostName()
 	var out []int
 	for _, r := range c.dataServers() {
 		s, _, err := c.server(r)

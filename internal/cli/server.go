@@ -40,6 +40,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
 	index := fs.Bool("index", true, "keep the DART tag index (false: every tag query scans every metadata server)")
 	suffixTree := fs.Bool("dart-suffix-tree", true, "index every suffix of tag keys and values, so infix queries use the index (DART's suffix-tree mode)")
+	host := fs.String("host", "", "the host name this server reports; clients on the same host find it by this name (default $"+cluster.HostEnv+", else the kernel's host name)")
+	stageDir := fs.String("stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir whose produced files this server serves to consumers ($PDC_STAGE_PRODUCER_DIR; empty: none)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
 		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
-		NoIndex: !*index, NoSuffixTree: !*suffixTree,
+		NoIndex: !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
 		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}

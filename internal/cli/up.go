@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -34,6 +36,8 @@ type upOptions struct {
 	dataBudget      string
 	noIndex         bool
 	noSuffixTree    bool
+	hosts           []string // per rank, cycled; empty: each server's own
+	stageDir        string   // {rank} and {host} replaced per server
 }
 
 func runUp(ctx context.Context, e *env, args []string) error {
@@ -50,10 +54,20 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.durability, "durability", "process", "metadata durability: process (survives a server crash) or sync (fsynced, survives power loss)")
 	index := fs.Bool("index", true, "keep the DART tag index on the servers (false: tag queries scan)")
 	suffixTree := fs.Bool("dart-suffix-tree", true, "DART's suffix-tree mode: index every suffix of tag keys and values, so infix queries use the index")
+	hosts := fs.String("hosts", "", "comma-separated host names the servers report, one per rank, cycled (stands several nodes on one machine; default each server's $"+cluster.HostEnv+" or host name)")
+	fs.StringVar(&o.stageDir, "stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir each server serves staged files from; {rank} and {host} are replaced per server ($PDC_STAGE_PRODUCER_DIR)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	o.noIndex, o.noSuffixTree = !*index, !*suffixTree
+	if *hosts != "" {
+		o.hosts = strings.Split(*hosts, ",")
+		for _, h := range o.hosts {
+			if h == "" {
+				return fmt.Errorf("up: --hosts %q has an empty name: %w", *hosts, errUsage)
+			}
+		}
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
@@ -107,7 +121,8 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	}
 	procs, err := cluster.StartLocal(ctx, cluster.LocalConfig{
 		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
-		Args: serverArgs(o),
+		Args:     serverArgs(o),
+		RankArgs: func(rank int) []string { return rankArgs(o, rank) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
@@ -141,6 +156,25 @@ func serverArgs(o upOptions) []string {
 	}
 	if o.noSuffixTree {
 		args = append(args, "--dart-suffix-tree=false")
+	}
+	return args
+}
+
+// rankArgs are the flags up passes to one server.
+func rankArgs(o upOptions, rank int) []string {
+	var args []string
+	host := cluster.HostName()
+	if len(o.hosts) > 0 {
+		host = o.hosts[rank%len(o.hosts)]
+		args = append(args, "--host", host)
+	}
+	if o.stageDir != "" {
+		dir := strings.ReplaceAll(o.stageDir, "{rank}", strconv.Itoa(rank))
+		dir = strings.ReplaceAll(dir, "{host}", host)
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		args = append(args, "--stage-producer-dir", dir)
 	}
 	return args
 }

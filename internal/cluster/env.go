@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/pdcgo/pdc"
@@ -51,4 +52,19 @@ func FromEnv(getenv func(string) string) (l Launch, ok bool, err error) {
 		return l, true, nil
 	}
 	return Launch{}, false, nil
+}
+
+// HostEnv names the variable that overrides the host name servers and
+// clients report. Placement by host (region-local data, staged files that
+// need no transfer) compares these names, so a test or a container can
+// stand for several nodes on one machine.
+const HostEnv = "PDC_HOST"
+
+// HostName is $PDC_HOST, else the kernel's host name.
+func HostName() string {
+	if h := os.Getenv(HostEnv); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
 }

@@ -77,6 +77,7 @@ type Server struct {
 	Host     string    `json:"host"`
 	Instance string    `json:"instance"`
 	Start    time.Time `json:"start"`
+	StageDir string    `json:"stage_dir,omitempty"`
 }
 
 // Label names the server in messages: "rank 2 (127.0.0.1:4000)".
@@ -86,13 +87,13 @@ func (s Server) Label() string { return fmt.Sprintf("rank %d (%s)", s.Rank, s.Ad
 func (s Server) Info() wire.ServerInfo {
 	r, _ := ParseRoles(s.Roles)
 	return wire.ServerInfo{Rank: uint32(s.Rank), Addr: s.Addr, Roles: r, PID: uint32(s.PID), Host: s.Host,
-		Instance: s.Instance, StartUnix: s.Start.UnixNano()}
+		Instance: s.Instance, StartUnix: s.Start.UnixNano(), StageDir: s.StageDir}
 }
 
 // ServerFromInfo converts a wire ServerInfo.
 func ServerFromInfo(i wire.ServerInfo) Server {
 	return Server{Rank: int(i.Rank), Addr: i.Addr, Roles: RoleString(i.Roles), PID: int(i.PID), Host: i.Host,
-		Instance: i.Instance, Start: time.Unix(0, i.StartUnix)}
+		Instance: i.Instance, Start: time.Unix(0, i.StartUnix), StageDir: i.StageDir}
 }
 
 // List is a complete cluster: Size servers, ranks 0 to Size-1, in order.

@@ -36,6 +36,8 @@ type LocalConfig struct {
 	SecretFile string
 	// Args are added to every server's command line.
 	Args []string
+	// RankArgs, if set, returns more arguments for one rank's server.
+	RankArgs func(rank int) []string
 	// Timeout bounds the wait for the cluster to be complete. Default 60s.
 	Timeout time.Duration
 }
@@ -101,6 +103,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 			args = append(args, "--secret-file", cfg.SecretFile)
 		}
 		args = append(args, cfg.Args...)
+		if cfg.RankArgs != nil {
+			args = append(args, cfg.RankArgs(rank)...)
+		}
 		logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
 		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -1,8 +1,10 @@
 package dtl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -125,4 +127,16 @@ func errAnswer(magic string, err error) []byte {
 	}
 	a := answer{code: wire.CodeOf(err), msgLen: uint32(len(msg))}
 	return append(a.put(nil, magic), msg...)
+}
+
+// showKey quotes a key for messages: the part before its first NUL (keys
+// put a readable name there and binary after it), at most 200 bytes.
+func showKey(k []byte) string {
+	if i := bytes.IndexByte(k, 0); i >= 0 {
+		k = k[:i]
+	}
+	if len(k) > 200 {
+		return strconv.Quote(string(k[:200])) + "..."
+	}
+	return strconv.Quote(string(k))
 }

@@ -144,22 +144,22 @@ func (r *Receiver) Fetch(ctx context.Context, peer string, key []byte, sink Sink
 	ctx, done := r.bind(ctx)
 	defer done()
 	if err := sink.check(); err != nil {
-		return 0, fmt.Errorf("fetch %q from %s: %w", key, peer, err)
+		return 0, fmt.Errorf("fetch %s from %s: %w", showKey(key), peer, err)
 	}
 	o := fetchOpts{mode: r.cfg.Mode}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if !o.mode.valid() {
-		return 0, fmt.Errorf("fetch %q from %s: %w: %d", key, peer, ErrBadMode, o.mode)
+		return 0, fmt.Errorf("fetch %s from %s: %w: %d", showKey(key), peer, ErrBadMode, o.mode)
 	}
 	mode := o.mode.resolve(peer)
 	if mode == ModeShm && !SameHost(peer) {
-		return 0, fmt.Errorf("fetch %q from %s: shm needs the sender on this host: %w", key, peer, ErrBadMode)
+		return 0, fmt.Errorf("fetch %s from %s: shm needs the sender on this host: %w", showKey(key), peer, ErrBadMode)
 	}
 	n, err := r.fetch(ctx, peer, key, sink, mode, &o)
 	if err != nil {
-		return n, fmt.Errorf("fetch %q from %s by %s: %w", key, peer, mode, classify(ctx, err))
+		return n, fmt.Errorf("fetch %s from %s by %s: %w", showKey(key), peer, mode, classify(ctx, err))
 	}
 	return n, nil
 }
@@ -380,7 +380,7 @@ func (r *Receiver) FetchView(ctx context.Context, peer string, key []byte, opts 
 	if o.mode.resolve(peer) == ModeShm && SameHost(peer) {
 		v, err := r.fetchShmView(ctx, peer, key, &o)
 		if err != nil {
-			return nil, fmt.Errorf("fetch %q from %s by shm: %w", key, peer, classify(ctx, err))
+			return nil, fmt.Errorf("fetch %s from %s by shm: %w", showKey(key), peer, classify(ctx, err))
 		}
 		return v, nil
 	}

@@ -414,14 +414,14 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 		pullTok = new(token)
 		copy(pullTok[:], fr.PullToken)
 		if err := s.put(&exposed{tok: *pullTok, pending: true}); err != nil {
-			return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+			return nil, fmt.Errorf("fetch %s: %w", showKey(fr.Key), err)
 		}
 		defer func() {
 			if p := recover(); p != nil {
 				// A bug in a resolver: answer with an internal error, and
 				// tell the waiting pull too, or it waits for ever.
 				s.log.Error("dtl: fetch handler panicked", "key", string(fr.Key), "panic", p, "stack", string(debug.Stack()))
-				resp, err = nil, fmt.Errorf("fetch %q: server bug (panic: %v): %w", fr.Key, p, pdc.ErrInternal)
+				resp, err = nil, fmt.Errorf("fetch %s: server bug (panic: %v): %w", showKey(fr.Key), p, pdc.ErrInternal)
 			}
 			if err != nil {
 				_ = s.put(&exposed{tok: *pullTok, err: err})
@@ -432,24 +432,24 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 	}
 	mode := Mode(min(fr.Mode, 255))
 	if fr.Mode > 255 || !mode.valid() || mode == ModeAuto {
-		return nil, fmt.Errorf("fetch %q: transport %s: %w (the receiver picks one of stream, pull, push, shm)", fr.Key, mode, ErrBadMode)
+		return nil, fmt.Errorf("fetch %s: transport %s: %w (the receiver picks one of stream, pull, push, shm)", showKey(fr.Key), mode, ErrBadMode)
 	}
 	if mode == ModeShm && !SameHost(req.Remote) && req.Remote != "" && req.Remote != "@" {
-		return nil, fmt.Errorf("fetch %q: shm from %s, which is not on this host: %w", fr.Key, req.Remote, ErrBadMode)
+		return nil, fmt.Errorf("fetch %s: shm from %s, which is not on this host: %w", showKey(fr.Key), req.Remote, ErrBadMode)
 	}
 	src, err := s.cfg.Resolve(ctx, fr.Key)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+		return nil, fmt.Errorf("fetch %s: %w", showKey(fr.Key), err)
 	}
 	sec, err := src.section(fr.Off, fr.Len)
 	if err != nil {
 		src.release()
-		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+		return nil, fmt.Errorf("fetch %s: %w", showKey(fr.Key), err)
 	}
 	size := uint64(sec.Size())
 	if fr.Cap != 0 && size > fr.Cap {
 		src.release()
-		return nil, fmt.Errorf("fetch %q: the payload has %d bytes and the receiver takes at most %d: %w", fr.Key, size, fr.Cap, ErrBadBuffer)
+		return nil, fmt.Errorf("fetch %s: the payload has %d bytes and the receiver takes at most %d: %w", showKey(fr.Key), size, fr.Cap, ErrBadBuffer)
 	}
 	reply := wire.FetchReply{Size: size, Mode: uint32(mode)}
 
@@ -461,13 +461,13 @@ func (s *Sender) handleFetch(ctx context.Context, req *rpc.Request) (resp *rpc.R
 		defer sec.release()
 		b := make([]byte, size)
 		if err := sec.readAt(b, 0); err != nil {
-			return nil, fmt.Errorf("fetch %q: reading %s: %w", fr.Key, sec.File.Name(), err)
+			return nil, fmt.Errorf("fetch %s: reading %s: %w", showKey(fr.Key), sec.File.Name(), err)
 		}
 		return &rpc.Response{Header: reply.Marshal(nil), Payload: [][]byte{b}}, nil
 	}
 
 	if err := s.transports[mode].Send(ctx, req, &fr, sec, &reply); err != nil {
-		return nil, fmt.Errorf("fetch %q: %w", fr.Key, err)
+		return nil, fmt.Errorf("fetch %s: %w", showKey(fr.Key), err)
 	}
 	return rpc.Respond(&reply), nil
 }

@@ -26,7 +26,7 @@ func keyOwner(k []byte) (uint32, bool) {
 		return 0, false
 	}
 	switch k[0] {
-	case 'C':
+	case 'C', 'F':
 		return placement.Key(string(k[1:]), 0), true
 	case 'c', 'o':
 		if len(k) == 9 {

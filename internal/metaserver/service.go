@@ -66,6 +66,10 @@ type Service struct {
 	// regionMu guards regions and orders region map records.
 	regionMu sync.Mutex
 	regions  regionState
+
+	// stageMu orders the version bumps of staged files' records.
+	stageMu sync.Mutex
+	stage   stageWaits
 }
 
 // Open opens (or creates) the store in cfg.Dir.
@@ -82,6 +86,7 @@ func Open(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{})}
 	s.opens.init()
+	s.stage.init()
 	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
 	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
 	s.ix.dict = map[string]struct{}{}
@@ -130,6 +135,7 @@ func (s *Service) SetReady() { s.ready.Store(true) }
 // Close stops index deliveries, then flushes and closes the store.
 // Undelivered index updates stay in the outbox for the next start.
 func (s *Service) Close() error {
+	s.StopStageWaits()
 	s.ix.ob.close()
 	return s.st.close()
 }
@@ -187,6 +193,9 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodImport, s.importRPC)
 	srv.Handle(wire.MethodRegionAssign, s.regionAssign)
 	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
+	srv.HandleInlineUpTo(wire.MethodStageProduce, s.stageProduce, smallBatch)
+	srv.HandleInline(wire.MethodStageLookup, s.stageLookup)
+	srv.Handle(wire.MethodStageWait, s.stageWait) // blocks until a produce
 }
 
 // owns checks that this server owns placement key k. The thing the key

@@ -9,6 +9,7 @@ import (
 	"github.com/pdcgo/pdc/internal/bufpool"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,9 +18,11 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dataserver"
+	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/staging"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -57,6 +60,13 @@ type Config struct {
 	// in memory: writes not yet stored, reads not yet collected. Default
 	// 1 GiB.
 	DataBudget int64
+	// Host is the host name this server reports, which clients compare
+	// with theirs to find the servers on their node. Default $PDC_HOST,
+	// else the kernel's host name.
+	Host string
+	// StageProducerDir is the producer dir whose produced files this
+	// server serves to consumers on other hosts ("": none).
+	StageProducerDir string
 	// Version is the build version reported by status.
 	Version string
 	// Logger. Default slog.Default().
@@ -203,11 +213,23 @@ func Run(ctx context.Context, cfg Config) error {
 		bufpool.SetRetain(int(retain))
 		defer data.Close()
 	}
+	var files *staging.Files
+	stageDir := ""
+	if cfg.StageProducerDir != "" {
+		files, err = staging.NewFiles(cfg.StageProducerDir)
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
+		stageDir = files.Dir()
+	}
 	ln, err := rpc.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("rank %d: cannot %w", cfg.Rank, err)
 	}
-	host, _ := os.Hostname()
+	host := cfg.Host
+	if host == "" {
+		host = cluster.HostName()
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      log,
@@ -221,7 +243,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
-		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start,
+		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start, StageDir: stageDir,
 	}
 	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
 	onSessionEnd := func(client string) {
@@ -242,6 +264,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if data != nil {
 		data.Register(s.rpc)
 	}
+	sender, err := newSender(cfg, ln, files)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	defer sender.Close()
+	sender.Register(s.rpc)
 	s.rpc.HandleInline(wire.MethodPing, s.ping)
 	s.rpc.HandleInline(wire.MethodStatus, s.status)
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
@@ -298,6 +327,10 @@ func Run(ctx context.Context, cfg Config) error {
 	case err := <-serveErr:
 		serveErr <- err
 		return fmt.Errorf("rank %d: serve: %w", cfg.Rank, err)
+	}
+	if meta != nil {
+		// Consumers waiting for a produce would hold up the shutdown.
+		meta.StopStageWaits()
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -659,4 +692,29 @@ func (s *Server) shutdown(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	s.log.Info("shutdown requested", "client", req.Client, "remote", req.Remote)
 	s.stopOnce.Do(func() { close(s.stop) })
 	return &rpc.Response{}, nil
+}
+
+// newSender makes the server's side of the data transport layer: it serves
+// produced files from the producer dir (when the server has one) to
+// consumers, by every DTL mode. Its bulk connections are accepted on the
+// host the server listens on.
+func newSender(cfg Config, ln net.Listener, files *staging.Files) (*dtl.Sender, error) {
+	bulk := "127.0.0.1:0"
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		bulk = net.JoinHostPort(a.IP.String(), "0")
+	}
+	rank := cfg.Rank
+	return dtl.NewSender(dtl.SenderConfig{
+		BulkAddr: bulk,
+		Logger:   cfg.Logger,
+		Resolve: func(ctx context.Context, key []byte) (dtl.Source, error) {
+			if !staging.IsFetchKey(key) {
+				return dtl.Source{}, fmt.Errorf("rank %d: unknown kind of fetch key: %w", rank, pdc.ErrNotFound)
+			}
+			if files == nil {
+				return dtl.Source{}, fmt.Errorf("rank %d serves no producer dir (start it with --stage-producer-dir or $PDC_STAGE_PRODUCER_DIR): %w", rank, pdc.ErrNotFound)
+			}
+			return files.Resolve(ctx, key)
+		},
+	})
 }

@@ -139,6 +139,7 @@ type ServerInfo struct {
 	Host      string // 5
 	Instance  string // 6
 	StartUnix int64  // 7: start time, Unix nanoseconds
+	StageDir  string // 8: the producer dir it serves staged files from ("" if none)
 }
 
 func (m *ServerInfo) Marshal(b []byte) []byte {
@@ -148,7 +149,8 @@ func (m *ServerInfo) Marshal(b []byte) []byte {
 	b = putUint(b, 4, uint64(m.PID))
 	b = putString(b, 5, m.Host)
 	b = putString(b, 6, m.Instance)
-	return putInt(b, 7, m.StartUnix)
+	b = putInt(b, 7, m.StartUnix)
+	return putString(b, 8, m.StageDir)
 }
 
 func (m *ServerInfo) Unmarshal(b []byte) error {
@@ -170,6 +172,8 @@ func (m *ServerInfo) Unmarshal(b []byte) error {
 			m.Instance = f.string()
 		case 7:
 			m.StartUnix = f.int64()
+		case 8:
+			m.StageDir = f.string()
 		}
 	}
 	return f.err

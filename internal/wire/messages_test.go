@@ -106,12 +106,13 @@ var msgTypes = []msgType{
 	{
 		name:   "ServerInfo",
 		new:    func() wire.Message { return new(wire.ServerInfo) },
-		fields: []field{{1, kUint32}, {2, kString}, {3, kUint32}, {4, kUint32}, {5, kString}, {6, kString}, {7, kInt64}},
+		fields: []field{{1, kUint32}, {2, kString}, {3, kUint32}, {4, kUint32}, {5, kString}, {6, kString}, {7, kInt64}, {8, kString}},
 		vals: []wire.Message{
 			&wire.ServerInfo{},
 			ptr(serverInfo(0, "127.0.0.1:4000")),
 			&wire.ServerInfo{StartUnix: -1},
 			&wire.ServerInfo{StartUnix: math.MaxInt64, Roles: wire.RoleMetadata},
+			&wire.ServerInfo{Host: "node-b", StageDir: "/dev/shm/producer"},
 			ptr(bigServer),
 		},
 	},

@@ -535,6 +535,38 @@ var metaTypes = []msgType{
 			}, wire.IndexOp{Key: bytes.Repeat([]byte("K"), 300), Value: []byte{1, 2}, Del: true}), Object: math.MaxUint64},
 		},
 	},
+	{
+		name:   "StageRecord",
+		new:    func() wire.Message { return new(wire.StageRecord) },
+		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}},
+		vals: []wire.Message{
+			&wire.StageRecord{},
+			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64},
+			&wire.StageRecord{Path: strings.Repeat("é/", 300), Version: math.MaxUint64, Owner: math.MaxUint32, MtimeNS: math.MinInt64},
+		},
+	},
+	{
+		name:   "StageBatch",
+		new:    func() wire.Message { return new(wire.StageBatch) },
+		fields: []field{{1, kMsg}},
+		vals: []wire.Message{
+			&wire.StageBatch{},
+			&wire.StageBatch{Records: []wire.StageRecord{{}}},
+			&wire.StageBatch{Records: hundred(func(i int) wire.StageRecord {
+				return wire.StageRecord{Path: fmt.Sprint("f", i), Version: uint64(i), CRC: uint32(i)}
+			}, wire.StageRecord{Path: strings.Repeat("p", 300), Size: math.MaxUint64})},
+		},
+	},
+	{
+		name:   "StageKey",
+		new:    func() wire.Message { return new(wire.StageKey) },
+		fields: []field{{1, kString}, {2, kUint64}},
+		vals: []wire.Message{
+			&wire.StageKey{},
+			&wire.StageKey{Path: "x"},
+			&wire.StageKey{Path: strings.Repeat("d/", 500), After: math.MaxUint64},
+		},
+	},
 }
 
 func metaNamed(name string) msgType {

@@ -50,6 +50,9 @@ const (
 	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
 	MethodRegionAssign  Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
 	MethodRegionQuery   Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
+	MethodStageProduce  Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
+	MethodStageLookup   Method = 53 // StageKey -> StageRecord, at once (ErrNotFound if never produced)
+	MethodStageWait     Method = 54 // StageKey -> StageRecord, once a version newer than After exists
 
 	// Data transport methods (64-79).
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
@@ -95,6 +98,9 @@ var methodNames = map[Method]string{
 	MethodFetch:         "dtl_fetch",
 	MethodRegionAssign:  "region_assign",
 	MethodRegionQuery:   "region_query",
+	MethodStageProduce:  "stage_produce",
+	MethodStageLookup:   "stage_lookup",
+	MethodStageWait:     "stage_wait",
 	MethodDataStart:     "data_start",
 	MethodDataWait:      "data_wait",
 	MethodDataStatus:    "data_status",

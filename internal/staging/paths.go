@@ -1,0 +1,155 @@
+package staging
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pdcgo/pdc"
+)
+
+// MaxPathLen bounds a staged path, as PATH_MAX does.
+const MaxPathLen = 4096
+
+// metaDir is the consumer dir's own subdirectory: local copies' records and
+// lock files. It cannot be staged.
+const metaDir = ".pdc-stage"
+
+// CheckRel checks a relative path as it travels in records: clean,
+// slash-separated, inside its dir and not in the dir's own metadata.
+func CheckRel(rel string) error {
+	switch {
+	case rel == "" || rel == ".":
+		return fmt.Errorf("empty staged path: %w", pdc.ErrInvalid)
+	case len(rel) > MaxPathLen:
+		return fmt.Errorf("staged path of %d bytes is longer than %d: %w", len(rel), MaxPathLen, pdc.ErrInvalid)
+	case strings.IndexByte(rel, 0) >= 0:
+		return fmt.Errorf("staged path %q contains a NUL byte: %w", rel, pdc.ErrInvalid)
+	case strings.HasPrefix(rel, "/"):
+		return fmt.Errorf("staged path %q is absolute; records hold paths relative to the managed dirs: %w", rel, pdc.ErrInvalid)
+	case filepath.ToSlash(filepath.Clean(rel)) != rel:
+		return fmt.Errorf("staged path %q is not clean (want %q): %w", rel, filepath.ToSlash(filepath.Clean(rel)), pdc.ErrInvalid)
+	case rel == ".." || strings.HasPrefix(rel, "../"):
+		return fmt.Errorf("staged path %q leaves the managed dir: %w", rel, pdc.ErrPermission)
+	case rel == metaDir || strings.HasPrefix(rel, metaDir+"/"):
+		return fmt.Errorf("staged path %q is inside %s, which pdc keeps for itself: %w", rel, metaDir, pdc.ErrPermission)
+	}
+	return nil
+}
+
+// Dir is a managed directory: a producer or consumer dir.
+type Dir struct {
+	// Path is the directory as given, made absolute.
+	Path string
+	// Real is Path with its symlinks resolved: what paths are checked
+	// against.
+	Real string
+	kind string // "producer" or "consumer", for messages
+}
+
+// OpenDir checks that dir exists (creating it when create is set) and
+// resolves it. kind names it in messages ("producer" or "consumer").
+func OpenDir(dir, kind string, create bool) (Dir, error) {
+	if dir == "" {
+		return Dir{}, fmt.Errorf("no %s dir: set PDC_STAGE_%s_DIR or pass one: %w", kind, strings.ToUpper(kind), pdc.ErrInvalid)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, dir, err)
+	}
+	if create {
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Dir{}, fmt.Errorf("%s dir %s does not exist: %w", kind, abs, pdc.ErrNotFound)
+		}
+		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+	}
+	if !st.IsDir() {
+		return Dir{}, fmt.Errorf("%s dir %s is not a directory: %w", kind, abs, pdc.ErrInvalid)
+	}
+	return Dir{Path: abs, Real: real, kind: kind}, nil
+}
+
+// Resolve maps a path given by a user, relative to d or absolute inside
+// it, to its clean relative form and its absolute location under d.Real.
+// It refuses a path that leaves d lexically (..), or through a symlink
+// anywhere along it, including the last element.
+func (d Dir) Resolve(path string) (rel, abs string, err error) {
+	if path == "" {
+		return "", "", fmt.Errorf("empty path: %w", pdc.ErrInvalid)
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return "", "", fmt.Errorf("path %q contains a NUL byte: %w", path, pdc.ErrInvalid)
+	}
+	p := path
+	if filepath.IsAbs(p) {
+		p = filepath.Clean(p)
+		r, ok := within(d.Path, p)
+		if !ok {
+			r, ok = within(d.Real, p)
+		}
+		if !ok {
+			return "", "", fmt.Errorf("path %s is outside the %s dir %s: %w", path, d.kind, d.Path, pdc.ErrPermission)
+		}
+		p = r
+	}
+	rel = filepath.ToSlash(filepath.Clean(p))
+	if err := CheckRel(rel); err != nil {
+		return "", "", fmt.Errorf("%s dir %s: %w", d.kind, d.Path, err)
+	}
+	abs = filepath.Join(d.Real, filepath.FromSlash(rel))
+	if err := d.checkLinks(rel, abs); err != nil {
+		return "", "", err
+	}
+	return rel, abs, nil
+}
+
+// checkLinks resolves the longest existing prefix of abs and checks that
+// it stays inside d.Real: a symlink that points out is refused whether it
+// names a directory along the path or the file itself.
+func (d Dir) checkLinks(rel, abs string) error {
+	p := abs
+	for {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			if _, ok := within(d.Real, real); !ok && real != d.Real {
+				return fmt.Errorf("path %s in the %s dir %s resolves to %s, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("path %s in the %s dir %s: %w", rel, d.kind, d.Path, err)
+		}
+		// A dangling symlink is refused too: what it will point at is
+		// not ours to decide.
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("path %s in the %s dir %s is a dangling symlink: %w", rel, d.kind, d.Path, pdc.ErrPermission)
+		}
+		parent := filepath.Dir(p)
+		if parent == p || parent == d.Real {
+			return nil
+		}
+		p = parent
+	}
+}
+
+// within reports whether p is strictly inside dir, and its relative path.
+func within(dir, p string) (string, bool) {
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	return r, true
+}
