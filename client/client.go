@@ -27,6 +27,11 @@ type options struct {
 	poolSize   int
 	name       string
 	wait       bool
+
+	producerDir, consumerDir string
+	stageDirsSet             bool
+	shared, sharedSet        bool
+	host                     string
 }
 
 // WithTmpDir reads the server list and secret from dir instead of
@@ -94,6 +99,9 @@ type Client struct {
 	dataOnce sync.Once
 	data     []int // ranks of the data servers
 
+	stage stageConfig
+	recv  stageRecv
+
 	closeOnce sync.Once
 }
 
@@ -142,7 +150,11 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 		_, _ = rand.Read(r[:])
 		o.name = fmt.Sprintf("%d@%s/%x", os.Getpid(), host, r)
 	}
-	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize}
+	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize,
+		stage: o.stage()}
+	if c.stage.host == "" {
+		c.stage.host = cluster.HostName()
+	}
 	for _, s := range list.Servers {
 		c.servers = append(c.servers, Server(s))
 		c.pools = append(c.pools, c.newPool(Server(s)))
@@ -336,6 +348,7 @@ func (c *Client) Close() error {
 		for _, p := range c.pools {
 			p.Close()
 		}
+		c.recv.close()
 	})
 	return nil
 }

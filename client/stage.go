@@ -1,0 +1,734 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/staging"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Environment variables of staging (DYAD's DYAD_PATH_PRODUCER,
+// DYAD_PATH_CONSUMER and DYAD_SHARED_STORAGE).
+const (
+	EnvProducerDir = "PDC_STAGE_PRODUCER_DIR"
+	EnvConsumerDir = "PDC_STAGE_CONSUMER_DIR"
+	EnvShared      = "PDC_STAGE_SHARED"
+)
+
+// WithStageDirs sets the producer and consumer dirs (default
+// $PDC_STAGE_PRODUCER_DIR and $PDC_STAGE_CONSUMER_DIR). Either may be
+// empty for a client that only produces or only consumes.
+func WithStageDirs(producer, consumer string) Option {
+	return func(o *options) { o.producerDir, o.consumerDir, o.stageDirsSet = producer, consumer, true }
+}
+
+// WithSharedStorage says the producer dirs are on storage every host sees
+// (default: $PDC_STAGE_SHARED is 1 or true): a consumer then links or
+// copies the owner's file from its path instead of fetching it.
+func WithSharedStorage(shared bool) Option {
+	return func(o *options) { o.shared, o.sharedSet = shared, true }
+}
+
+// WithHost sets the host name the client compares with the servers' to
+// find those on its node (default $PDC_HOST, else the kernel's).
+func WithHost(host string) Option { return func(o *options) { o.host = host } }
+
+// StagedFile is the record of a produced file.
+type StagedFile struct {
+	// Path is relative to the managed dirs, slash-separated.
+	Path    string
+	Version uint64
+	// Owner is the server that serves the file; Host is its host.
+	Owner    Server
+	Host     string
+	Size     int64
+	ModTime  time.Time
+	CRC      uint32 // CRC-32C of the contents
+	Produced time.Time
+}
+
+// How a consumed file got to the consumer dir.
+type How string
+
+// The ways a consume places a file.
+const (
+	// Cached: the consumer dir already held this version; nothing moved.
+	Cached How = "cached"
+	// Direct: the consumer dir is the owner's producer dir; nothing moved.
+	Direct How = "direct"
+	// Linked: the owner's file is on this host (or shared storage); it
+	// was hard-linked into the consumer dir.
+	Linked How = "linked"
+	// Copied: as Linked, but across file systems: copied on this host.
+	Copied How = "copied"
+	// Fetched: moved from the owner's server through the DTL.
+	Fetched How = "fetched"
+)
+
+// Consumed says where a consumed file is and how it got there.
+type Consumed struct {
+	StagedFile
+	// Local is the absolute path of the file in the consumer dir.
+	Local string
+	How   How
+	// Mode is the DTL mode a fetch used.
+	Mode string
+	// Moved is the number of bytes fetched (0 unless How is Fetched).
+	Moved int64
+}
+
+// ConsumeOption configures one Consume.
+type ConsumeOption func(*consumeOpts)
+
+type consumeOpts struct {
+	mode     dtl.Mode
+	modeSet  bool
+	progress func(done, total int64)
+	waiting  func(path string)
+}
+
+// WithTransport picks the DTL mode of the fetch: "stream", "pull", "push",
+// "shm" or "auto" (default: $PDC_DTL, else auto: shm on one host, pull
+// across hosts). An unknown name fails the consume.
+func WithTransport(mode string) ConsumeOption {
+	return func(o *consumeOpts) {
+		m, err := dtl.ParseMode(mode)
+		o.mode, o.modeSet = m, err == nil
+		if err != nil {
+			o.mode = dtl.Mode(255) // refused by the fetch, naming the valid modes
+			o.modeSet = true
+		}
+	}
+}
+
+// WithProgress calls fn as a fetch's bytes arrive (not for small files,
+// which come in one answer).
+func WithProgress(fn func(done, total int64)) ConsumeOption {
+	return func(o *consumeOpts) { o.progress = fn }
+}
+
+// WithWaiting calls fn once if the file has not been produced yet and the
+// consume starts waiting for it.
+func WithWaiting(fn func(path string)) ConsumeOption {
+	return func(o *consumeOpts) { o.waiting = fn }
+}
+
+// stageConfig is the client's staging configuration.
+type stageConfig struct {
+	producerDir, consumerDir string
+	shared                   bool
+	host                     string
+}
+
+// stageRecv is the client's DTL receiver, made on first use.
+type stageRecv struct {
+	mu     sync.Mutex
+	recv   *dtl.Receiver // guarded by mu
+	closed bool          // guarded by mu
+}
+
+func (r *stageRecv) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.recv != nil {
+		r.recv.Close()
+	}
+}
+
+func (o *options) stage() stageConfig {
+	st := stageConfig{producerDir: o.producerDir, consumerDir: o.consumerDir, shared: o.shared, host: o.host}
+	if !o.stageDirsSet {
+		st.producerDir, st.consumerDir = os.Getenv(EnvProducerDir), os.Getenv(EnvConsumerDir)
+	}
+	if !o.sharedSet {
+		v := strings.ToLower(os.Getenv(EnvShared))
+		st.shared = v == "1" || v == "true" || v == "yes"
+	}
+	return st
+}
+
+func (c *Client) receiver() (*dtl.Receiver, error) {
+	r := &c.recv
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, fmt.Errorf("the client is closed: %w", pdc.ErrClosed)
+	}
+	if r.recv == nil {
+		recv, err := dtl.NewReceiver(dtl.ReceiverConfig{Secret: c.dial.Secret, ClientName: c.dial.ClientName})
+		if err != nil {
+			return nil, err
+		}
+		r.recv = recv
+	}
+	return r.recv, nil
+}
+
+func recordOf(f *wire.StageRecord) StagedFile {
+	return StagedFile{Path: f.Path, Version: f.Version, Host: f.Host, Size: int64(f.Size),
+		ModTime: time.Unix(0, f.MtimeNS), CRC: f.CRC, Produced: time.Unix(0, f.Produced)}
+}
+
+func (c *Client) staged(r *wire.StageRecord) StagedFile {
+	sf := recordOf(r)
+	if s, _, err := c.server(int(r.Owner)); err == nil {
+		sf.Owner = s
+	} else {
+		sf.Owner = Server{Rank: int(r.Owner)}
+	}
+	return sf
+}
+
+// stageMeta is the rank of the metadata server holding rel's record.
+func (c *Client) stageMeta(rel string) (int, error) {
+	return c.ownerOfKey(placement.Key(rel, 0))
+}
+
+// stageOwner finds the server that serves files from dir on this host.
+func (c *Client) stageOwner(dir staging.Dir) (Server, error) {
+	var here []string
+	for _, s := range c.Servers() {
+		if s.Host != c.stage.host {
+			continue
+		}
+		if s.StageDir != "" {
+			if s.StageDir == dir.Path || s.StageDir == dir.Real {
+				return s, nil
+			}
+			if real, err := filepath.EvalSymlinks(s.StageDir); err == nil && real == dir.Real {
+				return s, nil
+			}
+		}
+		here = append(here, fmt.Sprintf("%s serves %q", s.Label(), s.StageDir))
+	}
+	if len(here) == 0 {
+		return Server{}, fmt.Errorf("no pdc server runs on host %s to serve files produced here; start one there with --stage-producer-dir %s: %w",
+			c.stage.host, dir.Path, pdc.ErrUnavailable)
+	}
+	return Server{}, fmt.Errorf("no server on host %s serves the producer dir %s (%s); start one with --stage-producer-dir %s or use its dir: %w",
+		c.stage.host, dir.Path, strings.Join(here, ", "), dir.Path, pdc.ErrInvalid)
+}
+
+// Produce records files the caller has written and closed in its producer
+// dir (dyad_produce), so that consumers anywhere can get them: for each,
+// its owner (the server on this host serving the producer dir), size,
+// modification time and CRC-32C go to the metadata server that owns its
+// path, with a version one past the last produce of that path. Paths are
+// relative to the producer dir or absolute inside it. Empty files are
+// valid. Each file is read under an exclusive lock while its checksum is
+// taken and its record stored, so the owner's server does not serve it
+// half-checked.
+func (c *Client) Produce(ctx context.Context, paths ...string) ([]StagedFile, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	dir, err := staging.OpenDir(c.stage.producerDir, "producer", false)
+	if err != nil {
+		return nil, fmt.Errorf("produce: %w", err)
+	}
+	owner, err := c.stageOwner(dir)
+	if err != nil {
+		return nil, fmt.Errorf("produce: %w", err)
+	}
+	out := make([]StagedFile, 0, len(paths))
+	// A bounded number of files is held open and locked at a time.
+	const chunk = 256
+	for start := 0; start < len(paths); start += chunk {
+		part, err := c.produce(ctx, dir, owner, paths[start:min(len(paths), start+chunk)])
+		out = append(out, part...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, paths []string) ([]StagedFile, error) {
+	recs := make([]wire.StageRecord, len(paths))
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close() // releases its lock
+		}
+	}()
+	for i, p := range paths {
+		rel, abs, err := dir.Resolve(p)
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", p, err)
+		}
+		f, err := os.Open(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("produce %s: no such file in the producer dir %s: %w", rel, dir.Path, pdc.ErrNotFound)
+			}
+			return nil, fmt.Errorf("produce %s: %w", rel, err)
+		}
+		files = append(files, f)
+		if err := staging.Lock(ctx, f, true); err != nil {
+			return nil, fmt.Errorf("produce %s: %w", rel, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", rel, err)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("produce %s: not a regular file (%s): %w", rel, st.Mode().Type(), pdc.ErrInvalid)
+		}
+		crc, err := staging.FileCRC(f, st.Size())
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", rel, err)
+		}
+		var ino uint64
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			ino = sys.Ino
+		}
+		recs[i] = wire.StageRecord{Path: rel, Owner: uint32(owner.Rank), Host: owner.Host, Size: uint64(st.Size()),
+			MtimeNS: st.ModTime().UnixNano(), Ino: ino, CRC: crc}
+	}
+	groups := map[int][]int{}
+	for i := range recs {
+		rank, err := c.stageMeta(recs[i].Path)
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", recs[i].Path, err)
+		}
+		groups[rank] = append(groups[rank], i)
+	}
+	err := inChunks(groups, func(rank int, part []int) error {
+		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part))}
+		for j, i := range part {
+			in.Records[j] = recs[i]
+		}
+		var got wire.StageBatch
+		if err := c.call(ctx, rank, wire.MethodStageProduce, &in, &got); err != nil {
+			return fmt.Errorf("produce %s: %w", in.Records[0].Path, err)
+		}
+		if len(got.Records) != len(part) {
+			return fmt.Errorf("produce: %s answered %d records for %d files: %w", c.label(rank), len(got.Records), len(part), pdc.ErrProtocol)
+		}
+		for j, i := range part {
+			recs[i] = got.Records[j]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StagedFile, len(recs))
+	for i := range recs {
+		out[i] = c.staged(&recs[i])
+	}
+	return out, nil
+}
+
+// stageRel turns a path given to Lookup into its record path: relative
+// paths as they are (cleaned), absolute ones inside the consumer or the
+// producer dir.
+func (c *Client) stageRel(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		rel := filepath.ToSlash(filepath.Clean(path))
+		return rel, staging.CheckRel(rel)
+	}
+	var errs []error
+	for _, d := range []struct{ dir, kind string }{{c.stage.consumerDir, "consumer"}, {c.stage.producerDir, "producer"}} {
+		if d.dir == "" {
+			continue
+		}
+		dir, err := staging.OpenDir(d.dir, d.kind, false)
+		if err == nil {
+			var rel string
+			if rel, _, err = dir.Resolve(path); err == nil {
+				return rel, nil
+			}
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return "", fmt.Errorf("absolute path %s, but no producer or consumer dir is set to make it relative to: %w", path, pdc.ErrInvalid)
+	}
+	return "", errors.Join(errs...)
+}
+
+// Lookup returns the record of a produced file, or an error wrapping
+// pdc.ErrNotFound if it has not been produced.
+func (c *Client) Lookup(ctx context.Context, path string) (StagedFile, error) {
+	rel, err := c.stageRel(path)
+	if err != nil {
+		return StagedFile{}, fmt.Errorf("lookup: %w", err)
+	}
+	r, err := c.lookupRecord(ctx, rel)
+	if err != nil {
+		return StagedFile{}, fmt.Errorf("lookup %s: %w", rel, err)
+	}
+	return c.staged(r), nil
+}
+
+func (c *Client) lookupRecord(ctx context.Context, rel string) (*wire.StageRecord, error) {
+	rank, err := c.stageMeta(rel)
+	if err != nil {
+		return nil, err
+	}
+	var r wire.StageRecord
+	if err := c.call(ctx, rank, wire.MethodStageLookup, &wire.StageKey{Path: rel}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// waitRecord waits on the metadata server for a version of rel newer than
+// after.
+func (c *Client) waitRecord(ctx context.Context, rel string, after uint64) (*wire.StageRecord, error) {
+	rank, err := c.stageMeta(rel)
+	if err != nil {
+		return nil, err
+	}
+	var r wire.StageRecord
+	if err := c.call(ctx, rank, wire.MethodStageWait, &wire.StageKey{Path: rel, After: after}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Consume makes a produced file available in the consumer dir
+// (dyad_consume) and returns once the copy there is complete and verified.
+// If the file has not been produced yet, it waits (on the metadata server,
+// not by polling) until it is or ctx ends. A copy already holding the
+// current version is left alone. A file owned on this host, or on shared
+// storage, is hard-linked (or copied) from the owner's producer dir;
+// otherwise it is fetched from the owner's server through the DTL into a
+// temporary file, checked against the CRC-32C recorded at produce,
+// fsynced and renamed into place. Consumers of one file on one host fetch
+// it once: the others wait for the first and find its copy current.
+func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption) (Consumed, error) {
+	var o consumeOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	dir, err := staging.OpenDir(c.stage.consumerDir, "consumer", true)
+	if err != nil {
+		return Consumed{}, fmt.Errorf("consume %s: %w", path, err)
+	}
+	rel, dst, err := dir.Resolve(path)
+	if err != nil {
+		return Consumed{}, fmt.Errorf("consume %s: %w", path, err)
+	}
+	got, err := c.consume(ctx, dir, rel, dst, &o)
+	if err != nil {
+		return got, fmt.Errorf("consume %s: %w", rel, err)
+	}
+	return got, nil
+}
+
+func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, o *consumeOpts) (Consumed, error) {
+	rec, err := c.lookupRecord(ctx, rel)
+	if errors.Is(err, pdc.ErrNotFound) {
+		if o.waiting != nil {
+			o.waiting(rel)
+		}
+		rec, err = c.waitRecord(ctx, rel, 0)
+		if err != nil && ctx.Err() != nil {
+			return Consumed{}, fmt.Errorf("not produced before the deadline: %w", err)
+		}
+	}
+	if err != nil {
+		return Consumed{}, err
+	}
+	res := Consumed{StagedFile: c.staged(rec), Local: dst, How: Cached}
+	if dir.Current(rel, dst, rec) {
+		return res, nil
+	}
+	release, err := dir.LockCopy(ctx, rel)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	if dir.Current(rel, dst, rec) {
+		return res, nil // another consumer on this host fetched it meanwhile
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return res, err
+	}
+	owner, _, err := c.server(int(rec.Owner))
+	if err != nil {
+		return res, fmt.Errorf("its owner: %w", err)
+	}
+	if rec.Host == c.stage.host || c.stage.shared {
+		res.How, err = c.placeLocal(dir, rel, dst, rec, owner)
+		return res, err
+	}
+	res.How = Fetched
+	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(owner.Rank) {
+		// The owner's server restarted at a new address: try it there.
+		owner, _, _ = c.server(owner.Rank)
+		res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+	}
+	return res, err
+}
+
+// placeLocal puts the owner's file, which this host can see, into the
+// consumer dir without a transfer: the dir itself if it is the producer
+// dir, else a hard link, else a copy on this host. Each is checked against
+// the record first.
+func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server) (How, error) {
+	if owner.StageDir == "" {
+		return "", fmt.Errorf("its owner %s serves no producer dir: %w", owner.Label(), pdc.ErrNotFound)
+	}
+	pdir, err := staging.OpenDir(owner.StageDir, "producer", false)
+	if err != nil {
+		return "", fmt.Errorf("the producer dir of its owner %s: %w", owner.Label(), err)
+	}
+	_, src, err := pdir.Resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	sf, err := os.Open(src)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("version %d was removed from the producer dir %s after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)
+		}
+		return "", err
+	}
+	defer sf.Close()
+	st, err := sf.Stat()
+	if err != nil {
+		return "", err
+	}
+	if err := staging.Matches(rec, st); err != nil {
+		return "", err
+	}
+	if err := verifyCRC(sf, rec, "the producer's file"); err != nil {
+		return "", err
+	}
+	if src == dst {
+		return Direct, dir.Remember(rel, dst, rec)
+	}
+	tmp := tempName(dst)
+	how := Linked
+	if err := os.Link(src, tmp); err != nil {
+		how = Copied
+		if err := copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+			os.Remove(tmp)
+			return "", err
+		}
+		f, err := os.Open(tmp)
+		if err == nil {
+			err = verifyCRC(f, rec, "the copy")
+			f.Close()
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return "", err
+		}
+	}
+	if err := install(dir, rel, tmp, dst, rec); err != nil {
+		return "", err
+	}
+	return how, nil
+}
+
+func tempName(dst string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+hex.EncodeToString(r[:]))
+}
+
+// copyLocal copies n bytes of src into a new file at path, fsynced.
+func copyLocal(src *os.File, path string, n int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := reserve(f, n); err != nil {
+		f.Close()
+		return err
+	}
+	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// reserve allocates n bytes for f, so that a full file system fails the
+// consume before any byte moves.
+func reserve(f *os.File, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(f.Fd()), 0, 0, n)
+	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reserving %d bytes in %s: %w", n, filepath.Dir(f.Name()), err)
+	}
+	return nil
+}
+
+func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
+	crc, err := staging.FileCRC(f, int64(rec.Size))
+	if err != nil {
+		return err
+	}
+	if crc != rec.CRC {
+		return fmt.Errorf("%s has CRC-32C %08x, but version %d was produced with %08x: the file changed after it was produced: %w",
+			what, crc, rec.Version, rec.CRC, pdc.ErrChecksum)
+	}
+	return nil
+}
+
+// install moves a verified temporary file into place and records which
+// version it holds. The old record goes first: a crash between the steps
+// leaves no record claiming the new file is an old version.
+func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord) error {
+	if err := dir.Forget(rel); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	return dir.Remember(rel, dst, rec)
+}
+
+// fetchStaged fetches the file from its owner into a temporary file next
+// to dst, checks it and installs it.
+func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
+	recv, err := c.receiver()
+	if err != nil {
+		return "", 0, err
+	}
+	mode := recv.Mode()
+	if o.modeSet {
+		mode = o.mode
+	}
+	shown := mode.String()
+	if mode == dtl.ModeAuto {
+		shown = "auto (pull)"
+		if dtl.SameHost(owner.Addr) {
+			shown = "auto (shm)"
+		}
+	}
+	tmp := tempName(dst)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return shown, 0, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	size := int64(rec.Size)
+	if err := reserve(f, size); err != nil {
+		return shown, 0, fmt.Errorf("the consumer dir %s has no room for %d bytes: %w", dir.Path, size, err)
+	}
+	key := staging.FetchKey(rec)
+	var n int64
+	var crc uint32
+	if mode == dtl.ModeShm || (mode == dtl.ModeAuto && dtl.SameHost(owner.Addr)) {
+		// The descriptor of the owner's file comes over, and the kernel
+		// copies it (copy_file_range); the copy is then checksummed on
+		// every processor.
+		n, err = recv.Fetch(ctx, owner.Addr, key, dtl.IntoFile(f, 0), dtl.WithMode(mode))
+		if err == nil && o.progress != nil {
+			o.progress(n, size)
+		}
+		if err == nil && n == size {
+			crc, err = staging.FileCRC(f, n)
+		}
+	} else {
+		w := &crcWriter{f: f, total: size, progress: o.progress}
+		n, err = recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(w), dtl.WithMode(mode))
+		crc = w.crc
+	}
+	if err != nil {
+		return shown, 0, fmt.Errorf("fetch from its owner %s: %w", owner.Label(), err)
+	}
+	if n != size || crc != rec.CRC {
+		return shown, n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
+			n, crc, owner.Label(), rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
+	}
+	if err := f.Sync(); err != nil {
+		return shown, n, err
+	}
+	if err := f.Close(); err != nil {
+		return shown, n, err
+	}
+	ok = true
+	if err := install(dir, rel, tmp, dst, rec); err != nil {
+		return shown, n, err
+	}
+	return shown, n, nil
+}
+
+// crcWriter writes a fetched stream into a file in order, checksumming it
+// on the way.
+type crcWriter struct {
+	f        *os.File
+	off      int64
+	crc      uint32
+	total    int64
+	progress func(done, total int64)
+}
+
+func (w *crcWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.crc = crc32.Update(w.crc, staging.Table, p[:n])
+	w.off += int64(n)
+	if w.progress != nil {
+		w.progress(w.off, w.total)
+	}
+	return n, err
+}
+
+// ReadFrom takes the stream in large pieces: io.Copy's 32 KiB would cost a
+// system call per 32 KiB on each side.
+func (w *crcWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, 4<<20)
+	var total int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return total, werr
+			}
+			total += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+)
+
+func init() {
+	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s] PATH..., lookup PATH...", run: runStage})
+}
+
+type stageFlags struct {
+	cf                       clientFlags
+	producerDir, consumerDir *string
+	shared                   *bool
+	host                     *string
+}
+
+func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
+	return stageFlags{
+		cf:          addClientFlags(e, fs),
+		producerDir: fs.String("producer-dir", e.getenv(client.EnvProducerDir), "the producer dir: paths are relative to it ($"+client.EnvProducerDir+")"),
+		consumerDir: fs.String("consumer-dir", e.getenv(client.EnvConsumerDir), "the consumer dir: consumed files go there ($"+client.EnvConsumerDir+")"),
+		shared:      fs.Bool("shared", envBool(e.getenv(client.EnvShared)), "the producer dirs are on storage every host sees: link or copy instead of fetching ($"+client.EnvShared+")"),
+		host:        fs.String("host", "", "this host's name as the servers know it (default $"+cluster.HostEnv+", else the kernel's)"),
+	}
+}
+
+func envBool(s string) bool { return s == "1" || s == "true" || s == "yes" }
+
+func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, *f.cf.timeout)
+	c, err := client.Connect(ctx, client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
+		client.WithSharedStorage(*f.shared), client.WithHost(*f.host))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return c, ctx, func() { c.Close(); cancel() }, nil
+}
+
+func runStage(ctx context.Context, e *env, args []string) error {
+	verb, rest, err := sub(args, "stage", "produce, consume, lookup")
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "produce":
+		return runStageProduce(ctx, e, rest)
+	case "consume":
+		return runStageConsume(ctx, e, rest)
+	case "lookup":
+		return runStageLookup(ctx, e, rest)
+	}
+	return fmt.Errorf("stage: unknown verb %q (want produce, consume or lookup): %w", verb, errUsage)
+}
+
+func runStageProduce(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "stage produce", "[flags] PATH...")
+	sf := addStageFlags(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("stage produce: name the files to produce: %w", errUsage)
+	}
+	c, ctx, done, err := sf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("stage produce: %w", err)
+	}
+	defer done()
+	recs, err := c.Produce(ctx, fs.Args()...)
+	for _, r := range recs {
+		fmt.Fprintf(e.stdout, "produced %s version %d (%s, crc32c %08x), served by %s on %s\n",
+			r.Path, r.Version, humanBytes(uint64(r.Size)), r.CRC, r.Owner.Label(), r.Host)
+	}
+	return err
+}
+
+func runStageConsume(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "stage consume", "[flags] PATH...")
+	sf := addStageFlags(e, fs)
+	mode := fs.String("mode", "", "DTL mode of fetches: stream, pull, push, shm or auto (default $PDC_DTL, else auto)")
+	bar := fs.Bool("progress", false, "draw a progress bar for a single file even when stderr is not a terminal")
+	parallel := fs.Int("parallel", 4, "files consumed at once")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("stage consume: name the files to consume: %w", errUsage)
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("stage consume: --parallel %d: want at least 1: %w", *parallel, errUsage)
+	}
+	c, ctx, done, err := sf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("stage consume: %w", err)
+	}
+	defer done()
+	paths := fs.Args()
+	var mu sync.Mutex // orders output lines
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, *parallel)
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("consume %s: %w", p, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
+				mu.Lock()
+				fmt.Fprintf(e.stderr, "pdc stage consume: waiting for %s to be produced\n", rel)
+				mu.Unlock()
+			})}
+			if *mode != "" {
+				opts = append(opts, client.WithTransport(*mode))
+			}
+			var pb *progress
+			if len(paths) == 1 {
+				opts = append(opts, client.WithProgress(func(n, total int64) {
+					if pb == nil {
+						pb = newProgress(e.stderr, *bar || isTerminal(e.stderr), "consume "+p, uint64(total))
+					}
+					pb.add(uint64(n) - pb.done)
+				}))
+			}
+			start := time.Now()
+			got, err := c.Consume(ctx, p, opts...)
+			if pb != nil {
+				pb.finish()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[i] = err
+				if len(paths) > 1 {
+					fmt.Fprintf(e.stderr, "pdc: %v\n", err)
+				}
+				return
+			}
+			how := string(got.How)
+			if got.How == client.Fetched {
+				how = fmt.Sprintf("fetched %s from %s by %s", humanBytes(uint64(got.Moved)), got.Owner.Label(), got.Mode)
+			}
+			fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
+				humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))
+		})
+	}
+	wg.Wait()
+	if len(paths) == 1 {
+		return errs[0]
+	}
+	if err := errors.Join(errs...); err != nil {
+		n := 0
+		for _, e := range errs {
+			if e != nil {
+				n++
+			}
+		}
+		return fmt.Errorf("stage consume: %d of %d files failed: %w", n, len(paths), errs[firstErr(errs)])
+	}
+	return nil
+}
+
+func firstErr(errs []error) int {
+	for i, err := range errs {
+		if err != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func runStageLookup(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "stage lookup", "[flags] PATH...")
+	sf := addStageFlags(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("stage lookup: name the files to look up: %w", errUsage)
+	}
+	c, ctx, done, err := sf.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("stage lookup: %w", err)
+	}
+	defer done()
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tVERSION\tSIZE\tCRC32C\tOWNER\tHOST\tPRODUCED")
+	var errs []error
+	for _, p := range fs.Args() {
+		r, err := c.Lookup(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%08x\t%s\t%s\t%s\n", r.Path, r.Version, r.Size, r.CRC, r.Owner.Label(), r.Host,
+			r.Produced.Format(time.RFC3339Nano))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
