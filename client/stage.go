@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -298,12 +297,8 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		if err != nil {
 			return nil, fmt.Errorf("produce %s: %w", rel, err)
 		}
-		var ino uint64
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			ino = sys.Ino
-		}
 		recs[i] = wire.StageRecord{Path: rel, Owner: uint32(owner.Rank), Host: owner.Host, Size: uint64(st.Size()),
-			MtimeNS: st.ModTime().UnixNano(), Ino: ino, CRC: crc}
+			MtimeNS: st.ModTime().UnixNano(), Ino: staging.Inode(st), CRC: crc}
 	}
 	groups := map[int][]int{}
 	for i := range recs {

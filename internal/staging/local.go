@@ -69,8 +69,7 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 	if err != nil || !st.Mode().IsRegular() || uint64(st.Size()) != rec.Size || st.ModTime().UnixNano() != mtime {
 		return false
 	}
-	sys, _ := st.Sys().(*syscall.Stat_t)
-	return sys != nil && sys.Ino == ino
+	return inode(st) == ino
 }
 
 // Remember records that abs holds the version rec describes.
@@ -79,10 +78,7 @@ func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	if err != nil {
 		return err
 	}
-	var ino uint64
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		ino = sys.Ino
-	}
+	ino := inode(st)
 	p := d.copyRecordPath(rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -127,4 +123,14 @@ func decodeCopy(b []byte) (rec wire.StageRecord, ino uint64, mtime int64, ok boo
 	}
 	rest := b[8+n:]
 	return rec, binary.BigEndian.Uint64(rest), int64(binary.BigEndian.Uint64(rest[8:])), true
+}
+
+// Inode is the inode number of a stat.
+func Inode(st fs.FileInfo) uint64 { return inode(st) }
+
+func inode(st fs.FileInfo) uint64 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return sys.Ino
+	}
+	return 0
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dtl"
@@ -131,11 +130,7 @@ func Matches(rec *wire.StageRecord, st fs.FileInfo) error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("staged file %s (version %d) is no longer a regular file: %w", rec.Path, rec.Version, pdc.ErrChecksum)
 	}
-	var ino uint64
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		ino = sys.Ino
-	}
-	if ino != rec.Ino || uint64(st.Size()) != rec.Size || st.ModTime().UnixNano() != rec.MtimeNS {
+	if inode(st) != rec.Ino || uint64(st.Size()) != rec.Size || st.ModTime().UnixNano() != rec.MtimeNS {
 		return fmt.Errorf("staged file %s changed after version %d was produced (now %d bytes, modified %s; produced as %d bytes, modified %s): produce it again: %w",
 			rec.Path, rec.Version, st.Size(), st.ModTime().Format("15:04:05.000000000"), rec.Size,
 			timeOf(rec.MtimeNS).Format("15:04:05.000000000"), pdc.ErrChecksum)
