@@ -541,8 +541,8 @@ var metaTypes = []msgType{
 		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}},
 		vals: []wire.Message{
 			&wire.StageRecord{},
-			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64},
 			&wire.StageRecord{Path: strings.Repeat("é/", 300), Version: math.MaxUint64, Owner: math.MaxUint32, MtimeNS: math.MinInt64},
+			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64},
 		},
 	},
 	{
@@ -586,6 +586,10 @@ var metaGolden = []struct {
 	enc  string
 }{
 	{"FetchRequest", &wire.FetchRequest{Key: []byte("k"), Mode: 2}, "0a 01 6b 10 02"},
+	{"StageRecord", &wire.StageRecord{Path: "a", Version: 1, Owner: 2, Host: "h", Size: 3, MtimeNS: -1, Ino: 4, CRC: 5, Produced: 1},
+		"0a 01 61 10 01 18 02 22 01 68 28 03 30 01 38 04 40 05 48 02"},
+	{"StageBatch", &wire.StageBatch{Records: []wire.StageRecord{{Path: "a"}}}, "0a 03 0a 01 61"},
+	{"StageKey", &wire.StageKey{Path: "p", After: 2}, "0a 01 70 10 02"},
 	{"DataItem", &wire.DataItem{Obj: 1, Write: true, Off: []uint64{2}, Size: []uint64{3}, Dims: []uint64{300}, DimsVersion: 4, Elem: 5, Storage: 2},
 		"08 01 10 01 1a 01 02 22 01 03 2a 02 ac 02 30 04 38 05 40 02"},
 	{"DataStart", &wire.DataStart{Items: []wire.DataItem{{Obj: 1}}, Wait: true}, "0a 02 08 01 10 01"},
@@ -691,8 +695,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 38 {
-		t.Fatalf("%d metadata message types, want 38", len(metaTypes))
+	if len(metaTypes) != 41 {
+		t.Fatalf("%d metadata message types, want 41", len(metaTypes))
 	}
 }
 
