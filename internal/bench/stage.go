@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/dtl"
+)
+
+// StageConfig says what the staging benchmark runs against.
+type StageConfig struct {
+	// Consumer is a client on the consumer's host, with a consumer dir.
+	Consumer *client.Client
+	// Produce makes the producer process (on another host) write a file
+	// of size bytes in its producer dir and produce it; it returns the
+	// file's path relative to the dirs.
+	Produce func(ctx context.Context, size int64) (string, error)
+	// RawTCP and RawUnix are a SourceServer's addresses (Unix: a path):
+	// the raw socket ceilings. RawEcho is an echo server: the raw round
+	// trip next to the owner lookup.
+	RawTCP, RawUnix, RawEcho string
+	// Sizes and Modes to measure. Default: 1 KiB, 1 MiB, 64 MiB, 1 GiB,
+	// every mode.
+	Sizes []int64
+	Modes []dtl.Mode
+	// Budget is the time spent per size and mode (at least 3 consumes).
+	// Default 1s.
+	Budget time.Duration
+}
+
+// Stage measures end-to-end consumes of a file produced on another host:
+// the owner lookup, the fetch through the DTL, the checksum, fsync and
+// rename, for each size and mode, next to a raw socket moving the same
+// bytes in alternation with it (TCP, or a Unix socket for shm). The
+// consumer's copy is removed between consumes (not timed), so each one
+// moves the file. Sizes up to 1 MiB are reported as latency (p50), larger
+// ones as throughput. The owner lookup is timed next to a raw round trip.
+func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = []int64{1 << 10, 1 << 20, 64 << 20, 1 << 30}
+	}
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = dtl.Modes
+	}
+	if cfg.Budget == 0 {
+		cfg.Budget = time.Second
+	}
+	tcp, err := dialRaw(ctx, cfg.RawTCP)
+	if err != nil {
+		return nil, fmt.Errorf("raw tcp: %w", err)
+	}
+	defer tcp.Close()
+	var d net.Dialer
+	unix, err := d.DialContext(ctx, "unix", cfg.RawUnix)
+	if err != nil {
+		return nil, fmt.Errorf("raw unix: %w", err)
+	}
+	defer unix.Close()
+
+	var out []Result
+	for _, size := range cfg.Sizes {
+		path, err := cfg.Produce(ctx, size)
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", sizeName(size), err)
+		}
+		buf := make([]byte, size)
+		for _, m := range cfg.Modes {
+			ours := func() error {
+				got, err := cfg.Consumer.Consume(ctx, path, client.WithTransport(m.String()))
+				if err != nil {
+					return err
+				}
+				if got.How != client.Fetched || got.Moved != size {
+					return fmt.Errorf("consume of %s %s: %s, %d bytes moved", m, sizeName(size), got.How, got.Moved)
+				}
+				// Removed for the next consume to move it again.
+				return os.Remove(got.Local)
+			}
+			ceiling, rawConn := "raw tcp", tcp
+			if m == dtl.ModeShm {
+				ceiling, rawConn = "raw unix socket", unix
+			}
+			raw := func() error { return rawFetch(ctx, rawConn, buf) }
+			// Warm up: connections, the owner's mapping of the file.
+			if err := ours(); err != nil {
+				return nil, err
+			}
+			var ourT, rawT []time.Duration
+			start := time.Now()
+			for len(ourT) < 3 || time.Since(start) < cfg.Budget {
+				t0 := time.Now()
+				if err := ours(); err != nil {
+					return nil, err
+				}
+				t1 := time.Now()
+				if err := raw(); err != nil {
+					return nil, fmt.Errorf("%s: %w", ceiling, err)
+				}
+				ourT = append(ourT, t1.Sub(t0))
+				rawT = append(rawT, time.Since(t1))
+			}
+			name := fmt.Sprintf("consume %s by %s", sizeName(size), m)
+			if size <= 1<<20 {
+				res := latency("stage", name+" p50", ms(median(ourT)), "ms", ceiling+" request p50", ms(median(rawT)))
+				switch size {
+				case 1 << 10:
+					res.Target = "<= 0.5 ms"
+				case 1 << 20:
+					res.Target = "<= 1.5 ms"
+				}
+				out = append(out, res)
+				continue
+			}
+			res := rate("stage", name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
+			if size >= 1<<30 && (m == dtl.ModeShm || m == dtl.ModePush) {
+				res.Target = ">= 1.7 GB/s"
+			}
+			out = append(out, res)
+		}
+		// The owner lookup, timed with the file produced.
+		if size == cfg.Sizes[0] {
+			lk, err := lookups(ctx, cfg, path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, lk)
+		}
+	}
+	return out, nil
+}
+
+// lookups times Lookup next to a raw 64-byte round trip, in turns.
+func lookups(ctx context.Context, cfg StageConfig, path string) (Result, error) {
+	echo, err := dialRaw(ctx, cfg.RawEcho)
+	if err != nil {
+		return Result{}, fmt.Errorf("raw echo: %w", err)
+	}
+	defer echo.Close()
+	msg, in := make([]byte, 64), make([]byte, 64)
+	raw := func() error {
+		if _, err := echo.Write(msg); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(echo, in)
+		return err
+	}
+	ours := func() error {
+		_, err := cfg.Consumer.Lookup(ctx, path)
+		return err
+	}
+	ourT, rawT, err := alternateOps(ctx, cfg.Budget, ours, raw)
+	if err != nil {
+		return Result{}, fmt.Errorf("lookup: %w", err)
+	}
+	res := latency("stage", "owner lookup p50", ms(median(ourT)), "ms", "raw tcp round trip p50", ms(median(rawT)))
+	res.Target = "<= 0.1 ms"
+	return res, nil
+}
