@@ -2,13 +2,12 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,11 +137,27 @@ type stageConfig struct {
 	host                     string
 }
 
-// stageRecv is the client's DTL receiver, made on first use.
+// consumerDir is the consumer dir, resolved (and created) on first use.
+func (c *Client) consumerDir() (staging.Dir, error) {
+	c.recv.mu.Lock()
+	defer c.recv.mu.Unlock()
+	if c.recv.consumer.Real != "" {
+		return c.recv.consumer, nil
+	}
+	d, err := staging.OpenDir(c.stage.consumerDir, "consumer", true)
+	if err == nil {
+		c.recv.consumer = d
+	}
+	return d, err
+}
+
+// stageRecv is the client's DTL receiver, made on first use, and its
+// consumer dir once resolved.
 type stageRecv struct {
-	mu     sync.Mutex
-	recv   *dtl.Receiver // guarded by mu
-	closed bool          // guarded by mu
+	mu       sync.Mutex
+	recv     *dtl.Receiver // guarded by mu
+	closed   bool          // guarded by mu
+	consumer staging.Dir   // guarded by mu
 }
 
 func (r *stageRecv) close() {
@@ -418,7 +433,7 @@ func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption
 	for _, opt := range opts {
 		opt(&o)
 	}
-	dir, err := staging.OpenDir(c.stage.consumerDir, "consumer", true)
+	dir, err := c.consumerDir()
 	if err != nil {
 		return Consumed{}, fmt.Errorf("consume %s: %w", path, err)
 	}
@@ -535,16 +550,16 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRec
 			return "", err
 		}
 	}
-	if err := install(dir, rel, tmp, dst, rec); err != nil {
+	if err := install(dir, rel, tmp, dst, rec, false); err != nil {
 		return "", err
 	}
 	return how, nil
 }
 
+// tempName is a fresh name next to dst; files are created with O_EXCL, so
+// a collision fails rather than clobbers.
 func tempName(dst string) string {
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+hex.EncodeToString(r[:]))
+	return filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.pdc-tmp-%012x", filepath.Base(dst), rand.Uint64()&(1<<48-1)))
 }
 
 // copyLocal copies n bytes of src into a new file at path, fsynced.
@@ -595,20 +610,20 @@ func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
 	return nil
 }
 
-// install moves a verified temporary file into place and records which
-// version it holds. The old record goes first: a crash between the steps
-// leaves no record claiming the new file is an old version.
-func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord) error {
-	if err := dir.Forget(rel); err != nil {
-		os.Remove(tmp)
-		return err
-	}
+// install moves a verified temporary file into place and, unless marked
+// (the file carries its record), records which version it holds. A record
+// file left from an older copy cannot vouch for the new one: it names the
+// old copy's inode.
+func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marked bool) error {
 	if err := os.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
 		return err
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
+	}
+	if marked {
+		return nil
 	}
 	return dir.Remember(rel, dst, rec)
 }
@@ -673,6 +688,10 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst stri
 		return shown, n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
 			n, crc, owner.Label(), rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
 	}
+	marked, err := staging.Mark(f, rec)
+	if err != nil {
+		return shown, n, err
+	}
 	if err := f.Sync(); err != nil {
 		return shown, n, err
 	}
@@ -680,7 +699,7 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst stri
 		return shown, n, err
 	}
 	ok = true
-	if err := install(dir, rel, tmp, dst, rec); err != nil {
+	if err := install(dir, rel, tmp, dst, rec, marked); err != nil {
 		return shown, n, err
 	}
 	return shown, n, nil
@@ -709,7 +728,9 @@ func (w *crcWriter) Write(p []byte) (int, error) {
 // ReadFrom takes the stream in large pieces: io.Copy's 32 KiB would cost a
 // system call per 32 KiB on each side.
 func (w *crcWriter) ReadFrom(r io.Reader) (int64, error) {
-	buf := make([]byte, 4<<20)
+	b := staging.Buf()
+	defer staging.PutBuf(b)
+	buf := b[:]
 	var total int64
 	for {
 		n, err := io.ReadFull(r, buf)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -38,10 +40,14 @@ func (d Dir) copyRecordPath(rel string) string {
 // then find the copy current. release drops it.
 func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), err error) {
 	dir := filepath.Join(d.Real, metaDir, "locks")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+	path := filepath.Join(dir, name(rel))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, name(rel)), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
 	}
@@ -52,31 +58,79 @@ func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), err erro
 	return func() { f.Close() }, nil
 }
 
+// copyAttr is the extended attribute in which a local copy carries the
+// record of the version it holds (and its own size and modification time,
+// so that a copy edited in place is not taken for current). It travels
+// with the file: set on the temporary file before the rename, it can never
+// describe another file. Where the file system has no user attributes, a
+// record file under metaDir stands in for it.
+const copyAttr = "user.pdc.stage"
+
 // Current reports whether the copy at abs is the version rec describes:
-// the consumer dir's record of it says so, and the file is still the one
-// that record was written for (inode, size, modification time).
+// its record says so, and the file is still the one that record was
+// written for (size, modification time, and inode for a record file).
 func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
-	b, err := os.ReadFile(d.copyRecordPath(rel))
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(abs, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false
+	}
+	var buf [512]byte
+	var b []byte
+	n, err := unix.Getxattr(abs, copyAttr, buf[:])
+	switch {
+	case err == nil:
+		b = buf[:n]
+	case err == unix.ERANGE: // a record with a long path
+		big := make([]byte, 64<<10)
+		if n, err = unix.Getxattr(abs, copyAttr, big); err != nil {
+			return false
+		}
+		b = big[:n]
+	default:
+		if b, err = os.ReadFile(d.copyRecordPath(rel)); err != nil {
+			return false
+		}
 	}
 	held, ino, mtime, ok := decodeCopy(b)
 	if !ok || held.Path != rec.Path || held.Version != rec.Version || held.CRC != rec.CRC ||
 		held.Size != rec.Size || held.Produced != rec.Produced || held.Host != rec.Host {
 		return false
 	}
-	st, err := os.Stat(abs)
-	if err != nil || !st.Mode().IsRegular() || uint64(st.Size()) != rec.Size || st.ModTime().UnixNano() != mtime {
-		return false
-	}
-	return inode(st) == ino
+	return uint64(st.Size) == rec.Size && st.Mtim.Nano() == mtime && (ino == 0 || ino == st.Ino)
 }
 
-// Remember records that abs holds the version rec describes.
+// Mark records, on f itself, that it holds the version rec describes. It
+// reports false where the file system keeps no user attributes: then call
+// Remember once the file is in place.
+func Mark(f *os.File, rec *wire.StageRecord) (bool, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	err = unix.Fsetxattr(int(f.Fd()), copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
+	if err == unix.ENOTSUP || err == unix.EOPNOTSUPP || err == unix.EPERM {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("record the version of %s: %w", f.Name(), err)
+	}
+	return true, nil
+}
+
+// Remember records that abs, in place, holds the version rec describes:
+// on the file where the file system allows (a link shares the owner's
+// inode, whose attributes say which version it is), else in a record file.
 func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	st, err := os.Stat(abs)
 	if err != nil {
 		return err
+	}
+	err = unix.Setxattr(abs, copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
+	if err == nil {
+		return nil
+	}
+	if err != unix.ENOTSUP && err != unix.EOPNOTSUPP && err != unix.EPERM {
+		return fmt.Errorf("record the version of %s: %w", abs, err)
 	}
 	ino := inode(st)
 	p := d.copyRecordPath(rel)
@@ -86,9 +140,7 @@ func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	return atomicfile.Write(p, encodeCopy(rec, ino, st.ModTime().UnixNano()), 0o644)
 }
 
-// Forget drops the record of rel's local copy (before the copy is
-// replaced, so that a crash in between leaves no record claiming the new
-// file is an old version).
+// Forget drops the record file of rel's local copy.
 func (d Dir) Forget(rel string) error {
 	err := os.Remove(d.copyRecordPath(rel))
 	if errors.Is(err, fs.ErrNotExist) {
