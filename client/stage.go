@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/staging"
@@ -474,8 +473,10 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 	if dir.Current(rel, dst, rec) {
 		return res, nil // another consumer on this host fetched it meanwhile
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return res, err
+	if parent := filepath.Dir(dst); parent != dir.Real {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return res, err
+		}
 	}
 	owner, _, err := c.server(int(rec.Owner))
 	if err != nil {
@@ -615,11 +616,11 @@ func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
 // file left from an older copy cannot vouch for the new one: it names the
 // old copy's inode.
 func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marked bool) error {
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := staging.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
+	if err := staging.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	if marked {
@@ -647,7 +648,7 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst stri
 		}
 	}
 	tmp := tempName(dst)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := staging.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return shown, 0, err
 	}

@@ -116,33 +116,39 @@ func (d Dir) Resolve(path string) (rel, abs string, err error) {
 	return rel, abs, nil
 }
 
-// checkLinks resolves the longest existing prefix of abs and checks that
-// it stays inside d.Real: a symlink that points out is refused whether it
-// names a directory along the path or the file itself.
+// checkLinks walks rel under d.Real, component by component, and checks
+// that every symlink met on the way resolves inside d.Real: a symlink that
+// points out is refused whether it names a directory along the path or the
+// file itself, and so is a dangling one (what it will point at is not ours
+// to decide). Components that do not exist yet end the walk.
 func (d Dir) checkLinks(rel, abs string) error {
-	p := abs
-	for {
-		real, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			if _, ok := within(d.Real, real); !ok && real != d.Real {
-				return fmt.Errorf("path %s in the %s dir %s resolves to %s, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
-			}
+	cur := d.Real
+	for part := range strings.SplitSeq(rel, "/") {
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
 			return fmt.Errorf("path %s in the %s dir %s: %w", rel, d.kind, d.Path, err)
 		}
-		// A dangling symlink is refused too: what it will point at is
-		// not ours to decide.
-		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("path %s in the %s dir %s is a dangling symlink: %w", rel, d.kind, d.Path, pdc.ErrPermission)
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
 		}
-		parent := filepath.Dir(p)
-		if parent == p || parent == d.Real {
-			return nil
+		real, err := filepath.EvalSymlinks(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("path %s in the %s dir %s goes through a dangling symlink: %w", rel, d.kind, d.Path, pdc.ErrPermission)
 		}
-		p = parent
+		if err != nil {
+			return fmt.Errorf("path %s in the %s dir %s: %w", rel, d.kind, d.Path, err)
+		}
+		if _, ok := within(d.Real, real); !ok && real != d.Real {
+			return fmt.Errorf("path %s in the %s dir %s resolves to %s, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
+		}
+		cur = real
 	}
+	return nil
 }
 
 // within reports whether p is strictly inside dir, and its relative path.

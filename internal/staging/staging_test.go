@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -310,11 +312,29 @@ func TestLocalCopyRecord(t *testing.T) {
 		t.Fatal("current after a local edit")
 	}
 	// A torn or flipped record is ignored, not trusted.
-	if err := d.Remember("c", abs, rec); err == nil {
+	rec = produced(t, root, "c", []byte("copy"))
+	if err := d.Remember("c", abs, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Current("c", abs, rec) {
+		t.Fatal("not current after a second Remember")
+	}
+	buf := make([]byte, 4096)
+	if n, err := unix.Getxattr(abs, copyAttr, buf); err == nil {
+		buf[n/2] ^= 1
+		if err := unix.Setxattr(abs, copyAttr, buf[:n], 0); err != nil {
+			t.Fatal(err)
+		}
+	} else {
 		p := d.copyRecordPath("c")
-		b, _ := os.ReadFile(p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("no attribute (%v) and no record file: %v", err, err)
+		}
 		b[len(b)/2] ^= 1
-		os.WriteFile(p, b, 0o644)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if d.Current("c", abs, rec) {
 		t.Fatal("current with a corrupt record")
@@ -342,4 +362,28 @@ func TestLocalCopyRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	release2()
+}
+
+// The record file stands in where a file system keeps no attributes, and
+// names the copy's inode: a record left by an older copy does not vouch
+// for a new file.
+func TestCopyRecordFile(t *testing.T) {
+	rec := &wire.StageRecord{Path: "p", Version: 2, Host: "h", Size: 4, CRC: 9}
+	b := encodeCopy(rec, 77, 1234)
+	got, ino, mtime, ok := decodeCopy(b)
+	if !ok || ino != 77 || mtime != 1234 || got.Path != "p" || got.Version != 2 || got.CRC != 9 {
+		t.Fatalf("round trip: %+v %d %d %v", got, ino, mtime, ok)
+	}
+	for i := range b {
+		c := append([]byte(nil), b...)
+		c[i] ^= 0x40
+		if _, _, _, ok := decodeCopy(c); ok {
+			t.Fatalf("a flipped byte %d was accepted", i)
+		}
+	}
+	for n := range len(b) {
+		if _, _, _, ok := decodeCopy(b[:n]); ok {
+			t.Fatalf("a record cut to %d bytes was accepted", n)
+		}
+	}
 }
