@@ -27,6 +27,8 @@ bench: build
 	bin/pdc bench dtl
 	bin/pdc bench io
 	bin/pdc bench vpic
+	bin/pdc bench search --objects 100000
+	bin/pdc bench stage
 	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
 
 # Run every fuzz target for FUZZTIME each.

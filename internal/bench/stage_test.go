@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/server"
+)
+
+// startStage runs two in-process servers standing for node-a (serving a
+// producer dir) and node-b, a producer client on node-a, a consumer client
+// on node-b, and the raw ceilings.
+func startStage(tb testing.TB) StageConfig {
+	tb.Helper()
+	dir := tb.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		// Node-local staging dirs are memory on HPC nodes; on a disk the
+		// figures would time its fsyncs.
+		d, err := os.MkdirTemp("/dev/shm", "pdc-bench-stage-test-")
+		if err == nil {
+			dir = d
+			tb.Cleanup(func() { os.RemoveAll(d) })
+		}
+	}
+	tmp := filepath.Join(dir, "tmp")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	ready := make(chan struct{}, 2)
+	for rank, host := range []string{"node-a", "node-b"} {
+		cfg := server.Config{Rank: rank, Size: 2, TmpDir: tmp, DataDir: filepath.Join(dir, "data"), Host: host,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:  func(cluster.Server, *cluster.List) { ready <- struct{}{} }}
+		if rank == 0 {
+			cfg.StageProducerDir = filepath.Join(dir, "prod")
+		}
+		wg.Go(func() { errs[rank] = server.Run(ctx, cfg) })
+	}
+	tb.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				tb.Error(err)
+			}
+		}
+	})
+	for range 2 {
+		<-ready
+	}
+	prod, err := client.Connect(ctx, client.WithTmpDir(tmp), client.WithStageDirs(filepath.Join(dir, "prod"), ""), client.WithHost("node-a"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { prod.Close() })
+	cons, err := client.Connect(ctx, client.WithTmpDir(tmp), client.WithStageDirs("", filepath.Join(dir, "cons")), client.WithHost("node-b"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cons.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sock := filepath.Join(dir, "raw.sock")
+	uln, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src := NewSourceServer(ln, uln)
+	tb.Cleanup(func() { src.Close() })
+	eln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	echo := NewEchoServer(eln)
+	tb.Cleanup(func() { echo.Close() })
+	produce := func(ctx context.Context, size int64) (string, error) {
+		name := fmt.Sprintf("f-%d", size)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*31 + i>>8)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "prod", name), data, 0o644); err != nil {
+			return "", err
+		}
+		_, err := prod.Produce(ctx, name)
+		return name, err
+	}
+	return StageConfig{Consumer: cons, Produce: produce, RawTCP: ln.Addr().String(), RawUnix: sock, RawEcho: echo.Addr()}
+}
+
+func BenchmarkStage(b *testing.B) {
+	cfg := startStage(b)
+	cfg.Sizes = []int64{1 << 10, 1 << 20, 64 << 20}
+	var rs []Result
+	for b.Loop() {
+		var err error
+		if rs, err = Stage(context.Background(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, rs)
+}
+
+// The benchmark consumes by every mode (each consume checked against the
+// produce's checksum) and reports figures with their ceilings.
+func TestStageBenchRuns(t *testing.T) {
+	cfg := startStage(t)
+	cfg.Sizes = []int64{1 << 10, 256 << 10}
+	cfg.Budget = 1
+	rs, err := Stage(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(cfg.Sizes)*len(dtl.Modes) + 1; len(rs) != want {
+		t.Fatalf("got %d results, want %d", len(rs), want)
+	}
+	for _, r := range rs {
+		if r.Value <= 0 || r.CeilingValue <= 0 {
+			t.Errorf("%s: value %v, ceiling %v", r.Case, r.Value, r.CeilingValue)
+		}
+	}
+}
