@@ -36,7 +36,14 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 
 	fmt.Fprintf(out, "== starting %d servers (pdc up -n %d --tmpdir %s)\n", *n, *n, tmpdir)
 	t0 := time.Now()
-	procs, err := up(ctx, e.stderr, upOptions{n: *n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: 60 * time.Second})
+	// The servers stand for nodes of their own (node-a, node-b, ...), each
+	// serving a producer dir, so that staging moves files between "nodes".
+	hosts := make([]string, *n)
+	for i := range hosts {
+		hosts[i] = demoHost(i)
+	}
+	procs, err := up(ctx, e.stderr, upOptions{n: *n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: 60 * time.Second,
+		hosts: hosts, stageDir: filepath.Join(dir, "stage", "{host}")})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -73,6 +80,11 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if err := demoRegions(ctx, out, c); err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	if *n >= 2 {
+		if err := demoStaging(ctx, out, tmpdir, dir); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	c.Close()
 	fmt.Fprintln(out)
@@ -188,5 +200,108 @@ func demoRegions(ctx context.Context, out io.Writer, c *client.Client) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func demoHost(i int) string { return fmt.Sprintf("node-%c", 'a'+i%26) }
+
+// demoStaging moves files from a producer on node-a to a consumer on
+// node-b that asked for them before they existed, as workflow tasks do.
+func demoStaging(ctx context.Context, out io.Writer, tmpdir, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "== staging: a consumer on node-b waits for files a producer on node-a makes (pdc stage)")
+	prodDir := filepath.Join(dir, "stage", demoHost(0))
+	prod, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs(prodDir, ""), client.WithHost(demoHost(0)))
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	cons, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs("", filepath.Join(dir, "consumer-b")), client.WithHost(demoHost(1)))
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	files := []struct {
+		name string
+		size int
+	}{{"run1/params.txt", 1 << 10}, {"run1/field.dat", 1 << 20}, {"run1/particles.dat", 16 << 20}}
+	type got struct {
+		c   client.Consumed
+		err error
+	}
+	results := make([]got, len(files))
+	waiting := make(chan string, len(files))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, f := range files {
+			c, err := cons.Consume(ctx, f.name, client.WithWaiting(func(p string) { waiting <- p }))
+			results[i] = got{c, err}
+		}
+	}()
+	// The first consume waits on its metadata server; produce once it does.
+	select {
+	case p := <-waiting:
+		fmt.Fprintf(out, "consumer on node-b: waiting for %s\n", p)
+	case <-done:
+	}
+	if err := os.MkdirAll(filepath.Join(prodDir, "run1"), 0o755); err != nil {
+		return err
+	}
+	for i, f := range files {
+		data := make([]byte, f.size)
+		for j := range data {
+			data[j] = byte(i*131 + j*7 + j>>12)
+		}
+		if err := os.WriteFile(filepath.Join(prodDir, f.name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.name
+	}
+	recs, err := prod.Produce(ctx, names...)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		fmt.Fprintf(out, "producer on node-a: produced %s (%s, version %d, crc32c %08x)\n", r.Path, humanBytes(uint64(r.Size)), r.Version, r.CRC)
+	}
+	<-done
+	for i, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+		want, err := os.ReadFile(filepath.Join(prodDir, files[i].name))
+		if err != nil {
+			return err
+		}
+		have, err := os.ReadFile(r.c.Local)
+		if err != nil {
+			return err
+		}
+		if string(have) != string(want) {
+			return fmt.Errorf("staged %s arrived different from what was produced", files[i].name)
+		}
+		fmt.Fprintf(out, "consumer on node-b: %s %s %s by %s from %s, checksum verified\n", r.c.How, r.c.Path, humanBytes(uint64(r.c.Moved)), r.c.Mode, r.c.Owner.Host)
+	}
+	again, err := cons.Consume(ctx, files[2].name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumer on node-b, again: %s (nothing moved: it holds version %d)\n", again.How, again.Version)
+	local, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs("", filepath.Join(dir, "consumer-a")), client.WithHost(demoHost(0)))
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	same, err := local.Consume(ctx, files[2].name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumer on node-a, the owner's node: %s (no transfer)\n", same.How)
 	return nil
 }

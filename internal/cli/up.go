@@ -16,6 +16,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dtl"
 )
 
 func init() {
@@ -232,7 +233,9 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 	for i, s := range servers {
 		wg.Go(func() {
 			err := c.ShutdownServer(ctx, s.Rank)
-			local := s.Host == host
+			// A server reporting another host name (pdc up --hosts) but
+			// listening on this machine is waited for all the same.
+			local := s.Host == host || dtl.SameHost(s.Addr)
 			switch {
 			case errors.Is(err, pdc.ErrUnavailable) && (!local || !processExists(s.PID)):
 				gone[i] = true
