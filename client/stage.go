@@ -99,6 +99,7 @@ type ConsumeOption func(*consumeOpts)
 type consumeOpts struct {
 	mode     dtl.Mode
 	modeSet  bool
+	modeErr  error
 	progress func(done, total int64)
 	waiting  func(path string)
 }
@@ -108,12 +109,8 @@ type consumeOpts struct {
 // across hosts). An unknown name fails the consume.
 func WithTransport(mode string) ConsumeOption {
 	return func(o *consumeOpts) {
-		m, err := dtl.ParseMode(mode)
-		o.mode, o.modeSet = m, err == nil
-		if err != nil {
-			o.mode = dtl.Mode(255) // refused by the fetch, naming the valid modes
-			o.modeSet = true
-		}
+		o.mode, o.modeErr = dtl.ParseMode(mode)
+		o.modeSet = true
 	}
 }
 
@@ -431,6 +428,9 @@ func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption
 	var o consumeOpts
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.modeErr != nil {
+		return Consumed{}, fmt.Errorf("consume %s: %w", path, o.modeErr)
 	}
 	dir, err := c.consumerDir()
 	if err != nil {
