@@ -102,21 +102,19 @@ type ConsumeOption func(*consumeOpts)
 type consumeOpts struct {
 	mode     dtl.Mode
 	modeSet  bool
+	modeErr  error // an unknown mode's name: the consume fails at once
 	progress func(done, total int64)
 	waiting  func(path string)
 }
 
 // WithTransport picks the DTL mode of the fetch: "stream", "pull", "push",
 // "shm" or "auto" (default: $PDC_DTL, else auto: shm on one host, pull
-// across hosts). An unknown name fails the consume.
+// across hosts). An unknown name fails the consume before it does
+// anything, with an error naming the valid modes.
 func WithTransport(mode string) ConsumeOption {
 	return func(o *consumeOpts) {
 		m, err := dtl.ParseMode(mode)
-		o.mode, o.modeSet = m, err == nil
-		if err != nil {
-			o.mode = dtl.Mode(255) // refused by the fetch, naming the valid modes
-			o.modeSet = true
-		}
+		o.mode, o.modeSet, o.modeErr = m, true, err
 	}
 }
 
@@ -422,6 +420,9 @@ func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption
 	var o consumeOpts
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.modeErr != nil {
+		return Consumed{}, fmt.Errorf("consume %s: %w", path, o.modeErr)
 	}
 	dir, err := staging.OpenDir(c.stage.consumerDir, "consumer", true)
 	if err != nil {
