@@ -447,6 +447,9 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		}
 		rec, err = c.waitRecord(ctx, rel, 0)
 		if err != nil && ctx.Err() != nil {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return Consumed{}, fmt.Errorf("canceled while waiting for it to be produced: %w", err)
+			}
 			return Consumed{}, fmt.Errorf("not produced before the deadline: %w", err)
 		}
 	}
