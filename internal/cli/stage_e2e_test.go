@@ -1010,3 +1010,143 @@ func regexpLine(out, path, version string) bool {
 	}
 	return false
 }
+
+// The server on node-b, owner of files produced there and metadata server
+// of some of their records, killed with -9 and restarted in place: while
+// it is down its files are unavailable, and once it is back a client that
+// was connected all along finds the same records and fetches the files
+// from the server's new address.
+func TestStageOwnerRestartedInPlace(t *testing.T) {
+	sc := stageUp(t)
+	datadir := serverDataDir(t, sc.tmpdir)
+	paths := []string{"a.dat", "b.dat", "c.dat", "d.dat", "e.dat", "f.dat"}
+	data := map[string][]byte{}
+	for i, p := range paths {
+		data[p] = randBytes(uint64(200+i), 70_000+i)
+		writeFile(t, sc.prodB, p, data[p])
+	}
+	r := run(t, sc.env("node-b"), append([]string{"stage", "produce", "--producer-dir", sc.prodB}, paths...)...)
+	if r.err != nil || strings.Count(r.stdout, "version 1 ") != len(paths) || !strings.Contains(r.stdout, "on node-b") {
+		t.Fatalf("produce on node-b: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	consA := realDir(t, filepath.Join(sc.base, "cons-node-a"))
+	c := connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
+	ctx := ctxT(t, time.Minute)
+	before := map[string]client.StagedFile{}
+	for _, p := range paths {
+		rec, err := c.Lookup(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Owner.Rank != 1 || rec.Host != "node-b" || rec.Version != 1 {
+			t.Fatalf("record of %s: %+v; want version 1 owned by rank 1 on node-b", p, rec)
+		}
+		before[p] = rec
+	}
+	// Consume one now, so that the client holds pooled connections to the
+	// server about to die.
+	if got, err := c.Consume(ctx, paths[0]); err != nil || got.How != client.Fetched {
+		t.Fatalf("consume before the kill: %+v, %v", got, err)
+	}
+
+	list, err := cluster.ReadList(sc.tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := list.Servers[1]
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(ctxT(t, 10*time.Second), victim.PID); err != nil {
+		t.Fatal(err)
+	}
+	// With rank 1 down, the records it holds cannot be looked up and no
+	// file it owns can be consumed: both fail as unavailable, naming it.
+	held := 0
+	probe := connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
+	for _, p := range paths[1:] {
+		got, err := probe.Consume(ctxT(t, 20*time.Second), p)
+		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+			t.Fatalf("consume %s with its owner down: %+v, %v; want ErrUnavailable naming rank 1", p, got, err)
+		}
+		if _, err := probe.Lookup(ctxT(t, 20*time.Second), p); err != nil {
+			if !errors.Is(err, pdc.ErrUnavailable) {
+				t.Fatalf("lookup %s with rank 1 down: %v", p, err)
+			}
+			held++
+		}
+	}
+	if held == 0 || held == len(paths)-1 {
+		t.Fatalf("rank 1 holds %d of the %d records; pick names spread over both metadata servers", held, len(paths)-1)
+	}
+	if got := listFiles(t, consA); !slices.Equal(got, []string{paths[0]}) {
+		t.Fatalf("failed consumes left %v", got)
+	}
+
+	restarted := exec.Command(pdcBin, "server", "--rank", "1", "--size", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir,
+		"--host", "node-b", "--stage-producer-dir", sc.prodB)
+	logs, err := restarted.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted.Stdout = restarted.Stderr
+	if err := restarted.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	serving := make(chan struct{})
+	go func(serving chan struct{}) {
+		sc := bufio.NewScanner(logs)
+		for sc.Scan() {
+			if serving != nil && strings.Contains(sc.Text(), "serving") {
+				close(serving)
+				serving = nil
+			}
+		}
+		_ = restarted.Wait()
+		close(exited)
+	}(serving)
+	t.Cleanup(func() {
+		_ = restarted.Process.Kill()
+		<-exited
+	})
+	select {
+	case <-serving:
+	case <-exited:
+		t.Fatal("the restarted server exited")
+	case <-ctx.Done():
+		t.Fatal("the restarted server never said it was serving")
+	}
+
+	// The client connected before the kill finds every record as it was
+	// and fetches each file from the restarted owner.
+	for _, p := range paths {
+		rec, err := c.Lookup(ctx, p)
+		if err != nil {
+			t.Fatalf("lookup %s after the restart: %v", p, err)
+		}
+		b := before[p]
+		if rec.Version != b.Version || rec.CRC != b.CRC || rec.Size != b.Size || rec.Owner.Rank != 1 || !rec.Produced.Equal(b.Produced) {
+			t.Fatalf("record of %s after the restart: %+v, before: %+v", p, rec, b)
+		}
+		got, err := c.Consume(ctx, p)
+		if err != nil {
+			t.Fatalf("consume %s after the restart: %v", p, err)
+		}
+		want := client.Fetched
+		if p == paths[0] {
+			want = client.Cached
+		}
+		if got.How != want || got.Version != 1 {
+			t.Fatalf("consume %s after the restart: %s version %d, want %s version 1", p, got.How, got.Version, want)
+		}
+		if want == client.Fetched && got.Owner.Addr == victim.Addr {
+			t.Errorf("consume %s fetched from the dead server's address %s", p, victim.Addr)
+		}
+		sameFile(t, consA, p, data[p])
+	}
+	r = run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
+	if r.err != nil || !strings.Contains(r.stdout, "produced "+paths[1]+" version 2 ") {
+		t.Fatalf("produce after the restart: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+}
