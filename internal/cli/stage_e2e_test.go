@@ -367,6 +367,17 @@ func TestStageConsumeTimeout(t *testing.T) {
 		t.Errorf("a timed-out consume left %v in the consumer dir", got)
 	}
 
+	// Of several files, the one produced is consumed and the one not
+	// produced fails alone, named.
+	writeFile(t, sc.prodA, "there.dat", []byte("there\n"))
+	sc.produce(t, "there.dat")
+	r = sc.consume(t, "node-b", consB, "--timeout", "1s", "there.dat", never)
+	if r.err == nil || !hasConsumed(r.stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "fetched") ||
+		!strings.Contains(r.stderr, "1 of 2 files failed") || !strings.Contains(r.stderr, "consume "+never+": not produced before the deadline") {
+		t.Errorf("consume of a produced and a missing file: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	sameFile(t, consB, "there.dat", []byte("there\n"))
+
 	// The Go API says the same with pdc.ErrTimeout.
 	c := sc.client(t, "node-b", consB)
 	waited := false
@@ -592,6 +603,23 @@ func TestStageReproduce(t *testing.T) {
 	}
 	check("consume after the re-produce", 2, client.Fetched, int64(len(v2)), v2)
 	check("consume again", 2, client.Cached, 0, v2)
+
+	// A copy changed or removed in the consumer dir is no longer current:
+	// the next consume fetches the version again.
+	f, err := os.OpenFile(local, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("scribble")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	check("consume after the copy was changed", 2, client.Fetched, int64(len(v2)), v2)
+	if err := os.Remove(local); err != nil {
+		t.Fatal(err)
+	}
+	check("consume after the copy was removed", 2, client.Fetched, int64(len(v2)), v2)
+	check("consume of the restored copy", 2, client.Cached, 0, v2)
 
 	// A third version of another size, consumed by the CLI.
 	v3 := append(v2[:1000:1000], randBytes(3, 5000)...)
