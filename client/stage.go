@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -460,7 +458,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 	if dir.Current(rel, dst, rec) {
 		return res, nil
 	}
-	release, err := dir.LockCopy(ctx, rel)
+	release, tmp, err := dir.LockCopy(ctx, rel)
 	if err != nil {
 		return res, err
 	}
@@ -476,15 +474,15 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, fmt.Errorf("its owner: %w", err)
 	}
 	if rec.Host == c.stage.host || c.stage.shared {
-		res.How, err = c.placeLocal(dir, rel, dst, rec, owner)
+		res.How, err = c.placeLocal(dir, rel, dst, tmp, rec, owner)
 		return res, err
 	}
 	res.How = Fetched
-	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, tmp, rec, owner, o)
 	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(owner.Rank) {
 		// The owner's server restarted at a new address: try it there.
 		owner, _, _ = c.server(owner.Rank)
-		res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+		res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, tmp, rec, owner, o)
 	}
 	return res, err
 }
@@ -493,7 +491,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 // consumer dir without a transfer: the dir itself if it is the producer
 // dir, else a hard link, else a copy on this host. Each is checked against
 // the record first.
-func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server) (How, error) {
+func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server) (How, error) {
 	if owner.StageDir == "" {
 		return "", fmt.Errorf("its owner %s serves no producer dir: %w", owner.Label(), pdc.ErrNotFound)
 	}
@@ -526,7 +524,6 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRec
 	if src == dst {
 		return Direct, dir.Remember(rel, dst, rec)
 	}
-	tmp := tempName(dst)
 	how := Linked
 	if err := os.Link(src, tmp); err != nil {
 		how = Copied
@@ -548,12 +545,6 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRec
 		return "", err
 	}
 	return how, nil
-}
-
-func tempName(dst string) string {
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+hex.EncodeToString(r[:]))
 }
 
 // copyLocal copies n bytes of src into a new file at path, fsynced.
@@ -624,7 +615,7 @@ func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord) error
 
 // fetchStaged fetches the file from its owner into a temporary file next
 // to dst, checks it and installs it.
-func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
+func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
 	recv, err := c.receiver()
 	if err != nil {
 		return "", 0, err
@@ -640,7 +631,6 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst stri
 			shown = "auto (shm)"
 		}
 	}
-	tmp := tempName(dst)
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return shown, 0, err

@@ -2,6 +2,7 @@ package staging
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,20 +38,56 @@ func (d Dir) copyRecordPath(rel string) string {
 // LockCopy takes the consumer dir's exclusive lock for rel, so that the
 // consumers of one file on one host fetch it once: the others wait here,
 // then find the copy current. release drops it.
-func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), err error) {
+//
+// tmp is the temporary file the holder may write next to rel's copy. Its
+// name stays in the lock file while the lock is held, so that the next
+// holder removes a temporary file that a consumer killed mid-way left.
+func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp string, err error) {
 	dir := filepath.Join(d.Real, metaDir, "locks")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, name(rel)), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 	}
 	if err := Lock(ctx, f, true); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
+		return nil, "", fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
 	}
-	return func() { f.Close() }, nil
+	dst := filepath.Join(d.Real, filepath.FromSlash(rel))
+	clearLeftover(f, dst)
+	tmp = TempName(dst)
+	if _, err := f.WriteAt([]byte(filepath.Base(tmp)), 0); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
+	}
+	return func() {
+		_ = f.Truncate(0)
+		f.Close()
+	}, tmp, nil
+}
+
+// TempName is a new name for a temporary file next to dst.
+func TempName(dst string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+hex.EncodeToString(r[:]))
+}
+
+// clearLeftover removes the temporary file of dst that the lock file f
+// names: its last holder died before it could.
+func clearLeftover(f *os.File, dst string) {
+	b := make([]byte, 512)
+	n, _ := f.ReadAt(b, 0)
+	if n == 0 {
+		return
+	}
+	left := string(b[:n])
+	if strings.HasPrefix(left, "."+filepath.Base(dst)+".pdc-tmp-") && !strings.ContainsRune(left, '/') {
+		_ = os.Remove(filepath.Join(filepath.Dir(dst), left))
+	}
+	_ = f.Truncate(0)
 }
 
 // Current reports whether the copy at abs is the version rec describes:
