@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1176,5 +1177,50 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 	r = run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
 	if r.err != nil || !strings.Contains(r.stdout, "produced "+paths[1]+" version 2 ") {
 		t.Fatalf("produce after the restart: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+}
+
+// stageStallRole consumes $PDC_E2E_PATH by stream (host and dirs from the
+// environment), says "progress DONE TOTAL" once the first bytes arrive
+// and then stalls inside the fetch until it is killed.
+func stageStallRole(ctx context.Context, c *client.Client, out *bufio.Writer) error {
+	_, err := c.Consume(ctx, os.Getenv("PDC_E2E_PATH"), client.WithTransport("stream"), client.WithProgress(func(done, total int64) {
+		fmt.Fprintf(out, "progress %d %d\n", done, total)
+		out.Flush()
+		<-ctx.Done()
+	}))
+	return err
+}
+
+// A consumer killed in the middle of a fetch leaves its temporary file
+// behind; the next consume of that file on the host fetches it whole and
+// clears the leftover away.
+func TestStageConsumerKilledMidTransfer(t *testing.T) {
+	sc := stageUp(t)
+	want := randBytes(51, 32<<20)
+	writeFile(t, sc.prodA, "big.bin", want)
+	sc.produce(t, "big.bin")
+	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
+	cmd, out, _ := clientProc(t, sc.tmpdir, "stage-stall", "PDC_HOST=node-b", "PDC_STAGE_CONSUMER_DIR="+consB,
+		"PDC_STAGE_PRODUCER_DIR=", "PDC_STAGE_SHARED=", "PDC_DTL=", "PDC_E2E_PATH=big.bin")
+	if !out.Scan() || !strings.HasPrefix(out.Text(), "progress ") {
+		t.Fatalf("the stalling consumer said %q (%v), not its progress", out.Text(), out.Err())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	left := listFiles(t, consB)
+	if len(left) != 1 || !strings.HasPrefix(left[0], ".big.bin.pdc-tmp-") {
+		t.Fatalf("the killed consumer left %v; want its temporary file", left)
+	}
+
+	r := sc.consume(t, "node-b", consB, "big.bin")
+	if r.err != nil || !hasConsumed(r.stdout, "big.bin", 1, filepath.Join(consB, "big.bin"), "fetched") {
+		t.Fatalf("consume after a consumer was killed mid-fetch: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	sameFile(t, consB, "big.bin", want)
+	if got := listFiles(t, consB); !slices.Equal(got, []string{"big.bin"}) {
+		t.Fatalf("the consumer dir holds %v after the next consume; want only big.bin", got)
 	}
 }
