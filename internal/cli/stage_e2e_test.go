@@ -382,7 +382,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 	// The Go API says the same with pdc.ErrTimeout.
 	c := sc.client(t, "node-b", consB)
 	waited := false
-	_, err := c.Consume(ctxT(t, 500*time.Millisecond), never, client.WithWaiting(func(string) { waited = true }))
+	_, err := c.Consume(ctxT(t, time.Second), never, client.WithWaiting(func(string) { waited = true }))
 	if !errors.Is(err, pdc.ErrTimeout) || !strings.Contains(err.Error(), never) || !waited {
 		t.Fatalf("Consume past its deadline: got %v (waited %v), want ErrTimeout naming %s", err, waited, never)
 	}
@@ -638,9 +638,10 @@ func TestStageReproduce(t *testing.T) {
 	}
 }
 
-// The owner's server killed while a large file streams from it: the
-// consume fails within its deadline, as the owner being unavailable, and
-// leaves no partial file.
+// The owner's server killed while a large file (256 MiB; 64 MiB under the
+// race detector) moves from it by stream, pull or push: the consume fails
+// within its deadline, as the owner being unavailable, and leaves no
+// partial file.
 func TestStageOwnerKilledMidTransfer(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.bin")
 	size := int64(256 << 20)
@@ -663,7 +664,7 @@ func TestStageOwnerKilledMidTransfer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, mode := range []string{"stream", "pull"} {
+	for _, mode := range []string{"stream", "pull", "push"} {
 		t.Run(mode, func(t *testing.T) {
 			sc := stageUp(t)
 			if err := os.Link(big, filepath.Join(sc.prodA, "big.bin")); err != nil {
