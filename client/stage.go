@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,18 +98,19 @@ type ConsumeOption func(*consumeOpts)
 type consumeOpts struct {
 	mode     dtl.Mode
 	modeSet  bool
-	modeErr  error
+	modeErr  error // an unknown mode's name: the consume fails at once
 	progress func(done, total int64)
 	waiting  func(path string)
 }
 
 // WithTransport picks the DTL mode of the fetch: "stream", "pull", "push",
 // "shm" or "auto" (default: $PDC_DTL, else auto: shm on one host, pull
-// across hosts). An unknown name fails the consume.
+// across hosts). An unknown name fails the consume before it does
+// anything, with an error naming the valid modes.
 func WithTransport(mode string) ConsumeOption {
 	return func(o *consumeOpts) {
-		o.mode, o.modeErr = dtl.ParseMode(mode)
-		o.modeSet = true
+		m, err := dtl.ParseMode(mode)
+		o.mode, o.modeSet, o.modeErr = m, true, err
 	}
 }
 
@@ -455,6 +455,9 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		}
 		rec, err = c.waitRecord(ctx, rel, 0)
 		if err != nil && ctx.Err() != nil {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return Consumed{}, fmt.Errorf("canceled while waiting for it to be produced: %w", err)
+			}
 			return Consumed{}, fmt.Errorf("not produced before the deadline: %w", err)
 		}
 	}
@@ -465,7 +468,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 	if dir.Current(rel, dst, rec) {
 		return res, nil
 	}
-	release, err := dir.LockCopy(ctx, rel)
+	release, tmp, err := dir.LockCopy(ctx, rel)
 	if err != nil {
 		return res, err
 	}
@@ -483,15 +486,15 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, fmt.Errorf("its owner: %w", err)
 	}
 	if rec.Host == c.stage.host || c.stage.shared {
-		res.How, err = c.placeLocal(dir, rel, dst, rec, owner)
+		res.How, err = c.placeLocal(dir, rel, dst, tmp, rec, owner)
 		return res, err
 	}
 	res.How = Fetched
-	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, tmp, rec, owner, o)
 	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(owner.Rank) {
 		// The owner's server restarted at a new address: try it there.
 		owner, _, _ = c.server(owner.Rank)
-		res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, rec, owner, o)
+		res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, tmp, rec, owner, o)
 	}
 	return res, err
 }
@@ -500,7 +503,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 // consumer dir without a transfer: the dir itself if it is the producer
 // dir, else a hard link, else a copy on this host. Each is checked against
 // the record first.
-func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server) (How, error) {
+func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server) (How, error) {
 	if owner.StageDir == "" {
 		return "", fmt.Errorf("its owner %s serves no producer dir: %w", owner.Label(), pdc.ErrNotFound)
 	}
@@ -533,7 +536,6 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRec
 	if src == dst {
 		return Direct, dir.Remember(rel, dst, rec)
 	}
-	tmp := tempName(dst)
 	how := Linked
 	if err := os.Link(src, tmp); err != nil {
 		how = Copied
@@ -555,12 +557,6 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst string, rec *wire.StageRec
 		return "", err
 	}
 	return how, nil
-}
-
-// tempName is a fresh name next to dst; files are created with O_EXCL, so
-// a collision fails rather than clobbers.
-func tempName(dst string) string {
-	return filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.pdc-tmp-%012x", filepath.Base(dst), rand.Uint64()&(1<<48-1)))
 }
 
 // copyLocal copies n bytes of src into a new file at path, fsynced.
@@ -631,7 +627,7 @@ func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marke
 
 // fetchStaged fetches the file from its owner into a temporary file next
 // to dst, checks it and installs it.
-func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
+func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
 	recv, err := c.receiver()
 	if err != nil {
 		return "", 0, err
@@ -647,7 +643,6 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst stri
 			shown = "auto (shm)"
 		}
 	}
-	tmp := tempName(dst)
 	f, err := staging.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return shown, 0, err

@@ -72,6 +72,8 @@ func clientRole(role string) error {
 		return sc.Err()
 	case "region-writer", "region-reader":
 		return regionRole(ctx, c, role, out)
+	case "stage-stall":
+		return stageStallRole(ctx, c, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,24 +40,59 @@ func (d Dir) copyRecordPath(rel string) string {
 // LockCopy takes the consumer dir's exclusive lock for rel, so that the
 // consumers of one file on one host fetch it once: the others wait here,
 // then find the copy current. release drops it.
-func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), err error) {
+//
+// tmp is the temporary file the holder may write next to rel's copy. Its
+// name stays in the lock file while the lock is held, so that the next
+// holder removes a temporary file that a consumer killed mid-way left.
+func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp string, err error) {
 	dir := filepath.Join(d.Real, metaDir, "locks")
 	path := filepath.Join(dir, name(rel))
 	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+			return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 		}
 		f, err = OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("consumer dir %s: %w", d.Path, err)
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 	}
 	if err := Lock(ctx, f, true); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
+		return nil, "", fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
 	}
-	return func() { f.Close() }, nil
+	dst := filepath.Join(d.Real, filepath.FromSlash(rel))
+	clearLeftover(f, dst)
+	tmp = TempName(dst)
+	if _, err := f.WriteAt([]byte(filepath.Base(tmp)), 0); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
+	}
+	return func() {
+		_ = f.Truncate(0)
+		f.Close()
+	}, tmp, nil
+}
+
+// TempName is a new name for a temporary file next to dst. Files are
+// created with O_EXCL, so a collision fails rather than clobbers.
+func TempName(dst string) string {
+	return filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.pdc-tmp-%012x", filepath.Base(dst), rand.Uint64()&(1<<48-1)))
+}
+
+// clearLeftover removes the temporary file of dst that the lock file f
+// names: its last holder died before it could.
+func clearLeftover(f *os.File, dst string) {
+	b := make([]byte, 512)
+	n, _ := f.ReadAt(b, 0)
+	if n == 0 {
+		return
+	}
+	left := string(b[:n])
+	if strings.HasPrefix(left, "."+filepath.Base(dst)+".pdc-tmp-") && !strings.ContainsRune(left, '/') {
+		_ = os.Remove(filepath.Join(filepath.Dir(dst), left))
+	}
+	_ = f.Truncate(0)
 }
 
 // copyAttr is the extended attribute in which a local copy carries the

@@ -346,22 +346,53 @@ func TestLocalCopyRecord(t *testing.T) {
 		t.Fatalf("second forget: %v", err)
 	}
 	// Consumers of one path serialise on its lock.
-	release, err := d.LockCopy(context.Background(), "c")
+	release, tmp, err := d.LockCopy(context.Background(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	_, err = d.LockCopy(ctx, "c")
+	_, _, err = d.LockCopy(ctx, "c")
 	cancel()
 	if !errors.Is(err, pdc.ErrTimeout) {
 		t.Fatalf("second lock: %v", err)
 	}
+	// A holder that dies leaves its temporary file; the next one clears
+	// it.
+	if filepath.Dir(tmp) != root {
+		t.Fatalf("temporary file %s is not next to the copy", tmp)
+	}
+	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	release()
-	release2, err := d.LockCopy(context.Background(), "c")
+	release2, tmp2, err := d.LockCopy(context.Background(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tmp2 == tmp {
+		t.Fatal("the same temporary name twice")
+	}
 	release2()
+	if err := os.WriteFile(tmp2, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a holder killed before release: write the name back.
+	f, err := os.OpenFile(filepath.Join(root, metaDir, "locks", name("c")), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(filepath.Base(tmp2)), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	release3, _, err := d.LockCopy(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release3()
+	if _, err := os.Stat(tmp2); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("leftover temporary file: %v", err)
+	}
 }
 
 // The record file stands in where a file system keeps no attributes, and
