@@ -212,9 +212,11 @@ func alternate(ctx context.Context, d time.Duration, ceiling, ours func(ctx cont
 	return a, b, nil
 }
 
-// timed runs body for d and collects the duration of every op it runs.
+// timed runs body's ops, after a warm-up, for d (at least one op) and
+// collects the duration of every op it times. The window starts after the
+// warm-up, so that a slow start on a busy machine cannot leave it empty.
 func timed(ctx context.Context, d time.Duration, body func(ctx context.Context, loop func(func() error) error) error) ([]time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lat := make([]time.Duration, 0, 1<<16)
 	err := body(ctx, func(op func() error) error {
@@ -224,19 +226,19 @@ func timed(ctx context.Context, d time.Duration, body func(ctx context.Context, 
 				return err
 			}
 		}
-		for ctx.Err() == nil {
+		end := time.Now().Add(d)
+		for {
 			t0 := time.Now()
 			if err := op(); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
 				return err
 			}
 			lat = append(lat, time.Since(t0))
+			if !t0.Before(end) {
+				return nil
+			}
 		}
-		return nil
 	})
-	if err != nil && ctx.Err() == nil {
+	if err != nil {
 		return nil, err
 	}
 	if len(lat) == 0 {
