@@ -142,7 +142,9 @@ func (s *Service) Close() error {
 
 // Checkpoint writes a consistent copy of the store under the checkpoint
 // directory and returns its path.
-func (s *Service) Checkpoint() (string, error) { return s.st.checkpoint(s.cfg.CheckpointDir) }
+func (s *Service) Checkpoint(ctx context.Context) (string, error) {
+	return s.st.checkpoint(ctx, s.cfg.CheckpointDir)
+}
 
 // SessionEnded releases the opens of a client whose connections are gone.
 func (s *Service) SessionEnded(client string) { s.opens.endSession(client) }
@@ -407,7 +409,7 @@ func (s *Service) scan(p []byte, fn func(k, v []byte) error) error {
 }
 
 func (s *Service) checkpointRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	path, err := s.Checkpoint()
+	path, err := s.Checkpoint(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package metaserver
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -79,7 +80,7 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	opts.Logger = storeLogger{log}
+	opts.Logger = newStoreLogger(log)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
@@ -282,16 +283,23 @@ func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 func noWait() error { return nil }
 
 // checkpoint writes a consistent copy of the store into a new directory
-// under dir and returns its path.
-func (s *store) checkpoint(dir string) (string, error) {
+// under dir and returns its path. ctx bounds the wait for the flush, which
+// never ends if pebble cannot write (its directory removed under it).
+func (s *store) checkpoint(ctx context.Context, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	// Pebble runs without its own log: flush the memtables first so the
 	// checkpoint holds everything acknowledged.
-	if err := s.db.Flush(); err != nil {
+	flushed, err := s.db.AsyncFlush()
+	if err != nil {
 		return "", fmt.Errorf("checkpoint: flush: %w", err)
+	}
+	select {
+	case <-flushed:
+	case <-ctx.Done():
+		return "", fmt.Errorf("checkpoint: the flush of the memtables did not finish (see the log for pebble's errors): %w", ctx.Err())
 	}
 	if err := s.db.Checkpoint(dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
@@ -342,15 +350,45 @@ func (s *store) close() error {
 	return s.db.Close()
 }
 
-// storeLogger sends pebble's messages to the server's log.
-type storeLogger struct{ log *slog.Logger }
+// storeLogger sends pebble's messages to the server's log, its errors at
+// most once a second: pebble retries a failing background job (a flush
+// into a data dir that was removed under it) without pause, and a line per
+// retry once filled a tmpfs log at hundreds of MB a minute.
+type storeLogger struct {
+	log *slog.Logger
+	mu  *sync.Mutex
+	lim *errLimit // guarded by mu
+}
+
+type errLimit struct {
+	last       time.Time
+	suppressed int
+}
+
+func newStoreLogger(log *slog.Logger) storeLogger {
+	return storeLogger{log: log, mu: new(sync.Mutex), lim: new(errLimit)}
+}
 
 func (l storeLogger) Infof(format string, args ...any) {
 	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
 }
 
 func (l storeLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.lim.last) < time.Second {
+		l.lim.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	n := l.lim.suppressed
+	l.lim.last, l.lim.suppressed = now, 0
+	l.mu.Unlock()
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	if n > 0 {
+		msg += fmt.Sprintf(" (%d more errors in the last second not shown)", n)
+	}
+	l.log.Error(msg)
 }
 
 // Fatalf is called on corruption pebble cannot continue from; pebble needs

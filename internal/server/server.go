@@ -182,11 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 		}
-		defer func() {
-			if err := meta.Close(); err != nil {
-				log.Error("close metadata store: " + err.Error())
-			}
-		}()
+		defer closeBounded(log, "metadata store", cfg.ShutdownTimeout, meta.Close)
 	}
 	var data *dataserver.Service
 	if cfg.Roles&wire.RoleData != 0 {
@@ -338,7 +334,10 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Warn("shutdown: " + err.Error())
 	}
 	if meta != nil {
-		if path, err := meta.Checkpoint(); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		path, err := meta.Checkpoint(cctx)
+		cancel()
+		if err != nil {
 			log.Error("checkpoint at shutdown: " + err.Error())
 		} else {
 			log.Info("checkpoint written", "path", path)
@@ -717,4 +716,24 @@ func newSender(cfg Config, ln net.Listener, files *staging.Files) (*dtl.Sender, 
 			return files.Resolve(ctx, key)
 		},
 	})
+}
+
+// closeBounded runs close, waiting at most d. A store whose background
+// work keeps failing (its directory removed under it) can make close wait
+// for ever; the process then exits without it, and what it acknowledged
+// is in its log (metadata) or files (data) already. The goroutine left
+// behind ends with the process.
+func closeBounded(log *slog.Logger, what string, d time.Duration, close func() error) {
+	done := make(chan error, 1)
+	go func() { done <- close() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("close " + what + ": " + err.Error())
+		}
+	case <-t.C:
+		log.Error(fmt.Sprintf("close %s: not done after %v; stopping without it", what, d))
+	}
 }
