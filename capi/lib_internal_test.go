@@ -1,0 +1,35 @@
+package capi
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestParseTimeout(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration // -1: an error
+	}{
+		{"", DefaultTimeout}, {"30", 30 * time.Second}, {" 0.5 ", 500 * time.Millisecond}, {"2m", 2 * time.Minute},
+		{"90s", 90 * time.Second}, {"1e12", 0}, {"+Inf", 0},
+		{"0", -1}, {"-1", -1}, {"soon", -1}, {"NaN", -1}, {"-3s", -1}, {"0s", -1},
+	} {
+		got, err := parseTimeout(c.in)
+		if c.want == -1 {
+			if err == nil {
+				t.Errorf("parseTimeout(%q) = %v, want an error", c.in, got)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("parseTimeout(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if d, err := seconds(math.Inf(1), "t"); err != nil || d != 0 {
+		t.Errorf("seconds(+Inf) = %v, %v; want no limit", d, err)
+	}
+	if d, err := seconds(0.25, "t"); err != nil || d != 250*time.Millisecond {
+		t.Errorf("seconds(0.25) = %v, %v", d, err)
+	}
+}
