@@ -15,8 +15,9 @@ const (
 
 // PropCreate is PDCprop_create. Container properties start persistent.
 func (l *Lib) PropCreate(typ int, pdcID uint64) uint64 {
-	id, err := l.propCreate(typ, pdcID)
-	return l.idOr0(fmt.Sprintf("PDCprop_create(%s, pdc %d)", propTypeName(typ), pdcID), id, err)
+	return l.runID(fmt.Sprintf("PDCprop_create(%s, pdc %d)", propTypeName(typ), pdcID), func() (uint64, error) {
+		return l.propCreate(typ, pdcID)
+	})
 }
 
 func propTypeName(typ int) string {
@@ -45,43 +46,48 @@ func (l *Lib) propCreate(typ int, pdcID uint64) (uint64, error) {
 
 // PropClose is PDCprop_close.
 func (l *Lib) PropClose(id uint64) int {
-	l.mu.Lock()
-	_, err := l.lookupLocked(id, kindContProp)
-	if err == nil {
-		delete(l.mu.handles, id)
-	}
-	l.mu.Unlock()
-	return l.rc(fmt.Sprintf("PDCprop_close(%d)", id), err)
+	return l.run(fmt.Sprintf("PDCprop_close(%d)", id), func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		_, err := l.lookupLocked(id, kindContProp)
+		if err == nil {
+			delete(l.mu.handles, id)
+		}
+		return err
+	})
 }
 
 // PropSetContLifetime is PDCprop_set_cont_lifetime: lifetime is
 // PDC_PERSIST (0) or PDC_TRANSIENT (1).
 func (l *Lib) PropSetContLifetime(id uint64, lifetime int) int {
-	call := fmt.Sprintf("PDCprop_set_cont_lifetime(%d, %d)", id, lifetime)
-	if lifetime != int(client.Persistent) && lifetime != int(client.Transient) {
-		return l.rc(call, fmt.Errorf("unknown lifetime %d: want PDC_PERSIST (0) or PDC_TRANSIENT (1): %w", lifetime, pdc.ErrInvalid))
-	}
-	l.mu.Lock()
-	h, err := l.lookupLocked(id, kindContProp)
-	if err == nil {
-		h.lifetime = client.Lifetime(lifetime)
-	}
-	l.mu.Unlock()
-	return l.rc(call, err)
+	return l.run(fmt.Sprintf("PDCprop_set_cont_lifetime(%d, %d)", id, lifetime), func() error {
+		if lifetime != int(client.Persistent) && lifetime != int(client.Transient) {
+			return fmt.Errorf("unknown lifetime %d: want PDC_PERSIST (0) or PDC_TRANSIENT (1): %w", lifetime, pdc.ErrInvalid)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		h, err := l.lookupLocked(id, kindContProp)
+		if err == nil {
+			h.lifetime = client.Lifetime(lifetime)
+		}
+		return err
+	})
 }
 
 // ContCreate is PDCcont_create: it creates the container, or opens it if
 // it exists, on the connection of the property.
 func (l *Lib) ContCreate(name string, propID uint64) uint64 {
-	id, err := l.contCreate(name, propID)
-	return l.idOr0(fmt.Sprintf("PDCcont_create(%q, prop %d)", name, propID), id, err)
+	return l.runID(fmt.Sprintf("PDCcont_create(%q, prop %d)", name, propID), func() (uint64, error) {
+		return l.contCreate(name, propID)
+	})
 }
 
 // ContCreateCol is PDCcont_create_col. Creating is idempotent on the
 // servers, so it is ContCreate: every rank gets the one container.
 func (l *Lib) ContCreateCol(name string, propID uint64) uint64 {
-	id, err := l.contCreate(name, propID)
-	return l.idOr0(fmt.Sprintf("PDCcont_create_col(%q, prop %d)", name, propID), id, err)
+	return l.runID(fmt.Sprintf("PDCcont_create_col(%q, prop %d)", name, propID), func() (uint64, error) {
+		return l.contCreate(name, propID)
+	})
 }
 
 func checkName(name string) error {
@@ -116,15 +122,17 @@ func (l *Lib) contCreate(name string, propID uint64) (uint64, error) {
 
 // ContOpen is PDCcont_open: it opens an existing container.
 func (l *Lib) ContOpen(name string, pdcID uint64) uint64 {
-	id, err := l.contOpen(name, pdcID)
-	return l.idOr0(fmt.Sprintf("PDCcont_open(%q, pdc %d)", name, pdcID), id, err)
+	return l.runID(fmt.Sprintf("PDCcont_open(%q, pdc %d)", name, pdcID), func() (uint64, error) {
+		return l.contOpen(name, pdcID)
+	})
 }
 
 // ContOpenCol is PDCcont_open_col: opening needs no coordination, so it is
 // ContOpen.
 func (l *Lib) ContOpenCol(name string, pdcID uint64) uint64 {
-	id, err := l.contOpen(name, pdcID)
-	return l.idOr0(fmt.Sprintf("PDCcont_open_col(%q, pdc %d)", name, pdcID), id, err)
+	return l.runID(fmt.Sprintf("PDCcont_open_col(%q, pdc %d)", name, pdcID), func() (uint64, error) {
+		return l.contOpen(name, pdcID)
+	})
 }
 
 func (l *Lib) contOpen(name string, pdcID uint64) (uint64, error) {
@@ -148,8 +156,9 @@ func (l *Lib) contOpen(name string, pdcID uint64) (uint64, error) {
 // the container on the connection, with one more close owed for it, or a
 // newly opened one.
 func (l *Lib) ContGetID(name string, pdcID uint64) uint64 {
-	id, err := l.contGetID(name, pdcID)
-	return l.idOr0(fmt.Sprintf("PDCcont_get_id(%q, pdc %d)", name, pdcID), id, err)
+	return l.runID(fmt.Sprintf("PDCcont_get_id(%q, pdc %d)", name, pdcID), func() (uint64, error) {
+		return l.contGetID(name, pdcID)
+	})
 }
 
 func (l *Lib) contGetID(name string, pdcID uint64) (uint64, error) {
@@ -186,20 +195,22 @@ func (l *Lib) openContLocked(name string, p *conn) (uint64, *handle) {
 
 // ContClose is PDCcont_close.
 func (l *Lib) ContClose(id uint64) int {
-	l.mu.Lock()
-	h, err := l.lookupLocked(id, kindCont)
-	last := false
-	if err == nil {
-		h.refs--
-		if last = h.refs == 0; last {
-			delete(l.mu.handles, id)
+	return l.run(fmt.Sprintf("PDCcont_close(%d)", id), func() error {
+		l.mu.Lock()
+		h, err := l.lookupLocked(id, kindCont)
+		last := false
+		if err == nil {
+			h.refs--
+			if last = h.refs == 0; last {
+				delete(l.mu.handles, id)
+			}
 		}
-	}
-	l.mu.Unlock()
-	if last {
-		err = h.cont.Close()
-	}
-	return l.rc(fmt.Sprintf("PDCcont_close(%d)", id), err)
+		l.mu.Unlock()
+		if last {
+			return h.cont.Close()
+		}
+		return err
+	})
 }
 
 // ContInfo is what PDCcont_get_info returns.
@@ -214,8 +225,12 @@ type ContInfo struct {
 // ContGetInfo is PDCcont_get_info: from the oldest open handle to the
 // container, else from the servers through the oldest open connection.
 func (l *Lib) ContGetInfo(name string) (ContInfo, int) {
-	info, err := l.contGetInfo(name)
-	return info, l.rc(fmt.Sprintf("PDCcont_get_info(%q)", name), err)
+	var info ContInfo
+	rc := l.run(fmt.Sprintf("PDCcont_get_info(%q)", name), func() (err error) {
+		info, err = l.contGetInfo(name)
+		return err
+	})
+	return info, rc
 }
 
 func (l *Lib) contGetInfo(name string) (ContInfo, error) {
@@ -249,21 +264,25 @@ func (l *Lib) contGetInfo(name string) (ContInfo, error) {
 
 // ContPersist is PDCcont_persist: the container becomes persistent.
 func (l *Lib) ContPersist(id uint64) int {
-	return l.rc(fmt.Sprintf("PDCcont_persist(%d)", id), l.contDo(id, func(h *handle) error {
-		ctx, cancel := h.conn.ctx()
-		defer cancel()
-		return h.cont.SetLifetime(ctx, client.Persistent)
-	}))
+	return l.run(fmt.Sprintf("PDCcont_persist(%d)", id), func() error {
+		return l.contDo(id, func(h *handle) error {
+			ctx, cancel := h.conn.ctx()
+			defer cancel()
+			return h.cont.SetLifetime(ctx, client.Persistent)
+		})
+	})
 }
 
 // ContDel is PDCcont_del: it deletes the container and its objects on the
 // servers. The handle stays open until PDCcont_close.
 func (l *Lib) ContDel(id uint64) int {
-	return l.rc(fmt.Sprintf("PDCcont_del(%d)", id), l.contDo(id, func(h *handle) error {
-		ctx, cancel := h.conn.ctx()
-		defer cancel()
-		return h.cont.Delete(ctx)
-	}))
+	return l.run(fmt.Sprintf("PDCcont_del(%d)", id), func() error {
+		return l.contDo(id, func(h *handle) error {
+			ctx, cancel := h.conn.ctx()
+			defer cancel()
+			return h.cont.Delete(ctx)
+		})
+	})
 }
 
 // contDo runs fn on the container handle id, one call per handle at a

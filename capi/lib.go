@@ -85,19 +85,27 @@ func (l *Lib) report(call string, err error) {
 	fmt.Fprintf(l.cfg.Stderr, "libpdc: %s: %s\n", call, msg)
 }
 
-// rc reports err, if any, and turns it into a perr_t.
-func (l *Lib) rc(call string, err error) int {
-	if err != nil {
+// run runs fn as the C function call (its name and arguments, for the
+// report) and returns its perr_t. It reports fn's error, and a panic as an
+// internal error: a bug in libpdc must not abort the C program.
+func (l *Lib) run(call string, fn func() error) (rc int) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.report(call, fmt.Errorf("a bug in libpdc, please report this line: %v: %w", r, pdc.ErrInternal))
+			rc = Fail
+		}
+	}()
+	if err := fn(); err != nil {
 		l.report(call, err)
 		return Fail
 	}
 	return Succeed
 }
 
-// idOr0 reports err, if any, and returns id, or 0 on failure.
-func (l *Lib) idOr0(call string, id uint64, err error) uint64 {
-	if err != nil {
-		l.report(call, err)
+// runID is run for a function that returns a handle: 0 on failure.
+func (l *Lib) runID(call string, fn func() (uint64, error)) uint64 {
+	var id uint64
+	if l.run(call, func() (err error) { id, err = fn(); return err }) != Succeed {
 		return 0
 	}
 	return id
@@ -154,8 +162,7 @@ func (p *conn) ctx() (context.Context, context.CancelFunc) { return withTimeout(
 // Init is PDCinit: it connects to the cluster in $PDC_TMPDIR and checks that
 // rank 0 answers.
 func (l *Lib) Init(name string) uint64 {
-	id, err := l.init(name)
-	return l.idOr0(fmt.Sprintf("PDCinit(%q)", name), id, err)
+	return l.runID(fmt.Sprintf("PDCinit(%q)", name), func() (uint64, error) { return l.init(name) })
 }
 
 func (l *Lib) init(name string) (uint64, error) {
@@ -223,7 +230,7 @@ func clientName(name string) string {
 // Close is PDCclose: it closes the connection and every handle opened
 // through it.
 func (l *Lib) Close(id uint64) int {
-	return l.rc(fmt.Sprintf("PDCclose(%d)", id), l.close(id))
+	return l.run(fmt.Sprintf("PDCclose(%d)", id), func() error { return l.close(id) })
 }
 
 func (l *Lib) close(id uint64) error {
@@ -245,4 +252,4 @@ func (l *Lib) close(id uint64) error {
 
 // Report reports a failure the C layer found before calling into the Lib
 // (a NULL out-pointer, say) and returns Fail.
-func (l *Lib) Report(call string, err error) int { return l.rc(call, err) }
+func (l *Lib) Report(call string, err error) int { return l.run(call, func() error { return err }) }

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,5 +32,25 @@ func TestParseTimeout(t *testing.T) {
 	}
 	if d, err := seconds(0.25, "t"); err != nil || d != 250*time.Millisecond {
 		t.Errorf("seconds(0.25) = %v, %v", d, err)
+	}
+}
+
+// A bug that panics inside a call is that call's failure, reported as
+// such, not the end of the C program.
+func TestPanicIsAFailedCall(t *testing.T) {
+	var out strings.Builder
+	l := New(Config{Stderr: &out})
+	if rc := l.run("PDCsomething(1)", func() error { var m map[string]int; m["x"] = 1; return nil }); rc != Fail {
+		t.Fatalf("rc %d", rc)
+	}
+	if id := l.runID("PDCother()", func() (uint64, error) { panic("boom") }); id != 0 {
+		t.Fatalf("id %d", id)
+	}
+	got := out.String()
+	for _, want := range []string{"libpdc: PDCsomething(1): a bug in libpdc, please report this line: assignment to entry in nil map",
+		"libpdc: PDCother(): a bug in libpdc, please report this line: boom: pdc: internal error\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reports %q lack %q", got, want)
+		}
 	}
 }

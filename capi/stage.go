@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 // StageProduce is pdc_stage_produce: it records a file written in the
 // producer dir so that consumers anywhere can get it.
 func (l *Lib) StageProduce(pdcID uint64, path string) int {
-	return l.rc(fmt.Sprintf("pdc_stage_produce(pdc %d, %q)", pdcID, path), l.stageProduce(pdcID, path))
+	return l.run(fmt.Sprintf("pdc_stage_produce(pdc %d, %q)", pdcID, path), func() error { return l.stageProduce(pdcID, path) })
 }
 
 // errNoPath is the error of a NULL or empty path, which C passes as "".
@@ -35,15 +36,21 @@ func (l *Lib) stageProduce(pdcID uint64, path string) error {
 // produced, up to timeoutSeconds (0: the connection's timeout; +Inf: no
 // limit), and places it in the consumer dir.
 func (l *Lib) StageConsume(pdcID uint64, path string, timeoutSeconds float64) int {
-	_, err := l.stageConsume(pdcID, path, timeoutSeconds)
-	return l.rc(fmt.Sprintf("pdc_stage_consume(pdc %d, %q, %gs)", pdcID, path, timeoutSeconds), err)
+	return l.run(fmt.Sprintf("pdc_stage_consume(pdc %d, %q, %gs)", pdcID, path, timeoutSeconds), func() error {
+		_, err := l.stageConsume(pdcID, path, timeoutSeconds)
+		return err
+	})
 }
 
 // StageConsumeLocal is pdc_stage_consume_local: StageConsume that also
 // returns the absolute path of the local copy ("" on failure).
 func (l *Lib) StageConsumeLocal(pdcID uint64, path string, timeoutSeconds float64) (string, int) {
-	local, err := l.stageConsume(pdcID, path, timeoutSeconds)
-	return local, l.rc(fmt.Sprintf("pdc_stage_consume_local(pdc %d, %q, %gs)", pdcID, path, timeoutSeconds), err)
+	var local string
+	rc := l.run(fmt.Sprintf("pdc_stage_consume_local(pdc %d, %q, %gs)", pdcID, path, timeoutSeconds), func() (err error) {
+		local, err = l.stageConsume(pdcID, path, timeoutSeconds)
+		return err
+	})
+	return local, rc
 }
 
 func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64) (string, error) {
@@ -69,7 +76,9 @@ func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64) (s
 	}
 	got, err := h.conn.c.Consume(ctx, path, opts...)
 	if err != nil {
-		if ctx.Err() != nil {
+		// The deadline may pass here or, a little earlier, on the server
+		// that waits for the produce on the call's behalf.
+		if ctx.Err() != nil || errors.Is(err, pdc.ErrTimeout) {
 			return "", fmt.Errorf("gave up after %v: %w", time.Since(start).Round(time.Millisecond), err)
 		}
 		return "", err
