@@ -40,17 +40,27 @@ func TestParseTimeout(t *testing.T) {
 func TestPanicIsAFailedCall(t *testing.T) {
 	var out strings.Builder
 	l := New(Config{Stderr: &out})
-	if rc := l.run("PDCsomething(1)", func() error { var m map[string]int; m["x"] = 1; return nil }); rc != Fail {
+	if rc := l.run("PDCsomething(1)", func() error { return oops(nil) }); rc != Fail {
 		t.Fatalf("rc %d", rc)
 	}
 	if id := l.runID("PDCother()", func() (uint64, error) { panic("boom") }); id != 0 {
 		t.Fatalf("id %d", id)
 	}
 	got := out.String()
-	for _, want := range []string{"libpdc: PDCsomething(1): a bug in libpdc, please report this line: assignment to entry in nil map",
+	for _, want := range []string{"libpdc: PDCsomething(1): a bug in libpdc, please report this line: runtime error: invalid memory address or nil pointer dereference",
 		"libpdc: PDCother(): a bug in libpdc, please report this line: boom: pdc: internal error\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("reports %q lack %q", got, want)
 		}
 	}
+}
+
+type thing struct{ n int }
+
+// oops is a bug: it dereferences t without checking it.
+func oops(t *thing) error {
+	if t.n > 0 {
+		return nil
+	}
+	return nil
 }
