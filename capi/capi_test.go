@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 
@@ -501,4 +502,86 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 	p.quiet(t)
+}
+
+func TestContainerTags(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	id := p.init(t)
+	ct := p.ContCreate("tagged", p.PropCreate(capi.PropContCreate, id))
+	put := func(name string, typ int, v []byte) int {
+		var ptr unsafe.Pointer
+		if len(v) > 0 {
+			ptr = unsafe.Pointer(&v[0])
+		}
+		return p.ContPutTag(ct, name, ptr, typ, uint64(len(v)))
+	}
+	const pdcString, pdcInt64, pdcDouble = 4, 8, 2
+	if put("units", pdcString, []byte("kelvin\x00")) != capi.Succeed || put("step", pdcInt64, []byte{42, 0, 0, 0, 0, 0, 0, 0}) != capi.Succeed ||
+		put("empty", pdcDouble, nil) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	for _, want := range []struct {
+		name string
+		typ  int
+		v    string
+	}{{"units", pdcString, "kelvin\x00"}, {"step", pdcInt64, "*\x00\x00\x00\x00\x00\x00\x00"}, {"empty", pdcDouble, ""}} {
+		tag, rc := p.ContGetTag(ct, want.name)
+		if rc != capi.Succeed || !tag.Found || tag.Type != want.typ || string(tag.Value) != want.v {
+			t.Fatalf("tag %s: %+v rc %d, want type %d value %q: %q", want.name, tag, rc, want.typ, want.v, p.lines())
+		}
+	}
+	// Another process sees them, by the container's name.
+	q := tc.node("node-b")
+	qct := q.ContOpen("tagged", q.init(t))
+	if tag, rc := q.ContGetTag(qct, "units"); rc != capi.Succeed || string(tag.Value) != "kelvin\x00" {
+		t.Fatalf("from another process: %+v: %q", tag, q.lines())
+	}
+
+	// Replace, delete, and read what is not there.
+	if put("step", pdcInt64, []byte{7, 0, 0, 0, 0, 0, 0, 0}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if tag, _ := p.ContGetTag(ct, "step"); tag.Value[0] != 7 {
+		t.Fatalf("replaced tag reads %v", tag.Value)
+	}
+	if p.ContDelTag(ct, "step") != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if tag, rc := p.ContGetTag(ct, "step"); rc != capi.Succeed || tag.Found || tag.Type != -1 || tag.Value != nil {
+		t.Fatalf("deleted tag: %+v rc %d", tag, rc)
+	}
+	p.quiet(t)
+	if p.ContDelTag(ct, "step") != capi.Fail {
+		t.Fatal("deleted a tag twice")
+	}
+	p.wantLine(t, `PDCcont_del_tag(3, "step")`, "not found")
+
+	big := make([]byte, 1<<16+1)
+	for _, c := range []struct {
+		call func() int
+		want []string
+	}{
+		{func() int { return put("", pdcString, []byte("x")) }, []string{`PDCcont_put_tag(3, "", type 4, 1 bytes)`, "no tag name"}},
+		{func() int { return put("x", 99, []byte("x")) }, []string{"unknown pdc_var_type_t 99"}},
+		{func() int { return put("x", -1, []byte("x")) }, []string{"unknown pdc_var_type_t -1"}},
+		{func() int { return put("x", pdcString, big) }, []string{"65537 bytes is over the limit of 65536"}},
+		{func() int { return p.ContPutTag(ct, "x", nil, pdcString, 8) }, []string{"value is NULL but size is 8"}},
+		{func() int { return p.ContPutTag(id, "x", nil, pdcString, 0) }, []string{"is a pdc connection (PDCinit), not a container"}},
+		{func() int { _, rc := p.ContGetTag(ct, ""); return rc }, []string{"PDCcont_get_tag(3, \"\")", "no tag name"}},
+	} {
+		if c.call() != capi.Fail {
+			t.Fatalf("call succeeded; want %q", c.want)
+		}
+		p.wantLine(t, c.want...)
+	}
+
+	// Tags of a deleted container are an error, not an empty tag.
+	if p.ContDel(ct) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if _, rc := p.ContGetTag(ct, "units"); rc != capi.Fail {
+		t.Fatal("read a tag of a deleted container")
+	}
+	p.wantLine(t, `PDCcont_get_tag(3, "units")`, "not found")
 }

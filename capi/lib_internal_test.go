@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdcgo/pdc/internal/metaserver"
 )
 
 func TestParseTimeout(t *testing.T) {
@@ -63,4 +65,10 @@ func oops(t *thing) error {
 		return nil
 	}
 	return nil
+}
+
+func TestTagLimitIsTheServers(t *testing.T) {
+	if maxTagValue != metaserver.MaxTagValueLen {
+		t.Fatalf("maxTagValue %d, servers' limit %d", maxTagValue, metaserver.MaxTagValueLen)
+	}
 }

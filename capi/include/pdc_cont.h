@@ -96,6 +96,32 @@ perr_t PDCcont_persist(pdcid_t cont);
 perr_t PDCcont_del(pdcid_t cont);
 
 /*
+ * PDCcont_put_tag sets the tag tag_name of the container to value_size
+ * bytes at tag_value, of type value_type (a PDC_STRING tag holds the bytes
+ * given: pass strlen + 1 to keep the NUL). Setting it again replaces it.
+ * Values are at most 64 KiB; names at most 256 bytes.
+ */
+perr_t PDCcont_put_tag(pdcid_t cont, const char *tag_name, const void *tag_value, pdc_var_type_t value_type,
+                       psize_t value_size);
+
+/*
+ * PDCcont_get_tag returns the tag tag_name of the container: *tag_value is
+ * a copy allocated with malloc (the caller frees it), *value_size its size
+ * and *value_type the type it was stored with (value_type may be NULL).
+ * A tag that is not set (never, or deleted) succeeds with *tag_value NULL,
+ * *value_size 0 and *value_type PDC_UNKNOWN; a container that does not
+ * exist fails.
+ */
+perr_t PDCcont_get_tag(pdcid_t cont, const char *tag_name, void **tag_value, pdc_var_type_t *value_type,
+                       psize_t *value_size);
+
+/*
+ * PDCcont_del_tag deletes the tag tag_name of the container. Deleting a
+ * tag that is not set fails, saying so.
+ */
+perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name);
+
+/*
  * PDCcont_close releases a container handle (see PDCcont_get_id for
  * handles returned more than once). Closing a handle that is not open
  * fails.

@@ -100,6 +100,44 @@ func pdcgo_cont_del(id C.uint64_t) C.int { return C.int(lib.ContDel(uint64(id)))
 //export pdcgo_cont_close
 func pdcgo_cont_close(id C.uint64_t) C.int { return C.int(lib.ContClose(uint64(id))) }
 
+//export pdcgo_cont_put_tag
+func pdcgo_cont_put_tag(id C.uint64_t, name *C.char, value unsafe.Pointer, typ C.int, size C.ulonglong) C.int {
+	return C.int(lib.ContPutTag(uint64(id), str(name), value, int(typ), uint64(size)))
+}
+
+// pdcgo_cont_get_tag sets *value to a malloc'd copy of the tag's value
+// (NULL for a tag that is not set), *size and *typ.
+//
+//export pdcgo_cont_get_tag
+func pdcgo_cont_get_tag(id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *C.int, size *C.ulonglong) C.int {
+	call := fmt.Sprintf("PDCcont_get_tag(%d, %q)", uint64(id), str(name))
+	if value == nil || size == nil {
+		return C.int(lib.Report(call, fmt.Errorf("tag_value and value_size must not be NULL: pass the addresses of a void * and a psize_t: %w", pdc.ErrInvalid)))
+	}
+	*value, *size = nil, 0
+	tag, rc := lib.ContGetTag(uint64(id), str(name))
+	if rc != capi.Succeed {
+		return C.int(rc)
+	}
+	*typ = C.int(tag.Type)
+	if !tag.Found {
+		return C.int(rc)
+	}
+	// malloc(0) may return NULL, which would read as "not set".
+	p := C.malloc(C.size_t(max(len(tag.Value), 1)))
+	if p == nil {
+		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d bytes", len(tag.Value))))
+	}
+	copy(unsafe.Slice((*byte)(p), len(tag.Value)), tag.Value)
+	*value, *size = p, C.ulonglong(len(tag.Value))
+	return C.int(rc)
+}
+
+//export pdcgo_cont_del_tag
+func pdcgo_cont_del_tag(id C.uint64_t, name *C.char) C.int {
+	return C.int(lib.ContDelTag(uint64(id), str(name)))
+}
+
 //export pdcgo_stage_produce
 func pdcgo_stage_produce(pdcID C.uint64_t, path *C.char) C.int {
 	return C.int(lib.StageProduce(uint64(pdcID), str(path)))

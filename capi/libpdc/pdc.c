@@ -65,6 +65,24 @@ perr_t PDCcont_del(pdcid_t cont) { return pdcgo_cont_del(cont); }
 
 perr_t PDCcont_close(pdcid_t cont) { return pdcgo_cont_close(cont); }
 
+perr_t PDCcont_put_tag(pdcid_t cont, const char *tag_name, const void *tag_value, pdc_var_type_t value_type,
+                       psize_t value_size)
+{
+    return pdcgo_cont_put_tag(cont, (char *)tag_name, (void *)tag_value, (int)value_type, value_size);
+}
+
+perr_t PDCcont_get_tag(pdcid_t cont, const char *tag_name, void **tag_value, pdc_var_type_t *value_type,
+                       psize_t *value_size)
+{
+    int    type = PDC_UNKNOWN;
+    perr_t rc   = pdcgo_cont_get_tag(cont, (char *)tag_name, tag_value, &type, value_size);
+    if (rc == SUCCEED && value_type != NULL)
+        *value_type = (pdc_var_type_t)type;
+    return rc;
+}
+
+perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name) { return pdcgo_cont_del_tag(cont, (char *)tag_name); }
+
 int pdc_stage_produce(pdcid_t pdc, const char *path) { return pdcgo_stage_produce(pdc, (char *)path); }
 
 int pdc_stage_consume(pdcid_t pdc, const char *path, double timeout_seconds)

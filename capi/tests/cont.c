@@ -52,6 +52,26 @@ int main(void)
     CHECK(PDCcont_persist(tcont) == SUCCEED, "PDCcont_persist failed");
     CHECK(PDCcont_close(tcont) == SUCCEED, "PDCcont_close failed");
 
+    /* Tags keep the type they were stored with. */
+    const char *units = "kelvin";
+    int64_t     step  = 42;
+    CHECK(PDCcont_put_tag(cont, "units", units, PDC_STRING, strlen(units) + 1) == SUCCEED, "put_tag units failed");
+    CHECK(PDCcont_put_tag(cont, "step", &step, PDC_INT64, sizeof step) == SUCCEED, "put_tag step failed");
+    void          *value = NULL;
+    pdc_var_type_t type  = PDC_UNKNOWN;
+    psize_t        size  = 0;
+    CHECK(PDCcont_get_tag(cont, "units", &value, &type, &size) == SUCCEED, "get_tag units failed");
+    CHECK(type == PDC_STRING && size == 7 && strcmp(value, "kelvin") == 0, "units: type %d size %llu", type, size);
+    free(value);
+    CHECK(PDCcont_get_tag(opened, "step", &value, &type, &size) == SUCCEED, "get_tag step failed");
+    CHECK(type == PDC_INT64 && size == 8 && *(int64_t *)value == 42, "step: type %d size %llu", type, size);
+    free(value);
+    CHECK(PDCcont_del_tag(cont, "step") == SUCCEED, "del_tag failed");
+    CHECK(PDCcont_get_tag(cont, "step", &value, &type, &size) == SUCCEED, "get_tag of a deleted tag failed");
+    CHECK(value == NULL && size == 0 && type == PDC_UNKNOWN, "deleted tag: %p, %llu bytes, type %d", value, size, type);
+    CHECK(PDCcont_del_tag(cont, "step") == FAIL, "deleted a tag twice");
+    CHECK(PDCcont_get_tag(cont, "units", NULL, &type, &size) == FAIL, "get_tag into NULL");
+
     /* A second connection sees the same containers; closing it leaves the
      * first one's handles alone. */
     pdcid_t pdc2 = PDCinit("second");
