@@ -3,8 +3,9 @@
  * Containers, release line 0.5): programs written for PDC compile against
  * these headers and link with -lpdc. Build flags: pkg-config --cflags --libs pdc.
  *
- * Connections, properties, containers and file staging (pdc_stage.h) are
- * here; objects, regions, transfers and searches come in later releases.
+ * Connections, container properties, containers and their tags, and file
+ * staging (pdc_stage.h) are here; objects, regions, transfers and
+ * searches come in later releases.
  *
  * Conventions of every function:
  *  - handles (pdcid_t) are numbers; 0 is never a handle;
