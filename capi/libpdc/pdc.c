@@ -1,7 +1,7 @@
 /*
  * The public functions of libpdc, defined against the public headers so
  * that the compiler checks every definition against its prototype. Each
- * calls its Go counterpart in main.go.
+ * calls its Go counterpart in exports.go.
  */
 #include <stdio.h>
 #include <stdlib.h>
