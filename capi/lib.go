@@ -136,7 +136,8 @@ func seconds(secs float64, what string) (time.Duration, error) {
 	if secs >= float64(math.MaxInt64)/float64(time.Second) {
 		return 0, nil
 	}
-	return time.Duration(secs * float64(time.Second)), nil
+	// A timeout too small for a Duration is the smallest one, not none.
+	return max(time.Duration(secs*float64(time.Second)), 1), nil
 }
 
 // withTimeout bounds ctx by d; d == 0 is no limit.

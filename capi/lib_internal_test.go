@@ -15,7 +15,7 @@ func TestParseTimeout(t *testing.T) {
 		want time.Duration // -1: an error
 	}{
 		{"", DefaultTimeout}, {"30", 30 * time.Second}, {" 0.5 ", 500 * time.Millisecond}, {"2m", 2 * time.Minute},
-		{"90s", 90 * time.Second}, {"1e12", 0}, {"+Inf", 0},
+		{"90s", 90 * time.Second}, {"1e12", 0}, {"+Inf", 0}, {"1e-12", 1},
 		{"0", -1}, {"-1", -1}, {"soon", -1}, {"NaN", -1}, {"-3s", -1}, {"0s", -1},
 	} {
 		got, err := parseTimeout(c.in)
