@@ -3,10 +3,18 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test race lint bench fuzz demo
+.PHONY: build test race lint bench fuzz demo capi
 
 build:
 	$(GO) build -o bin/pdc ./cmd/pdc
+
+# libpdc.so, its headers, pdc.pc, and the pdc binary with PDC's
+# pdc_server.exe and close_server scripts, in one folder (CAPI_PREFIX).
+# Build a C program against it with
+#   PKG_CONFIG_PATH=build/capi/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs pdc)
+CAPI_PREFIX ?= build/capi
+capi:
+	GO=$(GO) capi/install.sh $(CAPI_PREFIX)
 
 test:
 	$(GO) test ./...

@@ -1,0 +1,68 @@
+/*
+ * pdc.h - the C API of pdc (libpdc), compatible with PDC's (Proactive Data
+ * Containers, release line 0.5): programs written for PDC compile against
+ * these headers and link with -lpdc. Build flags: pkg-config --cflags --libs pdc.
+ *
+ * Connections, container properties, containers and their tags, and file
+ * staging (pdc_stage.h) are here; objects, regions, transfers and
+ * searches come in later releases.
+ *
+ * Conventions of every function:
+ *  - handles (pdcid_t) are numbers; 0 is never a handle;
+ *  - a failing call returns FAIL (or 0 for a handle, NULL for a pointer)
+ *    and prints one line to stderr: "libpdc: CALL(ARGS): REASON", naming
+ *    what it acted on. It never aborts the process;
+ *  - no call waits longer than $PDC_TIMEOUT (default 30 s; a number of
+ *    seconds, or a duration like 90s or 2m), read by PDCinit, unless it
+ *    takes a timeout of its own;
+ *  - memory a call hands out was allocated with malloc and is the caller's
+ *    to free; memory the caller passes in is not kept after the call;
+ *  - every function is safe to call from any thread.
+ *
+ * Servers: `pdc server` (or the pdc_server.exe script installed with
+ * libpdc) runs one server, `pdc up -n N` a local cluster of N, and
+ * `pdc down` (or close_server) stops them.
+ */
+#ifndef PDC_H
+#define PDC_H
+
+#include "pdc_public.h"
+#include "pdc_generic.h"
+#include "pdc_prop.h"
+#include "pdc_cont.h"
+#include "pdc_obj.h"
+#include "pdc_region.h"
+#include "pdc_query.h"
+#include "pdc_client_connect.h"
+#include "pdc_mpi.h"
+#include "pdc_stage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * PDCinit connects to the pdc servers whose server list is in $PDC_TMPDIR
+ * (default ./pdc_tmp), as PDC's client does. If the list is not there yet
+ * (servers still starting), it says so on stderr and waits for it, up to
+ * $PDC_TIMEOUT. It checks that rank 0 answers. pdc_name names this client
+ * in the servers' logs; any string, NULL too.
+ *
+ * Several connections may be open at once; each has its own handles.
+ *
+ * Returns the connection's handle, or 0.
+ */
+pdcid_t PDCinit(const char *pdc_name);
+
+/*
+ * PDCclose closes the connection and every handle opened through it
+ * (properties, containers). Closing a handle that is not an open
+ * connection fails.
+ */
+perr_t PDCclose(pdcid_t pdc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PDC_H */

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs libpdc into PREFIX (make capi uses build/capi):
+#
+#   PREFIX/lib/libpdc.so            the C library (cgo, -buildmode=c-shared)
+#   PREFIX/include/*.h              pdc.h and PDC's header names
+#   PREFIX/lib/pkgconfig/pdc.pc     cc prog.c $(pkg-config --cflags --libs pdc)
+#   PREFIX/bin/pdc                  the pdc binary (servers, CLI)
+#   PREFIX/bin/pdc_server.exe       PDC's server command: runs `pdc server`
+#   PREFIX/bin/close_server         PDC's stop command: runs `pdc down`
+#
+# Set PKG_CONFIG_PATH=PREFIX/lib/pkgconfig to build against it. pdc.pc
+# links with an rpath to PREFIX/lib, so programs run without
+# LD_LIBRARY_PATH.
+set -euo pipefail
+export LC_ALL=C # one collation for sort and comm below
+prefix=${1:?usage: capi/install.sh PREFIX}
+GO=${GO:-go}
+cd "$(dirname "$0")/.."
+mkdir -p "$prefix/lib/pkgconfig" "$prefix/include" "$prefix/bin"
+prefix=$(cd "$prefix" && pwd)
+
+"$GO" build -buildmode=c-shared -o "$prefix/lib/libpdc.so" ./capi/libpdc
+# cgo's generated header declares the internal pdcgo_ functions; the
+# interface is pdc.h.
+rm -f "$prefix/lib/libpdc.h"
+"$GO" build -o "$prefix/bin/pdc" ./cmd/pdc
+install -m 0644 capi/include/*.h "$prefix/include/"
+
+cat >"$prefix/lib/pkgconfig/pdc.pc" <<EOF
+# libpdc: pdc's C library (PDC's C API and file staging over pdc servers).
+# Version is the PDC API release line it is compatible with.
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: pdc
+Description: PDC's C API (Proactive Data Containers) and DYAD-style file staging over pdc servers
+URL: https://github.com/pdcgo/pdc
+Version: 0.5.0
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lpdc
+EOF
+
+cat >"$prefix/bin/pdc_server.exe" <<'EOF'
+#!/bin/sh
+# pdc_server.exe: PDC's server command, for scripts written for PDC. It runs
+# one pdc server in the foreground, as PDC's does: start it in the background
+# (&) or under a launcher (srun, mpirun, flux run), which gives its rank and
+# the number of servers. The server list goes to $PDC_TMPDIR (default
+# ./pdc_tmp), where PDCinit finds it. Arguments go to `pdc server` (see
+# `pdc server -h`). `pdc up -n N` starts N servers on this machine in one
+# command.
+here=$(dirname "$0")
+if [ -x "$here/pdc" ]; then exec "$here/pdc" server "$@"; fi
+exec pdc server "$@"
+EOF
+
+cat >"$prefix/bin/close_server" <<'EOF'
+#!/bin/sh
+# close_server: PDC's command that stops the servers, for scripts written for
+# PDC. It runs `pdc down`: every server of the cluster in $PDC_TMPDIR
+# (default ./pdc_tmp) finishes its requests and exits, after transient
+# containers are deleted; it returns once they are gone. Arguments go to
+# `pdc down` (see `pdc down -h`).
+here=$(dirname "$0")
+if [ -x "$here/pdc" ]; then exec "$here/pdc" down "$@"; fi
+exec pdc down "$@"
+EOF
+chmod 0755 "$prefix/bin/pdc_server.exe" "$prefix/bin/close_server"
+
+# Every function the headers declare must be defined by the library: a
+# program that compiles against pdc.h also links.
+defined=$(nm -D --defined-only "$prefix/lib/libpdc.so" | awk '{print $3}' | sort -u)
+declared=$(grep -hoE '^[a-z_ ]*[a-z_]+ \**(PDC[A-Za-z_]+|pdc_[a-z_]+)\(' "$prefix"/include/*.h |
+	sed -E 's/.*[ *]([A-Za-z_]+)\($/\1/' | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$defined") | tr '\n' ' ')
+if [ -n "$missing" ]; then
+	echo "capi/install.sh: declared in the headers but not in libpdc.so: $missing" >&2
+	exit 1
+fi
+echo "installed libpdc in $prefix"

@@ -1,0 +1,256 @@
+package capi
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+)
+
+// C's result codes (perr_t).
+const (
+	Succeed = 0  // SUCCEED
+	Fail    = -1 // FAIL
+)
+
+// EnvTimeout bounds every call that talks to servers and takes no timeout
+// of its own: a number of seconds ("30", "0.5") or a Go duration ("90s",
+// "2m"). PDCinit reads it; its connection keeps the value.
+const EnvTimeout = "PDC_TIMEOUT"
+
+// EnvHost names this node as the servers know it (default the kernel's
+// host name); EnvDTL picks the transport of staged files (stream, pull,
+// push, shm or auto).
+const (
+	EnvHost = "PDC_HOST"
+	EnvDTL  = "PDC_DTL"
+)
+
+// DefaultTimeout is the deadline of calls when $PDC_TIMEOUT is unset.
+const DefaultTimeout = 30 * time.Second
+
+// Config configures a Lib.
+type Config struct {
+	// Stderr receives one line per failing call. Default os.Stderr.
+	Stderr io.Writer
+	// Getenv reads the environment: $PDC_TMPDIR, $PDC_TIMEOUT, $PDC_HOST,
+	// $PDC_DTL and the staging variables. Default os.Getenv.
+	Getenv func(string) string
+	// ClientOptions are added to every PDCinit's client.Connect, after
+	// the defaults (which come from the environment). Tests use them.
+	ClientOptions []client.Option
+}
+
+// Lib is libpdc's state. The zero value is not usable; call New.
+type Lib struct {
+	cfg Config
+
+	outMu sync.Mutex // keeps report lines whole
+
+	mu struct {
+		sync.Mutex
+		next    uint64             // the last id handed out
+		handles map[uint64]*handle // open handles by id
+	}
+}
+
+// New returns a Lib with no open handles.
+func New(cfg Config) *Lib {
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	l := &Lib{cfg: cfg}
+	l.mu.handles = map[uint64]*handle{}
+	return l
+}
+
+// report prints the one line that tells a C caller why call failed.
+func (l *Lib) report(call string, err error) {
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	fmt.Fprintf(l.cfg.Stderr, "libpdc: %s: %s\n", call, msg)
+}
+
+// run runs fn as the C function call (its name and arguments, for the
+// report) and returns its perr_t. It reports fn's error, and a panic as an
+// internal error: a bug in libpdc must not abort the C program.
+func (l *Lib) run(call string, fn func() error) (rc int) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.report(call, fmt.Errorf("a bug in libpdc, please report this line: %v: %w", r, pdc.ErrInternal))
+			rc = Fail
+		}
+	}()
+	if err := fn(); err != nil {
+		l.report(call, err)
+		return Fail
+	}
+	return Succeed
+}
+
+// runID is run for a function that returns a handle: 0 on failure.
+func (l *Lib) runID(call string, fn func() (uint64, error)) uint64 {
+	var id uint64
+	if l.run(call, func() (err error) { id, err = fn(); return err }) != Succeed {
+		return 0
+	}
+	return id
+}
+
+// parseTimeout reads $PDC_TIMEOUT's value.
+func parseTimeout(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultTimeout, nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		return seconds(secs, EnvTimeout+"="+s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive number of seconds or a duration such as 90s or 2m: %w", EnvTimeout, s, pdc.ErrInvalid)
+	}
+	return d, nil
+}
+
+// seconds converts a C timeout in seconds. It must be positive; +Inf and
+// values past what a Duration holds mean no limit (returned as 0).
+func seconds(secs float64, what string) (time.Duration, error) {
+	if math.IsNaN(secs) || secs <= 0 {
+		return 0, fmt.Errorf("%s: want a positive number of seconds: %w", what, pdc.ErrInvalid)
+	}
+	if secs >= float64(math.MaxInt64)/float64(time.Second) {
+		return 0, nil
+	}
+	// A timeout too small for a Duration is the smallest one, not none.
+	return max(time.Duration(secs*float64(time.Second)), 1), nil
+}
+
+// withTimeout bounds ctx by d; d == 0 is no limit.
+func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	if d == 0 {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+// conn is the state of a connection (a pdc id from PDCinit).
+type conn struct {
+	name    string
+	dtl     string // $PDC_DTL at PDCinit
+	c       *client.Client
+	timeout time.Duration // 0: no limit
+	closed  bool          // by PDCclose; guarded by Lib.mu
+}
+
+// ctx is the context of one call on the connection.
+func (p *conn) ctx() (context.Context, context.CancelFunc) { return withTimeout(p.timeout) }
+
+// Init is PDCinit: it connects to the cluster in $PDC_TMPDIR and checks that
+// rank 0 answers.
+func (l *Lib) Init(name string) uint64 {
+	return l.runID(fmt.Sprintf("PDCinit(%q)", name), func() (uint64, error) { return l.init(name) })
+}
+
+func (l *Lib) init(name string) (uint64, error) {
+	timeout, err := parseTimeout(l.cfg.Getenv(EnvTimeout))
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := withTimeout(timeout)
+	defer cancel()
+	opts := append(l.clientOptions(), client.WithName(clientName(name)))
+	c, err := client.Connect(ctx, opts...)
+	if errors.Is(err, pdc.ErrNotFound) {
+		// Servers started just before the program may still be writing
+		// the list: say why the call pauses, then wait for it.
+		l.report(fmt.Sprintf("PDCinit(%q)", name), fmt.Errorf("%v; waiting up to %v for servers to start", err, describe(timeout)))
+		c, err = client.Connect(ctx, append(opts, client.WithWait())...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.Ping(ctx, 0); err != nil {
+		c.Close()
+		return 0, fmt.Errorf("the cluster in %s does not answer (servers stopped? start them with pdc up): %w", c.TmpDir(), err)
+	}
+	return l.add(&handle{kind: kindConn, conn: &conn{name: name, c: c, timeout: timeout, dtl: l.cfg.Getenv(EnvDTL)}})
+}
+
+// clientOptions are the settings of a connection, from the environment as
+// Getenv sees it (in libpdc, the C program's: a setenv before PDCinit
+// counts, which Go's own copy of the environment would miss).
+func (l *Lib) clientOptions() []client.Option {
+	env := l.cfg.Getenv
+	tmpdir := env("PDC_TMPDIR")
+	if tmpdir == "" {
+		tmpdir = "pdc_tmp"
+	}
+	shared := strings.ToLower(env(client.EnvShared))
+	opts := []client.Option{
+		client.WithTmpDir(tmpdir),
+		client.WithStageDirs(env(client.EnvProducerDir), env(client.EnvConsumerDir)),
+		client.WithSharedStorage(shared == "1" || shared == "true" || shared == "yes"),
+	}
+	if host := env(EnvHost); host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	return append(opts, l.cfg.ClientOptions...)
+}
+
+func describe(d time.Duration) string {
+	if d == 0 {
+		return "no limit"
+	}
+	return d.String()
+}
+
+// clientName names this connection in the servers' logs. Servers track
+// open objects per client name, so it must be unique per connection.
+func clientName(name string) string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("libpdc:%s:%d@%s/%x", name, os.Getpid(), host, r)
+}
+
+// Close is PDCclose: it closes the connection and every handle opened
+// through it.
+func (l *Lib) Close(id uint64) int {
+	return l.run(fmt.Sprintf("PDCclose(%d)", id), func() error { return l.close(id) })
+}
+
+func (l *Lib) close(id uint64) error {
+	l.mu.Lock()
+	h, err := l.lookupLocked(id, kindConn)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	h.conn.closed = true
+	for hid, o := range l.mu.handles {
+		if o.conn == h.conn {
+			delete(l.mu.handles, hid)
+		}
+	}
+	l.mu.Unlock()
+	return h.conn.c.Close()
+}
+
+// Report reports a failure the C layer found before calling into the Lib
+// (a NULL out-pointer, say) and returns Fail.
+func (l *Lib) Report(call string, err error) int { return l.run(call, func() error { return err }) }

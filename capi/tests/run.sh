@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Builds libpdc's C tests against an install of it (capi/install.sh PREFIX,
+# or make capi) with gcc and pkg-config, the way a user's program builds,
+# and runs them against real pdc servers:
+#
+#  1. `pdc up -n 2 --hosts node-a,node-b`: two servers that stand for two
+#     nodes, each serving its own producer dir. A consumer on node-b waits
+#     for files a producer on node-a makes (1 MiB through the default
+#     transport, 256 KiB through pull, an empty file, a file named by its
+#     absolute path), then bad input (stage_bad), then `pdc down`.
+#  2. One server started with PDC's pdc_server.exe, the container test
+#     (cont), and PDC's close_server to stop it.
+#
+# usage: capi/tests/run.sh PREFIX
+set -euo pipefail
+prefix=$(cd "${1:?usage: capi/tests/run.sh PREFIX}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+CC=${CC:-gcc}
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+pdc="$prefix/bin/pdc"
+work=$(mktemp -d "${TMPDIR:-/tmp}/libpdc-test-XXXXXX")
+tmpdirs=()
+cleanup() {
+	for d in "${tmpdirs[@]}"; do
+		[ -f "$d/pdc_server_list" ] || continue
+		"$pdc" down --tmpdir "$d" --timeout 10s >/dev/null 2>&1 || true
+	done
+	for pid in "${server_pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+server_pids=()
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# run NAME [ENV=VALUE...] PROG ARGS...: runs a test program with a bound,
+# its stderr in $work/NAME.err.
+run() {
+	local name=$1
+	shift
+	if ! env "$@" 2>"$work/$name.err"; then
+		cat "$work/$name.err" >&2
+		fail "$name"
+	fi
+}
+
+echo "== build the tests with $CC and pkg-config"
+cflags=$(pkg-config --cflags --libs pdc)
+for t in stage_produce stage_consume stage_bad cont; do
+	# shellcheck disable=SC2086 # cflags is a list of flags
+	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
+done
+# The headers compile as C++ and with MPI's define too (without mpi.h they
+# must not need it: only ENABLE_MPI pulls it in).
+if command -v g++ >/dev/null 2>&1; then
+	echo '#include "pdc.h"' | g++ -x c++ -fsyntax-only -Wall -Werror $(pkg-config --cflags pdc) -
+fi
+
+echo "== two servers standing for node-a and node-b"
+export PDC_TMPDIR="$work/tmp" PDC_DATA_LOC="$work/data" PDC_TIMEOUT=60
+tmpdirs+=("$PDC_TMPDIR")
+mkdir -p "$work/prod-node-a" "$work/prod-node-b"
+"$pdc" up -n 2 --hosts node-a,node-b --stage-producer-dir "$work/prod-{host}" >"$work/up.out"
+producer=(PDC_HOST=node-a "PDC_STAGE_PRODUCER_DIR=$work/prod-node-a")
+consumer=(PDC_HOST=node-b "PDC_STAGE_CONSUMER_DIR=$work/cons-node-b")
+
+echo "== a consumer on node-b waits for a file a producer on node-a makes"
+env "${consumer[@]}" timeout 120 "$work/stage_consume" run1/data.bin 1048576 60 >"$work/consume.out" 2>"$work/consume.err" &
+cpid=$!
+# Produce once the consumer is about to wait, so that it does wait.
+for _ in $(seq 600); do
+	grep -q consuming "$work/consume.out" 2>/dev/null && break
+	kill -0 "$cpid" 2>/dev/null || break
+	sleep 0.1
+done
+run produce "${producer[@]}" timeout 60 "$work/stage_produce" run1/data.bin 1048576
+if ! wait "$cpid"; then
+	cat "$work/consume.err" >&2
+	fail "the consumer of run1/data.bin"
+fi
+cmp "$work/prod-node-a/run1/data.bin" "$work/cons-node-b/run1/data.bin" || fail "consumed copy differs"
+
+echo "== pull transport, an empty file, a path given absolute"
+run produce-pull "${producer[@]}" timeout 60 "$work/stage_produce" pulled.bin 262144
+run consume-pull "${consumer[@]}" PDC_DTL=pull timeout 60 "$work/stage_consume" pulled.bin 262144 30
+run produce-empty "${producer[@]}" timeout 60 "$work/stage_produce" empty.txt 0
+run consume-empty "${consumer[@]}" timeout 60 "$work/stage_consume" empty.txt 0 30
+run produce-abs "${producer[@]}" timeout 60 "$work/stage_produce" deep/dir/abs.bin 1000 abs
+run consume-abs "${consumer[@]}" timeout 60 "$work/stage_consume" deep/dir/abs.bin 1000 30
+
+echo "== bad input"
+run stage_bad "${producer[@]}" "PDC_STAGE_CONSUMER_DIR=$work/cons-node-a" timeout 120 "$work/stage_bad"
+# Every failing call printed one line naming the call, what it acted on and
+# why.
+err="$work/stage_bad.err"
+sed 's/^/  stage_bad: /' "$err"
+expect() {
+	grep -qF -- "$1" "$err" || { cat "$err" >&2; fail "stage_bad's stderr lacks: $1"; }
+}
+expect 'libpdc: PDCinit("nowhere"): connect: no server list'
+expect 'waiting up to 1s for servers to start'
+expect 'libpdc: PDCinit("bad-timeout"): PDC_TIMEOUT="soon"'
+expect 'pdc_stage_produce(pdc 1, "../escape.txt"):'
+expect 'leaves the managed dir'
+expect 'pdc_stage_produce(pdc 1, "/etc/passwd"): produce /etc/passwd: path /etc/passwd is outside the producer dir'
+expect 'pdc_stage_produce(pdc 1, "missing.bin"): produce missing.bin: no such file in the producer dir'
+expect 'pdc_stage_produce(pdc 1, "adir"): produce adir: not a regular file'
+expect 'pdc_stage_produce(pdc 0, "x"): id 0 is not a pdc connection (PDCinit)'
+expect 'is a container property, not a pdc connection'
+expect 'pdc_stage_consume(pdc 1, "never-produced.bin", 1s): gave up after'
+expect 'not produced'
+expect 'pdc_stage_consume(pdc 1, "never-produced.bin", -1s): timeout_seconds: want a positive number of seconds'
+expect 'pdc_stage_consume_local(pdc 1, "never-produced.bin", 0.2s, NULL): local_path is NULL'
+expect 'PDCclose(1): 1 is a closed handle'
+lines=$(grep -c '^libpdc: ' "$err")
+total=$(wc -l <"$err")
+[ "$lines" = "$total" ] || { cat "$err" >&2; fail "stage_bad printed lines that are not libpdc's one-line reports"; }
+# 20 failing calls, and PDCinit's note that it waits for the server list.
+[ "$lines" -eq 21 ] || { cat "$err" >&2; fail "stage_bad printed $lines lines, want one per failing call (21)"; }
+
+"$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
+
+echo "== containers, against a server started with pdc_server.exe and stopped with close_server"
+export PDC_TMPDIR="$work/tmp2" PDC_DATA_LOC="$work/data2"
+tmpdirs+=("$PDC_TMPDIR")
+"$prefix/bin/pdc_server.exe" --rank 0 --size 1 2>"$work/server.err" &
+server_pids+=($!)
+run cont timeout 120 "$work/cont"
+err="$work/cont.err"
+sed 's/^/  cont: /' "$err"
+expect 'libpdc: PDCcont_open("c-'
+expect 'not found'
+expect 'PDCcont_close('
+expect 'is a container property, not a container'
+expect 'PDCprop_create(42, pdc 1): unknown property type 42'
+expect 'PDCcont_del_tag(3, "step"): delete tag "step" of container'
+expect 'PDCcont_get_tag(3, "units"): tag_value and value_size must not be NULL'
+expect 'PDCprop_create(PDC_OBJ_CREATE, pdc 1): object properties are not supported'
+"$prefix/bin/close_server" >"$work/close.out" || fail "close_server"
+wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server.err")"
+server_pids=()
+
+echo "PASS: libpdc C tests"
