@@ -326,10 +326,7 @@ func TestStageConsumersBeforeProducer(t *testing.T) {
 		}
 		sameFile(t, consAll, p, data[p])
 	}
-	want := []string{"step1/", "step1/out/"}
-	for _, p := range paths {
-		want = append(want, p)
-	}
+	want := append([]string{"step1/", "step1/out/"}, paths...)
 	slices.Sort(want)
 	for _, d := range []string{consB, consAll} {
 		if got := listFiles(t, d); !slices.Equal(got, want) {
