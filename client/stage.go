@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -659,24 +660,12 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 		return shown, 0, fmt.Errorf("the consumer dir %s has no room for %d bytes: %w", dir.Path, size, err)
 	}
 	key := staging.FetchKey(rec)
-	var n int64
-	var crc uint32
-	if mode == dtl.ModeShm || (mode == dtl.ModeAuto && dtl.SameHost(owner.Addr)) {
-		// The descriptor of the owner's file comes over, and the kernel
-		// copies it (copy_file_range); the copy is then checksummed on
-		// every processor.
-		n, err = recv.Fetch(ctx, owner.Addr, key, dtl.IntoFile(f, 0), dtl.WithMode(mode))
-		if err == nil && o.progress != nil {
-			o.progress(n, size)
-		}
-		if err == nil && n == size {
-			crc, err = staging.FileCRC(f, n)
-		}
-	} else {
-		w := &crcWriter{f: f, total: size, progress: o.progress}
-		n, err = recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(w), dtl.WithMode(mode))
-		crc = w.crc
-	}
+	// Stream, pull and push write the bytes as they come, checksumming on
+	// the way; shm hands over the owner's file, which is copied and
+	// checksummed in one part per processor (ReceiveSection).
+	w := &crcWriter{f: f, total: size, progress: o.progress}
+	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(w), dtl.WithMode(mode))
+	crc := w.crc
 	if err != nil {
 		return shown, 0, fmt.Errorf("fetch from its owner %s: %w", owner.Label(), err)
 	}
@@ -709,6 +698,7 @@ type crcWriter struct {
 	crc      uint32
 	total    int64
 	progress func(done, total int64)
+	mu       sync.Mutex // orders progress calls from ReceiveSection's parts
 }
 
 func (w *crcWriter) Write(p []byte) (int, error) {
@@ -719,6 +709,65 @@ func (w *crcWriter) Write(p []byte) (int, error) {
 		w.progress(w.off, w.total)
 	}
 	return n, err
+}
+
+// ReceiveSection copies n bytes of r from off into the file, in one part
+// per processor, each checksummed on its own; the parts' checksums are
+// then combined in order.
+func (w *crcWriter) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
+	parts := int64(runtime.GOMAXPROCS(0))
+	if n < 32<<20 || parts < 2 {
+		parts = 1
+	}
+	per := (n/parts + 4095) &^ 4095
+	crcs := make([]uint32, parts)
+	lens := make([]int64, parts)
+	errs := make([]error, parts)
+	var done int64
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo := min(i*per, n)
+		hi := min(lo+per, n)
+		lens[i] = hi - lo
+		wg.Go(func() {
+			b := staging.Buf()
+			defer staging.PutBuf(b)
+			for at := lo; at < hi; {
+				k := min(int64(len(b)), hi-at)
+				got, err := r.ReadAt(b[:k], off+at)
+				if got < int(k) {
+					if err == nil || err == io.EOF {
+						err = io.ErrUnexpectedEOF
+					}
+					errs[i] = err
+					return
+				}
+				crcs[i] = crc32.Update(crcs[i], staging.Table, b[:k])
+				if _, err := w.f.WriteAt(b[:k], w.off+at); err != nil {
+					errs[i] = err
+					return
+				}
+				at += k
+				if w.progress != nil {
+					w.mu.Lock()
+					done += k
+					w.progress(done, w.total)
+					w.mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	crc := crcs[0]
+	for i := int64(1); i < parts; i++ {
+		crc = staging.CombineCRC(crc, crcs[i], lens[i])
+	}
+	w.crc = staging.CombineCRC(w.crc, crc, n)
+	w.off += n
+	return n, nil
 }
 
 // ReadFrom takes the stream in large pieces: io.Copy's 32 KiB would cost a

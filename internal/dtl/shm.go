@@ -177,6 +177,13 @@ func readShm(ctx context.Context, rep *wire.FetchReply, sink Sink) (int64, error
 		n, err := copyRange(src, int64(off), sink.File, sink.Off, int64(size))
 		return n, shmReadErr(err)
 	default:
+		if sr, ok := sink.W.(SectionReceiver); ok {
+			n, err := sr.ReceiveSection(src, int64(off), int64(size))
+			if err == nil && uint64(n) != size {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, shmReadErr(err)
+		}
 		n, err := io.Copy(sink.W, io.NewSectionReader(src, int64(off), int64(size)))
 		if err == nil && uint64(n) != size {
 			err = io.ErrUnexpectedEOF

@@ -91,8 +91,18 @@ func IntoBuffer(b []byte) Sink { return Sink{Buf: b} }
 // IntoFile is a sink that writes f from off.
 func IntoFile(f *os.File, off int64) Sink { return Sink{File: f, Off: off} }
 
-// IntoWriter is a sink that writes to w.
+// IntoWriter is a sink that writes to w. A w that is also a
+// SectionReceiver takes shm payloads through ReceiveSection instead.
 func IntoWriter(w io.Writer) Sink { return Sink{W: w} }
+
+// SectionReceiver is a writer sink that can take the whole payload at once
+// as a random-access section, as shm hands it over (the sender's memory or
+// file), to read it in parallel or in any order.
+type SectionReceiver interface {
+	// ReceiveSection reads n bytes of r from off and returns how many it
+	// took.
+	ReceiveSection(r io.ReaderAt, off, n int64) (int64, error)
+}
 
 func (s Sink) check() error {
 	n := 0
