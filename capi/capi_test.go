@@ -450,7 +450,6 @@ func TestContainers(t *testing.T) {
 		{func() uint64 { return p.ContCreate("", prop) }, []string{`PDCcont_create("", prop 2)`, "no container name (NULL or empty)"}},
 		{func() uint64 { return p.ContCreate("x", id) }, []string{"is a pdc connection (PDCinit), not a container property"}},
 		{func() uint64 { return p.ContOpen("x", prop) }, []string{"is a container property, not a pdc connection"}},
-		{func() uint64 { return p.PropCreate(capi.PropObjCreate, id) }, []string{"PDCprop_create(PDC_OBJ_CREATE, pdc 1)", "no object API"}},
 		{func() uint64 { return p.PropCreate(9, id) }, []string{"PDCprop_create(9, pdc 1)", "unknown property type 9"}},
 	} {
 		if got := c.call(); got != 0 {

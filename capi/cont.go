@@ -43,7 +43,7 @@ func (l *Lib) propCreate(typ int, pdcID uint64) (uint64, error) {
 	case PropContCreate:
 		return l.add(&handle{kind: kindContProp, conn: h.conn, lifetime: client.Persistent})
 	case PropObjCreate:
-		return 0, fmt.Errorf("object properties are not supported: this libpdc has no object API yet: %w", pdc.ErrUnimplemented)
+		return l.objPropCreate(h.conn)
 	}
 	return 0, fmt.Errorf("unknown property type %d: want PDC_CONT_CREATE (0) or PDC_OBJ_CREATE (1): %w", typ, pdc.ErrInvalid)
 }
@@ -54,6 +54,9 @@ func (l *Lib) PropClose(id uint64) int {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		_, err := l.lookupLocked(id, kindContProp)
+		if _, oerr := l.lookupLocked(id, kindObjProp); err != nil && oerr == nil {
+			err = nil
+		}
 		if err == nil {
 			delete(l.mu.handles, id)
 		}

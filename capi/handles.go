@@ -15,6 +15,10 @@ const (
 	kindConn     kind = iota + 1 // PDCinit
 	kindContProp                 // PDCprop_create(PDC_CONT_CREATE)
 	kindCont                     // PDCcont_create, _open, _get_id
+	kindObjProp                  // PDCprop_create(PDC_OBJ_CREATE), PDCprop_obj_dup
+	kindObj                      // PDCobj_create, _open, _put_data
+	kindRegion                   // PDCregion_create
+	kindTransfer                 // PDCregion_transfer_create
 )
 
 func (k kind) String() string {
@@ -25,6 +29,14 @@ func (k kind) String() string {
 		return "container property"
 	case kindCont:
 		return "container"
+	case kindObjProp:
+		return "object property"
+	case kindObj:
+		return "object"
+	case kindRegion:
+		return "region"
+	case kindTransfer:
+		return "region transfer"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -46,7 +58,9 @@ type handle struct {
 	// refs is guarded by Lib.mu.
 	cont *client.Container
 	refs int
-	mu   sync.Mutex // serializes calls on cont
+	mu   sync.Mutex // serializes calls on cont, and on obj and its transfers
+
+	objState // kindObjProp, kindObj, kindRegion, kindTransfer (obj.go)
 }
 
 // add registers h and returns its new id. A handle opened through a

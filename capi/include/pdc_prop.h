@@ -45,8 +45,9 @@ struct pdc_obj_prop {
 /*
  * PDCprop_create makes a property of the given type for the connection pdc
  * (from PDCinit). Containers created with it belong to that connection.
- * A container property starts as PDC_PERSIST. This libpdc has no object
- * API yet: PDC_OBJ_CREATE fails (returns 0) saying so.
+ * A container property starts as PDC_PERSIST. An object property
+ * (PDC_OBJ_CREATE) starts with no dims and no type (set both before
+ * PDCobj_create), PDC_REGION_STATIC and PDC_CONSISTENCY_DEFAULT.
  *
  * Returns the property's handle, or 0.
  */

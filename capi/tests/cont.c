@@ -104,7 +104,6 @@ int main(void)
     CHECK(PDCcont_create("x", pdc) == 0, "created a container with a connection as property");
     CHECK(PDCcont_open("x", prop) == 0, "opened through a property as connection");
     CHECK(PDCprop_create((pdc_prop_type_t)42, pdc) == 0, "created a property of type 42");
-    CHECK(PDCprop_create(PDC_OBJ_CREATE, pdc) == 0, "created an object property without an object API");
     CHECK(PDCprop_set_cont_lifetime(prop, (pdc_lifetime_t)7) == FAIL, "set lifetime 7");
     CHECK(PDCcont_persist(prop) == FAIL, "persisted a property");
     CHECK(PDCcont_del(12345678) == FAIL, "deleted an unknown handle");

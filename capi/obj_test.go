@@ -1,0 +1,418 @@
+package capi_test
+
+import (
+	"encoding/binary"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/pdcgo/pdc/capi"
+)
+
+const (
+	pdcInt    = 0 // PDC_INT
+	pdcDouble = 2 // PDC_DOUBLE
+	pdcInt64  = 8 // PDC_INT64
+)
+
+// objSetup is a connection, a container and an object property with dims.
+func objSetup(t *testing.T, p *proc, dims ...uint64) (id, cont, prop uint64) {
+	t.Helper()
+	id = p.init(t)
+	cprop := p.PropCreate(capi.PropContCreate, id)
+	cont = p.ContCreate("c", cprop)
+	prop = p.PropCreate(capi.PropObjCreate, id)
+	if cont == 0 || prop == 0 || p.PropSetObjDims(prop, len(dims), dims) != capi.Succeed ||
+		p.PropSetObjType(prop, pdcInt) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	return id, cont, prop
+}
+
+func TestObjectProperties(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	id := p.init(t)
+	prop := p.PropCreate(capi.PropObjCreate, id)
+	if prop == 0 {
+		t.Fatal(p.lines())
+	}
+	info, rc := p.ObjPropGetInfo(prop)
+	if rc != capi.Succeed || info.PropID != prop || len(info.Dims) != 0 || info.Type != -1 || info.Partition != 1 || info.Consistency != 0 {
+		t.Fatalf("defaults %+v: %q", info, p.lines())
+	}
+	var x int
+	for _, rc := range []int{
+		p.PropSetObjDims(prop, 2, []uint64{4, 6}),
+		p.PropSetObjType(prop, pdcDouble),
+		p.PropSetObjTransferRegionType(prop, 0),
+		p.PropSetObjConsistency(prop, 1),
+		p.PropSetObjAppName(prop, "app"),
+		p.PropSetObjTimeStep(prop, 3),
+		p.PropSetObjUserID(prop, 7),
+		p.PropSetObjDataLoc(prop, "/tmp/x"),
+		p.PropSetObjTags(prop, "a=b"),
+		p.PropSetObjBuf(prop, unsafe.Pointer(&x)),
+	} {
+		if rc != capi.Succeed {
+			t.Fatal(p.lines())
+		}
+	}
+	dup := p.PropObjDup(prop)
+	if dup == 0 || dup == prop {
+		t.Fatal(p.lines())
+	}
+	// The copy is deep: changing the original leaves it alone.
+	if p.PropSetObjDims(prop, 1, []uint64{9}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	info, rc = p.ObjPropGetInfo(dup)
+	if rc != capi.Succeed || info.PropID != dup || len(info.Dims) != 2 || info.Dims[1] != 6 || info.Type != pdcDouble ||
+		info.Partition != 0 || info.Consistency != 1 {
+		t.Fatalf("dup %+v", info)
+	}
+	for _, c := range []struct {
+		call func() int
+		want []string
+	}{
+		{func() int { return p.PropSetObjDims(prop, 0, nil) }, []string{"PDCprop_set_obj_dims(2, 0, NULL)", "dims is NULL"}},
+		{func() int { return p.PropSetObjDims(prop, 2, []uint64{3, 0}) }, []string{"dim 1 is 0"}},
+		{func() int { return p.PropSetObjDims(prop, 2, []uint64{3, ^uint64(0)}) }, []string{"only the first may be"}},
+		{func() int { return p.PropSetObjType(prop, 19) }, []string{"unknown pdc_var_type_t 19"}},
+		{func() int { return p.PropSetObjTransferRegionType(prop, 4) }, []string{"unknown pdc_region_partition_t 4"}},
+		{func() int { return p.PropSetObjConsistency(prop, 5) }, []string{"unknown pdc_consistency_t 5"}},
+		{func() int { return p.PropSetObjTimeStep(id, 1) }, []string{"is a pdc connection (PDCinit), not a object property"}},
+		{func() int { return p.PropSetContLifetime(prop, 0) }, []string{"is a object property, not a container property"}},
+	} {
+		if c.call() != capi.Fail {
+			t.Fatalf("succeeded; want %q", c.want)
+		}
+		p.wantLine(t, c.want...)
+	}
+	if _, rc := p.ObjPropGetInfo(id); rc != capi.Fail {
+		t.Fatal("get_info of a connection")
+	}
+	p.wantLine(t, "PDCobj_prop_get_info(1)")
+	if p.PropClose(prop) != capi.Succeed || p.PropClose(prop) != capi.Fail {
+		t.Fatal("close")
+	}
+	p.wantLine(t, "is a closed handle")
+}
+
+func TestObjects(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	id, cont, prop := objSetup(t, p, 4, 6)
+	if p.PropSetObjAppName(prop, "app") != capi.Succeed || p.PropSetObjBuf(prop, unsafe.Pointer(&cont)) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	obj := p.ObjCreate(cont, "o", prop)
+	if obj == 0 {
+		t.Fatal(p.lines())
+	}
+	if buf, rc := p.ObjBufRetrieve(obj); rc != capi.Succeed || buf != unsafe.Pointer(&cont) {
+		t.Fatalf("buf_retrieve %p rc %d", buf, rc)
+	}
+	// The same identity again fails; another time step is another object.
+	if got := p.ObjCreate(cont, "o", prop); got != 0 {
+		t.Fatalf("created an object twice: %d", got)
+	}
+	p.wantLine(t, `PDCobj_create(cont 3, "o", prop 4)`, "exists")
+	if p.PropSetObjTimeStep(prop, 1) != capi.Succeed || p.ObjCreate(cont, "o", prop) == 0 {
+		t.Fatal(p.lines())
+	}
+
+	info, rc := p.ObjGetInfo(obj)
+	if rc != capi.Succeed || info.Name != "o" || info.LocalID != obj || info.MetaID == 0 || len(info.Prop.Dims) != 2 || info.Prop.Type != pdcInt {
+		t.Fatalf("info %+v: %q", info, p.lines())
+	}
+
+	// Another process opens it, sees dims set here.
+	q := tc.node("node-b")
+	qid := q.init(t)
+	qobj := q.ObjOpen("o", qid)
+	if qobj == 0 {
+		t.Fatal(q.lines())
+	}
+	if p.ObjSetDims(obj, 2, []uint64{8, 6}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	dims, rc := q.ObjGetDims(qobj)
+	if rc != capi.Succeed || len(dims) != 2 || dims[0] != 8 {
+		t.Fatalf("dims %v: %q", dims, q.lines())
+	}
+	qinfo, rc := q.ObjGetInfo(qobj)
+	if rc != capi.Succeed || qinfo.MetaID != info.MetaID {
+		t.Fatalf("remote info %+v", qinfo)
+	}
+	if p.ObjSetDims(obj, 1, []uint64{8}) != capi.Fail {
+		t.Fatal("changed the number of dims")
+	}
+	p.wantLine(t, "PDCobj_set_dims(5, 1, [8])")
+
+	// put_data and get_data.
+	data := []byte("hello, objects")
+	po := p.ObjPutData("blob", unsafe.Pointer(&data[0]), uint64(len(data)), cont)
+	if po == 0 {
+		t.Fatal(p.lines())
+	}
+	qo := q.ObjOpenCol("blob", qid)
+	got := make([]byte, len(data))
+	if qo == 0 || q.ObjGetData(qo, unsafe.Pointer(&got[0]), uint64(len(got))) != capi.Succeed || string(got) != string(data) {
+		t.Fatalf("get_data %q: %q", got, q.lines())
+	}
+	if p.ObjPutData("blob", unsafe.Pointer(&data[0]), uint64(len(data)), cont) != 0 {
+		t.Fatal("put_data over an existing object")
+	}
+	p.wantLine(t, `PDCobj_put_data("blob", 14 bytes, cont 3)`, "exists")
+	if p.ObjGetData(obj, unsafe.Pointer(&got[0]), 5) != capi.Fail {
+		t.Fatal("get_data of part of a 2-D object")
+	}
+	p.wantLine(t, "is not a whole number of 4-byte elements")
+	if p.ObjFlushStart(obj) != capi.Succeed || p.ObjFlushAllStart() != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+
+	// Delete: gone for others; the handle stays until closed.
+	if p.ObjDel(po) != capi.Succeed || p.ObjClose(po) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if q.ObjOpen("blob", qid) != 0 {
+		t.Fatal("opened a deleted object")
+	}
+	q.wantLine(t, `PDCobj_open("blob", pdc 1)`, "not found")
+
+	for _, c := range []struct {
+		call func() uint64
+		want []string
+	}{
+		{func() uint64 { return p.ObjCreate(cont, "", prop) }, []string{"no object name"}},
+		{func() uint64 { return p.ObjCreate(prop, "x", prop) }, []string{"is a object property, not a container"}},
+		{func() uint64 { return p.ObjCreate(cont, "x", cont) }, []string{"is a container, not a object property"}},
+		{func() uint64 { return p.ObjCreate(cont, "x", p.PropCreate(capi.PropObjCreate, id)) }, []string{"has no dims"}},
+		{func() uint64 { return p.ObjOpen("nothing", id) }, []string{"not found"}},
+		{func() uint64 { return p.ObjPutData("x", nil, 3, cont) }, []string{"no data"}},
+	} {
+		if got := c.call(); got != 0 {
+			t.Fatalf("got %d; want a failure %q", got, c.want)
+		}
+		p.wantLine(t, c.want...)
+	}
+	if p.ObjClose(obj) != capi.Succeed || p.ObjClose(obj) != capi.Fail {
+		t.Fatal("close")
+	}
+	p.wantLine(t, "is a closed handle")
+	if p.ObjDel(cont) != capi.Fail {
+		t.Fatal("deleted a container as an object")
+	}
+	p.wantLine(t, "is a container, not a object")
+}
+
+func i32s(n int, f func(i int) int32) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.NativeEndian.PutUint32(b[4*i:], uint32(f(i)))
+	}
+	return b
+}
+
+func i32(b []byte, i int) int32 { return int32(binary.NativeEndian.Uint32(b[4*i:])) }
+
+func TestRegionTransfers(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 10, 8)
+	obj := p.ObjCreate(cont, "grid", prop)
+	if obj == 0 {
+		t.Fatal(p.lines())
+	}
+	// Write rows 2..5, columns 1..6 (4x6) from a 1-D buffer of 24 ints,
+	// closing the regions at once.
+	wbuf := i32s(24, func(i int) int32 { return int32(100 + i) })
+	local := p.RegionCreate(1, []uint64{0}, []uint64{24})
+	remote := p.RegionCreate(2, []uint64{2, 1}, []uint64{4, 6})
+	w := p.TransferCreate(unsafe.Pointer(&wbuf[0]), capi.AccessWrite, obj, local, remote)
+	if w == 0 || p.RegionClose(local) != capi.Succeed || p.RegionClose(remote) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if st, rc := p.TransferStatus(w); rc != capi.Succeed || st != capi.TransferNotFound {
+		t.Fatalf("status before start %d", st)
+	}
+	if p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if st, _ := p.TransferStatus(w); st != capi.TransferComplete {
+		t.Fatalf("status after wait %d, want complete", st)
+	}
+	if st, _ := p.TransferStatus(w); st != capi.TransferNotFound {
+		t.Fatalf("status after complete %d, want not found", st)
+	}
+	if p.TransferClose(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+
+	// Read rows 3..4, columns 0..3 (2x4) into the middle of a 4x6 buffer at
+	// (1, 2): a different local shape.
+	rbuf := make([]byte, 4*24)
+	l2 := p.RegionCreate(2, []uint64{1, 2}, []uint64{2, 4})
+	r2 := p.RegionCreate(2, []uint64{3, 0}, []uint64{2, 4})
+	r := p.TransferCreate(unsafe.Pointer(&rbuf[0]), capi.AccessRead, obj, l2, r2)
+	if r == 0 || p.TransferStart(r) != capi.Succeed || p.TransferWait(r) != capi.Succeed || p.TransferClose(r) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	for row := range 4 {
+		for col := range 6 {
+			want := int32(0)
+			if row >= 1 && row < 3 && col >= 2 {
+				orow, ocol := row-1+3, col-2
+				if ocol >= 1 { // written columns 1..6 of rows 2..5
+					want = int32(100 + (orow-2)*6 + ocol - 1)
+				}
+			}
+			if got := i32(rbuf, row*6+col); got != want {
+				t.Errorf("buffer (%d,%d) = %d, want %d", row, col, got, want)
+			}
+		}
+	}
+
+	// start_all / wait_all over several transfers, and the region info.
+	box, rc := p.RegionGetInfo(r2)
+	if rc != capi.Succeed || box.Off[0] != 3 || box.Size[1] != 4 {
+		t.Fatalf("region info %v", box)
+	}
+	var ids []uint64
+	bufs := make([][]byte, 5)
+	for i := range 5 {
+		bufs[i] = i32s(8, func(j int) int32 { return int32(i*8 + j) })
+		row := p.RegionCreate(2, []uint64{uint64(i), 0}, []uint64{1, 8})
+		lr := p.RegionCreate(1, []uint64{0}, []uint64{8})
+		ids = append(ids, p.TransferCreate(unsafe.Pointer(&bufs[i][0]), capi.AccessWrite, obj, lr, row))
+		p.RegionClose(row)
+		p.RegionClose(lr)
+	}
+	if p.TransferStartAll(ids) != capi.Succeed || p.TransferWaitAll(ids) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	for _, id := range ids {
+		if p.TransferClose(id) != capi.Succeed {
+			t.Fatal(p.lines())
+		}
+	}
+	all := make([]byte, 4*80)
+	if p.ObjGetData(obj, unsafe.Pointer(&all[0]), uint64(len(all))) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	for i := range 40 {
+		if got := i32(all, i); got != int32(i) {
+			t.Fatalf("element %d = %d", i, got)
+		}
+	}
+
+	// Bad input.
+	in := p.RegionCreate(2, []uint64{0, 0}, []uint64{2, 2})
+	out := p.RegionCreate(2, []uint64{9, 7}, []uint64{2, 2})
+	oneD := p.RegionCreate(1, []uint64{0}, []uint64{4})
+	for _, c := range []struct {
+		call func() uint64
+		want []string
+	}{
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, out) }, []string{"remote region"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, oneD) }, []string{"has 1 dims, the object 2"}},
+		{func() uint64 { return p.TransferCreate(nil, capi.AccessWrite, obj, in, in) }, []string{"buf is NULL"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), 7, obj, in, in) }, []string{"access 7"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, in, in, in) }, []string{"is a region, not a object"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, obj, in) }, []string{"local region", "is a object, not a region"}},
+		{func() uint64 { return p.RegionCreate(2, nil, []uint64{1, 1}) }, []string{"offset or size is NULL"}},
+		{func() uint64 { return p.RegionCreate(1, []uint64{0}, []uint64{0}) }, []string{"dimension 0 is empty"}},
+	} {
+		if got := c.call(); got != 0 {
+			t.Fatalf("got %d; want a failure %q", got, c.want)
+		}
+		p.wantLine(t, c.want...)
+	}
+	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil) != capi.Fail {
+		t.Fatal("bad transfers")
+	}
+	if ls := p.lines(); len(ls) != 3 {
+		t.Fatalf("reports %q", ls)
+	}
+	nw := p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, in)
+	if nw == 0 || p.TransferWait(nw) != capi.Fail {
+		t.Fatal("waited for a transfer never started")
+	}
+	p.wantLine(t, "not started")
+	if p.TransferClose(nw) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+}
+
+// Closing an object waits for its transfers; POSIX transfers are done when
+// start returns.
+func TestObjectCloseWaitsAndPOSIX(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	id, cont, prop := objSetup(t, p, 1000)
+	obj := p.ObjCreate(cont, "a", prop)
+	buf := i32s(1000, func(i int) int32 { return int32(i * 3) })
+	reg := p.RegionCreate(1, []uint64{0}, []uint64{1000})
+	w := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj, reg, reg)
+	if w == 0 || p.TransferStart(w) != capi.Succeed || p.ObjClose(obj) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if st, _ := p.TransferStatus(w); st != capi.TransferComplete {
+		t.Fatalf("status after the object closed: %d", st)
+	}
+	if p.TransferStart(w) != capi.Fail {
+		t.Fatal("started a transfer of a closed object")
+	}
+	p.wantLine(t, "was closed")
+	if p.TransferClose(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+
+	if p.PropSetObjConsistency(prop, 1) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	px := p.ObjCreate(cont, "posix", prop)
+	pw := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, px, reg, reg)
+	if pw == 0 || p.TransferStart(pw) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if st, _ := p.TransferStatus(pw); st != capi.TransferComplete {
+		t.Fatalf("POSIX status after start: %d", st)
+	}
+	other := p.ObjOpen("posix", id)
+	got := make([]byte, len(buf))
+	if p.ObjGetData(other, unsafe.Pointer(&got[0]), uint64(len(got))) != capi.Succeed || i32(got, 999) != 2997 {
+		t.Fatal(p.lines())
+	}
+	p.TransferClose(pw)
+}
+
+func TestConcurrentTransfers(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 64, 16)
+	obj := p.ObjCreate(cont, "shared", prop)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			buf := i32s(16*8, func(j int) int32 { return int32(i*1000 + j) })
+			lr := p.RegionCreate(1, []uint64{0}, []uint64{128})
+			rr := p.RegionCreate(2, []uint64{uint64(8 * i), 0}, []uint64{8, 16})
+			w := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj, lr, rr)
+			if w == 0 || p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed || p.TransferClose(w) != capi.Succeed {
+				t.Error("transfer failed")
+			}
+			if _, rc := p.ObjGetDims(obj); rc != capi.Succeed {
+				t.Error("dims failed")
+			}
+		})
+	}
+	wg.Wait()
+	p.quiet(t)
+	all := make([]byte, 4*64*16)
+	if p.ObjGetData(obj, unsafe.Pointer(&all[0]), uint64(len(all))) != capi.Succeed || i32(all, 8*16*7+5) != 7005 {
+		t.Fatal(p.lines())
+	}
+}

@@ -1,0 +1,273 @@
+package capi
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+// RegionCreate is PDCregion_create: a box of size[i] elements from
+// offset[i] in each of ndim dims. offset and size are nil for NULL. A region
+// belongs to no connection: PDCclose does not close it.
+func (l *Lib) RegionCreate(ndim uint64, offset, size []uint64) uint64 {
+	return l.runID(fmt.Sprintf("PDCregion_create(%d, %s, %s)", ndim, fmtDims(offset), fmtDims(size)), func() (uint64, error) {
+		if offset == nil || size == nil {
+			return 0, fmt.Errorf("offset or size is NULL, or ndim %d is not 1 to %d: %w", ndim, region.MaxDims, pdc.ErrInvalid)
+		}
+		box, err := region.New(slices.Clone(offset), slices.Clone(size))
+		if err != nil {
+			return 0, err
+		}
+		return l.add(&handle{kind: kindRegion, conn: noConn, objState: objState{box: box}})
+	})
+}
+
+// noConn is the connection of handles that belong to none (regions): it
+// never closes.
+var noConn = &conn{name: "(none)"}
+
+// RegionClose is PDCregion_close. Transfers created with the region keep
+// their own copy of it.
+func (l *Lib) RegionClose(id uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_close(%d)", id), func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		_, err := l.lookupLocked(id, kindRegion)
+		if err == nil {
+			delete(l.mu.handles, id)
+		}
+		return err
+	})
+}
+
+// RegionGetInfo is PDCregion_get_info: the region's box.
+func (l *Lib) RegionGetInfo(id uint64) (region.Box, int) {
+	var box region.Box
+	rc := l.run(fmt.Sprintf("PDCregion_get_info(%d)", id), func() error {
+		h, err := l.get(id, kindRegion)
+		if err == nil {
+			box = h.box.Clone()
+		}
+		return err
+	})
+	return box, rc
+}
+
+// Accesses (pdc_access_t).
+const (
+	AccessRead  = 1 // PDC_READ
+	AccessWrite = 2 // PDC_WRITE
+)
+
+// TransferCreate is PDCregion_transfer_create. buf is the caller's memory
+// (C memory in libpdc), shaped as local's end in every dim (HDF5's memory
+// space: a 1-D local region is size[0] elements from element offset[0] of
+// buf); remote is the part of the object, inside its dims. Elements are as
+// large as the object's type. The transfer reads or writes buf from start
+// until wait (or close): the caller keeps it valid until then. The regions
+// may be closed right after.
+func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, remoteID uint64) uint64 {
+	call := fmt.Sprintf("PDCregion_transfer_create(%p, %s, obj %d, local %d, remote %d)", buf, accessName(access), objID, localID, remoteID)
+	return l.runID(call, func() (uint64, error) {
+		if access != AccessRead && access != AccessWrite {
+			return 0, fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
+		}
+		if buf == nil {
+			return 0, fmt.Errorf("buf is NULL: %w", pdc.ErrInvalid)
+		}
+		local, err := l.get(localID, kindRegion)
+		if err != nil {
+			return 0, fmt.Errorf("local region: %w", err)
+		}
+		remote, err := l.get(remoteID, kindRegion)
+		if err != nil {
+			return 0, fmt.Errorf("remote region: %w", err)
+		}
+		var t *client.Transfer
+		var oh *handle
+		err = l.objDo(objID, func(h *handle) error {
+			oh = h
+			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
+			n := uint64(1)
+			for i := range local.box.Size {
+				n, _ = mulOK(n, local.box.End(i))
+			}
+			need, ok := mulOK(n, elem)
+			if !ok || need > maxBuffer {
+				return fmt.Errorf("local region %v needs a buffer of %d elements of %d bytes, over the limit of %d bytes: %w",
+					local.box, n, elem, uint64(maxBuffer), pdc.ErrTooLarge)
+			}
+			ctx, cancel := h.conn.ctx()
+			defer cancel()
+			t, err = h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local.box, remote.box)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		return l.add(&handle{kind: kindTransfer, conn: oh.conn, objState: objState{xfer: t, xferObj: oh}})
+	})
+}
+
+func accessName(a int) string {
+	switch a {
+	case AccessRead:
+		return "PDC_READ"
+	case AccessWrite:
+		return "PDC_WRITE"
+	}
+	return fmt.Sprint(a)
+}
+
+// transfersDo runs fn on the transfers ids (at least one) holding the
+// locks of their objects, taken in id order. An object closed since
+// refuses unless closedOK.
+func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(p *conn, ts []*client.Transfer) error) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("no transfers: %w", pdc.ErrInvalid)
+	}
+	ts := make([]*client.Transfer, len(ids))
+	var objs []*handle
+	var p *conn
+	seen := map[uint64]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			return fmt.Errorf("transfer %d is listed twice: %w", id, pdc.ErrInvalid)
+		}
+		seen[id] = true
+		h, err := l.get(id, kindTransfer)
+		if err != nil {
+			return err
+		}
+		if p != nil && h.conn != p {
+			return fmt.Errorf("transfers %d and %d belong to different connections (PDCinit): %w", ids[0], id, pdc.ErrInvalid)
+		}
+		p = h.conn
+		ts[i] = h.xfer
+		if !slices.Contains(objs, h.xferObj) {
+			objs = append(objs, h.xferObj)
+		}
+	}
+	// One lock order for every caller: by the objects' addresses would do
+	// as well, but the order must not depend on the order of ids.
+	slices.SortFunc(objs, func(a, b *handle) int {
+		return compareAddr(a, b)
+	})
+	for _, o := range objs {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+	}
+	if !closedOK {
+		for _, o := range objs {
+			if o.objClosed {
+				return fmt.Errorf("object %q was closed (PDCobj_close): %w", o.obj.Name(), pdc.ErrClosed)
+			}
+		}
+	}
+	return fn(p, ts)
+}
+
+func compareAddr(a, b *handle) int {
+	x, y := uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b))
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// TransferStart is PDCregion_transfer_start. With PDC_CONSISTENCY_POSIX it
+// returns once the transfer is done.
+func (l *Lib) TransferStart(id uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_transfer_start(%d)", id), func() error {
+		return l.transfersStart([]uint64{id})
+	})
+}
+
+// TransferStartAll is PDCregion_transfer_start_all: the transfers start
+// together, one request per data server. ids is nil for NULL.
+func (l *Lib) TransferStartAll(ids []uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
+		return l.transfersStart(ids)
+	})
+}
+
+func (l *Lib) transfersStart(ids []uint64) error {
+	return l.transfersDo(ids, false, func(p *conn, ts []*client.Transfer) error {
+		ctx, cancel := p.ctx()
+		defer cancel()
+		return p.c.StartAll(ctx, ts)
+	})
+}
+
+// TransferWait is PDCregion_transfer_wait: it returns once the transfer
+// is done (a read's data in the buffer).
+func (l *Lib) TransferWait(id uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_transfer_wait(%d)", id), func() error {
+		return l.transfersWait([]uint64{id})
+	})
+}
+
+// TransferWaitAll is PDCregion_transfer_wait_all.
+func (l *Lib) TransferWaitAll(ids []uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
+		return l.transfersWait(ids)
+	})
+}
+
+func (l *Lib) transfersWait(ids []uint64) error {
+	return l.transfersDo(ids, true, func(p *conn, ts []*client.Transfer) error {
+		ctx, cancel := p.ctx()
+		defer cancel()
+		return p.c.WaitAll(ctx, ts)
+	})
+}
+
+// Transfer states (pdc_transfer_status_t).
+const (
+	TransferComplete = int(client.TransferComplete)
+	TransferPending  = int(client.TransferPending)
+	TransferNotFound = int(client.TransferNotFound)
+)
+
+// TransferStatus is PDCregion_transfer_status: COMPLETE once, when the
+// transfer is done, then NOT_FOUND; PENDING while under way; NOT_FOUND for
+// one never started.
+func (l *Lib) TransferStatus(id uint64) (int, int) {
+	status := TransferNotFound
+	rc := l.run(fmt.Sprintf("PDCregion_transfer_status(%d)", id), func() error {
+		return l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
+			ctx, cancel := p.ctx()
+			defer cancel()
+			s, err := ts[0].Status(ctx)
+			status = int(s)
+			return err
+		})
+	})
+	return status, rc
+}
+
+// TransferClose is PDCregion_transfer_close: it waits for the transfer if
+// it was started and not waited, and releases it (and the buffer).
+func (l *Lib) TransferClose(id uint64) int {
+	return l.run(fmt.Sprintf("PDCregion_transfer_close(%d)", id), func() error {
+		if _, err := l.get(id, kindTransfer); err != nil {
+			return err
+		}
+		err := l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
+			ctx, cancel := p.ctx()
+			defer cancel()
+			return ts[0].Close(ctx)
+		})
+		l.mu.Lock()
+		delete(l.mu.handles, id)
+		l.mu.Unlock()
+		return err
+	})
+}
