@@ -23,4 +23,78 @@ struct pdc_obj_info {
 /* An iterator over a container's objects (opaque). */
 typedef struct pdc_obj_iter obj_handle;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * PDCobj_create creates the object obj_name in the container with the
+ * property's dims, type, partition, consistency and identity (time step,
+ * user id, app name), and opens it. An object of the same identity fails
+ * (returns 0) and creates nothing. The property must have dims and a type.
+ *
+ * PDCobj_open and PDCobj_open_col open the object of that name (time step
+ * 0) from any process; no coordination is needed, so they are the same.
+ */
+pdcid_t PDCobj_create(pdcid_t cont_id, const char *obj_name, pdcid_t obj_create_prop);
+pdcid_t PDCobj_open(const char *obj_name, pdcid_t pdc);
+pdcid_t PDCobj_open_col(const char *obj_name, pdcid_t pdc);
+
+/*
+ * PDCobj_close waits for the object's transfers started and not waited,
+ * makes what they wrote durable, and releases the handle. Its transfers
+ * stay open until PDCregion_transfer_close but cannot be started again.
+ * PDCobj_del deletes the object, its tags and data; the handle stays open
+ * until PDCobj_close.
+ */
+perr_t PDCobj_close(pdcid_t obj_id);
+perr_t PDCobj_del(pdcid_t obj_id);
+
+/*
+ * PDCobj_get_info returns the object's metadata as its server has it now
+ * (dims set by any process are seen) in one malloc'd block: free(info)
+ * frees info->name and info->obj_pt (with its dims) too; do not free them
+ * separately. NULL on failure. obj_pt->obj_prop_id is 0.
+ */
+struct pdc_obj_info *PDCobj_get_info(pdcid_t obj);
+
+/*
+ * PDCobj_set_dims changes the object's dims (same ndim; elements inside
+ * the new dims keep their values). PDCobj_get_dims sets *ndim and *dims,
+ * a malloc'd array the caller frees with free(*dims).
+ */
+perr_t PDCobj_set_dims(pdcid_t obj_id, int ndim, uint64_t *dims);
+perr_t PDCobj_get_dims(pdcid_t obj_id, int *ndim, uint64_t **dims);
+
+/*
+ * PDCobj_flush_start waits for the object's transfers under way and makes
+ * what they wrote durable on the data servers; it returns when that is
+ * done. PDCobj_flush_all_start does so for every open object.
+ */
+perr_t PDCobj_flush_start(pdcid_t obj_id);
+perr_t PDCobj_flush_all_start(void);
+
+/*
+ * PDCobj_buf_retrieve returns the address of a slot holding the buffer
+ * PDCprop_set_obj_buf gave the object's property (NULL in the slot if
+ * none; objects opened, not created, have none). The slot is this
+ * thread's and is overwritten by its next call. NULL on failure.
+ */
+void **PDCobj_buf_retrieve(pdcid_t obj_id);
+
+/*
+ * PDCobj_put_data creates a 1-D object of size bytes (PDC_CHAR) named
+ * obj_name in the container, writes data to it and returns its open
+ * handle; if the write fails nothing is left behind. PDCobj_get_data reads
+ * the first size bytes of the object (a whole number of elements) into
+ * data; an object of more than one dim is read whole (size must be its
+ * size in bytes).
+ */
+pdcid_t PDCobj_put_data(const char *obj_name, void *data, uint64_t size, pdcid_t cont_id);
+perr_t PDCobj_get_data(pdcid_t obj_id, void *data, uint64_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* PDC_OBJ_H */

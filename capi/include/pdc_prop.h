@@ -59,6 +59,37 @@ pdcid_t PDCprop_create(pdc_prop_type_t type, pdcid_t pdc);
  */
 perr_t PDCprop_close(pdcid_t prop);
 
+/*
+ * Object properties (PDC_OBJ_CREATE). Each setter fails, saying why, on a
+ * handle that is not an open object property or a value out of range.
+ * Strings are copied; NULL is "".
+ *
+ * PDCprop_obj_dup returns a new object property with the same settings.
+ * PDCprop_set_obj_dims: 1 to 32 dims, none 0; only the first may be
+ * PDC_SIZE_UNLIMITED. The object's identity is its name with time step,
+ * user id and app name. PDCprop_set_obj_buf keeps buf for
+ * PDCobj_buf_retrieve; libpdc never reads or writes it.
+ */
+pdcid_t PDCprop_obj_dup(pdcid_t prop);
+perr_t PDCprop_set_obj_dims(pdcid_t obj_prop, int ndim, uint64_t *dims);
+perr_t PDCprop_set_obj_type(pdcid_t obj_prop, pdc_var_type_t type);
+perr_t PDCprop_set_obj_transfer_region_type(pdcid_t obj_prop, pdc_region_partition_t region_partition);
+perr_t PDCprop_set_obj_consistency_semantics(pdcid_t obj_prop, pdc_consistency_t consistency);
+perr_t PDCprop_set_obj_app_name(pdcid_t obj_prop, char *app_name);
+perr_t PDCprop_set_obj_time_step(pdcid_t obj_prop, uint32_t time_step);
+perr_t PDCprop_set_obj_user_id(pdcid_t obj_prop, uint32_t user_id);
+perr_t PDCprop_set_obj_data_loc(pdcid_t obj_prop, char *loc);
+perr_t PDCprop_set_obj_tags(pdcid_t obj_prop, char *tags);
+perr_t PDCprop_set_obj_buf(pdcid_t obj_prop, void *buf);
+
+/*
+ * PDCobj_prop_get_info returns the property's settings (obj_prop_id is
+ * obj_prop; type is PDC_UNKNOWN until set) in one malloc'd block: the
+ * caller frees it with free(p), which frees p->dims too (do not free
+ * p->dims). NULL on failure.
+ */
+struct pdc_obj_prop *PDCobj_prop_get_info(pdcid_t obj_prop);
+
 #ifdef __cplusplus
 }
 #endif

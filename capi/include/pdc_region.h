@@ -35,4 +35,56 @@ struct pdc_region_info {
     size_t    unit;
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * PDCregion_create makes a region: size[i] elements from offset[i] in
+ * each of ndims dims (1 to 32, no size 0). It belongs to no connection;
+ * close it with PDCregion_close (transfers keep their own copy, so that
+ * may be right after PDCregion_transfer_create). PDCregion_get_info
+ * returns it in one malloc'd block (offset and size inside it): free(info)
+ * frees all; obj and buf are NULL.
+ */
+pdcid_t PDCregion_create(psize_t ndims, uint64_t *offset, uint64_t *size);
+perr_t PDCregion_close(pdcid_t region_id);
+struct pdc_region_info *PDCregion_get_info(pdcid_t reg_id);
+
+/*
+ * PDCregion_transfer_create describes moving elements between buf and the
+ * object. local_reg is the part of buf, like HDF5's memory space: buf is
+ * shaped as local_reg's end (offset + size) in every dim, so a 1-D local
+ * region is size[0] contiguous elements from element offset[0] of buf.
+ * remote_reg is the part of the object (the file space) and must lie
+ * inside its dims, with as many dims. Both hold the same number of
+ * elements, matched in row-major order; an element is as large as the
+ * object's type.
+ *
+ * libpdc reads (PDC_WRITE) or writes (PDC_READ) buf from
+ * PDCregion_transfer_start until PDCregion_transfer_wait, _wait_all,
+ * _close or PDCobj_close returns: buf must stay valid and, for a write,
+ * unchanged until then. libpdc keeps no reference to it after.
+ *
+ * _start starts one transfer, _start_all several together (one request
+ * per data server). With PDC_CONSISTENCY_POSIX a transfer is done when
+ * start returns. _wait and _wait_all return once the transfers are done
+ * (read data in buf). _status sets *completed to PDC_TRANSFER_STATUS_
+ * PENDING while under way, COMPLETE once when done, then NOT_FOUND (also
+ * before start). _close waits for a transfer started and not waited, and
+ * releases it.
+ */
+pdcid_t PDCregion_transfer_create(void *buf, pdc_access_t access_type, pdcid_t obj_id, pdcid_t local_reg,
+                                  pdcid_t remote_reg);
+perr_t PDCregion_transfer_start(pdcid_t transfer_request_id);
+perr_t PDCregion_transfer_start_all(pdcid_t *transfer_request_id, int size);
+perr_t PDCregion_transfer_wait(pdcid_t transfer_request_id);
+perr_t PDCregion_transfer_wait_all(pdcid_t *transfer_request_id, int size);
+perr_t PDCregion_transfer_status(pdcid_t transfer_request_id, pdc_transfer_status_t *completed);
+perr_t PDCregion_transfer_close(pdcid_t transfer_request_id);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* PDC_REGION_H */

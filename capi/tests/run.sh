@@ -53,6 +53,10 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
+for t in obj_meta obj_region obj_bad; do
+	# shellcheck disable=SC2086 # cflags is a list of flags
+	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
+done
 # The headers compile as C++ and with MPI's define too (without mpi.h they
 # must not need it: only ENABLE_MPI pulls it in).
 if command -v g++ >/dev/null 2>&1; then
@@ -120,6 +124,29 @@ total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "stage_bad printed lines that are not libpdc's one-line reports"; }
 # 20 failing calls, and PDCinit's note that it waits for the server list.
 [ "$lines" -eq 21 ] || { cat "$err" >&2; fail "stage_bad printed $lines lines, want one per failing call (21)"; }
+
+echo "== objects: created by one process, opened by another; regions and transfers; bad input"
+run obj_meta_create timeout 120 "$work/obj_meta" create "obj-$$"
+run obj_meta_open timeout 120 "$work/obj_meta" open "obj-$$"
+run obj_region timeout 120 "$work/obj_region"
+run obj_bad timeout 120 "$work/obj_bad"
+err="$work/obj_bad.err"
+sed 's/^/  obj_bad: /' "$err"
+expect 'libpdc: PDCobj_create(cont 3, "o", prop 4): property 4 has no dims'
+expect 'PDCregion_transfer_create('
+expect 'remote region: region [3+2, 3+2] ends at 5 in dimension 0, past the object'
+expect 'remote region [0+4] has 1 dims, the object 2'
+expect 'buf is NULL'
+expect '6 is a region, not a object'
+expect 'PDCregion_transfer_start(5): 5 is a object, not a region transfer'
+expect 'PDCregion_transfer_wait(9): object "o" region [0+2, 0+2]: transfer not started'
+expect 'PDCregion_transfer_status(9, NULL): completed is NULL'
+expect 'PDCobj_set_dims(5, 1, [4]):'
+expect 'PDCobj_close(5): 5 is a closed handle'
+lines=$(grep -c '^libpdc: ' "$err")
+total=$(wc -l <"$err")
+[ "$lines" = "$total" ] || { cat "$err" >&2; fail "obj_bad printed lines that are not libpdc's one-line reports"; }
+[ "$lines" -eq 24 ] || { cat "$err" >&2; fail "obj_bad printed $lines lines, want one per failing call (24)"; }
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
 
