@@ -143,4 +143,6 @@ expect 'PDCprop_create(PDC_OBJ_CREATE, pdc 1): object properties are not support
 wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server.err")"
 server_pids=()
 
+. "$here/run_search.sh"
+
 echo "PASS: libpdc C tests"
