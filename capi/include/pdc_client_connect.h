@@ -59,6 +59,18 @@ perr_t PDC_Client_delete_obj_ref_from_dart(dart_hash_algo_t hash_algo, char *att
 perr_t PDC_Client_search_obj_ref_through_dart(dart_hash_algo_t hash_algo, char *query_string,
                                               dart_object_ref_type_t ref_type, int *n_res, uint64_t **out);
 
+/*
+ * PDC_Client_close_all_server stops the servers of the cluster in
+ * $PDC_TMPDIR (default ./pdc_tmp), as `pdc down` and close_server do:
+ * transient containers are deleted, every server stops, the call returns
+ * once the servers on this machine have exited, and the server list is
+ * removed. It needs no PDCinit (it connects on its own). Handles opened
+ * before may still be closed; calls that need a server fail afterwards.
+ * One process of a job calls it, once. Servers already gone are not an
+ * error; no server list is.
+ */
+perr_t PDC_Client_close_all_server(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,3 +81,6 @@ func pdcgo_dart_search(algo C.int, query *C.char, ref C.int, n *C.int, ids **C.u
 	got, rc := lib.DARTSearch(int(algo), str(query), int(ref))
 	return idsOut(call, got, rc, n, ids)
 }
+
+//export pdcgo_close_all_server
+func pdcgo_close_all_server() C.int { return C.int(lib.CloseAllServer()) }

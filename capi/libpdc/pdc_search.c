@@ -42,3 +42,5 @@ perr_t PDC_Client_search_obj_ref_through_dart(dart_hash_algo_t hash_algo, char *
 {
     return pdcgo_dart_search((int)hash_algo, query_string, (int)ref_type, n_res, out);
 }
+
+perr_t PDC_Client_close_all_server(void) { return pdcgo_close_all_server(); }

@@ -2,8 +2,10 @@
 # defines run, fail, $work, $prefix, $pdc, $cflags and tmpdirs).
 
 echo "== tag search and DART, against pdc up -n 3"
-# shellcheck disable=SC2086 # cflags is a list of flags
-"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/search_dart" "$here/search_dart.c" $cflags
+for t in search_dart search_close_all; do
+	# shellcheck disable=SC2086 # cflags is a list of flags
+	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags
+done
 export PDC_TMPDIR="$work/tmp-search" PDC_DATA_LOC="$work/data-search"
 tmpdirs+=("$PDC_TMPDIR")
 "$pdc" up -n 3 >"$work/up-search.out"
@@ -20,4 +22,16 @@ expect 'PDC_Client_query_kvtag("", pdc_var_type_t 4, 0 bytes): the tag name is e
 expect 'call PDCinit first'
 lines=$(grep -c '^libpdc: ' "$err")
 [ "$lines" -eq 8 ] && [ "$(wc -l <"$err")" -eq 8 ] || { cat "$err" >&2; fail "search_dart printed $lines lines, want 8, one per failing call"; }
-"$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
+
+echo "== PDC_Client_close_all_server stops them"
+pids=$(grep -o '"pid": *[0-9]*' "$PDC_TMPDIR/pdc_server_list" | grep -o '[0-9]*$')
+[ "$(echo "$pids" | wc -w)" -eq 3 ] || fail "server list has pids: $pids"
+run search_close_all timeout 60 "$work/search_close_all"
+expect_in() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "$1 lacks: $2"; }; }
+expect_in "$work/search_close_all.err" 'libpdc: PDC_Client_close_all_server(): '
+[ ! -e "$PDC_TMPDIR/pdc_server_list" ] || fail "the server list is still there"
+for pid in $pids; do
+	# Exited: gone, or a zombie until its parent (init) reaps it.
+	state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
+	case $state in "" | Z*) ;; *) fail "server $pid still runs after PDC_Client_close_all_server ($state)" ;; esac
+done
