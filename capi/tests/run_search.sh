@@ -23,6 +23,19 @@ expect 'call PDCinit first'
 lines=$(grep -c '^libpdc: ' "$err")
 [ "$lines" -eq 8 ] && [ "$(wc -l <"$err")" -eq 8 ] || { cat "$err" >&2; fail "search_dart printed $lines lines, want 8, one per failing call"; }
 
+echo "== the _mpi searches, with mpiexec -n 2"
+if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
+	# shellcheck disable=SC2086 # cflags is a list of flags
+	mpicc -std=c11 -D_DEFAULT_SOURCE -DENABLE_MPI -Wall -Wextra -Werror -o "$work/search_mpi" "$here/search_mpi.c" $cflags
+	run search_mpi timeout 120 mpiexec -n 2 "$work/search_mpi"
+	err="$work/search_mpi.err"
+	expect 'libpdc: PDC_Client_search_obj_ref_through_dart(3, "nokv", 1): query "nokv": want key=value'
+	expect "libpdc: PDC_Client_search_obj_ref_through_dart_mpi: rank 1: rank 0's search failed"
+	[ "$(wc -l <"$err")" -eq 2 ] || { cat "$err" >&2; fail "search_mpi printed other lines"; }
+else
+	echo "SKIP: no mpicc or mpiexec (apt-get install libmpich-dev mpich): the _mpi searches are not tested"
+fi
+
 echo "== PDC_Client_close_all_server stops them"
 pids=$(grep -o '"pid": *[0-9]*' "$PDC_TMPDIR/pdc_server_list" | grep -o '[0-9]*$')
 [ "$(echo "$pids" | wc -w)" -eq 3 ] || fail "server list has pids: $pids"
