@@ -73,6 +73,10 @@ chmod 0755 "$prefix/bin/pdc_server.exe" "$prefix/bin/close_server"
 defined=$(nm -D --defined-only "$prefix/lib/libpdc.so" | awk '{print $3}' | sort -u)
 declared=$(grep -hoE '^[a-z_ ]*[a-z_]+ \**(PDC[A-Za-z_]+|pdc_[a-z_]+)\(' "$prefix"/include/*.h |
 	sed -E 's/.*[ *]([A-Za-z_]+)\($/\1/' | sort -u)
+# The MPI variants are static inline in pdc_mpi.h (libpdc.so needs no MPI).
+inline=$(grep -hoE '^static inline [a-z_]+ \**(PDC[A-Za-z_]+|pdc_[a-z_]+)\(' "$prefix"/include/*.h |
+	sed -E 's/.*[ *]([A-Za-z_]+)\($/\1/' | sort -u)
+declared=$(comm -23 <(echo "$declared") <(echo "$inline"))
 missing=$(comm -23 <(echo "$declared") <(echo "$defined") | tr '\n' ' ')
 if [ -n "$missing" ]; then
 	echo "capi/install.sh: declared in the headers but not in libpdc.so: $missing" >&2

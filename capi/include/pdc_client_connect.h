@@ -13,4 +13,66 @@ typedef enum { DHT_FULL_HASH = 1, DHT_INITIAL_HASH = 2, DART_HASH = 3 } dart_has
 
 typedef enum { REF_PRIMARY_ID = 1, REF_SECONDARY_ID = 2, REF_SERVER_ID = 3 } dart_object_ref_type_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Tag search. These functions take no connection: they search through the
+ * oldest open one (PDCinit first). Results: *n_res ids in *pdc_ids, sorted,
+ * allocated with malloc (the caller frees them); no match succeeds with
+ * *n_res 0 and *pdc_ids NULL. Any number of searches may run in a process.
+ */
+
+/*
+ * PDC_Client_query_kvtag finds the objects with a tag matching kvtag: its
+ * name, and its value of kvtag->size bytes read as kvtag->type. The name
+ * and a text value (PDC_STRING; a trailing NUL is ignored) may begin or
+ * end with *: "ab*" (prefix), "*cd" (suffix), "*bc*" (infix). A numeric
+ * value (integers of 1, 2, 4 or 8 bytes, PDC_FLOAT, PDC_DOUBLE) matches
+ * numeric tags equal to it. A NULL value matches any value. It reads the
+ * tags themselves, so the DART functions below do not change its answer.
+ */
+perr_t PDC_Client_query_kvtag(const pdc_kvtag_t *kvtag, int *n_res, uint64_t **pdc_ids);
+
+/* PDC_free_kvtag frees (*kvtag)->name, (*kvtag)->value and *kvtag, all
+ * allocated with malloc, and sets *kvtag to NULL. */
+perr_t PDC_free_kvtag(pdc_kvtag_t **kvtag);
+
+/*
+ * The DART index. pdc keeps one index layout (DART with suffix trees), so
+ * every hash_algo and ref_type gives the same answers; unknown values fail.
+ * Tags put on objects are indexed already.
+ *
+ * PDC_Client_insert_obj_ref_into_dart makes queries through the index find
+ * the id data by attr_key and the text attr_val (idempotent).
+ * PDC_Client_delete_obj_ref_from_dart removes that entry, every prefix,
+ * suffix and infix entry with it (object tags stay).
+ * PDC_Client_search_obj_ref_through_dart answers key=value queries, either
+ * side exact, prefix*, *suffix or *infix*: "abcd=1234", "ab*=12*",
+ * "*cd=*34", "*bc*=*23*". It fails if the servers keep no index.
+ */
+perr_t PDC_Client_insert_obj_ref_into_dart(dart_hash_algo_t hash_algo, char *attr_key, char *attr_val,
+                                           dart_object_ref_type_t ref_type, uint64_t data);
+perr_t PDC_Client_delete_obj_ref_from_dart(dart_hash_algo_t hash_algo, char *attr_key, char *attr_val,
+                                           dart_object_ref_type_t ref_type, uint64_t data);
+perr_t PDC_Client_search_obj_ref_through_dart(dart_hash_algo_t hash_algo, char *query_string,
+                                              dart_object_ref_type_t ref_type, int *n_res, uint64_t **out);
+
+/*
+ * PDC_Client_close_all_server stops the servers of the cluster in
+ * $PDC_TMPDIR (default ./pdc_tmp), as `pdc down` and close_server do:
+ * transient containers are deleted, every server stops, the call returns
+ * once the servers on this machine have exited, and the server list is
+ * removed. It needs no PDCinit (it connects on its own). Handles opened
+ * before may still be closed; calls that need a server fail afterwards.
+ * One process of a job calls it, once. Servers already gone are not an
+ * error; no server list is.
+ */
+perr_t PDC_Client_close_all_server(void);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* PDC_CLIENT_CONNECT_H */

@@ -169,4 +169,6 @@ expect 'PDCcont_get_tag(3, "units"): tag_value and value_size must not be NULL'
 wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server.err")"
 server_pids=()
 
+. "$here/run_search.sh"
+
 echo "PASS: libpdc C tests"

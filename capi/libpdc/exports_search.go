@@ -1,0 +1,86 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/pdcgo/pdc"
+)
+
+// Tag search and the DART index: pdc_search.c defines the public
+// functions over these.
+
+// idsOut hands ids to C: *n and *ids (malloc'd; NULL for none). call names
+// the C function for the report should malloc fail.
+func idsOut(call string, got []uint64, rc int, n *C.int, ids **C.uint64_t) C.int {
+	if rc != 0 {
+		return C.int(rc)
+	}
+	if len(got) > int(^uint32(0)>>1) {
+		return C.int(lib.Report(call, fmt.Errorf("%d matches do not fit in an int: %w", len(got), pdc.ErrInvalid)))
+	}
+	if len(got) == 0 {
+		return C.int(rc)
+	}
+	p := C.malloc(C.size_t(len(got) * 8))
+	if p == nil {
+		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d ids", len(got))))
+	}
+	copy(unsafe.Slice((*uint64)(p), len(got)), got)
+	*n, *ids = C.int(len(got)), (*C.uint64_t)(p)
+	return C.int(rc)
+}
+
+func outsOK(call string, n *C.int, ids **C.uint64_t) bool {
+	if n == nil || ids == nil {
+		lib.Report(call, fmt.Errorf("n_res and pdc_ids must not be NULL: pass the addresses of an int and a uint64_t *: %w", pdc.ErrInvalid))
+		return false
+	}
+	*n, *ids = 0, nil
+	return true
+}
+
+// pdcgo_query_kvtag: value may be NULL (any value).
+//
+//export pdcgo_query_kvtag
+func pdcgo_query_kvtag(name *C.char, size C.uint32_t, typ C.int, value unsafe.Pointer, n *C.int, ids **C.uint64_t) C.int {
+	call := fmt.Sprintf("PDC_Client_query_kvtag(%q)", str(name))
+	if !outsOK(call, n, ids) {
+		return -1
+	}
+	var v []byte
+	if value != nil {
+		v = C.GoBytes(value, C.int(size))
+	}
+	got, rc := lib.QueryKVTag(str(name), int(typ), v, value != nil)
+	return idsOut(call, got, rc, n, ids)
+}
+
+//export pdcgo_dart_insert
+func pdcgo_dart_insert(algo C.int, key, value *C.char, ref C.int, id C.uint64_t) C.int {
+	return C.int(lib.DARTInsert(int(algo), str(key), str(value), int(ref), uint64(id)))
+}
+
+//export pdcgo_dart_delete
+func pdcgo_dart_delete(algo C.int, key, value *C.char, ref C.int, id C.uint64_t) C.int {
+	return C.int(lib.DARTDelete(int(algo), str(key), str(value), int(ref), uint64(id)))
+}
+
+//export pdcgo_dart_search
+func pdcgo_dart_search(algo C.int, query *C.char, ref C.int, n *C.int, ids **C.uint64_t) C.int {
+	call := fmt.Sprintf("PDC_Client_search_obj_ref_through_dart(%d, %q, %d)", int(algo), str(query), int(ref))
+	if !outsOK(call, n, ids) {
+		return -1
+	}
+	got, rc := lib.DARTSearch(int(algo), str(query), int(ref))
+	return idsOut(call, got, rc, n, ids)
+}
+
+//export pdcgo_close_all_server
+func pdcgo_close_all_server() C.int { return C.int(lib.CloseAllServer()) }
