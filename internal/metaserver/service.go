@@ -45,7 +45,9 @@ type Service struct {
 	// index and count place this server among the metadata servers; set
 	// once the cluster is complete, zero count until then.
 	index, count atomic.Int64
-	ready        atomic.Bool // placed and holding all its metadata
+	ready        atomic.Bool   // placed and holding all its metadata
+	readyCh      chan struct{} // closed when ready
+	readyOnce    sync.Once
 	moved        atomic.Bool // done moving metadata to new owners at start
 
 	ix indexer
@@ -84,7 +86,7 @@ func Open(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{})}
+	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{}), readyCh: make(chan struct{})}
 	s.opens.init()
 	s.stage.init()
 	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
@@ -130,7 +132,33 @@ func (s *Service) SetPlacement(index, count int) {
 
 // SetReady makes the service serve clients: call it once every metadata
 // server has moved the metadata it no longer owns.
-func (s *Service) SetReady() { s.ready.Store(true) }
+func (s *Service) SetReady() {
+	s.ready.Store(true)
+	s.readyOnce.Do(func() { close(s.readyCh) })
+}
+
+// startupWait bounds how long a client request waits, on the server, for
+// a metadata server that is still starting (moving metadata, delivering
+// index updates) before it is refused. Clients read the server list as
+// soon as it exists, which is before every server is ready: a launch
+// script that starts servers and then clients (pdc_server.exe & ...)
+// should not see "still starting" errors.
+const startupWait = 30 * time.Second
+
+// awaitReady waits until the service serves, at most startupWait.
+func (s *Service) awaitReady() bool {
+	if s.ready.Load() {
+		return true
+	}
+	t := time.NewTimer(startupWait)
+	defer t.Stop()
+	select {
+	case <-s.readyCh:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // Close stops index deliveries, then flushes and closes the store.
 // Undelivered index updates stay in the outbox for the next start.
@@ -203,8 +231,11 @@ func (s *Service) Register(srv *rpc.Server) {
 // owns checks that this server owns placement key k. The thing the key
 // belongs to is described by format and arg, formatted only for an error.
 func (s *Service) owns(k uint32, format string, arg any) error {
+	if !s.awaitReady() {
+		return fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
+	}
 	count := int(s.count.Load())
-	if count == 0 || !s.ready.Load() {
+	if count == 0 {
 		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
 	if o := placement.Owner(k, count); o != int(s.index.Load()) {
@@ -313,7 +344,7 @@ func (s *Service) contGet(ctx context.Context, req *rpc.Request) (*rpc.Response,
 
 // serving reports ErrUnavailable until the service holds all its metadata.
 func (s *Service) serving() error {
-	if s.count.Load() == 0 || !s.ready.Load() {
+	if !s.awaitReady() || s.count.Load() == 0 {
 		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
 	return nil
