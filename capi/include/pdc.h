@@ -3,9 +3,12 @@
  * Containers, release line 0.5): programs written for PDC compile against
  * these headers and link with -lpdc. Build flags: pkg-config --cflags --libs pdc.
  *
- * Connections, container properties, containers and their tags, and file
- * staging (pdc_stage.h) are here; objects, regions, transfers and
- * searches come in later releases.
+ * Here: connections, container and object properties, containers and
+ * their tags, objects, regions and transfers, tag search and the DART
+ * functions (pdc_client_connect.h, their MPI forms in pdc_mpi.h), and file
+ * staging (pdc_stage.h). Not yet: object tags, container and object
+ * iterators, the objids functions, PDCobj_create_mpi and the data queries
+ * (PDCquery_*); a program using them fails to compile, naming them.
  *
  * Conventions of every function:
  *  - handles (pdcid_t) are numbers; 0 is never a handle;
