@@ -182,7 +182,7 @@ func (p Pred) encode(t region.Type) ([]wire.QueryNode, error) {
 		}
 		b, err := dataquery.Encode(t, n.val)
 		if err != nil {
-			return nil, fmt.Errorf("predicate %s: %w", p, err)
+			return nil, err
 		}
 		out[i].Value = b
 	}

@@ -84,7 +84,7 @@ func Encode(t region.Type, v Value) ([]byte, error) {
 	size := bits / 8
 	out := make([]byte, 8)
 	bad := func() ([]byte, error) {
-		return nil, fmt.Errorf("value %s is not a %s: %w", v, t, pdc.ErrInvalid)
+		return nil, fmt.Errorf("value %s is not a %s element (a whole number in its range): %w", v, t, pdc.ErrInvalid)
 	}
 	switch k {
 	case KindFloat:
