@@ -87,14 +87,15 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			}
 			out := mask[:n]
 			q.prog.Match(data, out)
+			if per == 0 {
+				res.Hits += countTrue(out)
+				return true
+			}
 			for i, hit := range out {
 				if !hit {
 					continue
 				}
 				res.Hits++
-				if per == 0 {
-					continue
-				}
 				if res.Hits*per > uint64(s.cfg.MaxTransfer) {
 					cerr = fmt.Errorf("query object %d: more than %d hits, whose selection exceeds %d bytes: restrict the query or ask for the count: %w",
 						m.Obj, res.Hits-1, s.cfg.MaxTransfer, pdc.ErrTooLarge)
@@ -251,4 +252,13 @@ func chunks(box region.Box, limit uint64, fn func(region.Box) bool) bool {
 		}
 	}
 	return true
+}
+
+// countTrue counts the set entries of mask, without a branch per entry.
+func countTrue(mask []bool) uint64 {
+	var n uint64
+	for _, b := range mask {
+		n += uint64(*(*uint8)(unsafe.Pointer(&b)))
+	}
+	return n
 }
