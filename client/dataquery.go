@@ -231,6 +231,10 @@ func (r *QueryResult) Coord(i int) []uint64 {
 	return region.Delinearize(r.Dims, r.Selection[i], nil)
 }
 
+// maxZeroSelection bounds the bytes of the selection of never-written
+// elements a client makes itself, as a data server's answer is bounded.
+const maxZeroSelection = 1 << 30
+
 // queryBoxesPerCall bounds the boxes of one DataQuery message.
 const queryBoxesPerCall = 8192
 
@@ -317,7 +321,15 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	var parts []queryHits
 	// Parts no data server holds (region dynamic and local: never
 	// written) are zeros.
-	if prog.MatchesZero() {
+	var covered uint64
+	for _, pc := range pieces {
+		covered += pc.box.Volume() // the pieces are disjoint
+	}
+	if covered < area.Volume() && prog.MatchesZero() {
+		if qo.ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
+			return nil, fmt.Errorf("%d never-written elements match, more than one selection may hold: restrict the region or ask for the count: %w",
+				area.Volume()-covered, pdc.ErrTooLarge)
+		}
 		holes := []region.Box{area}
 		for _, pc := range pieces {
 			var next []region.Box

@@ -165,9 +165,29 @@ func TestDataQueryBadInput(t *testing.T) {
 			t.Logf("%s: %v", bad.name, err)
 		}
 	}
-	// Never written: every element is zero.
-	r, err := ints.Query(ctx, client.Eq(0), client.WithSelection())
-	if err != nil || r.Hits != 64 || len(r.Selection) != 64 || r.Selection[63] != 63 {
-		t.Fatalf("never written: %+v %v", r, err)
+	// Never written: every element is zero, on a data server (region
+	// static) or in no server's map (region dynamic).
+	dyn, err := ct.CreateObject(ctx, "dyn", client.ObjectProps{Dims: []uint64{8, 8}, Type: region.Int32, Partition: client.RegionDynamic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*client.Object{ints, dyn} {
+		r, err := o.Query(ctx, client.Eq(0), client.WithValues())
+		if err != nil || r.Hits != 64 || len(r.Selection) != 64 || r.Selection[63] != 63 || len(r.Values) != 256 {
+			t.Fatalf("%s never written: %+v %v", o.Name(), r, err)
+		}
+		if r, err := o.Query(ctx, client.Gt(0), client.WithSelection()); err != nil || r.Hits != 0 || len(r.Selection) != 0 {
+			t.Fatalf("%s never written, > 0: %+v %v", o.Name(), r, err)
+		}
+	}
+	// Half written under region dynamic: the rest still matches zero.
+	if err := dyn.Write(ctx, region.Box{Off: []uint64{0, 0}, Size: []uint64{4, 8}}, bytes.Repeat([]byte{1, 0, 0, 0}, 32)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := dyn.Query(ctx, client.Eq(0), client.WithSelection()); err != nil || r.Hits != 32 || r.Selection[0] != 32 {
+		t.Fatalf("half written: %+v %v", r, err)
+	}
+	if r, err := dyn.Query(ctx, client.Eq(1).Or(client.Eq(0))); err != nil || r.Hits != 64 {
+		t.Fatalf("half written, 0 or 1: %+v %v", r, err)
 	}
 }
