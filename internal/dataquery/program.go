@@ -118,16 +118,10 @@ func (p *Program) Match(data []byte, out []bool) {
 	for _, s := range p.steps {
 		switch s.op {
 		case wire.QueryAND:
-			a, b := p.stack[top-2], p.stack[top-1]
-			for i := range a {
-				a[i] = a[i] && b[i]
-			}
+			combineMasks(p.stack[top-2], p.stack[top-1], true)
 			top--
 		case wire.QueryOR:
-			a, b := p.stack[top-2], p.stack[top-1]
-			for i := range a {
-				a[i] = a[i] || b[i]
-			}
+			combineMasks(p.stack[top-2], p.stack[top-1], false)
 			top--
 		default:
 			s.leaf(data[:n*p.elem], p.stack[top])
@@ -213,6 +207,33 @@ func leaf[T number](op uint32, v T) func([]byte, []bool) {
 	return func(data []byte, out []bool) {
 		for i, x := range view[T](data)[:len(out)] {
 			out[i] = x == v
+		}
+	}
+}
+
+// combineMasks sets a to a AND b (and) or a OR b, eight entries at a time:
+// a bool is one byte holding 0 or 1, so bitwise and/or of the bytes is the
+// logical one.
+func combineMasks(a, b []bool, and bool) {
+	n := len(a) / 8 * 8
+	if n > 0 {
+		aw := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(a))), n/8)
+		bw := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n/8)
+		if and {
+			for i := range aw {
+				aw[i] &= bw[i]
+			}
+		} else {
+			for i := range aw {
+				aw[i] |= bw[i]
+			}
+		}
+	}
+	for i := n; i < len(a); i++ {
+		if and {
+			a[i] = a[i] && b[i]
+		} else {
+			a[i] = a[i] || b[i]
 		}
 	}
 }
