@@ -99,7 +99,7 @@ func TestMatchAgainstNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range numeric {
 		elem := typ.Size()
-		n := 1003 // not a multiple of 8: the masks' tails
+		n := 1003                // not a multiple of 8: the masks' tails
 		buf := make([]uint64, n) // aligned
 		data := unsafeBytes(buf)[:n*elem]
 		for i := range data {
