@@ -121,6 +121,14 @@ func Query(ctx context.Context, cfg QueryConfig) ([]Result, error) {
 				return nil, err
 			}
 		}
+		// Warm up: the read buffer's pages faulted in, the files in the
+		// page cache, the connections open, for ours and the ceiling alike.
+		if err := o.Read(ctx, whole, buf); err != nil {
+			return nil, err
+		}
+		if _, err := o.Query(ctx, client.Gt(0.5)); err != nil {
+			return nil, err
+		}
 		for _, qc := range cases {
 			var ours, ceil []time.Duration
 			for range cfg.Rounds {
