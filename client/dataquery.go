@@ -242,8 +242,9 @@ const queryBoxesPerCall = 8192
 // (PDCquery_create ... PDCquery_get_nhits/get_selection/get_data). It is
 // evaluated on the data servers that hold the object's parts, in
 // parallel, and only the hits travel. Parts of the object never written
-// read as zeros, so they match a predicate zero satisfies. The query sees
-// the writes that were waited for before it started. Errors wrap
+// read as zeros, so they match a predicate zero satisfies. Like a read,
+// the query sees this client's writes started before it, and other
+// clients' writes that were waited for. Errors wrap
 // pdc.ErrInvalid for a predicate the object's type cannot take (strings
 // and raw bytes cannot be queried; a fraction over an integer type) or a
 // region outside its dims, and pdc.ErrTooLarge when a selection does not

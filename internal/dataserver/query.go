@@ -25,8 +25,9 @@ const maxQueryBoxes = 1 << 16
 // bytes, each held against the data budget while it is evaluated, so a
 // query's memory is that chunk plus its answer; the answer (indices and
 // values) is bounded by MaxTransfer. Parts never written read as zeros,
-// and so match a predicate that zero satisfies. It sees the writes that
-// were waited for before it started.
+// and so match a predicate that zero satisfies. It runs after the writes
+// to the object that the same client started before it (as a read does),
+// and sees the writes of other clients that were waited for.
 func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.DataQuery
 	if err := m.Unmarshal(req.Header); err != nil {
@@ -42,9 +43,24 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		return nil, errClosing
 	}
 	err = s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion})
+	// Like a read, a query runs after the writes to the object that the
+	// same client started before it.
+	var deps []*transfer
+	for w := range s.mu.writes[m.Obj] {
+		if w.client == req.Client {
+			deps = append(deps, w)
+		}
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range deps {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return nil, ctxErr(ctx, ctx.Err())
+		}
 	}
 
 	elem := q.prog.Elem()
@@ -91,6 +107,11 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 				res.Hits += countTrue(out)
 				return true
 			}
+			// Hits of one row of the last dim are contiguous in the
+			// object: its linear index is computed once per row.
+			last := len(coord) - 1
+			rowLen := c.Size[last]
+			row, base := ^uint64(0), uint64(0)
 			for i, hit := range out {
 				if !hit {
 					continue
@@ -101,12 +122,17 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 						m.Obj, res.Hits-1, s.cfg.MaxTransfer, pdc.ErrTooLarge)
 					return false
 				}
-				rest := uint64(i)
-				for d := len(coord) - 1; d >= 0; d-- {
-					coord[d] = c.Off[d] + rest%c.Size[d]
-					rest /= c.Size[d]
+				if r := uint64(i) / rowLen; r != row {
+					row = r
+					rest := r
+					for d := last - 1; d >= 0; d-- {
+						coord[d] = c.Off[d] + rest%c.Size[d]
+						rest /= c.Size[d]
+					}
+					coord[last] = c.Off[last]
+					base = region.Linearize(m.Dims, coord)
 				}
-				idx = binary.LittleEndian.AppendUint64(idx, region.Linearize(m.Dims, coord))
+				idx = binary.LittleEndian.AppendUint64(idx, base+uint64(i)%rowLen)
 				if res.ValueSize != 0 {
 					vals = append(vals, data[i*elem:(i+1)*elem]...)
 				}
