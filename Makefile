@@ -37,6 +37,7 @@ bench: build
 	bin/pdc bench vpic
 	bin/pdc bench search --objects 100000
 	bin/pdc bench stage
+	bin/pdc bench query
 	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
 
 # Run every fuzz target for FUZZTIME each.

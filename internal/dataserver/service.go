@@ -41,6 +41,9 @@ type Config struct {
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.
 	beforeIO func(wire.DataItem)
+	// queryChunk, if set, replaces the bytes a query reads at a time: a
+	// testing knob.
+	queryChunk int64
 }
 
 func (c *Config) setDefaults() {
@@ -177,6 +180,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInline(wire.MethodDataStatus, s.status)
 	srv.Handle(wire.MethodDataFlush, s.flush)
 	srv.Handle(wire.MethodDataDelete, s.delete)
+	srv.Handle(wire.MethodDataQuery, s.query)
 }
 
 // Close stops the workers once the queued transfers are done, and fails

@@ -546,6 +546,51 @@ var metaTypes = []msgType{
 		},
 	},
 	{
+		name:   "QueryNode",
+		new:    func() wire.Message { return new(wire.QueryNode) },
+		fields: []field{{1, kUint32}, {2, kBytes}},
+		vals: []wire.Message{
+			&wire.QueryNode{},
+			&wire.QueryNode{Op: wire.QueryAND},
+			&wire.QueryNode{Op: math.MaxUint32, Value: bytes.Repeat([]byte{0xff}, 300)},
+		},
+	},
+	{
+		name:   "QueryBox",
+		new:    func() wire.Message { return new(wire.QueryBox) },
+		fields: []field{{1, kPacked}, {2, kPacked}},
+		vals: []wire.Message{
+			&wire.QueryBox{},
+			&wire.QueryBox{Size: []uint64{4}},
+			&wire.QueryBox{Off: dims32, Size: dims32},
+		},
+	},
+	{
+		name: "DataQuery",
+		new:  func() wire.Message { return new(wire.DataQuery) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kPacked}, {4, kUint64}, {5, kUint32}, {6, kUint32}, {7, kMsg},
+			{8, kMsg}, {9, kMsg}, {10, kUint32}},
+		vals: []wire.Message{
+			&wire.DataQuery{},
+			&wire.DataQuery{Version: 1, Obj: 7, Dims: []uint64{8, 8}, Type: 1, Nodes: []wire.QueryNode{{Op: wire.QueryGT, Value: []byte{0, 0, 0, 63}}},
+				Boxes: []wire.QueryBox{{Off: []uint64{0, 0}, Size: []uint64{4, 8}}}},
+			&wire.DataQuery{Version: math.MaxUint32, Obj: math.MaxUint64, Dims: dims32, DimsVersion: math.MaxUint64, Type: math.MaxUint32,
+				Storage: math.MaxUint32, Nodes: []wire.QueryNode{{}, {Op: 2, Value: []byte{1}}, {Op: wire.QueryOR}},
+				Boxes: []wire.QueryBox{{}, {Off: dims32, Size: dims32}}, Within: &wire.QueryBox{Off: dims32, Size: dims32},
+				Return: math.MaxUint32},
+		},
+	},
+	{
+		name:   "DataQueryResult",
+		new:    func() wire.Message { return new(wire.DataQueryResult) },
+		fields: []field{{1, kUint64}, {2, kBool}, {3, kUint32}},
+		vals: []wire.Message{
+			&wire.DataQueryResult{},
+			&wire.DataQueryResult{Hits: 3, Selection: true},
+			&wire.DataQueryResult{Hits: math.MaxUint64, Selection: true, ValueSize: math.MaxUint32},
+		},
+	},
+	{
 		name:   "StageBatch",
 		new:    func() wire.Message { return new(wire.StageBatch) },
 		fields: []field{{1, kMsg}},
@@ -647,6 +692,13 @@ var metaGolden = []struct {
 	{"TagQueryResult", &wire.TagQueryResult{Count: 300, Strings: 2, Flags: 3, Unsupported: true}, "08 ac 02 10 02 18 03 20 01"},
 	{"IndexOp", &wire.IndexOp{Key: []byte("k"), Value: []byte{1}, Del: true}, "0a 01 6b 12 01 01 18 01"},
 	{"IndexOps", &wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{Del: true}}, Object: 2}, "08 01 12 02 18 01 18 02"},
+	{"QueryNode", &wire.QueryNode{Op: 5, Value: []byte{1, 2}}, "08 05 12 02 01 02"},
+	{"QueryBox", &wire.QueryBox{Off: []uint64{1}, Size: []uint64{300}}, "0a 01 01 12 02 ac 02"},
+	{"DataQuery", &wire.DataQuery{Version: 1, Obj: 2, Dims: []uint64{8}, DimsVersion: 3, Type: 4, Storage: 2,
+		Nodes: []wire.QueryNode{{Op: 1, Value: []byte{9}}}, Boxes: []wire.QueryBox{{Size: []uint64{8}}},
+		Within: &wire.QueryBox{Off: []uint64{1}, Size: []uint64{2}}, Return: 2},
+		"08 01 10 02 1a 01 08 20 03 28 04 30 02 3a 05 08 01 12 01 09 42 03 12 01 08 4a 06 0a 01 01 12 01 02 50 02"},
+	{"DataQueryResult", &wire.DataQueryResult{Hits: 300, Selection: true, ValueSize: 4}, "08 ac 02 10 01 18 04"},
 }
 
 func TestMetaGolden(t *testing.T) {
@@ -695,8 +747,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 41 {
-		t.Fatalf("%d metadata message types, want 41", len(metaTypes))
+	if len(metaTypes) != 45 {
+		t.Fatalf("%d metadata message types, want 45", len(metaTypes))
 	}
 }
 

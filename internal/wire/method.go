@@ -63,6 +63,7 @@ const (
 	MethodDataStatus Method = 82 // DataIDs -> DataResults (State), at once; a completed one is forgotten
 	MethodDataFlush  Method = 83 // IDArg (object) -> (empty) once its data is fsynced
 	MethodDataDelete Method = 84 // IDArg (object) -> (empty) once its data is removed
+	MethodDataQuery  Method = 85 // DataQuery -> DataQueryResult (+ indices, values): a value query over this server's parts
 )
 
 var methodNames = map[Method]string{
@@ -106,6 +107,7 @@ var methodNames = map[Method]string{
 	MethodDataStatus:    "data_status",
 	MethodDataFlush:     "data_flush",
 	MethodDataDelete:    "data_delete",
+	MethodDataQuery:     "data_query",
 }
 
 func (m Method) String() string {

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"testing"
@@ -43,6 +44,46 @@ func FuzzQueryPayload(f *testing.F) {
 		}
 		if got := wire.AppendQueryPayload(nil, ids, ss); !bytes.Equal(got, p) {
 			t.Fatalf("re-encoded % x, was % x", got, p)
+		}
+	})
+}
+
+func TestQueryResultParse(t *testing.T) {
+	p := binary.LittleEndian.AppendUint64(nil, 5)
+	p = binary.LittleEndian.AppendUint64(p, 1<<40)
+	p = append(p, 1, 2, 3, 4, 5, 6, 7, 8)
+	idx, vals, err := wire.ParseQueryResult(&wire.DataQueryResult{Hits: 2, Selection: true, ValueSize: 4}, p)
+	if err != nil || !slices.Equal(idx, []uint64{5, 1 << 40}) || !bytes.Equal(vals, []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("parse: %v %v %v", idx, vals, err)
+	}
+	if idx, vals, err := wire.ParseQueryResult(&wire.DataQueryResult{Hits: 9}, nil); err != nil || idx != nil || vals != nil {
+		t.Fatalf("count only: %v %v %v", idx, vals, err)
+	}
+	for _, bad := range []wire.DataQueryResult{{Hits: 3, Selection: true, ValueSize: 4}, {Hits: 2, Selection: true}, {Hits: 2, ValueSize: 12},
+		{Hits: 1 << 62, Selection: true, ValueSize: 1 << 30}, {Hits: 2}} {
+		if _, _, err := wire.ParseQueryResult(&bad, p); !errors.Is(err, pdc.ErrProtocol) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// FuzzQueryResult: never panics, fails only with ErrProtocol, and what it
+// accepts accounts for every payload byte.
+func FuzzQueryResult(f *testing.F) {
+	f.Add(uint64(1), true, uint32(4), make([]byte, 12))
+	f.Add(uint64(0), false, uint32(0), []byte{})
+	f.Add(uint64(3), true, uint32(0), make([]byte, 24))
+	f.Fuzz(func(t *testing.T, hits uint64, sel bool, vs uint32, p []byte) {
+		r := wire.DataQueryResult{Hits: hits, Selection: sel, ValueSize: vs}
+		idx, vals, err := wire.ParseQueryResult(&r, p)
+		if err != nil {
+			if !errors.Is(err, pdc.ErrProtocol) {
+				t.Fatalf("error %v does not wrap ErrProtocol", err)
+			}
+			return
+		}
+		if uint64(len(idx))*8+uint64(len(vals)) != uint64(len(p)) {
+			t.Fatalf("%d indices and %d value bytes from %d bytes", len(idx), len(vals), len(p))
 		}
 	})
 }

@@ -1,0 +1,466 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/dataquery"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Op compares an element with a value (pdc_query_op_t).
+type Op int
+
+// Comparison operators, in pdc_query_op_t order.
+const (
+	GT Op = 1 + iota // PDC_GT
+	LT               // PDC_LT
+	GE               // PDC_GTE
+	LE               // PDC_LTE
+	EQ               // PDC_EQ
+)
+
+func (op Op) String() string {
+	switch op {
+	case GT:
+		return ">"
+	case LT:
+		return "<"
+	case GE:
+		return ">="
+	case LE:
+		return "<="
+	case EQ:
+		return "=="
+	}
+	return fmt.Sprintf("op(%d)", int(op))
+}
+
+// Number is a Go type a comparison value may have.
+type Number interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr | ~float32 | ~float64
+}
+
+// Pred is a predicate over the elements of an object: comparisons (Gt, Lt,
+// Ge, Le, Eq, Where) combined with And and Or. The zero Pred is invalid.
+// Values are converted to the object's element type when the query runs:
+// any number for float objects (rounded to float32 for float32), whole
+// numbers in range for integer objects. A Pred is immutable and may be
+// shared.
+type Pred struct {
+	nodes []predNode // postfix
+}
+
+type predNode struct {
+	op  uint32 // wire.QueryGT..wire.QueryOR
+	val dataquery.Value
+}
+
+// Where compares each element with v by op.
+func Where[T Number](op Op, v T) Pred {
+	var val dataquery.Value
+	switch {
+	case isFloat(v):
+		val = dataquery.Value{Kind: dataquery.KindFloat, F: float64(v)}
+	case v < 0:
+		val = dataquery.Value{Kind: dataquery.KindInt, I: int64(v)}
+	default:
+		val = dataquery.Value{Kind: dataquery.KindUint, U: uint64(v)}
+	}
+	return Pred{nodes: []predNode{{op: uint32(op), val: val}}}
+}
+
+// isFloat reports whether T is a float type.
+func isFloat[T Number](v T) bool {
+	var z T
+	z = 1
+	z /= 2
+	return z != 0
+}
+
+// Gt is "element > v".
+func Gt[T Number](v T) Pred { return Where(GT, v) }
+
+// Lt is "element < v".
+func Lt[T Number](v T) Pred { return Where(LT, v) }
+
+// Ge is "element >= v".
+func Ge[T Number](v T) Pred { return Where(GE, v) }
+
+// Le is "element <= v".
+func Le[T Number](v T) Pred { return Where(LE, v) }
+
+// Eq is "element == v".
+func Eq[T Number](v T) Pred { return Where(EQ, v) }
+
+// WhereTyped compares each element with value, an element of type t
+// (little-endian): the form of PDCquery_create.
+func WhereTyped(op Op, t region.Type, value []byte) (Pred, error) {
+	v, err := dataquery.Decode(t, value)
+	if err != nil {
+		return Pred{}, err
+	}
+	if op < GT || op > EQ {
+		return Pred{}, fmt.Errorf("query operator %d: %w", int(op), pdc.ErrInvalid)
+	}
+	return Pred{nodes: []predNode{{op: uint32(op), val: v}}}, nil
+}
+
+// And is p and q.
+func (p Pred) And(q Pred) Pred { return combine(p, q, wire.QueryAND) }
+
+// Or is p or q.
+func (p Pred) Or(q Pred) Pred { return combine(p, q, wire.QueryOR) }
+
+// And is every one of ps (which must not be empty).
+func And(ps ...Pred) Pred { return fold(ps, wire.QueryAND) }
+
+// Or is any one of ps (which must not be empty).
+func Or(ps ...Pred) Pred { return fold(ps, wire.QueryOR) }
+
+func fold(ps []Pred, op uint32) Pred {
+	if len(ps) == 0 {
+		return Pred{}
+	}
+	out := ps[0]
+	for _, p := range ps[1:] {
+		out = combine(out, p, op)
+	}
+	return out
+}
+
+func combine(p, q Pred, op uint32) Pred {
+	if len(p.nodes) == 0 || len(q.nodes) == 0 {
+		return Pred{}
+	}
+	nodes := make([]predNode, 0, len(p.nodes)+len(q.nodes)+1)
+	nodes = append(nodes, p.nodes...)
+	nodes = append(nodes, q.nodes...)
+	return Pred{nodes: append(nodes, predNode{op: op})}
+}
+
+func (p Pred) String() string {
+	var st []string
+	for _, n := range p.nodes {
+		switch n.op {
+		case wire.QueryAND, wire.QueryOR:
+			if len(st) < 2 {
+				return "<invalid predicate>"
+			}
+			sep := " && "
+			if n.op == wire.QueryOR {
+				sep = " || "
+			}
+			a, b := st[len(st)-2], st[len(st)-1]
+			st = append(st[:len(st)-2], "("+a+sep+b+")")
+		default:
+			st = append(st, "x "+Op(n.op).String()+" "+n.val.String())
+		}
+	}
+	if len(st) != 1 {
+		return "<invalid predicate>"
+	}
+	return st[0]
+}
+
+// encode converts p for elements of type t.
+func (p Pred) encode(t region.Type) ([]wire.QueryNode, error) {
+	if len(p.nodes) == 0 {
+		return nil, fmt.Errorf("empty predicate: %w", pdc.ErrInvalid)
+	}
+	out := make([]wire.QueryNode, len(p.nodes))
+	for i, n := range p.nodes {
+		out[i].Op = n.op
+		if n.op == wire.QueryAND || n.op == wire.QueryOR {
+			continue
+		}
+		b, err := dataquery.Encode(t, n.val)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Value = b
+	}
+	return out, nil
+}
+
+// DataQueryOption changes what Object.Query covers or returns.
+type DataQueryOption func(*dataQueryOptions)
+
+type dataQueryOptions struct {
+	within *region.Box
+	ret    uint32
+}
+
+// Within restricts a query to a region of the object (PDCquery_sel_region).
+func Within(box region.Box) DataQueryOption {
+	return func(o *dataQueryOptions) { b := box.Clone(); o.within = &b }
+}
+
+// WithSelection asks for the hits' positions, not only their number.
+func WithSelection() DataQueryOption {
+	return func(o *dataQueryOptions) { o.ret = max(o.ret, wire.QuerySelection) }
+}
+
+// WithValues asks for the hits' positions and values.
+func WithValues() DataQueryOption {
+	return func(o *dataQueryOptions) { o.ret = wire.QueryValues }
+}
+
+// QueryResult is what a data query found.
+type QueryResult struct {
+	// Hits is the number of elements that satisfy the predicate.
+	Hits uint64
+	// Selection holds the hits' row-major (linear) indices in the object,
+	// ascending: with WithSelection or WithValues.
+	Selection []uint64
+	// Values holds the hits' elements, in Selection's order, in the
+	// object's element type: with WithValues.
+	Values []byte
+	// Dims are the object's dims the indices refer to.
+	Dims []uint64
+}
+
+// Coord returns the coordinates of hit i.
+func (r *QueryResult) Coord(i int) []uint64 {
+	return region.Delinearize(r.Dims, r.Selection[i], nil)
+}
+
+// maxZeroSelection bounds the bytes of the selection of never-written
+// elements a client makes itself, as a data server's answer is bounded.
+const maxZeroSelection = 1 << 30
+
+// queryBoxesPerCall bounds the boxes of one DataQuery message.
+const queryBoxesPerCall = 8192
+
+// Query finds the elements of the object that satisfy pred
+// (PDCquery_create ... PDCquery_get_nhits/get_selection/get_data). It is
+// evaluated on the data servers that hold the object's parts, in
+// parallel, and only the hits travel. Parts of the object never written
+// read as zeros, so they match a predicate zero satisfies. Like a read,
+// the query sees this client's writes started before it, and other
+// clients' writes that were waited for. Errors wrap
+// pdc.ErrInvalid for a predicate the object's type cannot take (strings
+// and raw bytes cannot be queried; a fraction over an integer type) or a
+// region outside its dims, and pdc.ErrTooLarge when a selection does not
+// fit in one answer (restrict it with Within, or ask only for the count).
+// Safe for concurrent use with other calls on other objects.
+func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) (*QueryResult, error) {
+	var qo dataQueryOptions
+	for _, opt := range opts {
+		opt(&qo)
+	}
+	res, err := o.query(ctx, pred, qo)
+	if errors.Is(err, pdc.ErrStale) {
+		// Another client changed the dims: look again, once.
+		if _, rerr := o.Refresh(ctx); rerr != nil {
+			return nil, rerr
+		}
+		res, err = o.query(ctx, pred, qo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %q: query %s: %w", o.info.Name, pred, err)
+	}
+	return res, nil
+}
+
+type queryHits struct {
+	hits uint64
+	idx  []uint64
+	vals []byte
+}
+
+func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*QueryResult, error) {
+	typ := o.info.Props.Type
+	nodes, err := pred.encode(typ)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := dataquery.Compile(typ, nodes)
+	if err != nil {
+		return nil, err
+	}
+	dims := slices.Clone(o.info.Props.Dims)
+	var area region.Box
+	if qo.within != nil {
+		area = *qo.within
+		if err := area.Check(); err != nil {
+			return nil, fmt.Errorf("region: %w", err)
+		}
+		if err := o.checkRemote(ctx, area); err != nil {
+			return nil, err
+		}
+		dims = slices.Clone(o.info.Props.Dims)
+	} else {
+		if len(dims) == 0 || slices.Contains(dims, Unlimited) {
+			return nil, fmt.Errorf("dims %v are not fixed: give a region with Within: %w", dims, pdc.ErrInvalid)
+		}
+		area = region.Shape(dims...)
+	}
+	elem := typ.Size()
+	out := &QueryResult{Dims: dims}
+	if area.Volume() == 0 {
+		return out, nil
+	}
+	pieces, err := o.pieces(ctx, Read, area)
+	if err != nil {
+		return nil, err
+	}
+	byServer := map[int][]wire.QueryBox{}
+	var servers []int
+	for _, pc := range pieces {
+		if _, ok := byServer[pc.server]; !ok {
+			servers = append(servers, pc.server)
+		}
+		byServer[pc.server] = append(byServer[pc.server], wire.QueryBox{Off: pc.box.Off, Size: pc.box.Size})
+	}
+	var parts []queryHits
+	// Parts no data server holds (region dynamic and local: never
+	// written) are zeros.
+	var covered uint64
+	for _, pc := range pieces {
+		covered += pc.box.Volume() // the pieces are disjoint
+	}
+	if covered < area.Volume() && prog.MatchesZero() {
+		if qo.ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
+			return nil, fmt.Errorf("%d never-written elements match, more than one selection may hold: restrict the region or ask for the count: %w",
+				area.Volume()-covered, pdc.ErrTooLarge)
+		}
+		holes := []region.Box{area}
+		for _, pc := range pieces {
+			var next []region.Box
+			for _, h := range holes {
+				next = append(next, region.Subtract(h, pc.box)...)
+			}
+			holes = next
+		}
+		var zero queryHits
+		for _, h := range holes {
+			zero.hits += h.Volume()
+			if qo.ret >= wire.QuerySelection {
+				region.Runs(region.Shape(dims...), h, func(r region.Run) bool {
+					for i := r.Off; i < r.Off+r.Len; i++ {
+						zero.idx = append(zero.idx, i)
+					}
+					return true
+				})
+			}
+		}
+		if qo.ret == wire.QueryValues {
+			zero.vals = make([]byte, len(zero.idx)*elem)
+		}
+		parts = append(parts, zero)
+	}
+
+	var within *wire.QueryBox
+	if qo.within != nil {
+		within = &wire.QueryBox{Off: area.Off, Size: area.Size}
+	}
+	type call struct {
+		server int
+		boxes  []wire.QueryBox
+	}
+	var calls []call
+	for _, s := range servers {
+		bs := byServer[s]
+		for len(bs) > 0 {
+			n := min(len(bs), queryBoxesPerCall)
+			calls = append(calls, call{s, bs[:n]})
+			bs = bs[n:]
+		}
+	}
+	got := make([]queryHits, len(calls))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, cl := range calls {
+		g.Go(func() error {
+			m := wire.DataQuery{Version: wire.QueryVersion, Obj: o.info.ID, Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion,
+				Type: uint32(typ), Storage: uint32(o.info.Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret}
+			h, err := o.c.dataQueryCall(gctx, cl.server, &m)
+			if err != nil {
+				return err
+			}
+			got[i] = h
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	parts = append(parts, got...)
+	return mergeHits(out, parts, qo.ret, elem), nil
+}
+
+func (c *Client) dataQueryCall(ctx context.Context, server int, m *wire.DataQuery) (queryHits, error) {
+	conn, err := c.conn(ctx, server)
+	if err != nil {
+		return queryHits{}, err
+	}
+	rep, err := conn.Call(ctx, wire.MethodDataQuery, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return queryHits{}, err
+	}
+	var res wire.DataQueryResult
+	if err := res.Unmarshal(rep.Header); err != nil {
+		return queryHits{}, fmt.Errorf("%s: %w", c.label(server), err)
+	}
+	want := m.Return >= wire.QuerySelection
+	if res.Selection != want || (m.Return == wire.QueryValues) != (res.ValueSize != 0) {
+		return queryHits{}, fmt.Errorf("%s: the answer does not carry what was asked: %w", c.label(server), pdc.ErrProtocol)
+	}
+	idx, vals, err := wire.ParseQueryResult(&res, rep.Payload)
+	if err != nil {
+		return queryHits{}, fmt.Errorf("%s: %w", c.label(server), err)
+	}
+	return queryHits{hits: res.Hits, idx: idx, vals: vals}, nil
+}
+
+// mergeHits puts the parts' hits together, sorted by linear index.
+func mergeHits(out *QueryResult, parts []queryHits, ret uint32, elem int) *QueryResult {
+	n := 0
+	for _, p := range parts {
+		out.Hits += p.hits
+		n += len(p.idx)
+	}
+	if ret < wire.QuerySelection {
+		return out
+	}
+	out.Selection = make([]uint64, 0, n)
+	if ret < wire.QueryValues {
+		for _, p := range parts {
+			out.Selection = append(out.Selection, p.idx...)
+		}
+		slices.Sort(out.Selection)
+		return out
+	}
+	type hit struct {
+		idx uint64
+		val []byte
+	}
+	hits := make([]hit, 0, n)
+	for _, p := range parts {
+		for i, x := range p.idx {
+			hits = append(hits, hit{x, p.vals[i*elem : (i+1)*elem]})
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		switch {
+		case a.idx < b.idx:
+			return -1
+		case a.idx > b.idx:
+			return 1
+		}
+		return 0
+	})
+	out.Values = make([]byte, 0, n*elem)
+	for _, h := range hits {
+		out.Selection = append(out.Selection, h.idx)
+		out.Values = append(out.Values, h.val...)
+	}
+	return out
+}

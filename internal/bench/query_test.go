@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"testing"
+)
+
+func BenchmarkQuery(b *testing.B) {
+	io := startCluster(b)
+	cfg := QueryConfig{TmpDir: io.TmpDir, ObjectSize: 32 << 20, Rounds: 1}
+	var rs []Result
+	for b.Loop() {
+		var err error
+		if rs, err = Query(context.Background(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, rs)
+}
+
+func TestQueryBenchRuns(t *testing.T) {
+	io := startCluster(t)
+	rs, err := Query(context.Background(), QueryConfig{TmpDir: io.TmpDir, ObjectSize: 1 << 20, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 10 {
+		t.Fatalf("got %d results, want 10", len(rs))
+	}
+	for _, r := range rs {
+		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
+			t.Errorf("%s: empty figure %+v", r.Case, r)
+		}
+	}
+}
