@@ -549,12 +549,20 @@ func TestStaleDims(t *testing.T) {
 	ctx := testCtx(t)
 	grown := item(5, true, []uint64{20}, []uint64{0}, []uint64{4})
 	grown.DimsVersion = 2
-	if _, err := start(ctx, a, []wire.DataItem{grown}, pattern(16, 2)); err != nil {
+	wids, err := start(ctx, a, []wire.DataItem{grown}, pattern(16, 2))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Waited, so that b's read below sees it: nothing orders another
+	// client's unwaited write before a read.
+	if res, _, err := wait(ctx, a, wids...); err != nil {
+		t.Fatal(err)
+	} else {
+		mustOK(t, res)
 	}
 	old := item(5, false, []uint64{10}, []uint64{0}, []uint64{4})
 	old.DimsVersion = 1
-	_, err := start(ctx, b, []wire.DataItem{old})
+	_, err = start(ctx, b, []wire.DataItem{old})
 	if !errors.Is(err, pdc.ErrStale) || !strings.Contains(err.Error(), "object 5") {
 		t.Fatalf("read with older dims: %v, want ErrStale naming object 5", err)
 	}
