@@ -35,7 +35,9 @@ func TestSectionReceiverSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	// Closed after the sender (cleanups run last first): its shm side
+	// channel may still hold the file when a fetch returns.
+	t.Cleanup(func() { f.Close() })
 	if _, err := f.Write(data); err != nil {
 		t.Fatal(err)
 	}
