@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -255,7 +256,7 @@ func (l *Lib) QueryGetData(objID, id, nhits uint64, fill func(vals []byte) error
 
 // QueryFree is PDCquery_free (and each step of PDCquery_free_all): it
 // releases the query. Queries made from it with PDCquery_and/or stay
-// valid.
+// valid. A query PDCclose released already is no error.
 func (l *Lib) QueryFree(id uint64) int {
 	return l.run(fmt.Sprintf("PDCquery_free(query %d)", id), func() error {
 		if id == 0 {
@@ -264,8 +265,12 @@ func (l *Lib) QueryFree(id uint64) int {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		_, err := l.lookupLocked(id, kindQuery)
-		if err == nil {
+		switch {
+		case err == nil:
 			delete(l.mu.handles, id)
+		case errors.Is(err, pdc.ErrClosed):
+			// PDCclose freed it: freeing the C struct is all that is left.
+			err = nil
 		}
 		return err
 	})
