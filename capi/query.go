@@ -228,30 +228,87 @@ func (l *Lib) QueryGetSelection(id uint64) (Selection, int) {
 	return sel, rc
 }
 
-// QueryGetData is PDCquery_get_data: the values of the nhits hits of query
-// id (the selection's query) in the object objID, which must be the
-// query's, in the selection's order, as elements of the object's type. The
-// query runs again: it fails if it no longer hits nhits elements (the data
-// changed since PDCquery_get_selection). fill gets the values; it is
+// QueryGetData is PDCquery_get_data: the values of the hits of sel (of
+// query sel's query id) in the object objID, in the selection's order, as
+// elements of that object's type. For the queried object the query runs
+// again with values: it fails if it no longer hits sel.NHits elements (the
+// data changed since PDCquery_get_selection). Another object (PDC's way of
+// reading, say, the energy where the temperature matched) must have as
+// many dims, each holding the coordinates; the bounding box of the hits is
+// read, which must fit in maxBuffer bytes. fill gets the values; it is
 // called only if all is well.
-func (l *Lib) QueryGetData(objID, id, nhits uint64, fill func(vals []byte) error) int {
-	return l.run(fmt.Sprintf("PDCquery_get_data(obj %d, selection of query %d, %d hits)", objID, id, nhits), func() error {
+func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byte) error) int {
+	return l.run(fmt.Sprintf("PDCquery_get_data(obj %d, selection of query %d, %d hits)", objID, id, sel.NHits), func() error {
 		h, err := l.getQuery(id, "the selection's query_id")
 		if err != nil {
 			return err
 		}
-		if objID != h.objID {
-			return fmt.Errorf("the selection is of a query over object %d, not %d: libpdc reads the values of the queried object only: %w", h.objID, objID, pdc.ErrInvalid)
+		if objID == h.objID {
+			res, err := l.queryRun(id, client.WithValues())
+			if err != nil {
+				return err
+			}
+			if res.Hits != sel.NHits {
+				return fmt.Errorf("the query hits %d elements now, the selection holds %d: the data changed since PDCquery_get_selection: %w", res.Hits, sel.NHits, pdc.ErrStale)
+			}
+			return fill(res.Values)
 		}
-		res, err := l.queryRun(id, client.WithValues())
-		if err != nil {
-			return err
+		if sel.NHits == 0 {
+			return fill(nil)
 		}
-		if res.Hits != nhits {
-			return fmt.Errorf("the query hits %d elements now, the selection holds %d: the data changed since PDCquery_get_selection: %w", res.Hits, nhits, pdc.ErrStale)
+		if sel.NDim < 1 || uint64(len(sel.Coords)) != sel.NHits*uint64(sel.NDim) {
+			return fmt.Errorf("the selection's ndim %d and nhits %d do not match its coords: %w", sel.NDim, sel.NHits, pdc.ErrInvalid)
 		}
-		return fill(res.Values)
+		return l.objDo(objID, func(o *handle) error {
+			return readAt(o, sel, fill)
+		})
 	})
+}
+
+// readAt reads the elements of object o at sel's coordinates.
+func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
+	info := o.obj.Info().Props
+	if len(info.Dims) != sel.NDim {
+		return fmt.Errorf("object %q has %d dims, the selection %d: %w", o.obj.Name(), len(info.Dims), sel.NDim, pdc.ErrInvalid)
+	}
+	lo := slices.Clone(sel.Coords[:sel.NDim])
+	hi := slices.Clone(lo)
+	for i, c := range sel.Coords {
+		d := i % sel.NDim
+		if info.Dims[d] != client.Unlimited && c >= info.Dims[d] {
+			return fmt.Errorf("hit %d is at %d in dimension %d, past object %q's %d: %w", i/sel.NDim, c, d, o.obj.Name(), info.Dims[d], pdc.ErrInvalid)
+		}
+		lo[d], hi[d] = min(lo[d], c), max(hi[d], c)
+	}
+	size := make([]uint64, sel.NDim)
+	elem := uint64(max(info.Type.Size(), 1))
+	n := elem
+	for d := range size {
+		size[d] = hi[d] - lo[d] + 1
+		n, _ = mulOK(n, size[d])
+	}
+	if n > maxBuffer {
+		return fmt.Errorf("the hits span a box of over %d bytes of object %q: restrict the query (PDCquery_sel_region): %w", uint64(maxBuffer), o.obj.Name(), pdc.ErrTooLarge)
+	}
+	box, err := region.New(lo, size)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, n)
+	ctx, cancel := o.conn.ctx()
+	defer cancel()
+	if err := o.obj.Read(ctx, box, buf); err != nil {
+		return err
+	}
+	vals := make([]byte, 0, sel.NHits*elem)
+	for i := uint64(0); i < sel.NHits; i++ {
+		var at uint64
+		for d := range size {
+			at = at*size[d] + sel.Coords[i*uint64(sel.NDim)+uint64(d)] - lo[d]
+		}
+		vals = append(vals, buf[at*elem:(at+1)*elem]...)
+	}
+	return fill(vals)
 }
 
 // QueryFree is PDCquery_free (and each step of PDCquery_free_all): it

@@ -69,7 +69,7 @@ func TestDataQueries(t *testing.T) {
 			t.Fatalf("%s: selection %+v, want %v: %q", name, sel, wc, p.lines())
 		}
 		var got []float32
-		rc = p.QueryGetData(obj, q, n, func(b []byte) error {
+		rc = p.QueryGetData(obj, q, sel, func(b []byte) error {
 			for i := 0; i+4 <= len(b); i += 4 {
 				got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
 			}
@@ -111,6 +111,37 @@ func TestDataQueries(t *testing.T) {
 	// and stays valid without gt.
 	check("AND after free", and, func(v float32) bool { return v > 30 && v <= 40.2 }, nil, nil)
 
+	// The values of another object (ints r*100+c) at the hits of a query.
+	if p.PropSetObjType(prop, pdcInt) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	other := p.ObjCreate(cont, "energy", prop)
+	ibuf := i32s(30, func(i int) int32 { return int32(i/5*100 + i%5) })
+	w = p.TransferCreate(unsafe.Pointer(&ibuf[0]), capi.AccessWrite, other, local, remote)
+	if other == 0 || w == 0 || p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed || p.TransferClose(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	sel1, rc := p.QueryGetSelection(or)
+	if rc != capi.Succeed || sel1.NHits == 0 {
+		t.Fatal(p.lines())
+	}
+	var got []int32
+	if p.QueryGetData(other, or, sel1, func(b []byte) error {
+		for i := 0; i+4 <= len(b); i += 4 {
+			got = append(got, int32(binary.LittleEndian.Uint32(b[i:])))
+		}
+		return nil
+	}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	var wantE []int32
+	for i := uint64(0); i < sel1.NHits; i++ {
+		wantE = append(wantE, int32(sel1.Coords[2*i]*100+sel1.Coords[2*i+1]))
+	}
+	if !slices.Equal(got, wantE) {
+		t.Fatalf("energy at the hits %v, want %v", got, wantE)
+	}
+
 	// Bad input: one line each.
 	for _, c := range []struct {
 		call func() bool
@@ -125,8 +156,14 @@ func TestDataQueries(t *testing.T) {
 		{func() bool { _, rc := p.QueryNHits(0); return rc == capi.Fail }, []string{"PDCquery_get_nhits(query 0): query is NULL"}},
 		{func() bool { return p.QuerySelRegion(lt, []uint64{4, 0}, []uint64{3, 5}) == capi.Fail }, []string{"ends at 7 in dimension 0, past object \"field\"'s 6"}},
 		{func() bool { return p.QuerySelRegion(lt, []uint64{0}, []uint64{3}) == capi.Fail }, []string{"has 1 dims"}},
-		{func() bool { return p.QueryGetData(obj, lt, 99, func([]byte) error { return nil }) == capi.Fail }, []string{"the selection holds 99"}},
-		{func() bool { return p.QueryGetData(cont, lt, 1, func([]byte) error { return nil }) == capi.Fail }, []string{"not "}},
+		{func() bool { return p.QueryGetData(obj, lt, capi.Selection{NDim: 2, NHits: 99}, nil) == capi.Fail }, []string{"the selection holds 99"}},
+		{func() bool { return p.QueryGetData(cont, lt, sel1, nil) == capi.Fail }, []string{"is a container, not a object"}},
+		{func() bool {
+			return p.QueryGetData(other, lt, capi.Selection{NDim: 2, NHits: 1, Coords: []uint64{6, 0}}, nil) == capi.Fail
+		}, []string{"hit 0 is at 6 in dimension 0, past object \"energy\"'s 6"}},
+		{func() bool {
+			return p.QueryGetData(other, lt, capi.Selection{NDim: 1, NHits: 1, Coords: []uint64{0}}, nil) == capi.Fail
+		}, []string{"has 2 dims, the selection 1"}},
 	} {
 		if !c.call() {
 			t.Fatalf("call succeeded, want %v", c.want)

@@ -71,8 +71,10 @@ extern "C" {
  * query; _get_selection fills *sel with their coordinates (each call runs
  * the query, seeing the data as a read would). PDCquery_get_data writes
  * the sel->nhits values into obj_data (elements of the object's type, in
- * the selection's order); obj_id must be the queried object, and the query
- * runs again: it fails if it no longer hits sel->nhits elements.
+ * the selection's order, elements of obj_id's type). For the queried
+ * object the query runs again: it fails if it no longer hits sel->nhits
+ * elements. Another object is read at sel->coords: it has ndim dims
+ * holding them, and the box spanning the hits must fit in 1 GiB.
  *
  * PDCquery_free releases query (NULL is a no-op); queries made from it
  * stay valid. PDCquery_free_all releases query and the queries it was

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/capi"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -82,9 +83,16 @@ func pdcgo_query_get_selection(q C.uint64_t, ndim *C.size_t, nhits *C.uint64_t, 
 	return C.int(rc)
 }
 
+// pdcgo_query_get_data reads the selection's coords in place (C memory,
+// during the call only).
+//
 //export pdcgo_query_get_data
-func pdcgo_query_get_data(obj, q, nhits C.uint64_t, data unsafe.Pointer) C.int {
-	return C.int(lib.QueryGetData(uint64(obj), uint64(q), uint64(nhits), func(vals []byte) error {
+func pdcgo_query_get_data(obj, q C.uint64_t, ndim C.size_t, nhits C.uint64_t, coords *C.uint64_t, data unsafe.Pointer) C.int {
+	sel := capi.Selection{NDim: int(min(ndim, C.size_t(region.MaxDims+1))), NHits: uint64(nhits)}
+	if n, ok := mulU64(uint64(nhits), uint64(sel.NDim)); coords != nil && ok && n <= 1<<40/8 {
+		sel.Coords = unsafe.Slice((*uint64)(unsafe.Pointer(coords)), n)
+	}
+	return C.int(lib.QueryGetData(uint64(obj), uint64(q), sel, func(vals []byte) error {
 		if len(vals) == 0 {
 			return nil
 		}
@@ -94,6 +102,13 @@ func pdcgo_query_get_data(obj, q, nhits C.uint64_t, data unsafe.Pointer) C.int {
 		C.memcpy(data, unsafe.Pointer(&vals[0]), C.size_t(len(vals)))
 		return nil
 	}))
+}
+
+func mulU64(a, b uint64) (uint64, bool) {
+	if a != 0 && b > ^uint64(0)/a {
+		return 0, false
+	}
+	return a * b, true
 }
 
 //export pdcgo_query_free

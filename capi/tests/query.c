@@ -115,6 +115,34 @@ int main(void)
     free(ri);
     PDCregion_close(reg);
 
+    /* The values of another object (ints r*100 + c) at the hits of OR. */
+    pdcid_t prop2 = PDCprop_obj_dup(prop);
+    CHECK(prop2 != 0 && PDCprop_set_obj_type(prop2, PDC_INT) == SUCCEED, "prop2");
+    char name2[80];
+    snprintf(name2, sizeof name2, "%s-energy", name);
+    pdcid_t energy = PDCobj_create(cont, name2, prop2);
+    int     ebuf[ROWS][COLS];
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < COLS; c++)
+            ebuf[r][c] = r * 100 + c;
+    local  = PDCregion_create(2, off0, dims);
+    remote = PDCregion_create(2, off0, dims);
+    w      = PDCregion_transfer_create(ebuf, PDC_WRITE, energy, local, remote);
+    CHECK(energy != 0 && w != 0 && PDCregion_transfer_start(w) == SUCCEED && PDCregion_transfer_wait(w) == SUCCEED &&
+              PDCregion_transfer_close(w) == SUCCEED,
+          "write energy");
+    PDCregion_close(local);
+    PDCregion_close(remote);
+    pdc_selection_t osel;
+    int             evals[ROWS * COLS];
+    CHECK(PDCquery_get_selection(q_or, &osel) == SUCCEED && osel.nhits == 2, "OR selection");
+    CHECK(PDCquery_get_data(energy, &osel, evals) == SUCCEED, "get_data of another object");
+    for (uint64_t i = 0; i < osel.nhits; i++)
+        CHECK(evals[i] == (int)(osel.coords[2 * i] * 100 + osel.coords[2 * i + 1]), "energy %llu = %d",
+              (unsigned long long)i, evals[i]);
+    PDCselection_free(&osel);
+    printf("energy at OR's hits: ok\n");
+
     /* Bad input: each call prints its line and fails. */
     float  one = 1;
     double d   = 1;
@@ -130,6 +158,9 @@ int main(void)
     struct pdc_region_info  bad     = {.ndim = 2, .offset = boff, .size = bsize};
     CHECK(PDCquery_sel_region(lt, &bad) == FAIL, "region outside dims");
     CHECK(PDCquery_sel_region(lt, NULL) == FAIL, "NULL region");
+    uint64_t        far[2] = {ROWS, 0};
+    pdc_selection_t fsel   = {.query_id = lt->handle, .ndim = 2, .nhits = 1, .coords = far};
+    CHECK(PDCquery_get_data(energy, &fsel, evals) == FAIL, "coords outside dims");
     /* A failed sel_region left lt unrestricted. */
     check_query("LT after bad regions", obj, lt, lt_10, NULL, NULL);
 
@@ -138,7 +169,7 @@ int main(void)
     PDCquery_free(NULL);
     PDCselection_free(NULL);
 
-    CHECK(PDCobj_close(obj) == SUCCEED, "obj close");
+    CHECK(PDCobj_close(obj) == SUCCEED && PDCobj_close(energy) == SUCCEED, "obj close");
     CHECK(PDCclose(pdc) == SUCCEED, "PDCclose");
     return 0;
 }

@@ -161,10 +161,11 @@ expect 'PDCquery_get_nhits(query 0): query is NULL'
 expect 'PDCquery_get_selection(query 0): query is NULL'
 expect "ends at 10 in dimension 0, past object"
 expect 'PDCquery_sel_region(query 10, NULL, NULL): obj_region, its offset or its size is NULL'
+expect "hit 0 is at 9 in dimension 0, past object"
 lines=$(grep -c '^libpdc: ' "$err")
 total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "query printed lines that are not libpdc's one-line reports"; }
-[ "$lines" -eq 8 ] || { cat "$err" >&2; fail "query printed $lines lines, want one per failing call (8)"; }
+[ "$lines" -eq 9 ] || { cat "$err" >&2; fail "query printed $lines lines, want one per failing call (9)"; }
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
 
