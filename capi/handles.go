@@ -19,6 +19,7 @@ const (
 	kindObj                      // PDCobj_create, _open, _put_data
 	kindRegion                   // PDCregion_create
 	kindTransfer                 // PDCregion_transfer_create
+	kindQuery                    // PDCquery_create, _and, _or (query.go)
 )
 
 func (k kind) String() string {
@@ -37,6 +38,8 @@ func (k kind) String() string {
 		return "region"
 	case kindTransfer:
 		return "region transfer"
+	case kindQuery:
+		return "data query"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -61,6 +64,8 @@ type handle struct {
 	mu   sync.Mutex // serializes calls on cont, and on obj and its transfers
 
 	objState // kindObjProp, kindObj, kindRegion, kindTransfer (obj.go)
+
+	queryState // kindQuery (query.go)
 }
 
 // add registers h and returns its new id. A handle opened through a

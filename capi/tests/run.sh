@@ -7,7 +7,8 @@
 #     nodes, each serving its own producer dir. A consumer on node-b waits
 #     for files a producer on node-a makes (1 MiB through the default
 #     transport, 256 KiB through pull, an empty file, a file named by its
-#     absolute path), then bad input (stage_bad), then `pdc down`.
+#     absolute path), then bad input (stage_bad), objects and regions,
+#     data queries (query), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
 #     (cont), and PDC's close_server to stop it.
 #
@@ -53,7 +54,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad; do
+for t in obj_meta obj_region obj_bad query; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -147,6 +148,24 @@ lines=$(grep -c '^libpdc: ' "$err")
 total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "obj_bad printed lines that are not libpdc's one-line reports"; }
 [ "$lines" -eq 24 ] || { cat "$err" >&2; fail "obj_bad printed $lines lines, want one per failing call (24)"; }
+
+echo "== data queries: GT, LT, EQ, AND, OR, sel_region against values computed in C; bad input"
+run query timeout 120 "$work/query"
+err="$work/query.err"
+sed 's/^/  query: /' "$err"
+expect 'unknown pdc_query_op_t 42'
+expect 'holds float32 (pdc_var_type_t 1), the value is float64 (2)'
+expect 'PDCquery_create(obj 5, PDC_GT, pdc_var_type_t 1): value is NULL'
+expect 'q1 is NULL'
+expect 'PDCquery_get_nhits(query 0): query is NULL'
+expect 'PDCquery_get_selection(query 0): query is NULL'
+expect "ends at 10 in dimension 0, past object"
+expect 'PDCquery_sel_region(query 10, NULL, NULL): obj_region, its offset or its size is NULL'
+expect "hit 0 is at 9 in dimension 0, past object"
+lines=$(grep -c '^libpdc: ' "$err")
+total=$(wc -l <"$err")
+[ "$lines" = "$total" ] || { cat "$err" >&2; fail "query printed lines that are not libpdc's one-line reports"; }
+[ "$lines" -eq 9 ] || { cat "$err" >&2; fail "query printed $lines lines, want one per failing call (9)"; }
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
 

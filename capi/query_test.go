@@ -1,0 +1,173 @@
+package capi_test
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/pdcgo/pdc/capi"
+)
+
+const pdcFloat = 1 // PDC_FLOAT
+
+func f32(v float32) []byte { return binary.LittleEndian.AppendUint32(nil, math.Float32bits(v)) }
+
+// TestDataQueries runs PDCquery_* over a 6x5 float object holding
+// r*10+c/10 at (r, c), against values computed here.
+func TestDataQueries(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 6, 5)
+	if p.PropSetObjType(prop, pdcFloat) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	obj := p.ObjCreate(cont, "field", prop)
+	if obj == 0 {
+		t.Fatal(p.lines())
+	}
+	val := func(r, c uint64) float32 { return float32(r)*10 + float32(c)/10 }
+	buf := make([]float32, 30)
+	for i := range buf {
+		buf[i] = val(uint64(i/5), uint64(i%5))
+	}
+	local := p.RegionCreate(1, []uint64{0}, []uint64{30})
+	remote := p.RegionCreate(2, []uint64{0, 0}, []uint64{6, 5})
+	w := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj, local, remote)
+	if w == 0 || p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed || p.TransferClose(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+
+	// want returns the coordinates and values of the elements in box
+	// (off, size) that match.
+	want := func(match func(float32) bool, off, size []uint64) ([]uint64, []float32) {
+		var coords []uint64
+		var vals []float32
+		for r := uint64(0); r < 6; r++ {
+			for c := uint64(0); c < 5; c++ {
+				if off != nil && (r < off[0] || r >= off[0]+size[0] || c < off[1] || c >= off[1]+size[1]) {
+					continue
+				}
+				if match(val(r, c)) {
+					coords = append(coords, r, c)
+					vals = append(vals, val(r, c))
+				}
+			}
+		}
+		return coords, vals
+	}
+	check := func(name string, q uint64, match func(float32) bool, off, size []uint64) {
+		t.Helper()
+		wc, wv := want(match, off, size)
+		n, rc := p.QueryNHits(q)
+		if rc != capi.Succeed || n != uint64(len(wv)) {
+			t.Fatalf("%s: nhits %d, want %d: %q", name, n, len(wv), p.lines())
+		}
+		sel, rc := p.QueryGetSelection(q)
+		if rc != capi.Succeed || sel.NDim != 2 || sel.NHits != n || !slices.Equal(sel.Coords, wc) {
+			t.Fatalf("%s: selection %+v, want %v: %q", name, sel, wc, p.lines())
+		}
+		var got []float32
+		rc = p.QueryGetData(obj, q, sel, func(b []byte) error {
+			for i := 0; i+4 <= len(b); i += 4 {
+				got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+			}
+			return nil
+		})
+		if rc != capi.Succeed || !slices.Equal(got, wv) {
+			t.Fatalf("%s: data %v, want %v: %q", name, got, wv, p.lines())
+		}
+	}
+	gt := p.QueryCreate(obj, 1, pdcFloat, f32(30))
+	lt := p.QueryCreate(obj, 2, pdcFloat, f32(10.25))
+	eq := p.QueryCreate(obj, 5, pdcFloat, f32(val(4, 3)))
+	if gt == 0 || lt == 0 || eq == 0 {
+		t.Fatal(p.lines())
+	}
+	check("GT", gt, func(v float32) bool { return v > 30 }, nil, nil)
+	check("LT", lt, func(v float32) bool { return v < 10.25 }, nil, nil)
+	check("EQ", eq, func(v float32) bool { return v == val(4, 3) }, nil, nil)
+	le := p.QueryCreate(obj, 4, pdcFloat, f32(40.2))
+	and := p.QueryAnd(gt, le)
+	or := p.QueryOr(lt, eq)
+	if and == 0 || or == 0 {
+		t.Fatal(p.lines())
+	}
+	check("AND", and, func(v float32) bool { return v > 30 && v <= 40.2 }, nil, nil)
+	check("OR", or, func(v float32) bool { return v < 10.25 || v == val(4, 3) }, nil, nil)
+	off, size := []uint64{1, 1}, []uint64{4, 3}
+	if p.QuerySelRegion(or, off, size) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	check("OR within", or, func(v float32) bool { return v < 10.25 || v == val(4, 3) }, off, size)
+	// The region carries into queries made from it.
+	ge := p.QueryCreate(obj, 3, pdcFloat, f32(0))
+	all := p.QueryAnd(or, ge)
+	check("AND of restricted", all, func(v float32) bool { return v < 10.25 || v == val(4, 3) }, off, size)
+	if p.QueryFree(gt) != capi.Succeed || p.QueryFree(0) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	// and stays valid without gt.
+	check("AND after free", and, func(v float32) bool { return v > 30 && v <= 40.2 }, nil, nil)
+
+	// The values of another object (ints r*100+c) at the hits of a query.
+	if p.PropSetObjType(prop, pdcInt) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	other := p.ObjCreate(cont, "energy", prop)
+	ibuf := i32s(30, func(i int) int32 { return int32(i/5*100 + i%5) })
+	w = p.TransferCreate(unsafe.Pointer(&ibuf[0]), capi.AccessWrite, other, local, remote)
+	if other == 0 || w == 0 || p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed || p.TransferClose(w) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	sel1, rc := p.QueryGetSelection(or)
+	if rc != capi.Succeed || sel1.NHits == 0 {
+		t.Fatal(p.lines())
+	}
+	var got []int32
+	if p.QueryGetData(other, or, sel1, func(b []byte) error {
+		for i := 0; i+4 <= len(b); i += 4 {
+			got = append(got, int32(binary.LittleEndian.Uint32(b[i:])))
+		}
+		return nil
+	}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	var wantE []int32
+	for i := uint64(0); i < sel1.NHits; i++ {
+		wantE = append(wantE, int32(sel1.Coords[2*i]*100+sel1.Coords[2*i+1]))
+	}
+	if !slices.Equal(got, wantE) {
+		t.Fatalf("energy at the hits %v, want %v", got, wantE)
+	}
+
+	// Bad input: one line each.
+	for _, c := range []struct {
+		call func() bool
+		want []string
+	}{
+		{func() bool { return p.QueryCreate(obj, 9, pdcFloat, f32(1)) == 0 }, []string{"PDCquery_create(obj", "op 9", "unknown pdc_query_op_t 9"}},
+		{func() bool { return p.QueryCreate(obj, 1, pdcDouble, make([]byte, 8)) == 0 }, []string{"holds float32", "pass a value of the object's type"}},
+		{func() bool { return p.QueryCreate(obj, 1, pdcFloat, nil) == 0 }, []string{"value is NULL"}},
+		{func() bool { return p.QueryCreate(cont, 1, pdcFloat, f32(1)) == 0 }, []string{"is a container, not a object"}},
+		{func() bool { return p.QueryAnd(0, lt) == 0 }, []string{"PDCquery_and(query 0", "q1 is NULL"}},
+		{func() bool { return p.QueryOr(lt, gt) == 0 }, []string{"q2:", "closed handle"}},
+		{func() bool { _, rc := p.QueryNHits(0); return rc == capi.Fail }, []string{"PDCquery_get_nhits(query 0): query is NULL"}},
+		{func() bool { return p.QuerySelRegion(lt, []uint64{4, 0}, []uint64{3, 5}) == capi.Fail }, []string{"ends at 7 in dimension 0, past object \"field\"'s 6"}},
+		{func() bool { return p.QuerySelRegion(lt, []uint64{0}, []uint64{3}) == capi.Fail }, []string{"has 1 dims"}},
+		{func() bool { return p.QueryGetData(obj, lt, capi.Selection{NDim: 2, NHits: 99}, nil) == capi.Fail }, []string{"the selection holds 99"}},
+		{func() bool { return p.QueryGetData(cont, lt, sel1, nil) == capi.Fail }, []string{"is a container, not a object"}},
+		{func() bool {
+			return p.QueryGetData(other, lt, capi.Selection{NDim: 2, NHits: 1, Coords: []uint64{6, 0}}, nil) == capi.Fail
+		}, []string{"hit 0 is at 6 in dimension 0, past object \"energy\"'s 6"}},
+		{func() bool {
+			return p.QueryGetData(other, lt, capi.Selection{NDim: 1, NHits: 1, Coords: []uint64{0}}, nil) == capi.Fail
+		}, []string{"has 2 dims, the selection 1"}},
+	} {
+		if !c.call() {
+			t.Fatalf("call succeeded, want %v", c.want)
+		}
+		p.wantLine(t, c.want...)
+	}
+}
