@@ -93,6 +93,20 @@ void **PDCobj_buf_retrieve(pdcid_t obj_id);
 pdcid_t PDCobj_put_data(const char *obj_name, void *data, uint64_t size, pdcid_t cont_id);
 perr_t PDCobj_get_data(pdcid_t obj_id, void *data, uint64_t size);
 
+/*
+ * PDCobj_put_tag, PDCobj_get_tag and PDCobj_del_tag are PDCcont_put_tag,
+ * _get_tag and _del_tag (pdc_cont.h) for an object's tags: get_tag returns
+ * a malloc'd copy and the type the tag was stored with; a tag not set
+ * (never, or deleted) succeeds with *tag_value NULL, *value_size 0 and
+ * *value_type PDC_UNKNOWN; an object deleted meanwhile fails. Tags are what
+ * PDC_Client_query_kvtag searches.
+ */
+perr_t PDCobj_put_tag(pdcid_t obj_id, const char *tag_name, const void *tag_value, pdc_var_type_t value_type,
+                      psize_t value_size);
+perr_t PDCobj_get_tag(pdcid_t obj_id, const char *tag_name, void **tag_value, pdc_var_type_t *value_type,
+                      psize_t *value_size);
+perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name);
+
 #ifdef __cplusplus
 }
 #endif

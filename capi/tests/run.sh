@@ -53,7 +53,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad; do
+for t in obj_meta obj_region obj_bad tags; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -147,6 +147,16 @@ lines=$(grep -c '^libpdc: ' "$err")
 total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "obj_bad printed lines that are not libpdc's one-line reports"; }
 [ "$lines" -eq 24 ] || { cat "$err" >&2; fail "obj_bad printed $lines lines, want one per failing call (24)"; }
+
+echo "== object tags, found by PDC_Client_query_kvtag"
+run tags timeout 120 "$work/tags"
+err="$work/tags.err"
+sed 's/^/  tags: /' "$err"
+expect 'libpdc: PDCobj_del_tag('
+expect 'not found'
+expect 'tag_value and value_size must not be NULL'
+expect 'is a container, not a object'
+[ "$(grep -c '^libpdc: ' "$err")" -eq 3 ] && [ "$(wc -l <"$err")" -eq 3 ] || { cat "$err" >&2; fail "tags printed other lines than its 3 failing calls"; }
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
 
