@@ -98,3 +98,49 @@ func (l *Lib) ObjDelTag(id uint64, name string) int {
 		})
 	})
 }
+
+// ObjOpenMetaID is pdc_obj_open_by_meta_id (pdc_mpi.h), what
+// PDCobj_create_mpi's other ranks call: it opens the object whose id on
+// the servers is metaID, which must be in the container contID, through
+// the container's connection. propID, if not 0, is the property the
+// object was created with: PDCobj_buf_retrieve then returns its buffer,
+// as on the creating rank.
+func (l *Lib) ObjOpenMetaID(contID, metaID, propID uint64) uint64 {
+	return l.runID(fmt.Sprintf("pdc_obj_open_by_meta_id(cont %d, %d, prop %d)", contID, metaID, propID), func() (uint64, error) {
+		if metaID == 0 {
+			return 0, fmt.Errorf("meta id 0 names no object: %w", pdc.ErrInvalid)
+		}
+		var buf unsafe.Pointer
+		if propID != 0 {
+			l.mu.Lock()
+			prop, err := l.lookupLocked(propID, kindObjProp)
+			if err == nil {
+				buf = prop.buf
+			}
+			l.mu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+		}
+		var o *client.Object
+		var p *conn
+		err := l.contDo(contID, func(ch *handle) error {
+			ctx, cancel := ch.conn.ctx()
+			defer cancel()
+			var err error
+			if o, err = ch.conn.c.OpenObjectID(ctx, metaID); err != nil {
+				return err
+			}
+			if got := o.Info().ContainerID; got != ch.cont.ID() {
+				_ = o.Close(ctx)
+				return fmt.Errorf("object %d (%q) is in container %d, not in %q (%d): %w", metaID, o.Name(), got, ch.cont.Name(), ch.cont.ID(), pdc.ErrInvalid)
+			}
+			p = ch.conn
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		return l.addObj(p, o, buf)
+	})
+}

@@ -118,3 +118,70 @@ func TestObjectTags(t *testing.T) {
 	}
 	p.wantLine(t, "5 is a closed handle")
 }
+
+// TestObjOpenMetaID is what PDCobj_create_mpi's other ranks do: open the
+// object one rank created, by its id.
+func TestObjOpenMetaID(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 8)
+	var x int
+	if p.PropSetObjTimeStep(prop, 3) != capi.Succeed || p.PropSetObjBuf(prop, unsafe.Pointer(&x)) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	obj := p.ObjCreate(cont, "shared", prop)
+	if obj == 0 {
+		t.Fatal(p.lines())
+	}
+	t.Cleanup(func() { p.ObjClose(obj) })
+	info, rc := p.ObjGetInfo(obj)
+	if rc != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+
+	// Another process (rank), with its own handles to the container and
+	// a property of its own.
+	q := tc.node("node-b")
+	qid := q.init(t)
+	qcont := q.ContOpen("c", qid)
+	qprop := q.PropCreate(capi.PropObjCreate, qid)
+	if qcont == 0 || qprop == 0 || q.PropSetObjBuf(qprop, unsafe.Pointer(&x)) != capi.Succeed {
+		t.Fatal(q.lines())
+	}
+	qobj := q.ObjOpenMetaID(qcont, info.MetaID, qprop)
+	if qobj == 0 {
+		t.Fatal(q.lines())
+	}
+	t.Cleanup(func() { q.ObjClose(qobj) })
+	qinfo, rc := q.ObjGetInfo(qobj)
+	if rc != capi.Succeed || qinfo.MetaID != info.MetaID || qinfo.Name != "shared" || qinfo.LocalID != qobj {
+		t.Fatalf("opened %+v, want the object %d: %q", qinfo, info.MetaID, q.lines())
+	}
+	if buf, rc := q.ObjBufRetrieve(qobj); rc != capi.Succeed || buf != unsafe.Pointer(&x) {
+		t.Fatalf("buf %p, want the property's %p", buf, &x)
+	}
+	// Without a property: no buffer.
+	q2 := q.ObjOpenMetaID(qcont, info.MetaID, 0)
+	if buf, rc := q.ObjBufRetrieve(q2); q2 == 0 || rc != capi.Succeed || buf != nil {
+		t.Fatalf("open without a property: %d, buf %p: %q", q2, buf, q.lines())
+	}
+	q.ObjClose(q2)
+	q.quiet(t)
+
+	other := q.ContCreate("other", q.PropCreate(capi.PropContCreate, qid))
+	for _, c := range []struct {
+		call func() uint64
+		want []string
+	}{
+		{func() uint64 { return q.ObjOpenMetaID(other, info.MetaID, 0) }, []string{"pdc_obj_open_by_meta_id(cont", "is in container", `not in "other"`}},
+		{func() uint64 { return q.ObjOpenMetaID(qcont, 0, 0) }, []string{"meta id 0 names no object"}},
+		{func() uint64 { return q.ObjOpenMetaID(qcont, info.MetaID+1000, 0) }, []string{"not found"}},
+		{func() uint64 { return q.ObjOpenMetaID(qcont, info.MetaID, qcont) }, []string{"is a container, not a object property"}},
+		{func() uint64 { return q.ObjOpenMetaID(qprop, info.MetaID, 0) }, []string{"is a object property, not a container"}},
+	} {
+		if c.call() != 0 {
+			t.Fatalf("call succeeded; want %q", c.want)
+		}
+		q.wantLine(t, c.want...)
+	}
+}

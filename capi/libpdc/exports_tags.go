@@ -51,3 +51,8 @@ func pdcgo_obj_get_tag(id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *
 func pdcgo_obj_del_tag(id C.uint64_t, name *C.char) C.int {
 	return C.int(lib.ObjDelTag(uint64(id), str(name)))
 }
+
+//export pdcgo_obj_open_by_meta_id
+func pdcgo_obj_open_by_meta_id(cont, metaID, prop C.uint64_t) C.uint64_t {
+	return C.uint64_t(lib.ObjOpenMetaID(uint64(cont), uint64(metaID), uint64(prop)))
+}

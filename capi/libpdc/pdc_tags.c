@@ -26,3 +26,8 @@ perr_t PDCobj_get_tag(pdcid_t obj_id, const char *tag_name, void **tag_value, pd
 }
 
 perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name) { return pdcgo_obj_del_tag(obj_id, (char *)tag_name); }
+
+pdcid_t pdc_obj_open_by_meta_id(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_create_prop)
+{
+    return pdcgo_obj_open_by_meta_id(cont_id, meta_id, obj_create_prop);
+}
