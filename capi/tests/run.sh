@@ -148,7 +148,7 @@ total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "obj_bad printed lines that are not libpdc's one-line reports"; }
 [ "$lines" -eq 24 ] || { cat "$err" >&2; fail "obj_bad printed $lines lines, want one per failing call (24)"; }
 
-echo "== object tags, found by PDC_Client_query_kvtag"
+echo "== object tags, found by PDC_Client_query_kvtag; container and object iterators"
 run tags timeout 120 "$work/tags"
 err="$work/tags.err"
 sed 's/^/  tags: /' "$err"
@@ -156,7 +156,9 @@ expect 'libpdc: PDCobj_del_tag('
 expect 'not found'
 expect 'tag_value and value_size must not be NULL'
 expect 'is a container, not a object'
-[ "$(grep -c '^libpdc: ' "$err")" -eq 3 ] && [ "$(wc -l <"$err")" -eq 3 ] || { cat "$err" >&2; fail "tags printed other lines than its 3 failing calls"; }
+expect 'libpdc: PDCobj_iter_start(cont '
+expect 'is a object property, not a container'
+[ "$(grep -c '^libpdc: ' "$err")" -eq 4 ] && [ "$(wc -l <"$err")" -eq 4 ] || { cat "$err" >&2; fail "tags printed other lines than its 4 failing calls"; }
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
