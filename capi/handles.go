@@ -24,6 +24,8 @@ const (
 
 func (k kind) String() string {
 	switch k {
+	case kindIter:
+		return "iterator"
 	case kindConn:
 		return "pdc connection (PDCinit)"
 	case kindContProp:
@@ -51,6 +53,8 @@ type handle struct {
 	// conn is the connection the handle was opened through (itself for a
 	// connection): PDCclose closes the handles that share it.
 	conn *conn
+
+	iter *iterState // kindIter (iter.go)
 
 	// kindContProp: the lifetime of the containers it creates. Guarded by
 	// Lib.mu.

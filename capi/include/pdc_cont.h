@@ -128,6 +128,27 @@ perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name);
  */
 perr_t PDCcont_close(pdcid_t cont);
 
+/*
+ * Container iterators. PDCcont_iter_start takes a snapshot of every
+ * container of the cluster (through the oldest open connection) and
+ * returns a handle at the first, or NULL if there are none or on failure
+ * (which prints why). PDCcont_iter_null is true for NULL: the end.
+ * PDCcont_iter_next moves the handle on and returns it; past the last
+ * container it frees the handle and returns NULL. PDCcont_iter_get_info
+ * returns what PDCcont_get_info does (malloc'd: free(info->name);
+ * free(info)) for the handle's container; local_id is this process's open
+ * handle to it, 0 if none.
+ *
+ *     for (cont_handle *h = PDCcont_iter_start(); !PDCcont_iter_null(h); h = PDCcont_iter_next(h)) ...
+ *
+ * An iteration left before its end keeps its handle's snapshot until
+ * PDCclose of that connection (the handle itself, 24 bytes, is not freed).
+ */
+cont_handle *PDCcont_iter_start(void);
+pbool_t PDCcont_iter_null(cont_handle *chandle);
+cont_handle *PDCcont_iter_next(cont_handle *chandle);
+struct pdc_cont_info *PDCcont_iter_get_info(cont_handle *chandle);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,9 +15,30 @@
 #include <mpi.h>
 #endif
 
+#include "pdc_obj.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/*
+ * pdc_obj_open_by_meta_id opens the object whose id on the servers is
+ * meta_id (struct pdc_obj_info's meta_id), which must be in the container
+ * cont_id, through the container's connection. obj_create_prop, if not 0,
+ * is the property it was created with: PDCobj_buf_retrieve then returns
+ * that property's buffer, as for the handle PDCobj_create returned. It is
+ * how PDCobj_create_mpi's other ranks get their handle (no MPI needed).
+ *
+ * Returns a new object handle (close it with PDCobj_close), or 0.
+ */
+pdcid_t pdc_obj_open_by_meta_id(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_create_prop);
+#ifdef __cplusplus
+}
+#endif
+
 #ifdef ENABLE_MPI
 #include <stdio.h>
 #include "pdc_client_connect.h"
+#include <stdlib.h>
 
 /*
  * The _mpi functions are defined here, over the plain ones, so that
@@ -98,6 +119,61 @@ static inline perr_t PDC_Client_search_obj_ref_through_dart_mpi(dart_hash_algo_t
         return FAIL;
     }
     return pdc_mpi_bcast_ids_("PDC_Client_search_obj_ref_through_dart_mpi", rc, n_res, out, comm);
+}
+
+/*
+ * PDCobj_create_mpi: rank rank_id of comm creates the object (as
+ * PDCobj_create), then every other rank opens that object (by its id, so
+ * the one just created whatever its time step, user id and app name).
+ * Every rank of comm calls it together with the same rank_id; each gets
+ * its own handle (close it with PDCobj_close). If the create fails every
+ * rank returns 0 (rank rank_id prints why; the others print one line
+ * pointing to it); a rank whose open fails returns 0, printing why.
+ */
+static inline pdcid_t PDCobj_create_mpi(pdcid_t cont_id, const char *obj_name, pdcid_t obj_create_prop,
+                                        int rank_id, MPI_Comm comm)
+{
+    int rank = 0, size = 0;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS) {
+        fprintf(stderr, "libpdc: PDCobj_create_mpi: MPI_Comm_rank or MPI_Comm_size failed\n");
+        return 0;
+    }
+    if (rank_id < 0 || rank_id >= size) {
+        /* Every rank sees it: none waits for the others. */
+        fprintf(stderr, "libpdc: PDCobj_create_mpi(cont %llu, \"%s\", prop %llu, rank %d): rank %d: rank %d is not in the communicator (size %d)\n",
+                (unsigned long long)cont_id, obj_name ? obj_name : "(null)", (unsigned long long)obj_create_prop,
+                rank_id, rank, rank_id, size);
+        return 0;
+    }
+    pdcid_t  obj  = 0;
+    uint64_t head[2] = {0, 0}; /* created, meta_id */
+    if (rank == rank_id) {
+        obj = PDCobj_create(cont_id, obj_name, obj_create_prop);
+        struct pdc_obj_info *info = obj != 0 ? PDCobj_get_info(obj) : NULL;
+        if (info != NULL) {
+            head[0] = 1;
+            head[1] = info->meta_id;
+            free(info);
+        }
+        else if (obj != 0) { /* the others could not open it: leave nothing behind */
+            PDCobj_del(obj);
+            PDCobj_close(obj);
+            obj = 0;
+        }
+    }
+    if (MPI_Bcast(head, 2, MPI_UINT64_T, rank_id, comm) != MPI_SUCCESS) {
+        fprintf(stderr, "libpdc: PDCobj_create_mpi: rank %d: MPI_Bcast failed\n", rank);
+        return obj;
+    }
+    if (head[0] == 0) {
+        if (rank != rank_id)
+            fprintf(stderr, "libpdc: PDCobj_create_mpi: rank %d: rank %d's create failed (its line says why)\n", rank,
+                    rank_id);
+        return 0;
+    }
+    if (rank == rank_id)
+        return obj;
+    return pdc_obj_open_by_meta_id(cont_id, head[1], obj_create_prop);
 }
 #endif /* ENABLE_MPI */
 

@@ -93,6 +93,34 @@ void **PDCobj_buf_retrieve(pdcid_t obj_id);
 pdcid_t PDCobj_put_data(const char *obj_name, void *data, uint64_t size, pdcid_t cont_id);
 perr_t PDCobj_get_data(pdcid_t obj_id, void *data, uint64_t size);
 
+/*
+ * PDCobj_put_tag, PDCobj_get_tag and PDCobj_del_tag are PDCcont_put_tag,
+ * _get_tag and _del_tag (pdc_cont.h) for an object's tags: get_tag returns
+ * a malloc'd copy and the type the tag was stored with; a tag not set
+ * (never, or deleted) succeeds with *tag_value NULL, *value_size 0 and
+ * *value_type PDC_UNKNOWN; an object deleted meanwhile fails. Tags are what
+ * PDC_Client_query_kvtag searches.
+ */
+perr_t PDCobj_put_tag(pdcid_t obj_id, const char *tag_name, const void *tag_value, pdc_var_type_t value_type,
+                      psize_t value_size);
+perr_t PDCobj_get_tag(pdcid_t obj_id, const char *tag_name, void **tag_value, pdc_var_type_t *value_type,
+                      psize_t *value_size);
+perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name);
+
+/*
+ * Object iterators, as the container iterators (pdc_cont.h) over a
+ * snapshot of the objects in cont_id, sorted by name, taken at
+ * PDCobj_iter_start (NULL for an empty container, or on failure, which
+ * prints why). PDCobj_iter_next's cont_id is not needed (the snapshot is
+ * of the container given to iter_start). PDCobj_iter_get_info returns
+ * what PDCobj_get_info does, as the object was at iter_start (one block:
+ * free(info)); local_id is this process's open handle to it, 0 if none.
+ */
+obj_handle *PDCobj_iter_start(pdcid_t cont_id);
+pbool_t PDCobj_iter_null(obj_handle *ohandle);
+obj_handle *PDCobj_iter_next(obj_handle *ohandle, pdcid_t cont_id);
+struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad query; do
+for t in obj_meta obj_region obj_bad query tags; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -166,6 +166,34 @@ lines=$(grep -c '^libpdc: ' "$err")
 total=$(wc -l <"$err")
 [ "$lines" = "$total" ] || { cat "$err" >&2; fail "query printed lines that are not libpdc's one-line reports"; }
 [ "$lines" -eq 9 ] || { cat "$err" >&2; fail "query printed $lines lines, want one per failing call (9)"; }
+
+echo "== object tags, found by PDC_Client_query_kvtag; container and object iterators"
+run tags timeout 120 "$work/tags"
+err="$work/tags.err"
+sed 's/^/  tags: /' "$err"
+expect 'libpdc: PDCobj_del_tag('
+expect 'not found'
+expect 'tag_value and value_size must not be NULL'
+expect 'is a container, not a object'
+expect 'libpdc: PDCobj_iter_start(cont '
+expect 'is a object property, not a container'
+[ "$(grep -c '^libpdc: ' "$err")" -eq 4 ] && [ "$(wc -l <"$err")" -eq 4 ] || { cat "$err" >&2; fail "tags printed other lines than its 4 failing calls"; }
+
+echo "== PDCobj_create_mpi, with mpiexec -n 2"
+if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
+	# shellcheck disable=SC2086 # cflags is a list of flags
+	mpicc -std=c11 -D_DEFAULT_SOURCE -DENABLE_MPI -Wall -Wextra -Werror -o "$work/obj_mpi" "$here/obj_mpi.c" $cflags
+	run obj_mpi timeout 120 mpiexec -n 2 "$work/obj_mpi" "objmpi-$$"
+	err="$work/obj_mpi.err"
+	sed 's/^/  obj_mpi: /' "$err"
+	expect 'libpdc: PDCobj_create(cont '
+	expect "libpdc: PDCobj_create_mpi: rank 0: rank 1's create failed (its line says why)"
+	expect 'libpdc: PDCobj_create_mpi(cont '
+	expect 'rank 2 is not in the communicator (size 2)'
+	[ "$(grep -c '^libpdc: ' "$err")" -eq 4 ] && [ "$(wc -l <"$err")" -eq 4 ] || { cat "$err" >&2; fail "obj_mpi printed other lines than its 4 failing calls"; }
+else
+	echo "SKIP: no mpicc or mpiexec (apt-get install libmpich-dev mpich): PDCobj_create_mpi is not tested"
+fi
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
 

@@ -1,0 +1,105 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/capi"
+)
+
+//export pdcgo_obj_put_tag
+func pdcgo_obj_put_tag(id C.uint64_t, name *C.char, value unsafe.Pointer, typ C.int, size C.ulonglong) C.int {
+	return C.int(lib.ObjPutTag(uint64(id), str(name), value, int(typ), uint64(size)))
+}
+
+// pdcgo_obj_get_tag sets *value to a malloc'd copy of the tag's value
+// (NULL for a tag that is not set), *size and *typ.
+//
+//export pdcgo_obj_get_tag
+func pdcgo_obj_get_tag(id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *C.int, size *C.ulonglong) C.int {
+	call := fmt.Sprintf("PDCobj_get_tag(%d, %q)", uint64(id), str(name))
+	if value == nil || size == nil {
+		return C.int(lib.Report(call, fmt.Errorf("tag_value and value_size must not be NULL: pass the addresses of a void * and a psize_t: %w", pdc.ErrInvalid)))
+	}
+	*value, *size = nil, 0
+	tag, rc := lib.ObjGetTag(uint64(id), str(name))
+	if rc != capi.Succeed {
+		return C.int(rc)
+	}
+	*typ = C.int(tag.Type)
+	if !tag.Found {
+		return C.int(rc)
+	}
+	// malloc(0) may return NULL, which would read as "not set".
+	p := C.malloc(C.size_t(max(len(tag.Value), 1)))
+	if p == nil {
+		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d bytes", len(tag.Value))))
+	}
+	copy(unsafe.Slice((*byte)(p), len(tag.Value)), tag.Value)
+	*value, *size = p, C.ulonglong(len(tag.Value))
+	return C.int(rc)
+}
+
+//export pdcgo_obj_del_tag
+func pdcgo_obj_del_tag(id C.uint64_t, name *C.char) C.int {
+	return C.int(lib.ObjDelTag(uint64(id), str(name)))
+}
+
+//export pdcgo_obj_open_by_meta_id
+func pdcgo_obj_open_by_meta_id(cont, metaID, prop C.uint64_t) C.uint64_t {
+	return C.uint64_t(lib.ObjOpenMetaID(uint64(cont), uint64(metaID), uint64(prop)))
+}
+
+// pdcgo_cont_iter_start returns the iterator's id (0 for none) and sets
+// *n to its number of containers (-1 on failure).
+//
+//export pdcgo_cont_iter_start
+func pdcgo_cont_iter_start(n *C.int64_t) C.uint64_t {
+	id, count := lib.ContIterStart()
+	*n = C.int64_t(count)
+	return C.uint64_t(id)
+}
+
+//export pdcgo_obj_iter_start
+func pdcgo_obj_iter_start(cont C.uint64_t, n *C.int64_t) C.uint64_t {
+	id, count := lib.ObjIterStart(uint64(cont))
+	*n = C.int64_t(count)
+	return C.uint64_t(id)
+}
+
+// pdcgo_cont_iter_get_info is pdcgo_cont_get_info for item pos of the
+// iterator.
+//
+//export pdcgo_cont_iter_get_info
+func pdcgo_cont_iter_get_info(id, pos C.uint64_t, localID, metaID *C.uint64_t, outName **C.char) C.int {
+	info, rc := lib.ContIterInfo(uint64(id), int(pos))
+	if rc == capi.Succeed {
+		*localID, *metaID = C.uint64_t(info.LocalID), C.uint64_t(info.MetaID)
+		*outName = C.CString(info.Name)
+	}
+	return C.int(rc)
+}
+
+// pdcgo_obj_iter_get_info is pdcgo_obj_get_info for item pos of the
+// iterator; *localID is this process's open handle to it, 0 if none.
+//
+//export pdcgo_obj_iter_get_info
+func pdcgo_obj_iter_get_info(id, pos C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
+	info, rc := lib.ObjIterInfo(uint64(id), int(pos))
+	if rc == capi.Succeed {
+		*name, *metaID, *localID, *server = C.CString(info.Name), C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer)
+		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)
+		*typ, *part, *cons = C.int(info.Prop.Type), C.int(info.Prop.Partition), C.int(info.Prop.Consistency)
+	}
+	return C.int(rc)
+}
+
+//export pdcgo_iter_end
+func pdcgo_iter_end(id C.uint64_t) C.int { return C.int(lib.IterEnd(uint64(id))) }
