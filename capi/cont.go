@@ -1,14 +1,12 @@
 package capi
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"unsafe"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/region"
 )
 
 // Property types (pdc_prop_type_t).
@@ -315,29 +313,7 @@ const maxTagValue = 1 << 16
 // owns, of type typ (pdc_var_type_t); they are copied before the call
 // returns.
 func (l *Lib) ContPutTag(id uint64, name string, value unsafe.Pointer, typ int, size uint64) int {
-	return l.run(fmt.Sprintf("PDCcont_put_tag(%d, %q, type %d, %d bytes)", id, name, typ, size), func() error {
-		if err := checkTag(name); err != nil {
-			return err
-		}
-		if !region.Type(typ).Valid() {
-			return fmt.Errorf("unknown pdc_var_type_t %d: want PDC_INT (0) to PDC_SIZE_T (%d): %w", typ, int(region.SizeT), pdc.ErrInvalid)
-		}
-		if size > maxTagValue {
-			return fmt.Errorf("a tag value of %d bytes is over the limit of %d: %w", size, maxTagValue, pdc.ErrTooLarge)
-		}
-		if value == nil && size > 0 {
-			return fmt.Errorf("value is NULL but size is %d: %w", size, pdc.ErrInvalid)
-		}
-		var b []byte
-		if size > 0 {
-			b = bytes.Clone(unsafe.Slice((*byte)(value), size))
-		}
-		return l.contDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			return h.cont.PutTag(ctx, name, client.Typed(region.Type(typ), b))
-		})
-	})
+	return l.putTag("PDCcont_put_tag", id, name, value, typ, size, l.contTags)
 }
 
 func checkTag(name string) error {
@@ -358,45 +334,24 @@ type Tag struct {
 
 // ContGetTag is PDCcont_get_tag.
 func (l *Lib) ContGetTag(id uint64, name string) (Tag, int) {
-	var tag Tag
-	rc := l.run(fmt.Sprintf("PDCcont_get_tag(%d, %q)", id, name), func() error {
-		if err := checkTag(name); err != nil {
-			return err
-		}
-		return l.contDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			v, err := h.cont.GetTag(ctx, name)
-			if errors.Is(err, pdc.ErrNotFound) {
-				// The tag, or the container itself, is gone: only the
-				// first is a success.
-				if _, cerr := h.conn.c.OpenContainerID(ctx, h.cont.ID()); cerr != nil {
-					return cerr
-				}
-				tag = Tag{Type: int(region.Unknown)}
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			tag = Tag{Found: true, Type: int(v.Type), Value: v.Value}
-			return nil
-		})
-	})
-	return tag, rc
+	return l.getTag("PDCcont_get_tag", id, name, l.contTags)
 }
 
 // ContDelTag is PDCcont_del_tag. Deleting a tag that is not set fails,
 // saying so: the name is likely mistyped.
 func (l *Lib) ContDelTag(id uint64, name string) int {
-	return l.run(fmt.Sprintf("PDCcont_del_tag(%d, %q)", id, name), func() error {
-		if err := checkTag(name); err != nil {
+	return l.delTag("PDCcont_del_tag", id, name, l.contTags)
+}
+
+// contTags runs fn on a container handle's tags; exists says whether the
+// container is still there.
+func (l *Lib) contTags(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error {
+	return l.contDo(id, func(h *handle) error {
+		ctx, cancel := h.conn.ctx()
+		defer cancel()
+		return fn(ctx, h.cont, func(ctx context.Context) error {
+			_, err := h.conn.c.OpenContainerID(ctx, h.cont.ID())
 			return err
-		}
-		return l.contDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			return h.cont.DeleteTag(ctx, name)
 		})
 	})
 }

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -11,8 +12,19 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// Object tags: PDCobj_put_tag, _get_tag and _del_tag, which behave as the
-// container versions in cont.go do.
+// Tags of containers and objects: PDCcont_ and PDCobj_put_tag, _get_tag
+// and _del_tag share one implementation over the client's tag methods.
+
+// tagged is what containers and objects have in common here.
+type tagged interface {
+	PutTag(ctx context.Context, name string, v client.TagValue) error
+	GetTag(ctx context.Context, name string) (client.TagValue, error)
+	DeleteTag(ctx context.Context, name string) error
+}
+
+// tagsOf runs fn on the tags of handle id (a container or an object);
+// exists says whether the target is still there.
+type tagsOf func(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error
 
 // checkTagValue checks a tag value from C before its bytes are copied
 // (see maxTagValue) and returns the copy.
@@ -36,40 +48,33 @@ func checkTagValue(name string, value unsafe.Pointer, typ int, size uint64) ([]b
 	return b, nil
 }
 
-// ObjPutTag is PDCobj_put_tag: value points to size bytes the caller
-// owns, of type typ (pdc_var_type_t); they are copied before the call
-// returns.
-func (l *Lib) ObjPutTag(id uint64, name string, value unsafe.Pointer, typ int, size uint64) int {
-	return l.run(fmt.Sprintf("PDCobj_put_tag(%d, %q, type %d, %d bytes)", id, name, typ, size), func() error {
+func (l *Lib) putTag(call string, id uint64, name string, value unsafe.Pointer, typ int, size uint64, of tagsOf) int {
+	return l.run(fmt.Sprintf("%s(%d, %q, type %d, %d bytes)", call, id, name, typ, size), func() error {
 		b, err := checkTagValue(name, value, typ, size)
 		if err != nil {
 			return err
 		}
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			return h.obj.PutTag(ctx, name, client.Typed(region.Type(typ), b))
+		return of(id, func(ctx context.Context, t tagged, _ func(context.Context) error) error {
+			return t.PutTag(ctx, name, client.Typed(region.Type(typ), b))
 		})
 	})
 }
 
-// ObjGetTag is PDCobj_get_tag: a tag not set (never, or deleted) is
-// success with Found false; an object that is gone is an error.
-func (l *Lib) ObjGetTag(id uint64, name string) (Tag, int) {
+// getTag: a tag not set (never, or deleted) is success with Found false;
+// a target that is gone is an error.
+func (l *Lib) getTag(call string, id uint64, name string, of tagsOf) (Tag, int) {
 	var tag Tag
-	rc := l.run(fmt.Sprintf("PDCobj_get_tag(%d, %q)", id, name), func() error {
+	rc := l.run(fmt.Sprintf("%s(%d, %q)", call, id, name), func() error {
 		if err := checkTag(name); err != nil {
 			return err
 		}
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			v, err := h.obj.GetTag(ctx, name)
+		return of(id, func(ctx context.Context, t tagged, exists func(context.Context) error) error {
+			v, err := t.GetTag(ctx, name)
 			if errors.Is(err, pdc.ErrNotFound) {
-				// The tag, or the object itself, is gone: only the first
-				// is a success.
-				if _, oerr := h.obj.Refresh(ctx); oerr != nil {
-					return oerr
+				// The tag, or its target, is gone: only the first is a
+				// success.
+				if err := exists(ctx); err != nil {
+					return err
 				}
 				tag = Tag{Type: int(region.Unknown)}
 				return nil
@@ -84,17 +89,39 @@ func (l *Lib) ObjGetTag(id uint64, name string) (Tag, int) {
 	return tag, rc
 }
 
-// ObjDelTag is PDCobj_del_tag. Deleting a tag that is not set fails,
-// saying so.
-func (l *Lib) ObjDelTag(id uint64, name string) int {
-	return l.run(fmt.Sprintf("PDCobj_del_tag(%d, %q)", id, name), func() error {
+func (l *Lib) delTag(call string, id uint64, name string, of tagsOf) int {
+	return l.run(fmt.Sprintf("%s(%d, %q)", call, id, name), func() error {
 		if err := checkTag(name); err != nil {
 			return err
 		}
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
-			return h.obj.DeleteTag(ctx, name)
+		return of(id, func(ctx context.Context, t tagged, _ func(context.Context) error) error {
+			return t.DeleteTag(ctx, name)
+		})
+	})
+}
+
+// ObjPutTag is PDCobj_put_tag, as ContPutTag.
+func (l *Lib) ObjPutTag(id uint64, name string, value unsafe.Pointer, typ int, size uint64) int {
+	return l.putTag("PDCobj_put_tag", id, name, value, typ, size, l.objTags)
+}
+
+// ObjGetTag is PDCobj_get_tag, as ContGetTag.
+func (l *Lib) ObjGetTag(id uint64, name string) (Tag, int) {
+	return l.getTag("PDCobj_get_tag", id, name, l.objTags)
+}
+
+// ObjDelTag is PDCobj_del_tag, as ContDelTag.
+func (l *Lib) ObjDelTag(id uint64, name string) int {
+	return l.delTag("PDCobj_del_tag", id, name, l.objTags)
+}
+
+func (l *Lib) objTags(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error {
+	return l.objDo(id, func(h *handle) error {
+		ctx, cancel := h.conn.ctx()
+		defer cancel()
+		return fn(ctx, h.obj, func(ctx context.Context) error {
+			_, err := h.obj.Refresh(ctx)
+			return err
 		})
 	})
 }

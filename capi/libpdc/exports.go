@@ -108,12 +108,18 @@ func pdcgo_cont_put_tag(id C.uint64_t, name *C.char, value unsafe.Pointer, typ C
 //
 //export pdcgo_cont_get_tag
 func pdcgo_cont_get_tag(id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *C.int, size *C.ulonglong) C.int {
-	call := fmt.Sprintf("PDCcont_get_tag(%d, %q)", uint64(id), str(name))
+	return getTag("PDCcont_get_tag", lib.ContGetTag, id, name, value, typ, size)
+}
+
+// getTag hands a tag, got by get, to C: *value a malloc'd copy of its
+// value (NULL for a tag that is not set), *size and *typ.
+func getTag(call string, get func(uint64, string) (capi.Tag, int), id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *C.int, size *C.ulonglong) C.int {
+	call = fmt.Sprintf("%s(%d, %q)", call, uint64(id), str(name))
 	if value == nil || size == nil {
 		return C.int(lib.Report(call, fmt.Errorf("tag_value and value_size must not be NULL: pass the addresses of a void * and a psize_t: %w", pdc.ErrInvalid)))
 	}
 	*value, *size = nil, 0
-	tag, rc := lib.ContGetTag(uint64(id), str(name))
+	tag, rc := get(uint64(id), str(name))
 	if rc != capi.Succeed {
 		return C.int(rc)
 	}
