@@ -103,7 +103,16 @@ run stage_bad "${producer[@]}" "PDC_STAGE_CONSUMER_DIR=$work/cons-node-a" timeou
 err="$work/stage_bad.err"
 sed 's/^/  stage_bad: /' "$err"
 expect() {
-	grep -qF -- "$1" "$err" || { cat "$err" >&2; fail "stage_bad's stderr lacks: $1"; }
+	grep -qF -- "$1" "$err" || { cat "$err" >&2; fail "$(basename "$err" .err)'s stderr lacks: $1"; }
+}
+# reports NAME N: $err holds exactly N lines, each one of libpdc's one-line
+# reports of a failing call, and nothing else.
+reports() {
+	local lines total
+	lines=$(grep -c '^libpdc: ' "$err" || true)
+	total=$(wc -l <"$err")
+	[ "$lines" = "$total" ] || { cat "$err" >&2; fail "$1 printed lines that are not libpdc's one-line reports"; }
+	[ "$lines" -eq "$2" ] || { cat "$err" >&2; fail "$1 printed $lines lines, want one per failing call ($2)"; }
 }
 expect 'libpdc: PDCinit("nowhere"): connect: no server list'
 expect 'waiting up to 1s for servers to start'
@@ -120,11 +129,8 @@ expect 'not produced'
 expect 'pdc_stage_consume(pdc 1, "never-produced.bin", -1s): timeout_seconds: want a positive number of seconds'
 expect 'pdc_stage_consume_local(pdc 1, "never-produced.bin", 0.2s, NULL): local_path is NULL'
 expect 'PDCclose(1): 1 is a closed handle'
-lines=$(grep -c '^libpdc: ' "$err")
-total=$(wc -l <"$err")
-[ "$lines" = "$total" ] || { cat "$err" >&2; fail "stage_bad printed lines that are not libpdc's one-line reports"; }
 # 20 failing calls, and PDCinit's note that it waits for the server list.
-[ "$lines" -eq 21 ] || { cat "$err" >&2; fail "stage_bad printed $lines lines, want one per failing call (21)"; }
+reports stage_bad 21
 
 echo "== objects: created by one process, opened by another; regions and transfers; bad input"
 run obj_meta_create timeout 120 "$work/obj_meta" create "obj-$$"
@@ -144,10 +150,7 @@ expect 'PDCregion_transfer_wait(9): object "o" region [0+2, 0+2]: transfer not s
 expect 'PDCregion_transfer_status(9, NULL): completed is NULL'
 expect 'PDCobj_set_dims(5, 1, [4]):'
 expect 'PDCobj_close(5): 5 is a closed handle'
-lines=$(grep -c '^libpdc: ' "$err")
-total=$(wc -l <"$err")
-[ "$lines" = "$total" ] || { cat "$err" >&2; fail "obj_bad printed lines that are not libpdc's one-line reports"; }
-[ "$lines" -eq 24 ] || { cat "$err" >&2; fail "obj_bad printed $lines lines, want one per failing call (24)"; }
+reports obj_bad 24
 
 echo "== data queries: GT, LT, EQ, AND, OR, sel_region against values computed in C; bad input"
 run query timeout 120 "$work/query"
@@ -162,10 +165,7 @@ expect 'PDCquery_get_selection(query 0): query is NULL'
 expect "ends at 10 in dimension 0, past object"
 expect 'PDCquery_sel_region(query 10, NULL, NULL): obj_region, its offset or its size is NULL'
 expect "hit 0 is at 9 in dimension 0, past object"
-lines=$(grep -c '^libpdc: ' "$err")
-total=$(wc -l <"$err")
-[ "$lines" = "$total" ] || { cat "$err" >&2; fail "query printed lines that are not libpdc's one-line reports"; }
-[ "$lines" -eq 9 ] || { cat "$err" >&2; fail "query printed $lines lines, want one per failing call (9)"; }
+reports query 9
 
 echo "== object tags, found by PDC_Client_query_kvtag; container and object iterators"
 run tags timeout 120 "$work/tags"
@@ -177,7 +177,7 @@ expect 'tag_value and value_size must not be NULL'
 expect 'is a container, not a object'
 expect 'libpdc: PDCobj_iter_start(cont '
 expect 'is a object property, not a container'
-[ "$(grep -c '^libpdc: ' "$err")" -eq 4 ] && [ "$(wc -l <"$err")" -eq 4 ] || { cat "$err" >&2; fail "tags printed other lines than its 4 failing calls"; }
+reports tags 4
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
@@ -190,7 +190,7 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
 	expect "libpdc: PDCobj_create_mpi: rank 0: rank 1's create failed (its line says why)"
 	expect 'libpdc: PDCobj_create_mpi(cont '
 	expect 'rank 2 is not in the communicator (size 2)'
-	[ "$(grep -c '^libpdc: ' "$err")" -eq 4 ] && [ "$(wc -l <"$err")" -eq 4 ] || { cat "$err" >&2; fail "obj_mpi printed other lines than its 4 failing calls"; }
+	reports obj_mpi 4
 else
 	echo "SKIP: no mpicc or mpiexec (apt-get install libmpich-dev mpich): PDCobj_create_mpi is not tested"
 fi

@@ -20,8 +20,7 @@ expect 'PDC_Client_delete_obj_ref_from_dart(3, "a", "1", 7, '
 expect 'misplaced *'
 expect 'PDC_Client_query_kvtag("", pdc_var_type_t 4, 0 bytes): the tag name is empty'
 expect 'call PDCinit first'
-lines=$(grep -c '^libpdc: ' "$err")
-[ "$lines" -eq 8 ] && [ "$(wc -l <"$err")" -eq 8 ] || { cat "$err" >&2; fail "search_dart printed $lines lines, want 8, one per failing call"; }
+reports search_dart 8
 
 echo "== the _mpi searches, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
