@@ -81,3 +81,20 @@ type ctxSentinel struct {
 func (e *ctxSentinel) Error() string { return e.msg }
 
 func (e *ctxSentinel) Is(target error) bool { return target == e.ctx }
+
+// CtxErr turns a finished context into ErrTimeout or ErrCanceled (which
+// also match the context errors), keeping its cause; nil if ctx is live.
+func CtxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	sentinel := ErrCanceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		sentinel = ErrTimeout
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", sentinel, cause)
+	}
+	return sentinel
+}

@@ -2,7 +2,6 @@ package metaserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -214,19 +213,12 @@ func (s *Service) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		case <-ctx.Done():
 			done()
 			if k.After > 0 {
-				return nil, fmt.Errorf("staged file %s: no version after %d was produced in time: %w", k.Path, k.After, ctxErr(ctx))
+				return nil, fmt.Errorf("staged file %s: no version after %d was produced in time: %w", k.Path, k.After, pdc.CtxErr(ctx))
 			}
-			return nil, fmt.Errorf("staged file %s was not produced in time: %w", k.Path, ctxErr(ctx))
+			return nil, fmt.Errorf("staged file %s was not produced in time: %w", k.Path, pdc.CtxErr(ctx))
 		case <-s.stage.stop:
 			done()
 			return nil, fmt.Errorf("waiting for staged file %s: the metadata server is shutting down: %w", k.Path, pdc.ErrUnavailable)
 		}
 	}
-}
-
-func ctxErr(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return pdc.ErrTimeout
-	}
-	return pdc.ErrCanceled
 }

@@ -98,22 +98,8 @@ func (r *frameReader) body(f wire.Frame, pooled bool) (hdr, payload []byte, err 
 	return hdr, payload, nil
 }
 
-// ctxErr turns a finished context into pdc's sentinel (ErrTimeout or
-// ErrCanceled, which also match the context errors), keeping a cause.
-func ctxErr(ctx context.Context) error {
-	err := ctx.Err()
-	if err == nil {
-		return nil
-	}
-	sentinel := pdc.ErrCanceled
-	if errors.Is(err, context.DeadlineExceeded) {
-		sentinel = pdc.ErrTimeout
-	}
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("%w: %w", sentinel, cause)
-	}
-	return sentinel
-}
+// ctxErr is pdc.CtxErr.
+func ctxErr(ctx context.Context) error { return pdc.CtxErr(ctx) }
 
 // splitAddr turns pdc's address form ("host:port" or "unix:/path") into a
 // network and an address for package net.

@@ -57,7 +57,7 @@ func Lock(ctx context.Context, f *os.File, exclusive bool) error {
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the lock on %s: %w", f.Name(), ctxErr(ctx))
+		return fmt.Errorf("waiting for the lock on %s: %w", f.Name(), pdc.CtxErr(ctx))
 	}
 }
 
@@ -68,11 +68,4 @@ func flock(fd, how int) error {
 			return err
 		}
 	}
-}
-
-func ctxErr(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return pdc.ErrTimeout
-	}
-	return pdc.ErrCanceled
 }
