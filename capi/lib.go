@@ -228,8 +228,11 @@ func clientName(name string) string {
 	return fmt.Sprintf("libpdc:%s:%d@%s/%x", name, os.Getpid(), host, r)
 }
 
-// Close is PDCclose: it closes the connection and every handle opened
-// through it.
+// Close is PDCclose: it finishes the transfers still in flight through the
+// connection (waiting for those started and not waited), closes its
+// objects, which flushes them, then the connection and every handle opened
+// through it. A transfer or object that fails is reported, and the rest are
+// still closed.
 func (l *Lib) Close(id uint64) int {
 	return l.run(fmt.Sprintf("PDCclose(%d)", id), func() error { return l.close(id) })
 }
@@ -242,13 +245,47 @@ func (l *Lib) close(id uint64) error {
 		return err
 	}
 	h.conn.closed = true
+	var xfers, objs []*handle
 	for hid, o := range l.mu.handles {
-		if o.conn == h.conn {
-			delete(l.mu.handles, hid)
+		if o.conn != h.conn {
+			continue
+		}
+		delete(l.mu.handles, hid)
+		switch o.kind {
+		case kindTransfer:
+			xfers = append(xfers, o)
+		case kindObj:
+			objs = append(objs, o)
 		}
 	}
 	l.mu.Unlock()
-	return h.conn.c.Close()
+
+	// No new handle can join the connection now (add refuses a closed
+	// one), and the handles are out of the table, so nothing else starts
+	// a transfer on them; calls already inside finish first, under the
+	// objects' locks.
+	ctx, cancel := h.conn.ctx()
+	defer cancel()
+	var errs []error
+	for _, t := range xfers {
+		t.xferObj.mu.Lock()
+		if err := t.xfer.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("transfer on object %q: %w", t.xferObj.obj.Name(), err))
+		}
+		t.xferObj.mu.Unlock()
+	}
+	for _, o := range objs {
+		o.mu.Lock()
+		if !o.objClosed {
+			o.objClosed = true
+			if err := o.obj.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("object %q: %w", o.obj.Name(), err))
+			}
+		}
+		o.mu.Unlock()
+	}
+	errs = append(errs, h.conn.c.Close())
+	return errors.Join(errs...)
 }
 
 // Report reports a failure the C layer found before calling into the Lib

@@ -389,6 +389,53 @@ func TestObjectCloseWaitsAndPOSIX(t *testing.T) {
 	p.TransferClose(pw)
 }
 
+// PDCclose with transfers started and never waited finishes them first:
+// the writes are stored and flushed, a read has filled its buffer.
+func TestCloseFinishesStartedTransfers(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	id, cont, prop := objSetup(t, p, 1<<20)
+	obj := p.ObjCreate(cont, "unwaited", prop)
+	buf := i32s(1<<20, func(i int) int32 { return int32(i*7 + 1) })
+	var ids []uint64
+	for part := range uint64(4) {
+		local := p.RegionCreate(1, []uint64{0}, []uint64{1 << 18})
+		remote := p.RegionCreate(1, []uint64{part << 18}, []uint64{1 << 18})
+		w := p.TransferCreate(unsafe.Pointer(&buf[part<<20]), capi.AccessWrite, obj, local, remote)
+		if w == 0 {
+			t.Fatal(p.lines())
+		}
+		ids = append(ids, w)
+	}
+	never := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj,
+		p.RegionCreate(1, []uint64{0}, []uint64{1}), p.RegionCreate(1, []uint64{0}, []uint64{1}))
+	if never == 0 || p.TransferStartAll(ids) != capi.Succeed || p.Close(id) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	p.quiet(t)
+	if p.TransferClose(ids[0]) != capi.Fail {
+		t.Fatal("a transfer outlived PDCclose")
+	}
+
+	// A read started and never waited has filled its buffer when PDCclose
+	// returns.
+	q := tc.node("node-a")
+	id2 := q.init(t)
+	got := make([]byte, len(buf))
+	o2 := q.ObjOpen("unwaited", id2)
+	all := q.RegionCreate(1, []uint64{0}, []uint64{1 << 20})
+	r := q.TransferCreate(unsafe.Pointer(&got[0]), capi.AccessRead, o2, all, all)
+	if o2 == 0 || r == 0 || q.TransferStart(r) != capi.Succeed || q.Close(id2) != capi.Succeed {
+		t.Fatal(q.lines())
+	}
+	q.quiet(t)
+	for i := range 1 << 20 {
+		if v := i32(got, i); v != int32(i*7+1) {
+			t.Fatalf("element %d = %d after PDCclose; want %d", i, v, i*7+1)
+		}
+	}
+}
+
 func TestConcurrentTransfers(t *testing.T) {
 	tc := startCluster(t, "node-a")
 	p := tc.node("node-a")

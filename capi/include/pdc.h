@@ -59,8 +59,12 @@ pdcid_t PDCinit(const char *pdc_name);
 
 /*
  * PDCclose closes the connection and every handle opened through it
- * (properties, containers). Closing a handle that is not an open
- * connection fails.
+ * (properties, containers, objects, regions, transfers). Transfers
+ * started and not yet waited are waited first (a read has filled its
+ * buffer when PDCclose returns), and objects are closed, which flushes
+ * them. If one of those fails, PDCclose reports it and returns FAIL, and
+ * still closes the rest. Closing a handle that is not an open connection
+ * fails.
  */
 perr_t PDCclose(pdcid_t pdc);
 
