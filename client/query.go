@@ -260,6 +260,9 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 	if plan.Scan {
 		return nil, errNoIndex
 	}
+	if err := c.SyncIndex(ctx); err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
+	}
 	var mine []int
 	for p, s := range plan.Servers {
 		if p%size == rank {
@@ -342,6 +345,19 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 }
 
 // ---- explicit DART calls (PDC's insert/delete_obj_ref_into/from_dart)
+
+// SyncIndex returns once every metadata server has delivered the index
+// updates of the tag changes it acknowledged before the call (or tried to:
+// a server that is down is retried in the background). Servers acknowledge
+// a tag put or delete before its index entries reach the servers that hold
+// them, so that a put costs about what it costs without the index; every
+// indexed query syncs first, so it finds every tag acknowledged before it,
+// from any process.
+func (c *Client) SyncIndex(ctx context.Context) error {
+	return c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		return c.call(ctx, rank, wire.MethodIndexFence, nil, nil)
+	})
+}
 
 // IndexInsert adds index entries that make object id found by queries on
 // key and the text value, as PDC_Client_insert_obj_ref_into_dart does. Tags

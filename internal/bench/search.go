@@ -304,6 +304,11 @@ func putCost(ctx context.Context, indexed, plain, noSuffix string) ([]Result, er
 				return 0, 0, err
 			}
 		}
+		// Puts are acknowledged before their index entries reach their
+		// servers: the time until the index has them all counts too.
+		if err := c.SyncIndex(ctx); err != nil {
+			return 0, 0, err
+		}
 		single = time.Since(t0) / one
 		var puts []client.TagPut
 		for i, o := range objs {
@@ -317,6 +322,9 @@ func putCost(ctx context.Context, indexed, plain, noSuffix string) ([]Result, er
 			if err := c.PutTags(ctx, puts[i:min(i+8192, len(puts))]); err != nil {
 				return 0, 0, err
 			}
+		}
+		if err := c.SyncIndex(ctx); err != nil {
+			return 0, 0, err
 		}
 		batched = time.Since(t0) / time.Duration(len(puts))
 		return single, batched, nil

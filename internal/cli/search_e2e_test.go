@@ -573,3 +573,57 @@ func TestSearchIndexSettings(t *testing.T) {
 		t.Fatalf("suffix trees built at restart: %v, %v", ids(got), err)
 	}
 }
+
+// Tag puts are acknowledged before their index entries reach the servers
+// that hold them; a query from another client right after finds every one
+// all the same (it fences the outboxes first), and so do deletes.
+func TestSearchSeesEveryAcknowledgedPut(t *testing.T) {
+	tmpdir := up(t, 4)
+	ctx := ctxT(t, 2*time.Minute)
+	writer, reader := connect(t, tmpdir), connect(t, tmpdir)
+	ct, _, err := writer.CreateContainer(ctx, "fence", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4000
+	specs := make([]client.ObjectSpec, n)
+	for i := range specs {
+		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("f%05d", i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts []client.TagPut
+	for i, o := range objs {
+		puts = append(puts, client.TagPut{Object: o, Name: "fence-label", Value: client.String(fmt.Sprintf("a-rather-long-label-%05d", i))})
+	}
+	for round := range 3 {
+		if err := writer.PutTags(ctx, puts); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"fence-label=*label*", "fence-label=a-rather*", "fence-label=*-label-*"} {
+			got, err := reader.Query(ctx, q, client.IndexOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Fatalf("round %d: %q found %d objects right after the puts were acknowledged; want %d", round, q, len(got), n)
+			}
+		}
+		for i, o := range objs {
+			if i%2 == 0 {
+				if err := o.DeleteTag(ctx, "fence-label"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := reader.Query(ctx, "fence-label=*label*", client.IndexOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n/2 {
+			t.Fatalf("round %d: found %d objects right after half the tags were deleted; want %d", round, len(got), n/2)
+		}
+	}
+}

@@ -154,8 +154,11 @@ func applyOp(b *pebble.Batch, key, value []byte, del bool) {
 }
 
 // commitChanges commits b, which holds tag changes, with their index
-// operations, and waits until the change is durable and every other
-// server concerned has been tried once. The caller holds updateMu (read or
+// operations, and waits until the change is durable. The operations for
+// other servers are delivered by the outbox after the reply; queries find
+// them because clients fence the outboxes first (indexFence). Only while
+// the outbox's backlog is over its bound does the writer wait until every
+// other server concerned has been tried once. The caller holds updateMu (read or
 // write) but not ix.mu; build adds the tag writes to b and returns the
 // changes, under ix.mu, so that it reads old values in commit order.
 func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func() ([]tagChange, error)) error {
@@ -190,10 +193,28 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 	// Delivered only once durable here: an index entry must never name a
 	// tag that a crash could still take back.
 	s.ix.ob.release(recs)
-	if err != nil {
+	if err != nil || len(recs) == 0 || !s.ix.ob.overloaded() {
 		return err
 	}
 	return s.ix.ob.waitTried(ctx, recs)
+}
+
+// indexFence answers once every tag change this server acknowledged before
+// the request has its index entries tried at their servers (applied,
+// unless a server is down): a client fences every metadata server before
+// an indexed query, so that it finds every tag acknowledged before it,
+// from any process.
+func (s *Service) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if !s.ix.on {
+		return &rpc.Response{}, nil
+	}
+	if !s.awaitReady() {
+		return nil, fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
+	}
+	if err := s.ix.ob.fence(ctx); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
 }
 
 // objectTagChanges returns the deletions of every tag of the objects.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
@@ -25,6 +27,9 @@ type testCluster struct {
 
 	mu   sync.Mutex
 	down map[int]bool // guarded by mu: indexes that refuse index updates
+	// gate, if set, holds index updates for gated until it is closed.
+	gate  chan struct{}
+	gated int
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
@@ -78,7 +83,15 @@ type fakePeers struct{ c *testCluster }
 func (p fakePeers) Call(ctx context.Context, index int, m wire.Method, hdr []byte) error {
 	p.c.mu.Lock()
 	down := p.c.down[index]
+	gate := p.c.gate
 	p.c.mu.Unlock()
+	if gate != nil && index == p.c.gated {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if down {
 		return fmt.Errorf("index %d is down: %w", index, pdc.ErrUnavailable)
 	}
@@ -103,16 +116,23 @@ func (c *testCluster) create(name string) uint64 {
 }
 
 func (c *testCluster) put(id uint64, key, value string) {
+	if err := c.tryPut(id, key, value); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *testCluster) tryPut(id uint64, key, value string) error {
 	b := wire.TagBatch{Puts: []wire.TagPut{{ID: id, Name: key, Type: int32(region.String), Value: []byte(value)}}}
 	svc := c.svcs[placement.OwnerOfID(id, len(c.svcs))]
 	resp, err := svc.tagPut(context.Background(), &rpc.Request{Header: b.Marshal(nil)})
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	var res wire.TagResults
 	if err := res.Unmarshal(resp.Header); err != nil || res.Codes[0] != 0 {
-		c.t.Fatalf("put %s: %v %v", key, err, res.Messages)
+		return fmt.Errorf("put %s: %v %v", key, err, res.Messages)
 	}
+	return nil
 }
 
 // step asks server i one step of q.
@@ -133,8 +153,14 @@ func (c *testCluster) step(i int, q string, st tagindex.Step, terms ...string) (
 	return ids, strs
 }
 
-// query runs q's index plan (as the client does), or a scan.
+// query runs q's index plan (as the client does: after fencing every
+// outbox), or a scan.
 func (c *testCluster) query(q string, scan bool) []uint64 {
+	for _, s := range c.svcs {
+		if _, err := s.indexFence(context.Background(), &rpc.Request{}); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 	pq, err := tagindex.Parse(q)
 	if err != nil {
 		c.t.Fatal(err)
@@ -273,5 +299,86 @@ func TestIndexMovesWithTheCluster(t *testing.T) {
 		if !slices.Equal(scan, idx) || len(scan) == 0 {
 			t.Fatalf("after growing to 3 servers, %q: scan %v, index %v", q, scan, idx)
 		}
+	}
+}
+
+// Tag puts are acknowledged before their index updates are delivered, but
+// only up to the outbox's bound: with a server that holds them stalled,
+// the backlog never grows past maxBacklog by more than one put, and the
+// puts go on once the server takes updates again.
+func TestOutboxBacklogIsBounded(t *testing.T) {
+	c := newTestCluster(t, 2)
+	gate := make(chan struct{})
+	c.mu.Lock()
+	c.gate, c.gated = gate, 1
+	c.mu.Unlock()
+	owner := c.svcs[0]
+	var ids []uint64
+	for i := 0; len(ids) < 50; i++ {
+		name := fmt.Sprintf("bl%d", i)
+		if c.owner(name) == owner {
+			ids = append(ids, c.create(name))
+		}
+	}
+	const puts = 1200
+	type put struct {
+		backlog, size int
+		err           error
+	}
+	done, stop := make(chan put), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := range puts {
+			v := fmt.Sprintf("%04d-", i) + strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", 5)
+			err := c.tryPut(ids[i%len(ids)], "long-value", v)
+			owner.ix.ob.mu.Lock()
+			b := owner.ix.ob.mu.backlog
+			owner.ix.ob.mu.Unlock()
+			select {
+			case done <- put{b, len(v) * (len(v) + 64), err}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	released := false
+	defer func() {
+		close(stop)
+		if !released {
+			close(gate)
+		}
+		wg.Wait()
+	}()
+	most, n := 0, 0
+	for n < puts {
+		select {
+		case p, ok := <-done:
+			if !ok {
+				t.Fatalf("the writer stopped after %d puts", n)
+			}
+			if p.err != nil {
+				t.Fatal(p.err)
+			}
+			n++
+			most = max(most, p.backlog)
+			if p.backlog > maxBacklog+p.size {
+				t.Fatalf("put %d returned with %d bytes in the outbox; the bound is %d", n, p.backlog, maxBacklog)
+			}
+		case <-time.After(500 * time.Millisecond):
+			// The writer is held: let the stalled server take updates.
+			if !released {
+				close(gate)
+				released = true
+			}
+		}
+	}
+	if !released || most < maxBacklog/2 {
+		t.Fatalf("the puts never filled the outbox (most %d bytes, released %v): the test proves nothing", most, released)
+	}
+	if got := c.query("long-value=*xyz0123*", false); len(got) != len(ids) {
+		t.Fatalf("found %d objects after the backlog drained; want %d", len(got), len(ids))
 	}
 }

@@ -28,6 +28,11 @@ type outbox struct {
 		queues  map[int]*destQueue // by destination index
 		count   int                // metadata servers; 0 until start
 		peers   Peers
+		// open holds the records not yet tried everywhere, in sequence
+		// order (with some tried ones behind the first untried): what a
+		// fence waits for. backlog is their size in bytes.
+		open    []*obRecord
+		backlog int
 	}
 
 	ctx    context.Context
@@ -39,10 +44,12 @@ type outbox struct {
 type obRecord struct {
 	seq, obj uint64
 	ops      []wire.IndexOp
+	size     int // bytes of ops, counted in the backlog until tried
 	// Guarded by outbox.mu:
 	ready, dropped bool
-	unacked        int // destinations that have not acknowledged
-	untried        int // destinations not yet tried
+	done           bool // tried everywhere: tried is closed
+	unacked        int  // destinations that have not acknowledged
+	untried        int  // destinations not yet tried
 	tried          chan struct{}
 }
 
@@ -66,6 +73,13 @@ type destQueue struct {
 // frame header limit.
 const maxDelivery = 512 << 10
 
+// maxBacklog bounds the bytes of index operations committed and not yet
+// tried at their destinations. Writers are acknowledged without waiting
+// for delivery while the backlog is below it; above it, each waits for its
+// own records, so a sustained stream of tag writes runs at the speed the
+// index servers apply it and the outbox never grows without bound.
+const maxBacklog = 16 << 20
+
 func (ob *outbox) init(s *Service) error {
 	ob.s = s
 	ob.mu.queues = map[int]*destQueue{}
@@ -87,10 +101,69 @@ func (ob *outbox) init(s *Service) error {
 func (ob *outbox) add(ops *wire.IndexOps) *obRecord {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	r := &obRecord{seq: ob.mu.next, obj: ops.Object, ops: ops.Ops, tried: make(chan struct{})}
+	r := &obRecord{seq: ob.mu.next, obj: ops.Object, ops: ops.Ops, size: opsSize(ops.Ops), tried: make(chan struct{})}
 	ob.mu.next++
 	ob.mu.pending = append(ob.mu.pending, r)
+	ob.openLocked(r)
 	return r
+}
+
+func opsSize(ops []wire.IndexOp) int {
+	n := 0
+	for _, op := range ops {
+		n += len(op.Key) + len(op.Value) + 8
+	}
+	return n
+}
+
+// openLocked counts r in the backlog until it is tried, and drops the
+// tried records at the head of the open list.
+func (ob *outbox) openLocked(r *obRecord) {
+	i := 0
+	for i < len(ob.mu.open) && ob.mu.open[i].done {
+		i++
+	}
+	ob.mu.open = append(ob.mu.open[i:], r)
+	ob.mu.backlog += r.size
+}
+
+// triedLocked records that r has been tried at every destination.
+func (ob *outbox) triedLocked(r *obRecord) {
+	if r.done {
+		return
+	}
+	r.done = true
+	close(r.tried)
+	ob.mu.backlog = max(ob.mu.backlog-r.size, 0)
+}
+
+// overloaded reports whether the backlog is over maxBacklog.
+func (ob *outbox) overloaded() bool {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return ob.mu.backlog > maxBacklog
+}
+
+// fence returns once every record committed before it was called has been
+// tried at each of its destinations, or ctx ends: after it, a query sees
+// the index entries of every tag change acknowledged before the fence.
+func (ob *outbox) fence(ctx context.Context) error {
+	ob.mu.Lock()
+	var waits []chan struct{}
+	for _, r := range ob.mu.open {
+		if !r.done {
+			waits = append(waits, r.tried)
+		}
+	}
+	ob.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
+		}
+	}
+	return nil
 }
 
 // nextSeq takes a sequence number for a record imported with its object.
@@ -123,7 +196,7 @@ func (ob *outbox) drop(recs []*obRecord) {
 	defer ob.mu.Unlock()
 	for _, r := range recs {
 		r.ready, r.dropped = true, true
-		close(r.tried)
+		ob.triedLocked(r)
 	}
 	ob.queueLocked()
 }
@@ -164,7 +237,7 @@ func (ob *outbox) queueLocked() {
 		r.ops = nil
 		r.unacked, r.untried = len(order), len(order)
 		if len(order) == 0 {
-			close(r.tried)
+			ob.triedLocked(r)
 			continue
 		}
 		for _, d := range order {
@@ -177,7 +250,7 @@ func (ob *outbox) queueLocked() {
 			}
 			q.items = append(q.items, byDest[d])
 			if q.failing {
-				markTriedLocked(byDest[d])
+				ob.markTriedLocked(byDest[d])
 			}
 			select {
 			case q.wake <- struct{}{}:
@@ -204,7 +277,7 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 			return fmt.Errorf("outbox record %x has version %d; this build reads %d", k, ops.Version, tagindex.EntryVersion)
 		}
 		recs = append(recs, &obRecord{seq: binary.BigEndian.Uint64(k[1:9]), obj: binary.BigEndian.Uint64(k[9:]),
-			ops: ops.Ops, ready: true, tried: make(chan struct{})})
+			ops: ops.Ops, size: opsSize(ops.Ops), ready: true, tried: make(chan struct{})})
 		return nil
 	})
 	if err != nil {
@@ -215,6 +288,10 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 	// Everything queued before start (a rebuild, imports) is committed,
 	// so the store's records replace it.
 	ob.mu.pending = recs
+	ob.mu.open, ob.mu.backlog = nil, 0
+	for _, r := range recs {
+		ob.openLocked(r)
+	}
 	ob.mu.count, ob.mu.peers = count, peers
 	ob.queueLocked()
 	return recs, nil
@@ -264,14 +341,14 @@ func (ob *outbox) take(q *destQueue) ([]*obItem, []wire.IndexOp) {
 }
 
 // markTriedLocked records one try of it.
-func markTriedLocked(it *obItem) {
+func (ob *outbox) markTriedLocked(it *obItem) {
 	if it.tried {
 		return
 	}
 	it.tried = true
 	it.rec.untried--
 	if it.rec.untried == 0 {
-		close(it.rec.tried)
+		ob.triedLocked(it.rec)
 	}
 }
 
@@ -284,7 +361,7 @@ func (ob *outbox) done(q *destQueue, items []*obItem) {
 	q.failing = false
 	var gone [][]byte
 	for _, it := range items {
-		markTriedLocked(it)
+		ob.markTriedLocked(it)
 		it.rec.unacked--
 		if it.rec.unacked == 0 {
 			gone = append(gone, keyOutbox(it.rec.seq, it.rec.obj))
@@ -309,7 +386,7 @@ func (ob *outbox) failed(q *destQueue) {
 	defer ob.mu.Unlock()
 	q.failing = true
 	for _, it := range q.items {
-		markTriedLocked(it)
+		ob.markTriedLocked(it)
 	}
 }
 

@@ -197,27 +197,21 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInlineUpTo(wire.MethodObjCreate, s.objCreate, smallBatch)
 	srv.HandleInlineUpTo(wire.MethodObjOpen, s.objOpen, smallBatch)
 	srv.Handle(wire.MethodObjList, s.objList)
-	// With the index on, tag writes and object deletes wait for other
-	// servers to apply their index entries: they cannot run inline.
-	if s.ix.on {
-		srv.Handle(wire.MethodObjDelete, s.objDelete)
-	} else {
-		srv.HandleInline(wire.MethodObjDelete, s.objDelete)
-	}
+	// Tag writes and object deletes commit here and leave the index
+	// updates for other servers to the outbox, so they run inline too;
+	// only over the outbox's bound does one wait for deliveries, which
+	// holds up its own connection: the writer that is too fast.
+	srv.HandleInline(wire.MethodObjDelete, s.objDelete)
 	srv.HandleInline(wire.MethodObjSetDims, s.objSetDims)
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
-	if s.ix.on {
-		srv.Handle(wire.MethodTagPut, s.tagPut)
-		srv.Handle(wire.MethodTagDelete, s.tagDelete)
-	} else {
-		srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
-		srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
-	}
+	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
+	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
 	srv.HandleInline(wire.MethodTagGet, s.tagGet)
 	srv.Handle(wire.MethodTagQuery, s.tagQuery)
 	srv.HandleInlineUpTo(wire.MethodIndexApply, s.indexApply, smallBatch)
+	srv.Handle(wire.MethodIndexFence, s.indexFence) // waits for deliveries
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)

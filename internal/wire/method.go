@@ -45,6 +45,7 @@ const (
 	MethodTagList       Method = 43 // TagKey (name ignored) -> TagNames
 	MethodTagQuery      Method = 44 // TagQuery -> TagQueryResult: one step of a kvtag query on this server
 	MethodIndexApply    Method = 45 // IndexOps -> (empty): change this server's part of the DART index
+	MethodIndexFence    Method = 47 // (empty) -> (empty) once the index updates of every tag change acknowledged before it were tried
 	MethodCheckpoint    Method = 48 // -> Checkpoint
 	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
@@ -93,6 +94,7 @@ var methodNames = map[Method]string{
 	MethodTagList:       "tag_list",
 	MethodTagQuery:      "tag_query",
 	MethodIndexApply:    "index_apply",
+	MethodIndexFence:    "index_fence",
 	MethodCheckpoint:    "checkpoint",
 	MethodImport:        "import",
 	MethodMigrated:      "migrated",
