@@ -208,6 +208,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
+	srv.Handle(wire.MethodObjMembers, s.objMembers)
 	if s.ix.on {
 		srv.Handle(wire.MethodTagPut, s.tagPut)
 		srv.Handle(wire.MethodTagDelete, s.tagDelete)
