@@ -128,7 +128,8 @@ func (l *Lib) objTags(id uint64, fn func(ctx context.Context, t tagged, exists f
 
 // ObjOpenMetaID is pdc_obj_open_by_meta_id (pdc_mpi.h), what
 // PDCobj_create_mpi's other ranks call: it opens the object whose id on
-// the servers is metaID, which must be in the container contID, through
+// the servers is metaID, which must be in the container contID (created
+// in it, or added to it with PDCcont_put_objids), through
 // the container's connection. propID, if not 0, is the property the
 // object was created with: PDCobj_buf_retrieve then returns its buffer,
 // as on the creating rank.
@@ -159,8 +160,16 @@ func (l *Lib) ObjOpenMetaID(contID, metaID, propID uint64) uint64 {
 				return err
 			}
 			if got := o.Info().ContainerID; got != ch.cont.ID() {
-				_ = o.Close(ctx)
-				return fmt.Errorf("object %d (%q) is in container %d, not in %q (%d): %w", metaID, o.Name(), got, ch.cont.Name(), ch.cont.ID(), pdc.ErrInvalid)
+				// Not its home; it may have been added (PDCcont_put_objids).
+				in, err := ch.cont.Contains(ctx, metaID)
+				if err == nil && !in {
+					err = fmt.Errorf("object %d (%q) is in container %d, not in %q (%d), neither created in it nor added to it: %w",
+						metaID, o.Name(), got, ch.cont.Name(), ch.cont.ID(), pdc.ErrInvalid)
+				}
+				if err != nil {
+					_ = o.Close(ctx)
+					return err
+				}
 			}
 			p = ch.conn
 			return nil

@@ -133,8 +133,10 @@ type ContainerInfo struct {
 
 // ObjectInfo describes an object.
 type ObjectInfo struct {
-	ID          uint64
-	Name        string
+	ID   uint64
+	Name string
+	// ContainerID is the object's home: the container it was created in
+	// (it may also be a member of others: Container.AddObjects).
 	ContainerID uint64
 	Props       ObjectProps
 	Created     time.Time
@@ -335,8 +337,11 @@ func (ct *Container) SetLifetime(ctx context.Context, l Lifetime) error {
 	return nil
 }
 
-// Delete deletes the container and every object in it. It fails, deleting
-// nothing, while any of its objects is open (by any client).
+// Delete deletes the container and every object whose home it is (the
+// objects created in it). Objects added to it from other containers
+// (AddObjects) only lose this membership: they stay in their homes. It
+// fails, deleting nothing, while any object whose home it is is open (by
+// any client).
 func (ct *Container) Delete(ctx context.Context) error {
 	what := fmt.Sprintf("delete container %q", ct.info.Name)
 	var mu sync.Mutex
@@ -363,6 +368,9 @@ func (ct *Container) Delete(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	for _, info := range objs {
+		if info.ContainerID != ct.info.ID {
+			continue // added to it: it stays in its home
+		}
 		o := &Object{c: ct.c, info: info}
 		if err := o.deleteData(ctx); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -407,7 +415,10 @@ func (c *Client) DeleteTransient(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Objects lists the container's objects (from every metadata server).
+// Objects lists the container's objects (from every metadata server),
+// sorted by name: those whose home it is and those added to it
+// (AddObjects). An object's ContainerID is its home: another container's
+// id for an added one.
 func (ct *Container) Objects(ctx context.Context) ([]ObjectInfo, error) {
 	var mu sync.Mutex
 	var out []ObjectInfo
@@ -425,4 +436,112 @@ func (ct *Container) Objects(ctx context.Context) ([]ObjectInfo, error) {
 	})
 	sortBy(out, func(i ObjectInfo) string { return i.Name })
 	return out, err
+}
+
+// AddObjects makes the objects of the given ids members of the container
+// by reference: each keeps its home (the container it was created in) and
+// may be a member of any number of containers. Adding a member again, or
+// adding an object to its home, is not an error and changes nothing.
+// Objects lists them; deleting the container removes the memberships and
+// leaves the objects; deleting an object removes it from every container.
+//
+// Nothing changes if an object does not exist or the container was
+// deleted: every object's server checks its items before any server
+// changes any (a server that fails between the check and the change, or an
+// object deleted meanwhile, can leave the objects of other servers added;
+// adding again completes it).
+func (ct *Container) AddObjects(ctx context.Context, ids ...uint64) error {
+	return ct.members(ctx, ids, false)
+}
+
+// RemoveObjects removes objects added with AddObjects from the container.
+// It fails, changing nothing, if one of them is not a member
+// (pdc.ErrNotFound), does not exist, or has the container as its home
+// (pdc.ErrInvalid): delete such an object instead.
+func (ct *Container) RemoveObjects(ctx context.Context, ids ...uint64) error {
+	return ct.members(ctx, ids, true)
+}
+
+// Contains reports whether object id is a member of the container: its
+// home or one it was added to. An object that does not exist is
+// pdc.ErrNotFound.
+func (ct *Container) Contains(ctx context.Context, id uint64) (bool, error) {
+	if id == 0 {
+		return false, fmt.Errorf("container %q: object id 0 names no object: %w", ct.info.Name, pdc.ErrInvalid)
+	}
+	rank, err := ct.c.ownerOfKey(placement.KeyOf(id))
+	if err != nil {
+		return false, err
+	}
+	// Checking an add changes nothing, and would change nothing for a
+	// member.
+	var r wire.MembersReply
+	req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: []uint64{id}, Check: true}
+	if err := ct.c.call(ctx, rank, wire.MethodObjMembers, &req, &r); err != nil {
+		return false, fmt.Errorf("container %q: object %d: %w", ct.info.Name, id, err)
+	}
+	return r.Changed == 0, nil
+}
+
+func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) error {
+	what := fmt.Sprintf("container %q: add objects", ct.info.Name)
+	if remove {
+		what = fmt.Sprintf("container %q: remove objects", ct.info.Name)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	groups := map[int][]uint64{}
+	seen := make(map[uint64]struct{}, len(ids))
+	for _, id := range ids {
+		if id == 0 {
+			return fmt.Errorf("%s: object id 0 names no object: %w", what, pdc.ErrInvalid)
+		}
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		rank, err := ct.c.ownerOfKey(placement.KeyOf(id))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		groups[rank] = append(groups[rank], id)
+	}
+	// Memberships live with the objects; the container, on its own
+	// server, must still be there.
+	var m wire.ContainerMeta
+	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContGet, &wire.ContKey{ID: ct.info.ID}, &m); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	ranks := make([]int, 0, len(groups))
+	chunks := 0
+	for rank, g := range groups {
+		ranks = append(ranks, rank)
+		chunks += (len(g) + maxBatch - 1) / maxBatch
+	}
+	send := func(check bool) error {
+		return fanOut(ranks, func(rank int) error {
+			g := groups[rank]
+			for start := 0; start < len(g); start += maxBatch {
+				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+maxBatch, len(g))],
+					Remove: remove, Check: check}
+				var r wire.MembersReply
+				if err := ct.c.call(ctx, rank, wire.MethodObjMembers, &req, &r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	// One request is checked whole by its server; more are all checked
+	// before any changes anything.
+	if chunks > 1 {
+		if err := send(true); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if err := send(false); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

@@ -256,7 +256,8 @@ func (o *Object) Close(ctx context.Context) error {
 	return err
 }
 
-// Delete deletes the object's metadata, tags and data.
+// Delete deletes the object's metadata, tags and data, and removes it
+// from every container it was added to.
 func (o *Object) Delete(ctx context.Context) error {
 	if err := o.c.call(ctx, o.info.Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.info.ID}, nil); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.info.Name, err)

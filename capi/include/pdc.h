@@ -4,11 +4,11 @@
  * these headers and link with -lpdc. Build flags: pkg-config --cflags --libs pdc.
  *
  * Here: connections, container and object properties, containers and
- * objects with their tags and iterators, regions and transfers, tag
+ * objects with their tags and iterators, container membership by id
+ * (PDCcont_put/get/del_objids, pdc_cont.h), regions and transfers, tag
  * search and the DART functions (pdc_client_connect.h), data queries
  * (pdc_query.h), the MPI forms (pdc_mpi.h, with ENABLE_MPI), and file
- * staging (pdc_stage.h). Not yet: PDCcont_put/get/del_objids; a program
- * using them fails to compile, naming them.
+ * staging (pdc_stage.h).
  *
  * Conventions of every function:
  *  - handles (pdcid_t) are numbers; 0 is never a handle;

@@ -89,11 +89,47 @@ struct pdc_cont_info *PDCcont_get_info(const char *cont_name);
 perr_t PDCcont_persist(pdcid_t cont);
 
 /*
- * PDCcont_del deletes the container and every object in it, on the
- * servers. It fails, deleting nothing, while any of its objects is open in
- * any process. The handle stays open: close it with PDCcont_close.
+ * PDCcont_del deletes the container and every object created in it, on the
+ * servers. Objects added to it from other containers (PDCcont_put_objids)
+ * are not deleted: they only stop being its members. It fails, deleting
+ * nothing, while any object created in it is open in any process. The
+ * handle stays open: close it with PDCcont_close.
  */
 perr_t PDCcont_del(pdcid_t cont);
+
+/*
+ * Membership by reference. An object's home is the container it was
+ * created in; it may also be a member of any number of other containers.
+ * Members of both kinds are listed by PDCcont_get_objids and
+ * PDCobj_iter_start, and opened by pdc_obj_open_by_meta_id with the
+ * container. Deleting an object (PDCobj_del) removes it from every
+ * container; deleting a container leaves the objects added to it.
+ * Memberships are stored as durably as every other metadata change.
+ *
+ * PDCcont_put_objids adds the nobj objects whose handles (from
+ * PDCobj_create, PDCobj_open, ...) are in obj_ids to the container.
+ * Adding a member again, or an object to its home, is not an error.
+ *
+ * PDCcont_del_objids removes such memberships. An object cannot be removed
+ * from its home container (delete the object instead), nor from one it is
+ * not a member of: either fails the call.
+ *
+ * Both check every handle and object before changing anything: a call that
+ * fails on a bad argument (a handle that is not an open object or
+ * container, nobj < 0, obj_ids NULL with nobj > 0, an object deleted
+ * meanwhile) changes nothing. nobj 0 does nothing and succeeds. obj_ids is
+ * not kept after the call.
+ *
+ * PDCcont_get_objids sets *obj_ids to a malloc'd array (the caller frees
+ * it) of the ids on the servers of every member of the container, created
+ * in it or added to it, in increasing order, and *nobj to their number. These
+ * are meta ids, as struct pdc_obj_info's meta_id, the same in every process,
+ * not handles: open one with pdc_obj_open_by_meta_id(cont, id, 0). An
+ * empty container succeeds with *nobj 0 and *obj_ids NULL.
+ */
+perr_t PDCcont_put_objids(pdcid_t cont_id, int nobj, pdcid_t *obj_ids);
+perr_t PDCcont_get_objids(pdcid_t cont_id, int *nobj, pdcid_t **obj_ids);
+perr_t PDCcont_del_objids(pdcid_t cont_id, int nobj, pdcid_t *obj_ids);
 
 /*
  * PDCcont_put_tag sets the tag tag_name of the container to value_size

@@ -167,3 +167,27 @@ func pdcgo_stage_consume_local(pdcID C.uint64_t, path *C.char, timeout C.double,
 	}
 	return C.int(rc)
 }
+
+//export pdcgo_cont_put_objids
+func pdcgo_cont_put_objids(cont C.uint64_t, nobj C.int, ids *C.uint64_t) C.int {
+	return C.int(lib.ContPutObjIDs(uint64(cont), int(nobj), unsafe.Pointer(ids)))
+}
+
+//export pdcgo_cont_del_objids
+func pdcgo_cont_del_objids(cont C.uint64_t, nobj C.int, ids *C.uint64_t) C.int {
+	return C.int(lib.ContDelObjIDs(uint64(cont), int(nobj), unsafe.Pointer(ids)))
+}
+
+// pdcgo_cont_get_objids sets *nobj and *ids: a malloc'd array, NULL for
+// none.
+//
+//export pdcgo_cont_get_objids
+func pdcgo_cont_get_objids(cont C.uint64_t, nobj *C.int, ids **C.uint64_t) C.int {
+	call := fmt.Sprintf("PDCcont_get_objids(cont %d)", uint64(cont))
+	if nobj == nil || ids == nil {
+		return C.int(lib.Report(call, fmt.Errorf("nobj and obj_ids must not be NULL: pass the addresses of an int and a pdcid_t *: %w", pdc.ErrInvalid)))
+	}
+	*nobj, *ids = 0, nil
+	got, rc := lib.ContGetObjIDs(uint64(cont))
+	return idsOut(call, got, rc, nobj, ids)
+}

@@ -83,6 +83,21 @@ perr_t PDCcont_get_tag(pdcid_t cont, const char *tag_name, void **tag_value, pdc
 
 perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name) { return pdcgo_cont_del_tag(cont, (char *)tag_name); }
 
+perr_t PDCcont_put_objids(pdcid_t cont_id, int nobj, pdcid_t *obj_ids)
+{
+    return pdcgo_cont_put_objids(cont_id, nobj, obj_ids);
+}
+
+perr_t PDCcont_get_objids(pdcid_t cont_id, int *nobj, pdcid_t **obj_ids)
+{
+    return pdcgo_cont_get_objids(cont_id, nobj, obj_ids);
+}
+
+perr_t PDCcont_del_objids(pdcid_t cont_id, int nobj, pdcid_t *obj_ids)
+{
+    return pdcgo_cont_del_objids(cont_id, nobj, obj_ids);
+}
+
 int pdc_stage_produce(pdcid_t pdc, const char *path) { return pdcgo_stage_produce(pdc, (char *)path); }
 
 int pdc_stage_consume(pdcid_t pdc, const char *path, double timeout_seconds)

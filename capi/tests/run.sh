@@ -8,7 +8,8 @@
 #     for files a producer on node-a makes (1 MiB through the default
 #     transport, 256 KiB through pull, an empty file, a file named by its
 #     absolute path), then bad input (stage_bad), objects and regions,
-#     data queries (query), then `pdc down`.
+#     data queries (query), object tags, container membership by id
+#     (objids), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
 #     (cont), and PDC's close_server to stop it.
 #
@@ -54,7 +55,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad query tags; do
+for t in obj_meta obj_region obj_bad query tags objids; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -178,6 +179,25 @@ expect 'is a container, not a object'
 expect 'libpdc: PDCobj_iter_start(cont '
 expect 'is a object property, not a container'
 reports tags 4
+
+echo "== container membership by id: put, get and del objids across both servers; bad input"
+run objids timeout 120 "$work/objids"
+err="$work/objids.err"
+sed 's/^/  objids: /' "$err"
+expect 'libpdc: PDCcont_del_objids(cont '
+expect 'cannot be removed from it: delete the object instead'
+expect 'container "empty-'
+expect 'is not a member of container '
+expect ', -1, '
+expect 'nobj -1 is negative'
+expect ', 2, NULL): obj_ids is NULL but nobj is 2'
+expect 'is a object property, not a container'
+expect 'is a closed handle'
+expect 'obj_ids[1]: '
+expect 'not found (object '
+expect 'libpdc: PDCcont_get_objids(cont '
+expect 'nobj and obj_ids must not be NULL'
+reports objids 11
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then

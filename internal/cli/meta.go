@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "cont", summary: "containers: create, ls, info, rm, tag", run: runCont})
+	register(command{name: "cont", summary: "containers: create, ls, info, rm, tag, add, remove", run: runCont})
 	register(command{name: "obj", summary: "objects: create, ls, info, rm, set-dims, tag", run: runObj})
 	register(command{name: "checkpoint", summary: "checkpoint every metadata server's store now", run: runCheckpoint})
 }
@@ -53,7 +53,7 @@ func sub(args []string, what string, verbs string) (string, []string, error) {
 }
 
 func runCont(ctx context.Context, e *env, args []string) error {
-	verb, rest, err := sub(args, "cont", "create, ls, info, rm, tag")
+	verb, rest, err := sub(args, "cont", "create, ls, info, rm, tag, add, remove")
 	if err != nil {
 		return err
 	}
@@ -132,8 +132,38 @@ func runCont(ctx context.Context, e *env, args []string) error {
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
 			return c.OpenContainer(ctx, name)
 		}, "cont")
+	case "add", "remove":
+		// add CONT OBJ...: the objects (time step 0) become members by
+		// reference; remove takes added ones out again.
+		if len(names) < 2 {
+			return fmt.Errorf("cont %s: give a container and object names: %w", verb, errUsage)
+		}
+		ct, err := c.OpenContainer(ctx, names[0])
+		if err != nil {
+			return err
+		}
+		objs, err := c.OpenObjects(ctx, names[1:])
+		ids := make([]uint64, 0, len(objs))
+		for _, o := range objs {
+			if o != nil {
+				ids = append(ids, o.ID())
+				o.Close(ctx)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		change, done := ct.AddObjects, "added %d objects to container %s\n"
+		if verb == "remove" {
+			change, done = ct.RemoveObjects, "removed %d objects from container %s\n"
+		}
+		if err := change(ctx, ids...); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, done, len(ids), ct.Name())
+		return nil
 	}
-	return fmt.Errorf("cont: unknown action %q (create, ls, info, rm, tag): %w", verb, errUsage)
+	return fmt.Errorf("cont: unknown action %q (create, ls, info, rm, tag, add, remove): %w", verb, errUsage)
 }
 
 func lifetimeName(l client.Lifetime) string {

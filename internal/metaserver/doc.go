@@ -8,17 +8,30 @@
 // sharing fsyncs (group commit), so it survives power loss. See
 // docs/design/0004-metadata-store.md.
 //
-// Keys (one byte of kind first):
+// Keys (one byte of kind first). The keys of an object ('O', 'o', its 'M'
+// and 'm' keys, its 'T' keys) are held by the object's metadata server, and
+// migrate.go moves them together:
 //
 //	'C' name                      container record (wire.ContainerMeta)
 //	'c' id                        container name, by id
 //	'O' name 0 ts uid app         object record (wire.ObjectMeta)
 //	'o' id                        object identity (the 'O' key suffix), by id
-//	'M' container-id object-id    membership
+//	'M' container-id object-id    membership: the object's home container (the
+//	                              one it was created in) or one it was added to
+//	'm' object-id container-id    added membership (the 'M' key of a container
+//	                              the object was added to, reversed)
 //	'T' kind id tag-name          tag value (wire.TagValue)
 //	'S'                           id sequence high-water mark
 //	'V'                           store format version
 //	'X' tree term ...             DART tag index entries (tagindex/entries.go)
 //	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps)
 //	'D'                           how the index was built: version, flags
+//
+// Containers and membership: an object is a member of its home container
+// and of any container it was added to by reference (MethodObjMembers,
+// PDCcont_put_objids). Listing a container scans its 'M' keys on every
+// server. Deleting an object deletes its 'M' keys and 'm' keys; deleting a
+// container deletes the objects whose home it is and only the memberships
+// of the others, which keep living in their homes. Removing an object from
+// its home container is refused: delete the object instead.
 package metaserver

@@ -38,6 +38,14 @@ func keyMember(cont, obj uint64) []byte {
 
 func memberPrefix(cont uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'M'}, cont) }
 
+// keyAdded is the reverse of the membership of an object added to a
+// container other than its home: it lets the object's delete find them.
+func keyAdded(obj, cont uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'m'}, obj), cont)
+}
+
+func addedPrefix(obj uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'m'}, obj) }
+
 func tagPrefix(kind byte, id uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{'T', kind}, id)
 }

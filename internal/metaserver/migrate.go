@@ -41,6 +41,10 @@ func keyOwner(k []byte) (uint32, bool) {
 		if len(k) == 17 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[9:])), true
 		}
+	case 'm':
+		if len(k) == 17 {
+			return placement.KeyOf(binary.BigEndian.Uint64(k[1:9])), true
+		}
 	case 'R':
 		if len(k) == 17 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true

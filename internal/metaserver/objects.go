@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -292,19 +293,29 @@ func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err != nil {
 		return nil, err
 	}
-	if err := s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}); err != nil {
+	if err := s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
 }
 
-// deleteObjs removes objects with their tags (and their index entries) in
-// one commit. The caller holds updateMu.
-func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte) error {
+// membership is an object's membership of a container.
+type membership struct{ cont, obj uint64 }
+
+// deleteObjs removes objects with their tags, their memberships (and their
+// index entries), and the added memberships in unlink, in one commit. The
+// caller holds updateMu.
+func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte, unlink []membership) error {
 	b := s.st.db.NewBatch()
 	defer b.Close()
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
-		s.deleteObjsBatch(b, ms, idents)
+		for _, u := range unlink {
+			_ = b.Delete(keyMember(u.cont, u.obj), nil)
+			_ = b.Delete(keyAdded(u.obj, u.cont), nil)
+		}
+		if err := s.deleteObjsBatch(b, ms, idents); err != nil {
+			return nil, err
+		}
 		if !s.ix.on {
 			return nil, nil
 		}
@@ -315,6 +326,9 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		return s.objectTagChanges(ids)
 	})
 	if err != nil {
+		if len(ms) == 0 {
+			return fmt.Errorf("remove %d memberships: %w", len(unlink), err)
+		}
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
 	s.regionMu.Lock()
@@ -327,16 +341,26 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 	return nil
 }
 
-func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) {
+func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) error {
 	for i, m := range ms {
 		_ = b.Delete(keyObj(idents[i]), nil)
 		_ = b.Delete(keyObjID(m.ID), nil)
 		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
+		// The containers it was added to.
+		ap := addedPrefix(m.ID)
+		err := s.scan(ap, func(k, _ []byte) error {
+			return b.Delete(keyMember(binary.BigEndian.Uint64(k[9:]), m.ID), nil)
+		})
+		if err != nil {
+			return fmt.Errorf("object %q: memberships: %w", m.Name, err)
+		}
+		_ = b.DeleteRange(ap, prefixEnd(ap), nil)
 		tp := tagPrefix(kindObject, m.ID)
 		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
 		rp := regionPrefix(m.ID)
 		_ = b.DeleteRange(rp, prefixEnd(rp), nil)
 	}
+	return nil
 }
 
 func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -352,15 +376,23 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if n, ex := s.opens.openIn(a.ID); n > 0 && !a.Force {
 		return nil, fmt.Errorf("container %d has %d open objects here (object %d among them): close them first: %w", a.ID, n, ex, pdc.ErrInvalid)
 	}
+	// The objects whose home it is go; those added to it stay in their
+	// homes and only lose this membership.
 	var ms []*wire.ObjectMeta
 	var idents [][]byte
+	var unlink []membership
 	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
-		m, ident, err := s.loadObjByID(binary.BigEndian.Uint64(k[9:]))
+		id := binary.BigEndian.Uint64(k[9:])
+		m, ident, err := s.loadObjByID(id)
 		if errors.Is(err, pdc.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if m.ContID != a.ID {
+			unlink = append(unlink, membership{a.ID, id})
+			return nil
 		}
 		ms, idents = append(ms, m), append(idents, ident)
 		return nil
@@ -368,12 +400,121 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if err != nil {
 		return nil, err
 	}
-	if len(ms) > 0 {
-		if err := s.deleteObjs(ctx, ms, idents); err != nil {
+	if len(ms) > 0 || len(unlink) > 0 {
+		if err := s.deleteObjs(ctx, ms, idents, unlink); err != nil {
 			return nil, err
 		}
 	}
 	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
+}
+
+// errList is the failures of several items, on one line: a server's
+// message goes on one line of a C program's stderr.
+type errList []error
+
+func (l errList) Error() string {
+	s := make([]string, len(l))
+	for i, err := range l {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (l errList) Unwrap() []error { return l }
+
+// maxMemberErrors bounds the items a refused membership request names.
+const maxMemberErrors = 3
+
+// objMembers adds objects held here to a container as members by
+// reference, or removes such memberships. It checks every item first and
+// changes nothing if one fails: an object that does not exist (or is not
+// held here), removing an object from its home container, or removing a
+// membership that does not exist. Adding a member again changes nothing.
+// The container is the client's to check: it is held by its own server.
+func (s *Service) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.Members
+	if err := decode(req, &m); err != nil {
+		return nil, err
+	}
+	if m.Version != wire.MembersVersion {
+		return nil, fmt.Errorf("membership request of version %d; this server speaks version %d: %w", m.Version, wire.MembersVersion, pdc.ErrVersion)
+	}
+	if m.ContID == 0 {
+		return nil, fmt.Errorf("membership request names no container: %w", pdc.ErrInvalid)
+	}
+	if len(m.ObjIDs) == 0 || len(m.ObjIDs) > MaxBatch {
+		return nil, fmt.Errorf("membership request for %d objects; want 1 to %d: %w", len(m.ObjIDs), MaxBatch, pdc.ErrInvalid)
+	}
+	// A write lock would wait for tag writes; deletes take it, so no
+	// object can go between its check and the commit.
+	s.updateMu.RLock()
+	defer s.updateMu.RUnlock()
+	var errs errList
+	bad := 0
+	fail := func(err error) {
+		if bad++; bad <= maxMemberErrors {
+			errs = append(errs, err)
+		}
+	}
+	var change []uint64
+	seen := make(map[uint64]struct{}, len(m.ObjIDs))
+	for _, id := range m.ObjIDs {
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		if id == 0 {
+			fail(fmt.Errorf("object id 0 names no object: %w", pdc.ErrInvalid))
+			continue
+		}
+		o, _, err := s.loadObjByID(id)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if o.ContID == m.ContID {
+			if m.Remove {
+				fail(fmt.Errorf("object %q (id %d) was created in container %d, its home, and cannot be removed from it: delete the object instead: %w",
+					o.Name, id, m.ContID, pdc.ErrInvalid))
+			}
+			continue // a member already
+		}
+		_, member, err := s.st.get(keyAdded(id, m.ContID))
+		switch {
+		case err != nil:
+			fail(err)
+		case m.Remove && !member:
+			fail(fmt.Errorf("object %q (id %d) is not a member of container %d: %w", o.Name, id, m.ContID, pdc.ErrNotFound))
+		case m.Remove == member:
+			change = append(change, id)
+		}
+	}
+	if bad > 0 {
+		var err error = errs
+		if bad > maxMemberErrors {
+			err = fmt.Errorf("%w (and %d more)", err, bad-maxMemberErrors)
+		}
+		return nil, err
+	}
+	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
+	if m.Check || len(change) == 0 {
+		return rpc.Respond(&out), nil
+	}
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	for _, id := range change {
+		if m.Remove {
+			_ = b.Delete(keyMember(m.ContID, id), nil)
+			_ = b.Delete(keyAdded(id, m.ContID), nil)
+		} else {
+			_ = b.Set(keyMember(m.ContID, id), nil, nil)
+			_ = b.Set(keyAdded(id, m.ContID), nil, nil)
+		}
+	}
+	if err := s.st.commit(b); err != nil {
+		return nil, fmt.Errorf("container %d: change %d memberships: %w", m.ContID, len(change), err)
+	}
+	return rpc.Respond(&out), nil
 }
 
 func (s *Service) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

@@ -206,6 +206,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
+	srv.Handle(wire.MethodObjMembers, s.objMembers)
 	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
 	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
 	srv.HandleInline(wire.MethodTagGet, s.tagGet)

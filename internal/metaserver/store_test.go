@@ -197,6 +197,7 @@ func TestKeyOwner(t *testing.T) {
 		{keyObj(identity("obj", 3, 7, "app")), placement.Key("obj", 3)},
 		{keyObjID(id), placement.Key("obj", 3)},
 		{keyMember(cont, id), placement.Key("obj", 3)},
+		{keyAdded(id, cont), placement.Key("obj", 3)},
 		{keyTag(kindObject, id, "t"), placement.Key("obj", 3)},
 		{keyTag(kindContainer, cont, "t"), placement.Key("box", 0)},
 	}
@@ -206,7 +207,7 @@ func TestKeyOwner(t *testing.T) {
 			t.Errorf("keyOwner(%q) = %#x, %v; want %#x", c.key, got, ok, c.want)
 		}
 	}
-	for _, k := range [][]byte{{'S'}, {'V'}, nil, {'o', 1}} {
+	for _, k := range [][]byte{{'S'}, {'V'}, nil, {'o', 1}, addedPrefix(id)} {
 		if _, ok := keyOwner(k); ok {
 			t.Errorf("keyOwner(%q) says movable", k)
 		}

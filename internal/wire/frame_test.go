@@ -295,12 +295,17 @@ func TestMethodString(t *testing.T) {
 	cases := map[wire.Method]string{
 		wire.MethodHello: "hello", wire.MethodAuth: "auth", wire.MethodPing: "ping",
 		wire.MethodStatus: "status", wire.MethodRegister: "register", wire.MethodShutdown: "shutdown",
-		0: "method(0)", 99: "method(99)", math.MaxUint32: "method(4294967295)",
+		wire.MethodObjMembers: "obj_members",
+		0:                     "method(0)", 99: "method(99)", math.MaxUint32: "method(4294967295)",
 	}
 	for m, want := range cases {
 		if got := m.String(); got != want {
 			t.Fatalf("Method(%d).String() = %q, want %q", uint32(m), got, want)
 		}
+	}
+	// Method numbers are the protocol.
+	if wire.MethodObjMembers != 32 {
+		t.Fatalf("MethodObjMembers is %d, was 32", wire.MethodObjMembers)
 	}
 }
 

@@ -719,3 +719,71 @@ func (m *Checkpoint) Unmarshal(b []byte) error {
 	}
 	return f.err
 }
+
+// MembersVersion is the Members version this build speaks. A metadata
+// server refuses a request of another version with pdc.ErrVersion.
+const MembersVersion = 1
+
+// Members: Add objects to a container as members by reference, or remove such memberships (MethodObjMembers). Every object belongs to the metadata server the request goes to; it checks every item before it changes anything, so one bad item fails the whole request and changes nothing.
+type Members struct {
+	Version uint32   // 1: MembersVersion
+	ContID  uint64   // 2: the container
+	ObjIDs  []uint64 // 3: the objects
+	Remove  bool     // 4: remove the memberships instead of adding them
+	Check   bool     // 5: check every item, change nothing
+}
+
+func (m *Members) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.ContID)
+	b = putPackedUints(b, 3, m.ObjIDs)
+	b = putBool(b, 4, m.Remove)
+	b = putBool(b, 5, m.Check)
+	return b
+}
+
+func (m *Members) Unmarshal(b []byte) error {
+	*m = Members{}
+	f := fields{b: b, msg: "Members"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.ContID = f.uint64()
+		case 3:
+			m.ObjIDs = f.packedUints(m.ObjIDs)
+		case 4:
+			m.Remove = f.bool()
+		case 5:
+			m.Check = f.bool()
+		}
+	}
+	return f.err
+}
+
+// MembersReply: The answer to Members.
+type MembersReply struct {
+	Version uint32 // 1: MembersVersion
+	Changed uint64 // 2: memberships added or removed (with Check: that would be)
+}
+
+func (m *MembersReply) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.Changed)
+	return b
+}
+
+func (m *MembersReply) Unmarshal(b []byte) error {
+	*m = MembersReply{}
+	f := fields{b: b, msg: "MembersReply"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Changed = f.uint64()
+		}
+	}
+	return f.err
+}

@@ -612,6 +612,29 @@ var metaTypes = []msgType{
 			&wire.StageKey{Path: strings.Repeat("d/", 500), After: math.MaxUint64},
 		},
 	},
+	{
+		name:   "Members",
+		new:    func() wire.Message { return new(wire.Members) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kPacked}, {4, kBool}, {5, kBool}},
+		vals: []wire.Message{
+			&wire.Members{},
+			&wire.Members{Version: wire.MembersVersion, ContID: 1, ObjIDs: []uint64{2}},
+			&wire.Members{ObjIDs: []uint64{0}, Remove: true},
+			&wire.Members{Version: 1, ContID: 7, ObjIDs: []uint64{1 << 40, 3, 1 << 40}, Check: true},
+			&wire.Members{Version: math.MaxUint32, ContID: math.MaxUint64, ObjIDs: dims32, Remove: true, Check: true},
+		},
+	},
+	{
+		name:   "MembersReply",
+		new:    func() wire.Message { return new(wire.MembersReply) },
+		fields: []field{{1, kUint32}, {2, kUint64}},
+		vals: []wire.Message{
+			&wire.MembersReply{},
+			&wire.MembersReply{Version: wire.MembersVersion},
+			&wire.MembersReply{Changed: 3},
+			&wire.MembersReply{Version: math.MaxUint32, Changed: math.MaxUint64},
+		},
+	},
 }
 
 func metaNamed(name string) msgType {
@@ -699,6 +722,10 @@ var metaGolden = []struct {
 		Within: &wire.QueryBox{Off: []uint64{1}, Size: []uint64{2}}, Return: 2},
 		"08 01 10 02 1a 01 08 20 03 28 04 30 02 3a 05 08 01 12 01 09 42 03 12 01 08 4a 06 0a 01 01 12 01 02 50 02"},
 	{"DataQueryResult", &wire.DataQueryResult{Hits: 300, Selection: true, ValueSize: 4}, "08 ac 02 10 01 18 04"},
+	{"Members", &wire.Members{Version: 1, ContID: 2, ObjIDs: []uint64{3, 300}, Remove: true, Check: true},
+		"08 01 10 02 1a 03 03 ac 02 20 01 28 01"},
+	{"Members", &wire.Members{ContID: 300}, "10 ac 02"},
+	{"MembersReply", &wire.MembersReply{Version: 1, Changed: 300}, "08 01 10 ac 02"},
 }
 
 func TestMetaGolden(t *testing.T) {
@@ -747,8 +774,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 45 {
-		t.Fatalf("%d metadata message types, want 45", len(metaTypes))
+	if len(metaTypes) != 47 {
+		t.Fatalf("%d metadata message types, want 47", len(metaTypes))
 	}
 }
 
@@ -792,6 +819,7 @@ func TestMetaEmptyRepeatedDecodeNil(t *testing.T) {
 		&wire.TagBatch{Puts: []wire.TagPut{}}, &wire.TagPut{Value: []byte{}}, &wire.TagValue{Value: []byte{}},
 		&wire.TagQuery{Terms: []string{}},
 		&wire.IndexOps{Ops: []wire.IndexOp{}}, &wire.IndexOp{Key: []byte{}, Value: []byte{}},
+		&wire.Members{ObjIDs: []uint64{}},
 	} {
 		if b := m.Marshal(nil); len(b) != 0 {
 			t.Fatalf("%T with empty slices encodes to % x", m, b)

@@ -39,6 +39,7 @@ const (
 	MethodObjClose      Method = 29 // IDArg -> (empty)
 	MethodObjOpenCount  Method = 30 // IDArg (container id) -> Count of its open objects here
 	MethodObjDeleteCont Method = 31 // IDArg (container id) -> Count deleted here
+	MethodObjMembers    Method = 32 // Members -> MembersReply: add or remove container memberships of objects held here
 	MethodTagPut        Method = 40 // TagBatch -> TagResults
 	MethodTagGet        Method = 41 // TagKey -> TagValue
 	MethodTagDelete     Method = 42 // TagKey -> (empty)
@@ -88,6 +89,7 @@ var methodNames = map[Method]string{
 	MethodObjClose:      "obj_close",
 	MethodObjOpenCount:  "obj_open_count",
 	MethodObjDeleteCont: "obj_delete_cont",
+	MethodObjMembers:    "obj_members",
 	MethodTagPut:        "tag_put",
 	MethodTagGet:        "tag_get",
 	MethodTagDelete:     "tag_delete",

@@ -1,0 +1,122 @@
+package cli_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+)
+
+// lsNames runs pdc obj ls --cont cont and returns the names it lists.
+func lsNames(t *testing.T, tmpdir, cont string) []string {
+	t.Helper()
+	out := mustRun(t, "obj", "ls", "--tmpdir", tmpdir, "--cont", cont)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var names []string
+	for _, l := range lines[1:] { // after the header
+		names = append(names, strings.Fields(l)[0])
+	}
+	slices.Sort(names)
+	return names
+}
+
+func wantLs(t *testing.T, tmpdir, cont string, want []string) {
+	t.Helper()
+	if got := lsNames(t, tmpdir, cont); !slices.Equal(got, want) {
+		t.Fatalf("pdc obj ls --cont %s: %q, want %q", cont, got, want)
+	}
+}
+
+// Objects added to containers by reference (pdc cont add) stay members
+// through kill -9 of every server, growing to 3 servers and shrinking to
+// 1, and go as they should when objects and containers are deleted.
+func TestContainerMembersSurviveKillAndResize(t *testing.T) {
+	tmpdir := up(t, 2)
+	datadir := serverDataDir(t, tmpdir)
+	mustRun(t, "cont", "create", "--tmpdir", tmpdir, "home", "box")
+	mustRun(t, "cont", "create", "--tmpdir", tmpdir, "--transient", "scratch")
+	var objs []string
+	for i := range 10 {
+		objs = append(objs, fmt.Sprint("o", i))
+	}
+	mustRun(t, append([]string{"obj", "create", "--tmpdir", tmpdir, "--cont", "home", "--dims", "8"}, objs...)...)
+	out := mustRun(t, append([]string{"cont", "add", "--tmpdir", tmpdir, "box"}, objs...)...)
+	if !strings.Contains(out, "added 10 objects to container box") {
+		t.Fatalf("cont add said %q", out)
+	}
+	mustRun(t, "cont", "add", "--tmpdir", tmpdir, "box", "o0", "o1") // again: no change, no error
+	mustRun(t, "cont", "add", "--tmpdir", tmpdir, "scratch", "o3")
+	wantLs(t, tmpdir, "box", objs)
+	wantLs(t, tmpdir, "scratch", []string{"o3"})
+
+	killAll(t, tmpdir)
+	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	wantLs(t, tmpdir, "box", objs)
+
+	mustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o0")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"box", "o0"}, "is not a member of container"},
+		{[]string{"home", "o1"}, "delete the object instead"},
+	} {
+		r := run(t, nil, append([]string{"cont", "remove", "--tmpdir", tmpdir}, c.args...)...)
+		if r.err == nil || !strings.Contains(r.stderr, c.want) {
+			t.Fatalf("cont remove %q: %v, stderr %q; want a failure saying %q", c.args, r.err, r.stderr, c.want)
+		}
+	}
+	mustRun(t, "obj", "rm", "--tmpdir", tmpdir, "o2")
+	left := slices.Concat([]string{"o1"}, objs[3:])
+	wantLs(t, tmpdir, "box", left)
+
+	// pdc down deletes the transient container, not the object added to it.
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	wantLs(t, tmpdir, "box", left)
+	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
+	c := connect(t, tmpdir)
+	ctx := ctxT(t, time.Minute)
+	if _, err := c.OpenContainer(ctx, "scratch"); err == nil {
+		t.Fatal("the transient container outlived the cluster")
+	}
+	home, err := c.OpenContainer(ctx, "home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := c.OpenContainer(ctx, "box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := box.Objects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range infos {
+		if o.ContainerID != home.ID() {
+			t.Errorf("%s lists in box with home %d, want %d", o.Name, o.ContainerID, home.ID())
+		}
+		if in, err := box.Contains(ctx, o.ID); err != nil || !in {
+			t.Errorf("box contains %s: %v, %v", o.Name, in, err)
+		}
+	}
+	c.Close()
+
+	mustRun(t, "down", "--tmpdir", tmpdir)
+	mustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
+	wantLs(t, tmpdir, "box", left)
+	mustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
+	mustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
+	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
+	c = connect(t, tmpdir)
+	for _, n := range left {
+		o, err := c.OpenObject(ctx, n, client.AtTimeStep(0))
+		if err != nil {
+			t.Fatalf("%s after its other container was deleted: %v", n, err)
+		}
+		o.Close(ctx)
+	}
+}
