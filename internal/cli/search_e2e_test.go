@@ -585,7 +585,7 @@ func TestSearchSeesEveryAcknowledgedPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 4000
+	const n = 2000
 	specs := make([]client.ObjectSpec, n)
 	for i := range specs {
 		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("f%05d", i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
@@ -598,7 +598,7 @@ func TestSearchSeesEveryAcknowledgedPut(t *testing.T) {
 	for i, o := range objs {
 		puts = append(puts, client.TagPut{Object: o, Name: "fence-label", Value: client.String(fmt.Sprintf("a-rather-long-label-%05d", i))})
 	}
-	for round := range 3 {
+	for round := range 2 {
 		if err := writer.PutTags(ctx, puts); err != nil {
 			t.Fatal(err)
 		}
