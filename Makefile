@@ -9,7 +9,8 @@ build:
 	$(GO) build -o bin/pdc ./cmd/pdc
 
 # libpdc.so, its headers, pdc.pc, and the pdc binary with PDC's
-# pdc_server.exe and close_server scripts, in one folder (CAPI_PREFIX).
+# pdc_server.exe and close_server scripts and the C VPIC-IO and BD-CATS
+# (pdc_vpicio, pdc_bdcats), in one folder (CAPI_PREFIX).
 # Build a C program against it with
 #   PKG_CONFIG_PATH=build/capi/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs pdc)
 CAPI_PREFIX ?= build/capi

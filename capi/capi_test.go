@@ -22,7 +22,12 @@ import (
 	"github.com/pdcgo/pdc/internal/server"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeInstall()
+		os.Exit(code)
+	}))
+}
 
 // testCluster is an in-process cluster whose servers stand for nodes: one
 // server per host, each serving dir/prod-HOST.

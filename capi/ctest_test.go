@@ -3,16 +3,28 @@ package capi_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestCPrograms installs libpdc as make capi does (capi/install.sh) and
-// runs the C tests against it (capi/tests/run.sh): C programs built with
-// gcc through pkg-config, against real pdc server processes.
-func TestCPrograms(t *testing.T) {
+// installed is libpdc installed once per test binary, as make capi does
+// (capi/install.sh), for the tests that run C programs; TestMain removes
+// dir.
+var installed struct {
+	once   sync.Once
+	dir    string
+	prefix string
+	err    error
+}
+
+// needC skips the test with -short or when a tool the C tests need is
+// missing, saying which.
+func needC(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds libpdc.so and starts servers; skipped with -short")
 	}
@@ -21,24 +33,69 @@ func TestCPrograms(t *testing.T) {
 			t.Skipf("the C tests need %s, which is not installed (.ci/run installs gcc and pkg-config): %v", tool, err)
 		}
 	}
+}
+
+// testCtx is a context that ends 30 s before the test's deadline, leaving
+// time to report what the programs printed.
+func testCtx(t *testing.T) context.Context {
 	ctx := context.Background()
 	if d, ok := t.Deadline(); ok {
-		// Leave time to report what the scripts printed.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
-		defer cancel()
+		t.Cleanup(cancel)
 	}
-	prefix := filepath.Join(t.TempDir(), "capi")
-	for _, args := range [][]string{{"./install.sh", prefix}, {"./tests/run.sh", prefix}} {
-		start := time.Now()
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		cmd.WaitDelay = 10 * time.Second
-		err := cmd.Run()
-		t.Logf("%s (%v):\n%s", args[0], time.Since(start).Round(time.Millisecond), out.String())
-		if err != nil {
-			t.Fatalf("%s: %v", args[0], err)
+	return ctx
+}
+
+// installLibpdc returns the prefix libpdc is installed in, installing it
+// on first use.
+func installLibpdc(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	installed.once.Do(func() {
+		installed.dir, installed.err = os.MkdirTemp("", "libpdc-install-")
+		if installed.err != nil {
+			return
 		}
+		installed.prefix = filepath.Join(installed.dir, "capi")
+		start := time.Now()
+		out, err := script(ctx, "./install.sh", installed.prefix)
+		t.Logf("./install.sh (%v):\n%s", time.Since(start).Round(time.Millisecond), out)
+		installed.err = err
+	})
+	if installed.err != nil {
+		t.Fatalf("install libpdc: %v", installed.err)
+	}
+	return installed.prefix
+}
+
+// removeInstall removes what installLibpdc installed.
+func removeInstall() {
+	if installed.dir != "" {
+		os.RemoveAll(installed.dir)
+	}
+}
+
+// script runs a program to its end and returns what it printed.
+func script(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// TestCPrograms installs libpdc as make capi does (capi/install.sh) and
+// runs the C tests against it (capi/tests/run.sh): C programs built with
+// gcc through pkg-config, against real pdc server processes.
+func TestCPrograms(t *testing.T) {
+	needC(t)
+	ctx := testCtx(t)
+	prefix := installLibpdc(t, ctx)
+	start := time.Now()
+	out, err := script(ctx, "./tests/run.sh", prefix)
+	t.Logf("./tests/run.sh (%v):\n%s", time.Since(start).Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatalf("./tests/run.sh: %v", err)
 	}
 }

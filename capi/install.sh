@@ -7,6 +7,8 @@
 #   PREFIX/bin/pdc                  the pdc binary (servers, CLI)
 #   PREFIX/bin/pdc_server.exe       PDC's server command: runs `pdc server`
 #   PREFIX/bin/close_server         PDC's stop command: runs `pdc down`
+#   PREFIX/bin/pdc_vpicio           VPIC-IO and BD-CATS as libpdc programs
+#   PREFIX/bin/pdc_bdcats           (capi/bench; `pdc bench vpic --c` runs them)
 #
 # Set PKG_CONFIG_PATH=PREFIX/lib/pkgconfig to build against it. pdc.pc
 # links with an rpath to PREFIX/lib, so programs run without
@@ -82,4 +84,12 @@ if [ -n "$missing" ]; then
 	echo "capi/install.sh: declared in the headers but not in libpdc.so: $missing" >&2
 	exit 1
 fi
+# VPIC-IO and BD-CATS, built against the install as a user's program is
+# (with the C compiler cgo used for libpdc.so).
+CC=${CC:-$("$GO" env CC)}
+for p in vpicio bdcats; do
+	# shellcheck disable=SC2086 # CC may carry flags, as cgo allows
+	$CC -std=c11 -O2 -Wall -Wextra -Werror -I"$prefix/include" -o "$prefix/bin/pdc_$p" "capi/bench/$p.c" \
+		-L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lpdc
+done
 echo "installed libpdc in $prefix"

@@ -25,6 +25,10 @@
  * Servers: `pdc server` (or the pdc_server.exe script installed with
  * libpdc) runs one server, `pdc up -n N` a local cluster of N, and
  * `pdc down` (or close_server) stops them.
+ *
+ * Examples: pdc_vpicio and pdc_bdcats, installed beside pdc, are PDC's
+ * VPIC-IO and BD-CATS benchmarks written against these headers only
+ * (sources in pdc's capi/bench; -h for their flags).
  */
 #ifndef PDC_H
 #define PDC_H

@@ -19,7 +19,9 @@ func init() {
 
 // benchVPIC runs VPIC-IO (each client process writes its particles of 8
 // variables) and then BD-CATS (each reads another's particles back and
-// checks every value) with 1, 2 and 4 client processes.
+// checks every value) with 1, 2 and 4 client processes: Go processes
+// (bench-vpic-client), or with --c the C programs make capi installs
+// (pdc_vpicio, pdc_bdcats; bench_vpic_c.go).
 func benchVPIC(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench vpic", "[flags]")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
@@ -28,6 +30,8 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	servers := fs.Int("servers", 2, "server processes")
 	steps := fs.Int("steps", 3, "time steps: each writes and reads its own 8 objects")
 	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
+	useC := fs.Bool("c", false, "run the C VPIC-IO and BD-CATS of libpdc (pdc_vpicio, pdc_bdcats: make capi) instead of Go client processes")
+	cPrefix := fs.String("c-prefix", "", "with --c: the folder make capi installed libpdc into (default $PDC_CAPI_PREFIX, else the one this pdc is in, else build/capi)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -44,12 +48,18 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	var cprogs *vpicC // nil: Go client processes
+	if *useC {
+		if cprogs, err = newVPICC(e, *cPrefix, tmpdir); err != nil {
+			return fmt.Errorf("bench vpic --c: %w", err)
+		}
+	}
 	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
 	}
 	defer stopRaw()
-	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
 	o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process"}
 	if _, err := up(ctx, e.stderr, o); err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
@@ -64,7 +74,11 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
 	}
-	label := fmt.Sprintf("vpic (%d servers)", *servers)
+	label, writer, reader := fmt.Sprintf("vpic (%d servers)", *servers), "VPIC-IO write", "BD-CATS read, every value checked"
+	if cprogs != nil {
+		label = fmt.Sprintf("vpic C (%d servers)", *servers)
+		writer, reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
+	}
 	var rs []bench.Result
 	for _, p := range procs {
 		bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
@@ -75,21 +89,37 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 		times := map[string][]time.Duration{}
 		for step := range *steps {
 			run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
-			if err := bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part); err != nil {
+			if cprogs != nil {
+				err = cprogs.create(ctx, run, *n, p, part)
+			} else {
+				err = bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part)
+			}
+			if err != nil {
 				return fmt.Errorf("bench vpic: %w", err)
 			}
 			for _, phase := range []string{"write", "read"} {
-				args := make([][]string, p)
-				for r := range args {
+				ranks := make([]int, p)
+				for r := range ranks {
 					// BD-CATS reads the particles of the next rank.
-					rank := r
+					ranks[r] = r
 					if phase == "read" {
-						rank = (r + 1) % p
+						ranks[r] = (r + 1) % p
 					}
-					args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
-						"--n", strconv.FormatUint(*n, 10), "--phase", phase}
 				}
-				d, err := runProcs(ctx, args)
+				var d time.Duration
+				switch {
+				case cprogs != nil && phase == "write":
+					d, err = cprogs.phase(ctx, vpicCWriter, run, *n, ranks)
+				case cprogs != nil:
+					d, err = cprogs.phase(ctx, vpicCReader, run, *n, ranks)
+				default:
+					args := make([][]string, p)
+					for r, rank := range ranks {
+						args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
+							"--n", strconv.FormatUint(*n, 10), "--phase", phase}
+					}
+					d, err = runProcs(ctx, args)
+				}
 				if err != nil {
 					return fmt.Errorf("bench vpic: %d processes, step %d, %s: %w", p, step, phase, err)
 				}
@@ -97,9 +127,9 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		for _, phase := range []string{"write", "read"} {
-			what := "VPIC-IO write"
+			what := writer
 			if phase == "read" {
-				what = "BD-CATS read, every value checked"
+				what = reader
 			}
 			rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars, median of %d steps", what, p, *n, *steps),
 				bytes, bench.Median(times[phase]), raw))

@@ -12,6 +12,103 @@ import (
 	"time"
 )
 
+// procGroup is a set of client processes started together. Each prints
+// "ready" on its stdout once set up and then waits for a line "go" on its
+// stdin, so that all are released at one instant.
+type procGroup struct {
+	ps []*proc
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	errb   *strings.Builder
+	waited bool
+	err    error // from cmd.Wait, once waited
+}
+
+// wait waits for the process to exit (once) and returns how it ended.
+func (p *proc) wait() error {
+	if !p.waited {
+		p.in.Close()
+		p.err, p.waited = p.cmd.Wait(), true
+	}
+	return p.err
+}
+
+// stop kills the process unless it was waited for, and waits for it.
+func (p *proc) stop() error {
+	if !p.waited {
+		_ = p.cmd.Process.Kill()
+	}
+	return p.wait()
+}
+
+// failure says that the process printed line (or nothing, readErr) where
+// it should have said want, how it ended, and what it printed on stderr.
+// It requires the process to have been waited for.
+func (p *proc) failure(what, want, line string, readErr error) error {
+	msg := fmt.Sprintf("%s: want %q, got %q", what, want, strings.TrimSpace(line))
+	if readErr != nil && readErr != io.EOF {
+		msg += fmt.Sprintf(" (%v)", readErr)
+	}
+	if p.err != nil {
+		msg += ": " + p.err.Error()
+	}
+	if s := strings.TrimSpace(p.errb.String()); s != "" {
+		msg += ": " + s
+	}
+	return errors.New(msg)
+}
+
+// startProcs starts cmds, which must not have their stdin, stdout or
+// stderr set, and returns once each has said "ready". On an error it has
+// stopped those it started.
+func startProcs(cmds []*exec.Cmd) (*procGroup, error) {
+	g := &procGroup{}
+	for _, cmd := range cmds {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			g.stop()
+			return nil, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			g.stop()
+			return nil, err
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			g.stop()
+			return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+		}
+		g.ps = append(g.ps, &proc{cmd: cmd, in: in, out: bufio.NewReader(out), errb: &errb})
+	}
+	for _, p := range g.ps {
+		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			g.stop()
+			return nil, p.failure("client process did not start", "ready", line, err)
+		}
+	}
+	return g, nil
+}
+
+// release tells every process to go.
+func (g *procGroup) release() {
+	for _, p := range g.ps {
+		fmt.Fprintln(p.in, "go")
+	}
+}
+
+// stop kills the processes still running and reaps them all.
+func (g *procGroup) stop() {
+	for _, p := range g.ps {
+		_ = p.stop()
+	}
+}
+
 // runProcs runs one child process of this binary per element of args,
 // each of which prints "ready" once set up, waits for "go" on its stdin,
 // does its work and prints "done". The children are released together;
@@ -21,52 +118,22 @@ func runProcs(ctx context.Context, args [][]string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	type proc struct {
-		cmd  *exec.Cmd
-		in   io.WriteCloser
-		out  *bufio.Reader
-		errb *strings.Builder
+	cmds := make([]*exec.Cmd, len(args))
+	for i, a := range args {
+		cmds[i] = exec.CommandContext(ctx, self, a...)
 	}
-	var ps []proc
-	defer func() {
-		for _, p := range ps {
-			p.in.Close()
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	}()
-	for _, a := range args {
-		cmd := exec.CommandContext(ctx, self, a...)
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return 0, err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return 0, err
-		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		ps = append(ps, proc{cmd, in, bufio.NewReader(out), &errb})
+	g, err := startProcs(cmds)
+	if err != nil {
+		return 0, err
 	}
-	for _, p := range ps {
-		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-			_ = p.cmd.Wait()
-			return 0, fmt.Errorf("client process did not start: %v %s", err, p.errb)
-		}
-	}
+	defer g.stop()
 	t0 := time.Now()
-	for _, p := range ps {
-		fmt.Fprintln(p.in, "go")
-	}
+	g.release()
 	var errs []error
-	for _, p := range ps {
+	for _, p := range g.ps {
 		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
-			_ = p.cmd.Wait()
-			errs = append(errs, fmt.Errorf("client process failed: %v %s", err, p.errb))
+			_ = p.stop()
+			errs = append(errs, p.failure("client process failed", "done", line, err))
 		}
 	}
 	return time.Since(t0), errors.Join(errs...)
