@@ -33,6 +33,9 @@ type outbox struct {
 		// fence waits for. backlog is their size in bytes.
 		open    []*obRecord
 		backlog int
+		// waiters counts fences and writers waiting for deliveries: while
+		// there are any, deliverers do not linger.
+		waiters int
 	}
 
 	ctx    context.Context
@@ -63,7 +66,9 @@ type obItem struct {
 
 type destQueue struct {
 	items []*obItem     // guarded by outbox.mu, in sequence order
+	size  int           // bytes of items; guarded by outbox.mu
 	wake  chan struct{} // capacity 1
+	hurry chan struct{} // capacity 1: a fence or a writer waits
 	// failing: the last delivery failed. Items queued meanwhile count as
 	// tried at once, so that writers do not wait for the next retry.
 	failing bool // guarded by outbox.mu
@@ -156,6 +161,10 @@ func (ob *outbox) fence(ctx context.Context) error {
 		}
 	}
 	ob.mu.Unlock()
+	if len(waits) == 0 {
+		return nil
+	}
+	defer ob.hurry()()
 	for _, w := range waits {
 		select {
 		case <-w:
@@ -243,12 +252,13 @@ func (ob *outbox) queueLocked() {
 		for _, d := range order {
 			q := ob.mu.queues[d]
 			if q == nil {
-				q = &destQueue{wake: make(chan struct{}, 1)}
+				q = &destQueue{wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}
 				ob.mu.queues[d] = q
 				ob.wg.Add(1)
 				go ob.run(d, q)
 			}
 			q.items = append(q.items, byDest[d])
+			q.size += byDest[d].size
 			if q.failing {
 				ob.markTriedLocked(byDest[d])
 			}
@@ -307,6 +317,7 @@ func (ob *outbox) waitTried(ctx context.Context, recs []*obRecord) error {
 	if !started {
 		return nil
 	}
+	defer ob.hurry()()
 	for _, r := range recs {
 		select {
 		case <-r.tried:
@@ -315,6 +326,52 @@ func (ob *outbox) waitTried(ctx context.Context, recs []*obRecord) error {
 		}
 	}
 	return nil
+}
+
+// hurry makes the deliverers send what they hold at once instead of
+// lingering, until the returned function is called.
+func (ob *outbox) hurry() (done func()) {
+	ob.mu.Lock()
+	ob.mu.waiters++
+	for _, q := range ob.mu.queues {
+		select {
+		case q.hurry <- struct{}{}:
+		default:
+		}
+	}
+	ob.mu.Unlock()
+	return func() {
+		ob.mu.Lock()
+		ob.mu.waiters--
+		ob.mu.Unlock()
+	}
+}
+
+// linger is how long a deliverer waits for more records to join a
+// delivery when nobody waits for it: one-at-a-time tag writes then share
+// deliveries (a round trip and a commit at each end) instead of paying one
+// each. Queries fence, so they never see the delay.
+const linger = 2 * time.Millisecond
+
+// lingerFor waits, after records arrived in q, for linger or until
+// somebody waits for deliveries or a delivery's worth is queued. It
+// returns false if the outbox closed.
+func (ob *outbox) lingerFor(q *destQueue) bool {
+	ob.mu.Lock()
+	skip := ob.mu.waiters > 0 || q.size >= maxDelivery/2
+	ob.mu.Unlock()
+	if skip {
+		return true
+	}
+	t := time.NewTimer(linger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-q.hurry:
+	case <-ob.ctx.Done():
+		return false
+	}
+	return true
 }
 
 func (ob *outbox) close() {
@@ -358,6 +415,9 @@ func (ob *outbox) markTriedLocked(it *obItem) {
 func (ob *outbox) done(q *destQueue, items []*obItem) {
 	ob.mu.Lock()
 	q.items = q.items[len(items):]
+	for _, it := range items {
+		q.size -= it.size
+	}
 	q.failing = false
 	var gone [][]byte
 	for _, it := range items {
@@ -419,6 +479,9 @@ func (ob *outbox) run(d int, q *destQueue) {
 		select {
 		case <-q.wake:
 		case <-ob.ctx.Done():
+			return
+		}
+		if !ob.lingerFor(q) {
 			return
 		}
 		for ob.ctx.Err() == nil {
