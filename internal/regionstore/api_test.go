@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -355,5 +357,58 @@ func TestInPlace(t *testing.T) {
 	got := make([]byte, len(all))
 	if err := s.Read(1, l, region.Shape(100, 100), got); err != nil || !bytes.Equal(got, all) {
 		t.Fatalf("after in-place writes and a crash: %v (differs at %d)", err, firstDiff(got, all))
+	}
+}
+
+// One element written at the far corner of an 8 TiB object stored by
+// offset: the store's memory and work follow what was written, not the
+// object's extent, through a write, a reopen and a cut.
+func TestSparseFarCorner(t *testing.T) {
+	dir := t.TempDir()
+	l := Layout{Dims: []uint64{1 << 20, 1 << 20}, Elem: 8, Mode: ByOffset}
+	corner := region.Box{Off: []uint64{1<<20 - 1, 1<<20 - 1}, Size: []uint64{1, 1}}
+	want := []byte("farthest")
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	s := openStore(t, dir, false)
+	if err := s.Write(9, l, corner, want); err != nil {
+		if errors.Is(err, syscall.EFBIG) {
+			t.Skipf("the file system of %s cannot hold an 8 TiB sparse file: %v", dir, err)
+		}
+		t.Fatal(err)
+	}
+	check := func(s *Store, box region.Box, want []byte) {
+		t.Helper()
+		got := make([]byte, 8)
+		if err := s.Read(9, l, box, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("read %v: %q, want %q", box, got, want)
+		}
+	}
+	zeros := make([]byte, 8)
+	check(s, corner, want)
+	check(s, region.Box{Off: []uint64{1 << 19, 7}, Size: []uint64{1, 1}}, zeros)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, false)
+	check(s, corner, want)
+	// Shrinking the first dim cuts the data past it; growing it back reads
+	// zeros there.
+	l.Dims[0] = 1 << 19
+	check(s, region.Box{Off: []uint64{1<<19 - 1, 1<<20 - 1}, Size: []uint64{1, 1}}, zeros)
+	l.Dims[0] = 1 << 20
+	check(s, corner, zeros)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Fatalf("the store allocated %d MiB for one element of a sparse object", got>>20)
 	}
 }

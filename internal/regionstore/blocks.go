@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/pdcgo/pdc"
 )
@@ -52,7 +53,111 @@ type area struct {
 	base  int64 // file offset of the area's byte 0
 	size  int64 // bytes in the area; the last block may be shorter
 	crcAt int64 // file offset of the CRC table
-	crcs  []uint32
+	crcs  crcTable
+}
+
+// crcChunk is how many table entries (256 MiB of data) are allocated at
+// once past the first chunk.
+const crcChunk = 4096
+
+// crcTable is an area's CRC table in memory. Past its first chunk it is
+// sparse: a chunk exists once one of its entries is set, so an object
+// written only at its far end (say one element at the corner of an 8 TiB
+// object) costs memory for what was written, not for its extent. Entries
+// that are not 0 on disk are always in memory.
+type crcTable struct {
+	head []uint32                    // entries [0, crcChunk), as far as set
+	rest map[int64]*[crcChunk]uint32 // later entries, by chunk number
+	n    int64                       // one past the highest entry set
+}
+
+func newCRCTable(crcs []uint32) crcTable {
+	var t crcTable
+	t.head = crcs[:min(len(crcs), crcChunk)]
+	for i := int64(len(t.head)); i < int64(len(crcs)); i++ {
+		t.set(i, crcs[i])
+	}
+	t.n = int64(len(crcs))
+	return t
+}
+
+func (t *crcTable) get(b int64) uint32 {
+	if b < int64(len(t.head)) {
+		return t.head[b]
+	}
+	if c := t.rest[b/crcChunk]; c != nil {
+		return c[b%crcChunk]
+	}
+	return 0
+}
+
+func (t *crcTable) set(b int64, c uint32) {
+	t.n = max(t.n, b+1)
+	if b < crcChunk {
+		for int64(len(t.head)) <= b {
+			t.head = append(t.head, 0)
+		}
+		t.head[b] = c
+		return
+	}
+	ch := t.rest[b/crcChunk]
+	if ch == nil {
+		if c == 0 {
+			return
+		}
+		if t.rest == nil {
+			t.rest = map[int64]*[crcChunk]uint32{}
+		}
+		ch = new([crcChunk]uint32)
+		t.rest[b/crcChunk] = ch
+	}
+	ch[b%crcChunk] = c
+}
+
+// truncate makes every entry from n on 0.
+func (t *crcTable) truncate(n int64) {
+	if n >= t.n {
+		return
+	}
+	if n < int64(len(t.head)) {
+		t.head = t.head[:n]
+	}
+	for k, ch := range t.rest {
+		switch {
+		case k*crcChunk >= n:
+			delete(t.rest, k)
+		case (k+1)*crcChunk > n:
+			clear(ch[n-k*crcChunk:])
+		}
+	}
+	t.n = n
+}
+
+// spans calls fn for the stretches of [lo, hi] whose entries may be
+// non-zero, in order: the head, then the chunks that exist.
+func (t *crcTable) spans(lo, hi int64, fn func(lo, hi int64) error) error {
+	if lo < crcChunk {
+		if err := fn(lo, min(hi, crcChunk-1)); err != nil {
+			return err
+		}
+		lo = crcChunk
+	}
+	if lo > hi || len(t.rest) == 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(t.rest))
+	for k := range t.rest {
+		if k >= lo/crcChunk && k <= hi/crcChunk {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := fn(max(lo, k*crcChunk), min(hi, (k+1)*crcChunk-1)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // seg is a contiguous piece of an area and the caller's bytes for it.
@@ -63,12 +168,7 @@ type seg struct {
 
 func (a *area) blockLen(b int64) int64 { return min(blockSize, a.size-b*blockSize) }
 
-func (a *area) crc(b int64) uint32 {
-	if b < int64(len(a.crcs)) {
-		return a.crcs[b]
-	}
-	return 0
-}
+func (a *area) crc(b int64) uint32 { return a.crcs.get(b) }
 
 // verify checks block b's bytes against its CRC.
 func (a *area) verify(b int64, data []byte) error {
@@ -168,10 +268,7 @@ func (a *area) write(f *os.File, segs []seg) error {
 	var scratch []byte
 	lo, hi := int64(-1), int64(-1) // CRC entries changed
 	set := func(b int64, c uint32) {
-		for int64(len(a.crcs)) <= b {
-			a.crcs = append(a.crcs, 0)
-		}
-		a.crcs[b] = c
+		a.crcs.set(b, c)
 		if lo < 0 || b < lo {
 			lo = b
 		}
@@ -245,17 +342,20 @@ func cacheSized(segs []seg) []seg {
 	return out
 }
 
-// writeCRCs stores table entries [lo, hi] from memory.
+// writeCRCs stores table entries [lo, hi] from memory. Stretches with no
+// chunk in memory are 0 on disk already (or holes) and are skipped.
 func (a *area) writeCRCs(f *os.File, lo, hi int64) error {
 	if lo < 0 {
 		return nil
 	}
-	buf := make([]byte, 4*(hi-lo+1))
-	for i := lo; i <= hi; i++ {
-		binary.LittleEndian.PutUint32(buf[4*(i-lo):], a.crc(i))
-	}
-	_, err := f.WriteAt(buf, a.crcAt+4*lo)
-	return err
+	return a.crcs.spans(lo, hi, func(lo, hi int64) error {
+		buf := make([]byte, 4*(hi-lo+1))
+		for i := lo; i <= hi; i++ {
+			binary.LittleEndian.PutUint32(buf[4*(i-lo):], a.crc(i))
+		}
+		_, err := f.WriteAt(buf, a.crcAt+4*lo)
+		return err
+	})
 }
 
 // crcsOf checksums a whole payload laid out from an area's byte 0.
@@ -274,6 +374,36 @@ func decodeCRCs(b []byte) []uint32 {
 		crcs[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
 	return crcs
+}
+
+// loadCRCs reads entries [0, n) of a table at off in f, skipping the
+// file's holes, so a sparse table costs what it holds.
+func loadCRCs(f *os.File, off, n int64) (crcTable, error) {
+	var t crcTable
+	const piece = 1 << 20
+	buf := make([]byte, piece)
+	for pos := int64(0); pos < 4*n; {
+		d, err := nextData(f, off+pos)
+		if err != nil {
+			return t, err
+		}
+		if d < 0 || d >= off+4*n {
+			break
+		}
+		pos = max(pos, (d-off)&^3)
+		m := min(piece, 4*n-pos)
+		got, err := f.ReadAt(buf[:m], off+pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return t, err
+		}
+		for i := 0; i+4 <= got; i += 4 {
+			if c := binary.LittleEndian.Uint32(buf[i:]); c != 0 {
+				t.set((pos+int64(i))/4, c)
+			}
+		}
+		pos += m
+	}
+	return t, nil
 }
 
 func encodeCRCs(dst []byte, crcs []uint32) []byte {

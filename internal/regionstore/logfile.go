@@ -233,7 +233,7 @@ func (l *regionLog) readRecord(f *os.File, off, limit int64) (record, []uint32, 
 
 func (l *regionLog) newPiece(r record, off int64, crcs []uint32) *piece {
 	return &piece{box: r.box, live: r.box.Clone(), seq: r.seq, rec: off, len: r.len(),
-		area: area{base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: crcs}}
+		area: area{base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}}
 }
 
 // overlaps is Intersect without the allocation.

@@ -123,11 +123,9 @@ func loadOffsetFile(path string, f *os.File) (*offsetFile, error) {
 	}
 	o.dataLen = max(0, st.Size()-o.area.base)
 	if used := (o.dataLen + blockSize - 1) / blockSize; used > 0 {
-		tab := make([]byte, 4*used)
-		if _, err := f.ReadAt(tab, o.area.crcAt); err != nil && !errors.Is(err, io.EOF) {
+		if o.area.crcs, err = loadCRCs(f, o.area.crcAt, used); err != nil {
 			return nil, fmt.Errorf("%s: crc table: %w", path, err)
 		}
-		o.area.crcs = decodeCRCs(tab)
 	}
 	return o, nil
 }
@@ -214,15 +212,16 @@ func (o *offsetFile) cut(f *os.File, dims []uint64) error {
 	// Entries of blocks wholly past the end go first, so a crash cannot
 	// leave them claiming data that is gone.
 	first := (keep + blockSize - 1) / blockSize
-	if first < int64(len(o.area.crcs)) {
-		hi := int64(len(o.area.crcs)) - 1
-		for i := first; i <= hi; i++ {
-			o.area.crcs[i] = 0
-		}
-		if err := o.area.writeCRCs(f, first, hi); err != nil {
+	if hi := o.area.crcs.n - 1; first <= hi {
+		// Zero the entries on disk through the chunks that hold them.
+		err := o.area.crcs.spans(first, hi, func(lo, hi int64) error {
+			_, err := f.WriteAt(make([]byte, 4*(hi-lo+1)), o.area.crcAt+4*lo)
+			return err
+		})
+		if err != nil {
 			return err
 		}
-		o.area.crcs = o.area.crcs[:first]
+		o.area.crcs.truncate(first)
 	}
 	if err := f.Truncate(o.area.base + keep); err != nil {
 		return err
@@ -234,7 +233,7 @@ func (o *offsetFile) cut(f *os.File, dims []uint64) error {
 		if err := o.area.load(f, b, buf, false); err != nil {
 			return err
 		}
-		o.area.crcs[b] = blockCRC(buf)
+		o.area.crcs.set(b, blockCRC(buf))
 		if err := o.area.writeCRCs(f, b, b); err != nil {
 			return err
 		}
@@ -318,7 +317,18 @@ func (o *offsetFile) relayoutNeeds(dims []uint64) (int64, error) {
 func (o *offsetFile) copyBlocks(old *os.File, n *offsetFile, f *os.File) error {
 	buf := make([]byte, blockSize)
 	nb := (o.dataLen + blockSize - 1) / blockSize
-	for b := range nb {
+	for b := int64(0); b < nb; b++ {
+		// Skip the holes of a sparse file: blocks never written.
+		d, err := nextData(old, o.area.base+b*blockSize)
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			break
+		}
+		if b = max(b, (d-o.area.base)/blockSize); b >= nb {
+			break
+		}
 		if err := o.area.load(old, b, buf, false); err != nil {
 			return err
 		}
@@ -330,16 +340,13 @@ func (o *offsetFile) copyBlocks(old *os.File, n *offsetFile, f *os.File) error {
 		if _, err := f.WriteAt(buf[:m], n.area.base+b*blockSize); err != nil {
 			return err
 		}
-		for int64(len(n.area.crcs)) <= b {
-			n.area.crcs = append(n.area.crcs, 0)
-		}
-		n.area.crcs[b] = c
+		n.area.crcs.set(b, c)
 	}
 	n.dataLen = o.dataLen
 	if err := f.Truncate(n.area.base + n.dataLen); err != nil {
 		return err
 	}
-	return n.area.writeCRCs(f, 0, int64(len(n.area.crcs))-1)
+	return n.area.writeCRCs(f, 0, n.area.crcs.n-1)
 }
 
 // chunks cuts box into boxes of at most limit bytes (or single elements),
