@@ -26,6 +26,10 @@
 //	'X' tree term ...             DART tag index entries (tagindex/entries.go)
 //	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps)
 //	'D'                           how the index was built: version, flags
+//	'R' object-id seq             region map of a region-dynamic or region-local
+//	                              object: where a written region went (regions.go)
+//	'L' rank                      bytes this server has placed on data server rank
+//	'F' path                      staged file record (wire.StageRecord, stage.go)
 //
 // Containers and membership: an object is a member of its home container
 // and of any container it was added to by reference (MethodObjMembers,
