@@ -20,6 +20,7 @@ import (
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/bench"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -248,4 +249,33 @@ func TestVPICPrograms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pdc bench vpic --c runs the C programs make capi installs, found by
+// --c-prefix or $PDC_CAPI_PREFIX, and reports a write and a read row per
+// process count.
+func TestBenchVPICC(t *testing.T) {
+	needC(t)
+	ctx := testCtx(t)
+	prefix := installLibpdc(t, ctx)
+	pdcBin := filepath.Join(prefix, "bin", "pdc")
+	out, err := exec.CommandContext(ctx, pdcBin, "bench", "vpic", "--c", "--c-prefix", prefix,
+		"--n", "1000", "--steps", "1", "--procs", "1,2", "--json").Output()
+	if err != nil {
+		t.Fatalf("pdc bench vpic --c --c-prefix: %v", err)
+	}
+	e2e.CheckVPICRows(t, string(out), "vpic C (2 servers)", []string{"1", "2"},
+		"VPIC-IO write (C, pdc_vpicio), ", "BD-CATS read, every value checked (C, pdc_bdcats), ")
+
+	cmd := exec.CommandContext(ctx, pdcBin, "bench", "vpic", "--c", "--n", "1000", "--steps", "1",
+		"--procs", "3", "--partition", "object-static", "--json")
+	cmd.Env = append(os.Environ(), "PDC_CAPI_PREFIX="+prefix)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("bench vpic --c with $PDC_CAPI_PREFIX: %v\n%s", err, stderr.String())
+	}
+	e2e.CheckVPICRows(t, string(out), "vpic C (2 servers)", []string{"3"},
+		"VPIC-IO write (C, pdc_vpicio), ", "BD-CATS read, every value checked (C, pdc_bdcats), ")
 }

@@ -19,111 +19,44 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// pdcBin is the pdc binary under test, built once by TestMain.
-var pdcBin string
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
-func TestMain(m *testing.M) {
-	// The test binary doubles as a client process for the end-to-end tests.
-	if role := os.Getenv("PDC_E2E_ROLE"); role != "" {
-		if err := clientRole(role); err != nil {
-			fmt.Fprintln(os.Stderr, "client role:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	dir, err := os.MkdirTemp("", "pdc-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pdcBin = filepath.Join(dir, "pdc")
-	args := []string{"build", "-o", pdcBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, "github.com/pdcgo/pdc/cmd/pdc")
-	cmd := exec.Command("go", args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build pdc:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// The helpers below keep the names these tests were written with.
 
 type result struct {
 	stdout, stderr string
 	err            error
 }
 
-// run runs the pdc binary and waits for it.
 func run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pdcBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return result{out.String(), errb.String(), err}
+	r := e2e.Run(t, env, args...)
+	return result{r.Stdout, r.Stderr, r.Err}
 }
 
-// mustRun runs pdc and fails the test if it fails.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	r := run(t, nil, args...)
-	if r.err != nil {
-		t.Fatalf("pdc %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
-	}
-	return r.stdout
+	return e2e.MustRun(t, args...)
 }
 
-// up starts an n-server cluster in a fresh tmpdir and stops it (or kills
-// what is left of it) when the test ends.
 func up(t *testing.T, n int, extra ...string) string {
 	t.Helper()
-	tmpdir := filepath.Join(t.TempDir(), "tmp")
-	args := append([]string{"up", "-n", fmt.Sprint(n), "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data")}, extra...)
-	mustRun(t, args...)
-	t.Cleanup(func() { cleanup(t, tmpdir) })
-	return tmpdir
-}
-
-func cleanup(t *testing.T, tmpdir string) {
-	list, err := cluster.ReadList(tmpdir)
-	if err != nil {
-		return // stopped by the test
-	}
-	_ = run(t, nil, "down", "--tmpdir", tmpdir, "--timeout", "10s")
-	for _, s := range list.Servers {
-		_ = syscall.Kill(s.PID, syscall.SIGKILL)
-	}
+	return e2e.Up(t, n, extra...)
 }
 
 func connect(t *testing.T, tmpdir string, opts ...client.Option) *client.Client {
 	t.Helper()
-	c, err := client.Connect(context.Background(), append([]client.Option{client.WithTmpDir(tmpdir)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return e2e.Connect(t, tmpdir, opts...)
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T, d time.Duration) context.Context { return e2e.Ctx(t, d) }
 
-func alive(pid int) bool { return cluster.Running(pid) }
+func alive(pid int) bool { return e2e.Alive(pid) }
 
 func TestUpStatusPingDown(t *testing.T) {
 	tmpdir := up(t, 3)
@@ -449,7 +382,7 @@ func TestLauncherEnvironment(t *testing.T) {
 	tmpdir, datadir := t.TempDir(), t.TempDir()
 	var cmds []*exec.Cmd
 	for rank := range 2 {
-		cmd := exec.Command(pdcBin, "server", "--tmpdir", tmpdir, "--datadir", datadir)
+		cmd := exec.Command(e2e.Bin(), "server", "--tmpdir", tmpdir, "--datadir", datadir)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("SLURM_PROCID=%d", rank), "SLURM_NTASKS=2")
 		var logs bytes.Buffer
 		cmd.Stderr = &logs

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"io"
 	"os"
 	"os/exec"
@@ -72,8 +73,6 @@ func clientRole(role string) error {
 		return sc.Err()
 	case "region-writer", "region-reader":
 		return regionRole(ctx, c, role, out)
-	case "stage-stall":
-		return stageStallRole(ctx, c, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -113,35 +112,9 @@ func readOne(ctx context.Context, c *client.Client, name string, i int) string {
 	return ""
 }
 
-// clientProc starts this test binary as a client process.
 func clientProc(t *testing.T, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), append([]string{"PDC_E2E_ROLE=" + role, "PDC_TMPDIR=" + tmpdir}, env...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdin, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = stdin
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stdin.Close()
-	t.Cleanup(func() {
-		w.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd, bufio.NewScanner(stdout), w
+	return e2e.ClientProc(t, tmpdir, role, env...)
 }
 
 // readAll runs a reader process over names and returns its complaints.
@@ -207,7 +180,7 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 			// Restart it in place; it rejoins the running cluster.
 			restarted = true
 			_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
-			restartCmd = exec.Command(pdcBin, "server", "--rank", "1", "--size", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+			restartCmd = exec.Command(e2e.Bin(), "server", "--rank", "1", "--size", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 			logf, _ := os.Create(filepath.Join(tmpdir, "logs", "server-1-restarted.log"))
 			pr, pw := io.Pipe()
 			restartCmd.Stdout, restartCmd.Stderr = io.MultiWriter(logf, pw), io.MultiWriter(logf, pw)
@@ -264,20 +237,9 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 	}
 }
 
-// serverDataDir reads the data dir a server of the cluster uses from its log.
 func serverDataDir(t *testing.T, tmpdir string) string {
 	t.Helper()
-	logs, err := os.ReadFile(filepath.Join(tmpdir, "logs", "server-0.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range strings.Fields(string(logs)) {
-		if d, ok := strings.CutPrefix(f, "datadir="); ok {
-			return d
-		}
-	}
-	t.Fatal("no datadir in the server log")
-	return ""
+	return e2e.ServerDataDir(t, tmpdir)
 }
 
 func TestMetadataBadInput(t *testing.T) {

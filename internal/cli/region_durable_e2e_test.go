@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,23 +17,9 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// killAll SIGKILLs every server of the cluster and waits for them to go.
 func killAll(t *testing.T, tmpdir string) {
 	t.Helper()
-	list, err := cluster.ReadList(tmpdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list.Servers {
-		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range list.Servers {
-		if err := cluster.WaitExit(ctxT(t, 10*time.Second), s.PID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e2e.KillAll(t, tmpdir)
 }
 
 // Waited writes are in the servers' files when wait returns: they survive

@@ -1,4 +1,4 @@
-package cli_test
+package stagee2e_test
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
 )
 
 // stageCluster is a two-server cluster standing for two nodes: rank 0
@@ -36,7 +37,7 @@ func stageUp(t *testing.T) *stageCluster {
 	t.Helper()
 	base := t.TempDir()
 	args := []string{"--hosts", "node-a,node-b", "--stage-producer-dir", filepath.Join(base, "prod-{host}")}
-	sc := &stageCluster{tmpdir: up(t, 2, args...), base: base, upArgs: args,
+	sc := &stageCluster{tmpdir: e2e.Up(t, 2, args...), base: base, upArgs: args,
 		prodA: filepath.Join(base, "prod-node-a"), prodB: filepath.Join(base, "prod-node-b")}
 	for _, d := range []string{sc.prodA, sc.prodB} {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -56,23 +57,23 @@ func (sc *stageCluster) env(host string, extra ...string) []string {
 // produce runs pdc stage produce on node-a from its producer dir.
 func (sc *stageCluster) produce(t *testing.T, paths ...string) string {
 	t.Helper()
-	r := run(t, sc.env("node-a"), append([]string{"stage", "produce", "--producer-dir", sc.prodA}, paths...)...)
-	if r.err != nil {
-		t.Fatalf("pdc stage produce %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(paths, " "), r.err, r.stdout, r.stderr)
+	r := e2e.Run(t, sc.env("node-a"), append([]string{"stage", "produce", "--producer-dir", sc.prodA}, paths...)...)
+	if r.Err != nil {
+		t.Fatalf("pdc stage produce %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(paths, " "), r.Err, r.Stdout, r.Stderr)
 	}
-	return r.stdout
+	return r.Stdout
 }
 
 // consume runs pdc stage consume on host into dir and returns what it did.
-func (sc *stageCluster) consume(t *testing.T, host, dir string, args ...string) result {
+func (sc *stageCluster) consume(t *testing.T, host, dir string, args ...string) e2e.Result {
 	t.Helper()
-	return run(t, sc.env(host), append([]string{"stage", "consume", "--consumer-dir", dir}, args...)...)
+	return e2e.Run(t, sc.env(host), append([]string{"stage", "consume", "--consumer-dir", dir}, args...)...)
 }
 
 // client connects in the test process as a consumer on host.
 func (sc *stageCluster) client(t *testing.T, host, consumerDir string) *client.Client {
 	t.Helper()
-	return connect(t, sc.tmpdir, client.WithHost(host), client.WithStageDirs(sc.prodA, consumerDir), client.WithSharedStorage(false))
+	return e2e.Connect(t, sc.tmpdir, client.WithHost(host), client.WithStageDirs(sc.prodA, consumerDir), client.WithSharedStorage(false))
 }
 
 // writeFile writes b to dir/rel, making its parent dirs.
@@ -161,19 +162,19 @@ func noTemp(t *testing.T, dir string) {
 // is read as it comes so that the test can await its "waiting for" lines.
 type bgStage struct {
 	cmd     *exec.Cmd
-	stdout  bytes.Buffer
-	stderr  strings.Builder // read after done
+	Stdout  bytes.Buffer
+	Stderr  strings.Builder // read after done
 	waiting chan string     // paths it said it waits for
 	done    chan struct{}
-	err     error // set before done is closed
+	Err     error // set before done is closed
 }
 
 func startStage(t *testing.T, env []string, args ...string) *bgStage {
 	t.Helper()
-	cmd := exec.Command(pdcBin, append([]string{"stage"}, args...)...)
+	cmd := exec.Command(e2e.Bin(), append([]string{"stage"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	p := &bgStage{cmd: cmd, waiting: make(chan string, 128), done: make(chan struct{})}
-	cmd.Stdout = &p.stdout
+	cmd.Stdout = &p.Stdout
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -185,12 +186,12 @@ func startStage(t *testing.T, env []string, args ...string) *bgStage {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			line := sc.Text()
-			p.stderr.WriteString(line + "\n")
+			p.Stderr.WriteString(line + "\n")
 			if rest, ok := strings.CutPrefix(line, "pdc stage consume: waiting for "); ok {
 				p.waiting <- strings.TrimSuffix(rest, " to be produced")
 			}
 		}
-		p.err = cmd.Wait()
+		p.Err = cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -218,7 +219,7 @@ func (p *bgStage) awaitWaiting(t *testing.T, paths ...string) {
 			delete(want, q)
 		case <-p.done:
 			t.Fatalf("pdc %s ended (%v) before it waited for %v:\nstdout:\n%s\nstderr:\n%s",
-				strings.Join(p.cmd.Args[1:], " "), p.err, want, p.stdout.String(), p.stderr.String())
+				strings.Join(p.cmd.Args[1:], " "), p.Err, want, p.Stdout.String(), p.Stderr.String())
 		case <-bound:
 			t.Fatalf("pdc %s never said it waits for %v", strings.Join(p.cmd.Args[1:], " "), want)
 		}
@@ -226,14 +227,14 @@ func (p *bgStage) awaitWaiting(t *testing.T, paths ...string) {
 }
 
 // wait waits for the process to end and returns what it did.
-func (p *bgStage) wait(t *testing.T) result {
+func (p *bgStage) wait(t *testing.T) e2e.Result {
 	t.Helper()
 	select {
 	case <-p.done:
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("pdc %s did not end", strings.Join(p.cmd.Args[1:], " "))
 	}
-	return result{p.stdout.String(), p.stderr.String(), p.err}
+	return e2e.Result{Stdout: p.Stdout.String(), Stderr: p.Stderr.String(), Err: p.Err}
 }
 
 // hasConsumed reports whether out says rel (version) was consumed to local
@@ -308,21 +309,21 @@ func TestStageConsumersBeforeProducer(t *testing.T) {
 
 	for i, proc := range procs {
 		r := proc.wait(t)
-		if r.err != nil {
-			t.Fatalf("consumer of %s: %v\nstdout:\n%s\nstderr:\n%s", paths[i], r.err, r.stdout, r.stderr)
+		if r.Err != nil {
+			t.Fatalf("consumer of %s: %v\nstdout:\n%s\nstderr:\n%s", paths[i], r.Err, r.Stdout, r.Stderr)
 		}
-		if !hasConsumed(r.stdout, paths[i], 1, filepath.Join(consB, paths[i]), "fetched") {
-			t.Errorf("consumer of %s did not report a fetch of version 1:\n%s", paths[i], r.stdout)
+		if !hasConsumed(r.Stdout, paths[i], 1, filepath.Join(consB, paths[i]), "fetched") {
+			t.Errorf("consumer of %s did not report a fetch of version 1:\n%s", paths[i], r.Stdout)
 		}
 		sameFile(t, consB, paths[i], data[paths[i]])
 	}
 	r := all.wait(t)
-	if r.err != nil {
-		t.Fatalf("consumer of all ten: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r.Err != nil {
+		t.Fatalf("consumer of all ten: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	for _, p := range paths {
-		if !hasConsumed(r.stdout, p, 1, filepath.Join(consAll, p), "fetched") {
-			t.Errorf("consumer of all ten did not report a fetch of %s:\n%s", p, r.stdout)
+		if !hasConsumed(r.Stdout, p, 1, filepath.Join(consAll, p), "fetched") {
+			t.Errorf("consumer of all ten did not report a fetch of %s:\n%s", p, r.Stdout)
 		}
 		sameFile(t, consAll, p, data[p])
 	}
@@ -347,17 +348,17 @@ func TestStageConsumeTimeout(t *testing.T) {
 	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
 	const never = "never/produced.dat"
 	r := sc.consume(t, "node-b", consB, "--timeout", "1s", never)
-	if r.err == nil {
-		t.Fatalf("consume of a file never produced succeeded:\n%s", r.stdout)
+	if r.Err == nil {
+		t.Fatalf("consume of a file never produced succeeded:\n%s", r.Stdout)
 	}
 	var ee *exec.ExitError
-	if !errors.As(r.err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("consume timed out with %v, want exit status 1", r.err)
+	if !errors.As(r.Err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("consume timed out with %v, want exit status 1", r.Err)
 	}
-	if !strings.Contains(r.stderr, "waiting for "+never+" to be produced") {
-		t.Errorf("consume did not say it waits for %s:\n%s", never, r.stderr)
+	if !strings.Contains(r.Stderr, "waiting for "+never+" to be produced") {
+		t.Errorf("consume did not say it waits for %s:\n%s", never, r.Stderr)
 	}
-	last := strings.TrimSpace(r.stderr[strings.LastIndex(strings.TrimSpace(r.stderr), "\n")+1:])
+	last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:])
 	// The client's deadline or the server's copy of it may end the wait
 	// first: "not produced before the deadline" or "not produced in time:
 	// pdc: deadline exceeded".
@@ -373,21 +374,21 @@ func TestStageConsumeTimeout(t *testing.T) {
 	writeFile(t, sc.prodA, "there.dat", []byte("there\n"))
 	sc.produce(t, "there.dat")
 	r = sc.consume(t, "node-b", consB, "--timeout", "1s", "there.dat", never)
-	if r.err == nil || !hasConsumed(r.stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "fetched") ||
-		!strings.Contains(r.stderr, "1 of 2 files failed") || !strings.Contains(r.stderr, "pdc: consume "+never+": ") ||
-		strings.Count(r.stderr, "not produced") < 2 {
-		t.Errorf("consume of a produced and a missing file: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r.Err == nil || !hasConsumed(r.Stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "fetched") ||
+		!strings.Contains(r.Stderr, "1 of 2 files failed") || !strings.Contains(r.Stderr, "pdc: consume "+never+": ") ||
+		strings.Count(r.Stderr, "not produced") < 2 {
+		t.Errorf("consume of a produced and a missing file: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, "there.dat", []byte("there\n"))
 
 	// The Go API says the same with pdc.ErrTimeout.
 	c := sc.client(t, "node-b", consB)
 	waited := false
-	_, err := c.Consume(ctxT(t, time.Second), never, client.WithWaiting(func(string) { waited = true }))
+	_, err := c.Consume(e2e.Ctx(t, time.Second), never, client.WithWaiting(func(string) { waited = true }))
 	if !errors.Is(err, pdc.ErrTimeout) || !strings.Contains(err.Error(), never) || !waited {
 		t.Fatalf("Consume past its deadline: got %v (waited %v), want ErrTimeout naming %s", err, waited, never)
 	}
-	if _, err := c.Lookup(ctxT(t, 10*time.Second), never); !errors.Is(err, pdc.ErrNotFound) {
+	if _, err := c.Lookup(e2e.Ctx(t, 10*time.Second), never); !errors.Is(err, pdc.ErrNotFound) {
 		t.Fatalf("lookup of a file never produced: %v, want ErrNotFound", err)
 	}
 
@@ -399,10 +400,10 @@ func TestStageConsumeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = proc.wait(t)
-	t.Logf("consume interrupted while waiting: %v: %s", r.err, strings.TrimSpace(r.stderr))
-	last = strings.TrimSpace(r.stderr[strings.LastIndex(strings.TrimSpace(r.stderr), "\n")+1:])
-	if r.err == nil || !strings.Contains(last, never) || !strings.Contains(last, "canceled") || strings.Contains(last, "deadline") {
-		t.Errorf("consume interrupted while waiting: %v, last line %q; want an error naming %s that says it was canceled", r.err, last, never)
+	t.Logf("consume interrupted while waiting: %v: %s", r.Err, strings.TrimSpace(r.Stderr))
+	last = strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:])
+	if r.Err == nil || !strings.Contains(last, never) || !strings.Contains(last, "canceled") || strings.Contains(last, "deadline") {
+		t.Errorf("consume interrupted while waiting: %v, last line %q; want an error naming %s that says it was canceled", r.Err, last, never)
 	}
 
 	// The servers are alive and serve a new wait for the same path, which
@@ -412,7 +413,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range list.Servers {
-		if !alive(s.PID) {
+		if !e2e.Alive(s.PID) {
 			t.Fatalf("%s died", s.Label())
 		}
 	}
@@ -421,8 +422,8 @@ func TestStageConsumeTimeout(t *testing.T) {
 	want := randBytes(7, 10_000)
 	writeFile(t, sc.prodA, never, want)
 	sc.produce(t, never)
-	if r := proc.wait(t); r.err != nil || !hasConsumed(r.stdout, never, 1, filepath.Join(consB, never), "fetched") {
-		t.Fatalf("consume after a timed-out one: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, never, 1, filepath.Join(consB, never), "fetched") {
+		t.Fatalf("consume after a timed-out one: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, never, want)
 }
@@ -457,23 +458,23 @@ func TestStagePathEscapes(t *testing.T) {
 		{"outdir/secret.txt", "outdir/secret.txt", "outside it (a symlink)"},
 		{".pdc-stage/x", "", "pdc keeps for itself"},
 	} {
-		r := run(t, sc.env("node-a"), "stage", "produce", "--producer-dir", sc.prodA, tc.path)
-		t.Logf("produce %s: %s", tc.path, strings.TrimSpace(r.stderr))
-		if r.err == nil || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "produce") {
-			t.Errorf("produce %s: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying %q", tc.path, r.err, r.stdout, r.stderr, tc.want)
+		r := e2e.Run(t, sc.env("node-a"), "stage", "produce", "--producer-dir", sc.prodA, tc.path)
+		t.Logf("produce %s: %s", tc.path, strings.TrimSpace(r.Stderr))
+		if r.Err == nil || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Stderr, "produce") {
+			t.Errorf("produce %s: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying %q", tc.path, r.Err, r.Stdout, r.Stderr, tc.want)
 		}
-		if strings.Contains(r.stdout, "produced") {
-			t.Errorf("produce %s reported a record:\n%s", tc.path, r.stdout)
+		if strings.Contains(r.Stdout, "produced") {
+			t.Errorf("produce %s reported a record:\n%s", tc.path, r.Stdout)
 		}
 		if tc.rel != "" {
-			if r := run(t, sc.env("node-b"), "stage", "lookup", tc.rel); r.err == nil || !strings.Contains(r.stderr, "has not been produced") {
-				t.Errorf("lookup %s after a refused produce: %v\n%s%s", tc.rel, r.err, r.stdout, r.stderr)
+			if r := e2e.Run(t, sc.env("node-b"), "stage", "lookup", tc.rel); r.Err == nil || !strings.Contains(r.Stderr, "has not been produced") {
+				t.Errorf("lookup %s after a refused produce: %v\n%s%s", tc.rel, r.Err, r.Stdout, r.Stderr)
 			}
 		}
 	}
-	pc := connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs(sc.prodA, ""))
+	pc := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs(sc.prodA, ""))
 	for _, p := range []string{"../x", "/etc/passwd", "passwd-link", "outdir/secret.txt"} {
-		if _, err := pc.Produce(ctxT(t, 10*time.Second), p); !errors.Is(err, pdc.ErrPermission) {
+		if _, err := pc.Produce(e2e.Ctx(t, 10*time.Second), p); !errors.Is(err, pdc.ErrPermission) {
 			t.Errorf("Produce(%s): %v, want ErrPermission", p, err)
 		}
 	}
@@ -503,17 +504,17 @@ func TestStagePathEscapes(t *testing.T) {
 		{"evil-dir/f", "outside it (a symlink)"},
 	} {
 		r := sc.consume(t, "node-b", consB, "--timeout", "20s", tc.path)
-		t.Logf("consume %s: %s", tc.path, strings.TrimSpace(r.stderr))
-		if r.err == nil || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "consume") {
-			t.Errorf("consume %s: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying %q", tc.path, r.err, r.stdout, r.stderr, tc.want)
+		t.Logf("consume %s: %s", tc.path, strings.TrimSpace(r.Stderr))
+		if r.Err == nil || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Stderr, "consume") {
+			t.Errorf("consume %s: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying %q", tc.path, r.Err, r.Stdout, r.Stderr, tc.want)
 		}
-		if strings.Contains(r.stderr, "waiting for") {
-			t.Errorf("consume %s waited instead of refusing the path:\n%s", tc.path, r.stderr)
+		if strings.Contains(r.Stderr, "waiting for") {
+			t.Errorf("consume %s waited instead of refusing the path:\n%s", tc.path, r.Stderr)
 		}
 	}
 	cc := sc.client(t, "node-b", consB)
 	for _, p := range []string{"../x", filepath.Join(outside, "abs-target"), "evil-link", "evil-link2", "evil-dir/f"} {
-		if _, err := cc.Consume(ctxT(t, 10*time.Second), p); !errors.Is(err, pdc.ErrPermission) {
+		if _, err := cc.Consume(e2e.Ctx(t, 10*time.Second), p); !errors.Is(err, pdc.ErrPermission) {
 			t.Errorf("Consume(%s): %v, want ErrPermission", p, err)
 		}
 	}
@@ -530,9 +531,9 @@ func TestStagePathEscapes(t *testing.T) {
 	consA := realDir(t, filepath.Join(sc.base, "cons-node-a"))
 	for _, host := range []struct{ name, dir string }{{"node-b", consB}, {"node-a", consA}} {
 		r := sc.consume(t, host.name, host.dir, "--timeout", "20s", "swap")
-		t.Logf("consume on %s of a swapped file: %s", host.name, strings.TrimSpace(r.stderr))
-		if r.err == nil || !strings.Contains(r.stderr, "swap") || !strings.Contains(r.stderr, "/etc/passwd") || !strings.Contains(r.stderr, "outside") {
-			t.Errorf("consume on %s of a produced file swapped for a symlink out: %v\nstdout:\n%s\nstderr:\n%s", host.name, r.err, r.stdout, r.stderr)
+		t.Logf("consume on %s of a swapped file: %s", host.name, strings.TrimSpace(r.Stderr))
+		if r.Err == nil || !strings.Contains(r.Stderr, "swap") || !strings.Contains(r.Stderr, "/etc/passwd") || !strings.Contains(r.Stderr, "outside") {
+			t.Errorf("consume on %s of a produced file swapped for a symlink out: %v\nstdout:\n%s\nstderr:\n%s", host.name, r.Err, r.Stdout, r.Stderr)
 		}
 		if _, err := os.Lstat(filepath.Join(host.dir, "swap")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("consume on %s of a swapped file left %s/swap: %v", host.name, host.dir, err)
@@ -568,7 +569,7 @@ func TestStageReproduce(t *testing.T) {
 	sc := stageUp(t)
 	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
 	c := sc.client(t, "node-b", consB)
-	ctx := ctxT(t, time.Minute)
+	ctx := e2e.Ctx(t, time.Minute)
 	const rel = "run/data.bin"
 	local := filepath.Join(consB, rel)
 	v1 := randBytes(1, 300_000)
@@ -591,8 +592,8 @@ func TestStageReproduce(t *testing.T) {
 	}
 	check("first consume", 1, client.Fetched, int64(len(v1)), v1)
 	check("second consume", 1, client.Cached, 0, v1)
-	if r := sc.consume(t, "node-b", consB, rel); r.err != nil || !hasConsumed(r.stdout, rel, 1, local, "cached") {
-		t.Fatalf("pdc stage consume of a current copy: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r := sc.consume(t, "node-b", consB, rel); r.Err != nil || !hasConsumed(r.Stdout, rel, 1, local, "cached") {
+		t.Fatalf("pdc stage consume of a current copy: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 
 	// New bytes of the same size, not produced yet: the consumer's copy of
@@ -629,8 +630,8 @@ func TestStageReproduce(t *testing.T) {
 	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 3 ") {
 		t.Fatalf("third produce:\n%s", out)
 	}
-	if r := sc.consume(t, "node-b", consB, rel); r.err != nil || !hasConsumed(r.stdout, rel, 3, local, "fetched") {
-		t.Fatalf("pdc stage consume of version 3: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r := sc.consume(t, "node-b", consB, rel); r.Err != nil || !hasConsumed(r.Stdout, rel, 3, local, "fetched") {
+		t.Fatalf("pdc stage consume of version 3: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, rel, v3)
 	check("consume of version 3 again", 3, client.Cached, 0, v3)
@@ -646,7 +647,7 @@ func TestStageReproduce(t *testing.T) {
 func TestStageOwnerKilledMidTransfer(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.bin")
 	size := int64(256 << 20)
-	if raceEnabled {
+	if e2e.Race {
 		size = 64 << 20
 	}
 	{
@@ -683,12 +684,12 @@ func TestStageOwnerKilledMidTransfer(t *testing.T) {
 			var once sync.Once
 			var first, total int64 = -1, -1
 			var killErr error
-			ctx := ctxT(t, time.Minute)
+			ctx := e2e.Ctx(t, time.Minute)
 			got, err := c.Consume(ctx, "big.bin", client.WithTransport(mode), client.WithProgress(func(done, all int64) {
 				once.Do(func() {
 					first, total = done, all
 					if killErr = syscall.Kill(owner.PID, syscall.SIGKILL); killErr == nil {
-						killErr = cluster.WaitExit(ctxT(t, 20*time.Second), owner.PID)
+						killErr = cluster.WaitExit(e2e.Ctx(t, 20*time.Second), owner.PID)
 					}
 				})
 			}))
@@ -740,16 +741,16 @@ func TestStageTwoConsumersOneHost(t *testing.T) {
 	local := filepath.Join(consB, rel)
 	for i, p := range procs {
 		r := p.wait(t)
-		if r.err != nil {
-			t.Fatalf("consumer %d: %v\nstdout:\n%s\nstderr:\n%s", i, r.err, r.stdout, r.stderr)
+		if r.Err != nil {
+			t.Fatalf("consumer %d: %v\nstdout:\n%s\nstderr:\n%s", i, r.Err, r.Stdout, r.Stderr)
 		}
 		switch {
-		case hasConsumed(r.stdout, rel, 1, local, "fetched"):
+		case hasConsumed(r.Stdout, rel, 1, local, "fetched"):
 			hows["fetched"]++
-		case hasConsumed(r.stdout, rel, 1, local, "cached"):
+		case hasConsumed(r.Stdout, rel, 1, local, "cached"):
 			hows["cached"]++
 		default:
-			t.Fatalf("consumer %d reported neither a fetch nor a cached copy of %s version 1 at %s:\n%s", i, rel, local, r.stdout)
+			t.Fatalf("consumer %d reported neither a fetch nor a cached copy of %s version 1 at %s:\n%s", i, rel, local, r.Stdout)
 		}
 	}
 	if hows["fetched"] != 1 || hows["cached"] != 1 {
@@ -819,12 +820,12 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 			{"removed.dat", "removed", pdc.ErrNotFound},
 		} {
 			r := sc.consume(t, host.name, host.dir, "--timeout", "20s", tc.path)
-			if r.err == nil || !strings.Contains(r.stderr, tc.path) || !strings.Contains(r.stderr, tc.want) {
+			if r.Err == nil || !strings.Contains(r.Stderr, tc.path) || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("consume on %s of %s: %v\nstdout:\n%s\nstderr:\n%s\nwant an error naming it and saying %q",
-					host.name, tc.path, r.err, r.stdout, r.stderr, tc.want)
+					host.name, tc.path, r.Err, r.Stdout, r.Stderr, tc.want)
 			}
-			t.Logf("consume on %s of %s: %s", host.name, tc.path, strings.TrimSpace(r.stderr))
-			got, err := c.Consume(ctxT(t, 20*time.Second), tc.path)
+			t.Logf("consume on %s of %s: %s", host.name, tc.path, strings.TrimSpace(r.Stderr))
+			got, err := c.Consume(e2e.Ctx(t, 20*time.Second), tc.path)
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Consume on %s of %s: got %+v, %v; want %v saying %q", host.name, tc.path, got, err, tc.is, tc.want)
 			}
@@ -841,8 +842,8 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 	}
 	for _, host := range []struct{ name, dir, how string }{{"node-b", consB, "fetched"}, {"node-a", consA, "linked"}} {
 		r := sc.consume(t, host.name, host.dir, "appended.dat")
-		if r.err != nil || !hasConsumed(r.stdout, "appended.dat", 2, filepath.Join(host.dir, "appended.dat"), host.how) {
-			t.Fatalf("consume on %s after the re-produce: %v\nstdout:\n%s\nstderr:\n%s", host.name, r.err, r.stdout, r.stderr)
+		if r.Err != nil || !hasConsumed(r.Stdout, "appended.dat", 2, filepath.Join(host.dir, "appended.dat"), host.how) {
+			t.Fatalf("consume on %s after the re-produce: %v\nstdout:\n%s\nstderr:\n%s", host.name, r.Err, r.Stdout, r.Stderr)
 		}
 		sameFile(t, host.dir, "appended.dat", appended)
 	}
@@ -850,9 +851,9 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 	// dir finds the file where it is. The linked copy above shares the
 	// producer's inode, which now carries the record of version 2: the
 	// file is current there already.
-	r := run(t, sc.env("node-a"), "stage", "consume", "--consumer-dir", sc.prodA, "appended.dat")
-	if r.err != nil || !hasConsumed(r.stdout, "appended.dat", 2, filepath.Join(sc.prodA, "appended.dat"), "cached") {
-		t.Fatalf("consume into the producer dir: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	r := e2e.Run(t, sc.env("node-a"), "stage", "consume", "--consumer-dir", sc.prodA, "appended.dat")
+	if r.Err != nil || !hasConsumed(r.Stdout, "appended.dat", 2, filepath.Join(sc.prodA, "appended.dat"), "cached") {
+		t.Fatalf("consume into the producer dir: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, sc.prodA, "appended.dat", appended)
 	// A file consumed nowhere yet is used in place.
@@ -860,9 +861,9 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 	writeFile(t, sc.prodA, "fresh.dat", fresh)
 	sc.produce(t, "fresh.dat")
 	for _, how := range []string{"direct", "cached"} {
-		r = run(t, sc.env("node-a"), "stage", "consume", "--consumer-dir", sc.prodA, "fresh.dat")
-		if r.err != nil || !hasConsumed(r.stdout, "fresh.dat", 1, filepath.Join(sc.prodA, "fresh.dat"), how) {
-			t.Fatalf("consume of a fresh file into the producer dir (want %s): %v\nstdout:\n%s\nstderr:\n%s", how, r.err, r.stdout, r.stderr)
+		r = e2e.Run(t, sc.env("node-a"), "stage", "consume", "--consumer-dir", sc.prodA, "fresh.dat")
+		if r.Err != nil || !hasConsumed(r.Stdout, "fresh.dat", 1, filepath.Join(sc.prodA, "fresh.dat"), how) {
+			t.Fatalf("consume of a fresh file into the producer dir (want %s): %v\nstdout:\n%s\nstderr:\n%s", how, r.Err, r.Stdout, r.Stderr)
 		}
 	}
 	sameFile(t, sc.prodA, "fresh.dat", fresh)
@@ -894,17 +895,17 @@ func TestStageConsumerDirFull(t *testing.T) {
 	// cannot cross into the tmpfs).
 	for _, host := range []string{"node-b", "node-a"} {
 		r := sc.consume(t, host, full, "--timeout", "20s", "big.bin")
-		t.Logf("consume on %s into the full dir: %s", host, strings.TrimSpace(r.stderr))
-		if r.err == nil || !strings.Contains(r.stderr, "big.bin") || !strings.Contains(r.stderr, "no space left on device") {
-			t.Errorf("consume on %s of 4 MiB into 1 MiB: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying there is no space", host, r.err, r.stdout, r.stderr)
+		t.Logf("consume on %s into the full dir: %s", host, strings.TrimSpace(r.Stderr))
+		if r.Err == nil || !strings.Contains(r.Stderr, "big.bin") || !strings.Contains(r.Stderr, "no space left on device") {
+			t.Errorf("consume on %s of 4 MiB into 1 MiB: %v\nstdout:\n%s\nstderr:\n%s\nwant an error saying there is no space", host, r.Err, r.Stdout, r.Stderr)
 		}
 		if got := listFiles(t, full); len(got) != 0 {
 			t.Fatalf("the failed consume on %s left %v in the full dir", host, got)
 		}
 	}
 	r := sc.consume(t, "node-b", full, "small.bin")
-	if r.err != nil || !hasConsumed(r.stdout, "small.bin", 1, filepath.Join(full, "small.bin"), "fetched") {
-		t.Fatalf("consume of a small file into the dir after a failed one: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r.Err != nil || !hasConsumed(r.Stdout, "small.bin", 1, filepath.Join(full, "small.bin"), "fetched") {
+		t.Fatalf("consume of a small file into the dir after a failed one: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, full, "small.bin", small)
 	if got := listFiles(t, full); !slices.Equal(got, []string{"small.bin"}) {
@@ -923,9 +924,9 @@ func TestStageEveryTransport(t *testing.T) {
 	for _, mode := range []string{"stream", "pull", "push", "shm"} {
 		dir := realDir(t, filepath.Join(sc.base, "cons-"+mode))
 		r := sc.consume(t, "node-b", dir, "--mode", mode, rel)
-		if r.err != nil || !hasConsumed(r.stdout, rel, 1, filepath.Join(dir, rel), "fetched 5.0MiB from rank 0") ||
-			!strings.Contains(r.stdout, " by "+mode+" in ") {
-			t.Errorf("consume by %s: %v\nstdout:\n%s\nstderr:\n%s", mode, r.err, r.stdout, r.stderr)
+		if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(dir, rel), "fetched 5.0MiB from rank 0") ||
+			!strings.Contains(r.Stdout, " by "+mode+" in ") {
+			t.Errorf("consume by %s: %v\nstdout:\n%s\nstderr:\n%s", mode, r.Err, r.Stdout, r.Stderr)
 			continue
 		}
 		sameFile(t, dir, rel, want)
@@ -933,31 +934,31 @@ func TestStageEveryTransport(t *testing.T) {
 	}
 	// $PDC_DTL picks the mode when --mode does not.
 	dir := realDir(t, filepath.Join(sc.base, "cons-env"))
-	r := run(t, sc.env("node-b", "PDC_DTL=push"), "stage", "consume", "--consumer-dir", dir, rel)
-	if r.err != nil || !strings.Contains(r.stdout, " by push in ") {
-		t.Errorf("consume with PDC_DTL=push: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	r := e2e.Run(t, sc.env("node-b", "PDC_DTL=push"), "stage", "consume", "--consumer-dir", dir, rel)
+	if r.Err != nil || !strings.Contains(r.Stdout, " by push in ") {
+		t.Errorf("consume with PDC_DTL=push: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	} else {
 		sameFile(t, dir, rel, want)
 	}
 	// On shared storage a consumer on another host links the owner's
 	// file instead of fetching it.
 	dir = realDir(t, filepath.Join(sc.base, "cons-shared"))
-	r = run(t, sc.env("node-b", "PDC_STAGE_SHARED=1"), "stage", "consume", "--consumer-dir", dir, rel)
-	if r.err != nil || !hasConsumed(r.stdout, rel, 1, filepath.Join(dir, rel), "linked") {
-		t.Errorf("consume from shared storage: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	r = e2e.Run(t, sc.env("node-b", "PDC_STAGE_SHARED=1"), "stage", "consume", "--consumer-dir", dir, rel)
+	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(dir, rel), "linked") {
+		t.Errorf("consume from shared storage: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	} else {
 		sameFile(t, dir, rel, want)
 	}
 	dir = realDir(t, filepath.Join(sc.base, "cons-bad"))
 	r = sc.consume(t, "node-b", dir, "--mode", "carrier-pigeon", rel)
-	if r.err == nil || !strings.Contains(r.stderr, "carrier-pigeon") || !strings.Contains(r.stderr, "stream") {
-		t.Errorf("consume by an unknown mode: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r.Err == nil || !strings.Contains(r.Stderr, "carrier-pigeon") || !strings.Contains(r.Stderr, "stream") {
+		t.Errorf("consume by an unknown mode: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	if got := listFiles(t, dir); len(got) != 0 {
 		t.Errorf("a consume by an unknown mode left %v", got)
 	}
 	c := sc.client(t, "node-b", dir)
-	if _, err := c.Consume(ctxT(t, 10*time.Second), rel, client.WithTransport("carrier-pigeon")); !errors.Is(err, pdc.ErrInvalid) ||
+	if _, err := c.Consume(e2e.Ctx(t, 10*time.Second), rel, client.WithTransport("carrier-pigeon")); !errors.Is(err, pdc.ErrInvalid) ||
 		!strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Errorf("Consume by an unknown mode: %v, want ErrInvalid naming it", err)
 	}
@@ -968,7 +969,7 @@ func TestStageEveryTransport(t *testing.T) {
 // next produce continues the versions.
 func TestStageRecordsSurviveRestart(t *testing.T) {
 	sc := stageUp(t)
-	datadir := serverDataDir(t, sc.tmpdir)
+	datadir := e2e.ServerDataDir(t, sc.tmpdir)
 	paths := []string{"a.dat", "b.dat", "c/d.dat", "e.dat", "f.dat", "g/h/i.dat"}
 	data := map[string][]byte{}
 	for i, p := range paths {
@@ -981,7 +982,7 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 	c := sc.client(t, "node-b", "")
 	before := map[string]client.StagedFile{}
 	for i, p := range paths {
-		r, err := c.Lookup(ctxT(t, 10*time.Second), p)
+		r, err := c.Lookup(e2e.Ctx(t, 10*time.Second), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1001,18 +1002,18 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 	waiter := startStage(t, sc.env("node-b"), "consume", "--timeout", "1m", "--consumer-dir", consB, "late.dat")
 	waiter.awaitWaiting(t, "late.dat")
 
-	killAll(t, sc.tmpdir)
+	e2e.KillAll(t, sc.tmpdir)
 	r := waiter.wait(t)
-	t.Logf("a consumer waiting while the servers were killed: %v: %s", r.err, strings.TrimSpace(r.stderr))
-	if last := strings.TrimSpace(r.stderr[strings.LastIndex(strings.TrimSpace(r.stderr), "\n")+1:]); r.err == nil ||
+	t.Logf("a consumer waiting while the servers were killed: %v: %s", r.Err, strings.TrimSpace(r.Stderr))
+	if last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]); r.Err == nil ||
 		!strings.Contains(last, "consume late.dat") || !strings.Contains(last, "unavailable") || strings.Contains(last, "deadline") {
 		t.Errorf("a consumer waiting while the servers were killed: %v\nstdout:\n%s\nstderr:\n%s\nwant an error naming the file, before its deadline",
-			r.err, r.stdout, r.stderr)
+			r.Err, r.Stdout, r.Stderr)
 	}
-	mustRun(t, append([]string{"up", "-n", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir}, sc.upArgs...)...)
+	e2e.MustRun(t, append([]string{"up", "-n", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir}, sc.upArgs...)...)
 
 	c = sc.client(t, "node-b", consB)
-	ctx := ctxT(t, time.Minute)
+	ctx := e2e.Ctx(t, time.Minute)
 	for _, p := range paths {
 		r, err := c.Lookup(ctx, p)
 		if err != nil {
@@ -1024,7 +1025,7 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 			t.Fatalf("record of %s after the restart: %+v, before: %+v", p, r, b)
 		}
 	}
-	out := mustRun(t, "stage", "lookup", "--tmpdir", sc.tmpdir, "a.dat", "e.dat")
+	out := e2e.MustRun(t, "stage", "lookup", "--tmpdir", sc.tmpdir, "a.dat", "e.dat")
 	if !strings.Contains(out, "a.dat") || !regexpLine(out, "a.dat", "2") || !regexpLine(out, "e.dat", "1") {
 		t.Fatalf("pdc stage lookup after the restart:\n%s", out)
 	}
@@ -1062,20 +1063,20 @@ func regexpLine(out, path, version string) bool {
 // from the server's new address.
 func TestStageOwnerRestartedInPlace(t *testing.T) {
 	sc := stageUp(t)
-	datadir := serverDataDir(t, sc.tmpdir)
+	datadir := e2e.ServerDataDir(t, sc.tmpdir)
 	paths := []string{"a.dat", "b.dat", "c.dat", "d.dat", "e.dat", "f.dat"}
 	data := map[string][]byte{}
 	for i, p := range paths {
 		data[p] = randBytes(uint64(200+i), 70_000+i)
 		writeFile(t, sc.prodB, p, data[p])
 	}
-	r := run(t, sc.env("node-b"), append([]string{"stage", "produce", "--producer-dir", sc.prodB}, paths...)...)
-	if r.err != nil || strings.Count(r.stdout, "version 1 ") != len(paths) || !strings.Contains(r.stdout, "on node-b") {
-		t.Fatalf("produce on node-b: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	r := e2e.Run(t, sc.env("node-b"), append([]string{"stage", "produce", "--producer-dir", sc.prodB}, paths...)...)
+	if r.Err != nil || strings.Count(r.Stdout, "version 1 ") != len(paths) || !strings.Contains(r.Stdout, "on node-b") {
+		t.Fatalf("produce on node-b: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	consA := realDir(t, filepath.Join(sc.base, "cons-node-a"))
-	c := connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
-	ctx := ctxT(t, time.Minute)
+	c := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
+	ctx := e2e.Ctx(t, time.Minute)
 	before := map[string]client.StagedFile{}
 	for _, p := range paths {
 		rec, err := c.Lookup(ctx, p)
@@ -1101,19 +1102,19 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.WaitExit(ctxT(t, 10*time.Second), victim.PID); err != nil {
+	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
 		t.Fatal(err)
 	}
 	// With rank 1 down, the records it holds cannot be looked up and no
 	// file it owns can be consumed: both fail as unavailable, naming it.
 	held := 0
-	probe := connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
+	probe := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
 	for _, p := range paths[1:] {
-		got, err := probe.Consume(ctxT(t, 20*time.Second), p)
+		got, err := probe.Consume(e2e.Ctx(t, 20*time.Second), p)
 		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
 			t.Fatalf("consume %s with its owner down: %+v, %v; want ErrUnavailable naming rank 1", p, got, err)
 		}
-		if _, err := probe.Lookup(ctxT(t, 20*time.Second), p); err != nil {
+		if _, err := probe.Lookup(e2e.Ctx(t, 20*time.Second), p); err != nil {
 			if !errors.Is(err, pdc.ErrUnavailable) {
 				t.Fatalf("lookup %s with rank 1 down: %v", p, err)
 			}
@@ -1127,7 +1128,7 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 		t.Fatalf("failed consumes left %v", got)
 	}
 
-	restarted := exec.Command(pdcBin, "server", "--rank", "1", "--size", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir,
+	restarted := exec.Command(e2e.Bin(), "server", "--rank", "1", "--size", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir,
 		"--host", "node-b", "--stage-producer-dir", sc.prodB)
 	logs, err := restarted.StderrPipe()
 	if err != nil {
@@ -1189,9 +1190,9 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 		}
 		sameFile(t, consA, p, data[p])
 	}
-	r = run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
-	if r.err != nil || !strings.Contains(r.stdout, "produced "+paths[1]+" version 2 ") {
-		t.Fatalf("produce after the restart: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	r = e2e.Run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
+	if r.Err != nil || !strings.Contains(r.Stdout, "produced "+paths[1]+" version 2 ") {
+		t.Fatalf("produce after the restart: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 }
 
@@ -1216,7 +1217,7 @@ func TestStageConsumerKilledMidTransfer(t *testing.T) {
 	writeFile(t, sc.prodA, "big.bin", want)
 	sc.produce(t, "big.bin")
 	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
-	cmd, out, _ := clientProc(t, sc.tmpdir, "stage-stall", "PDC_HOST=node-b", "PDC_STAGE_CONSUMER_DIR="+consB,
+	cmd, out, _ := e2e.ClientProc(t, sc.tmpdir, "stage-stall", "PDC_HOST=node-b", "PDC_STAGE_CONSUMER_DIR="+consB,
 		"PDC_STAGE_PRODUCER_DIR=", "PDC_STAGE_SHARED=", "PDC_DTL=", "PDC_E2E_PATH=big.bin")
 	if !out.Scan() || !strings.HasPrefix(out.Text(), "progress ") {
 		t.Fatalf("the stalling consumer said %q (%v), not its progress", out.Text(), out.Err())
@@ -1231,8 +1232,8 @@ func TestStageConsumerKilledMidTransfer(t *testing.T) {
 	}
 
 	r := sc.consume(t, "node-b", consB, "big.bin")
-	if r.err != nil || !hasConsumed(r.stdout, "big.bin", 1, filepath.Join(consB, "big.bin"), "fetched") {
-		t.Fatalf("consume after a consumer was killed mid-fetch: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	if r.Err != nil || !hasConsumed(r.Stdout, "big.bin", 1, filepath.Join(consB, "big.bin"), "fetched") {
+		t.Fatalf("consume after a consumer was killed mid-fetch: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, "big.bin", want)
 	if got := listFiles(t, consB); !slices.Equal(got, []string{"big.bin"}) {

@@ -1,4 +1,4 @@
-package cli_test
+package searche2e_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/region"
 )
@@ -22,7 +23,7 @@ import (
 // scan, checks that both agree, and returns the ids.
 func queryBoth(t *testing.T, c *client.Client, q string) []uint64 {
 	t.Helper()
-	ctx := ctxT(t, time.Minute)
+	ctx := e2e.Ctx(t, time.Minute)
 	idx, err := c.Query(ctx, q)
 	if err != nil {
 		t.Fatalf("query %q: %v", q, err)
@@ -50,10 +51,10 @@ func ids(ms []client.Match) []uint64 {
 // four servers: after a restart, after kill -9 of every server, after the
 // cluster shrinks to three servers, and after every tag is deleted.
 func TestSearchDARTCases(t *testing.T) {
-	tmpdir := up(t, 4)
-	datadir := serverDataDir(t, tmpdir)
-	ctx := ctxT(t, 2*time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 4)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "dart", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -131,38 +132,38 @@ func TestSearchDARTCases(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		c := connect(t, tmpdir) // a fresh client: nothing cached
+		c := e2e.Connect(t, tmpdir) // a fresh client: nothing cached
 		for _, k := range cases {
 			if got := queryBoth(t, c, k.q); !slices.Equal(got, k.want) {
 				t.Fatalf("%s: query %q found %d objects %v, want %d %v", when, k.q, len(got), got, len(k.want), k.want)
 			}
 		}
 		// Another process, through the index alone.
-		out := mustRun(t, "query", "--tmpdir", tmpdir, "--index", "--ids", "*09*")
+		out := e2e.MustRun(t, "query", "--tmpdir", tmpdir, "--index", "--ids", "*09*")
 		if n := len(strings.Fields(out)); n != 20 {
 			t.Fatalf("%s: pdc query --index '*09*' printed %d ids:\n%s", when, n, out)
 		}
-		out = mustRun(t, "query", "--tmpdir", tmpdir, "str109str")
+		out = e2e.MustRun(t, "query", "--tmpdir", tmpdir, "str109str")
 		if !strings.Contains(out, "o109") || !strings.Contains(out, "1 object") {
 			t.Fatalf("%s: pdc query str109str printed:\n%s", when, out)
 		}
 	}
 	check("after the puts")
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
 	check("after a restart")
 
-	killAll(t, tmpdir)
-	mustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.KillAll(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
 	check("after kill -9 and a restart")
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 	check("after shrinking to 3 servers")
 
 	// Delete every tag: every query finds nothing, by index and by scan.
-	c = connect(t, tmpdir)
+	c = e2e.Connect(t, tmpdir)
 	if err := mustOpen(t, c, "abcd-object").DeleteTag(ctx, "abcd"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestSearchDARTCases(t *testing.T) {
 		}
 	}
 	empty := func(when string) {
-		c := connect(t, tmpdir)
+		c := e2e.Connect(t, tmpdir)
 		for _, k := range cases {
 			if got := queryBoth(t, c, k.q); len(got) != 0 {
 				t.Fatalf("%s: query %q still finds %v", when, k.q, got)
@@ -184,14 +185,14 @@ func TestSearchDARTCases(t *testing.T) {
 		}
 	}
 	empty("after deleting every tag")
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
 	empty("after deleting every tag and a restart")
 }
 
 func mustOpen(t *testing.T, c *client.Client, name string) *client.Object {
 	t.Helper()
-	o, err := c.OpenObject(ctxT(t, 30*time.Second), name)
+	o, err := c.OpenObject(e2e.Ctx(t, 30*time.Second), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +201,9 @@ func mustOpen(t *testing.T, c *client.Client, name string) *client.Object {
 }
 
 func TestSearchBadInput(t *testing.T) {
-	tmpdir := up(t, 2)
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
+	tmpdir := e2e.Up(t, 2)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
 	ct, _, err := c.CreateContainer(ctx, "bad", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -231,9 +232,9 @@ func TestSearchBadInput(t *testing.T) {
 			}
 		}
 	}
-	r := run(t, nil, "query", "--tmpdir", tmpdir, "a*b")
-	if r.err == nil || !strings.Contains(r.stderr, "misplaced *") {
-		t.Errorf("pdc query a*b: %v, stderr %q", r.err, r.stderr)
+	r := e2e.Run(t, nil, "query", "--tmpdir", tmpdir, "a*b")
+	if r.Err == nil || !strings.Contains(r.Stderr, "misplaced *") {
+		t.Errorf("pdc query a*b: %v, stderr %q", r.Err, r.Stderr)
 	}
 	// The servers keep serving.
 	if got := queryBoth(t, c, "name=te*"); !slices.Equal(got, []uint64{o.ID()}) {
@@ -245,9 +246,9 @@ func TestSearchBadInput(t *testing.T) {
 // on objects spread over four servers, and random queries of every form;
 // the index, the scan and a model in the test agree on every query.
 func TestSearchIndexEqualsScan(t *testing.T) {
-	tmpdir := up(t, 4)
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, 2*time.Minute)
+	tmpdir := e2e.Up(t, 4)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, 2*time.Minute)
 	ct, _, err := c.CreateContainer(ctx, "prop", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -469,9 +470,9 @@ func (g *allGather) rank(r int) client.AllGather {
 // Three ranks query together, each asking a share of the servers: every
 // rank gets the whole answer, with names, by index and by scan.
 func TestSearchCollective(t *testing.T) {
-	tmpdir := up(t, 4)
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
+	tmpdir := e2e.Up(t, 4)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
 	ct, _, err := c.CreateContainer(ctx, "coll", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +496,7 @@ func TestSearchCollective(t *testing.T) {
 	const size = 3
 	clients := make([]*client.Client, size)
 	for r := range clients {
-		clients[r] = connect(t, tmpdir)
+		clients[r] = e2e.Connect(t, tmpdir)
 	}
 	for _, q := range []string{"k3", "k*=v1*", "*3=*9", "*=*0*", "n=10..60", "n=7"} {
 		for _, opt := range []client.QueryOption{client.WithNames(), client.ScanOnly()} {
@@ -526,10 +527,10 @@ func TestSearchCollective(t *testing.T) {
 // turning suffix-tree mode on at a restart rebuilds the index, which then
 // answers infix queries.
 func TestSearchIndexSettings(t *testing.T) {
-	tmpdir := up(t, 2, "--index=false")
-	datadir := serverDataDir(t, tmpdir)
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
+	tmpdir := e2e.Up(t, 2, "--index=false")
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
 	ct, _, err := c.CreateContainer(ctx, "settings", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -553,9 +554,9 @@ func TestSearchIndexSettings(t *testing.T) {
 		t.Fatalf("index-only query without an index: %v", err)
 	}
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir, "--dart-suffix-tree=false")
-	c = connect(t, tmpdir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir, "--dart-suffix-tree=false")
+	c = e2e.Connect(t, tmpdir)
 	if got, err := c.Query(ctx, "color=dark*", client.IndexOnly()); err != nil || !slices.Equal(ids(got), want) {
 		t.Fatalf("index built at restart, prefix: %v, %v", ids(got), err)
 	}
@@ -566,9 +567,9 @@ func TestSearchIndexSettings(t *testing.T) {
 		t.Fatalf("infix without suffix trees found %d", len(got))
 	}
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
-	c = connect(t, tmpdir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	c = e2e.Connect(t, tmpdir)
 	if got, err := c.Query(ctx, "*=*blue*", client.IndexOnly()); err != nil || !slices.Equal(ids(got), want) {
 		t.Fatalf("suffix trees built at restart: %v, %v", ids(got), err)
 	}
@@ -578,9 +579,9 @@ func TestSearchIndexSettings(t *testing.T) {
 // that hold them; a query from another client right after finds every one
 // all the same (it fences the outboxes first), and so do deletes.
 func TestSearchSeesEveryAcknowledgedPut(t *testing.T) {
-	tmpdir := up(t, 4)
-	ctx := ctxT(t, 2*time.Minute)
-	writer, reader := connect(t, tmpdir), connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 4)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	writer, reader := e2e.Connect(t, tmpdir), e2e.Connect(t, tmpdir)
 	ct, _, err := writer.CreateContainer(ctx, "fence", client.Persistent)
 	if err != nil {
 		t.Fatal(err)

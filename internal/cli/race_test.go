@@ -1,5 +1,0 @@
-//go:build race
-
-package cli_test
-
-const raceEnabled = true

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+)
+
+// roleEnv names the role a test binary re-run as a client process plays.
+const roleEnv = "PDC_E2E_ROLE"
+
+var bin string
+
+// Main is the body of a TestMain: run as a client process (ClientProc),
+// it plays the role with role and returns; otherwise it builds the pdc
+// binary, runs the tests and removes the binary. It returns the exit code
+// for os.Exit.
+func Main(m *testing.M, role func(role string) error) int {
+	if r := os.Getenv(roleEnv); r != "" {
+		if role == nil {
+			fmt.Fprintf(os.Stderr, "client role %q: this test binary has no roles\n", r)
+			return 1
+		}
+		if err := role(r); err != nil {
+			fmt.Fprintln(os.Stderr, "client role:", err)
+			return 1
+		}
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "pdc-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "pdc")
+	args := []string{"build", "-o", bin}
+	if Race {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/pdcgo/pdc/cmd/pdc")
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pdc:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// Bin is the path of the pdc binary under test.
+func Bin() string { return bin }
+
+// Result is what a pdc command printed and how it ended.
+type Result struct {
+	Stdout, Stderr string
+	Err            error
+}
+
+// Run runs the pdc binary with env added to ours and waits for it.
+func Run(t *testing.T, env []string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return Result{out.String(), errb.String(), err}
+}
+
+// MustRun runs pdc and fails the test if it fails.
+func MustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	r := Run(t, nil, args...)
+	if r.Err != nil {
+		t.Fatalf("pdc %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Err, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+// Up starts an n-server cluster in a fresh tmpdir and stops it (or kills
+// what is left of it) when the test ends. It returns the tmpdir.
+func Up(t *testing.T, n int, extra ...string) string {
+	t.Helper()
+	tmpdir := filepath.Join(t.TempDir(), "tmp")
+	args := append([]string{"up", "-n", fmt.Sprint(n), "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data")}, extra...)
+	MustRun(t, args...)
+	t.Cleanup(func() { Cleanup(t, tmpdir) })
+	return tmpdir
+}
+
+// Cleanup stops the cluster of tmpdir, if it still runs, and kills what
+// does not stop.
+func Cleanup(t *testing.T, tmpdir string) {
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		return // stopped by the test
+	}
+	_ = Run(t, nil, "down", "--tmpdir", tmpdir, "--timeout", "10s")
+	for _, s := range list.Servers {
+		_ = syscall.Kill(s.PID, syscall.SIGKILL)
+	}
+}
+
+// Connect connects a client to the cluster of tmpdir, closed when the test
+// ends.
+func Connect(t *testing.T, tmpdir string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.Connect(context.Background(), append([]client.Option{client.WithTmpDir(tmpdir)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Ctx is a context that ends after d or with the test.
+func Ctx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Alive reports whether process pid runs.
+func Alive(pid int) bool { return cluster.Running(pid) }
+
+// ClientProc starts this test binary as a client process of the cluster
+// of tmpdir playing role (see Main), with env added. It returns the
+// process, its output by lines and the write end of its stdin; the
+// process is killed when the test ends.
+func ClientProc(t *testing.T, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role, "PDC_TMPDIR=" + tmpdir}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = stdin
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	t.Cleanup(func() {
+		w.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, bufio.NewScanner(stdout), w
+}
+
+// ServerDataDir reads the data dir the cluster's servers use from rank 0's
+// log.
+func ServerDataDir(t *testing.T, tmpdir string) string {
+	t.Helper()
+	logs, err := os.ReadFile(filepath.Join(tmpdir, "logs", "server-0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(logs)) {
+		if d, ok := strings.CutPrefix(f, "datadir="); ok {
+			return d
+		}
+	}
+	t.Fatal("no datadir in the server log")
+	return ""
+}
+
+// KillAll SIGKILLs every server of the cluster of tmpdir and waits for
+// them to go.
+func KillAll(t *testing.T, tmpdir string) {
+	t.Helper()
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Servers {
+		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range list.Servers {
+		if err := cluster.WaitExit(Ctx(t, 10*time.Second), s.PID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
