@@ -9,7 +9,7 @@
 #     transport, 256 KiB through pull, an empty file, a file named by its
 #     absolute path), then bad input (stage_bad), objects and regions,
 #     data queries (query), object tags, container membership by id
-#     (objids), then `pdc down`.
+#     (objids), sizes and counts out of bounds (limits), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
 #     (cont), and PDC's close_server to stop it.
 #
@@ -55,7 +55,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad query tags objids; do
+for t in obj_meta obj_region obj_bad query tags objids limits; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -198,6 +198,15 @@ expect 'not found (object '
 expect 'libpdc: PDCcont_get_objids(cont '
 expect 'nobj and obj_ids must not be NULL'
 reports objids 11
+
+echo "== sizes and counts out of bounds: each call fails with its line, before it reads the caller's memory"
+run limits timeout 120 "$work/limits"
+err="$work/limits.err"
+sed 's/^/  limits: /' "$err"
+expect 'libpdc: PDC_Client_query_kvtag("x", pdc_var_type_t 4, 2147483648 bytes): a tag value of 2147483648 bytes is over the limit of 65536'
+expect 'PDC_Client_query_kvtag("x", pdc_var_type_t 4, 100000000 bytes): a tag value of 100000000 bytes is over the limit'
+expect 'PDC_Client_query_kvtag("x", pdc_var_type_t 4, 65537 bytes): '
+reports limits 3
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
