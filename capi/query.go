@@ -235,7 +235,7 @@ func (l *Lib) QueryGetSelection(id uint64) (Selection, int) {
 // data changed since PDCquery_get_selection). Another object (PDC's way of
 // reading, say, the energy where the temperature matched) must have as
 // many dims, each holding the coordinates; the bounding box of the hits is
-// read, which must fit in maxBuffer bytes. fill gets the values; it is
+// read, which must fit in maxQueryBox (1 GiB). fill gets the values; it is
 // called only if all is well.
 func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byte) error) int {
 	return l.run(fmt.Sprintf("PDCquery_get_data(obj %d, selection of query %d, %d hits)", objID, id, sel.NHits), func() error {
@@ -256,7 +256,7 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 		if sel.NHits == 0 {
 			return fill(nil)
 		}
-		if sel.NDim < 1 || uint64(len(sel.Coords)) != sel.NHits*uint64(sel.NDim) {
+		if want, ok := mulOK(sel.NHits, uint64(sel.NDim)); sel.NDim < 1 || !ok || uint64(len(sel.Coords)) != want {
 			return fmt.Errorf("the selection's ndim %d and nhits %d do not match its coords: %w", sel.NDim, sel.NHits, pdc.ErrInvalid)
 		}
 		return l.objDo(objID, func(o *handle) error {
@@ -264,6 +264,10 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 		})
 	})
 }
+
+// maxQueryBox bounds the box PDCquery_get_data reads from another object
+// (pdc_query.h promises 1 GiB): it is allocated whole.
+const maxQueryBox = 1 << 30
 
 // readAt reads the elements of object o at sel's coordinates.
 func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
@@ -282,13 +286,16 @@ func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
 	}
 	size := make([]uint64, sel.NDim)
 	elem := uint64(max(info.Type.Size(), 1))
-	n := elem
+	n, ok := elem, true
 	for d := range size {
 		size[d] = hi[d] - lo[d] + 1
-		n, _ = mulOK(n, size[d])
+		if ok {
+			n, ok = mulOK(n, size[d])
+		}
 	}
-	if n > maxBuffer {
-		return fmt.Errorf("the hits span a box of over %d bytes of object %q: restrict the query (PDCquery_sel_region): %w", uint64(maxBuffer), o.obj.Name(), pdc.ErrTooLarge)
+	if !ok || n > maxQueryBox {
+		return fmt.Errorf("the hits span a box %v of %d-byte elements of object %q, over the limit of 1 GiB: restrict the query (PDCquery_sel_region): %w",
+			size, elem, o.obj.Name(), pdc.ErrTooLarge)
 	}
 	box, err := region.New(lo, size)
 	if err != nil {
