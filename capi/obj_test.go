@@ -312,6 +312,12 @@ func TestRegionTransfers(t *testing.T) {
 	in := p.RegionCreate(2, []uint64{0, 0}, []uint64{2, 2})
 	out := p.RegionCreate(2, []uint64{9, 7}, []uint64{2, 2})
 	oneD := p.RegionCreate(1, []uint64{0}, []uint64{4})
+	// Local regions whose buffer (up to their end in each dim) has more
+	// than 2^64 elements: (2^40+1)^2, and (2^32+1)*2^32, which wraps to
+	// 2^32.
+	huge := p.RegionCreate(2, []uint64{1 << 40, 1 << 40}, []uint64{1, 1})
+	wraps := p.RegionCreate(2, []uint64{1 << 32, 1<<32 - 1}, []uint64{1, 1})
+	dot := p.RegionCreate(2, []uint64{0, 0}, []uint64{1, 1})
 	for _, c := range []struct {
 		call func() uint64
 		want []string
@@ -324,6 +330,13 @@ func TestRegionTransfers(t *testing.T) {
 		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, obj, in) }, []string{"local region", "is a object, not a region"}},
 		{func() uint64 { return p.RegionCreate(2, nil, []uint64{1, 1}) }, []string{"offset or size is NULL"}},
 		{func() uint64 { return p.RegionCreate(1, []uint64{0}, []uint64{0}) }, []string{"dimension 0 is empty"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, huge, dot) }, []string{
+			"PDCregion_transfer_create(", "local region [1099511627776+1, 1099511627776+1] spans a buffer of more than 2^64 bytes"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, wraps, dot) }, []string{
+			"local region [4294967296+1, 4294967295+1] spans a buffer of more than 2^64 bytes"}},
+		// An offset + size past 2^64 is no region.
+		{func() uint64 { return p.RegionCreate(2, []uint64{0, 1<<64 - 1}, []uint64{1, 1}) }, []string{
+			"PDCregion_create(2, [0 18446744073709551615], [1 1])", "dimension 1 ends past 2^64"}},
 	} {
 		if got := c.call(); got != 0 {
 			t.Fatalf("got %d; want a failure %q", got, c.want)

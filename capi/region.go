@@ -92,14 +92,14 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		err = l.objDo(objID, func(h *handle) error {
 			oh = h
 			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
-			n := uint64(1)
-			for i := range local.box.Size {
-				n, _ = mulOK(n, local.box.End(i))
+			need, ok := bufferBytes(local.box, elem)
+			if !ok {
+				return fmt.Errorf("local region %v spans a buffer of more than 2^64 bytes (%d-byte elements up to its end in each dim): %w",
+					local.box, elem, pdc.ErrTooLarge)
 			}
-			need, ok := mulOK(n, elem)
-			if !ok || need > maxBuffer {
-				return fmt.Errorf("local region %v needs a buffer of %d elements of %d bytes, over the limit of %d bytes: %w",
-					local.box, n, elem, uint64(maxBuffer), pdc.ErrTooLarge)
+			if need > maxBuffer {
+				return fmt.Errorf("local region %v needs a buffer of %d bytes (%d-byte elements up to its end in each dim), over the limit of %d bytes: %w",
+					local.box, need, elem, uint64(maxBuffer), pdc.ErrTooLarge)
 			}
 			ctx, cancel := h.conn.ctx()
 			defer cancel()
@@ -111,6 +111,19 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		}
 		return l.add(&handle{kind: kindTransfer, conn: oh.conn, objState: objState{xfer: t, xferObj: oh}})
 	})
+}
+
+// bufferBytes is the size of the buffer a local region describes (HDF5's
+// memory space): from its origin to its end in every dim, in elements of
+// elem bytes. ok is false if it does not fit in 64 bits.
+func bufferBytes(local region.Box, elem uint64) (n uint64, ok bool) {
+	n = elem
+	for i := range local.Size {
+		if n, ok = mulOK(n, local.End(i)); !ok {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 func accessName(a int) string {
