@@ -78,7 +78,9 @@ extern "C" {
  *
  * PDCquery_free releases query (NULL is a no-op); queries made from it
  * stay valid. PDCquery_free_all releases query and the queries it was
- * made of, recursively: a query reached twice must not be freed twice.
+ * made of, recursively, each once even if reached twice
+ * (PDCquery_and(q, q)). A query it freed must not be used or freed again,
+ * so two queries sharing one cannot both be given to it.
  * PDCselection_free frees sel->coords and zeroes *sel.
  */
 pdc_query_t *PDCquery_create(pdcid_t obj_id, pdc_query_op_t op, pdc_var_type_t type, void *value);
