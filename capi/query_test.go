@@ -220,3 +220,35 @@ func TestQueryGetDataBoxLimit(t *testing.T) {
 	p.wantLine(t, "PDCquery_get_data(obj ", "9223372036854775809 hits", "do not match its coords")
 	p.quiet(t)
 }
+
+// PDCquery_and(q, q) doubles a query; the servers take at most 1024 nodes
+// (comparisons, ANDs and ORs), and so does PDCquery_and, before the
+// doubling exhausts memory.
+func TestQueryCombineLimit(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 4)
+	obj := p.ObjCreate(cont, "o", prop)
+	q := p.QueryCreate(obj, 1, pdcInt, i32s(1, func(int) int32 { return 0 }))
+	if obj == 0 || q == 0 {
+		t.Fatal(p.lines())
+	}
+	for i := range 40 {
+		next := p.QueryAnd(q, q)
+		if next == 0 {
+			if i != 9 {
+				t.Errorf("and #%d failed, want #9 (2047 nodes) to", i)
+			}
+			p.wantLine(t, "PDCquery_and(query ", "2047 comparisons, ANDs and ORs, over the servers' limit of 1024")
+			break
+		}
+		if i == 39 {
+			t.Fatal("40 doublings of a query accepted")
+		}
+		q = next
+	}
+	// The largest one runs.
+	if n, rc := p.QueryNHits(q); rc != capi.Succeed || n != 0 {
+		t.Fatalf("a 1023-node query: %d hits: %q", n, p.lines())
+	}
+}

@@ -62,6 +62,8 @@ extern "C" {
  * PDCquery_and, _or: a new query of q1 and q2, which must be over the
  * same object and stay valid and unchanged. It is restricted to their
  * region (PDCquery_sel_region), which must be the same if both have one.
+ * A query holds at most 1024 comparisons, ANDs and ORs (the servers'
+ * limit; PDCquery_and(q, q) has twice as many as q, plus one).
  *
  * PDCquery_sel_region restricts query to the box obj_region->offset/size
  * (ndim dims, the object's), which must lie inside the object; only
