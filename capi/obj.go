@@ -535,6 +535,9 @@ func (l *Lib) ObjGetData(id uint64, data unsafe.Pointer, size uint64) int {
 		if data == nil || size == 0 {
 			return fmt.Errorf("no buffer (NULL or size 0): %w", pdc.ErrInvalid)
 		}
+		if size > maxBuffer {
+			return fmt.Errorf("size %d is over the limit of %d bytes: %w", size, uint64(maxBuffer), pdc.ErrTooLarge)
+		}
 		return l.objDo(id, func(h *handle) error {
 			ctx, cancel := h.conn.ctx()
 			defer cancel()

@@ -2,6 +2,7 @@ package capi_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"unsafe"
@@ -169,6 +170,14 @@ func TestObjects(t *testing.T) {
 		t.Fatal("get_data of part of a 2-D object")
 	}
 	p.wantLine(t, "is not a whole number of 4-byte elements")
+	// A size no buffer has fails as such, before libpdc makes a slice of
+	// the caller's memory.
+	for _, size := range []uint64{1 << 63, 1<<48 + 1} {
+		if q.ObjGetData(qo, unsafe.Pointer(&got[0]), size) != capi.Fail {
+			t.Fatalf("get_data of %d bytes", size)
+		}
+		q.wantLine(t, fmt.Sprintf("PDCobj_get_data(%d, %d bytes): size %d is over the limit of 281474976710656 bytes", qo, size, size))
+	}
 	if p.ObjFlushStart(obj) != capi.Succeed || p.ObjFlushAllStart() != capi.Succeed {
 		t.Fatal(p.lines())
 	}
