@@ -299,7 +299,7 @@ func TestRegionTransfers(t *testing.T) {
 		p.RegionClose(row)
 		p.RegionClose(lr)
 	}
-	if p.TransferStartAll(ids) != capi.Succeed || p.TransferWaitAll(ids) != capi.Succeed {
+	if p.TransferStartAll(ptrOf(ids), len(ids)) != capi.Succeed || p.TransferWaitAll(ptrOf(ids), len(ids)) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
 	for _, id := range ids {
@@ -352,11 +352,28 @@ func TestRegionTransfers(t *testing.T) {
 		}
 		p.wantLine(t, c.want...)
 	}
-	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil) != capi.Fail {
+	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil, 2) != capi.Fail {
 		t.Fatal("bad transfers")
 	}
 	if ls := p.lines(); len(ls) != 3 {
 		t.Fatalf("reports %q", ls)
+	}
+	// Counts: the line names the array and the count as passed, and a
+	// count past the limit is not read.
+	for _, c := range []struct {
+		call func() int
+		want []string
+	}{
+		{func() int { return p.TransferWaitAll(ptrOf(ids), -3) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all(%p, -3): size -3 is negative", ptrOf(ids))}},
+		{func() int { return p.TransferStartAll(ptrOf(ids), 0) }, []string{fmt.Sprintf("PDCregion_transfer_start_all(%p, 0): no transfers", ptrOf(ids))}},
+		{func() int { return p.TransferStartAll(ptrOf(ids), 1<<30) }, []string{", 1073741824): size 1073741824 is over the limit of 16777216"}},
+		{func() int { return p.TransferWaitAll(nil, 2) }, []string{"PDCregion_transfer_wait_all(NULL, 2): transfer_request_id is NULL but size is 2"}},
+		{func() int { return p.TransferWaitAll(ptrOf(ids[:2]), 2) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all([%d %d], 2): ", ids[0], ids[1]), "closed handle"}},
+	} {
+		if c.call() != capi.Fail {
+			t.Fatalf("succeeded; want %q", c.want)
+		}
+		p.wantLine(t, c.want...)
 	}
 	nw := p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, in)
 	if nw == 0 || p.TransferWait(nw) != capi.Fail {
@@ -431,7 +448,7 @@ func TestCloseFinishesStartedTransfers(t *testing.T) {
 	}
 	never := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj,
 		p.RegionCreate(1, []uint64{0}, []uint64{1}), p.RegionCreate(1, []uint64{0}, []uint64{1}))
-	if never == 0 || p.TransferStartAll(ids) != capi.Succeed || p.Close(id) != capi.Succeed {
+	if never == 0 || p.TransferStartAll(ptrOf(ids), len(ids)) != capi.Succeed || p.Close(id) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
 	p.quiet(t)

@@ -203,11 +203,20 @@ func (l *Lib) TransferStart(id uint64) int {
 	})
 }
 
-// TransferStartAll is PDCregion_transfer_start_all: the transfers start
-// together, one request per data server. ids is nil for NULL.
-func (l *Lib) TransferStartAll(ids []uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
-		return l.transfersStart(ids)
+// MaxTransfers bounds the size of start_all and wait_all: a larger one is
+// more likely a wrong argument than an array the caller has.
+const MaxTransfers = 1 << 24
+
+// TransferStartAll is PDCregion_transfer_start_all: the n transfers at ids
+// (an array the caller owns, not kept) start together, one request per
+// data server.
+func (l *Lib) TransferStartAll(ids unsafe.Pointer, n int) int {
+	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
+	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+		if err != nil {
+			return err
+		}
+		return l.transfersStart(hs)
 	})
 }
 
@@ -227,10 +236,15 @@ func (l *Lib) TransferWait(id uint64) int {
 	})
 }
 
-// TransferWaitAll is PDCregion_transfer_wait_all.
-func (l *Lib) TransferWaitAll(ids []uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
-		return l.transfersWait(ids)
+// TransferWaitAll is PDCregion_transfer_wait_all, over ids as
+// TransferStartAll.
+func (l *Lib) TransferWaitAll(ids unsafe.Pointer, n int) int {
+	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
+	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+		if err != nil {
+			return err
+		}
+		return l.transfersWait(hs)
 	})
 }
 

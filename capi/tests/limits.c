@@ -22,11 +22,23 @@ static void test_kvtag_sizes(void)
     }
 }
 
+/* Counts of transfer arrays: the line names the array and the count the
+ * caller passed, and a count past any array is not read. */
+static void test_transfer_counts(void)
+{
+    pdcid_t x[2] = {5, 6};
+    CHECK(PDCregion_transfer_wait_all(x, -3) == FAIL, "wait_all of -3 transfers");
+    CHECK(PDCregion_transfer_start_all(x, 0) == FAIL, "start_all of no transfers");
+    CHECK(PDCregion_transfer_start_all(x, 1 << 30) == FAIL, "start_all of 2^30 transfers from a 2-element array");
+    CHECK(PDCregion_transfer_wait_all(NULL, 2) == FAIL, "wait_all of NULL");
+}
+
 int main(void)
 {
     pdcid_t pdc = PDCinit("limits");
     CHECK(pdc != 0, "PDCinit failed");
     test_kvtag_sizes();
+    test_transfer_counts();
 
     /* The process goes on: a good query works. */
     char        v[] = "abc";

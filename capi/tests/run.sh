@@ -206,7 +206,12 @@ sed 's/^/  limits: /' "$err"
 expect 'libpdc: PDC_Client_query_kvtag("x", pdc_var_type_t 4, 2147483648 bytes): a tag value of 2147483648 bytes is over the limit of 65536'
 expect 'PDC_Client_query_kvtag("x", pdc_var_type_t 4, 100000000 bytes): a tag value of 100000000 bytes is over the limit'
 expect 'PDC_Client_query_kvtag("x", pdc_var_type_t 4, 65537 bytes): '
-reports limits 3
+expect 'libpdc: PDCregion_transfer_wait_all(0x'
+expect ', -3): size -3 is negative'
+expect ', 0): no transfers'
+expect ', 1073741824): size 1073741824 is over the limit of 16777216'
+expect 'PDCregion_transfer_wait_all(NULL, 2): transfer_request_id is NULL but size is 2'
+reports limits 7
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
