@@ -177,9 +177,12 @@ func (l *Lib) init(name string) (uint64, error) {
 	c, err := client.Connect(ctx, opts...)
 	if errors.Is(err, pdc.ErrNotFound) {
 		// Servers started just before the program may still be writing
-		// the list: say why the call pauses, then wait for it.
-		l.report(fmt.Sprintf("PDCinit(%q)", name), fmt.Errorf("%v; waiting up to %v for servers to start", err, describe(timeout)))
+		// the list: wait for it. Only a failure is reported (one line,
+		// saying it waited): a call that succeeds prints nothing.
 		c, err = client.Connect(ctx, append(opts, client.WithWait())...)
+		if err != nil {
+			return 0, fmt.Errorf("waited up to %v for servers to start: %w", describe(timeout), err)
+		}
 	}
 	if err != nil {
 		return 0, err

@@ -51,8 +51,8 @@ extern "C" {
 /*
  * PDCinit connects to the pdc servers whose server list is in $PDC_TMPDIR
  * (default ./pdc_tmp), as PDC's client does. If the list is not there yet
- * (servers still starting), it says so on stderr and waits for it, up to
- * $PDC_TIMEOUT. It checks that rank 0 answers. pdc_name names this client
+ * (servers still starting), it waits for it, up to $PDC_TIMEOUT, printing
+ * nothing unless it gives up. It checks that rank 0 answers. pdc_name names this client
  * in the servers' logs; any string, NULL too.
  *
  * Several connections may be open at once; each has its own handles.
