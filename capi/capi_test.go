@@ -33,14 +33,13 @@ func TestMain(m *testing.M) {
 // server per host, each serving dir/prod-HOST.
 type testCluster struct {
 	dir, tmpdir string
+	stops       []func() // stops[rank] stops the server and waits for it
 }
 
 func startCluster(t *testing.T, hosts ...string) *testCluster {
 	t.Helper()
 	tc := &testCluster{dir: t.TempDir()}
 	tc.tmpdir = filepath.Join(tc.dir, "tmp")
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	errs := make([]error, len(hosts))
 	ready := make(chan struct{}, len(hosts))
 	for rank, host := range hosts {
@@ -48,16 +47,21 @@ func startCluster(t *testing.T, hosts ...string) *testCluster {
 		if err := os.MkdirAll(prod, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
 			errs[rank] = server.Run(ctx, server.Config{Rank: rank, Size: len(hosts), TmpDir: tc.tmpdir,
 				DataDir: filepath.Join(tc.dir, "data"), Host: host, StageProducerDir: prod,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Ready:  func(cluster.Server, *cluster.List) { ready <- struct{}{} }})
-		})
+		}()
+		tc.stops = append(tc.stops, sync.OnceFunc(func() { cancel(); <-done }))
 	}
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		for _, stop := range tc.stops {
+			stop()
+		}
 		for rank, err := range errs {
 			if err != nil {
 				t.Errorf("server %d: %v", rank, err)

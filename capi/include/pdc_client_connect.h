@@ -69,7 +69,9 @@ perr_t PDC_Client_search_obj_ref_through_dart(dart_hash_algo_t hash_algo, char *
  * removed. It needs no PDCinit (it connects on its own). Handles opened
  * before may still be closed; calls that need a server fail afterwards.
  * One process of a job calls it, once. Servers already gone are not an
- * error; no server list is.
+ * error, though transient containers are then left as they are (the
+ * listing needs every server); no server list is. It prints nothing unless
+ * it fails.
  */
 perr_t PDC_Client_close_all_server(void);
 
