@@ -55,10 +55,12 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad query tags objids limits; do
+for t in obj_meta obj_region obj_bad query tags objids limits public; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
+# PDC's public typedefs and enums have PDC's types and values.
+"$work/public" >/dev/null || fail "public"
 # The headers compile as C++ and with MPI's define too (without mpi.h they
 # must not need it: only ENABLE_MPI pulls it in).
 if command -v g++ >/dev/null 2>&1; then
