@@ -207,9 +207,11 @@ func TestInitWaitsForServersStillStarting(t *testing.T) {
 	tc := &testCluster{dir: dir, tmpdir: filepath.Join(dir, "tmp")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	ready := make(chan struct{})
 	go func() {
 		done <- server.Run(ctx, server.Config{TmpDir: tc.tmpdir, DataDir: filepath.Join(dir, "data"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:  func(cluster.Server, *cluster.List) { close(ready) }})
 	}()
 	id := <-got
 	if id == 0 {
@@ -220,6 +222,9 @@ func TestInitWaitsForServersStillStarting(t *testing.T) {
 	if p.Close(id) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
+	// PDCinit may return before the server has finished starting (rank 0
+	// answers early); stopping it then is an error of its own.
+	<-ready
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
