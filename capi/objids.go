@@ -65,9 +65,7 @@ func (l *Lib) objIDs(name string, contID uint64, nobj int, objs unsafe.Pointer,
 		for i, r := range refs {
 			ids[i] = r.id
 		}
-		return l.contDo(contID, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(contID, func(ctx context.Context, h *handle) error {
 			if err := change(h.cont, ctx, ids...); err != nil {
 				return annotate(err, refs)
 			}
@@ -77,17 +75,17 @@ func (l *Lib) objIDs(name string, contID uint64, nobj int, objs unsafe.Pointer,
 }
 
 // objRef resolves the object handle hid, which must be open on the
-// container's connection p.
+// container's connection p. It reads what the handle copied at open, so it
+// does not wait for calls on the object.
 func (l *Lib) objRef(hid uint64, p *conn) (objRef, error) {
-	var r objRef
-	err := l.objDo(hid, func(h *handle) error {
-		if h.conn != p {
-			return fmt.Errorf("object %d and the container belong to different connections (PDCinit): %w", hid, pdc.ErrInvalid)
-		}
-		r = objRef{handle: hid, id: h.obj.ID(), name: h.obj.Name()}
-		return nil
-	})
-	return r, err
+	h, err := l.get(hid, kindObj)
+	if err != nil {
+		return objRef{}, err
+	}
+	if h.conn != p {
+		return objRef{}, fmt.Errorf("object %d and the container belong to different connections (PDCinit): %w", hid, pdc.ErrInvalid)
+	}
+	return objRef{handle: hid, id: h.metaID, name: h.objName}, nil
 }
 
 // annotate names the handles of the objects err mentions by id (a server
@@ -153,9 +151,7 @@ func fmtHandles(p unsafe.Pointer, hs []uint64) string {
 func (l *Lib) ContGetObjIDs(contID uint64) ([]uint64, int) {
 	var ids []uint64
 	rc := l.run(fmt.Sprintf("PDCcont_get_objids(cont %d)", contID), func() error {
-		return l.contDo(contID, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(contID, func(ctx context.Context, h *handle) error {
 			// A deleted container lists no objects: say it is gone.
 			if _, err := h.conn.c.OpenContainerID(ctx, h.cont.ID()); err != nil {
 				return fmt.Errorf("container %q: %w", h.cont.Name(), err)

@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,7 +44,7 @@ func (l *Lib) QueryCreate(objID uint64, op, typ int, value []byte) uint64 {
 		}
 		var oh *handle
 		var pred client.Pred
-		err := l.objDo(objID, func(h *handle) error {
+		err := l.objDo(objID, func(_ context.Context, h *handle) error {
 			oh = h
 			ot := h.obj.Info().Props.Type
 			if region.Type(typ) != ot {
@@ -153,7 +154,7 @@ func (l *Lib) QuerySelRegion(id uint64, offset, size []uint64) int {
 		if err != nil {
 			return err
 		}
-		err = l.objDo(h.objID, func(o *handle) error {
+		err = l.objDo(h.objID, func(_ context.Context, o *handle) error {
 			dims := o.obj.Info().Props.Dims
 			if len(dims) != box.Ndim() {
 				return fmt.Errorf("region %v has %d dims, object %q %d: %w", box, box.Ndim(), o.obj.Name(), len(dims), pdc.ErrInvalid)
@@ -187,9 +188,7 @@ func (l *Lib) queryRun(id uint64, opts ...client.DataQueryOption) (*client.Query
 	}
 	l.mu.Unlock()
 	var res *client.QueryResult
-	err = l.objDo(h.objID, func(o *handle) error {
-		ctx, cancel := o.conn.ctx()
-		defer cancel()
+	err = l.objDo(h.objID, func(ctx context.Context, o *handle) error {
 		res, err = o.obj.Query(ctx, h.pred, opts...)
 		return err
 	})
@@ -266,8 +265,8 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 		if want, ok := mulOK(sel.NHits, uint64(sel.NDim)); sel.NDim < 1 || !ok || uint64(len(sel.Coords)) != want {
 			return fmt.Errorf("the selection's ndim %d and nhits %d do not match its coords: %w", sel.NDim, sel.NHits, pdc.ErrInvalid)
 		}
-		return l.objDo(objID, func(o *handle) error {
-			return readAt(o, sel, fill)
+		return l.objDo(objID, func(ctx context.Context, o *handle) error {
+			return readAt(ctx, o, sel, fill)
 		})
 	})
 }
@@ -277,7 +276,7 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 const maxQueryBox = 1 << 30
 
 // readAt reads the elements of object o at sel's coordinates.
-func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
+func readAt(ctx context.Context, o *handle, sel Selection, fill func(vals []byte) error) error {
 	info := o.obj.Info().Props
 	if len(info.Dims) != sel.NDim {
 		return fmt.Errorf("object %q has %d dims, the selection %d: %w", o.obj.Name(), len(info.Dims), sel.NDim, pdc.ErrInvalid)
@@ -309,8 +308,6 @@ func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
 		return err
 	}
 	buf := make([]byte, n)
-	ctx, cancel := o.conn.ctx()
-	defer cancel()
 	if err := o.obj.Read(ctx, box, buf); err != nil {
 		return err
 	}

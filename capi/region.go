@@ -1,6 +1,8 @@
 package capi
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -89,7 +91,7 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		}
 		var t *client.Transfer
 		var oh *handle
-		err = l.objDo(objID, func(h *handle) error {
+		err = l.objDo(objID, func(ctx context.Context, h *handle) error {
 			oh = h
 			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
 			need, ok := bufferBytes(local.box, elem)
@@ -101,8 +103,6 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 				return fmt.Errorf("local region %v needs a buffer of %d bytes (%d-byte elements up to its end in each dim), over the limit of %d bytes: %w",
 					local.box, need, elem, uint64(maxBuffer), pdc.ErrTooLarge)
 			}
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
 			t, err = h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local.box, remote.box)
 			return err
 		})
@@ -137,9 +137,10 @@ func accessName(a int) string {
 }
 
 // transfersDo runs fn on the transfers ids (at least one) holding the
-// locks of their objects, taken in id order. An object closed since
-// refuses unless closedOK.
-func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(p *conn, ts []*client.Transfer) error) error {
+// locks of their objects, taken in the order of the objects' ids. An object
+// closed since refuses unless closedOK. fn gets the call's context: the
+// connection's timeout, started before the waits for the objects.
+func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(ctx context.Context, p *conn, ts []*client.Transfer) error) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("no transfers: %w", pdc.ErrInvalid)
 	}
@@ -165,34 +166,25 @@ func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(p *conn, ts []*cl
 			objs = append(objs, h.xferObj)
 		}
 	}
-	// One lock order for every caller: by the objects' addresses would do
-	// as well, but the order must not depend on the order of ids.
-	slices.SortFunc(objs, func(a, b *handle) int {
-		return compareAddr(a, b)
-	})
+	// One lock order for every caller that holds more than one object
+	// (only this one does), whatever the order of ids: no deadlock.
+	slices.SortFunc(objs, func(a, b *handle) int { return cmp.Compare(a.id, b.id) })
+	ctx, cancel := p.ctx()
+	defer cancel()
 	for _, o := range objs {
-		o.mu.Lock()
-		defer o.mu.Unlock()
+		if err := o.lock(ctx, o.objWhat()); err != nil {
+			return err
+		}
+		defer o.unlock()
 	}
 	if !closedOK {
 		for _, o := range objs {
 			if o.objClosed {
-				return fmt.Errorf("object %q was closed (PDCobj_close): %w", o.obj.Name(), pdc.ErrClosed)
+				return fmt.Errorf("object %q was closed (PDCobj_close): %w", o.objName, pdc.ErrClosed)
 			}
 		}
 	}
-	return fn(p, ts)
-}
-
-func compareAddr(a, b *handle) int {
-	x, y := uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b))
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return fn(ctx, p, ts)
 }
 
 // TransferStart is PDCregion_transfer_start. With PDC_CONSISTENCY_POSIX it
@@ -221,9 +213,7 @@ func (l *Lib) TransferStartAll(ids unsafe.Pointer, n int) int {
 }
 
 func (l *Lib) transfersStart(ids []uint64) error {
-	return l.transfersDo(ids, false, func(p *conn, ts []*client.Transfer) error {
-		ctx, cancel := p.ctx()
-		defer cancel()
+	return l.transfersDo(ids, false, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 		return p.c.StartAll(ctx, ts)
 	})
 }
@@ -249,9 +239,7 @@ func (l *Lib) TransferWaitAll(ids unsafe.Pointer, n int) int {
 }
 
 func (l *Lib) transfersWait(ids []uint64) error {
-	return l.transfersDo(ids, true, func(p *conn, ts []*client.Transfer) error {
-		ctx, cancel := p.ctx()
-		defer cancel()
+	return l.transfersDo(ids, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 		return p.c.WaitAll(ctx, ts)
 	})
 }
@@ -269,9 +257,7 @@ const (
 func (l *Lib) TransferStatus(id uint64) (int, int) {
 	status := TransferNotFound
 	rc := l.run(fmt.Sprintf("PDCregion_transfer_status(%d)", id), func() error {
-		return l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
-			ctx, cancel := p.ctx()
-			defer cancel()
+		return l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			s, err := ts[0].Status(ctx)
 			status = int(s)
 			return err
@@ -287,9 +273,7 @@ func (l *Lib) TransferClose(id uint64) int {
 		if _, err := l.get(id, kindTransfer); err != nil {
 			return err
 		}
-		err := l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
-			ctx, cancel := p.ctx()
-			defer cancel()
+		err := l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			return ts[0].Close(ctx)
 		})
 		l.mu.Lock()
