@@ -37,8 +37,10 @@ typedef struct pdc_query_t {
 /*
  * What PDCquery_get_selection found: nhits hits, ndim coordinates each
  * (coords[i*ndim + d] is hit i's in dim d), in row-major order. coords is
- * malloc'd (NULL with 0 hits): PDCselection_free frees it. query_id names
- * the query it came from, for PDCquery_get_data.
+ * malloc'd (NULL with 0 hits): PDCselection_free frees it; coords_alloc
+ * is how many coordinates it holds (nhits * ndim; 0 in a selection made
+ * by hand means not known). query_id names the query it came from, for
+ * PDCquery_get_data, which refuses nhits * ndim past coords_alloc.
  */
 typedef struct pdc_selection_t {
     pdcid_t   query_id;

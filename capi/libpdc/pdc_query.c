@@ -79,7 +79,7 @@ perr_t PDCquery_get_data(pdcid_t obj_id, pdc_selection_t *sel, void *obj_data)
         fprintf(stderr, "libpdc: PDCquery_get_data(obj %llu): sel is NULL\n", (unsigned long long)obj_id);
         return FAIL;
     }
-    return pdcgo_query_get_data(obj_id, sel->query_id, sel->ndim, sel->nhits, sel->coords, obj_data);
+    return pdcgo_query_get_data(obj_id, sel->query_id, sel->ndim, sel->nhits, sel->coords, sel->coords_alloc, obj_data);
 }
 
 void PDCquery_free(pdc_query_t *query)

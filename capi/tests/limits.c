@@ -33,12 +33,42 @@ static void test_transfer_counts(void)
     CHECK(PDCregion_transfer_wait_all(NULL, 2) == FAIL, "wait_all of NULL");
 }
 
+/* A selection whose nhits is past the coordinates it holds (coords_alloc)
+ * is refused before they are read. */
+static void test_selection_counts(pdcid_t pdc)
+{
+    char name[64];
+    snprintf(name, sizeof name, "limits-%d", (int)getpid());
+    pdcid_t  cont = PDCcont_create(name, PDCprop_create(PDC_CONT_CREATE, pdc));
+    pdcid_t  prop = PDCprop_create(PDC_OBJ_CREATE, pdc);
+    uint64_t dims = 1 << 20;
+    CHECK(cont != 0 && PDCprop_set_obj_dims(prop, 1, &dims) == SUCCEED && PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED,
+          "setup");
+    char aname[80], bname[80];
+    snprintf(aname, sizeof aname, "%s-a", name);
+    snprintf(bname, sizeof bname, "%s-b", name);
+    pdcid_t a = PDCobj_create(cont, aname, prop), b = PDCobj_create(cont, bname, prop);
+    int     zero = 0;
+    CHECK(a != 0 && b != 0, "objects");
+    pdc_query_t *q = PDCquery_create(a, PDC_GT, PDC_INT, &zero);
+    CHECK(q != NULL, "query");
+    uint64_t        coords[4] = {0, 1, 2, 3};
+    int             out[4];
+    pdc_selection_t sel = {.query_id = q->handle, .ndim = 1, .nhits = 1 << 30, .coords = coords, .coords_alloc = 4};
+    CHECK(PDCquery_get_data(b, &sel, out) == FAIL, "get_data of 2^30 hits from 4 coords");
+    sel.nhits = 4;
+    CHECK(PDCquery_get_data(b, &sel, out) == SUCCEED && out[3] == 0, "get_data of the 4 hits");
+    PDCquery_free(q);
+    CHECK(PDCobj_close(a) == SUCCEED && PDCobj_close(b) == SUCCEED && PDCcont_del(cont) == SUCCEED, "cleanup");
+}
+
 int main(void)
 {
     pdcid_t pdc = PDCinit("limits");
     CHECK(pdc != 0, "PDCinit failed");
     test_kvtag_sizes();
     test_transfer_counts();
+    test_selection_counts(pdc);
 
     /* The process goes on: a good query works. */
     char        v[] = "abc";

@@ -213,7 +213,8 @@ expect ', -3): size -3 is negative'
 expect ', 0): no transfers'
 expect ', 1073741824): size 1073741824 is over the limit of 16777216'
 expect 'PDCregion_transfer_wait_all(NULL, 2): transfer_request_id is NULL but size is 2'
-reports limits 7
+expect 'PDCquery_get_data(obj 6, selection of query 7, 1073741824 hits): 1073741824 hits of 1 coordinates are more than the selection'"'"'s 4 (coords_alloc)'
+reports limits 8
 
 echo "== PDCobj_create_mpi, with mpiexec -n 2"
 if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
