@@ -19,7 +19,8 @@ import (
 // removed. It opens a connection of its own, so it works with or without
 // PDCinit; handles opened before stay valid to close, but every call that
 // needs a server fails from then on. Servers already gone are not an
-// error.
+// error; any other failure, of the transient containers' deletion too, is
+// the call's, reported in its one line.
 func (l *Lib) CloseAllServer() int {
 	return l.run("PDC_Client_close_all_server()", l.closeAllServer)
 }
@@ -36,14 +37,17 @@ func (l *Lib) closeAllServer() error {
 		return err
 	}
 	defer c.Close()
-	// Transient containers end with the cluster; a cluster with a dead
-	// server is still stopped.
-	if _, err := c.DeleteTransient(ctx); err != nil {
-		l.report("PDC_Client_close_all_server()", fmt.Errorf("going on to stop the servers, but transient containers were not all deleted: %w", err))
+	// Transient containers end with the cluster (best effort, as pdc
+	// down). A server already gone is not an error here either; another
+	// failure fails the call, in its one line, once the servers are
+	// stopped all the same.
+	var errs []error
+	if _, err := c.DeleteTransient(ctx); err != nil && !errors.Is(err, pdc.ErrUnavailable) {
+		errs = append(errs, fmt.Errorf("transient containers were not all deleted: %w", err))
 	}
 	host, _ := os.Hostname()
 	servers := c.Servers()
-	errs := make([]error, len(servers))
+	stopErrs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
@@ -52,21 +56,24 @@ func (l *Lib) closeAllServer() error {
 			case errors.Is(err, pdc.ErrUnavailable):
 				return // already gone
 			case err != nil:
-				errs[i] = err
+				stopErrs[i] = err
 				return
 			}
 			// A server in this very process (a test) has no process to
 			// wait for; others on this machine are waited for.
 			if (s.Host == host || dtl.SameHost(s.Addr)) && s.PID != os.Getpid() {
 				if err := cluster.WaitExit(ctx, s.PID); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", s.Label(), err)
+					stopErrs[i] = fmt.Errorf("%s: %w", s.Label(), err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop the servers in %s: %w", c.TmpDir(), err)
+	if err := errors.Join(stopErrs...); err != nil {
+		errs = append(errs, fmt.Errorf("stop the servers in %s: %w", c.TmpDir(), err))
+	} else if err := cluster.RemoveFiles(c.TmpDir()); err != nil {
+		errs = append(errs, err)
 	}
-	return cluster.RemoveFiles(c.TmpDir())
+	// One error, so one line: report joins its parts with "; ".
+	return errors.Join(errs...)
 }

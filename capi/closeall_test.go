@@ -39,3 +39,28 @@ func TestCloseAllServerStopsTheCluster(t *testing.T) {
 	}
 	p.wantLine(t, "PDC_Client_close_all_server()", "no server list")
 }
+
+// A server already gone is not an error: the call stops the others,
+// succeeds, and prints nothing.
+func TestCloseAllServerWithADeadServer(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a", "PDC_TIMEOUT", "10")
+	pdc := p.init(t)
+	prop := p.PropCreate(0, pdc)
+	if prop == 0 || p.PropSetContLifetime(prop, 1) != capi.Succeed {
+		t.Fatalf("setup: %q", p.lines())
+	}
+	for _, name := range []string{"t1", "t2", "t3", "t4"} {
+		if p.ContCreate(name, prop) == 0 {
+			t.Fatalf("setup: %q", p.lines())
+		}
+	}
+	tc.stops[1]()
+	if rc := p.CloseAllServer(); rc != capi.Succeed {
+		t.Fatalf("PDC_Client_close_all_server with rank 1 gone: %q", p.lines())
+	}
+	p.quiet(t)
+	if _, err := os.Stat(filepath.Join(tc.tmpdir, "pdc_server_list")); !os.IsNotExist(err) {
+		t.Errorf("the server list is still there: %v", err)
+	}
+}

@@ -270,9 +270,7 @@ func (l *Lib) contGetInfo(name string) (ContInfo, error) {
 // ContPersist is PDCcont_persist: the container becomes persistent.
 func (l *Lib) ContPersist(id uint64) int {
 	return l.run(fmt.Sprintf("PDCcont_persist(%d)", id), func() error {
-		return l.contDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(id, func(ctx context.Context, h *handle) error {
 			return h.cont.SetLifetime(ctx, client.Persistent)
 		})
 	})
@@ -282,9 +280,7 @@ func (l *Lib) ContPersist(id uint64) int {
 // servers. The handle stays open until PDCcont_close.
 func (l *Lib) ContDel(id uint64) int {
 	return l.run(fmt.Sprintf("PDCcont_del(%d)", id), func() error {
-		return l.contDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(id, func(ctx context.Context, h *handle) error {
 			return h.cont.Delete(ctx)
 		})
 	})
@@ -292,15 +288,26 @@ func (l *Lib) ContDel(id uint64) int {
 
 // contDo runs fn on the container handle id, one call per handle at a
 // time: a client.Container is not safe for concurrent use, and C threads
-// may share a handle.
-func (l *Lib) contDo(id uint64, fn func(h *handle) error) error {
+// may share a handle. fn gets the call's context: its connection's
+// timeout, started before the wait for the handle.
+func (l *Lib) contDo(id uint64, fn func(ctx context.Context, h *handle) error) error {
 	h, err := l.get(id, kindCont)
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return fn(h)
+	ctx, cancel := h.conn.ctx()
+	defer cancel()
+	return contLocked(ctx, h, fn)
+}
+
+// contLocked runs fn on the container handle h under its lock, within
+// ctx: for a call that has its deadline already.
+func contLocked(ctx context.Context, h *handle, fn func(ctx context.Context, h *handle) error) error {
+	if err := h.lock(ctx, fmt.Sprintf("container %d (%q)", h.id, h.cont.Name())); err != nil {
+		return err
+	}
+	defer h.unlock()
+	return fn(ctx, h)
 }
 
 // maxTagValue is the metadata servers' limit on a tag's value
@@ -346,9 +353,7 @@ func (l *Lib) ContDelTag(id uint64, name string) int {
 // contTags runs fn on a container handle's tags; exists says whether the
 // container is still there.
 func (l *Lib) contTags(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error {
-	return l.contDo(id, func(h *handle) error {
-		ctx, cancel := h.conn.ctx()
-		defer cancel()
+	return l.contDo(id, func(ctx context.Context, h *handle) error {
 		return fn(ctx, h.cont, func(ctx context.Context) error {
 			_, err := h.conn.c.OpenContainerID(ctx, h.cont.ID())
 			return err

@@ -1,8 +1,9 @@
 package capi
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
@@ -46,13 +47,19 @@ func (k kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// handle is what an id stands for. Fields other than kind and conn are
-// set by kind.
+// handle is what an id stands for. Fields other than id, kind, conn and
+// sem are set by kind.
 type handle struct {
+	id   uint64 // set by add
 	kind kind
 	// conn is the connection the handle was opened through (itself for a
 	// connection): PDCclose closes the handles that share it.
 	conn *conn
+	// sem is the handle's lock, a 1-slot semaphore (made by add): a call
+	// holds it while it uses the container, or the object and its
+	// transfers. Unlike a mutex, waiting for it ends with the call's
+	// deadline (lock).
+	sem chan struct{}
 
 	iter *iterState // kindIter (iter.go)
 
@@ -65,7 +72,6 @@ type handle struct {
 	// refs is guarded by Lib.mu.
 	cont *client.Container
 	refs int
-	mu   sync.Mutex // serializes calls on cont, and on obj and its transfers
 
 	objState // kindObjProp, kindObj, kindRegion, kindTransfer (obj.go)
 
@@ -82,9 +88,36 @@ func (l *Lib) add(h *handle) (uint64, error) {
 		return 0, fmt.Errorf("its connection %q was closed (PDCclose) during the call: %w", h.conn.name, pdc.ErrClosed)
 	}
 	l.mu.next++
-	l.mu.handles[l.mu.next] = h
-	return l.mu.next, nil
+	h.id = l.mu.next
+	h.sem = make(chan struct{}, 1)
+	l.mu.handles[h.id] = h
+	return h.id, nil
 }
+
+// lock takes h's lock, waiting for the calls ahead of this one on h at
+// most until ctx ends: a call's deadline starts before it waits, so the
+// wait counts. what names h in the error.
+func (h *handle) lock(ctx context.Context, what string) error {
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		err := ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = pdc.ErrTimeout
+		}
+		return fmt.Errorf("%s is busy with another call, still under way at this call's deadline (%s %s): %w",
+			what, EnvTimeout, describe(h.conn.timeout), err)
+	}
+}
+
+// unlock releases the lock lock took.
+func (h *handle) unlock() { <-h.sem }
 
 // get returns the open handle id, which must be of kind want.
 func (l *Lib) get(id uint64, want kind) (*handle, error) {

@@ -1,8 +1,8 @@
 package capi
 
 import (
+	"context"
 	"fmt"
-	"slices"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
@@ -61,9 +61,7 @@ func (l *Lib) ObjIterStart(contID uint64) (uint64, int) {
 	id := l.runID(fmt.Sprintf("PDCobj_iter_start(cont %d)", contID), func() (uint64, error) {
 		var objs []client.ObjectInfo
 		var p *conn
-		err := l.contDo(contID, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		err := l.contDo(contID, func(ctx context.Context, h *handle) error {
 			var err error
 			objs, err = h.cont.Objects(ctx)
 			p = h.conn
@@ -123,57 +121,37 @@ func (l *Lib) ContIterInfo(id uint64, pos int) (ContInfo, int) {
 func (l *Lib) ObjIterInfo(id uint64, pos int) (ObjInfo, int) {
 	var info ObjInfo
 	rc := l.run(fmt.Sprintf("PDCobj_iter_get_info(iterator %d, item %d)", id, pos), func() error {
-		var o client.ObjectInfo
-		var open []uint64
-		err := l.iterItem(id, pos, func(s *iterState) error {
+		return l.iterItem(id, pos, func(s *iterState) error {
 			if s.objs == nil {
 				return fmt.Errorf("iterator %d is over containers (PDCcont_iter_start), not objects: %w", id, pdc.ErrInvalid)
 			}
-			o = s.objs[pos]
+			o := s.objs[pos]
+			// The oldest open handle to it, by the id each copied at open:
+			// no object's lock is taken, so a busy object does not hold
+			// this call up (it needs no server).
+			var local uint64
 			for hid, h := range l.mu.handles {
-				if h.kind == kindObj {
-					open = append(open, hid)
+				if h.kind == kindObj && h.metaID == o.ID && (local == 0 || hid < local) {
+					local = hid
 				}
 			}
+			p := o.Props
+			info = ObjInfo{Name: o.Name, MetaID: o.ID, LocalID: local, MetaServer: o.Server,
+				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		slices.Sort(open)
-		var local uint64
-		for _, hid := range open {
-			// The object's id is read under its handle's mu, which
-			// guards h.obj (PDCobj_get_info refreshes its info).
-			h, err := l.get(hid, kindObj)
-			if err != nil {
-				continue // closed meanwhile
-			}
-			h.mu.Lock()
-			same := !h.objClosed && h.obj.ID() == o.ID
-			h.mu.Unlock()
-			if same {
-				local = hid
-				break
-			}
-		}
-		p := o.Props
-		info = ObjInfo{Name: o.Name, MetaID: o.ID, LocalID: local, MetaServer: o.Server,
-			Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
-		return nil
 	})
 	return info, rc
 }
 
-// IterEnd releases the iterator id (iter_next past its last item).
-func (l *Lib) IterEnd(id uint64) int {
-	return l.run(fmt.Sprintf("iterator end(%d)", id), func() error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		_, err := l.lookupLocked(id, kindIter)
-		if err == nil {
-			delete(l.mu.handles, id)
-		}
-		return err
-	})
+// IterEnd releases the iterator id if it is still open: iter_next past
+// the last item, or iter_start that could not allocate its C struct.
+// Neither fails, so IterEnd reports nothing; PDCclose of the iterator's
+// connection may have released it already.
+func (l *Lib) IterEnd(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.lookupLocked(id, kindIter); err == nil {
+		delete(l.mu.handles, id)
+	}
 }

@@ -53,9 +53,7 @@ func TestIterators(t *testing.T) {
 		t.Fatal("read a container iterator as objects")
 	}
 	p.wantLine(t, "is over containers (PDCcont_iter_start), not objects")
-	if p.IterEnd(it) != capi.Succeed {
-		t.Fatal(p.lines())
-	}
+	p.IterEnd(it)
 	if _, rc := p.ContIterInfo(it, 0); rc != capi.Fail {
 		t.Fatal("read an ended iterator")
 	}
@@ -107,5 +105,9 @@ func TestIterators(t *testing.T) {
 	if _, rc := p.ObjIterInfo(oi, 0); rc != capi.Fail {
 		t.Fatal("an iterator outlived its connection")
 	}
-	p.wantLine(t, "is a closed handle")
+	p.wantLine(t, "PDCobj_iter_get_info(iterator ", "is a closed handle")
+	// iter_next past the end then ends it, and returns normally (NULL):
+	// it prints nothing, though PDCclose released the iterator already.
+	p.IterEnd(oi)
+	p.quiet(t)
 }

@@ -177,9 +177,12 @@ func (l *Lib) init(name string) (uint64, error) {
 	c, err := client.Connect(ctx, opts...)
 	if errors.Is(err, pdc.ErrNotFound) {
 		// Servers started just before the program may still be writing
-		// the list: say why the call pauses, then wait for it.
-		l.report(fmt.Sprintf("PDCinit(%q)", name), fmt.Errorf("%v; waiting up to %v for servers to start", err, describe(timeout)))
+		// the list: wait for it. Only a failure is reported (one line,
+		// saying it waited): a call that succeeds prints nothing.
 		c, err = client.Connect(ctx, append(opts, client.WithWait())...)
+		if err != nil {
+			return 0, fmt.Errorf("waited up to %v for servers to start: %w", describe(timeout), err)
+		}
 	}
 	if err != nil {
 		return 0, err
@@ -263,26 +266,33 @@ func (l *Lib) close(id uint64) error {
 	// No new handle can join the connection now (add refuses a closed
 	// one), and the handles are out of the table, so nothing else starts
 	// a transfer on them; calls already inside finish first, under the
-	// objects' locks.
+	// objects' locks, until the deadline: one still busy then is left to
+	// the connection's close.
 	ctx, cancel := h.conn.ctx()
 	defer cancel()
 	var errs []error
 	for _, t := range xfers {
-		t.xferObj.mu.Lock()
-		if err := t.xfer.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("transfer on object %q: %w", t.xferObj.obj.Name(), err))
+		err := t.xferObj.lock(ctx, t.xferObj.objWhat())
+		if err == nil {
+			err = t.xfer.Close(ctx)
+			t.xferObj.unlock()
 		}
-		t.xferObj.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("transfer %d on object %q: %w", t.id, t.xferObj.objName, err))
+		}
 	}
 	for _, o := range objs {
-		o.mu.Lock()
-		if !o.objClosed {
-			o.objClosed = true
-			if err := o.obj.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("object %q: %w", o.obj.Name(), err))
+		err := o.lock(ctx, o.objWhat())
+		if err == nil {
+			if !o.objClosed { // else PDCobj_close closed it
+				o.objClosed = true
+				err = o.obj.Close(ctx)
 			}
+			o.unlock()
 		}
-		o.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("object %q: %w", o.objName, err))
+		}
 	}
 	errs = append(errs, h.conn.c.Close())
 	return errors.Join(errs...)

@@ -1,9 +1,11 @@
 package capi
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"unsafe"
 
 	"github.com/pdcgo/pdc"
@@ -20,15 +22,19 @@ type objState struct {
 	buf   unsafe.Pointer // PDCprop_set_obj_buf: the caller's memory, never read here
 
 	// kindObj: the object; closed once PDCobj_close began. Guarded by
-	// handle.mu, which also serializes the object's transfers: a
-	// client.Object and its Transfers are not safe for concurrent use.
+	// the handle's lock (handle.sem), which also serializes the object's
+	// transfers: a client.Object and its Transfers are not safe for
+	// concurrent use. objName and metaID are the object's name and id on
+	// the servers, copied at open (read only): read without the lock.
 	obj       *client.Object
 	objClosed bool
+	objName   string
+	metaID    uint64
 
 	// kindRegion: the box (read only).
 	box region.Box
 
-	// kindTransfer: the transfer and the handle of its object, whose mu
+	// kindTransfer: the transfer and the handle of its object, whose lock
 	// guards it.
 	xfer    *client.Transfer
 	xferObj *handle
@@ -258,29 +264,26 @@ func (l *Lib) objCreate(contID uint64, name string, propID uint64) (uint64, erro
 	if !props.Type.Valid() {
 		return 0, fmt.Errorf("property %d has no element type: call PDCprop_set_obj_type first: %w", propID, pdc.ErrInvalid)
 	}
-	var o *client.Object
-	err = l.contDo(contID, func(ch *handle) error {
+	var id uint64
+	err = l.contDo(contID, func(ctx context.Context, ch *handle) error {
 		if ch.conn != prop.conn {
 			return fmt.Errorf("container %d and property %d belong to different connections (PDCinit): %w", contID, propID, pdc.ErrInvalid)
 		}
-		ctx, cancel := ch.conn.ctx()
-		defer cancel()
-		o, err = ch.cont.CreateObject(ctx, name, props)
+		o, err := ch.cont.CreateObject(ctx, name, props)
+		if err != nil {
+			return err
+		}
+		id, err = l.addObj(ctx, prop.conn, o, buf)
 		return err
 	})
-	if err != nil {
-		return 0, err
-	}
-	return l.addObj(prop.conn, o, buf)
+	return id, err
 }
 
 // addObj registers an open object; if that fails (the connection closed
-// meanwhile) it closes the object.
-func (l *Lib) addObj(p *conn, o *client.Object, buf unsafe.Pointer) (uint64, error) {
-	id, err := l.add(&handle{kind: kindObj, conn: p, objState: objState{obj: o, buf: buf}})
+// meanwhile) it closes the object, within ctx.
+func (l *Lib) addObj(ctx context.Context, p *conn, o *client.Object, buf unsafe.Pointer) (uint64, error) {
+	id, err := l.add(&handle{kind: kindObj, conn: p, objState: objState{obj: o, buf: buf, objName: o.Name(), metaID: o.ID()}})
 	if err != nil {
-		ctx, cancel := p.ctx()
-		defer cancel()
 		_ = o.Close(ctx)
 	}
 	return id, err
@@ -316,22 +319,38 @@ func (l *Lib) objOpen(name string, pdcID uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return l.addObj(h.conn, o, nil)
+	return l.addObj(ctx, h.conn, o, nil)
 }
 
-// objDo runs fn on the open object id, one call per object at a time.
-func (l *Lib) objDo(id uint64, fn func(h *handle) error) error {
+// objDo runs fn on the open object id, one call per object at a time: a
+// client.Object and its transfers are not safe for concurrent use. fn gets
+// the call's context: its connection's timeout, started before the wait
+// for the object.
+func (l *Lib) objDo(id uint64, fn func(ctx context.Context, h *handle) error) error {
 	h, err := l.get(id, kindObj)
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.objClosed {
-		return fmt.Errorf("%d is a closed handle: %w", id, pdc.ErrClosed)
-	}
-	return fn(h)
+	ctx, cancel := h.conn.ctx()
+	defer cancel()
+	return objLocked(ctx, h, fn)
 }
+
+// objLocked runs fn on the object handle h under its lock, within ctx: for
+// a call that has its deadline already. A handle closed meanwhile fails.
+func objLocked(ctx context.Context, h *handle, fn func(ctx context.Context, h *handle) error) error {
+	if err := h.lock(ctx, h.objWhat()); err != nil {
+		return err
+	}
+	defer h.unlock()
+	if h.objClosed {
+		return fmt.Errorf("%d is a closed handle: %w", h.id, pdc.ErrClosed)
+	}
+	return fn(ctx, h)
+}
+
+// objWhat names the object handle h in a report.
+func (h *handle) objWhat() string { return fmt.Sprintf("object %d (%q)", h.id, h.objName) }
 
 // ObjClose is PDCobj_close: it waits for the object's transfers that were
 // started and not waited, flushes what they wrote, and releases the
@@ -339,21 +358,15 @@ func (l *Lib) objDo(id uint64, fn func(h *handle) error) error {
 // no longer be started.
 func (l *Lib) ObjClose(id uint64) int {
 	return l.run(fmt.Sprintf("PDCobj_close(%d)", id), func() error {
-		l.mu.Lock()
-		h, err := l.lookupLocked(id, kindObj)
-		if err == nil {
+		// The handle goes once this call holds the object: a close that
+		// gives up waiting for the calls ahead leaves it open.
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
+			l.mu.Lock()
 			delete(l.mu.handles, id)
-		}
-		l.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.objClosed = true
-		ctx, cancel := h.conn.ctx()
-		defer cancel()
-		return h.obj.Close(ctx)
+			l.mu.Unlock()
+			h.objClosed = true
+			return h.obj.Close(ctx)
+		})
 	})
 }
 
@@ -361,9 +374,7 @@ func (l *Lib) ObjClose(id uint64) int {
 // handle stays open until PDCobj_close.
 func (l *Lib) ObjDel(id uint64) int {
 	return l.run(fmt.Sprintf("PDCobj_del(%d)", id), func() error {
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			return h.obj.Delete(ctx)
 		})
 	})
@@ -383,9 +394,7 @@ type ObjInfo struct {
 func (l *Lib) ObjGetInfo(id uint64) (ObjInfo, int) {
 	var out ObjInfo
 	rc := l.run(fmt.Sprintf("PDCobj_get_info(%d)", id), func() error {
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			info, err := h.obj.Refresh(ctx)
 			if err != nil {
 				return err
@@ -409,9 +418,7 @@ func (l *Lib) ObjSetDims(id uint64, ndim int, dims []uint64) int {
 		if err := checkDims(dims); err != nil {
 			return err
 		}
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			return h.obj.SetDims(ctx, append([]uint64(nil), dims...))
 		})
 	})
@@ -422,9 +429,7 @@ func (l *Lib) ObjSetDims(id uint64, ndim int, dims []uint64) int {
 func (l *Lib) ObjGetDims(id uint64) ([]uint64, int) {
 	var dims []uint64
 	rc := l.run(fmt.Sprintf("PDCobj_get_dims(%d)", id), func() error {
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			d, err := h.obj.Dims(ctx)
 			dims = append([]uint64(nil), d...)
 			return err
@@ -438,9 +443,7 @@ func (l *Lib) ObjGetDims(id uint64) ([]uint64, int) {
 // servers. It returns once that is done.
 func (l *Lib) ObjFlushStart(id uint64) int {
 	return l.run(fmt.Sprintf("PDCobj_flush_start(%d)", id), func() error {
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			return h.obj.Flush(ctx)
 		})
 	})
@@ -451,23 +454,31 @@ func (l *Lib) ObjFlushStart(id uint64) int {
 func (l *Lib) ObjFlushAllStart() int {
 	return l.run("PDCobj_flush_all_start()", func() error {
 		l.mu.Lock()
-		var ids []uint64
-		for id, h := range l.mu.handles {
+		var objs []*handle
+		for _, h := range l.mu.handles {
 			if h.kind == kindObj {
-				ids = append(ids, id)
+				objs = append(objs, h)
 			}
 		}
 		l.mu.Unlock()
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		var errs []error
-		for _, id := range ids {
-			err := l.objDo(id, func(h *handle) error {
+		slices.SortFunc(objs, func(a, b *handle) int { return cmp.Compare(a.id, b.id) })
+		// One deadline for the call: every object's wait and flush count
+		// from the call's start (each connection's timeout, from then).
+		ctxs := map[*conn]context.Context{}
+		for _, h := range objs {
+			if ctxs[h.conn] == nil {
 				ctx, cancel := h.conn.ctx()
 				defer cancel()
+				ctxs[h.conn] = ctx
+			}
+		}
+		var errs []error
+		for _, h := range objs {
+			err := objLocked(ctxs[h.conn], h, func(ctx context.Context, h *handle) error {
 				return h.obj.Flush(ctx)
 			})
 			if err != nil && !errors.Is(err, pdc.ErrClosed) {
-				errs = append(errs, fmt.Errorf("object %d: %w", id, err))
+				errs = append(errs, fmt.Errorf("object %d: %w", h.id, err))
 			}
 		}
 		return errors.Join(errs...)
@@ -479,7 +490,7 @@ func (l *Lib) ObjFlushAllStart() int {
 func (l *Lib) ObjBufRetrieve(id uint64) (unsafe.Pointer, int) {
 	var buf unsafe.Pointer
 	rc := l.run(fmt.Sprintf("PDCobj_buf_retrieve(%d)", id), func() error {
-		return l.objDo(id, func(h *handle) error {
+		return l.objDo(id, func(_ context.Context, h *handle) error {
 			buf = h.buf
 			return nil
 		})
@@ -501,28 +512,21 @@ func (l *Lib) ObjPutData(name string, data unsafe.Pointer, size uint64, contID u
 		if size > maxBuffer {
 			return 0, fmt.Errorf("size %d is over the limit of %d bytes: %w", size, uint64(maxBuffer), pdc.ErrTooLarge)
 		}
-		var o *client.Object
-		var p *conn
-		err := l.contDo(contID, func(ch *handle) error {
-			ctx, cancel := ch.conn.ctx()
-			defer cancel()
-			var err error
-			o, err = ch.cont.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{size}, Type: region.Char,
+		var id uint64
+		err := l.contDo(contID, func(ctx context.Context, ch *handle) error {
+			o, err := ch.cont.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{size}, Type: region.Char,
 				Partition: client.RegionStatic})
 			if err != nil {
 				return err
 			}
-			p = ch.conn
 			if err := o.PutData(ctx, unsafe.Slice((*byte)(data), size)); err != nil {
 				// Leave nothing behind.
 				return errors.Join(err, o.Delete(ctx))
 			}
-			return nil
+			id, err = l.addObj(ctx, ch.conn, o, nil)
+			return err
 		})
-		if err != nil {
-			return 0, err
-		}
-		return l.addObj(p, o, nil)
+		return id, err
 	})
 }
 
@@ -535,9 +539,10 @@ func (l *Lib) ObjGetData(id uint64, data unsafe.Pointer, size uint64) int {
 		if data == nil || size == 0 {
 			return fmt.Errorf("no buffer (NULL or size 0): %w", pdc.ErrInvalid)
 		}
-		return l.objDo(id, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		if size > maxBuffer {
+			return fmt.Errorf("size %d is over the limit of %d bytes: %w", size, uint64(maxBuffer), pdc.ErrTooLarge)
+		}
+		return l.objDo(id, func(ctx context.Context, h *handle) error {
 			info := h.obj.Info()
 			elem := uint64(max(info.Props.Type.Size(), 1))
 			dims, err := h.obj.Dims(ctx)

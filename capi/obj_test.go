@@ -2,6 +2,7 @@ package capi_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"unsafe"
@@ -169,6 +170,14 @@ func TestObjects(t *testing.T) {
 		t.Fatal("get_data of part of a 2-D object")
 	}
 	p.wantLine(t, "is not a whole number of 4-byte elements")
+	// A size no buffer has fails as such, before libpdc makes a slice of
+	// the caller's memory.
+	for _, size := range []uint64{1 << 63, 1<<48 + 1} {
+		if q.ObjGetData(qo, unsafe.Pointer(&got[0]), size) != capi.Fail {
+			t.Fatalf("get_data of %d bytes", size)
+		}
+		q.wantLine(t, fmt.Sprintf("PDCobj_get_data(%d, %d bytes): size %d is over the limit of 281474976710656 bytes", qo, size, size))
+	}
 	if p.ObjFlushStart(obj) != capi.Succeed || p.ObjFlushAllStart() != capi.Succeed {
 		t.Fatal(p.lines())
 	}
@@ -290,7 +299,7 @@ func TestRegionTransfers(t *testing.T) {
 		p.RegionClose(row)
 		p.RegionClose(lr)
 	}
-	if p.TransferStartAll(ids) != capi.Succeed || p.TransferWaitAll(ids) != capi.Succeed {
+	if p.TransferStartAll(ptrOf(ids), len(ids)) != capi.Succeed || p.TransferWaitAll(ptrOf(ids), len(ids)) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
 	for _, id := range ids {
@@ -312,6 +321,12 @@ func TestRegionTransfers(t *testing.T) {
 	in := p.RegionCreate(2, []uint64{0, 0}, []uint64{2, 2})
 	out := p.RegionCreate(2, []uint64{9, 7}, []uint64{2, 2})
 	oneD := p.RegionCreate(1, []uint64{0}, []uint64{4})
+	// Local regions whose buffer (up to their end in each dim) has more
+	// than 2^64 elements: (2^40+1)^2, and (2^32+1)*2^32, which wraps to
+	// 2^32.
+	huge := p.RegionCreate(2, []uint64{1 << 40, 1 << 40}, []uint64{1, 1})
+	wraps := p.RegionCreate(2, []uint64{1 << 32, 1<<32 - 1}, []uint64{1, 1})
+	dot := p.RegionCreate(2, []uint64{0, 0}, []uint64{1, 1})
 	for _, c := range []struct {
 		call func() uint64
 		want []string
@@ -324,17 +339,41 @@ func TestRegionTransfers(t *testing.T) {
 		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, obj, in) }, []string{"local region", "is a object, not a region"}},
 		{func() uint64 { return p.RegionCreate(2, nil, []uint64{1, 1}) }, []string{"offset or size is NULL"}},
 		{func() uint64 { return p.RegionCreate(1, []uint64{0}, []uint64{0}) }, []string{"dimension 0 is empty"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, huge, dot) }, []string{
+			"PDCregion_transfer_create(", "local region [1099511627776+1, 1099511627776+1] spans a buffer of more than 2^64 bytes"}},
+		{func() uint64 { return p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessRead, obj, wraps, dot) }, []string{
+			"local region [4294967296+1, 4294967295+1] spans a buffer of more than 2^64 bytes"}},
+		// An offset + size past 2^64 is no region.
+		{func() uint64 { return p.RegionCreate(2, []uint64{0, 1<<64 - 1}, []uint64{1, 1}) }, []string{
+			"PDCregion_create(2, [0 18446744073709551615], [1 1])", "dimension 1 ends past 2^64"}},
 	} {
 		if got := c.call(); got != 0 {
 			t.Fatalf("got %d; want a failure %q", got, c.want)
 		}
 		p.wantLine(t, c.want...)
 	}
-	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil) != capi.Fail {
+	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil, 2) != capi.Fail {
 		t.Fatal("bad transfers")
 	}
 	if ls := p.lines(); len(ls) != 3 {
 		t.Fatalf("reports %q", ls)
+	}
+	// Counts: the line names the array and the count as passed, and a
+	// count past the limit is not read.
+	for _, c := range []struct {
+		call func() int
+		want []string
+	}{
+		{func() int { return p.TransferWaitAll(ptrOf(ids), -3) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all(%p, -3): size -3 is negative", ptrOf(ids))}},
+		{func() int { return p.TransferStartAll(ptrOf(ids), 0) }, []string{fmt.Sprintf("PDCregion_transfer_start_all(%p, 0): no transfers", ptrOf(ids))}},
+		{func() int { return p.TransferStartAll(ptrOf(ids), 1<<30) }, []string{", 1073741824): size 1073741824 is over the limit of 16777216"}},
+		{func() int { return p.TransferWaitAll(nil, 2) }, []string{"PDCregion_transfer_wait_all(NULL, 2): transfer_request_id is NULL but size is 2"}},
+		{func() int { return p.TransferWaitAll(ptrOf(ids[:2]), 2) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all([%d %d], 2): ", ids[0], ids[1]), "closed handle"}},
+	} {
+		if c.call() != capi.Fail {
+			t.Fatalf("succeeded; want %q", c.want)
+		}
+		p.wantLine(t, c.want...)
 	}
 	nw := p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, in)
 	if nw == 0 || p.TransferWait(nw) != capi.Fail {
@@ -409,7 +448,7 @@ func TestCloseFinishesStartedTransfers(t *testing.T) {
 	}
 	never := p.TransferCreate(unsafe.Pointer(&buf[0]), capi.AccessWrite, obj,
 		p.RegionCreate(1, []uint64{0}, []uint64{1}), p.RegionCreate(1, []uint64{0}, []uint64{1}))
-	if never == 0 || p.TransferStartAll(ids) != capi.Succeed || p.Close(id) != capi.Succeed {
+	if never == 0 || p.TransferStartAll(ptrOf(ids), len(ids)) != capi.Succeed || p.Close(id) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
 	p.quiet(t)

@@ -44,18 +44,10 @@ type objRef struct {
 
 func (l *Lib) objIDs(name string, contID uint64, nobj int, objs unsafe.Pointer,
 	change func(ct *client.Container, ctx context.Context, ids ...uint64) error) int {
-	var handles []uint64
-	if objs != nil && nobj > 0 && nobj <= MaxObjIDs {
-		handles = append(handles, unsafe.Slice((*uint64)(objs), nobj)...)
-	}
+	handles, err := idArray(objs, nobj, MaxObjIDs, "obj_ids", "nobj")
 	return l.run(fmt.Sprintf("%s(cont %d, %d, %s)", name, contID, nobj, fmtHandles(objs, handles)), func() error {
-		switch {
-		case nobj < 0:
-			return fmt.Errorf("nobj %d is negative: %w", nobj, pdc.ErrInvalid)
-		case nobj > MaxObjIDs:
-			return fmt.Errorf("nobj %d is over the limit of %d: %w", nobj, MaxObjIDs, pdc.ErrTooLarge)
-		case objs == nil && nobj > 0:
-			return fmt.Errorf("obj_ids is NULL but nobj is %d: %w", nobj, pdc.ErrInvalid)
+		if err != nil {
+			return err
 		}
 		ch, err := l.get(contID, kindCont)
 		if err != nil {
@@ -73,9 +65,7 @@ func (l *Lib) objIDs(name string, contID uint64, nobj int, objs unsafe.Pointer,
 		for i, r := range refs {
 			ids[i] = r.id
 		}
-		return l.contDo(contID, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(contID, func(ctx context.Context, h *handle) error {
 			if err := change(h.cont, ctx, ids...); err != nil {
 				return annotate(err, refs)
 			}
@@ -85,17 +75,17 @@ func (l *Lib) objIDs(name string, contID uint64, nobj int, objs unsafe.Pointer,
 }
 
 // objRef resolves the object handle hid, which must be open on the
-// container's connection p.
+// container's connection p. It reads what the handle copied at open, so it
+// does not wait for calls on the object.
 func (l *Lib) objRef(hid uint64, p *conn) (objRef, error) {
-	var r objRef
-	err := l.objDo(hid, func(h *handle) error {
-		if h.conn != p {
-			return fmt.Errorf("object %d and the container belong to different connections (PDCinit): %w", hid, pdc.ErrInvalid)
-		}
-		r = objRef{handle: hid, id: h.obj.ID(), name: h.obj.Name()}
-		return nil
-	})
-	return r, err
+	h, err := l.get(hid, kindObj)
+	if err != nil {
+		return objRef{}, err
+	}
+	if h.conn != p {
+		return objRef{}, fmt.Errorf("object %d and the container belong to different connections (PDCinit): %w", hid, pdc.ErrInvalid)
+	}
+	return objRef{handle: hid, id: h.metaID, name: h.objName}, nil
 }
 
 // annotate names the handles of the objects err mentions by id (a server
@@ -120,11 +110,32 @@ func annotate(err error, refs []objRef) error {
 	return fmt.Errorf("%w (%s)", err, strings.Join(notes, ", "))
 }
 
-// fmtHandles formats the handles of a call for its report: NULL, or the
-// first few.
+// idArray copies the n handles at p, a C array the caller owns, after
+// checking n: 0 to limit, and p not NULL unless n is 0 (nil then). array
+// and count name the two arguments in the error.
+func idArray(p unsafe.Pointer, n, limit int, array, count string) ([]uint64, error) {
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("%s %d is negative: %w", count, n, pdc.ErrInvalid)
+	case n > limit:
+		return nil, fmt.Errorf("%s %d is over the limit of %d: %w", count, n, limit, pdc.ErrTooLarge)
+	case p == nil && n > 0:
+		return nil, fmt.Errorf("%s is NULL but %s is %d: %w", array, count, n, pdc.ErrInvalid)
+	case n == 0:
+		return nil, nil
+	}
+	return slices.Clone(unsafe.Slice((*uint64)(p), n)), nil
+}
+
+// fmtHandles formats the handles of a call for its report: NULL, the
+// address of an array not read (its count was 0 or out of bounds), or the
+// first few handles.
 func fmtHandles(p unsafe.Pointer, hs []uint64) string {
 	if p == nil {
 		return "NULL"
+	}
+	if hs == nil {
+		return fmt.Sprintf("%p", p)
 	}
 	const show = 8
 	if len(hs) <= show {
@@ -140,9 +151,7 @@ func fmtHandles(p unsafe.Pointer, hs []uint64) string {
 func (l *Lib) ContGetObjIDs(contID uint64) ([]uint64, int) {
 	var ids []uint64
 	rc := l.run(fmt.Sprintf("PDCcont_get_objids(cont %d)", contID), func() error {
-		return l.contDo(contID, func(h *handle) error {
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
+		return l.contDo(contID, func(ctx context.Context, h *handle) error {
 			// A deleted container lists no objects: say it is gone.
 			if _, err := h.conn.c.OpenContainerID(ctx, h.cont.ID()); err != nil {
 				return fmt.Errorf("container %q: %w", h.cont.Name(), err)

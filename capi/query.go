@@ -1,12 +1,14 @@
 package capi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/dataquery"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -42,7 +44,7 @@ func (l *Lib) QueryCreate(objID uint64, op, typ int, value []byte) uint64 {
 		}
 		var oh *handle
 		var pred client.Pred
-		err := l.objDo(objID, func(h *handle) error {
+		err := l.objDo(objID, func(_ context.Context, h *handle) error {
 			oh = h
 			ot := h.obj.Info().Props.Type
 			if region.Type(typ) != ot {
@@ -117,6 +119,12 @@ func (l *Lib) queryCombine(name string, q1, q2 uint64, op func(p, q client.Pred)
 		if a.qobj != b.qobj {
 			return 0, fmt.Errorf("q1 is over object %d, q2 over object %d: a query is over one object: %w", a.objID, b.objID, pdc.ErrInvalid)
 		}
+		// Checked here: each combination copies both sides, so
+		// PDCquery_and(q, q) repeated doubles the query, and would
+		// exhaust memory long before a server refused it.
+		if n := a.pred.Len() + b.pred.Len() + 1; n > dataquery.MaxNodes {
+			return 0, fmt.Errorf("the query would have %d comparisons, ANDs and ORs, over the servers' limit of %d: %w", n, dataquery.MaxNodes, pdc.ErrTooLarge)
+		}
 		l.mu.Lock()
 		within := a.within
 		if within == nil {
@@ -146,7 +154,7 @@ func (l *Lib) QuerySelRegion(id uint64, offset, size []uint64) int {
 		if err != nil {
 			return err
 		}
-		err = l.objDo(h.objID, func(o *handle) error {
+		err = l.objDo(h.objID, func(_ context.Context, o *handle) error {
 			dims := o.obj.Info().Props.Dims
 			if len(dims) != box.Ndim() {
 				return fmt.Errorf("region %v has %d dims, object %q %d: %w", box, box.Ndim(), o.obj.Name(), len(dims), pdc.ErrInvalid)
@@ -180,9 +188,7 @@ func (l *Lib) queryRun(id uint64, opts ...client.DataQueryOption) (*client.Query
 	}
 	l.mu.Unlock()
 	var res *client.QueryResult
-	err = l.objDo(h.objID, func(o *handle) error {
-		ctx, cancel := o.conn.ctx()
-		defer cancel()
+	err = l.objDo(h.objID, func(ctx context.Context, o *handle) error {
 		res, err = o.obj.Query(ctx, h.pred, opts...)
 		return err
 	})
@@ -235,7 +241,7 @@ func (l *Lib) QueryGetSelection(id uint64) (Selection, int) {
 // data changed since PDCquery_get_selection). Another object (PDC's way of
 // reading, say, the energy where the temperature matched) must have as
 // many dims, each holding the coordinates; the bounding box of the hits is
-// read, which must fit in maxBuffer bytes. fill gets the values; it is
+// read, which must fit in maxQueryBox (1 GiB). fill gets the values; it is
 // called only if all is well.
 func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byte) error) int {
 	return l.run(fmt.Sprintf("PDCquery_get_data(obj %d, selection of query %d, %d hits)", objID, id, sel.NHits), func() error {
@@ -256,17 +262,21 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 		if sel.NHits == 0 {
 			return fill(nil)
 		}
-		if sel.NDim < 1 || uint64(len(sel.Coords)) != sel.NHits*uint64(sel.NDim) {
+		if want, ok := mulOK(sel.NHits, uint64(sel.NDim)); sel.NDim < 1 || !ok || uint64(len(sel.Coords)) != want {
 			return fmt.Errorf("the selection's ndim %d and nhits %d do not match its coords: %w", sel.NDim, sel.NHits, pdc.ErrInvalid)
 		}
-		return l.objDo(objID, func(o *handle) error {
-			return readAt(o, sel, fill)
+		return l.objDo(objID, func(ctx context.Context, o *handle) error {
+			return readAt(ctx, o, sel, fill)
 		})
 	})
 }
 
+// maxQueryBox bounds the box PDCquery_get_data reads from another object
+// (pdc_query.h promises 1 GiB): it is allocated whole.
+const maxQueryBox = 1 << 30
+
 // readAt reads the elements of object o at sel's coordinates.
-func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
+func readAt(ctx context.Context, o *handle, sel Selection, fill func(vals []byte) error) error {
 	info := o.obj.Info().Props
 	if len(info.Dims) != sel.NDim {
 		return fmt.Errorf("object %q has %d dims, the selection %d: %w", o.obj.Name(), len(info.Dims), sel.NDim, pdc.ErrInvalid)
@@ -282,21 +292,22 @@ func readAt(o *handle, sel Selection, fill func(vals []byte) error) error {
 	}
 	size := make([]uint64, sel.NDim)
 	elem := uint64(max(info.Type.Size(), 1))
-	n := elem
+	n, ok := elem, true
 	for d := range size {
 		size[d] = hi[d] - lo[d] + 1
-		n, _ = mulOK(n, size[d])
+		if ok {
+			n, ok = mulOK(n, size[d])
+		}
 	}
-	if n > maxBuffer {
-		return fmt.Errorf("the hits span a box of over %d bytes of object %q: restrict the query (PDCquery_sel_region): %w", uint64(maxBuffer), o.obj.Name(), pdc.ErrTooLarge)
+	if !ok || n > maxQueryBox {
+		return fmt.Errorf("the hits span a box %v of %d-byte elements of object %q, over the limit of 1 GiB: restrict the query (PDCquery_sel_region): %w",
+			size, elem, o.obj.Name(), pdc.ErrTooLarge)
 	}
 	box, err := region.New(lo, size)
 	if err != nil {
 		return err
 	}
 	buf := make([]byte, n)
-	ctx, cancel := o.conn.ctx()
-	defer cancel()
 	if err := o.obj.Read(ctx, box, buf); err != nil {
 		return err
 	}

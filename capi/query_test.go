@@ -171,3 +171,84 @@ func TestDataQueries(t *testing.T) {
 		p.wantLine(t, c.want...)
 	}
 }
+
+// PDCquery_get_data on another object reads the box spanning the hits: at
+// most 1 GiB, and a box whose size overflows 64 bits is over it too.
+func TestQueryGetDataBoxLimit(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 4)
+	small := p.ObjCreate(cont, "small", prop)
+	q := p.QueryCreate(small, 1, pdcInt, i32s(1, func(int) int32 { return 0 }))
+	if small == 0 || q == 0 || p.PropSetObjType(prop, pdcDouble) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	const n = 1 << 20
+	for _, c := range []struct {
+		name string
+		dims []uint64
+		sel  capi.Selection
+	}{
+		// 2^80 doubles: the byte count wraps past 2^64.
+		{"wraps", []uint64{n, n, n, n}, capi.Selection{NDim: 4, NHits: 2, Coords: []uint64{0, 0, 0, 0, n - 1, n - 1, n - 1, n - 1}}},
+		// 2^40 doubles: 8 TiB.
+		{"8TiB", []uint64{n, n}, capi.Selection{NDim: 2, NHits: 2, Coords: []uint64{0, 0, n - 1, n - 1}}},
+		// 2^27+1 doubles: 1 GiB and 8 bytes.
+		{"1GiB+8", []uint64{1<<27 + 1}, capi.Selection{NDim: 1, NHits: 2, Coords: []uint64{0, 1 << 27}}},
+	} {
+		if p.PropSetObjDims(prop, len(c.dims), c.dims) != capi.Succeed {
+			t.Fatal(p.lines())
+		}
+		big := p.ObjCreate(cont, "big-"+c.name, prop)
+		if big == 0 {
+			t.Fatal(p.lines())
+		}
+		if p.QueryGetData(big, q, c.sel, func([]byte) error { return nil }) != capi.Fail {
+			t.Fatalf("%s: get_data read a box over 1 GiB", c.name)
+		}
+		p.wantLine(t, "PDCquery_get_data(obj ", "over the limit of 1 GiB", "PDCquery_sel_region")
+	}
+	// nhits*ndim wraps to the coords' length: still no match.
+	if p.PropSetObjDims(prop, 2, []uint64{4, 4}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	other := p.ObjCreate(cont, "other", prop)
+	wrap := capi.Selection{NDim: 2, NHits: 1<<63 + 1, Coords: []uint64{0, 0}}
+	if other == 0 || p.QueryGetData(other, q, wrap, nil) != capi.Fail {
+		t.Fatal("a selection whose nhits*ndim wraps was read")
+	}
+	p.wantLine(t, "PDCquery_get_data(obj ", "9223372036854775809 hits", "do not match its coords")
+	p.quiet(t)
+}
+
+// PDCquery_and(q, q) doubles a query; the servers take at most 1024 nodes
+// (comparisons, ANDs and ORs), and so does PDCquery_and, before the
+// doubling exhausts memory.
+func TestQueryCombineLimit(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	_, cont, prop := objSetup(t, p, 4)
+	obj := p.ObjCreate(cont, "o", prop)
+	q := p.QueryCreate(obj, 1, pdcInt, i32s(1, func(int) int32 { return 0 }))
+	if obj == 0 || q == 0 {
+		t.Fatal(p.lines())
+	}
+	for i := range 40 {
+		next := p.QueryAnd(q, q)
+		if next == 0 {
+			if i != 9 {
+				t.Errorf("and #%d failed, want #9 (2047 nodes) to", i)
+			}
+			p.wantLine(t, "PDCquery_and(query ", "2047 comparisons, ANDs and ORs, over the servers' limit of 1024")
+			break
+		}
+		if i == 39 {
+			t.Fatal("40 doublings of a query accepted")
+		}
+		q = next
+	}
+	// The largest one runs.
+	if n, rc := p.QueryNHits(q); rc != capi.Succeed || n != 0 {
+		t.Fatalf("a 1023-node query: %d hits: %q", n, p.lines())
+	}
+}

@@ -1,6 +1,8 @@
 package capi
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -89,20 +91,18 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		}
 		var t *client.Transfer
 		var oh *handle
-		err = l.objDo(objID, func(h *handle) error {
+		err = l.objDo(objID, func(ctx context.Context, h *handle) error {
 			oh = h
 			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
-			n := uint64(1)
-			for i := range local.box.Size {
-				n, _ = mulOK(n, local.box.End(i))
+			need, ok := bufferBytes(local.box, elem)
+			if !ok {
+				return fmt.Errorf("local region %v spans a buffer of more than 2^64 bytes (%d-byte elements up to its end in each dim): %w",
+					local.box, elem, pdc.ErrTooLarge)
 			}
-			need, ok := mulOK(n, elem)
-			if !ok || need > maxBuffer {
-				return fmt.Errorf("local region %v needs a buffer of %d elements of %d bytes, over the limit of %d bytes: %w",
-					local.box, n, elem, uint64(maxBuffer), pdc.ErrTooLarge)
+			if need > maxBuffer {
+				return fmt.Errorf("local region %v needs a buffer of %d bytes (%d-byte elements up to its end in each dim), over the limit of %d bytes: %w",
+					local.box, need, elem, uint64(maxBuffer), pdc.ErrTooLarge)
 			}
-			ctx, cancel := h.conn.ctx()
-			defer cancel()
 			t, err = h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local.box, remote.box)
 			return err
 		})
@@ -111,6 +111,19 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		}
 		return l.add(&handle{kind: kindTransfer, conn: oh.conn, objState: objState{xfer: t, xferObj: oh}})
 	})
+}
+
+// bufferBytes is the size of the buffer a local region describes (HDF5's
+// memory space): from its origin to its end in every dim, in elements of
+// elem bytes. ok is false if it does not fit in 64 bits.
+func bufferBytes(local region.Box, elem uint64) (n uint64, ok bool) {
+	n = elem
+	for i := range local.Size {
+		if n, ok = mulOK(n, local.End(i)); !ok {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 func accessName(a int) string {
@@ -124,9 +137,10 @@ func accessName(a int) string {
 }
 
 // transfersDo runs fn on the transfers ids (at least one) holding the
-// locks of their objects, taken in id order. An object closed since
-// refuses unless closedOK.
-func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(p *conn, ts []*client.Transfer) error) error {
+// locks of their objects, taken in the order of the objects' ids. An object
+// closed since refuses unless closedOK. fn gets the call's context: the
+// connection's timeout, started before the waits for the objects.
+func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(ctx context.Context, p *conn, ts []*client.Transfer) error) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("no transfers: %w", pdc.ErrInvalid)
 	}
@@ -152,34 +166,25 @@ func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(p *conn, ts []*cl
 			objs = append(objs, h.xferObj)
 		}
 	}
-	// One lock order for every caller: by the objects' addresses would do
-	// as well, but the order must not depend on the order of ids.
-	slices.SortFunc(objs, func(a, b *handle) int {
-		return compareAddr(a, b)
-	})
+	// One lock order for every caller that holds more than one object
+	// (only this one does), whatever the order of ids: no deadlock.
+	slices.SortFunc(objs, func(a, b *handle) int { return cmp.Compare(a.id, b.id) })
+	ctx, cancel := p.ctx()
+	defer cancel()
 	for _, o := range objs {
-		o.mu.Lock()
-		defer o.mu.Unlock()
+		if err := o.lock(ctx, o.objWhat()); err != nil {
+			return err
+		}
+		defer o.unlock()
 	}
 	if !closedOK {
 		for _, o := range objs {
 			if o.objClosed {
-				return fmt.Errorf("object %q was closed (PDCobj_close): %w", o.obj.Name(), pdc.ErrClosed)
+				return fmt.Errorf("object %q was closed (PDCobj_close): %w", o.objName, pdc.ErrClosed)
 			}
 		}
 	}
-	return fn(p, ts)
-}
-
-func compareAddr(a, b *handle) int {
-	x, y := uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b))
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return fn(ctx, p, ts)
 }
 
 // TransferStart is PDCregion_transfer_start. With PDC_CONSISTENCY_POSIX it
@@ -190,18 +195,25 @@ func (l *Lib) TransferStart(id uint64) int {
 	})
 }
 
-// TransferStartAll is PDCregion_transfer_start_all: the transfers start
-// together, one request per data server. ids is nil for NULL.
-func (l *Lib) TransferStartAll(ids []uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
-		return l.transfersStart(ids)
+// MaxTransfers bounds the size of start_all and wait_all: a larger one is
+// more likely a wrong argument than an array the caller has.
+const MaxTransfers = 1 << 24
+
+// TransferStartAll is PDCregion_transfer_start_all: the n transfers at ids
+// (an array the caller owns, not kept) start together, one request per
+// data server.
+func (l *Lib) TransferStartAll(ids unsafe.Pointer, n int) int {
+	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
+	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+		if err != nil {
+			return err
+		}
+		return l.transfersStart(hs)
 	})
 }
 
 func (l *Lib) transfersStart(ids []uint64) error {
-	return l.transfersDo(ids, false, func(p *conn, ts []*client.Transfer) error {
-		ctx, cancel := p.ctx()
-		defer cancel()
+	return l.transfersDo(ids, false, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 		return p.c.StartAll(ctx, ts)
 	})
 }
@@ -214,17 +226,20 @@ func (l *Lib) TransferWait(id uint64) int {
 	})
 }
 
-// TransferWaitAll is PDCregion_transfer_wait_all.
-func (l *Lib) TransferWaitAll(ids []uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtDims(ids), len(ids)), func() error {
-		return l.transfersWait(ids)
+// TransferWaitAll is PDCregion_transfer_wait_all, over ids as
+// TransferStartAll.
+func (l *Lib) TransferWaitAll(ids unsafe.Pointer, n int) int {
+	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
+	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+		if err != nil {
+			return err
+		}
+		return l.transfersWait(hs)
 	})
 }
 
 func (l *Lib) transfersWait(ids []uint64) error {
-	return l.transfersDo(ids, true, func(p *conn, ts []*client.Transfer) error {
-		ctx, cancel := p.ctx()
-		defer cancel()
+	return l.transfersDo(ids, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 		return p.c.WaitAll(ctx, ts)
 	})
 }
@@ -242,9 +257,7 @@ const (
 func (l *Lib) TransferStatus(id uint64) (int, int) {
 	status := TransferNotFound
 	rc := l.run(fmt.Sprintf("PDCregion_transfer_status(%d)", id), func() error {
-		return l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
-			ctx, cancel := p.ctx()
-			defer cancel()
+		return l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			s, err := ts[0].Status(ctx)
 			status = int(s)
 			return err
@@ -260,9 +273,7 @@ func (l *Lib) TransferClose(id uint64) int {
 		if _, err := l.get(id, kindTransfer); err != nil {
 			return err
 		}
-		err := l.transfersDo([]uint64{id}, true, func(p *conn, ts []*client.Transfer) error {
-			ctx, cancel := p.ctx()
-			defer cancel()
+		err := l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			return ts[0].Close(ctx)
 		})
 		l.mu.Lock()

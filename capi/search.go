@@ -1,8 +1,10 @@
 package capi
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
@@ -78,14 +80,24 @@ func KVTagQuery(name string, typ int, value []byte, hasValue bool) (string, erro
 }
 
 // QueryKVTag is PDC_Client_query_kvtag: the ids of the objects with a tag
-// matching the query (see KVTagQuery), sorted. It reads the tags
-// themselves (every metadata server scans its own), so it finds every
-// tagged object whatever was done to the DART index.
-func (l *Lib) QueryKVTag(name string, typ int, value []byte, hasValue bool) ([]uint64, int) {
+// matching the query (see KVTagQuery), sorted. value points to size bytes
+// the caller owns (nil: any value); size is checked against the tag value
+// limit before they are copied, so a wrong size fails instead of reading
+// past the caller's buffer. It reads the tags themselves (every metadata
+// server scans its own), so it finds every tagged object whatever was done
+// to the DART index.
+func (l *Lib) QueryKVTag(name string, typ int, value unsafe.Pointer, size uint64) ([]uint64, int) {
 	var ids []uint64
-	call := fmt.Sprintf("PDC_Client_query_kvtag(%q, %s, %d bytes)", name, typeName(typ), len(value))
+	call := fmt.Sprintf("PDC_Client_query_kvtag(%q, %s, %d bytes)", name, typeName(typ), size)
 	rc := l.run(call, func() error {
-		q, err := KVTagQuery(name, typ, value, hasValue)
+		if size > maxTagValue {
+			return fmt.Errorf("a tag value of %d bytes is over the limit of %d, so no tag could match (is kvtag->size right?): %w", size, maxTagValue, pdc.ErrTooLarge)
+		}
+		var v []byte
+		if value != nil {
+			v = bytes.Clone(unsafe.Slice((*byte)(value), size))
+		}
+		q, err := KVTagQuery(name, typ, v, value != nil)
 		if err != nil {
 			return err
 		}

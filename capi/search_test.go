@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pdcgo/pdc/capi"
 	"github.com/pdcgo/pdc/client"
@@ -26,6 +27,16 @@ func (tc *testCluster) goClient(t *testing.T) *client.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// queryKVTag is PDC_Client_query_kvtag with a value of len(v) bytes; nil
+// is a NULL value (any value).
+func (p *proc) queryKVTag(name string, typ int, v []byte) ([]uint64, int) {
+	var ptr unsafe.Pointer
+	if v != nil {
+		ptr = unsafe.Pointer(unsafe.SliceData(v))
+	}
+	return p.QueryKVTag(name, typ, ptr, uint64(len(v)))
 }
 
 func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
@@ -90,7 +101,7 @@ func TestQueryKVTagFindsObjectTags(t *testing.T) {
 	} {
 		// Many queries in one process, some matching nothing (PDC double-frees).
 		for range 2 {
-			got, rc := p.QueryKVTag(tt.name, int(tt.typ), tt.value, tt.value != nil)
+			got, rc := p.queryKVTag(tt.name, int(tt.typ), tt.value)
 			if rc != capi.Succeed || !slices.Equal(got, tt.want) {
 				t.Errorf("query %s %v %q: %v rc %d, want %v (reports %q)", tt.name, tt.typ, tt.value, got, rc, tt.want, p.lines())
 			}
@@ -102,27 +113,36 @@ func TestQueryKVTagFindsObjectTags(t *testing.T) {
 	if rc := p.DARTDelete(capi.DARTHash, "label", "abcd", capi.RefPrimaryID, ids["o1"]); rc != capi.Succeed {
 		t.Fatalf("DARTDelete: %q", p.lines())
 	}
-	if got, _ := p.QueryKVTag("label", int(region.String), str("*bc*"), true); !slices.Equal(got, want("o1", "o3")) {
+	if got, _ := p.queryKVTag("label", int(region.String), str("*bc*")); !slices.Equal(got, want("o1", "o3")) {
 		t.Errorf("after a DART delete, query_kvtag found %v", got)
 	}
 
-	if _, rc := p.QueryKVTag("", int(region.String), str("x"), true); rc != capi.Fail {
+	if _, rc := p.queryKVTag("", int(region.String), str("x")); rc != capi.Fail {
 		t.Error("an empty name succeeded")
 	}
 	p.wantLine(t, `PDC_Client_query_kvtag("", pdc_var_type_t 4, 2 bytes)`, "tag name is empty")
-	if _, rc := p.QueryKVTag("label", 99, str("x"), true); rc != capi.Fail {
+	if _, rc := p.queryKVTag("label", 99, str("x")); rc != capi.Fail {
 		t.Error("a bad type succeeded")
 	}
 	p.wantLine(t, "unknown pdc_var_type_t 99")
-	if _, rc := p.QueryKVTag("label", int(region.String), str("a*b"), true); rc != capi.Fail {
+	if _, rc := p.queryKVTag("label", int(region.String), str("a*b")); rc != capi.Fail {
 		t.Error("a misplaced * succeeded")
 	}
 	p.wantLine(t, "misplaced *")
+	// A size past the tag value limit fails before the value is read (a
+	// 1-byte buffer here; C passes whatever kvtag->size says).
+	var one byte
+	for _, size := range []uint64{1<<16 + 1, 1 << 31, 1<<32 - 1} {
+		if _, rc := p.QueryKVTag("label", int(region.String), unsafe.Pointer(&one), size); rc != capi.Fail {
+			t.Errorf("a %d-byte value succeeded", size)
+		}
+		p.wantLine(t, fmt.Sprintf(`PDC_Client_query_kvtag("label", pdc_var_type_t 4, %d bytes)`, size), "over the limit of 65536")
+	}
 }
 
 func TestQueryKVTagNeedsAConnection(t *testing.T) {
 	p := newProc(map[string]string{})
-	if _, rc := p.QueryKVTag("x", int(region.Int), le32(1), true); rc != capi.Fail {
+	if _, rc := p.queryKVTag("x", int(region.Int), le32(1)); rc != capi.Fail {
 		t.Fatal("a query without PDCinit succeeded")
 	}
 	p.wantLine(t, "PDC_Client_query_kvtag", "call PDCinit first")

@@ -116,9 +116,7 @@ func (l *Lib) ObjDelTag(id uint64, name string) int {
 }
 
 func (l *Lib) objTags(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error {
-	return l.objDo(id, func(h *handle) error {
-		ctx, cancel := h.conn.ctx()
-		defer cancel()
+	return l.objDo(id, func(ctx context.Context, h *handle) error {
 		return fn(ctx, h.obj, func(ctx context.Context) error {
 			_, err := h.obj.Refresh(ctx)
 			return err
@@ -150,13 +148,10 @@ func (l *Lib) ObjOpenMetaID(contID, metaID, propID uint64) uint64 {
 				return 0, err
 			}
 		}
-		var o *client.Object
-		var p *conn
-		err := l.contDo(contID, func(ch *handle) error {
-			ctx, cancel := ch.conn.ctx()
-			defer cancel()
-			var err error
-			if o, err = ch.conn.c.OpenObjectID(ctx, metaID); err != nil {
+		var id uint64
+		err := l.contDo(contID, func(ctx context.Context, ch *handle) error {
+			o, err := ch.conn.c.OpenObjectID(ctx, metaID)
+			if err != nil {
 				return err
 			}
 			if got := o.Info().ContainerID; got != ch.cont.ID() {
@@ -171,12 +166,9 @@ func (l *Lib) ObjOpenMetaID(contID, metaID, propID uint64) uint64 {
 					return err
 				}
 			}
-			p = ch.conn
-			return nil
+			id, err = l.addObj(ctx, ch.conn, o, buf)
+			return err
 		})
-		if err != nil {
-			return 0, err
-		}
-		return l.addObj(p, o, buf)
+		return id, err
 	})
 }

@@ -57,7 +57,7 @@ func TestObjectTags(t *testing.T) {
 		t.Fatal(p.lines())
 	}
 	for _, qv := range [][2]string{{"abcd", "1234"}, {"ab*", "12*"}, {"*cd", "*34"}, {"*bc*", "*23*"}} {
-		got, rc := q.QueryKVTag(qv[0], pdcString, []byte(qv[1]+"\x00"), true)
+		got, rc := q.queryKVTag(qv[0], pdcString, []byte(qv[1]+"\x00"))
 		if rc != capi.Succeed || !slices.Equal(got, []uint64{info.MetaID}) {
 			t.Errorf("query %s=%s: %v rc %d, want [%d]: %q", qv[0], qv[1], got, rc, info.MetaID, q.lines())
 		}

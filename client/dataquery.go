@@ -118,6 +118,11 @@ func (p Pred) And(q Pred) Pred { return combine(p, q, wire.QueryAND) }
 // Or is p or q.
 func (p Pred) Or(q Pred) Pred { return combine(p, q, wire.QueryOR) }
 
+// Len is the number of nodes of p: its comparisons and the ANDs and ORs
+// joining them. Servers evaluate predicates of at most 1024 nodes; p.And(p)
+// has twice as many as p, plus one.
+func (p Pred) Len() int { return len(p.nodes) }
+
 // And is every one of ps (which must not be empty).
 func And(ps ...Pred) Pred { return fold(ps, wire.QueryAND) }
 

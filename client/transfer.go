@@ -151,6 +151,10 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 	for i := range local.Size {
 		shape.Size[i] = local.End(i)
 	}
+	if shape.Check() != nil {
+		// Only its volume can be wrong: more than 2^64 elements.
+		return nil, fmt.Errorf("object %q: local region %v spans a buffer of more than 2^64 elements: %w", o.info.Name, local, pdc.ErrInvalid)
+	}
 	need, ok := mulOK(shape.Volume(), elem)
 	if !ok || need > uint64(len(buf)) {
 		return nil, fmt.Errorf("object %q: local region %v needs a buffer of %d elements of %d bytes, the buffer has %d bytes: %w",

@@ -16,8 +16,9 @@
  *    and prints one line to stderr: "libpdc: CALL(ARGS): REASON", naming
  *    what it acted on. It never aborts the process;
  *  - no call waits longer than $PDC_TIMEOUT (default 30 s; a number of
- *    seconds, or a duration like 90s or 2m), read by PDCinit, unless it
- *    takes a timeout of its own;
+ *    seconds, or a duration like 90s or 2m), read by PDCinit, in total,
+ *    waiting for other threads' calls on the same handle included, unless
+ *    it takes a timeout of its own;
  *  - memory a call hands out was allocated with malloc and is the caller's
  *    to free; memory the caller passes in is not kept after the call;
  *  - every function is safe to call from any thread.
@@ -51,8 +52,8 @@ extern "C" {
 /*
  * PDCinit connects to the pdc servers whose server list is in $PDC_TMPDIR
  * (default ./pdc_tmp), as PDC's client does. If the list is not there yet
- * (servers still starting), it says so on stderr and waits for it, up to
- * $PDC_TIMEOUT. It checks that rank 0 answers. pdc_name names this client
+ * (servers still starting), it waits for it, up to $PDC_TIMEOUT, printing
+ * nothing unless it gives up. It checks that rank 0 answers. pdc_name names this client
  * in the servers' logs; any string, NULL too.
  *
  * Several connections may be open at once; each has its own handles.

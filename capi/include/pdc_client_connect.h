@@ -30,8 +30,10 @@ extern "C" {
  * and a text value (PDC_STRING; a trailing NUL is ignored) may begin or
  * end with *: "ab*" (prefix), "*cd" (suffix), "*bc*" (infix). A numeric
  * value (integers of 1, 2, 4 or 8 bytes, PDC_FLOAT, PDC_DOUBLE) matches
- * numeric tags equal to it. A NULL value matches any value. It reads the
- * tags themselves, so the DART functions below do not change its answer.
+ * numeric tags equal to it. A NULL value matches any value; a size over
+ * the tag value limit (64 KiB) fails before the value is read. It reads
+ * the tags themselves, so the DART functions below do not change its
+ * answer.
  */
 perr_t PDC_Client_query_kvtag(const pdc_kvtag_t *kvtag, int *n_res, uint64_t **pdc_ids);
 
@@ -67,7 +69,9 @@ perr_t PDC_Client_search_obj_ref_through_dart(dart_hash_algo_t hash_algo, char *
  * removed. It needs no PDCinit (it connects on its own). Handles opened
  * before may still be closed; calls that need a server fail afterwards.
  * One process of a job calls it, once. Servers already gone are not an
- * error; no server list is.
+ * error, though transient containers are then left as they are (the
+ * listing needs every server); no server list is. It prints nothing unless
+ * it fails.
  */
 perr_t PDC_Client_close_all_server(void);
 

@@ -71,7 +71,7 @@ perr_t PDCprop_close(pdcid_t prop);
  * PDCobj_buf_retrieve; libpdc never reads or writes it.
  */
 pdcid_t PDCprop_obj_dup(pdcid_t prop);
-perr_t PDCprop_set_obj_dims(pdcid_t obj_prop, int ndim, uint64_t *dims);
+perr_t PDCprop_set_obj_dims(pdcid_t obj_prop, PDC_int_t ndim, uint64_t *dims);
 perr_t PDCprop_set_obj_type(pdcid_t obj_prop, pdc_var_type_t type);
 perr_t PDCprop_set_obj_transfer_region_type(pdcid_t obj_prop, pdc_region_partition_t region_partition);
 perr_t PDCprop_set_obj_consistency_semantics(pdcid_t obj_prop, pdc_consistency_t consistency);

@@ -28,6 +28,12 @@ typedef uint64_t pdcid_t;
 typedef unsigned long long psize_t;
 typedef bool               pbool_t;
 
+/* PDC's names for C's int, float and double (PDCprop_set_obj_dims takes a
+ * PDC_int_t ndim). */
+typedef int    PDC_int_t;
+typedef float  PDC_float_t;
+typedef double PDC_double_t;
+
 /* A dimension that can grow (the first dimension of an object). */
 #define PDC_SIZE_UNLIMITED UINT64_MAX
 
@@ -35,6 +41,10 @@ typedef bool               pbool_t;
  * deleted, with their objects, when the servers are stopped (pdc down,
  * close_server). */
 typedef enum { PDC_PERSIST = 0, PDC_TRANSIENT = 1 } pdc_lifetime_t;
+
+/* PDC's choice of the server a client talks to. pdc has no such setting:
+ * the values exist so that code written for PDC compiles. */
+typedef enum { PDC_SERVER_DEFAULT = 0, PDC_SERVER_PER_CLIENT = 1 } pdc_server_selection_t;
 
 /* A key/value tag, as tag searches take and return it. */
 typedef struct pdc_kvtag_t {

@@ -37,8 +37,10 @@ typedef struct pdc_query_t {
 /*
  * What PDCquery_get_selection found: nhits hits, ndim coordinates each
  * (coords[i*ndim + d] is hit i's in dim d), in row-major order. coords is
- * malloc'd (NULL with 0 hits): PDCselection_free frees it. query_id names
- * the query it came from, for PDCquery_get_data.
+ * malloc'd (NULL with 0 hits): PDCselection_free frees it; coords_alloc
+ * is how many coordinates it holds (nhits * ndim; 0 in a selection made
+ * by hand means not known). query_id names the query it came from, for
+ * PDCquery_get_data, which refuses nhits * ndim past coords_alloc.
  */
 typedef struct pdc_selection_t {
     pdcid_t   query_id;
@@ -62,6 +64,8 @@ extern "C" {
  * PDCquery_and, _or: a new query of q1 and q2, which must be over the
  * same object and stay valid and unchanged. It is restricted to their
  * region (PDCquery_sel_region), which must be the same if both have one.
+ * A query holds at most 1024 comparisons, ANDs and ORs (the servers'
+ * limit; PDCquery_and(q, q) has twice as many as q, plus one).
  *
  * PDCquery_sel_region restricts query to the box obj_region->offset/size
  * (ndim dims, the object's), which must lie inside the object; only
@@ -78,7 +82,9 @@ extern "C" {
  *
  * PDCquery_free releases query (NULL is a no-op); queries made from it
  * stay valid. PDCquery_free_all releases query and the queries it was
- * made of, recursively: a query reached twice must not be freed twice.
+ * made of, recursively, each once even if reached twice
+ * (PDCquery_and(q, q)). A query it freed must not be used or freed again,
+ * so two queries sharing one cannot both be given to it.
  * PDCselection_free frees sel->coords and zeroes *sel.
  */
 pdc_query_t *PDCquery_create(pdcid_t obj_id, pdc_query_op_t op, pdc_var_type_t type, void *value);

@@ -67,7 +67,8 @@ struct pdc_region_info *PDCregion_get_info(pdcid_t reg_id);
  * unchanged until then. libpdc keeps no reference to it after.
  *
  * _start starts one transfer, _start_all several together (one request
- * per data server). With PDC_CONSISTENCY_POSIX a transfer is done when
+ * per data server); _start_all and _wait_all take 1 to 2^24 transfers
+ * (size is checked before the array is read). With PDC_CONSISTENCY_POSIX a transfer is done when
  * start returns. _wait and _wait_all return once the transfers are done
  * (read data in buf). _status sets *completed to PDC_TRANSFER_STATUS_
  * PENDING while under way, COMPLETE once when done, then NOT_FOUND (also

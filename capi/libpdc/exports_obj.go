@@ -215,17 +215,11 @@ func pdcgo_region_transfer_create(buf unsafe.Pointer, access C.int, obj, local, 
 //export pdcgo_region_transfer_start
 func pdcgo_region_transfer_start(id C.uint64_t) C.int { return C.int(lib.TransferStart(uint64(id))) }
 
-// ids copies n transfer ids from C; nil for NULL or n < 1.
-func ids(p *C.uint64_t, n C.int) []uint64 {
-	if p == nil || n < 1 {
-		return nil
-	}
-	return append([]uint64(nil), unsafe.Slice((*uint64)(unsafe.Pointer(p)), int(n))...)
-}
-
+// pdcgo_region_transfer_start_all: the Lib checks n before it reads p.
+//
 //export pdcgo_region_transfer_start_all
 func pdcgo_region_transfer_start_all(p *C.uint64_t, n C.int) C.int {
-	return C.int(lib.TransferStartAll(ids(p, n)))
+	return C.int(lib.TransferStartAll(unsafe.Pointer(p), int(n)))
 }
 
 //export pdcgo_region_transfer_wait
@@ -233,7 +227,7 @@ func pdcgo_region_transfer_wait(id C.uint64_t) C.int { return C.int(lib.Transfer
 
 //export pdcgo_region_transfer_wait_all
 func pdcgo_region_transfer_wait_all(p *C.uint64_t, n C.int) C.int {
-	return C.int(lib.TransferWaitAll(ids(p, n)))
+	return C.int(lib.TransferWaitAll(unsafe.Pointer(p), int(n)))
 }
 
 //export pdcgo_region_transfer_status

@@ -84,12 +84,18 @@ func pdcgo_query_get_selection(q C.uint64_t, ndim *C.size_t, nhits *C.uint64_t, 
 }
 
 // pdcgo_query_get_data reads the selection's coords in place (C memory,
-// during the call only).
+// during the call only), not past alloc of them (sel->coords_alloc; 0 is
+// not known).
 //
 //export pdcgo_query_get_data
-func pdcgo_query_get_data(obj, q C.uint64_t, ndim C.size_t, nhits C.uint64_t, coords *C.uint64_t, data unsafe.Pointer) C.int {
+func pdcgo_query_get_data(obj, q C.uint64_t, ndim C.size_t, nhits C.uint64_t, coords *C.uint64_t, alloc C.uint64_t, data unsafe.Pointer) C.int {
 	sel := capi.Selection{NDim: int(min(ndim, C.size_t(region.MaxDims+1))), NHits: uint64(nhits)}
-	if n, ok := mulU64(uint64(nhits), uint64(sel.NDim)); coords != nil && ok && n <= 1<<40/8 {
+	n, ok := mulU64(uint64(nhits), uint64(sel.NDim))
+	if coords != nil && alloc != 0 && (!ok || n > uint64(alloc)) {
+		return C.int(lib.Report(fmt.Sprintf("PDCquery_get_data(obj %d, selection of query %d, %d hits)", uint64(obj), uint64(q), uint64(nhits)),
+			fmt.Errorf("%d hits of %d coordinates are more than the selection's %d (coords_alloc): %w", uint64(nhits), uint64(ndim), uint64(alloc), pdc.ErrInvalid)))
+	}
+	if coords != nil && ok && n <= 1<<40/8 {
 		sel.Coords = unsafe.Slice((*uint64)(unsafe.Pointer(coords)), n)
 	}
 	return C.int(lib.QueryGetData(uint64(obj), uint64(q), sel, func(vals []byte) error {

@@ -46,19 +46,16 @@ func outsOK(call string, n *C.int, ids **C.uint64_t) bool {
 	return true
 }
 
-// pdcgo_query_kvtag: value may be NULL (any value).
+// pdcgo_query_kvtag: value may be NULL (any value). The Lib checks size
+// before it reads value.
 //
 //export pdcgo_query_kvtag
 func pdcgo_query_kvtag(name *C.char, size C.uint32_t, typ C.int, value unsafe.Pointer, n *C.int, ids **C.uint64_t) C.int {
-	call := fmt.Sprintf("PDC_Client_query_kvtag(%q)", str(name))
+	call := fmt.Sprintf("PDC_Client_query_kvtag(%q, pdc_var_type_t %d, %d bytes)", str(name), int(typ), uint32(size))
 	if !outsOK(call, n, ids) {
 		return -1
 	}
-	var v []byte
-	if value != nil {
-		v = C.GoBytes(value, C.int(size))
-	}
-	got, rc := lib.QueryKVTag(str(name), int(typ), v, value != nil)
+	got, rc := lib.QueryKVTag(str(name), int(typ), value, uint64(size))
 	return idsOut(call, got, rc, n, ids)
 }
 

@@ -79,4 +79,4 @@ func pdcgo_obj_iter_get_info(id, pos C.uint64_t, name **C.char, metaID, localID 
 }
 
 //export pdcgo_iter_end
-func pdcgo_iter_end(id C.uint64_t) C.int { return C.int(lib.IterEnd(uint64(id))) }
+func pdcgo_iter_end(id C.uint64_t) { lib.IterEnd(uint64(id)) }

@@ -14,7 +14,7 @@
 
 pdcid_t PDCprop_obj_dup(pdcid_t prop) { return pdcgo_prop_obj_dup(prop); }
 
-perr_t PDCprop_set_obj_dims(pdcid_t obj_prop, int ndim, uint64_t *dims)
+perr_t PDCprop_set_obj_dims(pdcid_t obj_prop, PDC_int_t ndim, uint64_t *dims)
 {
     return pdcgo_prop_set_obj_dims(obj_prop, ndim, dims);
 }

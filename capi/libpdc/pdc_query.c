@@ -79,7 +79,7 @@ perr_t PDCquery_get_data(pdcid_t obj_id, pdc_selection_t *sel, void *obj_data)
         fprintf(stderr, "libpdc: PDCquery_get_data(obj %llu): sel is NULL\n", (unsigned long long)obj_id);
         return FAIL;
     }
-    return pdcgo_query_get_data(obj_id, sel->query_id, sel->ndim, sel->nhits, sel->coords, obj_data);
+    return pdcgo_query_get_data(obj_id, sel->query_id, sel->ndim, sel->nhits, sel->coords, sel->coords_alloc, obj_data);
 }
 
 void PDCquery_free(pdc_query_t *query)
@@ -90,13 +90,83 @@ void PDCquery_free(pdc_query_t *query)
     free(query);
 }
 
+/* qset is a set of queries by address, keeping the order they were added
+ * in: an open-addressing table (slot, cap a power of 2, at most half
+ * full) and the members (all, n). */
+struct qset {
+    pdc_query_t **slot;
+    size_t        cap;
+    pdc_query_t **all;
+    size_t        n;
+};
+
+static size_t qhash(const pdc_query_t *q, size_t cap)
+{
+    return (size_t)(((uint64_t)(uintptr_t)q * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+/* qset_add adds q: 1 if it is new, 0 if it was in s, -1 out of memory. */
+static int qset_add(struct qset *s, pdc_query_t *q)
+{
+    if (s->cap > 0) {
+        for (size_t h = qhash(q, s->cap); s->slot[h] != NULL; h = (h + 1) & (s->cap - 1))
+            if (s->slot[h] == q)
+                return 0;
+    }
+    if (2 * (s->n + 1) > s->cap) {
+        size_t        cap  = s->cap > 0 ? 2 * s->cap : 16;
+        pdc_query_t **slot = calloc(cap, sizeof *slot);
+        pdc_query_t **all  = realloc(s->all, cap / 2 * sizeof *all);
+        if (all != NULL)
+            s->all = all;
+        if (slot == NULL || all == NULL) {
+            free(slot);
+            return -1;
+        }
+        for (size_t i = 0; i < s->n; i++) {
+            size_t h = qhash(all[i], cap);
+            while (slot[h] != NULL)
+                h = (h + 1) & (cap - 1);
+            slot[h] = all[i];
+        }
+        free(s->slot);
+        s->slot = slot;
+        s->cap  = cap;
+    }
+    size_t h = qhash(q, s->cap);
+    while (s->slot[h] != NULL)
+        h = (h + 1) & (s->cap - 1);
+    s->slot[h]     = q;
+    s->all[s->n++] = q;
+    return 1;
+}
+
+/* PDCquery_free_all frees query and every query it was made of, each once:
+ * _and and _or may share one (PDCquery_and(q, q)), so the same query can
+ * be reached more than once. The queries are collected first (s.all is
+ * also the work list), then freed. */
 void PDCquery_free_all(pdc_query_t *query)
 {
     if (query == NULL)
         return;
-    PDCquery_free_all(query->left);
-    PDCquery_free_all(query->right);
-    PDCquery_free(query);
+    struct qset s  = {0};
+    int         ok = qset_add(&s, query) >= 0;
+    for (size_t i = 0; ok && i < s.n; i++) {
+        pdc_query_t *q = s.all[i];
+        if ((q->left != NULL && qset_add(&s, q->left) < 0) || (q->right != NULL && qset_add(&s, q->right) < 0))
+            ok = 0;
+    }
+    if (ok) {
+        for (size_t i = 0; i < s.n; i++)
+            PDCquery_free(s.all[i]);
+    }
+    else {
+        /* A leak, never a double free. */
+        fprintf(stderr, "libpdc: PDCquery_free_all(query %llu): out of memory: the queries are not freed\n",
+                (unsigned long long)query->handle);
+    }
+    free(s.slot);
+    free(s.all);
 }
 
 void PDCselection_free(pdc_selection_t *sel)

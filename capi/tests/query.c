@@ -164,6 +164,24 @@ int main(void)
     /* A failed sel_region left lt unrestricted. */
     check_query("LT after bad regions", obj, lt, lt_10, NULL, NULL);
 
+    /* free_all frees a query reached twice once: PDCquery_and(a, a), and a
+     * chain of 8 such, each reaching the one before twice. */
+    float        two = 2;
+    pdc_query_t *a   = PDCquery_create(obj, PDC_GT, PDC_FLOAT, &two);
+    CHECK(a != NULL, "create a");
+    pdc_query_t *aa = PDCquery_and(a, a);
+    CHECK(aa != NULL, "and(a, a)");
+    PDCquery_free_all(aa);
+    pdc_query_t *chain = PDCquery_create(obj, PDC_GT, PDC_FLOAT, &two);
+    for (int i = 0; i < 8; i++) {
+        chain = i % 2 ? PDCquery_or(chain, chain) : PDCquery_and(chain, chain);
+        CHECK(chain != NULL, "chain %d", i);
+    }
+    uint64_t nchain = 0;
+    CHECK(PDCquery_get_nhits(chain, &nchain) == SUCCEED && nchain > 0, "nhits of the chain: %llu",
+          (unsigned long long)nchain);
+    PDCquery_free_all(chain);
+
     PDCquery_free_all(q_and); /* q_and, gt and le */
     PDCquery_free_all(q_or);  /* q_or, lt and eq */
     PDCquery_free(NULL);
