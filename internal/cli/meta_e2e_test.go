@@ -29,16 +29,7 @@ import (
 //	        "fail NAME ERR" otherwise; it keeps going through failures.
 //	reader: opens every name given on stdin and checks its tags, printing
 //	        "ok NAME" or "bad NAME WHY".
-func clientRole(role string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := client.Connect(ctx, client.WithTmpDir(os.Getenv("PDC_TMPDIR")))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
+func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
 	switch role {
 	case "writer":
 		n, _ := strconv.Atoi(os.Getenv("PDC_E2E_N"))

@@ -22,17 +22,22 @@ const roleEnv = "PDC_E2E_ROLE"
 
 var bin string
 
+// Role is what a test binary re-run as a client process (ClientProc) does:
+// it plays role with a client of the cluster of $PDC_TMPDIR, writing its
+// lines to out.
+type Role func(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error
+
 // Main is the body of a TestMain: run as a client process (ClientProc),
-// it plays the role with role and returns; otherwise it builds the pdc
+// it plays its role with role and returns; otherwise it builds the pdc
 // binary, runs the tests and removes the binary. It returns the exit code
 // for os.Exit.
-func Main(m *testing.M, role func(role string) error) int {
+func Main(m *testing.M, role Role) int {
 	if r := os.Getenv(roleEnv); r != "" {
 		if role == nil {
 			fmt.Fprintf(os.Stderr, "client role %q: this test binary has no roles\n", r)
 			return 1
 		}
-		if err := role(r); err != nil {
+		if err := playRole(role, r); err != nil {
 			fmt.Fprintln(os.Stderr, "client role:", err)
 			return 1
 		}
@@ -57,6 +62,19 @@ func Main(m *testing.M, role func(role string) error) int {
 		return 1
 	}
 	return m.Run()
+}
+
+func playRole(role Role, r string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := client.Connect(ctx, client.WithTmpDir(os.Getenv("PDC_TMPDIR")))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	return role(ctx, c, r, out)
 }
 
 // Bin is the path of the pdc binary under test.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/e2e"
@@ -17,17 +16,8 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
-// clientRole runs this test binary as a client process (e2e.ClientProc).
-func clientRole(role string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := client.Connect(ctx, client.WithTmpDir(os.Getenv("PDC_TMPDIR")))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
+// clientRole is this test binary run as a client process (e2e.ClientProc).
+func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
 	if role == "stage-stall" {
 		return stageStallRole(ctx, c, out)
 	}
