@@ -340,7 +340,10 @@ func (c *Conn) peek() error {
 	return perr
 }
 
-// Done is closed when the connection has ended.
+// Done is closed once the connection is known to have ended: by Close, or
+// by a read or write that failed. A Conn has no reader goroutine of its
+// own, so with no call in flight a close by the server is noticed by the
+// next call (or by the pool's check before it reuses the connection).
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Close closes the connection; calls in flight fail with pdc.ErrClosed.

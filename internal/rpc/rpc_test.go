@@ -293,9 +293,17 @@ func TestServerCloseFailsCalls(t *testing.T) {
 	if err := <-errc; !errors.Is(err, pdc.ErrUnavailable) && !errors.Is(err, pdc.ErrCanceled) {
 		t.Fatalf("got %v, want ErrUnavailable", err)
 	}
-	<-c.Done()
+	// The blocked call may have been answered with an error before the
+	// server closed the connection, and with no reader goroutine nobody
+	// sees the close until the next call reads: that call fails, and the
+	// connection is ended from then on.
 	if _, err := c.Call(ctx10(t), methodEcho, nil, nil, nil); !errors.Is(err, pdc.ErrUnavailable) {
 		t.Fatalf("call on a dead connection: got %v, want ErrUnavailable", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("the connection is not ended after a call found it closed")
 	}
 	if _, err := Dial(ctx10(t), ts.addr, DialOptions{}); !errors.Is(err, pdc.ErrUnavailable) {
 		t.Fatalf("dial a closed server: got %v, want ErrUnavailable", err)
