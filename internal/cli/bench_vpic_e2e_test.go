@@ -11,7 +11,7 @@ import (
 // pdc bench vpic runs its Go client processes and reports each phase
 // next to the raw ceiling.
 func TestBenchVPIC(t *testing.T) {
-	out := mustRun(t, "bench", "vpic", "--n", "1000", "--steps", "1", "--procs", "1,2", "--json")
+	out := e2e.MustRun(t, "bench", "vpic", "--n", "1000", "--steps", "1", "--procs", "1,2", "--json")
 	e2e.CheckVPICRows(t, out, "vpic (2 servers)", []string{"1", "2"}, "VPIC-IO write, ", "BD-CATS read, every value checked, ")
 }
 
@@ -31,13 +31,13 @@ func TestBenchVPICCMissing(t *testing.T) {
 		{[]string{"PDC_CAPI_PREFIX="}, nil,
 			[]string{"no pdc_vpicio and pdc_bdcats in build/capi/bin", "build them with `make capi`", "--c-prefix"}},
 	} {
-		r := run(t, tc.env, append([]string{"bench", "vpic", "--c", "--n", "10"}, tc.args...)...)
-		if r.err == nil {
+		r := e2e.Run(t, tc.env, append([]string{"bench", "vpic", "--c", "--n", "10"}, tc.args...)...)
+		if r.Err == nil {
 			t.Fatalf("bench vpic --c %v with %v: no error", tc.args, tc.env)
 		}
 		for _, w := range tc.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("bench vpic --c %v with %v: stderr lacks %q:\n%s", tc.args, tc.env, w, r.stderr)
+			if !strings.Contains(r.Stderr, w) {
+				t.Errorf("bench vpic --c %v with %v: stderr lacks %q:\n%s", tc.args, tc.env, w, r.Stderr)
 			}
 		}
 	}

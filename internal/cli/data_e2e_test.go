@@ -6,15 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pdcgo/pdc/internal/e2e"
 )
 
 // pdc put and pdc get move files in and out of objects' regions, with flags
 // before or after the arguments, and say clearly what is wrong.
 func TestPutGet(t *testing.T) {
-	tmpdir := up(t, 2)
+	tmpdir := e2e.Up(t, 2)
 	dir := t.TempDir()
-	mustRun(t, "cont", "create", "--tmpdir", tmpdir, "files")
-	mustRun(t, "obj", "create", "--tmpdir", tmpdir, "--cont", "files", "--dims", "3000x64", "--type", "int32",
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "files")
+	e2e.MustRun(t, "obj", "create", "--tmpdir", tmpdir, "--cont", "files", "--dims", "3000x64", "--type", "int32",
 		"--partition", "region-static", "--storage", "region", "big")
 	whole := make([]byte, 3000*64*4)
 	for i := range whole {
@@ -24,9 +26,9 @@ func TestPutGet(t *testing.T) {
 	if err := os.WriteFile(in, whole, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "put", "--tmpdir", tmpdir, "big", in)
+	e2e.MustRun(t, "put", "--tmpdir", tmpdir, "big", in)
 	out := filepath.Join(dir, "out.bin")
-	mustRun(t, "get", "big", out, "--tmpdir", tmpdir, "--progress")
+	e2e.MustRun(t, "get", "big", out, "--tmpdir", tmpdir, "--progress")
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +43,11 @@ func TestPutGet(t *testing.T) {
 	if err := os.WriteFile(pf, part, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "put", "big", "--region", "10:12,8:16", pf, "--tmpdir", tmpdir)
-	if s := mustRun(t, "get", "--tmpdir", tmpdir, "--region", "10:12,8:16", "big", "-"); s != string(part) {
+	e2e.MustRun(t, "put", "big", "--region", "10:12,8:16", pf, "--tmpdir", tmpdir)
+	if s := e2e.MustRun(t, "get", "--tmpdir", tmpdir, "--region", "10:12,8:16", "big", "-"); s != string(part) {
 		t.Fatalf("region read back %d bytes, not what was put", len(s))
 	}
-	if s := mustRun(t, "get", "--tmpdir", tmpdir, "--region", "10:11,0:8", "big", "-"); s != string(whole[10*256:10*256+32]) {
+	if s := e2e.MustRun(t, "get", "--tmpdir", tmpdir, "--region", "10:11,0:8", "big", "-"); s != string(whole[10*256:10*256+32]) {
 		t.Fatal("bytes next to the overwritten region changed")
 	}
 
@@ -61,9 +63,9 @@ func TestPutGet(t *testing.T) {
 		{[]string{"put", "big", filepath.Join(dir, "missing.bin")}, "missing.bin"},
 		{[]string{"put", "big"}, "give an object and a file"},
 	} {
-		r := run(t, nil, append(tc.args, "--tmpdir", tmpdir)...)
-		if r.err == nil || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("pdc %s: err %v, stderr %q; want an error saying %q", strings.Join(tc.args, " "), r.err, r.stderr, tc.want)
+		r := e2e.Run(t, nil, append(tc.args, "--tmpdir", tmpdir)...)
+		if r.Err == nil || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("pdc %s: err %v, stderr %q; want an error saying %q", strings.Join(tc.args, " "), r.Err, r.Stderr, tc.want)
 		}
 	}
 }

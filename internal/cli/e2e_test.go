@@ -26,40 +26,8 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
-// The helpers below keep the names these tests were written with.
-
-type result struct {
-	stdout, stderr string
-	err            error
-}
-
-func run(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	r := e2e.Run(t, env, args...)
-	return result{r.Stdout, r.Stderr, r.Err}
-}
-
-func mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	return e2e.MustRun(t, args...)
-}
-
-func up(t *testing.T, n int, extra ...string) string {
-	t.Helper()
-	return e2e.Up(t, n, extra...)
-}
-
-func connect(t *testing.T, tmpdir string, opts ...client.Option) *client.Client {
-	t.Helper()
-	return e2e.Connect(t, tmpdir, opts...)
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context { return e2e.Ctx(t, d) }
-
-func alive(pid int) bool { return e2e.Alive(pid) }
-
 func TestUpStatusPingDown(t *testing.T) {
-	tmpdir := up(t, 3)
+	tmpdir := e2e.Up(t, 3)
 	list, err := cluster.ReadList(tmpdir)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +36,7 @@ func TestUpStatusPingDown(t *testing.T) {
 		t.Fatalf("list has %d servers, want 3", list.Size)
 	}
 
-	out := mustRun(t, "status", "--tmpdir", tmpdir)
+	out := e2e.MustRun(t, "status", "--tmpdir", tmpdir)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "RANK") {
 		t.Fatalf("status printed %d lines, want a header and 3 servers:\n%s", len(lines), out)
@@ -80,13 +48,13 @@ func TestUpStatusPingDown(t *testing.T) {
 		}
 	}
 
-	c := connect(t, tmpdir)
+	c := e2e.Connect(t, tmpdir)
 	for _, s := range c.Servers() {
-		if _, err := c.Ping(ctxT(t, 10*time.Second), s.Rank); err != nil {
+		if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), s.Rank); err != nil {
 			t.Fatalf("ping %s: %v", s.Label(), err)
 		}
 	}
-	sts, err := c.Status(ctxT(t, 10*time.Second))
+	sts, err := c.Status(e2e.Ctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +65,12 @@ func TestUpStatusPingDown(t *testing.T) {
 	}
 	c.Close()
 
-	out = mustRun(t, "down", "--tmpdir", tmpdir)
+	out = e2e.MustRun(t, "down", "--tmpdir", tmpdir)
 	if !strings.Contains(out, "stopped 3 servers") {
 		t.Fatalf("down said %q", out)
 	}
 	for _, s := range list.Servers {
-		if alive(s.PID) {
+		if e2e.Alive(s.PID) {
 			t.Errorf("%s (pid %d) still running after pdc down", s.Label(), s.PID)
 		}
 	}
@@ -112,10 +80,10 @@ func TestUpStatusPingDown(t *testing.T) {
 }
 
 func TestKilledServer(t *testing.T) {
-	tmpdir := up(t, 2)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	c := e2e.Connect(t, tmpdir)
 	for rank := range 2 {
-		if _, err := c.Ping(ctxT(t, 10*time.Second), rank); err != nil {
+		if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), rank); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,21 +91,21 @@ func TestKilledServer(t *testing.T) {
 	if err := syscall.Kill(servers[1].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.WaitExit(ctxT(t, 10*time.Second), servers[1].PID); err != nil {
+	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), servers[1].PID); err != nil {
 		t.Fatal(err)
 	}
 	// A pooled connection to the dead server and a new dial both fail as
 	// unavailable, well before the deadline (which would be ErrTimeout).
 	for range 2 {
-		_, err := c.Ping(ctxT(t, 20*time.Second), 1)
+		_, err := c.Ping(e2e.Ctx(t, 20*time.Second), 1)
 		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
 			t.Fatalf("ping a killed server: got %v, want ErrUnavailable naming rank 1", err)
 		}
 	}
-	if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+	if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), 0); err != nil {
 		t.Fatalf("rank 0 should still answer: %v", err)
 	}
-	sts, err := c.Status(ctxT(t, 10*time.Second))
+	sts, err := c.Status(e2e.Ctx(t, 10*time.Second))
 	if err == nil || sts[1].Err == nil || sts[0].Err != nil {
 		t.Fatalf("status after a kill: %v, %+v", err, sts)
 	}
@@ -147,74 +115,74 @@ func TestKilledServer(t *testing.T) {
 	if err := syscall.Kill(servers[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.WaitExit(ctxT(t, 10*time.Second), servers[0].PID); err != nil {
+	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), servers[0].PID); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, nil, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data"))
-	if r.err != nil {
-		t.Fatalf("up over a stale list: %v\n%s", r.err, r.stderr)
+	r := e2e.Run(t, nil, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", filepath.Join(t.TempDir(), "data"))
+	if r.Err != nil {
+		t.Fatalf("up over a stale list: %v\n%s", r.Err, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "stale server list") {
-		t.Errorf("up did not report the stale list; stderr:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "stale server list") {
+		t.Errorf("up did not report the stale list; stderr:\n%s", r.Stderr)
 	}
-	c2 := connect(t, tmpdir)
+	c2 := e2e.Connect(t, tmpdir)
 	for rank := range 2 {
-		if _, err := c2.Ping(ctxT(t, 10*time.Second), rank); err != nil {
+		if _, err := c2.Ping(e2e.Ctx(t, 10*time.Second), rank); err != nil {
 			t.Fatalf("new cluster: %v", err)
 		}
 	}
 }
 
 func TestDownReportsDeadServer(t *testing.T) {
-	tmpdir := up(t, 2)
+	tmpdir := e2e.Up(t, 2)
 	list, err := cluster.ReadList(tmpdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = syscall.Kill(list.Servers[1].PID, syscall.SIGKILL)
-	_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
-	r := run(t, nil, "down", "--tmpdir", tmpdir)
-	if r.err != nil || !strings.Contains(r.stdout, "stopped 1 servers") || !strings.Contains(r.stderr, "rank 1") {
-		t.Fatalf("down with a dead server: %v\nstdout: %s\nstderr: %s", r.err, r.stdout, r.stderr)
+	_ = cluster.WaitExit(e2e.Ctx(t, 10*time.Second), list.Servers[1].PID)
+	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
+	if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 servers") || !strings.Contains(r.Stderr, "rank 1") {
+		t.Fatalf("down with a dead server: %v\nstdout: %s\nstderr: %s", r.Err, r.Stdout, r.Stderr)
 	}
-	if alive(list.Servers[0].PID) {
+	if e2e.Alive(list.Servers[0].PID) {
 		t.Fatal("rank 0 still running")
 	}
 }
 
 func TestSecondClusterInSameTmpdirRefused(t *testing.T) {
-	tmpdir := up(t, 1)
+	tmpdir := e2e.Up(t, 1)
 	secret, err := os.ReadFile(filepath.Join(tmpdir, cluster.SecretFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, nil, "up", "-n", "1", "--tmpdir", tmpdir)
-	if r.err == nil || !strings.Contains(r.stderr, "already running") {
-		t.Fatalf("second up: %v\n%s", r.err, r.stderr)
+	r := e2e.Run(t, nil, "up", "-n", "1", "--tmpdir", tmpdir)
+	if r.Err == nil || !strings.Contains(r.Stderr, "already running") {
+		t.Fatalf("second up: %v\n%s", r.Err, r.Stderr)
 	}
 	again, _ := os.ReadFile(filepath.Join(tmpdir, cluster.SecretFile))
 	if !bytes.Equal(secret, again) {
 		t.Fatal("the refused up replaced the running cluster's secret")
 	}
-	if _, err := connect(t, tmpdir).Ping(ctxT(t, 10*time.Second), 0); err != nil {
+	if _, err := e2e.Connect(t, tmpdir).Ping(e2e.Ctx(t, 10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestSecret(t *testing.T) {
-	tmpdir := up(t, 1)
+	tmpdir := e2e.Up(t, 1)
 	info, err := os.Stat(filepath.Join(tmpdir, cluster.SecretFile))
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("secret file: %v, mode %v; want 0600", err, info.Mode())
 	}
-	addr := connect(t, tmpdir).Servers()[0].Addr
+	addr := e2e.Connect(t, tmpdir).Servers()[0].Addr
 
-	_, err = rpc.Dial(ctxT(t, 10*time.Second), addr, rpc.DialOptions{})
+	_, err = rpc.Dial(e2e.Ctx(t, 10*time.Second), addr, rpc.DialOptions{})
 	if !errors.Is(err, pdc.ErrPermission) {
 		t.Fatalf("no secret: got %v, want ErrPermission", err)
 	}
-	c := connect(t, tmpdir, client.WithSecret([]byte("not-the-cluster-secret")))
-	_, err = c.Ping(ctxT(t, 10*time.Second), 0)
+	c := e2e.Connect(t, tmpdir, client.WithSecret([]byte("not-the-cluster-secret")))
+	_, err = c.Ping(e2e.Ctx(t, 10*time.Second), 0)
 	if !errors.Is(err, pdc.ErrPermission) || !strings.Contains(err.Error(), "wrong cluster secret") {
 		t.Fatalf("wrong secret: got %v, want ErrPermission", err)
 	}
@@ -223,7 +191,7 @@ func TestSecret(t *testing.T) {
 	if n := strings.Count(string(logs), "refused connection"); n < 2 {
 		t.Fatalf("server log has %d refusals, want 2:\n%s", n, logs)
 	}
-	if _, err := connect(t, tmpdir).Ping(ctxT(t, 10*time.Second), 0); err != nil {
+	if _, err := e2e.Connect(t, tmpdir).Ping(e2e.Ctx(t, 10*time.Second), 0); err != nil {
 		t.Fatalf("right secret: %v", err)
 	}
 }
@@ -268,10 +236,10 @@ func readFrame(t *testing.T, nc net.Conn) (wire.Frame, []byte) {
 }
 
 func TestMalformedFramesDropOnlyThatConnection(t *testing.T) {
-	tmpdir := up(t, 1, "--secret=false")
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 1, "--secret=false")
+	c := e2e.Connect(t, tmpdir)
 	addr := c.Servers()[0].Addr
-	if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+	if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	good := wire.Frame{Method: wire.MethodPing, ID: 1}
@@ -298,7 +266,7 @@ func TestMalformedFramesDropOnlyThatConnection(t *testing.T) {
 			if n, err := nc.Read(one[:]); err == nil {
 				t.Fatalf("server answered %d bytes to a malformed frame instead of closing", n)
 			}
-			if _, err := c.Ping(ctxT(t, 10*time.Second), 0); err != nil {
+			if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), 0); err != nil {
 				t.Fatalf("the server stopped serving others: %v", err)
 			}
 		})
@@ -338,9 +306,9 @@ func TestConnectWithoutCluster(t *testing.T) {
 	if !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "pdc up") {
 		t.Fatalf("got %v, want ErrNotFound telling how to start servers", err)
 	}
-	r := run(t, nil, "status", "--tmpdir", t.TempDir())
-	if r.err == nil || !strings.Contains(r.stderr, "no server list") {
-		t.Fatalf("status without a cluster: %v\n%s", r.err, r.stderr)
+	r := e2e.Run(t, nil, "status", "--tmpdir", t.TempDir())
+	if r.Err == nil || !strings.Contains(r.Stderr, "no server list") {
+		t.Fatalf("status without a cluster: %v\n%s", r.Err, r.Stderr)
 	}
 }
 
@@ -350,11 +318,11 @@ func TestServerCannotBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := run(t, nil, "server", "--listen", ln.Addr().String(), "--tmpdir", t.TempDir(), "--datadir", t.TempDir())
-	if r.err == nil {
+	r := e2e.Run(t, nil, "server", "--listen", ln.Addr().String(), "--tmpdir", t.TempDir(), "--datadir", t.TempDir())
+	if r.Err == nil {
 		t.Fatal("server started on a port in use")
 	}
-	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
 	last := lines[len(lines)-1]
 	if !strings.Contains(last, "cannot listen on "+ln.Addr().String()) || !strings.Contains(last, "address already in use") {
 		t.Fatalf("last line %q does not say why", last)
@@ -369,8 +337,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"server", "--rank", "3", "--size", "2"},
 		{"bench", "nosuch"},
 	} {
-		r := run(t, nil, args...)
-		if r.err == nil || r.stderr == "" {
+		r := e2e.Run(t, nil, args...)
+		if r.Err == nil || r.Stderr == "" {
 			t.Errorf("pdc %s: no error", strings.Join(args, " "))
 		}
 	}
@@ -397,7 +365,7 @@ func TestLauncherEnvironment(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	ctx := ctxT(t, 60*time.Second)
+	ctx := e2e.Ctx(t, 60*time.Second)
 	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithWait())
 	if err != nil {
 		t.Fatal(err)
@@ -423,20 +391,20 @@ func TestLauncherEnvironment(t *testing.T) {
 }
 
 func TestUnixSockets(t *testing.T) {
-	tmpdir := up(t, 2, "--unix")
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2, "--unix")
+	c := e2e.Connect(t, tmpdir)
 	for _, s := range c.Servers() {
 		if !strings.HasPrefix(s.Addr, "unix:") {
 			t.Fatalf("%s does not listen on a Unix socket", s.Label())
 		}
-		if _, err := c.Ping(ctxT(t, 10*time.Second), s.Rank); err != nil {
+		if _, err := c.Ping(e2e.Ctx(t, 10*time.Second), s.Rank); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestDemo(t *testing.T) {
-	out := mustRun(t, "demo")
+	out := e2e.MustRun(t, "demo")
 	for _, want := range []string{"pong", "RANK", "read back and checked 16777216 values", "stopped 3 servers", "demo done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
@@ -447,7 +415,7 @@ func TestDemo(t *testing.T) {
 // pdc bench dtl runs the sender and the raw source as processes of their
 // own and reports every mode next to its ceiling.
 func TestBenchDTL(t *testing.T) {
-	out := mustRun(t, "bench", "dtl", "--sizes", "4KiB,1MiB", "--budget", "20ms", "--big", "0", "--json")
+	out := e2e.MustRun(t, "bench", "dtl", "--sizes", "4KiB,1MiB", "--budget", "20ms", "--big", "0", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 8 {
 		t.Fatalf("%d result lines, want 8 (2 sizes by 4 modes):\n%s", len(lines), out)
@@ -467,9 +435,9 @@ func TestBenchDTL(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"--modes", "carrier-pigeon"}, {"--sizes", "lots"}} {
-		r := run(t, nil, append([]string{"bench", "dtl"}, bad...)...)
-		if r.err == nil || !strings.Contains(r.stderr, bad[1]) {
-			t.Errorf("bench dtl %v: err %v, stderr %q; want an error naming %q", bad, r.err, r.stderr, bad[1])
+		r := e2e.Run(t, nil, append([]string{"bench", "dtl"}, bad...)...)
+		if r.Err == nil || !strings.Contains(r.Stderr, bad[1]) {
+			t.Errorf("bench dtl %v: err %v, stderr %q; want an error naming %q", bad, r.Err, r.Stderr, bad[1])
 		}
 	}
 }

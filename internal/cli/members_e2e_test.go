@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/e2e"
 )
 
 // lsNames runs pdc obj ls --cont cont and returns the names it lists.
 func lsNames(t *testing.T, tmpdir, cont string) []string {
 	t.Helper()
-	out := mustRun(t, "obj", "ls", "--tmpdir", tmpdir, "--cont", cont)
+	out := e2e.MustRun(t, "obj", "ls", "--tmpdir", tmpdir, "--cont", cont)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var names []string
 	for _, l := range lines[1:] { // after the header
@@ -34,29 +35,29 @@ func wantLs(t *testing.T, tmpdir, cont string, want []string) {
 // through kill -9 of every server, growing to 3 servers and shrinking to
 // 1, and go as they should when objects and containers are deleted.
 func TestContainerMembersSurviveKillAndResize(t *testing.T) {
-	tmpdir := up(t, 2)
-	datadir := serverDataDir(t, tmpdir)
-	mustRun(t, "cont", "create", "--tmpdir", tmpdir, "home", "box")
-	mustRun(t, "cont", "create", "--tmpdir", tmpdir, "--transient", "scratch")
+	tmpdir := e2e.Up(t, 2)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "home", "box")
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "--transient", "scratch")
 	var objs []string
 	for i := range 10 {
 		objs = append(objs, fmt.Sprint("o", i))
 	}
-	mustRun(t, append([]string{"obj", "create", "--tmpdir", tmpdir, "--cont", "home", "--dims", "8"}, objs...)...)
-	out := mustRun(t, append([]string{"cont", "add", "--tmpdir", tmpdir, "box"}, objs...)...)
+	e2e.MustRun(t, append([]string{"obj", "create", "--tmpdir", tmpdir, "--cont", "home", "--dims", "8"}, objs...)...)
+	out := e2e.MustRun(t, append([]string{"cont", "add", "--tmpdir", tmpdir, "box"}, objs...)...)
 	if !strings.Contains(out, "added 10 objects to container box") {
 		t.Fatalf("cont add said %q", out)
 	}
-	mustRun(t, "cont", "add", "--tmpdir", tmpdir, "box", "o0", "o1") // again: no change, no error
-	mustRun(t, "cont", "add", "--tmpdir", tmpdir, "scratch", "o3")
+	e2e.MustRun(t, "cont", "add", "--tmpdir", tmpdir, "box", "o0", "o1") // again: no change, no error
+	e2e.MustRun(t, "cont", "add", "--tmpdir", tmpdir, "scratch", "o3")
 	wantLs(t, tmpdir, "box", objs)
 	wantLs(t, tmpdir, "scratch", []string{"o3"})
 
-	killAll(t, tmpdir)
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.KillAll(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
 	wantLs(t, tmpdir, "box", objs)
 
-	mustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o0")
+	e2e.MustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o0")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -64,22 +65,22 @@ func TestContainerMembersSurviveKillAndResize(t *testing.T) {
 		{[]string{"box", "o0"}, "is not a member of container"},
 		{[]string{"home", "o1"}, "delete the object instead"},
 	} {
-		r := run(t, nil, append([]string{"cont", "remove", "--tmpdir", tmpdir}, c.args...)...)
-		if r.err == nil || !strings.Contains(r.stderr, c.want) {
-			t.Fatalf("cont remove %q: %v, stderr %q; want a failure saying %q", c.args, r.err, r.stderr, c.want)
+		r := e2e.Run(t, nil, append([]string{"cont", "remove", "--tmpdir", tmpdir}, c.args...)...)
+		if r.Err == nil || !strings.Contains(r.Stderr, c.want) {
+			t.Fatalf("cont remove %q: %v, stderr %q; want a failure saying %q", c.args, r.Err, r.Stderr, c.want)
 		}
 	}
-	mustRun(t, "obj", "rm", "--tmpdir", tmpdir, "o2")
+	e2e.MustRun(t, "obj", "rm", "--tmpdir", tmpdir, "o2")
 	left := slices.Concat([]string{"o1"}, objs[3:])
 	wantLs(t, tmpdir, "box", left)
 
 	// pdc down deletes the transient container, not the object added to it.
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 	wantLs(t, tmpdir, "box", left)
 	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
 	if _, err := c.OpenContainer(ctx, "scratch"); err == nil {
 		t.Fatal("the transient container outlived the cluster")
 	}
@@ -105,13 +106,13 @@ func TestContainerMembersSurviveKillAndResize(t *testing.T) {
 	}
 	c.Close()
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
 	wantLs(t, tmpdir, "box", left)
-	mustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
-	mustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
+	e2e.MustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
+	e2e.MustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
 	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
-	c = connect(t, tmpdir)
+	c = e2e.Connect(t, tmpdir)
 	for _, n := range left {
 		o, err := c.OpenObject(ctx, n, client.AtTimeStep(0))
 		if err != nil {

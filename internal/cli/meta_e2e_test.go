@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/e2e"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -103,15 +103,10 @@ func readOne(ctx context.Context, c *client.Client, name string, i int) string {
 	return ""
 }
 
-func clientProc(t *testing.T, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
-	t.Helper()
-	return e2e.ClientProc(t, tmpdir, role, env...)
-}
-
 // readAll runs a reader process over names and returns its complaints.
 func readAll(t *testing.T, tmpdir string, names []string) []string {
 	t.Helper()
-	cmd, out, in := clientProc(t, tmpdir, "reader")
+	cmd, out, in := e2e.ClientProc(t, tmpdir, "reader")
 	go func() {
 		for _, n := range names {
 			fmt.Fprintln(in, n)
@@ -137,16 +132,16 @@ func readAll(t *testing.T, tmpdir string, names []string) []string {
 }
 
 func TestMetadataSurvivesKillAndResize(t *testing.T) {
-	tmpdir := up(t, 3)
+	tmpdir := e2e.Up(t, 3)
 	list, err := cluster.ReadList(tmpdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The data dir up() used: find it from the server's own log line.
-	datadir := serverDataDir(t, tmpdir)
+	datadir := e2e.ServerDataDir(t, tmpdir)
 
 	const n = 240
-	writer, out, _ := clientProc(t, tmpdir, "writer", "PDC_E2E_N="+strconv.Itoa(n))
+	writer, out, _ := e2e.ClientProc(t, tmpdir, "writer", "PDC_E2E_N="+strconv.Itoa(n))
 	var acked, failed []string
 	killed, restarted := false, false
 	var restartCmd *exec.Cmd
@@ -170,7 +165,7 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 		if done == n/2 && !restarted {
 			// Restart it in place; it rejoins the running cluster.
 			restarted = true
-			_ = cluster.WaitExit(ctxT(t, 10*time.Second), list.Servers[1].PID)
+			_ = cluster.WaitExit(e2e.Ctx(t, 10*time.Second), list.Servers[1].PID)
 			restartCmd = exec.Command(e2e.Bin(), "server", "--rank", "1", "--size", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 			logf, _ := os.Create(filepath.Join(tmpdir, "logs", "server-1-restarted.log"))
 			pr, pw := io.Pipe()
@@ -199,7 +194,7 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 	// The restarted server may still be starting when a fast writer ends.
 	select {
 	case <-serving:
-	case <-ctxT(t, 30*time.Second).Done():
+	case <-e2e.Ctx(t, 30*time.Second).Done():
 		t.Fatal("the restarted server never said it was serving")
 	}
 	if len(acked) < n/2 {
@@ -215,28 +210,23 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 
 	// Restart the whole cluster with 5 servers: the metadata moves to its
 	// new owners and is all still found.
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "5", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "5", "--tmpdir", tmpdir, "--datadir", datadir)
 	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
 		t.Fatalf("%d objects lost moving from 3 to 5 servers, e.g. %q", len(bad), bad[0])
 	}
 	// And back down to 2: stores of ranks 2-4 are adopted.
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
 	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
 		t.Fatalf("%d objects lost moving from 5 to 2 servers, e.g. %q", len(bad), bad[0])
 	}
 }
 
-func serverDataDir(t *testing.T, tmpdir string) string {
-	t.Helper()
-	return e2e.ServerDataDir(t, tmpdir)
-}
-
 func TestMetadataBadInput(t *testing.T) {
-	tmpdir := up(t, 2)
-	c := connect(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
+	tmpdir := e2e.Up(t, 2)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
 	ct, created, err := c.CreateContainer(ctx, "box", client.Persistent)
 	if err != nil || !created {
 		t.Fatal(created, err)
@@ -316,7 +306,7 @@ func TestMetadataBadInput(t *testing.T) {
 	}
 	// Opens by this test above also hold objects open; close them too.
 	c.Close()
-	c = connect(t, tmpdir)
+	c = e2e.Connect(t, tmpdir)
 	ct, err = c.OpenContainer(ctx, "box")
 	if err != nil {
 		t.Fatal(err)
@@ -346,9 +336,9 @@ func TestMetadataBadInput(t *testing.T) {
 }
 
 func TestDimsAndTagsAcrossClients(t *testing.T) {
-	tmpdir := up(t, 3, "--durability", "sync")
-	ctx := ctxT(t, time.Minute)
-	a, b := connect(t, tmpdir), connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 3, "--durability", "sync")
+	ctx := e2e.Ctx(t, time.Minute)
+	a, b := e2e.Connect(t, tmpdir), e2e.Connect(t, tmpdir)
 	ct, _, err := a.CreateContainer(ctx, "shared", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -442,10 +432,10 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 }
 
 func TestTransientContainersEndWithTheCluster(t *testing.T) {
-	tmpdir := up(t, 2)
-	datadir := serverDataDir(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	keep, _, err := c.CreateContainer(ctx, "keep", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -465,12 +455,12 @@ func TestTransientContainersEndWithTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	r := run(t, nil, "down", "--tmpdir", tmpdir)
-	if r.err != nil || !strings.Contains(r.stderr, "deleted 1 transient containers") {
-		t.Fatalf("down: %v\n%s", r.err, r.stderr)
+	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
+	if r.Err != nil || !strings.Contains(r.Stderr, "deleted 1 transient containers") {
+		t.Fatalf("down: %v\n%s", r.Err, r.Stderr)
 	}
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
-	c = connect(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	c = e2e.Connect(t, tmpdir)
 	if _, err := c.OpenContainer(ctx, "scratch"); !errors.Is(err, pdc.ErrNotFound) {
 		t.Fatalf("transient container after restart: %v", err)
 	}

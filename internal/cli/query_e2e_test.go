@@ -12,6 +12,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -29,9 +30,9 @@ type queryCase struct {
 // GT, LT, EQ, AND, OR and region-restricted queries against a naive
 // evaluation of the same data.
 func TestDataQueryEveryPartition(t *testing.T) {
-	tmpdir := up(t, 3)
-	ctx := ctxT(t, 2*time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 3)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "dq", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -129,9 +130,9 @@ func TestDataQueryEveryPartition(t *testing.T) {
 // TestDataQueryBadInput: what an object cannot be asked gets a clear
 // error, and the cluster keeps serving.
 func TestDataQueryBadInput(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "dqbad", client.Persistent)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/e2e"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,23 +13,19 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/region"
 )
-
-func killAll(t *testing.T, tmpdir string) {
-	t.Helper()
-	e2e.KillAll(t, tmpdir)
-}
 
 // Waited writes are in the servers' files when wait returns: they survive
 // kill -9 of every server, in every partition and storage mode, and a clean
 // restart after that. Overwrites, many small appends and a grown object
 // come back too.
 func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
-	tmpdir := up(t, 2)
-	datadir := serverDataDir(t, tmpdir)
-	ctx := ctxT(t, 2*time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "durable", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +67,7 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		c := connect(t, tmpdir)
+		c := e2e.Connect(t, tmpdir)
 		for _, w := range all {
 			o, err := c.OpenObject(ctx, w.name)
 			if err != nil {
@@ -87,12 +82,12 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 			}
 		}
 	}
-	killAll(t, tmpdir)
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.KillAll(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
 	check("after kill -9 of every server")
 
 	// Grow the first dim of one object, write the new rows: old rows stay.
-	c2 := connect(t, tmpdir)
+	c2 := e2e.Connect(t, tmpdir)
 	o, err := c2.OpenObject(ctx, all[0].name)
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +109,8 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 	}
 	all[0].model = gm
 
-	mustRun(t, "down", "--tmpdir", tmpdir)
-	mustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
 	check("after a clean restart")
 }
 
@@ -123,9 +118,9 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 // deadline with an error naming that server, and the part of the object
 // on the other server is unaffected.
 func TestRegionDataServerKilledMidTransfer(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "killed", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +150,10 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.WaitExit(ctxT(t, 10*time.Second), victim.PID); err != nil {
+	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
 		t.Fatal(err)
 	}
-	wctx := ctxT(t, 20*time.Second)
+	wctx := e2e.Ctx(t, 20*time.Second)
 	err = c.WaitAll(wctx, []*client.Transfer{w, r})
 	if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
 		t.Fatalf("wait with server 1 killed: got %v, want ErrUnavailable naming rank 1", err)
@@ -173,10 +168,10 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.Start(ctxT(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+	if err := w2.Start(e2e.Ctx(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
 		t.Fatalf("start with server 1 killed: got %v, want ErrUnavailable naming rank 1", err)
 	}
-	if err := w2.Wait(ctxT(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) {
+	if err := w2.Wait(e2e.Ctx(t, 20*time.Second)); !errors.Is(err, pdc.ErrUnavailable) {
 		t.Fatalf("wait for a start that failed: got %v, want the start's ErrUnavailable", err)
 	}
 
@@ -187,7 +182,7 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 	var ok, failed int
 	for _, b := range []region.Box{box([]uint64{0, 0}, []uint64{half, dims[1]}), box([]uint64{half, 0}, []uint64{dims[0] - half, dims[1]})} {
 		buf := make([]byte, 4*b.Volume())
-		err := o.Read(ctxT(t, 20*time.Second), b, buf)
+		err := o.Read(e2e.Ctx(t, 20*time.Second), b, buf)
 		switch {
 		case err == nil:
 			if !bytes.Equal(buf, patternOf(dims, b)) {
@@ -209,9 +204,9 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 // it waits for any: the server must not block the starts (the client
 // would never get to its wait), and every read comes back right.
 func TestRegionReadsBeyondServerBudget(t *testing.T) {
-	tmpdir := up(t, 1, "--data-budget", "1MiB")
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 1, "--data-budget", "1MiB")
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "budget", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -260,10 +255,10 @@ func TestRegionReadsBeyondServerBudget(t *testing.T) {
 // Deleting an object, or its container, removes its data files from every
 // data server.
 func TestDeleteRemovesData(t *testing.T) {
-	tmpdir := up(t, 2)
-	datadir := serverDataDir(t, tmpdir)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	files := func(id uint64) []string {
 		m, err := filepath.Glob(filepath.Join(datadir, "data-*", fmt.Sprintf("%016x.*", id)))
 		if err != nil {

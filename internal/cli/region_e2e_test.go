@@ -16,6 +16,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -62,9 +63,9 @@ func (m *model) read(box region.Box) []byte {
 func box(off, size []uint64) region.Box { return region.Box{Off: off, Size: size} }
 
 func TestRegionRoundTripsEveryPartition(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, 2*time.Minute)
-	a, b := connect(t, tmpdir), connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	a, b := e2e.Connect(t, tmpdir), e2e.Connect(t, tmpdir)
 	ct, _, err := a.CreateContainer(ctx, "regions", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -209,9 +210,9 @@ func regionRole(ctx context.Context, c *client.Client, role string, out io.Write
 // and 3-D, with 4 server processes, 3 writer processes each write a third
 // of an object; another process reads all of it back.
 func TestRegionManyClientProcesses(t *testing.T) {
-	tmpdir := up(t, 4)
-	ctx := ctxT(t, 3*time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 4)
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "procs", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestRegionManyClientProcesses(t *testing.T) {
 			var outs []*bufio.Scanner
 			var cmds []*exec.Cmd
 			for r := range procs {
-				cmd, out, _ := clientProc(t, tmpdir, "region-writer", "PDC_E2E_OBJ="+name, fmt.Sprint("PDC_E2E_RANK=", r), fmt.Sprint("PDC_E2E_PROCS=", procs))
+				cmd, out, _ := e2e.ClientProc(t, tmpdir, "region-writer", "PDC_E2E_OBJ="+name, fmt.Sprint("PDC_E2E_RANK=", r), fmt.Sprint("PDC_E2E_PROCS=", procs))
 				cmds, outs = append(cmds, cmd), append(outs, out)
 			}
 			for i, out := range outs {
@@ -237,7 +238,7 @@ func TestRegionManyClientProcesses(t *testing.T) {
 					t.Fatalf("%s: writer %d: %v", name, i, err)
 				}
 			}
-			cmd, out, _ := clientProc(t, tmpdir, "region-reader", "PDC_E2E_OBJ="+name)
+			cmd, out, _ := e2e.ClientProc(t, tmpdir, "region-reader", "PDC_E2E_OBJ="+name)
 			if !out.Scan() || out.Text() != "ok" {
 				t.Fatalf("%s: reader: %q", name, out.Text())
 			}
@@ -250,9 +251,9 @@ func TestRegionManyClientProcesses(t *testing.T) {
 // region inside a larger 2-D buffer, and partial reads whose local and
 // remote offsets differ.
 func TestRegionBufferShapes(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "shapes", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -317,9 +318,9 @@ func TestRegionBufferShapes(t *testing.T) {
 // into overlapping groups, the status sequence, POSIX consistency without
 // wait, and closing an object with transfers pending.
 func TestRegionAsyncSemantics(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, time.Minute)
-	c, other := connect(t, tmpdir), connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, time.Minute)
+	c, other := e2e.Connect(t, tmpdir), e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "async", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -452,9 +453,9 @@ func TestRegionAsyncSemantics(t *testing.T) {
 // TestRegionBadInput: each bad request gets a clear error naming what was
 // wrong, and the servers keep serving.
 func TestRegionBadInput(t *testing.T) {
-	tmpdir := up(t, 2)
-	ctx := ctxT(t, time.Minute)
-	c := connect(t, tmpdir)
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
 	ct, _, err := c.CreateContainer(ctx, "bad", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
