@@ -145,6 +145,20 @@ func (t *crcTable) spans(lo, hi int64, fn func(lo, hi int64) error) error {
 	if lo > hi || len(t.rest) == 0 {
 		return nil
 	}
+	first, last := lo/crcChunk, hi/crcChunk
+	if last-first < int64(len(t.rest)) {
+		// A write touches a chunk or two: look them up rather than walk
+		// every chunk of a large object.
+		for k := first; k <= last; k++ {
+			if t.rest[k] == nil {
+				continue
+			}
+			if err := fn(max(lo, k*crcChunk), min(hi, (k+1)*crcChunk-1)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	keys := make([]int64, 0, len(t.rest))
 	for k := range t.rest {
 		if k >= lo/crcChunk && k <= hi/crcChunk {
