@@ -630,21 +630,48 @@ func (c *Conn) CallInto(ctx context.Context, m wire.Method, hdr []byte, payload 
 }
 
 func (c *Conn) call(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (Reply, error) {
+	p, err := c.send(ctx, m, hdr, payload, into, intoV)
+	if err != nil {
+		return Reply{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is a request that has been sent and whose reply is still to be
+// collected by Wait. Until then its caller's into buffers belong to the
+// connection, which may read the reply into them at any time.
+type Pending struct {
+	c  *Conn
+	f  wire.Frame
+	cl *call
+}
+
+// Send sends a request without waiting for its reply: the reply is
+// collected by the Pending's Wait, which must be called exactly once. It
+// lets a caller keep several requests in flight on one connection, each
+// sent as soon as it is ready, so that the server works on one while the
+// next is on the wire. hdr and payload are not retained after Send
+// returns; into is as for CallInto. An error here means nothing needs to
+// be waited for.
+func (c *Conn) Send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into [][]byte) (*Pending, error) {
+	return c.send(ctx, m, hdr, payload, nil, into)
+}
+
+func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (*Pending, error) {
 	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
 	if d, ok := ctx.Deadline(); ok {
 		f.Timeout = time.Until(d)
 		if f.Timeout <= 0 {
-			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+			return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 		}
 	}
 	if ctx.Err() != nil {
-		return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+	}
+	if c.streaming.Load() {
+		return nil, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
 	}
 	c.inFlight.Add(1)
-	defer c.inFlight.Add(-1)
-	if c.streaming.Load() {
-		return Reply{}, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
-	}
 	cl := callPool.Get().(*call)
 	cl.into, cl.intoV = into, intoV
 	c.mu.Lock()
@@ -652,7 +679,8 @@ func (c *Conn) call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 		err := c.mu.err
 		c.mu.Unlock()
 		c.release(cl)
-		return Reply{}, fmt.Errorf("%s: %w", m, err)
+		c.inFlight.Add(-1)
+		return nil, fmt.Errorf("%s: %w", m, err)
 	}
 	c.mu.pending[f.ID] = cl
 	c.mu.Unlock()
@@ -668,26 +696,39 @@ func (c *Conn) call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 				<-cl.done
 			}
 			c.release(cl)
-			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+			c.inFlight.Add(-1)
+			return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 		}
+		// Otherwise the connection has failed, and with it this call:
+		// Wait reports how.
 	}
+	return &Pending{c: c, f: f, cl: cl}, nil
+}
+
+// Wait waits for the reply, reading it itself when nobody else is reading
+// the connection. Errors are as for Call. If ctx ends first, the request is
+// abandoned (the server is told to drop it) and its into buffers are free
+// again when Wait returns.
+func (p *Pending) Wait(ctx context.Context) (Reply, error) {
+	c, f, cl := p.c, p.f, p.cl
+	defer c.inFlight.Add(-1)
 	for {
 		select {
 		case <-cl.done:
-			return c.finish(ctx, m, cl)
+			return c.finish(ctx, f.Method, cl)
 		case c.readTok <- struct{}{}:
 			select {
 			case <-cl.done:
 				// Delivered just before we took the token.
 				<-c.readTok
-				return c.finish(ctx, m, cl)
+				return c.finish(ctx, f.Method, cl)
 			default:
 			}
 			c.lead(ctx, cl)
 			<-c.readTok
 			select {
 			case <-cl.done:
-				return c.finish(ctx, m, cl)
+				return c.finish(ctx, f.Method, cl)
 			default:
 			}
 			if ctx.Err() != nil {
