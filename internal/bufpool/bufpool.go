@@ -25,6 +25,12 @@ var free = struct {
 	retain  int
 	bytes   int
 	classes [maxShift - minShift + 1][][]byte
+	// used is when each class was last asked for (a tick of clock): a
+	// full pool makes room for the class in use by dropping buffers of
+	// the class unused longest, so that a workload that moves from one
+	// region size to another does not miss the pool forever.
+	used  [maxShift - minShift + 1]uint64
+	clock uint64
 }{retain: DefaultRetain}
 
 // SetRetain bounds the bytes of free buffers kept for reuse: a server
@@ -66,6 +72,8 @@ func Get(n int) []byte {
 		return make([]byte, n)
 	}
 	free.Lock()
+	free.clock++
+	free.used[c] = free.clock
 	if k := len(free.classes[c]); k > 0 {
 		b := free.classes[c][k-1]
 		free.classes[c][k-1] = nil
@@ -94,8 +102,10 @@ func Put(b []byte) {
 	}
 	free.Lock()
 	defer free.Unlock()
-	if free.bytes+c > free.retain {
-		return
+	for free.bytes+c > free.retain {
+		if !dropStale(k) {
+			return
+		}
 	}
 	free.bytes += c
 	free.classes[k] = append(free.classes[k], b[:c])
@@ -118,4 +128,27 @@ func adviseHuge(b []byte) {
 	if hi > lo {
 		_ = unix.Madvise(b[lo-start:hi-start], unix.MADV_HUGEPAGE)
 	}
+}
+
+// dropStale drops one free buffer of the class, other than keep, that was
+// asked for least recently, and only if that was before keep was. It
+// reports whether it dropped one. free is locked.
+func dropStale(keep int) bool {
+	victim := -1
+	for k := range free.classes {
+		if k != keep && len(free.classes[k]) > 0 && free.used[k] < free.used[keep] &&
+			(victim < 0 || free.used[k] < free.used[victim]) {
+			victim = k
+		}
+	}
+	if victim < 0 {
+		return false
+	}
+	l := free.classes[victim]
+	free.bytes -= cap(l[0])
+	// The oldest buffer of the class goes: the newest are warmest.
+	copy(l, l[1:])
+	l[len(l)-1] = nil
+	free.classes[victim] = l[:len(l)-1]
+	return true
 }

@@ -66,3 +66,26 @@ func TestRetainBound(t *testing.T) {
 	}
 
 }
+
+// A pool full of buffers of one size still keeps the buffers of the size
+// now in use: a workload moving from small regions to large ones must not
+// allocate fresh memory for every large one.
+func TestFullPoolMakesRoomForTheSizeInUse(t *testing.T) {
+	SetRetain(0) // start empty
+	SetRetain(8 << 20)
+	t.Cleanup(func() { SetRetain(DefaultRetain) })
+	var small [][]byte
+	for range 128 { // 8 MiB of 64 KiB buffers: the pool is full
+		small = append(small, Get(64<<10))
+	}
+	for _, b := range small {
+		Put(b)
+	}
+	big := Get(1 << 20)
+	Put(big)
+	again := Get(1 << 20)
+	if &again[0] != &big[0] {
+		t.Fatal("a 1 MiB buffer given back to a pool full of 64 KiB buffers was not kept")
+	}
+	Put(again)
+}
