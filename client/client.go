@@ -102,6 +102,8 @@ type Client struct {
 	stage stageConfig
 	recv  stageRecv
 
+	starts startQueue // starts sent and not yet answered
+
 	closeOnce sync.Once
 }
 

@@ -121,6 +121,9 @@ type part struct {
 	direct bool   // data is a slice of linear
 	id     uint64
 	done   bool
+	// start is the request that started the part, until its answer (the
+	// part's id) has been collected; nil for a part started synchronously.
+	start *startCall
 }
 
 // NewTransfer describes a transfer (PDCregion_transfer_create). local is
@@ -255,7 +258,11 @@ func (o *Object) GetData(ctx context.Context) ([]byte, error) {
 }
 
 // Start starts the transfer (PDCregion_transfer_start). With POSIX
-// consistency it returns once the transfer is done.
+// consistency it returns once the transfer is done. Otherwise it returns
+// once the request is sent (a write's bytes included), without waiting
+// for the data server's answer: a refusal by the server, or its loss, is
+// reported by Wait, Status or Close. A buffer must not change until the
+// transfer is waited, as in PDC.
 func (t *Transfer) Start(ctx context.Context) error {
 	return t.obj.c.StartAll(ctx, []*Transfer{t})
 }
@@ -280,6 +287,9 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 		t.state = stateClosed
 		t.mu.Unlock()
 		return TransferComplete, nil
+	}
+	if err := collectStarts(ctx, []*Transfer{t}); err != nil {
+		return 0, err
 	}
 	byServer := map[int][]int{} // indices of parts not yet done
 	for i, p := range t.parts {
@@ -552,10 +562,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			return err
 		}
 	}
-	type ref struct {
-		t *Transfer
-		p int
-	}
+	type ref = partRef
 	groups := map[int][]ref{}
 	posix := false
 	for _, t := range ts {
@@ -576,30 +583,13 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		servers = append(servers, s)
 	}
 	startChunk := func(server int, refs []ref) error {
-		build := func() (wire.DataStart, [][]byte) {
-			m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: posix}
-			var payload [][]byte
-			for i, r := range refs {
-				o, p := r.t.obj, &r.t.parts[r.p]
-				m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
-					Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
-				if r.t.access == Write {
-					payload = append(payload, p.data)
-				}
-			}
-			return m, payload
-		}
+		build := func() (wire.DataStart, [][]byte) { return buildStart(refs, posix) }
 		m, payload := build()
 		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
 		if errors.Is(err, pdc.ErrStale) {
 			// Another client changed the dims: look again, once.
-			for _, r := range refs {
-				if _, rerr := r.t.obj.Refresh(ctx); rerr != nil {
-					return rerr
-				}
-				if rerr := r.t.remote.Within(r.t.obj.info.Props.Dims); rerr != nil {
-					return fmt.Errorf("object %q: remote region: %w", r.t.obj.info.Name, rerr)
-				}
+			if rerr := refreshDims(ctx, refs); rerr != nil {
+				return rerr
 			}
 			m, payload = build()
 			res, rep, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
@@ -629,13 +619,17 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		// In order, so that the writes are registered before the reads
 		// that must see them.
 		all := groups[server]
-		for _, c := range chunk(len(all), func(i int) int {
+		for _, ch := range chunk(len(all), func(i int) int {
 			if r := all[i]; r.t.access == Write || posix {
 				return len(r.t.parts[r.p].data)
 			}
 			return 0
 		}) {
-			if err := startChunk(server, all[c[0]:c[1]]); err != nil {
+			start := startChunk
+			if !posix {
+				start = func(server int, refs []ref) error { return c.sendStart(ctx, server, refs) }
+			}
+			if err := start(server, all[ch[0]:ch[1]]); err != nil {
 				return err
 			}
 		}
@@ -649,7 +643,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			// Parts no server took (no id) are over: their wait reports
 			// why, rather than "not found".
 			for i := range t.parts {
-				if p := &t.parts[i]; p.id == 0 && !p.done {
+				if p := &t.parts[i]; p.id == 0 && !p.done && p.start == nil {
 					p.done = true
 					t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.info.Name, p.box, err))
 				}
@@ -673,6 +667,44 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			if err := t.Err(); err != nil && t.obj.info.Props.Consistency == ConsistencyPOSIX {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// partRef is one part of a transfer.
+type partRef struct {
+	t *Transfer
+	p int
+}
+
+func (r partRef) part() *part { return &r.t.parts[r.p] }
+
+// buildStart is the DataStart request of refs, and its payload: the
+// writes' bytes, in order.
+func buildStart(refs []partRef, wait bool) (wire.DataStart, [][]byte) {
+	m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: wait}
+	var payload [][]byte
+	for i, r := range refs {
+		o, p := r.t.obj, r.part()
+		m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
+			Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
+		if r.t.access == Write {
+			payload = append(payload, p.data)
+		}
+	}
+	return m, payload
+}
+
+// refreshDims looks up the objects of refs again after a data server found
+// their dims out of date, and checks that each remote region still fits.
+func refreshDims(ctx context.Context, refs []partRef) error {
+	for _, r := range refs {
+		if _, err := r.t.obj.Refresh(ctx); err != nil {
+			return err
+		}
+		if err := r.t.remote.Within(r.t.obj.info.Props.Dims); err != nil {
+			return fmt.Errorf("object %q: remote region: %w", r.t.obj.info.Name, err)
 		}
 	}
 	return nil
@@ -792,10 +824,7 @@ func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wi
 // WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
 // request per data server.
 func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
-	type ref struct {
-		t *Transfer
-		p int
-	}
+	type ref = partRef
 	groups := map[int][]ref{}
 	var waiting []*Transfer
 	for _, t := range ts {
@@ -809,6 +838,11 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 			continue
 		}
 		waiting = append(waiting, t)
+	}
+	if err := collectStarts(ctx, waiting); err != nil {
+		return err
+	}
+	for _, t := range waiting {
 		for i := range t.parts {
 			if !t.parts[i].done {
 				groups[t.parts[i].server] = append(groups[t.parts[i].server], ref{t, i})

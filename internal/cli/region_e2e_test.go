@@ -400,14 +400,53 @@ func TestRegionAsyncSemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A read by the same client waits for the write it overlaps.
-	if err := o.Read(ctx, wb, make([]byte, 4*wb.Volume())); err != nil {
-		t.Fatal(err)
+	if got := make([]byte, 4*wb.Volume()); o.Read(ctx, wb, got) != nil || !bytes.Equal(got, patternOf(dims, wb)) {
+		t.Fatal("a read started after a write it overlaps did not see it")
 	}
 	if st, err := wr.Status(ctx); err != nil || st != client.TransferComplete || wr.Err() != nil {
 		t.Fatalf("status of a done write: %v %v (transfer error %v), want complete", st, err, wr.Err())
 	}
 	if st, err := wr.Status(ctx); err != nil || st != client.TransferNotFound {
 		t.Fatalf("status of a done write, again: %v %v, want not found", st, err)
+	}
+
+	// Starts are pipelined (Start does not wait for the server's answer):
+	// rows of a fresh object written one Start each, then each row read
+	// by a Start of its own, last row first, with no wait in between. Every read sees its
+	// row's write, on both data servers.
+	// Rows of 256 KiB, so that a write is still arriving when the read
+	// after it could overtake it on another connection.
+	pdims := []uint64{64, 1 << 16}
+	fresh, err := ct.CreateObject(ctx, "pipelined", client.ObjectProps{Dims: pdims, Type: region.Int32, Partition: client.RegionStatic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var piped []*client.Transfer
+	rowsGot := make([][]byte, pdims[0])
+	for r := range pdims[0] {
+		b := box([]uint64{r, 0}, []uint64{1, pdims[1]})
+		w, err := fresh.StartWrite(ctx, b, patternOf(pdims, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		piped = append(piped, w)
+	}
+	for r := range pdims[0] {
+		r = pdims[0] - 1 - r // the last row written is read first
+		rowsGot[r] = make([]byte, 4*pdims[1])
+		rd, err := fresh.StartRead(ctx, box([]uint64{r, 0}, []uint64{1, pdims[1]}), rowsGot[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		piped = append(piped, rd)
+	}
+	if err := c.WaitAll(ctx, piped); err != nil {
+		t.Fatal(err)
+	}
+	for r := range pdims[0] {
+		if !bytes.Equal(rowsGot[r], patternOf(pdims, box([]uint64{r, 0}, []uint64{1, pdims[1]}))) {
+			t.Fatalf("row %d, read by a start after the start of its write, differs", r)
+		}
 	}
 
 	// POSIX consistency: start returns with the write done; another client
