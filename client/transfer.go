@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -775,11 +776,28 @@ func itemErr(c *Client, server int, r wire.DataResult) error {
 // succeeded in its payload, in order; items holds each item's part for a
 // read, nil for a write. Without results the answer is DataIDs.
 func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (wire.DataResults, wire.DataIDs, error) {
-	var res wire.DataResults
-	var ids wire.DataIDs
+	d, err := c.dataSend(ctx, server, m, req, payload, results, items)
+	if err != nil {
+		return wire.DataResults{}, wire.DataIDs{}, err
+	}
+	return d.recv(ctx)
+}
+
+// dataPending is a data call sent whose answer is still to be received.
+type dataPending struct {
+	c       *Client
+	server  int
+	results bool
+	items   []*part
+	p       *rpc.Pending
+}
+
+// dataSend sends a data call (see dataCall); its answer is received by
+// recv, which must be called once.
+func (c *Client) dataSend(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (*dataPending, error) {
 	conn, err := c.conn(ctx, server)
 	if err != nil {
-		return res, ids, err
+		return nil, err
 	}
 	// The reads' bytes go straight into their places when all of them
 	// came; otherwise they come in one buffer and are copied apart.
@@ -791,27 +809,37 @@ func (c *Client) dataCall(ctx context.Context, server int, m wire.Method, req wi
 			}
 		}
 	}
-	rep, err := conn.CallInto(ctx, m, req.Marshal(nil), payload, into)
+	p, err := conn.Send(ctx, m, req.Marshal(nil), payload, into)
+	if err != nil {
+		return nil, err
+	}
+	return &dataPending{c: c, server: server, results: results, items: items, p: p}, nil
+}
+
+func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs, error) {
+	var res wire.DataResults
+	var ids wire.DataIDs
+	rep, err := d.p.Wait(ctx)
 	if err != nil {
 		return res, ids, err
 	}
-	if !results {
+	if !d.results {
 		return res, ids, ids.Unmarshal(rep.Header)
 	}
 	if err := res.Unmarshal(rep.Header); err != nil {
 		return res, ids, err
 	}
-	if len(res.Items) != len(items) {
-		return res, ids, fmt.Errorf("%s answered %d results for %d transfers: %w", c.label(server), len(res.Items), len(items), pdc.ErrProtocol)
+	if len(res.Items) != len(d.items) {
+		return res, ids, fmt.Errorf("%s answered %d results for %d transfers: %w", d.c.label(d.server), len(res.Items), len(d.items), pdc.ErrProtocol)
 	}
 	pos := uint64(0)
 	for i, r := range res.Items {
 		if r.Size == 0 {
 			continue
 		}
-		p := items[i]
+		p := d.items[i]
 		if p == nil || uint64(len(p.data)) != r.Size || !rep.Scattered && pos+r.Size > uint64(len(rep.Payload)) {
-			return res, ids, fmt.Errorf("%s: the answer's payload does not match its results: %w", c.label(server), pdc.ErrProtocol)
+			return res, ids, fmt.Errorf("%s: the answer's payload does not match its results: %w", d.c.label(d.server), pdc.ErrProtocol)
 		}
 		if !rep.Scattered {
 			copy(p.data, rep.Payload[pos:pos+r.Size])
@@ -853,12 +881,18 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	waitChunk := func(server int, refs []ref) error {
+	sendWait := func(server int, refs []ref) (*dataPending, error) {
 		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
 		for i, r := range refs {
 			req.IDs[i] = r.t.parts[r.p].id
 		}
-		res, _, err := c.dataCall(ctx, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		return c.dataSend(ctx, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+	}
+	endWait := func(server int, refs []ref, d *dataPending, err error) error {
+		var res wire.DataResults
+		if err == nil {
+			res, _, err = d.recv(ctx)
+		}
 		if err != nil {
 			err = fmt.Errorf("wait for %d transfers on %s: %w", len(refs), c.label(server), err)
 			if !errors.Is(err, pdc.ErrTimeout) && !errors.Is(err, pdc.ErrCanceled) {
@@ -880,18 +914,33 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		return nil
 	}
 	err := fanOut(servers, func(server int) error {
+		// Every chunk's wait is sent at once: the server answers each as
+		// soon as its transfers are done, so reading one answer overlaps
+		// the server's work on the next.
 		all := groups[server]
-		for _, c := range chunk(len(all), func(i int) int {
+		chunks := chunk(len(all), func(i int) int {
 			if r := all[i]; r.t.access == Read {
 				return len(r.t.parts[r.p].data)
 			}
 			return 0
-		}) {
-			if err := waitChunk(server, all[c[0]:c[1]]); err != nil {
-				return err
+		})
+		sent := make([]*dataPending, len(chunks))
+		errs := make([]error, len(chunks))
+		for i, ch := range chunks {
+			if sent[i], errs[i] = sendWait(server, all[ch[0]:ch[1]]); errs[i] != nil {
+				break
 			}
 		}
-		return nil
+		var first error
+		for i, ch := range chunks {
+			if sent[i] == nil && errs[i] == nil {
+				errs[i] = first // not sent: ends as the first failure did
+			}
+			if err := endWait(server, all[ch[0]:ch[1]], sent[i], errs[i]); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
 	})
 	var errs []error
 	if err != nil {
