@@ -86,16 +86,22 @@ type Service struct {
 	mu struct {
 		sync.Mutex
 		next      uint64
-		transfers map[key]*transfer
+		transfers map[uint64]*transfer              // by id; see lookup
 		writes    map[uint64]map[*transfer]struct{} // pending writes per object (leaders)
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
 		closed    bool
 	}
 }
 
-type key struct {
-	client string
-	id     uint64
+// lookup returns client's transfer id, nil if there is none. Ids are
+// unique on the server, so the map is keyed by id alone (hashing the
+// client's name too cost a tenth of a small region's server time); a
+// client never sees another's transfers. s.mu is held.
+func (s *Service) lookup(client string, id uint64) *transfer {
+	if t := s.mu.transfers[id]; t != nil && t.client == client {
+		return t
+	}
+	return nil
 }
 
 type layoutSeen struct {
@@ -163,7 +169,7 @@ func New(cfg Config) *Service {
 		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.quit, s.stop = context.WithCancel(context.Background())
-	s.mu.transfers = map[key]*transfer{}
+	s.mu.transfers = map[uint64]*transfer{}
 	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.layouts = map[uint64]layoutSeen{}
 	for range cfg.Workers {
@@ -212,9 +218,9 @@ func (s *Service) Close() error {
 func (s *Service) SessionEnded(client string) {
 	s.mu.Lock()
 	var gone []*transfer
-	for k, t := range s.mu.transfers {
-		if k.client == client {
-			delete(s.mu.transfers, k)
+	for id, t := range s.mu.transfers {
+		if t.client == client {
+			delete(s.mu.transfers, id)
 			gone = append(gone, t)
 		}
 	}
@@ -478,9 +484,8 @@ func (s *Service) forget(client string, ts []*transfer) {
 	var gone []*transfer
 	s.mu.Lock()
 	for _, t := range ts {
-		k := key{client, t.id}
-		if t.id != 0 && s.mu.transfers[k] == t {
-			delete(s.mu.transfers, k)
+		if t.id != 0 && s.mu.transfers[t.id] == t {
+			delete(s.mu.transfers, t.id)
 			gone = append(gone, t)
 		}
 	}
@@ -603,7 +608,7 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		for _, f := range t.followers {
 			s.mu.next++
 			f.id = s.mu.next
-			s.mu.transfers[key{f.client, f.id}] = f
+			s.mu.transfers[f.id] = f
 		}
 	} else {
 		for w := range s.mu.writes[obj] {
@@ -616,10 +621,10 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		for _, f := range t.followers {
 			s.mu.next++
 			f.id = s.mu.next
-			s.mu.transfers[key{f.client, f.id}] = f
+			s.mu.transfers[f.id] = f
 		}
 	}
-	s.mu.transfers[key{t.client, t.id}] = t
+	s.mu.transfers[t.id] = t
 	if t.lazy.Load() == lazyWaiting {
 		s.deferred.Add(1)
 		s.mu.Unlock()

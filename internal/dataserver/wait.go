@@ -25,7 +25,7 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 	ts := make([]*transfer, len(ids))
 	s.mu.Lock()
 	for i, id := range ids {
-		ts[i] = s.mu.transfers[key{client, id}]
+		ts[i] = s.lookup(client, id)
 	}
 	s.mu.Unlock()
 	for _, t := range ts {
@@ -60,13 +60,13 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 	s.mu.Lock()
 	for i, t := range ts {
 		r := &res.Items[i]
-		if t == nil || s.mu.transfers[key{client, t.id}] != t {
+		if t == nil || s.mu.transfers[t.id] != t {
 			// Unknown, or collected meanwhile by another wait.
 			r.Code = wire.CodeNotFound
 			r.Message = fmt.Sprintf("transfer %d not found on this server: never started, or already waited", ids[i])
 			continue
 		}
-		delete(s.mu.transfers, key{client, t.id})
+		delete(s.mu.transfers, t.id)
 		if t.err != nil {
 			r.Code = wire.CodeOf(t.err)
 			r.Message = t.err.Error()
@@ -107,7 +107,7 @@ func (s *Service) status(_ context.Context, req *rpc.Request) (*rpc.Response, er
 	defer s.mu.Unlock()
 	for i, id := range m.IDs {
 		r := &res.Items[i]
-		t := s.mu.transfers[key{req.Client, id}]
+		t := s.lookup(req.Client, id)
 		if t == nil {
 			r.State = wire.StateNotFound
 			continue
@@ -123,7 +123,7 @@ func (s *Service) status(_ context.Context, req *rpc.Request) (*rpc.Response, er
 			r.Code, r.Message = wire.CodeOf(t.err), t.err.Error()
 		}
 		if t.item.Write {
-			delete(s.mu.transfers, key{req.Client, id})
+			delete(s.mu.transfers, id)
 		}
 	}
 	return rpc.Respond(&res), nil
