@@ -86,6 +86,21 @@ type fields struct {
 	raw []byte // bytes value
 }
 
+// count returns how many fields numbered num are left, so that a repeated
+// field can be decoded into a slice made to size: thousands of region
+// items appended one by one spent more on growing the slice than on
+// decoding. A malformed message counts what precedes the fault; next
+// reports the fault.
+func (f fields) count(num protowire.Number) int {
+	n := 0
+	for f.next() {
+		if f.num == num {
+			n++
+		}
+	}
+	return n
+}
+
 // next advances to the next field; false at the end or on error (see err).
 func (f *fields) next() bool {
 	if f.err != nil || len(f.b) == 0 {
@@ -205,6 +220,17 @@ func (f *fields) packedUints(dst []uint64) []uint64 {
 		return append(dst, f.v)
 	}
 	raw := f.msgBytes()
+	if dst == nil {
+		n := 0 // a varint's last byte is the one under 0x80
+		for _, c := range raw {
+			if c < 0x80 {
+				n++
+			}
+		}
+		if n > 0 {
+			dst = make([]uint64, 0, n)
+		}
+	}
 	for len(raw) > 0 && f.err == nil {
 		v, n := protowire.ConsumeVarint(raw)
 		if n < 0 {

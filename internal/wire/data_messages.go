@@ -61,6 +61,10 @@ type DataStart struct {
 }
 
 func (m *DataStart) Marshal(b []byte) []byte {
+	if b == nil {
+		// An item of a 1-D region is about 28 bytes, of a 3-D one 44.
+		b = make([]byte, 0, 16+len(m.Items)*(20+8*len(firstDims(m.Items))))
+	}
 	for i := range m.Items {
 		b = putMsg(b, 1, &m.Items[i])
 	}
@@ -70,6 +74,9 @@ func (m *DataStart) Marshal(b []byte) []byte {
 func (m *DataStart) Unmarshal(b []byte) error {
 	*m = DataStart{}
 	f := fields{b: b, msg: "DataStart"}
+	if n := f.count(1); n > 0 {
+		m.Items = make([]DataItem, 0, n)
+	}
 	for f.next() {
 		switch f.num {
 		case 1:
@@ -89,7 +96,20 @@ type DataIDs struct {
 	IDs []uint64 // 1
 }
 
-func (m *DataIDs) Marshal(b []byte) []byte { return putPackedUints(b, 1, m.IDs) }
+func (m *DataIDs) Marshal(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, 8+len(m.IDs)*4)
+	}
+	return putPackedUints(b, 1, m.IDs)
+}
+
+// firstDims is the dims of the first item, for sizing.
+func firstDims(items []DataItem) []uint64 {
+	if len(items) == 0 {
+		return nil
+	}
+	return items[0].Dims
+}
 
 func (m *DataIDs) Unmarshal(b []byte) error {
 	*m = DataIDs{}
@@ -151,6 +171,9 @@ type DataResults struct {
 }
 
 func (m *DataResults) Marshal(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, 16+len(m.Items)*8+len(m.IDs)*4)
+	}
 	for i := range m.Items {
 		b = putMsg(b, 1, &m.Items[i])
 	}
@@ -160,6 +183,9 @@ func (m *DataResults) Marshal(b []byte) []byte {
 func (m *DataResults) Unmarshal(b []byte) error {
 	*m = DataResults{}
 	f := fields{b: b, msg: "DataResults"}
+	if n := f.count(1); n > 0 {
+		m.Items = make([]DataResult, 0, n)
+	}
 	for f.next() {
 		switch f.num {
 		case 1:
