@@ -272,7 +272,8 @@ type Run struct {
 // offset, merged where consecutive rows touch. It stops early if fn
 // returns false.
 func Runs(outer, sub Box, fn func(Run) bool) {
-	it := newRunIter(outer, sub)
+	var it runIter
+	it.init(outer, sub)
 	for {
 		r, ok := it.next()
 		if !ok || !fn(r) {
@@ -284,17 +285,45 @@ func Runs(outer, sub Box, fn func(Run) bool) {
 // runIter yields the runs of sub in outer one at a time.
 type runIter struct {
 	sub    Box
-	inner  int      // dimensions [0, inner) are walked; the rest form one run
-	runLen uint64   // elements per run before merging
-	stride []uint64 // outer's strides, in elements
-	base   uint64   // offset of sub's first element
-	coord  []uint64 // position within sub of the next run, dimensions [0, inner)
+	n      int    // dims
+	inner  int    // dimensions [0, inner) are walked; the rest form one run
+	runLen uint64 // elements per run before merging
+	base   uint64 // offset of sub's first element
 	done   bool
+	// outer's strides, in elements, and the position within sub of the
+	// next run in dimensions [0, inner): in the arrays for up to 8 dims,
+	// so that walking a small box allocates nothing (a client planning
+	// 64k regions did so per region), else in the slices.
+	strideA, coordA [8]uint64
+	strideS, coordS []uint64
+}
+
+func (it *runIter) stride() []uint64 {
+	if it.strideS != nil {
+		return it.strideS
+	}
+	return it.strideA[:it.n]
+}
+
+func (it *runIter) coord() []uint64 {
+	if it.coordS != nil {
+		return it.coordS
+	}
+	return it.coordA[:it.inner]
 }
 
 func newRunIter(outer, sub Box) *runIter {
+	it := new(runIter)
+	it.init(outer, sub)
+	return it
+}
+
+func (it *runIter) init(outer, sub Box) {
 	n := len(outer.Size)
-	it := &runIter{sub: sub, stride: make([]uint64, n)}
+	it.sub, it.n = sub, n
+	if n > len(it.strideA) {
+		it.strideS, it.coordS = make([]uint64, n), make([]uint64, n)
+	}
 	// Dimensions from the innermost that sub covers wholly merge into one
 	// run with the next dimension out.
 	it.inner = n - 1
@@ -303,16 +332,18 @@ func newRunIter(outer, sub Box) *runIter {
 		it.inner--
 		it.runLen *= sub.Size[it.inner]
 	}
+	if it.coordS != nil {
+		it.coordS = it.coordS[:it.inner]
+	}
+	stride := it.stride()
 	s := uint64(1)
 	for i := n - 1; i >= 0; i-- {
-		it.stride[i] = s
+		stride[i] = s
 		s *= outer.Size[i]
 	}
 	for i := range n {
-		it.base += (sub.Off[i] - outer.Off[i]) * it.stride[i]
+		it.base += (sub.Off[i] - outer.Off[i]) * stride[i]
 	}
-	it.coord = make([]uint64, it.inner)
-	return it
 }
 
 // next returns the next run, merged with those that follow it directly.
@@ -334,20 +365,22 @@ func (it *runIter) next() (Run, bool) {
 
 func (it *runIter) at() uint64 {
 	off := it.base
-	for i, c := range it.coord {
-		off += c * it.stride[i]
+	stride := it.stride()
+	for i, c := range it.coord() {
+		off += c * stride[i]
 	}
 	return off
 }
 
 // advance moves to the next run; false at the end.
 func (it *runIter) advance() bool {
+	coord := it.coord()
 	for i := it.inner - 1; i >= 0; i-- {
-		it.coord[i]++
-		if it.coord[i] < it.sub.Size[i] {
+		coord[i]++
+		if coord[i] < it.sub.Size[i] {
 			return true
 		}
-		it.coord[i] = 0
+		coord[i] = 0
 	}
 	return false
 }

@@ -293,10 +293,20 @@ func naiveCopy(dst []byte, dstBox Box, src []byte, srcBox Box, sub Box, elem int
 }
 
 func TestCopy(t *testing.T) {
+	testCopy(t, 2000, 1, 4, 6)
+}
+
+// Boxes of more dims than the run walker keeps in place take its other
+// path.
+func TestCopyManyDims(t *testing.T) {
+	testCopy(t, 100, 9, 12, 3)
+}
+
+func testCopy(t *testing.T, rounds, minDims, maxDims int, span uint64) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for range 2000 {
-		n := 1 + r.IntN(4)
-		sub := randBox(r, n, 6)
+	for range rounds {
+		n := minDims + r.IntN(maxDims-minDims+1)
+		sub := randBox(r, n, span)
 		grow := func() Box {
 			b := sub.Clone()
 			for i := range b.Size {
