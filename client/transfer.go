@@ -151,7 +151,19 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 			o.info.Name, local, local.Volume(), remote, remote.Volume(), pdc.ErrInvalid)
 	}
 	elem := uint64(o.elem())
-	shape := region.Box{Off: make([]uint64, local.Ndim()), Size: make([]uint64, local.Ndim())}
+	// The three boxes share one allocation: a program describing 64k
+	// small regions made six per region.
+	n, m := local.Ndim(), remote.Ndim()
+	slab := make([]uint64, 4*n+2*m)
+	take := func(src []uint64) []uint64 {
+		k := len(src)
+		dst := slab[:k:k]
+		slab = slab[k:]
+		copy(dst, src)
+		return dst
+	}
+	shape := region.Box{Off: slab[:n:n], Size: slab[n : 2*n : 2*n]}
+	slab = slab[2*n:]
 	for i := range local.Size {
 		shape.Size[i] = local.End(i)
 	}
@@ -164,7 +176,9 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 		return nil, fmt.Errorf("object %q: local region %v needs a buffer of %d elements of %d bytes, the buffer has %d bytes: %w",
 			o.info.Name, local, shape.Volume(), elem, len(buf), pdc.ErrInvalid)
 	}
-	return &Transfer{obj: o, access: access, buf: buf[:need], local: local.Clone(), shape: shape, remote: remote.Clone()}, nil
+	lc := region.Box{Off: take(local.Off), Size: take(local.Size)}
+	rc := region.Box{Off: take(remote.Off), Size: take(remote.Size)}
+	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc}, nil
 }
 
 func mulOK(a, b uint64) (uint64, bool) {
@@ -564,12 +578,9 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	type ref = partRef
-	groups := map[int][]ref{}
+	groups := groupParts(ts, false)
 	posix := false
 	for _, t := range ts {
-		for i := range t.parts {
-			groups[t.parts[i].server] = append(groups[t.parts[i].server], ref{t, i})
-		}
 		posix = posix || t.obj.info.Props.Consistency == ConsistencyPOSIX
 	}
 	for server, refs := range groups {
@@ -681,11 +692,37 @@ type partRef struct {
 
 func (r partRef) part() *part { return &r.t.parts[r.p] }
 
+// groupParts lists the parts of ts by data server, in order, leaving out
+// done parts if told to. Each server's list is made to size: start_all of
+// 64k small regions spent more growing them than filling them.
+func groupParts(ts []*Transfer, undone bool) map[int][]partRef {
+	n := map[int]int{}
+	for _, t := range ts {
+		for i := range t.parts {
+			if !undone || !t.parts[i].done {
+				n[t.parts[i].server]++
+			}
+		}
+	}
+	groups := make(map[int][]partRef, len(n))
+	for server, k := range n {
+		groups[server] = make([]partRef, 0, k)
+	}
+	for _, t := range ts {
+		for i := range t.parts {
+			if p := &t.parts[i]; !undone || !p.done {
+				groups[p.server] = append(groups[p.server], partRef{t, i})
+			}
+		}
+	}
+	return groups
+}
+
 // buildStart is the DataStart request of refs, and its payload: the
 // writes' bytes, in order.
 func buildStart(refs []partRef, wait bool) (wire.DataStart, [][]byte) {
 	m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: wait}
-	var payload [][]byte
+	payload := make([][]byte, 0, len(refs))
 	for i, r := range refs {
 		o, p := r.t.obj, r.part()
 		m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
@@ -853,7 +890,6 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 // request per data server.
 func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	type ref = partRef
-	groups := map[int][]ref{}
 	var waiting []*Transfer
 	for _, t := range ts {
 		t.mu.Lock()
@@ -870,13 +906,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	if err := collectStarts(ctx, waiting); err != nil {
 		return err
 	}
-	for _, t := range waiting {
-		for i := range t.parts {
-			if !t.parts[i].done {
-				groups[t.parts[i].server] = append(groups[t.parts[i].server], ref{t, i})
-			}
-		}
-	}
+	groups := groupParts(waiting, true)
 	servers := make([]int, 0, len(groups))
 	for s := range groups {
 		servers = append(servers, s)
