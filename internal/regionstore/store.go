@@ -86,6 +86,7 @@ type object struct {
 	mode   Mode // 0: the object has no files
 	off    *offsetFile
 	reg    *regionLog
+	maps   mapState // the by-offset file's mapping, for views
 }
 
 // Open opens the store in opts.Dir. Objects' files are read when first
@@ -247,6 +248,7 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			if need > blocks*blockSize {
 				blocks = tableFor(need)
 			}
+			o.maps.drop() // the rename replaces the file under the mapping
 			if err := s.files.drop(path); err != nil {
 				return fmt.Errorf("region store: object %d: %s: %w", o.id, path, err)
 			}
@@ -264,6 +266,7 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			o.off = n
 		}
 		if o.off.needsCut(dims) {
+			o.maps.drop() // a mapping past the new end would fault
 			err := s.withFile(path, func(f *os.File) error {
 				if err := o.off.cut(f, dims); err != nil {
 					return err
@@ -499,6 +502,7 @@ func (s *Store) Delete(obj uint64) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	o.maps.drop()
 	var errs []error
 	for _, ext := range []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp"} {
 		p := s.path(obj, ext)
@@ -565,6 +569,7 @@ func (s *Store) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		o.maps.drop()
 		o.mu.Unlock()
 	}
 	if err := s.files.closeAll(); err != nil {

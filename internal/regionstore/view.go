@@ -1,0 +1,279 @@
+package regionstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+// A read served to the network does not need the bytes copied into a
+// buffer of the server's: a View hands out slices of a read-only mapping
+// of the object's file, checked against their CRCs, and the socket write
+// copies them from the page cache. A 1 GiB read then passes through
+// memory twice (the checksum and the send) instead of three times (the
+// pread, the checksum and the send), and the server holds no buffer for
+// it. Only by-offset objects have views: a by-region object's bytes are
+// assembled from pieces.
+//
+// A View holds its object's read lock until Release, so the file can
+// neither change size nor be replaced under the mapping (writes, dims
+// changes and deletes take the lock exclusively and wait), and a mapping
+// is never read past its file's end, which would fault the process.
+
+// zeros backs the parts of views that were never written.
+var zeros = make([]byte, 1<<20)
+
+// errNoView: the object's storage has no views (by region).
+var errNoView = errors.New("region store: no view of a by-region object")
+
+// IsNoView reports whether err says the object cannot be viewed, so the
+// caller reads into a buffer instead.
+func IsNoView(err error) bool { return errors.Is(err, errNoView) }
+
+// fileMap is a read-only mapping of an object's file from offset 0. It is
+// replaced, not grown, when the file has grown past it; a replaced
+// mapping is unmapped when its last view is released.
+type fileMap struct {
+	data []byte
+	refs int
+	dead bool
+}
+
+// mapState is an object's current mapping.
+type mapState struct {
+	mu  sync.Mutex
+	cur *fileMap
+}
+
+// acquire returns a mapping of f covering at least size bytes.
+func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m := ms.cur; m != nil && int64(len(m.data)) >= size {
+		m.refs++
+		return m, nil
+	}
+	var data []byte
+	var err error
+	fc, cerr := f.SyscallConn()
+	if cerr != nil {
+		return nil, cerr
+	}
+	if cerr := fc.Control(func(fd uintptr) {
+		data, err = unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	}); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("map %d bytes: %w", size, err)
+	}
+	if old := ms.cur; old != nil {
+		old.dead = true
+		if old.refs == 0 {
+			_ = unix.Munmap(old.data)
+		}
+	}
+	ms.cur = &fileMap{data: data, refs: 1}
+	return ms.cur, nil
+}
+
+func (ms *mapState) release(m *fileMap) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m.refs--
+	if m.dead && m.refs == 0 {
+		_ = unix.Munmap(m.data)
+	}
+}
+
+// drop unmaps the current mapping before its file changes size or is
+// replaced. The object is held exclusively, so no view uses it.
+func (ms *mapState) drop() {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m := ms.cur; m != nil {
+		m.dead = true
+		if m.refs == 0 {
+			_ = unix.Munmap(m.data)
+		}
+		ms.cur = nil
+	}
+}
+
+// View is a read of regions straight from their object's file.
+type View struct {
+	// Segs are the regions' bytes in row-major order, region after region.
+	Segs [][]byte
+	// Lens says how many of Segs each region has.
+	Lens []int
+	done func()
+}
+
+// Release ends the view: its slices must not be used afterwards.
+func (v *View) Release() {
+	if v.done != nil {
+		v.done()
+		v.done = nil
+	}
+}
+
+// View returns object obj's box as slices of its file, checked against
+// their CRCs, or an error for which IsNoView holds if the object is
+// stored by region. Writes to the object, and changes to its dims, wait
+// until the view is released. A goroutine must not hold two views of one
+// object at once (the second could wait for a write that waits for the
+// first): ViewAll takes several boxes under one hold.
+func (s *Store) View(obj uint64, l Layout, box region.Box) (*View, error) {
+	return s.ViewAll(obj, l, []region.Box{box})
+}
+
+// ViewAll is View of several boxes of one object: Segs holds each box's
+// bytes in turn, and Lens how many of Segs belong to each box.
+func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (*View, error) {
+	for _, box := range boxes {
+		if err := check(obj, l, box, int(box.Volume())*l.Elem); err != nil {
+			return nil, err
+		}
+	}
+	if l.Mode != ByOffset {
+		return nil, errNoView
+	}
+	o, err := s.object(obj)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.RLock()
+	if !o.loaded || needsDims(o, l.Dims) {
+		// Rare: bring the files to the dims holding the object, then
+		// look again under the read lock.
+		o.mu.RUnlock()
+		o.mu.Lock()
+		err := s.load(o)
+		if err == nil {
+			err = conforms(o, l)
+		}
+		if err == nil {
+			err = s.setDims(o, l.Dims, 0)
+		}
+		o.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		o.mu.RLock()
+		if !o.loaded || needsDims(o, l.Dims) {
+			o.mu.RUnlock()
+			return nil, fmt.Errorf("region store: object %d changed dims while being read; read again: %w", obj, pdc.ErrStale)
+		}
+	}
+	v, err := s.view(o, l, boxes)
+	if err != nil {
+		o.mu.RUnlock()
+		return nil, err
+	}
+	return v, nil
+}
+
+// view makes the view; o.mu is read-locked, and stays so until the view
+// is released (or view fails).
+func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
+	if err := conforms(o, l); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	if o.mode == ByRegion {
+		return nil, errNoView
+	}
+	v := &View{Lens: make([]int, len(boxes))}
+	if o.mode == 0 || o.off.dataLen == 0 {
+		for i, box := range boxes {
+			n := len(v.Segs)
+			v.Segs = zeroSegs(v.Segs, box.Volume()*uint64(l.Elem))
+			v.Lens[i] = len(v.Segs) - n
+		}
+		v.done = o.mu.RUnlock
+		return v, nil
+	}
+	off := o.off
+	var m *fileMap
+	err := s.withFile(off.path, func(f *os.File) error {
+		var err error
+		m, err = o.maps.acquire(f, off.area.base+off.dataLen)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("region store: view object %d: %s: %w", o.id, off.path, err)
+	}
+	for i, box := range boxes {
+		n := len(v.Segs)
+		if v.Segs, err = off.view(v.Segs, m.data, l.Dims, box); err != nil {
+			o.maps.release(m)
+			return nil, fmt.Errorf("region store: view object %d region %v: %s: %w", o.id, box, off.path, err)
+		}
+		v.Lens[i] = len(v.Segs) - n
+	}
+	v.done = func() {
+		o.maps.release(m)
+		o.mu.RUnlock()
+	}
+	return v, nil
+}
+
+// zeroSegs appends n bytes of zeros to segs.
+func zeroSegs(segs [][]byte, n uint64) [][]byte {
+	for n > 0 {
+		k := min(n, uint64(len(zeros)))
+		segs = append(segs, zeros[:k])
+		n -= k
+	}
+	return segs
+}
+
+// view appends box to segs, cut out of m, a mapping of the file covering
+// its data, and checks every block it touches. Bytes past the data the
+// file holds are zeros.
+func (o *offsetFile) view(segs [][]byte, m []byte, dims []uint64, box region.Box) ([][]byte, error) {
+	a := &o.area
+	limit := min(o.dataLen, a.size)
+	e := int64(o.elem)
+	checked := int64(-1) // blocks up to this one are checked
+	var scratch []byte
+	var err error
+	region.Runs(region.Shape(dims...), box, func(r region.Run) bool {
+		lo, hi := int64(r.Off)*e, int64(r.Off+r.Len)*e
+		if in := min(hi, limit); lo < in {
+			for b := max(lo/blockSize, checked+1); b*blockSize < in; b++ {
+				bEnd := b*blockSize + a.blockLen(b)
+				if bEnd <= o.dataLen {
+					err = a.verify(b, m[a.base+b*blockSize:a.base+bEnd])
+				} else {
+					// The file ends inside the block: the rest is zeros.
+					if scratch == nil {
+						scratch = make([]byte, blockSize)
+					}
+					blk := scratch[:bEnd-b*blockSize]
+					clear(blk[copy(blk, m[a.base+b*blockSize:a.base+o.dataLen]):])
+					err = a.verify(b, blk)
+				}
+				if err != nil {
+					return false
+				}
+				checked = b
+			}
+			segs = append(segs, m[a.base+lo:a.base+in])
+			lo = in
+		}
+		if lo < hi {
+			segs = zeroSegs(segs, uint64(hi-lo))
+		}
+		return true
+	})
+	return segs, err
+}

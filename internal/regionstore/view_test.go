@@ -1,0 +1,141 @@
+package regionstore
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+func viewBytes(t *testing.T, s *Store, obj uint64, l Layout, box region.Box) []byte {
+	t.Helper()
+	v, err := s.View(obj, l, box)
+	if err != nil {
+		t.Fatalf("view %v: %v", box, err)
+	}
+	defer v.Release()
+	var out []byte
+	for _, b := range v.Segs {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// A view of any box reads what Read reads: written parts, zeros where
+// nothing was written, past the file's end and in an object never
+// written; after the dims shrink and grow, and after more writes.
+func TestViewMatchesRead(t *testing.T) {
+	s := openStore(t, t.TempDir(), false)
+	defer func() { _ = s.Close() }()
+	r := rand.New(rand.NewPCG(5, 6))
+	l := Layout{Dims: []uint64{40, 3000}, Elem: 4, Mode: ByOffset}
+	if got := viewBytes(t, s, 9, l, region.Shape(40, 3000)); !bytes.Equal(got, make([]byte, 40*3000*4)) {
+		t.Fatal("a view of an object never written is not all zeros")
+	}
+	compare := func(l Layout) {
+		t.Helper()
+		for range 60 {
+			box := randBoxIn(r, l.Dims)
+			want := make([]byte, box.Volume()*uint64(l.Elem))
+			if err := s.Read(9, l, box, want); err != nil {
+				t.Fatal(err)
+			}
+			if got := viewBytes(t, s, 9, l, box); !bytes.Equal(got, want) {
+				t.Fatalf("dims %v: view of %v differs from read", l.Dims, box)
+			}
+		}
+		// Two boxes under one hold: each gets its own segments.
+		a, b := randBoxIn(r, l.Dims), randBoxIn(r, l.Dims)
+		v, err := s.ViewAll(9, l, []region.Box{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, box := range []region.Box{a, b} {
+			want := make([]byte, box.Volume()*uint64(l.Elem))
+			if err := s.Read(9, l, box, want); err != nil {
+				t.Fatal(err)
+			}
+			segs := v.Segs[:v.Lens[i]]
+			v.Segs = v.Segs[v.Lens[i]:]
+			if got := bytes.Join(segs, nil); !bytes.Equal(got, want) {
+				t.Fatalf("dims %v: box %d (%v) of a view of two differs from read", l.Dims, i, box)
+			}
+		}
+		v.Release()
+	}
+	for range 5 {
+		box := randBoxIn(r, l.Dims)
+		if err := s.Write(9, l, box, randData(r, int(box.Volume())*l.Elem)); err != nil {
+			t.Fatal(err)
+		}
+		compare(l)
+	}
+	l.Dims = []uint64{7, 3000} // cut: the file shrinks under the old mapping
+	compare(l)
+	l.Dims = []uint64{50, 3000}
+	compare(l)
+	l.Dims = []uint64{50, 1000} // relayout: the file is replaced
+	compare(l)
+	box := region.Box{Off: []uint64{45, 0}, Size: []uint64{5, 1000}}
+	if err := s.Write(9, l, box, randData(r, 5*1000*4)); err != nil {
+		t.Fatal(err) // the file grows past the mapping
+	}
+	compare(l)
+}
+
+func randBoxIn(r *rand.Rand, dims []uint64) region.Box {
+	b := region.Box{Off: make([]uint64, len(dims)), Size: make([]uint64, len(dims))}
+	for i, d := range dims {
+		b.Off[i] = r.Uint64N(d)
+		b.Size[i] = 1 + r.Uint64N(d-b.Off[i])
+	}
+	return b
+}
+
+// A flipped byte fails a view that touches its block with ErrCorrupt, and
+// only such a view.
+func TestViewCorruption(t *testing.T) {
+	dir := t.TempDir()
+	l := Layout{Dims: []uint64{4 << 20}, Elem: 1, Mode: ByOffset}
+	s := openStore(t, dir, false)
+	data := randData(rand.New(rand.NewPCG(3, 4)), 1<<20)
+	if err := s.Write(5, l, region.Box{Off: []uint64{0}, Size: []uint64{1 << 20}}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(dir, "0000000000000005.off"), offHeaderSize+tableBytes(tableFor(1<<20))+300_000)
+	s = openStore(t, dir, false)
+	defer func() { _ = s.Close() }()
+	_, err := s.View(5, l, region.Box{Off: []uint64{300_001}, Size: []uint64{1}})
+	if !errors.Is(err, pdc.ErrCorrupt) || !strings.Contains(err.Error(), "object 5") {
+		t.Fatalf("view of a flipped block: %v, want ErrCorrupt naming object 5", err)
+	}
+	good := region.Box{Off: []uint64{0}, Size: []uint64{4 * blockSizeU()}}
+	if got := viewBytes(t, s, 5, l, good); !bytes.Equal(got, data[:len(got)]) {
+		t.Fatal("view of good blocks differs")
+	}
+	// The failed view let go of the object: a write goes through.
+	if err := s.Write(5, l, good, data[:good.Size[0]]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An object stored by region has no views.
+func TestViewByRegion(t *testing.T) {
+	s := openStore(t, t.TempDir(), false)
+	defer func() { _ = s.Close() }()
+	l := Layout{Dims: []uint64{100}, Elem: 1, Mode: ByRegion}
+	if err := s.Write(1, l, region.Shape(100), make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.View(1, l, region.Shape(100)); !IsNoView(err) {
+		t.Fatalf("view of a by-region object: %v", err)
+	}
+}
