@@ -134,6 +134,12 @@ type transfer struct {
 	ioBytes   int64
 	payOff    uint64 // write: where data starts in the request's payload
 
+	// view: a read of a by-offset object. It holds no buffer and no
+	// budget: it is done once the writes it waits for are, and its wait
+	// answers with a view of the file (regionstore.View), which the
+	// socket write copies from the page cache.
+	view bool
+
 	done chan struct{} // closed when the I/O has finished
 	err  error         // set before done is closed
 
@@ -344,7 +350,8 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
 	}
 	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
-		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode}}, nil
+		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode},
+		view:   !it.Write && mode == regionstore.ByOffset}, nil
 }
 
 // observeLayout refuses a layout older than one already seen for the
@@ -545,6 +552,9 @@ func (t *transfer) hold(n int64) {
 
 func continues(lead, t *transfer) bool {
 	a, b := lead.item, t.item
+	if lead.view || t.view {
+		return false // a view needs no merged I/O
+	}
 	if a.Write != b.Write || a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
 		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() || lead.ioBytes+t.bytes() > mergeMax {
 		return false
@@ -577,7 +587,7 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		return nil // registered and queued with its leader
 	}
 	n := min(t.ioBytes, s.cfg.MaxBytes) // one larger than the budget goes alone
-	if !t.item.Write {
+	if !t.item.Write && !t.view {
 		if s.budget.TryAcquire(n) {
 			t.hold(n)
 		} else {
@@ -625,6 +635,23 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		}
 	}
 	s.mu.transfers[t.id] = t
+	if t.view {
+		s.mu.Unlock()
+		if len(t.deps) == 0 {
+			s.complete(t, nil)
+			return nil
+		}
+		s.deferred.Add(1)
+		go func() {
+			defer s.deferred.Done()
+			for _, d := range t.deps {
+				<-d.done
+			}
+			t.deps = nil
+			s.complete(t, nil)
+		}()
+		return nil
+	}
 	if t.lazy.Load() == lazyWaiting {
 		s.deferred.Add(1)
 		s.mu.Unlock()

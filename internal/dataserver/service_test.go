@@ -105,6 +105,15 @@ func item(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
 	return wire.DataItem{Obj: obj, Write: write, Off: off, Size: size, Dims: dims, Elem: elem}
 }
 
+// regItem is item for an object stored by region, whose reads go through
+// the workers' queue (a by-offset read is answered from a view of the
+// file and never queues).
+func regItem(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
+	it := item(obj, write, dims, off, size)
+	it.Storage = uint32(regionstore.ByRegion)
+	return it
+}
+
 func nbytes(size []uint64) int {
 	n := elem
 	for _, s := range size {
@@ -392,10 +401,16 @@ func TestStatus(t *testing.T) {
 	c := e.dial("c")
 	ctx := testCtx(t)
 	dims := []uint64{64}
-	write(t, c, 8, dims, box([]uint64{0}, []uint64{8}), pattern(32, 6))
+	w, err := start(ctx, c, []wire.DataItem{regItem(8, true, dims, []uint64{0}, []uint64{8})}, pattern(32, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wait(ctx, c, w...); err != nil {
+		t.Fatal(err)
+	}
 	// A write held by the gate, and a read of another object behind it.
 	ids, err := start(ctx, c, []wire.DataItem{
-		item(8, false, dims, []uint64{0}, []uint64{8}),
+		regItem(8, false, dims, []uint64{0}, []uint64{8}),
 		item(9, true, dims, []uint64{0}, []uint64{8}),
 	}, pattern(32, 5))
 	if err != nil {
@@ -412,7 +427,7 @@ func TestStatus(t *testing.T) {
 	}
 	g.release()
 	// A later transfer done means the earlier ones are.
-	later, err := start(ctx, c, []wire.DataItem{item(8, false, dims, []uint64{0}, []uint64{1})})
+	later, err := start(ctx, c, []wire.DataItem{regItem(8, false, dims, []uint64{0}, []uint64{1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -896,7 +911,7 @@ func TestStartWaitCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := startWait(ctx, c, []wire.DataItem{item(1, false, dims, []uint64{0}, dims)})
+		_, _, err := startWait(ctx, c, []wire.DataItem{regItem(1, false, dims, []uint64{0}, dims)})
 		done <- err
 	}()
 	<-g.entered
@@ -1093,5 +1108,70 @@ func TestMergedReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A by-offset read (answered from a view of the file) started after a
+// write of the same client that it overlaps waits for it, and reads it.
+func TestViewReadWaitsForWrite(t *testing.T) {
+	cfg := Config{Workers: 1}
+	g := newGate(&cfg, 3)
+	defer g.release()
+	e := newEnv(t, cfg)
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{64}
+	ids, err := start(ctx, c, []wire.DataItem{item(3, true, dims, []uint64{0}, []uint64{16})}, pattern(64, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the write is held
+	rd, err := start(ctx, c, []wire.DataItem{item(3, false, dims, []uint64{8}, []uint64{8})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := status(ctx, c, rd[0])
+	if err != nil || st[0].State != wire.StatePending {
+		t.Fatalf("read behind a held write it overlaps: %+v %v, want pending", st, err)
+	}
+	g.release()
+	res, parts, err := wait(ctx, c, rd[0], ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(64, 7)[32:]) {
+		t.Fatal("the read did not see the write it waited for")
+	}
+}
+
+// By-offset reads hold no budget: far more of them than the budget, then
+// a write, all waited together.
+func TestViewReadsHoldNoBudget(t *testing.T) {
+	const max = 64 << 10
+	e := newEnv(t, Config{MaxBytes: max})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{16 * max / elem}
+	write(t, c, 4, dims, region.Shape(dims...), pattern(16*max, 2))
+	var items []wire.DataItem
+	for i := range uint64(16) {
+		items = append(items, item(4, false, dims, []uint64{i * max / elem}, []uint64{max / elem}))
+	}
+	rd, err := start(ctx, c, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr, err := start(ctx, c, []wire.DataItem{item(5, true, []uint64{max / elem}, []uint64{0}, []uint64{max / elem})}, pattern(max, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, append(rd, wr...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, pattern(16*max, 2)) {
+		t.Fatal("reads of 16 times the budget came back wrong")
 	}
 }

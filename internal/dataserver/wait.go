@@ -1,13 +1,17 @@
 package dataserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
 )
 
 func (s *Service) wait(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -55,8 +59,8 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 	if withIDs {
 		res.IDs = ids
 	}
-	var payload [][]byte
 	var held []*transfer
+	reads := make([]*transfer, len(ts)) // by item: the reads answered with bytes
 	s.mu.Lock()
 	for i, t := range ts {
 		r := &res.Items[i]
@@ -76,22 +80,115 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 			continue
 		}
 		if !t.item.Write {
-			r.Size = uint64(len(t.data))
-			payload = append(payload, t.data)
+			reads[i] = t
 			held = append(held, t)
 		}
 	}
 	s.mu.Unlock()
+	segs, views := s.viewReads(reads)
+	var payload [][]byte
+	for i, t := range reads {
+		r := &res.Items[i]
+		switch {
+		case t == nil:
+		case t.err != nil:
+			r.Code = wire.CodeOf(t.err)
+			r.Message = t.err.Error()
+		case segs[i] != nil:
+			for _, b := range segs[i] {
+				r.Size += uint64(len(b))
+			}
+			payload = append(payload, segs[i]...)
+		default:
+			r.Size = uint64(len(t.data))
+			payload = append(payload, t.data)
+		}
+	}
 	resp := rpc.Respond(&res)
 	resp.Payload = payload
-	if len(held) > 0 {
+	if len(held) > 0 || len(views) > 0 {
 		resp.Done = func() {
+			for _, v := range views {
+				v.Release()
+			}
 			for _, t := range held {
 				s.release(t)
 			}
 		}
 	}
 	return resp, nil
+}
+
+// viewReads makes the views of the view reads among reads (by item; nil
+// for none): segs[i] is item i's bytes. The reads of one object and dims
+// share one view, taken in order of object id, so that a wait never holds
+// one object while it waits for another that a wait holding it waits for.
+// A read whose view fails is read into a buffer instead, which reports
+// the error of each read on its own (a view fails as a whole); so is a
+// second set of dims of an object already held, whose view could wait for
+// a write that waits for the first.
+func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*regionstore.View) {
+	type group struct {
+		obj   uint64
+		items []int
+	}
+	var groups []*group
+	byObj := map[uint64]*group{}
+	for i, t := range reads {
+		if t == nil || !t.view {
+			continue
+		}
+		g := byObj[t.item.Obj]
+		if g == nil {
+			g = &group{obj: t.item.Obj}
+			byObj[t.item.Obj] = g
+			groups = append(groups, g)
+		}
+		g.items = append(g.items, i)
+	}
+	if len(groups) == 0 {
+		return make([][][]byte, len(reads)), nil
+	}
+	segs = make([][][]byte, len(reads))
+	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.obj, b.obj) })
+	for _, g := range groups {
+		l := reads[g.items[0]].layout
+		var boxes []region.Box
+		var in []int
+		for _, i := range g.items {
+			if t := reads[i]; slices.Equal(t.layout.Dims, l.Dims) && t.layout.Elem == l.Elem {
+				boxes = append(boxes, t.box)
+				in = append(in, i)
+			} else {
+				s.readInto(t)
+			}
+		}
+		v, err := s.store.ViewAll(g.obj, l, boxes)
+		if err != nil {
+			for _, i := range in {
+				s.readInto(reads[i])
+			}
+			continue
+		}
+		views = append(views, v)
+		rest := v.Segs
+		for k, i := range in {
+			segs[i] = rest[:v.Lens[k]:v.Lens[k]]
+			rest = rest[v.Lens[k]:]
+			if segs[i] == nil {
+				segs[i] = [][]byte{} // a view of nothing is still a view
+			}
+		}
+	}
+	return segs, views
+}
+
+// readInto reads a view read into a buffer, as other reads are; its
+// error, if any, becomes the read's.
+func (s *Service) readInto(t *transfer) {
+	if err := s.do(t); err != nil {
+		t.err = err
+	}
 }
 
 // status reports where transfers stand without waiting. A completed write
