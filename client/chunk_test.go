@@ -19,12 +19,12 @@ func TestChunk(t *testing.T) {
 		{"oversized alone", []int{1, 200 * mib, 1}, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
 		{"reads carry no bytes", []int{0, 0, 0}, [][2]int{{0, 3}}},
 	} {
-		got := chunk(len(tc.sizes), func(i int) int { return tc.sizes[i] })
+		got := chunk(len(tc.sizes), chunkBytes, func(i int) int { return tc.sizes[i] })
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: chunk = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	got := chunk(2*chunkItems+1, func(int) int { return 0 })
+	got := chunk(2*chunkItems+1, chunkBytes, func(int) int { return 0 })
 	if want := [][2]int{{0, chunkItems}, {chunkItems, 2 * chunkItems}, {2 * chunkItems, 2*chunkItems + 1}}; !slices.Equal(got, want) {
 		t.Errorf("by items: chunk = %v, want %v", got, want)
 	}

@@ -631,7 +631,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		// In order, so that the writes are registered before the reads
 		// that must see them.
 		all := groups[server]
-		for _, ch := range chunk(len(all), func(i int) int {
+		for _, ch := range chunk(len(all), chunkBytes, func(i int) int {
 			if r := all[i]; r.t.access == Write || posix {
 				return len(r.t.parts[r.p].data)
 			}
@@ -753,17 +753,24 @@ func refreshDims(ctx context.Context, refs []partRef) error {
 const (
 	chunkBytes = 64 << 20
 	chunkItems = 8192
+	// waitChunkBytes bounds the reads' bytes one wait answers. The waits
+	// are sent at once, so smaller answers cost little, and a data server
+	// checks an answer's CRCs just before it sends it, so the bytes may
+	// still be in the CPU caches when they go. Measured with 1 GiB read
+	// in 1 and 16 MiB regions: 8 MiB answers 1.6-2.0 GB/s, 64 MiB
+	// 1.65-1.85, 2 MiB (more answers checked at once) 1.5-1.8.
+	waitChunkBytes = 8 << 20
 )
 
 // chunk splits n items, of size(i) bytes each, into consecutive [start,
-// end) ranges of at most chunkItems items and chunkBytes bytes (an item
+// end) ranges of at most chunkItems items and limit bytes (an item
 // larger than that goes alone).
-func chunk(n int, size func(i int) int) [][2]int {
+func chunk(n, limit int, size func(i int) int) [][2]int {
 	var out [][2]int
 	start, bytes := 0, 0
 	for i := range n {
 		sz := size(i)
-		if i > start && (i-start == chunkItems || bytes+sz > chunkBytes) {
+		if i > start && (i-start == chunkItems || bytes+sz > limit) {
 			out = append(out, [2]int{start, i})
 			start, bytes = i, 0
 		}
@@ -948,7 +955,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		// soon as its transfers are done, so reading one answer overlaps
 		// the server's work on the next.
 		all := groups[server]
-		chunks := chunk(len(all), func(i int) int {
+		chunks := chunk(len(all), waitChunkBytes, func(i int) int {
 			if r := all[i]; r.t.access == Read {
 				return len(r.t.parts[r.p].data)
 			}
