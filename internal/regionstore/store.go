@@ -50,6 +50,21 @@ type Layout struct {
 	Dims []uint64 // the object's dims now; the first may grow
 	Elem int      // bytes per element
 	Mode Mode
+	// Version orders dims changes (0: unordered). A call with dims older
+	// than the newest applied to the object, that would change its files,
+	// is refused with pdc.ErrStale: applying them would cut or relayout
+	// the object back, losing what was written under the newer dims.
+	Version uint64
+}
+
+// stale refuses l if applying its dims to o would undo newer ones.
+// Requires o.mu held, and the object loaded.
+func stale(o *object, l Layout) error {
+	if l.Version != 0 && l.Version < o.version && needsDims(o, l.Dims) {
+		return fmt.Errorf("region store: object %d: dims %v (version %d) are older than the object's (version %d): %w",
+			o.id, l.Dims, l.Version, o.version, pdc.ErrStale)
+	}
+	return nil
 }
 
 // Options configure a Store.
@@ -87,6 +102,8 @@ type object struct {
 	off    *offsetFile
 	reg    *regionLog
 	maps   mapState // the by-offset file's mapping, for views
+	// version is the newest Layout.Version applied (0 after open).
+	version uint64
 }
 
 // Open opens the store in opts.Dir. Objects' files are read when first
@@ -359,9 +376,13 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 			return err
 		}
 	}
+	if err := stale(o, l); err != nil {
+		return err
+	}
 	if err := s.setDims(o, l.Dims, need); err != nil {
 		return err
 	}
+	o.version = max(o.version, l.Version)
 	path := o.off.pathOr(o.reg)
 	err = s.withFile(path, func(f *os.File) error {
 		var err error
@@ -420,9 +441,13 @@ func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 		if err := conforms(o, l); err != nil {
 			return err
 		}
+		if err := stale(o, l); err != nil {
+			return err
+		}
 		if err := s.setDims(o, l.Dims, 0); err != nil {
 			return err
 		}
+		o.version = max(o.version, l.Version)
 	} else {
 		defer o.mu.RUnlock()
 		if err := conforms(o, l); err != nil {

@@ -1,9 +1,11 @@
 package regionstore
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -21,10 +23,16 @@ import (
 // it. Only by-offset objects have views: a by-region object's bytes are
 // assembled from pieces.
 //
-// A View holds its object's read lock until Release, so the file can
-// neither change size nor be replaced under the mapping (writes, dims
-// changes and deletes take the lock exclusively and wait), and a mapping
-// is never read past its file's end, which would fault the process.
+// A view is made under its object's read lock: the CRCs are checked
+// while the file can neither change size nor be replaced, so the check
+// never reads a mapping past its file's end (which would fault the
+// process). The lock is let go before the view is returned: a client
+// slow to take its answer must not hold up writers of the object. The
+// mapping stays until the view is released; if the file shrinks
+// meanwhile, the socket write of a slice past its new end fails in the
+// kernel (EFAULT) and that client's answer is lost, nothing else. Bytes
+// overwritten meanwhile go out as they are at the send, as with any read
+// racing a write.
 
 // zeros backs the parts of views that were never written.
 var zeros = make([]byte, 1<<20)
@@ -49,12 +57,30 @@ type fileMap struct {
 type mapState struct {
 	mu  sync.Mutex
 	cur *fileMap
+	el  *list.Element // in idleMaps while cur is unused; guarded by idleMaps.mu
 }
+
+// idleMaps keeps the most recently used mappings that no view uses, and
+// unmaps the others: a mapping per object ever read would run into the
+// kernel's limit on mappings (vm.max_map_count, 65530 by default), past
+// which the Go runtime itself cannot map memory.
+var idleMaps = struct {
+	mu  sync.Mutex
+	lru *list.List // of *mapState, most recent first
+}{lru: list.New()}
+
+const maxIdleMaps = 256
 
 // acquire returns a mapping of f covering at least size bytes.
 func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	idleMaps.mu.Lock()
+	if ms.el != nil {
+		idleMaps.lru.Remove(ms.el)
+		ms.el = nil
+	}
+	idleMaps.mu.Unlock()
 	if m := ms.cur; m != nil && int64(len(m.data)) >= size {
 		m.refs++
 		return m, nil
@@ -73,30 +99,14 @@ func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
-	if old := ms.cur; old != nil {
-		old.dead = true
-		if old.refs == 0 {
-			_ = unix.Munmap(old.data)
-		}
-	}
+	ms.retire()
 	ms.cur = &fileMap{data: data, refs: 1}
 	return ms.cur, nil
 }
 
-func (ms *mapState) release(m *fileMap) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	m.refs--
-	if m.dead && m.refs == 0 {
-		_ = unix.Munmap(m.data)
-	}
-}
-
-// drop unmaps the current mapping before its file changes size or is
-// replaced. The object is held exclusively, so no view uses it.
-func (ms *mapState) drop() {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
+// retire takes the current mapping out of use: unmapped now if no view
+// uses it, else by the last. ms.mu is held.
+func (ms *mapState) retire() {
 	if m := ms.cur; m != nil {
 		m.dead = true
 		if m.refs == 0 {
@@ -104,6 +114,57 @@ func (ms *mapState) drop() {
 		}
 		ms.cur = nil
 	}
+}
+
+func (ms *mapState) release(m *fileMap) {
+	ms.mu.Lock()
+	m.refs--
+	if m.refs > 0 {
+		ms.mu.Unlock()
+		return
+	}
+	if m.dead {
+		_ = unix.Munmap(m.data)
+		ms.mu.Unlock()
+		return
+	}
+	idleMaps.mu.Lock()
+	if ms.el == nil {
+		ms.el = idleMaps.lru.PushFront(ms)
+	} else {
+		idleMaps.lru.MoveToFront(ms.el)
+	}
+	var victims []*mapState
+	for idleMaps.lru.Len() > maxIdleMaps {
+		v := idleMaps.lru.Remove(idleMaps.lru.Back()).(*mapState)
+		v.el = nil
+		victims = append(victims, v)
+	}
+	idleMaps.mu.Unlock()
+	ms.mu.Unlock()
+	for _, v := range victims {
+		// Not under ms.mu: a victim's lock is taken alone. It may have
+		// been taken up again meanwhile; then it stays.
+		v.mu.Lock()
+		if v.cur != nil && v.cur.refs == 0 {
+			v.retire()
+		}
+		v.mu.Unlock()
+	}
+}
+
+// drop unmaps the current mapping before its file changes size or is
+// replaced (or, if a view still uses it, once that view is released).
+func (ms *mapState) drop() {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	idleMaps.mu.Lock()
+	if ms.el != nil {
+		idleMaps.lru.Remove(ms.el)
+		ms.el = nil
+	}
+	idleMaps.mu.Unlock()
+	ms.retire()
 }
 
 // View is a read of regions straight from their object's file.
@@ -125,17 +186,14 @@ func (v *View) Release() {
 
 // View returns object obj's box as slices of its file, checked against
 // their CRCs, or an error for which IsNoView holds if the object is
-// stored by region. Writes to the object, and changes to its dims, wait
-// until the view is released. A goroutine must not hold two views of one
-// object at once (the second could wait for a write that waits for the
-// first): ViewAll takes several boxes under one hold.
+// stored by region.
 func (s *Store) View(obj uint64, l Layout, box region.Box) (*View, error) {
 	return s.ViewAll(obj, l, []region.Box{box})
 }
 
 // ViewAll is View of several boxes of one object: Segs holds each box's
 // bytes in turn, and Lens how many of Segs belong to each box.
-func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (*View, error) {
+func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (v *View, err error) {
 	for _, box := range boxes {
 		if err := check(obj, l, box, int(box.Volume())*l.Elem); err != nil {
 			return nil, err
@@ -153,16 +211,7 @@ func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (*View, error)
 		// Rare: bring the files to the dims holding the object, then
 		// look again under the read lock.
 		o.mu.RUnlock()
-		o.mu.Lock()
-		err := s.load(o)
-		if err == nil {
-			err = conforms(o, l)
-		}
-		if err == nil {
-			err = s.setDims(o, l.Dims, 0)
-		}
-		o.mu.Unlock()
-		if err != nil {
+		if err := s.applyDims(o, l); err != nil {
 			return nil, err
 		}
 		o.mu.RLock()
@@ -171,16 +220,42 @@ func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (*View, error)
 			return nil, fmt.Errorf("region store: object %d changed dims while being read; read again: %w", obj, pdc.ErrStale)
 		}
 	}
-	v, err := s.view(o, l, boxes)
-	if err != nil {
-		o.mu.RUnlock()
-		return nil, err
-	}
-	return v, nil
+	defer o.mu.RUnlock()
+	// A page the kernel cannot read in (a disk error) faults the reader:
+	// here that is an error of this view, not the end of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if v != nil {
+				v.Release()
+			}
+			v, err = nil, fmt.Errorf("region store: view object %d: reading its file failed: %v: %w", obj, p, pdc.ErrInternal)
+		}
+	}()
+	return s.view(o, l, boxes)
 }
 
-// view makes the view; o.mu is read-locked, and stays so until the view
-// is released (or view fails).
+// applyDims loads o and brings its files to l's dims, holding it.
+func (s *Store) applyDims(o *object, l Layout) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := s.load(o); err != nil {
+		return err
+	}
+	if err := conforms(o, l); err != nil {
+		return err
+	}
+	if err := stale(o, l); err != nil {
+		return err
+	}
+	if err := s.setDims(o, l.Dims, 0); err != nil {
+		return err
+	}
+	o.version = max(o.version, l.Version)
+	return nil
+}
+
+// view makes the view; o.mu is read-locked.
 func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 	if err := conforms(o, l); err != nil {
 		return nil, err
@@ -198,7 +273,6 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 			v.Segs = zeroSegs(v.Segs, box.Volume()*uint64(l.Elem))
 			v.Lens[i] = len(v.Segs) - n
 		}
-		v.done = o.mu.RUnlock
 		return v, nil
 	}
 	off := o.off
@@ -211,17 +285,14 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("region store: view object %d: %s: %w", o.id, off.path, err)
 	}
+	v.done = func() { o.maps.release(m) }
 	for i, box := range boxes {
 		n := len(v.Segs)
 		if v.Segs, err = off.view(v.Segs, m.data, l.Dims, box); err != nil {
-			o.maps.release(m)
+			v.Release()
 			return nil, fmt.Errorf("region store: view object %d region %v: %s: %w", o.id, box, off.path, err)
 		}
 		v.Lens[i] = len(v.Segs) - n
-	}
-	v.done = func() {
-		o.maps.release(m)
-		o.mu.RUnlock()
 	}
 	return v, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +138,80 @@ func TestViewByRegion(t *testing.T) {
 	}
 	if _, err := s.View(1, l, region.Shape(100)); !IsNoView(err) {
 		t.Fatalf("view of a by-region object: %v", err)
+	}
+}
+
+// A view holds no lock: a write, and a cut of the object, go through
+// while one is held, and the view is released after.
+func TestViewHoldsNoLock(t *testing.T) {
+	s := openStore(t, t.TempDir(), false)
+	defer func() { _ = s.Close() }()
+	l := Layout{Dims: []uint64{1 << 20}, Elem: 1, Mode: ByOffset}
+	data := randData(rand.New(rand.NewPCG(1, 2)), 1<<20)
+	if err := s.Write(2, l, region.Shape(1<<20), data); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.View(2, l, region.Shape(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.Join(v.Segs, nil), data) {
+		t.Fatal("view differs from what was written")
+	}
+	if err := s.Write(2, l, region.Box{Off: []uint64{0}, Size: []uint64{10}}, make([]byte, 10)); err != nil {
+		t.Fatal(err) // hangs if the view held the object
+	}
+	small := Layout{Dims: []uint64{1000}, Elem: 1, Mode: ByOffset}
+	if err := s.Write(2, small, region.Shape(10), make([]byte, 10)); err != nil {
+		t.Fatal(err) // the file is cut under the held mapping
+	}
+	v.Release() // unmaps the cut file's old mapping; no fault
+	if got := viewBytes(t, s, 2, small, region.Shape(1000)); !bytes.Equal(got[10:], data[10:1000]) {
+		t.Fatal("view after the cut differs")
+	}
+}
+
+// Dims older than those applied, that would cut the object, are refused.
+func TestViewRefusesOlderDims(t *testing.T) {
+	s := openStore(t, t.TempDir(), false)
+	defer func() { _ = s.Close() }()
+	newer := Layout{Dims: []uint64{200}, Elem: 1, Mode: ByOffset, Version: 2}
+	data := randData(rand.New(rand.NewPCG(1, 3)), 200)
+	if err := s.Write(4, newer, region.Shape(200), data); err != nil {
+		t.Fatal(err)
+	}
+	older := Layout{Dims: []uint64{100}, Elem: 1, Mode: ByOffset, Version: 1}
+	if _, err := s.View(4, older, region.Shape(10)); !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("view with older dims: %v, want ErrStale", err)
+	}
+	if err := s.Read(4, older, region.Shape(10), make([]byte, 10)); !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("read with older dims: %v, want ErrStale", err)
+	}
+	if err := s.Write(4, older, region.Shape(10), make([]byte, 10)); !errors.Is(err, pdc.ErrStale) {
+		t.Fatalf("write with older dims: %v, want ErrStale", err)
+	}
+	if got := viewBytes(t, s, 4, newer, region.Shape(200)); !bytes.Equal(got, data) {
+		t.Fatal("the object lost data to older dims")
+	}
+}
+
+// Mappings no view uses are kept for only so many objects.
+func TestIdleMappingsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, false)
+	defer func() { _ = s.Close() }()
+	l := Layout{Dims: []uint64{4096}, Elem: 1, Mode: ByOffset}
+	for obj := uint64(1); obj <= maxIdleMaps+100; obj++ {
+		if err := s.Write(obj, l, region.Shape(4096), make([]byte, 4096)); err != nil {
+			t.Fatal(err)
+		}
+		viewBytes(t, s, obj, l, region.Shape(4096))
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps to count mappings in")
+	}
+	if n := strings.Count(string(maps), dir); n > maxIdleMaps {
+		t.Fatalf("%d mappings of the store's files after viewing %d objects, want at most %d", n, maxIdleMaps+100, maxIdleMaps)
 	}
 }
