@@ -350,7 +350,7 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
 	}
 	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
-		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode},
+		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode, Version: it.DimsVersion},
 		view:   !it.Write && mode == regionstore.ByOffset}, nil
 }
 

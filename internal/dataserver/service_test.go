@@ -1175,3 +1175,45 @@ func TestViewReadsHoldNoBudget(t *testing.T) {
 		t.Fatal("reads of 16 times the budget came back wrong")
 	}
 }
+
+// A read waited after the object grew is read with the newest dims, and
+// never applies its older ones (which would cut what was written since).
+func TestViewReadAfterDimsGrew(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	v1 := func(it wire.DataItem) wire.DataItem { it.DimsVersion = 1; return it }
+	v2 := func(it wire.DataItem) wire.DataItem { it.DimsVersion = 2; return it }
+	small, big := []uint64{100}, []uint64{200}
+	ids, err := start(ctx, c, []wire.DataItem{v1(item(6, true, small, []uint64{0}, small))}, pattern(100*elem, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wait(ctx, c, ids...); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := start(ctx, c, []wire.DataItem{v1(item(6, false, small, []uint64{0}, []uint64{10}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr, err := start(ctx, c, []wire.DataItem{v2(item(6, true, big, []uint64{150}, []uint64{10}))}, pattern(10*elem, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, append(wr, rd...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[1], pattern(100*elem, 1)[:10*elem]) {
+		t.Fatal("the read waited after the dims grew came back wrong")
+	}
+	res, parts, err = startWait(ctx, c, []wire.DataItem{v2(item(6, false, big, []uint64{150}, []uint64{10}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if !bytes.Equal(parts[0], pattern(10*elem, 9)) {
+		t.Fatal("rows written under the grown dims were lost to a read with the older ones")
+	}
+}

@@ -1,7 +1,6 @@
 package dataserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,13 +119,13 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 }
 
 // viewReads makes the views of the view reads among reads (by item; nil
-// for none): segs[i] is item i's bytes. The reads of one object and dims
-// share one view, taken in order of object id, so that a wait never holds
-// one object while it waits for another that a wait holding it waits for.
-// A read whose view fails is read into a buffer instead, which reports
-// the error of each read on its own (a view fails as a whole); so is a
-// second set of dims of an object already held, whose view could wait for
-// a write that waits for the first.
+// for none): segs[i] is item i's bytes. A read is done now, at its wait,
+// not at its start: if the object's dims changed since, it is read with
+// the newest (the elements inside both keep their places), or fails as
+// stale if it no longer fits in them; older dims are never applied. The
+// reads of one object share one view. A read whose view fails is read
+// into a buffer instead, which reports the error of each read on its own
+// (a view fails as a whole).
 func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*regionstore.View) {
 	type group struct {
 		obj   uint64
@@ -134,8 +133,23 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 	}
 	var groups []*group
 	byObj := map[uint64]*group{}
-	for i, t := range reads {
+	s.mu.Lock()
+	for _, t := range reads {
 		if t == nil || !t.view {
+			continue
+		}
+		if seen, ok := s.mu.layouts[t.item.Obj]; ok && seen.version > t.layout.Version {
+			if err := t.box.Within(seen.dims); err != nil {
+				t.err = fmt.Errorf("object %d region %v: the object's dims changed to %v before the read was waited; start it again: %w",
+					t.item.Obj, t.box, seen.dims, pdc.ErrStale)
+				continue
+			}
+			t.layout.Dims, t.layout.Version = seen.dims, seen.version
+		}
+	}
+	s.mu.Unlock()
+	for i, t := range reads {
+		if t == nil || !t.view || t.err != nil {
 			continue
 		}
 		g := byObj[t.item.Obj]
@@ -150,7 +164,6 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 		return make([][][]byte, len(reads)), nil
 	}
 	segs = make([][][]byte, len(reads))
-	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.obj, b.obj) })
 	for _, g := range groups {
 		l := reads[g.items[0]].layout
 		var boxes []region.Box
