@@ -122,6 +122,7 @@ type call struct {
 	detached  bool        // the caller gave up mid-frame; its reply was discarded
 	abandoned atomic.Bool // the caller wants to give up while its frame is being read
 	err       error       // connection failure
+	keep      bool        // Poll: a reader giving up leaves the reply to the next
 	done      chan struct{}
 }
 
@@ -451,7 +452,7 @@ func (c *Conn) lead(ctx context.Context, own *call) {
 				c.clearDeadline()
 				c.detachAbandoned()
 				if ctx.Err() != nil {
-					if own != nil && c.rs.cl == own {
+					if own != nil && c.rs.cl == own && !own.keep {
 						c.detach()
 					}
 					return
@@ -668,10 +669,13 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 	}
+	// Counted before the check, so that CallStream, which checks the
+	// count after claiming the connection, and this call never both go.
+	c.inFlight.Add(1)
 	if c.streaming.Load() {
+		c.inFlight.Add(-1)
 		return nil, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
 	}
-	c.inFlight.Add(1)
 	cl := callPool.Get().(*call)
 	cl.into, cl.intoV = into, intoV
 	c.mu.Lock()
@@ -703,6 +707,45 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 		// Wait reports how.
 	}
 	return &Pending{c: c, f: f, cl: cl}, nil
+}
+
+// Poll is Wait for a request sent without into buffers, except that if
+// ctx ends first the request is kept: the error is ctx's, and a later Poll
+// or Wait still gets the reply.
+func (p *Pending) Poll(ctx context.Context) (Reply, error) {
+	c, f, cl := p.c, p.f, p.cl
+	if cl.into != nil || cl.intoV != nil {
+		return Reply{}, fmt.Errorf("server %s: %s: Poll of a request with reply buffers: %w", c.label, f.Method, pdc.ErrInternal)
+	}
+	cl.keep = true
+	for {
+		select {
+		case <-cl.done:
+			c.inFlight.Add(-1)
+			return c.finish(ctx, f.Method, cl)
+		case c.readTok <- struct{}{}:
+			select {
+			case <-cl.done:
+				<-c.readTok
+				c.inFlight.Add(-1)
+				return c.finish(ctx, f.Method, cl)
+			default:
+			}
+			c.lead(ctx, cl)
+			<-c.readTok
+			select {
+			case <-cl.done:
+				c.inFlight.Add(-1)
+				return c.finish(ctx, f.Method, cl)
+			default:
+			}
+			if ctx.Err() != nil {
+				return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
+			}
+		case <-ctx.Done():
+			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
+		}
+	}
 }
 
 // Wait waits for the reply, reading it itself when nobody else is reading
@@ -797,7 +840,7 @@ func (c *Conn) finish(ctx context.Context, m wire.Method, cl *call) (Reply, erro
 }
 
 func (c *Conn) release(cl *call) {
-	cl.into, cl.intoV, cl.scattered, cl.hdr, cl.payload, cl.isErr, cl.detached, cl.err = nil, nil, false, nil, nil, false, false, nil
+	cl.into, cl.intoV, cl.scattered, cl.hdr, cl.payload, cl.isErr, cl.detached, cl.err, cl.keep = nil, nil, false, nil, nil, false, false, nil, false
 	cl.abandoned.Store(false)
 	callPool.Put(cl)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
 )
 
 // Requests sent without waiting are all answered, each to its own Pending,
@@ -83,5 +84,33 @@ func TestPendingFailsWhenServerCloses(t *testing.T) {
 	ts.Close()
 	if _, err := p.Wait(ctx10(t)); !errors.Is(err, pdc.ErrUnavailable) && !errors.Is(err, pdc.ErrClosed) {
 		t.Fatalf("wait: %v, want ErrUnavailable", err)
+	}
+}
+
+// Poll gives up at its context's end without giving up the request: a
+// later Poll gets the reply.
+func TestPollKeepsTheRequest(t *testing.T) {
+	const methodGate wire.Method = 120
+	gate := make(chan struct{})
+	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+		ts.Handle(methodGate, func(ctx context.Context, req *Request) (*Response, error) {
+			<-gate
+			return &Response{Header: []byte("late")}, nil
+		})
+	})
+	c := dial(t, ts.addr, DialOptions{})
+	p, err := c.Send(ctx10(t), methodGate, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Poll(ctx); !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("poll with its context ended: %v, want ErrCanceled", err)
+	}
+	close(gate)
+	r, err := p.Poll(ctx10(t))
+	if err != nil || string(r.Header) != "late" {
+		t.Fatalf("poll after: %q, %v", r.Header, err)
 	}
 }
