@@ -80,6 +80,23 @@ func (q *startQueue) remove(sc *startCall) {
 	}
 }
 
+// collectAll collects every unanswered start. A start that failed has
+// ended its transfers; only ctx's end is an error here.
+func (q *startQueue) collectAll(ctx context.Context) error {
+	q.mu.Lock()
+	var all []*startCall
+	for _, l := range q.byServer {
+		all = append(all, l...)
+	}
+	q.mu.Unlock()
+	for _, sc := range all {
+		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // before lists server's unanswered starts that must be collected before a
 // new one of bytes written bytes, reading or not, is sent.
 func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
@@ -156,23 +173,35 @@ func (sc *startCall) collect(ctx context.Context) error {
 		return sc.err
 	default:
 	}
-	sc.err = sc.answer(ctx)
-	if sc.err != nil {
+	err := sc.answer(ctx)
+	if err != nil && sc.pend != nil {
+		return err // not answered yet; see answer
+	}
+	if err != nil {
 		for _, r := range sc.refs {
 			r.part().done = true
-			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.part().box, sc.err))
+			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.part().box, err))
 		}
 	}
+	sc.err = err
+	sc.refs, sc.pend = nil, nil // the transfers no longer need each other
 	sc.c.starts.remove(sc)
 	close(sc.done)
-	return sc.err
+	return err
 }
 
 // answer reads the start's answer into its parts' ids. A server that found
 // the dims out of date gets the request again, once, with fresh dims.
 func (sc *startCall) answer(ctx context.Context) error {
 	c, server, refs := sc.c, sc.server, sc.refs
-	rep, err := sc.pend.Wait(ctx)
+	rep, err := sc.pend.Poll(ctx)
+	var se *pdc.ServerError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &se) {
+		// Our deadline ended before the answer came: it is kept for a
+		// later collect.
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+	}
+	sc.pend = nil // answered: a failure from here on is the start's
 	var ids wire.DataIDs
 	if err == nil {
 		err = ids.Unmarshal(rep.Header)

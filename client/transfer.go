@@ -595,6 +595,17 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		servers = append(servers, s)
 	}
 	startChunk := func(server int, refs []ref) error {
+		// Reads after this client's unanswered writes there: as in
+		// sendStart.
+		reads := false
+		for _, r := range refs {
+			reads = reads || r.t.access == Read
+		}
+		for _, sc := range c.starts.before(server, 0, reads) {
+			if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
+				return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), pdc.CtxErr(ctx))
+			}
+		}
 		build := func() (wire.DataStart, [][]byte) { return buildStart(refs, posix) }
 		m, payload := build()
 		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
@@ -655,7 +666,9 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			// Parts no server took (no id) are over: their wait reports
 			// why, rather than "not found".
 			for i := range t.parts {
-				if p := &t.parts[i]; p.id == 0 && !p.done && p.start == nil {
+				// start first: a part sent has its id and done written
+				// by whoever collects its answer.
+				if p := &t.parts[i]; p.start == nil && p.id == 0 && !p.done {
 					p.done = true
 					t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.info.Name, p.box, err))
 				}
@@ -843,6 +856,11 @@ func (c *Client) dataSend(ctx context.Context, server int, m wire.Method, req wi
 	if err != nil {
 		return nil, err
 	}
+	return c.dataSendOn(ctx, conn, server, m, req, payload, results, items)
+}
+
+// dataSendOn is dataSend on a given connection to server.
+func (c *Client) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (*dataPending, error) {
 	// The reads' bytes go straight into their places when all of them
 	// came; otherwise they come in one buffer and are copied apart.
 	var into [][]byte
@@ -918,12 +936,12 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	sendWait := func(server int, refs []ref) (*dataPending, error) {
+	sendWait := func(conn *rpc.Conn, server int, refs []ref) (*dataPending, error) {
 		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
 		for i, r := range refs {
 			req.IDs[i] = r.t.parts[r.p].id
 		}
-		return c.dataSend(ctx, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		return c.dataSendOn(ctx, conn, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
 	}
 	endWait := func(server int, refs []ref, d *dataPending, err error) error {
 		var res wire.DataResults
@@ -963,8 +981,16 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		})
 		sent := make([]*dataPending, len(chunks))
 		errs := make([]error, len(chunks))
+		// All on one connection: its answers are read as they come,
+		// whichever the server finishes first; spread over the pool, an
+		// answer could wait unread behind another connection's.
+		conn, err := c.conn(ctx, server)
 		for i, ch := range chunks {
-			if sent[i], errs[i] = sendWait(server, all[ch[0]:ch[1]]); errs[i] != nil {
+			if err != nil {
+				errs[i] = err
+				break
+			}
+			if sent[i], errs[i] = sendWait(conn, server, all[ch[0]:ch[1]]); errs[i] != nil {
 				break
 			}
 		}
@@ -1095,6 +1121,11 @@ func (o *Object) waitPending(ctx context.Context) error {
 
 // deleteData removes the object's data from every data server.
 func (o *Object) deleteData(ctx context.Context) error {
+	// Starts sent and not yet answered are registered first, so that the
+	// delete waits for their writes instead of overtaking them.
+	if err := o.c.starts.collectAll(ctx); err != nil {
+		return fmt.Errorf("object %q: delete: %w", o.info.Name, err)
+	}
 	return fanOut(o.c.dataServers(), func(server int) error {
 		if err := o.c.call(ctx, server, wire.MethodDataDelete, &wire.IDArg{ID: o.info.ID}, nil); err != nil {
 			return fmt.Errorf("object %q: delete data on %s: %w", o.info.Name, o.c.label(server), err)
