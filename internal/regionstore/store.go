@@ -435,19 +435,9 @@ func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 		o.mu.RUnlock()
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if err := s.load(o); err != nil {
+		if err := s.applyDimsLocked(o, l); err != nil {
 			return err
 		}
-		if err := conforms(o, l); err != nil {
-			return err
-		}
-		if err := stale(o, l); err != nil {
-			return err
-		}
-		if err := s.setDims(o, l.Dims, 0); err != nil {
-			return err
-		}
-		o.version = max(o.version, l.Version)
 	} else {
 		defer o.mu.RUnlock()
 		if err := conforms(o, l); err != nil {

@@ -75,12 +75,7 @@ const maxIdleMaps = 256
 func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	idleMaps.mu.Lock()
-	if ms.el != nil {
-		idleMaps.lru.Remove(ms.el)
-		ms.el = nil
-	}
-	idleMaps.mu.Unlock()
+	ms.unidle()
 	if m := ms.cur; m != nil && int64(len(m.data)) >= size {
 		m.refs++
 		return m, nil
@@ -158,13 +153,18 @@ func (ms *mapState) release(m *fileMap) {
 func (ms *mapState) drop() {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	ms.unidle()
+	ms.retire()
+}
+
+// unidle takes ms off the idle list. ms.mu is held.
+func (ms *mapState) unidle() {
 	idleMaps.mu.Lock()
+	defer idleMaps.mu.Unlock()
 	if ms.el != nil {
 		idleMaps.lru.Remove(ms.el)
 		ms.el = nil
 	}
-	idleMaps.mu.Unlock()
-	ms.retire()
 }
 
 // View is a read of regions straight from their object's file.
@@ -239,6 +239,11 @@ func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (v *View, err 
 func (s *Store) applyDims(o *object, l Layout) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return s.applyDimsLocked(o, l)
+}
+
+// applyDimsLocked is applyDims with o.mu held exclusively.
+func (s *Store) applyDimsLocked(o *object, l Layout) error {
 	if err := s.load(o); err != nil {
 		return err
 	}

@@ -713,11 +713,30 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 // ctx ends first the request is kept: the error is ctx's, and a later Poll
 // or Wait still gets the reply.
 func (p *Pending) Poll(ctx context.Context) (Reply, error) {
-	c, f, cl := p.c, p.f, p.cl
-	if cl.into != nil || cl.intoV != nil {
-		return Reply{}, fmt.Errorf("server %s: %s: Poll of a request with reply buffers: %w", c.label, f.Method, pdc.ErrInternal)
+	if p.cl.into != nil || p.cl.intoV != nil {
+		return Reply{}, fmt.Errorf("server %s: %s: Poll of a request with reply buffers: %w", p.c.label, p.f.Method, pdc.ErrInternal)
 	}
-	cl.keep = true
+	p.cl.keep = true
+	return p.await(ctx)
+}
+
+// Wait waits for the reply, reading it itself when nobody else is reading
+// the connection. Errors are as for Call. If ctx ends first, the request is
+// abandoned (the server is told to drop it) and its into buffers are free
+// again when Wait returns.
+func (p *Pending) Wait(ctx context.Context) (Reply, error) {
+	return p.await(ctx)
+}
+
+func (p *Pending) await(ctx context.Context) (Reply, error) {
+	c, f, cl := p.c, p.f, p.cl
+	over := func() (Reply, error) { // ctx ended first
+		if cl.keep {
+			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
+		}
+		c.inFlight.Add(-1)
+		return c.giveUp(ctx, f, cl)
+	}
 	for {
 		select {
 		case <-cl.done:
@@ -726,44 +745,9 @@ func (p *Pending) Poll(ctx context.Context) (Reply, error) {
 		case c.readTok <- struct{}{}:
 			select {
 			case <-cl.done:
-				<-c.readTok
-				c.inFlight.Add(-1)
-				return c.finish(ctx, f.Method, cl)
-			default:
-			}
-			c.lead(ctx, cl)
-			<-c.readTok
-			select {
-			case <-cl.done:
-				c.inFlight.Add(-1)
-				return c.finish(ctx, f.Method, cl)
-			default:
-			}
-			if ctx.Err() != nil {
-				return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
-			}
-		case <-ctx.Done():
-			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
-		}
-	}
-}
-
-// Wait waits for the reply, reading it itself when nobody else is reading
-// the connection. Errors are as for Call. If ctx ends first, the request is
-// abandoned (the server is told to drop it) and its into buffers are free
-// again when Wait returns.
-func (p *Pending) Wait(ctx context.Context) (Reply, error) {
-	c, f, cl := p.c, p.f, p.cl
-	defer c.inFlight.Add(-1)
-	for {
-		select {
-		case <-cl.done:
-			return c.finish(ctx, f.Method, cl)
-		case c.readTok <- struct{}{}:
-			select {
-			case <-cl.done:
 				// Delivered just before we took the token.
 				<-c.readTok
+				c.inFlight.Add(-1)
 				return c.finish(ctx, f.Method, cl)
 			default:
 			}
@@ -771,14 +755,15 @@ func (p *Pending) Wait(ctx context.Context) (Reply, error) {
 			<-c.readTok
 			select {
 			case <-cl.done:
+				c.inFlight.Add(-1)
 				return c.finish(ctx, f.Method, cl)
 			default:
 			}
 			if ctx.Err() != nil {
-				return c.giveUp(ctx, f, cl)
+				return over()
 			}
 		case <-ctx.Done():
-			return c.giveUp(ctx, f, cl)
+			return over()
 		}
 	}
 }
