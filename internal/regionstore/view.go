@@ -291,9 +291,10 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 		return nil, fmt.Errorf("region store: view object %d: %s: %w", o.id, off.path, err)
 	}
 	v.done = func() { o.maps.release(m) }
+	var checked blockRange
 	for i, box := range boxes {
 		n := len(v.Segs)
-		if v.Segs, err = off.view(v.Segs, m.data, l.Dims, box); err != nil {
+		if v.Segs, err = off.view(v.Segs, m.data, l.Dims, box, &checked); err != nil {
 			v.Release()
 			return nil, fmt.Errorf("region store: view object %d region %v: %s: %w", o.id, box, off.path, err)
 		}
@@ -312,20 +313,42 @@ func zeroSegs(segs [][]byte, n uint64) [][]byte {
 	return segs
 }
 
+// blockRange is the blocks a view has checked: a run of them, so that the
+// thousands of small regions a start_all packs into one block are not
+// each checked against the whole block's CRC.
+type blockRange struct{ lo, hi int64 } // [lo, hi); empty when lo == hi
+
+func (r *blockRange) has(b int64) bool { return r.lo <= b && b < r.hi }
+
+func (r *blockRange) add(b int64) {
+	switch {
+	case r.lo == r.hi:
+		r.lo, r.hi = b, b+1
+	case b == r.hi:
+		r.hi++
+	case b == r.lo-1:
+		r.lo--
+	default:
+		r.lo, r.hi = b, b+1
+	}
+}
+
 // view appends box to segs, cut out of m, a mapping of the file covering
-// its data, and checks every block it touches. Bytes past the data the
-// file holds are zeros.
-func (o *offsetFile) view(segs [][]byte, m []byte, dims []uint64, box region.Box) ([][]byte, error) {
+// its data, and checks every block it touches that is not checked
+// already. Bytes past the data the file holds are zeros.
+func (o *offsetFile) view(segs [][]byte, m []byte, dims []uint64, box region.Box, checked *blockRange) ([][]byte, error) {
 	a := &o.area
 	limit := min(o.dataLen, a.size)
 	e := int64(o.elem)
-	checked := int64(-1) // blocks up to this one are checked
 	var scratch []byte
 	var err error
 	region.Runs(region.Shape(dims...), box, func(r region.Run) bool {
 		lo, hi := int64(r.Off)*e, int64(r.Off+r.Len)*e
 		if in := min(hi, limit); lo < in {
-			for b := max(lo/blockSize, checked+1); b*blockSize < in; b++ {
+			for b := lo / blockSize; b*blockSize < in; b++ {
+				if checked.has(b) {
+					continue
+				}
 				bEnd := b*blockSize + a.blockLen(b)
 				if bEnd <= o.dataLen {
 					err = a.verify(b, m[a.base+b*blockSize:a.base+bEnd])
@@ -341,7 +364,7 @@ func (o *offsetFile) view(segs [][]byte, m []byte, dims []uint64, box region.Box
 				if err != nil {
 					return false
 				}
-				checked = b
+				checked.add(b)
 			}
 			segs = append(segs, m[a.base+lo:a.base+in])
 			lo = in

@@ -215,3 +215,22 @@ func TestIdleMappingsAreBounded(t *testing.T) {
 		t.Fatalf("%d mappings of the store's files after viewing %d objects, want at most %d", n, maxIdleMaps+100, maxIdleMaps)
 	}
 }
+
+func TestBlockRange(t *testing.T) {
+	var r blockRange
+	if r.has(0) {
+		t.Fatal("an empty range has block 0")
+	}
+	for _, b := range []int64{5, 6, 7, 4} {
+		r.add(b)
+	}
+	for b := int64(3); b <= 8; b++ {
+		if want := b >= 4 && b <= 7; r.has(b) != want {
+			t.Fatalf("after 5, 6, 7, 4: has(%d) = %v", b, !want)
+		}
+	}
+	r.add(20) // not next to the run: it starts again
+	if r.has(5) || !r.has(20) {
+		t.Fatal("a block away from the run did not start a new one")
+	}
+}
