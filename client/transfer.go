@@ -112,6 +112,9 @@ type Transfer struct {
 	linear []byte // the elements in remote's row-major order
 	packed bool   // linear is a copy (local is not contiguous in buf)
 	parts  []part
+	// placed is the data server StartAll had the metadata server choose
+	// for a region-dynamic or region-local write, for plan; -1 if none.
+	placed int
 }
 
 // part is the piece of a transfer held by one data server.
@@ -178,7 +181,7 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 	}
 	lc := region.Box{Off: take(local.Off), Size: take(local.Size)}
 	rc := region.Box{Off: take(remote.Off), Size: take(remote.Size)}
-	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc}, nil
+	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc, placed: -1}, nil
 }
 
 func mulOK(a, b uint64) (uint64, bool) {
@@ -403,8 +406,12 @@ func (t *Transfer) plan(ctx context.Context) error {
 			}
 		}
 	}
-	pieces, err := o.pieces(ctx, t.access, t.remote)
-	if err != nil {
+	var pieces []piece
+	var err error
+	if t.placed >= 0 {
+		pieces = []piece{{server: t.placed, box: t.remote}}
+		t.placed = -1
+	} else if pieces, err = o.pieces(ctx, t.access, t.remote); err != nil {
 		return err
 	}
 	if t.access == Read && !t.packed {
@@ -573,6 +580,16 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		if state == stateStarted {
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
 		}
+	}
+	if len(ts) > 1 {
+		if err := c.placeAll(ctx, ts); err != nil {
+			for _, t := range ts {
+				t.placed = -1
+			}
+			return err
+		}
+	}
+	for _, t := range ts {
 		if err := t.plan(ctx); err != nil {
 			return err
 		}
@@ -695,6 +712,39 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	return nil
+}
+
+// placeAll has the metadata servers choose the data servers of the
+// region-dynamic and region-local writes among ts, in one request per
+// metadata server (and per maxBatch regions), instead of one round trip
+// per region as plan would.
+func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
+	groups := map[int][]int{}
+	for i, t := range ts {
+		if p := t.obj.info.Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) {
+			groups[t.obj.info.Server] = append(groups[t.obj.info.Server], i)
+		}
+	}
+	return inChunks(groups, func(rank int, idx []int) error {
+		req := wire.RegionBatch{Items: make([]wire.RegionReq, len(idx))}
+		for k, i := range idx {
+			t := ts[i]
+			o := t.obj
+			req.Items[k] = wire.RegionReq{Obj: o.info.ID, Off: t.remote.Off, Size: t.remote.Size,
+				Candidates: c.candidates(o.info.Props.Partition), Elem: uint32(o.elem())}
+		}
+		var res wire.RegionPieces
+		if err := c.call(ctx, rank, wire.MethodRegionAssign, &req, &res); err != nil {
+			return fmt.Errorf("place %d regions: %w", len(idx), err)
+		}
+		if len(res.Items) != len(idx) {
+			return fmt.Errorf("place: %d answers for %d regions: %w", len(res.Items), len(idx), pdc.ErrProtocol)
+		}
+		for k, i := range idx {
+			ts[i].placed = int(res.Items[k].Server)
+		}
+		return nil
+	})
 }
 
 // partRef is one part of a transfer.
