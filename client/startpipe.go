@@ -127,18 +127,12 @@ func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
 // answer; each part remembers the request that started it.
 func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) error {
 	m, payload := buildStart(refs, false)
-	bytes, reads := 0, false
+	bytes := 0
 	for _, b := range payload {
 		bytes += len(b)
 	}
-	for _, r := range refs {
-		reads = reads || r.t.access == Read
-	}
-	for _, sc := range c.starts.before(server, bytes, reads) {
-		// Its own failure is its transfers'; only our deadline stops us.
-		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
-			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), pdc.CtxErr(ctx))
-		}
+	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
+		return err
 	}
 	conn, err := c.conn(ctx, server)
 	if err == nil {
@@ -154,6 +148,24 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 		}
 	}
 	return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+}
+
+// makeRoom collects, before refs (carrying bytes written) are started on
+// server, the unanswered starts they must come after: this client's
+// writes there if refs read, and the oldest until the new request fits in
+// the window. Their own failures are their transfers'; only ctx's end
+// stops the new start.
+func (c *Client) makeRoom(ctx context.Context, server int, refs []partRef, bytes int) error {
+	reads := false
+	for _, r := range refs {
+		reads = reads || r.t.access == Read
+	}
+	for _, sc := range c.starts.before(server, bytes, reads) {
+		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
+			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), pdc.CtxErr(ctx))
+		}
+	}
+	return nil
 }
 
 // collect waits for the start's answer once and gives its transfers their

@@ -594,7 +594,6 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			return err
 		}
 	}
-	type ref = partRef
 	groups := groupParts(ts, false)
 	posix := false
 	for _, t := range ts {
@@ -602,7 +601,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 	}
 	for server, refs := range groups {
 		// Writes first, so that reads of the same call see them.
-		slices.SortStableFunc(refs, func(a, b ref) int {
+		slices.SortStableFunc(refs, func(a, b partRef) int {
 			return boolInt(a.t.access != Write) - boolInt(b.t.access != Write)
 		})
 		groups[server] = refs
@@ -611,28 +610,20 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	startChunk := func(server int, refs []ref) error {
-		// Reads after this client's unanswered writes there: as in
-		// sendStart.
-		reads := false
-		for _, r := range refs {
-			reads = reads || r.t.access == Read
-		}
-		for _, sc := range c.starts.before(server, 0, reads) {
-			if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
-				return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), pdc.CtxErr(ctx))
-			}
+	startChunk := func(server int, refs []partRef) error {
+		if err := c.makeRoom(ctx, server, refs, 0); err != nil {
+			return err
 		}
 		build := func() (wire.DataStart, [][]byte) { return buildStart(refs, posix) }
 		m, payload := build()
-		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
 		if errors.Is(err, pdc.ErrStale) {
 			// Another client changed the dims: look again, once.
 			if rerr := refreshDims(ctx, refs); rerr != nil {
 				return rerr
 			}
 			m, payload = build()
-			res, rep, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+			res, rep, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
 		}
 		if err != nil {
 			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
@@ -645,9 +636,9 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			return fmt.Errorf("%s answered %d ids for %d transfers: %w", c.label(server), len(ids), len(refs), pdc.ErrProtocol)
 		}
 		for i, r := range refs {
-			r.t.parts[r.p].id = ids[i]
+			r.part().id = ids[i]
 			if posix {
-				r.t.parts[r.p].done = true
+				r.part().done = true
 				if e := itemErr(c, server, res.Items[i]); e != nil {
 					r.t.setErr(e)
 				}
@@ -655,20 +646,20 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 		return nil
 	}
+	start := startChunk
+	if !posix {
+		start = func(server int, refs []partRef) error { return c.sendStart(ctx, server, refs) }
+	}
 	err := fanOut(servers, func(server int) error {
 		// In order, so that the writes are registered before the reads
 		// that must see them.
 		all := groups[server]
 		for _, ch := range chunk(len(all), chunkBytes, func(i int) int {
 			if r := all[i]; r.t.access == Write || posix {
-				return len(r.t.parts[r.p].data)
+				return len(r.part().data)
 			}
 			return 0
 		}) {
-			start := startChunk
-			if !posix {
-				start = func(server int, refs []ref) error { return c.sendStart(ctx, server, refs) }
-			}
 			if err := start(server, all[ch[0]:ch[1]]); err != nil {
 				return err
 			}
@@ -853,11 +844,11 @@ func boolInt(b bool) int {
 }
 
 // readParts lists, per ref, its part if it is a read, nil if a write.
-func readParts[R any](refs []R, p func(R) (*Transfer, *part)) []*part {
+func readParts(refs []partRef) []*part {
 	out := make([]*part, len(refs))
 	for i, r := range refs {
-		if t, pt := p(r); t.access == Read {
-			out[i] = pt
+		if r.t.access == Read {
+			out[i] = r.part()
 		}
 	}
 	return out
@@ -964,7 +955,6 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 // WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
 // request per data server.
 func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
-	type ref = partRef
 	var waiting []*Transfer
 	for _, t := range ts {
 		t.mu.Lock()
@@ -986,14 +976,14 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	sendWait := func(conn *rpc.Conn, server int, refs []ref) (*dataPending, error) {
+	sendWait := func(conn *rpc.Conn, server int, refs []partRef) (*dataPending, error) {
 		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
 		for i, r := range refs {
-			req.IDs[i] = r.t.parts[r.p].id
+			req.IDs[i] = r.part().id
 		}
-		return c.dataSendOn(ctx, conn, server, wire.MethodDataWait, &req, nil, true, readParts(refs, func(r ref) (*Transfer, *part) { return r.t, &r.t.parts[r.p] }))
+		return c.dataSendOn(ctx, conn, server, wire.MethodDataWait, &req, nil, true, readParts(refs))
 	}
-	endWait := func(server int, refs []ref, d *dataPending, err error) error {
+	endWait := func(server int, refs []partRef, d *dataPending, err error) error {
 		var res wire.DataResults
 		if err == nil {
 			res, _, err = d.recv(ctx)
@@ -1004,16 +994,16 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 				// The server is gone or broke the protocol: these
 				// transfers end with the error.
 				for _, r := range refs {
-					r.t.parts[r.p].done = true
+					r.part().done = true
 					r.t.setErr(err)
 				}
 			}
 			return err
 		}
 		for i, r := range refs {
-			r.t.parts[r.p].done = true
+			r.part().done = true
 			if e := itemErr(c, server, res.Items[i]); e != nil {
-				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.t.parts[r.p].box, e))
+				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.part().box, e))
 			}
 		}
 		return nil
@@ -1025,7 +1015,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		all := groups[server]
 		chunks := chunk(len(all), waitChunkBytes, func(i int) int {
 			if r := all[i]; r.t.access == Read {
-				return len(r.t.parts[r.p].data)
+				return len(r.part().data)
 			}
 			return 0
 		})
