@@ -102,8 +102,11 @@ func Put(b []byte) {
 	}
 	free.Lock()
 	defer free.Unlock()
+	if c > free.retain {
+		return // it would not fit however much were dropped
+	}
 	for free.bytes+c > free.retain {
-		if !dropStale(k) {
+		if !dropStale(k, free.bytes+c-free.retain) {
 			return
 		}
 	}
@@ -130,10 +133,11 @@ func adviseHuge(b []byte) {
 	}
 }
 
-// dropStale drops one free buffer of the class, other than keep, that was
-// asked for least recently, and only if that was before keep was. It
-// reports whether it dropped one. free is locked.
-func dropStale(keep int) bool {
+// dropStale drops the oldest free buffers, up to need bytes, of the
+// class, other than keep, that was asked for least recently, and only if
+// that was before keep was. It reports whether it dropped any. free is
+// locked.
+func dropStale(keep, need int) bool {
 	victim := -1
 	for k := range free.classes {
 		if k != keep && len(free.classes[k]) > 0 && free.used[k] < free.used[keep] &&
@@ -144,11 +148,17 @@ func dropStale(keep int) bool {
 	if victim < 0 {
 		return false
 	}
+	// The oldest buffers of the class go (the newest are warmest), all
+	// that are needed at once.
 	l := free.classes[victim]
-	free.bytes -= cap(l[0])
-	// The oldest buffer of the class goes: the newest are warmest.
-	copy(l, l[1:])
-	l[len(l)-1] = nil
-	free.classes[victim] = l[:len(l)-1]
+	n, dropped := 0, 0
+	for n < len(l) && dropped < need {
+		dropped += cap(l[n])
+		n++
+	}
+	free.bytes -= dropped
+	rest := copy(l, l[n:])
+	clear(l[rest:])
+	free.classes[victim] = l[:rest]
 	return true
 }
