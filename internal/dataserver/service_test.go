@@ -1217,3 +1217,28 @@ func TestViewReadAfterDimsGrew(t *testing.T) {
 		t.Fatal("rows written under the grown dims were lost to a read with the older ones")
 	}
 }
+
+// A column of a wide by-offset object (a run per element) is gathered
+// into a buffer rather than sent as a view slice per element; either
+// way its values come back.
+func TestViewReadOfAColumn(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{200, 64}
+	all := pattern(200*64*elem, 4)
+	write(t, c, 7, dims, region.Shape(dims...), all)
+	res, parts, err := startWait(ctx, c, []wire.DataItem{item(7, false, dims, []uint64{0, 3}, []uint64{200, 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	var want []byte
+	for r := range 200 {
+		off := (r*64 + 3) * elem
+		want = append(want, all[off:off+elem]...)
+	}
+	if !bytes.Equal(parts[0], want) {
+		t.Fatal("a column read back wrong")
+	}
+}

@@ -177,6 +177,12 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 			}
 		}
 		v, err := s.store.ViewAll(g.obj, l, boxes)
+		if err == nil && tinyRuns(v) {
+			// A column of a wide object is a slice per element: each
+			// would cost the socket write more than copying it.
+			v.Release()
+			err = errTinyRuns
+		}
 		if err != nil {
 			for _, i := range in {
 				s.readInto(reads[i])
@@ -194,6 +200,21 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 		}
 	}
 	return segs, views
+}
+
+var errTinyRuns = errors.New("view of tiny runs")
+
+// tinyRuns reports whether v is many slices of under 512 bytes on
+// average: better gathered into a buffer than sent slice by slice.
+func tinyRuns(v *regionstore.View) bool {
+	if len(v.Segs) < 64 {
+		return false
+	}
+	n := 0
+	for _, b := range v.Segs {
+		n += len(b)
+	}
+	return n/len(v.Segs) < 512
 }
 
 // readInto reads a view read into a buffer, as other reads are; its
