@@ -68,12 +68,18 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
-	cache := pebble.NewCache(cacheBytes)
+	// Pebble charges its memtables (up to MemTableStopWritesThreshold of
+	// them, 2 by default) to the block cache: a cache no larger than them
+	// holds no blocks at all, and every lookup reads and checksums its
+	// filter and index blocks from the file again.
+	const memTableSize = 32 << 20
+	cache := pebble.NewCache(cacheBytes + 2*memTableSize)
 	defer cache.Unref()
 	opts := &pebble.Options{
-		Cache:                 cache,
-		MemTableSize:          32 << 20,
-		L0CompactionThreshold: 4,
+		Cache:                       cache,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: 2,
+		L0CompactionThreshold:       4,
 		// The store keeps its own log (wal.go).
 		DisableWAL: true,
 	}

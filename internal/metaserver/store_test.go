@@ -236,3 +236,33 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 	defer cp.close()
 	mustGet(t, cp, "k", "4")
 }
+
+// TestBlockCacheHoldsBlocks guards against pebble charging the memtables
+// to the block cache: sized without them, the cache kept nothing, and
+// every lookup read its table's blocks from the file again.
+func TestBlockCacheHoldsBlocks(t *testing.T) {
+	s := openTest(t, t.TempDir(), DurabilityProcess)
+	defer s.close()
+	// Grow the memtables to their full size (pebble starts them small and
+	// doubles them as they fill).
+	big := string(make([]byte, 1<<20))
+	for i := range 80 {
+		put(t, s, fmt.Sprintf("big%02d", i), big)
+	}
+	for i := range 1000 {
+		put(t, s, fmt.Sprintf("k%04d", i), "v")
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for i := range 1000 {
+			mustGet(t, s, fmt.Sprintf("k%04d", i), "v")
+		}
+	}
+	m := s.db.Metrics()
+	if m.BlockCache.Count == 0 || m.BlockCache.Hits == 0 {
+		t.Fatalf("block cache holds %d blocks after 2000 lookups (%d hits, %d misses); want the table's blocks cached",
+			m.BlockCache.Count, m.BlockCache.Hits, m.BlockCache.Misses)
+	}
+}
