@@ -21,8 +21,9 @@ type MetaConfig struct {
 	Label string
 	// Parallel, if set, runs the multi-process case: it starts procs client
 	// processes that each create n objects named with their prefix one at a
-	// time, and returns when all are done.
-	Parallel func(ctx context.Context, procs, n int) error
+	// time, and returns when all are done, with the time from the moment
+	// all were released (started and connected) to the last one's end.
+	Parallel func(ctx context.Context, procs, n int) (time.Duration, error)
 	// Procs for the parallel case. Default 8.
 	Procs int
 }
@@ -170,11 +171,11 @@ func Meta(ctx context.Context, cfg MetaConfig) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		t0 := time.Now()
-		if err := cfg.Parallel(ctx, cfg.Procs, cfg.N/cfg.Procs); err != nil {
+		took, err := cfg.Parallel(ctx, cfg.Procs, cfg.N/cfg.Procs)
+		if err != nil {
 			return nil, fmt.Errorf("parallel create: %w", err)
 		}
-		v := float64(cfg.N/cfg.Procs*cfg.Procs) / time.Since(t0).Seconds()
+		v := float64(cfg.N/cfg.Procs*cfg.Procs) / took.Seconds()
 		r := rate(bench, fmt.Sprintf("create, %d client processes, one at a time", cfg.Procs), v, "ops/s",
 			"raw tcp ping-pong rate", ceil)
 		r.Target = fmt.Sprintf(">= 3x one client (%.0f ops/s): %.1fx", oneClient, v/oneClient)

@@ -60,7 +60,7 @@ func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, p
 	cont := fmt.Sprintf("parallel-%d", time.Now().UnixNano())
 	rs, err := bench.Meta(ctx, bench.MetaConfig{
 		TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability,
-		Parallel: func(ctx context.Context, procs, each int) error {
+		Parallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
 			return parallelCreates(ctx, tmpdir, cont, procs, each)
 		},
 	})
@@ -72,15 +72,15 @@ func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, p
 }
 
 // parallelCreates runs procs `pdc bench-meta-client` processes, releases
-// them together once all are connected, and waits for them.
-func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) error {
+// them together once all are connected, and waits for them. It returns the
+// time from the release: starting a process is not a create.
+func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) (time.Duration, error) {
 	args := make([][]string, procs)
 	for i := range args {
 		args[i] = []string{"bench-meta-client", "--tmpdir", tmpdir, "--cont", cont,
 			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each)}
 	}
-	_, err := runProcs(ctx, args)
-	return err
+	return runProcs(ctx, args)
 }
 
 func runBenchMetaClient(ctx context.Context, e *env, args []string) error {

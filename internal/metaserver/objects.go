@@ -2,6 +2,7 @@ package metaserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -178,18 +179,29 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 			return nil, err
 		}
 	}
+	// Each kind of key is added in order: the memtable inserts a batch's
+	// keys one after another starting from where the last one went, so a
+	// sorted run costs a step per key instead of a search from the top.
 	batch := s.st.db.NewBatch()
 	defer batch.Close()
-	for i, m := range metas {
-		if m == nil {
-			continue
+	made := order[:0:0]
+	for _, i := range order {
+		if m := metas[i]; m != nil {
+			m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
+			seq++
+			_ = batch.Set(keys[i], m.Marshal(nil), nil)
+			made = append(made, i)
 		}
-		m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
-		seq++
-		ident := []byte(idents[i])
-		_ = batch.Set(keyObj(ident), m.Marshal(nil), nil)
-		_ = batch.Set(keyObjID(m.ID), ident, nil)
-		_ = batch.Set(keyMember(m.ContID, m.ID), nil, nil)
+	}
+	slices.SortFunc(made, func(x, y int) int {
+		a, b := metas[x], metas[y]
+		return cmp.Or(cmp.Compare(a.ContID, b.ContID), cmp.Compare(a.ID, b.ID))
+	})
+	for _, i := range made {
+		_ = batch.Set(keyObjID(metas[i].ID), []byte(idents[i]), nil)
+	}
+	for _, i := range made {
+		_ = batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil, nil)
 	}
 	if n > 0 {
 		if err := s.st.commit(batch); err != nil {

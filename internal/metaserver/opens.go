@@ -11,10 +11,57 @@ type openTable struct {
 	bySession map[string]map[uint64]uint32 // guarded by mu
 }
 
+// openObj is one object's opens. Nearly every object is open in one
+// session at a time, so that one is kept inline and a map is made only
+// for the others: a map per object would cost more than the rest of its
+// server memory.
 type openObj struct {
-	cont     uint64
-	sessions map[string]uint32
+	cont    uint64
+	session string            // the first session to open it ("" once it closed)
+	n       uint32            // session's opens
+	others  map[string]uint32 // other sessions' opens, made on demand
 }
+
+func (o *openObj) add(session string) {
+	switch {
+	case o.n > 0 && o.session == session:
+		o.n++
+	case o.n == 0 && o.others[session] == 0:
+		o.session, o.n = session, 1
+	default:
+		if o.others == nil {
+			o.others = make(map[string]uint32)
+		}
+		o.others[session]++
+	}
+}
+
+// drop removes one of session's opens, or all of them, and reports whether
+// session had any.
+func (o *openObj) drop(session string, all bool) bool {
+	if o.n > 0 && o.session == session {
+		o.n--
+		if all {
+			o.n = 0
+		}
+		if o.n == 0 {
+			o.session = ""
+		}
+		return true
+	}
+	c := o.others[session]
+	if c == 0 {
+		return false
+	}
+	if c == 1 || all {
+		delete(o.others, session)
+	} else {
+		o.others[session] = c - 1
+	}
+	return true
+}
+
+func (o *openObj) idle() bool { return o.n == 0 && len(o.others) == 0 }
 
 func (t *openTable) init() {
 	t.byObj = make(map[uint64]*openObj)
@@ -26,10 +73,10 @@ func (t *openTable) open(session string, obj, cont uint64) {
 	defer t.mu.Unlock()
 	o := t.byObj[obj]
 	if o == nil {
-		o = &openObj{cont: cont, sessions: make(map[string]uint32)}
+		o = &openObj{cont: cont}
 		t.byObj[obj] = o
 	}
-	o.sessions[session]++
+	o.add(session)
 	s := t.bySession[session]
 	if s == nil {
 		s = make(map[uint64]uint32)
@@ -42,14 +89,10 @@ func (t *openTable) close(session string, obj uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := t.byObj[obj]
-	if o == nil || o.sessions[session] == 0 {
+	if o == nil || !o.drop(session, false) {
 		return
 	}
-	o.sessions[session]--
-	if o.sessions[session] == 0 {
-		delete(o.sessions, session)
-	}
-	if len(o.sessions) == 0 {
+	if o.idle() {
 		delete(t.byObj, obj)
 	}
 	if s := t.bySession[session]; s != nil {
@@ -71,7 +114,14 @@ func (t *openTable) forget(obj uint64) {
 	if o == nil {
 		return
 	}
-	for session := range o.sessions {
+	sessions := make([]string, 0, 1+len(o.others))
+	if o.n > 0 {
+		sessions = append(sessions, o.session)
+	}
+	for session := range o.others {
+		sessions = append(sessions, session)
+	}
+	for _, session := range sessions {
 		if s := t.bySession[session]; s != nil {
 			delete(s, obj)
 			if len(s) == 0 {
@@ -87,8 +137,8 @@ func (t *openTable) endSession(session string) {
 	defer t.mu.Unlock()
 	for obj := range t.bySession[session] {
 		if o := t.byObj[obj]; o != nil {
-			delete(o.sessions, session)
-			if len(o.sessions) == 0 {
+			o.drop(session, true)
+			if o.idle() {
 				delete(t.byObj, obj)
 			}
 		}

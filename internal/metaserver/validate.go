@@ -36,7 +36,16 @@ func checkName(what, name string, max int) error {
 	return nil
 }
 
-func checkDims(what string, dims []uint64) error {
+// objectNamed names an object in an error message. It is formatted only
+// when a message is: quoting the name of every valid create costs more
+// than the checks.
+type objectNamed string
+
+func (n objectNamed) String() string { return fmt.Sprintf("object %q", string(n)) }
+
+// checkDims checks dims; what (a string or a fmt.Stringer) names their
+// owner in the error.
+func checkDims(what any, dims []uint64) error {
 	if len(dims) == 0 || len(dims) > MaxDims {
 		return fmt.Errorf("%s has %d dims; want 1 to %d: %w", what, len(dims), MaxDims, pdc.ErrInvalid)
 	}
@@ -52,7 +61,7 @@ func checkDims(what string, dims []uint64) error {
 }
 
 func checkProps(name string, p *wire.ObjectProps) error {
-	what := fmt.Sprintf("object %q", name)
+	what := objectNamed(name)
 	if err := checkDims(what, p.Dims); err != nil {
 		return err
 	}
