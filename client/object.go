@@ -65,6 +65,9 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 		ct.c.spreadNew(&items[i].Props, keys[i])
 	}
 	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, func(idx []int) wire.ObjBatch {
+		if len(idx) == len(items) {
+			return wire.ObjBatch{Creates: items}
+		}
 		b := wire.ObjBatch{Creates: make([]wire.ObjCreate, len(idx))}
 		for j, i := range idx {
 			b.Creates[j] = items[i]
@@ -114,6 +117,9 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 		keys[i] = placement.Key(n, items[i].TimeStep)
 	}
 	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(idx []int) wire.ObjBatch {
+		if len(idx) == len(items) {
+			return wire.ObjBatch{Opens: items}
+		}
 		b := wire.ObjBatch{Opens: make([]wire.ObjKey, len(idx))}
 		for j, i := range idx {
 			b.Opens[j] = items[i]
@@ -136,8 +142,18 @@ func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
 }
 
 // batch sends items, grouped by owning metadata server, one request per
-// server, concurrently, and returns the results in item order.
+// server, concurrently, and returns the results in item order. build makes
+// the request for the items at the indexes idx (ascending).
 func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
+	if len(keys) == 1 {
+		// One object, the common case, needs no grouping: the answer is the
+		// result.
+		rank, err := c.ownerOfKey(keys[0])
+		if err != nil {
+			return nil, err
+		}
+		return c.batchCall(ctx, m, rank, build([]int{0}), 1)
+	}
 	groups := map[int][]int{}
 	for i, k := range keys {
 		rank, err := c.ownerOfKey(k)
@@ -148,20 +164,28 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 	}
 	out := make([]wire.ObjResult, len(keys))
 	err := inChunks(groups, func(rank int, part []int) error {
-		req := build(part)
-		var res wire.ObjResults
-		if err := c.call(ctx, rank, m, &req, &res); err != nil {
+		items, err := c.batchCall(ctx, m, rank, build(part), len(part))
+		if err != nil {
 			return err
 		}
-		if len(res.Items) != len(part) {
-			return fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(part), pdc.ErrProtocol)
-		}
 		for j, i := range part {
-			out[i] = res.Items[j]
+			out[i] = items[j]
 		}
 		return nil
 	})
 	return out, err
+}
+
+// batchCall sends one batch of n items to the server of rank.
+func (c *Client) batchCall(ctx context.Context, m wire.Method, rank int, req wire.ObjBatch, n int) ([]wire.ObjResult, error) {
+	var res wire.ObjResults
+	if err := c.call(ctx, rank, m, &req, &res); err != nil {
+		return nil, err
+	}
+	if len(res.Items) != n {
+		return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), n, pdc.ErrProtocol)
+	}
+	return res.Items, nil
 }
 
 // maxBatch is the most items the client puts in one request.

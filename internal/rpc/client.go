@@ -635,7 +635,7 @@ func (c *Conn) call(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	if err != nil {
 		return Reply{}, err
 	}
-	return p.Wait(ctx)
+	return p.await(ctx)
 }
 
 // Pending is a request that has been sent and whose reply is still to be
@@ -655,26 +655,32 @@ type Pending struct {
 // returns; into is as for CallInto. An error here means nothing needs to
 // be waited for.
 func (c *Conn) Send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into [][]byte) (*Pending, error) {
-	return c.send(ctx, m, hdr, payload, nil, into)
+	p, err := c.send(ctx, m, hdr, payload, nil, into)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
-func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (*Pending, error) {
+// send is Send returning the Pending by value: a call that waits at once
+// keeps it off the heap.
+func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (Pending, error) {
 	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
 	if d, ok := ctx.Deadline(); ok {
 		f.Timeout = time.Until(d)
 		if f.Timeout <= 0 {
-			return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+			return Pending{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+		return Pending{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 	}
 	// Counted before the check, so that CallStream, which checks the
 	// count after claiming the connection, and this call never both go.
 	c.inFlight.Add(1)
 	if c.streaming.Load() {
 		c.inFlight.Add(-1)
-		return nil, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
+		return Pending{}, fmt.Errorf("server %s: %s: the connection carries a stream; use another: %w", c.label, m, pdc.ErrInvalid)
 	}
 	cl := callPool.Get().(*call)
 	cl.into, cl.intoV = into, intoV
@@ -684,7 +690,7 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 		c.mu.Unlock()
 		c.release(cl)
 		c.inFlight.Add(-1)
-		return nil, fmt.Errorf("%s: %w", m, err)
+		return Pending{}, fmt.Errorf("%s: %w", m, err)
 	}
 	c.mu.pending[f.ID] = cl
 	c.mu.Unlock()
@@ -701,12 +707,12 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 			}
 			c.release(cl)
 			c.inFlight.Add(-1)
-			return nil, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
+			return Pending{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
 		}
 		// Otherwise the connection has failed, and with it this call:
 		// Wait reports how.
 	}
-	return &Pending{c: c, f: f, cl: cl}, nil
+	return Pending{c: c, f: f, cl: cl}, nil
 }
 
 // Poll is Wait for a request sent without into buffers, except that if

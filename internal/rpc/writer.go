@@ -41,6 +41,16 @@ type frameWriter struct {
 	// token is held by the goroutine currently writing to nc.
 	token chan struct{}
 
+	// cur is the state of the write in progress, guarded by token, and
+	// writeFn the callback that does it, made once: a closure made per
+	// write would be three allocations on every round trip.
+	cur struct {
+		b     []byte
+		armed bool
+		err   error
+	}
+	writeFn func(fd uintptr) bool
+
 	// dlMu orders write-deadline changes, so that an interrupt armed for
 	// one writer's context cannot outlive that writer.
 	dlMu sync.Mutex
@@ -58,6 +68,7 @@ func newFrameWriter(nc net.Conn, stall time.Duration) *frameWriter {
 	if sc, ok := nc.(syscall.Conn); ok {
 		w.raw, _ = sc.SyscallConn()
 	}
+	w.writeFn = w.writeSome
 	return w
 }
 
@@ -247,34 +258,10 @@ func (w *frameWriter) writeAll(b []byte) error {
 		_, err := w.nc.Write(b)
 		return err
 	}
-	armed := false
-	var werr error
-	err := rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := unix.Write(int(fd), b)
-			if n > 0 {
-				b = b[n:]
-			}
-			switch {
-			case err == unix.EINTR:
-			case err == unix.EAGAIN:
-				if !armed && w.stall > 0 {
-					armed = true
-					w.dlMu.Lock()
-					_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
-					w.dlMu.Unlock()
-				}
-				return false // wait until the socket is writable
-			case err != nil:
-				werr = err
-				return true
-			case n == 0:
-				werr = io.ErrShortWrite
-				return true
-			}
-		}
-		return true
-	})
+	w.cur.b, w.cur.armed, w.cur.err = b, false, nil
+	err := rc.Write(w.writeFn)
+	armed, werr := w.cur.armed, w.cur.err
+	w.cur.b, w.cur.err = nil, nil
 	if armed {
 		w.dlMu.Lock()
 		_ = w.nc.SetWriteDeadline(time.Time{})
@@ -284,6 +271,37 @@ func (w *frameWriter) writeAll(b []byte) error {
 		return err
 	}
 	return werr
+}
+
+// writeSome writes what is left of cur.b to fd until it is all written
+// (true), the socket is full (false: the poller calls again when it has
+// room), or a write fails (true, with cur.err set).
+func (w *frameWriter) writeSome(fd uintptr) bool {
+	c := &w.cur
+	for len(c.b) > 0 {
+		n, err := unix.Write(int(fd), c.b)
+		if n > 0 {
+			c.b = c.b[n:]
+		}
+		switch {
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if !c.armed && w.stall > 0 {
+				c.armed = true
+				w.dlMu.Lock()
+				_ = w.nc.SetWriteDeadline(time.Now().Add(w.stall))
+				w.dlMu.Unlock()
+			}
+			return false
+		case err != nil:
+			c.err = err
+			return true
+		case n == 0:
+			c.err = io.ErrShortWrite
+			return true
+		}
+	}
+	return true
 }
 
 // writeBuffers writes bufs with writev, renewing a stall deadline between
