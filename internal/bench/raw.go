@@ -133,6 +133,27 @@ func rawPingPong(ctx context.Context, addr string, size int, loop func(op func()
 	})
 }
 
+// RawRoundTrips makes n sequential round trips of size bytes to the echo
+// server at addr: the raw ceiling for one client process of several. It
+// connects and makes one round trip first, then calls ready (which may
+// wait for a start signal).
+func RawRoundTrips(ctx context.Context, addr string, size, n int, ready func() error) error {
+	return rawPingPong(ctx, addr, size, func(op func() error) error {
+		if err := op(); err != nil {
+			return err
+		}
+		if err := ready(); err != nil {
+			return err
+		}
+		for range n {
+			if err := op(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // rawPipelined keeps window messages in flight on one connection, one write
 // system call per message, and counts echoes until ctx ends.
 func rawPipelined(ctx context.Context, addr string, size, window int) (int64, error) {

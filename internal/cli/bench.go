@@ -24,6 +24,7 @@ func init() {
 	register(command{name: "bench", summary: "measure pdc next to this machine's ceilings (rpc)", run: runBench})
 	register(command{name: "bench-echo", summary: "raw echo server for the benchmarks' ceilings", run: runBenchEcho, hidden: true})
 	register(command{name: "bench-meta-client", summary: "one client process of bench meta", run: runBenchMetaClient, hidden: true})
+	register(command{name: "bench-raw-client", summary: "one raw ping-pong process: the ceiling of bench meta's parallel case", run: runBenchRawClient, hidden: true})
 	register(command{name: "bench-dtl-peer", summary: "transport sender process of bench dtl", run: runBenchDTLPeer, hidden: true})
 	register(command{name: "bench-raw-source", summary: "raw byte source for bench dtl's ceilings", run: runBenchRawSource, hidden: true})
 }

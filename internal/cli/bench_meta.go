@@ -63,6 +63,9 @@ func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, p
 		Parallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
 			return parallelCreates(ctx, tmpdir, cont, procs, each)
 		},
+		RawParallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
+			return parallelRaw(ctx, rawAddr, procs, each)
+		},
 	})
 	if err != nil || restartObjects == 0 {
 		return rs, err
@@ -81,6 +84,32 @@ func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) 
 			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each)}
 	}
 	return runProcs(ctx, args)
+}
+
+// parallelRaw is parallelCreates' ceiling: procs `pdc bench-raw-client`
+// processes making each raw round trips to the echo server at addr.
+func parallelRaw(ctx context.Context, addr string, procs, each int) (time.Duration, error) {
+	args := make([][]string, procs)
+	for i := range args {
+		args[i] = []string{"bench-raw-client", "--addr", addr, "--n", strconv.Itoa(each)}
+	}
+	return runProcs(ctx, args)
+}
+
+func runBenchRawClient(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-raw-client", "")
+	addr := fs.String("addr", "", "")
+	n := fs.Int("n", 0, "")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	// Connected and warmed before the start signal, as the metadata
+	// clients are.
+	if err := bench.RawRoundTrips(ctx, *addr, 64, *n, func() error { return awaitGo(e) }); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "done")
+	return nil
 }
 
 func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
