@@ -1,6 +1,8 @@
 package metaserver
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -255,6 +258,10 @@ func (s *store) commit(b *pebble.Batch) error {
 // any lock it holds, before it acknowledges the change. Changes are
 // visible to readers (and ordered) once commitApply returns.
 func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
+	if sb := sortedBatch(s.db, b); sb != b {
+		defer sb.Close()
+		b = sb
+	}
 	w := s.log
 	rec := b.Repr()
 	w.mu.Lock()
@@ -287,6 +294,64 @@ func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 }
 
 func noWait() error { return nil }
+
+// sortedBatch returns b's entries in key order, as a new batch, or b
+// itself when they are in order already, few, or hold anything but sets
+// and deletes. The memtable adds a batch's keys one after another starting
+// from where the last one went: in key order each costs a step or two
+// instead of a search of the whole skiplist, which for a tag change with
+// its dozen index entries spread over the key space is most of the commit.
+// The sort is stable, so of two changes of one key the later still wins.
+func sortedBatch(db *pebble.DB, b *pebble.Batch) *pebble.Batch {
+	const minSort = 4
+	if b.Count() < minSort {
+		return b
+	}
+	type entry struct {
+		set        bool
+		key, value []byte
+	}
+	entries := make([]entry, 0, b.Count())
+	r := b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return b
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			entries = append(entries, entry{true, k, v})
+		case pebble.InternalKeyKindDelete:
+			entries = append(entries, entry{false, k, nil})
+		default:
+			return b
+		}
+	}
+	if slices.IsSortedFunc(entries, func(x, y entry) int { return bytes.Compare(x.key, y.key) }) {
+		return b
+	}
+	// Indexes sort without moving pointers (no write barriers), and the
+	// tie on the index keeps the sort stable.
+	order := make([]int32, len(entries))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		return cmp.Or(bytes.Compare(entries[x].key, entries[y].key), cmp.Compare(x, y))
+	})
+	sb := db.NewBatchWithSize(len(b.Repr()))
+	for _, i := range order {
+		if e := &entries[i]; e.set {
+			_ = sb.Set(e.key, e.value, nil)
+		} else {
+			_ = sb.Delete(e.key, nil)
+		}
+	}
+	return sb
+}
 
 // checkpoint writes a consistent copy of the store into a new directory
 // under dir and returns its path. ctx bounds the wait for the flush, which

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc/internal/placement"
 )
@@ -264,5 +267,46 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 	if m.BlockCache.Count == 0 || m.BlockCache.Hits == 0 {
 		t.Fatalf("block cache holds %d blocks after 2000 lookups (%d hits, %d misses); want the table's blocks cached",
 			m.BlockCache.Count, m.BlockCache.Hits, m.BlockCache.Misses)
+	}
+}
+
+// TestSortedBatchKeepsTheLastChange commits random batches of sets and
+// deletes over a few keys, repeated keys included, through the store
+// (which sorts them) and straight into pebble, and compares the results.
+func TestSortedBatchKeepsTheLastChange(t *testing.T) {
+	sorted := openTest(t, t.TempDir(), DurabilityProcess)
+	defer sorted.close()
+	direct := openTest(t, t.TempDir(), DurabilityProcess)
+	defer direct.close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		b1, b2 := sorted.db.NewBatch(), direct.db.NewBatch()
+		for range 1 + rng.IntN(20) {
+			k := []byte(fmt.Sprintf("k%d", rng.IntN(8)))
+			if rng.IntN(3) == 0 {
+				_ = b1.Delete(k, nil)
+				_ = b2.Delete(k, nil)
+			} else {
+				v := []byte(fmt.Sprint(round, rng.Int()))
+				_ = b1.Set(k, v, nil)
+				_ = b2.Set(k, v, nil)
+			}
+		}
+		if err := sorted.commit(b1); err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.db.Apply(b2, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		b1.Close()
+		b2.Close()
+		for i := range 8 {
+			k := []byte(fmt.Sprintf("k%d", i))
+			v1, ok1, _ := sorted.get(k)
+			v2, ok2, _ := direct.get(k)
+			if ok1 != ok2 || string(v1) != string(v2) {
+				t.Fatalf("round %d: key %s is %q (%v) through the store, %q (%v) applied as written", round, k, v1, ok1, v2, ok2)
+			}
+		}
 	}
 }
