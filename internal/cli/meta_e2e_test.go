@@ -424,8 +424,27 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 	if err != nil || len(list) != 501 {
 		t.Fatalf("container lists %d objects (%v), want 501", len(list), err)
 	}
+	// Tags on a deleted object fail, each of them, and alone.
+	gone, live := objs[0], objs[1]
+	if err := gone.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = a.PutTags(ctx, []client.TagPut{
+		{Object: gone, Name: "x", Value: client.Int64(1)},
+		{Object: live, Name: "x", Value: client.Int64(2)},
+		{Object: gone, Name: "y", Value: client.Int64(3)},
+		{Object: live, Name: "y", Value: client.Int64(4)},
+	})
+	if !errors.Is(err, pdc.ErrNotFound) || strings.Count(err.Error(), `on object "batch000"`) != 2 || strings.Contains(err.Error(), "batch001") {
+		t.Fatalf("tags on a deleted and a live object: %v; want two not-found errors, both on batch000", err)
+	}
+	for name, want := range map[string]string{"x": "2", "y": "4"} {
+		if v, err := live.GetTag(ctx, name); err != nil || v.String() != want {
+			t.Fatalf("tag %s of the live object: %v %v; want %s", name, v, err, want)
+		}
+	}
 	// A duplicate in a batch fails alone.
-	objs, err = ct.CreateObjects(ctx, []client.ObjectSpec{specs[0], {Name: "fresh", Props: specs[0].Props}})
+	objs, err = ct.CreateObjects(ctx, []client.ObjectSpec{specs[1], {Name: "fresh", Props: specs[1].Props}})
 	if !errors.Is(err, pdc.ErrExists) || objs[0] != nil || objs[1] == nil {
 		t.Fatalf("batch with a duplicate: %v, %v", objs, err)
 	}

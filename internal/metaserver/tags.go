@@ -49,12 +49,24 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		var changes []tagChange
 		// Values set earlier in this batch, which the store does not show yet.
 		inBatch := map[string]*wire.TagValue{}
+		// Targets checked already: a batch usually puts several tags on
+		// each object. updateMu keeps them from being deleted meanwhile.
+		type target struct {
+			kind uint32
+			id   uint64
+		}
+		checked := map[target]error{}
 		for i := range tb.Puts {
 			t := &tb.Puts[i]
 			err := checkTag(t)
 			if err == nil {
-				if err = s.targetExists(t.Kind, t.ID); err != nil {
-					err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, err)
+				terr, ok := checked[target{t.Kind, t.ID}]
+				if !ok {
+					terr = s.targetExists(t.Kind, t.ID)
+					checked[target{t.Kind, t.ID}] = terr
+				}
+				if terr != nil {
+					err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, terr)
 				}
 			}
 			if err != nil {

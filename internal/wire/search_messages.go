@@ -146,6 +146,9 @@ func (m *IndexOps) Marshal(b []byte) []byte {
 func (m *IndexOps) Unmarshal(b []byte) error {
 	*m = IndexOps{}
 	f := fields{b: b, msg: "IndexOps"}
+	if n := f.count(2); n > 0 {
+		m.Ops = make([]IndexOp, 0, n)
+	}
 	for f.next() {
 		switch f.num {
 		case 1:
