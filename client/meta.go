@@ -225,7 +225,7 @@ func fanOut(ranks []int, fn func(rank int) error) error {
 }
 
 // inChunks calls fn for each server's items, grouped by rank, in chunks of
-// at most maxBatch, one request per chunk; servers run concurrently.
+// at most MaxBatch, one request per chunk; servers run concurrently.
 func inChunks(groups map[int][]int, fn func(rank int, part []int) error) error {
 	ranks := make([]int, 0, len(groups))
 	for rank := range groups {
@@ -233,8 +233,8 @@ func inChunks(groups map[int][]int, fn func(rank int, part []int) error) error {
 	}
 	return fanOut(ranks, func(rank int) error {
 		idx := groups[rank]
-		for start := 0; start < len(idx); start += maxBatch {
-			if err := fn(rank, idx[start:min(start+maxBatch, len(idx))]); err != nil {
+		for start := 0; start < len(idx); start += MaxBatch {
+			if err := fn(rank, idx[start:min(start+MaxBatch, len(idx))]); err != nil {
 				return err
 			}
 		}
@@ -517,13 +517,13 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 	chunks := 0
 	for rank, g := range groups {
 		ranks = append(ranks, rank)
-		chunks += (len(g) + maxBatch - 1) / maxBatch
+		chunks += (len(g) + MaxBatch - 1) / MaxBatch
 	}
 	send := func(check bool) error {
 		return fanOut(ranks, func(rank int) error {
 			g := groups[rank]
-			for start := 0; start < len(g); start += maxBatch {
-				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+maxBatch, len(g))],
+			for start := 0; start < len(g); start += MaxBatch {
+				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+MaxBatch, len(g))],
 					Remove: remove, Check: check}
 				var r wire.MembersReply
 				if err := ct.c.call(ctx, rank, wire.MethodObjMembers, &req, &r); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -163,17 +164,81 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 		groups[rank] = append(groups[rank], i)
 	}
 	out := make([]wire.ObjResult, len(keys))
-	err := inChunks(groups, func(rank int, part []int) error {
-		items, err := c.batchCall(ctx, m, rank, build(part), len(part))
-		if err != nil {
-			return err
-		}
+	ranks := make([]int, 0, len(groups))
+	for rank := range groups {
+		ranks = append(ranks, rank)
+	}
+	err := fanOut(ranks, func(rank int) error { return c.batchChunks(ctx, m, rank, groups[rank], build, out) })
+	return out, err
+}
+
+// batchChunks sends the items at idx to the server of rank in chunks of at
+// most MaxBatch, with two chunks in flight, so that the server works on one
+// while this client encodes the next and decodes the last, and puts the
+// results in out.
+func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx []int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
+	put := func(part []int, items []wire.ObjResult) {
 		for j, i := range part {
 			out[i] = items[j]
 		}
+	}
+	if len(idx) <= MaxBatch {
+		items, err := c.batchCall(ctx, m, rank, build(idx), len(idx))
+		if err == nil {
+			put(idx, items)
+		}
+		return err
+	}
+	conn, err := c.conn(ctx, rank)
+	if err != nil {
+		return err
+	}
+	type sent struct {
+		p    *rpc.Pending
+		part []int
+	}
+	var inFlight []sent
+	// collect waits for the oldest chunk; every sent chunk is waited for,
+	// errors or not.
+	collect := func() error {
+		s := inFlight[0]
+		inFlight = inFlight[1:]
+		rep, err := s.p.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		var res wire.ObjResults
+		if err := res.Unmarshal(rep.Header); err != nil {
+			return fmt.Errorf("%s: %s: %w", conn.Label(), m, err)
+		}
+		if len(res.Items) != len(s.part) {
+			return fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(s.part), pdc.ErrProtocol)
+		}
+		put(s.part, res.Items)
 		return nil
-	})
-	return out, err
+	}
+	var errs []error
+	for start := 0; start < len(idx) && len(errs) == 0; start += MaxBatch {
+		part := idx[start:min(start+MaxBatch, len(idx))]
+		req := build(part)
+		p, err := conn.Send(ctx, m, req.Marshal(nil), nil, nil)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		inFlight = append(inFlight, sent{p, part})
+		if len(inFlight) == 2 {
+			if err := collect(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for len(inFlight) > 0 {
+		if err := collect(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // batchCall sends one batch of n items to the server of rank.
@@ -188,8 +253,8 @@ func (c *Client) batchCall(ctx context.Context, m wire.Method, rank int, req wir
 	return res.Items, nil
 }
 
-// maxBatch is the most items the client puts in one request.
-const maxBatch = 8192
+// MaxBatch is the most items the client puts in one request.
+const MaxBatch = 8192
 
 func (c *Client) objects(res []wire.ObjResult, err error, verb string, name func(int) string) ([]*Object, error) {
 	if err != nil {

@@ -707,7 +707,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 
 // placeAll has the metadata servers choose the data servers of the
 // region-dynamic and region-local writes among ts, in one request per
-// metadata server (and per maxBatch regions), instead of one round trip
+// metadata server (and per MaxBatch regions), instead of one round trip
 // per region as plan would.
 func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 	groups := map[int][]int{}
