@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"time"
 )
 
@@ -30,6 +31,10 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 			log.Warn("debug server: " + err.Error())
 		}
 	}()
+	// Lock contention and blocking are what a profile of a server that is
+	// not busy shows least; sample them too, lightly, while debugging.
+	runtime.SetMutexProfileFraction(100)
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 	log.Info("serving pprof", "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -118,12 +118,17 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	idents := make([]string, len(b.Creates))
 	now := time.Now().UnixNano()
 
-	// Check each item, and claim its identity so that no concurrent create
-	// of it can pass the existence check while this one commits. One
-	// iterator, seeking forward through the sorted identities, checks them
-	// all: a point lookup per item costs an iterator each. A prefix seek
-	// (the whole key is the prefix) consults each table's bloom filter, so
-	// a new identity, the usual case, reads no table blocks.
+	// Check each item, then claim its identity so that no concurrent
+	// create of it can pass the existence check while this one commits,
+	// then check that the store does not hold it yet. The check comes after
+	// the claim: a create that held the claim before committed before it
+	// let go, so the store shows it. Only the claims hold createMu: the
+	// store lookups of concurrent creates run side by side.
+	//
+	// One iterator, seeking forward through the sorted identities, checks
+	// them all: a point lookup per item costs an iterator each. A prefix
+	// seek (the whole key is the prefix) consults each table's bloom
+	// filter, so a new identity, the usual case, reads no table blocks.
 	order := make([]int, len(b.Creates))
 	keys := make([][]byte, len(b.Creates))
 	for i := range b.Creates {
@@ -132,28 +137,27 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		keys[i] = keyObj(identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName))
 	}
 	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(keys[x], keys[y]) })
-	s.createMu.Lock()
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'O'}, UpperBound: []byte{'P'}})
-	if err != nil {
-		s.createMu.Unlock()
-		return nil, err
-	}
-	defer it.Close()
-	exists := func(k []byte) bool { return it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) }
 	for _, i := range order {
-		c := &b.Creates[i]
-		m, ident, err := s.prepareCreate(c, now, exists)
-		if err == nil {
-			if _, busy := s.creating[string(ident)]; busy {
-				err = fmt.Errorf("object %q: %w", c.Name, pdc.ErrExists)
-			}
-		}
+		m, err := s.prepareCreate(&b.Creates[i], now)
 		if err != nil {
 			out.Items[i] = result(nil, err)
 			continue
 		}
-		s.creating[string(ident)] = struct{}{}
-		metas[i], idents[i] = m, string(ident)
+		metas[i] = m
+	}
+	s.createMu.Lock()
+	for _, i := range order {
+		if metas[i] == nil {
+			continue
+		}
+		ident := string(keys[i][1:])
+		if _, busy := s.creating[ident]; busy {
+			out.Items[i] = result(nil, fmt.Errorf("object %q: %w", metas[i].Name, pdc.ErrExists))
+			metas[i] = nil
+			continue
+		}
+		s.creating[ident] = struct{}{}
+		idents[i] = ident
 	}
 	s.createMu.Unlock()
 	defer func() {
@@ -165,6 +169,19 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		}
 		s.createMu.Unlock()
 	}()
+	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'O'}, UpperBound: []byte{'P'}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for _, i := range order {
+		if m := metas[i]; m != nil && it.SeekPrefixGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
+			p := &m.Props
+			out.Items[i] = result(nil, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
+				m.Name, p.TimeStep, p.UserID, p.AppName, pdc.ErrExists))
+			metas[i] = nil
+		}
+	}
 
 	n := 0
 	for _, m := range metas {
@@ -218,27 +235,21 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	return rpc.Respond(&out), nil
 }
 
-// prepareCreate validates c and checks that its identity is free. The
-// caller holds createMu.
-func (s *Service) prepareCreate(c *wire.ObjCreate, now int64, exists func(key []byte) bool) (*wire.ObjectMeta, []byte, error) {
+// prepareCreate validates c and returns the record it would create.
+func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, error) {
 	if err := checkName("object", c.Name, MaxNameLen); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if c.ContID == 0 {
-		return nil, nil, fmt.Errorf("object %q: no container given: %w", c.Name, pdc.ErrInvalid)
+		return nil, fmt.Errorf("object %q: no container given: %w", c.Name, pdc.ErrInvalid)
 	}
 	if err := checkProps(c.Name, &c.Props); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := s.owns(placement.Key(c.Name, c.Props.TimeStep), "object %q", c.Name); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ident := identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName)
-	if exists(keyObj(ident)) {
-		return nil, nil, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
-			c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName, pdc.ErrExists)
-	}
-	return &wire.ObjectMeta{Name: c.Name, ContID: c.ContID, Props: c.Props, CreatedUnix: now}, ident, nil
+	return &wire.ObjectMeta{Name: c.Name, ContID: c.ContID, Props: c.Props, CreatedUnix: now}, nil
 }
 
 func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
