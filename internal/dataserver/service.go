@@ -41,6 +41,9 @@ type Config struct {
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.
 	beforeIO func(wire.DataItem)
+	// buffered makes every read go through the workers into a buffer, as
+	// a read that cannot be viewed does: a testing knob.
+	buffered bool
 	// queryChunk, if set, replaces the bytes a query reads at a time: a
 	// testing knob.
 	queryChunk int64
@@ -134,10 +137,11 @@ type transfer struct {
 	ioBytes   int64
 	payOff    uint64 // write: where data starts in the request's payload
 
-	// view: a read of a by-offset object. It holds no buffer and no
-	// budget: it is done once the writes it waits for are, and its wait
-	// answers with a view of the file (regionstore.View), which the
-	// socket write copies from the page cache.
+	// view: a read. It holds no buffer and no budget: it is done once the
+	// writes it waits for are, and its wait answers with a view of the
+	// object's file (regionstore.View), which the socket write copies from
+	// the page cache; a view that fails, or would be many tiny slices, is
+	// read into a buffer then.
 	view bool
 
 	done chan struct{} // closed when the I/O has finished
@@ -351,7 +355,7 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	}
 	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
 		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode, Version: it.DimsVersion},
-		view:   !it.Write && mode == regionstore.ByOffset}, nil
+		view:   !it.Write && !s.cfg.buffered}, nil
 }
 
 // observeLayout refuses a layout older than one already seen for the

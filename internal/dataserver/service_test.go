@@ -105,9 +105,7 @@ func item(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
 	return wire.DataItem{Obj: obj, Write: write, Off: off, Size: size, Dims: dims, Elem: elem}
 }
 
-// regItem is item for an object stored by region, whose reads go through
-// the workers' queue (a by-offset read is answered from a view of the
-// file and never queues).
+// regItem is item for an object stored by region.
 func regItem(obj uint64, write bool, dims, off, size []uint64) wire.DataItem {
 	it := item(obj, write, dims, off, size)
 	it.Storage = uint32(regionstore.ByRegion)
@@ -393,8 +391,8 @@ func newGate(cfg *Config, obj uint64) *gate {
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
 func TestStatus(t *testing.T) {
-	// One worker: the queue is served in order.
-	cfg := Config{Workers: 1}
+	// One worker: the queue is served in order, reads too.
+	cfg := Config{Workers: 1, buffered: true}
 	g := newGate(&cfg, 9)
 	e := newEnv(t, cfg)
 	defer g.release()
@@ -902,7 +900,7 @@ func TestReadsOverBudgetInOneStart(t *testing.T) {
 // nothing held: the client has no ids to collect with.
 func TestStartWaitCanceled(t *testing.T) {
 	const max = 64 << 10
-	cfg := Config{MaxBytes: max, Workers: 1}
+	cfg := Config{MaxBytes: max, Workers: 1, buffered: true}
 	g := newGate(&cfg, 1)
 	defer g.release()
 	e := newEnv(t, cfg)

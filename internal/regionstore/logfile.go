@@ -440,18 +440,32 @@ func (l *regionLog) read(f *os.File, box region.Box, into []byte) error {
 }
 
 // fragmentSegs pairs the runs of sub in a piece's payload (src) with its
-// runs in the read's buffer (dst): both walk sub row-major, cut in
-// different places.
+// runs in the read's buffer (dst).
 func fragmentSegs(src, dst, sub region.Box, elem int, into []byte) []seg {
+	runs := fragmentRuns(src, dst, sub, elem)
+	segs := make([]seg, len(runs))
+	for i, r := range runs {
+		segs[i] = seg{off: r.src, buf: into[r.dst : r.dst+r.n]}
+	}
+	return segs
+}
+
+// fragRun is one run of a fragment: n bytes at byte src of the piece's
+// payload and at byte dst of the read's box.
+type fragRun struct{ src, dst, n int64 }
+
+// fragmentRuns pairs the runs of sub in a piece's payload (src) with its
+// runs in the read's box (dst): both walk sub row-major, cut in different
+// places.
+func fragmentRuns(src, dst, sub region.Box, elem int) []fragRun {
 	var sr, dr []region.Run
 	region.Runs(src, sub, func(r region.Run) bool { sr = append(sr, r); return true })
 	region.Runs(dst, sub, func(r region.Run) bool { dr = append(dr, r); return true })
 	e := int64(elem)
-	var segs []seg
+	var out []fragRun
 	for len(sr) > 0 && len(dr) > 0 {
 		n := min(sr[0].Len, dr[0].Len)
-		d := int64(dr[0].Off) * e
-		segs = append(segs, seg{off: int64(sr[0].Off) * e, buf: into[d : d+int64(n)*e]})
+		out = append(out, fragRun{src: int64(sr[0].Off) * e, dst: int64(dr[0].Off) * e, n: int64(n) * e})
 		sr[0].Off, sr[0].Len = sr[0].Off+n, sr[0].Len-n
 		dr[0].Off, dr[0].Len = dr[0].Off+n, dr[0].Len-n
 		if sr[0].Len == 0 {
@@ -461,7 +475,7 @@ func fragmentSegs(src, dst, sub region.Box, elem int, into []byte) []seg {
 			dr = dr[1:]
 		}
 	}
-	return segs
+	return out
 }
 
 // createRegionLog makes an empty log.

@@ -1,11 +1,12 @@
 package regionstore
 
 import (
+	"cmp"
 	"container/list"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -20,8 +21,10 @@ import (
 // copies them from the page cache. A 1 GiB read then passes through
 // memory twice (the checksum and the send) instead of three times (the
 // pread, the checksum and the send), and the server holds no buffer for
-// it. Only by-offset objects have views: a by-region object's bytes are
-// assembled from pieces.
+// it. A by-offset object's view is cut out of its data file; a by-region
+// object's out of its log, run by run from the newest pieces holding the
+// box, zeros for the rest, so a region read as it was written is one
+// slice.
 //
 // A view is made under its object's read lock: the CRCs are checked
 // while the file can neither change size nor be replaced, so the check
@@ -36,13 +39,6 @@ import (
 
 // zeros backs the parts of views that were never written.
 var zeros = make([]byte, 1<<20)
-
-// errNoView: the object's storage has no views (by region).
-var errNoView = errors.New("region store: no view of a by-region object")
-
-// IsNoView reports whether err says the object cannot be viewed, so the
-// caller reads into a buffer instead.
-func IsNoView(err error) bool { return errors.Is(err, errNoView) }
 
 // fileMap is a read-only mapping of an object's file from offset 0. It is
 // replaced, not grown, when the file has grown past it; a replaced
@@ -185,8 +181,7 @@ func (v *View) Release() {
 }
 
 // View returns object obj's box as slices of its file, checked against
-// their CRCs, or an error for which IsNoView holds if the object is
-// stored by region.
+// their CRCs.
 func (s *Store) View(obj uint64, l Layout, box region.Box) (*View, error) {
 	return s.ViewAll(obj, l, []region.Box{box})
 }
@@ -198,9 +193,6 @@ func (s *Store) ViewAll(obj uint64, l Layout, boxes []region.Box) (v *View, err 
 		if err := check(obj, l, box, int(box.Volume())*l.Elem); err != nil {
 			return nil, err
 		}
-	}
-	if l.Mode != ByOffset {
-		return nil, errNoView
 	}
 	o, err := s.object(obj)
 	if err != nil {
@@ -268,10 +260,10 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	if o.mode == ByRegion {
-		return nil, errNoView
-	}
 	v := &View{Lens: make([]int, len(boxes))}
+	if o.mode == ByRegion {
+		return s.regionView(o, v, boxes)
+	}
 	if o.mode == 0 || o.off.dataLen == 0 {
 		for i, box := range boxes {
 			n := len(v.Segs)
@@ -301,6 +293,105 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 		v.Lens[i] = len(v.Segs) - n
 	}
 	return v, nil
+}
+
+// regionView is view for a by-region object: its boxes cut out of a
+// mapping of the log.
+func (s *Store) regionView(o *object, v *View, boxes []region.Box) (*View, error) {
+	l := o.reg
+	var m *fileMap
+	err := s.withFile(l.path, func(f *os.File) error {
+		var err error
+		m, err = o.maps.acquire(f, l.size)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("region store: view object %d: %s: %w", o.id, l.path, err)
+	}
+	v.done = func() { o.maps.release(m) }
+	checked := map[*piece]*blockRange{}
+	for i, box := range boxes {
+		n := len(v.Segs)
+		if v.Segs, err = l.view(v.Segs, m.data, box, checked); err != nil {
+			v.Release()
+			return nil, fmt.Errorf("region store: view object %d region %v: %s: %w", o.id, box, l.path, err)
+		}
+		v.Lens[i] = len(v.Segs) - n
+	}
+	return v, nil
+}
+
+// view appends box to segs: the runs of the newest pieces holding it, cut
+// out of m, a mapping of the log, and zeros for the holes, in the box's
+// row-major order. Each block of a piece is checked once per view.
+func (l *regionLog) view(segs [][]byte, m []byte, box region.Box, checked map[*piece]*blockRange) ([][]byte, error) {
+	cands := l.candidates(box)
+	pcs := make([]Piece, len(cands))
+	for i, p := range cands {
+		pcs[i] = Piece{Box: p.live, Seq: p.seq}
+	}
+	frags, holes := Resolve(box, pcs)
+	// part is a stretch of the box's bytes: from the mapping, or zeros.
+	type part struct {
+		at  int64 // byte offset in the box
+		src []byte
+		n   int64 // bytes of zeros when src is nil
+	}
+	var parts []part
+	first := len(segs) // slices before it belong to other boxes
+	e := int64(l.elem)
+	for _, h := range holes {
+		region.Runs(box, h, func(r region.Run) bool {
+			parts = append(parts, part{at: int64(r.Off) * e, n: int64(r.Len) * e})
+			return true
+		})
+	}
+	for _, fr := range frags {
+		p := cands[fr.Piece]
+		cr := checked[p]
+		if cr == nil {
+			cr = &blockRange{}
+			checked[p] = cr
+		}
+		for _, sg := range fragmentRuns(p.box, box, fr.Box, l.elem) {
+			if err := p.area.check(m, sg.src, sg.src+sg.n, cr); err != nil {
+				return segs, fmt.Errorf("piece %v (seq %d): %w", p.box, p.seq, err)
+			}
+			lo := p.area.base + sg.src
+			parts = append(parts, part{at: sg.dst, src: m[lo : lo+sg.n]})
+		}
+	}
+	slices.SortFunc(parts, func(a, b part) int { return cmp.Compare(a.at, b.at) })
+	for _, pt := range parts {
+		if pt.src == nil {
+			segs = zeroSegs(segs, uint64(pt.n))
+			continue
+		}
+		// Runs that follow each other in the log go out as one slice.
+		if k := len(segs) - 1; k >= first && len(segs[k]) > 0 && cap(segs[k]) > len(segs[k]) &&
+			&segs[k][:len(segs[k])+1][len(segs[k])] == &pt.src[0] {
+			segs[k] = segs[k][:len(segs[k])+len(pt.src)]
+			continue
+		}
+		segs = append(segs, pt.src)
+	}
+	return segs, nil
+}
+
+// check verifies the blocks of the area that [lo, hi) of its payload
+// touches, in m (a mapping of the file), skipping those in checked.
+func (a *area) check(m []byte, lo, hi int64, checked *blockRange) error {
+	for b := lo / blockSize; b*blockSize < hi; b++ {
+		if checked.has(b) {
+			continue
+		}
+		start := a.base + b*blockSize
+		if err := a.verify(b, m[start:start+a.blockLen(b)]); err != nil {
+			return err
+		}
+		checked.add(b)
+	}
+	return nil
 }
 
 // zeroSegs appends n bytes of zeros to segs.

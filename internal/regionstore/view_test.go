@@ -3,6 +3,7 @@ package regionstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -128,16 +129,111 @@ func TestViewCorruption(t *testing.T) {
 	}
 }
 
-// An object stored by region has no views.
-func TestViewByRegion(t *testing.T) {
+// A view of an object stored by region reads what Read reads: the newest
+// of overlapping writes, writes in place inside a stored piece, zeros where
+// nothing was written, pieces clipped by a shrink, and two boxes under one
+// hold; and a corrupt block of a piece fails the view.
+func TestViewByRegionMatchesRead(t *testing.T) {
 	s := openStore(t, t.TempDir(), false)
 	defer func() { _ = s.Close() }()
-	l := Layout{Dims: []uint64{100}, Elem: 1, Mode: ByRegion}
-	if err := s.Write(1, l, region.Shape(100), make([]byte, 100)); err != nil {
+	r := rand.New(rand.NewPCG(7, 8))
+	l := Layout{Dims: []uint64{30, 2000}, Elem: 4, Mode: ByRegion}
+	compare := func(l Layout) {
+		t.Helper()
+		for range 40 {
+			box := randBoxIn(r, l.Dims)
+			want := make([]byte, box.Volume()*uint64(l.Elem))
+			if err := s.Read(3, l, box, want); err != nil {
+				t.Fatal(err)
+			}
+			if got := viewBytes(t, s, 3, l, box); !bytes.Equal(got, want) {
+				t.Fatalf("dims %v: view of %v differs from read", l.Dims, box)
+			}
+		}
+		a, b := randBoxIn(r, l.Dims), randBoxIn(r, l.Dims)
+		v, err := s.ViewAll(3, l, []region.Box{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, box := range []region.Box{a, b} {
+			want := make([]byte, box.Volume()*uint64(l.Elem))
+			if err := s.Read(3, l, box, want); err != nil {
+				t.Fatal(err)
+			}
+			segs := v.Segs[:v.Lens[i]]
+			v.Segs = v.Segs[v.Lens[i]:]
+			if got := bytes.Join(segs, nil); !bytes.Equal(got, want) {
+				t.Fatalf("dims %v: box %d (%v) of a view of two differs from read", l.Dims, i, box)
+			}
+		}
+		v.Release()
+	}
+	for i := range 12 {
+		box := randBoxIn(r, l.Dims)
+		if i%3 == 2 {
+			// Inside the last box: written in place.
+			box = randBoxIn(r, box.Size)
+		}
+		if err := s.Write(3, l, box, randData(r, int(box.Volume())*l.Elem)); err != nil {
+			t.Fatal(err)
+		}
+		compare(l)
+	}
+	// The same region written and read whole: one slice of the log.
+	whole := region.Box{Off: []uint64{2, 0}, Size: []uint64{5, 2000}}
+	data := randData(r, int(whole.Volume())*l.Elem)
+	if err := s.Write(3, l, whole, data); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.View(1, l, region.Shape(100)); !IsNoView(err) {
-		t.Fatalf("view of a by-region object: %v", err)
+	v, err := s.View(3, l, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Segs) != 1 || !bytes.Equal(v.Segs[0], data) {
+		t.Fatalf("view of a region written whole: %d slices; want 1 holding the bytes written", len(v.Segs))
+	}
+	v.Release()
+	// Two boxes whose bytes follow each other in the log keep their own
+	// slices.
+	top := region.Box{Off: []uint64{2, 0}, Size: []uint64{2, 2000}}
+	next := region.Box{Off: []uint64{4, 0}, Size: []uint64{2, 2000}}
+	v, err = s.ViewAll(3, l, []region.Box{top, next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(data) / 5 * 2
+	if got := bytes.Join(v.Segs[:v.Lens[0]], nil); !bytes.Equal(got, data[:half]) {
+		t.Fatalf("first of two adjacent boxes: %d bytes in %d slices; want the %d bytes written there", len(got), v.Lens[0], half)
+	}
+	if got := bytes.Join(v.Segs[v.Lens[0]:], nil); !bytes.Equal(got, data[half:2*half]) {
+		t.Fatalf("second of two adjacent boxes: %d bytes; want the %d bytes written there", len(got), half)
+	}
+	v.Release()
+	l.Dims = []uint64{10, 2000} // a shrink clips the pieces
+	compare(l)
+	l.Dims = []uint64{30, 2000} // and growing back shows zeros there
+	compare(l)
+
+	// A corrupt block of a piece fails the view. The payload of the last
+	// record ends the log.
+	if err := s.Write(4, l, whole, data); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.opts.Dir, fmt.Sprintf("%016x.reg", 4))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err == nil {
+		_, err = f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, st.Size()-8)
+	}
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.View(4, l, whole); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("view over a corrupt block: %v; want ErrCorrupt", err)
 	}
 }
 
