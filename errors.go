@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Each maps to exactly one wire code (internal/wire) and back,
@@ -83,10 +84,16 @@ func (e *ctxSentinel) Error() string { return e.msg }
 func (e *ctxSentinel) Is(target error) bool { return target == e.ctx }
 
 // CtxErr turns a finished context into ErrTimeout or ErrCanceled (which
-// also match the context errors), keeping its cause; nil if ctx is live.
+// also match the context errors), keeping its cause; nil if ctx is live
+// and its deadline, if any, is still ahead.
 func CtxErr(ctx context.Context) error {
 	err := ctx.Err()
 	if err == nil {
+		// The deadline can pass a moment before the context's timer
+		// fires: that is a timeout already.
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return ErrTimeout
+		}
 		return nil
 	}
 	sentinel := ErrCanceled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +14,9 @@ import (
 )
 
 // TestCreateObjectsInManyChunks creates more objects than three requests
-// hold, over two servers, with duplicates in a late chunk: every result
-// lands at its own index, and the duplicates alone fail.
+// to each of two servers hold (so that chunks are sent while two are in
+// flight), with duplicates in late chunks: every result lands at its own
+// index, and the duplicates alone fail.
 func TestCreateObjectsInManyChunks(t *testing.T) {
 	srv := startServers(t, t.TempDir(), 2)
 	defer srv.stop()
@@ -26,7 +28,7 @@ func TestCreateObjectsInManyChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int}
-	n := 3*client.MaxBatch + 500
+	n := 7*client.MaxBatch + 500
 	specs := make([]client.ObjectSpec, n)
 	names := make([]string, n)
 	for i := range specs {
@@ -34,7 +36,7 @@ func TestCreateObjectsInManyChunks(t *testing.T) {
 		specs[i] = client.ObjectSpec{Name: names[i], Props: props}
 	}
 	// Two made beforehand, so that their creates in the batch fail.
-	dups := []int{n - 7, 2*client.MaxBatch + 3}
+	dups := []int{n - 7, 5*client.MaxBatch + 3}
 	for _, i := range dups {
 		if _, err := ct.CreateObject(ctx, names[i], props); err != nil {
 			t.Fatal(err)
@@ -66,6 +68,45 @@ func TestCreateObjectsInManyChunks(t *testing.T) {
 	for i, o := range opened {
 		if objs[i] != nil && o.ID() != objs[i].ID() {
 			t.Fatalf("%s: opened id %d, created %d", names[i], o.ID(), objs[i].ID())
+		}
+	}
+}
+
+// TestCreateObjectsCutShort ends big batched creates at different points:
+// each fails with the deadline, once, or finishes, and the client works
+// on after.
+func TestCreateObjectsCutShort(t *testing.T) {
+	srv := startServers(t, t.TempDir(), 1)
+	defer srv.stop()
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "cut", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int}
+	for round, d := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, time.Minute} {
+		specs := make([]client.ObjectSpec, 4*client.MaxBatch)
+		for i := range specs {
+			specs[i] = client.ObjectSpec{Name: fmt.Sprintf("cut%d-%06d", round, i), Props: props}
+		}
+		short, stop := context.WithTimeout(ctx, d)
+		objs, err := ct.CreateObjects(short, specs)
+		stop()
+		t.Logf("deadline %v: %v", d, err)
+		switch {
+		case err == nil:
+			if len(objs) != len(specs) {
+				t.Fatalf("round %d: %d results for %d specs", round, len(objs), len(specs))
+			}
+		case !errors.Is(err, pdc.ErrTimeout):
+			t.Fatalf("round %d (deadline %v): %v; want ErrTimeout", round, d, err)
+		case strings.Count(err.Error(), "deadline exceeded") > 1 || strings.Count(err.Error(), "\n") > 0:
+			t.Fatalf("round %d: the deadline is reported more than once: %v", round, err)
+		}
+		if _, err := ct.CreateObject(ctx, fmt.Sprintf("after-%d", round), props); err != nil {
+			t.Fatalf("create after round %d: %v", round, err)
 		}
 	}
 }

@@ -54,9 +54,12 @@ func (ct *Container) CreateObject(ctx context.Context, name string, props Object
 	return objs[0], nil
 }
 
-// CreateObjects creates many objects with one request per metadata server.
-// The result has one entry per spec, nil where that create failed; the
-// error joins the failures, each naming its object.
+// CreateObjects creates many objects with one request per metadata server
+// (per MaxBatch objects). The result has one entry per spec, nil where
+// that create failed; the error joins the failures, each naming its
+// object. If a request fails as a whole (the connection is lost, ctx
+// ends), the result is nil, though the servers may have created some of
+// the objects: open them by name to find out which.
 func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*Object, error) {
 	items := make([]wire.ObjCreate, len(specs))
 	keys := make([]uint32, len(specs))
@@ -237,6 +240,9 @@ func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx [
 		if err := collect(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 && ctx.Err() != nil {
+		return errs[0] // every chunk in flight says the same
 	}
 	return errors.Join(errs...)
 }

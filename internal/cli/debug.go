@@ -31,8 +31,9 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 			log.Warn("debug server: " + err.Error())
 		}
 	}()
-	// Lock contention and blocking are what a profile of a server that is
-	// not busy shows least; sample them too, lightly, while debugging.
+	// Lock contention and blocking are what a CPU profile shows least;
+	// sample them too while the profiler is served (both cost a little on
+	// every contended lock and blocking operation, so not otherwise).
 	runtime.SetMutexProfileFraction(100)
 	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 	log.Info("serving pprof", "addr", ln.Addr().String())
@@ -41,5 +42,7 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
 	}, nil
 }

@@ -274,8 +274,8 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 // deletes over a few keys, repeated keys included, through the store
 // (which sorts them) and straight into pebble, and compares the results.
 func TestSortedBatchKeepsTheLastChange(t *testing.T) {
-	sorted := openTest(t, t.TempDir(), DurabilityProcess)
-	defer sorted.close()
+	dir := t.TempDir()
+	sorted := openTest(t, dir, DurabilityProcess)
 	direct := openTest(t, t.TempDir(), DurabilityProcess)
 	defer direct.close()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -300,13 +300,24 @@ func TestSortedBatchKeepsTheLastChange(t *testing.T) {
 		}
 		b1.Close()
 		b2.Close()
-		for i := range 8 {
-			k := []byte(fmt.Sprintf("k%d", i))
-			v1, ok1, _ := sorted.get(k)
-			v2, ok2, _ := direct.get(k)
-			if ok1 != ok2 || string(v1) != string(v2) {
-				t.Fatalf("round %d: key %s is %q (%v) through the store, %q (%v) applied as written", round, k, v1, ok1, v2, ok2)
-			}
+		same(t, fmt.Sprint("round ", round), sorted, direct)
+	}
+	// The log holds the sorted batches: a replay ends where the store was.
+	crash(sorted)
+	sorted = openTest(t, dir, DurabilityProcess)
+	defer sorted.close()
+	same(t, "after a crash and replay", sorted, direct)
+}
+
+// same fails unless keys k0..k7 read alike in a and b.
+func same(t *testing.T, when string, a, b *store) {
+	t.Helper()
+	for i := range 8 {
+		k := []byte(fmt.Sprintf("k%d", i))
+		v1, ok1, _ := a.get(k)
+		v2, ok2, _ := b.get(k)
+		if ok1 != ok2 || string(v1) != string(v2) {
+			t.Fatalf("%s: key %s is %q (%v) through the store, %q (%v) applied as written", when, k, v1, ok1, v2, ok2)
 		}
 	}
 }
