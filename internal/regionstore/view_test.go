@@ -28,6 +28,39 @@ func viewBytes(t *testing.T, s *Store, obj uint64, l Layout, box region.Box) []b
 	return out
 }
 
+// compareViews checks views of n random boxes of object obj, and of two
+// more under one hold, against what Read reads.
+func compareViews(t *testing.T, s *Store, r *rand.Rand, obj uint64, l Layout, n int) {
+	t.Helper()
+	read := func(box region.Box) []byte {
+		want := make([]byte, box.Volume()*uint64(l.Elem))
+		if err := s.Read(obj, l, box, want); err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	for range n {
+		box := randBoxIn(r, l.Dims)
+		if got := viewBytes(t, s, obj, l, box); !bytes.Equal(got, read(box)) {
+			t.Fatalf("dims %v: view of %v differs from read", l.Dims, box)
+		}
+	}
+	// Two boxes under one hold: each gets its own segments.
+	a, b := randBoxIn(r, l.Dims), randBoxIn(r, l.Dims)
+	v, err := s.ViewAll(obj, l, []region.Box{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	segs := v.Segs
+	for i, box := range []region.Box{a, b} {
+		if got := bytes.Join(segs[:v.Lens[i]], nil); !bytes.Equal(got, read(box)) {
+			t.Fatalf("dims %v: box %d (%v) of a view of two differs from read", l.Dims, i, box)
+		}
+		segs = segs[v.Lens[i]:]
+	}
+}
+
 // A view of any box reads what Read reads: written parts, zeros where
 // nothing was written, past the file's end and in an object never
 // written; after the dims shrink and grow, and after more writes.
@@ -41,34 +74,7 @@ func TestViewMatchesRead(t *testing.T) {
 	}
 	compare := func(l Layout) {
 		t.Helper()
-		for range 60 {
-			box := randBoxIn(r, l.Dims)
-			want := make([]byte, box.Volume()*uint64(l.Elem))
-			if err := s.Read(9, l, box, want); err != nil {
-				t.Fatal(err)
-			}
-			if got := viewBytes(t, s, 9, l, box); !bytes.Equal(got, want) {
-				t.Fatalf("dims %v: view of %v differs from read", l.Dims, box)
-			}
-		}
-		// Two boxes under one hold: each gets its own segments.
-		a, b := randBoxIn(r, l.Dims), randBoxIn(r, l.Dims)
-		v, err := s.ViewAll(9, l, []region.Box{a, b})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, box := range []region.Box{a, b} {
-			want := make([]byte, box.Volume()*uint64(l.Elem))
-			if err := s.Read(9, l, box, want); err != nil {
-				t.Fatal(err)
-			}
-			segs := v.Segs[:v.Lens[i]]
-			v.Segs = v.Segs[v.Lens[i]:]
-			if got := bytes.Join(segs, nil); !bytes.Equal(got, want) {
-				t.Fatalf("dims %v: box %d (%v) of a view of two differs from read", l.Dims, i, box)
-			}
-		}
-		v.Release()
+		compareViews(t, s, r, 9, l, 60)
 	}
 	for range 5 {
 		box := randBoxIn(r, l.Dims)
@@ -140,33 +146,7 @@ func TestViewByRegionMatchesRead(t *testing.T) {
 	l := Layout{Dims: []uint64{30, 2000}, Elem: 4, Mode: ByRegion}
 	compare := func(l Layout) {
 		t.Helper()
-		for range 40 {
-			box := randBoxIn(r, l.Dims)
-			want := make([]byte, box.Volume()*uint64(l.Elem))
-			if err := s.Read(3, l, box, want); err != nil {
-				t.Fatal(err)
-			}
-			if got := viewBytes(t, s, 3, l, box); !bytes.Equal(got, want) {
-				t.Fatalf("dims %v: view of %v differs from read", l.Dims, box)
-			}
-		}
-		a, b := randBoxIn(r, l.Dims), randBoxIn(r, l.Dims)
-		v, err := s.ViewAll(3, l, []region.Box{a, b})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, box := range []region.Box{a, b} {
-			want := make([]byte, box.Volume()*uint64(l.Elem))
-			if err := s.Read(3, l, box, want); err != nil {
-				t.Fatal(err)
-			}
-			segs := v.Segs[:v.Lens[i]]
-			v.Segs = v.Segs[v.Lens[i]:]
-			if got := bytes.Join(segs, nil); !bytes.Equal(got, want) {
-				t.Fatalf("dims %v: box %d (%v) of a view of two differs from read", l.Dims, i, box)
-			}
-		}
-		v.Release()
+		compareViews(t, s, r, 3, l, 40)
 	}
 	for i := range 12 {
 		box := randBoxIn(r, l.Dims)
