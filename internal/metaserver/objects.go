@@ -36,6 +36,22 @@ func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
 	return s.loadObj(ident)
 }
 
+// objExists checks that object id exists, without reading its record: its
+// id key is written and deleted in the same batches as the record.
+func (s *Service) objExists(id uint64) error {
+	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
+		return err
+	}
+	_, ok, err := s.st.get(keyObjID(id))
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("object %d: %w", id, pdc.ErrNotFound)
+	}
+	return nil
+}
+
 func (s *Service) loadObj(ident []byte) (*wire.ObjectMeta, []byte, error) {
 	v, ok, err := s.st.get(keyObj(ident))
 	if err != nil {

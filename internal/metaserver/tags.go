@@ -13,8 +13,7 @@ import (
 func (s *Service) targetExists(kind uint32, id uint64) error {
 	switch kind {
 	case kindObject:
-		_, _, err := s.loadObjByID(id)
-		return err
+		return s.objExists(id)
 	case kindContainer:
 		_, err := s.resolveCont(&wire.ContKey{ID: id})
 		return err
