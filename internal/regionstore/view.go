@@ -296,7 +296,10 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 }
 
 // regionView is view for a by-region object: its boxes cut out of a
-// mapping of the log.
+// mapping of the log. The log only grows (a torn tail is cut at load,
+// before any view): a mapping stays valid for every record it covers.
+// Anything that shrinks or replaces the log must drop the mapping first,
+// as a relayout of a by-offset file does.
 func (s *Store) regionView(o *object, v *View, boxes []region.Box) (*View, error) {
 	l := o.reg
 	var m *fileMap
