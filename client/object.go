@@ -214,11 +214,11 @@ func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx [
 		if err := res.Unmarshal(rep.Header); err != nil {
 			return fmt.Errorf("%s: %s: %w", conn.Label(), m, err)
 		}
-		if len(res.Items) != len(s.part) {
-			return fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), len(s.part), pdc.ErrProtocol)
+		items, err := c.answered(rank, &res, len(s.part))
+		if err == nil {
+			put(s.part, items)
 		}
-		put(s.part, res.Items)
-		return nil
+		return err
 	}
 	var errs []error
 	for start := 0; start < len(idx) && len(errs) == 0; start += MaxBatch {
@@ -253,6 +253,11 @@ func (c *Client) batchCall(ctx context.Context, m wire.Method, rank int, req wir
 	if err := c.call(ctx, rank, m, &req, &res); err != nil {
 		return nil, err
 	}
+	return c.answered(rank, &res, n)
+}
+
+// answered returns the items of a batch's answer, which must be n.
+func (c *Client) answered(rank int, res *wire.ObjResults, n int) ([]wire.ObjResult, error) {
 	if len(res.Items) != n {
 		return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), n, pdc.ErrProtocol)
 	}

@@ -231,7 +231,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return cmp.Or(cmp.Compare(a.ContID, b.ContID), cmp.Compare(a.ID, b.ID))
 	})
 	for _, i := range made {
-		_ = batch.Set(keyObjID(metas[i].ID), []byte(idents[i]), nil)
+		_ = batch.Set(keyObjID(metas[i].ID), keys[i][1:], nil) // the identity
 	}
 	for _, i := range made {
 		_ = batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil, nil)
