@@ -191,7 +191,7 @@ func New(cfg Config) *Service {
 
 // Register adds the data methods to srv.
 func (s *Service) Register(srv *rpc.Server) {
-	srv.HandleOwned(wire.MethodDataStart, s.start)
+	srv.HandleOwnedHere(wire.MethodDataStart, s.start, s.startHere)
 	srv.Handle(wire.MethodDataWait, s.wait)
 	srv.HandleInline(wire.MethodDataStatus, s.status)
 	srv.Handle(wire.MethodDataFlush, s.flush)
@@ -375,13 +375,68 @@ func (s *Service) observeLayout(it wire.DataItem) error {
 var errClosing = fmt.Errorf("data server is shutting down: %w", pdc.ErrUnavailable)
 
 func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.DataStart
+	if err := m.Unmarshal(req.Header); err != nil {
+		bufpool.Put(req.Payload)
+		return nil, err
+	}
+	return s.startWith(ctx, req, &m, 0)
+}
+
+// startHere stores a request of writes on the goroutine that read it, and
+// answers once they are stored, when nothing stands in their way: no
+// write of their objects is queued (which they must not overtake) and the
+// budget has room for their bytes now. Anything else, reads included, goes
+// to start. The bytes have arrived with the request, so handing them to a
+// worker would only add two thread hand-offs and a buffer that falls out
+// of the CPU cache meanwhile: measured with 1 GiB in 1 MiB regions, that
+// was a fifth of the data server's time. The client pipelines its starts,
+// so the next request's bytes arrive while this one's are stored.
+func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if s.cfg.beforeIO != nil {
+		return nil, rpc.ErrElsewhere // the knob holds I/O in the workers
+	}
+	var m wire.DataStart
+	if err := m.Unmarshal(req.Header); err != nil || len(m.Items) == 0 {
+		return nil, rpc.ErrElsewhere // start reports it
+	}
+	for _, it := range m.Items {
+		if !it.Write {
+			return nil, rpc.ErrElsewhere
+		}
+	}
+	grant := min(int64(len(req.Payload)), s.cfg.MaxBytes)
+	if grant == 0 || !s.budget.TryAcquire(grant) {
+		return nil, rpc.ErrElsewhere
+	}
+	s.mu.Lock()
+	busy := s.mu.closed
+	for _, it := range m.Items {
+		if len(s.mu.writes[it.Obj]) > 0 {
+			busy = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if busy {
+		s.budget.Release(grant)
+		return nil, rpc.ErrElsewhere
+	}
+	return s.startWith(ctx, req, &m, grant)
+}
+
+// startWith registers the transfers of m and queues their I/O, or, given
+// the budget for its writes (granted > 0), does the I/O at once.
+func (s *Service) startWith(ctx context.Context, req *rpc.Request, m *wire.DataStart, granted int64) (*rpc.Response, error) {
 	msg := &payload{buf: req.Payload}
 	msg.refs.Store(1) // this handler's
 	defer msg.unref()
-	var m wire.DataStart
-	if err := m.Unmarshal(req.Header); err != nil {
-		return nil, err
-	}
+	here := granted > 0
+	defer func() {
+		if granted > 0 { // not handed to the transfers
+			s.budget.Release(granted)
+		}
+	}()
 	ts := make([]*transfer, len(m.Items))
 	var writeBytes uint64
 	for i, it := range m.Items {
@@ -421,14 +476,17 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		}
 	}
 	merge(order, req.Payload)
-	if err := s.acquire(ctx, order); err != nil {
+	if here {
+		spread(order, granted)
+		granted = 0
+	} else if err := s.acquire(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
 		}
 		return nil, err
 	}
 	for i, t := range order {
-		if err := s.enqueue(ctx, t); err != nil {
+		if err := s.enqueue(ctx, t, here); err != nil {
 			// The ones already queued run, but the client never learns
 			// their ids: nothing of theirs may stay held.
 			for _, rest := range order[i+1:] {
@@ -480,13 +538,19 @@ func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
 		}
 		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
 	}
+	spread(ts, grant)
+	return nil
+}
+
+// spread hands a grant of budget to the writes of ts, each up to its
+// bytes, in order.
+func spread(ts []*transfer, grant int64) {
 	for _, t := range ts {
 		if t.item.Write {
 			t.held = min(t.bytes(), grant)
 			grant -= t.held
 		}
 	}
-	return nil
 }
 
 // forget drops registered transfers of client whose results nobody will
@@ -579,14 +643,14 @@ func continues(lead, t *transfer) bool {
 func (t *transfer) bytes() int64 { return int64(t.box.Volume()) * int64(t.item.Elem) }
 
 // enqueue registers t and hands it to the workers, waiting for queue room
-// under ctx. A write holds its budget already. A read takes budget only if
+// under ctx, or, if here is set, does a write's I/O itself. A write holds its budget already. A read takes budget only if
 // it is free: its buffer holds budget until the client waits for it, and
 // the client may wait only after starting more reads, so it never blocks
 // on it; without budget it is done when budget frees up, or by the wait
 // that claims it first. A read that must wait for earlier writes is handed
 // over once they are done, by a goroutine of its own, so that no worker
 // ever waits for work still in the queue.
-func (s *Service) enqueue(ctx context.Context, t *transfer) error {
+func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 	if t.follower {
 		return nil // registered and queued with its leader
 	}
@@ -676,6 +740,10 @@ func (s *Service) enqueue(ctx context.Context, t *transfer) error {
 		return nil
 	}
 	s.mu.Unlock()
+	if here && t.item.Write {
+		s.complete(t, s.do(t))
+		return nil
+	}
 	return s.send(ctx, t)
 }
 

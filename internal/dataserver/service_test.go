@@ -58,11 +58,20 @@ func newEnv(t *testing.T, cfg Config) *env {
 		e.ended <- client
 	}})
 	e.svc.Register(srv)
-	srv.HandleOwned(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		resp, err := e.svc.start(ctx, req)
+	report := func(err error) {
 		select {
 		case e.started <- err:
 		default:
+		}
+	}
+	srv.HandleOwnedHere(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		resp, err := e.svc.start(ctx, req)
+		report(err)
+		return resp, err
+	}, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		resp, err := e.svc.startHere(ctx, req)
+		if !errors.Is(err, rpc.ErrElsewhere) {
+			report(err)
 		}
 		return resp, err
 	})
@@ -1239,4 +1248,73 @@ func TestViewReadOfAColumn(t *testing.T) {
 	if !bytes.Equal(parts[0], want) {
 		t.Fatal("a column read back wrong")
 	}
+}
+
+// A request of writes with nothing queued before it is stored by the
+// goroutine that read it: its bytes are in the store when its ids come
+// back, and the budget it took is free again, however many follow.
+func TestWritesStoredBeforeTheirAnswer(t *testing.T) {
+	const budget = 64 << 10
+	e := newEnv(t, Config{MaxBytes: budget})
+	c := e.dial("a")
+	ctx := testCtx(t)
+	rows := uint64(budget / elem)
+	dims := []uint64{20 * rows}
+	layout := regionstore.Layout{Dims: dims, Elem: elem, Mode: regionstore.ByOffset}
+	var ids []uint64
+	want := make([]byte, nbytes(dims))
+	// 16 writes of the whole budget each, none waited: a write that kept
+	// its budget would leave the next one waiting for room until ctx ends.
+	for i := range uint64(16) {
+		box := region.Box{Off: []uint64{i * rows}, Size: []uint64{rows}}
+		data := pattern(budget, byte(i))
+		got, err := start(ctx, c, []wire.DataItem{item(1, true, dims, box.Off, box.Size)}, data)
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		ids = append(ids, got...)
+		stored := make([]byte, len(data))
+		if err := e.store.Read(1, layout, box, stored); err != nil || !bytes.Equal(stored, data) {
+			t.Fatalf("write %d answered before its bytes were stored (read: %v)", i, err)
+		}
+		copy(want[i*budget:], data)
+	}
+	// One larger than the whole budget, in two items, goes alone.
+	box := region.Box{Off: []uint64{16 * rows}, Size: []uint64{4 * rows}}
+	data := pattern(4*budget, 99)
+	half := region.Box{Off: []uint64{18 * rows}, Size: []uint64{2 * rows}}
+	got, err := start(ctx, c, []wire.DataItem{
+		item(1, true, dims, box.Off, []uint64{2 * rows}),
+		item(1, true, dims, half.Off, half.Size)}, data)
+	if err != nil {
+		t.Fatalf("write larger than the budget: %v", err)
+	}
+	ids = append(ids, got...)
+	copy(want[16*budget:], data)
+	res, _, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if got := read(t, e.dial("b"), 1, dims, region.Box{Off: []uint64{0}, Size: dims}); !bytes.Equal(got, want) {
+		t.Fatalf("read back differs from what was written at byte %d", firstDiff(got, want))
+	}
+	// A bad write answers with its error and leaves the connection serving.
+	if _, err := start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{dims[0]}, []uint64{1})}, make([]byte, elem)); !errors.Is(err, pdc.ErrOutOfRange) {
+		t.Fatalf("write outside the dims: got %v, want ErrOutOfRange", err)
+	}
+	write(t, c, 1, dims, region.Box{Off: []uint64{0}, Size: []uint64{1}}, []byte{1, 2, 3, 4})
+}
+
+// firstDiff is the first index where a and b differ, -1 if none.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }

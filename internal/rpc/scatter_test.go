@@ -3,7 +3,10 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/pdcgo/pdc"
 
 	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -80,5 +83,53 @@ func TestHandleOwnedKeepsPayload(t *testing.T) {
 			t.Fatalf("payload %d changed after its handler returned", i)
 		}
 		bufpool.Put(p)
+	}
+}
+
+const methodHere wire.Method = 111
+
+// A request tried on the reading goroutine is answered there, or handed,
+// payload intact, to its handler on a goroutine of its own; a panic there
+// is an error like any handler's, and the connection goes on serving.
+func TestHandleOwnedHere(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+		ts.HandleOwnedHere(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
+			defer bufpool.Put(req.Payload)
+			return &Response{Header: []byte("elsewhere"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
+		}, func(ctx context.Context, req *Request) (*Response, error) {
+			switch string(req.Header) {
+			case "decline":
+				return nil, ErrElsewhere
+			case "panic":
+				panic("here handler bug")
+			case "stream":
+				// Streaming needs a goroutine of its own.
+				return nil, req.Chunk(ctx, []byte("chunk"))
+			}
+			defer bufpool.Put(req.Payload)
+			return &Response{Header: []byte("here"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
+		})
+	})
+	c := dial(t, ts.addr, DialOptions{})
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	for _, tc := range []struct{ hdr, want string }{{"answer", "here"}, {"decline", "elsewhere"}, {"answer", "here"}} {
+		r, err := c.Call(ctx10(t), methodHere, []byte(tc.hdr), [][]byte{payload}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.hdr, err)
+		}
+		if string(r.Header) != tc.want || !bytes.Equal(r.Payload, payload) {
+			t.Fatalf("%s: answered %q with %d bytes (equal %v), want %q with the payload",
+				tc.hdr, r.Header, len(r.Payload), bytes.Equal(r.Payload, payload), tc.want)
+		}
+	}
+	if _, err := c.Call(ctx10(t), methodHere, []byte("panic"), [][]byte{payload}, nil); !errors.Is(err, pdc.ErrInternal) {
+		t.Fatalf("panic on the reading goroutine: got %v, want ErrInternal", err)
+	}
+	if _, err := c.Call(ctx10(t), methodHere, []byte("stream"), nil, nil); !errors.Is(err, pdc.ErrInternal) {
+		t.Fatalf("streaming from the reading goroutine: got %v, want ErrInternal", err)
+	}
+	r, err := c.Call(ctx10(t), methodHere, []byte("answer"), [][]byte{payload}, nil)
+	if err != nil || string(r.Header) != "here" {
+		t.Fatalf("after the errors: %q, %v", r.Header, err)
 	}
 }

@@ -167,7 +167,8 @@ func NewServer(cfg ServerConfig) *Server {
 
 type handlerEntry struct {
 	h         Handler
-	owned     bool // the handler owns the request's payload (HandleOwned)
+	here      Handler // tried first on the reading goroutine (HandleOwnedHere)
+	owned     bool    // the handler owns the request's payload (HandleOwned)
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
 }
@@ -181,6 +182,25 @@ func (s *Server) Handle(m wire.Method, h Handler) { s.handlers[m] = handlerEntry
 // returns). For methods that carry bulk data.
 func (s *Server) HandleOwned(m wire.Method, h Handler) {
 	s.handlers[m] = handlerEntry{h: h, owned: true}
+}
+
+// ErrElsewhere is returned by a handler tried on the reading goroutine
+// (HandleOwnedHere) that leaves the request to its handler on a goroutine
+// of its own.
+var ErrElsewhere = errors.New("rpc: run the request on a goroutine of its own")
+
+// HandleOwnedHere registers h for m like HandleOwned, and here to try
+// first on the goroutine that read the request, before the connection
+// reads on. here either answers the request (owning its payload, as h
+// would) or returns ErrElsewhere without having kept the payload, and h
+// gets the request. here may do bounded work, such as storing the
+// payload, but must not wait on other requests: the connection reads
+// nothing, not even its client's cancellations, while it runs. For bulk
+// requests, where handing the payload to another thread costs more than
+// the reading it holds up; the client's next request waits in the socket
+// meanwhile, so the connection still moves while here works.
+func (s *Server) HandleOwnedHere(m wire.Method, h, here Handler) {
+	s.handlers[m] = handlerEntry{h: h, here: here, owned: true}
 }
 
 // HandleInlineUpTo registers h for m to run inline (see HandleInline) for
@@ -542,18 +562,6 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
 	ctx := newReqCtx(c.ctx, f.Timeout)
-	if !he.inline {
-		c.mu.Lock()
-		if _, dup := c.inflight[f.ID]; dup {
-			c.mu.Unlock()
-			<-c.sem
-			putBack()
-			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
-		}
-		c.inflight[f.ID] = ctx
-		c.mu.Unlock()
-	}
-
 	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(),
 		conn: c, id: f.ID, inline: he.inline}
 	// Checking draining and counting the handler under one lock orders
@@ -562,17 +570,38 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	if s.draining.Load() {
 		s.drainMu.RUnlock()
 		ctx.release()
-		if !he.inline {
-			c.mu.Lock()
-			delete(c.inflight, f.ID)
-			c.mu.Unlock()
-		}
 		<-c.sem
 		putBack()
 		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
 	}
 	s.handlerWG.Add(1)
 	s.drainMu.RUnlock()
+	if he.here != nil {
+		req.inline = true // it may not stream from this goroutine
+		resp, err := c.run(ctx, he.here, req, he.owned)
+		req.inline = false
+		if !errors.Is(err, ErrElsewhere) {
+			s.requests.Add(1)
+			ctx.release()
+			err = c.answer(f, resp, err)
+			<-c.sem
+			s.handlerWG.Done()
+			return nil, false, err
+		}
+	}
+	if !he.inline {
+		c.mu.Lock()
+		if _, dup := c.inflight[f.ID]; dup {
+			c.mu.Unlock()
+			ctx.release()
+			<-c.sem
+			putBack()
+			s.handlerWG.Done()
+			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
+		}
+		c.inflight[f.ID] = ctx
+		c.mu.Unlock()
+	}
 	return func() {
 		defer s.handlerWG.Done()
 		resp, err := c.run(ctx, he.h, req, he.owned)
@@ -609,6 +638,30 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
 	}, he.inline, nil
+}
+
+// answer writes the answer of a request served on the reading goroutine
+// at once: its work took long enough that the client should not wait for
+// the next request's to learn of it. Only a failed write is returned (it
+// ends the connection).
+func (c *serverConn) answer(f wire.Frame, resp *Response, err error) error {
+	out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
+	var hdr []byte
+	var payload [][]byte
+	if err != nil {
+		body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
+		out.Flags |= wire.FlagError
+		hdr = body.Marshal(nil)
+	} else {
+		hdr, payload = resp.Header, resp.Payload
+	}
+	if resp != nil && resp.Done != nil {
+		defer resp.Done()
+	}
+	if werr := c.w.write(c.ctx, out, hdr, payload); werr != nil && !errors.Is(werr, errNotSent) {
+		return werr
+	}
+	return nil
 }
 
 // run calls h, turning a panic into an internal error so that one bad
