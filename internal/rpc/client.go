@@ -72,6 +72,7 @@ type Conn struct {
 	rc    syscall.RawConn // for the liveness peek; nil if unsupported
 	label string
 	br    *bufio.Reader
+	lw    netio.LowWater // guarded by the read token, as br
 	lim   wire.Limits
 	w     *frameWriter
 	hello wire.Hello
@@ -109,6 +110,7 @@ type readState struct {
 	payload []byte
 	nPay    int
 	segs    [][]byte // for a scattered read, the segments after payload
+	left    int64    // payload bytes still to come, over all segments
 	skip    uint64   // bytes still to discard
 }
 
@@ -146,6 +148,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		nc:      nc,
 		label:   opts.Label,
 		br:      bufio.NewReaderSize(nc, readBufSize),
+		lw:      netio.NewLowWater(nc),
 		lim:     opts.Limits,
 		w:       newFrameWriter(nc, opts.StallTimeout),
 		readTok: make(chan struct{}, 1),
@@ -543,6 +546,7 @@ func (c *Conn) readFrame() (*call, error) {
 		} else {
 			rs.cl = cl
 			rs.hdr = make([]byte, f.HeaderLen)
+			rs.left = int64(f.PayloadLen)
 			switch {
 			case f.Flags&wire.FlagError == 0 && len(cl.intoV) > 0 && totalLen(cl.intoV) == f.PayloadLen:
 				rs.payload, rs.segs = cl.intoV[0], cl.intoV[1:]
@@ -571,8 +575,12 @@ func (c *Conn) readFrame() (*call, error) {
 		}
 		for {
 			for rs.nPay < len(rs.payload) {
+				// The payload's bytes are certain to come: sleep until
+				// a good part of them has.
+				c.lw.Expect(rs.left - int64(c.br.Buffered()))
 				n, err := c.br.Read(rs.payload[rs.nPay:])
 				rs.nPay += n
+				rs.left -= int64(n)
 				if err != nil {
 					return nil, err
 				}
@@ -583,6 +591,7 @@ func (c *Conn) readFrame() (*call, error) {
 			rs.payload, rs.segs, rs.nPay = rs.segs[0], rs.segs[1:], 0
 		}
 	}
+	c.lw.Expect(0) // the next frame may be a few bytes, or none
 	cl := rs.cl
 	if cl != nil {
 		cl.hdr, cl.payload, cl.isErr = rs.hdr, rs.payload, rs.f.Flags&wire.FlagError != 0

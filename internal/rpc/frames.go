@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"io"
 	"net"
+
+	"github.com/pdcgo/pdc/internal/bufpool"
+	"github.com/pdcgo/pdc/internal/netio"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -20,12 +22,17 @@ const readBufSize = 64 << 10
 // frameReader reads frames from a connection and bounds their lengths.
 type frameReader struct {
 	br     *bufio.Reader
+	lw     netio.LowWater
 	limits wire.Limits
 	prefix [wire.FrameSize]byte
 }
 
 func newFrameReader(r io.Reader, limits wire.Limits) *frameReader {
-	return &frameReader{br: bufio.NewReaderSize(r, readBufSize), limits: limits.WithDefaults()}
+	fr := &frameReader{br: bufio.NewReaderSize(r, readBufSize), limits: limits.WithDefaults()}
+	if nc, ok := r.(net.Conn); ok {
+		fr.lw = netio.NewLowWater(nc)
+	}
+	return fr
 }
 
 // next reads and checks one frame prefix. Any error means the stream can no
@@ -51,6 +58,27 @@ func (r *frameReader) read(dst []byte) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// readPayload fills dst with a frame's payload, whose bytes are certain to
+// come, so the reader may sleep until a good part of them has arrived.
+func (r *frameReader) readPayload(dst []byte) error {
+	defer r.lw.Expect(0)
+	for len(dst) > 0 {
+		r.lw.Expect(int64(len(dst) - r.br.Buffered()))
+		n, err := r.br.Read(dst)
+		dst = dst[n:]
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(dst) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			if len(dst) == 0 {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // discard skips n bytes of the stream.
@@ -88,7 +116,7 @@ func (r *frameReader) body(f wire.Frame, pooled bool) (hdr, payload []byte, err 
 		} else {
 			payload = make([]byte, f.PayloadLen)
 		}
-		if err := r.read(payload); err != nil {
+		if err := r.readPayload(payload); err != nil {
 			if pooled {
 				bufpool.Put(payload)
 			}
