@@ -1251,8 +1251,8 @@ func TestViewReadOfAColumn(t *testing.T) {
 }
 
 // A request of writes with nothing queued before it is stored by the
-// goroutine that read it: its bytes are in the store when its ids come
-// back, and the budget it took is free again, however many follow.
+// goroutine that read it, as its bytes arrive: they are in the store when
+// its ids come back, and it holds no budget, however many follow.
 func TestWritesStoredBeforeTheirAnswer(t *testing.T) {
 	const budget = 64 << 10
 	e := newEnv(t, Config{MaxBytes: budget})
@@ -1264,7 +1264,7 @@ func TestWritesStoredBeforeTheirAnswer(t *testing.T) {
 	var ids []uint64
 	want := make([]byte, nbytes(dims))
 	// 16 writes of the whole budget each, none waited: a write that kept
-	// its budget would leave the next one waiting for room until ctx ends.
+	// budget would leave the next one waiting for room until ctx ends.
 	for i := range uint64(16) {
 		box := region.Box{Off: []uint64{i * rows}, Size: []uint64{rows}}
 		data := pattern(budget, byte(i))
@@ -1317,4 +1317,60 @@ func firstDiff(a, b []byte) int {
 		return min(len(a), len(b))
 	}
 	return -1
+}
+
+// A client cut off part way through a write's bytes fails that write only:
+// what it stored reads back without a checksum error, and the server goes
+// on serving the object.
+func TestWriteCutOffMidPayload(t *testing.T) {
+	e := newEnv(t, Config{})
+	const n = 64 << 20
+	dims := []uint64{n / elem}
+	whole := region.Box{Off: []uint64{0}, Size: dims}
+	for _, st := range []uint32{0, uint32(regionstore.ByRegion)} {
+		obj := uint64(1 + st)
+		it := item(obj, true, dims, whole.Off, whole.Size)
+		it.Storage = st
+		c := e.dial(fmt.Sprint("cut-", st))
+		// Cut off a moment into sending: the payload is torn wherever
+		// the deadline finds it (or, on a fast machine, not at all).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+		_, err := start(ctx, c, []wire.DataItem{it}, pattern(n, 5))
+		cancel()
+		t.Logf("storage %d: cut-off write: %v", st, err)
+		b := e.dial(fmt.Sprint("after-", st))
+		ids, err := start(testCtx(t), b, []wire.DataItem{{Obj: obj, Off: whole.Off, Size: whole.Size, Dims: dims, Elem: elem, Storage: st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := wait(testCtx(t), b, ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, res)
+		data := pattern(n/4, 9)
+		box := region.Box{Off: []uint64{n / elem / 2}, Size: []uint64{n / 4 / elem}}
+		it = item(obj, true, dims, box.Off, box.Size)
+		it.Storage = st
+		if ids, err = start(testCtx(t), b, []wire.DataItem{it}, data); err != nil {
+			t.Fatal(err)
+		}
+		if res, _, err = wait(testCtx(t), b, ids...); err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, res)
+		rd := item(obj, false, dims, box.Off, box.Size)
+		rd.Storage = st
+		if ids, err = start(testCtx(t), b, []wire.DataItem{rd}); err != nil {
+			t.Fatal(err)
+		}
+		res, parts, err := wait(testCtx(t), b, ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, res)
+		if !bytes.Equal(parts[0], data) {
+			t.Fatalf("storage %d: read back differs at byte %d", st, firstDiff(parts[0], data))
+		}
+	}
 }

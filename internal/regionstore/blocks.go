@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
 )
 
 // blockSize is the unit of checksumming. 4 KiB, a page: writes and reads
@@ -326,6 +327,49 @@ func (a *area) write(f *os.File, segs []seg) error {
 	}
 	finish()
 	return a.writeCRCs(f, lo, hi)
+}
+
+// writeRunsFrom stores sub, a box inside outer whose row-major bytes are
+// read from r, in the runs it occupies in the area (shaped like outer), a
+// bufferful of buf at a time; each bufferful is written as write does,
+// so a block cut between two of them is merged with what the first left
+// in the file. It returns the area offset just past the last run.
+func (a *area) writeRunsFrom(f *os.File, outer, sub region.Box, elem int, r io.Reader, buf []byte) (end int64, err error) {
+	e := int64(elem)
+	var segs []seg
+	fill := 0
+	flush := func() error {
+		if fill == 0 {
+			return nil
+		}
+		if _, err := io.ReadFull(r, buf[:fill]); err != nil {
+			return err
+		}
+		err := a.write(f, segs)
+		segs, fill = segs[:0], 0
+		return err
+	}
+	region.Runs(outer, sub, func(run region.Run) bool {
+		off, n := int64(run.Off)*e, int64(run.Len)*e
+		end = off + n
+		for n > 0 {
+			k := min(n, int64(len(buf)-fill))
+			segs = append(segs, seg{off: off, buf: buf[fill : fill+int(k)]})
+			fill += int(k)
+			off += k
+			n -= k
+			if fill == len(buf) {
+				if err = flush(); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = flush()
+	}
+	return end, err
 }
 
 // ioChunk is the most one pread or pwrite moves. Checksumming a chunk

@@ -350,35 +350,79 @@ func endsPast(ends, dims []uint64) bool {
 // appendRecord writes a record at the end of the log: payload and block
 // CRCs first, the fixed part (the commit point) last.
 func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []byte) (*piece, error) {
+	return l.appendRecordFrom(f, kind, box, int64(len(data)), ioChunk, func(pos, n int64) ([]byte, error) {
+		return data[pos : pos+n], nil
+	})
+}
+
+// appendRecordFrom is appendRecord of n bytes that next gives a chunk of
+// at most chunk bytes (a multiple of blockSize) at a time.
+func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, chunk int64, next func(pos, n int64) ([]byte, error)) (*piece, error) {
 	seq := l.seq + 1
-	nb := (int64(len(data)) + blockSize - 1) / blockSize
+	nb := (n + blockSize - 1) / blockSize
 	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
 	off := l.size
 	// Checksum each chunk right after copying it, while it is in cache.
 	crcs := make([]uint32, 0, nb)
-	for pos := 0; pos < len(data); pos += ioChunk {
-		chunk := data[pos:min(len(data), pos+ioChunk)]
-		if _, err := f.WriteAt(chunk, off+hdrLen+int64(pos)); err != nil {
+	for pos := int64(0); pos < n; pos += chunk {
+		b, err := next(pos, min(chunk, n-pos))
+		if err != nil {
 			return nil, err
 		}
-		crcs = append(crcs, crcsOf(chunk)...)
+		if _, err := f.WriteAt(b, off+hdrLen+pos); err != nil {
+			return nil, err
+		}
+		crcs = append(crcs, crcsOf(b)...)
 	}
-	hdr := encodeRecHeader(kind, seq, box, int64(len(data)), crcs)
+	hdr := encodeRecHeader(kind, seq, box, n, crcs)
 	if _, err := f.WriteAt(hdr[4:], off+4); err != nil {
 		return nil, err
 	}
 	if _, err := f.WriteAt(hdr[:4], off); err != nil {
 		return nil, err
 	}
-	l.size = off + int64(len(hdr)) + int64(len(data))
+	l.size = off + int64(len(hdr)) + n
 	l.seq = seq
-	r := record{kind: kind, seq: seq, box: box.Clone(), paylen: int64(len(data)), nblocks: len(crcs), hdrLen: int64(len(hdr))}
+	r := record{kind: kind, seq: seq, box: box.Clone(), paylen: n, nblocks: len(crcs), hdrLen: int64(len(hdr))}
 	return l.newPiece(r, off, crcs), nil
 }
 
 // write stores data as box: in place when box lies inside one piece that
 // nothing newer overlaps there, else as a new record.
 func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
+	if host := l.host(box); host != nil {
+		return host.area.write(f, runSegs(host.box, box, l.elem, data))
+	}
+	p, err := l.appendRecord(f, kindData, box, data)
+	if err != nil {
+		return err
+	}
+	l.add(p)
+	return nil
+}
+
+// writeFrom is write of n bytes read from r through buf (see
+// Store.WriteFrom).
+func (l *regionLog) writeFrom(f *os.File, box region.Box, n int64, r io.Reader, buf []byte) error {
+	if host := l.host(box); host != nil {
+		_, err := host.area.writeRunsFrom(f, host.box, box, l.elem, r, buf)
+		return err
+	}
+	p, err := l.appendRecordFrom(f, kindData, box, n, int64(len(buf)), func(_, n int64) ([]byte, error) {
+		b := buf[:n]
+		_, err := io.ReadFull(r, b)
+		return b, err
+	})
+	if err != nil {
+		return err
+	}
+	l.add(p)
+	return nil
+}
+
+// host is the piece a write of box goes into in place: the newest that
+// holds all of box, if nothing newer overlaps box; nil if none.
+func (l *regionLog) host(box region.Box) *piece {
 	cands := l.candidates(box)
 	var host *piece
 	for _, p := range cands {
@@ -388,18 +432,10 @@ func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
 	}
 	for _, p := range cands {
 		if host != nil && p.seq > host.seq {
-			host = nil
+			return nil
 		}
 	}
-	if host != nil {
-		return host.area.write(f, runSegs(host.box, box, l.elem, data))
-	}
-	p, err := l.appendRecord(f, kindData, box, data)
-	if err != nil {
-		return err
-	}
-	l.add(p)
-	return nil
+	return host
 }
 
 // setDims records a shrink of the dims that hides stored data.

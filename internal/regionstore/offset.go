@@ -167,6 +167,15 @@ func (o *offsetFile) write(f *os.File, dims []uint64, box region.Box, data []byt
 	return nil
 }
 
+func (o *offsetFile) writeFrom(f *os.File, dims []uint64, box region.Box, r io.Reader, buf []byte) error {
+	end, err := o.area.writeRunsFrom(f, region.Shape(dims...), box, o.elem, r, buf)
+	if err != nil {
+		return err
+	}
+	o.dataLen = max(o.dataLen, end)
+	return nil
+}
+
 func (o *offsetFile) read(f *os.File, dims []uint64, box region.Box, into []byte) error {
 	return o.area.read(f, runSegs(region.Shape(dims...), box, o.elem, into))
 }

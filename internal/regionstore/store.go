@@ -3,7 +3,9 @@ package regionstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -350,6 +352,48 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 	if err := check(obj, l, box, len(data)); err != nil {
 		return err
 	}
+	return s.write(obj, l, box, func(f *os.File, o *object) error {
+		if o.mode == ByOffset {
+			return o.off.write(f, l.Dims, box, data)
+		}
+		return o.reg.write(f, box, data)
+	})
+}
+
+// WriteFrom stores box's elements in row-major order, as Write does,
+// reading them from r as they are stored, a bufferful at a time: a write
+// whose bytes arrive from a socket is stored as they arrive, from a buffer
+// that stays in the CPU cache, instead of being gathered first. A failed
+// read of r fails the write; part of it may be stored then, each block
+// with its checksum. It reads exactly box's bytes from r unless r fails
+// first or the write fails before reading them all (the caller drains
+// what is left).
+func (s *Store) WriteFrom(obj uint64, l Layout, box region.Box, r io.Reader, buf []byte) error {
+	if err := box.Check(); err != nil {
+		return fmt.Errorf("object %d: %w", obj, err)
+	}
+	hi, n := bits.Mul64(box.Volume(), uint64(l.Elem))
+	if hi != 0 || n > math.MaxInt {
+		return fmt.Errorf("object %d region %v of %d-byte elements: too large: %w", obj, box, l.Elem, pdc.ErrInvalid)
+	}
+	if err := check(obj, l, box, int(n)); err != nil {
+		return err
+	}
+	buf = buf[:len(buf)&^int(blockSize-1)]
+	if len(buf) == 0 {
+		return fmt.Errorf("region store: object %d: a write from a stream needs a buffer of a block at least: %w", obj, pdc.ErrInternal)
+	}
+	return s.write(obj, l, box, func(f *os.File, o *object) error {
+		if o.mode == ByOffset {
+			return o.off.writeFrom(f, l.Dims, box, r, buf)
+		}
+		return o.reg.writeFrom(f, box, int64(n), r, buf)
+	})
+}
+
+// write does what Write and WriteFrom share around store, which puts the
+// bytes in the object's open file.
+func (s *Store) write(obj uint64, l Layout, box region.Box, store func(*os.File, *object) error) error {
 	o, err := s.object(obj)
 	if err != nil {
 		return err
@@ -385,12 +429,7 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 	o.version = max(o.version, l.Version)
 	path := o.off.pathOr(o.reg)
 	err = s.withFile(path, func(f *os.File) error {
-		var err error
-		if o.mode == ByOffset {
-			err = o.off.write(f, l.Dims, box, data)
-		} else {
-			err = o.reg.write(f, box, data)
-		}
+		err := store(f, o)
 		if err == nil && s.opts.Sync {
 			err = f.Sync()
 		}

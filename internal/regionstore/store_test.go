@@ -2,10 +2,13 @@ package regionstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/iotest"
 
 	"github.com/pdcgo/pdc/region"
 )
@@ -155,8 +158,42 @@ func runModel(t *testing.T, mode Mode, ndim int, seed uint64, ops int) {
 			box := randIn(l.Dims)
 			data := randData(r, int(box.Volume())*l.Elem)
 			log = append(log, fmt.Sprintf("write %d %v %v", obj, l.Dims, box))
-			if err := s.Write(obj, l, box, data); err != nil {
-				fail("write: %v", err)
+			switch r.IntN(4) {
+			case 0:
+				// From a stream in odd pieces, through a buffer of a few
+				// blocks, which cuts blocks and runs between bufferfuls.
+				src := io.Reader(bytes.NewReader(data))
+				if r.IntN(2) == 0 {
+					src = iotest.HalfReader(src)
+				} else {
+					src = iotest.OneByteReader(src)
+				}
+				left := &countReader{r: src}
+				if err := s.WriteFrom(obj, l, box, left, make([]byte, int(blockSize)*(1+r.IntN(4))+r.IntN(int(blockSize)))); err != nil {
+					fail("write from a stream: %v", err)
+				}
+				if left.n != len(data) {
+					fail("write from a stream read %d bytes of %d", left.n, len(data))
+				}
+			case 1:
+				// A stream that breaks part way: the write fails, and
+				// what it stored reads back without a checksum error;
+				// then the whole write again.
+				cut := r.IntN(len(data))
+				broken := io.MultiReader(bytes.NewReader(data[:cut]), iotest.ErrReader(errBroken))
+				if err := s.WriteFrom(obj, l, box, broken, make([]byte, blockSize)); !errors.Is(err, errBroken) {
+					fail("write from a stream broken after %d of %d bytes: %v, want errBroken", cut, len(data), err)
+				}
+				if err := s.Read(obj, l, box, make([]byte, len(data))); err != nil {
+					fail("read after a broken write: %v", err)
+				}
+				if err := s.Write(obj, l, box, data); err != nil {
+					fail("write: %v", err)
+				}
+			default:
+				if err := s.Write(obj, l, box, data); err != nil {
+					fail("write: %v", err)
+				}
 			}
 			m.write(obj, box, l.Elem, data)
 		case op < 15:
@@ -227,4 +264,18 @@ func runModel(t *testing.T, mode Mode, ndim int, seed uint64, ops int) {
 			fail("final read object %d %v:\n got %v\nwant %v", obj, box, got, want)
 		}
 	}
+}
+
+var errBroken = errors.New("stream broken")
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/netio"
@@ -104,26 +105,117 @@ func (r *frameReader) discard(n uint64) error {
 // from bufpool when pooled is set. (Clients read replies into the caller's
 // buffer with Conn.readFrame.)
 func (r *frameReader) body(f wire.Frame, pooled bool) (hdr, payload []byte, err error) {
-	if f.HeaderLen > 0 {
-		hdr = make([]byte, f.HeaderLen)
-		if err := r.read(hdr); err != nil {
-			return nil, nil, err
-		}
+	if hdr, err = r.header(f); err != nil {
+		return nil, nil, err
 	}
-	if f.PayloadLen > 0 {
-		if pooled {
-			payload = bufpool.Get(int(f.PayloadLen))
-		} else {
-			payload = make([]byte, f.PayloadLen)
-		}
-		if err := r.readPayload(payload); err != nil {
-			if pooled {
-				bufpool.Put(payload)
-			}
-			return nil, nil, err
-		}
+	if payload, err = r.payload(f, pooled); err != nil {
+		return nil, nil, err
 	}
 	return hdr, payload, nil
+}
+
+// header reads f's header into a new buffer.
+func (r *frameReader) header(f wire.Frame) ([]byte, error) {
+	if f.HeaderLen == 0 {
+		return nil, nil
+	}
+	hdr := make([]byte, f.HeaderLen)
+	if err := r.read(hdr); err != nil {
+		return nil, err
+	}
+	return hdr, nil
+}
+
+// payload reads f's payload, which follows its header, into a new buffer,
+// from bufpool when pooled is set.
+func (r *frameReader) payload(f wire.Frame, pooled bool) ([]byte, error) {
+	if f.PayloadLen == 0 {
+		return nil, nil
+	}
+	var payload []byte
+	if pooled {
+		payload = bufpool.Get(int(f.PayloadLen))
+	} else {
+		payload = make([]byte, f.PayloadLen)
+	}
+	if err := r.readPayload(payload); err != nil {
+		if pooled {
+			bufpool.Put(payload)
+		}
+		return nil, err
+	}
+	return payload, nil
+}
+
+// bodyReader reads a request's payload from the connection as it arrives,
+// for a handler that runs on the reading goroutine (Request.Body).
+type bodyReader struct {
+	r     *frameReader
+	nc    net.Conn
+	stall time.Duration // a read that waits this long fails
+	left  uint64        // payload bytes not yet read
+	read  uint64        // payload bytes read
+	timed bool          // a read deadline is armed
+	err   error         // the first failed read: the stream is broken
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(uint64(len(p)), b.left)]
+	if b.r.br.Buffered() == 0 {
+		// This read waits on the socket: for the bytes the frame has
+		// promised, so sleep until a good part of them is there, and no
+		// longer than the stall timeout (a client that stops sending mid
+		// payload holds up the objects its handler has locked).
+		b.r.lw.Expect(int64(b.left))
+		if b.stall > 0 {
+			_ = b.nc.SetReadDeadline(time.Now().Add(b.stall))
+			b.timed = true
+		}
+	}
+	n, err := b.r.br.Read(p)
+	b.left -= uint64(n)
+	b.read += uint64(n)
+	if err != nil && b.left > 0 {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		b.err = fmt.Errorf("reading a request's payload (%d bytes still to come): %w", b.left, err)
+		return n, b.err
+	}
+	if b.left == 0 {
+		b.done()
+	}
+	return n, nil
+}
+
+// done restores the connection for reading frames: no raised mark, no
+// deadline.
+func (b *bodyReader) done() {
+	b.r.lw.Expect(0)
+	if b.timed {
+		_ = b.nc.SetReadDeadline(time.Time{})
+		b.timed = false
+	}
+}
+
+// finish reads what the handler left of the payload, so that the stream
+// is at the next frame. Its error, or an earlier one, broke the stream.
+func (b *bodyReader) finish() error {
+	if b.err == nil && b.left > 0 {
+		if err := b.r.discard(b.left); err != nil {
+			b.err = fmt.Errorf("skipping the rest of a request's payload: %w", err)
+		}
+		b.read += b.left
+		b.left = 0
+	}
+	b.done()
+	return b.err
 }
 
 // ctxErr is pdc.CtxErr.

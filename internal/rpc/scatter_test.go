@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 
@@ -88,48 +92,102 @@ func TestHandleOwnedKeepsPayload(t *testing.T) {
 
 const methodHere wire.Method = 111
 
-// A request tried on the reading goroutine is answered there, or handed,
-// payload intact, to its handler on a goroutine of its own; a panic there
-// is an error like any handler's, and the connection goes on serving.
-func TestHandleOwnedHere(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
-		ts.HandleOwnedHere(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
-			defer bufpool.Put(req.Payload)
-			return &Response{Header: []byte("elsewhere"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
-		}, func(ctx context.Context, req *Request) (*Response, error) {
-			switch string(req.Header) {
-			case "decline":
-				return nil, ErrElsewhere
-			case "panic":
-				panic("here handler bug")
-			case "stream":
-				// Streaming needs a goroutine of its own.
-				return nil, req.Chunk(ctx, []byte("chunk"))
+func withHere(ts *testServer) {
+	ts.HandleOwnedHere(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
+		defer bufpool.Put(req.Payload)
+		return &Response{Header: []byte("elsewhere"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
+	}, func(ctx context.Context, req *Request) (*Response, error) {
+		switch string(req.Header) {
+		case "decline":
+			return nil, ErrElsewhere
+		case "decline late":
+			_, _ = req.Body.Read(make([]byte, 10))
+			return nil, ErrElsewhere
+		case "panic":
+			panic("here handler bug")
+		case "stream":
+			// Streaming an answer needs a goroutine of its own.
+			return nil, req.Chunk(ctx, []byte("chunk"))
+		case "half":
+			// What the handler leaves unread is skipped.
+			b := make([]byte, req.BodyLen/2)
+			if _, err := io.ReadFull(req.Body, b); err != nil {
+				return nil, err
 			}
-			defer bufpool.Put(req.Payload)
-			return &Response{Header: []byte("here"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
-		})
+			return &Response{Header: []byte("half"), Payload: [][]byte{b}}, nil
+		}
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(b)) != req.BodyLen {
+			return nil, fmt.Errorf("read %d bytes of a %d-byte body", len(b), req.BodyLen)
+		}
+		return &Response{Header: []byte("here"), Payload: [][]byte{b}}, nil
 	})
+}
+
+// A request tried on the reading goroutine reads its payload as it arrives
+// and is answered there, or is handed, payload intact, to its handler on a
+// goroutine of its own. A panic there, a handler that declines after
+// reading, or one that reads half, is an error or an answer like any
+// other, and the connection goes on serving.
+func TestHandleOwnedHere(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{}, withHere)
 	c := dial(t, ts.addr, DialOptions{})
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
-	for _, tc := range []struct{ hdr, want string }{{"answer", "here"}, {"decline", "elsewhere"}, {"answer", "here"}} {
-		r, err := c.Call(ctx10(t), methodHere, []byte(tc.hdr), [][]byte{payload}, nil)
+	for _, tc := range []struct {
+		hdr, want  string
+		send, back []byte
+	}{
+		{"answer", "here", payload, payload},
+		{"decline", "elsewhere", payload, payload},
+		{"half", "half", payload, payload[:len(payload)/2]},
+		{"answer", "here", payload[:1], payload[:1]},
+		{"answer", "here", nil, nil},
+		{"decline", "elsewhere", nil, nil},
+		{"answer", "here", payload, payload},
+	} {
+		r, err := c.Call(ctx10(t), methodHere, []byte(tc.hdr), [][]byte{tc.send}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.hdr, err)
 		}
-		if string(r.Header) != tc.want || !bytes.Equal(r.Payload, payload) {
-			t.Fatalf("%s: answered %q with %d bytes (equal %v), want %q with the payload",
-				tc.hdr, r.Header, len(r.Payload), bytes.Equal(r.Payload, payload), tc.want)
+		if string(r.Header) != tc.want || !bytes.Equal(r.Payload, tc.back) {
+			t.Fatalf("%s: answered %q with %d bytes (equal %v), want %q with %d",
+				tc.hdr, r.Header, len(r.Payload), bytes.Equal(r.Payload, tc.back), tc.want, len(tc.back))
 		}
 	}
-	if _, err := c.Call(ctx10(t), methodHere, []byte("panic"), [][]byte{payload}, nil); !errors.Is(err, pdc.ErrInternal) {
-		t.Fatalf("panic on the reading goroutine: got %v, want ErrInternal", err)
-	}
-	if _, err := c.Call(ctx10(t), methodHere, []byte("stream"), nil, nil); !errors.Is(err, pdc.ErrInternal) {
-		t.Fatalf("streaming from the reading goroutine: got %v, want ErrInternal", err)
+	for _, hdr := range []string{"panic", "decline late", "stream"} {
+		if _, err := c.Call(ctx10(t), methodHere, []byte(hdr), [][]byte{payload}, nil); !errors.Is(err, pdc.ErrInternal) {
+			t.Fatalf("%s: got %v, want ErrInternal", hdr, err)
+		}
 	}
 	r, err := c.Call(ctx10(t), methodHere, []byte("answer"), [][]byte{payload}, nil)
-	if err != nil || string(r.Header) != "here" {
+	if err != nil || string(r.Header) != "here" || !bytes.Equal(r.Payload, payload) {
 		t.Fatalf("after the errors: %q, %v", r.Header, err)
+	}
+}
+
+// A client that stops sending part way through a payload read on the
+// reading goroutine loses its connection after the stall timeout, instead
+// of holding the handler (and what it has locked) for good.
+func TestHereBodyStall(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{StallTimeout: 200 * time.Millisecond}, withHere)
+	nc, r := rawConn(t, ts.addr)
+	f := wire.Frame{Method: methodHere, ID: 9, HeaderLen: 6, PayloadLen: 1 << 20}
+	msg := append(f.Append(nil), "answer"...)
+	msg = append(msg, make([]byte, 1000)...)
+	if _, err := nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.next(); err == nil {
+		t.Fatal("the server answered a request whose payload never came")
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the server kept the connection open: %v", err)
+	}
+	// Others are served meanwhile and after.
+	c := dial(t, ts.addr, DialOptions{})
+	if _, err := c.Call(ctx10(t), methodHere, []byte("answer"), [][]byte{[]byte("x")}, nil); err != nil {
+		t.Fatal(err)
 	}
 }
