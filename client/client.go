@@ -102,7 +102,8 @@ type Client struct {
 	stage stageConfig
 	recv  stageRecv
 
-	starts startQueue // starts sent and not yet answered
+	starts  startQueue // starts sent and not yet answered
+	placing placeQueue // placements sent and not yet collected
 
 	closeOnce sync.Once
 }
@@ -210,6 +211,23 @@ func (c *Client) conn(ctx context.Context, rank int) (*rpc.Conn, error) {
 	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
 		_, p, _ = c.server(rank)
 		conn, err = p.Get(ctx)
+	}
+	return conn, err
+}
+
+// startConn returns the connection this client's data starts to rank go
+// on: always the same one, so that the server registers (and stores) them
+// in the order they were sent, one after another, rather than on two
+// connections at once, where writes to one object would contend.
+func (c *Client) startConn(ctx context.Context, rank int) (*rpc.Conn, error) {
+	_, p, err := c.server(rank)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := p.First(ctx)
+	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
+		_, p, _ = c.server(rank)
+		conn, err = p.First(ctx)
 	}
 	return conn, err
 }

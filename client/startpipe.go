@@ -134,7 +134,7 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
 		return err
 	}
-	conn, err := c.conn(ctx, server)
+	conn, err := c.startConn(ctx, server)
 	if err == nil {
 		var p *rpc.Pending
 		if p, err = conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil); err == nil {

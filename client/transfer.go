@@ -115,6 +115,13 @@ type Transfer struct {
 	// placed is the data server StartAll had the metadata server choose
 	// for a region-dynamic or region-local write, for plan; -1 if none.
 	placed int
+	// located, if isLocated, are where the pieces of a region-dynamic or
+	// region-local read are, as its metadata server answered, for plan.
+	located   []piece
+	isLocated bool
+	// placing is the transfer's placement on the wire, until collected
+	// (see placepipe.go); guarded by mu.
+	placing *placeCall
 }
 
 // part is the piece of a transfer held by one data server.
@@ -306,6 +313,9 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 		t.mu.Unlock()
 		return TransferComplete, nil
 	}
+	if err := t.obj.c.settle(ctx); err != nil {
+		return 0, err
+	}
 	if err := collectStarts(ctx, []*Transfer{t}); err != nil {
 		return 0, err
 	}
@@ -408,11 +418,17 @@ func (t *Transfer) plan(ctx context.Context) error {
 	}
 	var pieces []piece
 	var err error
-	if t.placed >= 0 {
+	switch {
+	case t.placed >= 0:
 		pieces = []piece{{server: t.placed, box: t.remote}}
 		t.placed = -1
-	} else if pieces, err = o.pieces(ctx, t.access, t.remote); err != nil {
-		return err
+	case t.isLocated:
+		pieces = t.located
+		t.located, t.isLocated = nil, false
+	default:
+		if pieces, err = o.pieces(ctx, t.access, t.remote); err != nil {
+			return err
+		}
 	}
 	if t.access == Read && !t.packed {
 		covered := uint64(0)
@@ -581,6 +597,17 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
 		}
 	}
+	if len(ts) == 1 && deferrable(ts[0]) {
+		return c.startPlacing(ctx, ts[0])
+	}
+	if err := c.settle(ctx); err != nil {
+		return err
+	}
+	return c.startNow(ctx, ts)
+}
+
+// startNow is StartAll once the placements on the wire are collected.
+func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	if len(ts) > 1 {
 		if err := c.placeAll(ctx, ts); err != nil {
 			for _, t := range ts {
@@ -893,7 +920,11 @@ type dataPending struct {
 // dataSend sends a data call (see dataCall); its answer is received by
 // recv, which must be called once.
 func (c *Client) dataSend(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (*dataPending, error) {
-	conn, err := c.conn(ctx, server)
+	get := c.conn
+	if m == wire.MethodDataStart {
+		get = c.startConn
+	}
+	conn, err := get(ctx, server)
 	if err != nil {
 		return nil, err
 	}
@@ -955,6 +986,9 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 // WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
 // request per data server.
 func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
+	if err := c.settle(ctx); err != nil {
+		return err
+	}
 	var waiting []*Transfer
 	for _, t := range ts {
 		t.mu.Lock()

@@ -58,9 +58,13 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	var best *Conn
 	bestLoad := int64(-1)
 	empty := -1
+	// The first connection is First's when there are others: a request
+	// there may wait behind a long one the server handles as it reads.
+	skip := min(1, len(p.slots)-1)
+	n := len(p.slots) - skip
 	start := int(p.next.Add(1))
-	for k := range p.slots {
-		i := (start + k) % len(p.slots)
+	for k := range n {
+		i := skip + (start+k)%n
 		c := p.slots[i].conn.Load()
 		if c == nil || c.Broken() {
 			if empty < 0 {
@@ -117,6 +121,18 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 		_ = old.Close()
 	}
 	return c, nil
+}
+
+// First returns the pool's first connection, dialing it if it is not
+// open: for requests whose order on the server matters, such as one
+// client's data starts, which the server handles one after another on the
+// connection they came on. Get leaves it to them when the pool has room
+// for more than one.
+func (p *Pool) First(ctx context.Context) (*Conn, error) {
+	if c := p.slots[0].conn.Load(); c != nil && !c.Broken() {
+		return c, nil
+	}
+	return p.dial(ctx, 0)
 }
 
 // Call makes one call on a pooled connection (see Conn.Call).

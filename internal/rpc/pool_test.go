@@ -25,7 +25,7 @@ func TestPoolDialsLazilyAndGrowsUnderLoad(t *testing.T) {
 		t.Fatalf("sequential calls opened %d connections, want 1", got)
 	}
 	// Many calls blocked on the server: the pool opens more connections,
-	// up to its size.
+	// up to its size, leaving the first to First.
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 3 * growAt {
@@ -34,8 +34,23 @@ func TestPoolDialsLazilyAndGrowsUnderLoad(t *testing.T) {
 	for range 3 * growAt {
 		<-ts.blocked
 	}
+	if got := ts.Stats().Clients; got != 2 {
+		t.Errorf("under load the pool has %d connections, want 2 (its size, but for the first)", got)
+	}
+	first, err := p.First(ctx10(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := ts.Stats().Clients; got != 3 {
-		t.Errorf("under load the pool has %d connections, want its size 3", got)
+		t.Errorf("after First the pool has %d connections, want 3", got)
+	}
+	for range 10 {
+		if c, err := p.Get(ctx10(t)); err != nil || c == first {
+			t.Fatalf("Get returned the first connection (%v)", err)
+		}
+	}
+	if again, err := p.First(ctx10(t)); err != nil || again != first {
+		t.Fatalf("First returned another connection (%v)", err)
 	}
 	cancel()
 	wg.Wait()

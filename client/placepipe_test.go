@@ -1,0 +1,108 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/region"
+)
+
+// Region-dynamic and region-local transfers started one at a time, whose
+// placements stay on the wire after Start returns: every write started
+// before a read is seen by it, whatever the overlaps; status and close
+// work on a transfer whose placement is still on the wire; and a
+// placement that fails ends its transfer with an error that names the
+// object, at its wait.
+func TestPlacementsPipelined(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 2)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "placements", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 16
+	for _, part := range []client.Partition{client.RegionDynamic, client.RegionLocal} {
+		o, err := ct.CreateObject(ctx, fmt.Sprint("obj-", part), client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8, Partition: part})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(part), 1))
+		want := make([]byte, n)
+		var ts []*client.Transfer
+		for i := range 60 {
+			off := r.Uint64N(n - 1)
+			size := 1 + r.Uint64N(min(n-off, 8<<10))
+			box := region.Box{Off: []uint64{off}, Size: []uint64{size}}
+			if i%10 == 9 {
+				// A read among the writes sees every write before it.
+				got := make([]byte, size)
+				tr, err := o.StartRead(ctx, box, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tr.Wait(ctx); err != nil {
+					t.Fatalf("%v read %d: %v", part, i, err)
+				}
+				if !bytes.Equal(got, want[off:off+size]) {
+					t.Fatalf("%v: read %d of %v does not see the writes started before it", part, i, box)
+				}
+				continue
+			}
+			data := make([]byte, size)
+			for k := range data {
+				data[k] = byte(r.Uint32())
+			}
+			tr, err := o.StartWrite(ctx, box, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(want[off:], data)
+			ts = append(ts, tr)
+			if i == 20 {
+				// Asked at once, while its placement may be on the wire.
+				if st, err := tr.Status(ctx); err != nil || (st != client.TransferPending && st != client.TransferComplete) {
+					t.Fatalf("%v: status of a transfer just started: %v, %v", part, st, err)
+				}
+			}
+		}
+		last := ts[len(ts)-1]
+		if err := last.Close(ctx); err != nil {
+			t.Fatalf("%v: close of the last write: %v", part, err)
+		}
+		if err := c.WaitAll(ctx, ts[:len(ts)-1]); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, n)
+		if err := o.Read(ctx, region.Box{Off: []uint64{0}, Size: []uint64{n}}, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%v: the object reads back differently", part)
+		}
+
+		// Deleted by another client: the placement of the next write
+		// fails, and its wait says so.
+		c2 := srv.connect(t)
+		o2, err := c2.OpenObject(ctx, fmt.Sprint("obj-", part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o2.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := o.StartWrite(ctx, region.Box{Off: []uint64{0}, Size: []uint64{1}}, []byte{1})
+		if err != nil {
+			t.Fatalf("%v: start after the delete: %v", part, err)
+		}
+		wantErr(t, fmt.Sprint(part, ": wait for a write to a deleted object"), tr.Wait(ctx), pdc.ErrNotFound, fmt.Sprint("obj-", part))
+	}
+}
