@@ -2,8 +2,10 @@ package netio_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -78,4 +80,30 @@ func TestLowWater(t *testing.T) {
 	u, _ := unixPair(t)
 	ul := netio.NewLowWater(u)
 	ul.Expect(1 << 20) // does nothing, and must not panic
+}
+
+// A Unix socket gets a send buffer of 2 MiB, as far as the system allows:
+// at the default, a writer could have 208 KiB in flight.
+func TestTuneDeepensUnixSendBuffer(t *testing.T) {
+	u, _ := unixPair(t)
+	netio.Tune(u, time.Minute)
+	rc, err := u.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF) }); err != nil || gerr != nil {
+		t.Fatal(err, gerr)
+	}
+	want := 2 * (2 << 20) // the kernel doubles what is asked
+	if b, err := os.ReadFile("/proc/sys/net/core/wmem_max"); err == nil {
+		var max int
+		if _, err := fmt.Sscan(string(b), &max); err == nil {
+			want = min(want, 2*max)
+		}
+	}
+	if got < want {
+		t.Fatalf("send buffer %d after Tune, want %d", got, want)
+	}
 }

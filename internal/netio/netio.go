@@ -254,8 +254,13 @@ func writeMapped(nc net.Conn, f *os.File, off, n int64) (sent int64, err error, 
 // Tune sets what a pdc connection wants of a TCP socket: no Nagle delay,
 // keepalives that find a vanished peer, and a bound (stall) on how long
 // sent data may stay unacknowledged, including a peer's zero window, after
-// which the kernel fails the connection. Unix sockets need none of it.
+// which the kernel fails the connection. A Unix socket gets a deeper send
+// buffer instead (see unixBuffer).
 func Tune(nc net.Conn, stall time.Duration) {
+	if uc, ok := nc.(*net.UnixConn); ok {
+		_ = uc.SetWriteBuffer(unixBuffer)
+		return
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return
@@ -268,6 +273,14 @@ func Tune(nc net.Conn, stall time.Duration) {
 		})
 	}
 }
+
+// unixBuffer is the send buffer asked for on a Unix socket (the kernel
+// doubles it, and caps it at net.core.wmem_max). A Unix stream socket
+// holds no more than its sender's buffer in flight, 208 KiB by default:
+// a data server storing one bufferful of a request's bytes left the
+// client waiting on a full socket, where TCP's buffers of several MiB
+// keep it sending.
+const unixBuffer = 2 << 20
 
 // AppendAdjacent appends b to bufs, as an extension of the last buffer
 // when b continues it in memory (the regions of one buffer, in order), so
