@@ -203,16 +203,7 @@ func (c *Client) label(rank int) string {
 // be reached, the server list is read again: a server that died and was
 // restarted has a new address there.
 func (c *Client) conn(ctx context.Context, rank int) (*rpc.Conn, error) {
-	_, p, err := c.server(rank)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := p.Get(ctx)
-	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
-		_, p, _ = c.server(rank)
-		conn, err = p.Get(ctx)
-	}
-	return conn, err
+	return c.pooled(ctx, rank, (*rpc.Pool).Get)
 }
 
 // startConn returns the connection this client's data starts to rank go
@@ -220,14 +211,20 @@ func (c *Client) conn(ctx context.Context, rank int) (*rpc.Conn, error) {
 // in the order they were sent, one after another, rather than on two
 // connections at once, where writes to one object would contend.
 func (c *Client) startConn(ctx context.Context, rank int) (*rpc.Conn, error) {
+	return c.pooled(ctx, rank, (*rpc.Pool).First)
+}
+
+// pooled takes a connection from rank's pool with get, reading the server
+// list again if the server cannot be reached (see conn).
+func (c *Client) pooled(ctx context.Context, rank int, get func(*rpc.Pool, context.Context) (*rpc.Conn, error)) (*rpc.Conn, error) {
 	_, p, err := c.server(rank)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := p.First(ctx)
+	conn, err := get(p, ctx)
 	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
 		_, p, _ = c.server(rank)
-		conn, err = p.First(ctx)
+		conn, err = get(p, ctx)
 	}
 	return conn, err
 }
