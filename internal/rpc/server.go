@@ -28,8 +28,8 @@ type Request struct {
 	Payload []byte
 	// Body, set instead of Payload for a handler tried on the reading
 	// goroutine (HandleOwnedHere), reads the payload's BodyLen bytes (of
-	// which there may be none) from the connection as they arrive. What the handler leaves unread is
-	// skipped after it returns.
+	// which there may be none) from the connection as they arrive. What
+	// the handler leaves unread is skipped after it returns.
 	Body    io.Reader
 	BodyLen int64
 	// Client is the name the client gave in its handshake.
