@@ -64,22 +64,10 @@ func (r *frameReader) read(dst []byte) error {
 // readPayload fills dst with a frame's payload, whose bytes are certain to
 // come, so the reader may sleep until a good part of them has arrived.
 func (r *frameReader) readPayload(dst []byte) error {
-	defer r.lw.Expect(0)
-	for len(dst) > 0 {
-		r.lw.Expect(int64(len(dst) - r.br.Buffered()))
-		n, err := r.br.Read(dst)
-		dst = dst[n:]
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(dst) > 0 {
-				err = io.ErrUnexpectedEOF
-			}
-			if len(dst) == 0 {
-				return nil
-			}
-			return err
-		}
-	}
-	return nil
+	b := &bodyReader{r: r, left: uint64(len(dst))}
+	_, err := io.ReadFull(b, dst)
+	b.done()
+	return err
 }
 
 // discard skips n bytes of the stream.
@@ -147,8 +135,9 @@ func (r *frameReader) payload(f wire.Frame, pooled bool) ([]byte, error) {
 	return payload, nil
 }
 
-// bodyReader reads a request's payload from the connection as it arrives,
-// for a handler that runs on the reading goroutine (Request.Body).
+// bodyReader reads a frame's payload from the connection as it arrives:
+// for a handler that runs on the reading goroutine (Request.Body), and
+// into a buffer (readPayload).
 type bodyReader struct {
 	r     *frameReader
 	nc    net.Conn
