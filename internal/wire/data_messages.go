@@ -12,6 +12,9 @@ type DataItem struct {
 	DimsVersion uint64   // 6
 	Elem        uint32   // 7: bytes per element
 	Storage     uint32   // 8: regionstore.Mode
+	// A write whose bytes are in the request's lane (DataStart.Lane), not
+	// its payload: their offset there plus one; 0 for the payload.
+	Lane uint64 // 9
 }
 
 func (m *DataItem) Marshal(b []byte) []byte {
@@ -22,7 +25,8 @@ func (m *DataItem) Marshal(b []byte) []byte {
 	b = putPackedUints(b, 5, m.Dims)
 	b = putUint(b, 6, m.DimsVersion)
 	b = putUint(b, 7, uint64(m.Elem))
-	return putUint(b, 8, uint64(m.Storage))
+	b = putUint(b, 8, uint64(m.Storage))
+	return putUint(b, 9, m.Lane)
 }
 
 func (m *DataItem) Unmarshal(b []byte) error {
@@ -46,6 +50,8 @@ func (m *DataItem) Unmarshal(b []byte) error {
 			m.Elem = f.uint32()
 		case 8:
 			m.Storage = f.uint32()
+		case 9:
+			m.Lane = f.uint64()
 		}
 	}
 	return f.err
@@ -58,6 +64,10 @@ type DataStart struct {
 	// Wait asks for the answer once every item is done (POSIX
 	// consistency), with the read items' bytes in its payload.
 	Wait bool // 2
+	// Lane names the client's lane (MethodDataLane) that holds the bytes
+	// of the items whose Lane is set; 0 for none. The server stores those
+	// before it answers, so the client may reuse their space then.
+	Lane uint64 // 3
 }
 
 func (m *DataStart) Marshal(b []byte) []byte {
@@ -68,7 +78,8 @@ func (m *DataStart) Marshal(b []byte) []byte {
 	for i := range m.Items {
 		b = putMsg(b, 1, &m.Items[i])
 	}
-	return putBool(b, 2, m.Wait)
+	b = putBool(b, 2, m.Wait)
+	return putUint(b, 3, m.Lane)
 }
 
 func (m *DataStart) Unmarshal(b []byte) error {
@@ -85,6 +96,8 @@ func (m *DataStart) Unmarshal(b []byte) error {
 			m.Items = append(m.Items, x)
 		case 2:
 			m.Wait = f.bool()
+		case 3:
+			m.Lane = f.uint64()
 		}
 	}
 	return f.err
@@ -94,13 +107,19 @@ func (m *DataStart) Unmarshal(b []byte) error {
 // and the request of DataWait and DataStatus.
 type DataIDs struct {
 	IDs []uint64 // 1
+	// A DataWait may name a lane (Lane) and, per id, where in it a read's
+	// bytes go (LaneOffs: offset plus one; 0 for the answer's payload).
+	Lane     uint64   // 2
+	LaneOffs []uint64 // 3
 }
 
 func (m *DataIDs) Marshal(b []byte) []byte {
 	if b == nil {
 		b = make([]byte, 0, 8+len(m.IDs)*4)
 	}
-	return putPackedUints(b, 1, m.IDs)
+	b = putPackedUints(b, 1, m.IDs)
+	b = putUint(b, 2, m.Lane)
+	return putPackedUints(b, 3, m.LaneOffs)
 }
 
 // firstDims is the dims of the first item, for sizing.
@@ -115,8 +134,13 @@ func (m *DataIDs) Unmarshal(b []byte) error {
 	*m = DataIDs{}
 	f := fields{b: b, msg: "DataIDs"}
 	for f.next() {
-		if f.num == 1 {
+		switch f.num {
+		case 1:
 			m.IDs = f.packedUints(m.IDs)
+		case 2:
+			m.Lane = f.uint64()
+		case 3:
+			m.LaneOffs = f.packedUints(m.LaneOffs)
 		}
 	}
 	return f.err
@@ -135,13 +159,15 @@ type DataResult struct {
 	Message string // 2
 	Size    uint64 // 3: bytes of this transfer in the answer's payload
 	State   uint32 // 4: DataStatus only
+	InLane  bool   // 5: the Size bytes are in the wait's lane, not the payload
 }
 
 func (m *DataResult) Marshal(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Code))
 	b = putString(b, 2, m.Message)
 	b = putUint(b, 3, m.Size)
-	return putUint(b, 4, uint64(m.State))
+	b = putUint(b, 4, uint64(m.State))
+	return putBool(b, 5, m.InLane)
 }
 
 func (m *DataResult) Unmarshal(b []byte) error {
@@ -157,6 +183,8 @@ func (m *DataResult) Unmarshal(b []byte) error {
 			m.Size = f.uint64()
 		case 4:
 			m.State = f.uint32()
+		case 5:
+			m.InLane = f.bool()
 		}
 	}
 	return f.err
@@ -315,6 +343,60 @@ func (m *RegionPieces) Unmarshal(b []byte) error {
 			var x RegionPiece
 			f.sub(&x)
 			m.Items = append(m.Items, x)
+		}
+	}
+	return f.err
+}
+
+// DataLaneReq asks a data server for a lane of Size bytes
+// (MethodDataLane).
+type DataLaneReq struct {
+	Size uint64 // 1
+}
+
+func (m *DataLaneReq) Marshal(b []byte) []byte { return putUint(b, 1, m.Size) }
+
+func (m *DataLaneReq) Unmarshal(b []byte) error {
+	*m = DataLaneReq{}
+	f := fields{b: b, msg: "DataLaneReq"}
+	for f.next() {
+		if f.num == 1 {
+			m.Size = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// DataLane answers DataLaneReq: the lane's id, and where to fetch its
+// memory file (a Unix socket, which hands it over to whoever shows the
+// token, once).
+type DataLane struct {
+	ID    uint64 // 1
+	Path  string // 2
+	Token []byte // 3
+	Size  uint64 // 4
+}
+
+func (m *DataLane) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Path)
+	b = putBytes(b, 3, m.Token)
+	return putUint(b, 4, m.Size)
+}
+
+func (m *DataLane) Unmarshal(b []byte) error {
+	*m = DataLane{}
+	f := fields{b: b, msg: "DataLane"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Path = f.string()
+		case 3:
+			m.Token = f.bytes()
+		case 4:
+			m.Size = f.uint64()
 		}
 	}
 	return f.err

@@ -403,43 +403,62 @@ var metaTypes = []msgType{
 		name: "DataItem",
 		new:  func() wire.Message { return new(wire.DataItem) },
 		fields: []field{{1, kUint64}, {2, kBool}, {3, kPacked}, {4, kPacked}, {5, kPacked}, {6, kUint64}, {7, kUint32},
-			{8, kUint32}},
+			{8, kUint32}, {9, kUint64}},
 		vals: []wire.Message{
 			&wire.DataItem{},
+			&wire.DataItem{Obj: 3, Write: true, Off: []uint64{0}, Size: []uint64{4096}, Dims: []uint64{1 << 20}, Elem: 1, Lane: 1 << 20},
 			&wire.DataItem{Obj: 1 << 40, Write: true, Off: []uint64{0, 64}, Size: []uint64{1024, 64}, Dims: []uint64{1 << 20, 128},
 				DimsVersion: 2, Elem: 4, Storage: 1},
 			&wire.DataItem{Obj: math.MaxUint64, Write: true, Off: dims32, Size: dims32, Dims: dims32, DimsVersion: math.MaxUint64,
-				Elem: math.MaxUint32, Storage: math.MaxUint32},
+				Elem: math.MaxUint32, Storage: math.MaxUint32, Lane: math.MaxUint64},
 		},
 	},
 	{
 		name:   "DataStart",
 		new:    func() wire.Message { return new(wire.DataStart) },
-		fields: []field{{1, kMsg}, {2, kBool}},
+		fields: []field{{1, kMsg}, {2, kBool}, {3, kUint64}},
 		vals: []wire.Message{
 			&wire.DataStart{},
+			&wire.DataStart{Items: []wire.DataItem{{Obj: 1, Write: true, Lane: 4097}}, Lane: math.MaxUint64},
 			&wire.DataStart{Items: []wire.DataItem{{Obj: 1, Write: true, Off: []uint64{0}, Size: []uint64{8}, Dims: []uint64{8}, Elem: 8}}, Wait: true},
-			&wire.DataStart{Items: []wire.DataItem{{}, {Obj: 2}, {Obj: math.MaxUint64, Dims: dims32}}, Wait: true},
+			&wire.DataStart{Items: []wire.DataItem{{}, {Obj: 2}, {Obj: math.MaxUint64, Dims: dims32}}, Wait: true, Lane: 1},
 		},
 	},
 	{
 		name:   "DataIDs",
 		new:    func() wire.Message { return new(wire.DataIDs) },
-		fields: []field{{1, kPacked}},
+		fields: []field{{1, kPacked}, {2, kUint64}, {3, kPacked}},
 		vals: []wire.Message{
 			&wire.DataIDs{},
 			&wire.DataIDs{IDs: []uint64{1}},
-			&wire.DataIDs{IDs: dims32},
+			&wire.DataIDs{IDs: []uint64{1, 2}, Lane: 9, LaneOffs: []uint64{0, 8193}},
+			&wire.DataIDs{IDs: dims32, Lane: math.MaxUint64, LaneOffs: dims32},
 		},
 	},
 	{
 		name:   "DataResult",
 		new:    func() wire.Message { return new(wire.DataResult) },
-		fields: []field{{1, kUint32}, {2, kString}, {3, kUint64}, {4, kUint32}},
+		fields: []field{{1, kUint32}, {2, kString}, {3, kUint64}, {4, kUint32}, {5, kBool}},
 		vals: []wire.Message{
 			&wire.DataResult{},
+			&wire.DataResult{Size: 4096, InLane: true},
 			&wire.DataResult{Size: 1 << 20, State: wire.StatePending},
-			&wire.DataResult{Code: math.MaxUint32, Message: strings.Repeat("m", 300), Size: math.MaxUint64, State: math.MaxUint32},
+			&wire.DataResult{Code: math.MaxUint32, Message: strings.Repeat("m", 300), Size: math.MaxUint64, State: math.MaxUint32, InLane: true},
+		},
+	},
+	{
+		name:   "DataLaneReq",
+		new:    func() wire.Message { return new(wire.DataLaneReq) },
+		fields: []field{{1, kUint64}},
+		vals:   []wire.Message{&wire.DataLaneReq{}, &wire.DataLaneReq{Size: 64 << 20}},
+	},
+	{
+		name:   "DataLane",
+		new:    func() wire.Message { return new(wire.DataLane) },
+		fields: []field{{1, kUint64}, {2, kString}, {3, kBytes}, {4, kUint64}},
+		vals: []wire.Message{
+			&wire.DataLane{},
+			&wire.DataLane{ID: math.MaxUint64, Path: "/tmp/pdc-lane-1.sock", Token: []byte("0123456789abcdef"), Size: 64 << 20},
 		},
 	},
 	{
@@ -654,6 +673,8 @@ var metaGolden = []struct {
 	enc  string
 }{
 	{"FetchRequest", &wire.FetchRequest{Key: []byte("k"), Mode: 2}, "0a 01 6b 10 02"},
+	{"DataLaneReq", &wire.DataLaneReq{Size: 300}, "08 ac 02"},
+	{"DataLane", &wire.DataLane{ID: 1, Path: "p", Token: []byte{9}, Size: 2}, "08 01 12 01 70 1a 01 09 20 02"},
 	{"StageRecord", &wire.StageRecord{Path: "a", Version: 1, Owner: 2, Host: "h", Size: 3, MtimeNS: -1, Ino: 4, CRC: 5, Produced: 1},
 		"0a 01 61 10 01 18 02 22 01 68 28 03 30 01 38 04 40 05 48 02"},
 	{"StageBatch", &wire.StageBatch{Records: []wire.StageRecord{{Path: "a"}}}, "0a 03 0a 01 61"},
@@ -774,8 +795,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 47 {
-		t.Fatalf("%d metadata message types, want 47", len(metaTypes))
+	if len(metaTypes) != 49 {
+		t.Fatalf("%d metadata message types, want 49", len(metaTypes))
 	}
 }
 

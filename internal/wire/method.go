@@ -66,6 +66,7 @@ const (
 	MethodDataFlush  Method = 83 // IDArg (object) -> (empty) once its data is fsynced
 	MethodDataDelete Method = 84 // IDArg (object) -> (empty) once its data is removed
 	MethodDataQuery  Method = 85 // DataQuery -> DataQueryResult (+ indices, values): a value query over this server's parts
+	MethodDataLane   Method = 86 // DataLaneReq -> DataLane: a shared-memory lane for this client's payloads
 )
 
 var methodNames = map[Method]string{
@@ -112,6 +113,7 @@ var methodNames = map[Method]string{
 	MethodDataFlush:     "data_flush",
 	MethodDataDelete:    "data_delete",
 	MethodDataQuery:     "data_query",
+	MethodDataLane:      "data_lane",
 }
 
 func (m Method) String() string {
