@@ -295,6 +295,17 @@ func (c *Conn) Broken() bool {
 	return false
 }
 
+// failed reports whether c is known to have ended, without looking at
+// its socket.
+func (c *Conn) failed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // errDataWaiting is peek's report that bytes are waiting to be read.
 var errDataWaiting = errors.New("data waiting")
 

@@ -66,7 +66,7 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	for k := range n {
 		i := skip + (start+k)%n
 		c := p.slots[i].conn.Load()
-		if c == nil || c.Broken() {
+		if c == nil || !p.healthy(c) {
 			if empty < 0 {
 				empty = i
 			}
@@ -129,10 +129,25 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 // connection they came on. Get leaves it to them when the pool has room
 // for more than one.
 func (p *Pool) First(ctx context.Context) (*Conn, error) {
-	if c := p.slots[0].conn.Load(); c != nil && !c.Broken() {
+	if c := p.slots[0].conn.Load(); c != nil && p.healthy(c) {
 		return c, nil
 	}
 	return p.dial(ctx, 0)
+}
+
+// healthy reports whether c still works. Once another connection of the
+// pool has failed, the server may be gone: c's socket is checked even if
+// it was read from a moment ago (Broken skips that check on a busy
+// connection), so that a call to a dead server fails at once rather than
+// being written into a socket nobody will answer.
+func (p *Pool) healthy(c *Conn) bool {
+	for i := range p.slots {
+		if o := p.slots[i].conn.Load(); o != nil && o != c && o.failed() {
+			c.lastRead.Store(0)
+			break
+		}
+	}
+	return !c.Broken()
 }
 
 // Call makes one call on a pooled connection (see Conn.Call).
