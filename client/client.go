@@ -32,6 +32,10 @@ type options struct {
 	stageDirsSet             bool
 	shared, sharedSet        bool
 	host                     string
+
+	regionMode    string
+	regionModeSet bool
+	laneSize      int
 }
 
 // WithTmpDir reads the server list and secret from dir instead of
@@ -104,6 +108,7 @@ type Client struct {
 
 	starts  startQueue // starts sent and not yet answered
 	placing placeQueue // placements sent and not yet collected
+	lanes   lanes      // shared memory to data servers on this host
 
 	closeOnce sync.Once
 }
@@ -153,8 +158,15 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 		_, _ = rand.Read(r[:])
 		o.name = fmt.Sprintf("%d@%s/%x", os.Getpid(), host, r)
 	}
+	mode, err := regionMode(&o)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if o.laneSize <= 0 {
+		o.laneSize = defaultLaneSize
+	}
 	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize,
-		stage: o.stage()}
+		stage: o.stage(), lanes: lanes{mode: mode, size: o.laneSize}}
 	if c.stage.host == "" {
 		c.stage.host = cluster.HostName()
 	}
@@ -366,6 +378,7 @@ func (c *Client) Close() error {
 			p.Close()
 		}
 		c.recv.close()
+		c.lanes.close()
 	})
 	return nil
 }

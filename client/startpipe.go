@@ -47,6 +47,7 @@ type startCall struct {
 	bytes  int  // written bytes it carries
 	writes bool // it carries writes
 	pend   *rpc.Pending
+	lane   *laneUse // the lane spans its writes are in, until answered
 
 	tok  chan struct{} // held by the goroutine collecting it
 	done chan struct{} // closed once collected
@@ -126,19 +127,29 @@ func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
 // sendStart sends refs' DataStart to server without waiting for its
 // answer; each part remembers the request that started it.
 func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) error {
-	m, payload := buildStart(refs, false)
-	bytes := 0
-	for _, b := range payload {
-		bytes += len(b)
+	bytes, writes := 0, false
+	for _, r := range refs {
+		if r.t.access == Write {
+			bytes += len(r.part().data)
+			writes = true
+		}
 	}
 	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
 		return err
+	}
+	ln, err := c.lane(ctx, server)
+	if err != nil {
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+	}
+	m, payload, use := buildStart(refs, false, ln)
+	if ln != nil {
+		ln.unref() // use holds its own
 	}
 	conn, err := c.startConn(ctx, server)
 	if err == nil {
 		var p *rpc.Pending
 		if p, err = conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil); err == nil {
-			sc := &startCall{c: c, server: server, refs: refs, bytes: bytes, writes: len(payload) > 0, pend: p,
+			sc := &startCall{c: c, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
 				tok: make(chan struct{}, 1), done: make(chan struct{})}
 			for _, r := range refs {
 				r.part().start = sc
@@ -147,6 +158,7 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 			return nil
 		}
 	}
+	use.settled(err) // not sent: the spans are free again, or the lane is gone
 	return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
 }
 
@@ -189,6 +201,8 @@ func (sc *startCall) collect(ctx context.Context) error {
 	if err != nil && sc.pend != nil {
 		return err // not answered yet; see answer
 	}
+	sc.lane.settled(err)
+	sc.lane = nil
 	if err != nil {
 		for _, r := range sc.refs {
 			r.part().done = true
@@ -219,11 +233,22 @@ func (sc *startCall) answer(ctx context.Context) error {
 		err = ids.Unmarshal(rep.Header)
 	}
 	if errors.Is(err, pdc.ErrStale) {
+		// The server stored nothing: the lane's spans are free again.
+		sc.lane.settled(err)
+		sc.lane = nil
 		if err = refreshDims(ctx, refs); err != nil {
 			return err
 		}
-		m, payload := buildStart(refs, false)
+		ln, err := c.lane(ctx, server)
+		if err != nil {
+			return err
+		}
+		m, payload, use := buildStart(refs, false, ln)
+		if ln != nil {
+			ln.unref()
+		}
 		_, ids, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
+		use.settled(err)
 	}
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)

@@ -641,16 +641,26 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 		if err := c.makeRoom(ctx, server, refs, 0); err != nil {
 			return err
 		}
-		build := func() (wire.DataStart, [][]byte) { return buildStart(refs, posix) }
-		m, payload := build()
-		res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
+		call := func() (wire.DataResults, wire.DataIDs, error) {
+			ln, err := c.lane(ctx, server)
+			if err != nil {
+				return wire.DataResults{}, wire.DataIDs{}, err
+			}
+			m, payload, use := buildStart(refs, posix, ln)
+			if ln != nil {
+				ln.unref() // use holds its own
+			}
+			res, rep, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
+			use.settled(err)
+			return res, rep, err
+		}
+		res, rep, err := call()
 		if errors.Is(err, pdc.ErrStale) {
 			// Another client changed the dims: look again, once.
 			if rerr := refreshDims(ctx, refs); rerr != nil {
 				return rerr
 			}
-			m, payload = build()
-			res, rep, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
+			res, rep, err = call()
 		}
 		if err != nil {
 			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
@@ -801,18 +811,39 @@ func groupParts(ts []*Transfer, undone bool) map[int][]partRef {
 
 // buildStart is the DataStart request of refs, and its payload: the
 // writes' bytes, in order.
-func buildStart(refs []partRef, wait bool) (wire.DataStart, [][]byte) {
+func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]byte, *laneUse) {
 	m := wire.DataStart{Items: make([]wire.DataItem, len(refs)), Wait: wait}
 	payload := make([][]byte, 0, len(refs))
+	var use *laneUse
+	if ln != nil {
+		ln.refs.Add(1) // the use's own
+		use = &laneUse{l: ln}
+	}
 	for i, r := range refs {
 		o, p := r.t.obj, r.part()
 		m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
 			Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
-		if r.t.access == Write {
-			payload = append(payload, p.data)
+		if r.t.access != Write {
+			continue
 		}
+		if use != nil && len(p.data) >= laneMin {
+			if sp, ok := use.alloc(len(p.data)); ok {
+				copy(ln.mem[sp.Off:sp.Off+len(p.data)], p.data)
+				m.Items[i].Lane = uint64(sp.Off) + 1
+				r.t.obj.c.lanes.written.Add(int64(len(p.data)))
+				continue
+			}
+		}
+		payload = append(payload, p.data)
 	}
-	return m, payload
+	if use != nil && len(use.spans) == 0 {
+		use.done()
+		use = nil
+	}
+	if use != nil {
+		m.Lane = ln.id
+	}
+	return m, payload, use
 }
 
 // refreshDims looks up the objects of refs again after a data server found
@@ -915,6 +946,7 @@ type dataPending struct {
 	results bool
 	items   []*part
 	p       *rpc.Pending
+	lane    *laneUse // where the reads with a lane offset go
 }
 
 // dataSend sends a data call (see dataCall); its answer is received by
@@ -928,17 +960,17 @@ func (c *Client) dataSend(ctx context.Context, server int, m wire.Method, req wi
 	if err != nil {
 		return nil, err
 	}
-	return c.dataSendOn(ctx, conn, server, m, req, payload, results, items)
+	return c.dataSendOn(ctx, conn, server, m, req, payload, results, items, nil)
 }
 
 // dataSendOn is dataSend on a given connection to server.
-func (c *Client) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (*dataPending, error) {
+func (c *Client) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part, use *laneUse) (*dataPending, error) {
 	// The reads' bytes go straight into their places when all of them
 	// came; otherwise they come in one buffer and are copied apart.
 	var into [][]byte
 	if results {
-		for _, p := range items {
-			if p != nil {
+		for i, p := range items {
+			if p != nil && !use.has(i) {
 				into = append(into, p.data)
 			}
 		}
@@ -947,13 +979,14 @@ func (c *Client) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m w
 	if err != nil {
 		return nil, err
 	}
-	return &dataPending{c: c, server: server, results: results, items: items, p: p}, nil
+	return &dataPending{c: c, server: server, results: results, items: items, p: p, lane: use}, nil
 }
 
 func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs, error) {
 	var res wire.DataResults
 	var ids wire.DataIDs
 	rep, err := d.p.Wait(ctx)
+	defer func() { d.lane.settled(err) }()
 	if err != nil {
 		return res, ids, err
 	}
@@ -968,6 +1001,17 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 	}
 	pos := uint64(0)
 	for i, r := range res.Items {
+		if r.InLane {
+			// The bytes are in the lane, where this wait said.
+			p := d.items[i]
+			if p == nil || !d.lane.has(i) || uint64(len(p.data)) != r.Size {
+				return res, ids, fmt.Errorf("%s: a read's bytes are in the lane where none were asked: %w", d.c.label(d.server), pdc.ErrProtocol)
+			}
+			off := int(d.lane.offs[i] - 1)
+			copy(p.data, d.lane.l.mem[off:off+len(p.data)])
+			d.c.lanes.read.Add(int64(len(p.data)))
+			continue
+		}
 		if r.Size == 0 {
 			continue
 		}
@@ -1010,12 +1054,19 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	sendWait := func(conn *rpc.Conn, server int, refs []partRef) (*dataPending, error) {
+	sendWait := func(conn *rpc.Conn, server int, refs []partRef, use *laneUse) (*dataPending, error) {
 		req := wire.DataIDs{IDs: make([]uint64, len(refs))}
 		for i, r := range refs {
 			req.IDs[i] = r.part().id
 		}
-		return c.dataSendOn(ctx, conn, server, wire.MethodDataWait, &req, nil, true, readParts(refs))
+		if use != nil {
+			req.Lane, req.LaneOffs = use.l.id, use.offs
+		}
+		d, err := c.dataSendOn(ctx, conn, server, wire.MethodDataWait, &req, nil, true, readParts(refs), use)
+		if err != nil {
+			use.settled(err)
+		}
+		return d, err
 	}
 	endWait := func(server int, refs []partRef, d *dataPending, err error) error {
 		var res wire.DataResults
@@ -1059,23 +1110,46 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		// whichever the server finishes first; spread over the pool, an
 		// answer could wait unread behind another connection's.
 		conn, err := c.conn(ctx, server)
-		for i, ch := range chunks {
-			if err != nil {
-				errs[i] = err
-				break
-			}
-			if sent[i], errs[i] = sendWait(conn, server, all[ch[0]:ch[1]]); errs[i] != nil {
-				break
-			}
+		var ln *clientLane
+		if err == nil {
+			ln, err = c.lane(ctx, server)
+		}
+		if ln != nil {
+			defer ln.unref()
 		}
 		var first error
-		for i, ch := range chunks {
+		ended := 0 // chunks whose answers are in, in order
+		end := func() {
+			i, ch := ended, chunks[ended]
+			ended++
 			if sent[i] == nil && errs[i] == nil {
 				errs[i] = first // not sent: ends as the first failure did
 			}
 			if err := endWait(server, all[ch[0]:ch[1]], sent[i], errs[i]); err != nil && first == nil {
 				first = err
 			}
+		}
+		for i, ch := range chunks {
+			if err != nil {
+				errs[i] = err
+				break
+			}
+			refs := all[ch[0]:ch[1]]
+			var use *laneUse
+			if ln != nil {
+				// Through the lane while it has room; when it has none,
+				// the oldest answer frees some.
+				full := false
+				for use, full = waitInLane(ln, refs); full && ended < i; use, full = waitInLane(ln, refs) {
+					end()
+				}
+			}
+			if sent[i], errs[i] = sendWait(conn, server, refs, use); errs[i] != nil {
+				break
+			}
+		}
+		for ended < len(chunks) {
+			end()
 		}
 		return first
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/bits"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type Config struct {
 	MaxTransfer int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// LaneDir is where the lane socket listens (see lane.go). Default
+	// os.TempDir().
+	LaneDir string
 
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.
@@ -96,6 +100,17 @@ type Service struct {
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
 		closed    bool
 	}
+
+	lanes struct {
+		mu       sync.Mutex
+		next     uint64
+		byID     map[uint64]*serverLane
+		byClient map[string]*serverLane
+		ln       net.Listener
+		path     string
+		closed   bool
+		wg       sync.WaitGroup // the lane socket's goroutines
+	}
 }
 
 // lookup returns client's transfer id, nil if there is none. Ids are
@@ -137,7 +152,8 @@ type transfer struct {
 	ioBox     region.Box
 	ioData    []byte
 	ioBytes   int64
-	payOff    uint64 // write: where data starts in the request's payload
+	payOff    uint64 // write: where data starts in the request's payload, or its lane
+	inLane    bool   // write: data is in the client's lane
 
 	// src, for a write stored as its bytes arrive (startHere), reads
 	// them, through scratch.
@@ -173,11 +189,16 @@ const (
 // the pool once the last of them is stored or dropped.
 type payload struct {
 	buf  []byte
+	lane *serverLane // the bytes are in this lane, not buf
 	refs atomic.Int32
 }
 
 func (p *payload) unref() {
 	if p.refs.Add(-1) == 0 {
+		if p.lane != nil {
+			p.lane.unref()
+			return
+		}
 		bufpool.Put(p.buf)
 	}
 }
@@ -193,6 +214,8 @@ func New(cfg Config) *Service {
 	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.queued = map[uint64]int{}
 	s.mu.layouts = map[uint64]layoutSeen{}
+	s.lanes.byID = map[uint64]*serverLane{}
+	s.lanes.byClient = map[string]*serverLane{}
 	for range cfg.Workers {
 		s.wg.Add(1)
 		go s.worker()
@@ -208,6 +231,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodDataFlush, s.flush)
 	srv.Handle(wire.MethodDataDelete, s.delete)
 	srv.Handle(wire.MethodDataQuery, s.query)
+	srv.Handle(wire.MethodDataLane, s.makeLane)
 }
 
 // Close stops the workers once the queued transfers are done, and fails
@@ -231,6 +255,7 @@ func (s *Service) Close() error {
 	s.sendMu.Unlock()
 	s.wg.Wait()
 	s.cancel()
+	s.closeLanes()
 	return nil
 }
 
@@ -247,6 +272,7 @@ func (s *Service) SessionEnded(client string) {
 	}
 	s.mu.Unlock()
 	s.drop(client, gone)
+	s.dropLanes(client)
 }
 
 // releaseWhenDone gives a forgotten transfer's budget back once its I/O
@@ -415,11 +441,15 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return nil, rpc.ErrElsewhere // the knob holds I/O in the workers
 	}
 	var m wire.DataStart
-	if err := m.Unmarshal(req.Header); err != nil || len(m.Items) == 0 || req.BodyLen == 0 {
+	if err := m.Unmarshal(req.Header); err != nil || len(m.Items) == 0 {
 		return nil, rpc.ErrElsewhere // start reports it
 	}
+	inLane := m.Lane != 0 && req.BodyLen == 0
+	if !inLane && req.BodyLen == 0 {
+		return nil, rpc.ErrElsewhere
+	}
 	for _, it := range m.Items {
-		if !it.Write {
+		if !it.Write || inLane != (it.Lane != 0) {
 			return nil, rpc.ErrElsewhere
 		}
 	}
@@ -435,6 +465,9 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if busy {
 		return nil, rpc.ErrElsewhere
 	}
+	if inLane {
+		return s.storeFromLane(ctx, req, &m)
+	}
 	ts := make([]*transfer, len(m.Items))
 	var pos uint64
 	for i, it := range m.Items {
@@ -449,7 +482,7 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if pos != uint64(req.BodyLen) {
 		return nil, fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", pos, req.BodyLen, pdc.ErrInvalid)
 	}
-	merge(ts, nil)
+	merge(ts, nil, nil)
 	scratch := bufpool.Get(hereChunk)
 	defer bufpool.Put(scratch)
 	body := &bodyReader{r: req.Body}
@@ -505,6 +538,19 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
 	}
+	// Writes whose bytes are in the client's lane refer to it through
+	// laneMsg as the others refer to the payload through msg.
+	var ln *serverLane
+	var laneMsg *payload
+	if m.Lane != 0 {
+		l, err := s.laneOf(req.Client, m.Lane)
+		if err != nil {
+			return nil, err
+		}
+		ln, laneMsg = l, &payload{lane: l}
+		laneMsg.refs.Store(1)
+		defer laneMsg.unref()
+	}
 
 	ts := make([]*transfer, len(m.Items))
 	var writeBytes uint64
@@ -513,8 +559,17 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		if err != nil {
 			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
 		}
-		if it.Write {
-			writeBytes += t.box.Volume() * uint64(it.Elem)
+		switch {
+		case it.Write && it.Lane != 0:
+			if ln == nil {
+				return nil, fmt.Errorf("transfer %d of %d: its bytes are in a lane, and the request names none: %w", i+1, len(m.Items), pdc.ErrInvalid)
+			}
+			if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
+				return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(m.Items), it.Obj, t.box, err)
+			}
+			t.inLane, t.payOff = true, it.Lane-1
+		case it.Write:
+			writeBytes += uint64(t.bytes())
 		}
 		ts[i] = t
 	}
@@ -534,9 +589,15 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		}
 	}
 	var pos uint64
+	var fromLane []*transfer
 	for _, t := range ts {
-		if t.item.Write {
-			n := t.box.Volume() * uint64(t.item.Elem)
+		switch {
+		case t.inLane:
+			t.msg = laneMsg
+			laneMsg.refs.Add(1)
+			fromLane = append(fromLane, t)
+		case t.item.Write:
+			n := uint64(t.bytes())
 			t.data = req.Payload[pos : pos+n : pos+n]
 			t.payOff = pos
 			t.msg = msg
@@ -544,7 +605,11 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			pos += n
 		}
 	}
-	merge(order, req.Payload)
+	var laneMem []byte
+	if ln != nil {
+		laneMem = ln.mem
+	}
+	merge(order, req.Payload, laneMem)
 	if err := s.acquire(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
@@ -559,7 +624,58 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 				s.release(rest)
 			}
 			s.forget(req.Client, order[:i+1])
+			// The client reuses its lane's space once answered.
+			s.storedFromLane(fromLane)
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
+		}
+	}
+	// The client reuses its lane's space once answered: the writes from
+	// it are stored first.
+	s.storedFromLane(fromLane)
+	return s.started(ctx, req.Client, ts, m.Wait)
+}
+
+// storedFromLane waits until the writes ts, whose bytes are in a lane,
+// are no longer reading them: stored, failed, or never queued.
+func (s *Service) storedFromLane(ts []*transfer) {
+	for _, t := range ts {
+		if t.lead().id != 0 {
+			<-t.lead().done
+		}
+	}
+}
+
+// storeFromLane is startHere for writes whose bytes are all in the
+// client's lane: each is stored from there, and the answer tells the client
+// that it may reuse the space.
+func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.DataStart) (*rpc.Response, error) {
+	ln, err := s.laneOf(req.Client, m.Lane)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.unref()
+	ts := make([]*transfer, len(m.Items))
+	for i, it := range m.Items {
+		t, err := s.check(req.Client, it)
+		if err == nil {
+			t.data, err = ln.span(it.Lane, t.bytes())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transfer %d of %d (object %d): %w", i+1, len(m.Items), it.Obj, err)
+		}
+		t.inLane, t.payOff = true, it.Lane-1
+		ts[i] = t
+	}
+	merge(ts, nil, ln.mem)
+	for i, t := range ts {
+		err := s.enqueue(ctx, t, true)
+		t.data, t.ioData = nil, nil // stored: the lane is the client's again
+		for _, f := range t.followers {
+			f.data = nil
+		}
+		if err != nil {
+			s.forget(req.Client, ts[:i+1])
+			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(ts), t.item.Obj, t.box, err)
 		}
 	}
 	return s.started(ctx, req.Client, ts, m.Wait)
@@ -575,7 +691,7 @@ func (s *Service) started(ctx context.Context, client string, ts []*transfer, wa
 	if !wait {
 		return rpc.Respond(&wire.DataIDs{IDs: ids}), nil
 	}
-	resp, err := s.collect(ctx, client, ids, true)
+	resp, err := s.collect(ctx, client, ids, true, nil)
 	if err != nil {
 		// Unlike a DataWait, the client has no ids to wait again with.
 		s.forget(client, ts)
@@ -590,7 +706,7 @@ func (s *Service) started(ctx context.Context, client string, ts []*transfer, wa
 func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
 	var total int64
 	for _, t := range ts {
-		if t.item.Write {
+		if t.item.Write && !t.inLane {
 			total += t.bytes()
 		}
 	}
@@ -611,7 +727,7 @@ func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
 		return fmt.Errorf("waiting for room: %w", ctxErr(ctx, err))
 	}
 	for _, t := range ts {
-		if t.item.Write {
+		if t.item.Write && !t.inLane {
 			t.held = min(t.bytes(), grant)
 			grant -= t.held
 		}
@@ -654,7 +770,7 @@ const mergeMax = 64 << 20
 // dim but the first, the next rows in the first, and for writes the next
 // bytes of the payload. Their union is then a box whose row-major bytes
 // are theirs in order, and thousands of small regions become one list I/O.
-func merge(order []*transfer, payload []byte) {
+func merge(order []*transfer, payload, lane []byte) {
 	var lead *transfer
 	for _, t := range order {
 		if lead != nil && continues(lead, t) {
@@ -662,9 +778,13 @@ func merge(order []*transfer, payload []byte) {
 			lead.followers = append(lead.followers, t)
 			lead.ioBox.Size[0] += t.box.Size[0]
 			lead.ioBytes += t.bytes()
-			if t.item.Write && payload != nil {
+			base := payload
+			if t.inLane {
+				base = lane
+			}
+			if t.item.Write && base != nil {
 				end := t.payOff + uint64(t.bytes())
-				lead.ioData = payload[lead.payOff:end:end]
+				lead.ioData = base[lead.payOff:end:end]
 			}
 			continue
 		}
@@ -689,7 +809,7 @@ func continues(lead, t *transfer) bool {
 	if lead.view || t.view {
 		return false // a view needs no merged I/O
 	}
-	if a.Write != b.Write || a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
+	if a.Write != b.Write || lead.inLane != t.inLane || a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
 		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() || lead.ioBytes+t.bytes() > mergeMax {
 		return false
 	}

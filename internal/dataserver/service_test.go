@@ -163,6 +163,9 @@ func results(rep rpc.Reply) (wire.DataResults, [][]byte, error) {
 	parts := make([][]byte, len(res.Items))
 	p := rep.Payload
 	for i, r := range res.Items {
+		if r.InLane {
+			continue // the bytes are in the wait's lane
+		}
 		if r.Size > uint64(len(p)) {
 			return res, nil, fmt.Errorf("result %d is %d bytes, %d left in the payload", i, r.Size, len(p))
 		}
@@ -1056,7 +1059,7 @@ func TestMergeWritesGroups(t *testing.T) {
 		pos += uint64(len(tr.data))
 		order = append(order, tr)
 	}
-	merge(order, make([]byte, pos))
+	merge(order, make([]byte, pos), nil)
 	if len(order[0].followers) != 1 || !order[1].follower || len(order[2].followers) != 1 || !order[3].follower || order[4].follower {
 		t.Fatalf("groups: leader 0 has %d followers, leader 2 has %d, 4 follows: %v", len(order[0].followers), len(order[2].followers), order[4].follower)
 	}

@@ -18,13 +18,51 @@ func (s *Service) wait(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
 	}
-	return s.collect(ctx, req.Client, m.IDs, false)
+	var dst *laneDst
+	if m.Lane != 0 {
+		if len(m.LaneOffs) != len(m.IDs) {
+			return nil, fmt.Errorf("wait for %d transfers names %d places in lane %d: %w", len(m.IDs), len(m.LaneOffs), m.Lane, pdc.ErrInvalid)
+		}
+		l, err := s.laneOf(req.Client, m.Lane)
+		if err != nil {
+			return nil, err
+		}
+		defer l.unref()
+		dst = &laneDst{lane: l, offs: m.LaneOffs}
+	}
+	return s.collect(ctx, req.Client, m.IDs, false, dst)
+}
+
+// laneDst says where in a lane a wait's reads go: offs[i] is the wire
+// offset (plus one) of item i's bytes, 0 for the answer's payload.
+type laneDst struct {
+	lane *serverLane
+	offs []uint64
+}
+
+// toLane copies a read's bytes (the slices segs, or data) into its place
+// in the lane, and says so in r.
+func (d *laneDst) toLane(i int, t *transfer, segs [][]byte, data []byte, r *wire.DataResult) {
+	n := t.bytes()
+	dst, err := d.lane.span(d.offs[i], n)
+	if err != nil {
+		r.Code, r.Message = wire.CodeOf(err), fmt.Sprintf("object %d region %v: %v", t.item.Obj, t.box, err)
+		return
+	}
+	if segs == nil {
+		segs = [][]byte{data}
+	}
+	pos := 0
+	for _, b := range segs {
+		pos += copy(dst[pos:], b)
+	}
+	r.Size, r.InLane = uint64(pos), true
 }
 
 // collect waits for the transfers ids of client and answers with how each
 // ended and the bytes of the reads. Collected transfers are forgotten. If
 // ctx ends first, nothing is forgotten and the client may wait again.
-func (s *Service) collect(ctx context.Context, client string, ids []uint64, withIDs bool) (*rpc.Response, error) {
+func (s *Service) collect(ctx context.Context, client string, ids []uint64, withIDs bool, dst *laneDst) (*rpc.Response, error) {
 	ts := make([]*transfer, len(ids))
 	s.mu.Lock()
 	for i, id := range ids {
@@ -93,6 +131,8 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 		case t.err != nil:
 			r.Code = wire.CodeOf(t.err)
 			r.Message = t.err.Error()
+		case dst != nil && dst.offs[i] != 0:
+			dst.toLane(i, t, segs[i], t.data, r)
 		case segs[i] != nil:
 			for _, b := range segs[i] {
 				r.Size += uint64(len(b))

@@ -1,0 +1,306 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/dtl/lane"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Region payloads to a data server on this host may travel through a lane
+// (package lane): shared memory that the server made and this client
+// maps. A write's bytes are copied into the lane and the request names
+// where; the server stores them from there before it answers the start,
+// so the space is free again once the answer is in. A read's bytes are
+// copied there by the server when its wait is answered, and out of it
+// into the caller's buffer. Parts smaller than laneMin, and parts for
+// which the lane has no room, go on the connection as before.
+
+// WithRegionTransport picks how region payloads travel between this
+// client and the data servers: "stream" on the RPC connection, "shm"
+// through shared memory (data servers on this host only: a transfer to a
+// server on another host fails), or "auto" (shm to servers on this host,
+// stream to others). "pull" and "push" are staging modes and mean stream
+// here. Default: $PDC_DTL, else auto. An unknown name fails Connect.
+func WithRegionTransport(mode string) Option {
+	return func(o *options) { o.regionMode, o.regionModeSet = mode, true }
+}
+
+// WithLaneSize sets the bytes of each shared-memory lane (default 128
+// MiB); the pages are the kernel's only once touched.
+func WithLaneSize(n int) Option { return func(o *options) { o.laneSize = n } }
+
+const (
+	defaultLaneSize = 128 << 20
+	// laneMin: smaller parts gain nothing from the lane (their cost is
+	// the request, not the bytes) and would crowd it.
+	laneMin = 16 << 10
+	// laneRetry: after a lane could not be made, the socket is used for
+	// this long before trying again.
+	laneRetry = 10 * time.Second
+)
+
+// regionMode resolves the region transport option.
+func regionMode(o *options) (dtl.Mode, error) {
+	name := o.regionMode
+	if !o.regionModeSet {
+		name = defaultRegionMode()
+	}
+	m, err := dtl.ParseMode(name)
+	if err != nil {
+		return 0, fmt.Errorf("region transport: %w", err)
+	}
+	switch m {
+	case dtl.ModePull, dtl.ModePush:
+		m = dtl.ModeStream
+	}
+	return m, nil
+}
+
+// clientLane is this client's lane to one data server. It stays mapped
+// while anything holds a reference: the slot's, and one per request whose
+// bytes are in it.
+type clientLane struct {
+	id    uint64
+	conn  *rpc.Conn // the start connection it was made on
+	mem   []byte
+	arena *lane.Arena
+	refs  atomic.Int32
+}
+
+func (l *clientLane) unref() {
+	if l.refs.Add(-1) == 0 {
+		_ = lane.Unmap(l.mem)
+	}
+}
+
+// laneSlot is the lane to one server, or why there is none.
+type laneSlot struct {
+	mu      sync.Mutex
+	l       *clientLane
+	err     error
+	retryAt time.Time
+}
+
+// lanes holds a client's lanes by server rank.
+type lanes struct {
+	mode dtl.Mode
+	size int
+	mu   sync.Mutex
+	by   map[int]*laneSlot
+
+	written, read atomic.Int64 // bytes moved through lanes
+}
+
+// LaneBytes reports the region bytes this client has written and read
+// through shared-memory lanes (see WithRegionTransport); the rest went on
+// its connections.
+func (c *Client) LaneBytes() (written, read int64) {
+	return c.lanes.written.Load(), c.lanes.read.Load()
+}
+
+// lane returns the lane to server with a reference the caller drops, or
+// nil if payloads to it go on the connection. An error only in shm mode,
+// where there must be a lane.
+func (c *Client) lane(ctx context.Context, server int) (*clientLane, error) {
+	switch c.lanes.mode {
+	case dtl.ModeStream:
+		return nil, nil
+	case dtl.ModeAuto:
+		s, _, err := c.server(server)
+		if err != nil || !dtl.SameHost(s.Addr) {
+			return nil, nil
+		}
+	}
+	c.lanes.mu.Lock()
+	if c.lanes.by == nil {
+		c.lanes.by = map[int]*laneSlot{}
+	}
+	slot := c.lanes.by[server]
+	if slot == nil {
+		slot = &laneSlot{}
+		c.lanes.by[server] = slot
+	}
+	c.lanes.mu.Unlock()
+
+	conn, err := c.startConn(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if l := slot.l; l != nil {
+		if l.conn == conn && !conn.Broken() {
+			l.refs.Add(1)
+			return l, nil
+		}
+		// A new connection: the server may have restarted and forgotten
+		// the lane. Make another.
+		slot.l = nil
+		l.unref()
+	}
+	if slot.err != nil && time.Now().Before(slot.retryAt) {
+		return c.noLane(server, slot.err)
+	}
+	l, err := c.makeLane(ctx, server, conn)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		slot.err, slot.retryAt = err, time.Now().Add(laneRetry)
+		return c.noLane(server, err)
+	}
+	slot.err = nil
+	slot.l = l
+	l.refs.Add(1)
+	return l, nil
+}
+
+// noLane is what lane returns when it could not make one.
+func (c *Client) noLane(server int, err error) (*clientLane, error) {
+	if c.lanes.mode == dtl.ModeShm {
+		return nil, fmt.Errorf("shared-memory lane to %s: %w", c.label(server), err)
+	}
+	return nil, nil // auto: the connection will do
+}
+
+// makeLane asks server for a lane and maps it.
+func (c *Client) makeLane(ctx context.Context, server int, conn *rpc.Conn) (*clientLane, error) {
+	if s, _, err := c.server(server); err == nil && !dtl.SameHost(s.Addr) {
+		return nil, fmt.Errorf("%s is not on this host (%s): shared memory needs both on one: %w", c.label(server), s.Host, pdc.ErrInvalid)
+	}
+	size := c.lanes.size - c.lanes.size%lane.Align
+	rep, err := conn.Call(ctx, wire.MethodDataLane, (&wire.DataLaneReq{Size: uint64(size)}).Marshal(nil), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var m wire.DataLane
+	if err := m.Unmarshal(rep.Header); err != nil {
+		return nil, err
+	}
+	if m.Size != uint64(size) || len(m.Token) != lane.TokenSize || m.ID == 0 {
+		return nil, fmt.Errorf("%s answered a lane of %d bytes (asked %d), token of %d bytes: %w", c.label(server), m.Size, size, len(m.Token), pdc.ErrProtocol)
+	}
+	f, err := lane.Fetch(ctx, m.Path, m.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	mem, err := lane.Map(f, size)
+	if err != nil {
+		return nil, err
+	}
+	l := &clientLane{id: m.ID, conn: conn, mem: mem, arena: lane.NewArena(size)}
+	l.refs.Store(1) // the slot's
+	return l, nil
+}
+
+// closeLanes drops every lane; each is unmapped once its last request is
+// done with it.
+func (ls *lanes) close() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, slot := range ls.by {
+		slot.mu.Lock()
+		if slot.l != nil {
+			slot.l.unref()
+			slot.l = nil
+		}
+		slot.mu.Unlock()
+	}
+}
+
+// laneUse is a request's part of a lane: the spans it took, freed once the
+// server has answered it.
+type laneUse struct {
+	l     *clientLane
+	spans []lane.Span
+	offs  []uint64 // a wait's: per item, its offset in the lane plus one, 0 for none
+}
+
+// has reports whether item i of a wait goes through the lane.
+func (u *laneUse) has(i int) bool { return u != nil && i < len(u.offs) && u.offs[i] != 0 }
+
+// waitInLane places the reads of refs of laneMin bytes or more in one span
+// of ln; nil if there are none (full false) or the lane has no room for
+// them (full true). The use takes its own reference to ln.
+func waitInLane(ln *clientLane, refs []partRef) (use *laneUse, full bool) {
+	total := 0
+	for _, r := range refs {
+		if n := len(r.part().data); r.t.access == Read && n >= laneMin {
+			total += (n + 63) &^ 63
+		}
+	}
+	if total == 0 {
+		return nil, false
+	}
+	sp, ok := ln.arena.Alloc(total)
+	if !ok {
+		return nil, true
+	}
+	ln.refs.Add(1)
+	u := &laneUse{l: ln, spans: []lane.Span{sp}, offs: make([]uint64, len(refs))}
+	pos := sp.Off
+	for i, r := range refs {
+		if n := len(r.part().data); r.t.access == Read && n >= laneMin {
+			u.offs[i] = uint64(pos) + 1
+			pos += (n + 63) &^ 63
+		}
+	}
+	return u, false
+}
+
+// alloc takes n bytes of the lane, false if it has no room.
+func (u *laneUse) alloc(n int) (lane.Span, bool) {
+	s, ok := u.l.arena.Alloc(n)
+	if ok {
+		u.spans = append(u.spans, s)
+	}
+	return s, ok
+}
+
+// done gives the spans back and drops the reference: the server has
+// answered, so it no longer touches them.
+func (u *laneUse) done() {
+	if u == nil || u.l == nil {
+		return
+	}
+	for _, s := range u.spans {
+		u.l.arena.Free(s)
+	}
+	u.spans = nil
+	u.l.unref()
+	u.l = nil
+}
+
+// settled frees u if err says the server answered; otherwise (a deadline,
+// a broken connection) the server may still touch the spans, and they stay
+// taken: leaked rather than reused under it, until the lane is replaced.
+func (u *laneUse) settled(err error) {
+	var se *pdc.ServerError
+	if err == nil || errors.As(err, &se) {
+		u.done()
+		return
+	}
+	if u != nil && u.l != nil {
+		u.l.unref()
+		u.l = nil
+	}
+}
+
+// defaultRegionMode is $PDC_DTL, else stream.
+func defaultRegionMode() string {
+	if s := os.Getenv(dtl.EnvMode); s != "" {
+		return s
+	}
+	return "stream"
+}

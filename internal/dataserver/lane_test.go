@@ -1,0 +1,225 @@
+package dataserver
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/dtl/lane"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
+)
+
+// getLane asks for a lane of size bytes on c and maps it, as a client does.
+func getLane(t *testing.T, c *rpc.Conn, size int) (uint64, []byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	rep, err := c.Call(ctx, wire.MethodDataLane, (&wire.DataLaneReq{Size: uint64(size)}).Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wire.DataLane
+	if err := m.Unmarshal(rep.Header); err != nil {
+		t.Fatal(err)
+	}
+	f, err := lane.Fetch(ctx, m.Path, m.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := lane.Map(f, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lane.Unmap(mem) })
+	// The token is good for one hand-over.
+	if _, err := lane.Fetch(ctx, m.Path, m.Token); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("second fetch of a lane: %v, want ErrNotFound", err)
+	}
+	return m.ID, mem
+}
+
+// TestLaneWritesAndReads stores writes from a lane, alone (stored as the
+// request is read) and next to payload writes and reads (the general
+// path), and answers waits into the lane; every byte reads back the same
+// through the socket.
+func TestLaneWritesAndReads(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	id, mem := getLane(t, c, 1<<20)
+	dims := []uint64{256, 64} // 64 KiB of 4-byte elements
+	rows := func(r0, n uint64) region.Box { return box([]uint64{r0, 0}, []uint64{n, 64}) }
+
+	// Two lane writes that continue each other, in one request.
+	a, b := pattern(32*256, 1), pattern(32*256, 2)
+	copy(mem[4096:], a)
+	copy(mem[4096+len(a):], b)
+	itA, itB := item(5, true, dims, rows(0, 32).Off, rows(0, 32).Size), item(5, true, dims, rows(32, 32).Off, rows(32, 32).Size)
+	itA.Lane, itB.Lane = 4096+1, uint64(4096+len(a))+1
+	m := wire.DataStart{Items: []wire.DataItem{itA, itB}, Lane: id}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids wire.DataIDs
+	if err := ids.Unmarshal(rep.Header); err != nil || len(ids.IDs) != 2 {
+		t.Fatalf("ids %v, %v", ids.IDs, err)
+	}
+	// Answered means stored: the client may reuse the space at once.
+	clear(mem[4096 : 4096+2*len(a)])
+	res, _, err := wait(ctx, c, ids.IDs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if got := read(t, e.dial("d"), 5, dims, rows(0, 64)); !bytes.Equal(got, append(append([]byte(nil), a...), b...)) {
+		t.Fatal("lane writes read back wrong")
+	}
+
+	// A lane write, a payload write and a read in one request.
+	lw, pw := pattern(16*256, 3), pattern(16*256, 4)
+	copy(mem[0:], lw)
+	itL := item(5, true, dims, rows(64, 16).Off, rows(64, 16).Size)
+	itL.Lane = 1
+	itP := item(5, true, dims, rows(80, 16).Off, rows(80, 16).Size)
+	itR := item(5, false, dims, rows(64, 32).Off, rows(64, 32).Size)
+	m = wire.DataStart{Items: []wire.DataItem{itL, itP, itR}, Lane: id}
+	rep, err = c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), [][]byte{pw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ids.Unmarshal(rep.Header); err != nil || len(ids.IDs) != 3 {
+		t.Fatalf("ids %v, %v", ids.IDs, err)
+	}
+	clear(mem[:len(lw)])
+	// The read's bytes go into the lane at 64 KiB; the writes have none.
+	w := wire.DataIDs{IDs: ids.IDs, Lane: id, LaneOffs: []uint64{0, 0, 65536 + 1}}
+	rep, err = c.Call(ctx, wire.MethodDataWait, w.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := results(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	want := append(append([]byte(nil), lw...), pw...)
+	if !res.Items[2].InLane || res.Items[2].Size != uint64(len(want)) || len(parts[2]) != 0 {
+		t.Fatalf("read result %+v with %d payload bytes, want %d bytes in the lane", res.Items[2], len(parts[2]), len(want))
+	}
+	if !bytes.Equal(mem[65536:65536+len(want)], want) {
+		t.Fatal("the read's bytes in the lane differ")
+	}
+}
+
+// TestLaneBadInput: a lane that is not the client's, offsets outside the
+// lane, a mismatched wait and bad sizes each get an error naming what was
+// wrong, and the server goes on serving.
+func TestLaneBadInput(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	id, _ := getLane(t, c, 64<<10)
+	dims := []uint64{64, 64}
+	wr := item(6, true, dims, []uint64{0, 0}, []uint64{16, 64}) // 4 KiB
+	for _, tc := range []struct {
+		name string
+		conn *rpc.Conn
+		lane uint64
+		off  uint64
+		want error
+		msg  string
+	}{
+		{"another client's lane", e.dial("other"), id, 1, pdc.ErrNotFound, "lane"},
+		{"unknown lane", c, id + 100, 1, pdc.ErrNotFound, "lane"},
+		{"past the end", c, id, 64<<10 - 4096 + 2, pdc.ErrInvalid, "outside"},
+		{"far past the end", c, id, 1 << 62, pdc.ErrInvalid, "outside"},
+		{"no lane named", c, 0, 1, pdc.ErrInvalid, "lane"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := wr
+			it.Lane = tc.off
+			m := wire.DataStart{Items: []wire.DataItem{it}, Lane: tc.lane}
+			_, err := tc.conn.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want %v mentioning %q", err, tc.want, tc.msg)
+			}
+			// With a read next to it, through the general path.
+			rd := item(6, false, dims, []uint64{0, 0}, []uint64{1, 1})
+			m.Items = append(m.Items, rd)
+			if _, err := tc.conn.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); !errors.Is(err, tc.want) {
+				t.Fatalf("with a read: got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	for _, size := range []uint64{0, 100, lane.Align + 1, MaxLane + lane.Align} {
+		_, err := c.Call(ctx, wire.MethodDataLane, (&wire.DataLaneReq{Size: size}).Marshal(nil), nil, nil)
+		if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "lane of") {
+			t.Fatalf("lane of %d bytes: %v, want ErrInvalid", size, err)
+		}
+	}
+	// A wait whose lane places do not match its ids, or lie outside.
+	ids, err := start(ctx, c, []wire.DataItem{item(6, false, dims, []uint64{0, 0}, []uint64{16, 64})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wire.DataIDs{IDs: ids, Lane: id, LaneOffs: []uint64{1, 1}}
+	if _, err := c.Call(ctx, wire.MethodDataWait, w.Marshal(nil), nil, nil); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("wait with 2 places for 1 id: %v, want ErrInvalid", err)
+	}
+	w.LaneOffs = []uint64{64<<10 - 100}
+	rep, err := c.Call(ctx, wire.MethodDataWait, w.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.DataResults
+	if err := res.Unmarshal(rep.Header); err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Items[0]; r.Code != wire.CodeOf(pdc.ErrInvalid) || !strings.Contains(r.Message, "object 6") || r.InLane {
+		t.Fatalf("read into a place past the lane's end: %+v", r)
+	}
+	// Still serving, nothing stored by the refused requests.
+	if got := read(t, c, 6, dims, region.Shape(dims...)); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatal("a refused request left data behind")
+	}
+}
+
+// TestLaneDroppedWithSession: a client's lane goes with its session, and a
+// new lane replaces the old.
+func TestLaneDroppedWithSession(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	old, _ := getLane(t, c, 64<<10)
+	id, _ := getLane(t, c, 64<<10)
+	dims := []uint64{64, 64}
+	it := item(7, true, dims, []uint64{0, 0}, []uint64{16, 64})
+	it.Lane = 1
+	m := wire.DataStart{Items: []wire.DataItem{it}, Lane: old}
+	if _, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("replaced lane: %v, want ErrNotFound", err)
+	}
+	m.Lane = id
+	if _, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := <-e.ended; got != "c" {
+		t.Fatalf("session of %q ended", got)
+	}
+	c2 := e.dial("c")
+	if _, err := c2.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("lane after its session ended: %v, want ErrNotFound", err)
+	}
+	e.svc.lanes.mu.Lock()
+	n := len(e.svc.lanes.byID)
+	e.svc.lanes.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d lanes kept after their session ended", n)
+	}
+}
