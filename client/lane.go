@@ -297,10 +297,12 @@ func (u *laneUse) settled(err error) {
 	}
 }
 
-// defaultRegionMode is $PDC_DTL, else stream.
+// defaultRegionMode is $PDC_DTL, else auto: measured with 1 GiB objects
+// on one host, lanes moved regions of 64 KiB to 16 MiB 1.1 to 2 times as
+// fast as loopback TCP (docs/design/0006-region-io.md).
 func defaultRegionMode() string {
 	if s := os.Getenv(dtl.EnvMode); s != "" {
 		return s
 	}
-	return "stream"
+	return "auto"
 }

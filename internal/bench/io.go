@@ -21,6 +21,11 @@ type IOConfig struct {
 	RawUnix string
 	// Label tells clusters apart (e.g. "2 servers").
 	Label string
+	// Transport, if "shm", moves the payloads through shared memory
+	// (client.WithRegionTransport), measured against a raw transfer
+	// through shared memory from the ShmSourceServer at RawShm.
+	Transport string
+	RawShm    string
 	// ObjectSize is the bytes of the object moved per case. Default 1 GiB.
 	ObjectSize int64
 	// Regions are the region sizes. Default 64 KiB, 1 MiB, 16 MiB.
@@ -77,7 +82,11 @@ func (cfg *IOConfig) defaults() {
 // between. Reads are checked against what was written.
 func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 	cfg.defaults()
-	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
+	opts := []client.Option{client.WithTmpDir(cfg.TmpDir)}
+	if cfg.Transport != "" {
+		opts = append(opts, client.WithRegionTransport(cfg.Transport))
+	}
+	c, err := client.Connect(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +125,19 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 		err := rawFetch(ctx, raw, rawBuf)
 		return time.Since(t0), err
 	}
+	if cfg.Transport == "shm" {
+		ceiling = "raw shm"
+		rs, err := dialRawShm(ctx, cfg.RawShm)
+		if err != nil {
+			return nil, fmt.Errorf("raw shm: %w", err)
+		}
+		defer rs.Close()
+		rawOnce = func() (time.Duration, error) {
+			t0 := time.Now()
+			err := rs.fetch(ctx, rawBuf)
+			return time.Since(t0), err
+		}
+	}
 	var out []Result
 	n := 0
 	for _, part := range cfg.Partitions {
@@ -136,7 +158,7 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 					}
 					wT = append(wT, d)
 					if d, err = rawOnce(); err != nil {
-						return nil, fmt.Errorf("raw tcp: %w", err)
+						return nil, fmt.Errorf("%s: %w", ceiling, err)
 					}
 					rawT = append(rawT, d)
 					clear(dst)
@@ -148,7 +170,7 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 						return nil, fmt.Errorf("%s: read back byte %d as %d, wrote %d", name, i, dst[i], src[i])
 					}
 					if d, err = rawOnce(); err != nil {
-						return nil, fmt.Errorf("raw tcp: %w", err)
+						return nil, fmt.Errorf("%s: %w", ceiling, err)
 					}
 					rawT = append(rawT, d)
 				}

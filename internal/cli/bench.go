@@ -238,6 +238,7 @@ func runBenchDTLPeer(ctx context.Context, e *env, args []string) error {
 func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench-raw-source", "[flags]")
 	sock := fs.String("unix", "", "also listen on this Unix socket")
+	shm := fs.String("shm", "", "serve the raw shared-memory ceiling on this Unix socket")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -256,6 +257,14 @@ func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 	}
 	s := bench.NewSourceServer(lns...)
 	defer s.Close()
+	if *shm != "" {
+		sl, err := net.Listen("unix", *shm)
+		if err != nil {
+			return err
+		}
+		ss := bench.NewShmSourceServer(sl)
+		defer ss.Close()
+	}
 	serveChild(ctx, e, ln.Addr().String())
 	return nil
 }

@@ -27,6 +27,7 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	small := fs.Int("small", 65536, "regions of 4 KiB in the start_all case (0: skip)")
 	durability := fs.String("durability", "process", "the servers' durability")
 	unix := fs.Bool("unix", false, "servers on Unix sockets, measured against a raw Unix socket")
+	transport := fs.String("transport", "stream", "how payloads travel: stream (the connection) or shm (shared memory, measured against memcpy)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -72,7 +73,8 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	rawSock := filepath.Join(dir, "raw.sock")
-	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", rawSock)
+	rawShm := filepath.Join(dir, "raw-shm.sock")
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", rawSock, "--shm", rawShm)
 	if err != nil {
 		return fmt.Errorf("bench io: %w", err)
 	}
@@ -80,6 +82,14 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	cfg.RawTCP = rawTCP
 	if *unix {
 		cfg.RawUnix = rawSock
+	}
+	switch *transport {
+	case "stream":
+		cfg.Transport = *transport // not the default, which is shm on one host
+	case "shm":
+		cfg.Transport, cfg.RawShm = *transport, rawShm
+	default:
+		return fmt.Errorf("bench io: --transport %q: want stream or shm: %w", *transport, pdc.ErrInvalid)
 	}
 	var all []bench.Result
 	for i, n := range servers {
@@ -93,6 +103,9 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		}
 		if *unix {
 			c.Label += ", unix sockets"
+		}
+		if c.Transport == "shm" {
+			c.Label += ", shm"
 		}
 		rs, err := benchIOCluster(ctx, e, filepath.Join(dir, strconv.Itoa(n)), n, *durability, *unix, c)
 		if err != nil {
