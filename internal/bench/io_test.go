@@ -42,7 +42,14 @@ func startCluster(tb testing.TB) IOConfig {
 	}
 	src := NewSourceServer(ln)
 	tb.Cleanup(func() { src.Close() })
-	return IOConfig{TmpDir: dir + "/tmp", RawTCP: ln.Addr().String()}
+	shmPath := dir + "/raw-shm.sock"
+	sl, err := net.Listen("unix", shmPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	shm := NewShmSourceServer(sl)
+	tb.Cleanup(func() { shm.Close() })
+	return IOConfig{TmpDir: dir + "/tmp", RawTCP: ln.Addr().String(), RawShm: shmPath, Transport: "stream"}
 }
 
 func BenchmarkIO(b *testing.B) {
@@ -61,25 +68,54 @@ func BenchmarkIO(b *testing.B) {
 	report(b, rs)
 }
 
-// The benchmark runs every partition and storage mode, checks what it
-// reads back, and reports figures with their ceilings.
-func TestIOBenchRuns(t *testing.T) {
-	cfg := startCluster(t)
-	cfg.ObjectSize = 2 << 20
-	cfg.Regions = []int64{64 << 10, 1 << 20}
-	cfg.Rounds = 1
-	cfg.Small = 512
-	rs, err := IO(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := len(Partitions)*len(Storages)*2*2 + 2; len(rs) != want {
-		t.Fatalf("got %d results, want %d", len(rs), want)
-	}
-	for _, r := range rs {
-		if r.Value <= 0 || r.CeilingValue <= 0 {
-			t.Errorf("%s: empty figure %+v", r.Case, r)
+// BenchmarkIOShm is BenchmarkIO through shared-memory lanes, next to a
+// raw transfer through shared memory.
+func BenchmarkIOShm(b *testing.B) {
+	cfg := startCluster(b)
+	cfg.Transport = "shm"
+	cfg.ObjectSize = 64 << 20
+	cfg.Regions = []int64{1 << 20}
+	cfg.Partitions = []client.Partition{client.ObjectStatic}
+	cfg.Small = -1
+	var rs []Result
+	for b.Loop() {
+		var err error
+		if rs, err = IO(context.Background(), cfg); err != nil {
+			b.Fatal(err)
 		}
+	}
+	report(b, rs)
+}
+
+// The benchmark runs every partition and storage mode, on the connection
+// and through lanes, checks what it reads back, and reports figures with
+// their ceilings.
+func TestIOBenchRuns(t *testing.T) {
+	for _, tr := range []string{"stream", "shm"} {
+		t.Run(tr, func(t *testing.T) {
+			cfg := startCluster(t)
+			cfg.Transport = tr
+			cfg.ObjectSize = 2 << 20
+			cfg.Regions = []int64{64 << 10, 1 << 20}
+			cfg.Rounds = 1
+			cfg.Small = 512
+			rs, err := IO(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := len(Partitions)*len(Storages)*2*2 + 2; len(rs) != want {
+				t.Fatalf("got %d results, want %d", len(rs), want)
+			}
+			ceiling := map[string]string{"stream": "raw tcp", "shm": "raw shm"}[tr]
+			for _, r := range rs {
+				if r.Value <= 0 || r.CeilingValue <= 0 {
+					t.Errorf("%s: empty figure %+v", r.Case, r)
+				}
+				if r.Unit == "GB/s" && r.Ceiling != ceiling {
+					t.Errorf("%s: ceiling %q, want %q", r.Case, r.Ceiling, ceiling)
+				}
+			}
+		})
 	}
 }
 
