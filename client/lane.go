@@ -134,7 +134,10 @@ func (c *Client) lane(ctx context.Context, server int) (*clientLane, error) {
 
 	conn, err := c.startConn(ctx, server)
 	if err != nil {
-		return nil, err
+		if c.lanes.mode == dtl.ModeShm {
+			return nil, err
+		}
+		return nil, nil // the caller meets the error on its own connection, if it is one
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()

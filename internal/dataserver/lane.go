@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -133,11 +132,9 @@ func (s *Service) laneListener() (string, error) {
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	dir := s.cfg.LaneDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	path := filepath.Join(dir, fmt.Sprintf("pdc-lane-%d-%x.sock", os.Getpid(), rnd))
+	// In the abstract namespace: it goes with the process, killed or not.
+	// Anyone on the host may connect; only the token gets a lane.
+	path := fmt.Sprintf("@pdc-lane-%d-%x", os.Getpid(), rnd)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return "", fmt.Errorf("lane socket %s: %w", path, err)
@@ -212,11 +209,10 @@ func (s *Service) closeLanes() {
 	for _, l := range s.lanes.byClient {
 		s.dropLaneLocked(l)
 	}
-	ln, path := s.lanes.ln, s.lanes.path
+	ln := s.lanes.ln
 	s.lanes.mu.Unlock()
 	if ln != nil {
 		ln.Close()
-		_ = os.Remove(path)
 	}
 	s.lanes.wg.Wait()
 }

@@ -39,9 +39,6 @@ type Config struct {
 	MaxTransfer int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
-	// LaneDir is where the lane socket listens (see lane.go). Default
-	// os.TempDir().
-	LaneDir string
 
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.
@@ -625,24 +622,36 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			}
 			s.forget(req.Client, order[:i+1])
 			// The client reuses its lane's space once answered.
-			s.storedFromLane(fromLane)
+			if werr := storedFromLane(ctx, fromLane); werr != nil {
+				return nil, werr
+			}
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
 	// The client reuses its lane's space once answered: the writes from
 	// it are stored first.
-	s.storedFromLane(fromLane)
+	if err := storedFromLane(ctx, fromLane); err != nil {
+		s.forget(req.Client, order)
+		return nil, err
+	}
 	return s.started(ctx, req.Client, ts, m.Wait)
 }
 
 // storedFromLane waits until the writes ts, whose bytes are in a lane,
-// are no longer reading them: stored, failed, or never queued.
-func (s *Service) storedFromLane(ts []*transfer) {
+// are no longer reading them: stored, failed, or never queued. If ctx ends
+// first, the client gets no answer and does not reuse the space.
+func storedFromLane(ctx context.Context, ts []*transfer) error {
 	for _, t := range ts {
-		if t.lead().id != 0 {
-			<-t.lead().done
+		if t.lead().id == 0 {
+			continue
+		}
+		select {
+		case <-t.lead().done:
+		case <-ctx.Done():
+			return fmt.Errorf("storing writes from the lane: %w", ctxErr(ctx, ctx.Err()))
 		}
 	}
+	return nil
 }
 
 // storeFromLane is startHere for writes whose bytes are all in the

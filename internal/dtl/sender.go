@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,9 @@ type SenderConfig struct {
 	// BulkAddr is where pull connections are accepted ("host:port";
 	// default 127.0.0.1:0). Give the host's routable address on a cluster.
 	BulkAddr string
-	// ShmDir holds the Unix socket for shm (default os.TempDir()).
+	// ShmDir holds the Unix socket for shm. Default: none, the socket is
+	// in the abstract namespace, which goes with the process (one in a
+	// directory stays behind when the process is killed).
 	ShmDir string
 	// HandleTTL is how long an exposed payload waits to be pulled or
 	// mapped before it is released. Default 30s.
@@ -117,9 +120,6 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	if cfg.BulkAddr == "" {
 		cfg.BulkAddr = "127.0.0.1:0"
 	}
-	if cfg.ShmDir == "" {
-		cfg.ShmDir = os.TempDir()
-	}
 	if cfg.HandleTTL <= 0 {
 		cfg.HandleTTL = 30 * time.Second
 	}
@@ -156,7 +156,10 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	s.shmPath = filepath.Join(cfg.ShmDir, fmt.Sprintf("pdc-shm-%d-%x.sock", os.Getpid(), rnd))
+	s.shmPath = fmt.Sprintf("@pdc-shm-%d-%x", os.Getpid(), rnd)
+	if cfg.ShmDir != "" {
+		s.shmPath = filepath.Join(cfg.ShmDir, fmt.Sprintf("pdc-shm-%d-%x.sock", os.Getpid(), rnd))
+	}
 	s.shm, err = net.Listen("unix", s.shmPath)
 	if err != nil {
 		s.bulk.Close()
@@ -220,7 +223,9 @@ func (s *Sender) Close() error {
 		}
 		s.eps.close()
 		s.wg.Wait()
-		_ = os.Remove(s.shmPath)
+		if !strings.HasPrefix(s.shmPath, "@") {
+			_ = os.Remove(s.shmPath)
+		}
 	})
 	return nil
 }
