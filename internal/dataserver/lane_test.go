@@ -223,3 +223,47 @@ func TestLaneDroppedWithSession(t *testing.T) {
 		t.Fatalf("%d lanes kept after their session ended", n)
 	}
 }
+
+// TestLaneOutlivesItsClient: a client that goes while its lane writes wait
+// for a worker does not take the lane's memory from under them: they are
+// stored from it once the worker gets to them, the lane is unmapped after,
+// and the server goes on serving.
+func TestLaneOutlivesItsClient(t *testing.T) {
+	cfg := Config{}
+	g := newGate(&cfg, 8)
+	e := newEnv(t, cfg)
+	ctx := testCtx(t)
+	a, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, mem := getLane(t, a, 1<<20)
+	dims := []uint64{256, 64}
+	want := pattern(64<<10, 5)
+	copy(mem, want)
+	it := item(8, true, dims, []uint64{0, 0}, dims)
+	it.Lane = 1
+	m := wire.DataStart{Items: []wire.DataItem{it}, Lane: id}
+	p, err := a.Send(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the write is at a worker, held
+	_ = a.Close()
+	_, _ = p.Wait(ctx)
+	if got := <-e.ended; got != "a" {
+		t.Fatalf("session of %q ended, want a", got)
+	}
+	_ = lane.Unmap(mem) // the client's mapping goes too
+	g.release()
+	b := e.dial("b")
+	if got := read(t, b, 8, dims, region.Shape(dims...)); !bytes.Equal(got, want) {
+		t.Fatal("the write from the lane of a client that left did not store its bytes")
+	}
+	e.svc.lanes.mu.Lock()
+	n := len(e.svc.lanes.byID)
+	e.svc.lanes.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d lanes kept after their session ended", n)
+	}
+}
