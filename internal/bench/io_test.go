@@ -52,31 +52,22 @@ func startCluster(tb testing.TB) IOConfig {
 	return IOConfig{TmpDir: dir + "/tmp", RawTCP: ln.Addr().String(), RawShm: shmPath, Transport: "stream"}
 }
 
-func BenchmarkIO(b *testing.B) {
+func BenchmarkIO(b *testing.B) { benchIO(b, "stream") }
+
+// BenchmarkIOShm is BenchmarkIO through shared-memory lanes, next to a
+// raw transfer through shared memory.
+func BenchmarkIOShm(b *testing.B) { benchIO(b, "shm") }
+
+func benchIO(b *testing.B, transport string) {
 	cfg := startCluster(b)
+	cfg.Transport = transport
 	cfg.ObjectSize = 64 << 20
 	cfg.Regions = []int64{1 << 20}
 	cfg.Partitions = []client.Partition{client.ObjectStatic}
 	cfg.Small = 16384
-	var rs []Result
-	for b.Loop() {
-		var err error
-		if rs, err = IO(context.Background(), cfg); err != nil {
-			b.Fatal(err)
-		}
+	if transport == "shm" {
+		cfg.Small = -1 // 4 KiB regions do not use the lane
 	}
-	report(b, rs)
-}
-
-// BenchmarkIOShm is BenchmarkIO through shared-memory lanes, next to a
-// raw transfer through shared memory.
-func BenchmarkIOShm(b *testing.B) {
-	cfg := startCluster(b)
-	cfg.Transport = "shm"
-	cfg.ObjectSize = 64 << 20
-	cfg.Regions = []int64{1 << 20}
-	cfg.Partitions = []client.Partition{client.ObjectStatic}
-	cfg.Small = -1
 	var rs []Result
 	for b.Loop() {
 		var err error

@@ -47,7 +47,7 @@ func shmSource(nc net.Conn, buf []byte) {
 	if err != nil || n != len(hdr) {
 		return
 	}
-	fd := firstRights(oob[:oobn])
+	fd := lane.ReceivedFD(oob[:oobn])
 	if fd < 0 {
 		return
 	}
@@ -90,22 +90,6 @@ func shmSource(nc net.Conn, buf []byte) {
 			}
 		}
 	}
-}
-
-func firstRights(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return -1
-	}
-	for _, m := range msgs {
-		if fds, err := unix.ParseUnixRights(&m); err == nil && len(fds) > 0 {
-			for _, extra := range fds[1:] {
-				unix.Close(extra)
-			}
-			return fds[0]
-		}
-	}
-	return -1
 }
 
 // rawShm is the client's side of a ShmSourceServer.

@@ -216,10 +216,7 @@ func TestLaneDroppedWithSession(t *testing.T) {
 	if _, err := c2.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); !errors.Is(err, pdc.ErrNotFound) {
 		t.Fatalf("lane after its session ended: %v, want ErrNotFound", err)
 	}
-	e.svc.lanes.mu.Lock()
-	n := len(e.svc.lanes.byID)
-	e.svc.lanes.mu.Unlock()
-	if n != 0 {
+	if n := e.lanes(); n != 0 {
 		t.Fatalf("%d lanes kept after their session ended", n)
 	}
 }
@@ -260,10 +257,14 @@ func TestLaneOutlivesItsClient(t *testing.T) {
 	if got := read(t, b, 8, dims, region.Shape(dims...)); !bytes.Equal(got, want) {
 		t.Fatal("the write from the lane of a client that left did not store its bytes")
 	}
-	e.svc.lanes.mu.Lock()
-	n := len(e.svc.lanes.byID)
-	e.svc.lanes.mu.Unlock()
-	if n != 0 {
+	if n := e.lanes(); n != 0 {
 		t.Fatalf("%d lanes kept after their session ended", n)
 	}
+}
+
+// lanes is how many lanes the service holds.
+func (e *env) lanes() int {
+	e.svc.lanes.mu.Lock()
+	defer e.svc.lanes.mu.Unlock()
+	return len(e.svc.lanes.byID)
 }

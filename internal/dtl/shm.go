@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pdcgo/pdc/internal/dtl/lane"
 	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -349,24 +350,7 @@ func recvShmFD(ctx context.Context, rep *wire.FetchReply) (fd int, off, size uin
 }
 
 func parseRights(oob []byte) (int, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, f := range fds {
-			if fd < 0 {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
-		}
-	}
+	fd := lane.ReceivedFD(oob)
 	if fd < 0 {
 		return -1, fmt.Errorf("no descriptor in the control message: %w", ErrBadPack)
 	}

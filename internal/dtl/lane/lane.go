@@ -118,7 +118,7 @@ func Fetch(ctx context.Context, path string, token []byte) (*os.File, error) {
 	n, oobn, _, _, err := uc.ReadMsgUnix(b[:], oob)
 	fd := -1
 	if oobn > 0 {
-		fd = firstFD(oob[:oobn])
+		fd = ReceivedFD(oob[:oobn])
 	}
 	if err != nil || n != 1 || b[0] != AnswerOK || fd < 0 {
 		if fd >= 0 {
@@ -132,9 +132,10 @@ func Fetch(ctx context.Context, path string, token []byte) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "lane"), nil
 }
 
-// firstFD returns the first descriptor passed in oob, closing any others;
-// -1 if there is none.
-func firstFD(oob []byte) int {
+// ReceivedFD returns the first descriptor passed in a message's control
+// bytes oob, closing any others (nobody would close them); -1 if there is
+// none.
+func ReceivedFD(oob []byte) int {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
 		return -1
