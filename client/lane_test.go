@@ -73,3 +73,64 @@ func TestLaneWindowedWaits(t *testing.T) {
 		t.Errorf("%d bytes read through the lane, want all %d: the waits did not take turns with its space", r, size)
 	}
 }
+
+// TestStaleDimsRetried: a client whose view of an object's dims is older
+// than one its data server has seen gets its pipelined start refused as
+// stale, looks the dims up again and starts again, through the lane or
+// the connection; the write lands.
+func TestStaleDimsRetried(t *testing.T) {
+	dir := t.TempDir()
+	startServers(t, dir, 1)
+	for _, tr := range []string{"stream", "shm"} {
+		t.Run(tr, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			connect := func() *client.Client {
+				c, err := client.Connect(ctx, client.WithTmpDir(filepath.Join(dir, "tmp")), client.WithRegionTransport(tr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			a, b := connect(), connect()
+			ct, _, err := a.CreateContainer(ctx, "stale-"+tr, client.Persistent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 64 << 10
+			oa, err := ct.CreateObject(ctx, "grows-"+tr, client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			half := region.Box{Off: []uint64{0}, Size: []uint64{n / 2}}
+			if err := oa.Write(ctx, half, bytes.Repeat([]byte{1}, n/2)); err != nil {
+				t.Fatal(err)
+			}
+			ob, err := b.OpenObject(ctx, "grows-"+tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ob.SetDims(ctx, []uint64{2 * n}); err != nil {
+				t.Fatal(err)
+			}
+			// The data server sees the new dims.
+			if err := ob.Write(ctx, region.Box{Off: []uint64{n}, Size: []uint64{n / 2}}, bytes.Repeat([]byte{2}, n/2)); err != nil {
+				t.Fatal(err)
+			}
+			// a still has the old ones.
+			want := bytes.Repeat([]byte{3}, n/2)
+			w, err := oa.StartWrite(ctx, half, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Wait(ctx); err != nil {
+				t.Fatalf("a write with out-of-date dims: %v, want it retried with fresh ones", err)
+			}
+			got := make([]byte, n/2)
+			if err := ob.Read(ctx, half, got); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("read after the retried write: %v, equal %v", err, bytes.Equal(got, want))
+			}
+		})
+	}
+}

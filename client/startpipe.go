@@ -233,22 +233,13 @@ func (sc *startCall) answer(ctx context.Context) error {
 		err = ids.Unmarshal(rep.Header)
 	}
 	if errors.Is(err, pdc.ErrStale) {
-		// The server stored nothing: the lane's spans are free again.
+		// Answered: the server is done with the lane's spans.
 		sc.lane.settled(err)
 		sc.lane = nil
 		if err = refreshDims(ctx, refs); err != nil {
 			return err
 		}
-		ln, err := c.lane(ctx, server)
-		if err != nil {
-			return err
-		}
-		m, payload, use := buildStart(refs, false, ln)
-		if ln != nil {
-			ln.unref()
-		}
-		_, ids, err = c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
-		use.settled(err)
+		ids, err = c.restart(ctx, server, refs)
 	}
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
@@ -260,6 +251,22 @@ func (sc *startCall) answer(ctx context.Context) error {
 		r.part().id = ids.IDs[i]
 	}
 	return nil
+}
+
+// restart starts refs on server again, and waits for the answer, after
+// the server found their dims out of date.
+func (c *Client) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
+	ln, err := c.lane(ctx, server)
+	if err != nil {
+		return wire.DataIDs{}, err
+	}
+	m, payload, use := buildStart(refs, false, ln)
+	if ln != nil {
+		ln.unref() // use holds its own
+	}
+	_, ids, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
+	use.settled(err)
+	return ids, err
 }
 
 // collectStarts collects the answers of the starts of ts's parts. A start
