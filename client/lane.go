@@ -109,9 +109,13 @@ func (c *Client) LaneBytes() (written, read int64) {
 }
 
 // lane returns the lane to server with a reference the caller drops, or
-// nil if payloads to it go on the connection. An error only in shm mode,
-// where there must be a lane.
-func (c *Client) lane(ctx context.Context, server int) (*clientLane, error) {
+// nil if payloads to it go on the connection: always when no part of refs
+// that moves the way a (Write: in starts, Read: in waits) is of laneMin
+// bytes or more. An error only in shm mode, where there must be a lane.
+func (c *Client) lane(ctx context.Context, server int, refs []partRef, a Access) (*clientLane, error) {
+	if c.lanes.mode == dtl.ModeStream || !anyLaneSized(refs, a) {
+		return nil, nil
+	}
 	switch c.lanes.mode {
 	case dtl.ModeStream:
 		return nil, nil
@@ -308,4 +312,15 @@ func defaultRegionMode() string {
 		return s
 	}
 	return "auto"
+}
+
+// anyLaneSized reports whether a part of refs moving the way a is large
+// enough for a lane.
+func anyLaneSized(refs []partRef, a Access) bool {
+	for _, r := range refs {
+		if r.t.access == a && len(r.part().data) >= laneMin {
+			return true
+		}
+	}
+	return false
 }

@@ -137,7 +137,7 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
 		return err
 	}
-	ln, err := c.lane(ctx, server)
+	ln, err := c.lane(ctx, server, refs, Write)
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
 	}
@@ -256,7 +256,7 @@ func (sc *startCall) answer(ctx context.Context) error {
 // restart starts refs on server again, and waits for the answer, after
 // the server found their dims out of date.
 func (c *Client) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
-	ln, err := c.lane(ctx, server)
+	ln, err := c.lane(ctx, server, refs, Write)
 	if err != nil {
 		return wire.DataIDs{}, err
 	}

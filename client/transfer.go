@@ -642,7 +642,7 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 			return err
 		}
 		call := func() (wire.DataResults, wire.DataIDs, error) {
-			ln, err := c.lane(ctx, server)
+			ln, err := c.lane(ctx, server, refs, Write)
 			if err != nil {
 				return wire.DataResults{}, wire.DataIDs{}, err
 			}
@@ -1112,7 +1112,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		conn, err := c.conn(ctx, server)
 		var ln *clientLane
 		if err == nil {
-			ln, err = c.lane(ctx, server)
+			ln, err = c.lane(ctx, server, all, Read)
 		}
 		if ln != nil {
 			defer ln.unref()
