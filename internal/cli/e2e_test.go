@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -408,6 +410,48 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"pong", "RANK", "read back and checked 16777216 values", "stopped 3 servers", "demo done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A demo whose output is cut off (`pdc demo | head`) still stops the
+// servers it started.
+func TestDemoStopsItsServersWhenItsOutputCloses(t *testing.T) {
+	cmd := exec.Command(e2e.Bin(), "demo")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The header, then a row per server: RANK ADDRESS PID LOG.
+	r := bufio.NewReader(out)
+	var pids []int
+	for len(pids) < 3 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			_ = cmd.Process.Kill()
+			t.Fatalf("demo output ended before its server table: %v", err)
+		}
+		if f := strings.Fields(line); len(f) == 4 && f[0] != "RANK" {
+			pid, err := strconv.Atoi(f[2])
+			if err != nil {
+				t.Fatalf("server row %q: %v", line, err)
+			}
+			pids = append(pids, pid)
+		}
+	}
+	out.Close() // what head does
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("demo with its output closed: %v", err)
+	}
+	// down waited for them; an exited server may still await its reaper.
+	for _, pid := range pids {
+		if err := cluster.WaitExit(e2e.Ctx(t, 20*time.Second), pid); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("server pid %d still runs after the demo ended: %v", pid, err)
 		}
 	}
 }

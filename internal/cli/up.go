@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -86,6 +88,10 @@ func runUp(ctx context.Context, e *env, args []string) error {
 
 // up starts a local cluster and checks that every server answers a ping.
 func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error) {
+	// A command that starts servers stops them on its way out (demo,
+	// bench): a closed stdout (`pdc demo | head`) must fail its writes,
+	// not kill it before it does, leaving the servers behind.
+	signal.Ignore(syscall.SIGPIPE)
 	tmpdir, err := filepath.Abs(o.tmpdir)
 	if err != nil {
 		return nil, err
