@@ -134,3 +134,44 @@ func TestStaleDimsRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestAutoLaneAfterWarmUp: in auto mode a client starts on the connection,
+// and takes a lane once it has moved enough to a server on its host to
+// pay for the lane's fresh memory.
+func TestAutoLaneAfterWarmUp(t *testing.T) {
+	dir := t.TempDir()
+	startServers(t, dir, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.WithTmpDir(filepath.Join(dir, "tmp")), client.WithRegionTransport("auto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, "auto", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 32 << 20
+	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{size}, Type: region.Uint8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := bytes.Repeat([]byte{7}, size)
+	whole := region.Shape(size)
+	for pass := range 10 {
+		if err := o.Write(ctx, whole, buf); err != nil {
+			t.Fatal(err)
+		}
+		if w, _ := c.LaneBytes(); pass < 2 && w != 0 {
+			t.Fatalf("pass %d: %d bytes through a lane before the client moved much", pass, w)
+		}
+	}
+	if w, _ := c.LaneBytes(); w == 0 {
+		t.Fatalf("no lane after %d MiB written to a server on this host", 10*size>>20)
+	}
+	got := make([]byte, size)
+	if err := o.Read(ctx, whole, got); err != nil || !bytes.Equal(got, buf) {
+		t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got, buf))
+	}
+}

@@ -828,6 +828,7 @@ func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]
 		}
 		if use != nil && len(p.data) >= laneMin {
 			if sp, ok := use.alloc(len(p.data)); ok {
+				ln.warm.Ensure(ln.mem, sp.End())
 				copy(ln.mem[sp.Off:sp.Off+len(p.data)], p.data)
 				m.Items[i].Lane = uint64(sp.Off) + 1
 				r.t.obj.c.lanes.written.Add(int64(len(p.data)))

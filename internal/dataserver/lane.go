@@ -32,6 +32,7 @@ type serverLane struct {
 	client string
 	mem    []byte
 	refs   atomic.Int32 // 1 while registered, plus one per user
+	warm   lane.Warm
 	token  [lane.TokenSize]byte
 	file   *os.File // until handed over; guarded by Service.lanes.mu
 }
@@ -50,7 +51,9 @@ func (l *serverLane) span(off uint64, n int64) ([]byte, error) {
 	if off == 0 || off-1 > uint64(len(l.mem)) || uint64(n) > uint64(len(l.mem))-(off-1) {
 		return nil, fmt.Errorf("lane %d: [%d, +%d) is outside its %d bytes: %w", l.id, off-1, n, len(l.mem), pdc.ErrInvalid)
 	}
-	return l.mem[off-1 : off-1+uint64(n) : off-1+uint64(n)], nil
+	end := off - 1 + uint64(n)
+	l.warm.Ensure(l.mem, int(end))
+	return l.mem[off-1 : end : end], nil
 }
 
 // laneOf returns client's lane id with a reference the caller drops.
