@@ -8,10 +8,9 @@ import (
 
 // Warm maps a lane's pages into a process's page table ahead of use, a
 // stretch at a time, from the lane's start (the arena fills it from the
-// lowest offset up). Shared memory has no huge pages here, and taking it
-// a page fault at a time cost 0.2 GB/s of first touches on this machine,
-// against 1.4 GB/s mapped in bulk: a short-lived client that moves a few
-// hundred MiB spent more time faulting than copying.
+// lowest offset up). Shared memory has no huge pages here: copying into
+// 64 MiB of fresh lane a page fault at a time took 44 ms on this machine,
+// mapping it in bulk first 36 ms (and copying then 3).
 type Warm struct {
 	mu   sync.Mutex
 	mark int // bytes from the start already mapped
