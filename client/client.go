@@ -373,11 +373,12 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		for _, p := range c.pools {
 			p.Close()
 		}
 		c.recv.close()
+		c.mu.Unlock()
+		// Not under c.mu: lane() holds a slot's lock while it asks c.server.
 		c.lanes.close()
 	})
 	return nil

@@ -311,7 +311,10 @@ func (u *laneUse) done() {
 // taken: leaked rather than reused under it, until the lane is replaced.
 func (u *laneUse) settled(err error) {
 	var se *pdc.ServerError
-	if err == nil || errors.As(err, &se) {
+	// A server that gave up on its own deadline, or is going, may still
+	// have writes from the lane queued: only its other refusals say that
+	// it is done with the spans.
+	if err == nil || errors.As(err, &se) && !errors.Is(err, pdc.ErrTimeout) && !errors.Is(err, pdc.ErrCanceled) && !errors.Is(err, pdc.ErrUnavailable) {
 		u.done()
 		return
 	}

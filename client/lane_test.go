@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,5 +174,52 @@ func TestAutoLaneAfterWarmUp(t *testing.T) {
 	got := make([]byte, size)
 	if err := o.Read(ctx, whole, got); err != nil || !bytes.Equal(got, buf) {
 		t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got, buf))
+	}
+}
+
+// TestCloseWhileMakingALane: Close racing the first write through a lane
+// neither hangs nor crashes. (Found by review: Close held the client's
+// lock while waiting for the lane being made, which needed that lock.)
+func TestCloseWhileMakingALane(t *testing.T) {
+	dir := t.TempDir()
+	startServers(t, dir, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c0, err := client.Connect(ctx, client.WithTmpDir(filepath.Join(dir, "tmp")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	ct, _, err := c0.CreateContainer(ctx, "close", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64 << 10
+	if _, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, n)
+	for i := range 40 {
+		c, err := client.Connect(ctx, client.WithTmpDir(filepath.Join(dir, "tmp")), client.WithRegionTransport("shm"), client.WithLaneSize(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.OpenObject(ctx, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = o.Write(ctx, region.Shape(n), buf) })
+		wg.Go(func() {
+			time.Sleep(time.Duration(i%40) * 10 * time.Microsecond) // vary the race
+			_ = c.Close()
+		})
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatalf("iteration %d: Close and a write through a lane hang", i)
+		}
 	}
 }

@@ -1005,8 +1005,11 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 		if r.InLane {
 			// The bytes are in the lane, where this wait said.
 			p := d.items[i]
-			if p == nil || !d.lane.has(i) || uint64(len(p.data)) != r.Size {
-				return res, ids, fmt.Errorf("%s: a read's bytes are in the lane where none were asked: %w", d.c.label(d.server), pdc.ErrProtocol)
+			if p == nil || !d.lane.has(i) {
+				return res, ids, fmt.Errorf("%s put a transfer's bytes in the lane where this wait asked for none: %w", d.c.label(d.server), pdc.ErrProtocol)
+			}
+			if uint64(len(p.data)) != r.Size {
+				return res, ids, fmt.Errorf("%s put %d bytes of a %d-byte read in the lane: %w", d.c.label(d.server), r.Size, len(p.data), pdc.ErrProtocol)
 			}
 			off := int(d.lane.offs[i] - 1)
 			copy(p.data, d.lane.l.mem[off:off+len(p.data)])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -151,16 +152,43 @@ func (s *Service) laneListener() (string, error) {
 // acceptLanes hands lanes over to the clients that show their tokens.
 func (s *Service) acceptLanes(ln net.Listener) {
 	defer s.lanes.wg.Done()
+	pause := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
-		if err != nil {
-			return // closed
+		if errors.Is(err, net.ErrClosed) {
+			return
 		}
+		if err != nil {
+			// Out of descriptors, say: try again, as the RPC listener
+			// does, rather than leave clients connecting to nobody.
+			s.log.Warn("lane socket: accept failed", "err", err)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-s.quit.Done():
+				t.Stop()
+				return
+			}
+			pause = min(2*pause, time.Second)
+			continue
+		}
+		pause = 5 * time.Millisecond
+		s.lanes.mu.Lock()
+		if s.lanes.closed {
+			s.lanes.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.lanes.conns[nc] = struct{}{}
 		s.lanes.wg.Add(1)
+		s.lanes.mu.Unlock()
 		go func() {
 			defer s.lanes.wg.Done()
-			defer nc.Close()
 			s.handOver(nc.(*net.UnixConn))
+			s.lanes.mu.Lock()
+			delete(s.lanes.conns, nc)
+			s.lanes.mu.Unlock()
+			nc.Close()
 		}()
 	}
 }
@@ -170,12 +198,16 @@ func (s *Service) acceptLanes(ln net.Listener) {
 const laneHelloTimeout = 10 * time.Second
 
 func (s *Service) handOver(uc *net.UnixConn) {
-	_ = uc.SetDeadline(time.Now().Add(laneHelloTimeout))
-	hello := make([]byte, lane.HelloSize)
-	if _, err := io.ReadFull(uc, hello); err != nil || string(hello[:len(lane.Magic)]) != lane.Magic {
+	hello := laneHelloTimeout
+	if s.cfg.laneHello > 0 {
+		hello = s.cfg.laneHello
+	}
+	_ = uc.SetDeadline(time.Now().Add(hello))
+	msg := make([]byte, lane.HelloSize)
+	if _, err := io.ReadFull(uc, msg); err != nil || string(msg[:len(lane.Magic)]) != lane.Magic {
 		return
 	}
-	tok := hello[len(lane.Magic):]
+	tok := msg[len(lane.Magic):]
 	s.lanes.mu.Lock()
 	var f *os.File
 	for _, l := range s.lanes.byClient {
@@ -213,6 +245,11 @@ func (s *Service) closeLanes() {
 		s.dropLaneLocked(l)
 	}
 	ln := s.lanes.ln
+	// A connection that says nothing would hold Close for the hello
+	// timeout.
+	for nc := range s.lanes.conns {
+		nc.Close()
+	}
 	s.lanes.mu.Unlock()
 	if ln != nil {
 		ln.Close()

@@ -3,8 +3,11 @@ package dataserver
 import (
 	"bytes"
 	"errors"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dtl/lane"
@@ -267,4 +270,141 @@ func (e *env) lanes() int {
 	e.svc.lanes.mu.Lock()
 	defer e.svc.lanes.mu.Unlock()
 	return len(e.svc.lanes.byID)
+}
+
+// TestLaneCopyAfterCut: a wait copies a viewed read into the lane after
+// the object's lock is let go; another client's newer, smaller dims may
+// cut the file in between. The copy then reads past the file's end, which
+// must fail that read (stale), not kill the server. (Found by review: it
+// crashed the process every run.)
+func TestLaneCopyAfterCut(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := testCtx(t)
+	r, w := e.dial("r"), e.dial("w")
+	id, _ := getLane(t, r, 8<<20)
+	const rows, cols = 1024, 1024 // 4 MiB of 4-byte elements
+	big, small := []uint64{rows, cols}, []uint64{1, cols}
+	full := pattern(rows*cols*elem, 1)
+	version := uint64(1)
+	inLane, stale := 0, 0
+	for i, until := 0, time.Now().Add(3*time.Second); time.Now().Before(until); i++ {
+		it := item(3, true, big, []uint64{0, 0}, big)
+		it.DimsVersion = version
+		ids, err := start(ctx, w, []wire.DataItem{it}, full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := wait(ctx, w, ids...); err != nil {
+			t.Fatal(err)
+		}
+		rd := item(3, false, big, []uint64{rows / 2, 0}, []uint64{rows / 2, cols})
+		rd.DimsVersion = version
+		rids, err := start(ctx, r, []wire.DataItem{rd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(time.Duration(i%20) * 50 * time.Microsecond) // vary the race
+			sh := item(3, true, small, []uint64{0, 0}, small)
+			sh.DimsVersion = version + 1
+			if ids, err := start(ctx, w, []wire.DataItem{sh}, full[:cols*elem]); err == nil {
+				_, _, _ = wait(ctx, w, ids...)
+			}
+		})
+		m := wire.DataIDs{IDs: rids, Lane: id, LaneOffs: []uint64{1}}
+		rep, err := r.Call(ctx, wire.MethodDataWait, m.Marshal(nil), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := results(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch it := res.Items[0]; {
+		case it.InLane:
+			inLane++
+		case it.Code == wire.CodeOf(pdc.ErrStale):
+			stale++
+		default:
+			t.Fatalf("read racing a cut: %+v, want it in the lane or stale", it)
+		}
+		wg.Wait()
+		version += 2
+	}
+	t.Logf("%d reads copied into the lane, %d stale", inLane, stale)
+}
+
+// TestLaneGoneMidWait: a wait naming a lane the client has since replaced
+// gets its reads in the answer, not an error.
+func TestLaneGoneMidWait(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	old, _ := getLane(t, c, 64<<10)
+	dims := []uint64{64, 64}
+	want := pattern(nbytes(dims), 3)
+	write(t, c, 9, dims, region.Shape(dims...), want)
+	ids, err := start(ctx, c, []wire.DataItem{item(9, false, dims, []uint64{0, 0}, dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getLane(t, c, 64<<10) // replaces old
+	m := wire.DataIDs{IDs: ids, Lane: old, LaneOffs: []uint64{1}}
+	rep, err := c.Call(ctx, wire.MethodDataWait, m.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := results(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if res.Items[0].InLane || !bytes.Equal(parts[0], want) {
+		t.Fatalf("read through a replaced lane: %+v, want its bytes in the answer", res.Items[0])
+	}
+}
+
+// TestLaneSocketSilentPeer: a connection to the lane socket that never
+// says anything does not hold up the service's Close.
+func TestLaneSocketSilentPeer(t *testing.T) {
+	e := newEnv(t, Config{laneHello: time.Hour}) // longer than the test
+	c := e.dial("c")
+	ctx := testCtx(t)
+	rep, err := c.Call(ctx, wire.MethodDataLane, (&wire.DataLaneReq{Size: 64 << 10}).Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wire.DataLane
+	if err := m.Unmarshal(rep.Header); err != nil {
+		t.Fatal(err)
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", m.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// Wait until the server holds the connection, then close the service.
+	for e.laneConns() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the lane socket never took the connection")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	closed := make(chan struct{})
+	go func() { _ = e.svc.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close waits for a silent peer of the lane socket")
+	}
+}
+
+// laneConns is how many lane socket connections the service holds.
+func (e *env) laneConns() int {
+	e.svc.lanes.mu.Lock()
+	defer e.svc.lanes.mu.Unlock()
+	return len(e.svc.lanes.conns)
 }

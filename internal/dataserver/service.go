@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -49,6 +50,8 @@ type Config struct {
 	// queryChunk, if set, replaces the bytes a query reads at a time: a
 	// testing knob.
 	queryChunk int64
+	// laneHello, if set, replaces laneHelloTimeout: a testing knob.
+	laneHello time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -105,6 +108,7 @@ type Service struct {
 		byClient map[string]*serverLane
 		ln       net.Listener
 		path     string
+		conns    map[net.Conn]struct{} // on the lane socket, being answered
 		closed   bool
 		wg       sync.WaitGroup // the lane socket's goroutines
 	}
@@ -213,6 +217,7 @@ func New(cfg Config) *Service {
 	s.mu.layouts = map[uint64]layoutSeen{}
 	s.lanes.byID = map[uint64]*serverLane{}
 	s.lanes.byClient = map[string]*serverLane{}
+	s.lanes.conns = map[net.Conn]struct{}{}
 	for range cfg.Workers {
 		s.wg.Add(1)
 		go s.worker()
@@ -666,11 +671,11 @@ func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.D
 	ts := make([]*transfer, len(m.Items))
 	for i, it := range m.Items {
 		t, err := s.check(req.Client, it)
-		if err == nil {
-			t.data, err = ln.span(it.Lane, t.bytes())
-		}
 		if err != nil {
-			return nil, fmt.Errorf("transfer %d of %d (object %d): %w", i+1, len(m.Items), it.Obj, err)
+			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
+		}
+		if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
+			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(m.Items), it.Obj, t.box, err)
 		}
 		t.inLane, t.payOff = true, it.Lane-1
 		ts[i] = t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/pdcgo/pdc"
@@ -23,12 +24,13 @@ func (s *Service) wait(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 		if len(m.LaneOffs) != len(m.IDs) {
 			return nil, fmt.Errorf("wait for %d transfers names %d places in lane %d: %w", len(m.IDs), len(m.LaneOffs), m.Lane, pdc.ErrInvalid)
 		}
-		l, err := s.laneOf(req.Client, m.Lane)
-		if err != nil {
-			return nil, err
+		// A lane the client has just replaced (its start connection was
+		// dialled again) is gone: the reads go in the answer instead,
+		// which the client takes as well.
+		if l, err := s.laneOf(req.Client, m.Lane); err == nil {
+			defer l.unref()
+			dst = &laneDst{lane: l, offs: m.LaneOffs}
 		}
-		defer l.unref()
-		dst = &laneDst{lane: l, offs: m.LaneOffs}
 	}
 	return s.collect(ctx, req.Client, m.IDs, false, dst)
 }
@@ -52,6 +54,15 @@ func (d *laneDst) toLane(i int, t *transfer, segs [][]byte, data []byte, r *wire
 	if segs == nil {
 		segs = [][]byte{data}
 	}
+	// A view's file may have been cut since its CRCs were checked: a
+	// fault here fails this read, not the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			r.Size, r.InLane = 0, false
+			r.Code, r.Message = wire.CodeOf(pdc.ErrStale), fmt.Sprintf("object %d region %v: the object changed while being read (%v); read again", t.item.Obj, t.box, p)
+		}
+	}()
 	pos := 0
 	for _, b := range segs {
 		pos += copy(dst[pos:], b)

@@ -97,9 +97,15 @@ func Send(uc *net.UnixConn, f *os.File) error {
 	return err
 }
 
+// fetchTimeout bounds a hand-over, which on one host takes microseconds,
+// for callers without a deadline.
+const fetchTimeout = 10 * time.Second
+
 // Fetch asks the lane socket at path for the lane of token and returns
-// its memory file. It gives up when ctx ends.
+// its memory file. It gives up when ctx ends, or after fetchTimeout.
 func Fetch(ctx context.Context, path string, token []byte) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
