@@ -46,7 +46,7 @@ func (l *serverLane) unref() {
 	}
 }
 
-// laneMem is the part [off-1, off-1+n) of l's memory, off being a wire
+// span is the part [off-1, off-1+n) of l's memory, off being a wire
 // offset plus one, or an error naming what was wrong.
 func (l *serverLane) span(off uint64, n int64) ([]byte, error) {
 	if off == 0 || off-1 > uint64(len(l.mem)) || uint64(n) > uint64(len(l.mem))-(off-1) {
