@@ -378,8 +378,17 @@ func (c *Client) Close() error {
 		}
 		c.recv.close()
 		c.mu.Unlock()
+		// Starts never waited end now (their connections are closed), so
+		// that they let go of the lanes their writes were copied into.
+		ctx, cancel := context.WithTimeout(context.Background(), closeDrain)
+		_ = c.starts.collectAll(ctx)
+		cancel()
 		// Not under c.mu: lane() holds a slot's lock while it asks c.server.
 		c.lanes.close()
 	})
 	return nil
 }
+
+// closeDrain bounds Close's collection of unanswered starts, which fail at
+// once on closed connections.
+const closeDrain = 5 * time.Second
