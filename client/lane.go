@@ -101,6 +101,27 @@ type laneSlot struct {
 	err     error
 	retryAt time.Time
 	moved   int64 // auto: lane-sized bytes moved on the connection so far
+
+	// Whether the server at addr is on this host: asked once per
+	// address, since for a remote address it lists this host's
+	// interfaces.
+	hostMu sync.Mutex
+	addr   string
+	local  bool
+}
+
+// onThisHost reports whether server (slot's) runs on this host.
+func (slot *laneSlot) onThisHost(c *Client, server int) bool {
+	s, _, err := c.server(server)
+	if err != nil {
+		return false
+	}
+	slot.hostMu.Lock()
+	defer slot.hostMu.Unlock()
+	if slot.addr != s.Addr {
+		slot.addr, slot.local = s.Addr, dtl.SameHost(s.Addr)
+	}
+	return slot.local
 }
 
 // lanes holds a client's lanes by server rank.
@@ -125,17 +146,9 @@ func (c *Client) LaneBytes() (written, read int64) {
 // that moves the way a (Write: in starts, Read: in waits) is of laneMin
 // bytes or more. An error only in shm mode, where there must be a lane.
 func (c *Client) lane(ctx context.Context, server int, refs []partRef, a Access) (*clientLane, error) {
-	if c.lanes.mode == dtl.ModeStream || !anyLaneSized(refs, a) {
+	n := laneSized(refs, a)
+	if c.lanes.mode == dtl.ModeStream || n == 0 {
 		return nil, nil
-	}
-	switch c.lanes.mode {
-	case dtl.ModeStream:
-		return nil, nil
-	case dtl.ModeAuto:
-		s, _, err := c.server(server)
-		if err != nil || !dtl.SameHost(s.Addr) {
-			return nil, nil
-		}
 	}
 	c.lanes.mu.Lock()
 	if c.lanes.by == nil {
@@ -147,6 +160,9 @@ func (c *Client) lane(ctx context.Context, server int, refs []partRef, a Access)
 		c.lanes.by[server] = slot
 	}
 	c.lanes.mu.Unlock()
+	if c.lanes.mode == dtl.ModeAuto && !slot.onThisHost(c, server) {
+		return nil, nil
+	}
 
 	conn, err := c.startConn(ctx, server)
 	if err != nil {
@@ -158,7 +174,7 @@ func (c *Client) lane(ctx context.Context, server int, refs []partRef, a Access)
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	if slot.l == nil && c.lanes.mode == dtl.ModeAuto && slot.moved < laneAfter {
-		slot.moved += laneSized(refs, a)
+		slot.moved += int64(n)
 		return nil, nil
 	}
 	if l := slot.l; l != nil {
@@ -257,12 +273,7 @@ func (u *laneUse) has(i int) bool { return u != nil && i < len(u.offs) && u.offs
 // of ln; nil if there are none (full false) or the lane has no room for
 // them (full true). The use takes its own reference to ln.
 func waitInLane(ln *clientLane, refs []partRef) (use *laneUse, full bool) {
-	total := 0
-	for _, r := range refs {
-		if n := len(r.part().data); r.t.access == Read && n >= laneMin {
-			total += (n + 63) &^ 63
-		}
-	}
+	total := laneSized(refs, Read)
 	if total == 0 {
 		return nil, false
 	}
@@ -334,24 +345,14 @@ func defaultRegionMode() string {
 	return "auto"
 }
 
-// anyLaneSized reports whether a part of refs moving the way a is large
-// enough for a lane.
-func anyLaneSized(refs []partRef, a Access) bool {
-	for _, r := range refs {
-		if r.t.access == a && len(r.part().data) >= laneMin {
-			return true
-		}
-	}
-	return false
-}
-
 // laneSized is the bytes of the parts of refs moving the way a that are
-// large enough for a lane.
-func laneSized(refs []partRef, a Access) int64 {
-	var n int64
+// large enough for a lane, each rounded up to a cache line (as a wait lays
+// them out in its span).
+func laneSized(refs []partRef, a Access) int {
+	n := 0
 	for _, r := range refs {
-		if r.t.access == a && len(r.part().data) >= laneMin {
-			n += int64(len(r.part().data))
+		if d := len(r.part().data); r.t.access == a && d >= laneMin {
+			n += (d + 63) &^ 63
 		}
 	}
 	return n
