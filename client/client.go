@@ -107,7 +107,7 @@ type Client struct {
 	recv  stageRecv
 
 	starts  startQueue // starts sent and not yet answered
-	placing placeQueue // placements sent and not yet collected
+	placing placer     // placements of region-dynamic and region-local Starts
 	lanes   lanes      // shared memory to data servers on this host
 
 	closeOnce sync.Once
@@ -372,6 +372,7 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 // Close closes every connection. Idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.closePlacer()
 		c.mu.Lock()
 		for _, p := range c.pools {
 			p.Close()

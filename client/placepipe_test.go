@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -104,5 +105,95 @@ func TestPlacementsPipelined(t *testing.T) {
 			t.Fatalf("%v: start after the delete: %v", part, err)
 		}
 		wantErr(t, fmt.Sprint(part, ": wait for a write to a deleted object"), tr.Wait(ctx), pdc.ErrNotFound, fmt.Sprint("obj-", part))
+	}
+}
+
+// A region-dynamic write moves its bytes once started, without a wait or
+// any further call of its client: another client finds them. (Placements
+// used to be collected only by the next call, so a program that started a
+// write and computed before waiting moved nothing meanwhile.)
+func TestStartedWriteMovesWithoutAWait(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 2)
+	writer, reader := srv.connect(t), srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := writer.CreateContainer(ctx, "unwaited", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []client.Partition{client.RegionDynamic, client.RegionLocal} {
+		name := fmt.Sprint("unwaited-", part)
+		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{4096}, Type: region.Uint8, Partition: part})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{7}, 1024)
+		box := region.Box{Off: []uint64{1024}, Size: []uint64{1024}}
+		tr, err := o.StartWrite(ctx, box, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, err := reader.OpenObject(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(data))
+		for !bytes.Equal(got, data) {
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("%v: a started write never reached its data server without a wait: %v", part, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			if err := ro.Read(ctx, box, got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Closing a client with placements queued and on the wire ends them: each
+// transfer's wait then returns, with its write done or with an error, and
+// nothing hangs.
+func TestCloseWithPlacementsQueued(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 2)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "closing", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ct.CreateObject(ctx, "closing", client.ObjectProps{Dims: []uint64{1 << 20}, Type: region.Uint8, Partition: client.RegionDynamic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	var ts []*client.Transfer
+	for off := 0; off < len(buf); off += 4096 {
+		tr, err := o.StartWrite(ctx, region.Box{Off: []uint64{uint64(off)}, Size: []uint64{4096}}, buf[off:off+4096])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i, tr := range ts {
+		if err := tr.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("wait %d after close: %v", i, err)
+			}
+			failed++
+		}
+	}
+	t.Logf("%d of %d writes ended by the close", failed, len(ts))
+	if _, err := o.StartWrite(ctx, region.Box{Off: []uint64{0}, Size: []uint64{1}}, buf[:1]); !errors.Is(err, pdc.ErrClosed) {
+		t.Fatalf("start after close: %v, want %v", err, pdc.ErrClosed)
 	}
 }

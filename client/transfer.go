@@ -119,9 +119,6 @@ type Transfer struct {
 	// region-local read are, as its metadata server answered, for plan.
 	located   []piece
 	isLocated bool
-	// placing is the transfer's placement on the wire, until collected
-	// (see placepipe.go); guarded by mu.
-	placing *placeCall
 }
 
 // part is the piece of a transfer held by one data server.
@@ -749,7 +746,7 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 	groups := map[int][]int{}
 	for i, t := range ts {
-		if p := t.obj.info.Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) {
+		if p := t.obj.info.Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) && t.placed < 0 {
 			groups[t.obj.info.Server] = append(groups[t.obj.info.Server], i)
 		}
 	}
