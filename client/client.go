@@ -369,7 +369,9 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 	return nil
 }
 
-// Close closes every connection. Idempotent.
+// Close closes every connection and stops the goroutine that places
+// region-dynamic and region-local transfers; those it has not started
+// end with pdc.ErrClosed. Idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closePlacer()

@@ -269,7 +269,7 @@ func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) 
 		res, err = o.query(ctx, pred, qo)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("object %q: query %s: %w", o.info.Name, pred, err)
+		return nil, fmt.Errorf("object %q: query %s: %w", o.meta().Name, pred, err)
 	}
 	return res, nil
 }
@@ -281,7 +281,7 @@ type queryHits struct {
 }
 
 func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*QueryResult, error) {
-	typ := o.info.Props.Type
+	typ := o.meta().Props.Type
 	nodes, err := pred.encode(typ)
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	dims := slices.Clone(o.info.Props.Dims)
+	dims := slices.Clone(o.meta().Props.Dims)
 	var area region.Box
 	if qo.within != nil {
 		area = *qo.within
@@ -300,7 +300,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		if err := o.checkRemote(ctx, area); err != nil {
 			return nil, err
 		}
-		dims = slices.Clone(o.info.Props.Dims)
+		dims = slices.Clone(o.meta().Props.Dims)
 	} else {
 		if len(dims) == 0 || slices.Contains(dims, Unlimited) {
 			return nil, fmt.Errorf("dims %v are not fixed: give a region with Within: %w", dims, pdc.ErrInvalid)
@@ -384,8 +384,8 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	g.SetLimit(16)
 	for i, cl := range calls {
 		g.Go(func() error {
-			m := wire.DataQuery{Version: wire.QueryVersion, Obj: o.info.ID, Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion,
-				Type: uint32(typ), Storage: uint32(o.info.Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret}
+			m := wire.DataQuery{Version: wire.QueryVersion, Obj: o.meta().ID, Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion,
+				Type: uint32(typ), Storage: uint32(o.meta().Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret}
 			h, err := o.c.dataQueryCall(gctx, cl.server, &m)
 			if err != nil {
 				return err

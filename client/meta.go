@@ -371,7 +371,7 @@ func (ct *Container) Delete(ctx context.Context) error {
 		if info.ContainerID != ct.info.ID {
 			continue // added to it: it stays in its home
 		}
-		o := &Object{c: ct.c, info: info}
+		o := newObject(ct.c, info)
 		if err := o.deleteData(ctx); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

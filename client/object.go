@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -20,8 +21,10 @@ import (
 
 // Object is a handle to an open object. Close it when done.
 type Object struct {
-	c    *Client
-	info ObjectInfo
+	c *Client
+	// info is replaced whole (Refresh, SetDims) and read by the client's
+	// placer goroutine as well as the caller's.
+	info atomic.Pointer[ObjectInfo]
 	once sync.Once
 
 	mu struct {
@@ -30,6 +33,17 @@ type Object struct {
 		wrote   map[int]bool           // data servers written since the last flush
 	}
 }
+
+func newObject(c *Client, info ObjectInfo) *Object {
+	o := &Object{c: c}
+	o.info.Store(&info)
+	return o
+}
+
+// meta is the object's metadata as last known; it must not be modified.
+func (o *Object) meta() *ObjectInfo { return o.info.Load() }
+
+func (o *Object) setInfo(info ObjectInfo) { o.info.Store(&info) }
 
 func (c *Client) objInfo(m *wire.ObjectMeta) ObjectInfo {
 	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
@@ -280,7 +294,7 @@ func (c *Client) objects(res []wire.ObjResult, err error, verb string, name func
 				Server: c.label(mustOwner(c, &r.Meta, name(i))), Method: "obj_" + verb, Msg: r.Message, Err: r.Code.Err()}))
 			continue
 		}
-		objs[i] = &Object{c: c, info: c.objInfo(&r.Meta)}
+		objs[i] = newObject(c, c.objInfo(&r.Meta))
 	}
 	return objs, errors.Join(errs...)
 }
@@ -295,31 +309,31 @@ func mustOwner(c *Client, m *wire.ObjectMeta, name string) int {
 }
 
 // Info returns the object's metadata as of its open (or last refresh).
-func (o *Object) Info() ObjectInfo { return o.info }
+func (o *Object) Info() ObjectInfo { return *o.meta() }
 
 // ID is the object's id.
-func (o *Object) ID() uint64 { return o.info.ID }
+func (o *Object) ID() uint64 { return o.meta().ID }
 
 // Name is the object's name.
-func (o *Object) Name() string { return o.info.Name }
+func (o *Object) Name() string { return o.meta().Name }
 
 // Refresh fetches the object's current metadata from its server.
 func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
 	var res wire.ObjResults
-	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.info.ID, Peek: true}}}
-	if err := o.c.call(ctx, o.info.Server, wire.MethodObjOpen, &req, &res); err != nil {
-		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, err)
+	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.meta().ID, Peek: true}}}
+	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjOpen, &req, &res); err != nil {
+		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	if len(res.Items) != 1 {
-		return ObjectInfo{}, fmt.Errorf("object %q: bad reply: %w", o.info.Name, pdc.ErrProtocol)
+		return ObjectInfo{}, fmt.Errorf("object %q: bad reply: %w", o.meta().Name, pdc.ErrProtocol)
 	}
 	r := res.Items[0]
 	if r.Code != wire.CodeOK {
-		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.info.Name, &pdc.ServerError{
-			Server: o.c.label(o.info.Server), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
+		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.meta().Name, &pdc.ServerError{
+			Server: o.c.label(o.meta().Server), Method: "obj_open", Msg: r.Message, Err: r.Code.Err()})
 	}
-	o.info = o.c.objInfo(&r.Meta)
-	return o.info, nil
+	o.setInfo(o.c.objInfo(&r.Meta))
+	return *o.meta(), nil
 }
 
 // Dims returns the object's current dims, as its server has them now: a
@@ -336,10 +350,10 @@ func (o *Object) Dims(ctx context.Context) ([]uint64, error) {
 // the first may be Unlimited).
 func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 	var m wire.ObjectMeta
-	if err := o.c.call(ctx, o.info.Server, wire.MethodObjSetDims, &wire.SetDims{ID: o.info.ID, Dims: dims}, &m); err != nil {
-		return fmt.Errorf("object %q: %w", o.info.Name, err)
+	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjSetDims, &wire.SetDims{ID: o.meta().ID, Dims: dims}, &m); err != nil {
+		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
-	o.info = o.c.objInfo(&m)
+	o.setInfo(o.c.objInfo(&m))
 	return nil
 }
 
@@ -349,7 +363,7 @@ func (o *Object) Close(ctx context.Context) error {
 	var err error
 	o.once.Do(func() {
 		err = o.Flush(ctx)
-		if cerr := o.c.call(ctx, o.info.Server, wire.MethodObjClose, &wire.IDArg{ID: o.info.ID}, nil); cerr != nil {
+		if cerr := o.c.call(ctx, o.meta().Server, wire.MethodObjClose, &wire.IDArg{ID: o.meta().ID}, nil); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 	})
@@ -359,8 +373,8 @@ func (o *Object) Close(ctx context.Context) error {
 // Delete deletes the object's metadata, tags and data, and removes it
 // from every container it was added to.
 func (o *Object) Delete(ctx context.Context) error {
-	if err := o.c.call(ctx, o.info.Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.info.ID}, nil); err != nil {
-		return fmt.Errorf("delete object %q: %w", o.info.Name, err)
+	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.meta().ID}, nil); err != nil {
+		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
 	o.once.Do(func() {})
 	return o.deleteData(ctx)
@@ -475,7 +489,7 @@ func (c *Client) putTags(ctx context.Context, rank int, puts []wire.TagPut, name
 func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 	groups := map[int][]int{}
 	for i, p := range puts {
-		groups[p.Object.info.Server] = append(groups[p.Object.info.Server], i)
+		groups[p.Object.meta().Server] = append(groups[p.Object.meta().Server], i)
 	}
 	// Per-item failures of one chunk do not stop the others.
 	var mu sync.Mutex
@@ -484,10 +498,10 @@ func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 		ws := make([]wire.TagPut, len(part))
 		for j, i := range part {
 			p := puts[i]
-			ws[j] = wire.TagPut{Kind: tagObject, ID: p.Object.info.ID, Name: p.Name, Type: int32(p.Value.Type), Value: p.Value.Value}
+			ws[j] = wire.TagPut{Kind: tagObject, ID: p.Object.meta().ID, Name: p.Name, Type: int32(p.Value.Type), Value: p.Value.Value}
 		}
 		err := c.putTags(ctx, rank, ws, func(j int) string {
-			return fmt.Sprintf("%q on object %q", puts[part[j]].Name, puts[part[j]].Object.info.Name)
+			return fmt.Sprintf("%q on object %q", puts[part[j]].Name, puts[part[j]].Object.meta().Name)
 		})
 		if err != nil {
 			mu.Lock()
@@ -536,7 +550,7 @@ func (t tagTarget) list(ctx context.Context) ([]string, error) {
 }
 
 func (o *Object) tags() tagTarget {
-	return tagTarget{o.c, tagObject, o.info.ID, o.info.Server, fmt.Sprintf("object %q", o.info.Name)}
+	return tagTarget{o.c, tagObject, o.meta().ID, o.meta().Server, fmt.Sprintf("object %q", o.meta().Name)}
 }
 
 func (ct *Container) tags() tagTarget {

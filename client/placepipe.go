@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -69,7 +70,7 @@ type placeBatch struct {
 
 // deferrable reports whether t's placement may be left to the placer.
 func deferrable(t *Transfer) bool {
-	p := t.obj.info.Props
+	p := t.obj.meta().Props
 	return (p.Partition == RegionDynamic || p.Partition == RegionLocal) &&
 		p.Consistency != ConsistencyPOSIX && t.placed < 0
 }
@@ -77,13 +78,13 @@ func deferrable(t *Transfer) bool {
 // startPlacing queues t for the placer and marks it started.
 func (c *Client) startPlacing(ctx context.Context, t *Transfer) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("object %q region %v: %w", t.obj.info.Name, t.remote, pdc.CtxErr(ctx))
+		return fmt.Errorf("object %q region %v: %w", t.obj.meta().Name, t.remote, pdc.CtxErr(ctx))
 	}
 	pl := &c.placing
 	pl.mu.Lock()
 	if pl.closed {
 		pl.mu.Unlock()
-		return fmt.Errorf("object %q region %v: client is closed: %w", t.obj.info.Name, t.remote, pdc.ErrClosed)
+		return fmt.Errorf("object %q region %v: client is closed: %w", t.obj.meta().Name, t.remote, pdc.ErrClosed)
 	}
 	if !pl.running {
 		pl.running = true
@@ -178,7 +179,7 @@ func (c *Client) placeLoop(ctx context.Context) {
 		}
 		b := pl.sent[0]
 		pl.mu.Unlock()
-		reps, err := b.collect(ctx)
+		reps, errs := b.collect(ctx)
 		if ctx.Err() != nil {
 			c.dropPlacements()
 			return
@@ -186,12 +187,37 @@ func (c *Client) placeLoop(ctx context.Context) {
 		pl.mu.Lock()
 		pl.sent = pl.sent[1:]
 		pl.mu.Unlock()
-		// The Starts made meanwhile are placed while b's bytes go.
-		c.sendPlacements(ctx)
-		c.startBatch(ctx, b, reps, err)
+		if b.write && len(b.ts) > 1 && answered(errs[0]) {
+			// The metadata server refused the whole batch for one bad
+			// region (an object deleted, a region outside new dims):
+			// each is placed on its own, so that only the bad ones
+			// fail. Before anything else is sent, to keep the order.
+			c.placeEach(ctx, b)
+		} else {
+			// The Starts made meanwhile are placed while b's bytes go.
+			c.sendPlacements(ctx)
+			c.startBatch(ctx, b, reps, errs)
+		}
 		pl.mu.Lock()
 		pl.finished(len(b.ts))
 		pl.mu.Unlock()
+	}
+}
+
+// answered reports whether err is a metadata server's answer rather than
+// a failure to reach it.
+func answered(err error) bool {
+	var se *pdc.ServerError
+	return errors.As(err, &se)
+}
+
+// placeEach places and starts the transfers of b one at a time.
+func (c *Client) placeEach(ctx context.Context, b *placeBatch) {
+	for _, t := range b.ts {
+		one := &placeBatch{rank: b.rank, write: b.write, ts: []*Transfer{t}}
+		one.send(ctx, c)
+		reps, errs := one.collect(ctx)
+		c.startBatch(ctx, one, reps, errs)
 	}
 }
 
@@ -207,17 +233,20 @@ func (c *Client) sendPlacements(ctx context.Context) {
 			return
 		}
 		t0 := pl.queued[0]
-		write, rank := t0.access == Write, t0.obj.info.Server
+		write, rank := t0.access == Write, t0.obj.meta().Server
 		for _, b := range pl.sent {
 			if b.write || write {
 				pl.mu.Unlock()
 				return
 			}
 		}
-		n := 1
-		for n < len(pl.queued) && n < MaxBatch {
+		n, most := 1, MaxBatch
+		if !write {
+			most = maxQueries
+		}
+		for n < len(pl.queued) && n < most {
 			t := pl.queued[n]
-			if (t.access == Write) != write || t.obj.info.Server != rank {
+			if (t.access == Write) != write || t.obj.meta().Server != rank {
 				break
 			}
 			n++
@@ -230,6 +259,10 @@ func (c *Client) sendPlacements(ctx context.Context) {
 	}
 }
 
+// maxQueries bounds the placements of reads on the wire at once, each a
+// request of its own.
+const maxQueries = 256
+
 // send sends b's requests. A failure is kept in b.err, for collect.
 func (b *placeBatch) send(ctx context.Context, c *Client) {
 	conn, err := c.conn(ctx, b.rank)
@@ -241,8 +274,8 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		req := wire.RegionBatch{Items: make([]wire.RegionReq, len(b.ts))}
 		for i, t := range b.ts {
 			o := t.obj
-			req.Items[i] = wire.RegionReq{Obj: o.info.ID, Off: t.remote.Off, Size: t.remote.Size,
-				Candidates: c.candidates(o.info.Props.Partition), Elem: uint32(o.elem())}
+			req.Items[i] = wire.RegionReq{Obj: o.meta().ID, Off: t.remote.Off, Size: t.remote.Size,
+				Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
 		}
 		p, err := conn.Send(ctx, wire.MethodRegionAssign, req.Marshal(nil), nil, nil)
 		if err != nil {
@@ -253,7 +286,7 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		return
 	}
 	for _, t := range b.ts {
-		m := wire.RegionReq{Obj: t.obj.info.ID, Off: t.remote.Off, Size: t.remote.Size}
+		m := wire.RegionReq{Obj: t.obj.meta().ID, Off: t.remote.Off, Size: t.remote.Size}
 		p, err := conn.Send(ctx, wire.MethodRegionQuery, m.Marshal(nil), nil, nil)
 		if err != nil {
 			b.err = err
@@ -263,57 +296,57 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 	}
 }
 
-// collect waits for every answer of b, in order. Requests sent before a
-// failure are still waited for, so that none is left on the connection.
-func (b *placeBatch) collect(ctx context.Context) ([]rpc.Reply, error) {
-	reps := make([]rpc.Reply, len(b.pends))
-	err := b.err
-	for i, p := range b.pends {
-		rep, perr := p.Poll(ctx)
-		if perr != nil && err == nil {
-			err = perr
-		}
-		reps[i] = rep
+// collect waits for every answer of b, in order: errs[i] is the error of
+// the i-th request, or why it was not sent. Requests sent before a failure
+// are still waited for, so that none is left on the connection.
+func (b *placeBatch) collect(ctx context.Context) ([]rpc.Reply, []error) {
+	n := len(b.ts)
+	if b.write {
+		n = 1
 	}
-	return reps, err
+	reps, errs := make([]rpc.Reply, n), make([]error, n)
+	for i := range n {
+		if i >= len(b.pends) {
+			errs[i] = b.err
+			continue
+		}
+		reps[i], errs[i] = b.pends[i].Poll(ctx)
+	}
+	return reps, errs
 }
 
 // startBatch starts the transfers of b on the data servers its answers
 // name, or ends them with the placement's error.
-func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply, err error) {
+func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply, errs []error) {
 	fail := func(t *Transfer, err error) {
-		t.setErr(fmt.Errorf("object %q region %v: place: %w", t.obj.info.Name, t.remote, err))
-	}
-	if err != nil {
-		for _, t := range b.ts {
-			fail(t, err)
-		}
-		return
+		t.setErr(fmt.Errorf("object %q region %v: place: %w", t.obj.meta().Name, t.remote, err))
 	}
 	ready := make([]*Transfer, 0, len(b.ts))
 	if b.write {
 		var res wire.RegionPieces
-		if err := res.Unmarshal(reps[0].Header); err != nil {
-			for _, t := range b.ts {
-				fail(t, err)
-			}
-			return
+		err := errs[0]
+		if err == nil {
+			err = res.Unmarshal(reps[0].Header)
 		}
-		if len(res.Items) != len(b.ts) {
-			err := fmt.Errorf("%d answers for %d regions: %w", len(res.Items), len(b.ts), pdc.ErrProtocol)
-			for _, t := range b.ts {
-				fail(t, err)
-			}
-			return
+		if err == nil && len(res.Items) != len(b.ts) {
+			err = fmt.Errorf("%d answers for %d regions: %w", len(res.Items), len(b.ts), pdc.ErrProtocol)
 		}
 		for i, t := range b.ts {
+			if err != nil {
+				fail(t, err)
+				continue
+			}
 			t.placed = int(res.Items[i].Server)
 			ready = append(ready, t)
 		}
 	} else {
 		for i, t := range b.ts {
 			var res wire.RegionPieces
-			if err := res.Unmarshal(reps[i].Header); err != nil {
+			err := errs[i]
+			if err == nil {
+				err = res.Unmarshal(reps[i].Header)
+			}
+			if err != nil {
 				fail(t, err)
 				continue
 			}
@@ -325,8 +358,28 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 			ready = append(ready, t)
 		}
 	}
-	// startNow ends every part it could not start with its error.
-	_ = c.startNow(ctx, ready)
+	if len(ready) == 0 {
+		return
+	}
+	err := c.startNow(ctx, ready)
+	if err == nil {
+		return
+	}
+	// startNow ends the parts it sent nothing for, but when planning a
+	// transfer fails it returns before that: what it did not get to
+	// start ends here.
+	for _, t := range ready {
+		if len(t.parts) == 0 {
+			t.placed, t.located, t.isLocated = -1, nil, false
+			t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, t.remote, err))
+		}
+		for i := range t.parts {
+			if p := &t.parts[i]; p.start == nil && p.id == 0 && !p.done {
+				p.done = true
+				t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, p.box, err))
+			}
+		}
+	}
 }
 
 // dropPlacements ends every transfer the placer holds, on Close.
@@ -342,6 +395,6 @@ func (c *Client) dropPlacements() {
 	pl.finished(len(ts))
 	pl.mu.Unlock()
 	for _, t := range ts {
-		t.setErr(fmt.Errorf("object %q region %v: not started: client is closed: %w", t.obj.info.Name, t.remote, pdc.ErrClosed))
+		t.setErr(fmt.Errorf("object %q region %v: not started: client is closed: %w", t.obj.meta().Name, t.remote, pdc.ErrClosed))
 	}
 }

@@ -197,3 +197,110 @@ func TestCloseWithPlacementsQueued(t *testing.T) {
 		t.Fatalf("start after close: %v, want %v", err, pdc.ErrClosed)
 	}
 }
+
+// Writes to two objects queued together, one of them deleted meanwhile by
+// another client: only that object's writes fail. The metadata server
+// refuses a whole batch for one bad region, so the client places the
+// batch's regions one by one then.
+func TestBadPlacementFailsAlone(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 1)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "alone", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8, Partition: client.RegionDynamic}
+	a, err := ct.CreateObject(ctx, "a", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ct.CreateObject(ctx, "b", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := srv.connect(t).OpenObject(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a2.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var as, bs []*client.Transfer
+	want := make([]byte, 200*64)
+	for i := range 200 {
+		box := region.Box{Off: []uint64{uint64(i) * 64}, Size: []uint64{64}}
+		ta, err := a.StartWrite(ctx, box, make([]byte, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{byte(i + 1)}, 64)
+		copy(want[i*64:], data)
+		tb, err := b.StartWrite(ctx, box, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, bs = append(as, ta), append(bs, tb)
+	}
+	for i, tb := range bs {
+		if err := tb.Wait(ctx); err != nil {
+			t.Fatalf("write %d to b: %v", i, err)
+		}
+	}
+	for i, ta := range as {
+		wantErr(t, fmt.Sprint("write ", i, " to the deleted a"), ta.Wait(ctx), pdc.ErrNotFound, `"a"`)
+	}
+	got := make([]byte, len(want))
+	if err := b.Read(ctx, region.Box{Off: []uint64{0}, Size: []uint64{uint64(len(want))}}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("b reads back differently")
+	}
+}
+
+// The object's metadata may be refreshed by its caller while the placer
+// starts its transfers (run with -race).
+func TestRefreshWhilePlacing(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 2)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "refresh", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ct.CreateObject(ctx, "grows", client.ObjectProps{Dims: []uint64{64}, Type: region.Uint8, Partition: client.RegionDynamic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []*client.Transfer
+	for i := range 50 {
+		if err := o.SetDims(ctx, []uint64{uint64(i+1) * 64}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := o.StartWrite(ctx, region.Box{Off: []uint64{uint64(i) * 64}, Size: []uint64{64}}, bytes.Repeat([]byte{byte(i)}, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+		if _, err := o.Dims(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 50*64)
+	if err := o.Read(ctx, region.Box{Off: []uint64{0}, Size: []uint64{50 * 64}}, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if !bytes.Equal(got[i*64:(i+1)*64], bytes.Repeat([]byte{byte(i)}, 64)) {
+			t.Fatalf("region %d reads back differently", i)
+		}
+	}
+}

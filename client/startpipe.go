@@ -206,7 +206,7 @@ func (sc *startCall) collect(ctx context.Context) error {
 	if err != nil {
 		for _, r := range sc.refs {
 			r.part().done = true
-			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.part().box, err))
+			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.meta().Name, r.part().box, err))
 		}
 	}
 	sc.err = err
@@ -276,7 +276,7 @@ func collectStarts(ctx context.Context, ts []*Transfer) error {
 		for i := range t.parts {
 			if sc := t.parts[i].start; sc != nil {
 				if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
-					return fmt.Errorf("object %q region %v: %w", t.obj.info.Name, t.remote, pdc.CtxErr(ctx))
+					return fmt.Errorf("object %q region %v: %w", t.obj.meta().Name, t.remote, pdc.CtxErr(ctx))
 				}
 			}
 		}

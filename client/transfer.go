@@ -142,20 +142,20 @@ type part struct {
 // elements, matched in row-major order.
 func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, local, remote region.Box) (*Transfer, error) {
 	if access != Read && access != Write {
-		return nil, fmt.Errorf("object %q: transfer: %v is neither read nor write: %w", o.info.Name, access, pdc.ErrInvalid)
+		return nil, fmt.Errorf("object %q: transfer: %v is neither read nor write: %w", o.meta().Name, access, pdc.ErrInvalid)
 	}
 	if err := remote.Check(); err != nil {
-		return nil, fmt.Errorf("object %q: remote region: %w", o.info.Name, err)
+		return nil, fmt.Errorf("object %q: remote region: %w", o.meta().Name, err)
 	}
 	if err := local.Check(); err != nil {
-		return nil, fmt.Errorf("object %q: local region: %w", o.info.Name, err)
+		return nil, fmt.Errorf("object %q: local region: %w", o.meta().Name, err)
 	}
 	if err := o.checkRemote(ctx, remote); err != nil {
 		return nil, err
 	}
 	if local.Volume() != remote.Volume() {
 		return nil, fmt.Errorf("object %q: local region %v holds %d elements, remote region %v holds %d: %w",
-			o.info.Name, local, local.Volume(), remote, remote.Volume(), pdc.ErrInvalid)
+			o.meta().Name, local, local.Volume(), remote, remote.Volume(), pdc.ErrInvalid)
 	}
 	elem := uint64(o.elem())
 	// The three boxes share one allocation: a program describing 64k
@@ -176,12 +176,12 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 	}
 	if shape.Check() != nil {
 		// Only its volume can be wrong: more than 2^64 elements.
-		return nil, fmt.Errorf("object %q: local region %v spans a buffer of more than 2^64 elements: %w", o.info.Name, local, pdc.ErrInvalid)
+		return nil, fmt.Errorf("object %q: local region %v spans a buffer of more than 2^64 elements: %w", o.meta().Name, local, pdc.ErrInvalid)
 	}
 	need, ok := mulOK(shape.Volume(), elem)
 	if !ok || need > uint64(len(buf)) {
 		return nil, fmt.Errorf("object %q: local region %v needs a buffer of %d elements of %d bytes, the buffer has %d bytes: %w",
-			o.info.Name, local, shape.Volume(), elem, len(buf), pdc.ErrInvalid)
+			o.meta().Name, local, shape.Volume(), elem, len(buf), pdc.ErrInvalid)
 	}
 	lc := region.Box{Off: take(local.Off), Size: take(local.Size)}
 	rc := region.Box{Off: take(remote.Off), Size: take(remote.Size)}
@@ -195,14 +195,14 @@ func mulOK(a, b uint64) (uint64, bool) {
 	return a * b, true
 }
 
-func (o *Object) elem() int { return max(o.info.Props.Type.Size(), 1) }
+func (o *Object) elem() int { return max(o.meta().Props.Type.Size(), 1) }
 
 // checkRemote checks a remote region against the object's dims, looking
 // them up again before refusing: another client may have grown it.
 func (o *Object) checkRemote(ctx context.Context, remote region.Box) error {
-	dims := o.info.Props.Dims
+	dims := o.meta().Props.Dims
 	if remote.Ndim() != len(dims) {
-		return fmt.Errorf("object %q: remote region %v has %d dims, the object %d: %w", o.info.Name, remote, remote.Ndim(), len(dims), pdc.ErrInvalid)
+		return fmt.Errorf("object %q: remote region %v has %d dims, the object %d: %w", o.meta().Name, remote, remote.Ndim(), len(dims), pdc.ErrInvalid)
 	}
 	if remote.Within(dims) == nil {
 		return nil
@@ -212,7 +212,7 @@ func (o *Object) checkRemote(ctx context.Context, remote region.Box) error {
 		return err
 	}
 	if err := remote.Within(info.Props.Dims); err != nil {
-		return fmt.Errorf("object %q: remote region: %w", o.info.Name, err)
+		return fmt.Errorf("object %q: remote region: %w", o.meta().Name, err)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func (o *Object) StartRead(ctx context.Context, box region.Box, buf []byte) (*Tr
 func (o *Object) startWhole(ctx context.Context, a Access, box region.Box, buf []byte) (*Transfer, error) {
 	elem := uint64(o.elem())
 	if box.Check() == nil && uint64(len(buf)) != box.Volume()*elem {
-		return nil, fmt.Errorf("object %q: region %v is %d bytes, the buffer %d: %w", o.info.Name, box, box.Volume()*elem, len(buf), pdc.ErrInvalid)
+		return nil, fmt.Errorf("object %q: region %v is %d bytes, the buffer %d: %w", o.meta().Name, box, box.Volume()*elem, len(buf), pdc.ErrInvalid)
 	}
 	t, err := o.NewTransfer(ctx, buf, a, region.Shape(uint64(len(buf))/elem), box)
 	if err != nil {
@@ -265,15 +265,15 @@ func (o *Object) transferNow(ctx context.Context, a Access, box region.Box, buf 
 
 // PutData writes the whole object from data (PDCobj_put_data).
 func (o *Object) PutData(ctx context.Context, data []byte) error {
-	return o.Write(ctx, region.Shape(o.info.Props.Dims...), data)
+	return o.Write(ctx, region.Shape(o.meta().Props.Dims...), data)
 }
 
 // GetData reads the whole object (PDCobj_get_data).
 func (o *Object) GetData(ctx context.Context) ([]byte, error) {
-	box := region.Shape(o.info.Props.Dims...)
+	box := region.Shape(o.meta().Props.Dims...)
 	n, ok := mulOK(box.Volume(), uint64(o.elem()))
 	if !ok || n > 1<<40 {
-		return nil, fmt.Errorf("object %q: %v is too large to read whole: %w", o.info.Name, box, pdc.ErrTooLarge)
+		return nil, fmt.Errorf("object %q: %v is too large to read whole: %w", o.meta().Name, box, pdc.ErrTooLarge)
 	}
 	buf := make([]byte, n)
 	return buf, o.Read(ctx, box, buf)
@@ -330,11 +330,11 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 		}
 		var res wire.DataResults
 		if err := t.obj.c.call(ctx, server, wire.MethodDataStatus, &wire.DataIDs{IDs: ids}, &res); err != nil {
-			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.info.Name, t.remote, err)
+			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.meta().Name, t.remote, err)
 		}
 		if len(res.Items) != len(ids) {
 			return 0, fmt.Errorf("object %q region %v: status: %s answered %d results for %d transfers: %w",
-				t.obj.info.Name, t.remote, t.obj.c.label(server), len(res.Items), len(ids), pdc.ErrProtocol)
+				t.obj.meta().Name, t.remote, t.obj.c.label(server), len(res.Items), len(ids), pdc.ErrProtocol)
 		}
 		for i, r := range res.Items {
 			switch {
@@ -346,7 +346,7 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 				p := &t.parts[parts[i]]
 				p.done = true
 				if e := itemErr(t.obj.c, server, r); e != nil {
-					t.setErr(fmt.Errorf("object %q region %v: %w", t.obj.info.Name, p.box, e))
+					t.setErr(fmt.Errorf("object %q region %v: %w", t.obj.meta().Name, p.box, e))
 				}
 			}
 		}
@@ -489,34 +489,34 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 	c := o.c
 	ds := c.dataServers()
 	if len(ds) == 0 {
-		return nil, fmt.Errorf("object %q: the cluster has no data server: %w", o.info.Name, pdc.ErrUnavailable)
+		return nil, fmt.Errorf("object %q: the cluster has no data server: %w", o.meta().Name, pdc.ErrUnavailable)
 	}
-	sp := o.info.spread
+	sp := o.meta().spread
 	over := int(sp.over)
 	if over == 0 {
 		over = len(ds)
 	}
-	switch o.info.Props.Partition {
+	switch o.meta().Props.Partition {
 	case ObjectStatic:
 		return []piece{{server: ds[int(sp.home)%len(ds)], box: box}}, nil
 	case RegionStatic:
 		return staticPieces(box, max(sp.block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
 		if a == Write {
-			cands := c.candidates(o.info.Props.Partition)
+			cands := c.candidates(o.meta().Props.Partition)
 			var res wire.RegionPieces
-			req := wire.RegionBatch{Items: []wire.RegionReq{{Obj: o.info.ID, Off: box.Off, Size: box.Size, Candidates: cands, Elem: uint32(o.elem())}}}
-			if err := c.call(ctx, o.info.Server, wire.MethodRegionAssign, &req, &res); err != nil {
-				return nil, fmt.Errorf("object %q region %v: place: %w", o.info.Name, box, err)
+			req := wire.RegionBatch{Items: []wire.RegionReq{{Obj: o.meta().ID, Off: box.Off, Size: box.Size, Candidates: cands, Elem: uint32(o.elem())}}}
+			if err := c.call(ctx, o.meta().Server, wire.MethodRegionAssign, &req, &res); err != nil {
+				return nil, fmt.Errorf("object %q region %v: place: %w", o.meta().Name, box, err)
 			}
 			if len(res.Items) != 1 {
-				return nil, fmt.Errorf("object %q: place: %d answers for 1 region: %w", o.info.Name, len(res.Items), pdc.ErrProtocol)
+				return nil, fmt.Errorf("object %q: place: %d answers for 1 region: %w", o.meta().Name, len(res.Items), pdc.ErrProtocol)
 			}
 			return []piece{{server: int(res.Items[0].Server), box: box}}, nil
 		}
 		var res wire.RegionPieces
-		if err := c.call(ctx, o.info.Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.info.ID, Off: box.Off, Size: box.Size}, &res); err != nil {
-			return nil, fmt.Errorf("object %q region %v: look up: %w", o.info.Name, box, err)
+		if err := c.call(ctx, o.meta().Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.meta().ID, Off: box.Off, Size: box.Size}, &res); err != nil {
+			return nil, fmt.Errorf("object %q region %v: look up: %w", o.meta().Name, box, err)
 		}
 		out := make([]piece, 0, len(res.Items))
 		for _, p := range res.Items {
@@ -524,7 +524,7 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("object %q: unknown partition strategy %d: %w", o.info.Name, o.info.Props.Partition, pdc.ErrInvalid)
+	return nil, fmt.Errorf("object %q: unknown partition strategy %d: %w", o.meta().Name, o.meta().Props.Partition, pdc.ErrInvalid)
 }
 
 // staticPieces cuts box into the blocks of rows of the first dim that
@@ -591,7 +591,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 		state := t.state
 		t.mu.Unlock()
 		if state == stateStarted {
-			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
+			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
 		}
 	}
 	if len(ts) == 1 && deferrable(ts[0]) {
@@ -621,7 +621,7 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	groups := groupParts(ts, false)
 	posix := false
 	for _, t := range ts {
-		posix = posix || t.obj.info.Props.Consistency == ConsistencyPOSIX
+		posix = posix || t.obj.meta().Props.Consistency == ConsistencyPOSIX
 	}
 	for server, refs := range groups {
 		// Writes first, so that reads of the same call see them.
@@ -712,7 +712,7 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 				// by whoever collects its answer.
 				if p := &t.parts[i]; p.start == nil && p.id == 0 && !p.done {
 					p.done = true
-					t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.info.Name, p.box, err))
+					t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, p.box, err))
 				}
 			}
 		}
@@ -726,12 +726,12 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	}
 	if posix {
 		for _, t := range ts {
-			if t.obj.info.Props.Consistency == ConsistencyPOSIX {
+			if t.obj.meta().Props.Consistency == ConsistencyPOSIX {
 				t.finish()
 			}
 		}
 		for _, t := range ts {
-			if err := t.Err(); err != nil && t.obj.info.Props.Consistency == ConsistencyPOSIX {
+			if err := t.Err(); err != nil && t.obj.meta().Props.Consistency == ConsistencyPOSIX {
 				return err
 			}
 		}
@@ -746,8 +746,8 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 	groups := map[int][]int{}
 	for i, t := range ts {
-		if p := t.obj.info.Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) && t.placed < 0 {
-			groups[t.obj.info.Server] = append(groups[t.obj.info.Server], i)
+		if p := t.obj.meta().Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) && t.placed < 0 {
+			groups[t.obj.meta().Server] = append(groups[t.obj.meta().Server], i)
 		}
 	}
 	return inChunks(groups, func(rank int, idx []int) error {
@@ -755,8 +755,8 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 		for k, i := range idx {
 			t := ts[i]
 			o := t.obj
-			req.Items[k] = wire.RegionReq{Obj: o.info.ID, Off: t.remote.Off, Size: t.remote.Size,
-				Candidates: c.candidates(o.info.Props.Partition), Elem: uint32(o.elem())}
+			req.Items[k] = wire.RegionReq{Obj: o.meta().ID, Off: t.remote.Off, Size: t.remote.Size,
+				Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
 		}
 		var res wire.RegionPieces
 		if err := c.call(ctx, rank, wire.MethodRegionAssign, &req, &res); err != nil {
@@ -818,8 +818,8 @@ func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]
 	}
 	for i, r := range refs {
 		o, p := r.t.obj, r.part()
-		m.Items[i] = wire.DataItem{Obj: o.info.ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
-			Dims: o.info.Props.Dims, DimsVersion: o.info.DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.info.Props.Storage)}
+		m.Items[i] = wire.DataItem{Obj: o.meta().ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
+			Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.meta().Props.Storage)}
 		if r.t.access != Write {
 			continue
 		}
@@ -851,8 +851,8 @@ func refreshDims(ctx context.Context, refs []partRef) error {
 		if _, err := r.t.obj.Refresh(ctx); err != nil {
 			return err
 		}
-		if err := r.t.remote.Within(r.t.obj.info.Props.Dims); err != nil {
-			return fmt.Errorf("object %q: remote region: %w", r.t.obj.info.Name, err)
+		if err := r.t.remote.Within(r.t.obj.meta().Props.Dims); err != nil {
+			return fmt.Errorf("object %q: remote region: %w", r.t.obj.meta().Name, err)
 		}
 	}
 	return nil
@@ -1041,7 +1041,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		t.mu.Unlock()
 		switch state {
 		case stateCreated:
-			return fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.info.Name, t.remote, pdc.ErrInvalid)
+			return fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
 		case stateDone, stateClosed:
 			continue
 		}
@@ -1089,7 +1089,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		for i, r := range refs {
 			r.part().done = true
 			if e := itemErr(c, server, res.Items[i]); e != nil {
-				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.info.Name, r.part().box, e))
+				r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.meta().Name, r.part().box, e))
 			}
 		}
 		return nil
@@ -1247,8 +1247,8 @@ func (o *Object) Flush(ctx context.Context) error {
 	o.mu.wrote = nil
 	o.mu.Unlock()
 	return fanOut(servers, func(server int) error {
-		if err := o.c.call(ctx, server, wire.MethodDataFlush, &wire.IDArg{ID: o.info.ID}, nil); err != nil {
-			return fmt.Errorf("object %q: flush on %s: %w", o.info.Name, o.c.label(server), err)
+		if err := o.c.call(ctx, server, wire.MethodDataFlush, &wire.IDArg{ID: o.meta().ID}, nil); err != nil {
+			return fmt.Errorf("object %q: flush on %s: %w", o.meta().Name, o.c.label(server), err)
 		}
 		return nil
 	})
@@ -1270,14 +1270,17 @@ func (o *Object) waitPending(ctx context.Context) error {
 
 // deleteData removes the object's data from every data server.
 func (o *Object) deleteData(ctx context.Context) error {
-	// Starts sent and not yet answered are registered first, so that the
-	// delete waits for their writes instead of overtaking them.
+	// Starts queued or sent and not yet answered are registered first, so
+	// that the delete waits for their writes instead of overtaking them.
+	if err := o.c.settle(ctx); err != nil {
+		return fmt.Errorf("object %q: delete: %w", o.meta().Name, err)
+	}
 	if err := o.c.starts.collectAll(ctx); err != nil {
-		return fmt.Errorf("object %q: delete: %w", o.info.Name, err)
+		return fmt.Errorf("object %q: delete: %w", o.meta().Name, err)
 	}
 	return fanOut(o.c.dataServers(), func(server int) error {
-		if err := o.c.call(ctx, server, wire.MethodDataDelete, &wire.IDArg{ID: o.info.ID}, nil); err != nil {
-			return fmt.Errorf("object %q: delete data on %s: %w", o.info.Name, o.c.label(server), err)
+		if err := o.c.call(ctx, server, wire.MethodDataDelete, &wire.IDArg{ID: o.meta().ID}, nil); err != nil {
+			return fmt.Errorf("object %q: delete data on %s: %w", o.meta().Name, o.c.label(server), err)
 		}
 		return nil
 	})

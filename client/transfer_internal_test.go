@@ -13,7 +13,7 @@ import (
 // A local region whose buffer (up to its end in each dim) has more than
 // 2^64 elements is refused at NewTransfer, not taken as needing none.
 func TestNewTransferLocalBufferOverflows(t *testing.T) {
-	o := &Object{info: ObjectInfo{Name: "o", Props: ObjectProps{Dims: []uint64{4, 4}, Type: region.Int}}}
+	o := newObject(nil, ObjectInfo{Name: "o", Props: ObjectProps{Dims: []uint64{4, 4}, Type: region.Int}})
 	dot := region.Box{Off: []uint64{0, 0}, Size: []uint64{1, 1}}
 	for _, off := range [][]uint64{{1 << 40, 1 << 40}, {1 << 32, 1<<32 - 1}} {
 		local := region.Box{Off: off, Size: []uint64{1, 1}}
