@@ -388,10 +388,22 @@ func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, c
 }
 
 // write stores data as box: in place when box lies inside one piece that
-// nothing newer overlaps there, else as a new record.
+// nothing newer overlaps there, or when each of its rows does (slabs),
+// else as a new record.
 func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
 	if host := l.host(box); host != nil {
 		return host.area.write(f, runSegs(host.box, box, l.elem, data))
+	}
+	if ss := l.slabs(box); ss != nil {
+		row := int(box.Volume()/box.Size[0]) * l.elem
+		for _, s := range ss {
+			n := int(s.box.Size[0]) * row
+			if err := s.host.area.write(f, runSegs(s.host.box, s.box, l.elem, data[:n])); err != nil {
+				return err
+			}
+			data = data[n:]
+		}
+		return nil
 	}
 	p, err := l.appendRecord(f, kindData, box, data)
 	if err != nil {
@@ -407,6 +419,14 @@ func (l *regionLog) writeFrom(f *os.File, box region.Box, n int64, r io.Reader, 
 	if host := l.host(box); host != nil {
 		_, err := host.area.writeRunsFrom(f, host.box, box, l.elem, r, buf)
 		return err
+	}
+	if ss := l.slabs(box); ss != nil {
+		for _, s := range ss {
+			if _, err := s.host.area.writeRunsFrom(f, s.host.box, s.box, l.elem, r, buf); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	p, err := l.appendRecordFrom(f, kindData, box, n, int64(len(buf)), func(_, n int64) ([]byte, error) {
 		b := buf[:n]
@@ -436,6 +456,45 @@ func (l *regionLog) host(box region.Box) *piece {
 		}
 	}
 	return host
+}
+
+// slab is a part of a write that goes in place into host.
+type slab struct {
+	host *piece
+	box  region.Box
+}
+
+// slabs splits a write of box that no one piece holds along its first
+// dim, into slabs that each go in place into one piece (see host), in
+// order; nil if some part has no such piece. The data server stores a run
+// of adjacent regions of one request as one write, and the run's bounds
+// change with how the client's requests fall: without this, writing the
+// same regions again appended them all, growing the log by the whole
+// object every round. A slab along the first dim is a run of whole rows,
+// so its bytes are the next ones of the write's row-major bytes.
+func (l *regionLog) slabs(box region.Box) []slab {
+	if box.Size[0] < 2 {
+		return nil // one row: host has said no
+	}
+	var out []slab
+	off, end := box.Off[0], box.End(0)
+	for off < end {
+		sub := box.Clone()
+		sub.Off[0], sub.Size[0] = off, 1
+		h := l.host(sub)
+		if h == nil {
+			return nil
+		}
+		stop := min(end, h.live.End(0))
+		sub.Size[0] = stop - off
+		// A newer piece over part of the rows below: not in place.
+		if stop-off > 1 && l.host(sub) != h {
+			return nil
+		}
+		out = append(out, slab{host: h, box: sub})
+		off = stop
+	}
+	return out
 }
 
 // setDims records a shrink of the dims that hides stored data.
