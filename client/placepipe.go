@@ -234,16 +234,22 @@ func (c *Client) sendPlacements(ctx context.Context) {
 		}
 		t0 := pl.queued[0]
 		write, rank := t0.access == Write, t0.obj.meta().Server
+		most := MaxBatch
+		if !write {
+			most = maxQueries
+		}
 		for _, b := range pl.sent {
 			if b.write || write {
 				pl.mu.Unlock()
 				return
 			}
+			most -= len(b.ts)
 		}
-		n, most := 1, MaxBatch
-		if !write {
-			most = maxQueries
+		if most <= 0 {
+			pl.mu.Unlock()
+			return
 		}
+		n := 1
 		for n < len(pl.queued) && n < most {
 			t := pl.queued[n]
 			if (t.access == Write) != write || t.obj.meta().Server != rank {
@@ -260,7 +266,8 @@ func (c *Client) sendPlacements(ctx context.Context) {
 }
 
 // maxQueries bounds the placements of reads on the wire at once, each a
-// request of its own.
+// request of its own (a server refuses more than 1024 in flight on one
+// connection).
 const maxQueries = 256
 
 // send sends b's requests. A failure is kept in b.err, for collect.

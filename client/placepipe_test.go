@@ -304,3 +304,43 @@ func TestRefreshWhilePlacing(t *testing.T) {
 		}
 	}
 }
+
+// Thousands of region-dynamic reads started one at a time: their
+// placements, a request each, are kept within what a server takes in
+// flight on one connection, and every read gets the bytes written.
+func TestManyPlacedReads(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 1)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "reads", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 4096, 16
+	o, err := ct.CreateObject(ctx, "reads", client.ObjectProps{Dims: []uint64{n * size}, Type: region.Uint8, Partition: client.RegionDynamic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, n*size)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	if err := o.Write(ctx, region.Box{Off: []uint64{0}, Size: []uint64{n * size}}, want); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n*size)
+	ts := make([]*client.Transfer, n)
+	for i := range ts {
+		if ts[i], err = o.StartRead(ctx, region.Box{Off: []uint64{uint64(i * size)}, Size: []uint64{size}}, got[i*size:(i+1)*size]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the reads differ from the writes")
+	}
+}
