@@ -52,6 +52,9 @@ func TestCloseLetsGoOfLanes(t *testing.T) {
 	if _, err := o.StartWrite(ctx, region.Shape(n), make([]byte, n)); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.settle(ctx); err != nil { // started on the data server
+		t.Fatal(err)
+	}
 	c.lanes.mu.Lock()
 	var l *clientLane
 	for _, slot := range c.lanes.by {

@@ -280,11 +280,13 @@ func (o *Object) GetData(ctx context.Context) ([]byte, error) {
 }
 
 // Start starts the transfer (PDCregion_transfer_start). With POSIX
-// consistency it returns once the transfer is done. Otherwise it returns
-// once the request is sent (a write's bytes included), without waiting
-// for the data server's answer: a refusal by the server, or its loss, is
-// reported by Wait, Status or Close. A buffer must not change until the
-// transfer is waited, as in PDC.
+// consistency it returns once the transfer is done. Otherwise it queues
+// the transfer and returns at once: a goroutine of the client sends it
+// (asking its metadata server first where a region-dynamic or
+// region-local region goes), together with the other transfers queued
+// meanwhile, in Start order. An error on the way, a refusal by a server
+// or its loss, is reported by Wait, Status or Close. A buffer must not
+// change until the transfer is waited, as in PDC.
 func (t *Transfer) Start(ctx context.Context) error {
 	return t.obj.c.StartAll(ctx, []*Transfer{t})
 }
@@ -603,7 +605,7 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 	return c.startNow(ctx, ts)
 }
 
-// startNow is StartAll once the placements on the wire are collected.
+// startNow is StartAll once the transfers queued before are started.
 func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	if len(ts) > 1 {
 		if err := c.placeAll(ctx, ts); err != nil {
