@@ -31,11 +31,11 @@ import (
 // 3.4-3.9 GB/s; batched, 5.4-5.6. One start per region held
 // object-static writes at 4.3-4.9 GB/s; queued, 5.4-5.6.
 //
-// Order. Only one batch of placements is on the wire at a time, but for
-// reads, which change nothing: the metadata server runs the requests of a
-// connection concurrently, so a write placed in one request could
-// otherwise be recorded after a later one (and lose an overlap it should
-// win), or be missed by a read placed after it. Every call that starts or
+// Order. Only one request of placements is on the wire at a time: the
+// metadata server runs the requests of a connection concurrently, so a
+// write placed in one request could otherwise be recorded after a later
+// one (and lose an overlap it should win), or be missed by a read placed
+// after it. Every call that starts or
 // waits anything else first waits until the placer has started every
 // transfer queued before it (settle), so that a read sees the writes
 // started before it, whatever their partitions. An error of a placement,
@@ -63,8 +63,8 @@ type placer struct {
 }
 
 // placeBatch is a run of Starts of one kind: for a dynamic partition,
-// placements sent to one metadata server, one request for writes, one per
-// transfer for reads; for a static one, nothing to ask.
+// placements sent to one metadata server in one request; for a static
+// one, nothing to ask.
 type placeBatch struct {
 	rank  int
 	kind  placeKind
@@ -78,7 +78,7 @@ type placeKind int
 const (
 	placeNone  placeKind = iota // a static partition: nothing to ask
 	placeWrite                  // MethodRegionAssign, one for the batch
-	placeRead                   // MethodRegionQuery, one a transfer
+	placeRead                   // MethodRegionQueryAll, one for the batch
 )
 
 func kindOf(t *Transfer) placeKind {
@@ -244,8 +244,7 @@ func (c *Client) placeEach(ctx context.Context, b *placeBatch) {
 }
 
 // sendPlacements sends the queued placements, as far as the order allows:
-// nothing follows an unanswered write batch, and writes do not follow
-// unanswered reads.
+// one request on the wire at a time; runs of static transfers ask nothing.
 func (c *Client) sendPlacements(ctx context.Context) {
 	pl := &c.placing
 	for {
@@ -256,27 +255,14 @@ func (c *Client) sendPlacements(ctx context.Context) {
 		}
 		t0 := pl.queued[0]
 		kind, rank := kindOf(t0), t0.obj.meta().Server
-		most := MaxBatch
-		if kind == placeRead {
-			most = maxQueries
-		}
 		for _, b := range pl.sent {
-			switch {
-			case kind == placeNone || b.kind == placeNone:
-				// Nothing on the wire to keep in order.
-			case b.kind == placeWrite || kind == placeWrite:
+			if kind != placeNone && b.kind != placeNone {
 				pl.mu.Unlock()
-				return
-			default:
-				most -= len(b.ts)
+				return // one request on the wire at a time
 			}
 		}
-		if most <= 0 {
-			pl.mu.Unlock()
-			return
-		}
 		n := 1
-		for n < len(pl.queued) && n < most {
+		for n < len(pl.queued) && n < MaxBatch {
 			t := pl.queued[n]
 			if k := kindOf(t); k != kind || (k != placeNone && t.obj.meta().Server != rank) {
 				break
@@ -290,11 +276,6 @@ func (c *Client) sendPlacements(ctx context.Context) {
 		b.send(ctx, c)
 	}
 }
-
-// maxQueries bounds the placements of reads on the wire at once, each a
-// request of its own (a server refuses more than 1024 in flight on one
-// connection).
-const maxQueries = 256
 
 // send sends b's requests. A failure is kept in b.err, for collect.
 func (b *placeBatch) send(ctx context.Context, c *Client) {
@@ -321,15 +302,45 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		b.pends = []*rpc.Pending{p}
 		return
 	}
-	for _, t := range b.ts {
-		m := wire.RegionReq{Obj: t.obj.meta().ID, Off: t.remote.Off, Size: t.remote.Size}
-		p, err := conn.Send(ctx, wire.MethodRegionQuery, m.Marshal(nil), nil, nil)
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.pends = append(b.pends, p)
+	p, err := conn.Send(ctx, wire.MethodRegionQueryAll, queryAll(b.ts).Marshal(nil), nil, nil)
+	if err != nil {
+		b.err = err
+		return
 	}
+	b.pends = []*rpc.Pending{p}
+}
+
+// queryAll is the request locating the regions of reads ts.
+func queryAll(ts []*Transfer) *wire.RegionBatch {
+	req := &wire.RegionBatch{Items: make([]wire.RegionReq, len(ts))}
+	for i, t := range ts {
+		req.Items[i] = wire.RegionReq{Obj: t.obj.meta().ID, Off: t.remote.Off, Size: t.remote.Size}
+	}
+	return req
+}
+
+// located gives reads ts the pieces an answer to queryAll(ts) names, or
+// ends each with its error; it returns those located.
+func (c *Client) located(rank int, ts []*Transfer, res *wire.RegionLocatedAll) ([]*Transfer, error) {
+	if len(res.Items) != len(ts) {
+		return nil, fmt.Errorf("%d answers for %d regions: %w", len(res.Items), len(ts), pdc.ErrProtocol)
+	}
+	ok := make([]*Transfer, 0, len(ts))
+	for i, t := range ts {
+		it := &res.Items[i]
+		if it.Code != wire.CodeOK {
+			err := &pdc.ServerError{Server: c.label(rank), Method: wire.MethodRegionQueryAll.String(), Msg: it.Message, Err: it.Code.Err()}
+			t.setErr(fmt.Errorf("object %q region %v: look up: %w", t.obj.meta().Name, t.remote, err))
+			continue
+		}
+		t.located = make([]piece, 0, len(it.Pieces))
+		for _, p := range it.Pieces {
+			t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+		}
+		t.isLocated = true
+		ok = append(ok, t)
+	}
+	return ok, nil
 }
 
 // collect waits for every answer of b, in order: errs[i] is the error of
@@ -337,11 +348,8 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 // are still waited for, so that none is left on the connection.
 func (b *placeBatch) collect(ctx context.Context) ([]rpc.Reply, []error) {
 	n := 0
-	switch b.kind {
-	case placeWrite:
+	if b.kind != placeNone {
 		n = 1
-	case placeRead:
-		n = len(b.ts)
 	}
 	reps, errs := make([]rpc.Reply, n), make([]error, n)
 	for i := range n {
@@ -382,22 +390,19 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 			ready = append(ready, t)
 		}
 	case placeRead:
-		for i, t := range b.ts {
-			var res wire.RegionPieces
-			err := errs[i]
-			if err == nil {
-				err = res.Unmarshal(reps[i].Header)
-			}
-			if err != nil {
+		var res wire.RegionLocatedAll
+		err := errs[0]
+		if err == nil {
+			err = res.Unmarshal(reps[0].Header)
+		}
+		if err == nil {
+			ready, err = c.located(b.rank, b.ts, &res)
+		}
+		if err != nil {
+			for _, t := range b.ts {
 				fail(t, err)
-				continue
 			}
-			t.located = make([]piece, 0, len(res.Items))
-			for _, p := range res.Items {
-				t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
-			}
-			t.isLocated = true
-			ready = append(ready, t)
+			return
 		}
 	}
 	if len(ready) == 0 {

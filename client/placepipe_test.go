@@ -345,3 +345,83 @@ func TestManyPlacedReads(t *testing.T) {
 		t.Fatal("the reads differ from the writes")
 	}
 }
+
+// Reads of two objects queued together, one of them deleted by another
+// client: the batch that locates them answers each region alone, so only
+// the deleted object's reads fail, naming it.
+func TestBadLookupFailsAlone(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 1)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "lookups", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := client.ObjectProps{Dims: []uint64{1 << 14}, Type: region.Uint8, Partition: client.RegionLocal}
+	a, err := ct.CreateObject(ctx, "a", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ct.CreateObject(ctx, "b", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 1<<14)
+	for i := range want {
+		want[i] = byte(i * 3)
+	}
+	whole := region.Box{Off: []uint64{0}, Size: []uint64{1 << 14}}
+	if err := b.Write(ctx, whole, want); err != nil {
+		t.Fatal(err)
+	}
+	a2, err := srv.connect(t).OpenObject(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a2.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	var as, bs []*client.Transfer
+	for i := range 256 {
+		box := region.Box{Off: []uint64{uint64(i) * 64}, Size: []uint64{64}}
+		ta, err := a.StartRead(ctx, box, make([]byte, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := b.StartRead(ctx, box, got[i*64:(i+1)*64])
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, bs = append(as, ta), append(bs, tb)
+	}
+	if err := c.WaitAll(ctx, bs); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("b reads back differently")
+	}
+	for i, ta := range as {
+		wantErr(t, fmt.Sprint("read ", i, " of the deleted a"), ta.Wait(ctx), pdc.ErrNotFound, `"a"`)
+	}
+	// Many at once through StartAll: located together, read back whole.
+	got2 := make([]byte, len(want))
+	ts := make([]*client.Transfer, 256)
+	for i := range ts {
+		box := region.Box{Off: []uint64{uint64(i) * 64}, Size: []uint64{64}}
+		if ts[i], err = b.NewTransfer(ctx, got2[i*64:(i+1)*64], client.Read, region.Box{Off: []uint64{0}, Size: []uint64{64}}, box); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.StartAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got2, want) {
+		t.Fatal("b reads back differently through StartAll")
+	}
+}

@@ -614,6 +614,9 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 			}
 			return err
 		}
+		if err := c.locateAll(ctx, ts); err != nil {
+			return err
+		}
 	}
 	for _, t := range ts {
 		if err := t.plan(ctx); err != nil {
@@ -769,6 +772,42 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 		}
 		for k, i := range idx {
 			ts[i].placed = int(res.Items[k].Server)
+		}
+		return nil
+	})
+}
+
+// locateAll looks up where the regions of the region-dynamic and
+// region-local reads among ts are, one request per metadata server (and
+// MaxBatch regions). A read its server could not locate is left for plan,
+// which asks again and fails with the reason.
+func (c *Client) locateAll(ctx context.Context, ts []*Transfer) error {
+	groups := map[int][]int{}
+	for i, t := range ts {
+		if kindOf(t) == placeRead && !t.isLocated {
+			groups[t.obj.meta().Server] = append(groups[t.obj.meta().Server], i)
+		}
+	}
+	return inChunks(groups, func(rank int, idx []int) error {
+		reads := make([]*Transfer, len(idx))
+		for k, i := range idx {
+			reads[k] = ts[i]
+		}
+		var res wire.RegionLocatedAll
+		if err := c.call(ctx, rank, wire.MethodRegionQueryAll, queryAll(reads), &res); err != nil {
+			return fmt.Errorf("look up %d regions: %w", len(idx), err)
+		}
+		if len(res.Items) != len(reads) {
+			return fmt.Errorf("look up: %d answers for %d regions: %w", len(res.Items), len(reads), pdc.ErrProtocol)
+		}
+		for k, t := range reads {
+			if it := &res.Items[k]; it.Code == wire.CodeOK {
+				t.located = make([]piece, 0, len(it.Pieces))
+				for _, p := range it.Pieces {
+					t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+				}
+				t.isLocated = true
+			}
 		}
 		return nil
 	})

@@ -275,6 +275,38 @@ func (s *Service) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
+	out, err := s.locate(&in)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&wire.RegionPieces{Items: out}), nil
+}
+
+// regionQueryAll is regionQuery for many regions in one request; each
+// region is answered alone, with its own error.
+func (s *Service) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var in wire.RegionBatch
+	if err := decode(req, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Items) > MaxBatch {
+		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), MaxBatch, pdc.ErrTooLarge)
+	}
+	out := wire.RegionLocatedAll{Items: make([]wire.RegionLocated, len(in.Items))}
+	for i := range in.Items {
+		pieces, err := s.locate(&in.Items[i])
+		if err != nil {
+			out.Items[i] = wire.RegionLocated{Code: wire.CodeOf(err), Message: err.Error()}
+			continue
+		}
+		out.Items[i].Pieces = pieces
+	}
+	return rpc.Respond(&out), nil
+}
+
+// locate returns the disjoint parts of a region that data servers hold,
+// each with its server, the newest write winning where writes overlap.
+func (s *Service) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
 	_, box, err := s.objectRegion(in.Obj, in.Off, in.Size)
 	if err != nil {
 		return nil, err
@@ -299,10 +331,10 @@ func (s *Service) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	})
 	s.regionMu.Unlock()
 	frags, _ := regionstore.Resolve(box, pieces)
-	out := wire.RegionPieces{Items: make([]wire.RegionPiece, len(frags))}
+	out := make([]wire.RegionPiece, len(frags))
 	for i, f := range frags {
-		out.Items[i] = wire.RegionPiece{Off: f.Box.Off, Size: f.Box.Size, Server: servers[f.Piece]}
+		out[i] = wire.RegionPiece{Off: f.Box.Off, Size: f.Box.Size, Server: servers[f.Piece]}
 	}
-	slices.SortFunc(out.Items, func(a, b wire.RegionPiece) int { return int(a.Server) - int(b.Server) })
-	return rpc.Respond(&out), nil
+	slices.SortFunc(out, func(a, b wire.RegionPiece) int { return int(a.Server) - int(b.Server) })
+	return out, nil
 }

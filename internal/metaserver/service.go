@@ -218,6 +218,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodImport, s.importRPC)
 	srv.Handle(wire.MethodRegionAssign, s.regionAssign)
 	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
+	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll)
 	srv.HandleInlineUpTo(wire.MethodStageProduce, s.stageProduce, smallBatch)
 	srv.HandleInline(wire.MethodStageLookup, s.stageLookup)
 	srv.Handle(wire.MethodStageWait, s.stageWait) // blocks until a produce

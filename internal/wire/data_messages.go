@@ -321,6 +321,67 @@ func (m *RegionPiece) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// RegionLocated answers one region of a RegionQueryAll: its pieces, or
+// why it could not be located.
+type RegionLocated struct {
+	Code    Code          // 1
+	Message string        // 2
+	Pieces  []RegionPiece // 3
+}
+
+func (m *RegionLocated) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Code))
+	b = putString(b, 2, m.Message)
+	for i := range m.Pieces {
+		b = putMsg(b, 3, &m.Pieces[i])
+	}
+	return b
+}
+
+func (m *RegionLocated) Unmarshal(b []byte) error {
+	*m = RegionLocated{}
+	f := fields{b: b, msg: "RegionLocated"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Code = Code(f.uint32())
+		case 2:
+			m.Message = f.string()
+		case 3:
+			var x RegionPiece
+			f.sub(&x)
+			m.Pieces = append(m.Pieces, x)
+		}
+	}
+	return f.err
+}
+
+// RegionLocatedAll answers RegionQueryAll: one item per region asked, in
+// order.
+type RegionLocatedAll struct {
+	Items []RegionLocated // 1
+}
+
+func (m *RegionLocatedAll) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionLocatedAll) Unmarshal(b []byte) error {
+	*m = RegionLocatedAll{}
+	f := fields{b: b, msg: "RegionLocatedAll"}
+	for f.next() {
+		if f.num == 1 {
+			var x RegionLocated
+			f.sub(&x)
+			m.Items = append(m.Items, x)
+		}
+	}
+	return f.err
+}
+
 // RegionPieces answers RegionAssign (one piece per item: where to write
 // it) and RegionQuery (the disjoint parts of the read held by data
 // servers, newest write first resolved; parts not listed read as zeros).

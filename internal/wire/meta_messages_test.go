@@ -511,6 +511,23 @@ var metaTypes = []msgType{
 			&wire.RegionPieces{Items: []wire.RegionPiece{{}, {Off: dims32, Size: dims32, Server: math.MaxUint32}}},
 		},
 	}, {
+		name:   "RegionLocated",
+		new:    func() wire.Message { return new(wire.RegionLocated) },
+		fields: []field{{1, kUint32}, {2, kString}, {3, kMsg}},
+		vals: []wire.Message{
+			&wire.RegionLocated{},
+			&wire.RegionLocated{Pieces: []wire.RegionPiece{{Off: []uint64{0}, Size: []uint64{4}, Server: 1}, {}}},
+			&wire.RegionLocated{Code: wire.CodeNotFound, Message: "object 7: not found", Pieces: []wire.RegionPiece{{Server: 2}}},
+		},
+	}, {
+		name:   "RegionLocatedAll",
+		new:    func() wire.Message { return new(wire.RegionLocatedAll) },
+		fields: []field{{1, kMsg}},
+		vals: []wire.Message{
+			&wire.RegionLocatedAll{},
+			&wire.RegionLocatedAll{Items: []wire.RegionLocated{{}, {Code: wire.CodeInvalid, Message: "x", Pieces: []wire.RegionPiece{{Server: 3}}}}},
+		},
+	}, {
 		name:   "TagQuery",
 		new:    func() wire.Message { return new(wire.TagQuery) },
 		fields: []field{{1, kString}, {2, kUint32}, {3, kString}, {4, kBool}},
@@ -674,6 +691,8 @@ var metaGolden = []struct {
 }{
 	{"FetchRequest", &wire.FetchRequest{Key: []byte("k"), Mode: 2}, "0a 01 6b 10 02"},
 	{"DataLaneReq", &wire.DataLaneReq{Size: 300}, "08 ac 02"},
+	{"RegionLocated", &wire.RegionLocated{Code: 1, Message: "m", Pieces: []wire.RegionPiece{{Server: 2}}}, "08 01 12 01 6d 1a 02 18 02"},
+	{"RegionLocatedAll", &wire.RegionLocatedAll{Items: []wire.RegionLocated{{Code: 1}}}, "0a 02 08 01"},
 	{"DataLane", &wire.DataLane{ID: 1, Path: "p", Token: []byte{9}, Size: 2}, "08 01 12 01 70 1a 01 09 20 02"},
 	{"StageRecord", &wire.StageRecord{Path: "a", Version: 1, Owner: 2, Host: "h", Size: 3, MtimeNS: -1, Ino: 4, CRC: 5, Produced: 1},
 		"0a 01 61 10 01 18 02 22 01 68 28 03 30 01 38 04 40 05 48 02"},
@@ -795,8 +814,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 49 {
-		t.Fatalf("%d metadata message types, want 49", len(metaTypes))
+	if len(metaTypes) != 51 {
+		t.Fatalf("%d metadata message types, want 51", len(metaTypes))
 	}
 }
 

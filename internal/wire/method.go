@@ -26,35 +26,36 @@ const (
 	MethodShutdown Method = 6
 
 	// Metadata methods (16-63), served by metadata-role servers.
-	MethodContCreate    Method = 16 // ContCreate -> ContReply
-	MethodContGet       Method = 17 // ContKey -> ContainerMeta
-	MethodContList      Method = 18 // -> ContList (this server's)
-	MethodContDelete    Method = 19 // ContKey -> (empty)
-	MethodContLifetime  Method = 20 // ContCreate (name, lifetime) -> ContainerMeta
-	MethodObjCreate     Method = 24 // ObjBatch (Creates) -> ObjResults
-	MethodObjOpen       Method = 25 // ObjBatch (Opens) -> ObjResults
-	MethodObjList       Method = 26 // IDArg (container id) -> ObjList (this server's)
-	MethodObjDelete     Method = 27 // ObjKey -> (empty)
-	MethodObjSetDims    Method = 28 // SetDims -> ObjectMeta
-	MethodObjClose      Method = 29 // IDArg -> (empty)
-	MethodObjOpenCount  Method = 30 // IDArg (container id) -> Count of its open objects here
-	MethodObjDeleteCont Method = 31 // IDArg (container id) -> Count deleted here
-	MethodObjMembers    Method = 32 // Members -> MembersReply: add or remove container memberships of objects held here
-	MethodTagPut        Method = 40 // TagBatch -> TagResults
-	MethodTagGet        Method = 41 // TagKey -> TagValue
-	MethodTagDelete     Method = 42 // TagKey -> (empty)
-	MethodTagList       Method = 43 // TagKey (name ignored) -> TagNames
-	MethodTagQuery      Method = 44 // TagQuery -> TagQueryResult: one step of a kvtag query on this server
-	MethodIndexApply    Method = 45 // IndexOps -> (empty): change this server's part of the DART index
-	MethodIndexFence    Method = 47 // (empty) -> (empty) once the index updates of every tag change acknowledged before it were tried
-	MethodCheckpoint    Method = 48 // -> Checkpoint
-	MethodImport        Method = 49 // KVBatch -> (empty): metadata moving to its new owner
-	MethodMigrated      Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
-	MethodRegionAssign  Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
-	MethodRegionQuery   Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
-	MethodStageProduce  Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
-	MethodStageLookup   Method = 53 // StageKey -> StageRecord, at once (ErrNotFound if never produced)
-	MethodStageWait     Method = 54 // StageKey -> StageRecord, once a version newer than After exists
+	MethodContCreate     Method = 16 // ContCreate -> ContReply
+	MethodContGet        Method = 17 // ContKey -> ContainerMeta
+	MethodContList       Method = 18 // -> ContList (this server's)
+	MethodContDelete     Method = 19 // ContKey -> (empty)
+	MethodContLifetime   Method = 20 // ContCreate (name, lifetime) -> ContainerMeta
+	MethodObjCreate      Method = 24 // ObjBatch (Creates) -> ObjResults
+	MethodObjOpen        Method = 25 // ObjBatch (Opens) -> ObjResults
+	MethodObjList        Method = 26 // IDArg (container id) -> ObjList (this server's)
+	MethodObjDelete      Method = 27 // ObjKey -> (empty)
+	MethodObjSetDims     Method = 28 // SetDims -> ObjectMeta
+	MethodObjClose       Method = 29 // IDArg -> (empty)
+	MethodObjOpenCount   Method = 30 // IDArg (container id) -> Count of its open objects here
+	MethodObjDeleteCont  Method = 31 // IDArg (container id) -> Count deleted here
+	MethodObjMembers     Method = 32 // Members -> MembersReply: add or remove container memberships of objects held here
+	MethodTagPut         Method = 40 // TagBatch -> TagResults
+	MethodTagGet         Method = 41 // TagKey -> TagValue
+	MethodTagDelete      Method = 42 // TagKey -> (empty)
+	MethodTagList        Method = 43 // TagKey (name ignored) -> TagNames
+	MethodTagQuery       Method = 44 // TagQuery -> TagQueryResult: one step of a kvtag query on this server
+	MethodIndexApply     Method = 45 // IndexOps -> (empty): change this server's part of the DART index
+	MethodIndexFence     Method = 47 // (empty) -> (empty) once the index updates of every tag change acknowledged before it were tried
+	MethodCheckpoint     Method = 48 // -> Checkpoint
+	MethodImport         Method = 49 // KVBatch -> (empty): metadata moving to its new owner
+	MethodMigrated       Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
+	MethodRegionAssign   Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
+	MethodRegionQuery    Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
+	MethodRegionQueryAll Method = 55 // RegionBatch -> RegionLocatedAll: RegionQuery for each region, each answered alone
+	MethodStageProduce   Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
+	MethodStageLookup    Method = 53 // StageKey -> StageRecord, at once (ErrNotFound if never produced)
+	MethodStageWait      Method = 54 // StageKey -> StageRecord, once a version newer than After exists
 
 	// Data transport methods (64-79).
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
@@ -77,43 +78,44 @@ var methodNames = map[Method]string{
 	MethodRegister: "register",
 	MethodShutdown: "shutdown",
 
-	MethodContCreate:    "cont_create",
-	MethodContGet:       "cont_get",
-	MethodContList:      "cont_list",
-	MethodContDelete:    "cont_delete",
-	MethodContLifetime:  "cont_lifetime",
-	MethodObjCreate:     "obj_create",
-	MethodObjOpen:       "obj_open",
-	MethodObjList:       "obj_list",
-	MethodObjDelete:     "obj_delete",
-	MethodObjSetDims:    "obj_set_dims",
-	MethodObjClose:      "obj_close",
-	MethodObjOpenCount:  "obj_open_count",
-	MethodObjDeleteCont: "obj_delete_cont",
-	MethodObjMembers:    "obj_members",
-	MethodTagPut:        "tag_put",
-	MethodTagGet:        "tag_get",
-	MethodTagDelete:     "tag_delete",
-	MethodTagList:       "tag_list",
-	MethodTagQuery:      "tag_query",
-	MethodIndexApply:    "index_apply",
-	MethodIndexFence:    "index_fence",
-	MethodCheckpoint:    "checkpoint",
-	MethodImport:        "import",
-	MethodMigrated:      "migrated",
-	MethodFetch:         "dtl_fetch",
-	MethodRegionAssign:  "region_assign",
-	MethodRegionQuery:   "region_query",
-	MethodStageProduce:  "stage_produce",
-	MethodStageLookup:   "stage_lookup",
-	MethodStageWait:     "stage_wait",
-	MethodDataStart:     "data_start",
-	MethodDataWait:      "data_wait",
-	MethodDataStatus:    "data_status",
-	MethodDataFlush:     "data_flush",
-	MethodDataDelete:    "data_delete",
-	MethodDataQuery:     "data_query",
-	MethodDataLane:      "data_lane",
+	MethodContCreate:     "cont_create",
+	MethodContGet:        "cont_get",
+	MethodContList:       "cont_list",
+	MethodContDelete:     "cont_delete",
+	MethodContLifetime:   "cont_lifetime",
+	MethodObjCreate:      "obj_create",
+	MethodObjOpen:        "obj_open",
+	MethodObjList:        "obj_list",
+	MethodObjDelete:      "obj_delete",
+	MethodObjSetDims:     "obj_set_dims",
+	MethodObjClose:       "obj_close",
+	MethodObjOpenCount:   "obj_open_count",
+	MethodObjDeleteCont:  "obj_delete_cont",
+	MethodObjMembers:     "obj_members",
+	MethodTagPut:         "tag_put",
+	MethodTagGet:         "tag_get",
+	MethodTagDelete:      "tag_delete",
+	MethodTagList:        "tag_list",
+	MethodTagQuery:       "tag_query",
+	MethodIndexApply:     "index_apply",
+	MethodIndexFence:     "index_fence",
+	MethodCheckpoint:     "checkpoint",
+	MethodImport:         "import",
+	MethodMigrated:       "migrated",
+	MethodFetch:          "dtl_fetch",
+	MethodRegionAssign:   "region_assign",
+	MethodRegionQuery:    "region_query",
+	MethodRegionQueryAll: "region_query_all",
+	MethodStageProduce:   "stage_produce",
+	MethodStageLookup:    "stage_lookup",
+	MethodStageWait:      "stage_wait",
+	MethodDataStart:      "data_start",
+	MethodDataWait:       "data_wait",
+	MethodDataStatus:     "data_status",
+	MethodDataFlush:      "data_flush",
+	MethodDataDelete:     "data_delete",
+	MethodDataQuery:      "data_query",
+	MethodDataLane:       "data_lane",
 }
 
 func (m Method) String() string {
