@@ -349,6 +349,11 @@ func (o *Object) Dims(ctx context.Context) ([]uint64, error) {
 // SetDims changes the object's dims (same number of dims; each > 0; only
 // the first may be Unlimited).
 func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
+	// Transfers started before go out with the dims they were started
+	// with, as a shrink must not overtake them.
+	if err := o.c.settle(ctx); err != nil {
+		return fmt.Errorf("object %q: %w", o.meta().Name, err)
+	}
 	var m wire.ObjectMeta
 	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjSetDims, &wire.SetDims{ID: o.meta().ID, Dims: dims}, &m); err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)

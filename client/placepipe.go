@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/pdcgo/pdc"
@@ -54,6 +55,10 @@ type placer struct {
 	// whenever doneN grows.
 	queuedN, doneN uint64
 	moved          chan struct{}
+	// current is the batch being started; dropped are the queued
+	// transfers Close took back.
+	current *placeBatch
+	dropped map[*Transfer]bool
 	// kick wakes the placer when a transfer is queued.
 	kick    chan struct{}
 	running bool
@@ -66,9 +71,12 @@ type placer struct {
 // placements sent to one metadata server in one request; for a static
 // one, nothing to ask.
 type placeBatch struct {
-	rank  int
-	kind  placeKind
-	ts    []*Transfer
+	rank int
+	kind placeKind
+	ts   []*Transfer
+	// n is how many queued transfers the batch took, with those Close
+	// dropped from the queue (not in ts): all count as finished with it.
+	n     int
 	pends []*rpc.Pending
 	err   error // why it was not sent
 }
@@ -208,6 +216,7 @@ func (c *Client) placeLoop(ctx context.Context) {
 		}
 		pl.mu.Lock()
 		pl.sent = pl.sent[1:]
+		pl.current = b
 		pl.mu.Unlock()
 		if b.kind == placeWrite && len(b.ts) > 1 && answered(errs[0]) {
 			// The metadata server refused the whole batch for one bad
@@ -221,7 +230,8 @@ func (c *Client) placeLoop(ctx context.Context) {
 			c.startBatch(ctx, b, reps, errs)
 		}
 		pl.mu.Lock()
-		pl.finished(len(b.ts))
+		pl.current = nil
+		pl.finished(b.n)
 		pl.mu.Unlock()
 	}
 }
@@ -269,7 +279,17 @@ func (c *Client) sendPlacements(ctx context.Context) {
 			}
 			n++
 		}
-		b := &placeBatch{rank: rank, kind: kind, ts: pl.queued[:n:n]}
+		b := &placeBatch{rank: rank, kind: kind, n: n}
+		for _, t := range pl.queued[:n] {
+			if pl.dropped[t] {
+				delete(pl.dropped, t)
+				continue
+			}
+			b.ts = append(b.ts, t)
+		}
+		if len(b.ts) == 0 {
+			b.kind = placeNone
+		}
 		pl.queued = pl.queued[n:]
 		pl.sent = append(pl.sent, b)
 		pl.mu.Unlock()
@@ -405,7 +425,19 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 			return
 		}
 	}
-	if len(ready) == 0 {
+	// A region outside the dims as known now (another client shrank
+	// them, and this one has looked) ends alone: the data server refuses a
+	// whole request for one.
+	fit := ready[:0:0]
+	for _, t := range ready {
+		if err := t.remote.Within(t.obj.meta().Props.Dims); err != nil {
+			t.placed, t.located, t.isLocated = -1, nil, false
+			t.setErr(fmt.Errorf("object %q: remote region: %w", t.obj.meta().Name, err))
+			continue
+		}
+		fit = append(fit, t)
+	}
+	if ready = fit; len(ready) == 0 {
 		return
 	}
 	err := c.startNow(ctx, ready)
@@ -429,17 +461,48 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	}
 }
 
+// unqueue takes t out of the placer's queue if it is still there, not yet
+// taken for sending, and ends it with err; it reports whether t is no
+// longer the placer's (never was, is done with, or was taken out now).
+func (c *Client) unqueue(t *Transfer, err error) bool {
+	pl := &c.placing
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if slices.Contains(pl.queued, t) {
+		// Left in the queue, so that settle's count stays in order;
+		// the batch that takes it leaves it out.
+		if pl.dropped == nil {
+			pl.dropped = map[*Transfer]bool{}
+		}
+		pl.dropped[t] = true
+		t.setErr(fmt.Errorf("object %q region %v: closed before it was sent: %w", t.obj.meta().Name, t.remote, err))
+		return true
+	}
+	for _, b := range pl.sent {
+		if slices.Contains(b.ts, t) {
+			return false
+		}
+	}
+	return pl.current == nil || !slices.Contains(pl.current.ts, t)
+}
+
 // dropPlacements ends every transfer the placer holds, on Close.
 func (c *Client) dropPlacements() {
 	pl := &c.placing
 	pl.mu.Lock()
 	var ts []*Transfer
+	n := len(pl.queued)
 	for _, b := range pl.sent {
 		ts = append(ts, b.ts...)
+		n += b.n
 	}
-	ts = append(ts, pl.queued...)
-	pl.sent, pl.queued = nil, nil
-	pl.finished(len(ts))
+	for _, t := range pl.queued {
+		if !pl.dropped[t] {
+			ts = append(ts, t)
+		}
+	}
+	pl.sent, pl.queued, pl.dropped = nil, nil, nil
+	pl.finished(n)
 	pl.mu.Unlock()
 	for _, t := range ts {
 		t.setErr(fmt.Errorf("object %q region %v: not started: client is closed: %w", t.obj.meta().Name, t.remote, pdc.ErrClosed))

@@ -425,3 +425,131 @@ func TestBadLookupFailsAlone(t *testing.T) {
 		t.Fatal("b reads back differently through StartAll")
 	}
 }
+
+// backlog starts n writes of 1 MiB to a new object-static object, so that
+// Starts made right after sit in the client's queue for a while.
+func backlog(ctx context.Context, t *testing.T, c *client.Client, ct *client.Container, name string, n int) []*client.Transfer {
+	t.Helper()
+	o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{uint64(n) << 20}, Type: region.Uint8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, n<<20)
+	ts := make([]*client.Transfer, n)
+	for i := range ts {
+		box := region.Box{Off: []uint64{uint64(i) << 20}, Size: []uint64{1 << 20}}
+		if ts[i], err = o.StartWrite(ctx, box, buf[i<<20:(i+1)<<20]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ts
+}
+
+// Queued transfers keep what their Start saw: a write queued behind others
+// is not overtaken by its client's own shrink of the dims; a write outside
+// dims another client shrank fails alone, not the transfers sent with it;
+// and a queued transfer closed at its deadline is dropped, its buffer no
+// longer read.
+func TestQueuedStartsKeepTheirOrder(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServers(t, dir, 1)
+	c, other := srv.connect(t), srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "queued", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) *client.Object {
+		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	high := region.Box{Off: []uint64{1 << 15}, Size: []uint64{1 << 15}}
+	low := region.Box{Off: []uint64{0}, Size: []uint64{1 << 15}}
+	ones := bytes.Repeat([]byte{1}, 1<<15)
+
+	// Its own shrink: the write was started first, so it is done first.
+	o := mk("shrunk")
+	bl := backlog(ctx, t, c, ct, "backlog-1", 64)
+	tr, err := o.StartWrite(ctx, high, ones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetDims(ctx, []uint64{1 << 14}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, append(bl, tr)); err != nil {
+		t.Fatalf("a write started before its client shrank the dims: %v", err)
+	}
+
+	// Another client's shrink: only the write now outside fails.
+	x, y := mk("x"), mk("y")
+	xo, err := other.OpenObject(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xo.SetDims(ctx, []uint64{1 << 14}); err != nil {
+		t.Fatal(err)
+	}
+	if err := xo.Write(ctx, region.Box{Off: []uint64{0}, Size: []uint64{16}}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	bl = backlog(ctx, t, c, ct, "backlog-2", 64)
+	tx, err := x.StartWrite(ctx, high, ones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty, err := y.StartWrite(ctx, low, ones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, bl); err != nil {
+		t.Fatalf("writes sent with one outside another client's new dims: %v", err)
+	}
+	if err := ty.Wait(ctx); err != nil {
+		t.Fatalf("a write to y sent with one outside x's new dims: %v", err)
+	}
+	wantErr(t, "a write outside dims another client shrank", tx.Wait(ctx), pdc.ErrOutOfRange, `"x"`)
+
+	// Closed at its deadline while queued.
+	z := mk("z")
+	bl = backlog(ctx, t, c, ct, "backlog-3", 64)
+	buf := bytes.Repeat([]byte{1}, 1<<15)
+	tz, err := z.StartWrite(ctx, low, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	if err := tz.Close(gone); err == nil {
+		t.Fatal("close under an ended context: no error")
+	}
+	want := make([]byte, 1<<15) // never written
+	if st, err := tz.Status(ctx); err != nil {
+		t.Fatal(err)
+	} else if st == client.TransferNotFound {
+		// Dropped: the buffer is the caller's again.
+		for i := range buf {
+			buf[i] = 0xff
+		}
+	} else {
+		// Already on its way: still started, closed once done.
+		if err := tz.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want = ones
+	}
+	if err := c.WaitAll(ctx, bl); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 1<<15)
+	if err := z.Read(ctx, low, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("z reads %x..., want %x...", got[:4], want[:4])
+	}
+}

@@ -236,10 +236,16 @@ func (sc *startCall) answer(ctx context.Context) error {
 		// Answered: the server is done with the lane's spans.
 		sc.lane.settled(err)
 		sc.lane = nil
-		if err = refreshDims(ctx, refs); err != nil {
+		var ok []partRef
+		if ok, err = refreshDims(ctx, refs); err != nil {
 			return err
 		}
-		ids, err = c.restart(ctx, server, refs)
+		// The parts outside the new dims have ended alone.
+		refs = ok
+		ids = wire.DataIDs{}
+		if len(refs) > 0 {
+			ids, err = c.restart(ctx, server, refs)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)

@@ -368,6 +368,11 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 
 // Close releases the transfer, waiting for it first if it was started and
 // not yet waited (PDCregion_transfer_close).
+//
+// If ctx ends before the transfer is done, a transfer still queued (not
+// yet sent) is dropped and ends with Close's error; one already on its way
+// stays started, so that its buffer is known to be still in use: Close
+// returns the error and may be called again.
 func (t *Transfer) Close(ctx context.Context) error {
 	t.mu.Lock()
 	started := t.state == stateStarted
@@ -375,6 +380,9 @@ func (t *Transfer) Close(ctx context.Context) error {
 	var err error
 	if started {
 		err = t.Wait(ctx)
+		if err != nil && ctx.Err() != nil && !t.obj.c.unqueue(t, err) {
+			return err
+		}
 	}
 	t.mu.Lock()
 	t.state = stateClosed
@@ -658,9 +666,14 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 		}
 		res, rep, err := call()
 		if errors.Is(err, pdc.ErrStale) {
-			// Another client changed the dims: look again, once.
-			if rerr := refreshDims(ctx, refs); rerr != nil {
+			// Another client changed the dims: look again, once. The
+			// regions now outside them end alone.
+			ok, rerr := refreshDims(ctx, refs)
+			if rerr != nil {
 				return rerr
+			}
+			if refs = ok; len(refs) == 0 {
+				return nil
 			}
 			res, rep, err = call()
 		}
@@ -886,17 +899,27 @@ func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]
 }
 
 // refreshDims looks up the objects of refs again after a data server found
-// their dims out of date, and checks that each remote region still fits.
-func refreshDims(ctx context.Context, refs []partRef) error {
+// their dims out of date. It ends the parts whose remote region no longer
+// fits, each with its own error, and returns the others, to start again.
+func refreshDims(ctx context.Context, refs []partRef) ([]partRef, error) {
+	seen := map[*Object]bool{}
+	ok := make([]partRef, 0, len(refs))
 	for _, r := range refs {
-		if _, err := r.t.obj.Refresh(ctx); err != nil {
-			return err
+		o := r.t.obj
+		if !seen[o] {
+			if _, err := o.Refresh(ctx); err != nil {
+				return nil, err
+			}
+			seen[o] = true
 		}
-		if err := r.t.remote.Within(r.t.obj.meta().Props.Dims); err != nil {
-			return fmt.Errorf("object %q: remote region: %w", r.t.obj.meta().Name, err)
+		if err := r.t.remote.Within(o.meta().Props.Dims); err != nil {
+			r.part().done = true
+			r.t.setErr(fmt.Errorf("object %q: remote region: %w", o.meta().Name, err))
+			continue
 		}
+		ok = append(ok, r)
 	}
-	return nil
+	return ok, nil
 }
 
 // Bounds of one data request: messages of a few tens of MiB keep the
