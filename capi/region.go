@@ -273,9 +273,17 @@ func (l *Lib) TransferClose(id uint64) int {
 		if _, err := l.get(id, kindTransfer); err != nil {
 			return err
 		}
+		var still bool
 		err := l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
-			return ts[0].Close(ctx)
+			err := ts[0].Close(ctx)
+			still = !ts[0].Closed()
+			return err
 		})
+		if still {
+			// Timed out with the transfer on its way: buf is still in
+			// use, and the handle stays for another close.
+			return err
+		}
 		l.mu.Lock()
 		delete(l.mu.handles, id)
 		l.mu.Unlock()

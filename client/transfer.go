@@ -390,6 +390,14 @@ func (t *Transfer) Close(ctx context.Context) error {
 	return err
 }
 
+// Closed reports whether Close has released the transfer (its buffer is
+// no longer used).
+func (t *Transfer) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state == stateClosed
+}
+
 // Err returns how the transfer ended, once waited.
 func (t *Transfer) Err() error {
 	t.mu.Lock()

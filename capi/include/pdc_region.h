@@ -73,7 +73,11 @@ struct pdc_region_info *PDCregion_get_info(pdcid_t reg_id);
  * (read data in buf). _status sets *completed to PDC_TRANSFER_STATUS_
  * PENDING while under way, COMPLETE once when done, then NOT_FOUND (also
  * before start). _close waits for a transfer started and not waited, and
- * releases it.
+ * releases it. _start returns once the transfer is queued: a failure on
+ * its way (a data server down) is reported by _wait, _status or _close. A
+ * _close that runs out of time ($PDC_TIMEOUT) on a transfer already sent
+ * returns FAIL and keeps the transfer: buf is still in use until a later
+ * _close succeeds.
  */
 pdcid_t PDCregion_transfer_create(void *buf, pdc_access_t access_type, pdcid_t obj_id, pdcid_t local_reg,
                                   pdcid_t remote_reg);
