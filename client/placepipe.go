@@ -353,11 +353,7 @@ func (c *Client) located(rank int, ts []*Transfer, res *wire.RegionLocatedAll) (
 			t.setErr(fmt.Errorf("object %q region %v: look up: %w", t.obj.meta().Name, t.remote, err))
 			continue
 		}
-		t.located = make([]piece, 0, len(it.Pieces))
-		for _, p := range it.Pieces {
-			t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
-		}
-		t.isLocated = true
+		t.locate(it.Pieces)
 		ok = append(ok, t)
 	}
 	return ok, nil
@@ -484,6 +480,15 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 		}
 	}
 	return pl.current == nil || !slices.Contains(pl.current.ts, t)
+}
+
+// locate gives t the pieces its metadata server located, for plan.
+func (t *Transfer) locate(ps []wire.RegionPiece) {
+	t.located = make([]piece, 0, len(ps))
+	for _, p := range ps {
+		t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+	}
+	t.isLocated = true
 }
 
 // dropPlacements ends every transfer the placer holds, on Close.

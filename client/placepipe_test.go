@@ -21,15 +21,7 @@ import (
 // placement that fails ends its transfer with an error that names the
 // object, at its wait.
 func TestPlacementsPipelined(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 2)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "placements", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c, ctx, ct := placeSetup(t, 2, "placements")
 	const n = 1 << 16
 	for _, part := range []client.Partition{client.RegionDynamic, client.RegionLocal} {
 		o, err := ct.CreateObject(ctx, fmt.Sprint("obj-", part), client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8, Partition: part})
@@ -113,15 +105,8 @@ func TestPlacementsPipelined(t *testing.T) {
 // used to be collected only by the next call, so a program that started a
 // write and computed before waiting moved nothing meanwhile.)
 func TestStartedWriteMovesWithoutAWait(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 2)
-	writer, reader := srv.connect(t), srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := writer.CreateContainer(ctx, "unwaited", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, ctx, ct := placeSetup(t, 2, "unwaited")
+	reader := srv.connect(t)
 	for _, part := range []client.Partition{client.RegionDynamic, client.RegionLocal} {
 		name := fmt.Sprint("unwaited-", part)
 		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{4096}, Type: region.Uint8, Partition: part})
@@ -158,15 +143,7 @@ func TestStartedWriteMovesWithoutAWait(t *testing.T) {
 // transfer's wait then returns, with its write done or with an error, and
 // nothing hangs.
 func TestCloseWithPlacementsQueued(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 2)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "closing", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, ctx, ct := placeSetup(t, 2, "closing")
 	o, err := ct.CreateObject(ctx, "closing", client.ObjectProps{Dims: []uint64{1 << 20}, Type: region.Uint8, Partition: client.RegionDynamic})
 	if err != nil {
 		t.Fatal(err)
@@ -203,15 +180,7 @@ func TestCloseWithPlacementsQueued(t *testing.T) {
 // refuses a whole batch for one bad region, so the client places the
 // batch's regions one by one then.
 func TestBadPlacementFailsAlone(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 1)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "alone", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, ctx, ct := placeSetup(t, 1, "alone")
 	props := client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8, Partition: client.RegionDynamic}
 	a, err := ct.CreateObject(ctx, "a", props)
 	if err != nil {
@@ -264,15 +233,7 @@ func TestBadPlacementFailsAlone(t *testing.T) {
 // The object's metadata may be refreshed by its caller while the placer
 // starts its transfers (run with -race).
 func TestRefreshWhilePlacing(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 2)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "refresh", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, ctx, ct := placeSetup(t, 2, "refresh")
 	o, err := ct.CreateObject(ctx, "grows", client.ObjectProps{Dims: []uint64{64}, Type: region.Uint8, Partition: client.RegionDynamic})
 	if err != nil {
 		t.Fatal(err)
@@ -310,15 +271,7 @@ func TestRefreshWhilePlacing(t *testing.T) {
 // their placements outrun a server's bound of requests in flight on one
 // connection depends on timing; pdc bench io's 64 KiB reads did.)
 func TestManyPlacedReads(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 1)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "reads", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, ctx, ct := placeSetup(t, 1, "reads")
 	const n, size = 16384, 64
 	o, err := ct.CreateObject(ctx, "reads", client.ObjectProps{Dims: []uint64{n * size}, Type: region.Uint8, Partition: client.RegionDynamic})
 	if err != nil {
@@ -350,15 +303,7 @@ func TestManyPlacedReads(t *testing.T) {
 // client: the batch that locates them answers each region alone, so only
 // the deleted object's reads fail, naming it.
 func TestBadLookupFailsAlone(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 1)
-	c := srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "lookups", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c, ctx, ct := placeSetup(t, 1, "lookups")
 	props := client.ObjectProps{Dims: []uint64{1 << 14}, Type: region.Uint8, Partition: client.RegionLocal}
 	a, err := ct.CreateObject(ctx, "a", props)
 	if err != nil {
@@ -451,15 +396,8 @@ func backlog(ctx context.Context, t *testing.T, c *client.Client, ct *client.Con
 // and a queued transfer closed at its deadline is dropped, its buffer no
 // longer read.
 func TestQueuedStartsKeepTheirOrder(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServers(t, dir, 1)
-	c, other := srv.connect(t), srv.connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ct, _, err := c.CreateContainer(ctx, "queued", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c, ctx, ct := placeSetup(t, 1, "queued")
+	other := srv.connect(t)
 	mk := func(name string) *client.Object {
 		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8})
 		if err != nil {
@@ -552,4 +490,19 @@ func TestQueuedStartsKeepTheirOrder(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("z reads %x..., want %x...", got[:4], want[:4])
 	}
+}
+
+// placeSetup starts n servers, connects a client and makes a container
+// named name through it; it returns them with a context bounding the test.
+func placeSetup(t *testing.T, n int, name string) (*servers, *client.Client, context.Context, *client.Container) {
+	t.Helper()
+	srv := startServers(t, t.TempDir(), n)
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	ct, _, err := c.CreateContainer(ctx, name, client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c, ctx, ct
 }

@@ -823,11 +823,7 @@ func (c *Client) locateAll(ctx context.Context, ts []*Transfer) error {
 		}
 		for k, t := range reads {
 			if it := &res.Items[k]; it.Code == wire.CodeOK {
-				t.located = make([]piece, 0, len(it.Pieces))
-				for _, p := range it.Pieces {
-					t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
-				}
-				t.isLocated = true
+				t.locate(it.Pieces)
 			}
 		}
 		return nil
