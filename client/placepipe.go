@@ -474,12 +474,7 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 		t.setErr(fmt.Errorf("object %q region %v: closed before it was sent: %w", t.obj.meta().Name, t.remote, err))
 		return true
 	}
-	for _, b := range pl.sent {
-		if slices.Contains(b.ts, t) {
-			return false
-		}
-	}
-	return pl.current == nil || !slices.Contains(pl.current.ts, t)
+	return !pl.holdsLocked(t)
 }
 
 // locate gives t the pieces its metadata server located, for plan.
@@ -489,6 +484,26 @@ func (t *Transfer) locate(ps []wire.RegionPiece) {
 		t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
 	}
 	t.isLocated = true
+}
+
+// holds reports whether the placer still has t: queued, with its
+// placement on the wire, or being started.
+func (pl *placer) holds(t *Transfer) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.holdsLocked(t)
+}
+
+func (pl *placer) holdsLocked(t *Transfer) bool {
+	if slices.Contains(pl.queued, t) {
+		return !pl.dropped[t]
+	}
+	for _, b := range pl.sent {
+		if slices.Contains(b.ts, t) {
+			return true
+		}
+	}
+	return pl.current != nil && slices.Contains(pl.current.ts, t)
 }
 
 // dropPlacements ends every transfer the placer holds, on Close.

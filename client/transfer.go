@@ -312,8 +312,8 @@ func (t *Transfer) Status(ctx context.Context) (TransferStatus, error) {
 		t.mu.Unlock()
 		return TransferComplete, nil
 	}
-	if err := t.obj.c.settle(ctx); err != nil {
-		return 0, err
+	if t.obj.c.placing.holds(t) {
+		return TransferPending, nil // not sent yet: no need to wait for it
 	}
 	if err := collectStarts(ctx, []*Transfer{t}); err != nil {
 		return 0, err

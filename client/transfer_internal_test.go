@@ -23,3 +23,39 @@ func TestNewTransferLocalBufferOverflows(t *testing.T) {
 		}
 	}
 }
+
+// Status of a transfer the placer still holds says pending at once, even
+// under an ended context: it does not wait for the transfers queued
+// before it. Once dropped by Close, the placer no longer holds it.
+func TestStatusOfAQueuedTransfer(t *testing.T) {
+	c := &Client{}
+	o := newObject(c, ObjectInfo{Name: "o", Props: ObjectProps{Dims: []uint64{16}, Type: region.Uint8}})
+	box := region.Box{Off: []uint64{0}, Size: []uint64{16}}
+	queued, err := o.NewTransfer(context.Background(), make([]byte, 16), Write, box, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := o.NewTransfer(context.Background(), make([]byte, 16), Write, box, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []*Transfer{queued, sent} {
+		tr.state = stateStarted
+	}
+	c.placing.queued = []*Transfer{queued}
+	c.placing.sent = []*placeBatch{{ts: []*Transfer{sent}, n: 1}}
+	c.placing.queuedN = 2
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, tr := range map[string]*Transfer{"queued": queued, "sent": sent} {
+		if st, err := tr.Status(gone); err != nil || st != TransferPending {
+			t.Errorf("status of a %s transfer: %v, %v; want pending at once", name, st, err)
+		}
+	}
+	if !c.unqueue(queued, context.Canceled) || c.placing.holds(queued) {
+		t.Error("a queued transfer was not dropped")
+	}
+	if c.unqueue(sent, context.Canceled) || !c.placing.holds(sent) {
+		t.Error("a transfer with its placement on the wire was dropped")
+	}
+}
