@@ -308,13 +308,7 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		return
 	}
 	if b.kind == placeWrite {
-		req := wire.RegionBatch{Items: make([]wire.RegionReq, len(b.ts))}
-		for i, t := range b.ts {
-			o := t.obj
-			req.Items[i] = wire.RegionReq{Obj: o.meta().ID, Off: t.remote.Off, Size: t.remote.Size,
-				Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
-		}
-		p, err := conn.Send(ctx, wire.MethodRegionAssign, req.Marshal(nil), nil, nil)
+		p, err := conn.Send(ctx, wire.MethodRegionAssign, c.assignAll(b.ts).Marshal(nil), nil, nil)
 		if err != nil {
 			b.err = err
 			return
@@ -328,6 +322,21 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		return
 	}
 	b.pends = []*rpc.Pending{p}
+}
+
+// assignItem asks where a write of o's box goes.
+func (c *Client) assignItem(o *Object, box region.Box) wire.RegionReq {
+	return wire.RegionReq{Obj: o.meta().ID, Off: box.Off, Size: box.Size,
+		Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
+}
+
+// assignAll is the request placing the regions of writes ts.
+func (c *Client) assignAll(ts []*Transfer) *wire.RegionBatch {
+	req := &wire.RegionBatch{Items: make([]wire.RegionReq, len(ts))}
+	for i, t := range ts {
+		req.Items[i] = c.assignItem(t.obj, t.remote)
+	}
+	return req
 }
 
 // queryAll is the request locating the regions of reads ts.

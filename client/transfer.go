@@ -521,9 +521,8 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		return staticPieces(box, max(sp.block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
 		if a == Write {
-			cands := c.candidates(o.meta().Props.Partition)
 			var res wire.RegionPieces
-			req := wire.RegionBatch{Items: []wire.RegionReq{{Obj: o.meta().ID, Off: box.Off, Size: box.Size, Candidates: cands, Elem: uint32(o.elem())}}}
+			req := wire.RegionBatch{Items: []wire.RegionReq{c.assignItem(o, box)}}
 			if err := c.call(ctx, o.meta().Server, wire.MethodRegionAssign, &req, &res); err != nil {
 				return nil, fmt.Errorf("object %q region %v: place: %w", o.meta().Name, box, err)
 			}
@@ -777,15 +776,13 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	return inChunks(groups, func(rank int, idx []int) error {
-		req := wire.RegionBatch{Items: make([]wire.RegionReq, len(idx))}
+		writes := make([]*Transfer, len(idx))
 		for k, i := range idx {
-			t := ts[i]
-			o := t.obj
-			req.Items[k] = wire.RegionReq{Obj: o.meta().ID, Off: t.remote.Off, Size: t.remote.Size,
-				Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
+			writes[k] = ts[i]
 		}
+		req := c.assignAll(writes)
 		var res wire.RegionPieces
-		if err := c.call(ctx, rank, wire.MethodRegionAssign, &req, &res); err != nil {
+		if err := c.call(ctx, rank, wire.MethodRegionAssign, req, &res); err != nil {
 			return fmt.Errorf("place %d regions: %w", len(idx), err)
 		}
 		if len(res.Items) != len(idx) {
