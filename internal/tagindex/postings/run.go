@@ -1,0 +1,246 @@
+package postings
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"slices"
+)
+
+// run is a sorted run in memory: records in key order, one per key.
+type run struct {
+	data []byte   // records
+	offs []uint32 // where each record starts, in key order
+	age  uint64   // precedence: of two runs holding a key, the older has the lower age
+	logs []uint64 // sequence numbers of the log records it holds
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+func (r *run) key(i int) []byte {
+	k, _, _, _, _ := readRec(r.data, int(r.offs[i]))
+	return k
+}
+
+// seek returns the first record whose key is at least k.
+func (r *run) seek(k []byte) int {
+	if len(k) == 0 {
+		return 0
+	}
+	lo, hi := 0, len(r.offs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(r.key(m), k) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// prefix8 is the first eight bytes of k, zero-padded, big-endian: it
+// orders keys as bytes.Compare does wherever two prefixes differ, and a
+// sort compares it first to keep most comparisons to one instruction.
+func prefix8(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var p [8]byte
+	copy(p[:], k)
+	return binary.BigEndian.Uint64(p[:])
+}
+
+// buildRun sorts the changes of ops into a run; of several changes of one
+// key the last wins.
+func buildRun(ops *Ops) *run {
+	type ent struct {
+		pfx        uint64
+		off, end   uint32 // the record
+		koff, kend uint32 // its key
+	}
+	ents := make([]ent, 0, ops.n)
+	b := ops.b
+	for off := 1; off < len(b); {
+		k, _, _, next, ok := readRec(b, off)
+		if !ok {
+			break // ParseOps or Ops made it: cannot happen
+		}
+		koff := off + 1 + uvarintLen(uint64(len(k)))
+		ents = append(ents, ent{pfx: prefix8(k), off: uint32(off), end: uint32(next), koff: uint32(koff), kend: uint32(koff + len(k))})
+		off = next
+	}
+	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
+	slices.SortStableFunc(ents, func(x, y ent) int {
+		if x.pfx != y.pfx {
+			return cmp.Compare(x.pfx, y.pfx)
+		}
+		return bytes.Compare(keyOf(&x), keyOf(&y))
+	})
+	r := &run{data: make([]byte, 0, len(b)), offs: make([]uint32, 0, len(ents))}
+	for i := range ents {
+		// The last change of a key wins: skip one whose successor has
+		// the same key.
+		if i+1 < len(ents) && ents[i+1].pfx == ents[i].pfx && bytes.Equal(keyOf(&ents[i+1]), keyOf(&ents[i])) {
+			continue
+		}
+		r.offs = append(r.offs, uint32(len(r.data)))
+		r.data = append(r.data, b[ents[i].off:ents[i].end]...)
+	}
+	return r
+}
+
+// cursor walks one run, in memory or on disk, over [lo, hi).
+type cursor interface {
+	valid() bool
+	// rec returns the current record, decoded and encoded; the slices
+	// stay valid after next.
+	rec() (k, v []byte, del bool, raw []byte)
+	next() error
+	age() uint64
+}
+
+type memCursor struct {
+	r   *run
+	i   int
+	hi  []byte
+	k   []byte
+	v   []byte
+	del bool
+	raw []byte
+}
+
+func newMemCursor(r *run, lo, hi []byte) *memCursor {
+	c := &memCursor{r: r, i: r.seek(lo) - 1, hi: hi}
+	_ = c.next()
+	return c
+}
+
+func (c *memCursor) valid() bool { return c.k != nil }
+func (c *memCursor) age() uint64 { return c.r.age }
+func (c *memCursor) rec() (k, v []byte, del bool, raw []byte) {
+	return c.k, c.v, c.del, c.raw
+}
+
+func (c *memCursor) next() error {
+	c.i++
+	c.k = nil
+	if c.i >= len(c.r.offs) {
+		return nil
+	}
+	off := int(c.r.offs[c.i])
+	k, v, del, end, ok := readRec(c.r.data, off)
+	if !ok || (c.hi != nil && bytes.Compare(k, c.hi) >= 0) {
+		return nil
+	}
+	c.k, c.v, c.del, c.raw = k, v, del, c.r.data[off:end]
+	return nil
+}
+
+// merger yields the records of several cursors in key order, of each key
+// only the newest.
+type merger struct {
+	h []cursor
+}
+
+func (m *merger) less(i, j int) bool {
+	ki, _, _, _ := m.h[i].rec()
+	kj, _, _, _ := m.h[j].rec()
+	if c := bytes.Compare(ki, kj); c != 0 {
+		return c < 0
+	}
+	return m.h[i].age() > m.h[j].age()
+}
+
+func (m *merger) down(i int) {
+	n := len(m.h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && m.less(r, l) {
+			j = r
+		}
+		if !m.less(j, i) {
+			return
+		}
+		m.h[i], m.h[j] = m.h[j], m.h[i]
+		i = j
+	}
+}
+
+func newMerger(cs []cursor) *merger {
+	m := &merger{}
+	for _, c := range cs {
+		if c.valid() {
+			m.h = append(m.h, c)
+		}
+	}
+	for i := len(m.h)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return m
+}
+
+// each calls fn with the newest record of every key in order, tombstones
+// included.
+func (m *merger) each(fn func(k, v []byte, del bool, raw []byte) error) error {
+	for len(m.h) > 0 {
+		k, v, del, raw := m.h[0].rec()
+		if err := fn(k, v, del, raw); err != nil {
+			return err
+		}
+		// Step past k in every cursor that holds it.
+		for len(m.h) > 0 {
+			hk, _, _, _ := m.h[0].rec()
+			if !bytes.Equal(hk, k) {
+				break
+			}
+			if err := m.h[0].next(); err != nil {
+				return err
+			}
+			if !m.h[0].valid() {
+				last := len(m.h) - 1
+				m.h[0] = m.h[last]
+				m.h = m.h[:last]
+			}
+			m.down(0)
+		}
+	}
+	return nil
+}
+
+// mergeRuns merges runs in memory into one; without keepDeletes the
+// tombstones are dropped (nothing older than the runs is left).
+func mergeRuns(runs []*run, keepDeletes bool) *run {
+	size, n := 0, 0
+	out := &run{}
+	cs := make([]cursor, 0, len(runs))
+	for _, r := range runs {
+		size += len(r.data)
+		n += len(r.offs)
+		out.age = max(out.age, r.age)
+		out.logs = append(out.logs, r.logs...)
+		cs = append(cs, newMemCursor(r, nil, nil))
+	}
+	out.data = make([]byte, 0, size)
+	out.offs = make([]uint32, 0, n)
+	_ = newMerger(cs).each(func(_, _ []byte, del bool, raw []byte) error {
+		if del && !keepDeletes {
+			return nil
+		}
+		out.offs = append(out.offs, uint32(len(out.data)))
+		out.data = append(out.data, raw...)
+		return nil
+	})
+	return out
+}

@@ -1,0 +1,329 @@
+package postings
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/pdcgo/pdc"
+)
+
+func openDB(t *testing.T, fs vfs.FS) *pebble.DB {
+	t.Helper()
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func commit(b *pebble.Batch) error { return b.Commit(pebble.NoSync) }
+
+// small makes every mechanism run often: merges, flushes, disk merges and
+// blocks of a few records.
+var small = Options{FlushBytes: 600, Fanout: 3, BlockBytes: 64}
+
+func open(t *testing.T, db *pebble.DB, opt Options) *Store {
+	t.Helper()
+	s, err := Open(db, commit, 'Y', 'Z', opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// randKey draws from a small space with shared prefixes, zero bytes and
+// lengths around the eight-byte sort prefix.
+func randKey(r *rand.Rand) []byte {
+	n := r.IntN(12)
+	k := make([]byte, n)
+	for i := range k {
+		k[i] = "ab\x00\xff"[r.IntN(4)]
+	}
+	return k
+}
+
+type model map[string][]byte
+
+func (m model) rangeOf(lo, hi []byte) []string {
+	var keys []string
+	for k := range m {
+		if bytes.Compare([]byte(k), lo) >= 0 && (hi == nil || bytes.Compare([]byte(k), hi) < 0) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys) // Go strings compare as bytes.Compare does
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%x=%x", k, m[k]))
+	}
+	return out
+}
+
+func rangeOf(t *testing.T, s *Store, lo, hi []byte) []string {
+	t.Helper()
+	var out []string
+	err := s.Range(lo, hi, func(k, v []byte) error {
+		out = append(out, fmt.Sprintf("%x=%x", k, v))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func check(t *testing.T, s *Store, m model, r *rand.Rand, what string) {
+	t.Helper()
+	if got, want := rangeOf(t, s, nil, nil), m.rangeOf(nil, nil); !slices.Equal(got, want) {
+		t.Fatalf("%s: everything:\n got %v\nwant %v", what, got, want)
+	}
+	for range 20 {
+		lo, hi := randKey(r), randKey(r)
+		if bytes.Compare(lo, hi) > 0 {
+			lo, hi = hi, lo
+		}
+		if got, want := rangeOf(t, s, lo, hi), m.rangeOf(lo, hi); !slices.Equal(got, want) {
+			t.Fatalf("%s: [%x, %x):\n got %v\nwant %v", what, lo, hi, got, want)
+		}
+	}
+}
+
+// TestStoreMatchesAModel applies random batches (sets, deletes, several
+// changes of one key in a batch), reopens the store now and then, and
+// compares every read with a map.
+func TestStoreMatchesAModel(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			fs := vfs.NewMem()
+			db := openDB(t, fs)
+			defer db.Close()
+			s := open(t, db, small)
+			m := model{}
+			maxMem, maxDisk := 0, 0
+			for round := range 300 {
+				var ops Ops
+				for range 1 + r.IntN(12) {
+					k := randKey(r)
+					if r.IntN(3) == 0 {
+						ops.Delete(k)
+						delete(m, string(k))
+					} else {
+						v := []byte(fmt.Sprint(round))
+						ops.Set(k, v)
+						m[string(k)] = v
+					}
+				}
+				if err := s.Apply(&ops); err != nil {
+					t.Fatal(err)
+				}
+				st := s.Stats()
+				maxMem, maxDisk = max(maxMem, st.MemRuns), max(maxDisk, st.DiskRuns)
+				if round%10 == 0 {
+					check(t, s, m, r, fmt.Sprintf("round %d", round))
+				}
+				if round%37 == 0 {
+					s = open(t, db, small)
+					check(t, s, m, r, fmt.Sprintf("reopened at round %d", round))
+				}
+			}
+			if maxDisk < 2 || maxMem < 2 {
+				t.Fatalf("the test should exercise several runs in memory (%d at most) and on disk (%d)", maxMem, maxDisk)
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			check(t, s, m, r, "flushed")
+			check(t, open(t, db, small), m, r, "flushed and reopened")
+		})
+	}
+}
+
+// TestStagedSurvivesACrashBeforePublish: a staged batch whose commit
+// happened is found after a restart even though Publish never ran.
+func TestStagedSurvivesACrashBeforePublish(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	defer db.Close()
+	s := open(t, db, small)
+	var ops Ops
+	ops.Set([]byte("kept"), []byte("1"))
+	b := db.NewBatch()
+	b.Set([]byte("a tag"), []byte("x"), nil)
+	if s.Stage(b, &ops) == nil {
+		t.Fatal("Stage returned nil for a change")
+	}
+	if err := commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := rangeOf(t, s, nil, nil); len(got) != 0 {
+		t.Fatalf("visible before Publish: %v", got)
+	}
+	if got, want := rangeOf(t, open(t, db, small), nil, nil), []string{fmt.Sprintf("%x=%x", "kept", "1")}; !slices.Equal(got, want) {
+		t.Fatalf("after restart: got %v, want %v", got, want)
+	}
+}
+
+// TestUnfinishedRunIsDropped: blocks of a run whose description never
+// committed (a crash mid-flush) are deleted at Open, and the log records
+// it would have replaced still count.
+func TestUnfinishedRunIsDropped(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	defer db.Close()
+	opt := Options{FlushBytes: 1 << 20, Fanout: 100, BlockBytes: 16}
+	s := open(t, db, opt)
+	m := model{}
+	for i := range 50 {
+		var ops Ops
+		k := fmt.Appendf(nil, "k%03d", i)
+		ops.Set(k, []byte("v"))
+		m[string(k)] = []byte("v")
+		if err := s.Apply(&ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A flush that stops before its last batch.
+	s.wmu.Lock()
+	w := s.newRunWriter(0, s.w.age)
+	var cs []cursor
+	for _, r := range s.w.mem[0] {
+		cs = append(cs, newMemCursor(r, nil, nil))
+	}
+	b, err := s.writeRun(w, cs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close() // never committed: its description is lost
+	s.wmu.Unlock()
+	if err := commit(func() *pebble.Batch { // and one block that did reach the store
+		b := db.NewBatch()
+		b.Set(s.runKey(w.r.id, 0), append([]byte{runVersion}, "junk"...), nil)
+		return b
+	}()); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, db, opt)
+	check(t, s2, m, rand.New(rand.NewPCG(1, 2)), "reopened")
+	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'Z'}, UpperBound: []byte{'Z' + 1}})
+	defer it.Close()
+	if it.First() {
+		t.Fatalf("an unfinished run's block is left: %x", it.Key())
+	}
+}
+
+func TestReset(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	defer db.Close()
+	s := open(t, db, small)
+	for i := range 100 {
+		var ops Ops
+		ops.Set(fmt.Appendf(nil, "k%03d", i), []byte("v"))
+		if err := s.Apply(&ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rangeOf(t, s, nil, nil); len(got) != 0 {
+		t.Fatalf("after Reset: %v", got)
+	}
+	if got := rangeOf(t, open(t, db, small), nil, nil); len(got) != 0 {
+		t.Fatalf("after Reset and a restart: %v", got)
+	}
+}
+
+func TestParseOpsErrors(t *testing.T) {
+	var ops Ops
+	ops.Set([]byte("key"), []byte("value"))
+	ops.Delete([]byte("gone"))
+	good := ops.Bytes()
+	if p, err := ParseOps(good); err != nil || p.Len() != 2 {
+		t.Fatalf("ParseOps(good) = %d changes, %v", p.Len(), err)
+	}
+	if _, err := ParseOps(append([]byte{OpsVersion + 1}, good[1:]...)); !errors.Is(err, pdc.ErrVersion) {
+		t.Fatalf("another version: %v, want ErrVersion", err)
+	}
+	first := 1 + 1 + 1 + len("key") + 1 + len("value") // where the second record starts
+	for n := 2; n < len(good); n++ {
+		if _, err := ParseOps(good[:n]); n != first && !errors.Is(err, pdc.ErrInvalid) {
+			t.Fatalf("cut at %d: %v, want ErrInvalid", n, err)
+		}
+	}
+	if _, err := ParseOps(append(slices.Clone(good), 7)); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("unknown record kind: %v, want ErrInvalid", err)
+	}
+}
+
+// TestReadersDuringWrites reads while a writer applies, flushes and
+// merges (run it with -race): every read is in order and holds every key
+// applied before it began.
+func TestReadersDuringWrites(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	defer db.Close()
+	s := open(t, db, Options{FlushBytes: 4 << 10, Fanout: 4, BlockBytes: 256})
+	var applied atomic.Int64
+	const n = 3000
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range n {
+			var ops Ops
+			ops.Set(fmt.Appendf(nil, "k%06d", i), []byte("v"))
+			if err := s.Apply(&ops); err != nil {
+				errs <- err
+				return
+			}
+			applied.Store(int64(i + 1))
+		}
+	}()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for applied.Load() < n {
+				before := int(applied.Load())
+				got := 0
+				var last []byte
+				err := s.Range(nil, nil, func(k, _ []byte) error {
+					if last != nil && bytes.Compare(last, k) >= 0 {
+						return fmt.Errorf("out of order: %q after %q", k, last)
+					}
+					last = bytes.Clone(k)
+					got++
+					return nil
+				})
+				if err == nil && got < before {
+					err = fmt.Errorf("read %d keys; %d were applied before the read", got, before)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
