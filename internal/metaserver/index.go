@@ -12,6 +12,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -28,8 +29,16 @@ import (
 // read back at start and delivered before this server serves clients.
 
 // indexConfigVersion is the format version of the 'D' record: version,
-// then flags.
-const indexConfigVersion = 1
+// then flags. Version 1 kept each entry as a pebble key ('X'); version 2
+// keeps them in postings runs ('Y', 'Z'). A store of version 1 is
+// reindexed at start.
+const indexConfigVersion = 2
+
+// The prefixes of the index's postings store: its log and its runs.
+const (
+	prefixIndexLog  = 'Y'
+	prefixIndexRuns = 'Z'
+)
 
 const (
 	indexOn     = 1 << 0
@@ -66,6 +75,8 @@ type indexer struct {
 	dict map[string]struct{} // guarded by mu
 
 	ob outbox
+	// post holds this server's part of the index.
+	post *postings.Store
 }
 
 // maxDictCache bounds the keys remembered in indexer.dict.
@@ -107,11 +118,12 @@ func (ix *indexer) opsOf(c *tagChange) []tagindex.Op {
 }
 
 // indexChanges adds the index operations of changes to b: those this
-// server holds directly, the others as outbox records, which it returns
-// (to be released with outbox.release once b is committed). The caller
-// holds ix.mu; without placement (while starting) every operation goes to
-// the outbox.
-func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) []*obRecord {
+// server holds as one record of its postings log, returned staged (to
+// publish once b is committed), the others as outbox records, which it
+// returns (to be released with outbox.release once b is committed). The
+// caller holds ix.mu; without placement (while starting) every operation
+// goes to the outbox.
+func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecord, *postings.Staged) {
 	ix := &s.ix
 	count, self := int(s.count.Load()), int(s.index.Load())
 	var part *tagindex.Partition
@@ -119,6 +131,7 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) []*obRecord
 		part = tagindex.For(count)
 	}
 	var recs []*obRecord
+	var local postings.Ops
 	for i := range changes {
 		ops := ix.opsOf(&changes[i])
 		if len(ops) == 0 {
@@ -128,7 +141,7 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) []*obRecord
 		for _, op := range ops {
 			if part != nil {
 				if o, err := part.EntryOwner(op.Key); err == nil && o == self {
-					applyOp(b, op.Key, op.Value, op.Del)
+					addOp(&local, op.Key, op.Value, op.Del)
 					continue
 				}
 			}
@@ -142,14 +155,14 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) []*obRecord
 		_ = b.Set(keyOutbox(r.seq, rec.Object), rec.Marshal(nil), nil)
 		recs = append(recs, r)
 	}
-	return recs
+	return recs, ix.post.Stage(b, &local)
 }
 
-func applyOp(b *pebble.Batch, key, value []byte, del bool) {
+func addOp(ops *postings.Ops, key, value []byte, del bool) {
 	if del {
-		_ = b.Delete(key, nil)
+		ops.Delete(key)
 	} else {
-		_ = b.Set(key, value, nil)
+		ops.Set(key, value)
 	}
 }
 
@@ -177,7 +190,7 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 		s.ix.mu.Unlock()
 		return err
 	}
-	recs := s.indexChanges(b, changes)
+	recs, local := s.indexChanges(b, changes)
 	if b.Empty() {
 		s.ix.mu.Unlock()
 		return nil
@@ -188,6 +201,8 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 		s.ix.mu.Unlock()
 		return err
 	}
+	// Under ix.mu: this server's entries change in commit order.
+	s.ix.post.Publish(local)
 	s.ix.mu.Unlock()
 	err = wait()
 	// Delivered only once durable here: an index entry must never name a
@@ -256,7 +271,7 @@ func (s *Service) openIndex() error {
 	if err != nil {
 		return fmt.Errorf("metadata store %s: read the index settings: %w", s.st.dir, err)
 	}
-	if ok && len(got) == 2 && got[0] != indexConfigVersion {
+	if ok && len(got) == 2 && got[0] > indexConfigVersion {
 		return fmt.Errorf("metadata store %s: index format version %d; this build reads version %d: %w", s.st.dir, got[0], indexConfigVersion, pdc.ErrVersion)
 	}
 	if ok && bytes.Equal(got, cfg) {
@@ -267,8 +282,12 @@ func (s *Service) openIndex() error {
 	if err := s.scan(tp, func(_, _ []byte) error { hasTags = true; return errStop }); err != nil && err != errStop {
 		return err
 	}
+	if err := s.ix.post.Reset(); err != nil {
+		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.dir, err)
+	}
 	b := s.st.db.NewBatch()
 	defer b.Close()
+	// Entries of index format 1, one pebble key each.
 	_ = b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1}, nil)
 	_ = b.DeleteRange([]byte{'Q'}, []byte{'R'}, nil)
 	_ = b.Set(keyIndexConfig, cfg, nil)
@@ -296,8 +315,11 @@ func (s *Service) reindexAll() error {
 		b := s.st.db.NewBatch()
 		defer b.Close()
 		s.ix.mu.Lock()
-		recs := s.indexChanges(b, changes)
+		recs, local := s.indexChanges(b, changes)
 		err := s.st.commit(b)
+		if err == nil {
+			s.ix.post.Publish(local)
+		}
 		s.ix.mu.Unlock()
 		if err != nil {
 			s.ix.ob.drop(recs)
@@ -356,8 +378,7 @@ func (s *Service) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Respon
 func (s *Service) applyIndexOps(ops []wire.IndexOp) error {
 	count, self := int(s.count.Load()), int(s.index.Load())
 	part := tagindex.For(count)
-	b := s.st.db.NewBatch()
-	defer b.Close()
+	var b postings.Ops
 	for i, op := range ops {
 		o, err := part.EntryOwner(op.Key)
 		if err != nil {
@@ -370,10 +391,7 @@ func (s *Service) applyIndexOps(ops []wire.IndexOp) error {
 		if !op.Del && (len(op.Value) == 0 || op.Value[0] != tagindex.EntryVersion) {
 			return fmt.Errorf("index operation %d: entry of unknown version: %w", i, pdc.ErrVersion)
 		}
-		applyOp(b, op.Key, op.Value, op.Del)
+		addOp(&b, op.Key, op.Value, op.Del)
 	}
-	if b.Empty() {
-		return nil
-	}
-	return s.st.commit(b)
+	return s.ix.post.Apply(&b)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -89,7 +90,7 @@ const migrateBatch = 4096
 // metadata server count changed) to its owner, then deletes it here. It
 // returns how many entries moved.
 func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
-	return moveFrom(ctx, s.st, int(s.index.Load()), int(s.count.Load()), send, true, s)
+	return moveFrom(ctx, s.st, s.ix.post, int(s.index.Load()), int(s.count.Load()), send, true, s)
 }
 
 // Adopt opens the store in dir, left by a server of a larger cluster that
@@ -101,7 +102,12 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
-	n, err := moveFrom(ctx, st, -1, int(s.count.Load()), send, false, s)
+	post, err := postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: s.log})
+	if err != nil {
+		st.close()
+		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
+	}
+	n, err := moveFrom(ctx, st, post, -1, int(s.count.Load()), send, false, s)
 	if cerr := st.close(); err == nil {
 		err = cerr
 	}
@@ -115,9 +121,10 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 	return n, nil
 }
 
-// moveFrom sends entries of db whose owner is not self to their owners;
-// with self -1 every entry moves, those owned here being applied locally.
-func moveFrom(ctx context.Context, from *store, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
+// moveFrom sends entries of db and of its tag index (post) whose owner is
+// not self to their owners; with self -1 every entry moves, those owned
+// here being applied locally.
+func moveFrom(ctx context.Context, from *store, post *postings.Store, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
 	db := from.db
 	if count <= 0 {
 		return 0, fmt.Errorf("move metadata: placement unknown: %w", pdc.ErrUnavailable)
@@ -140,11 +147,21 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 		}
 		if deleteMoved {
 			del := db.NewBatch()
+			var ixDel postings.Ops
 			for _, k := range b.Keys[1:] { // not the high-water mark
-				_ = del.Delete(k, nil)
+				if k[0] == tagindex.Prefix0 {
+					ixDel.Delete(k)
+				} else {
+					_ = del.Delete(k, nil)
+				}
 			}
-			err = from.commit(del)
+			if !del.Empty() {
+				err = from.commit(del)
+			}
 			del.Close()
+			if err == nil {
+				err = post.Apply(&ixDel)
+			}
 			if err != nil {
 				return err
 			}
@@ -153,24 +170,7 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 		delete(pending, owner)
 		return nil
 	}
-	it, err := db.NewIter(nil)
-	if err != nil {
-		return 0, err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		owner, ok := keyDest(k, count)
-		if !ok {
-			continue
-		}
-		if owner == self {
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return moved, err
-		}
+	add := func(owner int, k, v []byte) error {
 		b := pending[owner]
 		if b == nil {
 			// First, the source's id high-water mark: ids of objects it
@@ -181,10 +181,43 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 		b.Keys = append(b.Keys, append([]byte(nil), k...))
 		b.Values = append(b.Values, append([]byte{}, v...))
 		if len(b.Keys) > migrateBatch {
-			if err := flush(owner); err != nil {
-				it.Close()
-				return moved, err
-			}
+			return flush(owner)
+		}
+		return nil
+	}
+	// Index entries go to the server of their term under the new count.
+	part := tagindex.For(count)
+	err := post.Range(nil, nil, func(k, v []byte) error {
+		owner, err := part.EntryOwner(k)
+		if err != nil {
+			s.log.Error("dropping a malformed tag index entry", "entry", fmt.Sprintf("%.60q", k), "err", err)
+			return nil
+		}
+		if owner == self {
+			return nil
+		}
+		return add(owner, k, v)
+	})
+	if err != nil {
+		return moved, err
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return moved, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		owner, ok := keyDest(k, count)
+		if !ok || owner == self {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = add(owner, k, v)
+		}
+		if err != nil {
+			it.Close()
+			return moved, err
 		}
 	}
 	if err := it.Close(); err != nil {
@@ -202,6 +235,7 @@ func moveFrom(ctx context.Context, from *store, self, count int, send Send, dele
 func (s *Service) importKVs(b *wire.KVBatch) error {
 	batch := s.st.db.NewBatch()
 	defer batch.Close()
+	var ix postings.Ops
 	for i, k := range b.Keys {
 		if len(k) == 1 && k[0] == 'S' && len(b.Values[i]) == 8 {
 			s.st.observeSeq(uint32(min(binary.BigEndian.Uint64(b.Values[i]), 1<<32-1)))
@@ -218,13 +252,22 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 			// after this server's own records, in the order it arrives.
 			k = keyOutbox(s.ix.ob.nextSeq(), binary.BigEndian.Uint64(k[9:]))
 		}
+		if k[0] == tagindex.Prefix0 {
+			ix.Set(k, b.Values[i])
+			continue
+		}
 		_ = batch.Set(k, b.Values[i], nil)
 	}
 	// Reserve the observed ids on disk before acknowledging.
 	if _, err := s.st.nextSeqNum(); err != nil {
 		return err
 	}
-	return s.st.commit(batch)
+	staged := s.ix.post.Stage(batch, &ix)
+	if err := s.st.commit(batch); err != nil {
+		return err
+	}
+	s.ix.post.Publish(staged)
+	return nil
 }
 
 func (s *Service) importRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -133,21 +132,7 @@ func (r *queryRun) scan(ctx context.Context) error {
 
 // iter calls fn for every key in [lo, hi).
 func (r *queryRun) iter(lo, hi []byte, fn func(k, v []byte) error) error {
-	it, err := r.s.st.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		if err := fn(it.Key(), v); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+	return r.s.ix.post.Range(lo, hi, fn)
 }
 
 func (r *queryRun) prefix(p []byte, fn func(k, v []byte) error) error {

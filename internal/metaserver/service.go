@@ -14,6 +14,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -93,6 +94,9 @@ func Open(cfg Config) (*Service, error) {
 	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
 	s.ix.dict = map[string]struct{}{}
 	err = s.ix.ob.init(s)
+	if err == nil {
+		s.ix.post, err = postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: cfg.Logger})
+	}
 	if err == nil {
 		err = s.openIndex()
 	}

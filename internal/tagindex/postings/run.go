@@ -58,14 +58,68 @@ func prefix8(k []byte) uint64 {
 	return binary.BigEndian.Uint64(p[:])
 }
 
+// ent is a record of a batch being sorted.
+type ent struct {
+	pfx        uint64
+	off, end   uint32 // the record
+	koff, kend uint32 // its key
+}
+
+// sortEnts sorts records of b by key, and records of one key in batch
+// order. A radix sort on the eight-byte prefixes does most of it, stable,
+// so records are still in batch order within a prefix; only runs of equal
+// prefixes need comparing whole keys.
+func sortEnts(ents []ent, b []byte) {
+	if len(ents) < 2 {
+		return
+	}
+	tmp := make([]ent, len(ents))
+	src, dst := ents, tmp
+	var count [256]int
+	for shift := 0; shift < 64; shift += 8 {
+		clear(count[:])
+		for i := range src {
+			count[byte(src[i].pfx>>shift)]++
+		}
+		if count[byte(src[0].pfx>>shift)] == len(src) {
+			continue // every record has this byte: nothing to move
+		}
+		pos := 0
+		for i, c := range count {
+			count[i] = pos
+			pos += c
+		}
+		for i := range src {
+			d := byte(src[i].pfx >> shift)
+			dst[count[d]] = src[i]
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ents[0] {
+		copy(ents, src)
+	}
+	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
+	for i := 0; i < len(ents); {
+		j := i + 1
+		for j < len(ents) && ents[j].pfx == ents[i].pfx {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(ents[i:j], func(x, y ent) int {
+				if c := bytes.Compare(keyOf(&x), keyOf(&y)); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.off, y.off)
+			})
+		}
+		i = j
+	}
+}
+
 // buildRun sorts the changes of ops into a run; of several changes of one
 // key the last wins.
 func buildRun(ops *Ops) *run {
-	type ent struct {
-		pfx        uint64
-		off, end   uint32 // the record
-		koff, kend uint32 // its key
-	}
 	ents := make([]ent, 0, ops.n)
 	b := ops.b
 	for off := 1; off < len(b); {
@@ -78,12 +132,7 @@ func buildRun(ops *Ops) *run {
 		off = next
 	}
 	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
-	slices.SortStableFunc(ents, func(x, y ent) int {
-		if x.pfx != y.pfx {
-			return cmp.Compare(x.pfx, y.pfx)
-		}
-		return bytes.Compare(keyOf(&x), keyOf(&y))
-	})
+	sortEnts(ents, b)
 	r := &run{data: make([]byte, 0, len(b)), offs: make([]uint32, 0, len(ents))}
 	for i := range ents {
 		// The last change of a key wins: skip one whose successor has
