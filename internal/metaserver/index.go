@@ -130,29 +130,25 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 	if count > 0 {
 		part = tagindex.For(count)
 	}
-	var recs []*obRecord
-	var local postings.Ops
+	var local, remote postings.Ops
 	for i := range changes {
-		ops := ix.opsOf(&changes[i])
-		if len(ops) == 0 {
-			continue
-		}
-		var remote []wire.IndexOp
-		for _, op := range ops {
+		for _, op := range ix.opsOf(&changes[i]) {
 			if part != nil {
-				if o, err := part.EntryOwner(op.Key); err == nil && o == self {
+				if o, err := part.EntryOwnerOf(op.Key); err == nil && o == self {
 					addOp(&local, op.Key, op.Value, op.Del)
 					continue
 				}
 			}
-			remote = append(remote, wire.IndexOp{Key: op.Key, Value: op.Value, Del: op.Del})
+			addOp(&remote, op.Key, op.Value, op.Del)
 		}
-		if len(remote) == 0 {
-			continue
-		}
-		rec := wire.IndexOps{Version: tagindex.EntryVersion, Ops: remote, Object: changes[i].id}
-		r := ix.ob.add(&rec)
-		_ = b.Set(keyOutbox(r.seq, rec.Object), rec.Marshal(nil), nil)
+	}
+	var recs []*obRecord
+	if remote.Len() > 0 {
+		// One record for the whole commit: the outbox splits it by
+		// destination, and a move splits it by object (migrate.go).
+		r := ix.ob.add(&remote)
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: remote.Bytes()}
+		_ = b.Set(keyOutbox(r.seq, 0), m.Marshal(nil), nil)
 		recs = append(recs, r)
 	}
 	return recs, ix.post.Stage(b, &local)
@@ -360,38 +356,60 @@ func (s *Service) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if s.count.Load() == 0 || !(s.moved.Load() || s.ready.Load()) {
 		return nil, fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
-	var ops wire.IndexOps
-	if err := decode(req, &ops); err != nil {
+	var m wire.IndexOps
+	if err := decode(req, &m); err != nil {
 		return nil, err
 	}
-	if ops.Version != tagindex.EntryVersion {
-		return nil, fmt.Errorf("index operations of version %d; this server applies version %d: %w", ops.Version, tagindex.EntryVersion, pdc.ErrVersion)
+	ops, err := opsOfRecord(&m)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.applyIndexOps(ops.Ops); err != nil {
+	if err := s.applyIndexOps(&ops); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
 }
 
+// opsOfRecord returns the changes of a batch of index operations or an
+// outbox record, of either version.
+func opsOfRecord(m *wire.IndexOps) (postings.Ops, error) {
+	switch m.Version {
+	case tagindex.EntryVersion:
+		var ops postings.Ops
+		for _, op := range m.Ops {
+			addOp(&ops, op.Key, op.Value, op.Del)
+		}
+		return ops, nil
+	case wire.IndexOpsPacked:
+		return postings.ParseOps(m.Packed)
+	}
+	return postings.Ops{}, fmt.Errorf("index operations of version %d; this server applies versions %d and %d: %w",
+		m.Version, tagindex.EntryVersion, wire.IndexOpsPacked, pdc.ErrVersion)
+}
+
 // applyIndexOps checks that every operation is a well-formed entry of this
 // server's partition and applies them all in one commit.
-func (s *Service) applyIndexOps(ops []wire.IndexOp) error {
+func (s *Service) applyIndexOps(ops *postings.Ops) error {
 	count, self := int(s.count.Load()), int(s.index.Load())
 	part := tagindex.For(count)
-	var b postings.Ops
-	for i, op := range ops {
-		o, err := part.EntryOwner(op.Key)
+	i := 0
+	err := ops.Each(func(k, v []byte, del bool, _ []byte) error {
+		o, err := part.EntryOwnerOf(k)
 		if err != nil {
 			return fmt.Errorf("index operation %d: %w", i, err)
 		}
 		if o != self {
 			return fmt.Errorf("index operation %d: entry %.60q belongs to metadata server %d of %d, not to this one (%d): %w",
-				i, op.Key, o, count, self, pdc.ErrInvalid)
+				i, k, o, count, self, pdc.ErrInvalid)
 		}
-		if !op.Del && (len(op.Value) == 0 || op.Value[0] != tagindex.EntryVersion) {
+		if !del && (len(v) == 0 || v[0] != tagindex.EntryVersion) {
 			return fmt.Errorf("index operation %d: entry of unknown version: %w", i, pdc.ErrVersion)
 		}
-		addOp(&b, op.Key, op.Value, op.Del)
+		i++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return s.ix.post.Apply(&b)
+	return s.ix.post.Apply(ops)
 }

@@ -135,6 +135,34 @@ func (c *testCluster) tryPut(id uint64, key, value string) error {
 	return nil
 }
 
+// putAll puts tags (object id -> key, value) with one request per server:
+// each server commits its part at once, as one outbox record.
+func (c *testCluster) putAll(ids []uint64, key func(int) string, value func(int) string) {
+	byOwner := map[int]*wire.TagBatch{}
+	for i, id := range ids {
+		o := placement.OwnerOfID(id, len(c.svcs))
+		if byOwner[o] == nil {
+			byOwner[o] = &wire.TagBatch{}
+		}
+		byOwner[o].Puts = append(byOwner[o].Puts, wire.TagPut{ID: id, Name: key(i), Type: int32(region.String), Value: []byte(value(i))})
+	}
+	for o, b := range byOwner {
+		resp, err := c.svcs[o].tagPut(context.Background(), &rpc.Request{Header: b.Marshal(nil)})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		var res wire.TagResults
+		if err := res.Unmarshal(resp.Header); err != nil {
+			c.t.Fatal(err)
+		}
+		for i, code := range res.Codes {
+			if code != 0 {
+				c.t.Fatalf("put %s on %d: %s", b.Puts[i].Name, b.Puts[i].ID, res.Messages[i])
+			}
+		}
+	}
+}
+
 // step asks server i one step of q.
 func (c *testCluster) step(i int, q string, st tagindex.Step, terms ...string) ([]uint64, []string) {
 	tq := wire.TagQuery{Query: q, Step: uint32(st), Terms: terms}
@@ -257,10 +285,17 @@ func TestIndexMovesWithTheCluster(t *testing.T) {
 		ids[name] = c.create(name)
 	}
 	c.setDown(1, true) // leave some updates in the outbox
-	for i := range 60 {
+	for i := range 30 {
 		name := fmt.Sprint("o", i)
 		c.put(ids[name], fmt.Sprintf("k%02d", i%7), fmt.Sprintf("v%03d", i))
 	}
+	// The rest in one commit per server: records of many objects, which
+	// the move splits among their new owners.
+	var rest []uint64
+	for i := 30; i < 60; i++ {
+		rest = append(rest, ids[fmt.Sprint("o", i)])
+	}
+	c.putAll(rest, func(i int) string { return fmt.Sprintf("k%02d", (i+30)%7) }, func(i int) string { return fmt.Sprintf("v%03d", i+30) })
 	c.close()
 	c.setDown(1, false)
 
@@ -294,10 +329,17 @@ func TestIndexMovesWithTheCluster(t *testing.T) {
 		}
 		s.SetReady()
 	}
-	for _, q := range []string{"k03", "k0*", "*3", "*0*=*1*", "k01=v*", "*=v05*", "*=*7", "k02=v002", "*=*00*"} {
+	for _, q := range []string{"k03", "k0*", "*3", "*0*=*1*", "k01=v*", "*=v05*", "*=*7", "k02=v002", "*=*00*", "*=v04*", "*=*5"} {
 		scan, idx := c.query(q, true), c.query(q, false)
 		if !slices.Equal(scan, idx) || len(scan) == 0 {
 			t.Fatalf("after growing to 3 servers, %q: scan %v, index %v", q, scan, idx)
+		}
+	}
+	// Every value is found, one by one.
+	for i := range 60 {
+		q := fmt.Sprintf("*=v%03d", i)
+		if got := c.query(q, false); !slices.Equal(got, []uint64{ids[fmt.Sprint("o", i)]}) {
+			t.Fatalf("after growing to 3 servers, %q: index %v, want [%d]", q, got, ids[fmt.Sprint("o", i)])
 		}
 	}
 }

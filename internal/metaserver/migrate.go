@@ -207,6 +207,17 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
+		if k[0] == 'Q' && len(k) == 17 {
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = moveRecord(k, v, self, count, add, flush, deleteMoved, from)
+			}
+			if err != nil {
+				it.Close()
+				return moved, err
+			}
+			continue
+		}
 		owner, ok := keyDest(k, count)
 		if !ok || owner == self {
 			continue
@@ -229,6 +240,77 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		}
 	}
 	return moved, nil
+}
+
+// moveRecord moves the parts of outbox record k whose objects now belong
+// to other servers: a record holds the changes of one commit, of objects
+// that may now have different owners, and every pending change of an
+// object must follow it. Dictionary entries, which name no object, go with
+// the first part. A part that stays is rewritten under the same key, so it
+// keeps its place in this server's order. A record split in parts sends
+// them under a key this store does not hold, so that deleting what was sent
+// leaves it, and sends them at once; only then is the record rewritten or
+// deleted, so that a crash midway loses no part (a part sent twice applies
+// the same changes twice, which is harmless).
+func moveRecord(k, v []byte, self, count int, add func(int, []byte, []byte) error, flush func(int) error, deleteMoved bool, from *store) error {
+	ops, err := recordOps(v)
+	if err != nil {
+		return fmt.Errorf("outbox record %x: %w", k, err)
+	}
+	parts := map[int]*postings.Ops{}
+	var order []int
+	first := -1
+	_ = ops.Each(func(ek, _ []byte, _ bool, rec []byte) error {
+		owner := first
+		if id, ok := tagindex.EntryObject(ek); ok {
+			owner = placement.OwnerOfID(id, count)
+		} else if owner < 0 {
+			owner = max(self, 0)
+		}
+		if first < 0 {
+			first = owner
+		}
+		p := parts[owner]
+		if p == nil {
+			p = &postings.Ops{}
+			parts[owner] = p
+			order = append(order, owner)
+		}
+		p.AppendRecord(rec)
+		return nil
+	})
+	stays := parts[self] != nil
+	split := len(order) > 1
+	for _, owner := range order {
+		if owner == self {
+			continue
+		}
+		key := k
+		if split {
+			key = keyOutbox(binary.BigEndian.Uint64(k[1:9]), ^uint64(0))
+		}
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: parts[owner].Bytes()}
+		if err := add(owner, key, m.Marshal(nil)); err != nil {
+			return err
+		}
+		if split {
+			if err := flush(owner); err != nil {
+				return err
+			}
+		}
+	}
+	if !split || !deleteMoved {
+		return nil
+	}
+	b := from.db.NewBatch()
+	defer b.Close()
+	if stays {
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: parts[self].Bytes()}
+		_ = b.Set(k, m.Marshal(nil), nil)
+	} else {
+		_ = b.Delete(k, nil)
+	}
+	return from.commit(b)
 }
 
 // importKVs stores entries moved here, keeping later ids above theirs.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -46,8 +47,8 @@ type outbox struct {
 // obRecord is one outbox record in memory.
 type obRecord struct {
 	seq, obj uint64
-	ops      []wire.IndexOp
-	size     int // bytes of ops, counted in the backlog until tried
+	ops      postings.Ops // until queued
+	size     int          // bytes of ops, counted in the backlog until tried
 	// Guarded by outbox.mu:
 	ready, dropped bool
 	done           bool // tried everywhere: tried is closed
@@ -59,7 +60,7 @@ type obRecord struct {
 // obItem is the part of a record for one destination.
 type obItem struct {
 	rec   *obRecord
-	ops   []wire.IndexOp
+	ops   postings.Ops
 	size  int
 	tried bool // guarded by outbox.mu
 }
@@ -103,22 +104,14 @@ func (ob *outbox) init(s *Service) error {
 
 // add takes the next sequence number for a record about to be committed.
 // The caller holds ix.mu, so sequence order is commit order.
-func (ob *outbox) add(ops *wire.IndexOps) *obRecord {
+func (ob *outbox) add(ops *postings.Ops) *obRecord {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	r := &obRecord{seq: ob.mu.next, obj: ops.Object, ops: ops.Ops, size: opsSize(ops.Ops), tried: make(chan struct{})}
+	r := &obRecord{seq: ob.mu.next, ops: *ops, size: len(ops.Bytes()), tried: make(chan struct{})}
 	ob.mu.next++
 	ob.mu.pending = append(ob.mu.pending, r)
 	ob.openLocked(r)
 	return r
-}
-
-func opsSize(ops []wire.IndexOp) int {
-	n := 0
-	for _, op := range ops {
-		n += len(op.Key) + len(op.Value) + 8
-	}
-	return n
 }
 
 // openLocked counts r in the backlog until it is tried, and drops the
@@ -226,30 +219,35 @@ func (ob *outbox) queueLocked() {
 		if r.dropped {
 			continue
 		}
-		byDest := map[int]*obItem{}
+		// Split by destination, in deliveries of at most half of
+		// maxDelivery each.
+		cur := make([]*obItem, ob.mu.count)
 		var order []int
-		for _, op := range r.ops {
-			d, err := part.EntryOwner(op.Key)
+		var items []*obItem
+		_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
+			d, err := part.EntryOwnerOf(k)
 			if err != nil {
 				ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
-				continue
+				return nil
 			}
-			it := byDest[d]
-			if it == nil {
+			it := cur[d]
+			if it == nil || it.size >= maxDelivery/2 {
 				it = &obItem{rec: r}
-				byDest[d] = it
+				cur[d] = it
 				order = append(order, d)
+				items = append(items, it)
 			}
-			it.ops = append(it.ops, op)
-			it.size += len(op.Key) + len(op.Value) + 8
-		}
-		r.ops = nil
+			it.ops.AppendRecord(rec)
+			it.size += len(rec)
+			return nil
+		})
+		r.ops = postings.Ops{}
 		r.unacked, r.untried = len(order), len(order)
 		if len(order) == 0 {
 			ob.triedLocked(r)
 			continue
 		}
-		for _, d := range order {
+		for j, d := range order {
 			q := ob.mu.queues[d]
 			if q == nil {
 				q = &destQueue{wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}
@@ -257,10 +255,10 @@ func (ob *outbox) queueLocked() {
 				ob.wg.Add(1)
 				go ob.run(d, q)
 			}
-			q.items = append(q.items, byDest[d])
-			q.size += byDest[d].size
+			q.items = append(q.items, items[j])
+			q.size += items[j].size
 			if q.failing {
-				ob.markTriedLocked(byDest[d])
+				ob.markTriedLocked(items[j])
 			}
 			select {
 			case q.wake <- struct{}{}:
@@ -279,15 +277,12 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 		if len(k) != 17 {
 			return nil
 		}
-		var ops wire.IndexOps
-		if err := ops.Unmarshal(v); err != nil {
+		ops, err := recordOps(v)
+		if err != nil {
 			return fmt.Errorf("outbox record %x: %w", k, err)
 		}
-		if ops.Version != tagindex.EntryVersion {
-			return fmt.Errorf("outbox record %x has version %d; this build reads %d", k, ops.Version, tagindex.EntryVersion)
-		}
 		recs = append(recs, &obRecord{seq: binary.BigEndian.Uint64(k[1:9]), obj: binary.BigEndian.Uint64(k[9:]),
-			ops: ops.Ops, size: opsSize(ops.Ops), ready: true, tried: make(chan struct{})})
+			ops: ops, size: len(ops.Bytes()), ready: true, tried: make(chan struct{})})
 		return nil
 	})
 	if err != nil {
@@ -380,21 +375,36 @@ func (ob *outbox) close() {
 }
 
 // take returns the items at the head of q, up to maxDelivery bytes.
-func (ob *outbox) take(q *destQueue) ([]*obItem, []wire.IndexOp) {
+func (ob *outbox) take(q *destQueue) ([]*obItem, *postings.Ops) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	var items []*obItem
-	var ops []wire.IndexOp
 	size := 0
 	for _, it := range q.items {
 		if len(items) > 0 && size+it.size > maxDelivery {
 			break
 		}
 		items = append(items, it)
-		ops = append(ops, it.ops...)
 		size += it.size
 	}
-	return items, ops
+	if len(items) == 1 {
+		return items, &items[0].ops
+	}
+	var ops postings.Ops
+	for _, it := range items {
+		ops.Append(&it.ops)
+	}
+	return items, &ops
+}
+
+// recordOps returns the changes of a stored outbox record, of either
+// version, in memory of their own.
+func recordOps(v []byte) (postings.Ops, error) {
+	var m wire.IndexOps
+	if err := m.Unmarshal(v); err != nil {
+		return postings.Ops{}, err
+	}
+	return opsOfRecord(&m)
 }
 
 // markTriedLocked records one try of it.
@@ -453,7 +463,7 @@ func (ob *outbox) failed(q *destQueue) {
 // deliveryTimeout bounds one delivery.
 const deliveryTimeout = 30 * time.Second
 
-func (ob *outbox) send(d int, ops []wire.IndexOp) error {
+func (ob *outbox) send(d int, ops *postings.Ops) error {
 	if d == int(ob.s.index.Load()) {
 		return ob.s.applyIndexOps(ops)
 	}
@@ -465,7 +475,7 @@ func (ob *outbox) send(d int, ops []wire.IndexOp) error {
 	}
 	ctx, cancel := context.WithTimeout(ob.ctx, deliveryTimeout)
 	defer cancel()
-	m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: ops}
+	m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}
 	return peers.Call(ctx, d, wire.MethodIndexApply, m.Marshal(nil))
 }
 

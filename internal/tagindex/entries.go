@@ -252,6 +252,60 @@ func (p *Partition) EntryOwner(k []byte) (int, error) {
 	return p.Owner(term), nil
 }
 
+// EntryOwnerOf is EntryOwner without building the term: it reads only the
+// term's first two bytes, which decide the server, and allocates nothing.
+func (p *Partition) EntryOwnerOf(k []byte) (int, error) {
+	if len(k) < 2 || k[0] != Prefix0 {
+		return 0, fmt.Errorf("%w: %.60q: %w", errEntry, k, pdc.ErrInvalid)
+	}
+	switch k[1] {
+	case TreeKey, TreeValue, TreeRevVal, TreeSufVal, TreeSufKey, TreeRevKey:
+	case TreeLongVal:
+		return 0, nil
+	default:
+		return 0, fmt.Errorf("%w: unknown tree %q: %w", errEntry, k[1], pdc.ErrInvalid)
+	}
+	// The first two bytes of the escaped term, unescaped.
+	var term [2]byte
+	n := 0
+	for i := 2; n < 2; i++ {
+		if i >= len(k) {
+			return 0, fmt.Errorf("%w: %.60q: %w", errEntry, k, pdc.ErrInvalid)
+		}
+		if k[i] != 0 {
+			term[n] = k[i]
+			n++
+			continue
+		}
+		if i+1 >= len(k) {
+			return 0, fmt.Errorf("%w: %.60q: %w", errEntry, k, pdc.ErrInvalid)
+		}
+		if k[i+1] == 1 {
+			break // the term ends
+		}
+		if k[i+1] != 0xff {
+			return 0, fmt.Errorf("%w: %.60q: %w", errEntry, k, pdc.ErrInvalid)
+		}
+		term[n] = 0
+		n++
+		i++
+	}
+	return p.Owner(string(term[:n])), nil
+}
+
+// EntryObject returns the object id of a per-object entry (trees K, V,
+// U, W, L: the key's last eight bytes), and false for dictionary entries.
+func EntryObject(k []byte) (uint64, bool) {
+	if len(k) < 2+8 || k[0] != Prefix0 {
+		return 0, false
+	}
+	switch k[1] {
+	case TreeKey, TreeValue, TreeRevVal, TreeSufVal, TreeLongVal:
+		return binary.BigEndian.Uint64(k[len(k)-8:]), true
+	}
+	return 0, false
+}
+
 // Entry is a decoded per-object index entry (trees K, V, U, W, L).
 type Entry struct {
 	Key  string

@@ -189,3 +189,40 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestEntryOwnerOfAgreesWithEntryOwner: the fast owner reads the same
+// server from every kind of entry, terms of zero, one and two bytes and
+// escaped zero bytes included.
+func TestEntryOwnerOfAgreesWithEntryOwner(t *testing.T) {
+	terms := []string{"", "a", "\x00", "\x00\x00", "ab", "a\x00b", "zz", "\xff\xfe", "str109str", "k07"}
+	for _, m := range []int{1, 2, 3, 4, 7} {
+		p := For(m)
+		for _, term := range terms {
+			var keys [][]byte
+			for _, op := range ObjectEntries(term, int32(region.String), []byte(term), Value{Text: term}, 42, true, false) {
+				keys = append(keys, op.Key)
+			}
+			for _, op := range DictEntries(term+"x", true) {
+				keys = append(keys, op.Key)
+			}
+			for _, k := range keys {
+				want, err := p.EntryOwner(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.EntryOwnerOf(k)
+				if err != nil || got != want {
+					t.Fatalf("%d servers, entry %q: EntryOwnerOf = %d, %v; EntryOwner = %d", m, k, got, err, want)
+				}
+				if id, ok := EntryObject(k); ok != (k[1] != TreeSufKey && k[1] != TreeRevKey) || (ok && id != 42) {
+					t.Fatalf("EntryObject(%q) = %d, %v", k, id, ok)
+				}
+			}
+		}
+	}
+	for _, bad := range []string{"", "X", "Y", "XQabc", "XV", "XVa", "XVa\x00", "XV\x00\x07"} {
+		if _, err := For(4).EntryOwnerOf([]byte(bad)); err == nil {
+			t.Errorf("EntryOwnerOf(%q) = nil error", bad)
+		}
+	}
+}

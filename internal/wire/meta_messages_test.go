@@ -562,13 +562,15 @@ var metaTypes = []msgType{
 	{
 		name:   "IndexOps",
 		new:    func() wire.Message { return new(wire.IndexOps) },
-		fields: []field{{1, kUint32}, {2, kMsg}, {3, kUint64}},
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kUint64}, {4, kBytes}},
 		vals: []wire.Message{
 			&wire.IndexOps{},
 			&wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{}}},
+			&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: []byte{1, 0, 1, 'k', 1, 1}},
 			&wire.IndexOps{Version: math.MaxUint32, Ops: hundred(func(i int) wire.IndexOp {
 				return wire.IndexOp{Key: []byte(fmt.Sprint("k", i)), Value: []byte{1}, Del: i%2 == 0}
-			}, wire.IndexOp{Key: bytes.Repeat([]byte("K"), 300), Value: []byte{1, 2}, Del: true}), Object: math.MaxUint64},
+			}, wire.IndexOp{Key: bytes.Repeat([]byte("K"), 300), Value: []byte{1, 2}, Del: true}), Object: math.MaxUint64,
+				Packed: bytes.Repeat([]byte{1, 0, 1, 'k', 1, 1}, 50)},
 		},
 	},
 	{
@@ -755,6 +757,7 @@ var metaGolden = []struct {
 	{"TagQueryResult", &wire.TagQueryResult{Count: 300, Strings: 2, Flags: 3, Unsupported: true}, "08 ac 02 10 02 18 03 20 01"},
 	{"IndexOp", &wire.IndexOp{Key: []byte("k"), Value: []byte{1}, Del: true}, "0a 01 6b 12 01 01 18 01"},
 	{"IndexOps", &wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{Del: true}}, Object: 2}, "08 01 12 02 18 01 18 02"},
+	{"IndexOps", &wire.IndexOps{Version: 2, Packed: []byte{1, 1, 1, 'k'}}, "08 02 22 04 01 01 01 6b"},
 	{"QueryNode", &wire.QueryNode{Op: 5, Value: []byte{1, 2}}, "08 05 12 02 01 02"},
 	{"QueryBox", &wire.QueryBox{Off: []uint64{1}, Size: []uint64{300}}, "0a 01 01 12 02 ac 02"},
 	{"DataQuery", &wire.DataQuery{Version: 1, Obj: 2, Dims: []uint64{8}, DimsVersion: 3, Type: 4, Storage: 2,

@@ -129,10 +129,16 @@ func (m *IndexOp) Unmarshal(b []byte) error {
 // the server that holds their entries; also the record of an index update
 // waiting in a metadata server's outbox.
 type IndexOps struct {
-	Version uint32    // 1: tagindex.EntryVersion
+	// Version 1 (tagindex.EntryVersion): the changes are Ops. Version 2
+	// (IndexOpsPacked): they are Packed.
+	Version uint32    // 1
 	Ops     []IndexOp // 2
-	Object  uint64    // 3: outbox records: the object whose tag they index
+	Object  uint64    // 3: outbox records of version 1: the object whose tag they index
+	Packed  []byte    // 4: the changes encoded as postings.Ops (one buffer, no message per change)
 }
+
+// IndexOpsPacked is the IndexOps version whose changes are Packed.
+const IndexOpsPacked = 2
 
 func (m *IndexOps) Marshal(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Version))
@@ -140,6 +146,7 @@ func (m *IndexOps) Marshal(b []byte) []byte {
 		b = putMsg(b, 2, &m.Ops[i])
 	}
 	b = putUint(b, 3, m.Object)
+	b = putBytes(b, 4, m.Packed)
 	return b
 }
 
@@ -159,6 +166,8 @@ func (m *IndexOps) Unmarshal(b []byte) error {
 			m.Ops = append(m.Ops, x)
 		case 3:
 			m.Object = f.uint64()
+		case 4:
+			m.Packed = f.bytes()
 		}
 	}
 	return f.err
