@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
