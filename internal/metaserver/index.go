@@ -93,29 +93,50 @@ func sameValue(a, b *wire.TagValue) bool {
 	return a != nil && b != nil && a.Type == b.Type && bytes.Equal(a.Value, b.Value)
 }
 
-// opsOf returns the index operations of one change.
-func (ix *indexer) opsOf(c *tagChange) []tagindex.Op {
+// writeOps gives out the index operations of one change.
+func (ix *indexer) writeOps(c *tagChange, out tagindex.Sink) {
 	if sameValue(c.old, c.new) {
-		return nil
+		return
 	}
-	var ops []tagindex.Op
 	if c.old != nil {
 		v := tagindex.ValueOf(region.Type(c.old.Type), c.old.Value)
-		ops = append(ops, tagindex.ObjectEntries(c.key, c.old.Type, c.old.Value, v, c.id, ix.suffix, true)...)
+		tagindex.WriteObjectEntries(out, c.key, c.old.Type, c.old.Value, v, c.id, ix.suffix, true)
 	}
 	if c.new != nil {
 		v := tagindex.ValueOf(region.Type(c.new.Type), c.new.Value)
-		ops = append(ops, tagindex.ObjectEntries(c.key, c.new.Type, c.new.Value, v, c.id, ix.suffix, false)...)
+		tagindex.WriteObjectEntries(out, c.key, c.new.Type, c.new.Value, v, c.id, ix.suffix, false)
 		if _, ok := ix.dict[c.key]; !ok {
 			if len(ix.dict) >= maxDictCache {
 				clear(ix.dict)
 			}
 			ix.dict[c.key] = struct{}{}
-			ops = append(ops, tagindex.DictEntries(c.key, ix.suffix)...)
+			for _, op := range tagindex.DictEntries(c.key, ix.suffix) {
+				out.Set(op.Key, op.Value)
+			}
 		}
 	}
-	return ops
 }
+
+// router sends each index operation to this server's part (local) or to
+// the outbox (remote); without a partition (while starting) all go to the
+// outbox.
+type router struct {
+	part          *tagindex.Partition
+	self          int
+	local, remote postings.Ops
+}
+
+func (r *router) to(k []byte) *postings.Ops {
+	if r.part != nil {
+		if o, err := r.part.EntryOwnerOf(k); err == nil && o == r.self {
+			return &r.local
+		}
+	}
+	return &r.remote
+}
+
+func (r *router) Set(k, v []byte) { r.to(k).Set(k, v) }
+func (r *router) Delete(k []byte) { r.to(k).Delete(k) }
 
 // indexChanges adds the index operations of changes to b: those this
 // server holds as one record of its postings log, returned staged (to
@@ -130,28 +151,21 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 	if count > 0 {
 		part = tagindex.For(count)
 	}
-	var local, remote postings.Ops
+	rt := router{part: part, self: self}
 	for i := range changes {
-		for _, op := range ix.opsOf(&changes[i]) {
-			if part != nil {
-				if o, err := part.EntryOwnerOf(op.Key); err == nil && o == self {
-					addOp(&local, op.Key, op.Value, op.Del)
-					continue
-				}
-			}
-			addOp(&remote, op.Key, op.Value, op.Del)
-		}
+		ix.writeOps(&changes[i], &rt)
 	}
+	local, remote := &rt.local, &rt.remote
 	var recs []*obRecord
 	if remote.Len() > 0 {
 		// One record for the whole commit: the outbox splits it by
 		// destination, and a move splits it by object (migrate.go).
-		r := ix.ob.add(&remote)
+		r := ix.ob.add(remote)
 		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: remote.Bytes()}
 		_ = b.Set(keyOutbox(r.seq, 0), m.Marshal(nil), nil)
 		recs = append(recs, r)
 	}
-	return recs, ix.post.Stage(b, &local)
+	return recs, ix.post.Stage(b, local)
 }
 
 func addOp(ops *postings.Ops, key, value []byte, del bool) {

@@ -1,6 +1,7 @@
 package tagindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -175,37 +176,89 @@ func numEntry(key string, n *Number, typ int32, raw []byte, id uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, id)
 }
 
+// Sink receives index changes; the slices it is given are valid only
+// during the call.
+type Sink interface {
+	Set(k, v []byte)
+	Delete(k []byte)
+}
+
+// opsSink collects changes as Ops.
+type opsSink struct{ ops []Op }
+
+func (o *opsSink) Set(k, v []byte) {
+	o.ops = append(o.ops, Op{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+}
+func (o *opsSink) Delete(k []byte) { o.ops = append(o.ops, Op{Key: bytes.Clone(k), Del: true}) }
+
 // ObjectEntries returns the entries of one object's tag: set, or with del
 // the deletions of exactly those keys.
 func ObjectEntries(key string, typ int32, raw []byte, v Value, id uint64, suffixMode, del bool) []Op {
-	var ops []Op
-	add := func(k, val []byte) {
+	var o opsSink
+	WriteObjectEntries(&o, key, typ, raw, v, id, suffixMode, del)
+	return o.ops
+}
+
+// entryVersion is the value of every entry but L's; sinks copy it.
+var entryVersion = []byte{EntryVersion}
+
+// WriteObjectEntries gives s the entries of one object's tag, as
+// ObjectEntries returns them, building each in one buffer.
+func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id uint64, suffixMode, del bool) {
+	emit := func(k, val []byte) {
 		if del {
-			ops = append(ops, Op{Key: k, Del: true})
+			s.Delete(k)
 		} else {
-			ops = append(ops, Op{Key: k, Value: val})
+			s.Set(k, val)
 		}
 	}
-	idb := binary.BigEndian.AppendUint64(nil, id)
+	b := make([]byte, 0, 64+2*len(key)+2*len(v.Text))
 	if v.Num != nil {
-		add(numEntry(key, v.Num, typ, raw, id), version())
-		return ops
+		b = append(b, Prefix0, TreeKey)
+		b = appendEsc(b, key)
+		b = append(b, classNum)
+		b = binary.BigEndian.AppendUint64(b, sortableFloat(v.Num.Float64()))
+		b = append(b, byte(typ))
+		b = append(b, raw...)
+		emit(binary.BigEndian.AppendUint64(b, id), entryVersion)
+		return
 	}
-	add(append(TextPrefix(key, v.Text, true), idb...), version())
-	tail := append(appendEsc(nil, key), idb...)
-	add(append(TreePrefix(TreeValue, v.Text, true), tail...), version())
-	add(append(TreePrefix(TreeRevVal, reverse(v.Text), true), tail...), version())
+	// The key and id end every V, U and W entry.
+	tail := binary.BigEndian.AppendUint64(appendEsc(nil, key), id)
+	b = append(b, Prefix0, TreeKey)
+	b = appendEsc(b, key)
+	b = append(b, classText)
+	b = appendEsc(b, v.Text)
+	emit(binary.BigEndian.AppendUint64(b, id), entryVersion)
+	b = appendEsc(append(b[:0], Prefix0, TreeValue), v.Text)
+	emit(append(b, tail...), entryVersion)
+	b = appendEscReversed(append(b[:0], Prefix0, TreeRevVal), v.Text)
+	emit(append(b, tail...), entryVersion)
 	if !suffixMode {
-		return ops
+		return
 	}
 	if len(v.Text) > MaxSuffixText {
-		add(append(appendEsc(treeKey(TreeLongVal), key), idb...), append(version(), v.Text...))
-		return ops
+		b = appendEsc(append(b[:0], Prefix0, TreeLongVal), key)
+		emit(binary.BigEndian.AppendUint64(b, id), append(append([]byte(nil), EntryVersion), v.Text...))
+		return
 	}
 	for i := range len(v.Text) {
-		add(append(TreePrefix(TreeSufVal, v.Text[i:], true), tail...), version())
+		b = appendEsc(append(b[:0], Prefix0, TreeSufVal), v.Text[i:])
+		emit(append(b, tail...), entryVersion)
 	}
-	return ops
+}
+
+// appendEscReversed appends s with its bytes reversed, escaped and
+// terminated, as appendEsc(b, reverse(s)).
+func appendEscReversed(b []byte, s string) []byte {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, 0, 1)
 }
 
 // DictEntries returns the key-dictionary entries of key. They are only ever

@@ -194,18 +194,23 @@ func (c *memCursor) next() error {
 }
 
 // merger yields the records of several cursors in key order, of each key
-// only the newest.
+// only the newest. It keeps each cursor's key and age beside it, so that
+// the heap compares without calling the cursors.
 type merger struct {
-	h []cursor
+	h []mergeEnt
+}
+
+type mergeEnt struct {
+	c   cursor
+	k   []byte
+	age uint64
 }
 
 func (m *merger) less(i, j int) bool {
-	ki, _, _, _ := m.h[i].rec()
-	kj, _, _, _ := m.h[j].rec()
-	if c := bytes.Compare(ki, kj); c != 0 {
+	if c := bytes.Compare(m.h[i].k, m.h[j].k); c != 0 {
 		return c < 0
 	}
-	return m.h[i].age() > m.h[j].age()
+	return m.h[i].age > m.h[j].age
 }
 
 func (m *merger) down(i int) {
@@ -228,10 +233,11 @@ func (m *merger) down(i int) {
 }
 
 func newMerger(cs []cursor) *merger {
-	m := &merger{}
+	m := &merger{h: make([]mergeEnt, 0, len(cs))}
 	for _, c := range cs {
 		if c.valid() {
-			m.h = append(m.h, c)
+			k, _, _, _ := c.rec()
+			m.h = append(m.h, mergeEnt{c: c, k: k, age: c.age()})
 		}
 	}
 	for i := len(m.h)/2 - 1; i >= 0; i-- {
@@ -244,20 +250,19 @@ func newMerger(cs []cursor) *merger {
 // included.
 func (m *merger) each(fn func(k, v []byte, del bool, raw []byte) error) error {
 	for len(m.h) > 0 {
-		k, v, del, raw := m.h[0].rec()
+		k, v, del, raw := m.h[0].c.rec()
 		if err := fn(k, v, del, raw); err != nil {
 			return err
 		}
 		// Step past k in every cursor that holds it.
-		for len(m.h) > 0 {
-			hk, _, _, _ := m.h[0].rec()
-			if !bytes.Equal(hk, k) {
-				break
-			}
-			if err := m.h[0].next(); err != nil {
+		for len(m.h) > 0 && bytes.Equal(m.h[0].k, k) {
+			e := &m.h[0]
+			if err := e.c.next(); err != nil {
 				return err
 			}
-			if !m.h[0].valid() {
+			if e.c.valid() {
+				e.k, _, _, _ = e.c.rec()
+			} else {
 				last := len(m.h) - 1
 				m.h[0] = m.h[last]
 				m.h = m.h[:last]
