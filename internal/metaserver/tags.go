@@ -201,8 +201,20 @@ func (s *Service) loadTags(keys [][]byte) (map[string]*wire.TagValue, error) {
 		return nil, err
 	}
 	defer it.Close()
+	// The iterator stays on the first stored key at or after the key
+	// sought last: a key it is already past is not stored, and one a few
+	// steps on is reached by stepping. Seeking every key searches the
+	// memtable's skiplist from its top each time.
+	valid := it.SeekGE(keys[0])
 	for _, k := range keys {
-		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+		for steps := 0; valid && bytes.Compare(it.Key(), k) < 0; steps++ {
+			if steps == 4 {
+				valid = it.SeekGE(k)
+				break
+			}
+			valid = it.Next()
+		}
+		if !valid || !bytes.Equal(it.Key(), k) {
 			continue
 		}
 		raw, err := it.ValueAndErr()

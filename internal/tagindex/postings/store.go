@@ -17,7 +17,8 @@ type Options struct {
 	// before they go to disk as one run (default 32 MiB).
 	FlushBytes int
 	// Fanout is how many runs of a level are merged into one of the next
-	// (default 8).
+	// (default 16). More makes fewer merges for writers and more runs for
+	// readers to look in.
 	Fanout int
 	// BlockBytes is the size of a block of a run on disk (default 32 KiB).
 	BlockBytes int
@@ -31,7 +32,7 @@ func (o *Options) ensureDefaults() {
 		o.FlushBytes = 32 << 20
 	}
 	if o.Fanout < 2 {
-		o.Fanout = 8
+		o.Fanout = 16
 	}
 	if o.BlockBytes <= 0 {
 		o.BlockBytes = 32 << 10
