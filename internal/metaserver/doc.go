@@ -23,8 +23,12 @@
 //	'T' kind id tag-name          tag value (wire.TagValue)
 //	'S'                           id sequence high-water mark
 //	'V'                           store format version
-//	'X' tree term ...             DART tag index entries (tagindex/entries.go)
-//	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps)
+//	'Y' seq                       tag index: a batch of entry changes not yet in a run on disk
+//	'Z' id block                  tag index: a run of entries on disk (tagindex/postings)
+//	'X' tree term ...             index format 1 only: one DART entry each (tagindex/entries.go);
+//	                              such a store is reindexed at start
+//	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps;
+//	                              obj is 0 for a record of one commit, of several objects)
 //	'D'                           how the index was built: version, flags
 //	'R' object-id seq             region map of a region-dynamic or region-local
 //	                              object: where a written region went (regions.go)
