@@ -35,6 +35,10 @@ type Config struct {
 	// NoSuffixTree indexes keys and values without their suffixes (DART's
 	// suffix-tree mode off): infix queries then scan.
 	NoSuffixTree bool
+	// IndexFlushBytes is how many bytes of index entries a server keeps
+	// in memory (and in its log) before writing them as a run on disk;
+	// 0 takes the default (32 MiB). Tests make it small.
+	IndexFlushBytes int
 }
 
 // Service serves the metadata methods of one metadata server.
@@ -95,7 +99,7 @@ func Open(cfg Config) (*Service, error) {
 	s.ix.dict = map[string]struct{}{}
 	err = s.ix.ob.init(s)
 	if err == nil {
-		s.ix.post, err = postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: cfg.Logger})
+		s.ix.post, err = postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
 	}
 	if err == nil {
 		err = s.openIndex()
