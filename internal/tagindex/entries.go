@@ -168,14 +168,6 @@ func TreePrefix(tree byte, lit string, exact bool) []byte {
 
 func version() []byte { return []byte{EntryVersion} }
 
-// numEntry is the K entry of a numeric value; raw is the stored bytes.
-func numEntry(key string, n *Number, typ int32, raw []byte, id uint64) []byte {
-	b := NumBound(key, n)
-	b = append(b, byte(typ))
-	b = append(b, raw...)
-	return binary.BigEndian.AppendUint64(b, id)
-}
-
 // Sink receives index changes; the slices it is given are valid only
 // during the call.
 type Sink interface {

@@ -1,6 +1,7 @@
 package postings
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -143,7 +144,7 @@ func (s *Store) loadRuns() error {
 	for _, r := range metas {
 		runs = append(runs, r)
 	}
-	slices.SortFunc(runs, func(a, b *diskRun) int { return cmpU64(a.age, b.age) })
+	slices.SortFunc(runs, func(a, b *diskRun) int { return cmp.Compare(a.age, b.age) })
 	for _, r := range runs {
 		s.w.age = max(s.w.age, r.age)
 		for len(s.w.disk) <= r.level {
@@ -152,16 +153,6 @@ func (s *Store) loadRuns() error {
 		s.w.disk[r.level] = append(s.w.disk[r.level], r)
 	}
 	return nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *Store) replay() error {
