@@ -211,6 +211,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		if seq, err = s.st.nextSeqNums(n); err != nil {
 			return nil, err
 		}
+		s.fresh.add(seq, n)
 	}
 	// Each kind of key is added in order: the memtable inserts a batch's
 	// keys one after another starting from where the last one went, so a

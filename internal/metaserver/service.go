@@ -56,6 +56,8 @@ type Service struct {
 	moved        atomic.Bool // done moving metadata to new owners at start
 
 	ix indexer
+	// fresh holds objects created by this process that have no tags yet.
+	fresh freshSet
 
 	// createMu guards creating: identities being created, so that two
 	// concurrent creates of one identity cannot both succeed while their

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -63,8 +64,21 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		var olds map[string]*wire.TagValue
 		if s.ix.on {
 			var keys [][]byte
+			// Objects created by this process that had no tag until now
+			// have no old values to read. Under ix.mu (build runs under
+			// it), so no other put on them can run in between.
+			fresh := map[uint64]bool{}
 			for i := range tb.Puts {
-				if t := &tb.Puts[i]; t.Kind == kindObject {
+				t := &tb.Puts[i]
+				if t.Kind != kindObject {
+					continue
+				}
+				f, ok := fresh[t.ID]
+				if !ok {
+					f = s.fresh.take(placement.SeqOf(t.ID))
+					fresh[t.ID] = f
+				}
+				if !f {
 					keys = append(keys, keyTag(byte(t.Kind), t.ID, t.Name))
 				}
 			}
