@@ -207,6 +207,7 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 	}
 	wait, err := s.st.commitApply(b)
 	if err != nil {
+		s.ix.post.Abandon(local)
 		s.ix.ob.drop(recs)
 		s.ix.mu.Unlock()
 		return err
@@ -329,6 +330,8 @@ func (s *Service) reindexAll() error {
 		err := s.st.commit(b)
 		if err == nil {
 			s.ix.post.Publish(local)
+		} else {
+			s.ix.post.Abandon(local)
 		}
 		s.ix.mu.Unlock()
 		if err != nil {
@@ -408,6 +411,9 @@ func (s *Service) applyIndexOps(ops *postings.Ops) error {
 	part := tagindex.For(count)
 	i := 0
 	err := ops.Each(func(k, v []byte, del bool, _ []byte) error {
+		if err := tagindex.CheckEntry(k); err != nil {
+			return fmt.Errorf("index operation %d: %w", i, err)
+		}
 		o, err := part.EntryOwnerOf(k)
 		if err != nil {
 			return fmt.Errorf("index operation %d: %w", i, err)

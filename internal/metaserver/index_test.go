@@ -1,7 +1,9 @@
 package metaserver
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -485,4 +488,123 @@ func TestIndexRunsOnDiskSurviveRestart(t *testing.T) {
 	c.close()
 	c.open()
 	check("after the restart")
+}
+
+// TestMoveKeepsARecordUntilEveryPartIsSent: an outbox record of objects
+// now owned by two other servers and this one is sent in parts, pieces of
+// at most migrateBytes; while a part cannot be sent the record stays
+// whole, and once every part is sent only this server's part stays.
+func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
+	s, err := Open(Config{Dir: t.TempDir(), CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetPlacement(0, 3)
+	var owned [3]uint64 // an object id owned by each of 3 servers
+	for key := uint32(1); owned[0] == 0 || owned[1] == 0 || owned[2] == 0; key++ {
+		owned[placement.Owner(key, 3)] = placement.ID(key, 1)
+	}
+	var ops postings.Ops
+	big := strings.Repeat("v", 200) // server 1's part is several pieces
+	for i := range 3000 {
+		id := owned[1]
+		if i%100 == 0 {
+			id = owned[2]
+		} else if i%100 == 1 {
+			id = owned[0]
+		}
+		v := fmt.Sprintf("%s%05d", big, i)
+		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, false, false)
+	}
+	k := keyOutbox(7, 0)
+	put := func(v []byte) {
+		b := s.st.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(k, v, nil)
+		if err := s.st.commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil)
+	put(rec)
+
+	got := map[int]*postings.Ops{1: {}, 2: {}}
+	down := true
+	send := func(ctx context.Context, index int, kvs *wire.KVBatch) error {
+		if index == 2 && down {
+			return fmt.Errorf("server 2 down: %w", pdc.ErrUnavailable)
+		}
+		size := 0
+		for i, key := range kvs.Keys {
+			size += len(key) + len(kvs.Values[i])
+			if key[0] != 'Q' {
+				continue
+			}
+			part, err := recordOps(kvs.Values[i])
+			if err != nil {
+				return err
+			}
+			got[index].Append(&part)
+		}
+		if size > 2*migrateBytes {
+			t.Errorf("an import of %d bytes", size)
+		}
+		return nil
+	}
+	if _, err := s.MoveForeign(context.Background(), send); err == nil {
+		t.Fatal("the move should fail while server 2 is down")
+	}
+	if v, ok, err := s.st.get(k); err != nil || !ok || !bytes.Equal(v, rec) {
+		t.Fatalf("the record changed or went although its part for server 2 was not sent (ok %v, err %v)", ok, err)
+	}
+	down = false
+	got[1].Reset()
+	if _, err := s.MoveForeign(context.Background(), send); err != nil {
+		t.Fatal(err)
+	}
+	count := func(o *postings.Ops, id uint64) (n int) {
+		_ = o.Each(func(ek, _ []byte, _ bool, _ []byte) error {
+			if got, _ := tagindex.EntryObject(ek); got == id {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	if n := count(got[1], owned[1]); n != 2940*3 || got[1].Len() != n {
+		t.Fatalf("server 1 got %d entries of its object (%d in all), want %d", n, got[1].Len(), 2940*3)
+	}
+	if n := count(got[2], owned[2]); n != 30*3 || got[2].Len() != n {
+		t.Fatalf("server 2 got %d entries of its object (%d in all), want %d", n, got[2].Len(), 30*3)
+	}
+	v, ok, err := s.st.get(k)
+	if err != nil || !ok {
+		t.Fatalf("this server's part is gone (ok %v, err %v)", ok, err)
+	}
+	left, err := recordOps(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(&left, owned[0]); n != 30*3 || left.Len() != n {
+		t.Fatalf("%d entries stay here, %d of them this server's object's; want %d", left.Len(), n, 30*3)
+	}
+}
+
+// TestIndexApplyRefusesMalformedEntries: an entry from the network that no
+// query could decode is refused before it is stored.
+func TestIndexApplyRefusesMalformedEntries(t *testing.T) {
+	c := newTestCluster(t, 1)
+	for _, k := range []string{"XKab", "XKab\x00\x07", "XVabc", "XSab\x00"} {
+		var ops postings.Ops
+		ops.Set([]byte(k), []byte{tagindex.EntryVersion})
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}
+		_, err := c.svcs[0].indexApply(context.Background(), &rpc.Request{Header: m.Marshal(nil)})
+		if !errors.Is(err, pdc.ErrInvalid) {
+			t.Fatalf("entry %q: %v, want ErrInvalid", k, err)
+		}
+	}
+	if got := c.query("*", false); len(got) != 0 {
+		t.Fatalf("found %v", got)
+	}
 }

@@ -83,8 +83,12 @@ func keyDest(k []byte, count int) (int, bool) {
 	return placement.Owner(pk, count), true
 }
 
-// migrateBatch is how many entries go in one import request.
-const migrateBatch = 4096
+// migrateBatch is how many entries go in one import request, and
+// migrateBytes about how many bytes, well under the frame header limit.
+const (
+	migrateBatch = 4096
+	migrateBytes = 256 << 10
+)
 
 // MoveForeign sends every entry this server no longer owns (the cluster's
 // metadata server count changed) to its owner, then deletes it here. It
@@ -102,12 +106,13 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
-	post, err := postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: s.log})
+	post, err := postings.Open(st.db, st.commitApply, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: s.log})
 	if err != nil {
 		st.close()
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
 	n, err := moveFrom(ctx, st, post, -1, int(s.count.Load()), send, false, s)
+	post.Close()
 	if cerr := st.close(); err == nil {
 		err = cerr
 	}
@@ -130,6 +135,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		return 0, fmt.Errorf("move metadata: placement unknown: %w", pdc.ErrUnavailable)
 	}
 	pending := map[int]*wire.KVBatch{}
+	pendingBytes := map[int]int{}
 	moved := 0
 	flush := func(owner int) error {
 		b := pending[owner]
@@ -168,6 +174,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		}
 		moved += len(b.Keys) - 1
 		delete(pending, owner)
+		delete(pendingBytes, owner)
 		return nil
 	}
 	add := func(owner int, k, v []byte) error {
@@ -180,7 +187,8 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		}
 		b.Keys = append(b.Keys, append([]byte(nil), k...))
 		b.Values = append(b.Values, append([]byte{}, v...))
-		if len(b.Keys) > migrateBatch {
+		pendingBytes[owner] += len(k) + len(v)
+		if len(b.Keys) > migrateBatch || pendingBytes[owner] > migrateBytes {
 			return flush(owner)
 		}
 		return nil
@@ -201,6 +209,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 	if err != nil {
 		return moved, err
 	}
+	var records [][2][]byte
 	it, err := db.NewIter(nil)
 	if err != nil {
 		return moved, err
@@ -208,14 +217,13 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if k[0] == 'Q' && len(k) == 17 {
+			// Outbox records move last, each on its own (moveRecord).
 			v, err := it.ValueAndErr()
-			if err == nil {
-				err = moveRecord(k, v, self, count, add, flush, deleteMoved, from)
-			}
 			if err != nil {
 				it.Close()
 				return moved, err
 			}
+			records = append(records, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 			continue
 		}
 		owner, ok := keyDest(k, count)
@@ -239,6 +247,26 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 			return moved, err
 		}
 	}
+	sendNow := func(owner int, k, v []byte) error {
+		b := &wire.KVBatch{Keys: [][]byte{{'S'}, k}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.highWater()), v}}
+		var err error
+		if owner == int(s.index.Load()) {
+			err = s.importKVs(b)
+		} else {
+			err = send(ctx, owner, b)
+		}
+		if err != nil {
+			return fmt.Errorf("move outbox record %x to metadata server %d: %w", k, owner, err)
+		}
+		return nil
+	}
+	for _, r := range records {
+		n, err := moveRecord(r[0], r[1], self, count, sendNow, deleteMoved, from)
+		moved += n
+		if err != nil {
+			return moved, err
+		}
+	}
 	return moved, nil
 }
 
@@ -246,71 +274,83 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 // to other servers: a record holds the changes of one commit, of objects
 // that may now have different owners, and every pending change of an
 // object must follow it. Dictionary entries, which name no object, go with
-// the first part. A part that stays is rewritten under the same key, so it
-// keeps its place in this server's order. A record split in parts sends
-// them under a key this store does not hold, so that deleting what was sent
-// leaves it, and sends them at once; only then is the record rewritten or
-// deleted, so that a crash midway loses no part (a part sent twice applies
-// the same changes twice, which is harmless).
-func moveRecord(k, v []byte, self, count int, add func(int, []byte, []byte) error, flush func(int) error, deleteMoved bool, from *store) error {
+// the first part. Parts go in pieces of at most migrateBytes, each its own
+// record at the receiver, sent at once; only once all are sent is the
+// record rewritten (the part that stays, under the same key, so it keeps
+// its place in this server's order) or deleted. A crash midway sends some
+// pieces again at the next start, which applies the same changes twice:
+// harmless. It returns how many pieces it sent.
+func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byte) error, deleteMoved bool, from *store) (int, error) {
 	ops, err := recordOps(v)
 	if err != nil {
-		return fmt.Errorf("outbox record %x: %w", k, err)
+		return 0, fmt.Errorf("outbox record %x: %w", k, err)
 	}
 	parts := map[int]*postings.Ops{}
 	var order []int
-	first := -1
+	var dict postings.Ops
 	_ = ops.Each(func(ek, _ []byte, _ bool, rec []byte) error {
-		owner := first
-		if id, ok := tagindex.EntryObject(ek); ok {
-			owner = placement.OwnerOfID(id, count)
-		} else if owner < 0 {
-			owner = max(self, 0)
+		id, ok := tagindex.EntryObject(ek)
+		if !ok {
+			dict.AppendRecord(rec)
+			return nil
 		}
-		if first < 0 {
-			first = owner
-		}
-		p := parts[owner]
-		if p == nil {
-			p = &postings.Ops{}
-			parts[owner] = p
+		owner := placement.OwnerOfID(id, count)
+		if parts[owner] == nil {
+			parts[owner] = &postings.Ops{}
 			order = append(order, owner)
 		}
-		p.AppendRecord(rec)
+		parts[owner].AppendRecord(rec)
 		return nil
 	})
-	stays := parts[self] != nil
-	split := len(order) > 1
+	if dict.Len() > 0 {
+		if len(order) == 0 {
+			order = append(order, max(self, 0))
+			parts[order[0]] = &postings.Ops{}
+		}
+		parts[order[0]].Append(&dict)
+	}
+	if len(order) == 1 && order[0] == self {
+		return 0, nil
+	}
+	sent := 0
 	for _, owner := range order {
 		if owner == self {
 			continue
 		}
-		key := k
-		if split {
-			key = keyOutbox(binary.BigEndian.Uint64(k[1:9]), ^uint64(0))
-		}
-		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: parts[owner].Bytes()}
-		if err := add(owner, key, m.Marshal(nil)); err != nil {
+		var piece postings.Ops
+		sendPiece := func() error {
+			m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: piece.Bytes()}
+			sent++
+			err := sendNow(owner, k, m.Marshal(nil))
+			piece.Reset()
 			return err
 		}
-		if split {
-			if err := flush(owner); err != nil {
-				return err
+		err := parts[owner].Each(func(_, _ []byte, _ bool, rec []byte) error {
+			piece.AppendRecord(rec)
+			if len(piece.Bytes()) < migrateBytes {
+				return nil
 			}
+			return sendPiece()
+		})
+		if err == nil && piece.Len() > 0 {
+			err = sendPiece()
+		}
+		if err != nil {
+			return sent, err
 		}
 	}
-	if !split || !deleteMoved {
-		return nil
+	if !deleteMoved {
+		return sent, nil
 	}
 	b := from.db.NewBatch()
 	defer b.Close()
-	if stays {
-		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: parts[self].Bytes()}
+	if p := parts[self]; p != nil {
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: p.Bytes()}
 		_ = b.Set(k, m.Marshal(nil), nil)
 	} else {
 		_ = b.Delete(k, nil)
 	}
-	return from.commit(b)
+	return sent, from.commit(b)
 }
 
 // importKVs stores entries moved here, keeping later ids above theirs.
@@ -346,6 +386,7 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 	}
 	staged := s.ix.post.Stage(batch, &ix)
 	if err := s.st.commit(batch); err != nil {
+		s.ix.post.Abandon(staged)
 		return err
 	}
 	s.ix.post.Publish(staged)

@@ -101,13 +101,16 @@ func Open(cfg Config) (*Service, error) {
 	s.ix.dict = map[string]struct{}{}
 	err = s.ix.ob.init(s)
 	if err == nil {
-		s.ix.post, err = postings.Open(st.db, st.commit, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
+		s.ix.post, err = postings.Open(st.db, st.commitApply, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
 	}
 	if err == nil {
 		err = s.openIndex()
 	}
 	if err != nil {
 		s.ix.ob.close()
+		if s.ix.post != nil {
+			s.ix.post.Close()
+		}
 		st.close()
 		return nil, err
 	}
@@ -175,6 +178,8 @@ func (s *Service) awaitReady() bool {
 func (s *Service) Close() error {
 	s.StopStageWaits()
 	s.ix.ob.close()
+	// After the outbox: its deliveries to this server apply entries.
+	s.ix.post.Close()
 	return s.st.close()
 }
 

@@ -338,6 +338,82 @@ func (p *Partition) EntryOwnerOf(k []byte) (int, error) {
 	return p.Owner(string(term[:n])), nil
 }
 
+// skipEsc returns what follows the escaped, terminated string at the start
+// of b.
+func skipEsc(b []byte) ([]byte, bool) {
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0 {
+			continue
+		}
+		if i+1 >= len(b) {
+			return nil, false
+		}
+		switch b[i+1] {
+		case 1:
+			return b[i+2:], true
+		case 0xff:
+			i++
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// CheckEntry checks that k is a well-formed index entry key, every part of
+// it, without allocating: entries that come from the network are checked
+// before they are stored, so that no query meets one it cannot decode.
+func CheckEntry(k []byte) error {
+	bad := func() error { return fmt.Errorf("%w: %.60q: %w", errEntry, k, pdc.ErrInvalid) }
+	if len(k) < 2 || k[0] != Prefix0 {
+		return bad()
+	}
+	rest, ok := skipEsc(k[2:])
+	if !ok {
+		return bad()
+	}
+	switch k[1] {
+	case TreeKey:
+		if len(rest) < 1 {
+			return bad()
+		}
+		class := rest[0]
+		rest = rest[1:]
+		switch class {
+		case classNum:
+			if len(rest) < 8+1+8 || ValueOf(region.Type(int8(rest[8])), rest[9:len(rest)-8]).Num == nil {
+				return bad()
+			}
+			return nil
+		case classText:
+			if rest, ok = skipEsc(rest); !ok || len(rest) != 8 {
+				return bad()
+			}
+			return nil
+		}
+		return bad()
+	case TreeValue, TreeRevVal, TreeSufVal:
+		if rest, ok = skipEsc(rest); !ok || len(rest) != 8 {
+			return bad()
+		}
+	case TreeLongVal:
+		if len(rest) != 8 {
+			return bad()
+		}
+	case TreeSufKey:
+		if rest, ok = skipEsc(rest); !ok || len(rest) != 0 {
+			return bad()
+		}
+	case TreeRevKey:
+		if len(rest) != 0 {
+			return bad()
+		}
+	default:
+		return bad()
+	}
+	return nil
+}
+
 // EntryObject returns the object id of a per-object entry (trees K, V,
 // U, W, L: the key's last eight bytes), and false for dictionary entries.
 func EntryObject(k []byte) (uint64, bool) {

@@ -2,12 +2,15 @@ package tagindex
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -223,6 +226,49 @@ func TestEntryOwnerOfAgreesWithEntryOwner(t *testing.T) {
 	for _, bad := range []string{"", "X", "Y", "XQabc", "XV", "XVa", "XVa\x00", "XV\x00\x07"} {
 		if _, err := For(4).EntryOwnerOf([]byte(bad)); err == nil {
 			t.Errorf("EntryOwnerOf(%q) = nil error", bad)
+		}
+	}
+}
+
+// TestCheckEntry: every entry the layout makes passes; keys cut short,
+// with a bad escape, an unknown tree or bytes left over fail, as
+// DecodeEntry and DecodeDict would fail on them.
+func TestCheckEntry(t *testing.T) {
+	var good [][]byte
+	for _, term := range []string{"", "a", "a\x00b", "str109str"} {
+		for _, op := range ObjectEntries(term, int32(region.String), []byte(term), Value{Text: term}, 42, true, false) {
+			good = append(good, op.Key)
+		}
+		for _, op := range DictEntries(term+"x", true) {
+			good = append(good, op.Key)
+		}
+	}
+	for _, op := range ObjectEntries("n", int32(region.Int64), i64(-3), ValueOf(region.Int64, i64(-3)), 7, true, false) {
+		good = append(good, op.Key)
+	}
+	long := strings.Repeat("y", MaxSuffixText+1)
+	for _, op := range ObjectEntries("k", int32(region.String), []byte(long), Value{Text: long}, 9, true, false) {
+		good = append(good, op.Key)
+	}
+	for _, k := range good {
+		if err := CheckEntry(k); err != nil {
+			t.Fatalf("CheckEntry(%q) = %v", k, err)
+		}
+		for n := 0; n < len(k); n++ {
+			if CheckEntry(k[:n]) == nil && k[1] != TreeKey {
+				// A cut K entry may still read as another K entry (a
+				// number's raw bytes have no length), so only the
+				// others are checked here.
+				t.Fatalf("CheckEntry(%q), cut from %q, = nil", k[:n], k)
+			}
+		}
+		if CheckEntry(append(append([]byte(nil), k...), 'x')) == nil && k[1] != TreeKey {
+			t.Fatalf("CheckEntry(%q + x) = nil", k)
+		}
+	}
+	for _, bad := range []string{"XKab", "XKab\x00\x07", "XVabc", "XSab\x00", "XQ\x00\x01", "YK\x00\x01s\x00\x0112345678"} {
+		if err := CheckEntry([]byte(bad)); !errors.Is(err, pdc.ErrInvalid) {
+			t.Errorf("CheckEntry(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
 }

@@ -25,6 +25,15 @@ type diskRun struct {
 	level int
 	count int
 	first [][]byte
+	last  []byte // the last key
+}
+
+// overlaps reports whether r may hold keys in [lo, hi) (nil hi: no end).
+func (r *diskRun) overlaps(lo, hi []byte) bool {
+	if len(r.first) == 0 {
+		return false
+	}
+	return bytes.Compare(r.last, lo) >= 0 && (hi == nil || bytes.Compare(r.first[0], hi) < 0)
 }
 
 func (s *Store) runKey(id uint64, block uint32) []byte {
@@ -46,7 +55,8 @@ func (r *diskRun) marshal() []byte {
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(r.last)))
+	return append(b, r.last...)
 }
 
 func parseRunMeta(id uint64, b []byte) (*diskRun, error) {
@@ -80,9 +90,11 @@ func parseRunMeta(id uint64, b []byte) (*diskRun, error) {
 		r.first = append(r.first, bytes.Clone(b[n:n+int(kl)]))
 		b = b[n+int(kl):]
 	}
-	if len(b) != 0 {
+	kl, n := binary.Uvarint(b)
+	if n <= 0 || kl != uint64(len(b)-n) {
 		return bad()
 	}
+	r.last = bytes.Clone(b[n:])
 	return r, nil
 }
 
@@ -182,9 +194,17 @@ type runWriter struct {
 
 const chunkBytes = 4 << 20
 
-func (s *Store) newRunWriter(level int, age uint64) *runWriter {
-	s.w.nextID++
-	return &runWriter{s: s, r: &diskRun{id: s.w.nextID, age: age, level: level}, b: s.db.NewBatch()}
+func (s *Store) newRunWriter(id uint64, level int, age uint64) *runWriter {
+	return &runWriter{s: s, r: &diskRun{id: id, age: age, level: level}, b: s.db.NewBatch()}
+}
+
+// drop deletes the blocks of an unfinished run that reached the store,
+// best effort: Open drops any left.
+func (w *runWriter) drop() {
+	b := w.s.db.NewBatch()
+	defer b.Close()
+	_ = b.DeleteRange(w.s.runKey(w.r.id, 0), w.s.runKey(w.r.id+1, 0), nil)
+	_ = w.s.commitWait(b)
 }
 
 func (w *runWriter) add(k, raw []byte) error {
@@ -193,6 +213,7 @@ func (w *runWriter) add(k, raw []byte) error {
 		w.r.first = append(w.r.first, bytes.Clone(k))
 	}
 	w.block = append(w.block, raw...)
+	w.r.last = append(w.r.last[:0], k...)
 	w.r.count++
 	if len(w.block) >= w.s.opt.BlockBytes {
 		return w.endBlock()
@@ -209,7 +230,7 @@ func (w *runWriter) endBlock() error {
 	if w.b.Len() < chunkBytes {
 		return nil
 	}
-	err := w.s.commit(w.b)
+	err := w.s.commitWait(w.b)
 	w.b.Close()
 	w.b = w.s.db.NewBatch()
 	return err

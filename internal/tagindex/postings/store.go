@@ -2,20 +2,26 @@ package postings
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
 )
 
 // Options tune a Store; zero fields take their defaults.
 type Options struct {
 	// FlushBytes is how many bytes of records the runs in memory hold
-	// before they go to disk as one run (default 32 MiB).
+	// before they go to disk as one run (default 32 MiB, at most 1 GiB).
+	// Memory holds at most twice as much: a writer that fills it while the
+	// previous runs are still being written waits for them.
 	FlushBytes int
 	// Fanout is how many runs of a level are merged into one of the next
 	// (default 16). More makes fewer merges for writers and more runs for
@@ -23,8 +29,8 @@ type Options struct {
 	Fanout int
 	// BlockBytes is the size of a block of a run on disk (default 32 KiB).
 	BlockBytes int
-	// Logger reports flushes that failed (they are retried at the next
-	// change); nil discards.
+	// Logger reports flushes and merges that failed (they are retried);
+	// nil discards.
 	Logger *slog.Logger
 }
 
@@ -32,6 +38,8 @@ func (o *Options) ensureDefaults() {
 	if o.FlushBytes <= 0 {
 		o.FlushBytes = 32 << 20
 	}
+	// Offsets in a run are 32-bit.
+	o.FlushBytes = min(o.FlushBytes, 1<<30)
 	if o.Fanout < 2 {
 		o.Fanout = 16
 	}
@@ -43,25 +51,44 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
+// Commit logs and applies a batch, visible to readers when it returns,
+// and returns a wait for the durability its store promises (an fsync
+// under sync durability), which the Store calls outside its locks.
+type Commit func(*pebble.Batch) (wait func() error, err error)
+
 // Store is the set of index entries of one server. Its methods are safe
-// for concurrent use. Changes take effect in the order of Publish (and
-// Apply) calls.
+// for concurrent use. Changes take effect in the order they are staged.
+//
+// Runs in memory go to disk on a goroutine of the Store's own (Close
+// stops it); merges of runs on disk happen there too.
 type Store struct {
 	db         *pebble.DB
-	commit     func(*pebble.Batch) error
+	commit     Commit
 	logP, runP byte
 	opt        Options
 
+	// lmu is held from Stage to Publish or Abandon: changes become
+	// visible in the order of their log records, the order a restart
+	// replays them in.
+	lmu sync.Mutex
 	seq atomic.Uint64 // the last log sequence number taken
 
-	// wmu serializes publishing, merging and flushing.
-	wmu sync.Mutex
-	w   struct {
+	// wmu guards w; cond (on wmu) tells the flusher that runs wait to go
+	// to disk, and writers that they went.
+	wmu  sync.Mutex
+	cond *sync.Cond
+	w    struct {
 		age, nextID uint64
 		mem         [][]*run // by level, oldest first in each
 		memBytes    int
-		disk        [][]*diskRun // by level, oldest first in each
+		imm         []*run       // runs being written to disk, or nil
+		flushErr    error        // the last flush's error; nil once one succeeds
+		flushes     uint64       // flushes done, for Flush
+		busy        bool         // the flusher is writing or merging
+		disk        [][]*diskRun // by level, oldest first in each; changed only by the flusher
+		closed      bool
 	}
+	done chan struct{} // closed when the flusher returns
 
 	// mu is held while the published version changes with the store's
 	// contents, and while a reader takes the version and a snapshot: a
@@ -77,21 +104,45 @@ type version struct {
 }
 
 // Open loads the store kept under the two prefixes of db: the runs on
-// disk, then the log, replayed. commit commits a batch as durably as the
-// caller's store promises.
-func Open(db *pebble.DB, commit func(*pebble.Batch) error, logPrefix, runPrefix byte, opt Options) (*Store, error) {
+// disk, then the log, replayed. Close stops it.
+func Open(db *pebble.DB, commit Commit, logPrefix, runPrefix byte, opt Options) (*Store, error) {
 	opt.ensureDefaults()
-	s := &Store{db: db, commit: commit, logP: logPrefix, runP: runPrefix, opt: opt, cur: &version{}}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	s := &Store{db: db, commit: commit, logP: logPrefix, runP: runPrefix, opt: opt, cur: &version{}, done: make(chan struct{})}
+	s.cond = sync.NewCond(&s.wmu)
 	if err := s.loadRuns(); err != nil {
+		close(s.done)
 		return nil, err
 	}
-	if err := s.replay(); err != nil {
+	go s.flusher()
+	s.wmu.Lock()
+	err := s.replay()
+	if err == nil {
+		s.install()
+	}
+	s.wmu.Unlock()
+	if err != nil {
+		s.Close()
 		return nil, err
 	}
-	s.install()
 	return s, nil
+}
+
+// Close stops the flusher, waiting for a flush under way. Runs still in
+// memory stay in the log, replayed at the next Open. It is idempotent.
+func (s *Store) Close() {
+	s.wmu.Lock()
+	s.w.closed = true
+	s.cond.Broadcast()
+	s.wmu.Unlock()
+	<-s.done
+}
+
+func (s *Store) commitWait(b *pebble.Batch) error {
+	wait, err := s.commit(b)
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 func (s *Store) loadRuns() error {
@@ -105,7 +156,7 @@ func (s *Store) loadRuns() error {
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) != 13 {
-			return fmt.Errorf("index store: unexpected key %x", k)
+			return fmt.Errorf("index store: unexpected key %x: %w", k, pdc.ErrInvalid)
 		}
 		id, blk := binary.BigEndian.Uint64(k[1:]), binary.BigEndian.Uint32(k[9:])
 		s.w.nextID = max(s.w.nextID, id)
@@ -136,7 +187,7 @@ func (s *Store) loadRuns() error {
 		}
 	}
 	if !b.Empty() {
-		if err := s.commit(b); err != nil {
+		if err := s.commitWait(b); err != nil {
 			return fmt.Errorf("index store: drop unfinished runs: %w", err)
 		}
 	}
@@ -147,14 +198,13 @@ func (s *Store) loadRuns() error {
 	slices.SortFunc(runs, func(a, b *diskRun) int { return cmp.Compare(a.age, b.age) })
 	for _, r := range runs {
 		s.w.age = max(s.w.age, r.age)
-		for len(s.w.disk) <= r.level {
-			s.w.disk = append(s.w.disk, nil)
-		}
-		s.w.disk[r.level] = append(s.w.disk[r.level], r)
+		s.addDisk(r)
 	}
 	return nil
 }
 
+// replay publishes the log records left by the last process, in order.
+// The caller holds wmu.
 func (s *Store) replay() error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{s.logP}, UpperBound: []byte{s.logP + 1}})
 	if err != nil {
@@ -164,7 +214,7 @@ func (s *Store) replay() error {
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) != 9 {
-			return fmt.Errorf("index store: unexpected key %x", k)
+			return fmt.Errorf("index store: unexpected key %x: %w", k, pdc.ErrInvalid)
 		}
 		seq := binary.BigEndian.Uint64(k[1:])
 		v, err := it.ValueAndErr()
@@ -189,28 +239,40 @@ type Staged struct {
 	r *run
 }
 
-// Stage adds ops to b as one log record and returns it to Publish after b
-// commits; nil if ops is empty. The caller orders Publish calls.
+// Stage adds ops to b as one log record and returns it, nil if ops is
+// empty. Until the caller calls Publish (b committed) or Abandon (it did
+// not), other changes wait: they become visible in the order of their log
+// records, which is the order a restart replays them in.
 func (s *Store) Stage(b *pebble.Batch, ops *Ops) *Staged {
 	if ops.Len() == 0 {
 		return nil
 	}
+	r := buildRun(ops)
+	s.lmu.Lock()
 	seq := s.seq.Add(1)
 	_ = b.Set(s.logKey(seq), ops.Bytes(), nil)
-	r := buildRun(ops)
 	r.logs = []uint64{seq}
 	return &Staged{r: r}
 }
 
-// Publish makes committed staged changes visible; a nil p does nothing.
+// Publish makes staged changes, committed, visible; a nil p does nothing.
 func (s *Store) Publish(p *Staged) {
 	if p == nil {
 		return
 	}
+	defer s.lmu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.publishLocked(p.r)
 	s.install()
+}
+
+// Abandon forgets staged changes whose batch did not commit; a nil p does
+// nothing.
+func (s *Store) Abandon(p *Staged) {
+	if p != nil {
+		s.lmu.Unlock()
+	}
 }
 
 // Apply commits ops and publishes them.
@@ -221,15 +283,19 @@ func (s *Store) Apply(ops *Ops) error {
 	if p == nil {
 		return nil
 	}
-	if err := s.commit(b); err != nil {
+	wait, err := s.commit(b)
+	if err != nil {
+		s.Abandon(p)
 		return err
 	}
 	s.Publish(p)
-	return nil
+	return wait()
 }
 
-// publishLocked adds r as the newest run, then merges full levels and
-// flushes when memory is full.
+// publishLocked adds r as the newest run and merges full levels. When
+// memory is full it hands the runs to the flusher, first waiting for the
+// runs it is writing, if any: memory never holds more than about twice
+// FlushBytes.
 func (s *Store) publishLocked(r *run) {
 	s.w.age++
 	r.age = s.w.age
@@ -250,14 +316,27 @@ func (s *Store) publishLocked(r *run) {
 		}
 		s.w.mem[l+1] = append(s.w.mem[l+1], m)
 	}
-	if s.w.memBytes >= s.opt.FlushBytes {
-		if err := s.flushLocked(); err != nil {
-			s.opt.Logger.Warn("could not move tag index entries to disk; they stay in memory and the log", "err", err)
-		}
+	if s.w.memBytes < s.opt.FlushBytes {
+		return
+	}
+	for s.w.imm != nil && !s.w.closed {
+		s.cond.Wait()
+	}
+	if s.w.imm == nil {
+		s.freezeLocked()
 	}
 }
 
-// install publishes the runs for readers.
+// freezeLocked hands every run in memory to the flusher.
+func (s *Store) freezeLocked() {
+	for _, l := range s.w.mem {
+		s.w.imm = append(s.w.imm, l...)
+	}
+	s.w.mem, s.w.memBytes = nil, 0
+	s.cond.Broadcast()
+}
+
+// install publishes the runs for readers. The caller holds wmu.
 func (s *Store) install() {
 	v := s.versionLocked()
 	s.mu.Lock()
@@ -270,30 +349,85 @@ func (s *Store) versionLocked() *version {
 	for _, l := range s.w.mem {
 		v.mem = append(v.mem, l...)
 	}
+	v.mem = append(v.mem, s.w.imm...)
 	for _, l := range s.w.disk {
 		v.disk = append(v.disk, l...)
 	}
 	return v
 }
 
-// flushLocked merges every run in memory into a run on disk, deleting the
-// log records they hold in the same batch, then merges full disk levels.
-func (s *Store) flushLocked() error {
-	var runs []*run
-	var cs []cursor
-	var age uint64
-	for _, l := range s.w.mem {
-		for _, r := range l {
-			runs = append(runs, r)
-			cs = append(cs, newMemCursor(r, nil, nil))
-			age = max(age, r.age)
+// flusher writes frozen runs to disk and merges full disk levels, until
+// Close. A failure is logged and tried again after a pause.
+func (s *Store) flusher() {
+	defer close(s.done)
+	var pause time.Duration
+	for {
+		s.wmu.Lock()
+		for s.w.imm == nil && !s.w.closed {
+			s.cond.Wait()
+		}
+		if s.w.closed {
+			s.wmu.Unlock()
+			return
+		}
+		imm := s.w.imm
+		s.w.nextID++
+		id := s.w.nextID
+		older := len(s.w.disk) > 0
+		s.w.busy = true
+		s.wmu.Unlock()
+
+		err := s.flush(imm, id, older)
+		if err == nil {
+			err = s.mergeDisk()
+		}
+		s.wmu.Lock()
+		s.w.flushErr = err
+		s.w.flushes++
+		s.w.busy = false
+		s.cond.Broadcast()
+		s.wmu.Unlock()
+		if err == nil {
+			pause = 0
+			continue
+		}
+		s.opt.Logger.Warn("could not write tag index entries to disk; they stay in memory and in the log, and are tried again", "err", err)
+		pause = min(max(2*pause, 100*time.Millisecond), 10*time.Second)
+		if !s.sleep(pause) {
+			return
 		}
 	}
-	if len(runs) == 0 {
-		return nil
+}
+
+// sleep waits d or until Close; it returns false on Close.
+func (s *Store) sleep(d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		s.wmu.Lock()
+		s.cond.Broadcast()
+		s.wmu.Unlock()
+	})
+	defer stop()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for ctx.Err() == nil && !s.w.closed {
+		s.cond.Wait()
 	}
-	w := s.newRunWriter(0, age)
-	b, err := s.writeRun(w, cs, len(s.w.disk) > 0)
+	return !s.w.closed
+}
+
+// flush writes runs as disk run id, deleting the log records they hold in
+// the batch that commits it, then drops them from memory.
+func (s *Store) flush(runs []*run, id uint64, older bool) error {
+	var cs []cursor
+	var age uint64
+	for _, r := range runs {
+		cs = append(cs, newMemCursor(r, nil, nil))
+		age = max(age, r.age)
+	}
+	w := s.newRunWriter(id, 0, age)
+	b, err := s.writeRun(w, cs, older)
 	if err != nil {
 		return err
 	}
@@ -303,26 +437,28 @@ func (s *Store) flushLocked() error {
 			_ = b.Delete(s.logKey(seq), nil)
 		}
 	}
-	if err := s.commitVersionWith(b, func() {
-		s.w.mem, s.w.memBytes = nil, 0
+	return s.commitVersionWith(b, func() {
+		s.w.imm = nil
 		s.addDisk(w.r)
-	}); err != nil {
-		return err
-	}
-	return s.mergeDiskLocked()
+	})
 }
 
 // commitVersionWith commits b, then changes the state with change and
-// publishes it, readers seeing both at once.
+// publishes it, readers seeing both at once; it waits for durability
+// after.
 func (s *Store) commitVersionWith(b *pebble.Batch, change func()) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.commit(b); err != nil {
+	wait, err := s.commit(b)
+	if err != nil {
+		s.mu.Unlock()
 		return err
 	}
 	change()
 	s.cur = s.versionLocked()
-	return nil
+	s.mu.Unlock()
+	return wait()
 }
 
 func (s *Store) addDisk(r *diskRun) {
@@ -336,7 +472,7 @@ func (s *Store) addDisk(r *diskRun) {
 }
 
 // writeRun writes the merge of cs as w's run and returns the batch that
-// commits it.
+// commits it. On failure it removes the blocks it committed already.
 func (s *Store) writeRun(w *runWriter, cs []cursor, keepDeletes bool) (*pebble.Batch, error) {
 	err := newMerger(cs).each(func(k, _ []byte, del bool, raw []byte) error {
 		if del && !keepDeletes {
@@ -344,18 +480,36 @@ func (s *Store) writeRun(w *runWriter, cs []cursor, keepDeletes bool) (*pebble.B
 		}
 		return w.add(k, raw)
 	})
-	if err != nil {
+	var b *pebble.Batch
+	if err == nil {
+		b, err = w.finish()
+	} else {
 		w.b.Close()
+	}
+	if err != nil {
+		w.drop()
 		return nil, err
 	}
-	return w.finish()
+	return b, nil
 }
 
-// mergeDiskLocked merges the runs of every full disk level into one run of
-// the next level.
-func (s *Store) mergeDiskLocked() error {
-	for l := 0; l < len(s.w.disk) && len(s.w.disk[l]) >= s.opt.Fanout; l++ {
-		olds := s.w.disk[l]
+// mergeDisk merges the runs of every full disk level into one run of the
+// next level.
+func (s *Store) mergeDisk() error {
+	for l := 0; ; l++ {
+		s.wmu.Lock()
+		if l >= len(s.w.disk) || len(s.w.disk[l]) < s.opt.Fanout {
+			s.wmu.Unlock()
+			return nil
+		}
+		olds := slices.Clone(s.w.disk[l])
+		older := false
+		for _, rs := range s.w.disk[l+1:] {
+			older = older || len(rs) > 0
+		}
+		s.w.nextID++
+		id := s.w.nextID
+		s.wmu.Unlock()
 		var cs []cursor
 		var age uint64
 		for _, r := range olds {
@@ -366,11 +520,7 @@ func (s *Store) mergeDiskLocked() error {
 			cs = append(cs, c)
 			age = max(age, r.age)
 		}
-		older := false
-		for _, rs := range s.w.disk[l+1:] {
-			older = older || len(rs) > 0
-		}
-		w := s.newRunWriter(l+1, age)
+		w := s.newRunWriter(id, l+1, age)
 		b, err := s.writeRun(w, cs, older)
 		if err != nil {
 			return err
@@ -378,6 +528,7 @@ func (s *Store) mergeDiskLocked() error {
 		for _, r := range olds {
 			_ = b.DeleteRange(s.runKey(r.id, 0), s.runKey(r.id+1, 0), nil)
 		}
+		// Only the flusher adds disk runs: level l holds olds still.
 		err = s.commitVersionWith(b, func() {
 			s.w.disk[l] = nil
 			s.addDisk(w.r)
@@ -387,14 +538,30 @@ func (s *Store) mergeDiskLocked() error {
 			return err
 		}
 	}
-	return nil
 }
 
-// Flush moves every run in memory to disk now.
+// Flush writes every run in memory to disk and waits until it is there.
 func (s *Store) Flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.flushLocked()
+	for s.w.imm != nil && !s.w.closed {
+		s.cond.Wait()
+	}
+	if s.w.closed {
+		return fmt.Errorf("index store: %w", pdc.ErrClosed)
+	}
+	s.freezeLocked()
+	if s.w.imm == nil {
+		return nil // nothing in memory
+	}
+	n := s.w.flushes
+	for s.w.flushes == n && !s.w.closed {
+		s.cond.Wait()
+	}
+	if s.w.closed && s.w.flushes == n {
+		return fmt.Errorf("index store: %w", pdc.ErrClosed)
+	}
+	return s.w.flushErr
 }
 
 // Range calls fn for every entry with lo <= key < hi in key order (a nil
@@ -415,6 +582,9 @@ func (s *Store) Range(lo, hi []byte, fn func(k, v []byte) error) error {
 		cs = append(cs, newMemCursor(r, lo, hi))
 	}
 	for _, r := range v.disk {
+		if !r.overlaps(lo, hi) {
+			continue
+		}
 		c, err := s.newDiskCursor(snap, r, lo, hi)
 		if err != nil {
 			return err
@@ -429,10 +599,14 @@ func (s *Store) Range(lo, hi []byte, fn func(k, v []byte) error) error {
 	})
 }
 
-// Reset deletes every entry.
+// Reset deletes every entry. The caller makes sure no change is staged
+// or applied meanwhile.
 func (s *Store) Reset() error {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	for (s.w.imm != nil || s.w.busy) && !s.w.closed {
+		s.cond.Wait()
+	}
+	s.wmu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.DeleteRange([]byte{s.logP}, []byte{s.logP + 1}, nil)

@@ -22,10 +22,16 @@ func openDB(t *testing.T, fs vfs.FS) *pebble.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last first: every store opened after is closed first.
+	t.Cleanup(func() { db.Close() })
 	return db
 }
 
-func commit(b *pebble.Batch) error { return b.Commit(pebble.NoSync) }
+func commit(b *pebble.Batch) (func() error, error) {
+	return func() error { return nil }, b.Commit(pebble.NoSync)
+}
+
+func commitNow(b *pebble.Batch) error { return b.Commit(pebble.NoSync) }
 
 // small makes every mechanism run often: merges, flushes, disk merges and
 // blocks of a few records.
@@ -37,6 +43,7 @@ func open(t *testing.T, db *pebble.DB, opt Options) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return s
 }
 
@@ -106,7 +113,6 @@ func TestStoreMatchesAModel(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 1))
 			fs := vfs.NewMem()
 			db := openDB(t, fs)
-			defer db.Close()
 			s := open(t, db, small)
 			m := model{}
 			maxMem, maxDisk := 0, 0
@@ -132,6 +138,7 @@ func TestStoreMatchesAModel(t *testing.T) {
 					check(t, s, m, r, fmt.Sprintf("round %d", round))
 				}
 				if round%37 == 0 {
+					s.Close()
 					s = open(t, db, small)
 					check(t, s, m, r, fmt.Sprintf("reopened at round %d", round))
 				}
@@ -143,6 +150,7 @@ func TestStoreMatchesAModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			check(t, s, m, r, "flushed")
+			s.Close()
 			check(t, open(t, db, small), m, r, "flushed and reopened")
 		})
 	}
@@ -152,21 +160,23 @@ func TestStoreMatchesAModel(t *testing.T) {
 // happened is found after a restart even though Publish never ran.
 func TestStagedSurvivesACrashBeforePublish(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
-	defer db.Close()
 	s := open(t, db, small)
 	var ops Ops
 	ops.Set([]byte("kept"), []byte("1"))
 	b := db.NewBatch()
 	b.Set([]byte("a tag"), []byte("x"), nil)
-	if s.Stage(b, &ops) == nil {
+	p := s.Stage(b, &ops)
+	if p == nil {
 		t.Fatal("Stage returned nil for a change")
 	}
-	if err := commit(b); err != nil {
+	if err := commitNow(b); err != nil {
 		t.Fatal(err)
 	}
 	if got := rangeOf(t, s, nil, nil); len(got) != 0 {
 		t.Fatalf("visible before Publish: %v", got)
 	}
+	s.Abandon(p) // as if the process died here
+	s.Close()
 	if got, want := rangeOf(t, open(t, db, small), nil, nil), []string{fmt.Sprintf("%x=%x", "kept", "1")}; !slices.Equal(got, want) {
 		t.Fatalf("after restart: got %v, want %v", got, want)
 	}
@@ -177,7 +187,6 @@ func TestStagedSurvivesACrashBeforePublish(t *testing.T) {
 // it would have replaced still count.
 func TestUnfinishedRunIsDropped(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
-	defer db.Close()
 	opt := Options{FlushBytes: 1 << 20, Fanout: 100, BlockBytes: 16}
 	s := open(t, db, opt)
 	m := model{}
@@ -192,18 +201,20 @@ func TestUnfinishedRunIsDropped(t *testing.T) {
 	}
 	// A flush that stops before its last batch.
 	s.wmu.Lock()
-	w := s.newRunWriter(0, s.w.age)
+	s.w.nextID++
+	w := s.newRunWriter(s.w.nextID, 0, s.w.age)
 	var cs []cursor
 	for _, r := range s.w.mem[0] {
 		cs = append(cs, newMemCursor(r, nil, nil))
 	}
+	s.wmu.Unlock()
 	b, err := s.writeRun(w, cs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Close() // never committed: its description is lost
-	s.wmu.Unlock()
-	if err := commit(func() *pebble.Batch { // and one block that did reach the store
+	s.Close()
+	if err := commitNow(func() *pebble.Batch { // and one block that did reach the store
 		b := db.NewBatch()
 		b.Set(s.runKey(w.r.id, 0), append([]byte{runVersion}, "junk"...), nil)
 		return b
@@ -221,7 +232,6 @@ func TestUnfinishedRunIsDropped(t *testing.T) {
 
 func TestReset(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
-	defer db.Close()
 	s := open(t, db, small)
 	for i := range 100 {
 		var ops Ops
@@ -236,6 +246,7 @@ func TestReset(t *testing.T) {
 	if got := rangeOf(t, s, nil, nil); len(got) != 0 {
 		t.Fatalf("after Reset: %v", got)
 	}
+	s.Close()
 	if got := rangeOf(t, open(t, db, small), nil, nil); len(got) != 0 {
 		t.Fatalf("after Reset and a restart: %v", got)
 	}
@@ -268,7 +279,6 @@ func TestParseOpsErrors(t *testing.T) {
 // applied before it began.
 func TestReadersDuringWrites(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
-	defer db.Close()
 	s := open(t, db, Options{FlushBytes: 4 << 10, Fanout: 4, BlockBytes: 256})
 	var applied atomic.Int64
 	const n = 3000
@@ -326,4 +336,37 @@ func (quiet) Infof(string, ...any)  {}
 func (quiet) Errorf(string, ...any) {}
 func (quiet) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
+}
+
+// TestConcurrentAppliesKeepTheirOrder: whichever of many concurrent
+// changes of one key readers see last is still the one they see after a
+// restart (changes become visible in the order the log replays them).
+func TestConcurrentAppliesKeepTheirOrder(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	s := open(t, db, Options{FlushBytes: 1 << 20})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				var ops Ops
+				ops.Set([]byte("k"), fmt.Appendf(nil, "%d-%d", g, i))
+				if err := s.Apply(&ops); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	before := rangeOf(t, s, nil, nil)
+	s.Close()
+	s.Close() // idempotent
+	if err := s.Flush(); !errors.Is(err, pdc.ErrClosed) {
+		t.Fatalf("Flush after Close: %v, want ErrClosed", err)
+	}
+	if after := rangeOf(t, open(t, db, Options{FlushBytes: 1 << 20}), nil, nil); !slices.Equal(before, after) {
+		t.Fatalf("before the restart %v, after %v", before, after)
+	}
 }
