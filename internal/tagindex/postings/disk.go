@@ -194,6 +194,10 @@ type runWriter struct {
 
 const chunkBytes = 4 << 20
 
+// chunk is how many bytes of blocks go in one commit: chunkBytes, or less
+// for a store that flushes less than four times as much.
+func (s *Store) chunk() int { return max(s.opt.BlockBytes, min(chunkBytes, s.opt.FlushBytes/4)) }
+
 func (s *Store) newRunWriter(id uint64, level int, age uint64) *runWriter {
 	return &runWriter{s: s, r: &diskRun{id: id, age: age, level: level}, b: s.db.NewBatch()}
 }
@@ -227,7 +231,7 @@ func (w *runWriter) endBlock() error {
 	}
 	_ = w.b.Set(w.s.runKey(w.r.id, uint32(len(w.r.first)-1)), w.block, nil)
 	w.block = w.block[:0]
-	if w.b.Len() < chunkBytes {
+	if w.b.Len() < w.s.chunk() {
 		return nil
 	}
 	err := w.s.commitWait(w.b)

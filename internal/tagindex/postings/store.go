@@ -304,18 +304,7 @@ func (s *Store) publishLocked(r *run) {
 	}
 	s.w.mem[0] = append(s.w.mem[0], r)
 	s.w.memBytes += len(r.data)
-	for l := 0; l < len(s.w.mem) && len(s.w.mem[l]) >= s.opt.Fanout; l++ {
-		m := mergeRuns(s.w.mem[l], true)
-		for _, x := range s.w.mem[l] {
-			s.w.memBytes -= len(x.data)
-		}
-		s.w.memBytes += len(m.data)
-		s.w.mem[l] = nil
-		if l+1 == len(s.w.mem) {
-			s.w.mem = append(s.w.mem, nil)
-		}
-		s.w.mem[l+1] = append(s.w.mem[l+1], m)
-	}
+	s.mergeMemLocked()
 	if s.w.memBytes < s.opt.FlushBytes {
 		return
 	}
@@ -324,6 +313,47 @@ func (s *Store) publishLocked(r *run) {
 	}
 	if s.w.imm == nil {
 		s.freezeLocked()
+	}
+}
+
+// mergeMemLocked merges full levels of runs in memory: Fanout runs of a
+// level become one of the next. Only the newest runs of a level are ever
+// merged, so runs stay in age order across levels.
+//
+// A level whose merge would reach a 16th of FlushBytes is not merged
+// whole: its runs wait for the flush, which merges everything anyway, and
+// merging them in memory first would be one more pass over their bytes.
+// Only its newest runs are merged while they are small together, so that
+// small changes (one tag at a time) do not pile up: readers look in at
+// most a few dozen runs.
+func (s *Store) mergeMemLocked() {
+	limit := s.opt.FlushBytes / 16
+	for l := 0; l < len(s.w.mem) && len(s.w.mem[l]) >= s.opt.Fanout; l++ {
+		runs := s.w.mem[l]
+		total := 0
+		for _, x := range runs {
+			total += len(x.data)
+		}
+		if total >= limit {
+			j, sum := len(runs), 0
+			for j > 0 && sum+len(runs[j-1].data) < limit {
+				j--
+				sum += len(runs[j].data)
+			}
+			if len(runs)-j >= s.opt.Fanout {
+				m := mergeRuns(runs[j:], true)
+				s.w.memBytes += len(m.data) - sum
+				s.w.mem[l] = append(runs[:j:j], m)
+			}
+			return
+		}
+		m := mergeRuns(runs, true)
+		s.w.memBytes += len(m.data) - total
+		s.w.mem[l] = nil
+		if l+1 == len(s.w.mem) {
+			s.w.mem = append(s.w.mem, nil)
+		}
+		s.w.mem[l+1] = append(s.w.mem[l+1], m)
 	}
 }
 
@@ -437,28 +467,35 @@ func (s *Store) flush(runs []*run, id uint64, older bool) error {
 			_ = b.Delete(s.logKey(seq), nil)
 		}
 	}
-	return s.commitVersionWith(b, func() {
+	applied, err := s.commitVersionWith(b, func() {
 		s.w.imm = nil
 		s.addDisk(w.r)
 	})
+	if !applied {
+		w.drop()
+	}
+	return err
 }
 
 // commitVersionWith commits b, then changes the state with change and
 // publishes it, readers seeing both at once; it waits for durability
 // after.
-func (s *Store) commitVersionWith(b *pebble.Batch, change func()) error {
+//
+// applied reports whether b was applied: it may be, and the error be its
+// durability's (an fsync that failed).
+func (s *Store) commitVersionWith(b *pebble.Batch, change func()) (applied bool, err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	wait, err := s.commit(b)
 	if err != nil {
 		s.mu.Unlock()
-		return err
+		return false, err
 	}
 	change()
 	s.cur = s.versionLocked()
 	s.mu.Unlock()
-	return wait()
+	return true, wait()
 }
 
 func (s *Store) addDisk(r *diskRun) {
@@ -529,11 +566,14 @@ func (s *Store) mergeDisk() error {
 			_ = b.DeleteRange(s.runKey(r.id, 0), s.runKey(r.id+1, 0), nil)
 		}
 		// Only the flusher adds disk runs: level l holds olds still.
-		err = s.commitVersionWith(b, func() {
+		applied, err := s.commitVersionWith(b, func() {
 			s.w.disk[l] = nil
 			s.addDisk(w.r)
 		})
 		b.Close()
+		if !applied {
+			w.drop()
+		}
 		if err != nil {
 			return err
 		}
@@ -611,9 +651,10 @@ func (s *Store) Reset() error {
 	defer b.Close()
 	_ = b.DeleteRange([]byte{s.logP}, []byte{s.logP + 1}, nil)
 	_ = b.DeleteRange([]byte{s.runP}, []byte{s.runP + 1}, nil)
-	return s.commitVersionWith(b, func() {
+	_, err := s.commitVersionWith(b, func() {
 		s.w.mem, s.w.memBytes, s.w.disk = nil, 0, nil
 	})
+	return err
 }
 
 // Stats describes the store, for tests and logs.

@@ -108,51 +108,60 @@ func check(t *testing.T, s *Store, m model, r *rand.Rand, what string) {
 // changes of one key in a batch), reopens the store now and then, and
 // compares every read with a map.
 func TestStoreMatchesAModel(t *testing.T) {
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 1))
-			fs := vfs.NewMem()
-			db := openDB(t, fs)
-			s := open(t, db, small)
-			m := model{}
-			maxMem, maxDisk := 0, 0
-			for round := range 300 {
-				var ops Ops
-				for range 1 + r.IntN(12) {
-					k := randKey(r)
-					if r.IntN(3) == 0 {
-						ops.Delete(k)
-						delete(m, string(k))
-					} else {
-						v := []byte(fmt.Sprint(round))
-						ops.Set(k, v)
-						m[string(k)] = v
+	// small flushes all the time; inMemory merges runs in memory, whole
+	// levels and the newest runs of a level too big to merge whole.
+	inMemory := Options{FlushBytes: 16 << 10, Fanout: 3, BlockBytes: 64}
+	for _, opt := range []struct {
+		name string
+		o    Options
+	}{{"flushing", small}, {"merging", inMemory}} {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprint(opt.name, seed), func(t *testing.T) {
+				small := opt.o
+				r := rand.New(rand.NewPCG(seed, 1))
+				fs := vfs.NewMem()
+				db := openDB(t, fs)
+				s := open(t, db, small)
+				m := model{}
+				maxMem, maxDisk := 0, 0
+				for round := range 300 {
+					var ops Ops
+					for range 1 + r.IntN(12) {
+						k := randKey(r)
+						if r.IntN(3) == 0 {
+							ops.Delete(k)
+							delete(m, string(k))
+						} else {
+							v := []byte(fmt.Sprint(round))
+							ops.Set(k, v)
+							m[string(k)] = v
+						}
+					}
+					if err := s.Apply(&ops); err != nil {
+						t.Fatal(err)
+					}
+					st := s.Stats()
+					maxMem, maxDisk = max(maxMem, st.MemRuns), max(maxDisk, st.DiskRuns)
+					if round%10 == 0 {
+						check(t, s, m, r, fmt.Sprintf("round %d", round))
+					}
+					if round%37 == 0 {
+						s.Close()
+						s = open(t, db, small)
+						check(t, s, m, r, fmt.Sprintf("reopened at round %d", round))
 					}
 				}
-				if err := s.Apply(&ops); err != nil {
+				if maxDisk < 1 || maxMem < 2 {
+					t.Fatalf("the test should exercise several runs in memory (%d at most) and on disk (%d)", maxMem, maxDisk)
+				}
+				if err := s.Flush(); err != nil {
 					t.Fatal(err)
 				}
-				st := s.Stats()
-				maxMem, maxDisk = max(maxMem, st.MemRuns), max(maxDisk, st.DiskRuns)
-				if round%10 == 0 {
-					check(t, s, m, r, fmt.Sprintf("round %d", round))
-				}
-				if round%37 == 0 {
-					s.Close()
-					s = open(t, db, small)
-					check(t, s, m, r, fmt.Sprintf("reopened at round %d", round))
-				}
-			}
-			if maxDisk < 2 || maxMem < 2 {
-				t.Fatalf("the test should exercise several runs in memory (%d at most) and on disk (%d)", maxMem, maxDisk)
-			}
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			check(t, s, m, r, "flushed")
-			s.Close()
-			check(t, open(t, db, small), m, r, "flushed and reopened")
-		})
+				check(t, s, m, r, "flushed")
+				s.Close()
+				check(t, open(t, db, small), m, r, "flushed and reopened")
+			})
+		}
 	}
 }
 
@@ -369,4 +378,87 @@ func TestConcurrentAppliesKeepTheirOrder(t *testing.T) {
 	if after := rangeOf(t, open(t, db, Options{FlushBytes: 1 << 20}), nil, nil); !slices.Equal(before, after) {
 		t.Fatalf("before the restart %v, after %v", before, after)
 	}
+}
+
+// TestFlushFailureIsRetried: while runs cannot be written to disk the
+// entries stay readable from memory, the flusher tries again, and once it
+// can, the runs land with no block of a failed try left over.
+func TestFlushFailureIsRetried(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	var failing atomic.Bool
+	failed := make(chan struct{}, 100)
+	faulty := func(b *pebble.Batch) (func() error, error) {
+		if failing.Load() {
+			r := b.Reader()
+			for {
+				_, k, _, ok, err := r.Next()
+				if err != nil || !ok {
+					break
+				}
+				// The batch that describes a run: its blocks before
+				// it committed.
+				if len(k) == 13 && k[0] == 'Z' && bytes.HasSuffix(k, []byte{0xff, 0xff, 0xff, 0xff}) {
+					select {
+					case failed <- struct{}{}:
+					default:
+					}
+					return nil, fmt.Errorf("injected: disk full")
+				}
+			}
+		}
+		return commit(b)
+	}
+	failing.Store(true)
+	// Blocks of 64 bytes, committed 512 bytes at a time: the blocks of a
+	// run reach the store before the batch that describes it fails.
+	s, err := Open(db, faulty, 'Y', 'Z', Options{FlushBytes: 2 << 10, Fanout: 4, BlockBytes: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	m := model{}
+	for i := range 30 {
+		var ops Ops
+		k, v := fmt.Appendf(nil, "key%03d", i), bytes.Repeat([]byte{'v'}, 90)
+		ops.Set(k, v)
+		m[string(k)] = v
+		if err := s.Apply(&ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-failed
+	<-failed // a second try failed too
+	r := rand.New(rand.NewPCG(3, 4))
+	check(t, s, m, r, "while flushes fail")
+	failing.Store(false)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.DiskRuns == 0 || st.MemRuns != 0 {
+		t.Fatalf("after the flush: %+v", st)
+	}
+	check(t, s, m, r, "flushed")
+	// Every block belongs to a run with a description: the failed tries
+	// removed theirs.
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'Z'}, UpperBound: []byte{'Z' + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := map[string]bool{}
+	var ids []string
+	for ok := it.First(); ok; ok = it.Next() {
+		id := string(it.Key()[1:9])
+		ids = append(ids, id)
+		if bytes.HasSuffix(it.Key(), []byte{0xff, 0xff, 0xff, 0xff}) {
+			described[id] = true
+		}
+	}
+	it.Close()
+	for _, id := range ids {
+		if !described[id] {
+			t.Fatalf("a block of run %x, which has no description, is left", id)
+		}
+	}
+	s.Close()
+	check(t, open(t, db, Options{}), m, r, "reopened")
 }
