@@ -1,7 +1,6 @@
 package tagindex
 
 import (
-	"sort"
 	"sync"
 )
 
@@ -99,7 +98,18 @@ func cellOf(term string) int {
 }
 
 func (p *Partition) ownerOfCell(c int) int {
-	return sort.Search(len(p.bounds), func(i int) bool { return p.bounds[i] > c })
+	// Every index entry asks this: a plain binary search, without the
+	// call per step that sort.Search makes.
+	lo, hi := 0, len(p.bounds)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.bounds[m] > c {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // Owner is the index of the server that holds term.
