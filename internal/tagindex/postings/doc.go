@@ -6,12 +6,14 @@
 // at commit, then its share of every flush and compaction, about a
 // microsecond in all: several times the tag's own write. Here a batch of
 // changes (Ops) is one log record in pebble (one key however many entries
-// it holds) and, in memory, one sorted run. Runs of a level are merged once
-// a level holds Fanout of them; when the runs in memory reach FlushBytes
-// they are merged into a run on disk, stored as blocks under one key each,
-// in the batch that deletes the log records it holds. Runs on disk are
-// merged by level the same way. A read merges every run, the newest entry
-// of a key winning, deletions hiding what is older.
+// it holds) and, in memory, one sorted run. Small runs of a level are
+// merged once a level holds Fanout of them. When the runs in memory reach
+// FlushBytes, the store's goroutine merges them into a run on disk, stored
+// as blocks under one key each, in the batch that deletes the log records
+// it holds, and merges runs on disk by level the same way. A read merges
+// every run, the newest entry of a key winning, deletions hiding what is
+// older. Changes become visible in the order of their log records: Stage
+// holds the log until Publish or Abandon.
 //
 // Keys in the store (one prefix byte each, chosen by the caller):
 //
