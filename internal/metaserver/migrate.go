@@ -375,6 +375,9 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 			k = keyOutbox(s.ix.ob.nextSeq(), binary.BigEndian.Uint64(k[9:]))
 		}
 		if k[0] == tagindex.Prefix0 {
+			if err := tagindex.CheckEntry(k); err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
 			ix.Set(k, b.Values[i])
 			continue
 		}

@@ -73,8 +73,8 @@ type Store struct {
 	lmu sync.Mutex
 	seq atomic.Uint64 // the last log sequence number taken
 
-	// wmu guards w; cond (on wmu) tells the flusher that runs wait to go
-	// to disk, and writers that they went.
+	// wmu guards w; cond (on wmu) wakes the flusher and the merger when
+	// they have work, and writers and Flush when they finished some.
 	wmu  sync.Mutex
 	cond *sync.Cond
 	w    struct {
@@ -82,13 +82,15 @@ type Store struct {
 		mem         [][]*run // by level, oldest first in each
 		memBytes    int
 		imm         []*run       // runs being written to disk, or nil
-		flushErr    error        // the last flush's error; nil once one succeeds
-		flushes     uint64       // flushes done, for Flush
-		busy        bool         // the flusher is writing or merging
-		disk        [][]*diskRun // by level, oldest first in each; changed only by the flusher
+		flushing    bool         // the flusher is writing imm
+		flushed     uint64       // flushes of imm tried, for Flush
+		flushErr    error        // the last flush's error
+		merging     bool         // the merger is merging a disk level
+		disk        [][]*diskRun // by level, oldest first in each
 		closed      bool
 	}
-	done chan struct{} // closed when the flusher returns
+	closing atomic.Bool    // set by Close: merges and flushes under way stop
+	wg      sync.WaitGroup // the flusher and the merger
 
 	// mu is held while the published version changes with the store's
 	// contents, and while a reader takes the version and a snapshot: a
@@ -107,13 +109,14 @@ type version struct {
 // disk, then the log, replayed. Close stops it.
 func Open(db *pebble.DB, commit Commit, logPrefix, runPrefix byte, opt Options) (*Store, error) {
 	opt.ensureDefaults()
-	s := &Store{db: db, commit: commit, logP: logPrefix, runP: runPrefix, opt: opt, cur: &version{}, done: make(chan struct{})}
+	s := &Store{db: db, commit: commit, logP: logPrefix, runP: runPrefix, opt: opt, cur: &version{}}
 	s.cond = sync.NewCond(&s.wmu)
 	if err := s.loadRuns(); err != nil {
-		close(s.done)
 		return nil, err
 	}
+	s.wg.Add(2)
 	go s.flusher()
+	go s.merger()
 	s.wmu.Lock()
 	err := s.replay()
 	if err == nil {
@@ -127,14 +130,16 @@ func Open(db *pebble.DB, commit Commit, logPrefix, runPrefix byte, opt Options) 
 	return s, nil
 }
 
-// Close stops the flusher, waiting for a flush under way. Runs still in
+// Close stops the flusher and the merger; a flush or merge under way
+// stops too, its blocks left for the next Open to drop. Runs still in
 // memory stay in the log, replayed at the next Open. It is idempotent.
 func (s *Store) Close() {
+	s.closing.Store(true)
 	s.wmu.Lock()
 	s.w.closed = true
 	s.cond.Broadcast()
 	s.wmu.Unlock()
-	<-s.done
+	s.wg.Wait()
 }
 
 func (s *Store) commitWait(b *pebble.Batch) error {
@@ -324,8 +329,9 @@ func (s *Store) publishLocked(r *run) {
 // whole: its runs wait for the flush, which merges everything anyway, and
 // merging them in memory first would be one more pass over their bytes.
 // Only its newest runs are merged while they are small together, so that
-// small changes (one tag at a time) do not pile up: readers look in at
-// most a few dozen runs.
+// small changes (one tag at a time) do not pile up. Runs of middling size
+// do pile up until the flush: readers may look in up to about a hundred
+// runs in memory (a binary search each, some tens of microseconds in all).
 func (s *Store) mergeMemLocked() {
 	limit := s.opt.FlushBytes / 16
 	for l := 0; l < len(s.w.mem) && len(s.w.mem[l]) >= s.opt.Fanout; l++ {
@@ -386,10 +392,10 @@ func (s *Store) versionLocked() *version {
 	return v
 }
 
-// flusher writes frozen runs to disk and merges full disk levels, until
-// Close. A failure is logged and tried again after a pause.
+// flusher writes frozen runs to disk, until Close. A failure is logged and
+// tried again after a pause.
 func (s *Store) flusher() {
-	defer close(s.done)
+	defer s.wg.Done()
 	var pause time.Duration
 	for {
 		s.wmu.Lock()
@@ -403,23 +409,26 @@ func (s *Store) flusher() {
 		imm := s.w.imm
 		s.w.nextID++
 		id := s.w.nextID
-		older := len(s.w.disk) > 0
-		s.w.busy = true
+		older := false
+		for _, l := range s.w.disk {
+			older = older || len(l) > 0
+		}
+		s.w.flushing = true
 		s.wmu.Unlock()
 
 		err := s.flush(imm, id, older)
-		if err == nil {
-			err = s.mergeDisk()
-		}
 		s.wmu.Lock()
+		s.w.flushing = false
+		s.w.flushed++
 		s.w.flushErr = err
-		s.w.flushes++
-		s.w.busy = false
 		s.cond.Broadcast()
 		s.wmu.Unlock()
 		if err == nil {
 			pause = 0
 			continue
+		}
+		if s.closing.Load() {
+			return
 		}
 		s.opt.Logger.Warn("could not write tag index entries to disk; they stay in memory and in the log, and are tried again", "err", err)
 		pause = min(max(2*pause, 100*time.Millisecond), 10*time.Second)
@@ -427,6 +436,65 @@ func (s *Store) flusher() {
 			return
 		}
 	}
+}
+
+// merger merges the runs of a full disk level into one run of the next,
+// until Close: on a goroutine of its own, so that flushes, which writers
+// may wait for, never wait behind a merge.
+func (s *Store) merger() {
+	defer s.wg.Done()
+	var pause time.Duration
+	for {
+		s.wmu.Lock()
+		l := -1
+		for !s.w.closed {
+			if l = s.fullLevelLocked(); l >= 0 {
+				break
+			}
+			s.cond.Wait()
+		}
+		if s.w.closed {
+			s.wmu.Unlock()
+			return
+		}
+		olds := slices.Clone(s.w.disk[l])
+		older := false
+		for _, rs := range s.w.disk[l+1:] {
+			older = older || len(rs) > 0
+		}
+		s.w.nextID++
+		id := s.w.nextID
+		s.w.merging = true
+		s.wmu.Unlock()
+
+		err := s.mergeLevel(l, olds, id, older)
+		s.wmu.Lock()
+		s.w.merging = false
+		s.cond.Broadcast()
+		s.wmu.Unlock()
+		if err == nil {
+			pause = 0
+			continue
+		}
+		if s.closing.Load() {
+			return
+		}
+		s.opt.Logger.Warn("could not merge tag index runs on disk; tried again", "err", err)
+		pause = min(max(2*pause, 100*time.Millisecond), 10*time.Second)
+		if !s.sleep(pause) {
+			return
+		}
+	}
+}
+
+// fullLevelLocked returns the lowest disk level with Fanout runs, or -1.
+func (s *Store) fullLevelLocked() int {
+	for l, rs := range s.w.disk {
+		if len(rs) >= s.opt.Fanout {
+			return l
+		}
+	}
+	return -1
 }
 
 // sleep waits d or until Close; it returns false on Close.
@@ -467,35 +535,66 @@ func (s *Store) flush(runs []*run, id uint64, older bool) error {
 			_ = b.Delete(s.logKey(seq), nil)
 		}
 	}
-	applied, err := s.commitVersionWith(b, func() {
+	return s.commitRun(w, b, func() {
 		s.w.imm = nil
 		s.addDisk(w.r)
 	})
-	if !applied {
-		w.drop()
-	}
-	return err
 }
 
-// commitVersionWith commits b, then changes the state with change and
-// publishes it, readers seeing both at once; it waits for durability
-// after.
-//
-// applied reports whether b was applied: it may be, and the error be its
-// durability's (an fsync that failed).
-func (s *Store) commitVersionWith(b *pebble.Batch, change func()) (applied bool, err error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.mu.Lock()
-	wait, err := s.commit(b)
+// mergeLevel merges olds, the oldest runs of disk level l, into run id of
+// level l+1. Flushes may add runs to level l meanwhile, newer than olds.
+func (s *Store) mergeLevel(l int, olds []*diskRun, id uint64, older bool) error {
+	var cs []cursor
+	var age uint64
+	for _, r := range olds {
+		c, err := s.newDiskCursor(s.db, r, nil, nil)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+		age = max(age, r.age)
+	}
+	w := s.newRunWriter(id, l+1, age)
+	b, err := s.writeRun(w, cs, older)
 	if err != nil {
-		s.mu.Unlock()
-		return false, err
+		return err
+	}
+	defer b.Close()
+	for _, r := range olds {
+		_ = b.DeleteRange(s.runKey(r.id, 0), s.runKey(r.id+1, 0), nil)
+	}
+	return s.commitRun(w, b, func() {
+		s.w.disk[l] = s.w.disk[l][len(olds):]
+		s.addDisk(w.r)
+	})
+}
+
+// commitRun commits b, which finishes w's run, changing the state with
+// change. If the commit failed it drops the run's blocks.
+func (s *Store) commitRun(w *runWriter, b *pebble.Batch, change func()) error {
+	s.wmu.Lock()
+	wait, err := s.commitLocked(b, change)
+	s.cond.Broadcast()
+	s.wmu.Unlock()
+	if err != nil {
+		w.drop()
+		return err
+	}
+	return wait()
+}
+
+// commitLocked commits b, changes the state with change, and publishes
+// it, readers seeing both at once. It returns the wait for durability,
+// which the caller calls after unlocking wmu. The caller holds wmu.
+func (s *Store) commitLocked(b *pebble.Batch, change func()) (wait func() error, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wait, err = s.commit(b); err != nil {
+		return nil, err
 	}
 	change()
 	s.cur = s.versionLocked()
-	s.mu.Unlock()
-	return true, wait()
+	return wait, nil
 }
 
 func (s *Store) addDisk(r *diskRun) {
@@ -508,10 +607,17 @@ func (s *Store) addDisk(r *diskRun) {
 	s.w.disk[r.level] = append(s.w.disk[r.level], r)
 }
 
+// errClosing stops a flush or merge when the store closes.
+var errClosing = fmt.Errorf("index store is closing: %w", pdc.ErrClosed)
+
 // writeRun writes the merge of cs as w's run and returns the batch that
 // commits it. On failure it removes the blocks it committed already.
 func (s *Store) writeRun(w *runWriter, cs []cursor, keepDeletes bool) (*pebble.Batch, error) {
+	n := 0
 	err := newMerger(cs).each(func(k, _ []byte, del bool, raw []byte) error {
+		if n++; n%4096 == 0 && s.closing.Load() {
+			return errClosing
+		}
 		if del && !keepDeletes {
 			return nil
 		}
@@ -530,62 +636,21 @@ func (s *Store) writeRun(w *runWriter, cs []cursor, keepDeletes bool) (*pebble.B
 	return b, nil
 }
 
-// mergeDisk merges the runs of every full disk level into one run of the
-// next level.
-func (s *Store) mergeDisk() error {
-	for l := 0; ; l++ {
-		s.wmu.Lock()
-		if l >= len(s.w.disk) || len(s.w.disk[l]) < s.opt.Fanout {
-			s.wmu.Unlock()
-			return nil
-		}
-		olds := slices.Clone(s.w.disk[l])
-		older := false
-		for _, rs := range s.w.disk[l+1:] {
-			older = older || len(rs) > 0
-		}
-		s.w.nextID++
-		id := s.w.nextID
-		s.wmu.Unlock()
-		var cs []cursor
-		var age uint64
-		for _, r := range olds {
-			c, err := s.newDiskCursor(s.db, r, nil, nil)
-			if err != nil {
-				return err
-			}
-			cs = append(cs, c)
-			age = max(age, r.age)
-		}
-		w := s.newRunWriter(id, l+1, age)
-		b, err := s.writeRun(w, cs, older)
-		if err != nil {
-			return err
-		}
-		for _, r := range olds {
-			_ = b.DeleteRange(s.runKey(r.id, 0), s.runKey(r.id+1, 0), nil)
-		}
-		// Only the flusher adds disk runs: level l holds olds still.
-		applied, err := s.commitVersionWith(b, func() {
-			s.w.disk[l] = nil
-			s.addDisk(w.r)
-		})
-		b.Close()
-		if !applied {
-			w.drop()
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// Flush writes every run in memory to disk and waits until it is there.
+// Flush writes every run in memory to disk and waits until it is there,
+// returning that flush's error.
 func (s *Store) Flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// Runs frozen before: wait for their next try; if it fails, so
+	// does this Flush.
 	for s.w.imm != nil && !s.w.closed {
-		s.cond.Wait()
+		n := s.w.flushed
+		for s.w.flushed == n && !s.w.closed {
+			s.cond.Wait()
+		}
+		if s.w.imm != nil && s.w.flushErr != nil {
+			return s.w.flushErr
+		}
 	}
 	if s.w.closed {
 		return fmt.Errorf("index store: %w", pdc.ErrClosed)
@@ -594,11 +659,11 @@ func (s *Store) Flush() error {
 	if s.w.imm == nil {
 		return nil // nothing in memory
 	}
-	n := s.w.flushes
-	for s.w.flushes == n && !s.w.closed {
+	n := s.w.flushed
+	for s.w.flushed == n && !s.w.closed {
 		s.cond.Wait()
 	}
-	if s.w.closed && s.w.flushes == n {
+	if s.w.flushed == n {
 		return fmt.Errorf("index store: %w", pdc.ErrClosed)
 	}
 	return s.w.flushErr
@@ -640,21 +705,26 @@ func (s *Store) Range(lo, hi []byte, fn func(k, v []byte) error) error {
 }
 
 // Reset deletes every entry. The caller makes sure no change is staged
-// or applied meanwhile.
+// or applied meanwhile. It waits for a flush or merge under way, not for
+// one that keeps failing: what it would write goes too.
 func (s *Store) Reset() error {
-	s.wmu.Lock()
-	for (s.w.imm != nil || s.w.busy) && !s.w.closed {
-		s.cond.Wait()
-	}
-	s.wmu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.DeleteRange([]byte{s.logP}, []byte{s.logP + 1}, nil)
 	_ = b.DeleteRange([]byte{s.runP}, []byte{s.runP + 1}, nil)
-	_, err := s.commitVersionWith(b, func() {
-		s.w.mem, s.w.memBytes, s.w.disk = nil, 0, nil
+	s.wmu.Lock()
+	for (s.w.flushing || s.w.merging) && !s.w.closed {
+		s.cond.Wait()
+	}
+	wait, err := s.commitLocked(b, func() {
+		s.w.mem, s.w.memBytes, s.w.imm, s.w.disk = nil, 0, nil, nil
 	})
-	return err
+	s.cond.Broadcast()
+	s.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 // Stats describes the store, for tests and logs.
