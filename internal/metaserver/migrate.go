@@ -137,21 +137,23 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 	pending := map[int]*wire.KVBatch{}
 	pendingBytes := map[int]int{}
 	moved := 0
+	// deliver imports b here or sends it to its owner.
+	deliver := func(owner int, b *wire.KVBatch) error {
+		if owner == int(s.index.Load()) {
+			return s.importKVs(b)
+		}
+		return send(ctx, owner, b)
+	}
 	flush := func(owner int) error {
 		b := pending[owner]
 		if b == nil || len(b.Keys) == 0 {
 			return nil
 		}
-		var err error
-		if owner == int(s.index.Load()) {
-			err = s.importKVs(b)
-		} else {
-			err = send(ctx, owner, b)
-		}
-		if err != nil {
+		if err := deliver(owner, b); err != nil {
 			return fmt.Errorf("move %d entries to metadata server %d: %w", len(b.Keys), owner, err)
 		}
 		if deleteMoved {
+			var err error
 			del := db.NewBatch()
 			var ixDel postings.Ops
 			for _, k := range b.Keys[1:] { // not the high-water mark
@@ -249,13 +251,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 	}
 	sendNow := func(owner int, k, v []byte) error {
 		b := &wire.KVBatch{Keys: [][]byte{{'S'}, k}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.highWater()), v}}
-		var err error
-		if owner == int(s.index.Load()) {
-			err = s.importKVs(b)
-		} else {
-			err = send(ctx, owner, b)
-		}
-		if err != nil {
+		if err := deliver(owner, b); err != nil {
 			return fmt.Errorf("move outbox record %x to metadata server %d: %w", k, owner, err)
 		}
 		return nil

@@ -423,16 +423,7 @@ func (s *Store) flusher() {
 		s.w.flushErr = err
 		s.cond.Broadcast()
 		s.wmu.Unlock()
-		if err == nil {
-			pause = 0
-			continue
-		}
-		if s.closing.Load() {
-			return
-		}
-		s.opt.Logger.Warn("could not write tag index entries to disk; they stay in memory and in the log, and are tried again", "err", err)
-		pause = min(max(2*pause, 100*time.Millisecond), 10*time.Second)
-		if !s.sleep(pause) {
+		if !s.afterTry(err, &pause, "could not write tag index entries to disk; they stay in memory and in the log, and are tried again") {
 			return
 		}
 	}
@@ -472,19 +463,26 @@ func (s *Store) merger() {
 		s.w.merging = false
 		s.cond.Broadcast()
 		s.wmu.Unlock()
-		if err == nil {
-			pause = 0
-			continue
-		}
-		if s.closing.Load() {
-			return
-		}
-		s.opt.Logger.Warn("could not merge tag index runs on disk; tried again", "err", err)
-		pause = min(max(2*pause, 100*time.Millisecond), 10*time.Second)
-		if !s.sleep(pause) {
+		if !s.afterTry(err, &pause, "could not merge tag index runs on disk; tried again") {
 			return
 		}
 	}
+}
+
+// afterTry follows a flush or merge: after a failure it logs msg and
+// waits a pause that grows with each failure in a row. It returns false
+// once the store is closing.
+func (s *Store) afterTry(err error, pause *time.Duration, msg string) bool {
+	if err == nil {
+		*pause = 0
+		return true
+	}
+	if s.closing.Load() {
+		return false
+	}
+	s.opt.Logger.Warn(msg, "err", err)
+	*pause = min(max(2**pause, 100*time.Millisecond), 10*time.Second)
+	return s.sleep(*pause)
 }
 
 // fullLevelLocked returns the lowest disk level with Fanout runs, or -1.
