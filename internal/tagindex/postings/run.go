@@ -70,11 +70,26 @@ type ent struct {
 // so records are still in batch order within a prefix; only runs of equal
 // prefixes need comparing whole keys.
 func sortEnts(ents []ent, b []byte) {
+	sortEntsAt(ents, b, 0, make([]ent, len(ents)))
+}
+
+// sortEntsAt sorts ents, whose keys all share their first depth bytes and
+// are all longer than depth, by the eight bytes at depth, then each run of
+// equal ones: deeper the same way while it is big and its keys are long
+// enough, else by comparing whole keys. Index keys share long prefixes
+// (every K entry of one tag key starts alike), which would otherwise leave
+// big runs to compare.
+func sortEntsAt(ents []ent, b []byte, depth int, tmp []ent) {
 	if len(ents) < 2 {
 		return
 	}
-	tmp := make([]ent, len(ents))
-	src, dst := ents, tmp
+	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
+	if depth > 0 {
+		for i := range ents {
+			ents[i].pfx = prefix8(keyOf(&ents[i])[depth:])
+		}
+	}
+	src, dst := ents, tmp[:len(ents)]
 	var count [256]int
 	for shift := 0; shift < 64; shift += 8 {
 		clear(count[:])
@@ -99,13 +114,17 @@ func sortEnts(ents []ent, b []byte) {
 	if &src[0] != &ents[0] {
 		copy(ents, src)
 	}
-	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
 	for i := 0; i < len(ents); {
 		j := i + 1
+		long := int(ents[i].kend-ents[i].koff) > depth+8
 		for j < len(ents) && ents[j].pfx == ents[i].pfx {
+			long = long && int(ents[j].kend-ents[j].koff) > depth+8
 			j++
 		}
-		if j-i > 1 {
+		switch {
+		case j-i >= 16 && long:
+			sortEntsAt(ents[i:j], b, depth+8, tmp)
+		case j-i > 1:
 			slices.SortFunc(ents[i:j], func(x, y ent) int {
 				if c := bytes.Compare(keyOf(&x), keyOf(&y)); c != 0 {
 					return c
