@@ -152,6 +152,21 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 		part = tagindex.For(count)
 	}
 	rt := router{part: part, self: self}
+	// About the bytes of the entries, so that the buffers grow once: a
+	// text of n bytes has about n+3 entries, each about as long as the
+	// text and the key together.
+	size := 0
+	for i := range changes {
+		for _, v := range []*wire.TagValue{changes[i].old, changes[i].new} {
+			if v != nil {
+				size += (len(v.Value) + 3) * (len(v.Value) + len(changes[i].key) + 16)
+			}
+		}
+	}
+	if part != nil {
+		rt.local.Grow(size / part.Servers())
+	}
+	rt.remote.Grow(size)
 	for i := range changes {
 		ix.writeOps(&changes[i], &rt)
 	}

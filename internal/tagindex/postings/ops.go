@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pdcgo/pdc"
 )
@@ -50,6 +51,9 @@ func (o *Ops) start() {
 		o.b = append(o.b, OpsVersion)
 	}
 }
+
+// Grow makes room for n more bytes of changes.
+func (o *Ops) Grow(n int) { o.b = slices.Grow(o.b, n) }
 
 // Len is the number of changes.
 func (o *Ops) Len() int { return o.n }
