@@ -327,8 +327,9 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 	if unsupported {
 		// A plan through the suffix trees may fail for want of them
 		// alone: try once more without (an infix value can still go by
-		// an exact key). Otherwise the servers keep no index.
-		retry := !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix)
+		// an exact key, a suffix value by the reversed texts).
+		// Otherwise the servers keep no index.
+		retry := !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Suffix)
 		c.query.mu.Lock()
 		if retry {
 			c.query.noSuffix = true

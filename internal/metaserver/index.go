@@ -30,9 +30,10 @@ import (
 
 // indexConfigVersion is the format version of the 'D' record: version,
 // then flags. Version 1 kept each entry as a pebble key ('X'); version 2
-// keeps them in postings runs ('Y', 'Z'). A store of version 1 is
-// reindexed at start.
-const indexConfigVersion = 2
+// keeps them in postings runs ('Y', 'Z'); version 3 has, in suffix-tree
+// mode, no reversed texts (U) and no suffix tree entry for a whole text
+// (W). A store of an older version is reindexed at start.
+const indexConfigVersion = 3
 
 // The prefixes of the index's postings store: its log and its runs.
 const (

@@ -608,3 +608,37 @@ func TestIndexApplyRefusesMalformedEntries(t *testing.T) {
 		t.Fatalf("found %v", got)
 	}
 }
+
+// TestSuffixAndInfixOverEveryText: in suffix-tree mode a suffix or infix
+// literal is found as a whole text (V), inside one (W, which skips the
+// whole text) and in texts too long for the suffix tree (L on server 0).
+func TestSuffixAndInfixOverEveryText(t *testing.T) {
+	c := newTestCluster(t, 3)
+	long := strings.Repeat("q", tagindex.MaxSuffixText) + "mid" + strings.Repeat("r", 20) + "xyz"
+	vals := []string{"xyz", "axyz", "xyza", long, "mid", "amidb", "x", "yz", "zzz"}
+	var ids []uint64
+	for i := range vals {
+		ids = append(ids, c.create(fmt.Sprint("t", i)))
+	}
+	c.putAll(ids, func(int) string { return "k" }, func(i int) string { return vals[i] })
+	for q, want := range map[string][]int{
+		"*=*xyz":   {0, 1, 3},
+		"*=*yz":    {0, 1, 3, 7},
+		"*=*z":     {0, 1, 3, 7, 8},
+		"*=*xyz*":  {0, 1, 2, 3},
+		"*=*mid*":  {3, 4, 5},
+		"*=*x*":    {0, 1, 2, 3, 6},
+		"k=*xyz":   {0, 1, 3},
+		"k*=*mid*": {3, 4, 5},
+	} {
+		var wantIDs []uint64
+		for _, i := range want {
+			wantIDs = append(wantIDs, ids[i])
+		}
+		slices.Sort(wantIDs)
+		scan, idx := c.query(q, true), c.query(q, false)
+		if !slices.Equal(idx, wantIDs) || !slices.Equal(scan, wantIDs) {
+			t.Errorf("%q: index %v, scan %v, want %v", q, idx, scan, wantIDs)
+		}
+	}
+}

@@ -77,7 +77,9 @@ func needsSuffixTree(q *tagindex.Query, step tagindex.Step) bool {
 	case tagindex.StepKeys:
 		return q.Key.Kind == tagindex.Infix
 	case tagindex.StepByValue:
-		return q.Value.Kind == tagindex.Infix
+		// Suffix values too: in suffix-tree mode they are planned at
+		// the servers of the literal, not of the reversed literal.
+		return q.Value.Kind == tagindex.Infix || q.Value.Kind == tagindex.Suffix
 	}
 	return false
 }
@@ -296,19 +298,30 @@ func (r *queryRun) byValue() error {
 		return r.prefix(tagindex.TreePrefix(tagindex.TreeValue, lit, true), add)
 	case tagindex.Prefix:
 		return r.prefix(tagindex.TreePrefix(tagindex.TreeValue, lit, false), add)
-	case tagindex.Suffix:
-		return r.prefix(tagindex.TreePrefix(tagindex.TreeRevVal, tagindex.Reverse(lit), false), add)
-	case tagindex.Infix:
-		if err := r.prefix(tagindex.TreePrefix(tagindex.TreeSufVal, lit, false), add); err != nil {
+	case tagindex.Suffix, tagindex.Infix:
+		if q.Value.Kind == tagindex.Suffix && !r.s.ix.suffix {
+			return r.prefix(tagindex.TreePrefix(tagindex.TreeRevVal, tagindex.Reverse(lit), false), add)
+		}
+		// In suffix-tree mode: the literal as a whole suffix (W) or text
+		// (V) for a suffix query, as the start of one for an infix query.
+		whole := q.Value.Kind == tagindex.Suffix
+		if err := r.prefix(tagindex.TreePrefix(tagindex.TreeSufVal, lit, whole), add); err != nil {
+			return err
+		}
+		if err := r.prefix(tagindex.TreePrefix(tagindex.TreeValue, lit, whole), add); err != nil {
 			return err
 		}
 		// Texts too long for the suffix tree.
+		match := bytes.Contains
+		if whole {
+			match = bytes.HasSuffix
+		}
 		return r.prefix([]byte{tagindex.Prefix0, tagindex.TreeLongVal}, func(k, v []byte) error {
 			e, err := tagindex.DecodeEntry(k, v)
 			if err != nil {
 				return fmt.Errorf("index entry %q: %w", k, err)
 			}
-			if q.Key.Match(e.Key) && bytes.Contains([]byte(e.Val.Text), []byte(lit)) {
+			if q.Key.Match(e.Key) && match([]byte(e.Val.Text), []byte(lit)) {
 				r.ids = append(r.ids, e.ID)
 			}
 			return nil

@@ -20,8 +20,10 @@ import (
 //	X K key  'n' f64(8) type(1) raw id(8)   numeric tag value (sorted by value)
 //	X K key  's' text id(8)                  text tag value
 //	X V text key id(8)                       text values, for exact and prefix
-//	X U reversed-text key id(8)              suffix queries on values
-//	X W suffix key id(8)                     every suffix of a text of up to
+//	X U reversed-text key id(8)              suffix queries on values (without
+//	                                         suffix-tree mode)
+//	X W suffix key id(8)                     every suffix but the whole text (V
+//	                                         has that), of a text of up to
 //	                                         MaxSuffixText bytes (suffix-tree mode)
 //	X L key id(8)  -> version, text          longer texts, for infix queries
 //	X S suffix key                           key dictionary: every suffix of
@@ -224,17 +226,20 @@ func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id u
 	emit(binary.BigEndian.AppendUint64(b, id), entryVersion)
 	b = appendEsc(append(b[:0], Prefix0, TreeValue), v.Text)
 	emit(append(b, tail...), entryVersion)
-	b = appendEscReversed(append(b[:0], Prefix0, TreeRevVal), v.Text)
-	emit(append(b, tail...), entryVersion)
 	if !suffixMode {
+		b = appendEscReversed(append(b[:0], Prefix0, TreeRevVal), v.Text)
+		emit(append(b, tail...), entryVersion)
 		return
 	}
+	// With suffix trees, a suffix query looks up its literal as a whole
+	// suffix (W) or whole text (V), and an infix query as a prefix of
+	// either: no reversed text (U), no W entry for the whole text.
 	if len(v.Text) > MaxSuffixText {
 		b = appendEsc(append(b[:0], Prefix0, TreeLongVal), key)
 		emit(binary.BigEndian.AppendUint64(b, id), append(append([]byte(nil), EntryVersion), v.Text...))
 		return
 	}
-	for i := range len(v.Text) {
+	for i := 1; i < len(v.Text); i++ {
 		b = appendEsc(append(b[:0], Prefix0, TreeSufVal), v.Text[i:])
 		emit(append(b, tail...), entryVersion)
 	}

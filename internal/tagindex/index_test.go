@@ -75,10 +75,10 @@ func TestEntriesRoundTrip(t *testing.T) {
 		val  []byte
 		want map[byte]int // entries per tree
 	}{
-		{"abcd", region.String, []byte("1234"), map[byte]int{TreeKey: 1, TreeValue: 1, TreeRevVal: 1, TreeSufVal: 4}},
-		{"k", region.String, []byte("a\x00b\x00"), map[byte]int{TreeKey: 1, TreeValue: 1, TreeRevVal: 1, TreeSufVal: 3}},
+		{"abcd", region.String, []byte("1234"), map[byte]int{TreeKey: 1, TreeValue: 1, TreeSufVal: 3}},
+		{"k", region.String, []byte("a\x00b\x00"), map[byte]int{TreeKey: 1, TreeValue: 1, TreeSufVal: 2}},
 		{"k", region.Int64, i64(-7), map[byte]int{TreeKey: 1}},
-		{"k", region.String, []byte(long), map[byte]int{TreeKey: 1, TreeValue: 1, TreeRevVal: 1, TreeLongVal: 1}},
+		{"k", region.String, []byte(long), map[byte]int{TreeKey: 1, TreeValue: 1, TreeLongVal: 1}},
 	} {
 		v := ValueOf(c.typ, c.val)
 		ops := ObjectEntries(c.key, int32(c.typ), c.val, v, 42, true, false)
@@ -165,9 +165,11 @@ func TestPlan(t *testing.T) {
 			t.Errorf("plan of %q (suffix trees %v): %+v", c.q, c.suffixOff == "", plan)
 		}
 	}
-	// An infix value plan asks server 0 too, for long texts.
-	if plan := p.Plan(MustParse("*=*zz*"), true); plan.Servers[0] != 0 {
-		t.Errorf("infix plan %+v does not ask server 0", plan)
+	// Infix and suffix value plans ask server 0 too, for long texts.
+	for _, q := range []string{"*=*zz*", "*=*zz"} {
+		if plan := p.Plan(MustParse(q), true); plan.Servers[0] != 0 {
+			t.Errorf("plan of %q, %+v, does not ask server 0", q, plan)
+		}
 	}
 }
 

@@ -43,8 +43,9 @@ type Plan struct {
 }
 
 // Plan decides how to answer q with the index. Exact and prefix values are
-// looked up where their text lives unless the key is exact, suffix and
-// infix values through the reversed and suffix trees; otherwise the key
+// looked up where their text lives unless the key is exact, suffix values
+// through the suffix tree (or the reversed texts without suffix-tree
+// mode) and infix values through the suffix tree; otherwise the key
 // decides: an exact key at its server, a prefix in the dictionary of the
 // servers of the prefix, a suffix or infix in the reversed or suffix tree
 // and then at the servers of the keys found. Queries the index cannot
@@ -63,7 +64,16 @@ func (p *Partition) Plan(q *Query, suffixMode bool) Plan {
 		case Prefix:
 			return Plan{First: StepByValue, Servers: p.run(v.Lit)}
 		case Suffix:
-			return Plan{First: StepByValue, Servers: p.run(reverse(v.Lit))}
+			if !suffixMode {
+				return Plan{First: StepByValue, Servers: p.run(reverse(v.Lit))}
+			}
+			// The literal as a whole suffix (W) or text (V), where it
+			// lives; server 0 also holds the texts too long for W.
+			s := p.run(v.Lit)
+			if s[0] != 0 {
+				s = append([]int{0}, s...)
+			}
+			return Plan{First: StepByValue, Servers: s}
 		case Infix:
 			// Server 0 also holds the texts too long for the suffix tree.
 			s := p.run(v.Lit)
