@@ -119,21 +119,28 @@ func (ix *indexer) writeOps(c *tagChange, out tagindex.Sink) {
 }
 
 // router sends each index operation to this server's part (local) or to
-// the outbox (remote); without a partition (while starting) all go to the
-// outbox.
+// the outbox, already split by destination (byDest); without a partition
+// (while starting) all go to the outbox unsplit (rest).
 type router struct {
-	part          *tagindex.Partition
-	self          int
-	local, remote postings.Ops
+	part   *tagindex.Partition
+	self   int
+	local  postings.Ops
+	byDest []postings.Ops
+	rest   postings.Ops
 }
 
 func (r *router) to(k []byte) *postings.Ops {
-	if r.part != nil {
-		if o, err := r.part.EntryOwnerOf(k); err == nil && o == r.self {
-			return &r.local
-		}
+	if r.part == nil {
+		return &r.rest
 	}
-	return &r.remote
+	o, err := r.part.EntryOwnerOf(k)
+	switch {
+	case err != nil:
+		return &r.rest // cannot happen: the layout made it
+	case o == r.self:
+		return &r.local
+	}
+	return &r.byDest[o]
 }
 
 func (r *router) Set(k, v []byte) { r.to(k).Set(k, v) }
@@ -165,19 +172,33 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 		}
 	}
 	if part != nil {
-		rt.local.Grow(size / part.Servers())
+		rt.byDest = make([]postings.Ops, count)
+		for i := range rt.byDest {
+			rt.byDest[i].Grow(size / count)
+		}
+		rt.local.Grow(size / count)
+	} else {
+		rt.rest.Grow(size)
 	}
-	rt.remote.Grow(size)
 	for i := range changes {
 		ix.writeOps(&changes[i], &rt)
 	}
-	local, remote := &rt.local, &rt.remote
+	local := &rt.local
+	// One record for the whole commit: the outbox delivers its parts by
+	// destination, and a move splits it by object (migrate.go).
+	var all postings.Ops
+	all.Append(&rt.rest)
+	for i := range rt.byDest {
+		all.Append(&rt.byDest[i])
+	}
 	var recs []*obRecord
-	if remote.Len() > 0 {
-		// One record for the whole commit: the outbox splits it by
-		// destination, and a move splits it by object (migrate.go).
-		r := ix.ob.add(remote)
-		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: remote.Bytes()}
+	if all.Len() > 0 {
+		var split []postings.Ops
+		if rt.rest.Len() == 0 {
+			split = rt.byDest
+		}
+		r := ix.ob.add(&all, split)
+		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: all.Bytes()}
 		_ = b.Set(keyOutbox(r.seq, 0), m.Marshal(nil), nil)
 		recs = append(recs, r)
 	}

@@ -642,3 +642,31 @@ func TestSuffixAndInfixOverEveryText(t *testing.T) {
 		}
 	}
 }
+
+// TestChunks: a delivery is cut at record boundaries into pieces of at
+// most the limit (a record longer than it alone), keeping every record in
+// order.
+func TestChunks(t *testing.T) {
+	var ops postings.Ops
+	for i := range 1000 {
+		ops.Set(fmt.Appendf(nil, "key%04d", i), bytes.Repeat([]byte{'v'}, i%50))
+	}
+	ops.Set([]byte("big"), bytes.Repeat([]byte{'b'}, 5000))
+	var again postings.Ops
+	for _, limit := range []int{1 << 20, 4096, 100} {
+		pieces := chunks(&ops, limit)
+		again.Reset()
+		for i := range pieces {
+			if pieces[i].Len() == 0 || (len(pieces[i].Bytes()) > limit && pieces[i].Len() > 1) {
+				t.Fatalf("limit %d: piece %d has %d records, %d bytes", limit, i, pieces[i].Len(), len(pieces[i].Bytes()))
+			}
+			again.Append(&pieces[i])
+		}
+		if !bytes.Equal(again.Bytes(), ops.Bytes()) {
+			t.Fatalf("limit %d: the pieces do not add up to the records", limit)
+		}
+	}
+	if got := chunks(&postings.Ops{}, 100); len(got) != 0 {
+		t.Fatalf("an empty delivery in %d pieces", len(got))
+	}
+}

@@ -48,7 +48,10 @@ type outbox struct {
 type obRecord struct {
 	seq, obj uint64
 	ops      postings.Ops // until queued
-	size     int          // bytes of ops, counted in the backlog until tried
+	// split, if set, is ops by destination among len(split) servers, as
+	// the commit built them: queueing then needs no pass over ops.
+	split []postings.Ops
+	size  int // bytes of ops, counted in the backlog until tried
 	// Guarded by outbox.mu:
 	ready, dropped bool
 	done           bool // tried everywhere: tried is closed
@@ -104,10 +107,10 @@ func (ob *outbox) init(s *Service) error {
 
 // add takes the next sequence number for a record about to be committed.
 // The caller holds ix.mu, so sequence order is commit order.
-func (ob *outbox) add(ops *postings.Ops) *obRecord {
+func (ob *outbox) add(ops *postings.Ops, split []postings.Ops) *obRecord {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	r := &obRecord{seq: ob.mu.next, ops: *ops, size: len(ops.Bytes()), tried: make(chan struct{})}
+	r := &obRecord{seq: ob.mu.next, ops: *ops, split: split, size: len(ops.Bytes()), tried: make(chan struct{})}
 	ob.mu.next++
 	ob.mu.pending = append(ob.mu.pending, r)
 	ob.openLocked(r)
@@ -219,29 +222,8 @@ func (ob *outbox) queueLocked() {
 		if r.dropped {
 			continue
 		}
-		// Split by destination, in deliveries of at most half of
-		// maxDelivery each.
-		cur := make([]*obItem, ob.mu.count)
-		var order []int
-		var items []*obItem
-		_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
-			d, err := part.EntryOwnerOf(k)
-			if err != nil {
-				ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
-				return nil
-			}
-			it := cur[d]
-			if it == nil || it.size >= maxDelivery/2 {
-				it = &obItem{rec: r}
-				cur[d] = it
-				order = append(order, d)
-				items = append(items, it)
-			}
-			it.ops.AppendRecord(rec)
-			it.size += len(rec)
-			return nil
-		})
-		r.ops = postings.Ops{}
+		order, items := ob.splitLocked(r, part)
+		r.ops, r.split = postings.Ops{}, nil
 		r.unacked, r.untried = len(order), len(order)
 		if len(order) == 0 {
 			ob.triedLocked(r)
@@ -267,6 +249,61 @@ func (ob *outbox) queueLocked() {
 		}
 	}
 	ob.mu.pending = ob.mu.pending[i:]
+}
+
+// splitLocked divides r by destination, in deliveries of at most half of
+// maxDelivery each.
+func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []int, items []*obItem) {
+	if len(r.split) == ob.mu.count {
+		for d := range r.split {
+			for _, piece := range chunks(&r.split[d], maxDelivery/2) {
+				order = append(order, d)
+				items = append(items, &obItem{rec: r, ops: piece, size: len(piece.Bytes())})
+			}
+		}
+		return order, items
+	}
+	cur := make([]*obItem, ob.mu.count)
+	_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
+		d, err := part.EntryOwnerOf(k)
+		if err != nil {
+			ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
+			return nil
+		}
+		it := cur[d]
+		if it == nil || it.size >= maxDelivery/2 {
+			it = &obItem{rec: r}
+			cur[d] = it
+			order = append(order, d)
+			items = append(items, it)
+		}
+		it.ops.AppendRecord(rec)
+		it.size += len(rec)
+		return nil
+	})
+	return order, items
+}
+
+// chunks divides ops into pieces of about max bytes or less (a piece holds
+// at least one record); ops itself if it is small enough, none if empty.
+func chunks(ops *postings.Ops, max int) []postings.Ops {
+	switch {
+	case ops.Len() == 0:
+		return nil
+	case len(ops.Bytes()) <= max:
+		return []postings.Ops{*ops}
+	}
+	var out []postings.Ops
+	var cur postings.Ops
+	_ = ops.Each(func(_, _ []byte, _ bool, rec []byte) error {
+		if cur.Len() > 0 && len(cur.Bytes())+len(rec) > max {
+			out = append(out, cur)
+			cur = postings.Ops{}
+		}
+		cur.AppendRecord(rec)
+		return nil
+	})
+	return append(out, cur)
 }
 
 // start loads the records in the store and begins delivering. It returns
