@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/region"
@@ -77,6 +78,9 @@ func appendEsc(b []byte, s string) []byte {
 // appendEscPrefix appends s escaped without the terminator: the key prefix
 // of every string that begins with s.
 func appendEscPrefix(b []byte, s string) []byte {
+	if strings.IndexByte(s, 0) < 0 {
+		return append(b, s...) // nothing to escape, the usual case
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			b = append(b, 0, 0xff)
