@@ -273,7 +273,7 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 	var mu sync.Mutex
 	var unsupported bool
 	step := func(index int, st tagindex.Step, terms []string) ([]string, error) {
-		res, ids, strs, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(st), Terms: terms})
+		res, ids, strs, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(st), Terms: terms, NoSuffix: noSuffix})
 		if err != nil {
 			return nil, err
 		}

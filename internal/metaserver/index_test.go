@@ -185,7 +185,7 @@ func (c *testCluster) putAll(ids []uint64, key func(int) string, value func(int)
 
 // step asks server i one step of q.
 func (c *testCluster) step(i int, q string, st tagindex.Step, terms ...string) ([]uint64, []string) {
-	tq := wire.TagQuery{Query: q, Step: uint32(st), Terms: terms}
+	tq := wire.TagQuery{Query: q, Step: uint32(st), Terms: terms, NoSuffix: !c.svcs[i].ix.suffix}
 	resp, err := c.svcs[i].tagQuery(context.Background(), &rpc.Request{Header: tq.Marshal(nil)})
 	if err != nil {
 		c.t.Fatal(err)
@@ -668,5 +668,29 @@ func TestChunks(t *testing.T) {
 	}
 	if got := chunks(&postings.Ops{}, 100); len(got) != 0 {
 		t.Fatalf("an empty delivery in %d pieces", len(got))
+	}
+}
+
+// TestSuffixStepOfTheOtherLayout: a suffix value step planned for the
+// other layout (with suffix trees at the literal's servers, without at the
+// reversed literal's) is refused as unsupported, never answered from the
+// wrong entries.
+func TestSuffixStepOfTheOtherLayout(t *testing.T) {
+	c := newTestCluster(t, 1)
+	id := c.create("o")
+	c.put(id, "k", "abc")
+	for _, noSuffix := range []bool{false, true} {
+		tq := wire.TagQuery{Query: "*=*bc", Step: uint32(tagindex.StepByValue), NoSuffix: noSuffix}
+		resp, err := c.svcs[0].tagQuery(context.Background(), &rpc.Request{Header: tq.Marshal(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res wire.TagQueryResult
+		if err := res.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		if want := noSuffix; res.Unsupported != want || (!want && res.Count != 1) {
+			t.Fatalf("planned without suffix trees %v: unsupported %v, %d found", noSuffix, res.Unsupported, res.Count)
+		}
 	}
 }

@@ -39,7 +39,11 @@ func (s *Service) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response
 	case tagindex.StepScan:
 		err = r.scan(ctx)
 	case tagindex.StepKeys, tagindex.StepByKey, tagindex.StepByValue:
-		if !s.ix.on || (!s.ix.suffix && needsSuffixTree(q, step)) {
+		// A suffix value is planned at other servers with suffix trees
+		// than without: a client that planned for the other layout is
+		// told so, as is one that needs suffix trees this server lacks.
+		layoutDiffers := q.Value.Kind == tagindex.Suffix && step == tagindex.StepByValue && tq.NoSuffix == s.ix.suffix
+		if !s.ix.on || (!s.ix.suffix && needsSuffixTree(q, step)) || layoutDiffers {
 			return rpc.Respond(&wire.TagQueryResult{Unsupported: true}), nil
 		}
 		err = r.index(ctx, step, tq.Terms)
@@ -77,9 +81,7 @@ func needsSuffixTree(q *tagindex.Query, step tagindex.Step) bool {
 	case tagindex.StepKeys:
 		return q.Key.Kind == tagindex.Infix
 	case tagindex.StepByValue:
-		// Suffix values too: in suffix-tree mode they are planned at
-		// the servers of the literal, not of the reversed literal.
-		return q.Value.Kind == tagindex.Infix || q.Value.Kind == tagindex.Suffix
+		return q.Value.Kind == tagindex.Infix
 	}
 	return false
 }

@@ -530,12 +530,12 @@ var metaTypes = []msgType{
 	}, {
 		name:   "TagQuery",
 		new:    func() wire.Message { return new(wire.TagQuery) },
-		fields: []field{{1, kString}, {2, kUint32}, {3, kString}, {4, kBool}},
+		fields: []field{{1, kString}, {2, kUint32}, {3, kString}, {4, kBool}, {5, kBool}},
 		vals: []wire.Message{
 			&wire.TagQuery{},
 			&wire.TagQuery{Query: "*bc*=*23*"},
 			&wire.TagQuery{Query: "k", Step: 2, Terms: []string{"a", "", "b"}},
-			&wire.TagQuery{Query: strings.Repeat("q", 300), Step: math.MaxUint32, Terms: tagNames100, Names: true},
+			&wire.TagQuery{Query: strings.Repeat("q", 300), Step: math.MaxUint32, Terms: tagNames100, Names: true, NoSuffix: true},
 		},
 	},
 	{

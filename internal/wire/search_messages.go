@@ -20,6 +20,10 @@ type TagQuery struct {
 	Step  uint32   // 2: tagindex.Step
 	Terms []string // 3: keys for the by-key step
 	Names bool     // 4: scan: return the objects' names too
+	// NoSuffix: the client planned without suffix trees. A server whose
+	// layout differs for the step answers Unsupported rather than
+	// looking in the wrong place.
+	NoSuffix bool // 5
 }
 
 func (m *TagQuery) Marshal(b []byte) []byte {
@@ -27,6 +31,7 @@ func (m *TagQuery) Marshal(b []byte) []byte {
 	b = putUint(b, 2, uint64(m.Step))
 	b = putStrings(b, 3, m.Terms)
 	b = putBool(b, 4, m.Names)
+	b = putBool(b, 5, m.NoSuffix)
 	return b
 }
 
@@ -43,6 +48,8 @@ func (m *TagQuery) Unmarshal(b []byte) error {
 			m.Terms = append(m.Terms, f.string())
 		case 4:
 			m.Names = f.bool()
+		case 5:
+			m.NoSuffix = f.bool()
 		}
 	}
 	return f.err
