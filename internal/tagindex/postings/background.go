@@ -257,4 +257,3 @@ func (s *Store) writeRun(w *runWriter, cs []cursor, keepDeletes bool) (*pebble.B
 	}
 	return b, nil
 }
-
