@@ -410,63 +410,63 @@ func (s *Service) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if s.count.Load() == 0 || !(s.moved.Load() || s.ready.Load()) {
 		return nil, fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
+	// Packed aliases the request: Apply copies what it keeps.
 	var m wire.IndexOps
 	if err := decode(req, &m); err != nil {
 		return nil, err
 	}
-	ops, err := opsOfRecord(&m)
+	ops, err := opsOfRecord(&m, s.entryCheck())
 	if err != nil {
 		return nil, err
 	}
-	if err := s.applyIndexOps(&ops); err != nil {
+	if err := s.ix.post.Apply(&ops); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
 }
 
 // opsOfRecord returns the changes of a batch of index operations or an
-// outbox record, of either version.
-func opsOfRecord(m *wire.IndexOps) (postings.Ops, error) {
+// outbox record, of either version, each passed to check if it is set.
+func opsOfRecord(m *wire.IndexOps, check func(k, v []byte, del bool) error) (postings.Ops, error) {
 	switch m.Version {
 	case tagindex.EntryVersion:
 		var ops postings.Ops
-		for _, op := range m.Ops {
+		for i, op := range m.Ops {
+			if check != nil {
+				if err := check(op.Key, op.Value, op.Del); err != nil {
+					return postings.Ops{}, fmt.Errorf("index change %d: %w", i, err)
+				}
+			}
 			addOp(&ops, op.Key, op.Value, op.Del)
 		}
 		return ops, nil
 	case wire.IndexOpsPacked:
-		return postings.ParseOps(m.Packed)
+		return postings.ParseOpsChecked(m.Packed, check)
 	}
 	return postings.Ops{}, fmt.Errorf("index operations of version %d; this server applies versions %d and %d: %w",
 		m.Version, tagindex.EntryVersion, wire.IndexOpsPacked, pdc.ErrVersion)
 }
 
-// applyIndexOps checks that every operation is a well-formed entry of this
-// server's partition and applies them all in one commit.
-func (s *Service) applyIndexOps(ops *postings.Ops) error {
+// entryCheck returns a check that an index change is a well-formed entry
+// of this server's partition.
+func (s *Service) entryCheck() func(k, v []byte, del bool) error {
 	count, self := int(s.count.Load()), int(s.index.Load())
 	part := tagindex.For(count)
-	i := 0
-	err := ops.Each(func(k, v []byte, del bool, _ []byte) error {
+	return func(k, v []byte, del bool) error {
 		if err := tagindex.CheckEntry(k); err != nil {
-			return fmt.Errorf("index operation %d: %w", i, err)
+			return err
 		}
 		o, err := part.EntryOwnerOf(k)
 		if err != nil {
-			return fmt.Errorf("index operation %d: %w", i, err)
+			return err
 		}
 		if o != self {
-			return fmt.Errorf("index operation %d: entry %.60q belongs to metadata server %d of %d, not to this one (%d): %w",
-				i, k, o, count, self, pdc.ErrInvalid)
+			return fmt.Errorf("entry %.60q belongs to metadata server %d of %d, not to this one (%d): %w",
+				k, o, count, self, pdc.ErrInvalid)
 		}
 		if !del && (len(v) == 0 || v[0] != tagindex.EntryVersion) {
-			return fmt.Errorf("index operation %d: entry of unknown version: %w", i, pdc.ErrVersion)
+			return fmt.Errorf("entry %.60q of unknown version: %w", k, pdc.ErrVersion)
 		}
-		i++
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	return s.ix.post.Apply(ops)
 }

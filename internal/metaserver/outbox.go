@@ -1,6 +1,7 @@
 package metaserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -438,10 +439,11 @@ func (ob *outbox) take(q *destQueue) ([]*obItem, *postings.Ops) {
 // version, in memory of their own.
 func recordOps(v []byte) (postings.Ops, error) {
 	var m wire.IndexOps
-	if err := m.Unmarshal(v); err != nil {
+	// Packed aliases what it decodes: the changes get memory of their own.
+	if err := m.Unmarshal(bytes.Clone(v)); err != nil {
 		return postings.Ops{}, err
 	}
-	return opsOfRecord(&m)
+	return opsOfRecord(&m, nil)
 }
 
 // markTriedLocked records one try of it.
@@ -502,7 +504,8 @@ const deliveryTimeout = 30 * time.Second
 
 func (ob *outbox) send(d int, ops *postings.Ops) error {
 	if d == int(ob.s.index.Load()) {
-		return ob.s.applyIndexOps(ops)
+		// This server made these entries, for its own partition.
+		return ob.s.ix.post.Apply(ops)
 	}
 	ob.mu.Lock()
 	peers := ob.mu.peers

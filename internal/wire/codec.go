@@ -172,6 +172,15 @@ func (f *fields) bytes() []byte {
 	return append([]byte(nil), f.raw...)
 }
 
+// alias is bytes without the copy: the slice aliases the buffer being
+// decoded, for payload-sized fields whose receiver copies what it keeps.
+func (f *fields) alias() []byte {
+	if !f.want(protowire.BytesType) {
+		return nil
+	}
+	return f.raw[:len(f.raw):len(f.raw)]
+}
+
 func (f *fields) string() string {
 	if !f.want(protowire.BytesType) {
 		return ""

@@ -141,7 +141,11 @@ type IndexOps struct {
 	Version uint32    // 1
 	Ops     []IndexOp // 2
 	Object  uint64    // 3: outbox records of version 1: the object whose tag they index
-	Packed  []byte    // 4: the changes encoded as postings.Ops (one buffer, no message per change)
+	// Packed holds the changes encoded as postings.Ops (one buffer, no
+	// message per change). Unlike other bytes fields it aliases the
+	// buffer Unmarshal decodes, which is the size of the payload: the
+	// receiver copies what it keeps.
+	Packed []byte // 4
 }
 
 // IndexOpsPacked is the IndexOps version whose changes are Packed.
@@ -174,7 +178,7 @@ func (m *IndexOps) Unmarshal(b []byte) error {
 		case 3:
 			m.Object = f.uint64()
 		case 4:
-			m.Packed = f.bytes()
+			m.Packed = f.alias()
 		}
 	}
 	return f.err

@@ -90,7 +90,12 @@ var errRecord = errors.New("malformed index record")
 
 // ParseOps checks an encoding made by Ops and returns it as Ops, aliasing
 // b. An empty b is no changes.
-func ParseOps(b []byte) (Ops, error) {
+func ParseOps(b []byte) (Ops, error) { return ParseOpsChecked(b, nil) }
+
+// ParseOpsChecked is ParseOps that also calls check, if set, with every
+// change, in the same pass: its error, with the change's index, is
+// ParseOpsChecked's.
+func ParseOpsChecked(b []byte, check func(k, v []byte, del bool) error) (Ops, error) {
 	if len(b) == 0 {
 		return Ops{}, nil
 	}
@@ -99,9 +104,14 @@ func ParseOps(b []byte) (Ops, error) {
 	}
 	n := 0
 	for off := 1; off < len(b); n++ {
-		_, _, _, next, ok := readRec(b, off)
+		k, v, del, next, ok := readRec(b, off)
 		if !ok {
 			return Ops{}, fmt.Errorf("index changes: record %d at byte %d: %w: %w", n, off, errRecord, pdc.ErrInvalid)
+		}
+		if check != nil {
+			if err := check(k, v, del); err != nil {
+				return Ops{}, fmt.Errorf("index change %d: %w", n, err)
+			}
 		}
 		off = next
 	}

@@ -224,7 +224,8 @@ func (s *Store) replay() error {
 		if err != nil {
 			return err
 		}
-		ops, err := ParseOps(slices.Clone(v))
+		// buildRun copies the records: v need outlive only this step.
+		ops, err := ParseOps(v)
 		if err != nil {
 			return fmt.Errorf("index log record %d: %w", seq, err)
 		}
