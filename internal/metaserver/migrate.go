@@ -313,26 +313,12 @@ func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byt
 		if owner == self {
 			continue
 		}
-		var piece postings.Ops
-		sendPiece := func() error {
+		for _, piece := range chunks(parts[owner], migrateBytes) {
 			m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: piece.Bytes()}
 			sent++
-			err := sendNow(owner, k, m.Marshal(nil))
-			piece.Reset()
-			return err
-		}
-		err := parts[owner].Each(func(_, _ []byte, _ bool, rec []byte) error {
-			piece.AppendRecord(rec)
-			if len(piece.Bytes()) < migrateBytes {
-				return nil
+			if err := sendNow(owner, k, m.Marshal(nil)); err != nil {
+				return sent, err
 			}
-			return sendPiece()
-		})
-		if err == nil && piece.Len() > 0 {
-			err = sendPiece()
-		}
-		if err != nil {
-			return sent, err
 		}
 	}
 	if !deleteMoved {
