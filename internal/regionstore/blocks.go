@@ -24,11 +24,32 @@ var blockSize int64 = 4 << 10
 
 const maxBlockSize = 64 << 10
 
+// sumVersion is the file format version new files are written in. Files
+// of version 1 checksum with CRC-32C (Castagnoli), from version 2 with
+// CRC-32 (IEEE). Both have the same strength; what differs is speed. Go
+// computes CRC-32 by carry-less multiplication, at 31 GB/s on this
+// machine's AMD cores from memory, against 12-13 GB/s for CRC-32C, which
+// uses the CPU's CRC32 instruction. A read checks every block it returns,
+// usually as the first touch of the data after the page cache, so the
+// check ran at memory speed with CRC-32C and took 28% of a data server's
+// CPU serving reads over TCP.
+const sumVersion = 2
+
+// newVersion is the version new files get: sumVersion, but a variable so
+// that tests can make files of version 1 and check that they still work.
+var newVersion uint32 = sumVersion
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-var zeroBlock [maxBlockSize]byte
+// sumTable is the CRC table of files of the given format version.
+func sumTable(version uint32) *crc32.Table {
+	if version < 2 {
+		return castagnoli
+	}
+	return crc32.IEEETable
+}
 
-func blockCRC(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+var zeroBlock [maxBlockSize]byte
 
 func allZero(b []byte) bool {
 	for len(b) > 0 {
@@ -51,9 +72,10 @@ func allZero(b []byte) bool {
 // block whose CRC does not match: reading it reports pdc.ErrCorrupt rather
 // than returning bytes that may be half old and half new.
 type area struct {
-	base  int64 // file offset of the area's byte 0
-	size  int64 // bytes in the area; the last block may be shorter
-	crcAt int64 // file offset of the CRC table
+	sum   *crc32.Table // the file's checksum
+	base  int64        // file offset of the area's byte 0
+	size  int64        // bytes in the area; the last block may be shorter
+	crcAt int64        // file offset of the CRC table
 	crcs  crcTable
 }
 
@@ -191,7 +213,7 @@ func (a *area) verify(b int64, data []byte) error {
 	if want == 0 && allZero(data) {
 		return nil
 	}
-	if got := blockCRC(data); got != want {
+	if got := crc32.Checksum(data, a.sum); got != want {
 		return fmt.Errorf("block %d at file offset %d: crc %08x, stored %08x: %w",
 			b, a.base+b*blockSize, got, want, pdc.ErrCorrupt)
 	}
@@ -291,7 +313,7 @@ func (a *area) write(f *os.File, segs []seg) error {
 	}
 	finish := func() {
 		if cur >= 0 {
-			set(cur, blockCRC(scratch[:a.blockLen(cur)]))
+			set(cur, crc32.Checksum(scratch[:a.blockLen(cur)], a.sum))
 		}
 	}
 	for _, s := range segs {
@@ -304,7 +326,7 @@ func (a *area) write(f *os.File, segs []seg) error {
 			bStart := b * blockSize
 			bEnd := bStart + a.blockLen(b)
 			if off == bStart && end >= bEnd {
-				set(b, blockCRC(s.buf[off-s.off:bEnd-s.off]))
+				set(b, crc32.Checksum(s.buf[off-s.off:bEnd-s.off], a.sum))
 				off = bEnd
 				continue
 			}
@@ -417,11 +439,11 @@ func (a *area) writeCRCs(f *os.File, lo, hi int64) error {
 }
 
 // crcsOf checksums a whole payload laid out from an area's byte 0.
-func crcsOf(data []byte) []uint32 {
+func crcsOf(sum *crc32.Table, data []byte) []uint32 {
 	bs := int(blockSize)
 	crcs := make([]uint32, (len(data)+bs-1)/bs)
 	for i := range crcs {
-		crcs[i] = blockCRC(data[i*bs : min(len(data), (i+1)*bs)])
+		crcs[i] = crc32.Checksum(data[i*bs:min(len(data), (i+1)*bs)], sum)
 	}
 	return crcs
 }

@@ -11,7 +11,8 @@
 // and checkpointed by writing a temporary file and renaming it.
 //
 // Integrity: every file starts with a magic and a version, and stored
-// bytes carry CRC32C checksums per 64 KiB block. A block that fails its
+// bytes carry CRC-32 checksums per 4 KiB block (CRC-32C in files of
+// version 1, which are still read and written). A block that fails its
 // checksum reads as an error wrapping pdc.ErrCorrupt; so does one whose
 // write was cut by a crash between the data and its checksum.
 //

@@ -12,7 +12,8 @@ import (
 // Decoding a by-offset header never panics, and what decodes encodes back
 // to the same bytes.
 func FuzzOffsetHeader(f *testing.F) {
-	f.Add(newOffsetFile("x", 8, []uint64{1, 3, 4}, minTableBlocks).encodeHeader())
+	f.Add(newOffsetFile(1, "x", 8, []uint64{1, 3, 4}, minTableBlocks).encodeHeader())
+	f.Add(newOffsetFile(2, "x", 8, []uint64{1, 3, 4}, minTableBlocks).encodeHeader())
 	f.Add(make([]byte, 40))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, err := decodeOffsetHeader("x", b)
@@ -30,12 +31,13 @@ func FuzzOffsetHeader(f *testing.F) {
 // Opening a log of any bytes after a valid header never panics, and
 // whatever it keeps reads back without error or is corrupt.
 func FuzzLogReplay(f *testing.F) {
-	rec := encodeRecHeader(kindData, 1, region.Box{Off: []uint64{2, 0}, Size: []uint64{2, 3}}, 6, crcsOf([]byte("abcdef")))
+	sum := sumTable(regVersion)
+	rec := encodeRecHeader(sum, kindData, 1, region.Box{Off: []uint64{2, 0}, Size: []uint64{2, 3}}, 6, crcsOf(sum, []byte("abcdef")))
 	f.Add(append(rec, "abcdef"...))
-	f.Add(encodeRecHeader(kindClip, 2, region.Shape(3, 3), 0, nil))
+	f.Add(encodeRecHeader(sum, kindClip, 2, region.Shape(3, 3), 0, nil))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		path := filepath.Join(t.TempDir(), "0000000000000001.reg")
-		if err := os.WriteFile(path, append(encodeRegHeader(1, 2), tail...), 0o644); err != nil {
+		if err := os.WriteFile(path, append(encodeRegHeader(regVersion, 1, 2), tail...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		fh, err := os.OpenFile(path, os.O_RDWR, 0)

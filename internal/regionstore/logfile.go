@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -15,17 +16,20 @@ import (
 // A by-region log (%016x.reg) is
 //
 //	header   64 bytes: magic "pdcreg\x00\x00", version u32, elem u32,
-//	         ndim u32, CRC32C u32 of the bytes before it, zero-padded
+//	         ndim u32, CRC u32 of the bytes before it, zero-padded
 //	records  one after another, each
-//	  crc      u32   CRC32C of the rest of the fixed part and the box
+//	  crc      u32   CRC of the rest of the fixed part and the box
 //	  kind     u8    1 data, 2 clip; then 3 zero bytes
 //	  seq      u64   write order, increasing
 //	  ndim     u32
-//	  nblocks  u32   ceil(payload length / 64 KiB)
+//	  nblocks  u32   ceil(payload length / 4 KiB)
 //	  paylen   u64   volume(box)*elem for data, 0 for clip
 //	  box      data: off[ndim] u64, size[ndim] u64; clip: dims[ndim] u64
-//	  crcs     nblocks × u32: CRC32C of each 64 KiB block of the payload
+//	  crcs     nblocks × u32: CRC of each 4 KiB block of the payload
 //	  payload  the box's elements, row-major
+//
+// Every CRC is CRC-32 (IEEE) from version 2, CRC-32C in version 1 (see
+// sumVersion); a log keeps its version for life.
 //
 // The record CRC leaves out the block CRCs because a write that falls
 // inside a stored piece rewrites part of its payload in place, and then
@@ -52,11 +56,11 @@ import (
 //	magic "pdcidx\x00\x00", version u32, elem u32, ndim u32, pad u32,
 //	log length u64, last seq u64, count u64,
 //	count × (record offset u64, live off[ndim] u64, live size[ndim] u64),
-//	CRC32C u32 of everything before it
+//	CRC-32C u32 of everything before it, whatever the log's version
 
 const (
 	regMagic      = "pdcreg\x00\x00"
-	regVersion    = 1
+	regVersion    = sumVersion // 1 is read too
 	regHeaderSize = 64
 	recFixed      = 32
 	kindData      = 1
@@ -78,6 +82,8 @@ type piece struct {
 }
 
 type regionLog struct {
+	version       uint32 // format: says the checksum
+	sum           *crc32.Table
 	path, idxPath string
 	elem, ndim    int
 	size          int64  // log length: the next record goes here
@@ -93,31 +99,32 @@ type regionLog struct {
 	ends    []uint64 // no piece's live box ends past these; nil: unknown
 }
 
-func encodeRegHeader(elem, ndim int) []byte {
+func encodeRegHeader(version uint32, elem, ndim int) []byte {
 	b := make([]byte, 0, regHeaderSize)
 	b = append(b, regMagic...)
-	b = binary.LittleEndian.AppendUint32(b, regVersion)
+	b = binary.LittleEndian.AppendUint32(b, version)
 	b = binary.LittleEndian.AppendUint32(b, uint32(elem))
 	b = binary.LittleEndian.AppendUint32(b, uint32(ndim))
-	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, sumTable(version)))
 	return b[:regHeaderSize]
 }
 
-func decodeRegHeader(path string, b []byte) (elem, ndim int, err error) {
+func decodeRegHeader(path string, b []byte) (version uint32, elem, ndim int, err error) {
 	if len(b) < 24 || string(b[:8]) != regMagic {
-		return 0, 0, fmt.Errorf("%s: not a by-region log: %w", path, pdc.ErrCorrupt)
+		return 0, 0, 0, fmt.Errorf("%s: not a by-region log: %w", path, pdc.ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != regVersion {
-		return 0, 0, fmt.Errorf("%s: by-region log version %d, this build reads %d: %w", path, v, regVersion, pdc.ErrVersion)
+	version = binary.LittleEndian.Uint32(b[8:])
+	if version < 1 || version > regVersion {
+		return 0, 0, 0, fmt.Errorf("%s: by-region log version %d, this build reads 1 to %d: %w", path, version, regVersion, pdc.ErrVersion)
 	}
-	if got, want := blockCRC(b[:20]), binary.LittleEndian.Uint32(b[20:]); got != want {
-		return 0, 0, fmt.Errorf("%s: header crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
+	if got, want := crc32.Checksum(b[:20], sumTable(version)), binary.LittleEndian.Uint32(b[20:]); got != want {
+		return 0, 0, 0, fmt.Errorf("%s: header crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
 	}
 	e, n := binary.LittleEndian.Uint32(b[12:]), binary.LittleEndian.Uint32(b[16:])
 	if e == 0 || e > 1<<30 || n == 0 || n > region.MaxDims {
-		return 0, 0, fmt.Errorf("%s: header has elem %d, ndim %d: %w", path, e, n, pdc.ErrCorrupt)
+		return 0, 0, 0, fmt.Errorf("%s: header has elem %d, ndim %d: %w", path, e, n, pdc.ErrCorrupt)
 	}
-	return int(e), int(n), nil
+	return version, int(e), int(n), nil
 }
 
 // record is a decoded record header.
@@ -140,7 +147,7 @@ func boxBytes(kind byte, ndim int) int {
 }
 
 // encodeRecHeader is a record's bytes before its payload.
-func encodeRecHeader(kind byte, seq uint64, box region.Box, paylen int64, crcs []uint32) []byte {
+func encodeRecHeader(sum *crc32.Table, kind byte, seq uint64, box region.Box, paylen int64, crcs []uint32) []byte {
 	ndim := box.Ndim()
 	b := make([]byte, 4, recFixed+boxBytes(kind, ndim)+4*len(crcs))
 	b = append(b, kind, 0, 0, 0)
@@ -156,7 +163,7 @@ func encodeRecHeader(kind byte, seq uint64, box region.Box, paylen int64, crcs [
 	for _, v := range box.Size {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
-	binary.LittleEndian.PutUint32(b, blockCRC(b[4:]))
+	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], sum))
 	return encodeCRCs(b, crcs)
 }
 
@@ -179,7 +186,7 @@ func (l *regionLog) decodeRecFixed(b []byte) (record, error) {
 // CRCs) and decodes the box.
 func (l *regionLog) decodeRecBox(r *record, b []byte) error {
 	n := recFixed + boxBytes(r.kind, l.ndim)
-	if got, want := blockCRC(b[4:n]), binary.LittleEndian.Uint32(b); got != want {
+	if got, want := crc32.Checksum(b[4:n], l.sum), binary.LittleEndian.Uint32(b); got != want {
 		return fmt.Errorf("record crc %08x, stored %08x: %w", got, want, pdc.ErrCorrupt)
 	}
 	r.box = region.Box{Off: make([]uint64, l.ndim), Size: make([]uint64, l.ndim)}
@@ -233,7 +240,7 @@ func (l *regionLog) readRecord(f *os.File, off, limit int64) (record, []uint32, 
 
 func (l *regionLog) newPiece(r record, off int64, crcs []uint32) *piece {
 	return &piece{box: r.box, live: r.box.Clone(), seq: r.seq, rec: off, len: r.len(),
-		area: area{base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}}
+		area: area{sum: l.sum, base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}}
 }
 
 // overlaps is Intersect without the allocation.
@@ -372,9 +379,9 @@ func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, c
 		if _, err := f.WriteAt(b, off+hdrLen+pos); err != nil {
 			return nil, err
 		}
-		crcs = append(crcs, crcsOf(b)...)
+		crcs = append(crcs, crcsOf(l.sum, b)...)
 	}
-	hdr := encodeRecHeader(kind, seq, box, n, crcs)
+	hdr := encodeRecHeader(l.sum, kind, seq, box, n, crcs)
 	if _, err := f.WriteAt(hdr[4:], off+4); err != nil {
 		return nil, err
 	}
@@ -576,13 +583,13 @@ func fragmentRuns(src, dst, sub region.Box, elem int) []fragRun {
 // createRegionLog makes an empty log.
 func createRegionLog(path string, elem, ndim int, durable bool) (*regionLog, error) {
 	err := replaceFile(path, durable, func(f *os.File) error {
-		_, err := f.Write(encodeRegHeader(elem, ndim))
+		_, err := f.Write(encodeRegHeader(newVersion, elem, ndim))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &regionLog{path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize}, nil
+	return &regionLog{version: newVersion, sum: sumTable(newVersion), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize}, nil
 }
 
 func idxPathOf(logPath string) string { return logPath[:len(logPath)-len(".reg")] + ".idx" }
@@ -594,7 +601,7 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	elem, ndim, err := decodeRegHeader(path, hdr)
+	version, elem, ndim, err := decodeRegHeader(path, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +609,7 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	l := &regionLog{path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
+	l := &regionLog{version: version, sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
 	start := int64(regHeaderSize)
 	if at, ok := l.loadCheckpoint(f, st.Size()); ok {
 		start = at
@@ -673,7 +680,7 @@ func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
 		return 0, false
 	}
 	body := b[:len(b)-4]
-	if blockCRC(body) != binary.LittleEndian.Uint32(b[len(b)-4:]) ||
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) ||
 		binary.LittleEndian.Uint32(b[8:]) != idxVersion ||
 		int(binary.LittleEndian.Uint32(b[12:])) != l.elem || int(binary.LittleEndian.Uint32(b[16:])) != l.ndim {
 		return 0, false
@@ -745,7 +752,7 @@ func (l *regionLog) checkpoint(f *os.File, durable bool) error {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
 	}
-	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	err := replaceFile(l.idxPath, durable, func(f *os.File) error {
 		_, err := f.Write(b)
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/bits"
 	"os"
@@ -16,10 +17,13 @@ import (
 // A by-offset file (%016x.off) is
 //
 //	header  4 KiB: magic "pdcoff\x00\x00", version u32, elem u32, ndim u32,
-//	        pad u32, table blocks u64, trailing dims (ndim-1)×u64, CRC32C u32
+//	        pad u32, table blocks u64, trailing dims (ndim-1)×u64, CRC u32
 //	        of the bytes before it; all little-endian, zero-padded
-//	table   4 bytes per 64 KiB data block: the block's CRC32C, 0 if never
+//	table   4 bytes per 4 KiB data block: the block's CRC, 0 if never
 //	        written; sized for "table blocks", rounded up to 4 KiB
+//
+// Every CRC is CRC-32 (IEEE) from version 2, CRC-32C in version 1 (see
+// sumVersion).
 //	data    element i of the object (row-major over its current dims) at
 //	        data offset + i*elem
 //
@@ -35,13 +39,14 @@ import (
 
 const (
 	offMagic      = "pdcoff\x00\x00"
-	offVersion    = 1
+	offVersion    = sumVersion // 1 is read too
 	offHeaderSize = 4096
 	// minTableBlocks sizes a new table for 1 GiB of data (a 1 MiB hole).
 	minTableBlocks = 1 << 18
 )
 
 type offsetFile struct {
+	version  uint32 // format: says the checksum
 	path     string
 	elem     int
 	ndim     int
@@ -53,16 +58,16 @@ type offsetFile struct {
 
 func tableBytes(blocks int64) int64 { return (4*blocks + 4095) &^ 4095 }
 
-func newOffsetFile(path string, elem int, dims []uint64, blocks int64) *offsetFile {
-	o := &offsetFile{path: path, elem: elem, ndim: len(dims), trailing: slices.Clone(dims[1:]), blocks: blocks}
-	o.area = area{base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize}
+func newOffsetFile(version uint32, path string, elem int, dims []uint64, blocks int64) *offsetFile {
+	o := &offsetFile{version: version, path: path, elem: elem, ndim: len(dims), trailing: slices.Clone(dims[1:]), blocks: blocks}
+	o.area = area{sum: sumTable(version), base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize}
 	return o
 }
 
 func (o *offsetFile) encodeHeader() []byte {
 	b := make([]byte, 0, offHeaderSize)
 	b = append(b, offMagic...)
-	b = binary.LittleEndian.AppendUint32(b, offVersion)
+	b = binary.LittleEndian.AppendUint32(b, o.version)
 	b = binary.LittleEndian.AppendUint32(b, uint32(o.elem))
 	b = binary.LittleEndian.AppendUint32(b, uint32(o.ndim))
 	b = binary.LittleEndian.AppendUint32(b, 0)
@@ -70,7 +75,7 @@ func (o *offsetFile) encodeHeader() []byte {
 	for _, d := range o.trailing {
 		b = binary.LittleEndian.AppendUint64(b, d)
 	}
-	b = binary.LittleEndian.AppendUint32(b, blockCRC(b))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, o.area.sum))
 	return b[:offHeaderSize]
 }
 
@@ -81,8 +86,9 @@ func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
 	if len(b) < 32 || string(b[:8]) != offMagic {
 		return nil, fmt.Errorf("%s: not a by-offset file: %w", path, pdc.ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != offVersion {
-		return nil, fmt.Errorf("%s: by-offset file version %d, this build reads %d: %w", path, v, offVersion, pdc.ErrVersion)
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version < 1 || version > offVersion {
+		return nil, fmt.Errorf("%s: by-offset file version %d, this build reads 1 to %d: %w", path, version, offVersion, pdc.ErrVersion)
 	}
 	elem := binary.LittleEndian.Uint32(b[12:])
 	ndim := binary.LittleEndian.Uint32(b[16:])
@@ -94,7 +100,7 @@ func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
 	if len(b) < end+4 {
 		return nil, fmt.Errorf("%s: header cut short: %w", path, pdc.ErrCorrupt)
 	}
-	if got, want := blockCRC(b[:end]), binary.LittleEndian.Uint32(b[end:]); got != want {
+	if got, want := crc32.Checksum(b[:end], sumTable(version)), binary.LittleEndian.Uint32(b[end:]); got != want {
 		return nil, fmt.Errorf("%s: header crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
 	}
 	dims := make([]uint64, ndim)
@@ -104,7 +110,7 @@ func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
 			return nil, fmt.Errorf("%s: dim %d is 0: %w", path, i, pdc.ErrCorrupt)
 		}
 	}
-	return newOffsetFile(path, int(elem), dims, int64(blocks)), nil
+	return newOffsetFile(version, path, int(elem), dims, int64(blocks)), nil
 }
 
 // loadOffsetFile reads the header and the used part of the table.
@@ -242,7 +248,7 @@ func (o *offsetFile) cut(f *os.File, dims []uint64) error {
 		if err := o.area.load(f, b, buf, false); err != nil {
 			return err
 		}
-		o.area.crcs.set(b, blockCRC(buf))
+		o.area.crcs.set(b, crc32.Checksum(buf, o.area.sum))
 		if err := o.area.writeCRCs(f, b, b); err != nil {
 			return err
 		}
@@ -261,7 +267,9 @@ const relayoutChunk = 4 << 20
 // of unsynced data could lose on power failure. The caller drops the old
 // file from the cache first.
 func (o *offsetFile) relayout(old *os.File, dims []uint64, blocks int64) (*offsetFile, error) {
-	n := newOffsetFile(o.path, o.elem, dims, blocks)
+	// The new file keeps the old one's format: copyBlocks moves checksums
+	// as they are.
+	n := newOffsetFile(o.version, o.path, o.elem, dims, blocks)
 	err := replaceFile(o.path, true, func(f *os.File) error {
 		if _, err := f.WriteAt(n.encodeHeader(), 0); err != nil {
 			return err

@@ -321,7 +321,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 	switch l.Mode {
 	case ByOffset:
 		path := s.path(o.id, ".off")
-		n := newOffsetFile(path, l.Elem, l.Dims, tableFor(need))
+		n := newOffsetFile(newVersion, path, l.Elem, l.Dims, tableFor(need))
 		err := replaceFile(path, s.opts.Sync, func(f *os.File) error {
 			_, err := f.WriteAt(n.encodeHeader(), 0)
 			return err
