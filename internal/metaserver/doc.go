@@ -29,6 +29,8 @@
 //	                              such a store is reindexed at start
 //	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps;
 //	                              obj is 0 for a record of one commit, of several objects)
+//	'q' seq dest                  outbox: server dest (an index among the count in the
+//	                              value) applied its whole part of record seq
 //	'D'                           how the index was built: version, flags
 //	'R' object-id seq             region map of a region-dynamic or region-local
 //	                              object: where a written region went (regions.go)

@@ -338,6 +338,7 @@ func (s *Service) openIndex() error {
 	// Entries of index format 1, one pebble key each.
 	_ = b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1}, nil)
 	_ = b.DeleteRange([]byte{'Q'}, []byte{'R'}, nil)
+	_ = b.DeleteRange([]byte{'q'}, []byte{'r'}, nil)
 	_ = b.Set(keyIndexConfig, cfg, nil)
 	if err := s.st.commit(b); err != nil {
 		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.dir, err)

@@ -3,6 +3,7 @@ package metaserver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -292,6 +293,83 @@ func TestOutboxSurvivesRestartUntilDelivered(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%d outbox records left after delivery", n)
 		}
+	}
+}
+
+// TestRedeliveryKeepsNewerChanges: a part of an outbox record that its
+// server applied is marked, so that a restart does not deliver it again
+// after newer changes of the same entries (which it would undo); marks go
+// with their record. Object o on server S gets k=A, then k=B, while server
+// E is down: the first change has entries on D and E, the second only on
+// D. (The same scenario runs across processes in searche2e.)
+func TestRedeliveryKeepsNewerChanges(t *testing.T) {
+	c := newTestCluster(t, 3)
+	p := tagindex.For(3)
+	dests := func(self int, ops ...[]tagindex.Op) map[int]bool {
+		out := map[int]bool{}
+		for _, o := range ops {
+			for _, op := range o {
+				if d, _ := p.EntryOwner(op.Key); d != self {
+					out[d] = true
+				}
+			}
+		}
+		return out
+	}
+	var id uint64
+	var key, a, b string
+	var e int
+	for i := 0; id == 0 && i < 26*26*26; i++ {
+		l := byte('a' + i%26)
+		name, k := fmt.Sprint("o", i), fmt.Sprintf("%c%c%c-key", l, 'a'+(i/26)%26, 'a'+i/676)
+		self := placement.Owner(placement.Key(name, 0), 3)
+		va, vb := strings.Repeat(string(l), 4), strings.Repeat(string(l), 6)
+		ents := func(v string, del bool) []tagindex.Op {
+			return tagindex.ObjectEntries(k, int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), 1, true, del)
+		}
+		second := dests(self, ents(va, true), ents(vb, false))
+		d := p.Owner(k)
+		if d == self || p.Owner(va) != d || len(second) != 1 || !second[d] {
+			continue
+		}
+		for cand := range dests(self, ents(va, false), tagindex.DictEntries(k, true)) {
+			if cand != d {
+				key, a, b, e = k, va, vb, cand
+				id = c.create(name)
+				break
+			}
+		}
+	}
+	if id == 0 {
+		t.Fatal("no key and values route as this test needs")
+	}
+	c.setDown(e, true)
+	c.put(id, key, a)
+	c.put(id, key, b)
+	c.query(key+"="+b, true) // fences: D has both changes
+	if marks := c.keys([]byte{'q'}); len(marks) != 1 {
+		t.Fatalf("%d outbox marks, want 1 (D's part of the first record)", len(marks))
+	}
+	c.crashAndReopen()
+	c.setDown(e, false)
+	for _, q := range []string{key + "=" + a, "*=" + a, key + "=" + b, "*=" + b} {
+		want := []uint64(nil)
+		if strings.HasSuffix(q, "="+b) {
+			want = []uint64{id}
+		}
+		for _, scan := range []bool{false, true} {
+			if got := c.query(q, scan); !slices.Equal(got, want) {
+				t.Fatalf("after the restart, %q (scan %v) finds %v, want %v", q, scan, got, want)
+			}
+		}
+	}
+	c.close()
+	c.open()
+	if left := c.keys([]byte{'Q'}); len(left) != 0 {
+		t.Fatalf("%d outbox records left after every delivery", len(left))
+	}
+	if left := c.keys([]byte{'q'}); len(left) != 0 {
+		t.Fatalf("%d outbox marks left after every delivery", len(left))
 	}
 }
 
@@ -588,6 +666,85 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	}
 	if n := count(&left, owned[0]); n != 30*3 || left.Len() != n {
 		t.Fatalf("%d entries stay here, %d of them this server's object's; want %d", left.Len(), n, 30*3)
+	}
+}
+
+// TestMoveDropsAppliedParts: entries of an outbox record that a server
+// applied under the old count (marked) are neither sent nor kept by a move
+// to a new count, and the marks go with the old record.
+func TestMoveDropsAppliedParts(t *testing.T) {
+	s, err := Open(Config{Dir: t.TempDir(), CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetPlacement(0, 3)
+	var id uint64 // an object that stays on server 0
+	for key := uint32(1); id == 0; key++ {
+		if placement.Owner(key, 3) == 0 {
+			id = placement.ID(key, 1)
+		}
+	}
+	var ops postings.Ops
+	for i := range 200 {
+		v := fmt.Sprintf("%c%c-value-%03d", 'a'+i%26, 'a'+(i/26)%26, i)
+		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, true, false)
+	}
+	old := tagindex.For(2)
+	applied, kept := 0, 0
+	_ = ops.Each(func(ek, _ []byte, _ bool, _ []byte) error {
+		if o, _ := old.EntryOwnerOf(ek); o == 1 {
+			applied++
+		} else {
+			kept++
+		}
+		return nil
+	})
+	if applied == 0 || kept == 0 {
+		t.Fatalf("the record should have entries of both old servers: %d and %d", applied, kept)
+	}
+	k := keyOutbox(7, 0)
+	b := s.st.db.NewBatch()
+	_ = b.Set(k, (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
+	_ = b.Set(keyAcked(7, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
+	if err := s.st.commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	sent := 0
+	send := func(ctx context.Context, index int, kvs *wire.KVBatch) error {
+		for _, key := range kvs.Keys {
+			if key[0] == 'Q' {
+				sent++
+			}
+		}
+		return nil
+	}
+	if _, err := s.MoveForeign(context.Background(), send); err != nil {
+		t.Fatal(err)
+	}
+	if sent != 0 {
+		t.Fatalf("%d record pieces were sent for an object that stays", sent)
+	}
+	v, ok, err := s.st.get(k)
+	if err != nil || !ok {
+		t.Fatalf("the record's unapplied part is gone (ok %v, err %v)", ok, err)
+	}
+	left, err := recordOps(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = left.Each(func(ek, _ []byte, _ bool, _ []byte) error {
+		if o, _ := old.EntryOwnerOf(ek); o == 1 {
+			t.Fatalf("entry %q, applied by server 1 before the move, is still in the record", ek)
+		}
+		return nil
+	})
+	if left.Len() != kept {
+		t.Fatalf("the record keeps %d entries, want %d", left.Len(), kept)
+	}
+	if _, ok, _ := s.st.get(keyAcked(7, 1)); ok {
+		t.Fatal("the mark of the old count outlived the move")
 	}
 }
 

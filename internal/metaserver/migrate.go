@@ -212,6 +212,9 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		return moved, err
 	}
 	var records [][2][]byte
+	// The marks of the records' parts already applied: dest -> the count
+	// it was an index among, by record.
+	marks := map[string]map[int]int{}
 	it, err := db.NewIter(nil)
 	if err != nil {
 		return moved, err
@@ -226,6 +229,21 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 				return moved, err
 			}
 			records = append(records, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+			continue
+		}
+		if k[0] == 'q' && len(k) == 13 {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return moved, err
+			}
+			if len(v) == 4 {
+				seq := string(k[1:9])
+				if marks[seq] == nil {
+					marks[seq] = map[int]int{}
+				}
+				marks[seq][int(binary.BigEndian.Uint32(k[9:]))] = int(binary.BigEndian.Uint32(v))
+			}
 			continue
 		}
 		owner, ok := keyDest(k, count)
@@ -257,7 +275,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 		return nil
 	}
 	for _, r := range records {
-		n, err := moveRecord(r[0], r[1], self, count, sendNow, deleteMoved, from)
+		n, err := moveRecord(r[0], r[1], marks[string(r[0][1:9])], self, count, sendNow, deleteMoved, from)
 		moved += n
 		if err != nil {
 			return moved, err
@@ -276,7 +294,12 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 // its place in this server's order) or deleted. A crash midway sends some
 // pieces again at the next start, which applies the same changes twice:
 // harmless. It returns how many pieces it sent.
-func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byte) error, deleteMoved bool, from *store) (int, error) {
+//
+// Entries of a part that its server applied already (marks: destination
+// -> the count it was an index among) are left out: the move takes that
+// server's entries to their new servers, perhaps with newer changes of
+// the same entries, which these would undo.
+func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(owner int, k, v []byte) error, deleteMoved bool, from *store) (int, error) {
 	ops, err := recordOps(v)
 	if err != nil {
 		return 0, fmt.Errorf("outbox record %x: %w", k, err)
@@ -284,7 +307,14 @@ func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byt
 	parts := map[int]*postings.Ops{}
 	var order []int
 	var dict postings.Ops
+	dropped := false
 	_ = ops.Each(func(ek, _ []byte, _ bool, rec []byte) error {
+		for d, n := range marks {
+			if o, err := tagindex.For(n).EntryOwnerOf(ek); err == nil && o == d {
+				dropped = true
+				return nil
+			}
+		}
 		id, ok := tagindex.EntryObject(ek)
 		if !ok {
 			dict.AppendRecord(rec)
@@ -305,7 +335,7 @@ func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byt
 		}
 		parts[order[0]].Append(&dict)
 	}
-	if len(order) == 1 && order[0] == self {
+	if len(order) == 1 && order[0] == self && !dropped && len(marks) == 0 {
 		return 0, nil
 	}
 	sent := 0
@@ -331,6 +361,10 @@ func moveRecord(k, v []byte, self, count int, sendNow func(owner int, k, v []byt
 		_ = b.Set(k, m.Marshal(nil), nil)
 	} else {
 		_ = b.Delete(k, nil)
+	}
+	seq := binary.BigEndian.Uint64(k[1:9])
+	for d := range marks {
+		_ = b.Delete(keyAcked(seq, d), nil)
 	}
 	return sent, from.commit(b)
 }

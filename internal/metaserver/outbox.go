@@ -17,9 +17,17 @@ import (
 // in the order they were committed, until each server acknowledges them.
 // Records are 'Q' keys in the store, written in the batch of the tag change
 // they index; a record is deleted once every server it names has applied
-// its operations. Applying an operation twice is harmless (a set or a
-// delete of one key), so a crash between a server's acknowledgement and the
-// record's deletion only causes a second, identical delivery, in order.
+// its operations.
+//
+// A server that has applied its whole part of a record that others have
+// not yet is marked as done with it ('q' seq dest, keyAcked), in the batch
+// that records the acknowledgement: a restart must not deliver that part
+// again. The server may since have applied newer records that change the
+// same entries (and those records may be gone from the store), and applying
+// the old part after them would bring back entries they deleted. A crash
+// between a server's acknowledgement and its mark only delivers a part
+// again that no newer record has followed yet: deliveries to one server go
+// in order, one at a time, and each is marked before the next is sent.
 type outbox struct {
 	s *Service
 
@@ -38,6 +46,9 @@ type outbox struct {
 		// waiters counts fences and writers waiting for deliveries: while
 		// there are any, deliverers do not linger.
 		waiters int
+		// idle holds the records queued with nothing to deliver, for start
+		// to delete.
+		idle []*obRecord
 	}
 
 	ctx    context.Context
@@ -48,7 +59,13 @@ type outbox struct {
 // obRecord is one outbox record in memory.
 type obRecord struct {
 	seq, obj uint64
-	ops      postings.Ops // until queued
+	// skip holds the destinations that applied their part before a
+	// restart (their marks, loaded at start); acked those whose part was
+	// applied since, marked in the store.
+	skip   map[int]bool
+	acked  []int        // guarded by outbox.mu
+	loaded bool         // by start, from the store
+	ops    postings.Ops // until queued
 	// split, if set, is ops by destination among len(split) servers, as
 	// the commit built them: queueing then needs no pass over ops.
 	split []postings.Ops
@@ -64,9 +81,18 @@ type obRecord struct {
 // obItem is the part of a record for one destination.
 type obItem struct {
 	rec   *obRecord
+	dest  int
+	last  bool // the record's last item for dest
 	ops   postings.Ops
 	size  int
 	tried bool // guarded by outbox.mu
+}
+
+// keyAcked marks that destination dest applied its whole part of outbox
+// record seq; the value is the metadata server count that dest is an
+// index among.
+func keyAcked(seq uint64, dest int) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{'q'}, seq), uint32(dest))
 }
 
 type destQueue struct {
@@ -228,6 +254,9 @@ func (ob *outbox) queueLocked() {
 		r.unacked, r.untried = len(order), len(order)
 		if len(order) == 0 {
 			ob.triedLocked(r)
+			if r.loaded {
+				ob.mu.idle = append(ob.mu.idle, r)
+			}
 			continue
 		}
 		for j, d := range order {
@@ -255,11 +284,23 @@ func (ob *outbox) queueLocked() {
 // splitLocked divides r by destination, in deliveries of at most half of
 // maxDelivery each.
 func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []int, items []*obItem) {
+	defer func() {
+		// The last item of each destination completes its part.
+		seen := map[int]bool{}
+		for i := len(items) - 1; i >= 0; i-- {
+			if d := items[i].dest; !seen[d] {
+				seen[d], items[i].last = true, true
+			}
+		}
+	}()
 	if len(r.split) == ob.mu.count {
 		for d := range r.split {
+			if r.skip[d] {
+				continue
+			}
 			for _, piece := range chunks(&r.split[d], maxDelivery/2) {
 				order = append(order, d)
-				items = append(items, &obItem{rec: r, ops: piece, size: len(piece.Bytes())})
+				items = append(items, &obItem{rec: r, dest: d, ops: piece, size: len(piece.Bytes())})
 			}
 		}
 		return order, items
@@ -271,9 +312,12 @@ func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []in
 			ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
 			return nil
 		}
+		if r.skip[d] {
+			return nil
+		}
 		it := cur[d]
 		if it == nil || it.size >= maxDelivery/2 {
-			it = &obItem{rec: r}
+			it = &obItem{rec: r, dest: d}
 			cur[d] = it
 			order = append(order, d)
 			items = append(items, it)
@@ -310,8 +354,12 @@ func chunks(ops *postings.Ops, max int) []postings.Ops {
 // start loads the records in the store and begins delivering. It returns
 // the records loaded, to wait for.
 func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
+	marks, err := ob.loadMarks(count)
+	if err != nil {
+		return nil, err
+	}
 	var recs []*obRecord
-	err := ob.s.scan([]byte{'Q'}, func(k, v []byte) error {
+	err = ob.s.scan([]byte{'Q'}, func(k, v []byte) error {
 		if len(k) != 17 {
 			return nil
 		}
@@ -319,15 +367,29 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 		if err != nil {
 			return fmt.Errorf("outbox record %x: %w", k, err)
 		}
-		recs = append(recs, &obRecord{seq: binary.BigEndian.Uint64(k[1:9]), obj: binary.BigEndian.Uint64(k[9:]),
+		seq := binary.BigEndian.Uint64(k[1:9])
+		recs = append(recs, &obRecord{seq: seq, obj: binary.BigEndian.Uint64(k[9:]), skip: marks[seq], loaded: true,
 			ops: ops, size: len(ops.Bytes()), ready: true, tried: make(chan struct{})})
+		delete(marks, seq)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Marks whose record is gone (deleted by a reindex or a move).
+	if len(marks) > 0 {
+		b := ob.s.st.db.NewBatch()
+		defer b.Close()
+		for seq, ds := range marks {
+			for d := range ds {
+				_ = b.Delete(keyAcked(seq, d), nil)
+			}
+		}
+		if err := ob.s.st.commit(b); err != nil {
+			return nil, fmt.Errorf("delete the marks of gone outbox records: %w", err)
+		}
+	}
 	ob.mu.Lock()
-	defer ob.mu.Unlock()
 	// Everything queued before start (a rebuild, imports) is committed,
 	// so the store's records replace it.
 	ob.mu.pending = recs
@@ -337,7 +399,46 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 	}
 	ob.mu.count, ob.mu.peers = count, peers
 	ob.queueLocked()
+	idle := ob.mu.idle
+	ob.mu.idle = nil
+	ob.mu.Unlock()
+	// Records with nothing left to deliver: every part applied before the
+	// restart, or every entry now this server's own.
+	if len(idle) > 0 {
+		b := ob.s.st.db.NewBatch()
+		defer b.Close()
+		for _, r := range idle {
+			_ = b.Delete(keyOutbox(r.seq, r.obj), nil)
+			for d := range r.skip {
+				_ = b.Delete(keyAcked(r.seq, d), nil)
+			}
+		}
+		if err := ob.s.st.commit(b); err != nil {
+			return nil, fmt.Errorf("delete delivered outbox records: %w", err)
+		}
+	}
 	return recs, nil
+}
+
+// loadMarks returns the destinations that applied their part of each
+// outbox record, by sequence number, as far as they are indexes among
+// count servers: marks made under another count name other servers' parts
+// and are not followed (a move drops the parts they mark, moveRecord).
+func (ob *outbox) loadMarks(count int) (map[uint64]map[int]bool, error) {
+	marks := map[uint64]map[int]bool{}
+	err := ob.s.scan([]byte{'q'}, func(k, v []byte) error {
+		if len(k) != 13 || len(v) != 4 {
+			return nil
+		}
+		seq, d := binary.BigEndian.Uint64(k[1:9]), int(binary.BigEndian.Uint32(k[9:]))
+		if marks[seq] == nil {
+			marks[seq] = map[int]bool{}
+		}
+		// A mark of another count only awaits deletion with its record.
+		marks[seq][d] = int(binary.BigEndian.Uint32(v)) == count
+		return nil
+	})
+	return marks, err
 }
 
 // waitTried returns once every record has been tried at each of its
@@ -458,9 +559,11 @@ func (ob *outbox) markTriedLocked(it *obItem) {
 	}
 }
 
-// done records that q's first len(items) items were applied, and deletes
-// the records every destination has applied. Writers go on at once; a
-// record whose deletion a crash prevents is delivered again, harmlessly.
+// done records that q's first len(items) items were applied: it deletes
+// the records every destination has applied, with their marks, and marks
+// the others' parts that are now applied whole. Writers go on at once.
+// The caller sends nothing more to this destination until done returns,
+// so each part is marked before any newer one is applied.
 func (ob *outbox) done(q *destQueue, items []*obItem) {
 	ob.mu.Lock()
 	q.items = q.items[len(items):]
@@ -468,16 +571,28 @@ func (ob *outbox) done(q *destQueue, items []*obItem) {
 		q.size -= it.size
 	}
 	q.failing = false
-	var gone [][]byte
+	count := ob.mu.count
+	var gone, marks [][]byte
 	for _, it := range items {
 		ob.markTriedLocked(it)
-		it.rec.unacked--
-		if it.rec.unacked == 0 {
-			gone = append(gone, keyOutbox(it.rec.seq, it.rec.obj))
+		r := it.rec
+		r.unacked--
+		switch {
+		case r.unacked == 0:
+			gone = append(gone, keyOutbox(r.seq, r.obj))
+			for d := range r.skip {
+				gone = append(gone, keyAcked(r.seq, d))
+			}
+			for _, d := range r.acked {
+				gone = append(gone, keyAcked(r.seq, d))
+			}
+		case it.last:
+			marks = append(marks, keyAcked(r.seq, it.dest))
+			r.acked = append(r.acked, it.dest)
 		}
 	}
 	ob.mu.Unlock()
-	if len(gone) == 0 {
+	if len(gone) == 0 && len(marks) == 0 {
 		return
 	}
 	b := ob.s.st.db.NewBatch()
@@ -485,8 +600,12 @@ func (ob *outbox) done(q *destQueue, items []*obItem) {
 	for _, k := range gone {
 		_ = b.Delete(k, nil)
 	}
+	n := binary.BigEndian.AppendUint32(nil, uint32(count))
+	for _, k := range marks {
+		_ = b.Set(k, n, nil)
+	}
 	if err := ob.s.st.commit(b); err != nil {
-		ob.s.log.Warn("could not delete delivered outbox records", "records", len(gone), "err", err)
+		ob.s.log.Warn("could not record delivered outbox records", "deleted", len(gone), "marked", len(marks), "err", err)
 	}
 }
 

@@ -1,0 +1,132 @@
+package searche2e_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/region"
+)
+
+// destinations returns the servers other than self that hold entries of
+// ops.
+func destinations(p *tagindex.Partition, self int, ops ...[]tagindex.Op) map[int]bool {
+	out := map[int]bool{}
+	for _, o := range ops {
+		for _, op := range o {
+			d, err := p.EntryOwner(op.Key)
+			if err != nil {
+				panic(err)
+			}
+			if d != self {
+				out[d] = true
+			}
+		}
+	}
+	return out
+}
+
+// An older change that a restart delivers again must not undo a newer one.
+// Object o on server S gets tag k=A and then k=B while server E is down.
+// The first change has entries on servers D and E, the second only on D:
+// D applies both and S deletes the second's outbox record, while the
+// first's stays for E. When S restarts, it delivers the first record again.
+// D must not apply it a second time after the newer change: that would
+// bring back the entries of A, which B deleted, and queries for A would
+// find o.
+func TestRedeliveryKeepsNewerChanges(t *testing.T) {
+	tmpdir := e2e.Up(t, 3)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "redeliver", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ct.CreateObject(ctx, "redelivered", client.ObjectProps{Dims: []uint64{1}, Type: region.Int})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := o.Info().Server
+	p := tagindex.For(3)
+	// Find a key and two values that route as the scenario needs. Values
+	// of one repeated letter have every suffix on one server (D); so does
+	// the key's K entry, while its dictionary entries reach E.
+	var key, a, b string
+	var d, e int
+	found := false
+	for l := byte('a'); l <= 'z' && !found; l++ {
+		va, vb := strings.Repeat(string(l), 4), strings.Repeat(string(l), 6)
+		entries := func(v string, del bool) []tagindex.Op {
+			raw := []byte(v)
+			return tagindex.ObjectEntries(key, int32(region.String), raw, tagindex.ValueOf(region.String, raw), o.ID(), true, del)
+		}
+		for i := 0; i < 26*26 && !found; i++ {
+			key = fmt.Sprintf("%c%c%c-key", l, 'a'+i%26, 'a'+i/26)
+			first := destinations(p, self, entries(va, false), tagindex.DictEntries(key, true))
+			second := destinations(p, self, entries(va, true), entries(vb, false))
+			dk, err := p.EntryOwner(tagindex.KeyPrefix(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dk == self || p.Owner(va) != dk || len(second) != 1 || !second[dk] {
+				continue
+			}
+			for cand := range first {
+				if cand != dk {
+					a, b, d, e, found = va, vb, dk, cand, true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no key and values route as this test needs")
+	}
+	t.Logf("object on server %d, key %q: %q then %q; D=%d, E=%d", self, key, a, b, d, e)
+
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Servers {
+		if s.Rank == e {
+			if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := cluster.WaitExit(ctx, s.PID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := o.PutTag(ctx, key, client.String(a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.PutTag(ctx, key, client.String(b)); err != nil {
+		t.Fatal(err)
+	}
+	// The fence fails at E, but it returns only once S has tried every
+	// change at its servers: D has both.
+	if err := c.SyncIndex(ctx); err == nil {
+		t.Fatal("the index fence succeeded with a server down")
+	}
+	c.Close()
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir, "--timeout", "20s")
+	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	c2 := e2e.Connect(t, tmpdir)
+	for _, q := range []string{key + "=" + a, "*=" + a, key + "=" + b, "*=" + b} {
+		want := []uint64{}
+		if q[len(q)-len(b):] == b {
+			want = []uint64{o.ID()}
+		}
+		if got := queryBoth(t, c2, q); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("after the restart, %q finds %v, want %v", q, got, want)
+		}
+	}
+}
