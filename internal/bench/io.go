@@ -40,6 +40,9 @@ type IOConfig struct {
 	// 4 KiB; Small < 0 skips it.
 	Small     int
 	SmallSize int64
+	// FloorDir, if set, is a directory on the data servers' file system
+	// where the store floor is measured after the cases (storeFloor).
+	FloorDir string
 	// Progress, if set, sees each result as soon as it is measured.
 	Progress func(Result)
 }
@@ -190,6 +193,18 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 						cfg.Progress(r)
 					}
 				}
+			}
+		}
+	}
+	if cfg.FloorDir != "" {
+		rs, err := storeFloor(ctx, cfg.FloorDir, size, cfg.Rounds, src, dst, rawOnce, bench, ceiling)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, r)
+			if cfg.Progress != nil {
+				cfg.Progress(r)
 			}
 		}
 	}

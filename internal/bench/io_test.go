@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/pdcgo/pdc/client"
@@ -90,12 +92,25 @@ func TestIOBenchRuns(t *testing.T) {
 			cfg.Regions = []int64{64 << 10, 1 << 20}
 			cfg.Rounds = 1
 			cfg.Small = 512
+			cfg.FloorDir = t.TempDir()
 			rs, err := IO(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := len(Partitions)*len(Storages)*2*2 + 2; len(rs) != want {
+			if want := len(Partitions)*len(Storages)*2*2 + 2 + 2; len(rs) != want {
 				t.Fatalf("got %d results, want %d", len(rs), want)
+			}
+			floors := 0
+			for _, r := range rs {
+				if strings.HasPrefix(r.Case, "store floor: ") {
+					floors++
+				}
+			}
+			if floors != 2 {
+				t.Fatalf("%d store floor rows, want 2 (write and read)", floors)
+			}
+			if left, _ := os.ReadDir(cfg.FloorDir); len(left) != 0 {
+				t.Fatalf("the store floor left %d files behind", len(left))
 			}
 			ceiling := map[string]string{"stream": "raw tcp", "shm": "raw shm"}[tr]
 			for _, r := range rs {

@@ -100,6 +100,8 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		}
 		if i > 0 {
 			c.Small = -1 // once is enough
+		} else {
+			c.FloorDir = dir
 		}
 		if *unix {
 			c.Label += ", unix sockets"
