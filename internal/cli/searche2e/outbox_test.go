@@ -2,6 +2,7 @@ package searche2e_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"syscall"
@@ -127,6 +128,115 @@ func TestRedeliveryKeepsNewerChanges(t *testing.T) {
 		}
 		if got := queryBoth(t, c2, q); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("after the restart, %q finds %v, want %v", q, got, want)
+		}
+	}
+}
+
+// The index equals the tags after every round of: a server killed, tags
+// put and deleted on the objects of the others (their index updates for it
+// wait in the outboxes, some delivered elsewhere, some not), every server
+// killed at once, and all started again. Values repeat and change, so
+// that redelivered updates meet newer ones.
+func TestIndexSurvivesCrashesWithAServerDown(t *testing.T) {
+	tmpdir := e2e.Up(t, 3)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	word := func(alpha string, lo, hi int) string {
+		b := make([]byte, lo+rng.IntN(hi-lo+1))
+		for i := range b {
+			b[i] = alpha[rng.IntN(len(alpha))]
+		}
+		return string(b)
+	}
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "crashes", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nobj = 120
+	specs := make([]client.ObjectSpec, nobj)
+	for i := range specs {
+		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("c%03d", i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"a", "ab", "abc", "b", "ba", "cab", "key", "k"}
+	model := tagModel{}
+	for round := range 4 {
+		down := rng.IntN(3)
+		list, err := cluster.ReadList(tmpdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list.Servers {
+			if s.Rank == down {
+				if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				if err := cluster.WaitExit(ctx, s.PID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Logf("round %d: server %d down", round, down)
+		var live []*client.Object
+		for _, o := range objs {
+			if o.Info().Server != down {
+				live = append(live, o)
+			}
+		}
+		for batch := range 3 {
+			var puts []client.TagPut
+			for range 100 {
+				v := client.String(word("abc12", 1, 5))
+				if rng.IntN(4) == 0 {
+					v = client.Int64(int64(rng.IntN(20)))
+				}
+				puts = append(puts, client.TagPut{Object: live[rng.IntN(len(live))], Name: keys[rng.IntN(len(keys))], Value: v})
+			}
+			if err := c.PutTags(ctx, puts); err != nil {
+				t.Fatalf("round %d: put on the live servers: %v", round, err)
+			}
+			for _, p := range puts {
+				model.put(p)
+			}
+			for range 15 {
+				o := live[rng.IntN(len(live))]
+				for k := range model[o.ID()] {
+					if err := o.DeleteTag(ctx, k); err != nil {
+						t.Fatal(err)
+					}
+					delete(model[o.ID()], k)
+					break
+				}
+			}
+			if batch == 1 {
+				// Let the live servers take what is theirs: the records for
+				// the dead one stay, some of their parts applied.
+				_ = c.SyncIndex(ctx)
+			}
+		}
+		c.Close()
+		e2e.KillAll(t, tmpdir)
+		e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+		c = e2e.Connect(t, tmpdir)
+		for i := range objs {
+			objs[i] = mustOpen(t, c, objs[i].Name())
+		}
+		for range 60 {
+			q := randomQuery(rng, word, keys)
+			want, textRange := model.want(t, q)
+			if textRange {
+				continue
+			}
+			if got := queryBoth(t, c, q); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+				t.Fatalf("round %d (server %d was down): %q found %v, the model %v", round, down, q, got, want)
+			}
 		}
 	}
 }

@@ -273,11 +273,7 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type tv struct {
-		typ region.Type
-		val []byte
-	}
-	model := map[uint64]map[string]tv{}
+	model := tagModel{}
 	keys := []string{"a", "ab", "abc", "b", "ba", "cab", "x\x01y", "key", "k", "kk"}
 	newValue := func() client.TagValue {
 		switch rng.IntN(4) {
@@ -305,12 +301,7 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range puts {
-			m := model[p.Object.ID()]
-			if m == nil {
-				m = map[string]tv{}
-				model[p.Object.ID()] = m
-			}
-			m[p.Name] = tv{p.Value.Type, p.Value.Value}
+			model.put(p)
 		}
 		// Delete some tags and, in the last round, some objects.
 		for range 40 {
@@ -334,32 +325,8 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 		}
 		for range 150 {
 			q := randomQuery(rng, word, keys)
-			pq, err := tagindex.Parse(q)
-			if err != nil {
-				t.Fatalf("generated query %q: %v", q, err)
-			}
-			var want []uint64
-			sawText, sawNum := false, false
-			for id, m := range model {
-				for k, v := range m {
-					if !pq.Key.Match(k) {
-						continue
-					}
-					val := tagindex.ValueOf(v.typ, v.val)
-					if val.Num != nil {
-						sawNum = true
-					} else {
-						sawText = true
-					}
-					if ok, _ := pq.MatchValue(k, val); ok {
-						want = append(want, id)
-						break
-					}
-				}
-			}
-			slices.Sort(want)
-			want = slices.Compact(want)
-			if pq.Range && sawText && !sawNum {
+			want, textRange := model.want(t, q)
+			if textRange {
 				for _, opt := range []client.QueryOption{client.ScanOnly(), client.IndexOnly()} {
 					if _, err := c.Query(ctx, q, opt); !errors.Is(err, pdc.ErrInvalid) {
 						if errors.Is(err, pdc.ErrUnimplemented) {
@@ -375,6 +342,46 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tagModel is what the tags are: object id -> tag name -> value.
+type tagModel map[uint64]map[string]client.TagValue
+
+func (m tagModel) put(p client.TagPut) {
+	if m[p.Object.ID()] == nil {
+		m[p.Object.ID()] = map[string]client.TagValue{}
+	}
+	m[p.Object.ID()][p.Name] = p.Value
+}
+
+// want returns the ids that query q must find, sorted, and whether q is a
+// range that meets text tags only (which is refused).
+func (m tagModel) want(t *testing.T, q string) (ids []uint64, textRange bool) {
+	t.Helper()
+	pq, err := tagindex.Parse(q)
+	if err != nil {
+		t.Fatalf("generated query %q: %v", q, err)
+	}
+	sawText, sawNum := false, false
+	for id, tags := range m {
+		for k, v := range tags {
+			if !pq.Key.Match(k) {
+				continue
+			}
+			val := tagindex.ValueOf(v.Type, v.Value)
+			if val.Num != nil {
+				sawNum = true
+			} else {
+				sawText = true
+			}
+			if ok, _ := pq.MatchValue(k, val); ok {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), pq.Range && sawText && !sawNum
 }
 
 // randomQuery makes a query of a random form from the keys and alphabets
