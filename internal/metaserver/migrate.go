@@ -83,6 +83,10 @@ func keyDest(k []byte, count int) (int, bool) {
 	return placement.Owner(pk, count), true
 }
 
+// maxMarkCount bounds the server count an outbox mark may name
+// (tagindex.For builds a table of that size).
+const maxMarkCount = 1 << 16
+
 // migrateBatch is how many entries go in one import request, and
 // migrateBytes about how many bytes, well under the frame header limit.
 const (
@@ -237,7 +241,8 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 				it.Close()
 				return moved, err
 			}
-			if len(v) == 4 {
+			// A count no cluster has is not a mark to follow.
+			if len(v) == 4 && binary.BigEndian.Uint32(v) >= 1 && binary.BigEndian.Uint32(v) <= maxMarkCount {
 				seq := string(k[1:9])
 				if marks[seq] == nil {
 					marks[seq] = map[int]int{}
@@ -307,11 +312,9 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 	parts := map[int]*postings.Ops{}
 	var order []int
 	var dict postings.Ops
-	dropped := false
 	_ = ops.Each(func(ek, _ []byte, _ bool, rec []byte) error {
 		for d, n := range marks {
 			if o, err := tagindex.For(n).EntryOwnerOf(ek); err == nil && o == d {
-				dropped = true
 				return nil
 			}
 		}
@@ -335,7 +338,7 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 		}
 		parts[order[0]].Append(&dict)
 	}
-	if len(order) == 1 && order[0] == self && !dropped && len(marks) == 0 {
+	if len(order) == 1 && order[0] == self && len(marks) == 0 {
 		return 0, nil
 	}
 	sent := 0

@@ -51,6 +51,10 @@ type outbox struct {
 		idle []*obRecord
 	}
 
+	// doneMu makes each acknowledgement's commit and what it changes in
+	// memory one step (done).
+	doneMu sync.Mutex
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // deliverers
@@ -120,16 +124,22 @@ func (ob *outbox) init(s *Service) error {
 	ob.s = s
 	ob.mu.queues = map[int]*destQueue{}
 	ob.ctx, ob.cancel = context.WithCancel(context.Background())
-	// Sequence numbers continue after the records left in the store.
+	// Sequence numbers continue after the records left in the store, and
+	// after their marks: a mark must never name a later record.
 	var last uint64
-	err := s.scan([]byte{'Q'}, func(k, _ []byte) error {
-		if len(k) == 17 {
-			last = max(last, binary.BigEndian.Uint64(k[1:9]))
+	for _, p := range []byte{'Q', 'q'} {
+		err := s.scan([]byte{p}, func(k, _ []byte) error {
+			if len(k) >= 9 {
+				last = max(last, binary.BigEndian.Uint64(k[1:9]))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
 	ob.mu.next = last + 1
-	return err
+	return nil
 }
 
 // add takes the next sequence number for a record about to be committed.
@@ -402,8 +412,9 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 	idle := ob.mu.idle
 	ob.mu.idle = nil
 	ob.mu.Unlock()
-	// Records with nothing left to deliver: every part applied before the
-	// restart, or every entry now this server's own.
+	// Records with nothing left to deliver: every part was applied before
+	// the restart (its last acknowledgement did not get to delete it), or
+	// it holds no change at all.
 	if len(idle) > 0 {
 		b := ob.s.st.db.NewBatch()
 		defer b.Close()
@@ -435,7 +446,7 @@ func (ob *outbox) loadMarks(count int) (map[uint64]map[int]bool, error) {
 			marks[seq] = map[int]bool{}
 		}
 		// A mark of another count only awaits deletion with its record.
-		marks[seq][d] = int(binary.BigEndian.Uint32(v)) == count
+		marks[seq][d] = int(binary.BigEndian.Uint32(v)) == count && d < count
 		return nil
 	})
 	return marks, err
@@ -564,49 +575,83 @@ func (ob *outbox) markTriedLocked(it *obItem) {
 // the others' parts that are now applied whole. Writers go on at once.
 // The caller sends nothing more to this destination until done returns,
 // so each part is marked before any newer one is applied.
-func (ob *outbox) done(q *destQueue, items []*obItem) {
+//
+// The batch commits before anything changes in memory, under doneMu: the
+// deliverers of two destinations acknowledging one record at once must
+// not commit its deletion before the other's mark (which would outlive
+// it). If the commit fails, nothing changed and the items stay at the
+// head of q; done returns the error and the caller delivers them again,
+// which applies the same changes again with nothing newer after them.
+func (ob *outbox) done(q *destQueue, items []*obItem) error {
+	ob.doneMu.Lock()
+	defer ob.doneMu.Unlock()
 	ob.mu.Lock()
+	count := ob.mu.count
+	left := map[*obRecord]int{} // unacked after these items
+	for _, it := range items {
+		if _, ok := left[it.rec]; !ok {
+			left[it.rec] = it.rec.unacked
+		}
+		left[it.rec]--
+	}
+	var gone, marks [][]byte
+	for _, it := range items {
+		r := it.rec
+		switch {
+		case left[r] == 0:
+			if it == lastItemOf(r, items) {
+				gone = append(gone, keyOutbox(r.seq, r.obj))
+				for d := range r.skip {
+					gone = append(gone, keyAcked(r.seq, d))
+				}
+				for _, d := range r.acked {
+					gone = append(gone, keyAcked(r.seq, d))
+				}
+			}
+		case it.last:
+			marks = append(marks, keyAcked(r.seq, it.dest))
+		}
+	}
+	ob.mu.Unlock()
+	if len(gone) > 0 || len(marks) > 0 {
+		b := ob.s.st.db.NewBatch()
+		defer b.Close()
+		for _, k := range gone {
+			_ = b.Delete(k, nil)
+		}
+		n := binary.BigEndian.AppendUint32(nil, uint32(count))
+		for _, k := range marks {
+			_ = b.Set(k, n, nil)
+		}
+		if err := ob.s.st.commit(b); err != nil {
+			return fmt.Errorf("record %d delivered outbox parts: %w", len(items), err)
+		}
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
 	q.items = q.items[len(items):]
 	for _, it := range items {
 		q.size -= it.size
 	}
 	q.failing = false
-	count := ob.mu.count
-	var gone, marks [][]byte
 	for _, it := range items {
 		ob.markTriedLocked(it)
-		r := it.rec
-		r.unacked--
-		switch {
-		case r.unacked == 0:
-			gone = append(gone, keyOutbox(r.seq, r.obj))
-			for d := range r.skip {
-				gone = append(gone, keyAcked(r.seq, d))
-			}
-			for _, d := range r.acked {
-				gone = append(gone, keyAcked(r.seq, d))
-			}
-		case it.last:
-			marks = append(marks, keyAcked(r.seq, it.dest))
-			r.acked = append(r.acked, it.dest)
+		it.rec.unacked--
+		if it.last && it.rec.unacked > 0 {
+			it.rec.acked = append(it.rec.acked, it.dest)
 		}
 	}
-	ob.mu.Unlock()
-	if len(gone) == 0 && len(marks) == 0 {
-		return
+	return nil
+}
+
+// lastItemOf returns the last of items that belongs to r.
+func lastItemOf(r *obRecord, items []*obItem) *obItem {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].rec == r {
+			return items[i]
+		}
 	}
-	b := ob.s.st.db.NewBatch()
-	defer b.Close()
-	for _, k := range gone {
-		_ = b.Delete(k, nil)
-	}
-	n := binary.BigEndian.AppendUint32(nil, uint32(count))
-	for _, k := range marks {
-		_ = b.Set(k, n, nil)
-	}
-	if err := ob.s.st.commit(b); err != nil {
-		ob.s.log.Warn("could not record delivered outbox records", "deleted", len(gone), "marked", len(marks), "err", err)
-	}
+	return nil
 }
 
 func (ob *outbox) failed(q *destQueue) {
@@ -660,12 +705,14 @@ func (ob *outbox) run(d int, q *destQueue) {
 			}
 			err := ob.send(d, ops)
 			if err == nil {
+				err = ob.done(q, items)
+			}
+			if err == nil {
 				if failing {
 					ob.s.log.Info("tag index updates reach metadata server again", "server", d)
 					failing = false
 				}
 				pause = 0
-				ob.done(q, items)
 				continue
 			}
 			if ob.ctx.Err() != nil {

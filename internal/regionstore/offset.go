@@ -21,11 +21,11 @@ import (
 //	        of the bytes before it; all little-endian, zero-padded
 //	table   4 bytes per 4 KiB data block: the block's CRC, 0 if never
 //	        written; sized for "table blocks", rounded up to 4 KiB
+//	data    element i of the object (row-major over its current dims) at
+//	        data offset + i*elem
 //
 // Every CRC is CRC-32 (IEEE) from version 2, CRC-32C in version 1 (see
 // sumVersion).
-//	data    element i of the object (row-major over its current dims) at
-//	        data offset + i*elem
 //
 // The CRC table lives in the same file, not in a sidecar, so that a
 // relayout replaces data and checksums with one rename: with two files a

@@ -153,6 +153,9 @@ func TestFilesOfTheLastBuildRead(t *testing.T) {
 			if err := s.Read(obj, l, region.Shape(16, 256), got); err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("round %d: object %d (%s) of the last build reads back wrong (err %v)", round, obj, mode, err)
 			}
+			if o, err := s.object(obj); err != nil || mode == ByRegion && round == 0 && (o.reg == nil || o.reg.checkpointed == 0) {
+				t.Fatalf("object %d: the last build's index checkpoint was not used (err %v)", obj, err)
+			}
 			if round == 0 {
 				// Rewrite a row with its own bytes: the file's checksums
 				// must still match them on the next round.
