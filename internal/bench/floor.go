@@ -29,15 +29,13 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	const chunk, block = 1 << 20, 4 << 10
-	sums := make([]uint32, chunk/block)
+	const chunk = 1 << 20
+	sums := make([]uint32, chunk/floorBlock)
 	write := func() (time.Duration, error) {
 		t0 := time.Now()
 		for off := int64(0); off < size; off += chunk {
 			b := src[off:min(off+chunk, size)]
-			for i := 0; i*block < len(b); i++ {
-				sums[i] = crc32.ChecksumIEEE(b[i*block : min((i+1)*block, len(b))])
-			}
+			sumBlocks(sums, b)
 			if _, err := f.WriteAt(b, off); err != nil {
 				return 0, err
 			}
@@ -57,9 +55,7 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 		t0 := time.Now()
 		for off := int64(0); off < size; off += chunk {
 			b := m[off:min(off+chunk, size)]
-			for i := 0; i*block < len(b); i++ {
-				sums[i] = crc32.ChecksumIEEE(b[i*block : min((i+1)*block, len(b))])
-			}
+			sumBlocks(sums, b)
 			copy(dst[off:], b)
 		}
 		return time.Since(t0), ctx.Err()
@@ -83,4 +79,14 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 		rate(bench, fmt.Sprintf("store floor: write %s, 1 MiB pwrites with CRC-32 per 4 KiB, one core", sizeName(size)), gbps(size, wT), "GB/s", ceiling, gbps(size, rawT)),
 		rate(bench, fmt.Sprintf("store floor: read %s, CRC-32 per 4 KiB and copy from the page cache, one core", sizeName(size)), gbps(size, rT), "GB/s", ceiling, gbps(size, rawT)),
 	}, nil
+}
+
+// floorBlock is the store's unit of checksumming.
+const floorBlock = 4 << 10
+
+// sumBlocks checksums b per floorBlock into sums, as the store does.
+func sumBlocks(sums []uint32, b []byte) {
+	for i := 0; i*floorBlock < len(b); i++ {
+		sums[i] = crc32.ChecksumIEEE(b[i*floorBlock : min((i+1)*floorBlock, len(b))])
+	}
 }

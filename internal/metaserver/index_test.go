@@ -696,17 +696,8 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	}
 	defer s.Close()
 	s.SetPlacement(0, 3)
-	var id uint64 // an object that stays on server 0
-	for key := uint32(1); id == 0; key++ {
-		if placement.Owner(key, 3) == 0 {
-			id = placement.ID(key, 1)
-		}
-	}
-	var ops postings.Ops
-	for i := range 200 {
-		v := fmt.Sprintf("%c%c-value-%03d", 'a'+i%26, 'a'+(i/26)%26, i)
-		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, true, false)
-	}
+	id := objectOf(0, 3) // stays on server 0
+	ops := valueEntries(id, 200)
 	old := tagindex.For(2)
 	applied, kept := 0, 0
 	_ = ops.Each(func(ek, _ []byte, _ bool, _ []byte) error {
@@ -763,6 +754,26 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	if _, ok, _ := s.st.get(keyAcked(7, 1)); ok {
 		t.Fatal("the mark of the old count outlived the move")
 	}
+}
+
+// objectOf returns an object id that server owner holds among count.
+func objectOf(owner, count int) uint64 {
+	for key := uint32(1); ; key++ {
+		if placement.Owner(key, count) == owner {
+			return placement.ID(key, 1)
+		}
+	}
+}
+
+// valueEntries returns the index entries (suffix-tree mode) of n string
+// tags of object id, with values whose suffixes start with many letters.
+func valueEntries(id uint64, n int) postings.Ops {
+	var ops postings.Ops
+	for i := range n {
+		v := fmt.Sprintf("%c%c-value-%03d", 'a'+i%26, 'a'+(i/26)%26, i)
+		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, true, false)
+	}
+	return ops
 }
 
 // TestIndexApplyRefusesMalformedEntries: an entry from the network that no

@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 
-	"github.com/pdcgo/pdc/internal/placement"
-	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
-	"github.com/pdcgo/pdc/region"
 )
 
 // TestConcurrentAcksLeaveNoMark drives done directly, as two deliverers
@@ -98,17 +93,8 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	}
 	defer s.Close()
 	s.SetPlacement(0, 3)
-	var id uint64 // an object that is server 0's under 3 servers
-	for key := uint32(1); id == 0; key++ {
-		if placement.Owner(key, 3) == 0 {
-			id = placement.ID(key, 1)
-		}
-	}
-	var ops postings.Ops
-	for i := range 200 {
-		v := fmt.Sprintf("%c%c-value-%03d", 'a'+i%26, 'a'+(i/26)%26, i)
-		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, true, false)
-	}
+	id := objectOf(0, 3) // server 0's under 3 servers
+	ops := valueEntries(id, 200)
 	want := ops.Len()
 	// Another server's move: its record of the object comes here.
 	imp := &wire.KVBatch{Keys: [][]byte{keyOutbox(42, id)}, Values: [][]byte{(&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil)}}

@@ -34,6 +34,28 @@ func destinations(p *tagindex.Partition, self int, ops ...[]tagindex.Op) map[int
 	return out
 }
 
+// killRank kills the server of rank with SIGKILL and waits for it to go.
+func killRank(t *testing.T, tmpdir string, rank int) {
+	t.Helper()
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Servers {
+		if s.Rank != rank {
+			continue
+		}
+		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), s.PID); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no server of rank %d in %s", rank, tmpdir)
+}
+
 // An older change that a restart delivers again must not undo a newer one.
 // Object o on server S gets tag k=A and then k=B while server E is down.
 // The first change has entries on servers D and E, the second only on D:
@@ -92,20 +114,7 @@ func TestRedeliveryKeepsNewerChanges(t *testing.T) {
 	}
 	t.Logf("object on server %d, key %q: %q then %q; D=%d, E=%d", self, key, a, b, d, e)
 
-	list, err := cluster.ReadList(tmpdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list.Servers {
-		if s.Rank == e {
-			if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			if err := cluster.WaitExit(ctx, s.PID); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	killRank(t, tmpdir, e)
 	if err := o.PutTag(ctx, key, client.String(a)); err != nil {
 		t.Fatal(err)
 	}
@@ -169,20 +178,7 @@ func TestIndexSurvivesCrashesWithAServerDown(t *testing.T) {
 	model := tagModel{}
 	for round := range 4 {
 		down := rng.IntN(3)
-		list, err := cluster.ReadList(tmpdir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range list.Servers {
-			if s.Rank == down {
-				if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				if err := cluster.WaitExit(ctx, s.PID); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		killRank(t, tmpdir, down)
 		t.Logf("round %d: server %d down", round, down)
 		var live []*client.Object
 		for _, o := range objs {
