@@ -77,8 +77,8 @@ type obRecord struct {
 	// Guarded by outbox.mu:
 	ready, dropped bool
 	done           bool // tried everywhere: tried is closed
-	unacked        int  // destinations that have not acknowledged
-	untried        int  // destinations not yet tried
+	unacked        int  // items not yet acknowledged
+	untried        int  // items not yet tried
 	tried          chan struct{}
 }
 
@@ -364,7 +364,7 @@ func chunks(ops *postings.Ops, max int) []postings.Ops {
 // start loads the records in the store and begins delivering. It returns
 // the records loaded, to wait for.
 func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
-	marks, err := ob.loadMarks(count)
+	marks, bad, err := ob.loadMarks(count)
 	if err != nil {
 		return nil, err
 	}
@@ -386,14 +386,17 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Marks whose record is gone (deleted by a reindex or a move).
-	if len(marks) > 0 {
+	// Marks whose record is gone, and marks no build wrote.
+	if len(marks) > 0 || len(bad) > 0 {
 		b := ob.s.st.db.NewBatch()
 		defer b.Close()
 		for seq, ds := range marks {
 			for d := range ds {
 				_ = b.Delete(keyAcked(seq, d), nil)
 			}
+		}
+		for _, k := range bad {
+			_ = b.Delete(k, nil)
 		}
 		if err := ob.s.st.commit(b); err != nil {
 			return nil, fmt.Errorf("delete the marks of gone outbox records: %w", err)
@@ -435,10 +438,11 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 // outbox record, by sequence number, as far as they are indexes among
 // count servers: marks made under another count name other servers' parts
 // and are not followed (a move drops the parts they mark, moveRecord).
-func (ob *outbox) loadMarks(count int) (map[uint64]map[int]bool, error) {
-	marks := map[uint64]map[int]bool{}
-	err := ob.s.scan([]byte{'q'}, func(k, v []byte) error {
+func (ob *outbox) loadMarks(count int) (marks map[uint64]map[int]bool, bad [][]byte, err error) {
+	marks = map[uint64]map[int]bool{}
+	err = ob.s.scan([]byte{'q'}, func(k, v []byte) error {
 		if len(k) != 13 || len(v) != 4 {
+			bad = append(bad, bytes.Clone(k))
 			return nil
 		}
 		seq, d := binary.BigEndian.Uint64(k[1:9]), int(binary.BigEndian.Uint32(k[9:]))
@@ -449,7 +453,7 @@ func (ob *outbox) loadMarks(count int) (map[uint64]map[int]bool, error) {
 		marks[seq][d] = int(binary.BigEndian.Uint32(v)) == count && d < count
 		return nil
 	})
-	return marks, err
+	return marks, bad, err
 }
 
 // waitTried returns once every record has been tried at each of its
@@ -571,18 +575,34 @@ func (ob *outbox) markTriedLocked(it *obItem) {
 }
 
 // done records that q's first len(items) items were applied: it deletes
-// the records every destination has applied, with their marks, and marks
-// the others' parts that are now applied whole. Writers go on at once.
-// The caller sends nothing more to this destination until done returns,
-// so each part is marked before any newer one is applied.
+// the records every destination has applied, with their marks, marks the
+// others' parts that are now applied whole, and takes the items off q.
+// The caller sends nothing more to this destination until done succeeds
+// (acknowledge), so each part is marked before any newer one is applied.
 //
-// The batch commits before anything changes in memory, under doneMu: the
-// deliverers of two destinations acknowledging one record at once must
-// not commit its deletion before the other's mark (which would outlive
-// it). If the commit fails, nothing changed and the items stay at the
-// head of q; done returns the error and the caller delivers them again,
-// which applies the same changes again with nothing newer after them.
+// Under doneMu, the batch goes into the store's log before anything
+// changes in memory: the deliverers of two destinations acknowledging one
+// record at once must not log its deletion before the other's mark (which
+// would outlive it). If that fails, nothing changed and done returns the
+// error. The wait for the log's sync (sync durability) comes after, out of
+// doneMu; the log is synced in its order, so a mark is never durable
+// after a later deletion.
 func (ob *outbox) done(q *destQueue, items []*obItem) error {
+	wait, err := ob.record(q, items)
+	if err != nil {
+		return err
+	}
+	if err := wait(); err != nil {
+		// Memory already follows the log; the store fails every later
+		// commit, and the deliverers with it.
+		ob.s.log.Error("could not sync the record of delivered tag index updates", "err", err)
+	}
+	return nil
+}
+
+// record is done's step under doneMu: it logs the batch and changes
+// memory, and returns the wait for the log's sync.
+func (ob *outbox) record(q *destQueue, items []*obItem) (wait func() error, err error) {
 	ob.doneMu.Lock()
 	defer ob.doneMu.Unlock()
 	ob.mu.Lock()
@@ -613,6 +633,7 @@ func (ob *outbox) done(q *destQueue, items []*obItem) error {
 		}
 	}
 	ob.mu.Unlock()
+	wait = noWait
 	if len(gone) > 0 || len(marks) > 0 {
 		b := ob.s.st.db.NewBatch()
 		defer b.Close()
@@ -623,8 +644,8 @@ func (ob *outbox) done(q *destQueue, items []*obItem) error {
 		for _, k := range marks {
 			_ = b.Set(k, n, nil)
 		}
-		if err := ob.s.st.commit(b); err != nil {
-			return fmt.Errorf("record %d delivered outbox parts: %w", len(items), err)
+		if wait, err = ob.s.st.commitApply(b); err != nil {
+			return nil, fmt.Errorf("record the delivery of %d outbox items: %w", len(items), err)
 		}
 	}
 	ob.mu.Lock()
@@ -641,7 +662,38 @@ func (ob *outbox) done(q *destQueue, items []*obItem) error {
 			it.rec.acked = append(it.rec.acked, it.dest)
 		}
 	}
-	return nil
+	return wait, nil
+}
+
+// acknowledge records, with done, that destination d applied items,
+// retrying with a growing pause while the store fails. The items are not
+// sent again: d applied them, and nothing newer goes to d meanwhile, so a
+// retry never applies an old change after a newer one (for this server's
+// own part, which tag writes change directly, it would). Their changes are
+// in place at d, so they count as tried at once. It returns false if the
+// outbox closed.
+func (ob *outbox) acknowledge(d int, q *destQueue, items []*obItem) bool {
+	var pause time.Duration
+	for {
+		err := ob.done(q, items)
+		if err == nil {
+			return true
+		}
+		ob.s.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
+		ob.mu.Lock()
+		for _, it := range items {
+			ob.markTriedLocked(it)
+		}
+		ob.mu.Unlock()
+		pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ob.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // lastItemOf returns the last of items that belongs to r.
@@ -705,9 +757,9 @@ func (ob *outbox) run(d int, q *destQueue) {
 			}
 			err := ob.send(d, ops)
 			if err == nil {
-				err = ob.done(q, items)
-			}
-			if err == nil {
+				if !ob.acknowledge(d, q, items) {
+					return
+				}
 				if failing {
 					ob.s.log.Info("tag index updates reach metadata server again", "server", d)
 					failing = false

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/tagindex/postings"
+	"github.com/pdcgo/pdc/region"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
@@ -126,5 +130,149 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	}
 	if got != want {
 		t.Fatalf("the imported record %x (never delivered anywhere) keeps %d of its %d entries", key, got, want)
+	}
+}
+
+// failCommits makes every store commit fail (as a log that cannot rotate
+// would) until the returned function is called.
+func failCommits(t *testing.T, s *Service) (restore func()) {
+	t.Helper()
+	w := s.st.log
+	w.mu.Lock()
+	m := w.m
+	w.m = nil
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		w.m = m
+		w.mu.Unlock()
+	}
+}
+
+// TestFailedAckIsNotSentAgain: a part for this server's own partition
+// (a record loaded at start can hold one) is applied locally; if the
+// acknowledgement then cannot be recorded, acknowledge retries the record
+// alone. Sending the part again would apply the old change after a tag
+// write that changed the same entries meanwhile, directly (not through the
+// outbox), and bring back the entries it deleted.
+func TestFailedAckIsNotSentAgain(t *testing.T) {
+	c := newTestCluster(t, 1)
+	s := c.svcs[0]
+	id := c.create("obj")
+	c.put(id, "key", "aaaa")
+	var ops postings.Ops
+	tagindex.WriteObjectEntries(&ops, "key", int32(region.String), []byte("aaaa"), tagindex.ValueOf(region.String, []byte("aaaa")), id, s.ix.suffix, false)
+	ob := &s.ix.ob
+	seq := ob.nextSeq()
+	b := s.st.db.NewBatch()
+	_ = b.Set(keyOutbox(seq, 0), []byte{}, nil)
+	if err := s.st.commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	r := &obRecord{seq: seq, tried: make(chan struct{}), unacked: 1, untried: 1}
+	q := &destQueue{items: []*obItem{{rec: r, dest: 0, last: true, ops: ops, size: len(ops.Bytes())}}}
+	items, o := ob.take(q)
+	if err := ob.send(0, o); err != nil {
+		t.Fatal(err)
+	}
+	restore := failCommits(t, s)
+	acked := make(chan bool)
+	go func() { acked <- ob.acknowledge(0, q, items) }()
+	<-r.tried // the failed try counts: the changes are in place
+	restore()
+	c.put(id, "key", "bbbb")
+	if !<-acked {
+		t.Fatal("acknowledge gave up")
+	}
+	for _, scan := range []bool{true, false} {
+		if got := c.query("key=aaaa", scan); len(got) != 0 {
+			t.Fatalf("key=aaaa (scan %v) finds %v after the tag became bbbb", scan, got)
+		}
+	}
+	if _, ok, err := s.st.get(keyOutbox(seq, 0)); err != nil || ok {
+		t.Fatalf("the acknowledged record is still stored (err %v)", err)
+	}
+}
+
+// TestDoneSeveralItemsAndAFailedCommit: one delivery carrying several
+// items of one record and items of several records deletes each fully
+// acknowledged record once and marks the others' parts once, with the
+// marks a record was loaded with; a failed commit changes nothing in
+// memory and the retry counts once.
+func TestDoneSeveralItemsAndAFailedCommit(t *testing.T) {
+	c := newTestCluster(t, 3)
+	s := c.svcs[0]
+	ob := &s.ix.ob
+	put := func(k []byte) {
+		b := s.st.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(k, []byte{}, nil)
+		if err := s.st.commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(k []byte) bool {
+		_, ok, err := s.st.get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	s1, s2 := ob.nextSeq(), ob.nextSeq()
+	put(keyOutbox(s1, 0))
+	put(keyOutbox(s2, 0))
+	// A loaded record's skip marks: dest 0 under count 3 (followed) and
+	// dest 5 under count 9 (not followed); both go with the record.
+	n3 := binary.BigEndian.AppendUint32(nil, 3)
+	n9 := binary.BigEndian.AppendUint32(nil, 9)
+	b := s.st.db.NewBatch()
+	_ = b.Set(keyAcked(s1, 0), n3, nil)
+	_ = b.Set(keyAcked(s1, 5), n9, nil)
+	if err := s.st.commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	// r1: dest 1 has two items (a, b), dest 2 one (c). r2: dest 1 only (x).
+	r1 := &obRecord{seq: s1, skip: map[int]bool{0: true, 5: false}, tried: make(chan struct{}), unacked: 3, untried: 3}
+	r2 := &obRecord{seq: s2, tried: make(chan struct{}), unacked: 1, untried: 1}
+	a := &obItem{rec: r1, dest: 1}
+	bb := &obItem{rec: r1, dest: 1, last: true}
+	x := &obItem{rec: r2, dest: 1, last: true}
+	cc := &obItem{rec: r1, dest: 2, last: true}
+	q1 := &destQueue{items: []*obItem{a, bb, x}}
+	q2 := &destQueue{items: []*obItem{cc}}
+
+	// First try of q1's delivery: the commit fails; nothing changes.
+	restore := failCommits(t, s)
+	err := ob.done(q1, q1.items)
+	restore()
+	if err == nil {
+		t.Fatal("done succeeded with the store failing")
+	}
+	if r1.unacked != 3 || r2.unacked != 1 || len(q1.items) != 3 || len(r1.acked) != 0 {
+		t.Fatalf("a failed done changed memory: r1.unacked %d r2.unacked %d q1 %d acked %v", r1.unacked, r2.unacked, len(q1.items), r1.acked)
+	}
+	ob.failed(q1)
+	// The retry.
+	if err := ob.done(q1, q1.items); err != nil {
+		t.Fatal(err)
+	}
+	if r1.unacked != 1 || r2.unacked != 0 || !slices.Equal(r1.acked, []int{1}) || len(q1.items) != 0 {
+		t.Fatalf("after the retry: r1.unacked %d r2.unacked %d acked %v q1 %d", r1.unacked, r2.unacked, r1.acked, len(q1.items))
+	}
+	if has(keyOutbox(s2, 0)) || !has(keyOutbox(s1, 0)) || !has(keyAcked(s1, 1)) {
+		t.Fatalf("after q1: r2 kept %v, r1 kept %v, r1 marked for 1 %v", has(keyOutbox(s2, 0)), has(keyOutbox(s1, 0)), has(keyAcked(s1, 1)))
+	}
+	if err := ob.done(q2, q2.items); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range [][]byte{keyOutbox(s1, 0), keyAcked(s1, 0), keyAcked(s1, 1), keyAcked(s1, 2), keyAcked(s1, 5)} {
+		if has(k) {
+			t.Fatalf("%x left after every destination acknowledged", k)
+		}
+	}
+	if r1.unacked != 0 || len(r1.acked) != 1 {
+		t.Fatalf("r1.unacked %d acked %v", r1.unacked, r1.acked)
 	}
 }
