@@ -462,3 +462,51 @@ func TestFlushFailureIsRetried(t *testing.T) {
 	s.Close()
 	check(t, open(t, db, Options{}), m, r, "reopened")
 }
+
+// TestSmallChangesAfterABulkLoadMergeInTiers: once memory holds runs too
+// big to merge before the flush, a stream of one-entry batches is merged
+// tier by tier. Each entry is copied a few times (once per size class),
+// and the runs in memory stay few. Merging every newest run under the
+// limit into one copied the growing run again every Fanout batches: 2,900
+// times the entries' bytes here.
+func TestSmallChangesAfterABulkLoadMergeInTiers(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	s := open(t, db, Options{FlushBytes: 32 << 20})
+	// A bulk load: runs of about 150 KB, 20 of them (over a 16th of
+	// FlushBytes together).
+	for i := range 20 {
+		applyN(t, s, fmt.Sprintf("bulk%02d-", i), 3000)
+	}
+	before := s.Stats()
+	const n = 4096
+	tiny := 0
+	for i := range n {
+		var ops Ops
+		ops.Set(fmt.Appendf(nil, "one%05d", i), bytes.Repeat([]byte{'v'}, 30))
+		tiny += len(ops.Bytes())
+		if err := s.Apply(&ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := s.Stats()
+	if after.DiskRuns != 0 {
+		t.Fatalf("%d runs on disk: the test means to stay in memory", after.DiskRuns)
+	}
+	if copied := after.MergedBytes - before.MergedBytes; copied > 6*int64(tiny) {
+		t.Fatalf("%d one-entry batches (%d bytes) made merges write %d bytes (%.0fx)", n, tiny, copied, float64(copied)/float64(tiny))
+	}
+	if after.MemRuns > 20+4*16 {
+		t.Fatalf("%d runs in memory after %d one-entry batches", after.MemRuns, n)
+	}
+	// Everything reads back.
+	got := 0
+	if err := s.Range([]byte("one"), []byte("onf"), func(k, v []byte) error {
+		got++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("read %d of the %d entries", got, n)
+	}
+}
