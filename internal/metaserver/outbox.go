@@ -685,14 +685,23 @@ func (ob *outbox) acknowledge(d int, q *destQueue, items []*obItem) bool {
 			ob.markTriedLocked(it)
 		}
 		ob.mu.Unlock()
-		pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ob.ctx.Done():
-			t.Stop()
+		if !ob.backOff(&pause) {
 			return false
 		}
+	}
+}
+
+// backOff grows pause (50 ms to 2 s) and waits for it. It returns false
+// if the outbox closed meanwhile.
+func (ob *outbox) backOff(pause *time.Duration) bool {
+	*pause = min(max(2**pause, 50*time.Millisecond), 2*time.Second)
+	t := time.NewTimer(*pause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ob.ctx.Done():
+		return false
 	}
 }
 
@@ -775,12 +784,7 @@ func (ob *outbox) run(d int, q *destQueue) {
 				failing = true
 			}
 			ob.failed(q)
-			pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-ob.ctx.Done():
-				t.Stop()
+			if !ob.backOff(&pause) {
 				return
 			}
 		}
