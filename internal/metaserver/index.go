@@ -252,12 +252,17 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 	// Under ix.mu: this server's entries change in commit order.
 	s.ix.post.Publish(local)
 	s.ix.mu.Unlock()
-	err = wait()
 	// Delivered only once durable here: an index entry must never name a
-	// tag that a crash could still take back.
-	s.ix.ob.release(recs)
-	if err != nil || len(recs) == 0 || !s.ix.ob.overloaded() {
+	// tag that a crash could still take back. A record whose sync failed
+	// stays in the store (if it outlives a crash, the next start delivers
+	// it) but is not delivered now.
+	if err = wait(); err != nil {
+		s.ix.ob.drop(recs)
 		return err
+	}
+	s.ix.ob.release(recs)
+	if len(recs) == 0 || !s.ix.ob.overloaded() {
+		return nil
 	}
 	return s.ix.ob.waitTried(ctx, recs)
 }

@@ -28,6 +28,9 @@ import (
 // between a server's acknowledgement and its mark only delivers a part
 // again that no newer record has followed yet: deliveries to one server go
 // in order, one at a time, and each is marked before the next is sent.
+// This server's own entries also change directly with its tag writes, so
+// its own part of a record (only a record loaded at start has one) is
+// applied by start, before the server serves (applyOwnParts).
 type outbox struct {
 	s *Service
 
@@ -402,9 +405,12 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 			return nil, fmt.Errorf("delete the marks of gone outbox records: %w", err)
 		}
 	}
+	if err := ob.applyOwnParts(recs, count); err != nil {
+		return nil, err
+	}
 	ob.mu.Lock()
-	// Everything queued before start (a rebuild, imports) is committed,
-	// so the store's records replace it.
+	// Everything queued before start (by a rebuild) is committed, so the
+	// store's records replace it.
 	ob.mu.pending = recs
 	ob.mu.open, ob.mu.backlog = nil, 0
 	for _, r := range recs {
@@ -432,6 +438,57 @@ func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
 		}
 	}
 	return recs, nil
+}
+
+// applyOwnParts applies, in sequence order, the entries of loaded records
+// that belong to this server's own partition (a record written before the
+// server knew its place, by a rebuild or under another count holds some),
+// each with its mark in one batch, and leaves the records the other
+// servers' parts. Start does this before the server serves: once it
+// serves, tag writes change its own entries directly, and an old part
+// applied after one of them would bring back what it deleted. A failure
+// fails the start rather than leaving the part to a deliverer's retry.
+func (ob *outbox) applyOwnParts(recs []*obRecord, count int) error {
+	self := int(ob.s.index.Load())
+	part := tagindex.For(count)
+	n := binary.BigEndian.AppendUint32(nil, uint32(count))
+	for _, r := range recs {
+		if r.skip[self] {
+			continue
+		}
+		var own, rest postings.Ops
+		_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
+			if d, err := part.EntryOwnerOf(k); err == nil && d == self {
+				own.AppendRecord(rec)
+			} else {
+				rest.AppendRecord(rec) // a malformed one is dropped with a log line when split
+			}
+			return nil
+		})
+		if own.Len() == 0 {
+			continue
+		}
+		b := ob.s.st.db.NewBatch()
+		staged := ob.s.ix.post.Stage(b, &own)
+		_ = b.Set(keyAcked(r.seq, self), n, nil)
+		wait, err := ob.s.st.commitApply(b)
+		if err != nil {
+			ob.s.ix.post.Abandon(staged)
+			b.Close()
+			return fmt.Errorf("apply this server's part of outbox record %d: %w", r.seq, err)
+		}
+		ob.s.ix.post.Publish(staged)
+		b.Close()
+		if err := wait(); err != nil {
+			return fmt.Errorf("apply this server's part of outbox record %d: %w", r.seq, err)
+		}
+		r.ops, r.size = rest, len(rest.Bytes())
+		if r.skip == nil {
+			r.skip = map[int]bool{}
+		}
+		r.skip[self] = true
+	}
+	return nil
 }
 
 // loadMarks returns the destinations that applied their part of each
@@ -593,8 +650,13 @@ func (ob *outbox) done(q *destQueue, items []*obItem) error {
 		return err
 	}
 	if err := wait(); err != nil {
-		// Memory already follows the log; the store fails every later
-		// commit, and the deliverers with it.
+		// Memory already follows the log, and deliveries go on. The log
+		// syncs in its order and its failure is sticky: nothing logged
+		// after this is durable either, so after a crash the records
+		// acknowledged from now on come back with this one, and are
+		// delivered again in their order. Records committed from now on
+		// are never delivered (commitChanges drops those whose sync
+		// failed).
 		ob.s.log.Error("could not sync the record of delivered tag index updates", "err", err)
 	}
 	return nil

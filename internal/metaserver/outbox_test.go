@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/region"
@@ -274,5 +277,100 @@ func TestDoneSeveralItemsAndAFailedCommit(t *testing.T) {
 	}
 	if r1.unacked != 0 || len(r1.acked) != 1 {
 		t.Fatalf("r1.unacked %d acked %v", r1.unacked, r1.acked)
+	}
+}
+
+// TestOwnPartsApplyAtStart: the part of a loaded record that belongs to
+// this server's own partition is applied by start itself, before the
+// server serves, and never goes to a deliverer: a deliverer's retry could
+// apply it after a tag write that changed the same entries directly. A
+// start that cannot apply it fails.
+func TestOwnPartsApplyAtStart(t *testing.T) {
+	c := newTestCluster(t, 1)
+	s := c.svcs[0]
+	id := c.create("obj")
+	c.put(id, "key", "aaaa")
+	// A tag and its outbox record, as a commit before the server knew its
+	// place leaves them: the record holds the index entries, unapplied.
+	var ops postings.Ops
+	tagindex.WriteObjectEntries(&ops, "key2", int32(region.String), []byte("zzzz"), tagindex.ValueOf(region.String, []byte("zzzz")), id, s.ix.suffix, false)
+	seq := s.ix.ob.nextSeq()
+	b := s.st.db.NewBatch()
+	_ = b.Set(keyTag(kindObject, id, "key2"), (&wire.TagValue{Type: int32(region.String), Value: []byte("zzzz")}).Marshal(nil), nil)
+	_ = b.Set(keyOutbox(seq, 0), (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
+	if err := s.st.commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	c.close()
+
+	// A start whose store fails cannot apply the part: it says so.
+	bad, err := Open(Config{Dir: c.dirs[0], CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.SetPlacement(0, 1)
+	bad.MovesDone()
+	restore := failCommits(t, bad)
+	if err := bad.StartIndex(context.Background(), fakePeers{c}); err == nil {
+		t.Error("the index started although this server's part of a record could not be applied")
+	}
+	restore()
+	bad.Close()
+
+	c.open()
+	s = c.svcs[0]
+	s.ix.ob.mu.Lock()
+	own := s.ix.ob.mu.queues[0]
+	s.ix.ob.mu.Unlock()
+	if own != nil {
+		t.Fatal("start queued this server's own part for a deliverer")
+	}
+	for _, scan := range []bool{false, true} {
+		if got := c.query("key2=zzzz", scan); !slices.Equal(got, []uint64{id}) {
+			t.Fatalf("key2=zzzz (scan %v) finds %v after the start, want [%d]", scan, got, id)
+		}
+	}
+	c.put(id, "key2", "yyyy")
+	for _, scan := range []bool{false, true} {
+		if got := c.query("key2=zzzz", scan); len(got) != 0 {
+			t.Fatalf("key2=zzzz (scan %v) finds %v after the tag became yyyy", scan, got)
+		}
+	}
+	c.close()
+	for _, p := range []byte{'Q', 'q'} {
+		if n := storedKeys(t, c.dirs, p); n != 0 {
+			t.Fatalf("%d %q keys left after the record was applied", n, p)
+		}
+	}
+}
+
+// TestUnsyncedChangeIsNotDelivered: under sync durability, a tag change
+// whose sync failed is refused, and its index entries for other servers
+// are not delivered: if the change did not outlive a crash, they would
+// name a tag that is not there.
+func TestUnsyncedChangeIsNotDelivered(t *testing.T) {
+	c := newTestCluster(t, 2)
+	var id uint64
+	var key string
+	for i := 0; id == 0; i++ {
+		name := fmt.Sprint("obj", i)
+		key = fmt.Sprint("key", i)
+		if o := placement.Owner(placement.Key(name, 0), 2); o == 0 && tagindex.For(2).Owner(key) == 1 {
+			id = c.create(name)
+		}
+	}
+	w := c.svcs[0].st.log
+	w.mu.Lock()
+	w.sync = true
+	w.mu.Unlock()
+	w.syncMu.Lock()
+	w.err = errors.New("injected fsync failure")
+	w.syncMu.Unlock()
+	if err := c.tryPut(id, key, "value"); err == nil {
+		t.Fatal("a put whose sync failed was acknowledged")
+	}
+	if got := c.query(key+"=value", false); len(got) != 0 {
+		t.Fatalf("the index on server 1 found %v for a change whose sync failed", got)
 	}
 }
