@@ -374,3 +374,36 @@ func TestUnsyncedChangeIsNotDelivered(t *testing.T) {
 		t.Fatalf("the index on server 1 found %v for a change whose sync failed", got)
 	}
 }
+
+// TestSyncedBeforeAFailureStaysSynced: a change whose log bytes were synced
+// before a later sync failed is durable, and its wait says so. Failing it
+// would drop its outbox record, which the next start delivers after newer
+// ones.
+func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
+	w, _, err := openWAL(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reset(0); err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	w.mu.Lock()
+	first := w.append([]byte("first"))
+	w.mu.Unlock()
+	if err := w.waitSynced(first); err != nil {
+		t.Fatal(err)
+	}
+	w.syncMu.Lock()
+	w.err = errors.New("injected fsync failure")
+	w.syncMu.Unlock()
+	w.mu.Lock()
+	second := w.append([]byte("second"))
+	w.mu.Unlock()
+	if err := w.waitSynced(first); err != nil {
+		t.Fatalf("a change synced before the failure: %v", err)
+	}
+	if err := w.waitSynced(second); err == nil {
+		t.Fatal("a change logged after the failure counts as synced")
+	}
+}

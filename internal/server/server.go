@@ -305,6 +305,9 @@ func Run(ctx context.Context, cfg Config) error {
 		ictx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 		err := meta.StartIndex(ictx, peers)
 		cancel()
+		if indexStartFatal(err) {
+			return fmt.Errorf("rank %d: start the tag index: %w", cfg.Rank, err)
+		}
 		if err != nil {
 			log.Warn("tag index updates still waiting in the outbox; they are retried in the background: " + err.Error())
 		}
@@ -736,4 +739,15 @@ func closeBounded(log *slog.Logger, what string, d time.Duration, close func() e
 	case <-t.C:
 		log.Error(fmt.Sprintf("close %s: not done after %v; stopping without it", what, d))
 	}
+}
+
+// indexStartFatal reports whether the tag index's start failed in a way
+// the server must not serve around. A wait for deliveries to other servers
+// that ended (too slow, or the server is stopping) is not: the outbox
+// started, and they go on in the background. Any other error is: the
+// outbox did not start (its store failed), so serving would deliver
+// nothing, and this server's own part of its records would be applied
+// only at the next start, after the tag writes served meanwhile.
+func indexStartFatal(err error) bool {
+	return err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
