@@ -83,10 +83,6 @@ func keyDest(k []byte, count int) (int, bool) {
 	return placement.Owner(pk, count), true
 }
 
-// maxMarkCount bounds the server count an outbox mark may name
-// (tagindex.For builds a table of that size).
-const maxMarkCount = 1 << 16
-
 // migrateBatch is how many entries go in one import request, and
 // migrateBytes about how many bytes, well under the frame header limit.
 const (
@@ -241,13 +237,12 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 				it.Close()
 				return moved, err
 			}
-			// A count no cluster has is not a mark to follow.
-			if len(v) == 4 && binary.BigEndian.Uint32(v) >= 1 && binary.BigEndian.Uint32(v) <= maxMarkCount {
+			if _, d, n, ok := decodeMark(k, v); ok {
 				seq := string(k[1:9])
 				if marks[seq] == nil {
 					marks[seq] = map[int]int{}
 				}
-				marks[seq][int(binary.BigEndian.Uint32(k[9:]))] = int(binary.BigEndian.Uint32(v))
+				marks[seq][d] = n
 			}
 			continue
 		}

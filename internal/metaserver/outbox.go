@@ -102,6 +102,20 @@ func keyAcked(seq uint64, dest int) []byte {
 	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{'q'}, seq), uint32(dest))
 }
 
+// maxMarkCount bounds the server count a mark may name (tagindex.For
+// builds a table of that size).
+const maxMarkCount = 1 << 16
+
+// decodeMark reads a mark (keyAcked and its value); ok is false for one
+// no build wrote.
+func decodeMark(k, v []byte) (seq uint64, dest, count int, ok bool) {
+	if len(k) != 13 || k[0] != 'q' || len(v) != 4 {
+		return 0, 0, 0, false
+	}
+	seq, dest, count = binary.BigEndian.Uint64(k[1:9]), int(binary.BigEndian.Uint32(k[9:])), int(binary.BigEndian.Uint32(v))
+	return seq, dest, count, count >= 1 && count <= maxMarkCount && dest < count
+}
+
 type destQueue struct {
 	items []*obItem     // guarded by outbox.mu, in sequence order
 	size  int           // bytes of items; guarded by outbox.mu
@@ -498,16 +512,16 @@ func (ob *outbox) applyOwnParts(recs []*obRecord, count int) error {
 func (ob *outbox) loadMarks(count int) (marks map[uint64]map[int]bool, bad [][]byte, err error) {
 	marks = map[uint64]map[int]bool{}
 	err = ob.s.scan([]byte{'q'}, func(k, v []byte) error {
-		if len(k) != 13 || len(v) != 4 {
+		seq, d, n, ok := decodeMark(k, v)
+		if !ok {
 			bad = append(bad, bytes.Clone(k))
 			return nil
 		}
-		seq, d := binary.BigEndian.Uint64(k[1:9]), int(binary.BigEndian.Uint32(k[9:]))
 		if marks[seq] == nil {
 			marks[seq] = map[int]bool{}
 		}
 		// A mark of another count only awaits deletion with its record.
-		marks[seq][d] = int(binary.BigEndian.Uint32(v)) == count && d < count
+		marks[seq][d] = n == count
 		return nil
 	})
 	return marks, bad, err
