@@ -242,17 +242,7 @@ func (c *testCluster) query(q string, scan bool) []uint64 {
 func TestOutboxSurvivesRestartUntilDelivered(t *testing.T) {
 	c := newTestCluster(t, 2)
 	// An object and a key whose K entry lives on the other server.
-	var id uint64
-	var key string
-	for i := 0; ; i++ {
-		name := fmt.Sprint("obj", i)
-		key = fmt.Sprint("key", i)
-		o := placement.Owner(placement.Key(name, 0), 2)
-		if tagindex.For(2).Owner(key) != o {
-			id = c.create(name)
-			break
-		}
-	}
+	id, key := c.createWithRemoteKey(0)
 	other := tagindex.For(2).Owner(key)
 	c.setDown(other, true)
 	c.put(id, key, "value")
@@ -279,11 +269,7 @@ func TestOutboxSurvivesRestartUntilDelivered(t *testing.T) {
 	// Delivered records are gone once the deliverers have stopped, and so
 	// are their marks.
 	c.close()
-	for _, p := range []byte{'Q', 'q'} {
-		if n := storedKeys(t, c.dirs, p); n != 0 {
-			t.Fatalf("%d %q keys left in the outboxes after delivery", n, p)
-		}
-	}
+	wantOutboxesEmpty(t, c.dirs)
 }
 
 // TestRedeliveryKeepsNewerChanges: a part of an outbox record that its
@@ -360,11 +346,7 @@ func TestRedeliveryKeepsNewerChanges(t *testing.T) {
 	c.close()
 	c.open()
 	c.close()
-	for _, p := range []byte{'Q', 'q'} {
-		if n := storedKeys(t, c.dirs, p); n != 0 {
-			t.Fatalf("%d %q keys left in the outboxes after every delivery", n, p)
-		}
-	}
+	wantOutboxesEmpty(t, c.dirs)
 }
 
 // storedKeys counts the keys with prefix p in the stores of dirs, which

@@ -163,8 +163,7 @@ func TestFailedAckIsNotSentAgain(t *testing.T) {
 	s := c.svcs[0]
 	id := c.create("obj")
 	c.put(id, "key", "aaaa")
-	var ops postings.Ops
-	tagindex.WriteObjectEntries(&ops, "key", int32(region.String), []byte("aaaa"), tagindex.ValueOf(region.String, []byte("aaaa")), id, s.ix.suffix, false)
+	ops := tagEntries(id, "key", "aaaa", s.ix.suffix)
 	ob := &s.ix.ob
 	seq := ob.nextSeq()
 	b := s.st.db.NewBatch()
@@ -292,8 +291,7 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 	c.put(id, "key", "aaaa")
 	// A tag and its outbox record, as a commit before the server knew its
 	// place leaves them: the record holds the index entries, unapplied.
-	var ops postings.Ops
-	tagindex.WriteObjectEntries(&ops, "key2", int32(region.String), []byte("zzzz"), tagindex.ValueOf(region.String, []byte("zzzz")), id, s.ix.suffix, false)
+	ops := tagEntries(id, "key2", "zzzz", s.ix.suffix)
 	seq := s.ix.ob.nextSeq()
 	b := s.st.db.NewBatch()
 	_ = b.Set(keyTag(kindObject, id, "key2"), (&wire.TagValue{Type: int32(region.String), Value: []byte("zzzz")}).Marshal(nil), nil)
@@ -338,11 +336,7 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 		}
 	}
 	c.close()
-	for _, p := range []byte{'Q', 'q'} {
-		if n := storedKeys(t, c.dirs, p); n != 0 {
-			t.Fatalf("%d %q keys left after the record was applied", n, p)
-		}
-	}
+	wantOutboxesEmpty(t, c.dirs)
 }
 
 // TestUnsyncedChangeIsNotDelivered: under sync durability, a tag change
@@ -351,15 +345,7 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 // name a tag that is not there.
 func TestUnsyncedChangeIsNotDelivered(t *testing.T) {
 	c := newTestCluster(t, 2)
-	var id uint64
-	var key string
-	for i := 0; id == 0; i++ {
-		name := fmt.Sprint("obj", i)
-		key = fmt.Sprint("key", i)
-		if o := placement.Owner(placement.Key(name, 0), 2); o == 0 && tagindex.For(2).Owner(key) == 1 {
-			id = c.create(name)
-		}
-	}
+	id, key := c.createWithRemoteKey(0)
 	w := c.svcs[0].st.log
 	w.mu.Lock()
 	w.sync = true
@@ -405,5 +391,35 @@ func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
 	}
 	if err := w.waitSynced(second); err == nil {
 		t.Fatal("a change logged after the failure counts as synced")
+	}
+}
+
+// tagEntries returns the index entries of string tag key=value of object
+// id.
+func tagEntries(id uint64, key, value string, suffix bool) postings.Ops {
+	var ops postings.Ops
+	tagindex.WriteObjectEntries(&ops, key, int32(region.String), []byte(value), tagindex.ValueOf(region.String, []byte(value)), id, suffix, false)
+	return ops
+}
+
+// wantOutboxesEmpty fails unless the closed stores of dirs hold no outbox
+// record and no mark.
+func wantOutboxesEmpty(t *testing.T, dirs []string) {
+	t.Helper()
+	for _, p := range []byte{'Q', 'q'} {
+		if n := storedKeys(t, dirs, p); n != 0 {
+			t.Fatalf("%d %q keys left in the outboxes after every delivery", n, p)
+		}
+	}
+}
+
+// createWithRemoteKey creates an object on server owner of a two-server
+// cluster and returns it with a tag key whose K entry lives on the other.
+func (c *testCluster) createWithRemoteKey(owner int) (uint64, string) {
+	for i := 0; ; i++ {
+		name, key := fmt.Sprint("obj", i), fmt.Sprint("key", i)
+		if placement.Owner(placement.Key(name, 0), 2) == owner && tagindex.For(2).Owner(key) == 1-owner {
+			return c.create(name), key
+		}
 	}
 }
