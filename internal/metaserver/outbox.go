@@ -695,7 +695,8 @@ func (ob *outbox) record(q *destQueue, items []*obItem) (wait func() error, err 
 		r := it.rec
 		switch {
 		case left[r] == 0:
-			if it == lastItemOf(r, items) {
+			if _, ok := left[r]; ok {
+				delete(left, r) // its keys go once
 				gone = append(gone, keyOutbox(r.seq, r.obj))
 				for d := range r.skip {
 					gone = append(gone, keyAcked(r.seq, d))
@@ -779,16 +780,6 @@ func (ob *outbox) backOff(pause *time.Duration) bool {
 	case <-ob.ctx.Done():
 		return false
 	}
-}
-
-// lastItemOf returns the last of items that belongs to r.
-func lastItemOf(r *obRecord, items []*obItem) *obItem {
-	for i := len(items) - 1; i >= 0; i-- {
-		if items[i].rec == r {
-			return items[i]
-		}
-	}
-	return nil
 }
 
 func (ob *outbox) failed(q *destQueue) {
