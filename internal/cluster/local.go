@@ -152,6 +152,22 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 			what := "exited before the cluster was complete"
 			if ctx.Err() != nil {
 				what = fmt.Sprintf("was not ready within %v", cfg.Timeout)
+			} else {
+				// The pipe closes as the server dies, before its last
+				// words (the error) reach its log: wait for the exit
+				// before reading it, or killAll would cut them off.
+				exited := make(chan struct{})
+				go func() {
+					_ = s.cmd.Wait()
+					close(exited)
+				}()
+				t := time.NewTimer(exitWait)
+				select {
+				case <-exited:
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				t.Stop()
 			}
 			tail, _ := os.ReadFile(s.proc.Log)
 			errs[i] = fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
@@ -171,6 +187,10 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 	}
 	return procs, nil
 }
+
+// exitWait bounds the wait for a server whose ready pipe closed without
+// the ready line to exit, so that its log holds its error.
+const exitWait = 10 * time.Second
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
