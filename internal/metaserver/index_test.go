@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -858,6 +860,105 @@ func TestSuffixStepOfTheOtherLayout(t *testing.T) {
 		}
 		if want := noSuffix; res.Unsupported != want || (!want && res.Count != 1) {
 			t.Fatalf("planned without suffix trees %v: unsupported %v, %d found", noSuffix, res.Unsupported, res.Count)
+		}
+	}
+}
+
+// TestOutboxRecordOfChangesBuildsTheirEntries: an outbox record holds tag
+// changes, not their entries; loading it builds, for every other server,
+// the entries the commit queued for it, in the same order, and the
+// dictionary entries of its keys (which the commit may have left out as
+// written already), and none of the committing server's own entries.
+func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
+	for _, suffix := range []bool{true, false} {
+		c := newTestCluster(t, 3)
+		s := c.svcs[1]
+		s.ix.suffix = suffix
+		str := func(v string) *wire.TagValue { return &wire.TagValue{Type: int32(region.String), Value: []byte(v)} }
+		num := func(n int64) *wire.TagValue {
+			return &wire.TagValue{Type: int32(region.Int64), Value: binary.LittleEndian.AppendUint64(nil, uint64(n))}
+		}
+		long := strings.Repeat("long-", tagindex.MaxSuffixText/4)
+		var changes []tagChange
+		for i := range 40 {
+			id := objectOf(i%3, 3)
+			key := fmt.Sprintf("%c%c-key", 'a'+i%26, 'a'+(i/7)%26)
+			changes = append(changes,
+				tagChange{id: id, key: key, new: str(fmt.Sprintf("%c-value-%d", 'a'+i%26, i))},
+				tagChange{id: id, key: key, old: str(fmt.Sprintf("old-%d", i)), new: str(fmt.Sprintf("new\x00%d", i))},
+				tagChange{id: id, key: "n" + key, old: num(int64(i)), new: num(int64(-i))},
+				tagChange{id: id, key: "gone", old: str(fmt.Sprintf("%d-gone", i))},
+				tagChange{id: id, key: "same", old: str("x"), new: str("x")},
+				tagChange{id: id, key: "long", new: str(long + fmt.Sprint(i))})
+		}
+		s.ix.mu.Lock()
+		b := s.st.db.NewBatch()
+		recs, local := s.indexChanges(b, changes)
+		s.ix.post.Abandon(local)
+		s.ix.ob.drop(recs)
+		s.ix.mu.Unlock()
+		if len(recs) != 1 {
+			t.Fatalf("%d outbox records, want 1", len(recs))
+		}
+		var stored []byte
+		r := b.Reader()
+		for {
+			_, k, v, ok, err := r.Next()
+			if err != nil || !ok {
+				break
+			}
+			if bytes.Equal(k, keyOutbox(recs[0].seq, 0)) {
+				stored = bytes.Clone(v)
+			}
+		}
+		b.Close()
+		var m wire.IndexOps
+		if err := m.Unmarshal(stored); err != nil || m.Version != wire.IndexOpsChanges {
+			t.Fatalf("stored record of version %d (%v), want %d", m.Version, err, wire.IndexOpsChanges)
+		}
+		loaded, err := recordOps(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) > len(recs[0].ops.Bytes())/2 {
+			t.Errorf("the record takes %d bytes, its entries %d", len(stored), len(recs[0].ops.Bytes()))
+		}
+		// The entries of objects by destination, in order, and the
+		// dictionary entries as a set.
+		split := func(ops postings.Ops) (map[int][]string, map[string]bool) {
+			byDest, dict := map[int][]string{}, map[string]bool{}
+			_ = ops.Each(func(k, _ []byte, del bool, _ []byte) error {
+				if _, ok := tagindex.EntryObject(k); !ok {
+					dict[string(k)] = true
+					return nil
+				}
+				d, err := tagindex.For(3).EntryOwnerOf(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byDest[d] = append(byDest[d], fmt.Sprintf("%v %q", del, k))
+				return nil
+			})
+			return byDest, dict
+		}
+		wantBy, wantDict := split(recs[0].ops)
+		gotBy, gotDict := split(loaded)
+		if len(wantBy) != 2 || len(wantBy[1]) != 0 {
+			t.Fatalf("suffix %v: the commit queued entries for servers %v, want 0 and 2", suffix, slices.Collect(maps.Keys(wantBy)))
+		}
+		if !reflect.DeepEqual(gotBy, wantBy) {
+			t.Errorf("suffix %v: the loaded record builds %d/%d entries for servers 0/2 (own %d), the commit queued %d/%d",
+				suffix, len(gotBy[0]), len(gotBy[2]), len(gotBy[1]), len(wantBy[0]), len(wantBy[2]))
+		}
+		for k := range wantDict {
+			if !gotDict[k] {
+				t.Errorf("suffix %v: the loaded record lacks dictionary entry %q", suffix, k)
+			}
+		}
+		for k := range gotDict {
+			if d, _ := tagindex.For(3).EntryOwnerOf([]byte(k)); d == 1 {
+				t.Errorf("suffix %v: the loaded record holds dictionary entry %q of the committing server", suffix, k)
+			}
 		}
 	}
 }

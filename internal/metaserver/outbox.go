@@ -622,13 +622,16 @@ func (ob *outbox) take(q *destQueue) ([]*obItem, *postings.Ops) {
 	return items, &ops
 }
 
-// recordOps returns the changes of a stored outbox record, of either
+// recordOps returns the index changes of a stored outbox record, of any
 // version, in memory of their own.
 func recordOps(v []byte) (postings.Ops, error) {
 	var m wire.IndexOps
 	// Packed aliases what it decodes: the changes get memory of their own.
 	if err := m.Unmarshal(bytes.Clone(v)); err != nil {
 		return postings.Ops{}, err
+	}
+	if m.Version == wire.IndexOpsChanges {
+		return changeRecordOps(&m)
 	}
 	return opsOfRecord(&m, nil)
 }

@@ -562,7 +562,7 @@ var metaTypes = []msgType{
 	{
 		name:   "IndexOps",
 		new:    func() wire.Message { return new(wire.IndexOps) },
-		fields: []field{{1, kUint32}, {2, kMsg}, {3, kUint64}, {4, kBytes}},
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kUint64}, {4, kBytes}, {5, kMsg}, {6, kBool}, {7, kUint32}, {8, kUint32}},
 		vals: []wire.Message{
 			&wire.IndexOps{},
 			&wire.IndexOps{Version: 1, Ops: []wire.IndexOp{{}}},
@@ -571,6 +571,22 @@ var metaTypes = []msgType{
 				return wire.IndexOp{Key: []byte(fmt.Sprint("k", i)), Value: []byte{1}, Del: i%2 == 0}
 			}, wire.IndexOp{Key: bytes.Repeat([]byte("K"), 300), Value: []byte{1, 2}, Del: true}), Object: math.MaxUint64,
 				Packed: bytes.Repeat([]byte{1, 0, 1, 'k', 1, 1}, 50)},
+			&wire.IndexOps{Version: wire.IndexOpsChanges, Changes: []wire.TagChange{{}}},
+			&wire.IndexOps{Version: wire.IndexOpsChanges, Suffix: true, Count: math.MaxUint32, Self: math.MaxUint32,
+				Ops: []wire.IndexOp{{Key: []byte("k")}}, Object: 1, Packed: []byte{1},
+				Changes: hundred(func(i int) wire.TagChange {
+					return wire.TagChange{ID: uint64(i) << 40, Key: fmt.Sprint("k", i), New: &wire.TagValue{Type: int32(i), Value: []byte(fmt.Sprint(i))}}
+				}, wire.TagChange{ID: math.MaxUint64, Key: strings.Repeat("é", 200), Old: &wire.TagValue{}, New: &wire.TagValue{Type: -1, Value: bytes.Repeat([]byte{0}, 300)}})},
+		},
+	},
+	{
+		name:   "TagChange",
+		new:    func() wire.Message { return new(wire.TagChange) },
+		fields: []field{{1, kUint64}, {2, kString}, {3, kMsg}, {4, kMsg}},
+		vals: []wire.Message{
+			&wire.TagChange{},
+			&wire.TagChange{ID: 1, Key: "k", Old: &wire.TagValue{}},
+			&wire.TagChange{ID: math.MaxUint64, Key: strings.Repeat("k", 300), Old: &wire.TagValue{Type: 1, Value: []byte("a")}, New: &wire.TagValue{Type: -3, Value: bytes.Repeat([]byte{7}, 300)}},
 		},
 	},
 	{
@@ -750,6 +766,7 @@ var metaGolden = []struct {
 		"0a 03 00 02 00 12 00 12 03 62 61 64 12 00"},
 	{"TagKey", &wire.TagKey{Kind: 1, ID: 2, Name: "n"}, "08 01 10 02 1a 01 6e"},
 	{"TagValue", &wire.TagValue{Type: 3, Value: []byte("v")}, "08 06 12 01 76"},
+	{"TagChange", &wire.TagChange{ID: 2, Key: "k", New: &wire.TagValue{Type: 3, Value: []byte("v")}}, "08 02 12 01 6b 22 05 08 06 12 01 76"},
 	{"TagNames", &wire.TagNames{Names: []string{"a", "", "b"}}, "0a 01 61 0a 00 0a 01 62"},
 	{"TagNames", &wire.TagNames{Names: []string{""}}, "0a 00"},
 	{"Checkpoint", &wire.Checkpoint{Path: "/p"}, "0a 02 2f 70"},
@@ -817,8 +834,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 51 {
-		t.Fatalf("%d metadata message types, want 51", len(metaTypes))
+	if len(metaTypes) != 52 {
+		t.Fatalf("%d metadata message types, want 52", len(metaTypes))
 	}
 }
 

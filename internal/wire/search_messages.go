@@ -146,10 +146,64 @@ type IndexOps struct {
 	// buffer Unmarshal decodes, which is the size of the payload: the
 	// receiver copies what it keeps.
 	Packed []byte // 4
+
+	// Version 3 (IndexOpsChanges), outbox records only: the tag changes
+	// themselves, a fifth of their entries' bytes. Their entries are
+	// built again when the record is loaded: in suffix-tree mode if
+	// Suffix, split among Count metadata servers (0: not split), without
+	// those of server Self, which applied them with the changes.
+	Changes []TagChange // 5
+	Suffix  bool        // 6
+	Count   uint32      // 7
+	Self    uint32      // 8
 }
 
 // IndexOpsPacked is the IndexOps version whose changes are Packed.
 const IndexOpsPacked = 2
+
+// IndexOpsChanges is the IndexOps version of an outbox record that holds
+// tag changes (Changes) instead of index changes.
+const IndexOpsChanges = 3
+
+// TagChange is one change of an object's tag: Old and New are nil for
+// none.
+type TagChange struct {
+	ID       uint64    // 1
+	Key      string    // 2
+	Old, New *TagValue // 3, 4
+}
+
+func (m *TagChange) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Key)
+	if m.Old != nil {
+		b = putMsg(b, 3, m.Old)
+	}
+	if m.New != nil {
+		b = putMsg(b, 4, m.New)
+	}
+	return b
+}
+
+func (m *TagChange) Unmarshal(b []byte) error {
+	*m = TagChange{}
+	f := fields{b: b, msg: "TagChange"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Key = f.string()
+		case 3:
+			m.Old = &TagValue{}
+			f.sub(m.Old)
+		case 4:
+			m.New = &TagValue{}
+			f.sub(m.New)
+		}
+	}
+	return f.err
+}
 
 func (m *IndexOps) Marshal(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Version))
@@ -158,6 +212,12 @@ func (m *IndexOps) Marshal(b []byte) []byte {
 	}
 	b = putUint(b, 3, m.Object)
 	b = putBytes(b, 4, m.Packed)
+	for i := range m.Changes {
+		b = putMsg(b, 5, &m.Changes[i])
+	}
+	b = putBool(b, 6, m.Suffix)
+	b = putUint(b, 7, uint64(m.Count))
+	b = putUint(b, 8, uint64(m.Self))
 	return b
 }
 
@@ -166,6 +226,9 @@ func (m *IndexOps) Unmarshal(b []byte) error {
 	f := fields{b: b, msg: "IndexOps"}
 	if n := f.count(2); n > 0 {
 		m.Ops = make([]IndexOp, 0, n)
+	}
+	if n := f.count(5); n > 0 {
+		m.Changes = make([]TagChange, 0, n)
 	}
 	for f.next() {
 		switch f.num {
@@ -179,6 +242,16 @@ func (m *IndexOps) Unmarshal(b []byte) error {
 			m.Object = f.uint64()
 		case 4:
 			m.Packed = f.alias()
+		case 5:
+			var x TagChange
+			f.sub(&x)
+			m.Changes = append(m.Changes, x)
+		case 6:
+			m.Suffix = f.bool()
+		case 7:
+			m.Count = f.uint32()
+		case 8:
+			m.Self = f.uint32()
 		}
 	}
 	return f.err
