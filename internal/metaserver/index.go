@@ -251,14 +251,13 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 		part = tagindex.For(count)
 	}
 	rt := router{part: part, self: self}
-	// About the bytes of the entries, so that the buffers grow once: a
-	// text of n bytes has about n+3 entries, each about as long as the
-	// text and the key together.
+	// About the bytes of the entries, so that the buffers grow once, and
+	// not much more: big buffers are cleared when allocated.
 	size := 0
 	for i := range changes {
 		for _, v := range []*wire.TagValue{changes[i].old, changes[i].new} {
 			if v != nil {
-				size += (len(v.Value) + 3) * (len(v.Value) + len(changes[i].key) + 16)
+				size += entriesSize(len(changes[i].key), len(v.Value), ix.suffix)
 			}
 		}
 	}
@@ -277,22 +276,34 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 	local := &rt.local
 	// One record for the whole commit: the outbox delivers its parts by
 	// destination, and a move splits it by object (migrate.go).
-	var all postings.Ops
-	all.Append(&rt.rest)
+	n := rt.rest.Len()
 	for i := range rt.byDest {
-		all.Append(&rt.byDest[i])
+		n += rt.byDest[i].Len()
 	}
 	var recs []*obRecord
-	if all.Len() > 0 {
-		var split []postings.Ops
+	if n > 0 {
+		var r *obRecord
 		if rt.rest.Len() == 0 {
-			split = rt.byDest
+			r = ix.ob.addSplit(rt.byDest)
+		} else {
+			// Without placement (rt.rest) there is nothing else.
+			r = ix.ob.add(&rt.rest)
 		}
-		r := ix.ob.add(&all, split)
 		_ = b.Set(keyOutbox(r.seq, 0), changeRecord(changes, ix.suffix, count, self), nil)
 		recs = append(recs, r)
 	}
 	return recs, ix.post.Stage(b, local)
+}
+
+// entriesSize is about the bytes, as postings.Ops, of the index entries of
+// a tag with a key of k bytes and a value of n: a K and a V entry, and in
+// suffix-tree mode a W entry for each suffix, each holding its term, the
+// key, an object id and a few bytes more.
+func entriesSize(k, n int, suffix bool) int {
+	if !suffix {
+		return 3 * (2*n + 2*k + 24)
+	}
+	return (n+1)*(k+22) + n*(n+3)/2 + n
 }
 
 func addOp(ops *postings.Ops, key, value []byte, del bool) {

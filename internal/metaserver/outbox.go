@@ -73,8 +73,8 @@ type obRecord struct {
 	acked  []int        // guarded by outbox.mu
 	loaded bool         // by start, from the store
 	ops    postings.Ops // until queued
-	// split, if set, is ops by destination among len(split) servers, as
-	// the commit built them: queueing then needs no pass over ops.
+	// split, if set, holds the changes in place of ops, by destination
+	// among len(split) servers, as the commit built them.
 	split []postings.Ops
 	size  int // bytes of ops, counted in the backlog until tried
 	// Guarded by outbox.mu:
@@ -161,10 +161,24 @@ func (ob *outbox) init(s *Service) error {
 
 // add takes the next sequence number for a record about to be committed.
 // The caller holds ix.mu, so sequence order is commit order.
-func (ob *outbox) add(ops *postings.Ops, split []postings.Ops) *obRecord {
+func (ob *outbox) add(ops *postings.Ops) *obRecord {
+	return ob.addRecord(&obRecord{ops: *ops, size: len(ops.Bytes())})
+}
+
+// addSplit is add for a record of the changes split, by destination among
+// len(split) servers.
+func (ob *outbox) addSplit(split []postings.Ops) *obRecord {
+	size := 0
+	for i := range split {
+		size += len(split[i].Bytes())
+	}
+	return ob.addRecord(&obRecord{split: split, size: size})
+}
+
+func (ob *outbox) addRecord(r *obRecord) *obRecord {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	r := &obRecord{seq: ob.mu.next, ops: *ops, split: split, size: len(ops.Bytes()), tried: make(chan struct{})}
+	r.seq, r.tried = ob.mu.next, make(chan struct{})
 	ob.mu.next++
 	ob.mu.pending = append(ob.mu.pending, r)
 	ob.openLocked(r)
@@ -331,6 +345,11 @@ func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []in
 			}
 		}
 		return order, items
+	}
+	// Split under another count (cannot happen: the count is fixed once
+	// the outbox starts): split again.
+	for i := range r.split {
+		r.ops.Append(&r.split[i])
 	}
 	cur := make([]*obItem, ob.mu.count)
 	_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
