@@ -51,15 +51,24 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	n := 0
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
 		var changes []tagChange
-		// Values set earlier in this batch, which the store does not show yet.
-		inBatch := map[string]*wire.TagValue{}
+		// Values set earlier in this batch, which the store does not show
+		// yet, by object and tag name (which the request holds already).
+		type objTag struct {
+			id   uint64
+			name string
+		}
+		var inBatch map[objTag]*wire.TagValue
+		if s.ix.on {
+			changes = make([]tagChange, 0, len(tb.Puts))
+			inBatch = make(map[objTag]*wire.TagValue, len(tb.Puts))
+		}
 		// Targets checked already: a batch usually puts several tags on
 		// each object. updateMu keeps them from being deleted meanwhile.
 		type target struct {
 			kind uint32
 			id   uint64
 		}
-		checked := map[target]error{}
+		checked := make(map[target]error, len(tb.Puts)/2)
 		// The old values, read in one pass.
 		var olds map[string]*wire.TagValue
 		if s.ix.on {
@@ -67,7 +76,7 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			// Objects created by this process that had no tag until now
 			// have no old values to read. Under ix.mu (build runs under
 			// it), so no other put on them can run in between.
-			fresh := map[uint64]bool{}
+			fresh := make(map[uint64]bool, len(tb.Puts)/2)
 			for i := range tb.Puts {
 				t := &tb.Puts[i]
 				if t.Kind != kindObject {
@@ -107,11 +116,11 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			v := &wire.TagValue{Type: t.Type, Value: t.Value}
 			key := keyTag(byte(t.Kind), t.ID, t.Name)
 			if t.Kind == kindObject && s.ix.on {
-				old, seen := inBatch[string(key)]
-				if !seen {
+				old, seen := inBatch[objTag{t.ID, t.Name}]
+				if !seen && len(olds) > 0 {
 					old = olds[string(key)]
 				}
-				inBatch[string(key)] = v
+				inBatch[objTag{t.ID, t.Name}] = v
 				changes = append(changes, tagChange{id: t.ID, key: t.Name, old: old, new: v})
 			}
 			_ = b.Set(key, v.Marshal(nil), nil)
