@@ -73,7 +73,8 @@ type indexer struct {
 	mu sync.Mutex
 	// dict holds keys whose dictionary entries are written or queued;
 	// they are never deleted, so they need writing once per process.
-	dict map[string]struct{} // guarded by mu
+	dict map[string]struct{}  // guarded by mu
+	ew   tagindex.EntryWriter // guarded by mu
 
 	ob outbox
 	// post holds this server's part of the index.
@@ -110,22 +111,22 @@ func (ix *indexer) writeOps(c *tagChange, out tagindex.Sink) {
 			withDict = true
 		}
 	}
-	changeOps(c, ix.suffix, withDict, out)
+	changeOps(&ix.ew, c, ix.suffix, withDict, out)
 }
 
 // changeOps gives out the index operations of one change, and with
 // withDict the dictionary entries of its key if it sets a value.
-func changeOps(c *tagChange, suffix, withDict bool, out tagindex.Sink) {
+func changeOps(w *tagindex.EntryWriter, c *tagChange, suffix, withDict bool, out tagindex.Sink) {
 	if sameValue(c.old, c.new) {
 		return
 	}
 	if c.old != nil {
 		v := tagindex.ValueOf(region.Type(c.old.Type), c.old.Value)
-		tagindex.WriteObjectEntries(out, c.key, c.old.Type, c.old.Value, v, c.id, suffix, true)
+		w.Write(out, c.key, c.old.Type, c.old.Value, v, c.id, suffix, true)
 	}
 	if c.new != nil {
 		v := tagindex.ValueOf(region.Type(c.new.Type), c.new.Value)
-		tagindex.WriteObjectEntries(out, c.key, c.new.Type, c.new.Value, v, c.id, suffix, false)
+		w.Write(out, c.key, c.new.Type, c.new.Value, v, c.id, suffix, false)
 		if withDict {
 			for _, op := range tagindex.DictEntries(c.key, suffix) {
 				out.Set(op.Key, op.Value)
@@ -174,9 +175,10 @@ func changeRecordOps(m *wire.IndexOps) (postings.Ops, error) {
 		}
 		out.part, out.self = tagindex.For(int(m.Count)), int(m.Self)
 	}
+	var w tagindex.EntryWriter
 	for i := range m.Changes {
 		c := &m.Changes[i]
-		changeOps(&tagChange{id: c.ID, key: c.Key, old: c.Old, new: c.New}, m.Suffix, true, &out)
+		changeOps(&w, &tagChange{id: c.ID, key: c.Key, old: c.Old, new: c.New}, m.Suffix, true, &out)
 	}
 	return out.ops, nil
 }

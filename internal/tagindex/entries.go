@@ -203,6 +203,17 @@ var entryVersion = []byte{EntryVersion}
 // WriteObjectEntries gives s the entries of one object's tag, as
 // ObjectEntries returns them, building each in one buffer.
 func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id uint64, suffixMode, del bool) {
+	var w EntryWriter
+	w.Write(s, key, typ, raw, v, id, suffixMode, del)
+}
+
+// EntryWriter is WriteObjectEntries with a buffer kept from one tag to the
+// next: a bulk put builds millions of entries. Its zero value is ready;
+// it is not safe for concurrent use.
+type EntryWriter struct{ buf []byte }
+
+// Write gives s the entries of one object's tag, as WriteObjectEntries.
+func (w *EntryWriter) Write(s Sink, key string, typ int32, raw []byte, v Value, id uint64, suffixMode, del bool) {
 	emit := func(k, val []byte) {
 		if del {
 			s.Delete(k)
@@ -210,7 +221,8 @@ func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id u
 			s.Set(k, val)
 		}
 	}
-	b := make([]byte, 0, 64+2*len(key)+2*len(v.Text))
+	b := w.buf[:0]
+	defer func() { w.buf = b[:0] }()
 	if v.Num != nil {
 		b = append(b, Prefix0, TreeKey)
 		b = appendEsc(b, key)
@@ -218,21 +230,24 @@ func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id u
 		b = binary.BigEndian.AppendUint64(b, sortableFloat(v.Num.Float64()))
 		b = append(b, byte(typ))
 		b = append(b, raw...)
-		emit(binary.BigEndian.AppendUint64(b, id), entryVersion)
+		b = binary.BigEndian.AppendUint64(b, id)
+		emit(b, entryVersion)
 		return
 	}
-	// The key and id end every V, U and W entry.
-	tail := binary.BigEndian.AppendUint64(appendEsc(nil, key), id)
 	b = append(b, Prefix0, TreeKey)
 	b = appendEsc(b, key)
 	b = append(b, classText)
 	b = appendEsc(b, v.Text)
-	emit(binary.BigEndian.AppendUint64(b, id), entryVersion)
+	b = binary.BigEndian.AppendUint64(b, id)
+	emit(b, entryVersion)
+	// The key and id end every V, U and W entry.
 	b = appendEsc(append(b[:0], Prefix0, TreeValue), v.Text)
-	emit(append(b, tail...), entryVersion)
+	b = binary.BigEndian.AppendUint64(appendEsc(b, key), id)
+	emit(b, entryVersion)
 	if !suffixMode {
 		b = appendEscReversed(append(b[:0], Prefix0, TreeRevVal), v.Text)
-		emit(append(b, tail...), entryVersion)
+		b = binary.BigEndian.AppendUint64(appendEsc(b, key), id)
+		emit(b, entryVersion)
 		return
 	}
 	// With suffix trees, a suffix query looks up its literal as a whole
@@ -240,12 +255,14 @@ func WriteObjectEntries(s Sink, key string, typ int32, raw []byte, v Value, id u
 	// either: no reversed text (U), no W entry for the whole text.
 	if len(v.Text) > MaxSuffixText {
 		b = appendEsc(append(b[:0], Prefix0, TreeLongVal), key)
-		emit(binary.BigEndian.AppendUint64(b, id), append(append([]byte(nil), EntryVersion), v.Text...))
+		b = binary.BigEndian.AppendUint64(b, id)
+		emit(b, append(append([]byte(nil), EntryVersion), v.Text...))
 		return
 	}
 	for i := 1; i < len(v.Text); i++ {
 		b = appendEsc(append(b[:0], Prefix0, TreeSufVal), v.Text[i:])
-		emit(append(b, tail...), entryVersion)
+		b = binary.BigEndian.AppendUint64(appendEsc(b, key), id)
+		emit(b, entryVersion)
 	}
 }
 
@@ -344,7 +361,13 @@ func (p *Partition) EntryOwnerOf(k []byte) (int, error) {
 		n++
 		i++
 	}
-	return p.Owner(string(term[:n])), nil
+	switch n {
+	case 0:
+		return p.ownerOfCell(0), nil
+	case 1:
+		return p.ownerOfCell(int(term[0]) << 8), nil
+	}
+	return p.ownerOfCell(int(term[0])<<8 | int(term[1])), nil
 }
 
 // skipEsc returns what follows the escaped, terminated string at the start

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
+	"sync"
 )
 
 // run is a sorted run in memory: records in key order, one per key.
@@ -70,7 +71,31 @@ type ent struct {
 // so records are still in batch order within a prefix; only runs of equal
 // prefixes need comparing whole keys.
 func sortEnts(ents []ent, b []byte) {
-	sortEntsAt(ents, b, 0, make([]ent, len(ents)))
+	tmp := getEnts(len(ents))
+	sortEntsAt(ents, b, 0, (*tmp)[:len(ents)])
+	putEnts(tmp)
+}
+
+// entPool holds the slices that sorts use and drop: a batch of tens of
+// thousands of records allocated (and cleared) two of a megabyte each.
+var entPool sync.Pool // of *[]ent
+
+// maxPooledEnts bounds the slices kept for reuse.
+const maxPooledEnts = 1 << 18
+
+func getEnts(n int) *[]ent {
+	if p, ok := entPool.Get().(*[]ent); ok && cap(*p) >= n {
+		*p = (*p)[:0]
+		return p
+	}
+	s := make([]ent, 0, max(n, 1024))
+	return &s
+}
+
+func putEnts(p *[]ent) {
+	if cap(*p) <= maxPooledEnts {
+		entPool.Put(p)
+	}
 }
 
 // sortEntsAt sorts ents, whose keys all share their first depth bytes and
@@ -139,7 +164,9 @@ func sortEntsAt(ents []ent, b []byte, depth int, tmp []ent) {
 // buildRun sorts the changes of ops into a run; of several changes of one
 // key the last wins.
 func buildRun(ops *Ops) *run {
-	ents := make([]ent, 0, ops.n)
+	pe := getEnts(ops.n)
+	defer putEnts(pe)
+	ents := *pe
 	b := ops.b
 	for off := 1; off < len(b); {
 		k, _, _, next, ok := readRec(b, off)
