@@ -967,3 +967,48 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestABatchThatSetsATagTwice: of several puts of one tag in one batch the
+// last wins, in the store and in the index, whether the object has a few
+// puts in the batch (found by their chain) or many (found by name).
+func TestABatchThatSetsATagTwice(t *testing.T) {
+	c := newTestCluster(t, 2)
+	few, many := c.create("twice-few"), c.create("twice-many")
+	put := func(id uint64, name, value string) wire.TagPut {
+		return wire.TagPut{ID: id, Name: name, Type: int32(region.String), Value: []byte(value)}
+	}
+	// Both objects on one server, so that one batch holds them.
+	svc := c.svcs[placement.OwnerOfID(few, 2)]
+	if placement.OwnerOfID(many, 2) != placement.OwnerOfID(few, 2) {
+		many = 0
+		for i := 0; many == 0; i++ {
+			if id := c.create(fmt.Sprint("twice-many", i)); placement.OwnerOfID(id, 2) == placement.OwnerOfID(few, 2) {
+				many = id
+			}
+		}
+	}
+	b := wire.TagBatch{Puts: []wire.TagPut{put(few, "k1", "first-1"), put(few, "k2", "first-2"), put(few, "k1", "last-1")}}
+	for round := range 3 {
+		for i := range 3 * manyPuts {
+			b.Puts = append(b.Puts, put(many, fmt.Sprint("n", i), fmt.Sprintf("round%d-%d", round, i)))
+		}
+	}
+	b.Puts = append(b.Puts, put(few, "k2", "last-2"))
+	if _, err := svc.tagPut(context.Background(), &rpc.Request{Header: b.Marshal(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"k1=first-1", "k2=first-2", "n3=round0-3", "n5=round1-5", "*=round0*", "*=round1*"} {
+		for _, scan := range []bool{true, false} {
+			if got := c.query(q, scan); len(got) != 0 {
+				t.Fatalf("%s (scan %v) found %v: an earlier put of the batch", q, scan, got)
+			}
+		}
+	}
+	for q, want := range map[string]uint64{"k1=last-1": few, "k2=last-2": few, "n3=round2-3": many, "*=round2-1*": many} {
+		for _, scan := range []bool{true, false} {
+			if got := c.query(q, scan); !slices.Equal(got, []uint64{want}) {
+				t.Fatalf("%s (scan %v) found %v, want [%d]", q, scan, got, want)
+			}
+		}
+	}
+}

@@ -50,44 +50,25 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	defer b.Close()
 	n := 0
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+		bt := newBatchTargets(len(tb.Puts))
 		var changes []tagChange
-		// Values set earlier in this batch, which the store does not show
-		// yet, by object and tag name (which the request holds already).
-		type objTag struct {
-			id   uint64
-			name string
-		}
-		var inBatch map[objTag]*wire.TagValue
+		var olds map[string]*wire.TagValue // the old values, read in one pass
 		if s.ix.on {
 			changes = make([]tagChange, 0, len(tb.Puts))
-			inBatch = make(map[objTag]*wire.TagValue, len(tb.Puts))
-		}
-		// Targets checked already: a batch usually puts several tags on
-		// each object. updateMu keeps them from being deleted meanwhile.
-		type target struct {
-			kind uint32
-			id   uint64
-		}
-		checked := make(map[target]error, len(tb.Puts)/2)
-		// The old values, read in one pass.
-		var olds map[string]*wire.TagValue
-		if s.ix.on {
 			var keys [][]byte
 			// Objects created by this process that had no tag until now
 			// have no old values to read. Under ix.mu (build runs under
 			// it), so no other put on them can run in between.
-			fresh := make(map[uint64]bool, len(tb.Puts)/2)
 			for i := range tb.Puts {
 				t := &tb.Puts[i]
 				if t.Kind != kindObject {
 					continue
 				}
-				f, ok := fresh[t.ID]
-				if !ok {
-					f = s.fresh.take(placement.SeqOf(t.ID))
-					fresh[t.ID] = f
+				o, added := bt.object(t.ID)
+				if added {
+					o.fresh = s.fresh.take(placement.SeqOf(t.ID))
 				}
-				if !f {
+				if !o.fresh {
 					keys = append(keys, keyTag(byte(t.Kind), t.ID, t.Name))
 				}
 			}
@@ -100,12 +81,7 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			t := &tb.Puts[i]
 			err := checkTag(t)
 			if err == nil {
-				terr, ok := checked[target{t.Kind, t.ID}]
-				if !ok {
-					terr = s.targetExists(t.Kind, t.ID)
-					checked[target{t.Kind, t.ID}] = terr
-				}
-				if terr != nil {
+				if terr := bt.exists(s, t.Kind, t.ID); terr != nil {
 					err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, terr)
 				}
 			}
@@ -116,11 +92,10 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			v := &wire.TagValue{Type: t.Type, Value: t.Value}
 			key := keyTag(byte(t.Kind), t.ID, t.Name)
 			if t.Kind == kindObject && s.ix.on {
-				old, seen := inBatch[objTag{t.ID, t.Name}]
+				old, seen := bt.setInBatch(tb.Puts, i, v)
 				if !seen && len(olds) > 0 {
 					old = olds[string(key)]
 				}
-				inBatch[objTag{t.ID, t.Name}] = v
 				changes = append(changes, tagChange{id: t.ID, key: t.Name, old: old, new: v})
 			}
 			_ = b.Set(key, v.Marshal(nil), nil)
@@ -271,4 +246,115 @@ func (s *Service) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, err
 	}
 	return rpc.Respond(&out), nil
+}
+
+// batchTargets keeps, while a tag batch is built, what it learned of its
+// targets: whether each exists (a batch usually puts several tags on each
+// object) and, for the index, which values the batch set on each object
+// before, which the store does not show yet. Objects are found by id in
+// one map; their puts are chained, so that a put finds an earlier one of
+// the same name without hashing names.
+type batchTargets struct {
+	idx   map[uint64]int32 // object id -> objs index
+	objs  []batchObject
+	prev  []int32          // by put: the object's previous put set in the batch, or -1
+	vals  []*wire.TagValue // by put: the value it set, once set
+	conts map[uint64]error // containers checked
+
+	lastID  uint64 // the object found last, at objs[lastIdx]
+	lastIdx int32
+}
+
+type batchObject struct {
+	checked, fresh bool
+	err            error
+	last           int32 // the last put set on it, or -1
+	puts           int   // puts set on it
+	// byName indexes its puts by name once they are many: chains are
+	// for the few tags a batch usually puts on one object.
+	byName map[string]int32
+}
+
+func newBatchTargets(puts int) *batchTargets {
+	return &batchTargets{idx: make(map[uint64]int32, puts/2), objs: make([]batchObject, 0, puts/2)}
+}
+
+// object returns the state of object id, and whether it was added now.
+func (bt *batchTargets) object(id uint64) (*batchObject, bool) {
+	// A batch usually puts an object's tags one after another.
+	if n := len(bt.objs); n > 0 && bt.lastID == id {
+		return &bt.objs[bt.lastIdx], false
+	}
+	i, ok := bt.idx[id]
+	if !ok {
+		i = int32(len(bt.objs))
+		bt.idx[id] = i
+		bt.objs = append(bt.objs, batchObject{last: -1})
+	}
+	bt.lastID, bt.lastIdx = id, i
+	return &bt.objs[i], !ok
+}
+
+// exists checks once per target that it exists.
+func (bt *batchTargets) exists(s *Service, kind uint32, id uint64) error {
+	if kind != kindObject {
+		if bt.conts == nil {
+			bt.conts = map[uint64]error{}
+		}
+		err, ok := bt.conts[id]
+		if !ok {
+			err = s.targetExists(kind, id)
+			bt.conts[id] = err
+		}
+		return err
+	}
+	o, _ := bt.object(id)
+	if !o.checked {
+		o.checked, o.err = true, s.targetExists(kind, id)
+	}
+	return o.err
+}
+
+// manyPuts is the number of puts on one object from which they are
+// indexed by name.
+const manyPuts = 8
+
+// setInBatch records that put i of puts (an object tag) sets v, and
+// returns the value an earlier put of the batch set on the same tag.
+func (bt *batchTargets) setInBatch(puts []wire.TagPut, i int, v *wire.TagValue) (old *wire.TagValue, seen bool) {
+	if bt.prev == nil {
+		bt.prev, bt.vals = make([]int32, len(puts)), make([]*wire.TagValue, len(puts))
+	}
+	t := &puts[i]
+	o, _ := bt.object(t.ID)
+	if o.byName != nil {
+		if j, ok := o.byName[t.Name]; ok {
+			old, seen = bt.vals[j], true
+		}
+	} else {
+		for j := o.last; j >= 0; j = bt.prev[j] {
+			if puts[j].Name == t.Name {
+				old, seen = bt.vals[j], true
+				break
+			}
+		}
+	}
+	bt.prev[i], bt.vals[i] = o.last, v
+	o.last = int32(i)
+	o.puts++
+	switch {
+	case o.byName != nil:
+		o.byName[t.Name] = int32(i)
+	case o.puts >= manyPuts:
+		o.byName = make(map[string]int32, o.puts)
+		// Oldest first, so that the latest put of a name wins.
+		var chain []int32
+		for j := o.last; j >= 0; j = bt.prev[j] {
+			chain = append(chain, j)
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			o.byName[puts[chain[k]].Name] = chain[k]
+		}
+	}
+	return old, seen
 }
