@@ -95,23 +95,30 @@ func sameValue(a, b *wire.TagValue) bool {
 	return a != nil && b != nil && a.Type == b.Type && bytes.Equal(a.Value, b.Value)
 }
 
-// writeOps gives out the index operations of one change, with its key's
-// dictionary entries the first time this process sees the key.
-func (ix *indexer) writeOps(c *tagChange, out tagindex.Sink) {
-	if sameValue(c.old, c.new) {
-		return
+// firstOfKey reports whether c sets a value of a key whose dictionary
+// entries this process has not written or queued yet, and counts them as
+// written: they go with c. The caller holds mu, and forgets the key if
+// the commit fails.
+func (ix *indexer) firstOfKey(c *tagChange) bool {
+	if c.new == nil || sameValue(c.old, c.new) {
+		return false
 	}
-	withDict := false
-	if c.new != nil {
-		if _, ok := ix.dict[c.key]; !ok {
-			if len(ix.dict) >= maxDictCache {
-				clear(ix.dict)
-			}
-			ix.dict[c.key] = struct{}{}
-			withDict = true
-		}
+	if _, ok := ix.dict[c.key]; ok {
+		return false
 	}
-	changeOps(&ix.ew, c, ix.suffix, withDict, out)
+	if len(ix.dict) >= maxDictCache {
+		clear(ix.dict)
+	}
+	ix.dict[c.key] = struct{}{}
+	return true
+}
+
+// forget drops keys from the keys whose dictionary entries are written:
+// the commit that was to write them failed. The caller holds mu.
+func (ix *indexer) forget(keys []string) {
+	for _, k := range keys {
+		delete(ix.dict, k)
+	}
 }
 
 // changeOps gives out the index operations of one change, and with
@@ -140,20 +147,16 @@ func changeOps(w *tagindex.EntryWriter, c *tagChange, suffix, withDict bool, out
 // changes themselves, about a fifth of the bytes of their entries, which
 // go through the store's log and memtable and are flushed as tombstones.
 // Loading the record builds the entries again (recordOps).
-func changeRecord(changes []tagChange, suffix bool, count, self int) []byte {
-	m := wire.IndexOps{Version: wire.IndexOpsChanges, Suffix: suffix, Changes: make([]wire.TagChange, 0, len(changes))}
+func changeRecord(changes []wire.TagChange, suffix bool, count, self int) []byte {
+	m := wire.IndexOps{Version: wire.IndexOpsChanges, Suffix: suffix, Changes: changes}
 	if count > 0 {
 		m.Count, m.Self = uint32(count), uint32(self)
 	}
 	size := 16
 	for i := range changes {
 		c := &changes[i]
-		if sameValue(c.old, c.new) {
-			continue
-		}
-		m.Changes = append(m.Changes, wire.TagChange{ID: c.id, Key: c.key, Old: c.old, New: c.new})
-		size += 24 + len(c.key)
-		for _, v := range []*wire.TagValue{c.old, c.new} {
+		size += 24 + len(c.Key)
+		for _, v := range []*wire.TagValue{c.Old, c.New} {
 			if v != nil {
 				size += 8 + len(v.Value)
 			}
@@ -164,9 +167,8 @@ func changeRecord(changes []tagChange, suffix bool, count, self int) []byte {
 
 // changeRecordOps returns the index operations of an outbox record of tag
 // changes (changeRecord): every entry of the changes but those of the
-// server that applied them with the changes, and the dictionary entries
-// of their keys (the record's own may have been left out as written
-// already; writing them again changes nothing).
+// server that applied them with the changes, with the dictionary entries
+// of the changes that carried them: what the commit queued.
 func changeRecordOps(m *wire.IndexOps) (postings.Ops, error) {
 	var out recordSink
 	if m.Count > 0 {
@@ -178,7 +180,7 @@ func changeRecordOps(m *wire.IndexOps) (postings.Ops, error) {
 	var w tagindex.EntryWriter
 	for i := range m.Changes {
 		c := &m.Changes[i]
-		changeOps(&w, &tagChange{id: c.ID, key: c.Key, old: c.Old, new: c.New}, m.Suffix, true, &out)
+		changeOps(&w, &tagChange{id: c.ID, key: c.Key, old: c.Old, new: c.New}, m.Suffix, c.Dict, &out)
 	}
 	return out.ops, nil
 }
@@ -244,8 +246,9 @@ func (r *router) Delete(k []byte) { r.to(k).Delete(k) }
 // publish once b is committed), the others as outbox records, which it
 // returns (to be released with outbox.release once b is committed). The
 // caller holds ix.mu; without placement (while starting) every operation
-// goes to the outbox.
-func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecord, *postings.Staged) {
+// goes to the outbox. If b does not commit, the caller abandons the
+// staged entries, drops the records and forgets the keys.
+func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) indexed {
 	ix := &s.ix
 	count, self := int(s.count.Load()), int(s.index.Load())
 	var part *tagindex.Partition
@@ -272,8 +275,21 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 	} else {
 		rt.rest.Grow(size)
 	}
+	// The changes, for the outbox record: each with whether its key's
+	// dictionary entries go with it, so that a load builds them once.
+	rec := make([]wire.TagChange, 0, len(changes))
+	var keys []string
 	for i := range changes {
-		ix.writeOps(&changes[i], &rt)
+		c := &changes[i]
+		if sameValue(c.old, c.new) {
+			continue
+		}
+		dict := ix.firstOfKey(c)
+		if dict {
+			keys = append(keys, c.key)
+		}
+		changeOps(&ix.ew, c, ix.suffix, dict, &rt)
+		rec = append(rec, wire.TagChange{ID: c.id, Key: c.key, Old: c.old, New: c.new, Dict: dict})
 	}
 	local := &rt.local
 	// One record for the whole commit: the outbox delivers its parts by
@@ -291,10 +307,17 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 			// Without placement (rt.rest) there is nothing else.
 			r = ix.ob.add(&rt.rest)
 		}
-		_ = b.Set(keyOutbox(r.seq, 0), changeRecord(changes, ix.suffix, count, self), nil)
+		_ = b.Set(keyOutbox(r.seq, 0), changeRecord(rec, ix.suffix, count, self), nil)
 		recs = append(recs, r)
 	}
-	return recs, ix.post.Stage(b, local)
+	return indexed{recs: recs, local: ix.post.Stage(b, local), keys: keys}
+}
+
+// indexed is what indexChanges made of a commit's changes.
+type indexed struct {
+	recs  []*obRecord      // outbox records, to release once committed
+	local *postings.Staged // this server's entries, to publish once committed
+	keys  []string         // keys whose dictionary entries go first with it
 }
 
 // entriesSize is about the bytes, as postings.Ops, of the index entries of
@@ -302,7 +325,8 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) ([]*obRecor
 // suffix-tree mode a W entry for each suffix, each holding its term, the
 // key, an object id and a few bytes more.
 func entriesSize(k, n int, suffix bool) int {
-	if !suffix {
+	if !suffix || n > tagindex.MaxSuffixText {
+		// K, V and U, or K, V and L.
 		return 3 * (2*n + 2*k + 24)
 	}
 	return (n+1)*(k+22) + n*(n+3)/2 + n
@@ -340,27 +364,33 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 		s.ix.mu.Unlock()
 		return err
 	}
-	recs, local := s.indexChanges(b, changes)
+	ixd := s.indexChanges(b, changes)
+	recs := ixd.recs
 	if b.Empty() {
 		s.ix.mu.Unlock()
 		return nil
 	}
 	wait, err := s.st.commitApply(b)
 	if err != nil {
-		s.ix.post.Abandon(local)
+		s.ix.post.Abandon(ixd.local)
 		s.ix.ob.drop(recs)
+		s.ix.forget(ixd.keys)
 		s.ix.mu.Unlock()
 		return err
 	}
 	// Under ix.mu: this server's entries change in commit order.
-	s.ix.post.Publish(local)
+	s.ix.post.Publish(ixd.local)
 	s.ix.mu.Unlock()
 	// Delivered only once durable here: an index entry must never name a
 	// tag that a crash could still take back. A record whose sync failed
 	// stays in the store (if it outlives a crash, the next start delivers
-	// it) but is not delivered now.
+	// it) but is not delivered now, and the next put of its keys writes
+	// their dictionary entries again.
 	if err = wait(); err != nil {
 		s.ix.ob.drop(recs)
+		s.ix.mu.Lock()
+		s.ix.forget(ixd.keys)
+		s.ix.mu.Unlock()
 		return err
 	}
 	s.ix.ob.release(recs)
@@ -472,19 +502,20 @@ func (s *Service) reindexAll() error {
 		b := s.st.db.NewBatch()
 		defer b.Close()
 		s.ix.mu.Lock()
-		recs, local := s.indexChanges(b, changes)
+		ixd := s.indexChanges(b, changes)
 		err := s.st.commit(b)
 		if err == nil {
-			s.ix.post.Publish(local)
+			s.ix.post.Publish(ixd.local)
 		} else {
-			s.ix.post.Abandon(local)
+			s.ix.post.Abandon(ixd.local)
+			s.ix.forget(ixd.keys)
 		}
 		s.ix.mu.Unlock()
 		if err != nil {
-			s.ix.ob.drop(recs)
+			s.ix.ob.drop(ixd.recs)
 			return err
 		}
-		s.ix.ob.release(recs)
+		s.ix.ob.release(ixd.recs)
 		n += len(changes)
 		changes = changes[:0]
 		return nil

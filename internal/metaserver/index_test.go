@@ -866,103 +866,95 @@ func TestSuffixStepOfTheOtherLayout(t *testing.T) {
 
 // TestOutboxRecordOfChangesBuildsTheirEntries: an outbox record holds tag
 // changes, not their entries; loading it builds, for every other server,
-// the entries the commit queued for it, in the same order, and the
-// dictionary entries of its keys (which the commit may have left out as
-// written already), and none of the committing server's own entries.
+// exactly the entries the commit queued for it, in the same order: a key's
+// dictionary entries only with the change the commit sent them with (a
+// bulk put of one key on many objects builds them once, not once per
+// object), and none of the committing server's own entries.
 func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
+	str := func(v string) *wire.TagValue { return &wire.TagValue{Type: int32(region.String), Value: []byte(v)} }
+	num := func(n int64) *wire.TagValue {
+		return &wire.TagValue{Type: int32(region.Int64), Value: binary.LittleEndian.AppendUint64(nil, uint64(n))}
+	}
+	long := strings.Repeat("long-", tagindex.MaxSuffixText/4)
+	var mixed []tagChange
+	for i := range 40 {
+		id := objectOf(i%3, 3)
+		key := fmt.Sprintf("%c%c-key", 'a'+i%26, 'a'+(i/7)%26)
+		mixed = append(mixed,
+			tagChange{id: id, key: key, new: str(fmt.Sprintf("%c-value-%d", 'a'+i%26, i))},
+			tagChange{id: id, key: key, old: str(fmt.Sprintf("old-%d", i)), new: str(fmt.Sprintf("new\x00%d", i))},
+			tagChange{id: id, key: "n" + key, old: num(int64(i)), new: num(int64(-i))},
+			tagChange{id: id, key: "gone", old: str(fmt.Sprintf("%d-gone", i))},
+			tagChange{id: id, key: "same", old: str("x"), new: str("x")},
+			tagChange{id: id, key: "long", new: str(long + fmt.Sprint(i))})
+	}
+	// One long key on many objects.
+	var bulk []tagChange
+	for i := range 1000 {
+		bulk = append(bulk, tagChange{id: objectOf(i%3, 3) + uint64(i)<<32, key: strings.Repeat("k", 200), new: str(fmt.Sprint("v", i))})
+	}
+	byDest := func(ops postings.Ops) map[int][]string {
+		out := map[int][]string{}
+		_ = ops.Each(func(k, _ []byte, del bool, _ []byte) error {
+			d, err := tagindex.For(3).EntryOwnerOf(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[d] = append(out[d], fmt.Sprintf("%v %q", del, k))
+			return nil
+		})
+		return out
+	}
 	for _, suffix := range []bool{true, false} {
 		c := newTestCluster(t, 3)
 		s := c.svcs[1]
 		s.ix.suffix = suffix
-		str := func(v string) *wire.TagValue { return &wire.TagValue{Type: int32(region.String), Value: []byte(v)} }
-		num := func(n int64) *wire.TagValue {
-			return &wire.TagValue{Type: int32(region.Int64), Value: binary.LittleEndian.AppendUint64(nil, uint64(n))}
-		}
-		long := strings.Repeat("long-", tagindex.MaxSuffixText/4)
-		var changes []tagChange
-		for i := range 40 {
-			id := objectOf(i%3, 3)
-			key := fmt.Sprintf("%c%c-key", 'a'+i%26, 'a'+(i/7)%26)
-			changes = append(changes,
-				tagChange{id: id, key: key, new: str(fmt.Sprintf("%c-value-%d", 'a'+i%26, i))},
-				tagChange{id: id, key: key, old: str(fmt.Sprintf("old-%d", i)), new: str(fmt.Sprintf("new\x00%d", i))},
-				tagChange{id: id, key: "n" + key, old: num(int64(i)), new: num(int64(-i))},
-				tagChange{id: id, key: "gone", old: str(fmt.Sprintf("%d-gone", i))},
-				tagChange{id: id, key: "same", old: str("x"), new: str("x")},
-				tagChange{id: id, key: "long", new: str(long + fmt.Sprint(i))})
-		}
-		s.ix.mu.Lock()
-		b := s.st.db.NewBatch()
-		recs, local := s.indexChanges(b, changes)
-		s.ix.post.Abandon(local)
-		s.ix.ob.drop(recs)
-		s.ix.mu.Unlock()
-		if len(recs) != 1 {
-			t.Fatalf("%d outbox records, want 1", len(recs))
-		}
-		var stored []byte
-		r := b.Reader()
-		for {
-			_, k, v, ok, err := r.Next()
-			if err != nil || !ok {
-				break
+		// The second time, the keys' dictionary entries are written.
+		for _, changes := range [][]tagChange{mixed, mixed, bulk} {
+			s.ix.mu.Lock()
+			b := s.st.db.NewBatch()
+			ixd := s.indexChanges(b, changes)
+			s.ix.post.Abandon(ixd.local)
+			s.ix.ob.drop(ixd.recs)
+			s.ix.mu.Unlock()
+			if len(ixd.recs) != 1 {
+				t.Fatalf("%d outbox records, want 1", len(ixd.recs))
 			}
-			if bytes.Equal(k, keyOutbox(recs[0].seq, 0)) {
-				stored = bytes.Clone(v)
-			}
-		}
-		b.Close()
-		var m wire.IndexOps
-		if err := m.Unmarshal(stored); err != nil || m.Version != wire.IndexOpsChanges {
-			t.Fatalf("stored record of version %d (%v), want %d", m.Version, err, wire.IndexOpsChanges)
-		}
-		loaded, err := recordOps(stored)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// What the commit queued, by destination.
-		queued := recs[0].ops
-		for i := range recs[0].split {
-			queued.Append(&recs[0].split[i])
-		}
-		if len(stored) > len(queued.Bytes())/2 {
-			t.Errorf("the record takes %d bytes, its entries %d", len(stored), len(queued.Bytes()))
-		}
-		// The entries of objects by destination, in order, and the
-		// dictionary entries as a set.
-		split := func(ops postings.Ops) (map[int][]string, map[string]bool) {
-			byDest, dict := map[int][]string{}, map[string]bool{}
-			_ = ops.Each(func(k, _ []byte, del bool, _ []byte) error {
-				if _, ok := tagindex.EntryObject(k); !ok {
-					dict[string(k)] = true
-					return nil
+			var stored []byte
+			r := b.Reader()
+			for {
+				_, k, v, ok, err := r.Next()
+				if err != nil || !ok {
+					break
 				}
-				d, err := tagindex.For(3).EntryOwnerOf(k)
-				if err != nil {
-					t.Fatal(err)
+				if bytes.Equal(k, keyOutbox(ixd.recs[0].seq, 0)) {
+					stored = bytes.Clone(v)
 				}
-				byDest[d] = append(byDest[d], fmt.Sprintf("%v %q", del, k))
-				return nil
-			})
-			return byDest, dict
-		}
-		wantBy, wantDict := split(queued)
-		gotBy, gotDict := split(loaded)
-		if len(wantBy) != 2 || len(wantBy[1]) != 0 {
-			t.Fatalf("suffix %v: the commit queued entries for servers %v, want 0 and 2", suffix, slices.Collect(maps.Keys(wantBy)))
-		}
-		if !reflect.DeepEqual(gotBy, wantBy) {
-			t.Errorf("suffix %v: the loaded record builds %d/%d entries for servers 0/2 (own %d), the commit queued %d/%d",
-				suffix, len(gotBy[0]), len(gotBy[2]), len(gotBy[1]), len(wantBy[0]), len(wantBy[2]))
-		}
-		for k := range wantDict {
-			if !gotDict[k] {
-				t.Errorf("suffix %v: the loaded record lacks dictionary entry %q", suffix, k)
 			}
-		}
-		for k := range gotDict {
-			if d, _ := tagindex.For(3).EntryOwnerOf([]byte(k)); d == 1 {
-				t.Errorf("suffix %v: the loaded record holds dictionary entry %q of the committing server", suffix, k)
+			b.Close()
+			var m wire.IndexOps
+			if err := m.Unmarshal(stored); err != nil || m.Version != wire.IndexOpsChanges {
+				t.Fatalf("stored record of version %d (%v), want %d", m.Version, err, wire.IndexOpsChanges)
+			}
+			loaded, err := recordOps(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the commit queued, by destination.
+			var queued postings.Ops
+			for i := range ixd.recs[0].split {
+				queued.Append(&ixd.recs[0].split[i])
+			}
+			if len(stored) > len(queued.Bytes())/2 {
+				t.Errorf("suffix %v: the record takes %d bytes, its entries %d", suffix, len(stored), len(queued.Bytes()))
+			}
+			want, got := byDest(queued), byDest(loaded)
+			if len(want) != 2 || len(want[1]) != 0 {
+				t.Fatalf("suffix %v: the commit queued entries for servers %v, want 0 and 2", suffix, slices.Collect(maps.Keys(want)))
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("suffix %v: the loaded record builds %d/%d entries for servers 0/2 (own %d), the commit queued %d/%d",
+					suffix, len(got[0]), len(got[2]), len(got[1]), len(want[0]), len(want[2]))
 			}
 		}
 	}
@@ -1008,6 +1000,77 @@ func TestABatchThatSetsATagTwice(t *testing.T) {
 		for _, scan := range []bool{true, false} {
 			if got := c.query(q, scan); !slices.Equal(got, []uint64{want}) {
 				t.Fatalf("%s (scan %v) found %v, want [%d]", q, scan, got, want)
+			}
+		}
+	}
+}
+
+// TestAFailedCommitWritesTheKeyDictionaryLater: a key's dictionary entries
+// go with the first put of the key in a process; when that put's commit
+// fails, or its sync does, the next put of the key writes them, so that
+// queries on key patterns find it.
+func TestAFailedCommitWritesTheKeyDictionaryLater(t *testing.T) {
+	for _, how := range []string{"commit", "sync"} {
+		// A key whose dictionary entries for the infix query live on the
+		// other server: a failed sync drops only what goes to others.
+		c := newTestCluster(t, 2)
+		id := c.create("obj")
+		owner := placement.OwnerOfID(id, 2)
+		s := c.svcs[owner]
+		key := ""
+		for i := 0; key == ""; i++ {
+			if k := fmt.Sprintf("z%cbra%d", 'a'+i%26, i); tagindex.For(2).Owner(k[1:]) != owner {
+				key = k
+			}
+		}
+		q := "*" + key[1:4] + "*=*"
+		var restore func()
+		if how == "commit" {
+			restore = failCommits(t, s)
+		} else {
+			w := s.st.log
+			w.mu.Lock()
+			w.sync = true
+			w.mu.Unlock()
+			w.syncMu.Lock()
+			w.err = errors.New("injected fsync failure")
+			w.syncMu.Unlock()
+			restore = func() {
+				w.syncMu.Lock()
+				w.err = nil
+				w.syncMu.Unlock()
+			}
+		}
+		if err := c.tryPut(id, key, "v1"); err == nil {
+			t.Fatalf("%s failing: the put succeeded", how)
+		}
+		restore()
+		c.put(id, key, "v2")
+		for _, scan := range []bool{true, false} {
+			if got := c.query(q, scan); !slices.Equal(got, []uint64{id}) {
+				t.Errorf("%s failed first: %s (scan %v) finds %v, want [%d]", how, q, scan, got, id)
+			}
+		}
+	}
+}
+
+// TestEntriesSizeFollowsTheEntries: the estimate that sizes the buffers
+// of a commit's entries stays within a small factor of them, texts too
+// long for the suffix tree included (their entries grow with the text,
+// not its square).
+func TestEntriesSizeFollowsTheEntries(t *testing.T) {
+	for _, suffix := range []bool{true, false} {
+		for _, n := range []int{0, 1, 8, 60, tagindex.MaxSuffixText, tagindex.MaxSuffixText + 1, 1 << 10, MaxTagValueLen} {
+			for _, k := range []int{1, 12, 200} {
+				key := strings.Repeat("k", k)
+				v := &wire.TagValue{Type: int32(region.String), Value: []byte(strings.Repeat("v", n))}
+				var ops postings.Ops
+				var w tagindex.EntryWriter
+				changeOps(&w, &tagChange{id: 1, key: key, new: v}, suffix, false, &ops)
+				actual, est := len(ops.Bytes()), entriesSize(k, n, suffix)
+				if est < actual/2 || est > 3*actual {
+					t.Errorf("suffix %v, key of %d bytes, value of %d: entries take %d bytes, entriesSize says %d", suffix, k, n, actual, est)
+				}
 			}
 		}
 	}

@@ -582,11 +582,11 @@ var metaTypes = []msgType{
 	{
 		name:   "TagChange",
 		new:    func() wire.Message { return new(wire.TagChange) },
-		fields: []field{{1, kUint64}, {2, kString}, {3, kMsg}, {4, kMsg}},
+		fields: []field{{1, kUint64}, {2, kString}, {3, kMsg}, {4, kMsg}, {5, kBool}},
 		vals: []wire.Message{
 			&wire.TagChange{},
 			&wire.TagChange{ID: 1, Key: "k", Old: &wire.TagValue{}},
-			&wire.TagChange{ID: math.MaxUint64, Key: strings.Repeat("k", 300), Old: &wire.TagValue{Type: 1, Value: []byte("a")}, New: &wire.TagValue{Type: -3, Value: bytes.Repeat([]byte{7}, 300)}},
+			&wire.TagChange{ID: math.MaxUint64, Key: strings.Repeat("k", 300), Old: &wire.TagValue{Type: 1, Value: []byte("a")}, New: &wire.TagValue{Type: -3, Value: bytes.Repeat([]byte{7}, 300)}, Dict: true},
 		},
 	},
 	{
@@ -766,7 +766,7 @@ var metaGolden = []struct {
 		"0a 03 00 02 00 12 00 12 03 62 61 64 12 00"},
 	{"TagKey", &wire.TagKey{Kind: 1, ID: 2, Name: "n"}, "08 01 10 02 1a 01 6e"},
 	{"TagValue", &wire.TagValue{Type: 3, Value: []byte("v")}, "08 06 12 01 76"},
-	{"TagChange", &wire.TagChange{ID: 2, Key: "k", New: &wire.TagValue{Type: 3, Value: []byte("v")}}, "08 02 12 01 6b 22 05 08 06 12 01 76"},
+	{"TagChange", &wire.TagChange{ID: 2, Key: "k", New: &wire.TagValue{Type: 3, Value: []byte("v")}, Dict: true}, "08 02 12 01 6b 22 05 08 06 12 01 76 28 01"},
 	{"TagNames", &wire.TagNames{Names: []string{"a", "", "b"}}, "0a 01 61 0a 00 0a 01 62"},
 	{"TagNames", &wire.TagNames{Names: []string{""}}, "0a 00"},
 	{"Checkpoint", &wire.Checkpoint{Path: "/p"}, "0a 02 2f 70"},

@@ -166,11 +166,12 @@ const IndexOpsPacked = 2
 const IndexOpsChanges = 3
 
 // TagChange is one change of an object's tag: Old and New are nil for
-// none.
+// none. With Dict, the dictionary entries of Key go with it.
 type TagChange struct {
 	ID       uint64    // 1
 	Key      string    // 2
 	Old, New *TagValue // 3, 4
+	Dict     bool      // 5
 }
 
 func (m *TagChange) Marshal(b []byte) []byte {
@@ -182,6 +183,7 @@ func (m *TagChange) Marshal(b []byte) []byte {
 	if m.New != nil {
 		b = putMsg(b, 4, m.New)
 	}
+	b = putBool(b, 5, m.Dict)
 	return b
 }
 
@@ -200,6 +202,8 @@ func (m *TagChange) Unmarshal(b []byte) error {
 		case 4:
 			m.New = &TagValue{}
 			f.sub(m.New)
+		case 5:
+			m.Dict = f.bool()
 		}
 	}
 	return f.err
