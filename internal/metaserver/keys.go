@@ -46,11 +46,14 @@ func keyAdded(obj, cont uint64) []byte {
 
 func addedPrefix(obj uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'m'}, obj) }
 
-func tagPrefix(kind byte, id uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{'T', kind}, id)
-}
+func tagPrefix(kind byte, id uint64) []byte { return appendKeyTag(nil, kind, id, "") }
 
-func keyTag(kind byte, id uint64, name string) []byte { return append(tagPrefix(kind, id), name...) }
+func keyTag(kind byte, id uint64, name string) []byte { return appendKeyTag(nil, kind, id, name) }
+
+// appendKeyTag appends keyTag(kind, id, name) to b.
+func appendKeyTag(b []byte, kind byte, id uint64, name string) []byte {
+	return append(binary.BigEndian.AppendUint64(append(b, 'T', kind), id), name...)
+}
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
 func prefixEnd(p []byte) []byte {

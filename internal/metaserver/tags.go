@@ -77,6 +77,10 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 				return nil, err
 			}
 		}
+		// The values, in one allocation; keys and encoded values are built
+		// in one buffer each, which the batch copies.
+		vals := make([]wire.TagValue, len(tb.Puts))
+		var key, enc []byte
 		for i := range tb.Puts {
 			t := &tb.Puts[i]
 			err := checkTag(t)
@@ -89,8 +93,9 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 				out.Codes[i], out.Messages[i] = uint64(wire.CodeOf(err)), err.Error()
 				continue
 			}
-			v := &wire.TagValue{Type: t.Type, Value: t.Value}
-			key := keyTag(byte(t.Kind), t.ID, t.Name)
+			v := &vals[i]
+			*v = wire.TagValue{Type: t.Type, Value: t.Value}
+			key = appendKeyTag(key[:0], byte(t.Kind), t.ID, t.Name)
 			if t.Kind == kindObject && s.ix.on {
 				old, seen := bt.setInBatch(tb.Puts, i, v)
 				if !seen && len(olds) > 0 {
@@ -98,7 +103,8 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 				}
 				changes = append(changes, tagChange{id: t.ID, key: t.Name, old: old, new: v})
 			}
-			_ = b.Set(key, v.Marshal(nil), nil)
+			enc = v.Marshal(enc[:0])
+			_ = b.Set(key, enc, nil)
 			n++
 		}
 		return changes, nil
