@@ -29,20 +29,22 @@ type Ops struct {
 // Set adds a change that sets k to v.
 func (o *Ops) Set(k, v []byte) {
 	o.start()
-	o.b = append(o.b, recSet)
-	o.b = binary.AppendUvarint(o.b, uint64(len(k)))
-	o.b = append(o.b, k...)
-	o.b = binary.AppendUvarint(o.b, uint64(len(v)))
-	o.b = append(o.b, v...)
+	// Built in a local and stored once: each store of the slice into o
+	// is a write barrier while the GC marks.
+	b := append(o.b, recSet)
+	b = binary.AppendUvarint(b, uint64(len(k)))
+	b = append(b, k...)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	o.b = append(b, v...)
 	o.n++
 }
 
 // Delete adds a change that deletes k.
 func (o *Ops) Delete(k []byte) {
 	o.start()
-	o.b = append(o.b, recDel)
-	o.b = binary.AppendUvarint(o.b, uint64(len(k)))
-	o.b = append(o.b, k...)
+	b := append(o.b, recDel)
+	b = binary.AppendUvarint(b, uint64(len(k)))
+	o.b = append(b, k...)
 	o.n++
 }
 

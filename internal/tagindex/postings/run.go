@@ -179,17 +179,17 @@ func buildRun(ops *Ops) *run {
 	}
 	keyOf := func(e *ent) []byte { return b[e.koff:e.kend] }
 	sortEnts(ents, b)
-	r := &run{data: make([]byte, 0, len(b)), offs: make([]uint32, 0, len(ents))}
+	data, offs := make([]byte, 0, len(b)), make([]uint32, 0, len(ents))
 	for i := range ents {
 		// The last change of a key wins: skip one whose successor has
 		// the same key.
 		if i+1 < len(ents) && ents[i+1].pfx == ents[i].pfx && bytes.Equal(keyOf(&ents[i+1]), keyOf(&ents[i])) {
 			continue
 		}
-		r.offs = append(r.offs, uint32(len(r.data)))
-		r.data = append(r.data, b[ents[i].off:ents[i].end]...)
+		offs = append(offs, uint32(len(data)))
+		data = append(data, b[ents[i].off:ents[i].end]...)
 	}
-	return r
+	return &run{data: data, offs: offs}
 }
 
 // cursor walks one run, in memory or on disk, over [lo, hi).
@@ -332,15 +332,17 @@ func mergeRuns(runs []*run, keepDeletes bool) *run {
 		out.logs = append(out.logs, r.logs...)
 		cs = append(cs, newMemCursor(r, nil, nil))
 	}
-	out.data = make([]byte, 0, size)
-	out.offs = make([]uint32, 0, n)
+	// Appended to locals, not to out's fields: each store into the heap
+	// is a write barrier while the GC marks.
+	data, offs := make([]byte, 0, size), make([]uint32, 0, n)
 	_ = newMerger(cs).each(func(_, _ []byte, del bool, raw []byte) error {
 		if del && !keepDeletes {
 			return nil
 		}
-		out.offs = append(out.offs, uint32(len(out.data)))
-		out.data = append(out.data, raw...)
+		offs = append(offs, uint32(len(data)))
+		data = append(data, raw...)
 		return nil
 	})
+	out.data, out.offs = data, offs
 	return out
 }
