@@ -1028,18 +1028,7 @@ func TestAFailedCommitWritesTheKeyDictionaryLater(t *testing.T) {
 		if how == "commit" {
 			restore = failCommits(t, s)
 		} else {
-			w := s.st.log
-			w.mu.Lock()
-			w.sync = true
-			w.mu.Unlock()
-			w.syncMu.Lock()
-			w.err = errors.New("injected fsync failure")
-			w.syncMu.Unlock()
-			restore = func() {
-				w.syncMu.Lock()
-				w.err = nil
-				w.syncMu.Unlock()
-			}
+			restore = failSyncs(s)
 		}
 		if err := c.tryPut(id, key, "v1"); err == nil {
 			t.Fatalf("%s failing: the put succeeded", how)

@@ -138,6 +138,23 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 
 // failCommits makes every store commit fail (as a log that cannot rotate
 // would) until the returned function is called.
+// failSyncs puts s's store under sync durability with a failed fsync,
+// which fails every later wait until restore.
+func failSyncs(s *Service) (restore func()) {
+	w := s.st.log
+	w.mu.Lock()
+	w.sync = true
+	w.mu.Unlock()
+	w.syncMu.Lock()
+	w.err = errors.New("injected fsync failure")
+	w.syncMu.Unlock()
+	return func() {
+		w.syncMu.Lock()
+		w.err = nil
+		w.syncMu.Unlock()
+	}
+}
+
 func failCommits(t *testing.T, s *Service) (restore func()) {
 	t.Helper()
 	w := s.st.log
@@ -346,13 +363,7 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 func TestUnsyncedChangeIsNotDelivered(t *testing.T) {
 	c := newTestCluster(t, 2)
 	id, key := c.createWithRemoteKey(0)
-	w := c.svcs[0].st.log
-	w.mu.Lock()
-	w.sync = true
-	w.mu.Unlock()
-	w.syncMu.Lock()
-	w.err = errors.New("injected fsync failure")
-	w.syncMu.Unlock()
+	failSyncs(c.svcs[0])
 	if err := c.tryPut(id, key, "value"); err == nil {
 		t.Fatal("a put whose sync failed was acknowledged")
 	}
