@@ -136,8 +136,6 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	}
 }
 
-// failCommits makes every store commit fail (as a log that cannot rotate
-// would) until the returned function is called.
 // failSyncs puts s's store under sync durability with a failed fsync,
 // which fails every later wait until restore.
 func failSyncs(s *Service) (restore func()) {
@@ -155,6 +153,8 @@ func failSyncs(s *Service) (restore func()) {
 	}
 }
 
+// failCommits makes every store commit fail (as a log that cannot rotate
+// would) until the returned function is called.
 func failCommits(t *testing.T, s *Service) (restore func()) {
 	t.Helper()
 	w := s.st.log
