@@ -73,10 +73,10 @@ type obRecord struct {
 	acked  []int        // guarded by outbox.mu
 	loaded bool         // by start, from the store
 	ops    postings.Ops // until queued
-	// split, if set, holds the changes in place of ops, by destination
-	// among len(split) servers, as the commit built them.
+	// split, if set, holds the record's index changes in place of ops,
+	// by destination among len(split) servers, as the commit built them.
 	split []postings.Ops
-	size  int // bytes of ops, counted in the backlog until tried
+	size  int // bytes of ops or split, counted in the backlog until tried
 	// Guarded by outbox.mu:
 	ready, dropped bool
 	done           bool // tried everywhere: tried is closed

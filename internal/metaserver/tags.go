@@ -288,7 +288,7 @@ func newBatchTargets(puts int) *batchTargets {
 // object returns the state of object id, and whether it was added now.
 func (bt *batchTargets) object(id uint64) (*batchObject, bool) {
 	// A batch usually puts an object's tags one after another.
-	if n := len(bt.objs); n > 0 && bt.lastID == id {
+	if len(bt.objs) > 0 && bt.lastID == id {
 		return &bt.objs[bt.lastIdx], false
 	}
 	i, ok := bt.idx[id]
