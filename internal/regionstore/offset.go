@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"slices"
@@ -136,13 +137,28 @@ func loadOffsetFile(path string, f *os.File) (*offsetFile, error) {
 	return o, nil
 }
 
-// rowBytes is the size of one index of the first dim.
+// rowBytes is the size of one index of the first dim, math.MaxInt64 if
+// larger: no file holds that much.
 func (o *offsetFile) rowBytes() int64 {
-	n := int64(o.elem)
+	n := uint64(o.elem)
 	for _, d := range o.trailing {
-		n *= int64(d)
+		hi, lo := bits.Mul64(n, d)
+		if hi != 0 || lo > math.MaxInt64 {
+			return math.MaxInt64
+		}
+		n = lo
 	}
-	return n
+	return int64(n)
+}
+
+// rowsBytes is the size of the first rows indexes of the first dim,
+// math.MaxInt64 if larger (an unlimited first dim is math.MaxUint64).
+func (o *offsetFile) rowsBytes(rows uint64) int64 {
+	hi, lo := bits.Mul64(rows, uint64(o.rowBytes()))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }
 
 func (o *offsetFile) dims(first uint64) []uint64 { return append([]uint64{first}, o.trailing...) }
@@ -213,14 +229,14 @@ func (o *offsetFile) needsRelayout(dims []uint64) bool {
 
 // needsCut reports whether the first dim shrank below data in the file.
 func (o *offsetFile) needsCut(dims []uint64) bool {
-	return o.dataLen > int64(dims[0])*o.rowBytes()
+	return o.dataLen > o.rowsBytes(dims[0])
 }
 
 // cut drops the data past the first dim of dims: elements outside the
 // dims are gone, and read as zeros if the dim grows again. A crash in the
 // middle may leave the last block's CRC stale (ErrCorrupt on reading it).
 func (o *offsetFile) cut(f *os.File, dims []uint64) error {
-	keep := int64(dims[0]) * o.rowBytes()
+	keep := o.rowsBytes(dims[0])
 	if o.dataLen <= keep {
 		return nil
 	}
@@ -306,7 +322,7 @@ func (o *offsetFile) relayout(old *os.File, dims []uint64, blocks int64) (*offse
 // kept is the object's dims as far as the file holds data, and the box of
 // elements inside both them and dims.
 func (o *offsetFile) kept(dims []uint64) (old []uint64, both region.Box) {
-	old = o.dims(uint64((o.dataLen + o.rowBytes() - 1) / o.rowBytes()))
+	old = o.dims(uint64((o.dataLen-1)/o.rowBytes() + 1)) // dataLen > 0
 	both = region.Shape(slices.Clone(dims)...)
 	for i := range both.Size {
 		both.Size[i] = min(both.Size[i], old[i])
