@@ -202,18 +202,37 @@ func (o *offsetFile) read(f *os.File, dims []uint64, box region.Box, into []byte
 	return o.area.read(f, runSegs(region.Shape(dims...), box, o.elem, into))
 }
 
+// byteEnd is the data area offset just past box's last element, or an
+// error wrapping pdc.ErrTooLarge if that is past what a file offset
+// holds: the row-major offset would wrap and name another element.
+func byteEnd(dims []uint64, box region.Box, elem int) (int64, error) {
+	var idx, carry uint64
+	for i, d := range dims {
+		hi, lo := bits.Mul64(idx, d)
+		idx, carry = bits.Add64(lo, box.End(i)-1, 0)
+		if hi != 0 || carry != 0 {
+			return 0, fmt.Errorf("region %v of dims %v ends past 2^64 elements: %w", box, dims, pdc.ErrTooLarge)
+		}
+	}
+	idx, carry = bits.Add64(idx, 1, 0)
+	hi, lo := bits.Mul64(idx, uint64(elem))
+	if carry != 0 || hi != 0 || lo > math.MaxInt64 {
+		return 0, fmt.Errorf("region %v of dims %v ends past 2^63 bytes: %w", box, dims, pdc.ErrTooLarge)
+	}
+	return int64(lo), nil
+}
+
 // bytesNeeded is the data area a write of box needs: up to the end of
 // its last element.
 func bytesNeeded(dims []uint64, box region.Box, elem int) (int64, error) {
-	last := make([]uint64, len(dims))
-	for i := range last {
-		last[i] = box.End(i) - 1
+	n, err := byteEnd(dims, box, elem)
+	if err != nil {
+		return 0, err
 	}
-	hi, lo := bits.Mul64(region.Linearize(dims, last)+1, uint64(elem))
-	if hi != 0 || lo > uint64(maxTableBlocks*blockSize) {
+	if n > maxTableBlocks*blockSize {
 		return 0, fmt.Errorf("region %v of dims %v needs more than %d bytes: %w", box, dims, maxTableBlocks*blockSize, pdc.ErrTooLarge)
 	}
-	return int64(lo), nil
+	return n, nil
 }
 
 // tableFor is the table capacity for a file that needs n bytes now.

@@ -2,10 +2,12 @@ package regionstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -58,5 +60,42 @@ func TestHugeDimsKeepData(t *testing.T) {
 			defer func() { _ = s.Close() }()
 			check(s)
 		})
+	}
+}
+
+// An element whose row-major offset is past what a file offset holds is
+// refused, not stored at (or read from) the offset the product wraps to:
+// row 2^52 of 4096-byte rows would be row 0.
+func TestOffsetPast64BitsRefused(t *testing.T) {
+	s := openStore(t, t.TempDir(), false)
+	defer func() { _ = s.Close() }()
+	l := Layout{Dims: []uint64{1 << 53, 4096}, Elem: 1, Mode: ByOffset}
+	row0 := region.Box{Off: []uint64{0, 0}, Size: []uint64{1, 4096}}
+	want := bytes.Repeat([]byte{0xaa}, 4096)
+	if err := s.Write(1, l, row0, want); err != nil {
+		t.Fatal(err)
+	}
+	far := region.Box{Off: []uint64{1 << 52, 0}, Size: []uint64{1, 4096}}
+	if err := s.Write(1, l, far, bytes.Repeat([]byte{0xbb}, 4096)); !errors.Is(err, pdc.ErrTooLarge) {
+		t.Errorf("write of row 2^52: %v, want an error wrapping ErrTooLarge", err)
+	}
+	if err := s.WriteFrom(1, l, far, bytes.NewReader(bytes.Repeat([]byte{0xbb}, 4096)), make([]byte, blockSize)); !errors.Is(err, pdc.ErrTooLarge) {
+		t.Errorf("write from a stream of row 2^52: %v, want an error wrapping ErrTooLarge", err)
+	}
+	got := make([]byte, 4096)
+	if err := s.Read(1, l, far, got); !errors.Is(err, pdc.ErrTooLarge) {
+		t.Errorf("read of row 2^52: %v (%x...), want an error wrapping ErrTooLarge", err, got[:4])
+	}
+	if v, err := s.View(1, l, far); !errors.Is(err, pdc.ErrTooLarge) {
+		if v != nil {
+			v.Release()
+		}
+		t.Errorf("view of row 2^52: %v, want an error wrapping ErrTooLarge", err)
+	}
+	if err := s.Read(1, l, row0, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("row 0 reads %x..., want %x...: the far write landed on it", got[:4], want[:4])
 	}
 }

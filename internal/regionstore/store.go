@@ -152,6 +152,11 @@ func check(obj uint64, l Layout, box region.Box, n int) error {
 	if l.Mode != ByOffset && l.Mode != ByRegion {
 		return fmt.Errorf("object %d: unknown storage mode %d: %w", obj, uint8(l.Mode), pdc.ErrInvalid)
 	}
+	if l.Mode == ByOffset {
+		if _, err := byteEnd(l.Dims, box, l.Elem); err != nil {
+			return fmt.Errorf("object %d: %w", obj, err)
+		}
+	}
 	if hi, lo := bits.Mul64(box.Volume(), uint64(l.Elem)); hi != 0 || uint64(n) != lo {
 		return fmt.Errorf("object %d region %v: buffer of %d bytes, want %d elements of %d: %w", obj, box, n, box.Volume(), l.Elem, pdc.ErrInvalid)
 	}
