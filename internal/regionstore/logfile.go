@@ -96,7 +96,9 @@ type regionLog struct {
 	// starting within maxLen0 before the box.
 	pieces  []*piece
 	maxLen0 uint64
-	ends    []uint64 // no piece's live box ends past these; nil: unknown
+	// ends is, per dim, the furthest end of a piece's live box: kept by
+	// add, clip and loading, since outside reads it under a read lock.
+	ends []uint64
 }
 
 func encodeRegHeader(version uint32, elem, ndim int) []byte {
@@ -292,10 +294,8 @@ func (l *regionLog) add(p *piece) {
 	l.pieces = slices.Insert(l.pieces, i, p)
 	l.maxLen0 = max(l.maxLen0, p.live.Size[0])
 	l.seq = max(l.seq, p.seq)
-	if l.ends != nil {
-		for i := range l.ends {
-			l.ends[i] = max(l.ends[i], p.live.End(i))
-		}
+	for i := range l.ends {
+		l.ends[i] = max(l.ends[i], p.live.End(i))
 	}
 }
 
@@ -326,15 +326,11 @@ func (l *regionLog) clip(dims []uint64) {
 	}
 	clear(l.pieces[len(kept):])
 	l.pieces = kept
+	l.scanEnds()
 }
 
-// outside reports whether some piece reaches outside dims. It is asked on
-// every call, so it first checks the bound on the pieces' ends, which
-// only a scan that finds it too loose tightens.
-func (l *regionLog) outside(dims []uint64) bool {
-	if l.ends != nil && !endsPast(l.ends, dims) {
-		return false
-	}
+// scanEnds sets ends from the pieces.
+func (l *regionLog) scanEnds() {
 	ends := make([]uint64, l.ndim)
 	for _, p := range l.pieces {
 		for i := range ends {
@@ -342,7 +338,13 @@ func (l *regionLog) outside(dims []uint64) bool {
 		}
 	}
 	l.ends = ends
-	return endsPast(ends, dims)
+}
+
+// outside reports whether some piece reaches outside dims. It is asked on
+// every call, under the object's read lock by readers: it changes
+// nothing.
+func (l *regionLog) outside(dims []uint64) bool {
+	return endsPast(l.ends, dims)
 }
 
 func endsPast(ends, dims []uint64) bool {
@@ -589,7 +591,8 @@ func createRegionLog(path string, elem, ndim int, durable bool) (*regionLog, err
 	if err != nil {
 		return nil, err
 	}
-	return &regionLog{version: newVersion, sum: sumTable(newVersion), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize}, nil
+	return &regionLog{version: newVersion, sum: sumTable(newVersion), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize,
+		ends: make([]uint64, ndim)}, nil
 }
 
 func idxPathOf(logPath string) string { return logPath[:len(logPath)-len(".reg")] + ".idx" }
@@ -621,6 +624,7 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	l.scanEnds()
 	l.size = end
 	if end < st.Size() {
 		if err := f.Truncate(end); err != nil {
