@@ -192,6 +192,11 @@ func (o *offsetFile) write(f *os.File, dims []uint64, box region.Box, data []byt
 func (o *offsetFile) writeFrom(f *os.File, dims []uint64, box region.Box, r io.Reader, buf []byte) error {
 	end, err := o.area.writeRunsFrom(f, region.Shape(dims...), box, o.elem, r, buf)
 	if err != nil {
+		// What was stored before the failure is data like any other:
+		// a cut must drop it, and a view must see it.
+		if st, serr := f.Stat(); serr == nil {
+			o.dataLen = max(o.dataLen, st.Size()-o.area.base)
+		}
 		return err
 	}
 	o.dataLen = max(o.dataLen, end)
