@@ -909,12 +909,15 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 	}
 	s.mu.transfers[t.id] = t
 	if t.view {
-		s.mu.Unlock()
 		if len(t.deps) == 0 {
+			s.mu.Unlock()
 			s.complete(t, nil)
 			return nil
 		}
+		// Counted before the lock goes, as below: Close waits for
+		// deferred once it has marked the service closed under it.
 		s.deferred.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.deferred.Done()
 			for _, d := range t.deps {
