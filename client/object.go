@@ -25,7 +25,9 @@ type Object struct {
 	// info is replaced whole (Refresh, SetDims) and read by the client's
 	// placer goroutine as well as the caller's.
 	info atomic.Pointer[ObjectInfo]
-	once sync.Once
+
+	closeMu sync.Mutex
+	closed  bool // guarded by closeMu: closed or deleted
 
 	mu struct {
 		sync.Mutex
@@ -363,15 +365,22 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 }
 
 // Close waits for the object's transfers under way, fsyncs the data they
-// wrote and releases the handle. Idempotent.
+// wrote and releases the handle. Idempotent. If ctx ends before that is
+// done, Close returns the error and may be called again.
 func (o *Object) Close(ctx context.Context) error {
-	var err error
-	o.once.Do(func() {
-		err = o.Flush(ctx)
-		if cerr := o.c.call(ctx, o.meta().Server, wire.MethodObjClose, &wire.IDArg{ID: o.meta().ID}, nil); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	})
+	o.closeMu.Lock()
+	defer o.closeMu.Unlock()
+	if o.closed {
+		return nil
+	}
+	err := o.Flush(ctx)
+	if cerr := o.c.call(ctx, o.meta().Server, wire.MethodObjClose, &wire.IDArg{ID: o.meta().ID}, nil); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil && ctx.Err() != nil {
+		return err // transfers may still be under way
+	}
+	o.closed = true
 	return err
 }
 
@@ -381,7 +390,9 @@ func (o *Object) Delete(ctx context.Context) error {
 	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.meta().ID}, nil); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
-	o.once.Do(func() {})
+	o.closeMu.Lock()
+	o.closed = true
+	o.closeMu.Unlock()
 	return o.deleteData(ctx)
 }
 
