@@ -611,6 +611,12 @@ func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
 		}
 	}
+	for _, t := range ts {
+		// A transfer started again ends as this run does.
+		t.mu.Lock()
+		t.err = nil
+		t.mu.Unlock()
+	}
 	if len(ts) == 1 && deferrable(ts[0]) {
 		return c.startPlacing(ctx, ts[0])
 	}

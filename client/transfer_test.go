@@ -41,3 +41,67 @@ func TestObjectCloseAgainAfterItsContextEnded(t *testing.T) {
 		t.Fatalf("the read was not done when Close returned (status %v %v)", st, err)
 	}
 }
+
+// A transfer that failed can be started again (the data server says so:
+// "start it again"), and its second run reports how that run ended, not
+// the first run's error.
+func TestRestartedTransferReportsItsOwnEnd(t *testing.T) {
+	srv, _, ctx, ct := placeSetup(t, 1, "restart")
+	other := srv.connect(t)
+	dims := []uint64{64, 1024}
+	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: dims, Type: region.Uint8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.PutData(ctx, make([]byte, dims[0]*dims[1])); err != nil {
+		t.Fatal(err)
+	}
+	rows := region.Box{Off: []uint64{50, 0}, Size: []uint64{10, dims[1]}}
+	got := make([]byte, rows.Volume())
+	rd, err := o.NewTransfer(ctx, got, client.Read, region.Shape(rows.Volume()), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another client shrinks the object under the read, and writes with
+	// the new dims, so that the data server knows them.
+	ob, err := other.OpenObject(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := region.Box{Off: []uint64{0, 0}, Size: []uint64{1, dims[1]}}
+	setDims := func(d []uint64) {
+		t.Helper()
+		if err := ob.SetDims(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.Write(ctx, first, make([]byte, dims[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDims([]uint64{40, dims[1]})
+	if err := rd.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Wait(ctx); err == nil {
+		t.Fatal("a read of rows cut off by another client succeeded")
+	}
+	// The object grows back, the rows are written again, and the read
+	// starts again.
+	setDims(dims)
+	want := bytes.Repeat([]byte{9}, int(rows.Volume()))
+	if err := ob.Write(ctx, rows, want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Dims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Wait(ctx); err != nil {
+		t.Fatalf("the read started again: %v", err)
+	}
+	if err := rd.Err(); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the read started again: error %v, bytes equal %v", err, bytes.Equal(got, want))
+	}
+}
