@@ -1106,6 +1106,10 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		return err
 	}
 	var waiting []*Transfer
+	var listed map[*Transfer]bool // a transfer listed twice is waited once
+	if len(ts) > 1 {
+		listed = make(map[*Transfer]bool, len(ts))
+	}
 	for _, t := range ts {
 		t.mu.Lock()
 		state := t.state
@@ -1115,6 +1119,12 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 			return fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
 		case stateDone, stateClosed:
 			continue
+		}
+		if listed != nil {
+			if listed[t] {
+				continue
+			}
+			listed[t] = true
 		}
 		waiting = append(waiting, t)
 	}

@@ -105,3 +105,29 @@ func TestRestartedTransferReportsItsOwnEnd(t *testing.T) {
 		t.Fatalf("the read started again: error %v, bytes equal %v", err, bytes.Equal(got, want))
 	}
 }
+
+// A transfer listed twice in one WaitAll is waited once: the wait does
+// not fail because the data server had already answered it.
+func TestWaitAllListingATransferTwice(t *testing.T) {
+	_, c, ctx, ct := placeSetup(t, 1, "twice")
+	const n = 1 << 16
+	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte{7}, n)
+	if err := o.Write(ctx, region.Shape(n), want); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	rd, err := o.StartRead(ctx, region.Shape(n), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, []*client.Transfer{rd, rd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Err(); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read: error %v, bytes equal %v", err, bytes.Equal(got, want))
+	}
+}
