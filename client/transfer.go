@@ -603,12 +603,19 @@ func (c *Client) localData() []int {
 // parts of all of them go in one request per data server, writes first.
 // Transfers of objects with POSIX consistency are done when it returns.
 func (c *Client) StartAll(ctx context.Context, ts []*Transfer) error {
+	var listed map[*Transfer]bool
+	if len(ts) > 1 {
+		listed = make(map[*Transfer]bool, len(ts))
+	}
 	for _, t := range ts {
 		t.mu.Lock()
 		state := t.state
 		t.mu.Unlock()
-		if state == stateStarted {
+		if state == stateStarted || listed[t] {
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
+		}
+		if listed != nil {
+			listed[t] = true
 		}
 	}
 	for _, t := range ts {

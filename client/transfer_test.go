@@ -3,8 +3,10 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/region"
 )
@@ -129,5 +131,31 @@ func TestWaitAllListingATransferTwice(t *testing.T) {
 	}
 	if err := rd.Err(); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read: error %v, bytes equal %v", err, bytes.Equal(got, want))
+	}
+}
+
+// A transfer listed twice in one StartAll is refused, as starting a
+// started transfer is: it would be registered twice on its data server,
+// which would keep the copy never waited until the client goes.
+func TestStartAllListingATransferTwice(t *testing.T) {
+	_, c, ctx, ct := placeSetup(t, 1, "twice")
+	const n = 1 << 16
+	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, n)
+	rd, err := o.NewTransfer(ctx, buf, client.Read, region.Shape(n), region.Shape(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartAll(ctx, []*client.Transfer{rd, rd}); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("start_all listing a transfer twice: %v, want %v", err, pdc.ErrInvalid)
+	}
+	if err := c.StartAll(ctx, []*client.Transfer{rd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Wait(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
