@@ -137,6 +137,15 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
 		return err
 	}
+	// A request that cannot go out takes no lane space: spans of a request
+	// that failed on its way stay taken (the server may have it).
+	conn, err := c.startConn(ctx, server)
+	if err == nil {
+		err = pdc.CtxErr(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+	}
 	ln, err := c.lane(ctx, server, refs, Write)
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
@@ -145,21 +154,18 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if ln != nil {
 		ln.unref() // use holds its own
 	}
-	conn, err := c.startConn(ctx, server)
-	if err == nil {
-		var p *rpc.Pending
-		if p, err = conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil); err == nil {
-			sc := &startCall{c: c, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
-				tok: make(chan struct{}, 1), done: make(chan struct{})}
-			for _, r := range refs {
-				r.part().start = sc
-			}
-			c.starts.add(sc)
-			return nil
-		}
+	p, err := conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
+	if err != nil {
+		use.settled(err) // it may have gone out in part: the lane is the server's
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
 	}
-	use.settled(err) // not sent: the spans are free again, or the lane is gone
-	return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+	sc := &startCall{c: c, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
+		tok: make(chan struct{}, 1), done: make(chan struct{})}
+	for _, r := range refs {
+		r.part().start = sc
+	}
+	c.starts.add(sc)
+	return nil
 }
 
 // makeRoom collects, before refs (carrying bytes written) are started on
@@ -262,6 +268,9 @@ func (sc *startCall) answer(ctx context.Context) error {
 // restart starts refs on server again, and waits for the answer, after
 // the server found their dims out of date.
 func (c *Client) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
+	if err := pdc.CtxErr(ctx); err != nil {
+		return wire.DataIDs{}, err // and takes no lane space
+	}
 	ln, err := c.lane(ctx, server, refs, Write)
 	if err != nil {
 		return wire.DataIDs{}, err

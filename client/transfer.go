@@ -672,6 +672,9 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 			return err
 		}
 		call := func() (wire.DataResults, wire.DataIDs, error) {
+			if err := pdc.CtxErr(ctx); err != nil {
+				return wire.DataResults{}, wire.DataIDs{}, err // and takes no lane space
+			}
 			ln, err := c.lane(ctx, server, refs, Write)
 			if err != nil {
 				return wire.DataResults{}, wire.DataIDs{}, err
