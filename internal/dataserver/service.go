@@ -883,6 +883,18 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 			ws = map[*transfer]struct{}{}
 			s.mu.writes[obj] = ws
 		}
+		if !here {
+			// Two workers may store two queued writes in either order:
+			// one must not overtake the client's earlier writes it
+			// overlaps.
+			for w := range ws {
+				if w.client == t.client {
+					if _, ok := region.Intersect(w.ioBox, t.ioBox); ok {
+						t.deps = append(t.deps, w)
+					}
+				}
+			}
+		}
 		ws[t] = struct{}{}
 		if !here {
 			t.queued = true

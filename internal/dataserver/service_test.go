@@ -1377,3 +1377,46 @@ func TestWriteCutOffMidPayload(t *testing.T) {
 		}
 	}
 }
+
+// Writes of one client that overlap, queued for the workers, are stored
+// in the order they were started: the later one wins, even when a second
+// worker is free while the first write is still being stored.
+func TestQueuedOverlappingWritesKeepTheirOrder(t *testing.T) {
+	cfg := Config{Workers: 2}
+	entered, open := make(chan struct{}, 1), make(chan struct{})
+	cfg.beforeIO = func(it wire.DataItem) { // holds the first, larger write
+		if it.Write && it.Size[0] == 8 {
+			entered <- struct{}{}
+			<-open
+		}
+	}
+	e := newEnv(t, cfg)
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{16, 16}
+	first, second := box([]uint64{0, 0}, []uint64{8, 16}), box([]uint64{3, 0}, []uint64{1, 16})
+	a, b := pattern(nbytes(first.Size), 1), pattern(nbytes(second.Size), 2)
+	ids, err := start(ctx, c, []wire.DataItem{item(7, true, dims, first.Off, first.Size), item(7, true, dims, second.Off, second.Size)}, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	// The second write waits for the first, or (wrongly) a free worker
+	// has stored it meanwhile: let that happen before the first goes on.
+	e.svc.mu.Lock()
+	later := e.svc.mu.transfers[ids[1]]
+	parked := len(later.deps) > 0
+	e.svc.mu.Unlock()
+	if !parked {
+		<-later.done
+	}
+	close(open)
+	res, _, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if got := read(t, c, 7, dims, second); !bytes.Equal(got, b) {
+		t.Fatal("an earlier overlapping write was stored over a later one")
+	}
+}
