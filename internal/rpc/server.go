@@ -40,6 +40,7 @@ type Request struct {
 	conn   *serverConn
 	id     uint64
 	inline bool
+	ticket uint64 // its place in the connection's turns; 0: none
 }
 
 // Chunk sends one chunk of a streamed answer: a response frame marked
@@ -208,6 +209,12 @@ var ErrElsewhere = errors.New("rpc: run the request on a goroutine of its own")
 // returns. For bulk requests: the payload is stored from a buffer that
 // stays in the CPU cache, with no hand-off between threads, while the
 // next bytes wait in the socket.
+//
+// The requests of such a method on one connection take turns in the
+// order they arrived (see turns): here can tell with Request.Behind that
+// an earlier request it declined has not ended its turn yet, and declines
+// this one too if it must not overtake it; h waits with Request.WaitTurn
+// and lets the later ones go with Request.EndTurn.
 func (s *Server) HandleOwnedHere(m wire.Method, h, here Handler) {
 	s.handlers[m] = handlerEntry{h: h, here: here, owned: true}
 }
@@ -382,6 +389,8 @@ type serverConn struct {
 
 	mu       sync.Mutex
 	inflight map[uint64]*reqCtx // guarded by mu
+
+	turns turns // of HandleOwnedHere requests
 }
 
 func (c *serverConn) serve() {
@@ -602,6 +611,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	s.handlerWG.Add(1)
 	s.drainMu.RUnlock()
 	if he.here != nil {
+		req.ticket = c.turns.take()
 		body := &bodyReader{r: c.r, nc: c.nc, stall: s.cfg.StallTimeout, left: f.PayloadLen}
 		req.Body, req.BodyLen = body, int64(f.PayloadLen)
 		req.inline = true // it may not stream its answer from this goroutine
@@ -613,6 +623,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			err = fmt.Errorf("%s: handler declined a request after reading its payload: %w", f.Method, pdc.ErrInternal)
 		}
 		if !declined {
+			req.EndTurn()
 			broken := body.finish()
 			s.requests.Add(1)
 			ctx.release()
@@ -630,6 +641,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		if streamed {
 			if payload, err = c.r.payload(f, he.owned); err != nil {
+				req.EndTurn()
 				ctx.release()
 				<-c.sem
 				s.handlerWG.Done()
@@ -645,6 +657,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			ctx.release()
 			<-c.sem
 			_ = putBack() // the connection ends anyway
+			req.EndTurn()
 			s.handlerWG.Done()
 			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
 		}
@@ -654,6 +667,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	return func() {
 		defer s.handlerWG.Done()
 		resp, err := c.run(ctx, he.h, req, he.owned)
+		req.EndTurn()
 		s.requests.Add(1)
 		if !he.inline {
 			c.mu.Lock()
