@@ -442,6 +442,11 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if s.cfg.beforeIO != nil {
 		return nil, rpc.ErrElsewhere // the knob holds I/O in the workers
 	}
+	if req.Behind() {
+		// An earlier start of this connection is not registered yet:
+		// this one must not overtake it.
+		return nil, rpc.ErrElsewhere
+	}
 	var m wire.DataStart
 	if err := m.Unmarshal(req.Header); err != nil || len(m.Items) == 0 {
 		return nil, rpc.ErrElsewhere // start reports it
@@ -612,6 +617,15 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		laneMem = ln.mem
 	}
 	merge(order, req.Payload, laneMem)
+	// A client's starts are registered in the order they arrived, each
+	// after the ones before it: a write must not overtake an earlier
+	// one it overlaps, nor a read the writes it must see.
+	if err := req.WaitTurn(ctx); err != nil {
+		for _, t := range order {
+			s.release(t)
+		}
+		return nil, err
+	}
 	if err := s.acquire(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
@@ -633,6 +647,7 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
+	req.EndTurn()
 	// The client reuses its lane's space once answered: the writes from
 	// it are stored first.
 	if err := storedFromLane(ctx, fromLane); err != nil {
