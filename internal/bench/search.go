@@ -276,10 +276,13 @@ func rawLatencies(ctx context.Context, addr string, d time.Duration) ([]time.Dur
 // cluster and on the plain one. The clusters take turns, round by round,
 // each on objects of its own, and the medians are reported: the machine's
 // speed drifts by 10-20% over a run, and measuring one cluster after the
-// other would put that drift into the ratio. Five rounds: with three, one
-// slow round of either cluster moved the ratio by 0.05.
+// other would put that drift into the ratio. Fifteen rounds: a round of
+// batches lasts about 0.2 s, and the ratio of one round's pair ranged
+// from 0.36 to 1.19 within one run here (a flush or compaction of either
+// cluster lands in the round or not); with five rounds the reported ratio
+// still moved by 0.1 from run to run.
 func putCost(ctx context.Context, indexed, plain, noSuffix string) ([]Result, error) {
-	const one, batch, rounds = 3000, 20000, 5
+	const one, batch, rounds = 3000, 20000, 15
 	measure := func(tmpdir string, round int) (single, batched time.Duration, err error) {
 		c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
 		if err != nil {
