@@ -1045,11 +1045,15 @@ func (c *Client) dataSend(ctx context.Context, server int, m wire.Method, req wi
 // dataSendOn is dataSend on a given connection to server.
 func (c *Client) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part, use *laneUse) (*dataPending, error) {
 	// The reads' bytes go straight into their places when all of them
-	// came; otherwise they come in one buffer and are copied apart.
+	// came; otherwise they come in one buffer and are copied apart. Not
+	// when some reads go through the lane: a server that no longer has
+	// it answers those in the payload, and with one of the others failed
+	// the sizes could add up all the same, which would scatter bytes into
+	// the wrong buffers before the results are read.
 	var into [][]byte
-	if results {
-		for i, p := range items {
-			if p != nil && !use.has(i) {
+	if results && use == nil {
+		for _, p := range items {
+			if p != nil {
 				into = append(into, p.data)
 			}
 		}
