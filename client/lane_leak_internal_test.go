@@ -3,14 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/server"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -18,30 +12,7 @@ import (
 // context had ended) gives its lane spans back: the server cannot be
 // reading them, and spans kept would shrink the lane for good.
 func TestUnsentStartFreesItsSpans(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sctx, stop := context.WithCancel(ctx)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- server.Run(sctx, server.Config{TmpDir: filepath.Join(dir, "tmp"), DataDir: filepath.Join(dir, "data"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(cluster.Server, *cluster.List) { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	c, err := Connect(ctx, WithTmpDir(filepath.Join(dir, "tmp")), WithRegionTransport("shm"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := shmClient(t)
 	defer c.Close()
 	ct, _, err := c.CreateContainer(ctx, "unsent", Persistent)
 	if err != nil {

@@ -11,25 +11,32 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// An object's Close whose context has ended fails, and a later Close still
-// waits for the transfers under way: the read lands in its buffer before
-// the second Close returns.
-func TestObjectCloseAgainAfterItsContextEnded(t *testing.T) {
-	_, _, ctx, ct := placeSetup(t, 1, "reclose")
+// startedRead makes an object of 64 KiB in ct, writes it, and starts a
+// read of all of it into got.
+func startedRead(t *testing.T, ctx context.Context, ct *client.Container) (o *client.Object, rd *client.Transfer, got, want []byte) {
+	t.Helper()
 	const n = 1 << 16
 	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bytes.Repeat([]byte{7}, n)
+	want = bytes.Repeat([]byte{7}, n)
 	if err := o.Write(ctx, region.Shape(n), want); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]byte, n)
-	rd, err := o.StartRead(ctx, region.Shape(n), got)
-	if err != nil {
+	got = make([]byte, n)
+	if rd, err = o.StartRead(ctx, region.Shape(n), got); err != nil {
 		t.Fatal(err)
 	}
+	return o, rd, got, want
+}
+
+// An object's Close whose context has ended fails, and a later Close still
+// waits for the transfers under way: the read lands in its buffer before
+// the second Close returns.
+func TestObjectCloseAgainAfterItsContextEnded(t *testing.T) {
+	_, _, ctx, ct := placeSetup(t, 1, "reclose")
+	o, rd, got, want := startedRead(t, ctx, ct)
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := o.Close(gone); err == nil {
@@ -112,20 +119,7 @@ func TestRestartedTransferReportsItsOwnEnd(t *testing.T) {
 // not fail because the data server had already answered it.
 func TestWaitAllListingATransferTwice(t *testing.T) {
 	_, c, ctx, ct := placeSetup(t, 1, "twice")
-	const n = 1 << 16
-	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{n}, Type: region.Uint8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := bytes.Repeat([]byte{7}, n)
-	if err := o.Write(ctx, region.Shape(n), want); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, n)
-	rd, err := o.StartRead(ctx, region.Shape(n), got)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rd, got, want := startedRead(t, ctx, ct)
 	if err := c.WaitAll(ctx, []*client.Transfer{rd, rd}); err != nil {
 		t.Fatal(err)
 	}
