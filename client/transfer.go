@@ -291,7 +291,9 @@ func (t *Transfer) Start(ctx context.Context) error {
 	return t.obj.c.StartAll(ctx, []*Transfer{t})
 }
 
-// Wait returns once the transfer is done (PDCregion_transfer_wait).
+// Wait returns once the transfer is done (PDCregion_transfer_wait), with
+// how it ended: a transfer that failed fails every Wait, the later ones
+// at once.
 func (t *Transfer) Wait(ctx context.Context) error {
 	return t.obj.c.WaitAll(ctx, []*Transfer{t})
 }
@@ -1114,24 +1116,32 @@ func (d *dataPending) recv(ctx context.Context) (wire.DataResults, wire.DataIDs,
 }
 
 // WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
-// request per data server.
+// request per data server. Its error joins those of the transfers that
+// failed, whether in this wait or an earlier one.
 func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 	if err := c.settle(ctx); err != nil {
 		return err
 	}
 	var waiting []*Transfer
+	var ended []error // of transfers that had ended before, as they did
 	var listed map[*Transfer]bool // a transfer listed twice is waited once
 	if len(ts) > 1 {
 		listed = make(map[*Transfer]bool, len(ts))
 	}
 	for _, t := range ts {
 		t.mu.Lock()
-		state := t.state
+		state, terr := t.state, t.err
 		t.mu.Unlock()
 		switch state {
 		case stateCreated:
 			return fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.meta().Name, t.remote, pdc.ErrInvalid)
 		case stateDone, stateClosed:
+			if terr != nil && (listed == nil || !listed[t]) {
+				ended = append(ended, terr)
+				if listed != nil {
+					listed[t] = true
+				}
+			}
 			continue
 		}
 		if listed != nil {
@@ -1249,7 +1259,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		}
 		return first
 	})
-	var errs []error
+	errs := ended
 	if err != nil {
 		errs = append(errs, err)
 	}

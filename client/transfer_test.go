@@ -55,7 +55,7 @@ func TestObjectCloseAgainAfterItsContextEnded(t *testing.T) {
 // "start it again"), and its second run reports how that run ended, not
 // the first run's error.
 func TestRestartedTransferReportsItsOwnEnd(t *testing.T) {
-	srv, _, ctx, ct := placeSetup(t, 1, "restart")
+	srv, c, ctx, ct := placeSetup(t, 1, "restart")
 	other := srv.connect(t)
 	dims := []uint64{64, 1024}
 	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: dims, Type: region.Uint8})
@@ -91,8 +91,16 @@ func TestRestartedTransferReportsItsOwnEnd(t *testing.T) {
 	if err := rd.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rd.Wait(ctx); err == nil {
+	failed := rd.Wait(ctx)
+	if failed == nil {
 		t.Fatal("a read of rows cut off by another client succeeded")
+	}
+	// Waited again, it fails again, alone or with others.
+	if err := rd.Wait(ctx); err == nil || err.Error() != failed.Error() {
+		t.Fatalf("second wait of the failed read: %v, want %v", err, failed)
+	}
+	if err := c.WaitAll(ctx, []*client.Transfer{rd, rd}); err == nil || err.Error() != failed.Error() {
+		t.Fatalf("wait_all of the failed read, listed twice: %v, want %v", err, failed)
 	}
 	// The object grows back, the rows are written again, and the read
 	// starts again.
