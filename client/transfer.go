@@ -1123,7 +1123,7 @@ func (c *Client) WaitAll(ctx context.Context, ts []*Transfer) error {
 		return err
 	}
 	var waiting []*Transfer
-	var ended []error // of transfers that had ended before, as they did
+	var ended []error             // of transfers that had ended before, as they did
 	var listed map[*Transfer]bool // a transfer listed twice is waited once
 	if len(ts) > 1 {
 		listed = make(map[*Transfer]bool, len(ts))
