@@ -282,11 +282,19 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 			f.Close() // releases its lock
 		}
 	}()
+	first := make(map[string]int, len(paths)) // the first index of each path
 	for i, p := range paths {
 		rel, abs, err := dir.Resolve(p)
 		if err != nil {
 			return nil, fmt.Errorf("produce %s: %w", p, err)
 		}
+		if j, dup := first[rel]; dup {
+			// Named again: locking it again would wait for this very
+			// produce's lock. The server gives each its own version.
+			recs[i] = recs[j]
+			continue
+		}
+		first[rel] = i
 		f, err := os.Open(abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {

@@ -1240,3 +1240,28 @@ func TestStageConsumerKilledMidTransfer(t *testing.T) {
 		t.Fatalf("the consumer dir holds %v after the next consume; want only big.bin", got)
 	}
 }
+
+// One produce naming a file twice (as the same path or two spellings of
+// it) records it like two produces: it must not wait on its own lock on
+// the file until its deadline.
+func TestStageProduceSameFileTwice(t *testing.T) {
+	sc := stageUp(t)
+	writeFile(t, sc.prodA, "twice.dat", randBytes(7, 5000))
+	pc := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs(sc.prodA, ""))
+	ctx := e2e.Ctx(t, 20*time.Second)
+	recs, err := pc.Produce(ctx, "twice.dat", "./twice.dat", filepath.Join(sc.prodA, "twice.dat"))
+	if err != nil {
+		t.Fatalf("produce of one file named three times: %v", err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("produce of one file named three times: %d records, want 3", len(recs))
+	}
+	for i, r := range recs {
+		if r.Path != "twice.dat" || r.Version != uint64(i+1) || r.Size != 5000 {
+			t.Errorf("record %d: %+v, want twice.dat version %d of 5000 bytes", i, r, i+1)
+		}
+	}
+	if r, err := pc.Lookup(ctx, "twice.dat"); err != nil || r.Version != 3 {
+		t.Errorf("lookup after the produce: %+v, %v; want version 3", r, err)
+	}
+}
