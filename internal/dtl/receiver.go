@@ -302,8 +302,13 @@ func readPulled(ctx context.Context, nc net.Conn, size uint64, sink Sink) (n int
 // conn returns an RPC connection to peer of the receiver's own: a stream
 // needs one to itself, and the others reuse them.
 func (r *Receiver) conn(ctx context.Context, peer string) (*rpc.Conn, error) {
-	if c := r.rpcConns.get(peer); c != nil {
-		return c, nil
+	// An idle connection may have died with its sender (restarted since,
+	// perhaps at the same address): it would fail this fetch.
+	for c := r.rpcConns.get(peer); c != nil; c = r.rpcConns.get(peer) {
+		if !c.Broken() {
+			return c, nil
+		}
+		_ = c.Close()
 	}
 	r.mu.Lock()
 	closed := r.mu.closed

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,5 +301,65 @@ func regressReceiverClose(t *testing.T, addr string, secret []byte, m dtl.Mode) 
 		if err := <-done; !errors.Is(err, pdc.ErrClosed) && !errors.Is(err, dtl.ErrPeerFailed) {
 			t.Errorf("%s: a fetch under way when its receiver closed: %v, want pdc.ErrClosed", m, err)
 		}
+	}
+}
+
+// serveAt runs a sender on an RPC server listening on addr until stop.
+func serveAt(t *testing.T, addr string, secret []byte, res dtl.Resolver) (bound string, stop func()) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := dtl.NewSender(dtl.SenderConfig{Resolve: res, ShmDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer(rpc.ServerConfig{Secret: secret, Logger: log})
+	s.Register(srv)
+	ln, err := rpc.Listen(addr)
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { srv.Close(); <-done; s.Close() }) }
+	t.Cleanup(stop)
+	return rpc.Addr(ln.Addr()), stop
+}
+
+// A sender restarted at the same address: the receiver's idle RPC
+// connections to the one that went are dead. A fetch must not take one
+// and fail against a sender that is up; nor must the next one.
+func TestRegressReceiverReusesDeadConnection(t *testing.T) {
+	secret := []byte("review-secret-0123456789")
+	res := func(ctx context.Context, key []byte) (dtl.Source, error) {
+		return dtl.Bytes(bytes.Repeat([]byte{7}, 200<<10)), nil
+	}
+	for _, m := range dtl.Modes {
+		t.Run(m.String(), func(t *testing.T) {
+			addr, stop := serveAt(t, "127.0.0.1:0", secret, res)
+			r := recv(t, secret, m)
+			// Several fetches at once: several idle connections to it.
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					if _, err := r.Fetch(context.Background(), addr, []byte("k"), dtl.IntoWriter(io.Discard)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			stop()
+			// A restart takes a while: long enough that an idle
+			// connection is checked before it is reused.
+			time.Sleep(50 * time.Millisecond)
+			serveAt(t, addr, secret, res)
+			for i := range 3 {
+				var buf bytes.Buffer
+				if _, err := r.Fetch(context.Background(), addr, []byte("k"), dtl.IntoWriter(&buf)); err != nil || buf.Len() != 200<<10 {
+					t.Errorf("fetch %d from the restarted sender: %d bytes, %v", i, buf.Len(), err)
+				}
+			}
+		})
 	}
 }
