@@ -121,8 +121,9 @@ type pushListener struct {
 	addr string
 	log  *slog.Logger
 
-	nextID atomic.Uint64
-	wg     sync.WaitGroup
+	nextID  atomic.Uint64
+	wg      sync.WaitGroup
+	closing chan struct{} // closed by close
 
 	mu struct {
 		sync.Mutex
@@ -154,7 +155,7 @@ func listenPush(addr string, log *slog.Logger) (*pushListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push listener on %s: %w", addr, err)
 	}
-	p := &pushListener{ln: ln, addr: ln.Addr().String(), log: log}
+	p := &pushListener{ln: ln, addr: ln.Addr().String(), log: log, closing: make(chan struct{})}
 	p.mu.regs = map[uint64]*registration{}
 	p.mu.conns = map[net.Conn]struct{}{}
 	p.wg.Add(1)
@@ -214,6 +215,9 @@ func (p *pushListener) finish(r *registration, res pushResult) {
 func (p *pushListener) close() {
 	p.ln.Close()
 	p.mu.Lock()
+	if !p.mu.closed {
+		close(p.closing)
+	}
 	p.mu.closed = true
 	for nc := range p.mu.conns {
 		nc.Close()
@@ -231,7 +235,21 @@ func (p *pushListener) accept() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors and the like: the listener stays the
+			// receiver's, so it must go on accepting. Wait for a
+			// connection to end rather than spin.
+			p.log.Warn("dtl: push accept failed", "addr", p.addr, "err", err)
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-p.closing:
+				t.Stop()
+				return
+			}
+			continue
 		}
 		p.mu.Lock()
 		if p.mu.closed {
