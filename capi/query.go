@@ -154,17 +154,18 @@ func (l *Lib) QuerySelRegion(id uint64, offset, size []uint64) int {
 		if err != nil {
 			return err
 		}
-		err = l.objDo(h.objID, func(_ context.Context, o *handle) error {
-			dims := o.obj.Info().Props.Dims
-			if len(dims) != box.Ndim() {
-				return fmt.Errorf("region %v has %d dims, object %q %d: %w", box, box.Ndim(), o.obj.Name(), len(dims), pdc.ErrInvalid)
-			}
-			for i, d := range dims {
-				if d != client.Unlimited && box.End(i) > d {
-					return fmt.Errorf("region %v ends at %d in dimension %d, past object %q's %d: %w", box, box.End(i), i, o.obj.Name(), d, pdc.ErrInvalid)
+		err = l.objDo(h.objID, func(ctx context.Context, o *handle) error {
+			return checkDimsNow(ctx, o.obj, func(dims []uint64) error {
+				if len(dims) != box.Ndim() {
+					return fmt.Errorf("region %v has %d dims, object %q %d: %w", box, box.Ndim(), o.obj.Name(), len(dims), pdc.ErrInvalid)
 				}
-			}
-			return nil
+				for i, d := range dims {
+					if d != client.Unlimited && box.End(i) > d {
+						return fmt.Errorf("region %v ends at %d in dimension %d, past object %q's %d: %w", box, box.End(i), i, o.obj.Name(), d, pdc.ErrInvalid)
+					}
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return err
@@ -275,19 +276,41 @@ func (l *Lib) QueryGetData(objID, id uint64, sel Selection, fill func(vals []byt
 // (pdc_query.h promises 1 GiB): it is allocated whole.
 const maxQueryBox = 1 << 30
 
+// checkDimsNow runs check on the object's dims as the handle has them
+// and, if that fails, on its dims as its server has them now: another
+// process may have changed them since this one opened it.
+func checkDimsNow(ctx context.Context, o *client.Object, check func(dims []uint64) error) error {
+	if check(o.Info().Props.Dims) == nil {
+		return nil
+	}
+	dims, err := o.Dims(ctx)
+	if err != nil {
+		return err
+	}
+	return check(dims)
+}
+
 // readAt reads the elements of object o at sel's coordinates.
 func readAt(ctx context.Context, o *handle, sel Selection, fill func(vals []byte) error) error {
-	info := o.obj.Info().Props
-	if len(info.Dims) != sel.NDim {
-		return fmt.Errorf("object %q has %d dims, the selection %d: %w", o.obj.Name(), len(info.Dims), sel.NDim, pdc.ErrInvalid)
+	err := checkDimsNow(ctx, o.obj, func(dims []uint64) error {
+		if len(dims) != sel.NDim {
+			return fmt.Errorf("object %q has %d dims, the selection %d: %w", o.obj.Name(), len(dims), sel.NDim, pdc.ErrInvalid)
+		}
+		for i, c := range sel.Coords {
+			if d := i % sel.NDim; dims[d] != client.Unlimited && c >= dims[d] {
+				return fmt.Errorf("hit %d is at %d in dimension %d, past object %q's %d: %w", i/sel.NDim, c, d, o.obj.Name(), dims[d], pdc.ErrInvalid)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	info := o.obj.Info().Props
 	lo := slices.Clone(sel.Coords[:sel.NDim])
 	hi := slices.Clone(lo)
 	for i, c := range sel.Coords {
 		d := i % sel.NDim
-		if info.Dims[d] != client.Unlimited && c >= info.Dims[d] {
-			return fmt.Errorf("hit %d is at %d in dimension %d, past object %q's %d: %w", i/sel.NDim, c, d, o.obj.Name(), info.Dims[d], pdc.ErrInvalid)
-		}
 		lo[d], hi[d] = min(lo[d], c), max(hi[d], c)
 	}
 	size := make([]uint64, sel.NDim)

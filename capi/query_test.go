@@ -252,3 +252,70 @@ func TestQueryCombineLimit(t *testing.T) {
 		t.Fatalf("a 1023-node query: %d hits: %q", n, p.lines())
 	}
 }
+
+// A query sees the dims another process set since this one opened the
+// object: PDCquery_sel_region accepts a region in the grown part, and
+// PDCquery_get_data reads an object at coordinates there.
+func TestQueriesSeeDimsSetByAnotherProcess(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	w := tc.node("node-a")
+	_, cont, prop := objSetup(t, w, 4)
+	obj := w.ObjCreate(cont, "grows", prop)
+	other := w.ObjCreate(cont, "other", prop)
+	if obj == 0 || other == 0 {
+		t.Fatal(w.lines())
+	}
+	// The reader opens both before the writer grows "grows": twice, so
+	// that each part below starts from dims [4].
+	r := tc.node("node-a")
+	rid := r.init(t)
+	forQuery, forData, rother := r.ObjOpen("grows", rid), r.ObjOpen("grows", rid), r.ObjOpen("other", rid)
+	if forQuery == 0 || forData == 0 || rother == 0 {
+		t.Fatal(r.lines())
+	}
+	// The writer grows it to 8 and fills it with 0..7, and "other" with
+	// 0..3.
+	if w.ObjSetDims(obj, 1, []uint64{8}) != capi.Succeed {
+		t.Fatal(w.lines())
+	}
+	vals := i32s(8, func(i int) int32 { return int32(i) })
+	for _, o := range []struct {
+		id uint64
+		n  uint64
+	}{{obj, 8}, {other, 4}} {
+		reg := w.RegionCreate(1, []uint64{0}, []uint64{o.n})
+		x := w.TransferCreate(unsafe.Pointer(&vals[0]), capi.AccessWrite, o.id, reg, reg)
+		if x == 0 || w.TransferStart(x) != capi.Succeed || w.TransferWait(x) != capi.Succeed || w.TransferClose(x) != capi.Succeed {
+			t.Fatal(w.lines())
+		}
+	}
+
+	// A query restricted to the grown part.
+	q := r.QueryCreate(forQuery, 1, pdcInt, i32s(1, func(int) int32 { return 5 }))
+	if q == 0 {
+		t.Fatal(r.lines())
+	}
+	if r.QuerySelRegion(q, []uint64{4}, []uint64{4}) != capi.Succeed {
+		t.Fatalf("sel_region in the grown part: %q", r.lines())
+	}
+	if n, rc := r.QueryNHits(q); rc != capi.Succeed || n != 2 {
+		t.Fatalf("nhits %d, want 2 (6 and 7): %q", n, r.lines())
+	}
+
+	// The object read at coordinates in the grown part, for the hits of
+	// a query over another object.
+	q2 := r.QueryCreate(rother, 3, pdcInt, i32s(1, func(int) int32 { return 0 }))
+	if q2 == 0 {
+		t.Fatal(r.lines())
+	}
+	sel := capi.Selection{NDim: 1, NHits: 2, Coords: []uint64{6, 7}}
+	var got []byte
+	if r.QueryGetData(forData, q2, sel, func(b []byte) error { got = slices.Clone(b); return nil }) != capi.Succeed {
+		t.Fatalf("get_data at coordinates in the grown part: %q", r.lines())
+	}
+	if len(got) != 8 || i32(got, 0) != 6 || i32(got, 1) != 7 {
+		t.Fatalf("get_data read %v, want 6 and 7", got)
+	}
+	r.quiet(t)
+	w.quiet(t)
+}
