@@ -77,6 +77,7 @@ func TestCallsGiveUpOnABusyHandleAtTheirDeadline(t *testing.T) {
 		{func() int { _, rc := l.ObjGetInfo(1); return rc }, []string{`PDCobj_get_info(1): object 1 ("x") is busy with another call`}},
 		{func() int { return l.ObjClose(1) }, []string{`PDCobj_close(1): object 1 ("x") is busy`}},
 		{func() int { return l.TransferWait(3) }, []string{`PDCregion_transfer_wait(3): object 1 ("x") is busy`}},
+		{func() int { return l.TransferClose(3) }, []string{`PDCregion_transfer_close(3): object 1 ("x") is busy`}},
 		{func() int { return l.ContPersist(2) }, []string{`PDCcont_persist(2): container 2 ("") is busy`}},
 		// Every object's wait ends at the call's one deadline.
 		{func() int { return l.ObjFlushAllStart() }, []string{`PDCobj_flush_all_start(): object 1: object 1 ("x") is busy`,
@@ -96,9 +97,13 @@ func TestCallsGiveUpOnABusyHandleAtTheirDeadline(t *testing.T) {
 			}
 		}
 	}
-	// The close that gave up left the handle open.
+	// The closes that gave up left the handles open: the transfer may
+	// still be using its buffer, and a later close can finish it.
 	if _, err := l.get(1, kindObj); err != nil {
 		t.Errorf("after a close that gave up: %v", err)
+	}
+	if _, err := l.get(3, kindTransfer); err != nil {
+		t.Errorf("after a transfer close that gave up: %v", err)
 	}
 }
 

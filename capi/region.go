@@ -273,14 +273,15 @@ func (l *Lib) TransferClose(id uint64) int {
 		if _, err := l.get(id, kindTransfer); err != nil {
 			return err
 		}
-		var still bool
+		var closed bool
 		err := l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			err := ts[0].Close(ctx)
-			still = !ts[0].Closed()
+			closed = ts[0].Closed()
 			return err
 		})
-		if still {
-			// Timed out with the transfer on its way: buf is still in
+		if !closed {
+			// Timed out with the transfer on its way, or before the calls
+			// ahead on its object let this one start: buf may still be in
 			// use, and the handle stays for another close.
 			return err
 		}
