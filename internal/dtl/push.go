@@ -231,25 +231,10 @@ func (p *pushListener) accept() {
 	for {
 		nc, err := p.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if acceptAgain(err, p.closing, p.log, p.addr) {
 				continue
 			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of descriptors and the like: the listener stays the
-			// receiver's, so it must go on accepting. Wait for a
-			// connection to end rather than spin.
-			p.log.Warn("dtl: push accept failed", "addr", p.addr, "err", err)
-			t := time.NewTimer(100 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-p.closing:
-				t.Stop()
-				return
-			}
-			continue
+			return
 		}
 		p.mu.Lock()
 		if p.mu.closed {

@@ -3,7 +3,6 @@ package dtl
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -235,29 +234,10 @@ func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			select {
-			case <-s.closing:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if acceptAgain(err, s.closing, s.log, ln.Addr().String()) {
 				continue
 			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.log.Warn("dtl: accept failed", "addr", ln.Addr().String(), "err", err)
-			// Out of descriptors and the like: wait for a connection to
-			// end rather than spin.
-			t := time.NewTimer(100 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-s.closing:
-				t.Stop()
-				return
-			}
-			continue
+			return
 		}
 		s.mu.Lock()
 		if s.mu.closed {
