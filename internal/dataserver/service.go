@@ -902,32 +902,18 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 			// Two workers may store two queued writes in either order:
 			// one must not overtake the client's earlier writes it
 			// overlaps.
-			for w := range ws {
-				if w.client == t.client {
-					if _, ok := region.Intersect(w.ioBox, t.ioBox); ok {
-						t.deps = append(t.deps, w)
-					}
-				}
-			}
-		}
-		ws[t] = struct{}{}
-		if !here {
+			t.deps = earlierOverlapping(ws, t)
 			t.queued = true
 			s.mu.queued[obj]++
 		}
+		ws[t] = struct{}{}
 		for _, f := range t.followers {
 			s.mu.next++
 			f.id = s.mu.next
 			s.mu.transfers[f.id] = f
 		}
 	} else {
-		for w := range s.mu.writes[obj] {
-			if w.client == t.client {
-				if _, ok := region.Intersect(w.ioBox, t.ioBox); ok {
-					t.deps = append(t.deps, w)
-				}
-			}
-		}
+		t.deps = earlierOverlapping(s.mu.writes[obj], t)
 		for _, f := range t.followers {
 			s.mu.next++
 			f.id = s.mu.next
@@ -980,6 +966,20 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 		return nil
 	}
 	return s.send(ctx, t)
+}
+
+// earlierOverlapping lists the writes of ws by t's client that overlap t:
+// the ones t must wait for.
+func earlierOverlapping(ws map[*transfer]struct{}, t *transfer) []*transfer {
+	var deps []*transfer
+	for w := range ws {
+		if w.client == t.client {
+			if _, ok := region.Intersect(w.ioBox, t.ioBox); ok {
+				deps = append(deps, w)
+			}
+		}
+	}
+	return deps
 }
 
 // awaitBudget hands a lazy read to the workers once the writes it depends
