@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -105,11 +106,13 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 	total := box.Volume() * elem
 
 	var f *os.File
+	var out io.Writer // get: where the bytes go
+	var commit func() error
 	switch {
 	case path == "-" && a == client.Write:
 		f = os.Stdin
 	case path == "-":
-		f = os.Stdout
+		out = os.Stdout
 	case a == client.Write:
 		if f, err = os.Open(path); err != nil {
 			return fmt.Errorf("put: %w", err)
@@ -120,10 +123,12 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 				path, st.Size(), name, box, total, box.Volume(), info.Props.Type, pdc.ErrInvalid)
 		}
 	default:
-		if f, err = os.Create(path); err != nil {
+		w, done, err := createOutput(path)
+		if err != nil {
 			return fmt.Errorf("get: %w", err)
 		}
-		defer f.Close()
+		defer done()
+		out, commit = w, w.Commit
 	}
 
 	rowBytes := elem
@@ -180,7 +185,7 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 			return fmt.Errorf("%s: %w", verb, err)
 		}
 		if a == client.Read {
-			if _, err := f.Write(fl.buf); err != nil {
+			if _, err := out.Write(fl.buf); err != nil {
 				return fmt.Errorf("get: %w", err)
 			}
 		}
@@ -196,9 +201,45 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 			return fmt.Errorf("put: %w", err)
 		}
 	}
+	if commit != nil {
+		if err := commit(); err != nil {
+			return fmt.Errorf("get: %w", err)
+		}
+	}
 	bar.finish()
 	return nil
 }
+
+// outputFile is where a command writes a file it produces.
+type outputFile interface {
+	io.Writer
+	Commit() error
+}
+
+// createOutput opens path for a command's output. A regular file (or a
+// new one) is replaced only once all of it is written (Commit): a command
+// that fails part way leaves whatever was there before untouched. Anything
+// else (a device, a pipe) is written in place. done releases what Commit
+// did not.
+func createOutput(path string) (outputFile, func(), error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return inPlace{f}, func() { f.Close() }, nil
+	}
+	f, err := atomicfile.Create(path, 0o666)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Abort, nil
+}
+
+// inPlace is an output that cannot be replaced, written as it goes.
+type inPlace struct{ *os.File }
+
+func (f inPlace) Commit() error { return nil }
 
 // parseRegion reads "start:end,start:end,...", one pair per dim, end
 // exclusive.

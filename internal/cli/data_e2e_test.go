@@ -69,3 +69,74 @@ func TestPutGet(t *testing.T) {
 		}
 	}
 }
+
+// A pdc get that fails part way (here: the stored bytes fail their
+// checksum) leaves the file it was to write as it was, and no temporary
+// file next to it.
+func TestGetFailureLeavesOutput(t *testing.T) {
+	tmpdir := e2e.Up(t, 1)
+	dir := t.TempDir()
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "files")
+	e2e.MustRun(t, "obj", "create", "--tmpdir", tmpdir, "--cont", "files", "--dims", "256x256", "--type", "int32", "obj")
+	whole := bytes.Repeat([]byte("0123456789abcdef"), 256*256*4/16)
+	in := filepath.Join(dir, "in.bin")
+	if err := os.WriteFile(in, whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e2e.MustRun(t, "put", "--tmpdir", tmpdir, "obj", in)
+	out := filepath.Join(dir, "out.bin")
+	e2e.MustRun(t, "get", "--tmpdir", tmpdir, "obj", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, whole) {
+		t.Fatal("get returned other bytes than put stored")
+	}
+
+	// Flip the last stored byte behind the server's back.
+	files, _ := filepath.Glob(filepath.Join(e2e.ServerDataDir(t, tmpdir), "data-0", "*.off"))
+	if len(files) != 1 {
+		t.Fatalf("data files %v, want one", files)
+	}
+	f, err := os.OpenFile(files[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], st.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b[:], st.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	old := []byte("what the user had here before")
+	if err := os.WriteFile(out, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e2e.Run(t, nil, "get", "--tmpdir", tmpdir, "obj", out)
+	if r.Err == nil || !strings.Contains(r.Stderr, "corrupt") {
+		t.Fatalf("get of a corrupt object: err %v, stderr %q; want it to fail saying the data is corrupt", r.Err, r.Stderr)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("after a failed get the output holds %d bytes (%v), want the %d bytes it held before", len(got), err, len(old))
+	}
+	if st, _ := os.Stat(out); st.Mode().Perm() != 0o600 {
+		t.Fatalf("the output's mode changed to %v", st.Mode())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Fatalf("dir holds %d entries after a failed get, want in.bin and out.bin only", len(entries))
+	}
+	// A new file is not made at all by a failed get.
+	if r := e2e.Run(t, nil, "get", "--tmpdir", tmpdir, "obj", filepath.Join(dir, "new.bin")); r.Err == nil {
+		t.Fatal("get of a corrupt object succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.bin")); !os.IsNotExist(err) {
+		t.Fatalf("a failed get made its output file: %v", err)
+	}
+}
