@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"syscall"
 	"time"
 )
 
@@ -50,7 +52,45 @@ var (
 	ErrCorrupt = errors.New("pdc: stored data is corrupt")
 	// ErrInternal: a server failed in a way that is not the caller's fault.
 	ErrInternal = errors.New("pdc: internal error")
+	// ErrNoSpace: a server's file system (or quota) is full, so a write was
+	// not done. What was acknowledged before is kept and still reads; the
+	// server takes writes again once space is freed.
+	// errors.Is(ErrNoSpace, syscall.ENOSPC) holds too.
+	ErrNoSpace error = &errnoSentinel{"pdc: no space left on a server's disk", []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT}}
+	// ErrIO: a server's storage failed a read or write (EIO): a failing
+	// disk, or a file system that went away. The operation was not done;
+	// other files and earlier writes may still be readable.
+	// errors.Is(ErrIO, syscall.EIO) holds too.
+	ErrIO error = &errnoSentinel{"pdc: I/O error on a server's storage", []syscall.Errno{syscall.EIO}}
 )
+
+// errnoSentinel is a sentinel that also matches the system errors it
+// stands for, so a caller may test for either, on either side of the wire.
+type errnoSentinel struct {
+	msg    string
+	errnos []syscall.Errno
+}
+
+func (e *errnoSentinel) Error() string { return e.msg }
+
+func (e *errnoSentinel) Is(target error) bool {
+	n, ok := target.(syscall.Errno)
+	return ok && slices.Contains(e.errnos, n)
+}
+
+// NoSpaceOrIO returns ErrNoSpace or ErrIO when err is (or wraps) the
+// system error one of them stands for, else nil. Servers use it to map a
+// failed write to its sentinel once, at the wire.
+func NoSpaceOrIO(err error) error {
+	for _, s := range []error{ErrNoSpace, ErrIO} {
+		for _, n := range s.(*errnoSentinel).errnos {
+			if errors.Is(err, n) {
+				return s
+			}
+		}
+	}
+	return nil
+}
 
 // ServerError is an error reported by a server. It keeps the server's own
 // message and unwraps to the sentinel that the wire code named, so

@@ -157,7 +157,7 @@ func TestEcho(t *testing.T) {
 func TestErrorsCrossTheWire(t *testing.T) {
 	ts := startServer(t, "tcp", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{Label: "rank 0"})
-	for code := wire.CodeInternal; code <= wire.CodeCorrupt; code++ {
+	for code := wire.CodeInternal; code <= wire.CodeIO; code++ {
 		eb := wire.ErrorBody{Code: code, Message: "obj" + fmt.Sprint(code)}
 		_, err := c.Call(ctx10(t), methodFail, eb.Marshal(nil), nil, nil)
 		if !errors.Is(err, code.Err()) {

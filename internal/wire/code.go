@@ -31,6 +31,8 @@ const (
 	CodeChecksum      Code = 15
 	CodeStale         Code = 16
 	CodeCorrupt       Code = 17
+	CodeNoSpace       Code = 18
+	CodeIO            Code = 19
 )
 
 var codeErrs = [...]error{
@@ -51,10 +53,13 @@ var codeErrs = [...]error{
 	CodeChecksum:      pdc.ErrChecksum,
 	CodeStale:         pdc.ErrStale,
 	CodeCorrupt:       pdc.ErrCorrupt,
+	CodeNoSpace:       pdc.ErrNoSpace,
+	CodeIO:            pdc.ErrIO,
 }
 
 // CodeOf returns the code for err: the code of the first sentinel err wraps,
-// the context errors as Timeout and Canceled, anything else as Internal.
+// the context errors as Timeout and Canceled, a full disk (ENOSPC, EDQUOT)
+// as NoSpace and EIO as IO, anything else as Internal.
 func CodeOf(err error) Code {
 	if err == nil {
 		return CodeOK
@@ -64,7 +69,11 @@ func CodeOf(err error) Code {
 			return c
 		}
 	}
-	switch {
+	switch s := pdc.NoSpaceOrIO(err); {
+	case s == pdc.ErrNoSpace:
+		return CodeNoSpace
+	case s == pdc.ErrIO:
+		return CodeIO
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	case errors.Is(err, context.Canceled):

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"syscall"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -34,11 +36,13 @@ var codeSentinels = []struct {
 	{wire.CodeChecksum, pdc.ErrChecksum},
 	{wire.CodeStale, pdc.ErrStale},
 	{wire.CodeCorrupt, pdc.ErrCorrupt},
+	{wire.CodeNoSpace, pdc.ErrNoSpace},
+	{wire.CodeIO, pdc.ErrIO},
 }
 
 func TestCodeSentinelTable(t *testing.T) {
-	if len(codeSentinels) != int(wire.CodeCorrupt-wire.CodeInternal+1) {
-		t.Fatalf("table covers %d codes, want every code from Internal to Corrupt", len(codeSentinels))
+	if len(codeSentinels) != int(wire.CodeIO-wire.CodeInternal+1) {
+		t.Fatalf("table covers %d codes, want every code from Internal to IO", len(codeSentinels))
 	}
 	seen := map[error]wire.Code{}
 	for i, c := range codeSentinels {
@@ -89,6 +93,10 @@ func TestCodeOf(t *testing.T) {
 		{"wrapped canceled", fmt.Errorf("read: %w", context.Canceled), wire.CodeCanceled},
 		{"sentinel beats context", fmt.Errorf("%w: %w", pdc.ErrNotFound, context.Canceled), wire.CodeNotFound},
 		{"joined", errors.Join(errors.New("a"), pdc.ErrExists), wire.CodeExists},
+		{"full disk", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.ENOSPC}, wire.CodeNoSpace},
+		{"quota", fmt.Errorf("store: %w", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.EDQUOT}), wire.CodeNoSpace},
+		{"EIO", fmt.Errorf("store: %w", &fs.PathError{Op: "fsync", Path: "/d/x", Err: syscall.EIO}), wire.CodeIO},
+		{"other errno", &fs.PathError{Op: "open", Path: "/d/x", Err: syscall.EACCES}, wire.CodeInternal},
 	}
 	for _, c := range cases {
 		if got := wire.CodeOf(c.err); got != c.want {
@@ -101,7 +109,7 @@ func TestCodeErr(t *testing.T) {
 	if err := wire.CodeOK.Err(); err != nil {
 		t.Fatalf("CodeOK.Err() = %v, want nil", err)
 	}
-	for _, c := range []wire.Code{wire.CodeCorrupt + 1, 100, math.MaxUint32} {
+	for _, c := range []wire.Code{wire.CodeIO + 1, 100, math.MaxUint32} {
 		if err := c.Err(); err != pdc.ErrInternal {
 			t.Fatalf("unknown Code(%d).Err() = %v, want pdc.ErrInternal", c, err)
 		}
@@ -123,5 +131,22 @@ func TestContextSentinels(t *testing.T) {
 	back := wire.CodeOf(fmt.Errorf("handler: %w", context.DeadlineExceeded)).Err()
 	if !errors.Is(back, pdc.ErrTimeout) || !errors.Is(back, context.DeadlineExceeded) {
 		t.Fatalf("deadline crossed the wire as %v", back)
+	}
+}
+
+// A full disk or an I/O error crosses the wire as the sentinel that also
+// matches the system error, so a client may test for either.
+func TestNoSpaceAndIOSentinels(t *testing.T) {
+	for _, c := range []struct {
+		errno    syscall.Errno
+		sentinel error
+	}{{syscall.ENOSPC, pdc.ErrNoSpace}, {syscall.EDQUOT, pdc.ErrNoSpace}, {syscall.EIO, pdc.ErrIO}} {
+		back := wire.CodeOf(&fs.PathError{Op: "write", Path: "/d/x", Err: c.errno}).Err()
+		if back != c.sentinel || !errors.Is(back, c.errno) {
+			t.Fatalf("%v crossed the wire as %v", c.errno, back)
+		}
+	}
+	if errors.Is(pdc.ErrNoSpace, syscall.EIO) || errors.Is(pdc.ErrIO, syscall.ENOSPC) {
+		t.Fatal("a storage sentinel matches the other's errno")
 	}
 }
