@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -122,8 +122,18 @@ func (l *List) Validate() error {
 	return nil
 }
 
+// Dir is a cluster's tmpdir, where its server list and rendezvous record
+// are, on a file system (nil: the operating system's).
+type Dir struct {
+	Path string
+	FS   vfs.FS
+}
+
 // WriteList validates l and writes it to dir/ListFile atomically.
-func WriteList(dir string, l *List) error {
+func WriteList(dir string, l *List) error { return Dir{Path: dir}.WriteList(l) }
+
+// WriteList validates l and writes it to ListFile atomically.
+func (d Dir) WriteList(l *List) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -131,14 +141,17 @@ func WriteList(dir string, l *List) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
+	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
 }
 
 // ReadList reads dir/ListFile. A missing list is pdc.ErrNotFound with a
 // message that says how to start servers.
-func ReadList(dir string) (*List, error) {
-	path := filepath.Join(dir, ListFile)
-	data, err := os.ReadFile(path)
+func ReadList(dir string) (*List, error) { return Dir{Path: dir}.ReadList() }
+
+// ReadList reads ListFile, as the function ReadList does.
+func (d Dir) ReadList() (*List, error) {
+	path := filepath.Join(d.Path, ListFile)
+	data, err := vfs.ReadFile(vfs.OrDefault(d.FS), path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no server list at %s: no pdc servers are running with this tmpdir (start them with `pdc up`, or set PDC_TMPDIR): %w", path, pdc.ErrNotFound)
 	}
@@ -168,18 +181,24 @@ type Rendezvous struct {
 }
 
 // WriteRendezvous writes dir/Rank0File atomically.
-func WriteRendezvous(dir string, r Rendezvous) error {
+func WriteRendezvous(dir string, r Rendezvous) error { return Dir{Path: dir}.WriteRendezvous(r) }
+
+// WriteRendezvous writes Rank0File atomically.
+func (d Dir) WriteRendezvous(r Rendezvous) error {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
+	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
 }
 
 // ReadRendezvous reads dir/Rank0File; fs.ErrNotExist when there is none.
-func ReadRendezvous(dir string) (Rendezvous, error) {
-	path := filepath.Join(dir, Rank0File)
-	data, err := os.ReadFile(path)
+func ReadRendezvous(dir string) (Rendezvous, error) { return Dir{Path: dir}.ReadRendezvous() }
+
+// ReadRendezvous reads Rank0File; fs.ErrNotExist when there is none.
+func (d Dir) ReadRendezvous() (Rendezvous, error) {
+	path := filepath.Join(d.Path, Rank0File)
+	data, err := vfs.ReadFile(vfs.OrDefault(d.FS), path)
 	if err != nil {
 		return Rendezvous{}, err
 	}
@@ -195,15 +214,19 @@ func ReadRendezvous(dir string) (Rendezvous, error) {
 }
 
 // RemoveFiles removes the list and the rendezvous record from dir.
-func RemoveFiles(dir string) error {
+func RemoveFiles(dir string) error { return Dir{Path: dir}.RemoveFiles() }
+
+// RemoveFiles removes the list and the rendezvous record.
+func (d Dir) RemoveFiles() error {
+	fsys := vfs.OrDefault(d.FS)
 	var errs []error
 	for _, name := range []string{ListFile, Rank0File} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(filepath.Join(d.Path, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) == 0 {
-		return atomicfile.SyncDir(dir)
+		return atomicfile.SyncDirFS(fsys, d.Path)
 	}
 	return errors.Join(errs...)
 }
