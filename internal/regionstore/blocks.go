@@ -64,19 +64,30 @@ func allZero(b []byte) bool {
 
 // area is a stretch of a file checksummed per block: the data of a
 // by-offset file, or the payload of one by-region record. Each block has a
-// CRC32C in a table elsewhere in the same file, 4 bytes per block, and a
+// CRC in a table elsewhere in the same file, 4 bytes per block, and a
 // copy of the table in memory.
 //
 // A table entry of 0 means "never written": the block must read as zeros.
-// Data is written before its CRC, so a crash between the two leaves a
-// block whose CRC does not match: reading it reports pdc.ErrCorrupt rather
-// than returning bytes that may be half old and half new.
+// A write in place names its blocks' new CRCs in the file's pending slot
+// first (pending.go), then writes the data, then the CRCs: a process
+// killed in between leaves each block matching its old CRC or the one
+// the slot names, which opening the file puts in the table. Without a
+// slot (by-region logs before version 3 are never written in place), a
+// crash between data and CRC leaves a block that reads as pdc.ErrCorrupt
+// rather than as bytes that may be half old and half new.
+//
+// Blocks are blockSize long and, but for an area's first and last, start
+// at file offsets that are multiples of blockSize (in areas of version 3
+// logs and by-offset files): a page each, which a killed write leaves
+// whole. skew says where the area's byte 0 falls in its first block.
 type area struct {
 	sum   *crc32.Table // the file's checksum
 	base  int64        // file offset of the area's byte 0
 	size  int64        // bytes in the area; the last block may be shorter
+	skew  int64        // bytes of the first block before the area's byte 0
 	crcAt int64        // file offset of the CRC table
 	crcs  crcTable
+	pend  *pending // the file's pending slot; nil if it has none
 }
 
 // crcChunk is how many table entries (256 MiB of data) are allocated at
@@ -203,7 +214,16 @@ type seg struct {
 	buf []byte
 }
 
-func (a *area) blockLen(b int64) int64 { return min(blockSize, a.size-b*blockSize) }
+// block is the block holding area byte off.
+func (a *area) block(off int64) int64 { return (off + a.skew) / blockSize }
+
+// blockStart is the area offset of block b's first byte.
+func (a *area) blockStart(b int64) int64 { return max(0, b*blockSize-a.skew) }
+
+// blockEnd is the area offset just past block b.
+func (a *area) blockEnd(b int64) int64 { return min(a.size, (b+1)*blockSize-a.skew) }
+
+func (a *area) blockLen(b int64) int64 { return a.blockEnd(b) - a.blockStart(b) }
 
 func (a *area) crc(b int64) uint32 { return a.crcs.get(b) }
 
@@ -215,7 +235,7 @@ func (a *area) verify(b int64, data []byte) error {
 	}
 	if got := crc32.Checksum(data, a.sum); got != want {
 		return fmt.Errorf("block %d at file offset %d: crc %08x, stored %08x: %w",
-			b, a.base+b*blockSize, got, want, pdc.ErrCorrupt)
+			b, a.base+a.blockStart(b), got, want, pdc.ErrCorrupt)
 	}
 	return nil
 }
@@ -223,7 +243,7 @@ func (a *area) verify(b int64, data []byte) error {
 // load reads block b into buf (sized to the block), zeros past the end of
 // the file, and verifies it unless told not to.
 func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
-	n, err := f.ReadAt(buf, a.base+b*blockSize)
+	n, err := f.ReadAt(buf, a.base+a.blockStart(b))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -240,25 +260,24 @@ func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
 // once into a scratch block and copied from there, so strided reads do not
 // read a block once per row.
 func (a *area) read(f *os.File, segs []seg) error {
-	segs = cacheSized(segs)
+	segs = a.cacheSized(segs)
 	cur := int64(-1)
 	var scratch []byte
 	for _, s := range segs {
 		off, end := s.off, s.off+int64(len(s.buf))
 		for off < end {
-			b := off / blockSize
-			bStart := b * blockSize
-			if bStart >= a.size {
+			if off >= a.size {
 				// Past what the area can hold: never written.
 				clear(s.buf[off-s.off:])
 				break
 			}
-			bEnd := bStart + a.blockLen(b)
+			b := a.block(off)
+			bStart, bEnd := a.blockStart(b), a.blockEnd(b)
 			if off == bStart && end >= bEnd {
 				// As many whole blocks as the segment covers, in one pread.
 				wEnd, nb := bEnd, b+1
-				for wEnd < end && wEnd+a.blockLen(nb) <= end {
-					wEnd += a.blockLen(nb)
+				for wEnd < end && a.blockEnd(nb) <= end && a.blockEnd(nb) > wEnd {
+					wEnd = a.blockEnd(nb)
 					nb++
 				}
 				dst := s.buf[off-s.off : wEnd-s.off]
@@ -268,7 +287,7 @@ func (a *area) read(f *os.File, segs []seg) error {
 				}
 				clear(dst[n:])
 				for i := b; i < nb; i++ {
-					lo := (i - b) * blockSize
+					lo := a.blockStart(i) - off
 					if err := a.verify(i, dst[lo:lo+a.blockLen(i)]); err != nil {
 						return err
 					}
@@ -293,62 +312,122 @@ func (a *area) read(f *os.File, segs []seg) error {
 	return nil
 }
 
-// write stores segs, which lie in increasing order and do not overlap, and
-// then the CRCs of the blocks they touch. Whole blocks are checksummed from
-// the caller's buffer; only a block a segment covers in part is read back
-// (once, however many segments touch it) to checksum the merged bytes.
-// Partial blocks are not verified on the way: a corrupt block can still be
-// overwritten.
+// write stores segs, which lie in increasing order and do not overlap,
+// with the CRCs of the blocks they touch, in groups of at most ioChunk
+// bytes (and as many blocks as the pending slot names): for each, the
+// new CRCs into the slot, the bytes, the CRCs into the table. Whole
+// blocks are checksummed from the caller's buffer, just before their
+// copy into the file, while in the CPU cache; a block a segment covers
+// in part is read first (once, however many segments touch it) and
+// checksummed with the new bytes merged in. Partial blocks are not
+// verified on the way: a corrupt block can still be overwritten.
 func (a *area) write(f *os.File, segs []seg) error {
-	segs = cacheSized(segs)
-	cur := int64(-1)
+	segs = a.cacheSized(segs)
+	p := a.pend
+	if p == nil {
+		p = &pending{}
+	}
 	var scratch []byte
-	lo, hi := int64(-1), int64(-1) // CRC entries changed
-	set := func(b int64, c uint32) {
-		a.crcs.set(b, c)
-		if lo < 0 || b < lo {
-			lo = b
-		}
-		hi = max(hi, b)
-	}
-	finish := func() {
-		if cur >= 0 {
-			set(cur, crc32.Checksum(scratch[:a.blockLen(cur)], a.sum))
-		}
-	}
-	for _, s := range segs {
-		if _, err := f.WriteAt(s.buf, a.base+s.off); err != nil {
+	for len(segs) > 0 {
+		n, err := a.writeGroup(f, segs, p, &scratch)
+		if err != nil {
 			return err
 		}
+		segs = segs[n:]
+	}
+	return nil
+}
+
+// writeGroup stores the first segments of segs that fit one group, and
+// says how many it took.
+func (a *area) writeGroup(f *os.File, segs []seg, p *pending, scratch *[]byte) (int, error) {
+	p.reset()
+	cur := int64(-1) // the block merged in scratch
+	finish := func() {
+		if cur >= 0 {
+			p.add(a, cur, crc32.Checksum((*scratch)[:a.blockLen(cur)], a.sum))
+			cur = -1
+		}
+	}
+	var bytes int64
+	n := 0
+	for ; n < len(segs); n++ {
+		s := segs[n]
 		off, end := s.off, s.off+int64(len(s.buf))
+		if n > 0 {
+			// The blocks s touches, and the one merged in scratch, not
+			// added yet: each may start a run.
+			need := a.block(end-1) - a.block(off) + 1
+			if cur >= 0 {
+				need += 1 + pendRunHead/4
+			}
+			if bytes+int64(len(s.buf)) > chunk() || !p.room(need) {
+				break
+			}
+		}
+		bytes += int64(len(s.buf))
 		for off < end {
-			b := off / blockSize
-			bStart := b * blockSize
-			bEnd := bStart + a.blockLen(b)
+			b := a.block(off)
+			bStart, bEnd := a.blockStart(b), a.blockEnd(b)
 			if off == bStart && end >= bEnd {
-				set(b, crc32.Checksum(s.buf[off-s.off:bEnd-s.off], a.sum))
+				finish()
+				p.add(a, b, crc32.Checksum(s.buf[off-s.off:bEnd-s.off], a.sum))
 				off = bEnd
 				continue
 			}
 			if cur != b {
 				finish()
-				if scratch == nil {
-					scratch = make([]byte, blockSize)
+				if *scratch == nil {
+					*scratch = make([]byte, blockSize)
 				}
-				// The file already holds this segment's bytes, but a block
-				// loaded earlier does not hold later segments': copy below.
-				if err := a.load(f, b, scratch[:bEnd-bStart], false); err != nil {
-					return err
+				if err := a.load(f, b, (*scratch)[:bEnd-bStart], false); err != nil {
+					return n, err
 				}
 				cur = b
 			}
-			n := min(end, bEnd) - off
-			copy(scratch[off-bStart:], s.buf[off-s.off:off-s.off+n])
-			off += n
+			k := min(end, bEnd) - off
+			copy((*scratch)[off-bStart:], s.buf[off-s.off:off-s.off+k])
+			off += k
 		}
 	}
 	finish()
-	return a.writeCRCs(f, lo, hi)
+	if err := p.write(f); err != nil {
+		return n, err
+	}
+	for _, s := range segs[:n] {
+		if _, err := f.WriteAt(s.buf, a.base+s.off); err != nil {
+			a.settle(f, p)
+			return n, err
+		}
+	}
+	lo, hi := int64(-1), int64(-1)
+	for _, r := range p.runs {
+		for i, c := range r.crcs {
+			a.crcs.set(r.block+int64(i), c)
+		}
+		if lo < 0 {
+			lo = r.block
+		}
+		hi = r.block + int64(len(r.crcs)) - 1
+	}
+	return n, a.writeCRCs(f, lo, hi)
+}
+
+// settle gives the blocks of a group whose data write failed part way
+// the CRC of what they now hold, where that is the new one: a failed
+// write leaves each block old or new, as a killed one does.
+func (a *area) settle(f *os.File, p *pending) {
+	buf := make([]byte, blockSize)
+	for _, r := range p.runs {
+		for i, c := range r.crcs {
+			b := r.block + int64(i)
+			blk := buf[:a.blockLen(b)]
+			if a.load(f, b, blk, false) == nil && crc32.Checksum(blk, a.sum) == c {
+				a.crcs.set(b, c)
+				_ = a.writeCRCs(f, b, b)
+			}
+		}
+	}
 }
 
 // writeRunsFrom stores sub, a box inside outer whose row-major bytes are
@@ -399,11 +478,16 @@ func (a *area) writeRunsFrom(f *os.File, outer, sub region.Box, elem int, r io.R
 // checksummed and copied whole would go through memory twice.
 const ioChunk = 512 << 10
 
-// cacheSized cuts segs at multiples of ioChunk (whole blocks) in the area.
-func cacheSized(segs []seg) []seg {
+// chunk is the most bytes a write group takes: ioChunk, and no more
+// blocks than the pending slot names (when tests make blocks tiny).
+func chunk() int64 { return min(ioChunk, 512*blockSize) }
+
+// cacheSized cuts segs at multiples of chunk() (whole blocks) in the area.
+func (a *area) cacheSized(segs []seg) []seg {
+	c := chunk()
 	long := false
 	for _, s := range segs {
-		if len(s.buf) > ioChunk {
+		if int64(len(s.buf)) > c {
 			long = true
 			break
 		}
@@ -414,7 +498,7 @@ func cacheSized(segs []seg) []seg {
 	var out []seg
 	for _, s := range segs {
 		for len(s.buf) > 0 {
-			n := min(int64(len(s.buf)), (s.off/ioChunk+1)*ioChunk-s.off)
+			n := min(int64(len(s.buf)), ((s.off+a.skew)/c+1)*c-a.skew-s.off)
 			out = append(out, seg{off: s.off, buf: s.buf[:n]})
 			s.off, s.buf = s.off+n, s.buf[n:]
 		}
@@ -438,15 +522,46 @@ func (a *area) writeCRCs(f *os.File, lo, hi int64) error {
 	})
 }
 
-// crcsOf checksums a whole payload laid out from an area's byte 0.
+// crcsOf checksums a whole payload laid out from an area's byte 0, with
+// no skew.
 func crcsOf(sum *crc32.Table, data []byte) []uint32 {
-	bs := int(blockSize)
-	crcs := make([]uint32, (len(data)+bs-1)/bs)
-	for i := range crcs {
-		crcs[i] = crc32.Checksum(data[i*bs:min(len(data), (i+1)*bs)], sum)
-	}
-	return crcs
+	s := newBlockSums(sum, 0, int64(len(data)))
+	s.add(data)
+	return s.done()
 }
+
+// blockSums checksums an area's bytes block by block as they come, in
+// pieces of any length, in order.
+type blockSums struct {
+	sum       *crc32.Table
+	left      int64 // bytes of the area still to come
+	blockLeft int64 // of them, in the current block
+	cur       uint32
+	out       []uint32
+}
+
+// newBlockSums checksums an area of n bytes starting skew bytes into its
+// first block.
+func newBlockSums(sum *crc32.Table, skew, n int64) *blockSums {
+	return &blockSums{sum: sum, left: n, blockLeft: min(n, blockSize-skew),
+		out: make([]uint32, 0, (skew+n+blockSize-1)/blockSize)}
+}
+
+func (s *blockSums) add(b []byte) {
+	for len(b) > 0 {
+		k := min(int64(len(b)), s.blockLeft)
+		s.cur = crc32.Update(s.cur, s.sum, b[:k])
+		b = b[k:]
+		s.left -= k
+		if s.blockLeft -= k; s.blockLeft == 0 {
+			s.out = append(s.out, s.cur)
+			s.cur, s.blockLeft = 0, min(s.left, blockSize)
+		}
+	}
+}
+
+// done returns the CRCs, one per block.
+func (s *blockSums) done() []uint32 { return s.out }
 
 func decodeCRCs(b []byte) []uint32 {
 	crcs := make([]uint32, len(b)/4)

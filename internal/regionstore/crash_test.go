@@ -289,7 +289,7 @@ func TestCorruption(t *testing.T) {
 				dataAt = offHeaderSize + tableBytes(tableFor(1<<20))
 			} else {
 				path = filepath.Join(dir, "0000000000000005.reg")
-				dataAt = regHeaderSize + recFixed + 16 + 4*16
+				dataAt = regPageHeader + recFixed + 16 + 4*(1<<20/blockSize+1) // the payload
 			}
 			flipByte(t, path, dataAt+300_000) // in block 4
 			s = openStore(t, dir, false)

@@ -13,8 +13,12 @@
 // Integrity: every file starts with a magic and a version, and stored
 // bytes carry CRC-32 checksums per 4 KiB block (CRC-32C in files of
 // version 1, which are still read and written). A block that fails its
-// checksum reads as an error wrapping pdc.ErrCorrupt; so does one whose
-// write was cut by a crash between the data and its checksum.
+// checksum reads as an error wrapping pdc.ErrCorrupt. A write cut by a
+// crash (kill -9) leaves each block it touched with its old bytes or its
+// new ones, never one that fails its checksum: blocks are pages, and a
+// write names its blocks' new checksums in the file's pending slot
+// before it changes them (pending.go). By-region logs made before
+// version 3 have no slot and take every write as an append.
 //
 // Dims: the store learns an object's dims from each call. Elements inside
 // both the old and the new dims keep their values; elements outside the

@@ -15,27 +15,38 @@ import (
 
 // A by-region log (%016x.reg) is
 //
-//	header   64 bytes: magic "pdcreg\x00\x00", version u32, elem u32,
-//	         ndim u32, CRC u32 of the bytes before it, zero-padded
+//	header   64 bytes (4 KiB from version 3): magic "pdcreg\x00\x00",
+//	         version u32, elem u32, ndim u32, CRC u32 of the bytes before
+//	         it, zero-padded; from version 3 the pending slot at byte 1024
 //	records  one after another, each
 //	  crc      u32   CRC of the rest of the fixed part and the box
 //	  kind     u8    1 data, 2 clip; then 3 zero bytes
 //	  seq      u64   write order, increasing
 //	  ndim     u32
-//	  nblocks  u32   ceil(payload length / 4 KiB)
+//	  nblocks  u32   ceil(payload length / 4 KiB), one more from version 3
+//	                 (0 for an empty payload)
 //	  paylen   u64   volume(box)*elem for data, 0 for clip
 //	  box      data: off[ndim] u64, size[ndim] u64; clip: dims[ndim] u64
-//	  crcs     nblocks × u32: CRC of each 4 KiB block of the payload
+//	  crcs     nblocks × u32: CRC of each block of the payload; 0 past
+//	           the last
 //	  payload  the box's elements, row-major
 //
 // Every CRC is CRC-32 (IEEE) from version 2, CRC-32C in version 1 (see
 // sumVersion); a log keeps its version for life.
 //
+// The blocks of a payload: before version 3, 4 KiB from its first byte;
+// from version 3, cut at the file offsets that are multiples of 4 KiB
+// (pages), so the first and the last may be shorter, and nblocks has room
+// for one more than the payload's length needs.
+//
 // The record CRC leaves out the block CRCs because a write that falls
 // inside a stored piece rewrites part of its payload in place, and then
 // those blocks' CRCs; one CRC over the whole record could not be updated
-// atomically with the bytes. A crash between an in-place write and its
-// CRCs makes reading the blocks report pdc.ErrCorrupt.
+// atomically with the bytes. From version 3 the pending slot (pending.go)
+// makes a crash between the two leave every block old or new: a killed
+// write is cut at page boundaries, which are block boundaries there.
+// Logs of versions 1 and 2 have no slot, and their blocks straddle pages:
+// a write to them is never made in place, it is appended.
 //
 // An append writes the payload and block CRCs first and the fixed part
 // last, so a process killed in between leaves a tail whose record CRC
@@ -59,9 +70,12 @@ import (
 //	CRC-32C u32 of everything before it, whatever the log's version
 
 const (
-	regMagic      = "pdcreg\x00\x00"
-	regVersion    = sumVersion // 1 is read too
+	regMagic   = "pdcreg\x00\x00"
+	regVersion = 3 // 1 and 2 are read and written too
+	// regHeaderSize is the header of logs of versions 1 and 2; from
+	// version 3 it takes a page, with the pending slot.
 	regHeaderSize = 64
+	regPageHeader = 4096
 	recFixed      = 32
 	kindData      = 1
 	kindClip      = 2
@@ -82,7 +96,8 @@ type piece struct {
 }
 
 type regionLog struct {
-	version       uint32 // format: says the checksum
+	version       uint32 // format: says the checksum, the blocks, the header
+	hdrLen        int64  // the header's length: where the first record is
 	sum           *crc32.Table
 	path, idxPath string
 	elem, ndim    int
@@ -99,6 +114,40 @@ type regionLog struct {
 	// ends is, per dim, the furthest end of a piece's live box: kept by
 	// add, clip and loading, since outside reads it under a read lock.
 	ends []uint64
+	pend pending // version 3 on; at 0 before
+}
+
+// newRegVersion is the version new logs get: regVersion, but a variable so
+// that tests can make logs of earlier versions and check that they still
+// work.
+var newRegVersion uint32 = regVersion
+
+func regHeaderLen(version uint32) int64 {
+	if version >= 3 {
+		return regPageHeader
+	}
+	return regHeaderSize
+}
+
+// pagedBlocks reports whether the log's payload blocks are cut at page
+// boundaries of the file, so that it can be written in place safely.
+func (l *regionLog) pagedBlocks() bool { return l.version >= 3 }
+
+// blocksFor is nblocks of a record with a payload of n bytes.
+func (l *regionLog) blocksFor(n int64) int64 {
+	nb := (n + blockSize - 1) / blockSize
+	if l.pagedBlocks() && n > 0 {
+		nb++
+	}
+	return nb
+}
+
+// skewAt is the skew of a payload at file offset base.
+func (l *regionLog) skewAt(base int64) int64 {
+	if l.pagedBlocks() {
+		return base % blockSize
+	}
+	return 0
 }
 
 func encodeRegHeader(version uint32, elem, ndim int) []byte {
@@ -177,7 +226,7 @@ func (l *regionLog) decodeRecFixed(b []byte) (record, error) {
 	r.nblocks = int(binary.LittleEndian.Uint32(b[20:]))
 	r.paylen = int64(binary.LittleEndian.Uint64(b[24:]))
 	if (r.kind != kindData && r.kind != kindClip) || int(ndim) != l.ndim || r.paylen < 0 ||
-		int64(r.nblocks) != (r.paylen+blockSize-1)/blockSize {
+		int64(r.nblocks) != l.blocksFor(r.paylen) {
 		return r, fmt.Errorf("bad record: kind %d, ndim %d, %d blocks, payload %d bytes: %w", r.kind, ndim, r.nblocks, r.paylen, pdc.ErrCorrupt)
 	}
 	r.hdrLen = int64(recFixed + boxBytes(r.kind, l.ndim) + 4*r.nblocks)
@@ -241,8 +290,12 @@ func (l *regionLog) readRecord(f *os.File, off, limit int64) (record, []uint32, 
 }
 
 func (l *regionLog) newPiece(r record, off int64, crcs []uint32) *piece {
-	return &piece{box: r.box, live: r.box.Clone(), seq: r.seq, rec: off, len: r.len(),
-		area: area{sum: l.sum, base: off + r.hdrLen, size: r.paylen, crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}}
+	base := off + r.hdrLen
+	a := area{sum: l.sum, base: base, size: r.paylen, skew: l.skewAt(base), crcAt: base - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}
+	if l.pagedBlocks() {
+		a.pend = &l.pend
+	}
+	return &piece{box: r.box, live: r.box.Clone(), seq: r.seq, rec: off, len: r.len(), area: a}
 }
 
 // overlaps is Intersect without the allocation.
@@ -368,11 +421,11 @@ func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []b
 // at most chunk bytes (a multiple of blockSize) at a time.
 func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, chunk int64, next func(pos, n int64) ([]byte, error)) (*piece, error) {
 	seq := l.seq + 1
-	nb := (n + blockSize - 1) / blockSize
+	nb := l.blocksFor(n)
 	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
 	off := l.size
 	// Checksum each chunk right after copying it, while it is in cache.
-	crcs := make([]uint32, 0, nb)
+	sums := newBlockSums(l.sum, l.skewAt(off+hdrLen), n)
 	for pos := int64(0); pos < n; pos += chunk {
 		b, err := next(pos, min(chunk, n-pos))
 		if err != nil {
@@ -381,7 +434,11 @@ func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, c
 		if _, err := f.WriteAt(b, off+hdrLen+pos); err != nil {
 			return nil, err
 		}
-		crcs = append(crcs, crcsOf(l.sum, b)...)
+		sums.add(b)
+	}
+	crcs := sums.done()
+	for int64(len(crcs)) < nb {
+		crcs = append(crcs, 0)
 	}
 	hdr := encodeRecHeader(l.sum, kind, seq, box, n, crcs)
 	if _, err := f.WriteAt(hdr[4:], off+4); err != nil {
@@ -450,8 +507,12 @@ func (l *regionLog) writeFrom(f *os.File, box region.Box, n int64, r io.Reader, 
 }
 
 // host is the piece a write of box goes into in place: the newest that
-// holds all of box, if nothing newer overlaps box; nil if none.
+// holds all of box, if nothing newer overlaps box; nil if none, or if the
+// log cannot be written in place safely (before version 3).
 func (l *regionLog) host(box region.Box) *piece {
+	if !l.pagedBlocks() {
+		return nil
+	}
 	cands := l.candidates(box)
 	var host *piece
 	for _, p := range cands {
@@ -482,7 +543,7 @@ type slab struct {
 // object every round. A slab along the first dim is a run of whole rows,
 // so its bytes are the next ones of the write's row-major bytes.
 func (l *regionLog) slabs(box region.Box) []slab {
-	if box.Size[0] < 2 {
+	if box.Size[0] < 2 || !l.pagedBlocks() {
 		return nil // one row: host has said no
 	}
 	var out []slab
@@ -584,15 +645,22 @@ func fragmentRuns(src, dst, sub region.Box, elem int) []fragRun {
 
 // createRegionLog makes an empty log.
 func createRegionLog(path string, elem, ndim int, durable bool) (*regionLog, error) {
+	version := newRegVersion
+	hdr := make([]byte, regHeaderLen(version))
+	copy(hdr, encodeRegHeader(version, elem, ndim))
 	err := replaceFile(path, durable, func(f *os.File) error {
-		_, err := f.Write(encodeRegHeader(newVersion, elem, ndim))
+		_, err := f.Write(hdr)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &regionLog{version: newVersion, sum: sumTable(newVersion), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: regHeaderSize,
-		ends: make([]uint64, ndim)}, nil
+	l := &regionLog{version: version, hdrLen: int64(len(hdr)), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: int64(len(hdr)),
+		ends: make([]uint64, ndim)}
+	if l.pagedBlocks() {
+		l.pend.at = pendAt
+	}
+	return l, nil
 }
 
 func idxPathOf(logPath string) string { return logPath[:len(logPath)-len(".reg")] + ".idx" }
@@ -612,8 +680,15 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	l := &regionLog{version: version, sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
-	start := int64(regHeaderSize)
+	l := &regionLog{version: version, hdrLen: regHeaderLen(version), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
+	if l.pagedBlocks() {
+		l.pend.at = pendAt
+		// Before anything reads the records' CRC tables.
+		if _, err := recoverPending(f, l.pend.at, l.sum); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	start := l.hdrLen
 	if at, ok := l.loadCheckpoint(f, st.Size()); ok {
 		start = at
 		l.checkpointed = at
@@ -693,7 +768,7 @@ func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
 	seq := binary.LittleEndian.Uint64(b[32:])
 	count := binary.LittleEndian.Uint64(b[40:])
 	per := uint64(8 + 16*l.ndim)
-	if covers < regHeaderSize || covers > logSize || count > uint64(len(body)-48)/per || uint64(len(body)-48) != count*per {
+	if covers < l.hdrLen || covers > logSize || count > uint64(len(body)-48)/per || uint64(len(body)-48) != count*per {
 		return 0, false
 	}
 	l.seq = seq
@@ -730,6 +805,10 @@ func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
 // an index that names lost records is refused on open (the log is then
 // scanned whole).
 func (l *regionLog) checkpoint(f *os.File, durable bool) error {
+	// Every write the pending slot could name is whole, CRCs and all.
+	if err := l.pend.clear(f); err != nil {
+		return err
+	}
 	if durable {
 		if err := f.Sync(); err != nil {
 			return err

@@ -19,7 +19,10 @@ import (
 //
 //	header  4 KiB: magic "pdcoff\x00\x00", version u32, elem u32, ndim u32,
 //	        pad u32, table blocks u64, trailing dims (ndim-1)×u64, CRC u32
-//	        of the bytes before it; all little-endian, zero-padded
+//	        of the bytes before it; all little-endian, zero-padded; the
+//	        pending slot at byte 1024 (pending.go, in files of every
+//	        version: builds before it leave those bytes zero and ignore
+//	        them)
 //	table   4 bytes per 4 KiB data block: the block's CRC, 0 if never
 //	        written; sized for "table blocks", rounded up to 4 KiB
 //	data    element i of the object (row-major over its current dims) at
@@ -55,13 +58,15 @@ type offsetFile struct {
 	blocks   int64    // table capacity, in blocks
 	dataLen  int64    // bytes of the data area the file holds
 	area     area
+	pend     pending // in the header page (pending.go)
 }
 
 func tableBytes(blocks int64) int64 { return (4*blocks + 4095) &^ 4095 }
 
 func newOffsetFile(version uint32, path string, elem int, dims []uint64, blocks int64) *offsetFile {
 	o := &offsetFile{version: version, path: path, elem: elem, ndim: len(dims), trailing: slices.Clone(dims[1:]), blocks: blocks}
-	o.area = area{sum: sumTable(version), base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize}
+	o.area = area{sum: sumTable(version), base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize, pend: &o.pend}
+	o.pend.at = pendAt
 	return o
 }
 
@@ -129,6 +134,9 @@ func loadOffsetFile(path string, f *os.File) (*offsetFile, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	o.dataLen = max(0, st.Size()-o.area.base)
+	if _, err := recoverPending(f, o.pend.at, o.area.sum); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if used := (o.dataLen + blockSize - 1) / blockSize; used > 0 {
 		if o.area.crcs, err = loadCRCs(f, o.area.crcAt, used); err != nil {
 			return nil, fmt.Errorf("%s: crc table: %w", path, err)

@@ -540,7 +540,13 @@ func (s *Store) Flush(obj uint64) error {
 func (s *Store) flush(o *object) error {
 	switch o.mode {
 	case ByOffset:
-		if err := s.withFile(o.off.path, (*os.File).Sync); err != nil {
+		err := s.withFile(o.off.path, func(f *os.File) error {
+			if err := o.off.pend.clear(f); err != nil {
+				return err
+			}
+			return f.Sync()
+		})
+		if err != nil {
 			return fmt.Errorf("region store: sync object %d: %s: %w", o.id, o.off.path, err)
 		}
 	case ByRegion:

@@ -384,11 +384,11 @@ func (l *regionLog) view(segs [][]byte, m []byte, box region.Box, checked map[*p
 // check verifies the blocks of the area that [lo, hi) of its payload
 // touches, in m (a mapping of the file), skipping those in checked.
 func (a *area) check(m []byte, lo, hi int64, checked *blockRange) error {
-	for b := lo / blockSize; b*blockSize < hi; b++ {
+	for b := a.block(lo); a.blockStart(b) < hi; b++ {
 		if checked.has(b) {
 			continue
 		}
-		start := a.base + b*blockSize
+		start := a.base + a.blockStart(b)
 		if err := a.verify(b, m[start:start+a.blockLen(b)]); err != nil {
 			return err
 		}
