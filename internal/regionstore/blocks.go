@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -242,7 +242,7 @@ func (a *area) verify(b int64, data []byte) error {
 
 // load reads block b into buf (sized to the block), zeros past the end of
 // the file, and verifies it unless told not to.
-func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
+func (a *area) load(f vfs.File, b int64, buf []byte, check bool) error {
 	n, err := f.ReadAt(buf, a.base+a.blockStart(b))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
@@ -259,7 +259,7 @@ func (a *area) load(f *os.File, b int64, buf []byte, check bool) error {
 // into the caller's buffers; a block a segment covers only in part is read
 // once into a scratch block and copied from there, so strided reads do not
 // read a block once per row.
-func (a *area) read(f *os.File, segs []seg) error {
+func (a *area) read(f vfs.File, segs []seg) error {
 	segs = a.cacheSized(segs)
 	cur := int64(-1)
 	var scratch []byte
@@ -321,7 +321,7 @@ func (a *area) read(f *os.File, segs []seg) error {
 // in part is read first (once, however many segments touch it) and
 // checksummed with the new bytes merged in. Partial blocks are not
 // verified on the way: a corrupt block can still be overwritten.
-func (a *area) write(f *os.File, segs []seg) error {
+func (a *area) write(f vfs.File, segs []seg) error {
 	segs = a.cacheSized(segs)
 	p := a.pend
 	if p == nil {
@@ -340,7 +340,7 @@ func (a *area) write(f *os.File, segs []seg) error {
 
 // writeGroup stores the first segments of segs that fit one group, and
 // says how many it took.
-func (a *area) writeGroup(f *os.File, segs []seg, p *pending, scratch *[]byte) (int, error) {
+func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (int, error) {
 	p.reset()
 	cur := int64(-1) // the block merged in scratch
 	finish := func() {
@@ -416,7 +416,7 @@ func (a *area) writeGroup(f *os.File, segs []seg, p *pending, scratch *[]byte) (
 // settle gives the blocks of a group whose data write failed part way
 // the CRC of what they now hold, where that is the new one: a failed
 // write leaves each block old or new, as a killed one does.
-func (a *area) settle(f *os.File, p *pending) {
+func (a *area) settle(f vfs.File, p *pending) {
 	buf := make([]byte, blockSize)
 	for _, r := range p.runs {
 		for i, c := range r.crcs {
@@ -435,7 +435,7 @@ func (a *area) settle(f *os.File, p *pending) {
 // bufferful of buf at a time; each bufferful is written as write does,
 // so a block cut between two of them is merged with what the first left
 // in the file. It returns the area offset just past the last run.
-func (a *area) writeRunsFrom(f *os.File, outer, sub region.Box, elem int, r io.Reader, buf []byte) (end int64, err error) {
+func (a *area) writeRunsFrom(f vfs.File, outer, sub region.Box, elem int, r io.Reader, buf []byte) (end int64, err error) {
 	e := int64(elem)
 	var segs []seg
 	fill := 0
@@ -508,7 +508,7 @@ func (a *area) cacheSized(segs []seg) []seg {
 
 // writeCRCs stores table entries [lo, hi] from memory. Stretches with no
 // chunk in memory are 0 on disk already (or holes) and are skipped.
-func (a *area) writeCRCs(f *os.File, lo, hi int64) error {
+func (a *area) writeCRCs(f vfs.File, lo, hi int64) error {
 	if lo < 0 {
 		return nil
 	}
@@ -573,7 +573,7 @@ func decodeCRCs(b []byte) []uint32 {
 
 // loadCRCs reads entries [0, n) of a table at off in f, skipping the
 // file's holes, so a sparse table costs what it holds.
-func loadCRCs(f *os.File, off, n int64) (crcTable, error) {
+func loadCRCs(f vfs.File, off, n int64) (crcTable, error) {
 	var t crcTable
 	const piece = 1 << 20
 	buf := make([]byte, piece)

@@ -4,10 +4,10 @@ package regionstore
 
 import (
 	"io/fs"
-	"os"
+
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 func diskBytes(st fs.FileInfo) int64 { return st.Size() }
 
-// nextData cannot find holes here: every byte may hold data.
-func nextData(f *os.File, off int64) (int64, error) { return off, nil }
+func nextData(f vfs.File, off int64) (int64, error) { return vfs.SeekData(f, off) }

@@ -3,12 +3,10 @@
 package regionstore
 
 import (
-	"errors"
 	"io/fs"
-	"os"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // diskBytes is the space a file's blocks take, which for a sparse file is
@@ -24,15 +22,4 @@ func diskBytes(st fs.FileInfo) int64 {
 // in a hole of f, or -1 if there is none, so that a walk over a sparse file
 // skips what was never written. Where the file system cannot say, it
 // returns off.
-func nextData(f *os.File, off int64) (int64, error) {
-	d, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-	switch {
-	case err == nil:
-		return d, nil
-	case errors.Is(err, unix.ENXIO):
-		return -1, nil
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
-		return off, nil
-	}
-	return 0, err
-}
+func nextData(f vfs.File, off int64) (int64, error) { return vfs.SeekData(f, off) }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // maxOpenFiles bounds the descriptors a store keeps open: a data server
@@ -17,6 +19,7 @@ const maxOpenFiles = 256
 // user, so the limit is exceeded for as long as more than max are in use
 // at once.
 type fileCache struct {
+	fs  vfs.FS
 	max int
 	mu  struct {
 		sync.Mutex
@@ -27,13 +30,13 @@ type fileCache struct {
 
 type openFile struct {
 	path string
-	f    *os.File
+	f    vfs.File
 	refs int
 	elem *list.Element
 }
 
-func newFileCache(max int) *fileCache {
-	c := &fileCache{max: max}
+func newFileCache(fsys vfs.FS, max int) *fileCache {
+	c := &fileCache{fs: fsys, max: max}
 	c.mu.byPath = map[string]*openFile{}
 	return c
 }
@@ -48,7 +51,7 @@ func (c *fileCache) acquire(path string) (*openFile, error) {
 		c.mu.lru.MoveToFront(of.elem)
 		return of, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := c.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -108,27 +111,14 @@ func (c *fileCache) open() int {
 	return len(c.mu.byPath)
 }
 
-// syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // replaceFile writes a new file at path: fill writes its contents into a
 // temporary file beside it, which is renamed over path. With durable, the
 // contents are fsynced before the rename and the directory after it, so
 // after a crash path holds the old file or the new one, never a part.
 // Without, the contents are in the kernel (a process crash keeps them).
-func replaceFile(path string, durable bool, fill func(f *os.File) error) error {
+func replaceFile(fsys vfs.FS, path string, durable bool, fill func(f vfs.File) error) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -140,14 +130,14 @@ func replaceFile(path string, durable bool, fill func(f *os.File) error) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = fsys.Rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = fsys.Remove(tmp)
 		return err
 	}
 	if durable {
-		return syncDir(filepath.Dir(path))
+		return fsys.SyncDir(filepath.Dir(path))
 	}
 	return nil
 }

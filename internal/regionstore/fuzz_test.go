@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -40,12 +41,12 @@ func FuzzLogReplay(f *testing.F) {
 		if err := os.WriteFile(path, append(encodeRegHeader(regVersion, 1, 2), tail...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fh, err := os.OpenFile(path, os.O_RDWR, 0)
+		fh, err := vfs.Default.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = fh.Close() }()
-		l, err := loadRegionLog(path, fh, false)
+		l, err := loadRegionLog(vfs.Default, path, fh, false)
 		if err != nil {
 			return
 		}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -96,6 +96,7 @@ type piece struct {
 }
 
 type regionLog struct {
+	fs            vfs.FS
 	version       uint32 // format: says the checksum, the blocks, the header
 	hdrLen        int64  // the header's length: where the first record is
 	sum           *crc32.Table
@@ -264,7 +265,7 @@ func (l *regionLog) decodeRecBox(r *record, b []byte) error {
 
 // readRecord reads and checks the record header at off, which must end
 // by limit.
-func (l *regionLog) readRecord(f *os.File, off, limit int64) (record, []uint32, error) {
+func (l *regionLog) readRecord(f vfs.File, off, limit int64) (record, []uint32, error) {
 	var fixed [recFixed]byte
 	if off+recFixed > limit {
 		return record{}, nil, fmt.Errorf("record at %d cut short: %w", off, pdc.ErrCorrupt)
@@ -411,7 +412,7 @@ func endsPast(ends, dims []uint64) bool {
 
 // appendRecord writes a record at the end of the log: payload and block
 // CRCs first, the fixed part (the commit point) last.
-func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []byte) (*piece, error) {
+func (l *regionLog) appendRecord(f vfs.File, kind byte, box region.Box, data []byte) (*piece, error) {
 	return l.appendRecordFrom(f, kind, box, int64(len(data)), ioChunk, func(pos, n int64) ([]byte, error) {
 		return data[pos : pos+n], nil
 	})
@@ -419,7 +420,7 @@ func (l *regionLog) appendRecord(f *os.File, kind byte, box region.Box, data []b
 
 // appendRecordFrom is appendRecord of n bytes that next gives a chunk of
 // at most chunk bytes (a multiple of blockSize) at a time.
-func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, chunk int64, next func(pos, n int64) ([]byte, error)) (*piece, error) {
+func (l *regionLog) appendRecordFrom(f vfs.File, kind byte, box region.Box, n, chunk int64, next func(pos, n int64) ([]byte, error)) (*piece, error) {
 	seq := l.seq + 1
 	nb := l.blocksFor(n)
 	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
@@ -456,7 +457,7 @@ func (l *regionLog) appendRecordFrom(f *os.File, kind byte, box region.Box, n, c
 // write stores data as box: in place when box lies inside one piece that
 // nothing newer overlaps there, or when each of its rows does (slabs),
 // else as a new record.
-func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
+func (l *regionLog) write(f vfs.File, box region.Box, data []byte) error {
 	if host := l.host(box); host != nil {
 		return host.area.write(f, runSegs(host.box, box, l.elem, data))
 	}
@@ -481,7 +482,7 @@ func (l *regionLog) write(f *os.File, box region.Box, data []byte) error {
 
 // writeFrom is write of n bytes read from r through buf (see
 // Store.WriteFrom).
-func (l *regionLog) writeFrom(f *os.File, box region.Box, n int64, r io.Reader, buf []byte) error {
+func (l *regionLog) writeFrom(f vfs.File, box region.Box, n int64, r io.Reader, buf []byte) error {
 	if host := l.host(box); host != nil {
 		_, err := host.area.writeRunsFrom(f, host.box, box, l.elem, r, buf)
 		return err
@@ -568,7 +569,7 @@ func (l *regionLog) slabs(box region.Box) []slab {
 }
 
 // setDims records a shrink of the dims that hides stored data.
-func (l *regionLog) setDims(f *os.File, dims []uint64) error {
+func (l *regionLog) setDims(f vfs.File, dims []uint64) error {
 	if !l.outside(dims) {
 		return nil
 	}
@@ -581,7 +582,7 @@ func (l *regionLog) setDims(f *os.File, dims []uint64) error {
 
 // read fills into with box: fragments from the newest pieces holding
 // them, zeros for the rest.
-func (l *regionLog) read(f *os.File, box region.Box, into []byte) error {
+func (l *regionLog) read(f vfs.File, box region.Box, into []byte) error {
 	cands := l.candidates(box)
 	pcs := make([]Piece, len(cands))
 	for i, p := range cands {
@@ -644,18 +645,18 @@ func fragmentRuns(src, dst, sub region.Box, elem int) []fragRun {
 }
 
 // createRegionLog makes an empty log.
-func createRegionLog(path string, elem, ndim int, durable bool) (*regionLog, error) {
+func createRegionLog(fsys vfs.FS, path string, elem, ndim int, durable bool) (*regionLog, error) {
 	version := newRegVersion
 	hdr := make([]byte, regHeaderLen(version))
 	copy(hdr, encodeRegHeader(version, elem, ndim))
-	err := replaceFile(path, durable, func(f *os.File) error {
+	err := replaceFile(fsys, path, durable, func(f vfs.File) error {
 		_, err := f.Write(hdr)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	l := &regionLog{version: version, hdrLen: int64(len(hdr)), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: int64(len(hdr)),
+	l := &regionLog{fs: fsys, version: version, hdrLen: int64(len(hdr)), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: int64(len(hdr)),
 		ends: make([]uint64, ndim)}
 	if l.pagedBlocks() {
 		l.pend.at = pendAt
@@ -667,7 +668,7 @@ func idxPathOf(logPath string) string { return logPath[:len(logPath)-len(".reg")
 
 // loadRegionLog reads the checkpoint, replays the log after it and cuts
 // off a torn tail.
-func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
+func loadRegionLog(fsys vfs.FS, path string, f vfs.File, durable bool) (*regionLog, error) {
 	hdr := make([]byte, regHeaderSize)
 	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -680,7 +681,7 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	l := &regionLog{version: version, hdrLen: regHeaderLen(version), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
+	l := &regionLog{fs: fsys, version: version, hdrLen: regHeaderLen(version), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
 	if l.pagedBlocks() {
 		l.pend.at = pendAt
 		// Before anything reads the records' CRC tables.
@@ -716,7 +717,7 @@ func loadRegionLog(path string, f *os.File, durable bool) (*regionLog, error) {
 
 // replay applies the records from off to the end of the log and returns
 // where the intact log ends.
-func (l *regionLog) replay(f *os.File, off, size int64) (int64, error) {
+func (l *regionLog) replay(f vfs.File, off, size int64) (int64, error) {
 	for off < size {
 		r, crcs, err := l.readRecord(f, off, size)
 		if err != nil {
@@ -753,8 +754,8 @@ func (l *regionLog) replay(f *os.File, off, size int64) (int64, error) {
 
 // loadCheckpoint loads the index from the .idx file if it is intact and
 // covers no more log than there is; it returns the log length it covers.
-func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
-	b, err := os.ReadFile(l.idxPath)
+func (l *regionLog) loadCheckpoint(f vfs.File, logSize int64) (int64, bool) {
+	b, err := vfs.ReadFile(l.fs, l.idxPath)
 	if err != nil || len(b) < 52 || string(b[:8]) != idxMagic {
 		return 0, false
 	}
@@ -804,7 +805,7 @@ func (l *regionLog) loadCheckpoint(f *os.File, logSize int64) (int64, bool) {
 // path that promised only to survive a process crash would stall it, and
 // an index that names lost records is refused on open (the log is then
 // scanned whole).
-func (l *regionLog) checkpoint(f *os.File, durable bool) error {
+func (l *regionLog) checkpoint(f vfs.File, durable bool) error {
 	// Every write the pending slot could name is whole, CRCs and all.
 	if err := l.pend.clear(f); err != nil {
 		return err
@@ -836,7 +837,7 @@ func (l *regionLog) checkpoint(f *os.File, durable bool) error {
 		}
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	err := replaceFile(l.idxPath, durable, func(f *os.File) error {
+	err := replaceFile(l.fs, l.idxPath, durable, func(f vfs.File) error {
 		_, err := f.Write(b)
 		return err
 	})

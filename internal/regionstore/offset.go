@@ -8,10 +8,10 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -120,7 +120,7 @@ func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
 }
 
 // loadOffsetFile reads the header and the used part of the table.
-func loadOffsetFile(path string, f *os.File) (*offsetFile, error) {
+func loadOffsetFile(path string, f vfs.File) (*offsetFile, error) {
 	hdr := make([]byte, offHeaderSize)
 	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -187,7 +187,7 @@ func runSegs(outer, sub region.Box, elem int, buf []byte) []seg {
 	return segs
 }
 
-func (o *offsetFile) write(f *os.File, dims []uint64, box region.Box, data []byte) error {
+func (o *offsetFile) write(f vfs.File, dims []uint64, box region.Box, data []byte) error {
 	segs := runSegs(region.Shape(dims...), box, o.elem, data)
 	if err := o.area.write(f, segs); err != nil {
 		return err
@@ -197,7 +197,7 @@ func (o *offsetFile) write(f *os.File, dims []uint64, box region.Box, data []byt
 	return nil
 }
 
-func (o *offsetFile) writeFrom(f *os.File, dims []uint64, box region.Box, r io.Reader, buf []byte) error {
+func (o *offsetFile) writeFrom(f vfs.File, dims []uint64, box region.Box, r io.Reader, buf []byte) error {
 	end, err := o.area.writeRunsFrom(f, region.Shape(dims...), box, o.elem, r, buf)
 	if err != nil {
 		// What was stored before the failure is data like any other:
@@ -211,7 +211,7 @@ func (o *offsetFile) writeFrom(f *os.File, dims []uint64, box region.Box, r io.R
 	return nil
 }
 
-func (o *offsetFile) read(f *os.File, dims []uint64, box region.Box, into []byte) error {
+func (o *offsetFile) read(f vfs.File, dims []uint64, box region.Box, into []byte) error {
 	return o.area.read(f, runSegs(region.Shape(dims...), box, o.elem, into))
 }
 
@@ -267,7 +267,7 @@ func (o *offsetFile) needsCut(dims []uint64) bool {
 // cut drops the data past the first dim of dims: elements outside the
 // dims are gone, and read as zeros if the dim grows again. A crash in the
 // middle may leave the last block's CRC stale (ErrCorrupt on reading it).
-func (o *offsetFile) cut(f *os.File, dims []uint64) error {
+func (o *offsetFile) cut(f vfs.File, dims []uint64) error {
 	keep := o.rowsBytes(dims[0])
 	if o.dataLen <= keep {
 		return nil
@@ -314,11 +314,11 @@ const relayoutChunk = 4 << 20
 // store's durability: the old file may hold fsynced data, which a rename
 // of unsynced data could lose on power failure. The caller drops the old
 // file from the cache first.
-func (o *offsetFile) relayout(old *os.File, dims []uint64, blocks int64) (*offsetFile, error) {
+func (o *offsetFile) relayout(fsys vfs.FS, old vfs.File, dims []uint64, blocks int64) (*offsetFile, error) {
 	// The new file keeps the old one's format: copyBlocks moves checksums
 	// as they are.
 	n := newOffsetFile(o.version, o.path, o.elem, dims, blocks)
-	err := replaceFile(o.path, true, func(f *os.File) error {
+	err := replaceFile(fsys, o.path, true, func(f vfs.File) error {
 		if _, err := f.WriteAt(n.encodeHeader(), 0); err != nil {
 			return err
 		}
@@ -379,7 +379,7 @@ func (o *offsetFile) relayoutNeeds(dims []uint64) (int64, error) {
 // copyBlocks copies data and CRCs unchanged into a file whose table is a
 // different size: the layout of elements is the same. Blocks never
 // written stay holes.
-func (o *offsetFile) copyBlocks(old *os.File, n *offsetFile, f *os.File) error {
+func (o *offsetFile) copyBlocks(old vfs.File, n *offsetFile, f vfs.File) error {
 	buf := make([]byte, blockSize)
 	nb := (o.dataLen + blockSize - 1) / blockSize
 	for b := int64(0); b < nb; b++ {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // A write in place changes stored blocks and then their CRCs. A process
@@ -115,7 +115,7 @@ func (p *pending) add(a *area, b int64, crc uint32) {
 }
 
 // write puts the runs in the slot.
-func (p *pending) write(f *os.File) error {
+func (p *pending) write(f vfs.File) error {
 	if p.at == 0 || len(p.runs) == 0 {
 		return nil
 	}
@@ -147,7 +147,7 @@ func (p *pending) write(f *os.File) error {
 
 // clear marks the slot empty, once every write it could name is whole
 // with its CRCs in the table.
-func (p *pending) clear(f *os.File) error {
+func (p *pending) clear(f vfs.File) error {
 	if p.at == 0 || !p.dirty {
 		return nil
 	}
@@ -163,7 +163,7 @@ func (p *pending) clear(f *os.File) error {
 // pending one gets the pending one in the table. It runs when the file is
 // opened, before its tables are read. A slot that is empty, torn or of
 // another version names nothing. It returns how many blocks it fixed.
-func recoverPending(f *os.File, at int64, sum *crc32.Table) (int, error) {
+func recoverPending(f vfs.File, at int64, sum *crc32.Table) (int, error) {
 	b := make([]byte, pendSize)
 	if _, err := f.ReadAt(b, at); err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("pending slot: %w", err)

@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"math"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -75,6 +75,8 @@ type Options struct {
 	Dir string
 	// Sync fsyncs each write before Write returns.
 	Sync bool
+	// FS holds the files; nil means the operating system's.
+	FS vfs.FS
 }
 
 // Store keeps objects' data in files under one directory: by offset, one
@@ -86,6 +88,7 @@ type Options struct {
 // change of dims has its object to itself.
 type Store struct {
 	opts   Options
+	fs     vfs.FS
 	files  *fileCache
 	closed atomic.Bool
 
@@ -114,10 +117,11 @@ func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("region store: no directory given: %w", pdc.ErrInvalid)
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	fsys := vfs.OrDefault(opts.FS)
+	if err := fsys.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("region store: %w", err)
 	}
-	s := &Store{opts: opts, files: newFileCache(maxOpenFiles)}
+	s := &Store{opts: opts, fs: fsys, files: newFileCache(fsys, maxOpenFiles)}
 	s.mu.objects = map[uint64]*object{}
 	return s, nil
 }
@@ -170,13 +174,13 @@ func (s *Store) load(o *object) error {
 	}
 	for _, ext := range []string{".off.tmp", ".reg.tmp", ".idx.tmp"} {
 		// Left by a crash before a rename: never the only copy.
-		if err := os.Remove(s.path(o.id, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(s.path(o.id, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("region store: object %d: %w", o.id, err)
 		}
 	}
 	offPath, regPath := s.path(o.id, ".off"), s.path(o.id, ".reg")
-	_, offErr := os.Stat(offPath)
-	_, regErr := os.Stat(regPath)
+	_, offErr := s.fs.Stat(offPath)
+	_, regErr := s.fs.Stat(regPath)
 	for _, err := range []error{offErr, regErr} {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("region store: object %d: %w", o.id, err)
@@ -186,7 +190,7 @@ func (s *Store) load(o *object) error {
 	case offErr == nil && regErr == nil:
 		return fmt.Errorf("region store: object %d has both %s and %s: %w", o.id, offPath, regPath, pdc.ErrCorrupt)
 	case offErr == nil:
-		err := s.withFile(offPath, func(f *os.File) (err error) {
+		err := s.withFile(offPath, func(f vfs.File) (err error) {
 			o.off, err = loadOffsetFile(offPath, f)
 			return err
 		})
@@ -195,8 +199,8 @@ func (s *Store) load(o *object) error {
 		}
 		o.mode = ByOffset
 	case regErr == nil:
-		err := s.withFile(regPath, func(f *os.File) (err error) {
-			o.reg, err = loadRegionLog(regPath, f, s.opts.Sync)
+		err := s.withFile(regPath, func(f vfs.File) (err error) {
+			o.reg, err = loadRegionLog(s.fs, regPath, f, s.opts.Sync)
 			return err
 		})
 		if err != nil {
@@ -208,7 +212,7 @@ func (s *Store) load(o *object) error {
 	return nil
 }
 
-func (s *Store) withFile(path string, fn func(f *os.File) error) error {
+func (s *Store) withFile(path string, fn func(f vfs.File) error) error {
 	of, err := s.files.acquire(path)
 	if err != nil {
 		return err
@@ -278,11 +282,11 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			}
 			// The relayout reads through its own descriptor: the cached one
 			// is dropped because the rename replaces the file under it.
-			old, err := os.Open(path)
+			old, err := s.fs.Open(path)
 			if err != nil {
 				return fmt.Errorf("region store: object %d: %w", o.id, err)
 			}
-			n, err := o.off.relayout(old, dims, blocks)
+			n, err := o.off.relayout(s.fs, old, dims, blocks)
 			_ = old.Close()
 			if err != nil {
 				return fmt.Errorf("region store: object %d: relayout %s to dims %v: %w", o.id, path, dims, err)
@@ -291,7 +295,7 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 		}
 		if o.off.needsCut(dims) {
 			o.maps.drop() // a mapping past the new end would fault
-			err := s.withFile(path, func(f *os.File) error {
+			err := s.withFile(path, func(f vfs.File) error {
 				if err := o.off.cut(f, dims); err != nil {
 					return err
 				}
@@ -305,7 +309,7 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			}
 		}
 	case ByRegion:
-		err := s.withFile(o.reg.path, func(f *os.File) error {
+		err := s.withFile(o.reg.path, func(f vfs.File) error {
 			if err := o.reg.setDims(f, dims); err != nil {
 				return err
 			}
@@ -327,7 +331,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 	case ByOffset:
 		path := s.path(o.id, ".off")
 		n := newOffsetFile(newVersion, path, l.Elem, l.Dims, tableFor(need))
-		err := replaceFile(path, s.opts.Sync, func(f *os.File) error {
+		err := replaceFile(s.fs, path, s.opts.Sync, func(f vfs.File) error {
 			_, err := f.WriteAt(n.encodeHeader(), 0)
 			return err
 		})
@@ -337,7 +341,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 		o.off = n
 	case ByRegion:
 		path := s.path(o.id, ".reg")
-		r, err := createRegionLog(path, l.Elem, len(l.Dims), s.opts.Sync)
+		r, err := createRegionLog(s.fs, path, l.Elem, len(l.Dims), s.opts.Sync)
 		if err != nil {
 			return fmt.Errorf("region store: object %d: create %s: %w", o.id, path, err)
 		}
@@ -357,7 +361,7 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 	if err := check(obj, l, box, len(data)); err != nil {
 		return err
 	}
-	return s.write(obj, l, box, func(f *os.File, o *object) error {
+	return s.write(obj, l, box, func(f vfs.File, o *object) error {
 		if o.mode == ByOffset {
 			return o.off.write(f, l.Dims, box, data)
 		}
@@ -388,7 +392,7 @@ func (s *Store) WriteFrom(obj uint64, l Layout, box region.Box, r io.Reader, buf
 	if len(buf) == 0 {
 		return fmt.Errorf("region store: object %d: a write from a stream needs a buffer of a block at least: %w", obj, pdc.ErrInternal)
 	}
-	return s.write(obj, l, box, func(f *os.File, o *object) error {
+	return s.write(obj, l, box, func(f vfs.File, o *object) error {
 		if o.mode == ByOffset {
 			return o.off.writeFrom(f, l.Dims, box, r, buf)
 		}
@@ -398,7 +402,7 @@ func (s *Store) WriteFrom(obj uint64, l Layout, box region.Box, r io.Reader, buf
 
 // write does what Write and WriteFrom share around store, which puts the
 // bytes in the object's open file.
-func (s *Store) write(obj uint64, l Layout, box region.Box, store func(*os.File, *object) error) error {
+func (s *Store) write(obj uint64, l Layout, box region.Box, store func(vfs.File, *object) error) error {
 	o, err := s.object(obj)
 	if err != nil {
 		return err
@@ -433,7 +437,7 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, store func(*os.File,
 	}
 	o.version = max(o.version, l.Version)
 	path := o.off.pathOr(o.reg)
-	err = s.withFile(path, func(f *os.File) error {
+	err = s.withFile(path, func(f vfs.File) error {
 		err := store(f, o)
 		if err == nil && s.opts.Sync {
 			err = f.Sync()
@@ -496,7 +500,7 @@ func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 		return nil
 	}
 	path := o.off.pathOr(o.reg)
-	err = s.withFile(path, func(f *os.File) error {
+	err = s.withFile(path, func(f vfs.File) error {
 		if o.mode == ByOffset {
 			return o.off.read(f, l.Dims, box, into)
 		}
@@ -511,7 +515,7 @@ func (s *Store) Read(obj uint64, l Layout, box region.Box, into []byte) error {
 // checkpoint writes a by-region log's index checkpoint, durably (with
 // the log fsynced) when asked. Requires o.mu held exclusively.
 func (s *Store) checkpoint(o *object, durable bool) error {
-	err := s.withFile(o.reg.path, func(f *os.File) error { return o.reg.checkpoint(f, durable) })
+	err := s.withFile(o.reg.path, func(f vfs.File) error { return o.reg.checkpoint(f, durable) })
 	if err != nil {
 		return fmt.Errorf("region store: object %d: checkpoint %s: %w", o.id, o.reg.idxPath, err)
 	}
@@ -540,7 +544,7 @@ func (s *Store) Flush(obj uint64) error {
 func (s *Store) flush(o *object) error {
 	switch o.mode {
 	case ByOffset:
-		err := s.withFile(o.off.path, func(f *os.File) error {
+		err := s.withFile(o.off.path, func(f vfs.File) error {
 			if err := o.off.pend.clear(f); err != nil {
 				return err
 			}
@@ -574,7 +578,7 @@ func (s *Store) Delete(obj uint64) error {
 		if err := s.files.drop(p); err != nil {
 			errs = append(errs, err)
 		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -583,7 +587,7 @@ func (s *Store) Delete(obj uint64) error {
 		return fmt.Errorf("region store: delete object %d: %w", obj, err)
 	}
 	if s.opts.Sync {
-		if err := syncDir(s.opts.Dir); err != nil {
+		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
 			return fmt.Errorf("region store: delete object %d: %w", obj, err)
 		}
 	}
@@ -597,7 +601,7 @@ func (s *Store) Bytes(obj uint64) (int64, error) {
 	}
 	var n int64
 	for _, ext := range []string{".off", ".reg", ".idx"} {
-		st, err := os.Stat(s.path(obj, ext))
+		st, err := s.fs.Stat(s.path(obj, ext))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"container/list"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -45,6 +43,7 @@ var zeros = make([]byte, 1<<20)
 // mapping is unmapped when its last view is released.
 type fileMap struct {
 	data []byte
+	free func() error // unmaps data
 	refs int
 	dead bool
 }
@@ -68,7 +67,7 @@ var idleMaps = struct {
 const maxIdleMaps = 256
 
 // acquire returns a mapping of f covering at least size bytes.
-func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
+func (ms *mapState) acquire(f vfs.File, size int64) (*fileMap, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	ms.unidle()
@@ -76,22 +75,12 @@ func (ms *mapState) acquire(f *os.File, size int64) (*fileMap, error) {
 		m.refs++
 		return m, nil
 	}
-	var data []byte
-	var err error
-	fc, cerr := f.SyscallConn()
-	if cerr != nil {
-		return nil, cerr
-	}
-	if cerr := fc.Control(func(fd uintptr) {
-		data, err = unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	}); cerr != nil {
-		return nil, cerr
-	}
+	data, free, err := vfs.MapOrRead(f, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
 	ms.retire()
-	ms.cur = &fileMap{data: data, refs: 1}
+	ms.cur = &fileMap{data: data, free: free, refs: 1}
 	return ms.cur, nil
 }
 
@@ -101,7 +90,7 @@ func (ms *mapState) retire() {
 	if m := ms.cur; m != nil {
 		m.dead = true
 		if m.refs == 0 {
-			_ = unix.Munmap(m.data)
+			_ = m.free()
 		}
 		ms.cur = nil
 	}
@@ -115,7 +104,7 @@ func (ms *mapState) release(m *fileMap) {
 		return
 	}
 	if m.dead {
-		_ = unix.Munmap(m.data)
+		_ = m.free()
 		ms.mu.Unlock()
 		return
 	}
@@ -274,7 +263,7 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 	}
 	off := o.off
 	var m *fileMap
-	err := s.withFile(off.path, func(f *os.File) error {
+	err := s.withFile(off.path, func(f vfs.File) error {
 		var err error
 		m, err = o.maps.acquire(f, off.area.base+off.dataLen)
 		return err
@@ -303,7 +292,7 @@ func (s *Store) view(o *object, l Layout, boxes []region.Box) (*View, error) {
 func (s *Store) regionView(o *object, v *View, boxes []region.Box) (*View, error) {
 	l := o.reg
 	var m *fileMap
-	err := s.withFile(l.path, func(f *os.File) error {
+	err := s.withFile(l.path, func(f vfs.File) error {
 		var err error
 		m, err = o.maps.acquire(f, l.size)
 		return err
