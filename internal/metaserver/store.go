@@ -102,12 +102,7 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 	// Replay what was acknowledged after pebble's last flush, flush it, and
 	// start an empty log.
 	for i, rec := range recs {
-		b := db.NewBatch()
-		err := b.SetRepr(append([]byte(nil), rec...))
-		if err == nil {
-			err = db.Apply(b, pebble.NoSync)
-		}
-		if err != nil {
+		if err := replayRecord(db, rec); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("metadata store %s: replay log record %d: %w", dir, i, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
@@ -81,6 +82,12 @@ func readWAL(path string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read metadata log: %w", err)
 	}
+	return parseWAL(path, data)
+}
+
+// parseWAL returns the intact records of a log's bytes (which they alias),
+// up to the first zero length, torn or corrupt record.
+func parseWAL(path string, data []byte) ([][]byte, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
@@ -108,7 +115,76 @@ func readWAL(path string) ([][]byte, error) {
 	return recs, nil
 }
 
+// replayRecord applies one record of the log (a pebble batch) to db.
+func replayRecord(db *pebble.DB, rec []byte) error {
+	if err := checkBatch(rec); err != nil {
+		return err
+	}
+	b := db.NewBatch()
+	if err := b.SetRepr(append([]byte(nil), rec...)); err != nil {
+		return err
+	}
+	return db.Apply(b, pebble.NoSync)
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Batch record kinds this store writes (pebble's InternalKeyKind values).
+const (
+	batchDelete       = 0
+	batchSet          = 1
+	batchSingleDelete = 7
+	batchDeleteRange  = 15
+)
+
+// checkBatch checks that rec is a pebble batch of the kinds this store
+// writes, each key and value within rec, and as many as its header
+// counts. Pebble decodes a batch without bounds checks (it panics, or
+// reads past the slice, on a malformed one), and a record can pass its
+// CRC and still be malformed if whatever wrote it was wrong: that must
+// stop the server with an error naming the log, not a crash at every
+// start.
+func checkBatch(rec []byte) error {
+	const headerLen = 12
+	if len(rec) < headerLen {
+		return fmt.Errorf("batch of %d bytes, shorter than its header: %w", len(rec), pdc.ErrCorrupt)
+	}
+	count := binary.LittleEndian.Uint32(rec[8:])
+	p := rec[headerLen:]
+	str := func() bool {
+		// Pebble reads at most 5 bytes of length; a longer varint would
+		// put it out of step with this check.
+		n, k := binary.Uvarint(p)
+		if k <= 0 || k > binary.MaxVarintLen32 || n > uint64(len(p)-k) {
+			return false
+		}
+		p = p[k+int(n):]
+		return true
+	}
+	var got uint32
+	for len(p) > 0 {
+		kind := p[0]
+		p = p[1:]
+		switch kind {
+		case batchDelete, batchSingleDelete:
+			if !str() {
+				return fmt.Errorf("batch entry %d: key runs past the record: %w", got, pdc.ErrCorrupt)
+			}
+		case batchSet, batchDeleteRange:
+			key := str()
+			if !key || !str() {
+				return fmt.Errorf("batch entry %d: key or value runs past the record: %w", got, pdc.ErrCorrupt)
+			}
+		default:
+			return fmt.Errorf("batch entry %d of kind %d, which this store never writes: %w", got, kind, pdc.ErrCorrupt)
+		}
+		got++
+	}
+	if got != count {
+		return fmt.Errorf("batch of %d entries, header says %d: %w", got, count, pdc.ErrCorrupt)
+	}
+	return nil
+}
 
 // reset starts an empty log, crash-safely: a new file with only the header
 // (and room for at least minRoom bytes of records) replaces the old one.
