@@ -158,6 +158,11 @@ func (d Dir) ReadList() (*List, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read server list: %w", err)
 	}
+	return parseList(path, data)
+}
+
+// parseList decodes and validates the bytes of a server list file.
+func parseList(path string, data []byte) (*List, error) {
 	body, err := unframeFile(path, listMagic, listVersion, data)
 	if err != nil {
 		return nil, err
@@ -202,6 +207,11 @@ func (d Dir) ReadRendezvous() (Rendezvous, error) {
 	if err != nil {
 		return Rendezvous{}, err
 	}
+	return parseRendezvous(path, data)
+}
+
+// parseRendezvous decodes the bytes of a rendezvous record.
+func parseRendezvous(path string, data []byte) (Rendezvous, error) {
 	body, err := unframeFile(path, rank0Magic, rank0Version, data)
 	if err != nil {
 		return Rendezvous{}, err

@@ -41,6 +41,11 @@ func ReadSecret(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseSecret(path, data)
+}
+
+// parseSecret returns the secret a secret file's bytes hold.
+func parseSecret(path string, data []byte) ([]byte, error) {
 	secret := []byte(strings.TrimSpace(string(data)))
 	if len(secret) < 16 {
 		return nil, fmt.Errorf("secret file %s holds %d bytes; a secret needs at least 16: %w", path, len(secret), pdc.ErrInvalid)
