@@ -56,6 +56,7 @@ var validFrames = []wire.Frame{
 	{Version: 1, Flags: wire.FlagResponse, Timeout: time.Hour},
 	{Version: 1, Timeout: maxTimeout},
 	{Version: 1, Flags: wire.FlagCancel, Timeout: 3 * time.Second},
+	{Version: 1, Flags: wire.FlagResponse | wire.FlagMore, Method: wire.MethodStatus, ID: 3, HeaderLen: 9, PayloadLen: 1 << 20},
 }
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -371,7 +372,7 @@ func FuzzFrameAppend(f *testing.F) {
 			HeaderLen: hdr, PayloadLen: payload, Timeout: time.Duration(timeout)}
 		got, err := wire.DecodeFrame(fr.Append(nil))
 		valid := fr.Flags == 0 || fr.Flags == wire.FlagResponse || fr.Flags == wire.FlagResponse|wire.FlagError ||
-			(fr.Flags == wire.FlagCancel && hdr == 0 && payload == 0)
+			fr.Flags == wire.FlagResponse|wire.FlagMore || (fr.Flags == wire.FlagCancel && hdr == 0 && payload == 0)
 		if !valid {
 			if !errors.Is(err, pdc.ErrProtocol) {
 				t.Fatalf("%+v: got %+v, %v; want pdc.ErrProtocol", fr, got, err)
