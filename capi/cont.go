@@ -7,6 +7,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/limits"
 )
 
 // Property types (pdc_prop_type_t).
@@ -104,6 +105,9 @@ func checkName(name string) error {
 
 func (l *Lib) contCreate(name string, propID uint64) (uint64, error) {
 	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	if err := limits.Name("container", name, limits.MaxName); err != nil {
 		return 0, err
 	}
 	l.mu.Lock()

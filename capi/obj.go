@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -247,6 +248,9 @@ func (l *Lib) objCreate(contID uint64, name string, propID uint64) (uint64, erro
 	if err := checkObjName(name); err != nil {
 		return 0, err
 	}
+	if err := limits.Name("object", name, limits.MaxName); err != nil {
+		return 0, err
+	}
 	l.mu.Lock()
 	prop, err := l.lookupLocked(propID, kindObjProp)
 	var props client.ObjectProps
@@ -263,6 +267,9 @@ func (l *Lib) objCreate(contID uint64, name string, propID uint64) (uint64, erro
 	}
 	if !props.Type.Valid() {
 		return 0, fmt.Errorf("property %d has no element type: call PDCprop_set_obj_type first: %w", propID, pdc.ErrInvalid)
+	}
+	if err := limits.Dims(fmt.Sprintf("object %q", name), props.Dims, props.Type.Size()); err != nil {
+		return 0, err
 	}
 	var id uint64
 	err = l.contDo(contID, func(ctx context.Context, ch *handle) error {
@@ -504,6 +511,9 @@ func (l *Lib) ObjBufRetrieve(id uint64) (unsafe.Pointer, int) {
 func (l *Lib) ObjPutData(name string, data unsafe.Pointer, size uint64, contID uint64) uint64 {
 	return l.runID(fmt.Sprintf("PDCobj_put_data(%q, %d bytes, cont %d)", name, size, contID), func() (uint64, error) {
 		if err := checkObjName(name); err != nil {
+			return 0, err
+		}
+		if err := limits.Name("object", name, limits.MaxName); err != nil {
 			return 0, err
 		}
 		if data == nil || size == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -37,6 +38,12 @@ func checkTagValue(name string, value unsafe.Pointer, typ int, size uint64) ([]b
 	}
 	if size > maxTagValue {
 		return nil, fmt.Errorf("a tag value of %d bytes is over the limit of %d: %w", size, maxTagValue, pdc.ErrTooLarge)
+	}
+	if err := limits.Name("tag", name, limits.MaxTagName); err != nil {
+		return nil, err
+	}
+	if t := region.Type(typ); limits.FixedWidth(t) && size != 0 && size != uint64(t.Size()) {
+		return nil, fmt.Errorf("a %s tag value is %d bytes, size says %d: %w", t, t.Size(), size, pdc.ErrInvalid)
 	}
 	if value == nil && size > 0 {
 		return nil, fmt.Errorf("value is NULL but size is %d: %w", size, pdc.ErrInvalid)

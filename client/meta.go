@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -258,6 +259,9 @@ func (c *Client) contInfo(m *wire.ContainerMeta) ContainerInfo {
 // CreateContainer creates a container, or returns the existing container of
 // that name (as PDCcont_create does). created says which.
 func (c *Client) CreateContainer(ctx context.Context, name string, lifetime Lifetime) (ct *Container, created bool, err error) {
+	if err := limits.Name("container", name, limits.MaxName); err != nil {
+		return nil, false, fmt.Errorf("create container: %w", err)
+	}
 	rank, err := c.ownerOfKey(placement.Key(name, 0))
 	if err != nil {
 		return nil, false, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -75,8 +76,20 @@ func (ct *Container) CreateObject(ctx context.Context, name string, props Object
 // that create failed; the error joins the failures, each naming its
 // object. If a request fails as a whole (the connection is lost, ctx
 // ends), the result is nil, though the servers may have created some of
-// the objects: open them by name to find out which.
+// the objects: open them by name to find out which. A spec the servers
+// would refuse (a name with control characters or not UTF-8, dims past
+// 2^63 bytes, an unknown storage mode...) fails the whole call before
+// any request: then nothing is created and the result is nil.
 func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*Object, error) {
+	var bad []error
+	for i := range specs {
+		if err := checkSpec(&specs[i]); err != nil {
+			bad = append(bad, err)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("create objects: %w", errors.Join(bad...))
+	}
 	items := make([]wire.ObjCreate, len(specs))
 	keys := make([]uint32, len(specs))
 	for i, s := range specs {
@@ -349,8 +362,12 @@ func (o *Object) Dims(ctx context.Context) ([]uint64, error) {
 }
 
 // SetDims changes the object's dims (same number of dims; each > 0; only
-// the first may be Unlimited).
+// the first may be Unlimited; at most 2^63-1 bytes).
 func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
+	what := fmt.Sprintf("set dims of object %q", o.meta().Name)
+	if err := limits.Dims(what, dims, o.meta().Props.Type.Size()); err != nil {
+		return err
+	}
 	// Transfers started before go out with the dims they were started
 	// with, as a shrink must not overtake them.
 	if err := o.c.settle(ctx); err != nil {
@@ -501,8 +518,19 @@ func (c *Client) putTags(ctx context.Context, rank int, puts []wire.TagPut, name
 	return errors.Join(errs...)
 }
 
-// PutTags puts many tags with one request per metadata server.
+// PutTags puts many tags with one request per metadata server. A tag the
+// servers would refuse (a name with control characters, a number of the
+// wrong width...) fails the whole call before any request.
 func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
+	var bad []error
+	for _, p := range puts {
+		if err := checkTag(p.Name, p.Value); err != nil {
+			bad = append(bad, fmt.Errorf("put tag on object %q: %w", p.Object.meta().Name, err))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.Join(bad...)
+	}
 	groups := map[int][]int{}
 	for i, p := range puts {
 		groups[p.Object.meta().Server] = append(groups[p.Object.meta().Server], i)
@@ -538,6 +566,9 @@ type tagTarget struct {
 }
 
 func (t tagTarget) put(ctx context.Context, name string, v TagValue) error {
+	if err := checkTag(name, v); err != nil {
+		return fmt.Errorf("put tag on %s: %w", t.what, err)
+	}
 	return t.c.putTags(ctx, t.server, []wire.TagPut{{Kind: t.kind, ID: t.id, Name: name, Type: int32(v.Type), Value: v.Value}},
 		func(int) string { return fmt.Sprintf("%q on %s", name, t.what) })
 }

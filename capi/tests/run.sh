@@ -55,7 +55,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad query tags objids limits public; do
+for t in obj_meta obj_region obj_bad create_bad query tags objids limits public; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -154,6 +154,20 @@ expect 'PDCregion_transfer_status(9, NULL): completed is NULL'
 expect 'PDCobj_set_dims(5, 1, [4]):'
 expect 'PDCobj_close(5): 5 is a closed handle'
 reports obj_bad 24
+
+echo "== names, dims and tag values the servers would refuse fail at create and put"
+run create_bad timeout 120 "$work/create_bad"
+err="$work/create_bad.err"
+sed 's/^/  create_bad: /' "$err"
+expect 'libpdc: PDCcont_create("two\nlines", prop 2): container name "two\nlines" has a control character (U+000A) at byte 3'
+expect 'object name "esc\x1b[2J" has a control character (U+001B) at byte 3'
+expect 'object name "bad\xff" is not valid UTF-8 (byte 3 is 0xff)'
+expect 'object "huge": dims 1099511627776x2097152 of 8-byte elements pass 2^63 bytes'
+expect 'PDCobj_set_dims('
+expect 'a int64 tag value is 8 bytes, size says 4'
+expect 'a float64 tag value is 8 bytes, size says 16'
+expect 'tag name "tab\tkey" has a control character (U+0009)'
+reports create_bad 8
 
 echo "== data queries: GT, LT, EQ, AND, OR, sel_region against values computed in C; bad input"
 run query timeout 120 "$work/query"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -281,6 +282,11 @@ func parseDims(s string) ([]uint64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dims %q: %q is not a size", s, p)
 		}
+		if d == client.Unlimited {
+			// The C API's PDC_SIZE_UNLIMITED, but spelled as a number it
+			// is a typo more likely than a wish.
+			return nil, fmt.Errorf("dims %q: dim %d is 2^64-1, which would mean unlimited: write \"unlimited\" for a first dim that can grow", s, i)
+		}
 		dims = append(dims, d)
 	}
 	return dims, nil
@@ -419,9 +425,19 @@ func printObjects(w io.Writer, objs []client.ObjectInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tID\tDIMS\tTYPE\tTIME STEP\tSERVER")
 	for _, o := range objs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\n", o.Name, o.ID, formatDims(o.Props.Dims), o.Props.Type, o.Props.TimeStep, o.Server)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\n", shownName(o.Name), o.ID, formatDims(o.Props.Dims), o.Props.Type, o.Props.TimeStep, o.Server)
 	}
 	tw.Flush()
+}
+
+// shownName is a name as a listing shows it: quoted if it holds what
+// would break the listing's lines or columns (names stored before
+// servers refused them).
+func shownName(n string) string {
+	if limits.Name("", n, len(n)) != nil {
+		return strconv.Quote(n)
+	}
+	return n
 }
 
 func printObject(w io.Writer, o client.ObjectInfo) {

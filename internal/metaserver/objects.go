@@ -17,6 +17,7 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
 )
 
 // MaxBatch bounds the items of one batch request.
@@ -254,7 +255,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 
 // prepareCreate validates c and returns the record it would create.
 func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, error) {
-	if err := checkName("object", c.Name, MaxNameLen); err != nil {
+	if err := checkNewName("object", c.Name, MaxNameLen); err != nil {
 		return nil, err
 	}
 	if c.ContID == 0 {
@@ -586,7 +587,7 @@ func (s *Service) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if len(d.Dims) != len(m.Props.Dims) {
 		return nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
 	}
-	if err := checkDims(what, d.Dims); err != nil {
+	if err := checkDims(what, d.Dims, region.Type(m.Props.Type).Size()); err != nil {
 		return nil, err
 	}
 	m.Props.Dims = d.Dims

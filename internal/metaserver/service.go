@@ -308,7 +308,7 @@ func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err := decode(req, &c); err != nil {
 		return nil, err
 	}
-	if err := checkName("container", c.Name, MaxNameLen); err != nil {
+	if err := checkNewName("container", c.Name, MaxNameLen); err != nil {
 		return nil, err
 	}
 	if c.Lifetime > 1 {
