@@ -159,12 +159,12 @@ func failCommits(t *testing.T, s *Service) (restore func()) {
 	t.Helper()
 	w := s.st.log
 	w.mu.Lock()
-	m := w.m
-	w.m = nil
+	f := w.f
+	w.f = nil
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
-		w.m = m
+		w.f = f
 		w.mu.Unlock()
 	}
 }
@@ -386,8 +386,11 @@ func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
 	}
 	defer w.close()
 	w.mu.Lock()
-	first := w.append([]byte("first"))
+	first, err := w.append([]byte("first"))
 	w.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.waitSynced(first); err != nil {
 		t.Fatal(err)
 	}
@@ -395,8 +398,11 @@ func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
 	w.err = errors.New("injected fsync failure")
 	w.syncMu.Unlock()
 	w.mu.Lock()
-	second := w.append([]byte("second"))
+	second, err := w.append([]byte("second"))
 	w.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.waitSynced(first); err != nil {
 		t.Fatalf("a change synced before the failure: %v", err)
 	}

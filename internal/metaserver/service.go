@@ -15,6 +15,7 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex/postings"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -39,6 +40,8 @@ type Config struct {
 	// in memory (and in its log) before writing them as a run on disk;
 	// 0 takes the default (32 MiB). Tests make it small.
 	IndexFlushBytes int
+	// FS holds the store; nil means the operating system's.
+	FS vfs.FS
 }
 
 // Service serves the metadata methods of one metadata server.
@@ -89,7 +92,7 @@ func Open(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := openStore(cfg.Dir, cfg.Durability, cfg.CacheBytes, cfg.Logger)
+	st, err := openStoreFS(vfs.OrDefault(cfg.FS), cfg.Dir, cfg.Durability, cfg.CacheBytes, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // storeVersion is the layout version of the keys in doc.go.
@@ -58,6 +58,8 @@ type store struct {
 	db  *pebble.DB
 	dir string
 	log *wal
+	fs  vfs.FS
+	pfs *pebbleFS
 
 	seqMu    sync.Mutex
 	nextSeq  uint64 // guarded by seqMu
@@ -68,8 +70,20 @@ type store struct {
 const seqBlock = 4096
 
 func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return openStoreFS(vfs.Default, dir, durability, cacheBytes, log)
+}
+
+// openStoreFS opens the store in dir on fsys.
+func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
+	}
+	pfs := newPebbleFS(fsys, dir)
+	// Pebble may end the process when it cannot create its files (it
+	// treats a failed MANIFEST write as fatal): refuse to open on a disk
+	// with no room instead.
+	if err := pfs.probeErr(); err != nil {
+		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
 	// Pebble charges its memtables (up to MemTableStopWritesThreshold of
 	// them, 2 by default) to the block cache: a cache no larger than them
@@ -85,43 +99,48 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 		L0CompactionThreshold:       4,
 		// The store keeps its own log (wal.go).
 		DisableWAL: true,
+		FS:         pfs,
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	opts.Logger = newStoreLogger(log)
 	db, err := pebble.Open(dir, opts)
+	pfs.opened()
 	if err != nil {
+		pfs.close()
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
-	w, recs, err := openWAL(dir, durability == DurabilitySync)
-	if err != nil {
+	s := &store{db: db, dir: dir, fs: fsys, pfs: pfs}
+	fail := func(err error) (*store, error) {
+		pfs.close()
 		db.Close()
 		return nil, err
+	}
+	w, recs, err := openWALFS(fsys, dir, durability == DurabilitySync)
+	if err != nil {
+		return fail(err)
 	}
 	// Replay what was acknowledged after pebble's last flush, flush it, and
 	// start an empty log.
 	for i, rec := range recs {
 		if err := replayRecord(db, rec); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("metadata store %s: replay log record %d: %w", dir, i, err)
+			return fail(fmt.Errorf("metadata store %s: replay log record %d: %w", dir, i, err))
 		}
 	}
 	if len(recs) > 0 {
-		if err := db.Flush(); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("metadata store %s: flush the replayed log: %w", dir, err)
+		if err := s.flush(context.Background()); err != nil {
+			return fail(fmt.Errorf("metadata store %s: flush the replayed log: %w", dir, err))
 		}
 		log.Info("replayed the metadata log", "records", len(recs))
 	}
 	if err := w.reset(0); err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
-	s := &store{db: db, dir: dir, log: w}
+	s.log = w
 	if err := s.checkVersion(); err != nil {
-		db.Close()
-		return nil, err
+		w.close()
+		return fail(err)
 	}
 	v, closer, err := db.Get([]byte{'S'})
 	switch {
@@ -131,8 +150,8 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 		}
 		closer.Close()
 	case !errors.Is(err, pebble.ErrNotFound):
-		db.Close()
-		return nil, fmt.Errorf("metadata store %s: read id sequence: %w", dir, err)
+		w.close()
+		return fail(fmt.Errorf("metadata store %s: read id sequence: %w", dir, err))
 	}
 	if s.nextSeq == 0 {
 		s.nextSeq = 1
@@ -257,17 +276,23 @@ func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 		defer sb.Close()
 		b = sb
 	}
+	// A store whose pebble cannot write (a full disk) takes no changes it
+	// could not flush: they would fill memtables, and then pebble stalls
+	// every commit.
+	if err := s.pfs.failing(); err != nil {
+		return nil, err
+	}
 	w := s.log
 	rec := b.Repr()
 	w.mu.Lock()
-	if w.m == nil {
+	if w.f == nil {
 		w.mu.Unlock()
 		return nil, fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
 	}
 	if !w.room(len(rec)) {
-		// The log is full: make everything logged durable in pebble, then
-		// start afresh with room for this record.
-		err := s.db.Flush()
+		// The log is full (or its file faulted): make everything logged
+		// durable in pebble, then start afresh with room for this record.
+		err := s.flush(context.Background())
 		if err == nil {
 			err = w.reset(len(rec))
 		}
@@ -276,7 +301,11 @@ func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 			return nil, fmt.Errorf("rotate the metadata log: %w", err)
 		}
 	}
-	off := w.append(rec)
+	off, err := w.append(rec)
+	if err != nil {
+		w.mu.Unlock()
+		return nil, err
+	}
 	err = s.db.Apply(b, pebble.NoSync)
 	w.mu.Unlock()
 	if err != nil {
@@ -289,6 +318,34 @@ func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 }
 
 func noWait() error { return nil }
+
+// flush makes pebble write its memtables and waits for it, until ctx ends
+// or a write of pebble's fails: on a full disk pebble retries a flush until
+// space is freed, and a caller waiting for that would hang.
+func (s *store) flush(ctx context.Context) error {
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return err
+	}
+	for {
+		changed, failed := s.pfs.errNow()
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		if failed != nil {
+			return failed
+		}
+		select {
+		case <-done:
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("the flush of the memtables did not finish (see the log for pebble's errors): %w", ctx.Err())
+		}
+	}
+}
 
 // sortedBatch returns b's entries in key order, as a new batch, or b
 // itself when they are few, already in a few sorted runs, or hold anything
@@ -362,25 +419,19 @@ func sortedBatch(db *pebble.DB, b *pebble.Batch) *pebble.Batch {
 // under dir and returns its path. ctx bounds the wait for the flush, which
 // never ends if pebble cannot write (its directory removed under it).
 func (s *store) checkpoint(ctx context.Context, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	// Pebble runs without its own log: flush the memtables first so the
 	// checkpoint holds everything acknowledged.
-	flushed, err := s.db.AsyncFlush()
-	if err != nil {
+	if err := s.flush(ctx); err != nil {
 		return "", fmt.Errorf("checkpoint: flush: %w", err)
-	}
-	select {
-	case <-flushed:
-	case <-ctx.Done():
-		return "", fmt.Errorf("checkpoint: the flush of the memtables did not finish (see the log for pebble's errors): %w", ctx.Err())
 	}
 	if err := s.db.Checkpoint(dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
-	pruneCheckpoints(dir, keepCheckpoints)
+	pruneCheckpoints(s.fs, dir, keepCheckpoints)
 	return dest, nil
 }
 
@@ -389,31 +440,36 @@ const keepCheckpoints = 3
 
 // pruneCheckpoints removes all but the newest keep checkpoints in dir (their
 // names sort by time).
-func pruneCheckpoints(dir string, keep int) {
-	entries, err := os.ReadDir(dir)
+func pruneCheckpoints(fsys vfs.FS, dir string, keep int) {
+	entries, err := fsys.List(dir)
 	if err != nil {
 		return
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() && len(e.Name()) > 0 && e.Name()[0] >= '0' && e.Name()[0] <= '9' {
-			names = append(names, e.Name())
+		if e != "" && e[0] >= '0' && e[0] <= '9' {
+			if st, err := fsys.Stat(filepath.Join(dir, e)); err == nil && st.IsDir() {
+				names = append(names, e)
+			}
 		}
 	}
 	sort.Strings(names)
 	for len(names) > keep {
-		_ = os.RemoveAll(filepath.Join(dir, names[0]))
+		_ = fsys.RemoveAll(filepath.Join(dir, names[0]))
 		names = names[1:]
 	}
 }
 
 func (s *store) close() error {
 	s.log.mu.Lock()
-	err := s.db.Flush()
+	err := s.flush(context.Background())
 	if err == nil {
 		err = s.log.reset(0) // all of it is in pebble now
 	}
 	s.log.mu.Unlock()
+	// What a failed flush left in memtables is in the log: the next open
+	// replays it.
+	s.pfs.close()
 	if err != nil {
 		s.log.close()
 		s.db.Close()

@@ -15,7 +15,7 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 )
 
-func openTest(t *testing.T, dir string, d Durability) *store {
+func openTest(t testing.TB, dir string, d Durability) *store {
 	t.Helper()
 	s, err := openStore(dir, d, 1<<20, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -9,14 +9,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // The store's own write-ahead log. Pebble's log is written by a goroutine
@@ -28,10 +31,22 @@ import (
 // of the process once commit returns; in sync mode the file is then
 // fsynced, concurrent committers sharing one fsync (group commit). Pebble
 // runs without its own log; the log is replayed into it at open and
-// truncated once pebble has flushed what it holds.
+// truncated once pebble has flushed what it holds. Where the file cannot be
+// mapped (a file system in memory, in tests), each record is written with
+// one pwrite instead: the same bytes in the same place.
+//
+// A store into a mapped page the disk cannot back kills the process
+// (SIGBUS), so every block of the file is allocated before it is mapped:
+// by fallocate, or by writing zeros where the file system has no
+// fallocate. On a disk too full for the whole file, a smaller one is
+// taken (down to a minimum), and failing that the commit fails with
+// ENOSPC: the server keeps serving reads and takes writes again once space
+// is freed. A fault that happens anyway (a file system that allocates on
+// write-back, or the file cut by someone else) fails that commit instead
+// of the process, and the next commit starts a new file.
 //
 // File: the header walMagic, then records: u32 length, u32 CRC-32C of the
-// payload, payload (a pebble batch), then zeros to the end of the mapping.
+// payload, payload (a pebble batch), then zeros to the end of the file.
 // A zero length, or a torn or corrupt record, ends the replay; nothing
 // after it was acknowledged.
 
@@ -43,14 +58,22 @@ const walFile = "pdc.wal"
 // truncated.
 var walRotateBytes int64 = 64 << 20
 
+// walMinBytes is the smallest log file taken when the disk has no room
+// for one of walRotateBytes.
+const walMinBytes = 256 << 10
+
 type wal struct {
+	fs   vfs.FS
 	path string
 	sync bool
 
-	mu   sync.Mutex // held while a record is written and applied, in order
-	f    *os.File   // guarded by mu
-	m    []byte     // the file, mapped; guarded by mu
-	size int64      // bytes used in the current file; guarded by mu
+	mu     sync.Mutex // held while a record is written and applied, in order
+	f      vfs.File   // nil once closed; guarded by mu
+	m      []byte     // the file, mapped; nil if written with pwrite; guarded by mu
+	cap    int64      // bytes of the file records may use; guarded by mu
+	size   int64      // bytes used in the current file; guarded by mu
+	broken error      // a store into the mapping faulted: start a new file; guarded by mu
+	buf    []byte     // a record with its header, for pwrite; guarded by mu
 
 	written atomic.Int64 // logical bytes written over all files
 
@@ -61,12 +84,17 @@ type wal struct {
 	err     error // a failed fsync fails every later wait; guarded by syncMu
 }
 
-// openWAL opens the log in dir for appending and returns the records it
-// holds, to be replayed.
+// openWAL opens the log in dir on the OS's file system; see openWALFS.
 func openWAL(dir string, syncMode bool) (*wal, [][]byte, error) {
-	w := &wal{path: filepath.Join(dir, walFile), sync: syncMode}
+	return openWALFS(vfs.Default, dir, syncMode)
+}
+
+// openWALFS opens the log in dir for appending and returns the records it
+// holds, to be replayed.
+func openWALFS(fsys vfs.FS, dir string, syncMode bool) (*wal, [][]byte, error) {
+	w := &wal{fs: fsys, path: filepath.Join(dir, walFile), sync: syncMode}
 	w.cond = sync.NewCond(&w.syncMu)
-	recs, err := readWAL(w.path)
+	recs, err := readWALFS(fsys, w.path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,8 +102,10 @@ func openWAL(dir string, syncMode bool) (*wal, [][]byte, error) {
 }
 
 // readWAL returns the intact records of the log at path.
-func readWAL(path string) ([][]byte, error) {
-	data, err := os.ReadFile(path)
+func readWAL(path string) ([][]byte, error) { return readWALFS(vfs.Default, path) }
+
+func readWALFS(fsys vfs.FS, path string) ([][]byte, error) {
+	data, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -103,7 +133,7 @@ func parseWAL(path string, data []byte) ([][]byte, error) {
 		n := binary.LittleEndian.Uint32(p)
 		sum := binary.LittleEndian.Uint32(p[4:])
 		if n == 0 || uint64(n) > uint64(len(p)-8) {
-			break // the unused, zeroed end of the mapping, or a torn tail
+			break // the unused, zeroed end of the file, or a torn tail
 		}
 		rec := p[8 : 8+n]
 		if crc32.Checksum(rec, castagnoli) != sum {
@@ -189,51 +219,55 @@ func checkBatch(rec []byte) error {
 // reset starts an empty log, crash-safely: a new file with only the header
 // (and room for at least minRoom bytes of records) replaces the old one.
 // Call it once everything logged is durable in pebble. The caller holds mu
-// (or is the only user).
+// (or is the only user). On error the old file stays in use.
 func (w *wal) reset(minRoom int) error {
 	dir := filepath.Dir(w.path)
-	capacity := max(walRotateBytes, int64(minRoom)+8) + int64(len(walMagic))
 	tmp := w.path + ".new"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	f, err := w.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("metadata log: %w", err)
 	}
 	fail := func(err error) error {
 		f.Close()
-		return fmt.Errorf("metadata log: %w", err)
+		_ = w.fs.Remove(tmp)
+		return fmt.Errorf("metadata log %s: %w", w.path, err)
 	}
-	if _, err := f.WriteString(walMagic); err != nil {
+	if _, err := f.Write([]byte(walMagic)); err != nil {
 		return fail(err)
 	}
-	// Allocate the blocks now: a store into a mapped hole that the disk
-	// cannot back would kill the process instead of failing a commit.
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, capacity); err != nil {
-		if err := f.Truncate(capacity); err != nil {
-			return fail(err)
-		}
+	capacity, err := reserve(f, max(walRotateBytes, int64(minRoom)+8), int64(minRoom)+8)
+	if err != nil {
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
 	// Map before the rename: once the new file replaces the old one, the
 	// log must be writable, or later commits would go to an unlinked file.
-	m, err := unix.Mmap(int(f.Fd()), 0, int(capacity), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
+	var m []byte
+	if mf, ok := f.(vfs.Mapper); ok {
+		m, err = mf.Map(len(walMagic)+int(capacity), true)
+		if errors.Is(err, errors.ErrUnsupported) {
+			m, err = nil, nil
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := w.fs.Rename(tmp, w.path); err != nil {
+		if m != nil {
+			_ = f.(vfs.Mapper).Unmap(m)
+		}
 		return fail(err)
 	}
-	if err := os.Rename(tmp, w.path); err != nil {
-		_ = unix.Munmap(m)
-		return fail(err)
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		// The rename may not be durable yet, but the new file is the one
-		// linked now: go on with it, and report.
-		w.unmap()
-		w.f, w.m, w.size = f, m, int64(len(walMagic))
-		return err
-	}
+	syncErr := atomicfile.SyncDirFS(w.fs, dir)
+	// The new file is the one linked now: go on with it, even if the
+	// rename may not be durable yet (and then report).
 	w.unmap()
-	w.f, w.m, w.size = f, m, int64(len(walMagic))
+	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, int64(len(walMagic)), nil
+	if syncErr != nil {
+		return syncErr
+	}
 	// Everything before is durable in pebble.
 	w.syncMu.Lock()
 	w.synced = w.written.Load()
@@ -241,9 +275,50 @@ func (w *wal) reset(minRoom int) error {
 	return nil
 }
 
+// reserve allocates the blocks of f, which holds only the header, for
+// want bytes of records, or for fewer (not under need, nor a minimum) if
+// the disk has no room for want. It returns the bytes of records the file
+// holds.
+func reserve(f vfs.File, want, need int64) (int64, error) {
+	hdr := int64(len(walMagic))
+	floor := max(need, walMinBytes)
+	for n := max(want, need); ; n = max(n/2, floor) {
+		err := f.Fallocate(hdr, n)
+		if errors.Is(err, errors.ErrUnsupported) {
+			err = writeZeros(f, hdr, n)
+		}
+		if err == nil {
+			return n, nil
+		}
+		// Give back what a failed attempt took before a smaller one.
+		if terr := f.Truncate(hdr); terr != nil {
+			return 0, errors.Join(err, terr)
+		}
+		if n <= floor || !errors.Is(err, syscall.ENOSPC) {
+			return 0, fmt.Errorf("reserve %d bytes: %w", n+hdr, err)
+		}
+	}
+}
+
+var zeroBlock = make([]byte, 1<<20)
+
+// writeZeros writes n zero bytes at off: on a file system without
+// fallocate, writing is what allocates blocks.
+func writeZeros(f vfs.File, off, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroBlock)))
+		if _, err := f.WriteAt(zeroBlock[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
+}
+
+// unmap ends the mapping and closes the file. The caller holds mu.
 func (w *wal) unmap() {
 	if w.m != nil {
-		_ = unix.Munmap(w.m)
+		_ = w.f.(vfs.Mapper).Unmap(w.m)
 		w.m = nil
 	}
 	if w.f != nil {
@@ -253,17 +328,72 @@ func (w *wal) unmap() {
 }
 
 // room reports whether a record of n bytes fits. The caller holds mu.
-func (w *wal) room(n int) bool { return w.size+8+int64(n) <= int64(len(w.m)) }
+func (w *wal) room(n int) bool {
+	return w.broken == nil && w.size+8+int64(n) <= w.cap+int64(len(walMagic))
+}
 
-// append copies one record into the mapping; the caller holds mu and has
-// checked room. It returns the logical offset the record ends at.
-func (w *wal) append(rec []byte) int64 {
+// append writes one record; the caller holds mu and has checked room. It
+// returns the logical offset the record ends at. On error nothing of the
+// record counts: the next one is written in its place, and after a fault
+// the log must start a new file (room says no).
+func (w *wal) append(rec []byte) (int64, error) {
+	if w.m == nil {
+		return w.appendWrite(rec)
+	}
+	if err := w.store(rec); err != nil {
+		w.broken = err
+		return 0, err
+	}
+	w.size += 8 + int64(len(rec))
+	return w.written.Add(8 + int64(len(rec))), nil
+}
+
+// store copies rec with its header into the mapping, the length last, so
+// that a replay never takes a record stored in part. A fault in the copy
+// (the disk could not back a page) is an error of this record instead of
+// the end of the process.
+func (w *wal) store(rec []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("metadata log %s: storing a record at %d faulted (%v): %w", w.path, w.size, p, w.faultErrno())
+		}
+	}()
 	p := w.m[w.size:]
 	copy(p[8:], rec)
 	binary.LittleEndian.PutUint32(p[4:], crc32.Checksum(rec, castagnoli))
 	binary.LittleEndian.PutUint32(p, uint32(len(rec)))
-	w.size += 8 + int64(len(rec))
-	return w.written.Add(8 + int64(len(rec)))
+	return nil
+}
+
+// faultErrno says why a store into the mapping faulted: no space left if
+// the file system is full, else an I/O error.
+func (w *wal) faultErrno() error {
+	var st unix.Statfs_t
+	if unix.Statfs(filepath.Dir(w.path), &st) == nil && st.Bavail == 0 {
+		return syscall.ENOSPC
+	}
+	return syscall.EIO
+}
+
+// appendWrite is append for a log that is not mapped: one pwrite of the
+// record with its header.
+func (w *wal) appendWrite(rec []byte) (int64, error) {
+	n := 8 + len(rec)
+	if cap(w.buf) < n {
+		w.buf = make([]byte, n, max(n, 64<<10))
+	}
+	b := w.buf[:n]
+	binary.LittleEndian.PutUint32(b, uint32(len(rec)))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(rec, castagnoli))
+	copy(b[8:], rec)
+	if _, err := w.f.WriteAt(b, w.size); err != nil {
+		// A part may be written; the next record overwrites it, and until
+		// then its CRC ends the replay.
+		return 0, fmt.Errorf("metadata log %s: %w", w.path, err)
+	}
+	w.size += int64(n)
+	return w.written.Add(int64(n)), nil
 }
 
 // waitSynced returns once the log is durable up to off. The first waiter
@@ -290,7 +420,7 @@ func (w *wal) waitSynced(off int64) error {
 		w.syncMu.Lock()
 		w.syncing = false
 		if err != nil && !errors.Is(err, os.ErrClosed) {
-			w.err = fmt.Errorf("fsync metadata log: %w", err)
+			w.err = fmt.Errorf("fsync metadata log %s: %w", w.path, err)
 		} else if target > w.synced {
 			w.synced = target
 		}
