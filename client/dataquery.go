@@ -316,13 +316,16 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	byServer := map[int][]wire.QueryBox{}
-	var servers []int
+	// One call per data slot: a server may hold several (placement.SlotHost).
+	type holder struct{ server, slot int }
+	byServer := map[holder][]wire.QueryBox{}
+	var servers []holder
 	for _, pc := range pieces {
-		if _, ok := byServer[pc.server]; !ok {
-			servers = append(servers, pc.server)
+		h := holder{pc.server, pc.slot}
+		if _, ok := byServer[h]; !ok {
+			servers = append(servers, h)
 		}
-		byServer[pc.server] = append(byServer[pc.server], wire.QueryBox{Off: pc.box.Off, Size: pc.box.Size})
+		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.box.Off, Size: pc.box.Size})
 	}
 	var parts []queryHits
 	// Parts no data server holds (region dynamic and local: never
@@ -367,8 +370,8 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		within = &wire.QueryBox{Off: area.Off, Size: area.Size}
 	}
 	type call struct {
-		server int
-		boxes  []wire.QueryBox
+		holder
+		boxes []wire.QueryBox
 	}
 	var calls []call
 	for _, s := range servers {
@@ -385,7 +388,8 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	for i, cl := range calls {
 		g.Go(func() error {
 			m := wire.DataQuery{Version: wire.QueryVersion, Obj: o.meta().ID, Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion,
-				Type: uint32(typ), Storage: uint32(o.meta().Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret}
+				Type: uint32(typ), Storage: uint32(o.meta().Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret,
+				Slot: uint32(cl.slot) + 1}
 			h, err := o.c.dataQueryCall(gctx, cl.server, &m)
 			if err != nil {
 				return err

@@ -488,11 +488,11 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 
 // locate gives t the pieces its metadata server located, for plan.
 func (t *Transfer) locate(ps []wire.RegionPiece) {
-	t.located = make([]piece, 0, len(ps))
-	for _, p := range ps {
-		t.located = append(t.located, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+	located, err := t.obj.c.slotPieces(ps)
+	if err != nil {
+		return // plan asks again, and fails with the reason
 	}
-	t.isLocated = true
+	t.located, t.isLocated = located, true
 }
 
 // holds reports whether the placer still has t: queued, with its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -124,6 +125,7 @@ type Transfer struct {
 // part is the piece of a transfer held by one data server.
 type part struct {
 	server int
+	slot   int // the data slot box is in (placement.SlotHost)
 	box    region.Box
 	data   []byte // box's elements in row-major order
 	direct bool   // data is a slice of linear
@@ -437,7 +439,11 @@ func (t *Transfer) plan(ctx context.Context) error {
 	var err error
 	switch {
 	case t.placed >= 0:
-		pieces = []piece{{server: t.placed, box: t.remote}}
+		server, err := o.c.slotHost(t.placed)
+		if err != nil {
+			return fmt.Errorf("object %q: %w", o.meta().Name, err)
+		}
+		pieces = []piece{{server: server, slot: t.placed, box: t.remote}}
 		t.placed = -1
 	case t.isLocated:
 		pieces = t.located
@@ -458,7 +464,7 @@ func (t *Transfer) plan(ctx context.Context) error {
 	}
 	t.parts = t.parts[:0]
 	for _, pc := range pieces {
-		p := part{server: pc.server, box: pc.box}
+		p := part{server: pc.server, slot: pc.slot, box: pc.box}
 		if pc.box.Equal(t.remote) {
 			p.data, p.direct = t.linear, true
 		} else if r, ok := oneRun(t.remote, pc.box); ok {
@@ -499,8 +505,35 @@ func oneRun(outer, sub region.Box) (region.Run, bool) {
 }
 
 type piece struct {
-	server int
+	server int // rank
+	slot   int // data slot, held by server (placement.SlotHost)
 	box    region.Box
+}
+
+// slotHost returns the rank of the data server that holds data slot slot.
+func (c *Client) slotHost(slot int) (int, error) {
+	ds := c.dataServers()
+	if len(ds) == 0 {
+		return 0, fmt.Errorf("the cluster has no data server: %w", pdc.ErrUnavailable)
+	}
+	if slot < 0 {
+		return 0, fmt.Errorf("data slot %d: %w", slot, pdc.ErrProtocol)
+	}
+	return ds[placement.SlotHost(slot, len(ds))], nil
+}
+
+// slotPieces gives pieces located by a metadata server (whose Server is
+// a data slot) the ranks of the data servers that hold them.
+func (c *Client) slotPieces(ps []wire.RegionPiece) ([]piece, error) {
+	out := make([]piece, 0, len(ps))
+	for _, p := range ps {
+		server, err := c.slotHost(int(p.Server))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, piece{server: server, slot: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+	}
+	return out, nil
 }
 
 // pieces splits a region of the object among the data servers that hold
@@ -518,7 +551,8 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 	}
 	switch o.meta().Props.Partition {
 	case ObjectStatic:
-		return []piece{{server: ds[int(sp.home)%len(ds)], box: box}}, nil
+		slot := int(sp.home)
+		return []piece{{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: box}}, nil
 	case RegionStatic:
 		return staticPieces(box, max(sp.block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
@@ -531,15 +565,20 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 			if len(res.Items) != 1 {
 				return nil, fmt.Errorf("object %q: place: %d answers for 1 region: %w", o.meta().Name, len(res.Items), pdc.ErrProtocol)
 			}
-			return []piece{{server: int(res.Items[0].Server), box: box}}, nil
+			slot := int(res.Items[0].Server)
+			server, err := c.slotHost(slot)
+			if err != nil {
+				return nil, fmt.Errorf("object %q region %v: place: %w", o.meta().Name, box, err)
+			}
+			return []piece{{server: server, slot: slot, box: box}}, nil
 		}
 		var res wire.RegionPieces
 		if err := c.call(ctx, o.meta().Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.meta().ID, Off: box.Off, Size: box.Size}, &res); err != nil {
 			return nil, fmt.Errorf("object %q region %v: look up: %w", o.meta().Name, box, err)
 		}
-		out := make([]piece, 0, len(res.Items))
-		for _, p := range res.Items {
-			out = append(out, piece{server: int(p.Server), box: region.Box{Off: p.Off, Size: p.Size}})
+		out, err := c.slotPieces(res.Items)
+		if err != nil {
+			return nil, fmt.Errorf("object %q region %v: look up: %w", o.meta().Name, box, err)
 		}
 		return out, nil
 	}
@@ -547,43 +586,44 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 }
 
 // staticPieces cuts box into the blocks of rows of the first dim that
-// region static places round-robin over the data servers, merging
-// neighbours on one server.
+// region static places round-robin over the data slots of the cluster
+// the object was created in, merging neighbours in one slot.
 func staticPieces(box region.Box, block uint64, over int, ds []int) []piece {
 	var out []piece
 	start, end := box.Off[0], box.End(0)
 	for row := start; row < end; {
 		k := row / block
 		next := min((k+1)*block, end)
-		server := ds[int(k%uint64(over))%len(ds)]
-		if n := len(out); n > 0 && out[n-1].server == server {
+		slot := int(k % uint64(over))
+		if n := len(out); n > 0 && out[n-1].slot == slot {
 			out[n-1].box.Size[0] += next - row
 		} else {
 			b := box.Clone()
 			b.Off[0], b.Size[0] = row, next-row
-			out = append(out, piece{server: server, box: b})
+			out = append(out, piece{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: b})
 		}
 		row = next
 	}
 	return out
 }
 
-// candidates are the data servers a dynamic or local region may go to.
-// Ties go to the first, so each client starts the list at a different
-// place.
+// candidates are the data slots a dynamic or local region may go to:
+// those of the data servers of this cluster, each its own (slot i is the
+// i-th data server's). Ties go to the first, so each client starts the
+// list at a different place.
 func (c *Client) candidates(p Partition) []uint64 {
 	ds := c.dataServers()
 	if p == RegionLocal {
 		local := c.localData()
 		if len(local) > 0 {
-			return []uint64{uint64(local[os.Getpid()%len(local)])}
+			return []uint64{uint64(slices.Index(ds, local[os.Getpid()%len(local)]))}
 		}
 		// No data server on this host: the least loaded of all.
 	}
 	out := make([]uint64, len(ds))
 	off := os.Getpid()
 	for i := range ds {
-		out[i] = uint64(ds[(i+off)%len(ds)])
+		out[i] = uint64((i + off) % len(ds))
 	}
 	return out
 }
@@ -892,7 +932,8 @@ func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]
 	for i, r := range refs {
 		o, p := r.t.obj, r.part()
 		m.Items[i] = wire.DataItem{Obj: o.meta().ID, Write: r.t.access == Write, Off: p.box.Off, Size: p.box.Size,
-			Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.meta().Props.Storage)}
+			Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.meta().Props.Storage),
+			Slot: uint32(p.slot) + 1}
 		if r.t.access != Write {
 			continue
 		}

@@ -30,7 +30,7 @@ func init() {
 
 type upOptions struct {
 	n               int
-	tmpdir, datadir string
+	tmpdir, datadir string // datadir: {host} replaced per server
 	unix            bool
 	roles           string
 	secret          bool
@@ -48,7 +48,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	var o upOptions
 	fs.IntVar(&o.n, "n", 1, "number of servers")
 	fs.StringVar(&o.tmpdir, "tmpdir", e.tmpDirDefault(), "directory for the server list, secret and logs ($PDC_TMPDIR)")
-	fs.StringVar(&o.datadir, "datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
+	fs.StringVar(&o.datadir, "datadir", e.dataDirDefault(), "directory for stored data; {host} is replaced per server, which stands a node-local data dir per host of --hosts ($PDC_DATA_LOC)")
 	fs.BoolVar(&o.unix, "unix", false, "listen on Unix sockets in the tmpdir instead of 127.0.0.1 ports")
 	fs.StringVar(&o.roles, "roles", "both", "role of every server: metadata, data or both")
 	fs.BoolVar(&o.secret, "secret", true, "make a cluster secret that every connection must prove")
@@ -174,6 +174,13 @@ func rankArgs(o upOptions, rank int) []string {
 	if len(o.hosts) > 0 {
 		host = o.hosts[rank%len(o.hosts)]
 		args = append(args, "--host", host)
+	}
+	if strings.Contains(o.datadir, "{host}") {
+		dir := strings.ReplaceAll(o.datadir, "{host}", host)
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		args = append(args, "--datadir", dir)
 	}
 	if o.stageDir != "" {
 		dir := strings.ReplaceAll(o.stageDir, "{rank}", strconv.Itoa(rank))

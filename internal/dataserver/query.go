@@ -37,6 +37,13 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err != nil {
 		return nil, err
 	}
+	if err := s.awaitSlots(ctx); err != nil {
+		return nil, err
+	}
+	store, err := s.slotStore(m.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("query object %d: %w", m.Obj, err)
+	}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -97,7 +104,7 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			}
 			n := int(c.Volume())
 			data := buf[:n*elem]
-			if err := s.store.Read(m.Obj, q.layout, c, data); err != nil {
+			if err := store.Read(m.Obj, q.layout, c, data); err != nil {
 				cerr = fmt.Errorf("query object %d region %v: %w", m.Obj, c, err)
 				return false
 			}

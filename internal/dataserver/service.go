@@ -24,8 +24,12 @@ import (
 
 // Config configures a Service.
 type Config struct {
-	// Store holds the data. Required; the Service does not close it.
+	// Store holds the data, as the server's only slot. If nil, the
+	// Service serves once SetSlots gives it its stores. The Service does
+	// not close it.
 	Store *regionstore.Store
+	// Rank is the server's rank, for errors.
+	Rank int
 	// Workers do the I/O. Default 4.
 	Workers int
 	// QueueDepth bounds the transfers waiting for a worker. Default 1024.
@@ -75,7 +79,6 @@ func (c *Config) setDefaults() {
 // Service serves the data methods of one server.
 type Service struct {
 	cfg    Config
-	store  *regionstore.Store
 	log    *slog.Logger
 	budget *semaphore.Weighted
 	queue  chan *transfer
@@ -90,6 +93,12 @@ type Service struct {
 	// to close it; closing refuses new sends.
 	sendMu  sync.RWMutex
 	closing atomic.Bool
+
+	// slots are set once, by SetSlots, before slotsReady is closed;
+	// requests wait for that and read them without a lock.
+	slots      Slots
+	slotsOnce  sync.Once
+	slotsReady chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -141,6 +150,9 @@ type transfer struct {
 	msg    *payload // write: the request payload data lies in
 	held   int64    // bytes of the budget this transfer holds
 	deps   []*transfer
+
+	// store holds the item's data slot (DataItem.Slot).
+	store *regionstore.Store
 
 	// A run of writes, or of reads, of one request that continue each
 	// other along the first dim is done as one I/O: the first (the
@@ -207,8 +219,12 @@ func (p *payload) unref() {
 // New starts a Service's workers. Close stops them.
 func New(cfg Config) *Service {
 	cfg.setDefaults()
-	s := &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger,
-		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth)}
+	s := &Service{cfg: cfg, log: cfg.Logger,
+		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth),
+		slotsReady: make(chan struct{})}
+	if cfg.Store != nil {
+		s.SetSlots(Slots{Stores: map[int]*regionstore.Store{0: cfg.Store}})
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.quit, s.stop = context.WithCancel(context.Background())
 	s.mu.transfers = map[uint64]*transfer{}
@@ -323,19 +339,19 @@ func (s *Service) do(t *transfer) (err error) {
 			box, data = t.ioBox, t.ioData
 		}
 		if t.src != nil {
-			if err := s.store.WriteFrom(t.item.Obj, t.layout, box, t.src, t.scratch); err != nil {
+			if err := t.store.WriteFrom(t.item.Obj, t.layout, box, t.src, t.scratch); err != nil {
 				return fmt.Errorf("write object %d region %v: %w", t.item.Obj, box, err)
 			}
 			return nil
 		}
-		if err := s.store.Write(t.item.Obj, t.layout, box, data); err != nil {
+		if err := t.store.Write(t.item.Obj, t.layout, box, data); err != nil {
 			return fmt.Errorf("write object %d region %v: %w", t.item.Obj, box, err)
 		}
 		return nil
 	}
 	if len(t.followers) == 0 {
 		t.data = bufpool.Get(int(t.bytes()))
-		if err := s.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
+		if err := t.store.Read(t.item.Obj, t.layout, t.box, t.data); err != nil {
 			return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.box, err)
 		}
 		return nil
@@ -351,7 +367,7 @@ func (s *Service) do(t *transfer) (err error) {
 		msg.refs.Add(1)
 		off += n
 	}
-	if err := s.store.Read(t.item.Obj, t.layout, t.ioBox, buf); err != nil {
+	if err := t.store.Read(t.item.Obj, t.layout, t.ioBox, buf); err != nil {
 		return fmt.Errorf("read object %d region %v: %w", t.item.Obj, t.ioBox, err)
 	}
 	return nil
@@ -375,7 +391,8 @@ func (s *Service) forgetWrite(t *transfer) {
 	}
 }
 
-// check validates an item and makes its transfer.
+// check validates an item and makes its transfer. The slots must be set
+// (awaitSlots).
 func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	box := region.Box{Off: it.Off, Size: it.Size}
 	if err := box.Check(); err != nil {
@@ -404,7 +421,11 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	default:
 		return nil, fmt.Errorf("object %d: unknown storage mode %d: %w", it.Obj, it.Storage, pdc.ErrInvalid)
 	}
-	return &transfer{client: client, item: it, box: box, done: make(chan struct{}),
+	store, err := s.slotStore(it.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("object %d region %v: %w", it.Obj, box, err)
+	}
+	return &transfer{client: client, item: it, box: box, done: make(chan struct{}), store: store,
 		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode, Version: it.DimsVersion},
 		view:   !it.Write && !s.cfg.buffered}, nil
 }
@@ -442,9 +463,10 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if s.cfg.beforeIO != nil {
 		return nil, rpc.ErrElsewhere // the knob holds I/O in the workers
 	}
-	if req.Behind() {
+	if req.Behind() || !s.slotsSet() {
 		// An earlier start of this connection is not registered yet:
-		// this one must not overtake it.
+		// this one must not overtake it. Or the server is still
+		// starting: start waits for it.
 		return nil, rpc.ErrElsewhere
 	}
 	var m wire.DataStart
@@ -543,6 +565,9 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	defer msg.unref()
 	var m wire.DataStart
 	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
 	// Writes whose bytes are in the client's lane refer to it through
@@ -838,7 +863,7 @@ func continues(lead, t *transfer) bool {
 	if lead.view || t.view {
 		return false // a view needs no merged I/O
 	}
-	if a.Write != b.Write || lead.inLane != t.inLane || a.Obj != b.Obj || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
+	if a.Write != b.Write || lead.inLane != t.inLane || a.Obj != b.Obj || lead.store != t.store || a.DimsVersion != b.DimsVersion || a.Elem != b.Elem || lead.layout.Mode != t.layout.Mode ||
 		!slices.Equal(a.Dims, b.Dims) || lead.ioBox.Ndim() != t.box.Ndim() || lead.ioBytes+t.bytes() > mergeMax {
 		return false
 	}

@@ -180,10 +180,15 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*regionstore.View) {
 	type group struct {
 		obj   uint64
+		store *regionstore.Store
 		items []int
 	}
+	type key struct {
+		obj   uint64
+		store *regionstore.Store
+	}
 	var groups []*group
-	byObj := map[uint64]*group{}
+	byObj := map[key]*group{}
 	s.mu.Lock()
 	for _, t := range reads {
 		if t == nil || !t.view {
@@ -203,10 +208,11 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 		if t == nil || !t.view || t.err != nil {
 			continue
 		}
-		g := byObj[t.item.Obj]
+		k := key{t.item.Obj, t.store}
+		g := byObj[k]
 		if g == nil {
-			g = &group{obj: t.item.Obj}
-			byObj[t.item.Obj] = g
+			g = &group{obj: t.item.Obj, store: t.store}
+			byObj[k] = g
 			groups = append(groups, g)
 		}
 		g.items = append(g.items, i)
@@ -227,7 +233,7 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 				s.readInto(t)
 			}
 		}
-		v, err := s.store.ViewAll(g.obj, l, boxes)
+		v, err := g.store.ViewAll(g.obj, l, boxes)
 		if err == nil && tinyRuns(v) {
 			// A column of a wide object is a slice per element: each
 			// would cost the socket write more than copying it.
@@ -311,13 +317,21 @@ func (s *Service) status(_ context.Context, req *rpc.Request) (*rpc.Response, er
 	return rpc.Respond(&res), nil
 }
 
-func (s *Service) flush(_ context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *Service) flush(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDArg
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
 	}
-	if err := s.store.Flush(m.ID); err != nil {
+	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
+	}
+	// Writes to slots this server cannot reach failed: what there is to
+	// flush is in the others.
+	stores, _ := s.allStores()
+	for _, st := range stores {
+		if err := st.Flush(m.ID); err != nil {
+			return nil, err
+		}
 	}
 	return &rpc.Response{}, nil
 }
@@ -325,6 +339,9 @@ func (s *Service) flush(_ context.Context, req *rpc.Request) (*rpc.Response, err
 func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDArg
 	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
 	// Writes still queued would bring the data back after it is gone.
@@ -341,8 +358,13 @@ func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			return nil, fmt.Errorf("object %d: waiting for its queued writes before deleting: %w", m.ID, ctxErr(ctx, ctx.Err()))
 		}
 	}
-	if err := s.store.Delete(m.ID); err != nil {
-		return nil, err
+	// Slots this server cannot reach are left alone: the object's data
+	// there, if any, is found as orphaned when they come back.
+	stores, _ := s.allStores()
+	for _, st := range stores {
+		if err := st.Delete(m.ID); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	delete(s.mu.layouts, m.ID)

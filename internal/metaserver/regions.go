@@ -14,20 +14,23 @@ import (
 )
 
 // The region map of objects partitioned region by region (dynamic, local):
-// which data server holds each written region, in the order written.
+// which data slot (placement.SlotHost) holds each written region, in the
+// order written. A slot is the index of the data server written to, in
+// the cluster of that time; it stays valid when the cluster restarts with
+// another number of servers.
 
 func regionPrefix(obj uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'R'}, obj) }
 
 func keyRegion(obj, seq uint64) []byte { return binary.BigEndian.AppendUint64(regionPrefix(obj), seq) }
 
-// keyLoad holds the bytes this metadata server has placed on a data server.
-func keyLoad(rank uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'L'}, rank) }
+// keyLoad holds the bytes this metadata server has placed in a data slot.
+func keyLoad(slot uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'L'}, slot) }
 
 // regionState is the in-memory view of the region map, loaded lazily from
 // the store. Guarded by Service.regionMu.
 type regionState struct {
 	lastSeq map[uint64]uint64 // per object
-	loads   map[uint32]uint64 // per data server rank
+	loads   map[uint32]uint64 // per data slot
 	maps    map[uint64]*regionMap
 }
 
@@ -121,11 +124,11 @@ func (s *Service) lastSeqLocked(obj uint64) (uint64, error) {
 	return seq, nil
 }
 
-func (s *Service) loadLocked(rank uint32) (uint64, error) {
-	if v, ok := s.regions.loads[rank]; ok {
+func (s *Service) loadLocked(slot uint32) (uint64, error) {
+	if v, ok := s.regions.loads[slot]; ok {
 		return v, nil
 	}
-	v, ok, err := s.st.get(keyLoad(rank))
+	v, ok, err := s.st.get(keyLoad(slot))
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +136,7 @@ func (s *Service) loadLocked(rank uint32) (uint64, error) {
 	if ok && len(v) == 8 {
 		n = binary.BigEndian.Uint64(v)
 	}
-	s.regions.loads[rank] = n
+	s.regions.loads[slot] = n
 	return n, nil
 }
 

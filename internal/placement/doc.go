@@ -7,4 +7,8 @@
 // sequence, so any client finds the owner of an id without asking, and when
 // a cluster restarts with a different M every id still names its owner:
 // key mod M' for the new M'.
+//
+// Data lives in slots: a slot is the index of the data server a piece of
+// data was written to, in the cluster of that time, and never changes.
+// SlotHost says which data server of the cluster now holds a slot.
 package placement

@@ -29,3 +29,17 @@ func SeqOf(id uint64) uint32 { return uint32(id) }
 
 // OwnerOfID is the index, among m metadata servers, of the owner of id.
 func OwnerOfID(id uint64, m int) int { return Owner(KeyOf(id), m) }
+
+// SlotHost is the index, among n data servers, of the server that holds
+// data slot slot. A slot is where a piece of an object's data lives,
+// fixed when it is written: the index of the data server it was written
+// to, in the cluster of that time. Slot i of a cluster of n data servers
+// is server i's own; a cluster restarted with fewer servers holds slot i
+// on server i mod n, and one restarted with more holds every slot on the
+// server whose own it is (see docs/design/0013-data-slots.md).
+func SlotHost(slot, n int) int {
+	if n <= 0 || slot < 0 {
+		return 0
+	}
+	return slot % n
+}

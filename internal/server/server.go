@@ -22,6 +22,7 @@ import (
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/slots"
 	"github.com/pdcgo/pdc/internal/staging"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -135,6 +136,11 @@ type Server struct {
 	}
 	complete chan struct{} // closed when the list is complete
 
+	// Rank 0 coordinates the rounds of the start; slots is its record of
+	// them, written by finishRound under the rounds' lock.
+	rounds *rounds
+	slots  slotState
+
 	// Rank 0: servers that have moved the metadata they no longer own.
 	migMu       sync.Mutex
 	migrated    map[int]bool  // guarded by migMu
@@ -185,22 +191,22 @@ func Run(ctx context.Context, cfg Config) error {
 		defer closeBounded(log, "metadata store", cfg.ShutdownTimeout, meta.Close)
 	}
 	var data *dataserver.Service
-	if cfg.Roles&wire.RoleData != 0 {
-		store, err := regionstore.Open(regionstore.Options{
-			Dir:  filepath.Join(cfg.DataDir, fmt.Sprintf("data-%d", cfg.Rank)),
-			Sync: cfg.Durability == metaserver.DurabilitySync,
-		})
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
-		}
-		defer func() {
-			// Shutdown fsyncs what the default durability left in the
-			// kernel.
-			if err := store.Close(); err != nil {
+	var recv *slots.Receiver
+	// The region stores, one per data slot this server holds, are opened
+	// once the cluster knows who holds which (moveData).
+	var stores []*regionstore.Store
+	defer func() {
+		// Shutdown fsyncs what the default durability left in the
+		// kernel.
+		for _, st := range stores {
+			if err := st.Close(); err != nil {
 				log.Error("close region store: " + err.Error())
 			}
-		}()
-		data = dataserver.New(dataserver.Config{Store: store, Logger: log, MaxBytes: cfg.DataBudget})
+		}
+	}()
+	if cfg.Roles&wire.RoleData != 0 {
+		recv = slots.NewReceiver(cfg.DataDir, log)
+		data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank})
 		// Keep as much free payload memory warm as may be in flight.
 		retain := cfg.DataBudget
 		if retain <= 0 {
@@ -237,6 +243,12 @@ func Run(ctx context.Context, cfg Config) error {
 		migrated:    map[int]bool{},
 		allMigrated: make(chan struct{}),
 	}
+	s.rounds = newRounds(cfg.Size, func() *cluster.List {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.mu.list
+	})
+	s.rounds.finish, s.rounds.rejoin = s.finishRound, s.rejoinRound
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start, StageDir: stageDir,
@@ -259,6 +271,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if data != nil {
 		data.Register(s.rpc)
+		recv.Register(s.rpc)
 	}
 	sender, err := newSender(cfg, ln, files)
 	if err != nil {
@@ -272,6 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
 	s.rpc.Handle(wire.MethodRegister, s.register)
 	s.rpc.Handle(wire.MethodMigrated, s.migratedRPC)
+	s.rpc.Handle(wire.MethodStartRound, s.rounds.rpc)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.rpc.Serve(ln) }()
@@ -288,12 +302,36 @@ func Run(ctx context.Context, cfg Config) error {
 	s.mu.Lock()
 	list := s.mu.list
 	s.mu.Unlock()
+	// Every server reports what its data dir holds; rank 0 answers with
+	// the metadata stores it adopts.
+	inv, warns, err := slots.Scan(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	for _, w := range warns {
+		log.Warn(w)
+	}
+	ictx, icancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	a, err := s.takeRound(ictx, &wire.StartRound{Round: wire.RoundInventory, Inventory: &inv}, secret)
+	icancel()
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
 	if meta != nil {
-		if err := s.moveMetadata(ctx, list, secret); err != nil {
+		var adopt []uint64
+		if a.Plan != nil {
+			adopt = a.Plan.Adopt
+		}
+		if err := s.moveMetadata(ctx, list, secret, adopt); err != nil {
 			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 		}
 	}
 	if err := s.barrier(ctx, secret); err != nil {
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	// Then the data: each slot to the server that holds it now.
+	stores, err = s.moveData(ctx, list, secret, recv, data)
+	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
 	if meta != nil {
@@ -551,7 +589,7 @@ func (s *Server) rejoin(in cluster.Server) error {
 // moveMetadata places this metadata server among the others and moves the
 // metadata it no longer owns (the number of metadata servers changed) and
 // that of stores left by ranks that no longer exist.
-func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []byte) error {
+func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []byte, adopt []uint64) error {
 	index, count := metaPlace(list, s.cfg.Rank)
 	s.meta.SetPlacement(index, count)
 	var ranks []int
@@ -587,26 +625,19 @@ func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []
 		s.log.Info("moved metadata to its new owners", "entries", moved, "metadata servers", count)
 	}
 	// Stores no metadata server of this cluster opens, of ranks beyond its
-	// size or of ranks that no longer hold metadata, are adopted by the
-	// metadata server of index r mod count.
-	isMeta := map[int]bool{}
-	for _, r := range ranks {
-		isMeta[r] = true
-	}
-	entries, _ := os.ReadDir(s.cfg.DataDir)
-	for _, e := range entries {
-		var r int
-		if _, err := fmt.Sscanf(e.Name(), "meta-%d", &r); err != nil || !e.IsDir() || fmt.Sprintf("meta-%d", r) != e.Name() {
-			continue
+	// size or of ranks that no longer hold metadata, are adopted by a
+	// metadata server that sees them, as rank 0 said (slots.Adopt).
+	for _, r := range adopt {
+		name := fmt.Sprintf("meta-%d", r)
+		dir := filepath.Join(s.cfg.DataDir, name)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			continue // adopted by an earlier start that was cut short
 		}
-		if isMeta[r] || r%count != index {
-			continue
-		}
-		n, err := s.meta.Adopt(ctx, filepath.Join(s.cfg.DataDir, e.Name()), send)
+		n, err := s.meta.Adopt(ctx, dir, send)
 		if err != nil {
 			return err
 		}
-		s.log.Info("adopted the metadata store of a rank that no longer exists", "store", e.Name(), "entries", n)
+		s.log.Info("adopted the metadata store of a rank that no longer exists", "store", name, "entries", n)
 	}
 	s.meta.MovesDone()
 	return nil

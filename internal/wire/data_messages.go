@@ -15,6 +15,10 @@ type DataItem struct {
 	// A write whose bytes are in the request's lane (DataStart.Lane), not
 	// its payload: their offset there plus one; 0 for the payload.
 	Lane uint64 // 9
+	// Slot is the data slot the region is in, plus one; 0 names the
+	// server's own slot. A server may hold slots of servers of an earlier,
+	// larger cluster (placement.SlotHost), each in its own files.
+	Slot uint32 // 10
 }
 
 func (m *DataItem) Marshal(b []byte) []byte {
@@ -26,7 +30,8 @@ func (m *DataItem) Marshal(b []byte) []byte {
 	b = putUint(b, 6, m.DimsVersion)
 	b = putUint(b, 7, uint64(m.Elem))
 	b = putUint(b, 8, uint64(m.Storage))
-	return putUint(b, 9, m.Lane)
+	b = putUint(b, 9, m.Lane)
+	return putUint(b, 10, uint64(m.Slot))
 }
 
 func (m *DataItem) Unmarshal(b []byte) error {
@@ -52,6 +57,8 @@ func (m *DataItem) Unmarshal(b []byte) error {
 			m.Storage = f.uint32()
 		case 9:
 			m.Lane = f.uint64()
+		case 10:
+			m.Slot = f.uint32()
 		}
 	}
 	return f.err
@@ -233,8 +240,8 @@ type RegionReq struct {
 	Obj  uint64   // 1
 	Off  []uint64 // 2
 	Size []uint64 // 3
-	// RegionAssign: the data servers (ranks) to choose from; the metadata
-	// server picks the one it has given the fewest bytes.
+	// RegionAssign: the data slots to choose from (placement.SlotHost);
+	// the metadata server picks the one it has given the fewest bytes.
 	Candidates []uint64 // 4
 	Elem       uint32   // 5: bytes per element
 }
@@ -292,11 +299,14 @@ func (m *RegionBatch) Unmarshal(b []byte) error {
 	return f.err
 }
 
-// RegionPiece is a region stored on one data server.
+// RegionPiece is a region stored in one data slot.
 type RegionPiece struct {
-	Off    []uint64 // 1
-	Size   []uint64 // 2
-	Server uint32   // 3: rank
+	Off  []uint64 // 1
+	Size []uint64 // 2
+	// Server is the data slot (placement.SlotHost), which is the rank of
+	// the data server written to when every server holds data and the
+	// cluster has not shrunk since.
+	Server uint32 // 3
 }
 
 func (m *RegionPiece) Marshal(b []byte) []byte {

@@ -403,14 +403,14 @@ var metaTypes = []msgType{
 		name: "DataItem",
 		new:  func() wire.Message { return new(wire.DataItem) },
 		fields: []field{{1, kUint64}, {2, kBool}, {3, kPacked}, {4, kPacked}, {5, kPacked}, {6, kUint64}, {7, kUint32},
-			{8, kUint32}, {9, kUint64}},
+			{8, kUint32}, {9, kUint64}, {10, kUint32}},
 		vals: []wire.Message{
 			&wire.DataItem{},
 			&wire.DataItem{Obj: 3, Write: true, Off: []uint64{0}, Size: []uint64{4096}, Dims: []uint64{1 << 20}, Elem: 1, Lane: 1 << 20},
 			&wire.DataItem{Obj: 1 << 40, Write: true, Off: []uint64{0, 64}, Size: []uint64{1024, 64}, Dims: []uint64{1 << 20, 128},
 				DimsVersion: 2, Elem: 4, Storage: 1},
 			&wire.DataItem{Obj: math.MaxUint64, Write: true, Off: dims32, Size: dims32, Dims: dims32, DimsVersion: math.MaxUint64,
-				Elem: math.MaxUint32, Storage: math.MaxUint32, Lane: math.MaxUint64},
+				Elem: math.MaxUint32, Storage: math.MaxUint32, Lane: math.MaxUint64, Slot: math.MaxUint32},
 		},
 	},
 	{
@@ -623,7 +623,7 @@ var metaTypes = []msgType{
 		name: "DataQuery",
 		new:  func() wire.Message { return new(wire.DataQuery) },
 		fields: []field{{1, kUint32}, {2, kUint64}, {3, kPacked}, {4, kUint64}, {5, kUint32}, {6, kUint32}, {7, kMsg},
-			{8, kMsg}, {9, kMsg}, {10, kUint32}},
+			{8, kMsg}, {9, kMsg}, {10, kUint32}, {11, kUint32}},
 		vals: []wire.Message{
 			&wire.DataQuery{},
 			&wire.DataQuery{Version: 1, Obj: 7, Dims: []uint64{8, 8}, Type: 1, Nodes: []wire.QueryNode{{Op: wire.QueryGT, Value: []byte{0, 0, 0, 63}}},
@@ -631,7 +631,7 @@ var metaTypes = []msgType{
 			&wire.DataQuery{Version: math.MaxUint32, Obj: math.MaxUint64, Dims: dims32, DimsVersion: math.MaxUint64, Type: math.MaxUint32,
 				Storage: math.MaxUint32, Nodes: []wire.QueryNode{{}, {Op: 2, Value: []byte{1}}, {Op: wire.QueryOR}},
 				Boxes: []wire.QueryBox{{}, {Off: dims32, Size: dims32}}, Within: &wire.QueryBox{Off: dims32, Size: dims32},
-				Return: math.MaxUint32},
+				Return: math.MaxUint32, Slot: math.MaxUint32},
 		},
 	},
 	{
@@ -718,6 +718,8 @@ var metaGolden = []struct {
 	{"StageKey", &wire.StageKey{Path: "p", After: 2}, "0a 01 70 10 02"},
 	{"DataItem", &wire.DataItem{Obj: 1, Write: true, Off: []uint64{2}, Size: []uint64{3}, Dims: []uint64{300}, DimsVersion: 4, Elem: 5, Storage: 2},
 		"08 01 10 01 1a 01 02 22 01 03 2a 02 ac 02 30 04 38 05 40 02"},
+	{"DataItem", &wire.DataItem{Obj: 1, Slot: 3}, "08 01 50 03"},
+	{"DataQuery", &wire.DataQuery{Obj: 2, Slot: 3}, "10 02 58 03"},
 	{"DataStart", &wire.DataStart{Items: []wire.DataItem{{Obj: 1}}, Wait: true}, "0a 02 08 01 10 01"},
 	{"DataIDs", &wire.DataIDs{IDs: []uint64{1, 300}}, "0a 03 01 ac 02"},
 	{"DataResult", &wire.DataResult{Code: 3, Message: "m", Size: 4, State: 1}, "08 03 12 01 6d 18 04 20 01"},
@@ -834,8 +836,8 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if len(metaTypes) != 52 {
-		t.Fatalf("%d metadata message types, want 52", len(metaTypes))
+	if want := 52 + len(slotTypes); len(metaTypes) != want {
+		t.Fatalf("%d metadata message types, want %d", len(metaTypes), want)
 	}
 }
 

@@ -50,6 +50,7 @@ const (
 	MethodCheckpoint     Method = 48 // -> Checkpoint
 	MethodImport         Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated       Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
+	MethodStartRound     Method = 8  // StartRound (to rank 0) -> StartRound once every server has taken the round
 	MethodRegionAssign   Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
 	MethodRegionQuery    Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
 	MethodRegionQueryAll Method = 55 // RegionBatch -> RegionLocatedAll: RegionQuery for each region, each answered alone
@@ -68,6 +69,8 @@ const (
 	MethodDataDelete Method = 84 // IDArg (object) -> (empty) once its data is removed
 	MethodDataQuery  Method = 85 // DataQuery -> DataQueryResult (+ indices, values): a value query over this server's parts
 	MethodDataLane   Method = 86 // DataLaneReq -> DataLane: a shared-memory lane for this client's payloads
+	MethodSlotFile   Method = 87 // SlotFile (+ bytes) -> (empty): a piece of a data slot moving here, at start
+	MethodSlotCommit Method = 88 // SlotCommit -> (empty) once the slot's files are checked and it is held here
 )
 
 var methodNames = map[Method]string{
@@ -102,6 +105,7 @@ var methodNames = map[Method]string{
 	MethodCheckpoint:     "checkpoint",
 	MethodImport:         "import",
 	MethodMigrated:       "migrated",
+	MethodStartRound:     "start_round",
 	MethodFetch:          "dtl_fetch",
 	MethodRegionAssign:   "region_assign",
 	MethodRegionQuery:    "region_query",
@@ -116,6 +120,8 @@ var methodNames = map[Method]string{
 	MethodDataDelete:     "data_delete",
 	MethodDataQuery:      "data_query",
 	MethodDataLane:       "data_lane",
+	MethodSlotFile:       "slot_file",
+	MethodSlotCommit:     "slot_commit",
 }
 
 func (m Method) String() string {

@@ -100,6 +100,8 @@ type DataQuery struct {
 	// Within, when set, restricts the query to a region of the object.
 	Within *QueryBox // 9
 	Return uint32    // 10: QueryCount, QuerySelection or QueryValues
+	// Slot is the data slot the boxes are in, plus one, as in DataItem.
+	Slot uint32 // 11
 }
 
 func (m *DataQuery) Marshal(b []byte) []byte {
@@ -118,7 +120,8 @@ func (m *DataQuery) Marshal(b []byte) []byte {
 	if m.Within != nil {
 		b = putMsg(b, 9, m.Within)
 	}
-	return putUint(b, 10, uint64(m.Return))
+	b = putUint(b, 10, uint64(m.Return))
+	return putUint(b, 11, uint64(m.Slot))
 }
 
 func (m *DataQuery) Unmarshal(b []byte) error {
@@ -152,6 +155,8 @@ func (m *DataQuery) Unmarshal(b []byte) error {
 			m.Within = &x
 		case 10:
 			m.Return = f.uint32()
+		case 11:
+			m.Slot = f.uint32()
 		}
 	}
 	return f.err

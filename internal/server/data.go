@@ -1,0 +1,277 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dataserver"
+	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/slots"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// The data slots at start (package slots, docs/design/0013-data-slots.md):
+// rank 0 gathers every server's inventory (RoundInventory), plans who holds
+// which slot (RoundPlan), waits for every server to have sent what it must
+// (RoundMoved) and to hold its slots (RoundOpened), then records the slot
+// table. A server serves data only after that.
+
+// slotState is rank 0's record of the start's rounds.
+type slotState struct {
+	servers []slots.Server
+	plans   map[int]*wire.SlotPlan
+	next    slots.Table
+}
+
+// finishRound computes rank 0's answers to a round every server reported.
+// It runs under the rounds' lock.
+func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (map[int]*wire.StartRound, error) {
+	out := map[int]*wire.StartRound{}
+	switch round {
+	case wire.RoundInventory:
+		s.mu.Lock()
+		list := s.mu.list
+		s.mu.Unlock()
+		servers := make([]slots.Server, len(list.Servers))
+		for i, m := range list.Servers {
+			r, _ := cluster.ParseRoles(m.Roles)
+			servers[i] = slots.Server{Rank: m.Rank, Data: r&wire.RoleData != 0, Meta: r&wire.RoleMetadata != 0}
+			if rep := reports[m.Rank]; rep != nil && rep.Inventory != nil {
+				servers[i].Inventory = *rep.Inventory
+			}
+		}
+		s.slots.servers = servers
+		adopt, warns := slots.Adopt(servers)
+		for _, w := range warns {
+			s.log.Warn(w)
+		}
+		for rank, dirs := range adopt {
+			out[rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs}}
+		}
+	case wire.RoundPlan:
+		table, err := slots.ReadTable(s.cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("rank 0: %w", err)
+		}
+		plans, next := slots.Plan(s.slots.servers, table)
+		s.slots.plans, s.slots.next = plans, next
+		var moves, missing int
+		for rank, p := range plans {
+			out[rank] = &wire.StartRound{Round: round, Plan: p}
+			moves += len(p.Send)
+			missing += len(p.Missing)
+		}
+		if moves > 0 || missing > 0 {
+			s.log.Info("data slots planned", "epoch", next.Epoch, "moves", moves, "missing", missing)
+		}
+	case wire.RoundOpened:
+		if err := slots.WriteTable(s.cfg.DataDir, s.slots.next); err != nil {
+			return nil, fmt.Errorf("rank 0: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// rejoinRound answers a server that restarted while the cluster serves:
+// it holds what its plan gave it, in place, and moves nothing.
+func (s *Server) rejoinRound(round uint32, rank int) *wire.StartRound {
+	if round != wire.RoundPlan {
+		return &wire.StartRound{Round: round}
+	}
+	p := s.slots.plans[rank]
+	if p == nil {
+		return &wire.StartRound{Round: round, Plan: &wire.SlotPlan{}}
+	}
+	q := &wire.SlotPlan{Epoch: p.Epoch, Own: p.Own, Missing: p.Missing}
+	for _, c := range p.Hold {
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: p.Epoch})
+	}
+	for _, c := range p.Receive {
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: p.Epoch})
+	}
+	for _, f := range p.Fresh {
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: uint32(f), Gen: p.Epoch})
+	}
+	return &wire.StartRound{Round: round, Plan: q}
+}
+
+// takeRound reports this server's step of a round to rank 0 and returns
+// the answer.
+func (s *Server) takeRound(ctx context.Context, m *wire.StartRound, secret []byte) (*wire.StartRound, error) {
+	m.Rank, m.Instance = uint32(s.cfg.Rank), s.self.Instance
+	if s.cfg.Rank == 0 {
+		return s.rounds.report(ctx, m, true)
+	}
+	s.mu.Lock()
+	rank0 := s.mu.list.Servers[0]
+	s.mu.Unlock()
+	conn, err := rpc.Dial(ctx, rank0.Addr, rpc.DialOptions{Secret: secret, Label: rank0.Label()})
+	if err != nil {
+		return nil, fmt.Errorf("start round %d: %w", m.Round, err)
+	}
+	defer conn.Close()
+	rep, err := conn.Call(ctx, wire.MethodStartRound, m.Marshal(nil), nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start round %d: %w", m.Round, err)
+	}
+	var a wire.StartRound
+	if err := a.Unmarshal(rep.Header); err != nil {
+		return nil, fmt.Errorf("start round %d: %w", m.Round, err)
+	}
+	return &a, nil
+}
+
+// moveData takes this server's part in moving the data slots (the rounds
+// after the metadata moved), and returns the slots it holds, opened. With
+// a data service, it hands them over.
+func (s *Server) moveData(ctx context.Context, list *cluster.List, secret []byte, recv *slots.Receiver, data *dataserver.Service) ([]*regionstore.Store, error) {
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+	a, err := s.takeRound(pctx, &wire.StartRound{Round: wire.RoundPlan}, secret)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	plan := a.Plan
+	if plan == nil {
+		plan = &wire.SlotPlan{}
+	}
+	if recv != nil {
+		recv.Expect(plan)
+	}
+	for _, c := range plan.Aside {
+		path, err := slots.SetAside(s.cfg.DataDir, int(c.Slot), c.Gen, plan.Epoch)
+		if err != nil {
+			return nil, err
+		}
+		s.log.Warn("set aside an out-of-date or duplicate copy of a data slot; remove it once the data is checked", "slot", c.Slot, "generation", c.Gen, "path", path)
+	}
+	if err := s.sendSlots(ctx, list, secret, plan.Send); err != nil {
+		return nil, err
+	}
+	// Every server has sent what it had to: the slots this one receives
+	// are here.
+	if _, err := s.takeRound(ctx, &wire.StartRound{Round: wire.RoundMoved}, secret); err != nil {
+		return nil, err
+	}
+	if recv != nil {
+		recv.Close()
+	}
+	stores, sl, err := s.openSlots(plan, recv)
+	if err != nil {
+		for _, st := range stores {
+			_ = st.Close()
+		}
+		return nil, err
+	}
+	if _, err := s.takeRound(ctx, &wire.StartRound{Round: wire.RoundOpened}, secret); err != nil {
+		for _, st := range stores {
+			_ = st.Close()
+		}
+		return nil, err
+	}
+	if data != nil {
+		data.SetSlots(sl)
+	}
+	return stores, nil
+}
+
+// sendSlots sends this server's copies of slots to their new holders.
+func (s *Server) sendSlots(ctx context.Context, list *cluster.List, secret []byte, sends []wire.SlotSend) error {
+	pools := map[int]*rpc.Pool{}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	for _, m := range sends {
+		to := int(m.To)
+		if to < 0 || to >= len(list.Servers) {
+			return fmt.Errorf("send data slot %d to rank %d: no such rank: %w", m.Slot, to, pdc.ErrInternal)
+		}
+		p := pools[to]
+		if p == nil {
+			srv := list.Servers[to]
+			p = rpc.NewPool(srv.Addr, 1, rpc.DialOptions{Secret: secret, Label: srv.Label()})
+			pools[to] = p
+		}
+		call := func(ctx context.Context, meth wire.Method, hdr []byte, payload [][]byte) error {
+			_, err := p.Call(ctx, meth, hdr, payload, nil)
+			return err
+		}
+		sent, err := slots.Send(ctx, s.cfg.DataDir, int(m.Slot), m.Gen, call)
+		if err != nil {
+			return fmt.Errorf("to %s: %w", list.Servers[to].Label(), err)
+		}
+		s.log.Info("sent a data slot to its new holder", "slot", m.Slot, "to", to, "files", sent.Files, "bytes", sent.Bytes)
+	}
+	return nil
+}
+
+// openSlots opens the stores of the slots plan gives this server, each
+// marked with the plan's epoch, and says which it should hold and cannot.
+func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*regionstore.Store, dataserver.Slots, error) {
+	sl := dataserver.Slots{Own: int(plan.Own) - 1, Stores: map[int]*regionstore.Store{}, Missing: map[int]error{}}
+	var stores []*regionstore.Store
+	open := func(slot int, fresh bool) error {
+		dir := filepath.Join(s.cfg.DataDir, slots.Dir(slot))
+		if fresh {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("data slot %d: %w", slot, err)
+			}
+		} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			sl.Missing[slot] = fmt.Errorf("its dir %s is not under this server's data dir (did the server restart on another node?): %w", dir, pdc.ErrUnavailable)
+			s.log.Error("a data slot this server holds is not in its data dir", "slot", slot, "dir", dir)
+			return nil
+		}
+		if err := slots.WriteMarker(dir, slot, plan.Epoch); err != nil {
+			return fmt.Errorf("data slot %d: %w", slot, err)
+		}
+		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metaserver.DurabilitySync})
+		if err != nil {
+			return fmt.Errorf("data slot %d: %w", slot, err)
+		}
+		stores = append(stores, st)
+		sl.Stores[slot] = st
+		return nil
+	}
+	for _, c := range plan.Hold {
+		if err := open(int(c.Slot), false); err != nil {
+			return stores, sl, err
+		}
+	}
+	for _, c := range plan.Receive {
+		if recv == nil || !recv.Committed(int(c.Slot)) {
+			return stores, sl, fmt.Errorf("data slot %d was to be sent here and did not arrive: %w", c.Slot, pdc.ErrInternal)
+		}
+		if err := open(int(c.Slot), false); err != nil {
+			return stores, sl, err
+		}
+	}
+	for _, f := range plan.Fresh {
+		if err := open(int(f), true); err != nil {
+			return stores, sl, err
+		}
+	}
+	for _, m := range plan.Missing {
+		sl.Missing[int(m.Slot)] = fmt.Errorf("%s: %w", m.Why, pdc.ErrUnavailable)
+		s.log.Error("a data slot this server should hold is out of reach: requests in it fail until a start finds it", "slot", m.Slot, "why", m.Why)
+	}
+	if len(plan.Hold)+len(plan.Receive)+len(plan.Fresh) > 1 {
+		held := make([]int, 0, len(sl.Stores))
+		for k := range sl.Stores {
+			held = append(held, k)
+		}
+		slices.Sort(held)
+		s.log.Info("holding data slots", "slots", fmt.Sprint(held), "epoch", plan.Epoch)
+	}
+	return stores, sl, nil
+}

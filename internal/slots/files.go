@@ -1,0 +1,305 @@
+package slots
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Files of a data dir:
+//
+//	datadir-id            the data dir's random id: servers that report
+//	                      the same one share the dir
+//	data-<slot>/          a slot's region store files, and
+//	data-<slot>/SLOT      its marker: the slot and its generation
+//	data-<slot>.incoming/ a slot being received (removed at start)
+//	data-<slot>.sent/     a slot sent and committed by its new holder
+//	                      (removed at start)
+//	data-<slot>.aside-<gen>-<epoch>/
+//	                      an older or duplicate copy, kept for the operator
+//	data-slots            rank 0's slot table
+//
+// The marker and the table are framed: magic (8 bytes), version u32, body
+// length u32, body, CRC-32C u32 of all before it; little-endian.
+
+const (
+	idFile     = "datadir-id"
+	markerFile = "SLOT"
+	tableFile  = "data-slots"
+
+	markerMagic   = "pdcslot\x00"
+	markerVersion = 1
+	tableMagic    = "pdcslots"
+	tableVersion  = 1
+)
+
+// Dir is the name of slot's dir under a data dir.
+func Dir(slot int) string { return "data-" + strconv.Itoa(slot) }
+
+func frame(magic string, version uint32, body []byte) []byte {
+	b := append([]byte(magic), 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(b[8:], version)
+	binary.LittleEndian.PutUint32(b[12:], uint32(len(body)))
+	b = append(b, body...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+func unframe(path, magic string, version uint32, b []byte) ([]byte, error) {
+	if len(b) < 20 || string(b[:8]) != magic {
+		return nil, fmt.Errorf("%s: not a %q file: %w", path, strings.TrimRight(magic, "\x00"), pdc.ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != version {
+		return nil, fmt.Errorf("%s: format version %d, this build reads version %d: %w", path, v, version, pdc.ErrVersion)
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	if len(b) != 16+n+4 {
+		return nil, fmt.Errorf("%s: %d bytes, its header says %d: %w", path, len(b), 16+n+4, pdc.ErrCorrupt)
+	}
+	if got, want := crc32.Checksum(b[:16+n], castagnoli), binary.LittleEndian.Uint32(b[16+n:]); got != want {
+		return nil, fmt.Errorf("%s: crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
+	}
+	return b[16 : 16+n], nil
+}
+
+// DirID returns the id of data dir dir, making one if it has none. Servers
+// sharing the dir may race to make it: the first link wins, and all read
+// it.
+func DirID(dir string) (string, error) {
+	path := filepath.Join(dir, idFile)
+	read := func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		id := strings.TrimSpace(string(b))
+		if len(id) != 32 {
+			return "", fmt.Errorf("data dir id %s: %q is not 32 hex digits: %w", path, id, pdc.ErrCorrupt)
+		}
+		return id, nil
+	}
+	if id, err := read(); !errors.Is(err, fs.ErrNotExist) {
+		return id, err
+	}
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	f, err := os.CreateTemp(dir, "."+idFile+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("data dir id: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.WriteString(hex.EncodeToString(raw) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// A link fails if another server made the id first.
+		if err = os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("data dir id %s: %w", path, err)
+	}
+	return read()
+}
+
+// ReadMarker returns the slot and generation recorded in slot dir dir.
+// A dir without a marker (written before slots had one) is generation 0
+// of the slot its name says.
+func ReadMarker(dir string) (slot int, gen uint64, err error) {
+	path := filepath.Join(dir, markerFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		s, ok := ParseDir(filepath.Base(dir))
+		if !ok {
+			return 0, 0, fmt.Errorf("%s: not a slot dir: %w", dir, pdc.ErrInvalid)
+		}
+		return s, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := unframe(path, markerMagic, markerVersion, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(body) != 12 {
+		return 0, 0, fmt.Errorf("%s: body of %d bytes, want 12: %w", path, len(body), pdc.ErrCorrupt)
+	}
+	return int(binary.LittleEndian.Uint32(body)), binary.LittleEndian.Uint64(body[4:]), nil
+}
+
+// WriteMarker records slot and gen in slot dir dir, crash-safely.
+func WriteMarker(dir string, slot int, gen uint64) error {
+	body := binary.LittleEndian.AppendUint32(nil, uint32(slot))
+	body = binary.LittleEndian.AppendUint64(body, gen)
+	return atomicfile.Write(filepath.Join(dir, markerFile), frame(markerMagic, markerVersion, body), 0o644)
+}
+
+// ParseDir returns the slot of a slot dir's name, data-<slot>.
+func ParseDir(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "data-")
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || n >= 1<<20 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n, true
+}
+
+// Table is rank 0's record of every slot's generation: the epoch of the
+// last start that held it. A copy of a slot older than its generation is
+// out of date.
+type Table struct {
+	Epoch uint64
+	Gens  map[int]uint64
+}
+
+// ReadTable reads the slot table of data dir dir; a dir without one has
+// the empty table.
+func ReadTable(dir string) (Table, error) {
+	path := filepath.Join(dir, tableFile)
+	t := Table{Gens: map[int]uint64{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("slot table: %w", err)
+	}
+	body, err := unframe(path, tableMagic, tableVersion, b)
+	if err != nil {
+		return t, fmt.Errorf("slot table: %w", err)
+	}
+	if len(body) < 12 {
+		return t, fmt.Errorf("slot table %s: body of %d bytes: %w", path, len(body), pdc.ErrCorrupt)
+	}
+	t.Epoch = binary.LittleEndian.Uint64(body)
+	n := int(binary.LittleEndian.Uint32(body[8:]))
+	if len(body) != 12+12*n {
+		return t, fmt.Errorf("slot table %s: %d entries in %d bytes: %w", path, n, len(body), pdc.ErrCorrupt)
+	}
+	for i := range n {
+		e := body[12+12*i:]
+		t.Gens[int(binary.LittleEndian.Uint32(e))] = binary.LittleEndian.Uint64(e[4:])
+	}
+	return t, nil
+}
+
+// WriteTable replaces the slot table of data dir dir, crash-safely.
+func WriteTable(dir string, t Table) error {
+	keys := make([]int, 0, len(t.Gens))
+	for k := range t.Gens {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	body := binary.LittleEndian.AppendUint64(nil, t.Epoch)
+	body = binary.LittleEndian.AppendUint32(body, uint32(len(keys)))
+	for _, k := range keys {
+		body = binary.LittleEndian.AppendUint32(body, uint32(k))
+		body = binary.LittleEndian.AppendUint64(body, t.Gens[k])
+	}
+	if err := atomicfile.Write(filepath.Join(dir, tableFile), frame(tableMagic, tableVersion, body), 0o644); err != nil {
+		return fmt.Errorf("slot table: %w", err)
+	}
+	return nil
+}
+
+// Scan lists what data dir dir holds: its id, its complete slot dirs
+// with their generations, and its metadata stores (meta-<rank>). It first
+// removes what a start killed midway left: partial copies being received
+// (.incoming) and copies already committed by their new holder (.sent).
+// A slot dir whose marker cannot be read is reported as generation 0 (so
+// never preferred to a readable copy), with a warning in warns.
+func Scan(dir string) (inv wire.SlotInventory, warns []string, err error) {
+	if inv.DirID, err = DirID(dir); err != nil {
+		return inv, nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return inv, nil, fmt.Errorf("scan data dir: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			continue
+		}
+		if base, ok := strings.CutSuffix(name, ".incoming"); ok {
+			if _, ok := ParseDir(base); ok {
+				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+					return inv, warns, fmt.Errorf("remove a partial copy: %w", err)
+				}
+			}
+			continue
+		}
+		if base, ok := strings.CutSuffix(name, ".sent"); ok {
+			if _, ok := ParseDir(base); ok {
+				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+					return inv, warns, fmt.Errorf("remove a sent copy: %w", err)
+				}
+			}
+			continue
+		}
+		if r, ok := strings.CutPrefix(name, "meta-"); ok {
+			if n, err := strconv.Atoi(r); err == nil && n >= 0 && strconv.Itoa(n) == r {
+				inv.MetaDirs = append(inv.MetaDirs, uint64(n))
+			}
+			continue
+		}
+		slot, ok := ParseDir(name)
+		if !ok {
+			continue
+		}
+		s, gen, err := ReadMarker(filepath.Join(dir, name))
+		if err == nil && s != slot {
+			err = fmt.Errorf("%s: its marker is of slot %d: %w", filepath.Join(dir, name), s, pdc.ErrCorrupt)
+		}
+		if err != nil {
+			warns = append(warns, fmt.Sprintf("slot dir %s taken as generation 0: %v", filepath.Join(dir, name), err))
+			gen = 0
+		}
+		inv.Copies = append(inv.Copies, wire.SlotCopy{Slot: uint32(slot), Gen: gen})
+	}
+	return inv, warns, nil
+}
+
+// SetAside renames slot's copy in data dir dir out of the way, keeping it,
+// and returns its new path.
+func SetAside(dir string, slot int, gen, epoch uint64) (string, error) {
+	from := filepath.Join(dir, Dir(slot))
+	to := fmt.Sprintf("%s.aside-%d-%d", from, gen, epoch)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		to = fmt.Sprintf("%s.aside-%d-%d.%d", from, gen, epoch, i)
+	}
+	if err := os.Rename(from, to); err != nil {
+		return "", fmt.Errorf("set aside data slot %d: %w", slot, err)
+	}
+	return to, atomicfile.SyncDir(dir)
+}

@@ -1,0 +1,131 @@
+package slots
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func TestMarkerRoundTripAndLegacy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data-7")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A slot dir written before slots had markers: generation 0 of the
+	// slot its name says.
+	if s, g, err := ReadMarker(dir); err != nil || s != 7 || g != 0 {
+		t.Fatalf("legacy dir: slot %d gen %d, %v", s, g, err)
+	}
+	if err := WriteMarker(dir, 7, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if s, g, err := ReadMarker(dir); err != nil || s != 7 || g != 1<<40 {
+		t.Fatalf("slot %d gen %d, %v", s, g, err)
+	}
+	// A flipped byte, a cut file and an unknown version are refused.
+	path := filepath.Join(dir, markerFile)
+	good, _ := os.ReadFile(path)
+	for name, b := range map[string][]byte{
+		"flipped": append(append([]byte{}, good[:18]...), append([]byte{good[18] ^ 1}, good[19:]...)...),
+		"cut":     good[:len(good)-1],
+		"version": append(append([]byte{}, good[:8]...), append([]byte{9}, good[9:]...)...),
+	} {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := ReadMarker(dir)
+		if !errors.Is(err, pdc.ErrCorrupt) && !errors.Is(err, pdc.ErrVersion) {
+			t.Fatalf("%s marker read: %v", name, err)
+		}
+	}
+}
+
+func TestTableRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if tb, err := ReadTable(dir); err != nil || tb.Epoch != 0 || len(tb.Gens) != 0 {
+		t.Fatalf("no table: %+v %v", tb, err)
+	}
+	want := Table{Epoch: 9, Gens: map[int]uint64{0: 9, 1: 9, 5: 3}}
+	if err := WriteTable(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTable(dir)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v, %v; want %+v", got, err, want)
+	}
+	path := filepath.Join(dir, tableFile)
+	b, _ := os.ReadFile(path)
+	b[20] ^= 0x80
+	_ = os.WriteFile(path, b, 0o644)
+	if _, err := ReadTable(dir); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("corrupt table read: %v", err)
+	}
+}
+
+func TestDirIDSharedByRacingServers(t *testing.T) {
+	dir := t.TempDir()
+	ids := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			id, err := DirID(dir)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = id
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] || len(id) != 32 {
+			t.Fatalf("ids %q", ids)
+		}
+	}
+	other, _ := DirID(t.TempDir())
+	if other == ids[0] {
+		t.Fatal("two dirs with one id")
+	}
+}
+
+func TestScanCleansUpAndReports(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	_ = WriteMarker(mk("data-0"), 0, 4)
+	mk("data-1") // legacy: no marker
+	_ = os.WriteFile(filepath.Join(mk("data-2"), markerFile), []byte("junk"), 0o644)
+	_ = WriteMarker(mk("data-3"), 5, 4) // the marker of another slot
+	partial := mk("data-4.incoming")
+	sent := mk("data-5.sent")
+	mk("data-6.aside-1-2")
+	mk("data-007")
+	mk("meta-2")
+	mk("meta-x")
+	inv, warns, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wire.SlotCopy{{Slot: 0, Gen: 4}, {Slot: 1}, {Slot: 2}, {Slot: 3}}
+	if !reflect.DeepEqual(inv.Copies, want) || !reflect.DeepEqual(inv.MetaDirs, []uint64{2}) || len(inv.DirID) != 32 {
+		t.Fatalf("inventory %+v", inv)
+	}
+	if len(warns) != 2 {
+		t.Fatalf("warnings %q, want two (slots 2 and 3)", warns)
+	}
+	for _, p := range []string{partial, sent} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left: %v", p, err)
+		}
+	}
+}

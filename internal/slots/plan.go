@@ -1,0 +1,202 @@
+package slots
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Server is one server of a starting cluster, as the plan sees it.
+type Server struct {
+	Rank      int
+	Data      bool // has the data role
+	Meta      bool // has the metadata role
+	Inventory wire.SlotInventory
+}
+
+// Plan decides, from what every server of a starting cluster found in its
+// data dir and the slot table of the last start, which server holds each
+// data slot and how it gets there. servers are in rank order, one per
+// rank. It returns each rank's part, and the table to record once every
+// server holds its slots. It is a pure function of its inputs.
+//
+// For each slot (known to the table, found in a data dir, or the own slot
+// of a server now): the copies at the newest generation found are the
+// candidates, if that generation is not older than the table's. One under
+// the holder's data dir is held in place; else the copy whose data dir
+// the lowest rank sees is sent by that rank. Other copies are set aside
+// by the lowest rank that sees them. A slot with no candidate is missing
+// at its holder, unless it is the own slot of a server now and the table
+// has never known it: then it starts empty.
+func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
+	plans := map[int]*wire.SlotPlan{}
+	var ds []int // data servers, in rank order: slot i is ds[i]'s own
+	owner := map[string]int{}
+	epoch := table.Epoch
+	for _, g := range table.Gens {
+		epoch = max(epoch, g)
+	}
+	found := map[int][]copyAt{}
+	for _, s := range servers {
+		plans[s.Rank] = &wire.SlotPlan{}
+		if s.Data {
+			ds = append(ds, s.Rank)
+			plans[s.Rank].Own = uint32(len(ds))
+		}
+		d := s.Inventory.DirID
+		if _, ok := owner[d]; ok {
+			continue // the same dir, reported again by another rank
+		}
+		owner[d] = s.Rank
+		for _, c := range s.Inventory.Copies {
+			found[int(c.Slot)] = append(found[int(c.Slot)], copyAt{d, c.Gen})
+			epoch = max(epoch, c.Gen)
+		}
+	}
+	epoch++
+	next := Table{Epoch: epoch, Gens: map[int]uint64{}}
+	for _, p := range plans {
+		p.Epoch = epoch
+	}
+	if len(ds) == 0 {
+		// No server holds data: nothing moves, and the table stays.
+		maps.Copy(next.Gens, table.Gens)
+		return plans, next
+	}
+	dirOf := map[int]string{}
+	for _, s := range servers {
+		dirOf[s.Rank] = s.Inventory.DirID
+	}
+	known := map[int]bool{}
+	for s := range table.Gens {
+		known[s] = true
+	}
+	for s := range found {
+		known[s] = true
+	}
+	for i := range ds {
+		known[i] = true
+	}
+	for _, slot := range slices.Sorted(maps.Keys(known)) {
+		host := ds[placement.SlotHost(slot, len(ds))]
+		hp := plans[host]
+		need := table.Gens[slot]
+		copies := found[slot]
+		var best uint64
+		for _, c := range copies {
+			best = max(best, c.gen)
+		}
+		if len(copies) == 0 || best < need {
+			if len(copies) == 0 && need == 0 && slot < len(ds) {
+				hp.Fresh = append(hp.Fresh, uint64(slot))
+				next.Gens[slot] = epoch
+				continue
+			}
+			hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: missingWhy(slot, need, copies, owner)})
+			next.Gens[slot] = need
+			continue
+		}
+		chosen := ""
+		for _, c := range copies {
+			if c.gen != best {
+				continue
+			}
+			if c.dir == dirOf[host] {
+				chosen = c.dir
+				break
+			}
+			if chosen == "" || owner[c.dir] < owner[chosen] {
+				chosen = c.dir
+			}
+		}
+		if chosen == dirOf[host] {
+			hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: best})
+		} else {
+			sp := plans[owner[chosen]]
+			sp.Send = append(sp.Send, wire.SlotSend{Slot: uint32(slot), Gen: best, To: uint32(host)})
+			hp.Receive = append(hp.Receive, wire.SlotCopy{Slot: uint32(slot), Gen: best})
+		}
+		next.Gens[slot] = epoch
+		for _, c := range copies {
+			if c.dir == chosen || c.dir == dirOf[host] {
+				// The holder sets its own aside when the chosen copy
+				// arrives.
+				continue
+			}
+			ap := plans[owner[c.dir]]
+			ap.Aside = append(ap.Aside, wire.SlotCopy{Slot: uint32(slot), Gen: c.gen})
+		}
+	}
+	return plans, next
+}
+
+// copyAt is a copy of a slot under a data dir.
+type copyAt struct {
+	dir string
+	gen uint64
+}
+
+// missingWhy says why a slot's data is out of reach.
+func missingWhy(slot int, need uint64, copies []copyAt, owner map[string]int) string {
+	what := fmt.Sprintf("its data (dir %s, written to data server %d of an earlier cluster) was last held at generation %d", Dir(slot), slot, need)
+	if len(copies) == 0 {
+		return what + ", and no server of this cluster finds it under its data dir: start the cluster with a server that sees that dir (on the node that holds it), or restore it"
+	}
+	newest := copies[0]
+	for _, c := range copies {
+		if c.gen > newest.gen {
+			newest = c
+		}
+	}
+	return fmt.Sprintf("%s; the newest copy found, under the data dir of rank %d, is of generation %d and out of date: start the cluster with a server that sees the newest copy, or restore it",
+		what, owner[newest.dir], newest.gen)
+}
+
+// Adopt decides which metadata server adopts each metadata store
+// (meta-<rank> under a data dir) that no server opens: that of a rank that
+// no longer holds metadata, or one under another data dir than its rank's
+// now (the rank runs on another node, with a node-local data dir). The
+// adopter sends its entries to their owners. It is one that sees the
+// store: among those sharing its data dir, the one at the store's rank mod
+// their number (with one shared data dir, as pdc up makes, the metadata
+// server of index rank mod count). servers are in rank order. It returns
+// the ranks of the stores each metadata server adopts, and a warning for
+// each store no metadata server sees.
+func Adopt(servers []Server) (map[int][]uint64, []string) {
+	isMeta := map[int]bool{}
+	dirOf := map[int]string{}
+	byDir := map[string][]int{} // metadata servers by data dir, in rank order
+	for _, s := range servers {
+		dirOf[s.Rank] = s.Inventory.DirID
+		if s.Meta {
+			isMeta[s.Rank] = true
+			byDir[s.Inventory.DirID] = append(byDir[s.Inventory.DirID], s.Rank)
+		}
+	}
+	out := map[int][]uint64{}
+	var warns []string
+	seen := map[string]bool{}
+	for _, s := range servers {
+		d := s.Inventory.DirID
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		for _, r := range s.Inventory.MetaDirs {
+			if isMeta[int(r)] && dirOf[int(r)] == d {
+				continue // its rank opens it
+			}
+			cands := byDir[d]
+			if len(cands) == 0 {
+				warns = append(warns, fmt.Sprintf("the metadata store meta-%d under the data dir of rank %d is adopted by no metadata server: none shares that data dir; its objects are not found until a cluster with one starts", r, s.Rank))
+				continue
+			}
+			a := cands[int(r%uint64(len(cands)))]
+			out[a] = append(out[a], r)
+		}
+	}
+	return out, warns
+}

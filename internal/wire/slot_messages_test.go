@@ -1,0 +1,100 @@
+package wire_test
+
+import (
+	"math"
+	"strings"
+
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// slotTypes are the messages of the data slots' moves at start, checked
+// with the metadata messages (round trips, schema, fuzzing).
+var slotTypes = []msgType{
+	{
+		name:   "SlotCopy",
+		new:    func() wire.Message { return new(wire.SlotCopy) },
+		fields: []field{{1, kUint32}, {2, kUint64}},
+		vals:   []wire.Message{&wire.SlotCopy{}, &wire.SlotCopy{Slot: 3}, &wire.SlotCopy{Slot: math.MaxUint32, Gen: math.MaxUint64}},
+	},
+	{
+		name:   "SlotInventory",
+		new:    func() wire.Message { return new(wire.SlotInventory) },
+		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}},
+		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}},
+			&wire.SlotInventory{DirID: strings.Repeat("f", 32), Copies: []wire.SlotCopy{{Slot: 1, Gen: 2}, {}, {Slot: math.MaxUint32, Gen: math.MaxUint64}},
+				MetaDirs: []uint64{0, 7, math.MaxUint64}}},
+	},
+	{
+		name:   "SlotSend",
+		new:    func() wire.Message { return new(wire.SlotSend) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kUint32}},
+		vals:   []wire.Message{&wire.SlotSend{}, &wire.SlotSend{To: 1}, &wire.SlotSend{Slot: math.MaxUint32, Gen: math.MaxUint64, To: math.MaxUint32}},
+	},
+	{
+		name:   "SlotMissing",
+		new:    func() wire.Message { return new(wire.SlotMissing) },
+		fields: []field{{1, kUint32}, {2, kString}},
+		vals:   []wire.Message{&wire.SlotMissing{}, &wire.SlotMissing{Why: "gone"}, &wire.SlotMissing{Slot: math.MaxUint32, Why: strings.Repeat("why ", 100)}},
+	},
+	{
+		name: "SlotPlan",
+		new:  func() wire.Message { return new(wire.SlotPlan) },
+		fields: []field{{1, kUint64}, {2, kUint32}, {3, kMsg}, {4, kMsg}, {5, kPacked}, {6, kMsg}, {7, kMsg}, {8, kMsg},
+			{9, kPacked}},
+		vals: []wire.Message{&wire.SlotPlan{}, &wire.SlotPlan{Epoch: 2, Own: 1, Hold: []wire.SlotCopy{{Slot: 0, Gen: 1}}, Fresh: []uint64{4}},
+			&wire.SlotPlan{Epoch: math.MaxUint64, Own: math.MaxUint32, Hold: []wire.SlotCopy{{}, {Slot: 2, Gen: 3}},
+				Receive: []wire.SlotCopy{{Slot: 3, Gen: 3}}, Fresh: []uint64{0, math.MaxUint64},
+				Missing: []wire.SlotMissing{{Slot: 5, Why: "w"}}, Send: []wire.SlotSend{{Slot: 1, Gen: 2, To: 3}, {}},
+				Aside: []wire.SlotCopy{{Slot: 9, Gen: 1}}, Adopt: []uint64{2, 3}}},
+	},
+	{
+		name:   "StartRound",
+		new:    func() wire.Message { return new(wire.StartRound) },
+		fields: []field{{1, kUint32}, {2, kUint32}, {3, kString}, {4, kMsg}, {5, kMsg}},
+		vals: []wire.Message{&wire.StartRound{}, &wire.StartRound{Round: wire.RoundMoved, Rank: 3, Instance: "i"},
+			&wire.StartRound{Round: math.MaxUint32, Rank: math.MaxUint32, Instance: strings.Repeat("i", 16),
+				Inventory: &wire.SlotInventory{DirID: "x"}, Plan: &wire.SlotPlan{Epoch: 1}}},
+	},
+	{
+		name:   "SlotFile",
+		new:    func() wire.Message { return new(wire.SlotFile) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kString}, {4, kUint64}, {5, kBool}, {6, kUint64}, {7, kUint32}},
+		vals: []wire.Message{&wire.SlotFile{}, &wire.SlotFile{Slot: 1, Name: "0000000000000001.off", Off: 4 << 20},
+			&wire.SlotFile{Slot: math.MaxUint32, Gen: math.MaxUint64, Name: strings.Repeat("n", 200), Off: math.MaxUint64, Last: true,
+				Size: math.MaxUint64, CRC: math.MaxUint32}},
+	},
+	{
+		name:   "SlotFileSum",
+		new:    func() wire.Message { return new(wire.SlotFileSum) },
+		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}},
+		vals:   []wire.Message{&wire.SlotFileSum{}, &wire.SlotFileSum{Name: "a"}, &wire.SlotFileSum{Name: "b", Size: math.MaxUint64, CRC: math.MaxUint32}},
+	},
+	{
+		name:   "SlotCommit",
+		new:    func() wire.Message { return new(wire.SlotCommit) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kMsg}},
+		vals: []wire.Message{&wire.SlotCommit{}, &wire.SlotCommit{Slot: 1, Files: []wire.SlotFileSum{{}}},
+			&wire.SlotCommit{Slot: math.MaxUint32, Gen: math.MaxUint64, Files: []wire.SlotFileSum{{Name: "a", Size: 1, CRC: 2}, {}}}},
+	},
+}
+
+func init() {
+	metaTypes = append(metaTypes, slotTypes...)
+	metaGolden = append(metaGolden, []struct {
+		name string
+		msg  wire.Message
+		enc  string
+	}{
+		{"SlotCopy", &wire.SlotCopy{Slot: 3, Gen: 300}, "08 03 10 ac 02"},
+		{"SlotPlan", &wire.SlotPlan{Epoch: 2, Hold: []wire.SlotCopy{{Slot: 1, Gen: 1}}, Fresh: []uint64{4}},
+			"08 02 1a 04 08 01 10 01 2a 01 04"},
+		{"StartRound", &wire.StartRound{Round: 2, Rank: 1, Instance: "i", Inventory: &wire.SlotInventory{DirID: "d"}},
+			"08 02 10 01 1a 01 69 22 03 0a 01 64"},
+		{"SlotFile", &wire.SlotFile{Slot: 1, Name: "f", Last: true, Size: 2, CRC: 3}, "08 01 1a 01 66 28 01 30 02 38 03"},
+		{"SlotInventory", &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{Slot: 1}}, MetaDirs: []uint64{2}}, "0a 01 64 12 02 08 01 1a 01 02"},
+		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 2, To: 3}, "08 01 10 02 18 03"},
+		{"SlotMissing", &wire.SlotMissing{Slot: 1, Why: "w"}, "08 01 12 01 77"},
+		{"SlotFileSum", &wire.SlotFileSum{Name: "a", Size: 1, CRC: 2}, "0a 01 61 10 01 18 02"},
+		{"SlotCommit", &wire.SlotCommit{Slot: 1, Gen: 2, Files: []wire.SlotFileSum{{Name: "a"}}}, "08 01 10 02 1a 03 0a 01 61"},
+	}...)
+}
