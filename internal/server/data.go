@@ -2,11 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/pdcgo/pdc"
@@ -24,6 +20,9 @@ import (
 // which slot (RoundPlan), waits for every server to have sent what it must
 // (RoundMoved) and to hold its slots (RoundOpened), then records the slot
 // table. A server serves data only after that.
+
+// dataDir is the server's data dir.
+func (s *Server) dataDir() slots.DataDir { return slots.NewDataDir(nil, s.cfg.DataDir) }
 
 // slotState is rank 0's record of the start's rounds.
 type slotState struct {
@@ -58,7 +57,7 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 			out[rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs}}
 		}
 	case wire.RoundPlan:
-		table, err := slots.ReadTable(s.cfg.DataDir)
+		table, err := s.dataDir().Table()
 		if err != nil {
 			return nil, fmt.Errorf("rank 0: %w", err)
 		}
@@ -74,7 +73,7 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 			s.log.Info("data slots planned", "epoch", next.Epoch, "moves", moves, "missing", missing)
 		}
 	case wire.RoundOpened:
-		if err := slots.WriteTable(s.cfg.DataDir, s.slots.next); err != nil {
+		if err := s.dataDir().SetTable(s.slots.next); err != nil {
 			return nil, fmt.Errorf("rank 0: %w", err)
 		}
 	}
@@ -148,7 +147,7 @@ func (s *Server) moveData(ctx context.Context, list *cluster.List, secret []byte
 		recv.Expect(plan)
 	}
 	for _, c := range plan.Aside {
-		path, err := slots.SetAside(s.cfg.DataDir, int(c.Slot), c.Gen, plan.Epoch)
+		path, err := s.dataDir().SetAside(int(c.Slot), c.Gen, plan.Epoch)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +206,7 @@ func (s *Server) sendSlots(ctx context.Context, list *cluster.List, secret []byt
 			_, err := p.Call(ctx, meth, hdr, payload, nil)
 			return err
 		}
-		sent, err := slots.Send(ctx, s.cfg.DataDir, int(m.Slot), m.Gen, call)
+		sent, err := s.dataDir().Send(ctx, int(m.Slot), m.Gen, call)
 		if err != nil {
 			return fmt.Errorf("to %s: %w", list.Servers[to].Label(), err)
 		}
@@ -222,17 +221,17 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 	sl := dataserver.Slots{Own: int(plan.Own) - 1, Stores: map[int]*regionstore.Store{}, Missing: map[int]error{}}
 	var stores []*regionstore.Store
 	open := func(slot int, fresh bool) error {
-		dir := filepath.Join(s.cfg.DataDir, slots.Dir(slot))
+		dir := s.dataDir().Slot(slot)
 		if fresh {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("data slot %d: %w", slot, err)
+			if err := s.dataDir().MakeSlot(slot); err != nil {
+				return err
 			}
-		} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		} else if !s.dataDir().HasSlot(slot) {
 			sl.Missing[slot] = fmt.Errorf("its dir %s is not under this server's data dir (did the server restart on another node?): %w", dir, pdc.ErrUnavailable)
 			s.log.Error("a data slot this server holds is not in its data dir", "slot", slot, "dir", dir)
 			return nil
 		}
-		if err := slots.WriteMarker(dir, slot, plan.Epoch); err != nil {
+		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}
 		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metaserver.DurabilitySync})

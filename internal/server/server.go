@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if cfg.Roles&wire.RoleData != 0 {
-		recv = slots.NewReceiver(cfg.DataDir, log)
+		recv = slots.NewDataDir(nil, cfg.DataDir).NewReceiver(log)
 		data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank})
 		// Keep as much free payload memory warm as may be in flight.
 		retain := cfg.DataBudget
@@ -304,7 +304,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s.mu.Unlock()
 	// Every server reports what its data dir holds; rank 0 answers with
 	// the metadata stores it adopts.
-	inv, warns, err := slots.Scan(cfg.DataDir)
+	inv, warns, err := slots.NewDataDir(nil, cfg.DataDir).Scan()
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -48,8 +50,42 @@ const (
 	tableVersion  = 1
 )
 
-// Dir is the name of slot's dir under a data dir.
-func Dir(slot int) string { return "data-" + strconv.Itoa(slot) }
+// SlotDir is the name of slot's dir under a data dir.
+func SlotDir(slot int) string { return "data-" + strconv.Itoa(slot) }
+
+// DataDir is a server's data dir, on a file system.
+type DataDir struct {
+	fs   vfs.FS
+	path string
+}
+
+// NewDataDir returns the data dir at path on fsys (nil: the operating
+// system's).
+func NewDataDir(fsys vfs.FS, path string) DataDir {
+	return DataDir{fs: vfs.OrDefault(fsys), path: path}
+}
+
+// Path returns the data dir's path.
+func (d DataDir) Path() string { return d.path }
+
+// Slot returns the path of slot's dir.
+func (d DataDir) Slot(slot int) string { return filepath.Join(d.path, SlotDir(slot)) }
+
+// HasSlot reports whether slot's dir exists.
+func (d DataDir) HasSlot(slot int) bool { return d.isDir(d.Slot(slot)) }
+
+// MakeSlot makes slot's dir, empty, if it does not exist.
+func (d DataDir) MakeSlot(slot int) error {
+	if err := d.fs.MkdirAll(d.Slot(slot), 0o755); err != nil {
+		return fmt.Errorf("data slot %d: %w", slot, err)
+	}
+	return d.fs.SyncDir(d.path)
+}
+
+func (d DataDir) isDir(path string) bool {
+	st, err := d.fs.Stat(path)
+	return err == nil && st.IsDir()
+}
 
 func frame(magic string, version uint32, body []byte) []byte {
 	b := append([]byte(magic), 0, 0, 0, 0, 0, 0, 0, 0)
@@ -76,13 +112,18 @@ func unframe(path, magic string, version uint32, b []byte) ([]byte, error) {
 	return b[16 : 16+n], nil
 }
 
-// DirID returns the id of data dir dir, making one if it has none. Servers
+// ID returns the data dir's id, making one if it has none. Servers
 // sharing the dir may race to make it: the first link wins, and all read
 // it.
-func DirID(dir string) (string, error) {
-	path := filepath.Join(dir, idFile)
+func (d DataDir) ID() (string, error) {
+	path := filepath.Join(d.path, idFile)
 	read := func() (string, error) {
-		b, err := os.ReadFile(path)
+		f, err := d.fs.Open(path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, 128))
 		if err != nil {
 			return "", err
 		}
@@ -97,13 +138,13 @@ func DirID(dir string) (string, error) {
 	}
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
-	f, err := os.CreateTemp(dir, "."+idFile+".tmp*")
+	tmp := filepath.Join(d.path, "."+idFile+".tmp"+hex.EncodeToString(raw[:4]))
+	f, err := d.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("data dir id: %w", err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.WriteString(hex.EncodeToString(raw) + "\n")
+	defer d.fs.Remove(tmp)
+	_, err = f.Write([]byte(hex.EncodeToString(raw) + "\n"))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -112,12 +153,12 @@ func DirID(dir string) (string, error) {
 	}
 	if err == nil {
 		// A link fails if another server made the id first.
-		if err = os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+		if err = d.fs.Link(tmp, path); errors.Is(err, fs.ErrExist) {
 			err = nil
 		}
 	}
 	if err == nil {
-		err = atomicfile.SyncDir(dir)
+		err = d.fs.SyncDir(d.path)
 	}
 	if err != nil {
 		return "", fmt.Errorf("data dir id %s: %w", path, err)
@@ -125,12 +166,21 @@ func DirID(dir string) (string, error) {
 	return read()
 }
 
-// ReadMarker returns the slot and generation recorded in slot dir dir.
-// A dir without a marker (written before slots had one) is generation 0
-// of the slot its name says.
-func ReadMarker(dir string) (slot int, gen uint64, err error) {
+func (d DataDir) readFile(path string) ([]byte, error) {
+	f, err := d.fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<26))
+}
+
+// Marker returns the slot and generation recorded in slot dir dir (a path
+// in d). A dir without a marker (written before slots had one) is
+// generation 0 of the slot its name says.
+func (d DataDir) Marker(dir string) (slot int, gen uint64, err error) {
 	path := filepath.Join(dir, markerFile)
-	b, err := os.ReadFile(path)
+	b, err := d.readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		s, ok := ParseDir(filepath.Base(dir))
 		if !ok {
@@ -151,11 +201,12 @@ func ReadMarker(dir string) (slot int, gen uint64, err error) {
 	return int(binary.LittleEndian.Uint32(body)), binary.LittleEndian.Uint64(body[4:]), nil
 }
 
-// WriteMarker records slot and gen in slot dir dir, crash-safely.
-func WriteMarker(dir string, slot int, gen uint64) error {
+// SetMarker records slot and gen in slot dir dir (a path in d),
+// crash-safely.
+func (d DataDir) SetMarker(dir string, slot int, gen uint64) error {
 	body := binary.LittleEndian.AppendUint32(nil, uint32(slot))
 	body = binary.LittleEndian.AppendUint64(body, gen)
-	return atomicfile.Write(filepath.Join(dir, markerFile), frame(markerMagic, markerVersion, body), 0o644)
+	return atomicfile.WriteFS(d.fs, filepath.Join(dir, markerFile), frame(markerMagic, markerVersion, body), 0o644)
 }
 
 // ParseDir returns the slot of a slot dir's name, data-<slot>.
@@ -179,12 +230,12 @@ type Table struct {
 	Gens  map[int]uint64
 }
 
-// ReadTable reads the slot table of data dir dir; a dir without one has
-// the empty table.
-func ReadTable(dir string) (Table, error) {
-	path := filepath.Join(dir, tableFile)
+// Table reads the data dir's slot table; a dir without one has the empty
+// table.
+func (d DataDir) Table() (Table, error) {
+	path := filepath.Join(d.path, tableFile)
 	t := Table{Gens: map[int]uint64{}}
-	b, err := os.ReadFile(path)
+	b, err := d.readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
 	}
@@ -210,8 +261,8 @@ func ReadTable(dir string) (Table, error) {
 	return t, nil
 }
 
-// WriteTable replaces the slot table of data dir dir, crash-safely.
-func WriteTable(dir string, t Table) error {
+// SetTable replaces the data dir's slot table, crash-safely.
+func (d DataDir) SetTable(t Table) error {
 	keys := make([]int, 0, len(t.Gens))
 	for k := range t.Gens {
 		keys = append(keys, k)
@@ -223,34 +274,34 @@ func WriteTable(dir string, t Table) error {
 		body = binary.LittleEndian.AppendUint32(body, uint32(k))
 		body = binary.LittleEndian.AppendUint64(body, t.Gens[k])
 	}
-	if err := atomicfile.Write(filepath.Join(dir, tableFile), frame(tableMagic, tableVersion, body), 0o644); err != nil {
+	if err := atomicfile.WriteFS(d.fs, filepath.Join(d.path, tableFile), frame(tableMagic, tableVersion, body), 0o644); err != nil {
 		return fmt.Errorf("slot table: %w", err)
 	}
 	return nil
 }
 
-// Scan lists what data dir dir holds: its id, its complete slot dirs
+// Scan lists what the data dir holds: its id, its complete slot dirs
 // with their generations, and its metadata stores (meta-<rank>). It first
 // removes what a start killed midway left: partial copies being received
 // (.incoming) and copies already committed by their new holder (.sent).
 // A slot dir whose marker cannot be read is reported as generation 0 (so
 // never preferred to a readable copy), with a warning in warns.
-func Scan(dir string) (inv wire.SlotInventory, warns []string, err error) {
-	if inv.DirID, err = DirID(dir); err != nil {
+func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
+	if inv.DirID, err = d.ID(); err != nil {
 		return inv, nil, err
 	}
-	entries, err := os.ReadDir(dir)
+	names, err := d.fs.List(d.path)
 	if err != nil {
 		return inv, nil, fmt.Errorf("scan data dir: %w", err)
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() {
+	for _, name := range names {
+		path := filepath.Join(d.path, name)
+		if !d.isDir(path) {
 			continue
 		}
 		if base, ok := strings.CutSuffix(name, ".incoming"); ok {
 			if _, ok := ParseDir(base); ok {
-				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				if err := d.fs.RemoveAll(path); err != nil {
 					return inv, warns, fmt.Errorf("remove a partial copy: %w", err)
 				}
 			}
@@ -258,7 +309,7 @@ func Scan(dir string) (inv wire.SlotInventory, warns []string, err error) {
 		}
 		if base, ok := strings.CutSuffix(name, ".sent"); ok {
 			if _, ok := ParseDir(base); ok {
-				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				if err := d.fs.RemoveAll(path); err != nil {
 					return inv, warns, fmt.Errorf("remove a sent copy: %w", err)
 				}
 			}
@@ -274,12 +325,12 @@ func Scan(dir string) (inv wire.SlotInventory, warns []string, err error) {
 		if !ok {
 			continue
 		}
-		s, gen, err := ReadMarker(filepath.Join(dir, name))
+		s, gen, err := d.Marker(path)
 		if err == nil && s != slot {
-			err = fmt.Errorf("%s: its marker is of slot %d: %w", filepath.Join(dir, name), s, pdc.ErrCorrupt)
+			err = fmt.Errorf("%s: its marker is of slot %d: %w", path, s, pdc.ErrCorrupt)
 		}
 		if err != nil {
-			warns = append(warns, fmt.Sprintf("slot dir %s taken as generation 0: %v", filepath.Join(dir, name), err))
+			warns = append(warns, fmt.Sprintf("slot dir %s taken as generation 0: %v", path, err))
 			gen = 0
 		}
 		inv.Copies = append(inv.Copies, wire.SlotCopy{Slot: uint32(slot), Gen: gen})
@@ -287,19 +338,19 @@ func Scan(dir string) (inv wire.SlotInventory, warns []string, err error) {
 	return inv, warns, nil
 }
 
-// SetAside renames slot's copy in data dir dir out of the way, keeping it,
-// and returns its new path.
-func SetAside(dir string, slot int, gen, epoch uint64) (string, error) {
-	from := filepath.Join(dir, Dir(slot))
+// SetAside renames slot's copy out of the way, keeping it, and returns
+// its new path.
+func (d DataDir) SetAside(slot int, gen, epoch uint64) (string, error) {
+	from := d.Slot(slot)
 	to := fmt.Sprintf("%s.aside-%d-%d", from, gen, epoch)
 	for i := 1; ; i++ {
-		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+		if _, err := d.fs.Stat(to); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		to = fmt.Sprintf("%s.aside-%d-%d.%d", from, gen, epoch, i)
 	}
-	if err := os.Rename(from, to); err != nil {
+	if err := d.fs.Rename(from, to); err != nil {
 		return "", fmt.Errorf("set aside data slot %d: %w", slot, err)
 	}
-	return to, atomicfile.SyncDir(dir)
+	return to, d.fs.SyncDir(d.path)
 }

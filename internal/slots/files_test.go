@@ -19,13 +19,13 @@ func TestMarkerRoundTripAndLegacy(t *testing.T) {
 	}
 	// A slot dir written before slots had markers: generation 0 of the
 	// slot its name says.
-	if s, g, err := ReadMarker(dir); err != nil || s != 7 || g != 0 {
+	if s, g, err := dd(dir).Marker(dir); err != nil || s != 7 || g != 0 {
 		t.Fatalf("legacy dir: slot %d gen %d, %v", s, g, err)
 	}
-	if err := WriteMarker(dir, 7, 1<<40); err != nil {
+	if err := dd(dir).SetMarker(dir, 7, 1<<40); err != nil {
 		t.Fatal(err)
 	}
-	if s, g, err := ReadMarker(dir); err != nil || s != 7 || g != 1<<40 {
+	if s, g, err := dd(dir).Marker(dir); err != nil || s != 7 || g != 1<<40 {
 		t.Fatalf("slot %d gen %d, %v", s, g, err)
 	}
 	// A flipped byte, a cut file and an unknown version are refused.
@@ -39,7 +39,7 @@ func TestMarkerRoundTripAndLegacy(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := ReadMarker(dir)
+		_, _, err := dd(dir).Marker(dir)
 		if !errors.Is(err, pdc.ErrCorrupt) && !errors.Is(err, pdc.ErrVersion) {
 			t.Fatalf("%s marker read: %v", name, err)
 		}
@@ -48,14 +48,14 @@ func TestMarkerRoundTripAndLegacy(t *testing.T) {
 
 func TestTableRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	if tb, err := ReadTable(dir); err != nil || tb.Epoch != 0 || len(tb.Gens) != 0 {
+	if tb, err := dd(dir).Table(); err != nil || tb.Epoch != 0 || len(tb.Gens) != 0 {
 		t.Fatalf("no table: %+v %v", tb, err)
 	}
 	want := Table{Epoch: 9, Gens: map[int]uint64{0: 9, 1: 9, 5: 3}}
-	if err := WriteTable(dir, want); err != nil {
+	if err := dd(dir).SetTable(want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadTable(dir)
+	got, err := dd(dir).Table()
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("read %+v, %v; want %+v", got, err, want)
 	}
@@ -63,7 +63,7 @@ func TestTableRoundTrip(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	b[20] ^= 0x80
 	_ = os.WriteFile(path, b, 0o644)
-	if _, err := ReadTable(dir); !errors.Is(err, pdc.ErrCorrupt) {
+	if _, err := dd(dir).Table(); !errors.Is(err, pdc.ErrCorrupt) {
 		t.Fatalf("corrupt table read: %v", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestDirIDSharedByRacingServers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Go(func() {
-			id, err := DirID(dir)
+			id, err := dd(dir).ID()
 			if err != nil {
 				t.Error(err)
 			}
@@ -87,7 +87,7 @@ func TestDirIDSharedByRacingServers(t *testing.T) {
 			t.Fatalf("ids %q", ids)
 		}
 	}
-	other, _ := DirID(t.TempDir())
+	other, _ := dd(t.TempDir()).ID()
 	if other == ids[0] {
 		t.Fatal("two dirs with one id")
 	}
@@ -102,17 +102,17 @@ func TestScanCleansUpAndReports(t *testing.T) {
 		}
 		return p
 	}
-	_ = WriteMarker(mk("data-0"), 0, 4)
+	_ = dd(dir).SetMarker(mk("data-0"), 0, 4)
 	mk("data-1") // legacy: no marker
 	_ = os.WriteFile(filepath.Join(mk("data-2"), markerFile), []byte("junk"), 0o644)
-	_ = WriteMarker(mk("data-3"), 5, 4) // the marker of another slot
+	_ = dd(dir).SetMarker(mk("data-3"), 5, 4) // the marker of another slot
 	partial := mk("data-4.incoming")
 	sent := mk("data-5.sent")
 	mk("data-6.aside-1-2")
 	mk("data-007")
 	mk("meta-2")
 	mk("meta-x")
-	inv, warns, err := Scan(dir)
+	inv, warns, err := dd(dir).Scan()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,3 +129,5 @@ func TestScanCleansUpAndReports(t *testing.T) {
 		}
 	}
 }
+
+func dd(path string) DataDir { return NewDataDir(nil, path) }

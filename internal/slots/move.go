@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -31,34 +30,36 @@ type Sent struct {
 	Bytes int64
 }
 
-// Send sends the copy of slot, at generation gen, under data dir dir to
-// its new holder through call: every file in pieces, then a SlotCommit
-// listing them, which the holder answers once it has checked them all and
-// made the slot its own. Only then is the copy here removed. A failure
-// leaves the copy here whole, to be sent again at the next start.
-func Send(ctx context.Context, dir string, slot int, gen uint64, call Call) (Sent, error) {
+// Send sends the data dir's copy of slot, at generation gen, to its new
+// holder through call: every file in pieces, then a SlotCommit listing
+// them, which the holder answers once it has checked them all and made
+// the slot its own. Only then is the copy here removed. A failure leaves
+// the copy here whole, to be sent again at the next start.
+func (d DataDir) Send(ctx context.Context, slot int, gen uint64, call Call) (Sent, error) {
 	var sent Sent
-	src := filepath.Join(dir, Dir(slot))
-	if s, g, err := ReadMarker(src); err != nil || s != slot || g != gen {
+	src := d.Slot(slot)
+	if s, g, err := d.Marker(src); err != nil || s != slot || g != gen {
 		if err == nil {
 			err = fmt.Errorf("%s holds slot %d at generation %d, the plan says slot %d at generation %d: %w", src, s, g, slot, gen, pdc.ErrInternal)
 		}
 		return sent, fmt.Errorf("send data slot %d: %w", slot, err)
 	}
-	entries, err := os.ReadDir(src)
+	names, err := d.fs.List(src)
 	if err != nil {
 		return sent, fmt.Errorf("send data slot %d: %w", slot, err)
 	}
 	commit := wire.SlotCommit{Slot: uint32(slot), Gen: gen}
 	buf := make([]byte, chunkBytes)
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || name == markerFile || strings.HasSuffix(name, ".tmp") {
+	for _, name := range names {
+		if name == markerFile || strings.HasSuffix(name, ".tmp") {
 			// A .tmp file is what a crash left before a rename: never
 			// the only copy of anything (regionstore).
 			continue
 		}
-		sum, err := sendFile(ctx, filepath.Join(src, name), slot, gen, call, buf)
+		if st, err := d.fs.Stat(filepath.Join(src, name)); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		sum, err := d.sendFile(ctx, filepath.Join(src, name), slot, gen, call, buf)
 		if err != nil {
 			return sent, fmt.Errorf("send data slot %d: %w", slot, err)
 		}
@@ -73,21 +74,21 @@ func Send(ctx context.Context, dir string, slot int, gen uint64, call Call) (Sen
 	// midway leaves a .sent dir (removed at the next start), never a
 	// partial slot dir.
 	gone := src + ".sent"
-	if err := os.Rename(src, gone); err != nil {
+	if err := d.fs.Rename(src, gone); err != nil {
 		return sent, fmt.Errorf("data slot %d sent; remove the copy here: %w", slot, err)
 	}
-	if err := atomicfile.SyncDir(dir); err != nil {
+	if err := d.fs.SyncDir(d.path); err != nil {
 		return sent, fmt.Errorf("data slot %d sent; remove the copy here: %w", slot, err)
 	}
-	if err := os.RemoveAll(gone); err != nil {
+	if err := d.fs.RemoveAll(gone); err != nil {
 		return sent, fmt.Errorf("data slot %d sent; remove the copy here: %w", slot, err)
 	}
 	return sent, nil
 }
 
-func sendFile(ctx context.Context, path string, slot int, gen uint64, call Call, buf []byte) (wire.SlotFileSum, error) {
+func (d DataDir) sendFile(ctx context.Context, path string, slot int, gen uint64, call Call, buf []byte) (wire.SlotFileSum, error) {
 	name := filepath.Base(path)
-	f, err := os.Open(path)
+	f, err := d.fs.Open(path)
 	if err != nil {
 		return wire.SlotFileSum{}, err
 	}
@@ -124,7 +125,7 @@ func sendFile(ctx context.Context, path string, slot int, gen uint64, call Call,
 // data-<slot>.incoming, each file checked against its CRC-32C as it
 // completes, then, at the commit, renamed to data-<slot> in one step.
 type Receiver struct {
-	dir   string
+	dir   DataDir
 	log   *slog.Logger
 	ready chan struct{} // closed by Expect
 	once  sync.Once
@@ -139,9 +140,9 @@ type Receiver struct {
 	}
 }
 
-// NewReceiver makes the receiver of data dir dir.
-func NewReceiver(dir string, log *slog.Logger) *Receiver {
-	r := &Receiver{dir: dir, log: log, ready: make(chan struct{})}
+// NewReceiver makes the receiver of the data dir.
+func (d DataDir) NewReceiver(log *slog.Logger) *Receiver {
+	r := &Receiver{dir: d, log: log, ready: make(chan struct{})}
 	r.mu.files = map[int]map[string]wire.SlotFileSum{}
 	r.mu.committed = map[int]bool{}
 	return r
@@ -222,7 +223,7 @@ func (r *Receiver) file(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if !validName(m.Name) {
 		return nil, fmt.Errorf("data slot %d: file name %q: %w", slot, m.Name, pdc.ErrInvalid)
 	}
-	in := filepath.Join(r.dir, Dir(slot)+".incoming")
+	in := r.dir.Slot(slot) + ".incoming"
 	path := filepath.Join(in, m.Name)
 	if err := r.write(in, path, m, req.Payload); err != nil {
 		return nil, fmt.Errorf("data slot %d: receive %s: %w", slot, path, err)
@@ -230,7 +231,7 @@ func (r *Receiver) file(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if !m.Last {
 		return &rpc.Response{}, nil
 	}
-	if err := checkFile(path, m.Size, m.CRC); err != nil {
+	if err := r.checkFile(path, m.Size, m.CRC); err != nil {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
 	r.mu.Lock()
@@ -245,14 +246,14 @@ func (r *Receiver) file(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 // write puts one piece of a file in place: the first creates the file,
 // the others follow it in order.
 func (r *Receiver) write(in, path string, m wire.SlotFile, data []byte) error {
-	if err := os.MkdirAll(in, 0o755); err != nil {
+	if err := r.dir.fs.MkdirAll(in, 0o755); err != nil {
 		return err
 	}
 	flags := os.O_WRONLY
 	if m.Off == 0 {
 		flags |= os.O_CREATE | os.O_TRUNC
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := r.dir.fs.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return err
 	}
@@ -273,8 +274,8 @@ func (r *Receiver) write(in, path string, m wire.SlotFile, data []byte) error {
 }
 
 // checkFile reads path back and checks its size and CRC-32C.
-func checkFile(path string, size uint64, sum uint32) error {
-	f, err := os.Open(path)
+func (r *Receiver) checkFile(path string, size uint64, sum uint32) error {
+	f, err := r.dir.fs.Open(path)
 	if err != nil {
 		return err
 	}
@@ -302,8 +303,8 @@ func (r *Receiver) commit(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if err := r.await(ctx, slot, m.Gen); err != nil {
 		return nil, err
 	}
-	in := filepath.Join(r.dir, Dir(slot)+".incoming")
-	if err := os.MkdirAll(in, 0o755); err != nil { // a slot of no files
+	in := r.dir.Slot(slot) + ".incoming"
+	if err := r.dir.fs.MkdirAll(in, 0o755); err != nil { // a slot of no files
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
 	r.mu.Lock()
@@ -318,23 +319,23 @@ func (r *Receiver) commit(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			return nil, fmt.Errorf("data slot %d: file %s (%d bytes, crc32c %08x) did not arrive whole: %w", slot, f.Name, f.Size, f.CRC, pdc.ErrChecksum)
 		}
 	}
-	entries, err := os.ReadDir(in)
+	names, err := r.dir.fs.List(in)
 	if err != nil {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
-	for _, e := range entries {
-		if !want[e.Name()] {
-			return nil, fmt.Errorf("data slot %d: %s holds %s, which the sender does not have: %w", slot, in, e.Name(), pdc.ErrProtocol)
+	for _, name := range names {
+		if !want[name] {
+			return nil, fmt.Errorf("data slot %d: %s holds %s, which the sender does not have: %w", slot, in, name, pdc.ErrProtocol)
 		}
 	}
-	if err := WriteMarker(in, slot, m.Gen); err != nil {
+	if err := r.dir.SetMarker(in, slot, m.Gen); err != nil {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
-	dst := filepath.Join(r.dir, Dir(slot))
-	if _, err := os.Lstat(dst); err == nil {
+	dst := r.dir.Slot(slot)
+	if _, err := r.dir.fs.Stat(dst); err == nil {
 		// An older or duplicate copy here: kept, out of the way.
-		_, g, _ := ReadMarker(dst)
-		aside, err := SetAside(r.dir, slot, g, epoch)
+		_, g, _ := r.dir.Marker(dst)
+		aside, err := r.dir.SetAside(slot, g, epoch)
 		if err != nil {
 			return nil, err
 		}
@@ -342,10 +343,10 @@ func (r *Receiver) commit(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
-	if err := os.Rename(in, dst); err != nil {
+	if err := r.dir.fs.Rename(in, dst); err != nil {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
-	if err := atomicfile.SyncDir(r.dir); err != nil {
+	if err := r.dir.fs.SyncDir(r.dir.path); err != nil {
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
 	r.mu.Lock()

@@ -141,7 +141,7 @@ type copyAt struct {
 
 // missingWhy says why a slot's data is out of reach.
 func missingWhy(slot int, need uint64, copies []copyAt, owner map[string]int) string {
-	what := fmt.Sprintf("its data (dir %s, written to data server %d of an earlier cluster) was last held at generation %d", Dir(slot), slot, need)
+	what := fmt.Sprintf("its data (dir %s, written to data server %d of an earlier cluster) was last held at generation %d", SlotDir(slot), slot, need)
 	if len(copies) == 0 {
 		return what + ", and no server of this cluster finds it under its data dir: start the cluster with a server that sees that dir (on the node that holds it), or restore it"
 	}

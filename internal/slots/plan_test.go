@@ -83,7 +83,7 @@ func TestPlanMissingNeverFresh(t *testing.T) {
 	for _, r := range []int{0, 1} {
 		for _, m := range plans[r].Missing {
 			missing = append(missing, m.Slot)
-			if !strings.Contains(m.Why, Dir(int(m.Slot))) || !strings.Contains(m.Why, "no server of this cluster finds it") {
+			if !strings.Contains(m.Why, SlotDir(int(m.Slot))) || !strings.Contains(m.Why, "no server of this cluster finds it") {
 				t.Fatalf("slot %d missing because %q", m.Slot, m.Why)
 			}
 		}
