@@ -191,6 +191,10 @@ func (d DataDir) Marker(dir string) (slot int, gen uint64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	return decodeMarker(path, b)
+}
+
+func decodeMarker(path string, b []byte) (slot int, gen uint64, err error) {
 	body, err := unframe(path, markerMagic, markerVersion, b)
 	if err != nil {
 		return 0, 0, err
@@ -201,12 +205,16 @@ func (d DataDir) Marker(dir string) (slot int, gen uint64, err error) {
 	return int(binary.LittleEndian.Uint32(body)), binary.LittleEndian.Uint64(body[4:]), nil
 }
 
+func encodeMarker(slot int, gen uint64) []byte {
+	body := binary.LittleEndian.AppendUint32(nil, uint32(slot))
+	body = binary.LittleEndian.AppendUint64(body, gen)
+	return frame(markerMagic, markerVersion, body)
+}
+
 // SetMarker records slot and gen in slot dir dir (a path in d),
 // crash-safely.
 func (d DataDir) SetMarker(dir string, slot int, gen uint64) error {
-	body := binary.LittleEndian.AppendUint32(nil, uint32(slot))
-	body = binary.LittleEndian.AppendUint64(body, gen)
-	return atomicfile.WriteFS(d.fs, filepath.Join(dir, markerFile), frame(markerMagic, markerVersion, body), 0o644)
+	return atomicfile.WriteFS(d.fs, filepath.Join(dir, markerFile), encodeMarker(slot, gen), 0o644)
 }
 
 // ParseDir returns the slot of a slot dir's name, data-<slot>.
@@ -242,6 +250,12 @@ func (d DataDir) Table() (Table, error) {
 	if err != nil {
 		return t, fmt.Errorf("slot table: %w", err)
 	}
+	return decodeTable(path, b)
+}
+
+// decodeTable decodes a table file: entries in increasing slot order.
+func decodeTable(path string, b []byte) (Table, error) {
+	t := Table{Gens: map[int]uint64{}}
 	body, err := unframe(path, tableMagic, tableVersion, b)
 	if err != nil {
 		return t, fmt.Errorf("slot table: %w", err)
@@ -254,15 +268,28 @@ func (d DataDir) Table() (Table, error) {
 	if len(body) != 12+12*n {
 		return t, fmt.Errorf("slot table %s: %d entries in %d bytes: %w", path, n, len(body), pdc.ErrCorrupt)
 	}
+	last := -1
 	for i := range n {
 		e := body[12+12*i:]
-		t.Gens[int(binary.LittleEndian.Uint32(e))] = binary.LittleEndian.Uint64(e[4:])
+		slot := int(binary.LittleEndian.Uint32(e))
+		if slot <= last {
+			return t, fmt.Errorf("slot table %s: entry %d (slot %d) out of order: %w", path, i, slot, pdc.ErrCorrupt)
+		}
+		last = slot
+		t.Gens[slot] = binary.LittleEndian.Uint64(e[4:])
 	}
 	return t, nil
 }
 
 // SetTable replaces the data dir's slot table, crash-safely.
 func (d DataDir) SetTable(t Table) error {
+	if err := atomicfile.WriteFS(d.fs, filepath.Join(d.path, tableFile), encodeTable(t), 0o644); err != nil {
+		return fmt.Errorf("slot table: %w", err)
+	}
+	return nil
+}
+
+func encodeTable(t Table) []byte {
 	keys := make([]int, 0, len(t.Gens))
 	for k := range t.Gens {
 		keys = append(keys, k)
@@ -274,10 +301,7 @@ func (d DataDir) SetTable(t Table) error {
 		body = binary.LittleEndian.AppendUint32(body, uint32(k))
 		body = binary.LittleEndian.AppendUint64(body, t.Gens[k])
 	}
-	if err := atomicfile.WriteFS(d.fs, filepath.Join(d.path, tableFile), frame(tableMagic, tableVersion, body), 0o644); err != nil {
-		return fmt.Errorf("slot table: %w", err)
-	}
-	return nil
+	return frame(tableMagic, tableVersion, body)
 }
 
 // Scan lists what the data dir holds: its id, its complete slot dirs
