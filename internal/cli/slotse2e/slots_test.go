@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -302,8 +303,13 @@ func TestNodeLocalDataDirs(t *testing.T) {
 // every acknowledged byte reads back, and none of it is lost, zeroed or
 // duplicated wrongly.
 func TestKilledWhileMovingData(t *testing.T) {
+	// PDC_SLOTS_KILL_CYCLES runs more cycles, outside CI.
+	cycles := 12
+	if n, err := strconv.Atoi(os.Getenv("PDC_SLOTS_KILL_CYCLES")); err == nil && n > 0 {
+		cycles = n
+	}
 	tc := newCluster(t)
-	ctx := e2e.Ctx(t, 3*time.Minute)
+	ctx := e2e.Ctx(t, time.Duration(120+15*cycles)*time.Second)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 5))
@@ -313,7 +319,6 @@ func TestKilledWhileMovingData(t *testing.T) {
 	d.verify(t, ctx, tc.connect(), "written")
 	tc.down()
 
-	const cycles = 12
 	prev := layouts[0]
 	var kills, midMove, beforeReady, afterReady, checks int
 	var checked int64
