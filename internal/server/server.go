@@ -588,7 +588,7 @@ func (s *Server) rejoin(in cluster.Server) error {
 
 // moveMetadata places this metadata server among the others and moves the
 // metadata it no longer owns (the number of metadata servers changed) and
-// that of stores left by ranks that no longer exist.
+// that of the stores it adopts (adopt: their ranks).
 func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []byte, adopt []uint64) error {
 	index, count := metaPlace(list, s.cfg.Rank)
 	s.meta.SetPlacement(index, count)
@@ -624,20 +624,21 @@ func (s *Server) moveMetadata(ctx context.Context, list *cluster.List, secret []
 	if moved > 0 {
 		s.log.Info("moved metadata to its new owners", "entries", moved, "metadata servers", count)
 	}
-	// Stores no metadata server of this cluster opens, of ranks beyond its
-	// size or of ranks that no longer hold metadata, are adopted by a
-	// metadata server that sees them, as rank 0 said (slots.Adopt).
+	// Stores no metadata server of this cluster opens (of ranks beyond its
+	// size, of ranks that no longer hold metadata, or under another data
+	// dir than their rank's now) are adopted by a metadata server that
+	// sees them, as rank 0 said (slots.Adopt).
 	for _, r := range adopt {
 		name := fmt.Sprintf("meta-%d", r)
 		dir := filepath.Join(s.cfg.DataDir, name)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			continue // adopted by an earlier start that was cut short
+			continue // gone since the scan
 		}
 		n, err := s.meta.Adopt(ctx, dir, send)
 		if err != nil {
 			return err
 		}
-		s.log.Info("adopted the metadata store of a rank that no longer exists", "store", name, "entries", n)
+		s.log.Info("adopted a metadata store no server opens", "store", dir, "entries", n)
 	}
 	s.meta.MovesDone()
 	return nil
