@@ -22,7 +22,7 @@ import (
 // table. A server serves data only after that.
 
 // dataDir is the server's data dir.
-func (s *Server) dataDir() slots.DataDir { return slots.NewDataDir(nil, s.cfg.DataDir) }
+func (s *Server) dataDir() slots.DataDir { return slots.NewDataDir(s.cfg.FS, s.cfg.DataDir) }
 
 // slotState is rank 0's record of the start's rounds.
 type slotState struct {
@@ -234,7 +234,7 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}
-		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metaserver.DurabilitySync})
+		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metaserver.DurabilitySync, FS: s.cfg.FS})
 		if err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/slots"
 	"github.com/pdcgo/pdc/internal/staging"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Ready, if set, is called once the cluster is complete.
 	Ready func(self cluster.Server, list *cluster.List)
+	// FS holds the stores and the cluster files. Default the operating
+	// system's; tests give one that fails or crashes.
+	FS vfs.FS
 }
 
 // Validate checks c and fills in defaults. Run calls it.
@@ -155,7 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log := cfg.Logger.With("rank", cfg.Rank)
 	for _, d := range []string{cfg.TmpDir, cfg.DataDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := vfs.OrDefault(cfg.FS).MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 		}
 	}
@@ -171,7 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if stale != nil {
 			log.Warn(fmt.Sprintf("replacing the stale server list in %s: none of its %d servers answers (a dead cluster)", cfg.TmpDir, stale.Size))
 		}
-		if err := cluster.RemoveFiles(cfg.TmpDir); err != nil {
+		if err := (cluster.Dir{Path: cfg.TmpDir, FS: cfg.FS}).RemoveFiles(); err != nil {
 			return fmt.Errorf("rank 0: remove stale files: %w", err)
 		}
 	}
@@ -181,6 +185,7 @@ func Run(ctx context.Context, cfg Config) error {
 			Dir:           filepath.Join(cfg.DataDir, fmt.Sprintf("meta-%d", cfg.Rank)),
 			CheckpointDir: filepath.Join(cfg.DataDir, "checkpoints", fmt.Sprintf("meta-%d", cfg.Rank)),
 			Durability:    cfg.Durability,
+			FS:            cfg.FS,
 			Logger:        log,
 			NoIndex:       cfg.NoIndex,
 			NoSuffixTree:  cfg.NoSuffixTree,
@@ -205,7 +210,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if cfg.Roles&wire.RoleData != 0 {
-		recv = slots.NewDataDir(nil, cfg.DataDir).NewReceiver(log)
+		recv = slots.NewDataDir(cfg.FS, cfg.DataDir).NewReceiver(log)
 		data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank})
 		// Keep as much free payload memory warm as may be in flight.
 		retain := cfg.DataBudget
@@ -430,7 +435,7 @@ func (s *Server) rendezvous(ctx context.Context, secret []byte) error {
 		s.mu.Lock()
 		s.completeIfReadyLocked()
 		s.mu.Unlock()
-		err := cluster.WriteRendezvous(s.cfg.TmpDir, cluster.Rendezvous{
+		err := s.tmpDir().WriteRendezvous(cluster.Rendezvous{
 			Addr: s.self.Addr, Instance: s.self.Instance, Size: s.cfg.Size, PID: s.self.PID})
 		if err != nil {
 			return err
@@ -446,7 +451,7 @@ func (s *Server) rendezvous(ctx context.Context, secret []byte) error {
 		s.mu.Lock()
 		list := s.mu.list
 		s.mu.Unlock()
-		return cluster.WriteList(s.cfg.TmpDir, list)
+		return s.tmpDir().WriteList(list)
 	}
 
 	req := wire.RegisterRequest{Server: s.self.Info(), Size: uint32(s.cfg.Size)}
@@ -583,8 +588,11 @@ func (s *Server) rejoin(in cluster.Server) error {
 	s.mu.list = list
 	s.mu.Unlock()
 	s.log.Warn("rank rejoined after its server died", "rejoined", in.Rank, "old", old.Addr, "new", in.Addr)
-	return cluster.WriteList(s.cfg.TmpDir, list)
+	return s.tmpDir().WriteList(list)
 }
+
+// tmpDir is the cluster's tmpdir on the server's FS.
+func (s *Server) tmpDir() cluster.Dir { return cluster.Dir{Path: s.cfg.TmpDir, FS: s.cfg.FS} }
 
 // moveMetadata places this metadata server among the others and moves the
 // metadata it no longer owns (the number of metadata servers changed) and
