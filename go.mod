@@ -3,6 +3,7 @@ module github.com/pdcgo/pdc
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0

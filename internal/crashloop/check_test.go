@@ -1,0 +1,231 @@
+package crashloop
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pdcgo/pdc/region"
+)
+
+// hist builds op logs by hand: a process's records in order.
+type hist struct {
+	proc int
+	n    uint64
+	recs []Record
+}
+
+func (h *hist) inv(t int64, r Record) uint64 {
+	h.n++
+	r.Proc, r.Op, r.Ev, r.T = h.proc, h.n, evInvoke, t
+	h.recs = append(h.recs, r)
+	return h.n
+}
+
+func (h *hist) ok(op uint64, t int64, r Record) {
+	r.Proc, r.Op, r.Ev, r.T = h.proc, op, evOK, t
+	h.recs = append(h.recs, r)
+}
+
+var (
+	dims4 = []uint64{4}
+	all4  = region.Shape(4)
+)
+
+func vals(wid uint64, cells ...uint64) []uint64 {
+	out := make([]uint64, len(cells))
+	for i, c := range cells {
+		if wid != 0 {
+			out[i] = cellValue(wid, c)
+		}
+	}
+	return out
+}
+
+// write logs an acknowledged (ack > 0) or unacknowledged write of box.
+func (h *hist) write(call, ack int64, box region.Box, wid uint64) {
+	n := h.inv(call, Record{Kind: kindWrite, Obj: "o", Box: &box, WID: wid})
+	if ack > 0 {
+		h.ok(n, ack, Record{})
+	}
+}
+
+func (h *hist) read(call, ret int64, box region.Box, v []uint64) {
+	n := h.inv(call, Record{Kind: kindRead, Obj: "o", Box: &box})
+	h.ok(n, ret, Record{Vals: v})
+}
+
+// readBack is the driver's read-back of object o: it exists, tag t0 is
+// tag, cells are v.
+func readBack(t0 int64, tag uint64, v []uint64) []Record {
+	h := &hist{proc: 15}
+	n := h.inv(t0, Record{Kind: kindOpen, Obj: "o"})
+	h.ok(n, t0+1, Record{Found: true})
+	n = h.inv(t0+2, Record{Kind: kindGetTag, Obj: "o", Tag: "t0"})
+	h.ok(n, t0+3, Record{WID: tag})
+	h.read(t0+4, t0+5, all4, v)
+	return h.recs
+}
+
+// check runs one cycle: a create of o at time 1-2, the worker's records,
+// then the read-back.
+func check(t *testing.T, c *Checker, cycle int, work func(h *hist), back []Record) Stats {
+	t.Helper()
+	h := &hist{proc: 0}
+	props := map[string]*ObjProps{"o": {Dims: dims4}}
+	if cycle == 1 {
+		n := h.inv(1, Record{Kind: kindCreate, Obj: "o", Props: props["o"], WID: 1})
+		h.ok(n, 2, Record{})
+	}
+	work(h)
+	c.Add(cycle, [][]Record{h.recs}, props)
+	c.Verify(cycle, back)
+	return c.Stats
+}
+
+func TestCheckerAcceptsWhatLinearizes(t *testing.T) {
+	w1, w2, w3 := writeID(1, 0, 1), writeID(1, 0, 2), writeID(1, 1, 1)
+	cases := []struct {
+		name string
+		work func(h *hist)
+		back []uint64
+	}{
+		{"nothing written reads zeros", func(h *hist) {}, vals(0, 0, 1, 2, 3)},
+		{"the last acknowledged write", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 40, all4, w2)
+		}, vals(w2, 0, 1, 2, 3)},
+		{"an unacknowledged write that took effect", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 0, all4, w2)
+		}, vals(w2, 0, 1, 2, 3)},
+		{"an unacknowledged write that did not", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 0, all4, w2)
+		}, vals(w1, 0, 1, 2, 3)},
+		{"an unacknowledged write torn between cells", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 0, all4, w2)
+		}, append(vals(w2, 0, 1), vals(w1, 2, 3)...)},
+		{"concurrent writes in either order", func(h *hist) {
+			h.write(10, 40, all4, w1)
+			h.write(20, 30, region.Box{Off: []uint64{2}, Size: []uint64{2}}, w3)
+		}, append(vals(w1, 0, 1), vals(w1, 2, 3)...)},
+		{"a worker's read of a concurrent write", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 50, all4, w2)
+			h.read(35, 40, all4, vals(w1, 0, 1, 2, 3))
+		}, vals(w2, 0, 1, 2, 3)},
+		{"an unacknowledged write seen mid-cycle, overwritten", func(h *hist) {
+			h.write(10, 0, all4, w1)
+			h.read(35, 40, all4, vals(w1, 0, 1, 2, 3))
+			h.write(50, 60, all4, w2)
+		}, vals(w2, 0, 1, 2, 3)},
+	}
+	for _, tc := range cases {
+		c := newChecker()
+		st := check(t, c, 1, tc.work, readBack(1000, 0, tc.back))
+		if st.Violations() != 0 {
+			t.Errorf("%s: %d violations: %s", tc.name, st.Violations(), strings.Join(c.Problems, "\n"))
+		}
+	}
+}
+
+func TestCheckerFindsLostZeroedCorrupt(t *testing.T) {
+	w1, w2 := writeID(1, 0, 1), writeID(1, 0, 2)
+	cases := []struct {
+		name                  string
+		work                  func(h *hist)
+		back                  []uint64
+		lost, zeroed, corrupt int
+	}{
+		{"zeros after an acknowledged write", func(h *hist) {
+			h.write(10, 20, all4, w1)
+		}, append(vals(w1, 0, 1), 0, 0), 0, 2, 0},
+		{"an older value after an acknowledged overwrite", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 40, all4, w2)
+		}, append(vals(w2, 0, 1, 2), vals(w1, 3)...), 1, 0, 0},
+		{"a value from another cell", func(h *hist) {
+			h.write(10, 20, all4, w1)
+		}, []uint64{cellValue(w1, 0), cellValue(w1, 0), cellValue(w1, 2), cellValue(w1, 3)}, 0, 0, 1},
+		{"a worker's stale read", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.write(30, 40, all4, w2)
+			h.read(50, 60, all4, vals(w1, 0, 1, 2, 3))
+		}, vals(w2, 0, 1, 2, 3), 4, 0, 0},
+		{"zeros read by a worker after an acknowledged write", func(h *hist) {
+			h.write(10, 20, all4, w1)
+			h.read(50, 60, all4, vals(0, 0, 1, 2, 3))
+		}, vals(w1, 0, 1, 2, 3), 4, 0, 0},
+	}
+	for _, tc := range cases {
+		c := newChecker()
+		st := check(t, c, 1, tc.work, readBack(1000, 0, tc.back))
+		if st.Lost != tc.lost || st.Zeroed != tc.zeroed || st.Corrupt != tc.corrupt {
+			t.Errorf("%s: lost %d, zeroed %d, corrupt %d; want %d, %d, %d", tc.name, st.Lost, st.Zeroed, st.Corrupt, tc.lost, tc.zeroed, tc.corrupt)
+		}
+		if len(c.Problems) == 0 {
+			t.Errorf("%s: no problem described", tc.name)
+		}
+	}
+}
+
+// The next cycle starts from the values read back: data that changes
+// between cycles with nothing written is caught, and so is a tag or an
+// object lost across a restart.
+func TestCheckerCarriesStateAcrossCycles(t *testing.T) {
+	w1 := writeID(1, 0, 1)
+	c := newChecker()
+	st := check(t, c, 1, func(h *hist) {
+		h.write(10, 20, all4, w1)
+		n := h.inv(30, Record{Kind: kindPutTag, Obj: "o", Tag: "t0", WID: w1})
+		h.ok(n, 40, Record{})
+	}, readBack(1000, w1, vals(w1, 0, 1, 2, 3)))
+	if st.Violations() != 0 || st.AckedWrites != 1 || st.AckedTags != 1 || st.AckedCreates != 1 {
+		t.Fatalf("cycle 1: %+v\n%s", st, strings.Join(c.Problems, "\n"))
+	}
+	if got := c.Catalog(); len(got) != 1 || got[0] != "o" {
+		t.Fatalf("catalog %v", got)
+	}
+	// Cycle 2: nothing written, one cell back at zero, the tag gone.
+	st = check(t, c, 2, func(h *hist) {
+		h.read(2000, 2001, region.Box{Off: []uint64{0}, Size: []uint64{1}}, vals(w1, 0))
+	}, readBack(3000, 0, append(vals(w1, 0, 1, 2), 0)))
+	if st.Zeroed != 1 || st.Lost != 1 || st.Where["tag"] != 1 {
+		t.Fatalf("cycle 2: %+v\n%s", st, strings.Join(c.Problems, "\n"))
+	}
+	// Cycle 3: the object is gone.
+	h := &hist{proc: 15}
+	n := h.inv(4000, Record{Kind: kindOpen, Obj: "o"})
+	h.ok(n, 4001, Record{Found: false})
+	c.Add(3, nil, nil)
+	c.Verify(3, h.recs)
+	if c.Stats.Where["existence"] != 1 {
+		t.Fatalf("cycle 3: %+v\n%s", c.Stats, strings.Join(c.Problems, "\n"))
+	}
+}
+
+// A log cut by its writer's death mid-line reads up to the last whole
+// line.
+func TestReadLogDropsTornLine(t *testing.T) {
+	path := t.TempDir() + "/w.log"
+	l, err := createLog(path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.invoke(Record{Kind: kindWrite, Obj: "o", Box: &all4, WID: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.done(n, Record{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.f.WriteString(`{"p":3,"op":2,"ev":"in`); err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	recs, err := readLog(path)
+	if err != nil || len(recs) != 2 || recs[0].Proc != 3 || recs[1].Ev != evOK || recs[0].Box.Volume() != 4 {
+		t.Fatalf("got %+v, %v", recs, err)
+	}
+}

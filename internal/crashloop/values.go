@@ -1,0 +1,68 @@
+package crashloop
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc/region"
+)
+
+// A write id names one write (of cells, a tag or a create): its cycle,
+// the process that made it and its number there. Ids are unique over a
+// whole run and never zero, so that zero is "never written".
+//
+//	bits 39..24: cycle, 23..20: process, 19..0: sequence (from 1)
+func writeID(cycle, proc int, seq uint64) uint64 {
+	return uint64(cycle&0xffff)<<24 | uint64(proc&0xf)<<20 | seq&0xfffff
+}
+
+// maxSeq is the most writes one process makes in a cycle.
+const maxSeq = 1<<20 - 1
+
+// maxCells bounds an object's cells, so a cell index fits in a value.
+const maxCells = 1 << 24
+
+// A cell holds wid<<24 | its own index in the object (row-major), as a
+// little-endian uint64.
+func cellValue(wid, cell uint64) uint64 { return wid<<24 | cell }
+
+// decodeCell returns the write id a cell's value names, and whether the
+// value belongs to that cell at all (zero, never written, does).
+func decodeCell(v, cell uint64) (wid uint64, ok bool) {
+	if v == 0 {
+		return 0, true
+	}
+	return v >> 24, v&(maxCells-1) == cell
+}
+
+// fillCells fills buf with the values of write wid over box of an object
+// of the given dims.
+func fillCells(buf []byte, dims []uint64, box region.Box, wid uint64) {
+	i := 0
+	forCells(dims, box, func(cell uint64) {
+		binary.LittleEndian.PutUint64(buf[8*i:], cellValue(wid, cell))
+		i++
+	})
+}
+
+// forCells calls fn with the index in the object of every cell of box,
+// in box's row-major order.
+func forCells(dims []uint64, box region.Box, fn func(cell uint64)) {
+	region.Runs(region.Shape(dims...), box, func(r region.Run) bool {
+		for c := r.Off; c < r.Off+r.Len; c++ {
+			fn(c)
+		}
+		return true
+	})
+}
+
+// now is CLOCK_MONOTONIC in nanoseconds: one clock for every process on
+// the host, so that the logs of several processes order their events.
+func now() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
