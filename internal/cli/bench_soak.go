@@ -26,7 +26,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench soak", "[flags]")
 	cycles := fs.Int("cycles", 500, "rounds of work, faults and restart")
 	servers := fs.Int("n", 3, "number of servers")
-	counts := fs.String("resize", "", "server counts a restart picks from at random, comma-separated (moves region data; default: keep -n)")
+	counts := fs.String("resize", "2,3,4", "server counts a restart picks from at random, comma-separated (region data moves to its new owners); empty: keep -n")
 	workers := fs.Int("workers", 3, "client processes per cycle")
 	work := fs.Duration("work", 2*time.Second, "how long the clients work in each cycle")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of every random choice (printed, to replay a run)")
