@@ -45,6 +45,9 @@ type Config struct {
 	// Creates is how many objects each client may create per cycle.
 	// Default 2.
 	Creates int
+	// MaxObjects stops the creates once this many objects exist, so that
+	// a long soak's read-back stays as long as a short one's. Default 64.
+	MaxObjects int
 	// Seed seeds every random choice. Default 1.
 	Seed uint64
 	// DynamicOverwrites lets the clients overwrite region-dynamic and
@@ -69,6 +72,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.Creates == 0 {
 		c.Creates = 2
+	}
+	if c.MaxObjects == 0 {
+		c.MaxObjects = 64
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -249,7 +255,7 @@ type proc struct {
 	err    error
 }
 
-func (l *loop) startWorker(dir string, cycle, i int, objects string) (*proc, error) {
+func (l *loop) startWorker(dir string, cycle, i int, objects string, creates int) (*proc, error) {
 	p := &proc{i: i, log: filepath.Join(dir, fmt.Sprintf("w%d.log", i)), out: filepath.Join(dir, fmt.Sprintf("w%d.err", i)),
 		ready: make(chan struct{}), done: make(chan struct{})}
 	errf, err := os.Create(p.out)
@@ -259,7 +265,7 @@ func (l *loop) startWorker(dir string, cycle, i int, objects string) (*proc, err
 	defer errf.Close()
 	p.cmd = exec.Command(l.cfg.Bin, "bench-soak-worker", "--tmpdir", l.tmpdir, "--log", p.log, "--proc", fmt.Sprint(i),
 		"--cycle", fmt.Sprint(cycle), "--seed", fmt.Sprint(l.r.Uint64()), "--container", container,
-		"--objects", objects, "--create", fmt.Sprint(l.cfg.Creates), fmt.Sprintf("--dynamic-overwrites=%v", *l.cfg.DynamicOverwrites))
+		"--objects", objects, "--create", fmt.Sprint(creates), fmt.Sprintf("--dynamic-overwrites=%v", *l.cfg.DynamicOverwrites))
 	p.cmd.Stderr = errf
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -353,9 +359,11 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		return err
 	}
 	objects := filepath.Join(dir, "objects")
-	if err := os.WriteFile(objects, []byte(strings.Join(l.chk.Catalog(), "\n")), 0o644); err != nil {
+	catalog := l.chk.Catalog()
+	if err := os.WriteFile(objects, []byte(strings.Join(catalog, "\n")), 0o644); err != nil {
 		return err
 	}
+	creates := min(l.cfg.Creates, max(0, l.cfg.MaxObjects-len(catalog))/l.cfg.Workers)
 	var ps []*proc
 	defer func() {
 		for _, p := range ps {
@@ -363,7 +371,7 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		}
 	}()
 	for i := range l.cfg.Workers {
-		p, err := l.startWorker(dir, cycle, i, objects)
+		p, err := l.startWorker(dir, cycle, i, objects, creates)
 		if err != nil {
 			return err
 		}
