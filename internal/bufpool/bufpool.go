@@ -88,6 +88,19 @@ func Get(n int) []byte {
 	return b
 }
 
+// SizeOf returns the capacity of a buffer Get(n) returns: the memory it
+// holds.
+func SizeOf(n int) int {
+	if n < 1<<minShift/2 {
+		return n
+	}
+	c, ok := class(n)
+	if !ok {
+		return n
+	}
+	return 1 << (c + minShift)
+}
+
 // Put gives b back for reuse. b must not be used afterwards. Buffers that
 // did not come from Get (by their capacity), or beyond the retained bound,
 // are left to the collector.

@@ -69,3 +69,18 @@ func (l *LowWater) Expect(n int64) {
 		l.cur = v
 	}
 }
+
+// Queued reports how many bytes wait in the kernel's receive queue, which
+// a raised mark may be holding back from a read; -1 if that is unknown.
+func (l *LowWater) Queued() int {
+	if l.rc == nil {
+		return -1
+	}
+	n := -1
+	_ = l.rc.Control(func(fd uintptr) {
+		if v, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil {
+			n = v
+		}
+	})
+	return n
+}
