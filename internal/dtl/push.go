@@ -117,9 +117,11 @@ func pushOn(ctx context.Context, nc net.Conn, hdr []byte, src Source) (remote, e
 // pushListener is the receiver's end of push: registrations waiting for
 // their bytes, and the connections senders push on.
 type pushListener struct {
-	ln   net.Listener
-	addr string
-	log  *slog.Logger
+	ln       net.Listener
+	addr     string
+	log      *slog.Logger
+	limit    netio.ConnLimit
+	refusals *netio.RateLog // refused peers
 
 	nextID  atomic.Uint64
 	wg      sync.WaitGroup
@@ -155,7 +157,9 @@ func listenPush(addr string, log *slog.Logger) (*pushListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push listener on %s: %w", addr, err)
 	}
-	p := &pushListener{ln: ln, addr: ln.Addr().String(), log: log, closing: make(chan struct{})}
+	p := &pushListener{ln: ln, addr: ln.Addr().String(), log: log, closing: make(chan struct{}),
+		limit:    netio.ConnLimit{Max: defaultMaxConns, PerPeer: defaultMaxConnsPerPeer},
+		refusals: netio.NewRateLog(log, logBurst, logInterval)}
 	p.mu.regs = map[uint64]*registration{}
 	p.mu.conns = map[net.Conn]struct{}{}
 	p.wg.Add(1)
@@ -236,9 +240,14 @@ func (p *pushListener) accept() {
 			}
 			return
 		}
+		release, ok := admit(nc, &p.limit, magicPushAck, p.refusals)
+		if !ok {
+			continue
+		}
 		p.mu.Lock()
 		if p.mu.closed {
 			p.mu.Unlock()
+			release()
 			nc.Close()
 			return
 		}
@@ -247,6 +256,7 @@ func (p *pushListener) accept() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer release()
 			p.serve(nc)
 			nc.Close()
 			p.mu.Lock()
@@ -261,12 +271,15 @@ func (p *pushListener) serve(nc net.Conn) {
 	netio.Tune(nc, defaultStall)
 	var hb [requestSize]byte
 	for {
-		if _, err := io.ReadFull(nc, hb[:]); err != nil {
+		if err := readHeader(nc, hb[:], defaultStall, func(b []byte) error {
+			_, err := io.ReadFull(nc, b)
+			return err
+		}); err != nil {
 			return
 		}
 		var req request
 		if err := req.decode(hb[:], magicPush); err != nil {
-			p.log.Warn("dtl: refusing push peer", "remote", nc.RemoteAddr().String(), "err", err)
+			p.refusals.Warn("dtl: refusing push peer", "remote", nc.RemoteAddr().String(), "err", err)
 			_, _ = nc.Write(errAnswer(magicPushAck, err))
 			return
 		}

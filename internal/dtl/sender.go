@@ -52,6 +52,11 @@ type SenderConfig struct {
 	// unacknowledged (a receiver that stopped reading) before the
 	// connection fails. Default 60s.
 	Stall time.Duration
+	// MaxConns bounds the connections each side channel (pull, shm)
+	// keeps open, MaxConnsPerPeer those from one address; past them a new
+	// connection is refused with an answer saying so. Defaults 4096 and
+	// 1024.
+	MaxConns, MaxConnsPerPeer int
 	// Logger receives refused side-channel peers. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -59,12 +64,16 @@ type SenderConfig struct {
 // Sender is the sending side of every backend (DYAD_COMM_SEND): it answers
 // fetch requests on an RPC server and runs the pull and shm side channels.
 type Sender struct {
-	cfg     SenderConfig
-	log     *slog.Logger
-	bulk    net.Listener
-	shm     net.Listener
-	shmPath string
-	eps     *endpointCache
+	cfg  SenderConfig
+	log  *slog.Logger
+	bulk net.Listener
+	shm  net.Listener
+	// Each side channel's connection bounds, and a rate-limited log of
+	// the peers refused or breaking the protocol.
+	bulkLimit, shmLimit netio.ConnLimit
+	refusals            *netio.RateLog
+	shmPath             string
+	eps                 *endpointCache
 
 	transports map[Mode]Transport
 
@@ -134,7 +143,16 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Sender{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxConnsPerPeer <= 0 {
+		cfg.MaxConnsPerPeer = defaultMaxConnsPerPeer
+	}
+	s := &Sender{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}),
+		refusals: netio.NewRateLog(cfg.Logger, logBurst, logInterval)}
+	s.bulkLimit = netio.ConnLimit{Max: cfg.MaxConns, PerPeer: cfg.MaxConnsPerPeer}
+	s.shmLimit = netio.ConnLimit{Max: cfg.MaxConns, PerPeer: cfg.MaxConnsPerPeer}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.transports = map[Mode]Transport{}
 	for _, m := range Modes {
@@ -166,8 +184,8 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		return nil, fmt.Errorf("dtl sender: shm socket %s: %w", s.shmPath, err)
 	}
 	s.wg.Add(3)
-	go s.accept(s.bulk, s.servePull)
-	go s.accept(s.shm, s.serveShm)
+	go s.accept(s.bulk, &s.bulkLimit, magicPullAck, s.servePull)
+	go s.accept(s.shm, &s.shmLimit, magicShmAck, s.serveShm)
 	go s.janitor()
 	return s, nil
 }
@@ -229,7 +247,7 @@ func (s *Sender) Close() error {
 	return nil
 }
 
-func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
+func (s *Sender) accept(ln net.Listener, lim *netio.ConnLimit, magic string, serve func(net.Conn)) {
 	defer s.wg.Done()
 	for {
 		nc, err := ln.Accept()
@@ -239,9 +257,14 @@ func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
 			}
 			return
 		}
+		release, ok := admit(nc, lim, magic, s.refusals)
+		if !ok {
+			continue
+		}
 		s.mu.Lock()
 		if s.mu.closed {
 			s.mu.Unlock()
+			release()
 			nc.Close()
 			return
 		}
@@ -251,6 +274,7 @@ func (s *Sender) accept(ln net.Listener, serve func(net.Conn)) {
 		go func() {
 			defer s.wg.Done()
 			defer func() {
+				release()
 				nc.Close()
 				s.mu.Lock()
 				delete(s.mu.conns, nc)
@@ -464,7 +488,10 @@ func (s *Sender) servePull(nc net.Conn) {
 	for {
 		// Idle connections wait here for the receiver's next pull; Close
 		// ends them.
-		if _, err := io.ReadFull(nc, hb[:]); err != nil {
+		if err := readHeader(nc, hb[:], s.cfg.Stall, func(b []byte) error {
+			_, err := io.ReadFull(nc, b)
+			return err
+		}); err != nil {
 			return
 		}
 		var r request
@@ -530,7 +557,7 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 
 // refuse answers a peer that broke the protocol and logs it.
 func (s *Sender) refuse(nc net.Conn, magic string, err error) {
-	s.log.Warn("dtl: refusing peer", "remote", nc.RemoteAddr().String(), "err", err)
+	s.refusals.Warn("dtl: refusing peer", "remote", nc.RemoteAddr().String(), "err", err)
 	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = nc.Write(errAnswer(magic, err))
 }

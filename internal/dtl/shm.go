@@ -86,7 +86,10 @@ func (s *Sender) serveShm(nc net.Conn) {
 	}
 	var hb [requestSize]byte
 	for {
-		if _, err := netio.ReadFull(s.ctx, nc, hb[:]); err != nil {
+		if err := readHeader(nc, hb[:], s.cfg.Stall, func(b []byte) error {
+			_, err := netio.ReadFull(s.ctx, nc, b)
+			return err
+		}); err != nil {
 			return
 		}
 		var r request
