@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/server"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -33,10 +34,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	secretFile := fs.String("secret-file", "", "cluster secret file (default: tmpdir/"+cluster.SecretFile+" if it exists)")
 	maxHeader := fs.Uint("max-header", wire.DefaultMaxHeader, "largest frame header accepted, bytes")
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
+	payloadBudget := fs.String("payload-budget", "1GiB", "memory for request payloads held at once (being received or waiting to be stored); a payload that does not fit waits. At least --max-payload")
+	maxConns := fs.Int("max-conns", 0, "connections open at once, and on each DTL side channel (default 4096, or half the descriptor limit if lower)")
+	maxPerPeer := fs.Int("max-conns-per-peer", rpc.DefaultMaxConnsPerPeer, "connections open at once from one address (all Unix socket peers count as one)")
+	maxHandshakes := fs.Int("max-handshakes", rpc.DefaultMaxHandshakes, "connections not yet authenticated; past it the oldest is closed to make room")
+	handshakeTimeout := fs.Duration("handshake-timeout", 10*time.Second, "how long a new connection has to authenticate")
+	stallTimeout := fs.Duration("stall-timeout", 60*time.Second, "close a connection that sends nothing of a frame it began, or takes nothing of one sent to it, for this long")
+	minRecvRate := fs.String("min-recv-rate", "64KiB", "bytes per second a frame must arrive at, on average, once the waits for it pass --stall-timeout (0: no floor)")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
-	budget := fs.String("data-budget", "1GiB", "memory for region payloads in flight on a data server (writes not yet stored, reads not yet collected)")
+	budget := fs.String("data-budget", "1GiB", "memory for region reads on a data server that their clients have not collected yet (writes in memory count against --payload-budget)")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
 	index := fs.Bool("index", true, "keep the DART tag index (false: every tag query scans every metadata server)")
 	suffixTree := fs.Bool("dart-suffix-tree", true, "index every suffix of tag keys and values, so infix queries use the index (DART's suffix-tree mode)")
@@ -60,6 +68,20 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil || budgetN < 1 {
 		return fmt.Errorf("server: --data-budget %q: want a size such as 512MiB: %w", *budget, errUsage)
 	}
+	payloadBudgetN, err := parseSize(*payloadBudget)
+	if err != nil || payloadBudgetN < 1 {
+		return fmt.Errorf("server: --payload-budget %q: want a size such as 1GiB: %w", *payloadBudget, errUsage)
+	}
+	rate, err := parseSize(*minRecvRate)
+	if err != nil {
+		return fmt.Errorf("server: --min-recv-rate %q: want bytes per second, such as 64KiB: %w", *minRecvRate, errUsage)
+	}
+	if rate == 0 {
+		rate = -1 // none
+	}
+	if *maxConns < 0 || *maxPerPeer < 1 || *maxHandshakes < 1 {
+		return fmt.Errorf("server: --max-conns %d, --max-conns-per-peer %d, --max-handshakes %d: want positive numbers: %w", *maxConns, *maxPerPeer, *maxHandshakes, errUsage)
+	}
 	r, err := cluster.ParseRoles(*roles)
 	if err != nil {
 		return fmt.Errorf("server: --roles: %w", err)
@@ -68,7 +90,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
 		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
 		NoIndex: !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
-		Limits: wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
+		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
+		PayloadBudget: payloadBudgetN, MaxConns: *maxConns, MaxConnsPerPeer: *maxPerPeer, MaxHandshakes: *maxHandshakes,
+		HandshakeTimeout: *handshakeTimeout, StallTimeout: *stallTimeout, MinRecvRate: rate,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}
 	launch, fromEnv, err := cluster.FromEnv(e.getenv)

@@ -179,6 +179,15 @@ func (s *Service) acceptLanes(ln net.Listener) {
 			nc.Close()
 			return
 		}
+		if len(s.lanes.conns) >= maxLaneConns {
+			// Hand-overs take a round trip: this many at once is a peer
+			// opening connections to hold them. Its client, if any,
+			// sees the close and asks again.
+			s.lanes.mu.Unlock()
+			s.lanes.refusals.Warn("lane socket: refused a connection: too many waiting to be answered", "limit", maxLaneConns)
+			nc.Close()
+			continue
+		}
 		s.lanes.conns[nc] = struct{}{}
 		s.lanes.wg.Add(1)
 		s.lanes.mu.Unlock()
@@ -192,6 +201,10 @@ func (s *Service) acceptLanes(ln net.Listener) {
 		}()
 	}
 }
+
+// maxLaneConns bounds the connections to the lane socket being answered
+// at once.
+const maxLaneConns = 256
 
 // laneHelloTimeout bounds how long a connection to the lane socket may
 // take to say what it wants.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/bufpool"
+	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -34,7 +35,8 @@ type Config struct {
 	Workers int
 	// QueueDepth bounds the transfers waiting for a worker. Default 1024.
 	QueueDepth int
-	// MaxBytes bounds the bytes of queued writes and uncollected reads. A
+	// MaxBytes bounds the bytes of uncollected reads, and of queued writes
+	// whose payload is not on the RPC server's payload budget. A
 	// request is admitted whole: one larger than MaxBytes waits for all
 	// of it and goes alone. Default 1 GiB.
 	MaxBytes int64
@@ -118,6 +120,7 @@ type Service struct {
 		ln       net.Listener
 		path     string
 		conns    map[net.Conn]struct{} // on the lane socket, being answered
+		refusals *netio.RateLog        // connections refused at maxLaneConns
 		closed   bool
 		wg       sync.WaitGroup // the lane socket's goroutines
 	}
@@ -201,15 +204,20 @@ const (
 // payload is a request's bulk bytes, shared by its writes: it goes back to
 // the pool once the last of them is stored or dropped.
 type payload struct {
-	buf  []byte
-	lane *serverLane // the bytes are in this lane, not buf
-	refs atomic.Int32
+	buf     []byte
+	release func()      // gives buf back: rpc.Request.Release; nil: bufpool.Put
+	lane    *serverLane // the bytes are in this lane, not buf
+	refs    atomic.Int32
 }
 
 func (p *payload) unref() {
 	if p.refs.Add(-1) == 0 {
 		if p.lane != nil {
 			p.lane.unref()
+			return
+		}
+		if p.release != nil {
+			p.release()
 			return
 		}
 		bufpool.Put(p.buf)
@@ -234,6 +242,7 @@ func New(cfg Config) *Service {
 	s.lanes.byID = map[uint64]*serverLane{}
 	s.lanes.byClient = map[string]*serverLane{}
 	s.lanes.conns = map[net.Conn]struct{}{}
+	s.lanes.refusals = netio.NewRateLog(s.log, 10, 10*time.Second)
 	for range cfg.Workers {
 		s.wg.Add(1)
 		go s.worker()
@@ -560,7 +569,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 }
 
 func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	msg := &payload{buf: req.Payload}
+	msg := &payload{buf: req.Payload, release: req.Release}
 	msg.refs.Store(1) // this handler's
 	defer msg.unref()
 	var m wire.DataStart
@@ -651,7 +660,12 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		}
 		return nil, err
 	}
-	if err := s.acquire(ctx, order); err != nil {
+	// The payload's memory is on the RPC server's payload budget until
+	// msg gives it back: its writes take none of ours. Were they to wait
+	// for ours, held by reads their client has yet to collect, they would
+	// hold that budget while the client's collecting waits sat unread
+	// behind payloads waiting for it.
+	if err := s.acquire(ctx, order, req.Release == nil); err != nil {
 		for _, t := range order {
 			s.release(t)
 		}
@@ -756,15 +770,17 @@ func (s *Service) started(ctx context.Context, client string, ts []*transfer, wa
 // acquire takes the budget for a request's writes, all at once, waiting
 // for room: their bytes are here already, and the budget bounds how many
 // wait in memory for the disk. A request larger than the whole budget
-// takes all of it and goes alone. Reads take theirs in enqueue.
-func (s *Service) acquire(ctx context.Context, ts []*transfer) error {
+// takes all of it and goes alone. Reads take theirs in enqueue. Writes
+// whose payload is on the RPC server's budget already (not unbudgeted)
+// take none.
+func (s *Service) acquire(ctx context.Context, ts []*transfer, unbudgeted bool) error {
 	var total int64
 	for _, t := range ts {
 		if t.item.Write && !t.inLane {
 			total += t.bytes()
 		}
 	}
-	if total == 0 {
+	if total == 0 || !unbudgeted {
 		return nil
 	}
 	grant := min(total, s.cfg.MaxBytes)

@@ -204,10 +204,22 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if err != nil {
 		return fail("read hello", err)
 	}
+	if f.Method == wire.MethodHello && f.Flags == wire.FlagResponse|wire.FlagError && f.PayloadLen == 0 {
+		// The server refused the connection (too many open) and says why.
+		hdr, err := r.header(f)
+		if err != nil {
+			return fail("read hello", err)
+		}
+		var eb wire.ErrorBody
+		if err := eb.Unmarshal(hdr); err != nil {
+			return fail("decode refusal", err)
+		}
+		return &pdc.ServerError{Server: c.label, Method: "connect", Msg: eb.Message, Err: eb.Code.Err()}
+	}
 	if f.Method != wire.MethodHello || f.Flags != 0 {
 		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
 	}
-	hdr, _, err := r.body(f, false)
+	hdr, _, err := r.body(f)
 	if err != nil {
 		return fail("read hello", err)
 	}
@@ -228,7 +240,7 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if err != nil {
 		return fail("read auth reply", err)
 	}
-	hdr, _, err = r.body(f, false)
+	hdr, _, err = r.body(f)
 	if err != nil {
 		return fail("read auth reply", err)
 	}
@@ -881,7 +893,7 @@ func Probe(ctx context.Context, addr string) (wire.Hello, error) {
 	}
 	var hdr []byte
 	if err == nil {
-		hdr, _, err = r.body(f, false)
+		hdr, _, err = r.body(f)
 	}
 	var h wire.Hello
 	if err == nil {
@@ -902,4 +914,20 @@ func (c *Conn) forget(id uint64) bool {
 		return true
 	}
 	return false
+}
+
+// DialRaw connects to a server and completes the handshake like Dial, then
+// hands over the bare connection: for tools and tests that write frames of
+// their own (a protocol probe, a hostile client). Nothing is left unread:
+// the server sends nothing after the handshake until asked.
+func DialRaw(ctx context.Context, addr string, opts DialOptions) (net.Conn, error) {
+	c, err := Dial(ctx, addr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if n := c.br.Buffered(); n > 0 {
+		_ = c.nc.Close()
+		return nil, fmt.Errorf("server %s: %d bytes after the handshake: %w", c.label, n, pdc.ErrProtocol)
+	}
+	return c.nc, nil
 }

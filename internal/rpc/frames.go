@@ -9,36 +9,172 @@ import (
 	"net"
 	"time"
 
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/netio"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// readBufSize is the read buffer of a connection. Payloads larger than what
-// is buffered are read straight into their destination.
+// readBufSize is the read buffer of an authenticated connection. Payloads
+// larger than what is buffered are read straight into their destination.
 const readBufSize = 64 << 10
 
+// handshakeBufSize is the read buffer of a server connection until its
+// client has authenticated: a peer that has proven nothing holds no more
+// than this, a goroutine and its socket.
+const handshakeBufSize = 512
+
 // frameReader reads frames from a connection and bounds their lengths.
+// On a server it also bounds how slowly a frame may arrive (pace).
 type frameReader struct {
 	br     *bufio.Reader
 	lw     netio.LowWater
 	limits wire.Limits
 	prefix [wire.FrameSize]byte
+	pace   pace
 }
 
 func newFrameReader(r io.Reader, limits wire.Limits) *frameReader {
-	fr := &frameReader{br: bufio.NewReaderSize(r, readBufSize), limits: limits.WithDefaults()}
+	return newFrameReaderSize(r, limits, readBufSize)
+}
+
+func newFrameReaderSize(r io.Reader, limits wire.Limits, size int) *frameReader {
+	fr := &frameReader{br: bufio.NewReaderSize(r, size), limits: limits.WithDefaults()}
 	if nc, ok := r.(net.Conn); ok {
 		fr.lw = netio.NewLowWater(nc)
 	}
 	return fr
 }
 
+// pace bounds the reads of one frame once its first byte has come: a peer
+// that has begun a frame must finish it. A wait for more of it that sees
+// nothing for stall fails, and once the waits for it add up to more than
+// stall, its bytes must have come at minRate on average over the time
+// spent waiting for them. Only time blocked on the socket counts: not the
+// time a handler takes to store what it read, nor a wait for the payload
+// budget. Idle connections, between frames, are not bounded: clients keep
+// them open in their pools (keepalives find vanished peers).
+type pace struct {
+	nc      net.Conn      // nil: no bounds (a client's reader)
+	stall   time.Duration // 0: no bounds
+	minRate int64         // bytes per second; 0: no floor
+
+	waited time.Duration // blocked on the socket during this frame
+	got    int64         // bytes of this frame read after blocking
+	armed  bool          // a read deadline is set
+}
+
+// errSlow is the reason of a paced read that failed.
+type errSlow struct {
+	stalled bool // nothing came for stall, rather than too little
+	stall   time.Duration
+	got     int64
+	waited  time.Duration
+	minRate int64
+}
+
+func (e *errSlow) Error() string {
+	if e.stalled {
+		return fmt.Sprintf("the peer sent nothing for %v in the middle of a frame (stall timeout)", e.stall)
+	}
+	return fmt.Sprintf("the peer sent %d bytes of a frame in %v of waiting, below the floor of %d bytes/s", e.got, e.waited.Round(time.Millisecond), e.minRate)
+}
+
+func (e *errSlow) Unwrap() error { return pdc.ErrTimeout }
+
+// limit is how long the next blocking read of the frame may wait, and
+// whether the stall bound is the one that sets it.
+func (p *pace) limit() (time.Duration, bool) {
+	if p.minRate <= 0 {
+		return p.stall, true
+	}
+	// got >= minRate*(waited+d-stall) must hold at the end of the wait.
+	d := p.stall - p.waited + time.Duration(float64(p.got)/float64(p.minRate)*float64(time.Second))
+	if d >= p.stall {
+		return p.stall, true
+	}
+	return d, false
+}
+
+// begin starts a frame: the bounds count from here.
+func (r *frameReader) begin() {
+	r.pace.waited, r.pace.got = 0, 0
+	if r.pace.armed {
+		_ = r.pace.nc.SetReadDeadline(time.Time{})
+		r.pace.armed = false
+	}
+}
+
+// blocking runs read, which waits on the socket for more of the frame,
+// under the frame's bounds. read returns how many new bytes it got. A
+// failed bound is an error wrapping pdc.ErrTimeout that says which.
+func (r *frameReader) blocking(read func() (int, error)) (int, error) {
+	p := &r.pace
+	if p.nc == nil || p.stall <= 0 {
+		return read()
+	}
+	d, stalled := p.limit()
+	if d > 0 {
+		start := time.Now()
+		_ = p.nc.SetReadDeadline(start.Add(d))
+		p.armed = true
+		n, err := read()
+		p.waited += time.Since(start)
+		p.got += int64(n)
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil // progress; the next wait has a deadline of its own
+		}
+	}
+	// Bytes may be waiting behind a raised receive mark: they count, and
+	// are read at once with the mark down.
+	if r.lw.Queued() > 0 {
+		r.lw.Expect(0)
+		_ = p.nc.SetReadDeadline(time.Now().Add(p.stall))
+		p.armed = true
+		n, err := read()
+		p.got += int64(n)
+		return n, err
+	}
+	return 0, &errSlow{stalled: stalled, stall: p.stall, got: p.got, waited: p.waited, minRate: p.minRate}
+}
+
+// more waits until at least want bytes (at most the buffer's size) are
+// buffered, under the frame's bounds.
+func (r *frameReader) more(want int) error {
+	want = min(want, r.br.Size())
+	for r.br.Buffered() < want {
+		before := r.br.Buffered()
+		_, err := r.blocking(func() (int, error) {
+			_, err := r.br.Peek(r.br.Buffered() + 1)
+			return r.br.Buffered() - before, err
+		})
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // next reads and checks one frame prefix. Any error means the stream can no
-// longer be trusted.
+// longer be trusted. Waiting for a frame to begin is not bounded; once it
+// has, the rest comes under the frame's bounds.
 func (r *frameReader) next() (wire.Frame, error) {
+	r.begin()
+	if r.pace.nc != nil && r.br.Buffered() < wire.FrameSize {
+		if _, err := r.br.Peek(1); err != nil {
+			return wire.Frame{}, err
+		}
+		if err := r.more(wire.FrameSize); err != nil {
+			return wire.Frame{}, err
+		}
+	}
 	if _, err := io.ReadFull(r.br, r.prefix[:]); err != nil {
 		return wire.Frame{}, err
 	}
@@ -54,6 +190,18 @@ func (r *frameReader) next() (wire.Frame, error) {
 
 // read fills dst from the stream.
 func (r *frameReader) read(dst []byte) error {
+	if r.pace.nc != nil {
+		for len(dst) > 0 {
+			if r.br.Buffered() == 0 {
+				if err := r.more(1); err != nil {
+					return err
+				}
+			}
+			n, _ := r.br.Read(dst[:min(len(dst), r.br.Buffered())])
+			dst = dst[n:]
+		}
+		return nil
+	}
 	_, err := io.ReadFull(r.br, dst)
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
@@ -70,14 +218,16 @@ func (r *frameReader) readPayload(dst []byte) error {
 	return err
 }
 
-// discard skips n bytes of the stream.
+// discard skips n bytes of the stream, under the frame's bounds: a peer
+// cannot hold a connection by trickling bytes that are thrown away.
 func (r *frameReader) discard(n uint64) error {
 	for n > 0 {
-		step := n
-		if step > 1<<30 {
-			step = 1 << 30
+		if r.br.Buffered() == 0 {
+			if err := r.more(1); err != nil {
+				return err
+			}
 		}
-		d, err := r.br.Discard(int(step))
+		d, err := r.br.Discard(int(min(n, uint64(max(r.br.Buffered(), 1)))))
 		n -= uint64(d)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -89,14 +239,17 @@ func (r *frameReader) discard(n uint64) error {
 	return nil
 }
 
-// body reads the header and payload of f into new buffers, the payload
-// from bufpool when pooled is set. (Clients read replies into the caller's
-// buffer with Conn.readFrame.)
-func (r *frameReader) body(f wire.Frame, pooled bool) (hdr, payload []byte, err error) {
+// body reads the header and payload of f into new buffers (the client's
+// handshake; servers read payloads with serverConn.payload).
+func (r *frameReader) body(f wire.Frame) (hdr, payload []byte, err error) {
 	if hdr, err = r.header(f); err != nil {
 		return nil, nil, err
 	}
-	if payload, err = r.payload(f, pooled); err != nil {
+	if f.PayloadLen == 0 {
+		return hdr, nil, nil
+	}
+	payload = make([]byte, f.PayloadLen)
+	if err := r.readPayload(payload); err != nil {
 		return nil, nil, err
 	}
 	return hdr, payload, nil
@@ -114,38 +267,14 @@ func (r *frameReader) header(f wire.Frame) ([]byte, error) {
 	return hdr, nil
 }
 
-// payload reads f's payload, which follows its header, into a new buffer,
-// from bufpool when pooled is set.
-func (r *frameReader) payload(f wire.Frame, pooled bool) ([]byte, error) {
-	if f.PayloadLen == 0 {
-		return nil, nil
-	}
-	var payload []byte
-	if pooled {
-		payload = bufpool.Get(int(f.PayloadLen))
-	} else {
-		payload = make([]byte, f.PayloadLen)
-	}
-	if err := r.readPayload(payload); err != nil {
-		if pooled {
-			bufpool.Put(payload)
-		}
-		return nil, err
-	}
-	return payload, nil
-}
-
 // bodyReader reads a frame's payload from the connection as it arrives:
 // for a handler that runs on the reading goroutine (Request.Body), and
 // into a buffer (readPayload).
 type bodyReader struct {
-	r     *frameReader
-	nc    net.Conn
-	stall time.Duration // a read that waits this long fails
-	left  uint64        // payload bytes not yet read
-	read  uint64        // payload bytes read
-	timed bool          // a read deadline is armed
-	err   error         // the first failed read: the stream is broken
+	r    *frameReader
+	left uint64 // payload bytes not yet read
+	read uint64 // payload bytes read
+	err  error  // the first failed read: the stream is broken
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -156,18 +285,18 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	p = p[:min(uint64(len(p)), b.left)]
-	if b.r.br.Buffered() == 0 {
+	var n int
+	var err error
+	if b.r.br.Buffered() > 0 {
+		n, err = b.r.br.Read(p)
+	} else {
 		// This read waits on the socket: for the bytes the frame has
-		// promised, so sleep until a good part of them is there, and no
-		// longer than the stall timeout (a client that stops sending mid
-		// payload holds up the objects its handler has locked).
+		// promised, so sleep until a good part of them is there, within
+		// the frame's bounds (a client that stops sending mid payload
+		// holds up the objects its handler has locked).
 		b.r.lw.Expect(int64(b.left))
-		if b.stall > 0 {
-			_ = b.nc.SetReadDeadline(time.Now().Add(b.stall))
-			b.timed = true
-		}
+		n, err = b.r.blocking(func() (int, error) { return b.r.br.Read(p) })
 	}
-	n, err := b.r.br.Read(p)
 	b.left -= uint64(n)
 	b.read += uint64(n)
 	if err != nil && b.left > 0 {
@@ -183,15 +312,8 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// done restores the connection for reading frames: no raised mark, no
-// deadline.
-func (b *bodyReader) done() {
-	b.r.lw.Expect(0)
-	if b.timed {
-		_ = b.nc.SetReadDeadline(time.Time{})
-		b.timed = false
-	}
-}
+// done restores the connection for reading frames: no raised mark.
+func (b *bodyReader) done() { b.r.lw.Expect(0) }
 
 // finish reads what the handler left of the payload, so that the stream
 // is at the next frame. Its error, or an earlier one, broke the stream.

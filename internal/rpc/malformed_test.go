@@ -104,7 +104,7 @@ func TestUnknownVersionGetsErrorReply(t *testing.T) {
 	if err != nil || f.Flags != wire.FlagResponse|wire.FlagError || f.ID != 7 {
 		t.Fatalf("got %+v, %v; want an error reply to id 7", f, err)
 	}
-	hdr, _, err := r.body(f, false)
+	hdr, _, err := r.body(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestUnknownVersionGetsErrorReply(t *testing.T) {
 	if err != nil || f.ID != 8 || f.Flags != wire.FlagResponse {
 		t.Fatalf("got %+v, %v", f, err)
 	}
-	_, payload, err := r.body(f, false)
+	_, payload, err := r.body(f)
 	if err != nil || string(payload) != "ping" {
 		t.Fatalf("got %q, %v", payload, err)
 	}

@@ -72,7 +72,7 @@ func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*
 	ts := &testServer{Server: NewServer(cfg), addr: Addr(ln.Addr()), blocked: make(chan context.Context, 64), logs: logs}
 	ts.Handle(methodEcho, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Header: req.Header, Payload: [][]byte{req.Payload}}, nil
-	})
+	}, WithPayload())
 	ts.Handle(methodFail, func(ctx context.Context, req *Request) (*Response, error) {
 		var eb wire.ErrorBody
 		if err := eb.Unmarshal(req.Header); err != nil {
@@ -84,7 +84,7 @@ func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*
 		ts.blocked <- ctx
 		<-ctx.Done()
 		return nil, ctx.Err()
-	})
+	}, WithPayload())
 	ts.HandleInline(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Header: []byte("pong")}, nil
 	})

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pdcgo/pdc"
 
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -20,10 +19,10 @@ const methodOwned wire.Method = 110
 
 // An owned payload is the handler's: it may keep it after answering, and
 // gives it back to the pool itself.
-func withOwned(kept chan<- []byte) func(*testServer) {
+func withOwned(kept chan<- *Request) func(*testServer) {
 	return func(ts *testServer) {
 		ts.HandleOwned(methodOwned, func(ctx context.Context, req *Request) (*Response, error) {
-			kept <- req.Payload
+			kept <- req
 			return &Response{Header: []byte("ok")}, nil
 		})
 	}
@@ -69,10 +68,10 @@ func TestCallIntoScatters(t *testing.T) {
 }
 
 func TestHandleOwnedKeepsPayload(t *testing.T) {
-	kept := make(chan []byte, 4)
+	kept := make(chan *Request, 4)
 	ts := startServer(t, "unix", ServerConfig{}, withOwned(kept))
 	c := dial(t, ts.addr, DialOptions{})
-	var held [][]byte
+	var held []*Request
 	for i := range 3 {
 		p := bytes.Repeat([]byte{byte(i + 1)}, 256<<10)
 		if _, err := c.Call(ctx10(t), methodOwned, nil, [][]byte{p}, nil); err != nil {
@@ -82,11 +81,11 @@ func TestHandleOwnedKeepsPayload(t *testing.T) {
 	}
 	// Each kept payload still holds its own bytes: the server did not hand
 	// one buffer to the next request.
-	for i, p := range held {
-		if !bytes.Equal(p, bytes.Repeat([]byte{byte(i + 1)}, 256<<10)) {
+	for i, req := range held {
+		if !bytes.Equal(req.Payload, bytes.Repeat([]byte{byte(i + 1)}, 256<<10)) {
 			t.Fatalf("payload %d changed after its handler returned", i)
 		}
-		bufpool.Put(p)
+		req.Release()
 	}
 }
 
@@ -94,7 +93,7 @@ const methodHere wire.Method = 111
 
 func withHere(ts *testServer) {
 	ts.HandleOwnedHere(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
-		defer bufpool.Put(req.Payload)
+		defer req.Release()
 		return &Response{Header: []byte("elsewhere"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
 	}, func(ctx context.Context, req *Request) (*Response, error) {
 		switch string(req.Header) {

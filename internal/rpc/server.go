@@ -1,11 +1,12 @@
 package rpc
 
 import (
+	"bytes"
+	"container/list"
 	"context"
 	"crypto/hmac"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"io"
 	"log/slog"
 	"net"
@@ -15,13 +16,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/netio"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// Request is one call as a handler sees it. Header and Payload belong to the
-// handler; the payload may be returned in the response without copying.
+// Request is one call as a handler sees it. Header belongs to the handler.
+// Payload does too if the handler owns it (HandleOwned, until it calls
+// Release); otherwise it is the handler's until its answer is written,
+// and may be returned in the answer without copying.
 type Request struct {
 	Method  wire.Method
 	Header  []byte
@@ -36,6 +42,12 @@ type Request struct {
 	Client string
 	// Remote is the client's address.
 	Remote string
+	// Release, set for a handler that owns its payload (HandleOwned,
+	// HandleOwnedHere), gives the payload back: to bufpool, and its share
+	// of the server's payload budget. The handler calls it once nothing
+	// refers to the payload any more, which may be after it returns.
+	// Safe to call from any goroutine, and more than once.
+	Release func()
 
 	conn   *serverConn
 	id     uint64
@@ -106,9 +118,32 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// HandshakeTimeout bounds a new connection's handshake. Default 10s.
 	HandshakeTimeout time.Duration
-	// StallTimeout fails a write that makes no progress for this long.
-	// Default 60s.
+	// StallTimeout fails a write that makes no progress for this long,
+	// and closes a connection that sends nothing for this long in the
+	// middle of a frame. Default 60s.
 	StallTimeout time.Duration
+	// MinRecvRate is the floor, in bytes per second, of the rate at which
+	// a frame must arrive once the waits for it add up to StallTimeout; a
+	// connection below it is closed. Only time spent waiting on the
+	// socket counts. Default 64 KiB/s; negative: no floor.
+	MinRecvRate int64
+	// PayloadBudget bounds the bytes of request payloads the server holds
+	// in memory at once, over all connections: from when a payload's
+	// first bytes have arrived until its request is answered, or, for a
+	// handler that owns its payload, until it calls Request.Release. A
+	// payload that does not fit waits for room, its connection unread;
+	// it does not fail. A payload larger than the whole budget waits
+	// until it is alone. Default 1 GiB.
+	PayloadBudget int64
+	// MaxConns bounds the connections open at once (default 4096),
+	// MaxConnsPerPeer those from one address (default 1024; every Unix
+	// socket peer is the same, local one), and MaxHandshakes those that
+	// have not completed their handshake (default 256). At a bound, the
+	// connection longest in its handshake is closed to make room (a
+	// client completes it in a round trip); if there is none, the new
+	// connection is refused with an error frame that its client reports
+	// as pdc.ErrUnavailable.
+	MaxConns, MaxConnsPerPeer, MaxHandshakes int
 	// MaxInFlight bounds the requests one connection may have running; the
 	// server stops reading from a connection at the bound. Default 1024.
 	MaxInFlight int
@@ -128,10 +163,34 @@ func (c *ServerConfig) setDefaults() {
 	if c.StallTimeout == 0 {
 		c.StallTimeout = 60 * time.Second
 	}
+	if c.MinRecvRate == 0 {
+		c.MinRecvRate = DefaultMinRecvRate
+	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 1024
 	}
+	if c.PayloadBudget <= 0 {
+		c.PayloadBudget = DefaultPayloadBudget
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerPeer <= 0 {
+		c.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes
+	}
 }
+
+// Defaults of ServerConfig.
+const (
+	DefaultMinRecvRate     = 64 << 10
+	DefaultPayloadBudget   = 1 << 30
+	DefaultMaxConns        = 4096
+	DefaultMaxConnsPerPeer = 1024
+	DefaultMaxHandshakes   = 256
+)
 
 // Server serves RPCs on any number of listeners.
 type Server struct {
@@ -141,6 +200,17 @@ type Server struct {
 
 	clients  atomic.Int64
 	requests atomic.Uint64
+	refused  atomic.Uint64 // connections refused at a bound
+	evicted  atomic.Uint64 // connections closed in their handshake to make room
+	slow     atomic.Uint64 // connections closed for a frame that stalled or crawled
+	waits    atomic.Uint64 // payloads that waited for the budget
+
+	payloads *semaphore.Weighted // ServerConfig.PayloadBudget
+	held     atomic.Int64        // bytes of it taken
+
+	// Rate-limited logs of what a peer can make happen at will.
+	refusals *netio.RateLog // connections refused or evicted
+	drops    *netio.RateLog // connections closed for what their peer did
 	draining atomic.Bool
 	drainMu  sync.RWMutex // orders handler starts against Shutdown
 
@@ -154,6 +224,9 @@ type Server struct {
 		listeners map[net.Listener]struct{}
 		conns     map[*serverConn]struct{}
 		sessions  map[string]int // open connections per client name
+		open      int            // connections counted against the bounds
+		peers     map[string]int // of them, by peer (netio.PeerKey)
+		shaking   list.List      // of *serverConn in their handshake, oldest first
 	}
 }
 
@@ -165,10 +238,14 @@ func NewServer(cfg ServerConfig) *Server {
 		log:      cfg.Logger,
 		handlers: make(map[wire.Method]handlerEntry),
 		closing:  make(chan struct{}),
+		payloads: semaphore.NewWeighted(cfg.PayloadBudget),
+		refusals: netio.NewRateLog(cfg.Logger, logBurst, logInterval),
+		drops:    netio.NewRateLog(cfg.Logger, logBurst, logInterval),
 	}
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*serverConn]struct{})
 	s.mu.sessions = make(map[string]int)
+	s.mu.peers = make(map[string]int)
 	return s
 }
 
@@ -176,19 +253,40 @@ type handlerEntry struct {
 	h         Handler
 	here      Handler // tried first on the reading goroutine (HandleOwnedHere)
 	owned     bool    // the handler owns the request's payload (HandleOwned)
+	payload   bool    // requests may carry a payload
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
 }
 
+// A HandleOption qualifies a registration.
+type HandleOption func(*handlerEntry)
+
+// WithPayload lets the method's requests carry a payload (Request.Payload),
+// which is the handler's until its answer has been written (it goes back
+// to bufpool then). A request of a method registered without it (and not
+// with HandleOwned or HandleOwnedHere) that carries one is refused with
+// pdc.ErrInvalid, its bytes skipped as they arrive and never kept: a
+// client cannot make the server hold memory for a method that ignores it.
+func WithPayload() HandleOption { return func(e *handlerEntry) { e.payload = true } }
+
+func (s *Server) register(m wire.Method, e handlerEntry, opts []HandleOption) {
+	for _, o := range opts {
+		o(&e)
+	}
+	s.handlers[m] = e
+}
+
 // Handle registers h for m. It must be called before Serve.
-func (s *Server) Handle(m wire.Method, h Handler) { s.handlers[m] = handlerEntry{h: h} }
+func (s *Server) Handle(m wire.Method, h Handler, opts ...HandleOption) {
+	s.register(m, handlerEntry{h: h}, opts)
+}
 
 // HandleOwned registers h for m, like Handle, and hands the request's
 // payload to h: it comes from bufpool, and h gives it back with
-// bufpool.Put once nothing refers to it any more (which may be after h
-// returns). For methods that carry bulk data.
+// Request.Release once nothing refers to it any more (which may be after
+// h returns). For methods that carry bulk data.
 func (s *Server) HandleOwned(m wire.Method, h Handler) {
-	s.handlers[m] = handlerEntry{h: h, owned: true}
+	s.handlers[m] = handlerEntry{h: h, owned: true, payload: true}
 }
 
 // ErrElsewhere is returned by a handler tried on the reading goroutine
@@ -216,14 +314,14 @@ var ErrElsewhere = errors.New("rpc: run the request on a goroutine of its own")
 // this one too if it must not overtake it; h waits with Request.WaitTurn
 // and lets the later ones go with Request.EndTurn.
 func (s *Server) HandleOwnedHere(m wire.Method, h, here Handler) {
-	s.handlers[m] = handlerEntry{h: h, here: here, owned: true}
+	s.handlers[m] = handlerEntry{h: h, here: here, owned: true, payload: true}
 }
 
 // HandleInlineUpTo registers h for m to run inline (see HandleInline) for
 // requests whose header is at most maxHeader bytes, and on a goroutine of
 // its own otherwise: for batch methods whose cost grows with the batch.
-func (s *Server) HandleInlineUpTo(m wire.Method, h Handler, maxHeader uint32) {
-	s.handlers[m] = handlerEntry{h: h, inlineMax: maxHeader}
+func (s *Server) HandleInlineUpTo(m wire.Method, h Handler, maxHeader uint32, opts ...HandleOption) {
+	s.register(m, handlerEntry{h: h, inlineMax: maxHeader}, opts)
 }
 
 // HandleInline registers h for m to run on the goroutine that read the
@@ -231,19 +329,25 @@ func (s *Server) HandleInlineUpTo(m wire.Method, h Handler, maxHeader uint32) {
 // waiting on other requests, no long locks. It saves a hand-off between
 // threads per request, which on an idle server doubles a small round trip.
 // It must be called before Serve.
-func (s *Server) HandleInline(m wire.Method, h Handler) {
-	s.handlers[m] = handlerEntry{h: h, inline: true}
+func (s *Server) HandleInline(m wire.Method, h Handler, opts ...HandleOption) {
+	s.register(m, handlerEntry{h: h, inline: true}, opts)
 }
 
 // Stats are a server's counters.
 type Stats struct {
-	Clients  int64  // connections open now
-	Requests uint64 // requests served since start
+	Clients     int64  // authenticated connections open now
+	Requests    uint64 // requests served since start
+	Refused     uint64 // connections refused at a bound (ServerConfig.MaxConns...)
+	Evicted     uint64 // connections closed in their handshake to make room
+	Slow        uint64 // connections closed for a frame that stalled or crawled
+	BudgetWaits uint64 // payloads that waited for room in the payload budget
+	PayloadHeld int64  // bytes of the payload budget taken now
 }
 
 // Stats returns the server's counters. Safe for concurrent use.
 func (s *Server) Stats() Stats {
-	return Stats{Clients: s.clients.Load(), Requests: s.requests.Load()}
+	return Stats{Clients: s.clients.Load(), Requests: s.requests.Load(), Refused: s.refused.Load(),
+		Evicted: s.evicted.Load(), Slow: s.slow.Load(), BudgetWaits: s.waits.Load(), PayloadHeld: s.held.Load()}
 }
 
 // Serve accepts connections on ln until the server is closed; it then
@@ -308,23 +412,117 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) track(nc net.Conn) bool {
-	c := &serverConn{s: s, nc: nc, inflight: make(map[uint64]*reqCtx)}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), inflight: make(map[uint64]*reqCtx)}
 	s.mu.Lock()
 	select {
 	case <-s.closing:
 		s.mu.Unlock()
 		_ = nc.Close()
-		c.cancel()
 		return false
 	default:
 	}
+	refusal, evicted := s.admitLocked(c)
+	if refusal != "" {
+		s.mu.Unlock()
+		s.refuse(nc, refusal)
+		return true
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	s.mu.conns[c] = struct{}{}
 	s.wg.Add(1) // released by the connection's last reader, in finish
 	s.mu.Unlock()
+	if evicted != nil {
+		s.evicted.Add(1)
+		s.refusals.Warn("closed a connection still in its handshake to make room for a new one",
+			"remote", evicted.nc.RemoteAddr().String(), "new", nc.RemoteAddr().String())
+	}
 	go c.serve()
 	return true
 }
+
+// admitLocked counts c against the connection bounds, closing the
+// connection longest in its handshake if one must go to make room
+// (returned), or says why c is refused. s.mu is held.
+func (s *Server) admitLocked(c *serverConn) (refusal string, evicted *serverConn) {
+	cfg := &s.cfg
+	switch {
+	case s.mu.peers[c.peer] >= cfg.MaxConnsPerPeer:
+		if evicted = s.oldestShakingLocked(c.peer); evicted == nil {
+			return fmt.Sprintf("too many connections from %s: %d open, the server's limit per peer (--max-conns-per-peer); close some, or retry later",
+				c.peer, cfg.MaxConnsPerPeer), nil
+		}
+	case s.mu.open >= cfg.MaxConns:
+		if evicted = s.oldestShakingLocked(""); evicted == nil {
+			return fmt.Sprintf("too many connections: %d open, the server's limit (--max-conns); retry later", cfg.MaxConns), nil
+		}
+	case s.mu.shaking.Len() >= cfg.MaxHandshakes:
+		evicted = s.oldestShakingLocked("")
+	}
+	if evicted != nil {
+		s.evictLocked(evicted)
+	}
+	s.mu.open++
+	s.mu.peers[c.peer]++
+	c.counted = true
+	c.shaking = s.mu.shaking.PushBack(c)
+	return "", evicted
+}
+
+// oldestShakingLocked returns the connection of peer ("": any) longest in
+// its handshake, or nil. s.mu is held.
+func (s *Server) oldestShakingLocked(peer string) *serverConn {
+	for e := s.mu.shaking.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*serverConn); peer == "" || c.peer == peer {
+			return c
+		}
+	}
+	return nil
+}
+
+// evictLocked closes c, which is in its handshake, and stops counting it.
+// s.mu is held.
+func (s *Server) evictLocked(c *serverConn) {
+	s.uncountLocked(c)
+	c.cancel()
+	_ = c.nc.Close()
+}
+
+// uncountLocked stops counting c against the bounds. s.mu is held.
+func (s *Server) uncountLocked(c *serverConn) {
+	if c.shaking != nil {
+		s.mu.shaking.Remove(c.shaking)
+		c.shaking = nil
+	}
+	if !c.counted {
+		return
+	}
+	c.counted = false
+	s.mu.open--
+	if s.mu.peers[c.peer]--; s.mu.peers[c.peer] <= 0 {
+		delete(s.mu.peers, c.peer)
+	}
+}
+
+// refuse tells a connection over a bound why in an error frame, in place
+// of the hello its client waits for, and closes it. The frame fits in a
+// fresh socket's buffer: the write does not wait on the peer.
+func (s *Server) refuse(nc net.Conn, why string) {
+	s.refused.Add(1)
+	s.refusals.Warn("refused connection: "+why, "remote", nc.RemoteAddr().String())
+	body := wire.ErrorBody{Code: wire.CodeUnavailable, Message: why}
+	hdr := body.Marshal(nil)
+	f := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: wire.MethodHello, HeaderLen: uint32(len(hdr))}
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(append(f.Append(nil), hdr...))
+	_ = nc.Close()
+}
+
+// Logs of what peers can make happen at will come at most logBurst lines
+// per logInterval each.
+const (
+	logBurst    = 10
+	logInterval = 10 * time.Second
+)
 
 // Shutdown stops accepting connections and requests, waits for running
 // handlers to finish (or ctx to end), then closes the server.
@@ -378,6 +576,12 @@ type serverConn struct {
 	r      *frameReader
 	w      *frameWriter
 	client string
+	peer   string // netio.PeerKey of its remote address
+
+	// Guarded by s.mu: whether it counts against the connection bounds,
+	// and its place among the connections in their handshake.
+	counted bool
+	shaking *list.Element
 
 	ctx    context.Context // canceled when the connection ends
 	cancel context.CancelFunc
@@ -396,17 +600,26 @@ type serverConn struct {
 func (c *serverConn) serve() {
 	s := c.s
 	netio.Tune(c.nc, s.cfg.StallTimeout)
-	c.r = newFrameReader(c.nc, s.cfg.Limits)
+	// Until its client has authenticated, a connection reads through a
+	// small buffer: a peer that has proven nothing holds next to nothing.
+	c.r = newFrameReaderSize(c.nc, s.cfg.Limits, handshakeBufSize)
 	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
-	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
-	c.handoff = make(chan struct{})
 	defer c.finish()
 	if err := c.handshake(); err != nil {
-		if !errors.Is(err, pdc.ErrPermission) && !isClosedErr(err) { // refusals are logged in handshake
-			s.log.Info("handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		if !errors.Is(err, pdc.ErrPermission) && !isClosedErr(err) && c.ctx.Err() == nil { // refusals are logged in handshake
+			s.drops.Info("handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		}
 		return
 	}
+	s.mu.Lock()
+	if c.shaking != nil {
+		s.mu.shaking.Remove(c.shaking)
+		c.shaking = nil
+	}
+	s.mu.Unlock()
+	c.authenticated()
+	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
+	c.handoff = make(chan struct{})
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
 	s.mu.Lock()
@@ -416,6 +629,36 @@ func (c *serverConn) serve() {
 	c.wg.Add(1)
 	go c.worker()
 	<-c.ctx.Done()
+}
+
+// authenticated gives the connection its full read buffer, and bounds on
+// how slowly a frame may arrive. Bytes its client sent beyond its auth
+// frame are read first.
+func (c *serverConn) authenticated() {
+	var src io.Reader = c.nc
+	if n := c.r.br.Buffered(); n > 0 {
+		rest, _ := c.r.br.Peek(n)
+		src = &prefixReader{rest: bytes.Clone(rest), r: c.nc}
+	}
+	r := newFrameReader(src, c.s.cfg.Limits)
+	r.lw = netio.NewLowWater(c.nc)
+	r.pace = pace{nc: c.nc, stall: c.s.cfg.StallTimeout, minRate: max(c.s.cfg.MinRecvRate, 0)}
+	c.r = r
+}
+
+// prefixReader reads rest, then r.
+type prefixReader struct {
+	rest []byte
+	r    io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.rest) > 0 {
+		n := copy(b, p.rest)
+		p.rest = p.rest[n:]
+		return n, nil
+	}
+	return p.r.Read(b)
 }
 
 // endSession runs once the connection's handlers are done.
@@ -449,8 +692,12 @@ func (c *serverConn) worker() {
 	for {
 		run, err := c.readRequest()
 		if err != nil {
+			var slow *errSlow
+			if errors.As(err, &slow) {
+				c.s.slow.Add(1)
+			}
 			if !isClosedErr(err) && c.ctx.Err() == nil {
-				c.s.log.Warn("closing connection: "+err.Error(), "remote", c.nc.RemoteAddr().String(), "client", c.client)
+				c.s.drops.Warn("closing connection: "+err.Error(), "remote", c.nc.RemoteAddr().String(), "client", c.client)
 			}
 			c.cancel()
 			return
@@ -522,6 +769,7 @@ func (c *serverConn) finish() {
 	c.wg.Wait()
 	c.s.mu.Lock()
 	delete(c.s.mu.conns, c)
+	c.s.uncountLocked(c)
 	c.s.mu.Unlock()
 	c.s.wg.Done()
 }
@@ -556,26 +804,32 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		return nil, false, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
 	}
+	if f.PayloadLen > 0 && !he.payload {
+		// Skipped as it arrives, never kept.
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeInvalid,
+			fmt.Sprintf("%s takes no payload, and the request carried %d bytes", f.Method, f.PayloadLen))
+	}
 	// A request tried on this goroutine reads its payload as it arrives.
 	streamed := he.here != nil && f.PayloadLen > 0
-	var hdr, payload []byte
-	if streamed {
-		hdr, err = c.r.header(f)
-	} else {
-		hdr, payload, err = c.r.body(f, he.owned)
+	var payload []byte
+	release := noRelease
+	hdr, err := c.r.header(f)
+	if err == nil && !streamed {
+		payload, release, err = c.payload(f)
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	// An owned payload that never reaches its handler goes back here; one
-	// not read yet is skipped.
+	// A payload that never reaches its handler goes back here; one not
+	// read yet is skipped.
 	putBack := func() error {
 		if streamed {
 			return c.r.discard(f.PayloadLen)
 		}
-		if he.owned {
-			bufpool.Put(payload)
-		}
+		release()
 		return nil
 	}
 	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
@@ -596,6 +850,9 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	ctx := newReqCtx(c.ctx, f.Timeout)
 	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(),
 		conn: c, id: f.ID, inline: he.inline}
+	if he.owned {
+		req.Release = release
+	}
 	// Checking draining and counting the handler under one lock orders
 	// every Add before Shutdown's Wait.
 	s.drainMu.RLock()
@@ -612,7 +869,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	s.drainMu.RUnlock()
 	if he.here != nil {
 		req.ticket = c.turns.take()
-		body := &bodyReader{r: c.r, nc: c.nc, stall: s.cfg.StallTimeout, left: f.PayloadLen}
+		body := &bodyReader{r: c.r, left: f.PayloadLen}
 		req.Body, req.BodyLen = body, int64(f.PayloadLen)
 		req.inline = true // it may not stream its answer from this goroutine
 		resp, err := c.run(ctx, he.here, req, he.owned && !streamed)
@@ -640,14 +897,14 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			return nil, false, err
 		}
 		if streamed {
-			if payload, err = c.r.payload(f, he.owned); err != nil {
+			if payload, release, err = c.payload(f); err != nil {
 				req.EndTurn()
 				ctx.release()
 				<-c.sem
 				s.handlerWG.Done()
 				return nil, false, err
 			}
-			streamed, req.Payload = false, payload
+			streamed, req.Payload, req.Release = false, payload, release
 		}
 	}
 	if !he.inline {
@@ -678,6 +935,11 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		// The slot is held until the reply is queued or written, so that a
 		// client that does not read its replies is limited to MaxInFlight.
 		defer func() { <-c.sem }()
+		if !he.owned {
+			// The payload, which the answer may carry, is free once the
+			// answer is written or copied.
+			defer release()
+		}
 		if err != nil {
 			if resp != nil && resp.Done != nil {
 				resp.Done()
@@ -701,6 +963,56 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		}
 		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
 	}, he.inline, nil
+}
+
+func noRelease() {}
+
+// payload reads f's payload, which follows its header, into a buffer from
+// bufpool, taken from the server's payload budget. release gives both
+// back. (From bufpool rather than the heap: a buffer given back is the
+// next one's at once, where the collector would leave it in memory,
+// garbage, until its next cycle.)
+//
+// Nothing is taken before the payload's first bytes (a bufferful, or all
+// of a smaller one) have arrived: a frame prefix alone holds no memory.
+// Then, if the budget has no room, the connection waits for it, unread.
+// The wait cannot deadlock: what holds the budget is payloads being read
+// (their bytes come, or the frame's bounds end their connection), answers
+// being written (bounded by the stall timeout), and payloads their owners
+// give back once stored, which waits on nothing another connection reads
+// (the data server takes none of its own budget for them).
+func (c *serverConn) payload(f wire.Frame) (payload []byte, release func(), err error) {
+	if f.PayloadLen == 0 {
+		return nil, noRelease, nil
+	}
+	if err := c.r.more(int(min(f.PayloadLen, uint64(c.r.br.Size())))); err != nil {
+		return nil, nil, fmt.Errorf("reading a request's payload: %w", err)
+	}
+	s := c.s
+	n := int(f.PayloadLen)
+	grant := min(int64(bufpool.SizeOf(n)), s.cfg.PayloadBudget)
+	if !s.payloads.TryAcquire(grant) {
+		s.waits.Add(1)
+		if err := s.payloads.Acquire(c.ctx, grant); err != nil {
+			return nil, nil, fmt.Errorf("waiting for room for a payload of %d bytes: %w", n, ctxErr(c.ctx))
+		}
+	}
+	s.held.Add(grant)
+	payload = bufpool.Get(n)
+	var done atomic.Bool
+	release = func() {
+		if done.Swap(true) {
+			return
+		}
+		bufpool.Put(payload)
+		s.held.Add(-grant)
+		s.payloads.Release(grant)
+	}
+	if err := c.r.readPayload(payload); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return payload, release, nil
 }
 
 // answer writes the answer of a request served on the reading goroutine
@@ -733,8 +1045,8 @@ func (c *serverConn) run(ctx context.Context, h Handler, req *Request, owned boo
 	if ctx.Err() != nil {
 		// The client gave up while the request queued: drop the work,
 		// and the payload it would have owned.
-		if owned {
-			bufpool.Put(req.Payload)
+		if owned && req.Release != nil {
+			req.Release()
 		}
 		return nil, ctxErr(ctx)
 	}
@@ -785,7 +1097,7 @@ func (c *serverConn) handshake() error {
 	if f.HeaderLen > maxAuthHeader || f.PayloadLen != 0 {
 		return fmt.Errorf("auth frame of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxAuthHeader, pdc.ErrProtocol)
 	}
-	hdr, _, err := c.r.body(f, false)
+	hdr, _, err := c.r.body(f)
 	if err != nil {
 		return err
 	}
@@ -804,7 +1116,7 @@ func (c *serverConn) handshake() error {
 			}
 			// Logged before the reply, so that the refusal is on record by
 			// the time the client learns of it.
-			s.log.Warn("refused connection: "+what, "remote", c.nc.RemoteAddr().String(), "client", c.client)
+			s.refusals.Warn("refused connection: "+what, "remote", c.nc.RemoteAddr().String(), "client", c.client)
 			_ = c.replyErr(f, wire.CodePermission, what+"; this server requires the cluster secret")
 			return fmt.Errorf("%s: %w", what, pdc.ErrPermission)
 		}

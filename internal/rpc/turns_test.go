@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -29,7 +28,7 @@ func TestTurnsKeepArrivalOrder(t *testing.T) {
 	secondDeclined := make(chan bool, 1)
 	ts := startServer(t, "unix", ServerConfig{}, func(ts *testServer) {
 		ts.HandleOwnedHere(methodTurns, func(ctx context.Context, req *Request) (*Response, error) {
-			defer bufpool.Put(req.Payload)
+			defer req.Release()
 			if string(req.Header) == "first" {
 				<-gate // the first one's turn stays open until the test says
 			} else if err := req.WaitTurn(ctx); err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dataserver"
@@ -48,6 +50,27 @@ type Config struct {
 	SecretFile string
 	// Limits bound frame lengths from clients.
 	Limits wire.Limits
+	// PayloadBudget bounds the bytes of request payloads held in memory
+	// at once, being received or waiting to be stored; a payload that
+	// does not fit waits (rpc.ServerConfig.PayloadBudget). Default 1 GiB;
+	// at least Limits.MaxPayload.
+	PayloadBudget int64
+	// MaxConns bounds the connections open at once, MaxConnsPerPeer those
+	// from one address, MaxHandshakes those not yet authenticated (see
+	// rpc.ServerConfig). MaxConns and MaxConnsPerPeer bound the DTL side
+	// channels (pull, shm) too, each on its own. Defaults 4096 (or half
+	// the process's descriptor limit, if lower), 1024 and 256.
+	MaxConns, MaxConnsPerPeer, MaxHandshakes int
+	// HandshakeTimeout bounds a new connection's handshake. Default 10s.
+	HandshakeTimeout time.Duration
+	// StallTimeout closes a connection whose peer sends nothing of a
+	// frame it has begun, or takes nothing of one sent to it, for this
+	// long. Default 60s.
+	StallTimeout time.Duration
+	// MinRecvRate is the floor, in bytes per second, of the rate a frame
+	// must arrive at once the waits for it add up to StallTimeout.
+	// Default 64 KiB/s; negative: no floor.
+	MinRecvRate int64
 	// StartupTimeout bounds the rendezvous. Default 60s.
 	StartupTimeout time.Duration
 	// ShutdownTimeout bounds the wait for running requests at shutdown.
@@ -118,7 +141,51 @@ func (c *Config) Validate() error {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
+	c.Limits = c.Limits.WithDefaults()
+	if c.PayloadBudget == 0 {
+		c.PayloadBudget = rpc.DefaultPayloadBudget
+	}
+	if c.PayloadBudget < 0 || uint64(c.PayloadBudget) < c.Limits.MaxPayload {
+		return fmt.Errorf("payload budget of %d bytes is below the largest payload accepted (%d bytes): lower the one or raise the other: %w",
+			c.PayloadBudget, c.Limits.MaxPayload, pdc.ErrInvalid)
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = defaultMaxConns()
+	}
+	if c.MaxConnsPerPeer == 0 {
+		c.MaxConnsPerPeer = min(rpc.DefaultMaxConnsPerPeer, c.MaxConns)
+	}
+	if c.MaxHandshakes == 0 {
+		c.MaxHandshakes = min(rpc.DefaultMaxHandshakes, c.MaxConns)
+	}
+	if c.MaxConns < 1 || c.MaxConnsPerPeer < 1 || c.MaxHandshakes < 1 {
+		return fmt.Errorf("connection limits %d total, %d per peer, %d in handshake: each must be at least 1: %w",
+			c.MaxConns, c.MaxConnsPerPeer, c.MaxHandshakes, pdc.ErrInvalid)
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 60 * time.Second
+	}
+	if c.HandshakeTimeout < 0 || c.StallTimeout < 0 {
+		return fmt.Errorf("handshake timeout %v, stall timeout %v: neither may be negative: %w", c.HandshakeTimeout, c.StallTimeout, pdc.ErrInvalid)
+	}
+	if c.MinRecvRate == 0 {
+		c.MinRecvRate = rpc.DefaultMinRecvRate
+	}
 	return nil
+}
+
+// defaultMaxConns is rpc.DefaultMaxConns, or half the descriptors the
+// process may open if that is less: the rest are for data files, the
+// metadata store and the DTL side channels.
+func defaultMaxConns() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return rpc.DefaultMaxConns
+	}
+	return int(max(min(uint64(rpc.DefaultMaxConns), lim.Cur/2), 16))
 }
 
 // Server is a running server process's state.
@@ -270,6 +337,9 @@ func Run(ctx context.Context, cfg Config) error {
 	s.rpc = rpc.NewServer(rpc.ServerConfig{
 		Limits: cfg.Limits, Secret: secret, Rank: uint32(cfg.Rank), Size: uint32(cfg.Size),
 		Instance: s.self.Instance, Logger: log, OnSessionEnd: onSessionEnd,
+		PayloadBudget: cfg.PayloadBudget, MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer,
+		MaxHandshakes: cfg.MaxHandshakes, HandshakeTimeout: cfg.HandshakeTimeout, StallTimeout: cfg.StallTimeout,
+		MinRecvRate: cfg.MinRecvRate,
 	})
 	if meta != nil {
 		meta.Register(s.rpc)
@@ -285,7 +355,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sender.Close()
 	sender.Register(s.rpc)
-	s.rpc.HandleInline(wire.MethodPing, s.ping)
+	s.rpc.HandleInline(wire.MethodPing, s.ping, rpc.WithPayload()) // it echoes one
 	s.rpc.HandleInline(wire.MethodStatus, s.status)
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
 	s.rpc.Handle(wire.MethodRegister, s.register)
@@ -747,8 +817,11 @@ func newSender(cfg Config, ln net.Listener, files *staging.Files) (*dtl.Sender, 
 	}
 	rank := cfg.Rank
 	return dtl.NewSender(dtl.SenderConfig{
-		BulkAddr: bulk,
-		Logger:   cfg.Logger,
+		BulkAddr:        bulk,
+		Logger:          cfg.Logger,
+		Stall:           cfg.StallTimeout,
+		MaxConns:        cfg.MaxConns,
+		MaxConnsPerPeer: cfg.MaxConnsPerPeer,
 		Resolve: func(ctx context.Context, key []byte) (dtl.Source, error) {
 			if !staging.IsFetchKey(key) {
 				return dtl.Source{}, fmt.Errorf("rank %d: unknown kind of fetch key: %w", rank, pdc.ErrNotFound)
