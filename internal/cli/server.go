@@ -40,7 +40,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	maxHandshakes := fs.Int("max-handshakes", rpc.DefaultMaxHandshakes, "connections not yet authenticated; past it the oldest is closed to make room")
 	handshakeTimeout := fs.Duration("handshake-timeout", 10*time.Second, "how long a new connection has to authenticate")
 	stallTimeout := fs.Duration("stall-timeout", 60*time.Second, "close a connection that sends nothing of a frame it began, or takes nothing of one sent to it, for this long")
-	minRecvRate := fs.String("min-recv-rate", "64KiB", "bytes per second a frame must arrive at, on average, once the waits for it pass --stall-timeout (0: no floor)")
+	minRecvRate := fs.String("min-recv-rate", "64KiB", "bytes per second below which a frame may not arrive for longer than --stall-timeout (0: no floor)")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")

@@ -47,18 +47,22 @@ func newFrameReaderSize(r io.Reader, limits wire.Limits, size int) *frameReader 
 }
 
 // pace bounds the reads of one frame once its first byte has come: a peer
-// that has begun a frame must finish it. A wait for more of it that sees
-// nothing for stall fails, and once the waits for it add up to more than
-// stall, its bytes must have come at minRate on average over the time
-// spent waiting for them. Only time blocked on the socket counts: not the
-// time a handler takes to store what it read, nor a wait for the payload
-// budget. Idle connections, between frames, are not bounded: clients keep
-// them open in their pools (keepalives find vanished peers).
+// that has begun a frame must finish it. The frame has a credit of time to
+// wait for its bytes, at most stall, which waits on the socket spend and
+// each byte that arrives refills by 1/minRate seconds; a wait that would
+// overdraw it fails. So a frame that gets nothing for stall fails, and so
+// does one whose bytes come slower than minRate for longer than stall,
+// however fast they came before: a burst buys no more than stall. Only
+// time blocked on the socket counts, not the time a handler takes to store
+// what it read, nor a wait for the payload budget. Idle connections,
+// between frames, are not bounded: clients keep them open in their pools
+// (keepalives find vanished peers).
 type pace struct {
 	nc      net.Conn      // nil: no bounds (a client's reader)
 	stall   time.Duration // 0: no bounds
 	minRate int64         // bytes per second; 0: no floor
 
+	credit time.Duration // the frame may wait this much longer for bytes
 	waited time.Duration // blocked on the socket during this frame
 	got    int64         // bytes of this frame read after blocking
 	armed  bool          // a read deadline is set
@@ -77,28 +81,30 @@ func (e *errSlow) Error() string {
 	if e.stalled {
 		return fmt.Sprintf("the peer sent nothing for %v in the middle of a frame (stall timeout)", e.stall)
 	}
-	return fmt.Sprintf("the peer sent %d bytes of a frame in %v of waiting, below the floor of %d bytes/s", e.got, e.waited.Round(time.Millisecond), e.minRate)
+	return fmt.Sprintf("the peer sends a frame below the floor of %d bytes/s (%d bytes in %v of waiting)", e.minRate, e.got, e.waited.Round(time.Millisecond))
 }
 
 func (e *errSlow) Unwrap() error { return pdc.ErrTimeout }
 
-// limit is how long the next blocking read of the frame may wait, and
-// whether the stall bound is the one that sets it.
-func (p *pace) limit() (time.Duration, bool) {
+// spend accounts for a wait of d that brought n bytes.
+func (p *pace) spend(d time.Duration, n int) {
+	p.waited += d
+	p.got += int64(n)
 	if p.minRate <= 0 {
-		return p.stall, true
+		if n > 0 {
+			p.credit = p.stall
+		} else {
+			p.credit -= d
+		}
+		return
 	}
-	// got >= minRate*(waited+d-stall) must hold at the end of the wait.
-	d := p.stall - p.waited + time.Duration(float64(p.got)/float64(p.minRate)*float64(time.Second))
-	if d >= p.stall {
-		return p.stall, true
-	}
-	return d, false
+	p.credit += time.Duration(float64(n)/float64(p.minRate)*float64(time.Second)) - d
+	p.credit = min(p.credit, p.stall)
 }
 
 // begin starts a frame: the bounds count from here.
 func (r *frameReader) begin() {
-	r.pace.waited, r.pace.got = 0, 0
+	r.pace.waited, r.pace.got, r.pace.credit = 0, 0, r.pace.stall
 	if r.pace.armed {
 		_ = r.pace.nc.SetReadDeadline(time.Time{})
 		r.pace.armed = false
@@ -113,14 +119,13 @@ func (r *frameReader) blocking(read func() (int, error)) (int, error) {
 	if p.nc == nil || p.stall <= 0 {
 		return read()
 	}
-	d, stalled := p.limit()
-	if d > 0 {
+	stalled := p.credit >= p.stall
+	if d := p.credit; d > 0 {
 		start := time.Now()
 		_ = p.nc.SetReadDeadline(start.Add(d))
 		p.armed = true
 		n, err := read()
-		p.waited += time.Since(start)
-		p.got += int64(n)
+		p.spend(time.Since(start), n)
 		var ne net.Error
 		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
 			return n, err
@@ -135,8 +140,10 @@ func (r *frameReader) blocking(read func() (int, error)) (int, error) {
 		r.lw.Expect(0)
 		_ = p.nc.SetReadDeadline(time.Now().Add(p.stall))
 		p.armed = true
+		start := time.Now()
 		n, err := read()
-		p.got += int64(n)
+		p.spend(time.Since(start), n)
+		p.credit = max(p.credit, time.Millisecond) // they came in time
 		return n, err
 	}
 	return 0, &errSlow{stalled: stalled, stall: p.stall, got: p.got, waited: p.waited, minRate: p.minRate}

@@ -122,10 +122,10 @@ type ServerConfig struct {
 	// and closes a connection that sends nothing for this long in the
 	// middle of a frame. Default 60s.
 	StallTimeout time.Duration
-	// MinRecvRate is the floor, in bytes per second, of the rate at which
-	// a frame must arrive once the waits for it add up to StallTimeout; a
-	// connection below it is closed. Only time spent waiting on the
-	// socket counts. Default 64 KiB/s; negative: no floor.
+	// MinRecvRate is the floor, in bytes per second, below which a frame
+	// may not arrive for longer than StallTimeout, however fast it came
+	// before; a connection below it is closed. Only time spent waiting on
+	// the socket counts. Default 64 KiB/s; negative: no floor.
 	MinRecvRate int64
 	// PayloadBudget bounds the bytes of request payloads the server holds
 	// in memory at once, over all connections: from when a payload's

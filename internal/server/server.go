@@ -67,9 +67,9 @@ type Config struct {
 	// frame it has begun, or takes nothing of one sent to it, for this
 	// long. Default 60s.
 	StallTimeout time.Duration
-	// MinRecvRate is the floor, in bytes per second, of the rate a frame
-	// must arrive at once the waits for it add up to StallTimeout.
-	// Default 64 KiB/s; negative: no floor.
+	// MinRecvRate is the floor, in bytes per second, below which a frame
+	// may not arrive for longer than StallTimeout. Default 64 KiB/s;
+	// negative: no floor.
 	MinRecvRate int64
 	// StartupTimeout bounds the rendezvous. Default 60s.
 	StartupTimeout time.Duration
