@@ -150,7 +150,7 @@ func (d DataDir) NewReceiver(log *slog.Logger) *Receiver {
 
 // Register adds the receiving methods to srv.
 func (r *Receiver) Register(srv *rpc.Server) {
-	srv.Handle(wire.MethodSlotFile, r.file)
+	srv.Handle(wire.MethodSlotFile, r.file, rpc.WithPayload()) // a piece of a file
 	srv.Handle(wire.MethodSlotCommit, r.commit)
 }
 
