@@ -216,10 +216,10 @@ func (d *dataset) verify(t *testing.T, ctx context.Context, c *client.Client, wh
 	return good
 }
 
-// A cluster restarted with fewer servers, then more, then another number,
-// on one shared data dir (as pdc up makes): every acknowledged byte of
-// every partition and storage mode reads back after each restart, and
-// writes made after one restart survive the next.
+// A cluster restarted with fewer servers, then more, then fewer again, on
+// one shared data dir (as pdc up makes): every acknowledged byte of every
+// partition and storage mode reads back after each restart, and writes
+// made after one restart survive the next.
 func TestRestartWithAnotherServerCountKeepsEveryByte(t *testing.T) {
 	tc := newCluster(t)
 	ctx := e2e.Ctx(t, 3*time.Minute)
@@ -227,7 +227,11 @@ func TestRestartWithAnotherServerCountKeepsEveryByte(t *testing.T) {
 	tc.up(4, "")
 	d := fill(t, ctx, tc.connect(), []uint64{64, 40}, 2, rng)
 	d.verify(t, ctx, tc.connect(), "4 servers")
-	for _, n := range []int{2, 4, 3, 1, 5} {
+	counts := []int{2, 5, 3}
+	if e2e.Race {
+		counts = []int{2, 3}
+	}
+	for _, n := range counts {
 		tc.down()
 		tc.up(n, "")
 		c := tc.connect()
@@ -235,11 +239,8 @@ func TestRestartWithAnotherServerCountKeepsEveryByte(t *testing.T) {
 		d.overwrite(t, ctx, c, rng, len(d.objs))
 		d.verify(t, ctx, c, fmt.Sprintf("overwritten with %d servers", n))
 	}
-	tc.down()
-	tc.up(2, "")
-	d.verify(t, ctx, tc.connect(), "back to 2 servers")
 	// A data query reads the slots a server holds for others too.
-	o, err := tc.connect().OpenObject(ctx, d.objs[2].name) // region static, by offset
+	o, err := tc.connect().OpenObject(ctx, d.objs[4].name) // region static, by offset
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestRestartWithAnotherServerCountKeepsEveryByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := region.Shape(d.objs[2].m.dims...).Volume(); res.Hits != want {
+	if want := region.Shape(d.objs[4].m.dims...).Volume(); res.Hits != want {
 		t.Fatalf("a query matching everything counts %d elements of %d", res.Hits, want)
 	}
 }
@@ -263,7 +264,7 @@ func TestNodeLocalDataDirs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tc.up(4, "a,a,b,b")
 	d := fill(t, ctx, tc.connect(), []uint64{64, 40}, 2, rng)
-	for _, hosts := range []string{"a,a,b", "a,b,b,a,b", "b,a"} {
+	for _, hosts := range []string{"a,a,b", "b,a"} {
 		tc.down()
 		tc.up(strings.Count(hosts, ",")+1, hosts)
 		c := tc.connect()
@@ -293,7 +294,7 @@ func TestNodeLocalDataDirs(t *testing.T) {
 	}
 	t.Logf("without node b: %d bytes read back, %d objects unreachable (%d for a missing data slot)", good, len(failed), missingSlot)
 	tc.down()
-	tc.up(4, "a,b,a,b")
+	tc.up(5, "a,b,b,a,b")
 	d.verify(t, ctx, tc.connect(), "node b back")
 }
 
@@ -305,6 +306,9 @@ func TestNodeLocalDataDirs(t *testing.T) {
 func TestKilledWhileMovingData(t *testing.T) {
 	// PDC_SLOTS_KILL_CYCLES runs more cycles, outside CI.
 	cycles := 12
+	if e2e.Race {
+		cycles = 6
+	}
 	if n, err := strconv.Atoi(os.Getenv("PDC_SLOTS_KILL_CYCLES")); err == nil && n > 0 {
 		cycles = n
 	}
@@ -392,11 +396,11 @@ func (tc *testCluster) killDuringStart(ctx context.Context, n int, hosts string,
 			}
 		}
 	}
-	// Half the time at a random moment, half the time once a slot is
-	// being received.
+	// Two times in three once a slot is being received, else at a random
+	// moment.
 	deadline := time.NewTimer(time.Duration(rng.IntN(1500)) * time.Millisecond)
 	defer deadline.Stop()
-	waitMove := rng.IntN(2) == 0
+	waitMove := rng.IntN(3) != 0
 	where := ""
 wait:
 	for {
