@@ -379,7 +379,7 @@ func Run(ctx context.Context, cfg Config) error {
 	s.mu.Unlock()
 	// Every server reports what its data dir holds; rank 0 answers with
 	// the metadata stores it adopts.
-	inv, warns, err := slots.NewDataDir(nil, cfg.DataDir).Scan()
+	inv, warns, err := s.dataDir().Scan()
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
