@@ -27,8 +27,8 @@ import (
 //
 //   - a write of one of those critical files that fails is retried here,
 //     after a pause that doubles up to a second, until it succeeds: the
-//     flush or compaction waits for space instead of ending the process.
-//     Only pebble.Open, which returns such errors, sees them directly.
+//     flush or compaction waits for space instead of ending the process
+//     (while pebble opens, for half a minute at most);
 //   - a failed write of a table marks the store as failing, which refuses
 //     commits (failing); the next table creation waits out the same
 //     pause, so the retries do not spin. A table written whole clears the
@@ -175,12 +175,14 @@ func critical(name string) bool {
 	return !strings.HasSuffix(base, ".sst") && !strings.HasSuffix(base, ".blob")
 }
 
-// retry runs op, a write of a critical file, until it succeeds (or,
-// while pebble opens, once).
+// retry runs op, a write of a critical file, until it succeeds. While
+// pebble opens (which writes its MANIFEST too, and may end the process on
+// a failure) it gives up after openTries, so that a server cannot hang in
+// its start on a disk that stays full: the start then fails.
 func (p *pebbleFS) retry(name string, op func() error) error {
 	err := op()
-	if err == nil || p.isOpening() {
-		return err
+	if err == nil {
+		return nil
 	}
 	p.mu.Lock()
 	p.retries++
@@ -191,12 +193,30 @@ func (p *pebbleFS) retry(name string, op func() error) error {
 		p.retries--
 		p.mu.Unlock()
 	}()
-	for {
+	for try := 1; ; try++ {
+		if try > openTries && p.isOpening() {
+			return err
+		}
 		p.wait(false)
 		if err = op(); err == nil {
 			return nil
 		}
 	}
+}
+
+// openTries bounds the retries of a critical write while pebble opens:
+// with the pauses doubling up to a second, about half a minute.
+const openTries = 36
+
+// stuck fails every later commit with err and never returns: pebble
+// cannot go on past a failed fsync of its MANIFEST, and must not end the
+// process over it either.
+func (p *pebbleFS) stuck(err error) {
+	p.mu.Lock()
+	p.retries++ // never given back: failing stays set
+	p.setErrLocked(err)
+	p.mu.Unlock()
+	select {}
 }
 
 func (p *pebbleFS) wrap(f vfs.File, name string) *pebbleFile {
@@ -384,8 +404,11 @@ func (f *pebbleFile) Stat() (pebblevfs.FileInfo, error) {
 
 // Sync of a critical file is not retried: after a failed fsync the kernel
 // may have dropped the pages it could not write, and a second fsync would
-// report success for data that is gone. Pebble then ends the process; the
-// log (wal.go) still holds every change the flush was for.
+// report success for data that is gone. Nor can its failure go back to
+// pebble, which would end the process. So the store stops taking writes
+// until the server restarts (reads go on), and the flush or compaction
+// that synced waits here for good; the log (wal.go) still holds every
+// change it was for, and the next start replays them.
 func (f *pebbleFile) Sync() error {
 	err := f.f.Sync()
 	if !f.critical {
@@ -393,6 +416,10 @@ func (f *pebbleFile) Sync() error {
 		if err == nil && !f.failed {
 			f.p.clearErr() // a table written whole: the disk takes writes again
 		}
+		return err
+	}
+	if err != nil && !f.p.isOpening() {
+		f.p.stuck(fmt.Errorf("metadata store: fsync %s: %w (writes are refused until the server restarts; reads go on)", f.name, err))
 	}
 	return err
 }

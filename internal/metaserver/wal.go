@@ -76,6 +76,9 @@ type wal struct {
 	buf    []byte     // a record with its header, for pwrite; guarded by mu
 
 	written atomic.Int64 // logical bytes written over all files
+	// syncFailed is set with err: the next commit starts a new file, once
+	// pebble holds everything durably, and clears both.
+	syncFailed atomic.Bool
 
 	syncMu  sync.Mutex
 	cond    *sync.Cond
@@ -268,9 +271,14 @@ func (w *wal) reset(minRoom int) error {
 	if syncErr != nil {
 		return syncErr
 	}
-	// Everything before is durable in pebble.
+	// Everything before is durable in pebble: a failed fsync of the old
+	// file no longer matters.
 	w.syncMu.Lock()
 	w.synced = w.written.Load()
+	if w.syncFailed.Load() {
+		w.err = nil
+		w.syncFailed.Store(false)
+	}
 	w.syncMu.Unlock()
 	return nil
 }
@@ -329,7 +337,7 @@ func (w *wal) unmap() {
 
 // room reports whether a record of n bytes fits. The caller holds mu.
 func (w *wal) room(n int) bool {
-	return w.broken == nil && w.size+8+int64(n) <= w.cap+int64(len(walMagic))
+	return w.broken == nil && !w.syncFailed.Load() && w.size+8+int64(n) <= w.cap+int64(len(walMagic))
 }
 
 // append writes one record; the caller holds mu and has checked room. It
@@ -420,7 +428,11 @@ func (w *wal) waitSynced(off int64) error {
 		w.syncMu.Lock()
 		w.syncing = false
 		if err != nil && !errors.Is(err, os.ErrClosed) {
+			// Never retried on this file: after a failed fsync the kernel
+			// may have dropped the pages, and a second one would say they
+			// are durable. The next commit moves to a new file instead.
 			w.err = fmt.Errorf("fsync metadata log %s: %w", w.path, err)
+			w.syncFailed.Store(true)
 		} else if target > w.synced {
 			w.synced = target
 		}
