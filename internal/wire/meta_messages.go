@@ -126,6 +126,9 @@ type ContainerMeta struct {
 	Name        string // 2
 	Lifetime    uint32 // 3: 0 persistent, 1 transient
 	CreatedUnix int64  // 4
+	// Deleting marks a container whose delete began (MethodContDeleting)
+	// and has not finished: it cannot be opened, only deleted again.
+	Deleting bool // 5
 }
 
 func (m *ContainerMeta) Marshal(b []byte) []byte {
@@ -133,6 +136,7 @@ func (m *ContainerMeta) Marshal(b []byte) []byte {
 	b = putString(b, 2, m.Name)
 	b = putUint(b, 3, uint64(m.Lifetime))
 	b = putInt(b, 4, m.CreatedUnix)
+	b = putBool(b, 5, m.Deleting)
 	return b
 }
 
@@ -149,6 +153,8 @@ func (m *ContainerMeta) Unmarshal(b []byte) error {
 			m.Lifetime = f.uint32()
 		case 4:
 			m.CreatedUnix = f.int64()
+		case 5:
+			m.Deleting = f.bool()
 		}
 	}
 	return f.err

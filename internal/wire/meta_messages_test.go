@@ -59,7 +59,7 @@ var bigMeta = wire.ObjectMeta{ID: math.MaxUint64, Name: strings.Repeat("n", 300)
 	CreatedUnix: math.MinInt64, DimsVersion: math.MaxUint64}
 
 var bigCont = wire.ContainerMeta{ID: math.MaxUint64, Name: strings.Repeat("c", 200), Lifetime: math.MaxUint32,
-	CreatedUnix: math.MinInt64}
+	CreatedUnix: math.MinInt64, Deleting: true}
 
 var bigKey = wire.ObjKey{ID: math.MaxUint64, Name: strings.Repeat("k", 150), TimeStep: math.MaxUint32,
 	UserID: math.MaxUint32, AppName: strings.Repeat("a", 40), Exact: true, Peek: true}
@@ -131,7 +131,7 @@ var metaTypes = []msgType{
 	{
 		name:   "ContainerMeta",
 		new:    func() wire.Message { return new(wire.ContainerMeta) },
-		fields: []field{{1, kUint64}, {2, kString}, {3, kUint32}, {4, kInt64}},
+		fields: []field{{1, kUint64}, {2, kString}, {3, kUint32}, {4, kInt64}, {5, kBool}},
 		vals: []wire.Message{
 			&wire.ContainerMeta{},
 			&wire.ContainerMeta{ID: 1, Name: "c", Lifetime: 1, CreatedUnix: 1_700_000_000_000_000_000},
@@ -689,6 +689,71 @@ var metaTypes = []msgType{
 			&wire.MembersReply{Version: math.MaxUint32, Changed: math.MaxUint64},
 		},
 	},
+	{
+		name:   "ObjPageReq",
+		new:    func() wire.Message { return new(wire.ObjPageReq) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kUint64}, {4, kUint32}, {5, kBool}, {6, kBool}},
+		vals: []wire.Message{
+			&wire.ObjPageReq{},
+			&wire.ObjPageReq{Version: wire.PageVersion, ContID: 1},
+			&wire.ObjPageReq{ContID: 7, After: 1 << 40, IDsOnly: true},
+			&wire.ObjPageReq{Version: math.MaxUint32, ContID: math.MaxUint64, After: math.MaxUint64, Limit: math.MaxUint32,
+				IDsOnly: true, Count: true},
+		},
+	},
+	{
+		name:   "ObjPage",
+		new:    func() wire.Message { return new(wire.ObjPage) },
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kPacked}, {4, kPacked}, {5, kUint64}, {6, kUint64}},
+		vals: []wire.Message{
+			&wire.ObjPage{},
+			&wire.ObjPage{Version: wire.PageVersion, Items: []wire.ObjectMeta{{}}},
+			&wire.ObjPage{IDs: []uint64{1, 2, 1 << 40}, Added: []uint64{2}, Next: 1 << 40},
+			&wire.ObjPage{N: 300},
+			&wire.ObjPage{Version: math.MaxUint32, Items: hundred(smallMeta, bigMeta), IDs: dims32, Added: dims32,
+				N: math.MaxUint64, Next: math.MaxUint64},
+		},
+	},
+	{
+		name:   "ContPageReq",
+		new:    func() wire.Message { return new(wire.ContPageReq) },
+		fields: []field{{1, kUint32}, {2, kString}, {3, kUint32}},
+		vals: []wire.Message{
+			&wire.ContPageReq{},
+			&wire.ContPageReq{Version: wire.PageVersion, After: "c"},
+			&wire.ContPageReq{Version: math.MaxUint32, After: strings.Repeat("a", 300), Limit: math.MaxUint32},
+		},
+	},
+	{
+		name:   "ContPage",
+		new:    func() wire.Message { return new(wire.ContPage) },
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kString}},
+		vals: []wire.Message{
+			&wire.ContPage{},
+			&wire.ContPage{Version: wire.PageVersion, Items: []wire.ContainerMeta{{}}},
+			&wire.ContPage{Version: math.MaxUint32, Items: hundred(smallCont, bigCont), Next: strings.Repeat("n", 200)},
+		},
+	},
+	{
+		name:   "ObjPurge",
+		new:    func() wire.Message { return new(wire.ObjPurge) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kPacked}, {4, kBool}},
+		vals: []wire.Message{
+			&wire.ObjPurge{},
+			&wire.ObjPurge{Version: wire.PageVersion, ContID: 1, IDs: []uint64{2}},
+			&wire.ObjPurge{Version: math.MaxUint32, ContID: math.MaxUint64, IDs: dims32, Force: true},
+		},
+	},
+	{
+		name:   "ObjIDs",
+		new:    func() wire.Message { return new(wire.ObjIDs) },
+		fields: []field{{1, kUint32}, {2, kPacked}},
+		vals: []wire.Message{
+			&wire.ObjIDs{},
+			&wire.ObjIDs{Version: wire.PageVersion, IDs: []uint64{1}},
+			&wire.ObjIDs{Version: math.MaxUint32, IDs: dims32},
+		},
+	},
 }
 
 func metaNamed(name string) msgType {
@@ -788,6 +853,15 @@ var metaGolden = []struct {
 		"08 01 10 02 1a 03 03 ac 02 20 01 28 01"},
 	{"Members", &wire.Members{ContID: 300}, "10 ac 02"},
 	{"MembersReply", &wire.MembersReply{Version: 1, Changed: 300}, "08 01 10 ac 02"},
+	{"ContainerMeta", &wire.ContainerMeta{ID: 1, Deleting: true}, "08 01 28 01"},
+	{"ObjPageReq", &wire.ObjPageReq{Version: 1, ContID: 2, After: 300, Limit: 4, IDsOnly: true, Count: true},
+		"08 01 10 02 18 ac 02 20 04 28 01 30 01"},
+	{"ObjPage", &wire.ObjPage{Version: 1, Items: []wire.ObjectMeta{{ID: 1}}, IDs: []uint64{2, 300}, Added: []uint64{2}, N: 3, Next: 300},
+		"08 01 12 04 08 01 22 00 1a 03 02 ac 02 22 01 02 28 03 30 ac 02"},
+	{"ContPageReq", &wire.ContPageReq{Version: 1, After: "c", Limit: 2}, "08 01 12 01 63 18 02"},
+	{"ContPage", &wire.ContPage{Version: 1, Items: []wire.ContainerMeta{{ID: 1}}, Next: "n"}, "08 01 12 02 08 01 1a 01 6e"},
+	{"ObjPurge", &wire.ObjPurge{Version: 1, ContID: 2, IDs: []uint64{3, 300}, Force: true}, "08 01 10 02 1a 03 03 ac 02 20 01"},
+	{"ObjIDs", &wire.ObjIDs{Version: 1, IDs: []uint64{300}}, "08 01 12 02 ac 02"},
 }
 
 func TestMetaGolden(t *testing.T) {
@@ -836,7 +910,7 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if want := 52 + len(slotTypes); len(metaTypes) != want {
+	if want := 58 + len(slotTypes); len(metaTypes) != want {
 		t.Fatalf("%d metadata message types, want %d", len(metaTypes), want)
 	}
 }

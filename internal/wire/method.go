@@ -31,6 +31,8 @@ const (
 	MethodContList       Method = 18 // -> ContList (this server's)
 	MethodContDelete     Method = 19 // ContKey -> (empty)
 	MethodContLifetime   Method = 20 // ContCreate (name, lifetime) -> ContainerMeta
+	MethodContDeleting   Method = 21 // ContKey -> ContainerMeta, marked as being deleted
+	MethodContPage       Method = 22 // ContPageReq -> ContPage: a page of this server's containers
 	MethodObjCreate      Method = 24 // ObjBatch (Creates) -> ObjResults
 	MethodObjOpen        Method = 25 // ObjBatch (Opens) -> ObjResults
 	MethodObjList        Method = 26 // IDArg (container id) -> ObjList (this server's)
@@ -40,6 +42,8 @@ const (
 	MethodObjOpenCount   Method = 30 // IDArg (container id) -> Count of its open objects here
 	MethodObjDeleteCont  Method = 31 // IDArg (container id) -> Count deleted here
 	MethodObjMembers     Method = 32 // Members -> MembersReply: add or remove container memberships of objects held here
+	MethodObjPage        Method = 33 // ObjPageReq -> ObjPage: a page of a container's members held here
+	MethodObjPurge       Method = 34 // ObjPurge -> Count: delete a page of a container's members held here
 	MethodTagPut         Method = 40 // TagBatch -> TagResults
 	MethodTagGet         Method = 41 // TagKey -> TagValue
 	MethodTagDelete      Method = 42 // TagKey -> (empty)
@@ -62,15 +66,16 @@ const (
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
 
 	// Data server methods (80-95).
-	MethodDataStart  Method = 80 // DataStart (+ write bytes) -> DataIDs, or DataResults (+ read bytes) if Wait
-	MethodDataWait   Method = 81 // DataIDs -> DataResults (+ read bytes), once all are done
-	MethodDataStatus Method = 82 // DataIDs -> DataResults (State), at once; a completed one is forgotten
-	MethodDataFlush  Method = 83 // IDArg (object) -> (empty) once its data is fsynced
-	MethodDataDelete Method = 84 // IDArg (object) -> (empty) once its data is removed
-	MethodDataQuery  Method = 85 // DataQuery -> DataQueryResult (+ indices, values): a value query over this server's parts
-	MethodDataLane   Method = 86 // DataLaneReq -> DataLane: a shared-memory lane for this client's payloads
-	MethodSlotFile   Method = 87 // SlotFile (+ bytes) -> (empty): a piece of a data slot moving here, at start
-	MethodSlotCommit Method = 88 // SlotCommit -> (empty) once the slot's files are checked and it is held here
+	MethodDataStart      Method = 80 // DataStart (+ write bytes) -> DataIDs, or DataResults (+ read bytes) if Wait
+	MethodDataWait       Method = 81 // DataIDs -> DataResults (+ read bytes), once all are done
+	MethodDataStatus     Method = 82 // DataIDs -> DataResults (State), at once; a completed one is forgotten
+	MethodDataFlush      Method = 83 // IDArg (object) -> (empty) once its data is fsynced
+	MethodDataDelete     Method = 84 // IDArg (object) -> (empty) once its data is removed
+	MethodDataQuery      Method = 85 // DataQuery -> DataQueryResult (+ indices, values): a value query over this server's parts
+	MethodDataLane       Method = 86 // DataLaneReq -> DataLane: a shared-memory lane for this client's payloads
+	MethodSlotFile       Method = 87 // SlotFile (+ bytes) -> (empty): a piece of a data slot moving here, at start
+	MethodSlotCommit     Method = 88 // SlotCommit -> (empty) once the slot's files are checked and it is held here
+	MethodDataDeleteObjs Method = 95 // ObjIDs -> (empty) once the data of every object named is removed
 )
 
 var methodNames = map[Method]string{
@@ -86,6 +91,8 @@ var methodNames = map[Method]string{
 	MethodContList:       "cont_list",
 	MethodContDelete:     "cont_delete",
 	MethodContLifetime:   "cont_lifetime",
+	MethodContDeleting:   "cont_deleting",
+	MethodContPage:       "cont_page",
 	MethodObjCreate:      "obj_create",
 	MethodObjOpen:        "obj_open",
 	MethodObjList:        "obj_list",
@@ -95,6 +102,8 @@ var methodNames = map[Method]string{
 	MethodObjOpenCount:   "obj_open_count",
 	MethodObjDeleteCont:  "obj_delete_cont",
 	MethodObjMembers:     "obj_members",
+	MethodObjPage:        "obj_page",
+	MethodObjPurge:       "obj_purge",
 	MethodTagPut:         "tag_put",
 	MethodTagGet:         "tag_get",
 	MethodTagDelete:      "tag_delete",
@@ -122,6 +131,7 @@ var methodNames = map[Method]string{
 	MethodDataLane:       "data_lane",
 	MethodSlotFile:       "slot_file",
 	MethodSlotCommit:     "slot_commit",
+	MethodDataDeleteObjs: "data_delete_objs",
 }
 
 func (m Method) String() string {
