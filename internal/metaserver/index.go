@@ -418,26 +418,6 @@ func (s *Service) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	return &rpc.Response{}, nil
 }
 
-// objectTagChanges returns the deletions of every tag of the objects.
-func (s *Service) objectTagChanges(ids []uint64) ([]tagChange, error) {
-	var out []tagChange
-	for _, id := range ids {
-		p := tagPrefix(kindObject, id)
-		err := s.scan(p, func(k, v []byte) error {
-			var tv wire.TagValue
-			if err := tv.Unmarshal(v); err != nil {
-				return fmt.Errorf("tag %q of object %d: stored value: %w", k[len(p):], id, err)
-			}
-			out = append(out, tagChange{id: id, key: string(k[len(p):]), old: &tv})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // openIndex checks how the store's index was built. A store whose index
 // was built otherwise (another suffix-tree mode, or with the index off) or
 // that has none is reindexed: its entries and outbox are dropped and every

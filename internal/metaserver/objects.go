@@ -306,15 +306,21 @@ func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
+	// Clients that page use obj_page; this one answers older clients, in
+	// one reply, as long as it stays within what they accept.
 	var out wire.ObjList
+	size := 0
 	err := s.scan(memberPrefix(a.ID), func(k, _ []byte) error {
 		id := binary.BigEndian.Uint64(k[9:])
-		m, _, err := s.loadObjByID(id)
+		m, n, err := s.loadObjRaw(id)
 		if errors.Is(err, pdc.ErrNotFound) {
 			return nil // deleted meanwhile
 		}
 		if err != nil {
 			return err
+		}
+		if size += n + 8; size > legacyReplyBytes {
+			return fmt.Errorf("container %d has more members here than one obj_list reply holds; list it with a client that pages (obj_page): %w", a.ID, pdc.ErrTooLarge)
 		}
 		out.Items = append(out.Items, *m)
 		return ctx.Err()
@@ -356,17 +362,7 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 			_ = b.Delete(keyMember(u.cont, u.obj), nil)
 			_ = b.Delete(keyAdded(u.obj, u.cont), nil)
 		}
-		if err := s.deleteObjsBatch(b, ms, idents); err != nil {
-			return nil, err
-		}
-		if !s.ix.on {
-			return nil, nil
-		}
-		ids := make([]uint64, len(ms))
-		for i, m := range ms {
-			ids[i] = m.ID
-		}
-		return s.objectTagChanges(ids)
+		return s.deleteObjsBatch(b, ms, idents)
 	})
 	if err != nil {
 		if len(ms) == 0 {
@@ -384,26 +380,63 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 	return nil
 }
 
-func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) error {
+// deleteObjsBatch adds the deletes of the objects' keys to b and returns
+// the deletions of their tags for the index (none with the index off).
+//
+// One iterator finds what each object has: a delete of thousands (a page
+// of a container being deleted) costs a seek per kind of key and object,
+// not an iterator each, and a range deletion only for a kind the object
+// has, not three for every object. Every writer of an object's tags,
+// region maps and memberships holds updateMu for reading and checks that
+// the object exists, and the caller holds it for writing: nothing lands
+// between the look and the commit.
+func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) ([]tagChange, error) {
+	it, err := s.st.db.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	// has reports whether a key with prefix p exists, leaving it there.
+	// Bounded to p: an unbounded seek past a prefix steps over every
+	// deleted key after it, and a page deletes thousands.
+	has := func(p []byte) bool {
+		it.SetBounds(p, prefixEnd(p))
+		return it.First()
+	}
+	var changes []tagChange
 	for i, m := range ms {
 		_ = b.Delete(keyObj(idents[i]), nil)
 		_ = b.Delete(keyObjID(m.ID), nil)
 		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
 		// The containers it was added to.
-		ap := addedPrefix(m.ID)
-		err := s.scan(ap, func(k, _ []byte) error {
-			return b.Delete(keyMember(binary.BigEndian.Uint64(k[9:]), m.ID), nil)
-		})
-		if err != nil {
-			return fmt.Errorf("object %q: memberships: %w", m.Name, err)
+		if ap := addedPrefix(m.ID); has(ap) {
+			for ; it.Valid(); it.Next() {
+				_ = b.Delete(keyMember(binary.BigEndian.Uint64(it.Key()[len(ap):]), m.ID), nil)
+			}
+			_ = b.DeleteRange(ap, prefixEnd(ap), nil)
 		}
-		_ = b.DeleteRange(ap, prefixEnd(ap), nil)
-		tp := tagPrefix(kindObject, m.ID)
-		_ = b.DeleteRange(tp, prefixEnd(tp), nil)
-		rp := regionPrefix(m.ID)
-		_ = b.DeleteRange(rp, prefixEnd(rp), nil)
+		if tp := tagPrefix(kindObject, m.ID); has(tp) {
+			for ; s.ix.on && it.Valid(); it.Next() {
+				v, err := it.ValueAndErr()
+				if err != nil {
+					return nil, err
+				}
+				var tv wire.TagValue
+				if err := tv.Unmarshal(v); err != nil {
+					return nil, fmt.Errorf("tag %q of object %d: stored value: %w", it.Key()[len(tp):], m.ID, err)
+				}
+				changes = append(changes, tagChange{id: m.ID, key: string(it.Key()[len(tp):]), old: &tv})
+			}
+			_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+		}
+		if rp := regionPrefix(m.ID); has(rp) {
+			_ = b.DeleteRange(rp, prefixEnd(rp), nil)
+		}
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("object %q: %w", m.Name, err)
+		}
 	}
-	return nil
+	return changes, nil
 }
 
 func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -432,6 +465,11 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 		}
 		if err != nil {
 			return err
+		}
+		if len(ms)+len(unlink) == MaxBatch {
+			// One commit of all would have no bound: clients that page
+			// purge (obj_purge).
+			return fmt.Errorf("container %d has more than %d members here to delete in one obj_delete_cont; delete it with a client that pages (obj_purge): %w", a.ID, MaxBatch, pdc.ErrTooLarge)
 		}
 		if m.ContID != a.ID {
 			unlink = append(unlink, membership{a.ID, id})

@@ -158,3 +158,10 @@ func (t *openTable) openIn(cont uint64) (n int, example uint64) {
 	}
 	return n, example
 }
+
+// isOpen reports whether any session has object obj open.
+func (t *openTable) isOpen(obj uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byObj[obj] != nil
+}

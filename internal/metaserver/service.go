@@ -212,6 +212,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodContList, s.contList)
 	srv.Handle(wire.MethodContDelete, s.contDelete)
 	srv.Handle(wire.MethodContLifetime, s.contLifetime)
+	srv.Handle(wire.MethodContDeleting, s.contDeleting)
+	srv.Handle(wire.MethodContPage, s.contPage)
 	srv.HandleInlineUpTo(wire.MethodObjCreate, s.objCreate, smallBatch)
 	srv.HandleInlineUpTo(wire.MethodObjOpen, s.objOpen, smallBatch)
 	srv.Handle(wire.MethodObjList, s.objList)
@@ -225,6 +227,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
 	srv.Handle(wire.MethodObjMembers, s.objMembers)
+	srv.Handle(wire.MethodObjPage, s.objPage)
+	srv.Handle(wire.MethodObjPurge, s.objPurge)
 	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
 	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
 	srv.HandleInline(wire.MethodTagGet, s.tagGet)
@@ -325,6 +329,9 @@ func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	if m, err := s.loadCont(c.Name); err == nil {
+		if m.Deleting {
+			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
+		}
 		return rpc.Respond(&wire.ContReply{Meta: *m}), nil
 	} else if !isNotFound(err) {
 		return nil, err
@@ -368,8 +375,14 @@ func (s *Service) contList(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	// Clients that page use cont_page; this one answers older clients,
+	// in one reply, as long as it stays within what they accept.
 	var out wire.ContList
+	size := 0
 	err := s.scan([]byte{'C'}, func(_, v []byte) error {
+		if size += len(v) + 8; size > legacyReplyBytes {
+			return fmt.Errorf("this server holds more containers than one cont_list reply holds; list them with a client that pages (cont_page): %w", pdc.ErrTooLarge)
+		}
 		var m wire.ContainerMeta
 		if err := m.Unmarshal(v); err != nil {
 			return err

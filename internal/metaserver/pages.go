@@ -1,0 +1,307 @@
+package metaserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Paged listing and deleting of containers (docs/design/0017): every
+// answer is bounded, in items and in bytes, whatever a container holds,
+// and so is the work of every request.
+const (
+	// pageBytes is the byte budget of a page's answer, well under the
+	// 1 MiB header a client accepts by default.
+	pageBytes = 256 << 10
+	// pageRecords bounds the records of one page.
+	pageRecords = 4096
+	// pageIDs bounds the ids of one page of ids.
+	pageIDs = 16384
+	// pageCount bounds the members one count request counts.
+	pageCount = 1 << 18
+	// legacyReplyBytes bounds the answers of the unpaged methods kept for
+	// older clients (obj_list, cont_list): past it they refuse.
+	legacyReplyBytes = 768 << 10
+)
+
+// checkPageVersion refuses requests of a page version this build does
+// not speak.
+func checkPageVersion(what string, v uint32) error {
+	if v != wire.PageVersion {
+		return fmt.Errorf("%s request of version %d; this server speaks version %d: %w", what, v, wire.PageVersion, pdc.ErrVersion)
+	}
+	return nil
+}
+
+// pageLimit is the item bound of a page: the client's, at most max.
+func pageLimit(asked uint32, max int) int {
+	if asked == 0 || int64(asked) > int64(max) {
+		return max
+	}
+	return int(asked)
+}
+
+// objPage answers a page of the members of a container held here, in id
+// order, resuming after the id the client names: the cursor is the
+// client's, so the server keeps nothing between pages, and members
+// created or deleted meanwhile are listed or not, each at most once.
+func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var q wire.ObjPageReq
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := checkPageVersion("object page", q.Version); err != nil {
+		return nil, err
+	}
+	if q.ContID == 0 {
+		return nil, fmt.Errorf("object page: no container given: %w", pdc.ErrInvalid)
+	}
+	out := wire.ObjPage{Version: wire.PageVersion}
+	if q.After == math.MaxUint64 {
+		return rpc.Respond(&out), nil
+	}
+	p := memberPrefix(q.ContID)
+	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: keyMember(q.ContID, q.After+1), UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var last uint64 // the last member scanned
+	size, n := 0, 0
+	switch {
+	case q.Count:
+		limit := pageLimit(q.Limit, pageCount)
+		for ok := it.First(); ok; ok = it.Next() {
+			if n == limit {
+				out.Next = last
+				break
+			}
+			last = binary.BigEndian.Uint64(it.Key()[len(p):])
+			n++
+			if n%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+		out.N = uint64(n)
+	case q.IDsOnly:
+		limit := pageLimit(q.Limit, pageIDs)
+		for ok := it.First(); ok; ok = it.Next() {
+			if len(out.IDs) == limit {
+				out.Next = last
+				break
+			}
+			last = binary.BigEndian.Uint64(it.Key()[len(p):])
+			out.IDs = append(out.IDs, last)
+			// An added member has its reverse key; a home member has none.
+			_, added, err := s.st.get(keyAdded(last, q.ContID))
+			if err != nil {
+				return nil, err
+			}
+			if added {
+				out.Added = append(out.Added, last)
+			}
+		}
+	default:
+		limit := pageLimit(q.Limit, pageRecords)
+		for ok := it.First(); ok; ok = it.Next() {
+			if n == limit || size >= pageBytes {
+				out.Next = last
+				break
+			}
+			last = binary.BigEndian.Uint64(it.Key()[len(p):])
+			n++
+			m, raw, err := s.loadObjRaw(last)
+			if errors.Is(err, pdc.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, err
+			}
+			out.Items = append(out.Items, *m)
+			size += raw + 8
+			if n%256 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
+	}
+	return rpc.Respond(&out), nil
+}
+
+// loadObjRaw loads object id's record and returns it with its size in
+// bytes.
+func (s *Service) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
+	ident, ok, err := s.st.get(keyObjID(id))
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return nil, 0, fmt.Errorf("object %d: %w", id, pdc.ErrNotFound)
+	}
+	v, ok, err := s.st.get(keyObj(ident))
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return nil, 0, fmt.Errorf("object %q: %w", identName(ident), pdc.ErrNotFound)
+	}
+	var m wire.ObjectMeta
+	if err := m.Unmarshal(v); err != nil {
+		return nil, 0, fmt.Errorf("object %q: stored record: %w", identName(ident), err)
+	}
+	return &m, len(v), nil
+}
+
+// contPage answers a page of the containers held here, in name order,
+// resuming after the name the client names.
+func (s *Service) contPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var q wire.ContPageReq
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := checkPageVersion("container page", q.Version); err != nil {
+		return nil, err
+	}
+	lower := []byte{'C'}
+	if q.After != "" {
+		lower = append(keyCont(q.After), 0) // the first name after it
+	}
+	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{'D'}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := wire.ContPage{Version: wire.PageVersion}
+	limit := pageLimit(q.Limit, pageRecords)
+	size := 0
+	last := ""
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(out.Items) == limit || size >= pageBytes {
+			out.Next = last
+			break
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		var m wire.ContainerMeta
+		if err := m.Unmarshal(v); err != nil {
+			return nil, fmt.Errorf("container %q: stored record: %w", it.Key()[1:], err)
+		}
+		out.Items = append(out.Items, m)
+		last = m.Name
+		size += len(v) + 8
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return rpc.Respond(&out), nil
+}
+
+// contDeleting marks a container as being deleted and returns its record.
+// From then on it cannot be created again or opened, only deleted; a
+// delete that stopped half-way (the client or a server died) is finished
+// by deleting it again.
+func (s *Service) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var k wire.ContKey
+	if err := decode(req, &k); err != nil {
+		return nil, err
+	}
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	m, err := s.resolveCont(&k)
+	if err != nil {
+		return nil, err
+	}
+	if m.Deleting {
+		return rpc.Respond(m), nil
+	}
+	m.Deleting = true
+	b := s.st.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(keyCont(m.Name), m.Marshal(nil), nil)
+	if err := s.st.commit(b); err != nil {
+		return nil, fmt.Errorf("container %q: mark as being deleted: %w", m.Name, err)
+	}
+	return rpc.Respond(m), nil
+}
+
+// objPurge deletes a page of a container's members held here: the objects
+// whose home it is (the client deleted their data first) with their tags,
+// index entries and region maps, and the memberships of objects added to
+// it, all in one commit, so that a crash leaves each object whole or gone.
+// Ids that are no longer members are skipped: a purge the client sends
+// again after a crash deletes what is left.
+func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var q wire.ObjPurge
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := checkPageVersion("purge", q.Version); err != nil {
+		return nil, err
+	}
+	if q.ContID == 0 {
+		return nil, fmt.Errorf("purge: no container given: %w", pdc.ErrInvalid)
+	}
+	if len(q.IDs) > MaxBatch {
+		return nil, fmt.Errorf("purge of %d objects; want at most %d: %w", len(q.IDs), MaxBatch, pdc.ErrInvalid)
+	}
+	ids := slices.Clone(q.IDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	var ms []*wire.ObjectMeta
+	var idents [][]byte
+	var unlink []membership
+	for _, id := range ids {
+		m, ident, err := s.loadObjByID(id)
+		if errors.Is(err, pdc.ErrNotFound) {
+			continue // purged before
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.ContID != q.ContID {
+			// Added to the container, if it still is.
+			_, member, err := s.st.get(keyAdded(id, q.ContID))
+			if err != nil {
+				return nil, err
+			}
+			if member {
+				unlink = append(unlink, membership{q.ContID, id})
+			}
+			continue
+		}
+		if !q.Force && s.opens.isOpen(id) {
+			return nil, fmt.Errorf("container %d: object %q (id %d) is open: close it first: %w", q.ContID, m.Name, id, pdc.ErrInvalid)
+		}
+		ms, idents = append(ms, m), append(idents, ident)
+	}
+	if len(ms) > 0 || len(unlink) > 0 {
+		if err := s.deleteObjs(ctx, ms, idents, unlink); err != nil {
+			return nil, fmt.Errorf("container %d: %w", q.ContID, err)
+		}
+	}
+	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
+}
