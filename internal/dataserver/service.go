@@ -257,6 +257,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.HandleInline(wire.MethodDataStatus, s.status)
 	srv.Handle(wire.MethodDataFlush, s.flush)
 	srv.Handle(wire.MethodDataDelete, s.delete)
+	srv.Handle(wire.MethodDataDeleteObjs, s.deleteObjs)
 	srv.Handle(wire.MethodDataQuery, s.query)
 	srv.Handle(wire.MethodDataLane, s.makeLane)
 }

@@ -341,35 +341,78 @@ func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
 	}
-	if err := s.awaitSlots(ctx); err != nil {
+	if err := s.deleteObject(ctx, m.ID); err != nil {
 		return nil, err
 	}
+	return &rpc.Response{}, nil
+}
+
+// maxDeleteObjs bounds the objects of one data_delete_objs request.
+const maxDeleteObjs = 1 << 16
+
+// deleteObjs removes the data of many objects, a page of a container
+// being deleted, with one fsync of the directory (with sync durability).
+func (s *Service) deleteObjs(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.ObjIDs
+	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	if m.Version != wire.PageVersion {
+		return nil, fmt.Errorf("delete objects request of version %d; this server speaks version %d: %w", m.Version, wire.PageVersion, pdc.ErrVersion)
+	}
+	if len(m.IDs) > maxDeleteObjs {
+		return nil, fmt.Errorf("delete the data of %d objects; want at most %d: %w", len(m.IDs), maxDeleteObjs, pdc.ErrInvalid)
+	}
+	if err := s.deleteData(ctx, m.IDs); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+// deleteObject removes object id's data.
+func (s *Service) deleteObject(ctx context.Context, id uint64) error {
+	return s.deleteData(ctx, []uint64{id})
+}
+
+// deleteData removes the objects' data once the writes queued for them
+// are done.
+func (s *Service) deleteData(ctx context.Context, ids []uint64) error {
+	if err := s.awaitSlots(ctx); err != nil {
+		return err
+	}
 	// Writes still queued would bring the data back after it is gone.
-	s.mu.Lock()
 	var pending []*transfer
-	for w := range s.mu.writes[m.ID] {
-		pending = append(pending, w)
+	s.mu.Lock()
+	for _, id := range ids {
+		for w := range s.mu.writes[id] {
+			pending = append(pending, w)
+		}
 	}
 	s.mu.Unlock()
 	for _, w := range pending {
 		select {
 		case <-w.done:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("object %d: waiting for its queued writes before deleting: %w", m.ID, ctxErr(ctx, ctx.Err()))
+			if len(ids) == 1 {
+				return fmt.Errorf("object %d: waiting for its queued writes before deleting: %w", ids[0], ctxErr(ctx, ctx.Err()))
+			}
+			return fmt.Errorf("waiting for the queued writes of %d objects before deleting them: %w", len(ids), ctxErr(ctx, ctx.Err()))
 		}
 	}
-	// Slots this server cannot reach are left alone: the object's data
+	// Slots this server cannot reach are left alone: the objects' data
 	// there, if any, is found as orphaned when they come back.
 	stores, _ := s.allStores()
 	for _, st := range stores {
-		if err := st.Delete(m.ID); err != nil {
-			return nil, err
+		if err := st.DeleteMany(ids); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()
-	delete(s.mu.layouts, m.ID)
+	for _, id := range ids {
+		delete(s.mu.layouts, id)
+	}
 	s.mu.Unlock()
-	return &rpc.Response{}, nil
+	return nil
 }
 
 // ctxErr turns a context's end into pdc's sentinel.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -95,6 +96,11 @@ type Store struct {
 	mu struct {
 		sync.Mutex
 		objects map[uint64]*object // guarded by mu
+		// onDisk holds the objects that had files when the store opened
+		// (listed once, then only shrinking). Files are made only through
+		// an object's entry in objects, so an object with neither has no
+		// files: deleting it takes no system call. Guarded by mu.
+		onDisk map[uint64]struct{}
 	}
 }
 
@@ -121,9 +127,32 @@ func Open(opts Options) (*Store, error) {
 	if err := fsys.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("region store: %w", err)
 	}
+	onDisk, err := listObjects(fsys, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{opts: opts, fs: fsys, files: newFileCache(fsys, maxOpenFiles)}
 	s.mu.objects = map[uint64]*object{}
+	s.mu.onDisk = onDisk
 	return s, nil
+}
+
+// listObjects returns the objects that have files in dir, by the names
+// path gives them: %016x then an extension.
+func listObjects(fsys vfs.FS, dir string) (map[uint64]struct{}, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("region store: list %s: %w", dir, err)
+	}
+	out := map[uint64]struct{}{}
+	for _, name := range names {
+		if len(name) > 17 && name[16] == '.' {
+			if id, err := strconv.ParseUint(name[:16], 16, 64); err == nil {
+				out[id] = struct{}{}
+			}
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) path(obj uint64, ext string) string {
@@ -561,17 +590,61 @@ func (s *Store) flush(o *object) error {
 
 // Delete removes every file of object obj; it is not an error if there
 // are none.
-func (s *Store) Delete(obj uint64) error {
-	o, err := s.object(obj)
-	if err != nil {
+func (s *Store) Delete(obj uint64) error { return s.DeleteMany([]uint64{obj}) }
+
+// DeleteMany removes every file of the objects objs, as Delete does each,
+// with one fsync of the directory for all of them (with Sync).
+func (s *Store) DeleteMany(objs []uint64) error {
+	for _, obj := range objs {
+		if err := s.delete(obj); err != nil {
+			return err
+		}
+	}
+	if s.opts.Sync && len(objs) > 0 {
+		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+			return fmt.Errorf("region store: delete %d objects: %w", len(objs), err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) delete(obj uint64) error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return errClosed
+	}
+	o := s.mu.objects[obj]
+	if o == nil {
+		// Untouched since Open: no one can make its entry while s.mu is
+		// held, and none is made, so that deleting many objects that
+		// were never used here costs no memory, and those that had no
+		// files at Open no system call.
+		var err error
+		if _, ok := s.mu.onDisk[obj]; ok {
+			if err = s.removeFiles(obj); err == nil {
+				delete(s.mu.onDisk, obj)
+			}
+		}
+		s.mu.Unlock()
 		return err
 	}
+	s.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s.closed.Load() {
 		return errClosed
 	}
 	o.maps.drop()
+	err := s.removeFiles(obj)
+	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
+	return err
+}
+
+// removeFiles removes object obj's files. The caller keeps others from
+// using them: it holds the object's lock, or s.mu for an object that has
+// no entry.
+func (s *Store) removeFiles(obj uint64) error {
 	var errs []error
 	for _, ext := range []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp"} {
 		p := s.path(obj, ext)
@@ -582,14 +655,8 @@ func (s *Store) Delete(obj uint64) error {
 			errs = append(errs, err)
 		}
 	}
-	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("region store: delete object %d: %w", obj, err)
-	}
-	if s.opts.Sync {
-		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
-			return fmt.Errorf("region store: delete object %d: %w", obj, err)
-		}
 	}
 	return nil
 }
