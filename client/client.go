@@ -36,6 +36,7 @@ type options struct {
 	regionMode    string
 	regionModeSet bool
 	laneSize      int
+	pageSize      int
 }
 
 // WithTmpDir reads the server list and secret from dir instead of
@@ -96,6 +97,7 @@ type Client struct {
 	pools   []*rpc.Pool
 
 	poolSize int
+	pageSize int // items asked for per page of a listing; 0: the servers' bound
 
 	metaOnce sync.Once
 	meta     []int // ranks of the metadata servers
@@ -165,7 +167,7 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.laneSize <= 0 {
 		o.laneSize = defaultLaneSize
 	}
-	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize,
+	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize, pageSize: max(o.pageSize, 0),
 		stage: o.stage(), lanes: lanes{mode: mode, size: o.laneSize}}
 	if c.stage.host == "" {
 		c.stage.host = cluster.HostName()

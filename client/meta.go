@@ -130,6 +130,10 @@ type ContainerInfo struct {
 	Created  time.Time
 	// Server is the rank of the metadata server that holds it.
 	Server int
+	// Deleting says a delete of the container began and did not finish
+	// (the client or a server died): it cannot be opened, and deleting it
+	// again finishes the delete.
+	Deleting bool
 }
 
 // ObjectInfo describes an object.
@@ -253,7 +257,21 @@ type Container struct {
 
 func (c *Client) contInfo(m *wire.ContainerMeta) ContainerInfo {
 	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
-	return ContainerInfo{ID: m.ID, Name: m.Name, Lifetime: Lifetime(m.Lifetime), Created: time.Unix(0, m.CreatedUnix), Server: rank}
+	return ContainerInfo{ID: m.ID, Name: m.Name, Lifetime: Lifetime(m.Lifetime), Created: time.Unix(0, m.CreatedUnix), Server: rank,
+		Deleting: m.Deleting}
+}
+
+// openable refuses a container whose delete began, unless opts say not
+// to.
+func openable(m *wire.ContainerMeta, opts []ContainerOption) error {
+	var o containerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if m.Deleting && !o.deleting {
+		return fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s): %w", m.Name, m.Name, pdc.ErrNotFound)
+	}
+	return nil
 }
 
 // CreateContainer creates a container, or returns the existing container of
@@ -273,8 +291,20 @@ func (c *Client) CreateContainer(ctx context.Context, name string, lifetime Life
 	return &Container{c: c, info: c.contInfo(&rep.Meta)}, rep.Created, nil
 }
 
-// OpenContainer opens an existing container by name.
-func (c *Client) OpenContainer(ctx context.Context, name string) (*Container, error) {
+// ContainerOption qualifies OpenContainer and OpenContainerID.
+type ContainerOption func(*containerOptions)
+
+type containerOptions struct{ deleting bool }
+
+// EvenBeingDeleted opens a container whose delete stopped half-way (the
+// client or a server died), which is refused otherwise: to list what is
+// left of it, or to finish the delete with Delete.
+func EvenBeingDeleted() ContainerOption { return func(o *containerOptions) { o.deleting = true } }
+
+// OpenContainer opens an existing container by name. A container whose
+// delete began and did not finish is pdc.ErrNotFound (see
+// EvenBeingDeleted).
+func (c *Client) OpenContainer(ctx context.Context, name string, opts ...ContainerOption) (*Container, error) {
 	rank, err := c.ownerOfKey(placement.Key(name, 0))
 	if err != nil {
 		return nil, err
@@ -283,11 +313,14 @@ func (c *Client) OpenContainer(ctx context.Context, name string) (*Container, er
 	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{Name: name}, &m); err != nil {
 		return nil, fmt.Errorf("open container %q: %w", name, err)
 	}
+	if err := openable(&m, opts); err != nil {
+		return nil, fmt.Errorf("open container %q: %w", name, err)
+	}
 	return &Container{c: c, info: c.contInfo(&m)}, nil
 }
 
-// OpenContainerID opens an existing container by id.
-func (c *Client) OpenContainerID(ctx context.Context, id uint64) (*Container, error) {
+// OpenContainerID opens an existing container by id, as OpenContainer.
+func (c *Client) OpenContainerID(ctx context.Context, id uint64, opts ...ContainerOption) (*Container, error) {
 	rank, err := c.ownerOfKey(placement.KeyOf(id))
 	if err != nil {
 		return nil, err
@@ -296,27 +329,23 @@ func (c *Client) OpenContainerID(ctx context.Context, id uint64) (*Container, er
 	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{ID: id}, &m); err != nil {
 		return nil, fmt.Errorf("open container %d: %w", id, err)
 	}
+	if err := openable(&m, opts); err != nil {
+		return nil, fmt.Errorf("open container %d: %w", id, err)
+	}
 	return &Container{c: c, info: c.contInfo(&m)}, nil
 }
 
-// Containers lists every container of the cluster, by name.
+// Containers lists every container of the cluster, by name, in a slice
+// (AllContainers pages through them without one).
 func (c *Client) Containers(ctx context.Context) ([]ContainerInfo, error) {
-	var mu sync.Mutex
 	var out []ContainerInfo
-	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		var l wire.ContList
-		if err := c.call(ctx, rank, wire.MethodContList, nil, &l); err != nil {
-			return err
+	for ci, err := range c.AllContainers(ctx) {
+		if err != nil {
+			return out, err
 		}
-		mu.Lock()
-		for i := range l.Items {
-			out = append(out, c.contInfo(&l.Items[i]))
-		}
-		mu.Unlock()
-		return nil
-	})
-	sortBy(out, func(i ContainerInfo) string { return i.Name })
-	return out, err
+		out = append(out, ci)
+	}
+	return out, nil
 }
 
 // Info returns what the container was when opened.
@@ -342,54 +371,22 @@ func (ct *Container) SetLifetime(ctx context.Context, l Lifetime) error {
 }
 
 // Delete deletes the container and every object whose home it is (the
-// objects created in it). Objects added to it from other containers
-// (AddObjects) only lose this membership: they stay in their homes. It
-// fails, deleting nothing, while any object whose home it is is open (by
-// any client).
+// objects created in it), with their data, tags and index entries.
+// Objects added to it from other containers (AddObjects) only lose this
+// membership: they stay in their homes. It fails, deleting nothing, while
+// any object whose home it is is open (by any client).
+//
+// It works through the container a page at a time, each page deleted
+// whole: the objects' data first, then their metadata in one commit of
+// their metadata server. Its memory and each request's are bounded
+// whatever the container holds. If it stops half-way (ctx ends, the
+// client or a server dies), the container stays marked as being deleted:
+// it can no longer be opened or created, and deleting it again
+// (Client.DeleteContainer, pdc cont rm) finishes the delete. No object is
+// ever left with its metadata gone and its data, tags or index entries
+// there.
 func (ct *Container) Delete(ctx context.Context) error {
-	what := fmt.Sprintf("delete container %q", ct.info.Name)
-	var mu sync.Mutex
-	var open uint64
-	err := ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		var n wire.Count
-		if err := ct.c.call(ctx, rank, wire.MethodObjOpenCount, &wire.IDArg{ID: ct.info.ID}, &n); err != nil {
-			return err
-		}
-		mu.Lock()
-		open += n.N
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if open > 0 {
-		return fmt.Errorf("%s: %d of its objects are open; close them first: %w", what, open, pdc.ErrInvalid)
-	}
-	// Data first: should it fail, the metadata still names what to retry.
-	objs, err := ct.Objects(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	for _, info := range objs {
-		if info.ContainerID != ct.info.ID {
-			continue // added to it: it stays in its home
-		}
-		o := newObject(ct.c, info)
-		if err := o.deleteData(ctx); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	err = ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		return ct.c.call(ctx, rank, wire.MethodObjDeleteCont, &wire.IDArg{ID: ct.info.ID}, nil)
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContDelete, &wire.ContKey{ID: ct.info.ID}, nil); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return ct.c.deleteContainer(ctx, ct.info, false)
 }
 
 // DeleteTransient deletes every transient container with its objects,
@@ -405,14 +402,8 @@ func (c *Client) DeleteTransient(ctx context.Context) (int, error) {
 		if ci.Lifetime != Transient {
 			continue
 		}
-		err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-			return c.call(ctx, rank, wire.MethodObjDeleteCont, &wire.IDArg{ID: ci.ID, Force: true}, nil)
-		})
-		if err == nil {
-			err = c.call(ctx, ci.Server, wire.MethodContDelete, &wire.ContKey{ID: ci.ID}, nil)
-		}
-		if err != nil {
-			return n, fmt.Errorf("delete transient container %q: %w", ci.Name, err)
+		if err := c.deleteContainer(ctx, ci, true); err != nil {
+			return n, fmt.Errorf("transient: %w", err)
 		}
 		n++
 	}
@@ -420,24 +411,19 @@ func (c *Client) DeleteTransient(ctx context.Context) (int, error) {
 }
 
 // Objects lists the container's objects (from every metadata server),
-// sorted by name: those whose home it is and those added to it
+// sorted by name, in a slice: those whose home it is and those added to it
 // (AddObjects). An object's ContainerID is its home: another container's
-// id for an added one.
+// id for an added one. All pages through them without holding them all.
 func (ct *Container) Objects(ctx context.Context) ([]ObjectInfo, error) {
-	var mu sync.Mutex
 	var out []ObjectInfo
-	err := ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		var l wire.ObjList
-		if err := ct.c.call(ctx, rank, wire.MethodObjList, &wire.IDArg{ID: ct.info.ID}, &l); err != nil {
-			return err
+	var err error
+	for info, ierr := range ct.All(ctx) {
+		if ierr != nil {
+			err = ierr
+			break
 		}
-		mu.Lock()
-		for i := range l.Items {
-			out = append(out, ct.c.objInfo(&l.Items[i]))
-		}
-		mu.Unlock()
-		return nil
-	})
+		out = append(out, info)
+	}
 	sortBy(out, func(i ObjectInfo) string { return i.Name })
 	return out, err
 }
@@ -515,6 +501,9 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 	// server, must still be there.
 	var m wire.ContainerMeta
 	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContGet, &wire.ContKey{ID: ct.info.ID}, &m); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := openable(&m, nil); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	ranks := make([]int, 0, len(groups))

@@ -1,0 +1,401 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// WithPageSize bounds the items the client asks for in each page of a
+// listing (Cursor) or of a container delete; 0, the default, takes each
+// server's bound (thousands). Small pages cost more round trips; tests use
+// them to page through few objects.
+func WithPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
+
+// Cursor walks a listing that metadata servers hand out a page at a time:
+// the objects of a container (Container.ObjectCursor) or every container
+// (Client.ContainerCursor). It holds at most one page per metadata server
+// (a few hundred KiB), whatever the listing holds, and merges the servers'
+// pages into one order: containers by name, objects by id.
+//
+// A cursor is not a snapshot: what is created or deleted while it walks
+// may be listed or not, but nothing is listed twice, and everything there
+// from the start to the end of the walk is listed once. Not safe for
+// concurrent use.
+type Cursor[T any] struct {
+	streams []*stream[T]
+	cmp     func(a, b T) int
+	err     error
+}
+
+// stream is one metadata server's part of a listing.
+type stream[T any] struct {
+	buf  []T
+	done bool
+	// fetch gets the server's next page, keeping its own place; done
+	// says the server has no more.
+	fetch func(ctx context.Context) (items []T, done bool, err error)
+}
+
+// Next returns the next item; false at the end. After an error every call
+// returns it again.
+func (cu *Cursor[T]) Next(ctx context.Context) (T, bool, error) {
+	var zero T
+	if cu.err != nil {
+		return zero, false, cu.err
+	}
+	// Each server with an empty page gets its next one; a page may come
+	// back empty and not last (its members were deleted meanwhile).
+	for {
+		var need []*stream[T]
+		for _, s := range cu.streams {
+			if len(s.buf) == 0 && !s.done {
+				need = append(need, s)
+			}
+		}
+		if len(need) == 0 {
+			break
+		}
+		if err := fetchAll(ctx, need); err != nil {
+			cu.err = err
+			return zero, false, err
+		}
+	}
+	var best *stream[T]
+	for _, s := range cu.streams {
+		if len(s.buf) > 0 && (best == nil || cu.cmp(s.buf[0], best.buf[0]) < 0) {
+			best = s
+		}
+	}
+	if best == nil {
+		return zero, false, nil
+	}
+	v := best.buf[0]
+	best.buf[0] = zero // the page is not kept alive by what it held
+	best.buf = best.buf[1:]
+	return v, true, nil
+}
+
+// fetchAll refills the streams, concurrently when there are several.
+func fetchAll[T any](ctx context.Context, ss []*stream[T]) error {
+	errs := make([]error, len(ss))
+	fill := func(i int) {
+		s := ss[i]
+		s.buf, s.done, errs[i] = s.fetch(ctx)
+	}
+	if len(ss) == 1 {
+		fill(0)
+		return errs[0]
+	}
+	var wg sync.WaitGroup
+	for i := range ss {
+		wg.Go(func() { fill(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// All returns an iterator over the rest of the listing. An error is the
+// last pair it yields.
+func (cu *Cursor[T]) All(ctx context.Context) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for {
+			v, ok, err := cu.Next(ctx)
+			if err != nil {
+				yield(v, err)
+				return
+			}
+			if !ok || !yield(v, nil) {
+				return
+			}
+		}
+	}
+}
+
+// objPage asks the metadata server of rank for a page of container
+// cont's members after id after.
+func (c *Client) objPage(ctx context.Context, rank int, q wire.ObjPageReq) (*wire.ObjPage, error) {
+	q.Version = wire.PageVersion
+	if q.Limit == 0 && c.pageSize > 0 {
+		q.Limit = uint32(min(c.pageSize, 1<<30))
+	}
+	var p wire.ObjPage
+	if err := c.call(ctx, rank, wire.MethodObjPage, &q, &p); err != nil {
+		return nil, err
+	}
+	if p.Next != 0 && p.Next <= q.After {
+		return nil, fmt.Errorf("%s: obj_page: the page after object %d ends at %d: %w", c.label(rank), q.After, p.Next, pdc.ErrProtocol)
+	}
+	return &p, nil
+}
+
+// ObjectCursor returns a cursor over the container's objects, in
+// increasing id order: those whose home it is and those added to it
+// (AddObjects).
+func (ct *Container) ObjectCursor() *Cursor[ObjectInfo] {
+	cu := &Cursor[ObjectInfo]{cmp: func(a, b ObjectInfo) int { return cmp.Compare(a.ID, b.ID) }}
+	for _, rank := range ct.c.metaServers() {
+		var after uint64
+		cu.streams = append(cu.streams, &stream[ObjectInfo]{fetch: func(ctx context.Context) ([]ObjectInfo, bool, error) {
+			p, err := ct.c.objPage(ctx, rank, wire.ObjPageReq{ContID: ct.info.ID, After: after})
+			if err != nil {
+				return nil, false, fmt.Errorf("container %q: list objects: %w", ct.info.Name, err)
+			}
+			out := make([]ObjectInfo, len(p.Items))
+			for i := range p.Items {
+				out[i] = ct.c.objInfo(&p.Items[i])
+			}
+			after = p.Next
+			return out, p.Next == 0, nil
+		}})
+	}
+	return cu
+}
+
+// All returns an iterator over the container's objects, in increasing id
+// order, a page per metadata server at a time (see Cursor):
+//
+//	for info, err := range ct.All(ctx) {
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+func (ct *Container) All(ctx context.Context) iter.Seq2[ObjectInfo, error] {
+	return ct.ObjectCursor().All(ctx)
+}
+
+// member is a member of a container, by id.
+type member struct {
+	id    uint64
+	added bool // added to the container by reference; its home is another
+}
+
+// memberCursor returns a cursor over the ids of the container's members.
+func (ct *Container) memberCursor() *Cursor[member] {
+	cu := &Cursor[member]{cmp: func(a, b member) int { return cmp.Compare(a.id, b.id) }}
+	for _, rank := range ct.c.metaServers() {
+		var after uint64
+		cu.streams = append(cu.streams, &stream[member]{fetch: func(ctx context.Context) ([]member, bool, error) {
+			p, err := ct.c.objPage(ctx, rank, wire.ObjPageReq{ContID: ct.info.ID, After: after, IDsOnly: true})
+			if err != nil {
+				return nil, false, fmt.Errorf("container %q: list object ids: %w", ct.info.Name, err)
+			}
+			after = p.Next
+			return members(p), p.Next == 0, nil
+		}})
+	}
+	return cu
+}
+
+// members returns the members of an ids page.
+func members(p *wire.ObjPage) []member {
+	out := make([]member, len(p.IDs))
+	added := p.Added
+	for i, id := range p.IDs {
+		out[i].id = id
+		if len(added) > 0 && added[0] == id {
+			out[i].added = true
+			added = added[1:]
+		}
+	}
+	return out
+}
+
+// ObjectIDs returns an iterator over the ids of the container's objects,
+// in increasing order, without their records: a page holds thousands.
+func (ct *Container) ObjectIDs(ctx context.Context) iter.Seq2[uint64, error] {
+	return func(yield func(uint64, error) bool) {
+		for m, err := range ct.memberCursor().All(ctx) {
+			if !yield(m.id, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Count returns how many objects the container has (home and added), as
+// the metadata servers count them now; each counts its part in steps of
+// bounded work.
+func (ct *Container) Count(ctx context.Context) (int, error) {
+	var mu sync.Mutex
+	total := 0
+	err := ct.c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+		var after uint64
+		for {
+			p, err := ct.c.objPage(ctx, rank, wire.ObjPageReq{ContID: ct.info.ID, After: after, Count: true, Limit: 0})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			total += int(p.N)
+			mu.Unlock()
+			if p.Next == 0 {
+				return nil
+			}
+			after = p.Next
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("container %q: count objects: %w", ct.info.Name, err)
+	}
+	return total, nil
+}
+
+// ContainerCursor returns a cursor over every container of the cluster,
+// by name.
+func (c *Client) ContainerCursor() *Cursor[ContainerInfo] {
+	cu := &Cursor[ContainerInfo]{cmp: func(a, b ContainerInfo) int { return strings.Compare(a.Name, b.Name) }}
+	for _, rank := range c.metaServers() {
+		after := ""
+		cu.streams = append(cu.streams, &stream[ContainerInfo]{fetch: func(ctx context.Context) ([]ContainerInfo, bool, error) {
+			q := wire.ContPageReq{Version: wire.PageVersion, After: after}
+			if c.pageSize > 0 {
+				q.Limit = uint32(min(c.pageSize, 1<<30))
+			}
+			var p wire.ContPage
+			if err := c.call(ctx, rank, wire.MethodContPage, &q, &p); err != nil {
+				return nil, false, fmt.Errorf("list containers: %w", err)
+			}
+			if p.Next != "" && p.Next <= after {
+				return nil, false, fmt.Errorf("%s: cont_page: the page after %q ends at %q: %w", c.label(rank), after, p.Next, pdc.ErrProtocol)
+			}
+			out := make([]ContainerInfo, len(p.Items))
+			for i := range p.Items {
+				out[i] = c.contInfo(&p.Items[i])
+			}
+			after = p.Next
+			return out, p.Next == "", nil
+		}})
+	}
+	return cu
+}
+
+// AllContainers returns an iterator over every container of the cluster,
+// by name, a page per metadata server at a time (see Cursor).
+func (c *Client) AllContainers(ctx context.Context) iter.Seq2[ContainerInfo, error] {
+	return c.ContainerCursor().All(ctx)
+}
+
+// ---- deleting
+
+// DeleteContainer deletes the container of that name as Container.Delete
+// does. It also finishes the delete of a container whose delete stopped
+// half-way, which can no longer be opened otherwise.
+func (c *Client) DeleteContainer(ctx context.Context, name string) error {
+	ct, err := c.OpenContainer(ctx, name, EvenBeingDeleted())
+	if err != nil {
+		return fmt.Errorf("delete container %q: %w", name, err)
+	}
+	return ct.Delete(ctx)
+}
+
+// deleteContainer deletes a container in pages (see Container.Delete);
+// force deletes open objects too.
+func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force bool) error {
+	what := fmt.Sprintf("delete container %q", info.Name)
+	if !force {
+		var mu sync.Mutex
+		var open uint64
+		err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
+			var n wire.Count
+			if err := c.call(ctx, rank, wire.MethodObjOpenCount, &wire.IDArg{ID: info.ID}, &n); err != nil {
+				return err
+			}
+			mu.Lock()
+			open += n.N
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if open > 0 {
+			return fmt.Errorf("%s: %d of its objects are open; close them first: %w", what, open, pdc.ErrInvalid)
+		}
+	}
+	// Starts queued or sent and not yet answered are registered first, so
+	// that the data servers wait for their writes instead of being
+	// overtaken by them.
+	if err := c.settle(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := c.starts.collectAll(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	// From here the container cannot be opened or created again until a
+	// delete finishes: one that stops half-way is finished by the next.
+	var m wire.ContainerMeta
+	if err := c.call(ctx, info.Server, wire.MethodContDeleting, &wire.ContKey{ID: info.ID}, &m); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error { return c.purge(ctx, rank, info.ID, force) })
+	if err != nil {
+		return fmt.Errorf("%s: %w (deleting it again finishes the delete)", what, err)
+	}
+	if err := c.call(ctx, info.Server, wire.MethodContDelete, &wire.ContKey{ID: info.ID}, nil); err != nil {
+		return fmt.Errorf("%s: %w (deleting it again finishes the delete)", what, err)
+	}
+	return nil
+}
+
+// purge deletes the members of container cont held by the metadata server
+// of rank, a page at a time: the data of the objects whose home it is on
+// every data server first, then, in one commit of that server, their
+// metadata, tags, index entries and region maps, and the memberships of
+// the objects added to it. A crash between the two leaves objects whose
+// metadata names data already gone, which the next delete finishes; never
+// metadata gone with data, tags or index entries left.
+func (c *Client) purge(ctx context.Context, rank int, cont uint64, force bool) error {
+	var after uint64
+	for {
+		p, err := c.objPage(ctx, rank, wire.ObjPageReq{ContID: cont, After: after, IDsOnly: true})
+		if err != nil {
+			return err
+		}
+		if len(p.IDs) > 0 {
+			var home []uint64
+			for _, m := range members(p) {
+				if !m.added {
+					home = append(home, m.id)
+				}
+			}
+			if err := c.deleteObjectsData(ctx, home); err != nil {
+				return err
+			}
+			var n wire.Count
+			if err := c.call(ctx, rank, wire.MethodObjPurge, &wire.ObjPurge{Version: wire.PageVersion, ContID: cont, IDs: p.IDs, Force: force}, &n); err != nil {
+				return err
+			}
+		}
+		if p.Next == 0 {
+			return nil
+		}
+		after = p.Next
+	}
+}
+
+// deleteObjectsData deletes the data of the objects ids on every data
+// server.
+func (c *Client) deleteObjectsData(ctx context.Context, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return fanOut(c.dataServers(), func(server int) error {
+		if err := c.call(ctx, server, wire.MethodDataDeleteObjs, &wire.ObjIDs{Version: wire.PageVersion, IDs: ids}, nil); err != nil {
+			return fmt.Errorf("delete the data of %d objects on %s: %w", len(ids), c.label(server), err)
+		}
+		return nil
+	})
+}
