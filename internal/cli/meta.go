@@ -25,20 +25,26 @@ func init() {
 
 // clientFlags adds the flags every client command has.
 type clientFlags struct {
-	tmpdir  *string
-	timeout *time.Duration
+	tmpdir   *string
+	timeout  *time.Duration
+	pageSize *int
 }
 
 func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
 	return clientFlags{
-		tmpdir:  fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
-		timeout: fs.Duration("timeout", 30*time.Second, "deadline for the whole command"),
+		tmpdir:   fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+		timeout:  fs.Duration("timeout", 30*time.Second, "deadline for the whole command"),
+		pageSize: fs.Int("page-size", 0, "items asked of each server per page of a listing or container delete (0: the servers' bound)"),
 	}
 }
 
 func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
-	c, err := client.Connect(ctx, client.WithTmpDir(*f.tmpdir))
+	opts := []client.Option{client.WithTmpDir(*f.tmpdir)}
+	if f.pageSize != nil {
+		opts = append(opts, client.WithPageSize(*f.pageSize))
+	}
+	c, err := client.Connect(ctx, opts...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
@@ -92,31 +98,38 @@ func runCont(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	case "ls":
-		cs, err := c.Containers(ctx)
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
-		for _, ci := range cs {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", ci.Name, ci.ID, lifetimeName(ci.Lifetime), ci.Server, ci.Created.Format(time.RFC3339))
+		tw := newTable(e.stdout, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
+		defer tw.Flush()
+		for ci, err := range c.AllContainers(ctx) {
+			if err != nil {
+				return err
+			}
+			life := lifetimeName(ci.Lifetime)
+			if ci.Deleting {
+				life += " (being deleted)"
+			}
+			tw.row("%s\t%d\t%s\t%d\t%s\n", ci.Name, ci.ID, life, ci.Server, ci.Created.Format(time.RFC3339))
 		}
-		tw.Flush()
-		return err
+		return nil
 	case "info", "rm":
 		if len(names) == 0 {
 			return fmt.Errorf("cont %s: give container names: %w", verb, errUsage)
 		}
 		for _, n := range names {
-			ct, err := c.OpenContainer(ctx, n)
-			if err != nil {
-				return err
-			}
 			if verb == "rm" {
-				if err := ct.Delete(ctx); err != nil {
+				// By name, so that a delete that stopped half-way, whose
+				// container no longer opens, is finished.
+				if err := c.DeleteContainer(ctx, n); err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stdout, "deleted container %s\n", n)
 				continue
 			}
-			objs, err := ct.Objects(ctx)
+			ct, err := c.OpenContainer(ctx, n, client.EvenBeingDeleted())
+			if err != nil {
+				return err
+			}
+			nobj, err := ct.Count(ctx)
 			if err != nil {
 				return err
 			}
@@ -126,7 +139,10 @@ func runCont(ctx context.Context, e *env, args []string) error {
 			}
 			i := ct.Info()
 			fmt.Fprintf(e.stdout, "name:     %s\nid:       %d\nlifetime: %s\nserver:   rank %d\ncreated:  %s\nobjects:  %d\ntags:     %s\n",
-				i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), len(objs), strings.Join(tags, ", "))
+				i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), nobj, strings.Join(tags, ", "))
+			if i.Deleting {
+				fmt.Fprintf(e.stdout, "state:    being deleted: its delete stopped half-way; pdc cont rm %s finishes it\n", i.Name)
+			}
 		}
 		return nil
 	case "tag":
@@ -374,9 +390,17 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		objs, err := ct.Objects(ctx)
-		printObjects(e.stdout, objs)
-		return err
+		// Streamed in id order, a page per server at a time: a container
+		// of millions lists in bounded memory (sort by name with sort(1)).
+		tw := newTable(e.stdout, objectHeader)
+		defer tw.Flush()
+		for o, err := range ct.All(ctx) {
+			if err != nil {
+				return err
+			}
+			printObjectRow(tw, o)
+		}
+		return nil
 	case "info", "rm", "set-dims":
 		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
 			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
@@ -421,11 +445,11 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	return fmt.Errorf("obj: unknown action %q (create, ls, info, rm, set-dims, tag): %w", verb, errUsage)
 }
 
+// printObjects prints objects in a table.
 func printObjects(w io.Writer, objs []client.ObjectInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tID\tDIMS\tTYPE\tTIME STEP\tSERVER")
+	tw := newTable(w, objectHeader)
 	for _, o := range objs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\n", shownName(o.Name), o.ID, formatDims(o.Props.Dims), o.Props.Type, o.Props.TimeStep, o.Server)
+		printObjectRow(tw, o)
 	}
 	tw.Flush()
 }
@@ -439,6 +463,38 @@ func shownName(n string) string {
 	}
 	return n
 }
+
+const objectHeader = "NAME\tID\tDIMS\tTYPE\tTIME STEP\tSERVER"
+
+func printObjectRow(tw *table, o client.ObjectInfo) {
+	tw.row("%s\t%d\t%s\t%s\t%d\t%d\n", shownName(o.Name), o.ID, formatDims(o.Props.Dims), o.Props.Type, o.Props.TimeStep, o.Server)
+}
+
+// tableBlock is how many rows a table aligns at a time: a listing of
+// millions is printed in blocks instead of held whole.
+const tableBlock = 4096
+
+// table prints rows in aligned columns, tableBlock rows at a time.
+type table struct {
+	tw   *tabwriter.Writer
+	rows int
+}
+
+func newTable(w io.Writer, header string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	fmt.Fprintln(t.tw, header)
+	return t
+}
+
+func (t *table) row(format string, args ...any) {
+	fmt.Fprintf(t.tw, format, args...)
+	if t.rows++; t.rows%tableBlock == 0 {
+		t.tw.Flush()
+	}
+}
+
+// Flush prints the rows not printed yet.
+func (t *table) Flush() { t.tw.Flush() }
 
 func printObject(w io.Writer, o client.ObjectInfo) {
 	fmt.Fprintf(w, "name:        %s\nid:          %d\ncontainer:   %d\ndims:        %s\ntype:        %s\npartition:   %s\nstorage:     %s\nconsistency: %d\ntime step:   %d\nuser id:     %d\napp:         %s\nserver:      rank %d\ncreated:     %s\n",
