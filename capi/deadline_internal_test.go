@@ -23,7 +23,7 @@ func busyLib(t *testing.T, out *strings.Builder) (*Lib, []*handle) {
 		{kind: kindCont, conn: p, cont: &client.Container{}, refs: 1},
 		nil, // the transfer, on hs[0]
 		{kind: kindObj, conn: p, objState: objState{objName: "y", metaID: 78}},
-		{kind: kindIter, conn: p, iter: &iterState{objs: []client.ObjectInfo{{ID: 77, Name: "x"}}}},
+		{kind: kindIter, conn: p, iter: &iterState{isObj: true, obj: client.ObjectInfo{ID: 77, Name: "x"}}},
 	}
 	hs[2] = &handle{kind: kindTransfer, conn: p, objState: objState{xferObj: hs[0]}}
 	for i, h := range hs {
@@ -115,7 +115,7 @@ func TestObjIterInfoDoesNotWaitForBusyObjects(t *testing.T) {
 	hold(t, hs[0])
 	hold(t, hs[3])
 	var info ObjInfo
-	if rc := returns(t, func() (rc int) { info, rc = l.ObjIterInfo(5, 0); return rc }); rc != Succeed {
+	if rc := returns(t, func() (rc int) { info, rc = l.ObjIterInfo(5); return rc }); rc != Succeed {
 		t.Fatalf("PDCobj_iter_get_info: %s", out.String())
 	}
 	if info.Name != "x" || info.MetaID != 77 || info.LocalID != 1 {

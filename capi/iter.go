@@ -3,111 +3,151 @@ package capi
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 )
 
 // Iterators: PDCcont_iter_* and PDCobj_iter_*. An iterator is a handle
-// (kindIter) holding a snapshot of the servers' containers, or of a
-// container's objects, taken at iter_start; the C side holds its id and
-// a position, never a Go pointer. The C side ends the iterator when
-// iter_next passes the last item; one abandoned before goes with its
-// connection (PDCclose).
+// (kindIter) holding a cursor over the servers' containers, or over a
+// container's objects, and its current item; the C side holds its id,
+// never a Go pointer. A cursor holds a page per metadata server, not the
+// listing: iterating over a container of millions of objects takes
+// bounded memory. It is not a snapshot: what is created or deleted while
+// it walks may be listed or not, never twice. The C side ends the
+// iterator when iter_next passes the last item; one abandoned before goes
+// with its connection (PDCclose).
 
 // kindIter is set apart from the kinds in handles.go.
 const kindIter kind = 64
 
-// iterState is a snapshot: containers or objects.
+// iterState is a cursor and its current item: a container (conts set) or
+// an object (objs set).
 type iterState struct {
-	conts []client.ContainerInfo
-	objs  []client.ObjectInfo
+	// mu is held by a call that moves the cursor: it may wait on servers,
+	// so it is not Lib.mu. cur and the cursors are guarded by it.
+	mu    sync.Mutex
+	conts *client.Cursor[client.ContainerInfo]
+	objs  *client.Cursor[client.ObjectInfo]
+	// isObj says which kind of item it walks; cont or obj is the current.
+	isObj bool
+	cont  client.ContainerInfo
+	obj   client.ObjectInfo
 }
 
-func (s *iterState) len() int { return len(s.conts) + len(s.objs) }
+// next moves it to its next item within ctx; false past the last.
+func (s *iterState) next(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ok bool
+	var err error
+	if s.isObj {
+		s.obj, ok, err = s.objs.Next(ctx)
+	} else {
+		s.cont, ok, err = s.conts.Next(ctx)
+	}
+	return ok, err
+}
 
-// ContIterStart is PDCcont_iter_start: a snapshot of every container of
-// the cluster, through the oldest open connection (PDC's names none).
-// It returns the iterator's id and how many containers it holds; with
-// none it registers nothing and returns id 0; on failure, 0 and -1.
+// ContIterStart is PDCcont_iter_start: an iterator over every container of
+// the cluster, by name, through the oldest open connection (PDC's names
+// none), at its first container. It returns the iterator's id and
+// Succeed; with no container it registers nothing and returns id 0; on
+// failure, 0 and Fail.
 func (l *Lib) ContIterStart() (uint64, int) {
-	var n int
-	id := l.runID("PDCcont_iter_start()", func() (uint64, error) {
+	var id uint64
+	rc := l.run("PDCcont_iter_start()", func() error {
 		p, err := l.searchConn()
 		if err != nil {
-			n = -1
-			return 0, err
+			return err
 		}
-		ctx, cancel := p.ctx()
-		defer cancel()
-		conts, err := p.c.Containers(ctx)
-		if err != nil {
-			n = -1
-		}
-		if err != nil || len(conts) == 0 {
-			return 0, err
-		}
-		n = len(conts)
-		return l.add(&handle{kind: kindIter, conn: p, iter: &iterState{conts: conts}})
+		s := &iterState{conts: p.c.ContainerCursor()}
+		id, err = l.startIter(p, s)
+		return err
 	})
-	return id, n
+	return id, rc
 }
 
-// ObjIterStart is PDCobj_iter_start: a snapshot of the container's
-// objects. As ContIterStart, id 0 with no error for none.
+// ObjIterStart is PDCobj_iter_start: an iterator over the container's
+// objects, in increasing meta id order, at its first. As ContIterStart,
+// id 0 with Succeed for none.
 func (l *Lib) ObjIterStart(contID uint64) (uint64, int) {
-	var n int
-	var failed bool
-	id := l.runID(fmt.Sprintf("PDCobj_iter_start(cont %d)", contID), func() (uint64, error) {
-		var objs []client.ObjectInfo
+	var id uint64
+	rc := l.run(fmt.Sprintf("PDCobj_iter_start(cont %d)", contID), func() error {
+		var s *iterState
 		var p *conn
 		err := l.contDo(contID, func(ctx context.Context, h *handle) error {
-			var err error
-			objs, err = h.cont.Objects(ctx)
-			p = h.conn
-			return err
+			s, p = &iterState{isObj: true, objs: h.cont.ObjectCursor()}, h.conn
+			return nil
 		})
 		if err != nil {
-			failed = true
-			return 0, err
+			return err
 		}
-		if len(objs) == 0 {
-			return 0, nil
-		}
-		n = len(objs)
-		return l.add(&handle{kind: kindIter, conn: p, iter: &iterState{objs: objs}})
+		id, err = l.startIter(p, s)
+		return err
 	})
-	if failed {
-		return 0, -1
-	}
-	return id, n
+	return id, rc
 }
 
-// iterItem runs fn on the iterator id's item pos under l.mu.
-func (l *Lib) iterItem(id uint64, pos int, fn func(s *iterState) error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, err := l.lookupLocked(id, kindIter)
+// startIter moves s to its first item and registers it: id 0 if it has
+// none.
+func (l *Lib) startIter(p *conn, s *iterState) (uint64, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	ok, err := s.next(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return l.add(&handle{kind: kindIter, conn: p, iter: s})
+}
+
+// IterNext is iter_next: it moves iterator id to its next item and
+// returns true, or, past the last item or on a failure (which it
+// reports), ends the iterator and returns false.
+func (l *Lib) IterNext(id uint64) bool {
+	more := false
+	l.run(fmt.Sprintf("iter_next(iterator %d)", id), func() error {
+		h, err := l.get(id, kindIter)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := h.conn.ctx()
+		defer cancel()
+		more, err = h.iter.next(ctx)
+		if !more {
+			l.IterEnd(id)
+		}
+		return err
+	})
+	return more
+}
+
+// iterItem runs fn on iterator id's state, its current item, under its
+// lock.
+func (l *Lib) iterItem(id uint64, fn func(s *iterState) error) error {
+	h, err := l.get(id, kindIter)
 	if err != nil {
 		return err
 	}
-	if pos < 0 || pos >= h.iter.len() {
-		return fmt.Errorf("position %d is past the iterator's %d items: %w", pos, h.iter.len(), pdc.ErrInvalid)
-	}
+	h.iter.mu.Lock()
+	defer h.iter.mu.Unlock()
 	return fn(h.iter)
 }
 
-// ContIterInfo is PDCcont_iter_get_info: the container at pos; LocalID
-// is this process's oldest open handle to it, 0 if none.
-func (l *Lib) ContIterInfo(id uint64, pos int) (ContInfo, int) {
+// ContIterInfo is PDCcont_iter_get_info: the iterator's current container;
+// LocalID is this process's oldest open handle to it, 0 if none.
+func (l *Lib) ContIterInfo(id uint64) (ContInfo, int) {
 	var info ContInfo
-	rc := l.run(fmt.Sprintf("PDCcont_iter_get_info(iterator %d, item %d)", id, pos), func() error {
-		return l.iterItem(id, pos, func(s *iterState) error {
-			if s.conts == nil {
+	rc := l.run(fmt.Sprintf("PDCcont_iter_get_info(iterator %d)", id), func() error {
+		return l.iterItem(id, func(s *iterState) error {
+			if s.isObj {
 				return fmt.Errorf("iterator %d is over objects (PDCobj_iter_start), not containers: %w", id, pdc.ErrInvalid)
 			}
-			c := s.conts[pos]
+			c := s.cont
+			l.mu.Lock()
 			local, _ := l.openContLocked(c.Name, nil)
+			l.mu.Unlock()
 			info = ContInfo{Name: c.Name, LocalID: local, MetaID: c.ID}
 			return nil
 		})
@@ -115,26 +155,28 @@ func (l *Lib) ContIterInfo(id uint64, pos int) (ContInfo, int) {
 	return info, rc
 }
 
-// ObjIterInfo is PDCobj_iter_get_info: the object at pos, as it was at
-// iter_start; LocalID is this process's oldest open handle to it, 0 if
-// none.
-func (l *Lib) ObjIterInfo(id uint64, pos int) (ObjInfo, int) {
+// ObjIterInfo is PDCobj_iter_get_info: the iterator's current object, as
+// the server had it when the iterator reached its page; LocalID is this
+// process's oldest open handle to it, 0 if none.
+func (l *Lib) ObjIterInfo(id uint64) (ObjInfo, int) {
 	var info ObjInfo
-	rc := l.run(fmt.Sprintf("PDCobj_iter_get_info(iterator %d, item %d)", id, pos), func() error {
-		return l.iterItem(id, pos, func(s *iterState) error {
-			if s.objs == nil {
+	rc := l.run(fmt.Sprintf("PDCobj_iter_get_info(iterator %d)", id), func() error {
+		return l.iterItem(id, func(s *iterState) error {
+			if !s.isObj {
 				return fmt.Errorf("iterator %d is over containers (PDCcont_iter_start), not objects: %w", id, pdc.ErrInvalid)
 			}
-			o := s.objs[pos]
+			o := s.obj
 			// The oldest open handle to it, by the id each copied at open:
 			// no object's lock is taken, so a busy object does not hold
 			// this call up (it needs no server).
 			var local uint64
+			l.mu.Lock()
 			for hid, h := range l.mu.handles {
 				if h.kind == kindObj && h.metaID == o.ID && (local == 0 || hid < local) {
 					local = hid
 				}
 			}
+			l.mu.Unlock()
 			p := o.Props
 			info = ObjInfo{Name: o.Name, MetaID: o.ID, LocalID: local, MetaServer: o.Server,
 				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}

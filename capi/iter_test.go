@@ -1,9 +1,12 @@
 package capi_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/pdcgo/pdc/capi"
+	"github.com/pdcgo/pdc/client"
 )
 
 func TestIterators(t *testing.T) {
@@ -11,8 +14,8 @@ func TestIterators(t *testing.T) {
 	p := tc.node("node-a")
 
 	// Without a connection: nothing to list through.
-	if id, n := p.ContIterStart(); id != 0 || n != -1 {
-		t.Fatalf("ContIterStart without PDCinit: %d, %d", id, n)
+	if id, rc := p.ContIterStart(); id != 0 || rc != capi.Fail {
+		t.Fatalf("ContIterStart without PDCinit: %d, %d", id, rc)
 	}
 	p.wantLine(t, "PDCcont_iter_start()", "call PDCinit first")
 
@@ -25,89 +28,142 @@ func TestIterators(t *testing.T) {
 		}
 	}
 
-	it, n := p.ContIterStart()
-	if it == 0 || n != 2 {
-		t.Fatalf("ContIterStart: %d, %d: %q", it, n, p.lines())
+	it, rc := p.ContIterStart()
+	if it == 0 || rc != capi.Succeed {
+		t.Fatalf("ContIterStart: %d, %d: %q", it, rc, p.lines())
 	}
-	// A container made after the start is not in the snapshot.
-	p.ContCreate("later", cprop)
 	var names []string
-	for i := range n {
-		info, rc := p.ContIterInfo(it, i)
+	for more := true; more; more = p.IterNext(it) {
+		info, rc := p.ContIterInfo(it)
 		if rc != capi.Succeed || info.MetaID == 0 {
-			t.Fatalf("ContIterInfo(%d): %+v: %q", i, info, p.lines())
+			t.Fatalf("ContIterInfo: %+v: %q", info, p.lines())
 		}
 		if want := map[string]uint64{"c": cont, "empty": empty}[info.Name]; info.LocalID != want {
 			t.Errorf("container %s: local id %d, want %d", info.Name, info.LocalID, want)
 		}
 		names = append(names, info.Name)
+		if len(names) == 1 {
+			// Not a snapshot: a container made meanwhile may be listed
+			// (here not: each server's page was fetched at the start).
+			p.ContCreate("later", cprop)
+		}
 	}
-	if names[0] != "c" || names[1] != "empty" {
+	p.quiet(t)
+	if !slices.Equal(names, []string{"c", "empty"}) {
 		t.Errorf("containers %q, want [c empty]", names)
 	}
-	if _, rc := p.ContIterInfo(it, 2); rc != capi.Fail {
-		t.Fatal("read past the end")
-	}
-	p.wantLine(t, "PDCcont_iter_get_info(iterator", "position 2 is past the iterator's 2 items")
-	if _, rc := p.ObjIterInfo(it, 0); rc != capi.Fail {
-		t.Fatal("read a container iterator as objects")
-	}
-	p.wantLine(t, "is over containers (PDCcont_iter_start), not objects")
-	p.IterEnd(it)
-	if _, rc := p.ContIterInfo(it, 0); rc != capi.Fail {
+	// Past the end the iterator is gone.
+	if _, rc := p.ContIterInfo(it); rc != capi.Fail {
 		t.Fatal("read an ended iterator")
 	}
-	p.wantLine(t, "is a closed handle")
-
-	// Objects, sorted by name; local ids of this process's open handles.
-	oi, n := p.ObjIterStart(cont)
-	if oi == 0 || n != 3 {
-		t.Fatalf("ObjIterStart: %d, %d: %q", oi, n, p.lines())
+	p.wantLine(t, "PDCcont_iter_get_info(iterator", "is a closed handle")
+	if p.IterNext(it) {
+		t.Fatal("moved an ended iterator")
 	}
-	for i, want := range []string{"o1", "o2", "o3"} {
-		info, rc := p.ObjIterInfo(oi, i)
-		if rc != capi.Succeed || info.Name != want || info.MetaID == 0 || info.LocalID == 0 || len(info.Prop.Dims) != 1 ||
+	p.wantLine(t, "iter_next(iterator", "is a closed handle")
+
+	// Objects, in meta id order; local ids of this process's open handles.
+	oi, rc := p.ObjIterStart(cont)
+	if oi == 0 || rc != capi.Succeed {
+		t.Fatalf("ObjIterStart: %d, %d: %q", oi, rc, p.lines())
+	}
+	if _, rc := p.ContIterInfo(oi); rc != capi.Fail {
+		t.Fatal("read an object iterator as containers")
+	}
+	p.wantLine(t, "is over objects (PDCobj_iter_start), not containers")
+	var objs []string
+	var last uint64
+	for more := true; more; more = p.IterNext(oi) {
+		info, rc := p.ObjIterInfo(oi)
+		if rc != capi.Succeed || info.MetaID <= last || info.LocalID == 0 || len(info.Prop.Dims) != 1 ||
 			info.Prop.Dims[0] != 4 || info.Prop.Type != pdcInt {
-			t.Fatalf("object %d: %+v, want %s: %q", i, info, want, p.lines())
+			t.Fatalf("object %d: %+v after meta id %d: %q", len(objs), info, last, p.lines())
 		}
+		last = info.MetaID
 		got, _ := p.ObjGetInfo(info.LocalID)
 		if got.MetaID != info.MetaID {
 			t.Fatalf("local id %d is object %d, not %d", info.LocalID, got.MetaID, info.MetaID)
 		}
+		objs = append(objs, info.Name)
 	}
-	if _, rc := p.ContIterInfo(oi, 0); rc != capi.Fail {
-		t.Fatal("read an object iterator as containers")
+	slices.Sort(objs)
+	if !slices.Equal(objs, []string{"o1", "o2", "o3"}) {
+		t.Errorf("objects %q, want o1 o2 o3", objs)
 	}
-	p.wantLine(t, "is over objects (PDCobj_iter_start), not containers")
+	p.quiet(t)
 
 	// Another process: no local handles.
 	q := tc.node("node-b")
 	qcont := q.ContOpen("c", q.init(t))
-	qi, n := q.ObjIterStart(qcont)
-	if info, rc := q.ObjIterInfo(qi, 0); n != 3 || rc != capi.Succeed || info.LocalID != 0 || info.Name != "o1" {
-		t.Fatalf("from another process: %d objects, %+v: %q", n, info, q.lines())
+	qi, _ := q.ObjIterStart(qcont)
+	if info, rc := q.ObjIterInfo(qi); rc != capi.Succeed || info.LocalID != 0 || info.Name == "" {
+		t.Fatalf("from another process: %+v: %q", info, q.lines())
 	}
+	if _, rc := q.ObjIterInfo(qi); rc != capi.Succeed {
+		t.Fatal(q.lines())
+	}
+	q.IterEnd(qi)
 
 	// An empty container: no iterator, no failure.
-	if id, n := p.ObjIterStart(empty); id != 0 || n != 0 {
-		t.Fatalf("ObjIterStart of an empty container: %d, %d", id, n)
+	if id, rc := p.ObjIterStart(empty); id != 0 || rc != capi.Succeed {
+		t.Fatalf("ObjIterStart of an empty container: %d, %d", id, rc)
 	}
 	p.quiet(t)
-	if id, n := p.ObjIterStart(prop); id != 0 || n != -1 {
-		t.Fatalf("ObjIterStart of a property: %d, %d", id, n)
+	if id, rc := p.ObjIterStart(prop); id != 0 || rc != capi.Fail {
+		t.Fatalf("ObjIterStart of a property: %d, %d", id, rc)
 	}
 	p.wantLine(t, "PDCobj_iter_start(cont 4)", "is a object property, not a container")
 
 	// An iterator abandoned before its end goes with its connection.
+	oi, _ = p.ObjIterStart(cont)
 	if p.Close(pid) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
-	if _, rc := p.ObjIterInfo(oi, 0); rc != capi.Fail {
+	if _, rc := p.ObjIterInfo(oi); rc != capi.Fail {
 		t.Fatal("an iterator outlived its connection")
 	}
 	p.wantLine(t, "PDCobj_iter_get_info(iterator ", "is a closed handle")
-	// iter_next past the end then ends it, and returns normally (NULL):
-	// it prints nothing, though PDCclose released the iterator already.
+	// iter_start that could not allocate its C struct ends it: quietly,
+	// though PDCclose released the iterator already.
 	p.IterEnd(oi)
+	p.quiet(t)
+}
+
+// An iterator pages: with pages of 2 objects it walks 25 objects on two
+// servers through many pages each, every object once, in meta id order.
+func TestIteratorPages(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	p.Lib = capi.New(capi.Config{Stderr: p, Getenv: func(k string) string { return p.env[k] },
+		ClientOptions: []client.Option{client.WithPageSize(2)}})
+	_, cont, prop := objSetup(t, p, 4)
+	want := map[string]bool{}
+	for i := range 25 {
+		name := fmt.Sprintf("p%02d", i)
+		o := p.ObjCreate(cont, name, prop)
+		if o == 0 {
+			t.Fatal(p.lines())
+		}
+		p.ObjClose(o)
+		want[name] = true
+	}
+	oi, rc := p.ObjIterStart(cont)
+	if oi == 0 || rc != capi.Succeed {
+		t.Fatalf("ObjIterStart: %q", p.lines())
+	}
+	var last uint64
+	servers := map[int]bool{}
+	for more := true; more; more = p.IterNext(oi) {
+		info, rc := p.ObjIterInfo(oi)
+		if rc != capi.Succeed || info.MetaID <= last || !want[info.Name] {
+			t.Fatalf("%+v after meta id %d: %q", info, last, p.lines())
+		}
+		last = info.MetaID
+		delete(want, info.Name)
+		servers[info.MetaServer] = true
+	}
+	if len(want) > 0 || len(servers) != 2 {
+		t.Fatalf("not listed: %v; servers %v", want, servers)
+	}
 	p.quiet(t)
 }

@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -156,14 +157,19 @@ func (l *Lib) ContGetObjIDs(contID uint64) ([]uint64, int) {
 			if _, err := h.conn.c.OpenContainerID(ctx, h.cont.ID()); err != nil {
 				return fmt.Errorf("container %q: %w", h.cont.Name(), err)
 			}
-			objs, err := h.cont.Objects(ctx)
-			if err != nil {
-				return err
+			// Ids only, a page of thousands per server at a time, in
+			// increasing order: the array is all this call holds.
+			for id, err := range h.cont.ObjectIDs(ctx) {
+				if err != nil {
+					ids = nil
+					return err
+				}
+				if len(ids) == math.MaxInt32 {
+					ids = nil
+					return fmt.Errorf("container %q has more than %d objects, more than the int nobj counts: %w", h.cont.Name(), math.MaxInt32, pdc.ErrTooLarge)
+				}
+				ids = append(ids, id)
 			}
-			for _, o := range objs {
-				ids = append(ids, o.ID)
-			}
-			slices.Sort(ids)
 			return nil
 		})
 	})

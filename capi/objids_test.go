@@ -80,11 +80,14 @@ func TestContainerObjIDs(t *testing.T) {
 	}
 	q.ObjClose(qo)
 	// And iterates over every member.
-	it, n := q.ObjIterStart(qbox)
-	if it == 0 || n != 7 {
+	it, rc := q.ObjIterStart(qbox)
+	n := 0
+	for more := it != 0; more; more = q.IterNext(it) {
+		n++
+	}
+	if rc != capi.Succeed || n != 7 {
 		t.Fatalf("iterator over the box: %d items: %q", n, q.lines())
 	}
-	q.IterEnd(it)
 	q.quiet(t)
 
 	// Bad input: each fails, says why, and changes nothing.

@@ -94,6 +94,12 @@ perr_t PDCcont_persist(pdcid_t cont);
  * are not deleted: they only stop being its members. It fails, deleting
  * nothing, while any object created in it is open in any process. The
  * handle stays open: close it with PDCcont_close.
+ *
+ * It deletes a page of objects at a time, each whole (data, then metadata
+ * with tags and index entries), so a container of millions deletes in
+ * bounded memory. If it fails half-way (a server dies, the call times
+ * out), the container can no longer be opened or created: PDCcont_del of
+ * the handle again, or `pdc cont rm`, finishes the delete.
  */
 perr_t PDCcont_del(pdcid_t cont);
 
@@ -122,7 +128,9 @@ perr_t PDCcont_del(pdcid_t cont);
  *
  * PDCcont_get_objids sets *obj_ids to a malloc'd array (the caller frees
  * it) of the ids on the servers of every member of the container, created
- * in it or added to it, in increasing order, and *nobj to their number. These
+ * in it or added to it, in increasing order, and *nobj to their number
+ * (the call holds the ids only, 8 bytes each, for containers of millions of
+ * objects; more than INT_MAX fails). These
  * are meta ids, as struct pdc_obj_info's meta_id, the same in every process,
  * not handles: open one with pdc_obj_open_by_meta_id(cont, id, 0). An
  * empty container succeeds with *nobj 0 and *obj_ids NULL.
@@ -165,20 +173,24 @@ perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name);
 perr_t PDCcont_close(pdcid_t cont);
 
 /*
- * Container iterators. PDCcont_iter_start takes a snapshot of every
- * container of the cluster (through the oldest open connection) and
- * returns a handle at the first, or NULL if there are none or on failure
- * (which prints why). PDCcont_iter_null is true for NULL: the end.
- * PDCcont_iter_next moves the handle on and returns it; past the last
- * container it frees the handle and returns NULL. PDCcont_iter_get_info
- * returns what PDCcont_get_info does (malloc'd: free(info->name);
- * free(info)) for the handle's container; local_id is this process's open
- * handle to it, 0 if none.
+ * Container iterators. PDCcont_iter_start returns a handle at the first
+ * container of the cluster, by name (through the oldest open connection),
+ * or NULL if there are none or on failure (which prints why).
+ * PDCcont_iter_null is true for NULL: the end. PDCcont_iter_next moves the
+ * handle on and returns it; past the last container, or on a failure
+ * (which prints why), it frees the handle and returns NULL.
+ * PDCcont_iter_get_info returns what PDCcont_get_info does (malloc'd:
+ * free(info->name); free(info)) for the handle's container; local_id is
+ * this process's open handle to it, 0 if none.
  *
  *     for (cont_handle *h = PDCcont_iter_start(); !PDCcont_iter_null(h); h = PDCcont_iter_next(h)) ...
  *
- * An iteration left before its end keeps its handle's snapshot until
- * PDCclose of that connection (the handle itself, 24 bytes, is not freed).
+ * An iterator fetches the listing from the servers a page at a time as it
+ * moves: it holds a few hundred KiB however many there are. It is not a
+ * snapshot: a container created or deleted meanwhile may be listed or not,
+ * but none is listed twice. An iteration left before its end keeps its
+ * page until PDCclose of that connection (the handle itself, 8 bytes, is
+ * not freed).
  */
 cont_handle *PDCcont_iter_start(void);
 pbool_t PDCcont_iter_null(cont_handle *chandle);

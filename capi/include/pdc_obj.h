@@ -108,13 +108,16 @@ perr_t PDCobj_get_tag(pdcid_t obj_id, const char *tag_name, void **tag_value, pd
 perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name);
 
 /*
- * Object iterators, as the container iterators (pdc_cont.h) over a
- * snapshot of the objects in cont_id, sorted by name, taken at
- * PDCobj_iter_start (NULL for an empty container, or on failure, which
- * prints why). PDCobj_iter_next's cont_id is not needed (the snapshot is
- * of the container given to iter_start). PDCobj_iter_get_info returns
- * what PDCobj_get_info does, as the object was at iter_start (one block:
- * free(info)); local_id is this process's open handle to it, 0 if none.
+ * Object iterators, as the container iterators (pdc_cont.h), over the
+ * objects of cont_id (created in it or added to it) in increasing meta id
+ * order: PDCobj_iter_start returns NULL for an empty container, or on
+ * failure, which prints why. Like those, they fetch a page at a time, so
+ * a container of millions of objects iterates in bounded memory, and they
+ * are not a snapshot. PDCobj_iter_next's cont_id is not needed (the
+ * iterator walks the container given to iter_start).
+ * PDCobj_iter_get_info returns what PDCobj_get_info does, as the object
+ * was when the iterator fetched its page (one block: free(info));
+ * local_id is this process's open handle to it, 0 if none.
  */
 obj_handle *PDCobj_iter_start(pdcid_t cont_id);
 pbool_t PDCobj_iter_null(obj_handle *ohandle);

@@ -34,29 +34,39 @@ func pdcgo_obj_open_by_meta_id(cont, metaID, prop C.uint64_t) C.uint64_t {
 	return C.uint64_t(lib.ObjOpenMetaID(uint64(cont), uint64(metaID), uint64(prop)))
 }
 
-// pdcgo_cont_iter_start returns the iterator's id (0 for none) and sets
-// *n to its number of containers (-1 on failure).
+// pdcgo_cont_iter_start returns the iterator's id, at its first
+// container: 0 for none or on failure (which it reports).
 //
 //export pdcgo_cont_iter_start
-func pdcgo_cont_iter_start(n *C.int64_t) C.uint64_t {
-	id, count := lib.ContIterStart()
-	*n = C.int64_t(count)
+func pdcgo_cont_iter_start() C.uint64_t {
+	id, _ := lib.ContIterStart()
 	return C.uint64_t(id)
 }
 
 //export pdcgo_obj_iter_start
-func pdcgo_obj_iter_start(cont C.uint64_t, n *C.int64_t) C.uint64_t {
-	id, count := lib.ObjIterStart(uint64(cont))
-	*n = C.int64_t(count)
+func pdcgo_obj_iter_start(cont C.uint64_t) C.uint64_t {
+	id, _ := lib.ObjIterStart(uint64(cont))
 	return C.uint64_t(id)
 }
 
-// pdcgo_cont_iter_get_info is pdcgo_cont_get_info for item pos of the
-// iterator.
+// pdcgo_iter_next moves the iterator to its next item and returns 1, or
+// ends it and returns 0 past the last item or on failure (which it
+// reports).
+//
+//export pdcgo_iter_next
+func pdcgo_iter_next(id C.uint64_t) C.int {
+	if lib.IterNext(uint64(id)) {
+		return 1
+	}
+	return 0
+}
+
+// pdcgo_cont_iter_get_info is pdcgo_cont_get_info for the iterator's
+// current container.
 //
 //export pdcgo_cont_iter_get_info
-func pdcgo_cont_iter_get_info(id, pos C.uint64_t, localID, metaID *C.uint64_t, outName **C.char) C.int {
-	info, rc := lib.ContIterInfo(uint64(id), int(pos))
+func pdcgo_cont_iter_get_info(id C.uint64_t, localID, metaID *C.uint64_t, outName **C.char) C.int {
+	info, rc := lib.ContIterInfo(uint64(id))
 	if rc == capi.Succeed {
 		*localID, *metaID = C.uint64_t(info.LocalID), C.uint64_t(info.MetaID)
 		*outName = C.CString(info.Name)
@@ -64,12 +74,13 @@ func pdcgo_cont_iter_get_info(id, pos C.uint64_t, localID, metaID *C.uint64_t, o
 	return C.int(rc)
 }
 
-// pdcgo_obj_iter_get_info is pdcgo_obj_get_info for item pos of the
-// iterator; *localID is this process's open handle to it, 0 if none.
+// pdcgo_obj_iter_get_info is pdcgo_obj_get_info for the iterator's
+// current object; *localID is this process's open handle to it, 0 if
+// none.
 //
 //export pdcgo_obj_iter_get_info
-func pdcgo_obj_iter_get_info(id, pos C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
-	info, rc := lib.ObjIterInfo(uint64(id), int(pos))
+func pdcgo_obj_iter_get_info(id C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
+	info, rc := lib.ObjIterInfo(uint64(id))
 	if rc == capi.Succeed {
 		*name, *metaID, *localID, *server = C.CString(info.Name), C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer)
 		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)

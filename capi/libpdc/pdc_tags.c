@@ -35,21 +35,21 @@ pdcid_t pdc_obj_open_by_meta_id(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_c
 
 /*
  * Iterators. The struct is C memory holding the Go iterator's id (a
- * snapshot taken at iter_start) and a position: C never holds a Go
- * pointer. iter_next moves the same struct on and returns it; past the
- * last item it ends the Go iterator, frees the struct and returns NULL.
+ * cursor that holds a page of the listing per server, at its current
+ * item): C never holds a Go pointer. iter_next moves the same struct on
+ * and returns it; past the last item (or on a failure, which it reports)
+ * the Go iterator ends, and iter_next frees the struct and returns NULL.
  */
 struct pdc_cont_iter {
-    uint64_t id, pos, n;
+    uint64_t id;
 };
 struct pdc_obj_iter {
-    uint64_t id, pos, n;
+    uint64_t id;
 };
 
 cont_handle *PDCcont_iter_start(void)
 {
-    int64_t  n  = 0;
-    uint64_t id = pdcgo_cont_iter_start(&n);
+    uint64_t id = pdcgo_cont_iter_start();
     if (id == 0)
         return NULL;
     cont_handle *h = malloc(sizeof *h);
@@ -58,9 +58,7 @@ cont_handle *PDCcont_iter_start(void)
         fprintf(stderr, "libpdc: PDCcont_iter_start(): out of memory\n");
         return NULL;
     }
-    h->id  = id;
-    h->pos = 0;
-    h->n   = (uint64_t)n;
+    h->id = id;
     return h;
 }
 
@@ -70,11 +68,8 @@ cont_handle *PDCcont_iter_next(cont_handle *chandle)
 {
     if (chandle == NULL)
         return NULL;
-    if (chandle->pos + 1 < chandle->n) {
-        chandle->pos++;
+    if (pdcgo_iter_next(chandle->id))
         return chandle;
-    }
-    pdcgo_iter_end(chandle->id);
     free(chandle);
     return NULL;
 }
@@ -87,7 +82,7 @@ struct pdc_cont_info *PDCcont_iter_get_info(cont_handle *chandle)
     }
     uint64_t local_id = 0, meta_id = 0;
     char    *name = NULL;
-    if (pdcgo_cont_iter_get_info(chandle->id, chandle->pos, &local_id, &meta_id, &name) != SUCCEED)
+    if (pdcgo_cont_iter_get_info(chandle->id, &local_id, &meta_id, &name) != SUCCEED)
         return NULL;
     struct pdc_cont_info *info = malloc(sizeof *info);
     if (info == NULL) {
@@ -103,8 +98,7 @@ struct pdc_cont_info *PDCcont_iter_get_info(cont_handle *chandle)
 
 obj_handle *PDCobj_iter_start(pdcid_t cont_id)
 {
-    int64_t  n  = 0;
-    uint64_t id = pdcgo_obj_iter_start(cont_id, &n);
+    uint64_t id = pdcgo_obj_iter_start(cont_id);
     if (id == 0)
         return NULL;
     obj_handle *h = malloc(sizeof *h);
@@ -113,9 +107,7 @@ obj_handle *PDCobj_iter_start(pdcid_t cont_id)
         fprintf(stderr, "libpdc: PDCobj_iter_start(cont %llu): out of memory\n", (unsigned long long)cont_id);
         return NULL;
     }
-    h->id  = id;
-    h->pos = 0;
-    h->n   = (uint64_t)n;
+    h->id = id;
     return h;
 }
 
@@ -123,14 +115,11 @@ pbool_t PDCobj_iter_null(obj_handle *ohandle) { return ohandle == NULL; }
 
 obj_handle *PDCobj_iter_next(obj_handle *ohandle, pdcid_t cont_id)
 {
-    (void)cont_id; /* the snapshot is of the container iter_start was given */
+    (void)cont_id; /* the iterator walks the container iter_start was given */
     if (ohandle == NULL)
         return NULL;
-    if (ohandle->pos + 1 < ohandle->n) {
-        ohandle->pos++;
+    if (pdcgo_iter_next(ohandle->id))
         return ohandle;
-    }
-    pdcgo_iter_end(ohandle->id);
     free(ohandle);
     return NULL;
 }
@@ -145,7 +134,7 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
     uint64_t  meta_id = 0, local_id = 0, *dims = NULL;
     int       server = 0, type = PDC_UNKNOWN, part = 0, cons = 0;
     size_t    ndim = 0;
-    if (pdcgo_obj_iter_get_info(ohandle->id, ohandle->pos, &name, &meta_id, &local_id, &server, &ndim, &dims, &type,
+    if (pdcgo_obj_iter_get_info(ohandle->id, &name, &meta_id, &local_id, &server, &ndim, &dims, &type,
                                 &part, &cons) != SUCCEED)
         return NULL;
     /* One block, as PDCobj_get_info: info, prop, dims, name. */

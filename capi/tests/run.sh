@@ -9,7 +9,8 @@
 #     transport, 256 KiB through pull, an empty file, a file named by its
 #     absolute path), then bad input (stage_bad), objects and regions,
 #     data queries (query), object tags, container membership by id
-#     (objids), sizes and counts out of bounds (limits), then `pdc down`.
+#     (objids), a container of 50000 objects listed and deleted (bigcont),
+#     sizes and counts out of bounds (limits), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
 #     (cont), and PDC's close_server to stop it.
 #
@@ -55,7 +56,7 @@ for t in stage_produce stage_consume stage_bad cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad create_bad query tags objids limits public; do
+for t in obj_meta obj_region obj_bad create_bad query tags objids limits public bigcont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -214,6 +215,17 @@ expect 'not found (object '
 expect 'libpdc: PDCcont_get_objids(cont '
 expect 'nobj and obj_ids must not be NULL'
 reports objids 11
+
+echo "== a container of 50000 objects: listed by iterator and get_objids, deleted"
+# 25000 per server: one reply listed at most ~20000 before (issue 25).
+"$pdc" cont create --tmpdir "$PDC_TMPDIR" "bigcont-$$" >/dev/null
+seq -f "big-%07g" 0 49999 | xargs "$pdc" obj create --tmpdir "$PDC_TMPDIR" --cont "bigcont-$$" --dims 4 >/dev/null
+run bigcont timeout 300 "$work/bigcont" "bigcont-$$" 50000
+sed 's/^/  bigcont: /' "$work/bigcont.err"
+err="$work/bigcont.err"
+expect "libpdc: PDCcont_open(\"bigcont-$$\""
+reports bigcont 1
+"$pdc" cont ls --tmpdir "$PDC_TMPDIR" | grep -q "bigcont-$$" && fail "bigcont-$$ is still listed after PDCcont_del"
 
 echo "== sizes and counts out of bounds: each call fails with its line, before it reads the caller's memory"
 run limits timeout 120 "$work/limits"

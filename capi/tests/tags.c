@@ -118,21 +118,29 @@ static void test_iter(pdcid_t pdc)
     }
     CHECK(found == 2, "the iterator found %d of our 2 containers among %d", found, total);
 
-    /* Our container's objects, by name, as PDCobj_get_info describes them. */
-    const char *want[3] = {"a", "b", "c"};
+    /* Our container's objects, in meta id order, as PDCobj_get_info describes them. */
+    const char *want[3]  = {"a", "b", "c"};
     pdcid_t     local[3] = {objs[1], objs[0], objs[2]};
-    int         n        = 0;
-    obj_handle *h        = PDCobj_iter_start(cont);
+    int         n = 0, seen[3] = {0, 0, 0};
+    uint64_t    last = 0;
+    obj_handle *h    = PDCobj_iter_start(cont);
     for (; !PDCobj_iter_null(h); h = PDCobj_iter_next(h, cont), n++) {
         CHECK(n < 3, "more than 3 objects");
         struct pdc_obj_info *info = PDCobj_iter_get_info(h);
         CHECK(info != NULL, "PDCobj_iter_get_info failed");
-        CHECK(strcmp(info->name, want[n]) == 0 && info->local_id == local[n] && info->meta_id != 0 &&
-                  info->obj_pt->ndim == 2 && info->obj_pt->dims[0] == 3 && info->obj_pt->dims[1] == 7 &&
-                  info->obj_pt->type == PDC_DOUBLE,
+        int k = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(info->name, want[i]) == 0)
+                k = i;
+        CHECK(k >= 0 && !seen[k]++, "object %d: %s is not one of a, b, c, or listed twice", n, info->name);
+        CHECK(info->meta_id > last, "object %d: meta id %llu after %llu", n, (unsigned long long)info->meta_id,
+              (unsigned long long)last);
+        last = info->meta_id;
+        CHECK(info->local_id == local[k] && info->obj_pt->ndim == 2 && info->obj_pt->dims[0] == 3 &&
+                  info->obj_pt->dims[1] == 7 && info->obj_pt->type == PDC_DOUBLE,
               "object %d: %s local %llu ndim %zu", n, info->name, (unsigned long long)info->local_id,
               info->obj_pt->ndim);
-        struct pdc_obj_info *now = PDCobj_get_info(local[n]);
+        struct pdc_obj_info *now = PDCobj_get_info(local[k]);
         CHECK(now != NULL && now->meta_id == info->meta_id, "meta id differs from PDCobj_get_info's");
         free(now);
         free(info);
