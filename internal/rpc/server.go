@@ -605,27 +605,33 @@ func (c *serverConn) serve() {
 	c.r = newFrameReaderSize(c.nc, s.cfg.Limits, handshakeBufSize)
 	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
 	defer c.finish()
-	if err := c.handshake(); err != nil {
+	// The connection is made ready to serve, and counted as a client's,
+	// before its client learns that it is in.
+	admitted := false
+	err := c.handshake(func() {
+		admitted = true
+		s.mu.Lock()
+		if c.shaking != nil {
+			s.mu.shaking.Remove(c.shaking)
+			c.shaking = nil
+		}
+		s.mu.sessions[c.client]++
+		s.mu.Unlock()
+		s.clients.Add(1)
+		c.authenticated()
+		c.sem = make(chan struct{}, s.cfg.MaxInFlight)
+		c.handoff = make(chan struct{})
+	})
+	if admitted {
+		defer s.clients.Add(-1)
+		defer c.endSession()
+	}
+	if err != nil {
 		if !errors.Is(err, pdc.ErrPermission) && !isClosedErr(err) && c.ctx.Err() == nil { // refusals are logged in handshake
 			s.drops.Info("handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		}
 		return
 	}
-	s.mu.Lock()
-	if c.shaking != nil {
-		s.mu.shaking.Remove(c.shaking)
-		c.shaking = nil
-	}
-	s.mu.Unlock()
-	c.authenticated()
-	c.sem = make(chan struct{}, s.cfg.MaxInFlight)
-	c.handoff = make(chan struct{})
-	s.clients.Add(1)
-	defer s.clients.Add(-1)
-	s.mu.Lock()
-	s.mu.sessions[c.client]++
-	s.mu.Unlock()
-	defer c.endSession()
 	c.wg.Add(1)
 	go c.worker()
 	<-c.ctx.Done()
@@ -993,6 +999,10 @@ func (c *serverConn) payload(f wire.Frame) (payload []byte, release func(), err 
 	grant := min(int64(bufpool.SizeOf(n)), s.cfg.PayloadBudget)
 	if !s.payloads.TryAcquire(grant) {
 		s.waits.Add(1)
+		// Answers queued for earlier requests go out before the wait.
+		if err := c.w.flush(c.ctx); err != nil {
+			return nil, nil, err
+		}
 		if err := s.payloads.Acquire(c.ctx, grant); err != nil {
 			return nil, nil, fmt.Errorf("waiting for room for a payload of %d bytes: %w", n, ctxErr(c.ctx))
 		}
@@ -1069,7 +1079,9 @@ func (c *serverConn) replyErr(f wire.Frame, code wire.Code, msg string) error {
 	return c.w.write(c.ctx, out, body.Marshal(nil), nil)
 }
 
-func (c *serverConn) handshake() error {
+// handshake proves the client, and calls admit just before it tells the
+// client it is in.
+func (c *serverConn) handshake(admit func()) error {
 	s := c.s
 	_ = c.nc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	defer c.nc.SetDeadline(time.Time{})
@@ -1122,6 +1134,7 @@ func (c *serverConn) handshake() error {
 		}
 		ok.MAC = serverProof(s.cfg.Secret, nonce, auth.Nonce)
 	}
+	admit()
 	out := wire.Frame{Flags: wire.FlagResponse, Method: wire.MethodAuth, ID: f.ID}
 	return c.w.write(c.ctx, out, ok.Marshal(nil), nil)
 }
