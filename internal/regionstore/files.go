@@ -137,7 +137,24 @@ func replaceFile(fsys vfs.FS, path string, durable bool, fill func(f vfs.File) e
 		return err
 	}
 	if durable {
-		return fsys.SyncDir(filepath.Dir(path))
+		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+			return &unsyncedError{err}
+		}
 	}
 	return nil
+}
+
+// unsyncedError is replaceFile's error when only the fsync of the directory
+// failed: the new file is in place, and the caller must go on with it,
+// though it may not survive a power loss.
+type unsyncedError struct{ err error }
+
+func (e *unsyncedError) Error() string { return e.err.Error() }
+func (e *unsyncedError) Unwrap() error { return e.err }
+
+// replaced reports whether err, from replaceFile, leaves the new file in
+// place.
+func replaced(err error) bool {
+	var u *unsyncedError
+	return err == nil || errors.As(err, &u)
 }

@@ -345,10 +345,10 @@ func (o *offsetFile) relayout(fsys vfs.FS, old vfs.File, dims []uint64, blocks i
 		})
 		return err
 	})
-	if err != nil {
+	if !replaced(err) {
 		return nil, err
 	}
-	return n, nil
+	return n, err
 }
 
 // kept is the object's dims as far as the file holds data, and the box of

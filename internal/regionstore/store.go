@@ -317,10 +317,14 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			}
 			n, err := o.off.relayout(s.fs, old, dims, blocks)
 			_ = old.Close()
+			if n != nil {
+				// In place, even if its rename may not be durable: the
+				// object is laid out by it from now on.
+				o.off = n
+			}
 			if err != nil {
 				return fmt.Errorf("region store: object %d: relayout %s to dims %v: %w", o.id, path, dims, err)
 			}
-			o.off = n
 		}
 		if o.off.needsCut(dims) {
 			o.maps.drop() // a mapping past the new end would fault
