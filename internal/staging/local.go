@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -124,7 +125,7 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 		}
 		b = big[:n]
 	default:
-		if b, err = os.ReadFile(d.copyRecordPath(rel)); err != nil {
+		if b, err = vfs.ReadFile(vfs.OrDefault(d.FS), d.copyRecordPath(rel)); err != nil {
 			return false
 		}
 	}
@@ -171,15 +172,16 @@ func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	}
 	ino := inode(st)
 	p := d.copyRecordPath(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	fsys := vfs.OrDefault(d.FS)
+	if err := fsys.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.Write(p, encodeCopy(rec, ino, st.ModTime().UnixNano()), 0o644)
+	return atomicfile.WriteFS(fsys, p, encodeCopy(rec, ino, st.ModTime().UnixNano()), 0o644)
 }
 
 // Forget drops the record file of rel's local copy.
 func (d Dir) Forget(rel string) error {
-	err := os.Remove(d.copyRecordPath(rel))
+	err := vfs.OrDefault(d.FS).Remove(d.copyRecordPath(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // MaxPathLen bounds a staged path, as PATH_MAX does.
@@ -47,6 +48,9 @@ type Dir struct {
 	// Real is Path with its symlinks resolved: what paths are checked
 	// against.
 	Real string
+	// FS holds the records of local copies (where the file system keeps no
+	// extended attributes); nil means the operating system's.
+	FS   vfs.FS
 	kind string // "producer" or "consumer", for messages
 }
 
