@@ -69,12 +69,12 @@ func allZero(b []byte) bool {
 //
 // A table entry of 0 means "never written": the block must read as zeros.
 // A write in place names its blocks' new CRCs in the file's pending slot
-// first (pending.go), then writes the data, then the CRCs: a process
-// killed in between leaves each block matching its old CRC or the one
-// the slot names, which opening the file puts in the table. Without a
-// slot (by-region logs before version 3 are never written in place), a
-// crash between data and CRC leaves a block that reads as pdc.ErrCorrupt
-// rather than as bytes that may be half old and half new.
+// first (pending.go), then writes the data: a process killed in between
+// leaves each block matching its old CRC or the one the slot names,
+// which opening the file puts in the table. Without a slot (by-region
+// logs before version 3 are never written in place), a crash between
+// data and CRC leaves a block that reads as pdc.ErrCorrupt rather than
+// as bytes that may be half old and half new.
 //
 // Blocks are blockSize long and, but for an area's first and last, start
 // at file offsets that are multiples of blockSize (in areas of version 3
@@ -313,10 +313,10 @@ func (a *area) read(f vfs.File, segs []seg) error {
 }
 
 // write stores segs, which lie in increasing order and do not overlap,
-// with the CRCs of the blocks they touch, in groups of at most ioChunk
-// bytes (and as many blocks as the pending slot names): for each, the
-// new CRCs into the slot, the bytes, the CRCs into the table. Whole
-// blocks are checksummed from the caller's buffer, just before their
+// with the CRCs of the blocks they touch, in groups of at most two
+// ioChunks (and as many blocks as the pending slot's record holds): for
+// each, the new CRCs into the slot, then the bytes (pending.go). Whole
+// blocks are checksummed from the caller's buffer just before their
 // copy into the file, while in the CPU cache; a block a segment covers
 // in part is read first (once, however many segments touch it) and
 // checksummed with the new bytes merged in. Partial blocks are not
@@ -361,7 +361,7 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 			if cur >= 0 {
 				need += 1 + pendRunHead/4
 			}
-			if bytes+int64(len(s.buf)) > chunk() || !p.room(need) {
+			if bytes+int64(len(s.buf)) > 2*chunk() || !p.room(need) {
 				break
 			}
 		}
@@ -400,17 +400,7 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 			return n, err
 		}
 	}
-	lo, hi := int64(-1), int64(-1)
-	for _, r := range p.runs {
-		for i, c := range r.crcs {
-			a.crcs.set(r.block+int64(i), c)
-		}
-		if lo < 0 {
-			lo = r.block
-		}
-		hi = r.block + int64(len(r.crcs)) - 1
-	}
-	return n, a.writeCRCs(f, lo, hi)
+	return n, p.written(f, a)
 }
 
 // settle gives the blocks of a group whose data write failed part way
@@ -478,8 +468,8 @@ func (a *area) writeRunsFrom(f vfs.File, outer, sub region.Box, elem int, r io.R
 // checksummed and copied whole would go through memory twice.
 const ioChunk = 512 << 10
 
-// chunk is the most bytes a write group takes: ioChunk, and no more
-// blocks than the pending slot names (when tests make blocks tiny).
+// chunk is the most bytes one pwrite moves: ioChunk, and no more blocks
+// than the pending slot's record names (when tests make blocks tiny).
 func chunk() int64 { return min(ioChunk, 512*blockSize) }
 
 // cacheSized cuts segs at multiples of chunk() (whole blocks) in the area.

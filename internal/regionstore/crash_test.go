@@ -289,7 +289,9 @@ func TestCorruption(t *testing.T) {
 				dataAt = offHeaderSize + tableBytes(tableFor(1<<20))
 			} else {
 				path = filepath.Join(dir, "0000000000000005.reg")
-				dataAt = regPageHeader + recFixed + 16 + 4*(1<<20/blockSize+1) // the payload
+				// The payload: after the header's page, the record's header,
+				// and zeros up to the next page.
+				dataAt = (regPageHeader + recFixed + 16 + 4*(1<<20/blockSize+1) + blockSize - 1) / blockSize * blockSize
 			}
 			flipByte(t, path, dataAt+300_000) // in block 4
 			s = openStore(t, dir, false)

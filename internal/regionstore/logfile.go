@@ -37,7 +37,9 @@ import (
 // The blocks of a payload: before version 3, 4 KiB from its first byte;
 // from version 3, cut at the file offsets that are multiples of 4 KiB
 // (pages), so the first and the last may be shorter, and nblocks has room
-// for one more than the payload's length needs.
+// for one more than the payload's length needs. From version 3 a payload
+// of 64 KiB or more starts at a page boundary, after zero bytes following
+// the block CRCs.
 //
 // The record CRC leaves out the block CRCs because a write that falls
 // inside a stored piece rewrites part of its payload in place, and then
@@ -134,6 +136,21 @@ func regHeaderLen(version uint32) int64 {
 // boundaries of the file, so that it can be written in place safely.
 func (l *regionLog) pagedBlocks() bool { return l.version >= 3 }
 
+// padMin is the smallest payload that starts at a page boundary in a log
+// of version 3, after zeros: so that writes in place into it at page
+// multiples of its own offsets cover whole blocks and need no read of the
+// blocks at their ends, at a cost of at most 1/16 of the payload.
+const padMin = 64 << 10
+
+// payloadAt is where a payload of n bytes goes when its record's header
+// ends at end.
+func (l *regionLog) payloadAt(end, n int64) int64 {
+	if l.pagedBlocks() && n >= padMin {
+		return (end + blockSize - 1) / blockSize * blockSize
+	}
+	return end
+}
+
 // blocksFor is nblocks of a record with a payload of n bytes.
 func (l *regionLog) blocksFor(n int64) int64 {
 	nb := (n + blockSize - 1) / blockSize
@@ -187,9 +204,10 @@ type record struct {
 	paylen  int64
 	nblocks int
 	hdrLen  int64 // fixed part, box and block CRCs
+	pad     int64 // zero bytes between the block CRCs and the payload
 }
 
-func (r *record) len() int64 { return r.hdrLen + r.paylen }
+func (r *record) len() int64 { return r.hdrLen + r.pad + r.paylen }
 
 func boxBytes(kind byte, ndim int) int {
 	if kind == kindClip {
@@ -277,6 +295,7 @@ func (l *regionLog) readRecord(f vfs.File, off, limit int64) (record, []uint32, 
 	if err != nil {
 		return r, nil, fmt.Errorf("record at %d: %w", off, err)
 	}
+	r.pad = l.payloadAt(off+r.hdrLen, r.paylen) - off - r.hdrLen
 	if off+r.len() > limit || off+r.len() < off {
 		return r, nil, fmt.Errorf("record at %d of %d bytes runs past the log's %d: %w", off, r.len(), limit, pdc.ErrCorrupt)
 	}
@@ -291,8 +310,8 @@ func (l *regionLog) readRecord(f vfs.File, off, limit int64) (record, []uint32, 
 }
 
 func (l *regionLog) newPiece(r record, off int64, crcs []uint32) *piece {
-	base := off + r.hdrLen
-	a := area{sum: l.sum, base: base, size: r.paylen, skew: l.skewAt(base), crcAt: base - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}
+	base := off + r.hdrLen + r.pad
+	a := area{sum: l.sum, base: base, size: r.paylen, skew: l.skewAt(base), crcAt: off + r.hdrLen - 4*int64(r.nblocks), crcs: newCRCTable(crcs)}
 	if l.pagedBlocks() {
 		a.pend = &l.pend
 	}
@@ -425,14 +444,15 @@ func (l *regionLog) appendRecordFrom(f vfs.File, kind byte, box region.Box, n, c
 	nb := l.blocksFor(n)
 	hdrLen := int64(recFixed+boxBytes(kind, box.Ndim())) + 4*nb
 	off := l.size
+	base := l.payloadAt(off+hdrLen, n)
 	// Checksum each chunk right after copying it, while it is in cache.
-	sums := newBlockSums(l.sum, l.skewAt(off+hdrLen), n)
+	sums := newBlockSums(l.sum, l.skewAt(base), n)
 	for pos := int64(0); pos < n; pos += chunk {
 		b, err := next(pos, min(chunk, n-pos))
 		if err != nil {
 			return nil, err
 		}
-		if _, err := f.WriteAt(b, off+hdrLen+pos); err != nil {
+		if _, err := f.WriteAt(b, base+pos); err != nil {
 			return nil, err
 		}
 		sums.add(b)
@@ -448,9 +468,9 @@ func (l *regionLog) appendRecordFrom(f vfs.File, kind byte, box region.Box, n, c
 	if _, err := f.WriteAt(hdr[:4], off); err != nil {
 		return nil, err
 	}
-	l.size = off + int64(len(hdr)) + n
+	l.size = base + n
 	l.seq = seq
-	r := record{kind: kind, seq: seq, box: box.Clone(), paylen: n, nblocks: len(crcs), hdrLen: int64(len(hdr))}
+	r := record{kind: kind, seq: seq, box: box.Clone(), paylen: n, nblocks: len(crcs), hdrLen: int64(len(hdr)), pad: base - off - int64(len(hdr))}
 	return l.newPiece(r, off, crcs), nil
 }
 

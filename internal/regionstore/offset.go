@@ -343,7 +343,11 @@ func (o *offsetFile) relayout(fsys vfs.FS, old vfs.File, dims []uint64, blocks i
 			err = n.write(f, dims, c, b)
 			return err == nil
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		// The file is fsynced before the rename: with its whole table.
+		return n.pend.clear(f)
 	})
 	if !replaced(err) {
 		return nil, err

@@ -272,3 +272,46 @@ func TestStridedOverwriteGroups(t *testing.T) {
 		})
 	}
 }
+
+// Overwrites in place leave their CRCs to the file's table lazily, named
+// by the pending slot until it fills: hundreds of them, enough to fill
+// it many times over, then a crash without a flush, read back whole.
+func TestLazyTablesAfterCrash(t *testing.T) {
+	for _, mode := range []Mode{ByOffset, ByRegion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			l := Layout{Dims: []uint64{300, 700}, Elem: 8, Mode: mode}
+			whole := region.Shape(l.Dims...)
+			s := openStore(t, dir, false)
+			want := genBytes(l.Dims, whole, 1)
+			if err := s.Write(1, l, whole, want); err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(9, uint64(mode)))
+			for gen := uint32(2); gen < 400; gen++ {
+				box := randBoxIn(r, l.Dims)
+				data := genBytes(l.Dims, box, gen)
+				if err := s.Write(1, l, box, data); err != nil {
+					t.Fatal(err)
+				}
+				if err := region.Copy(want, whole, data, box, box, 8); err != nil {
+					t.Fatal(err)
+				}
+				if gen%97 == 0 {
+					crash(s)
+					s = openStore(t, dir, false)
+				}
+			}
+			crash(s)
+			s = openStore(t, dir, false)
+			defer func() { _ = s.Close() }()
+			got := make([]byte, len(want))
+			if err := s.Read(1, l, whole, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("differs at byte %d", firstDiff(got, want))
+			}
+		})
+	}
+}
