@@ -25,8 +25,8 @@ type Partition uint32
 const (
 	ObjectStatic  Partition = 0 // the whole object on one data server
 	RegionStatic  Partition = 1 // regions split across all data servers in blocks
-	RegionDynamic Partition = 2 // each written region placed on the least-loaded data server
-	RegionLocal   Partition = 3 // the data server on the client's host
+	RegionDynamic Partition = 2 // each region placed on the least-loaded data server when first written; an overwrite goes where its data is
+	RegionLocal   Partition = 3 // the data server on the client's host when first written; an overwrite goes where its data is
 )
 
 // String names the strategy as the CLI spells it.

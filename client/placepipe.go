@@ -85,7 +85,7 @@ type placeKind int
 
 const (
 	placeNone  placeKind = iota // a static partition: nothing to ask
-	placeWrite                  // MethodRegionAssign, one for the batch
+	placeWrite                  // MethodRegionPlace, one for the batch
 	placeRead                   // MethodRegionQueryAll, one for the batch
 )
 
@@ -102,7 +102,7 @@ func kindOf(t *Transfer) placeKind {
 // deferrable reports whether t's Start may be left to the placer: all
 // but POSIX ones, which return when the transfer is done.
 func deferrable(t *Transfer) bool {
-	return t.obj.meta().Props.Consistency != ConsistencyPOSIX && t.placed < 0
+	return t.obj.meta().Props.Consistency != ConsistencyPOSIX && !t.isLocated
 }
 
 // startPlacing queues t for the placer and marks it started.
@@ -308,7 +308,7 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 		return
 	}
 	if b.kind == placeWrite {
-		p, err := conn.Send(ctx, wire.MethodRegionAssign, c.assignAll(b.ts).Marshal(nil), nil, nil)
+		p, err := conn.Send(ctx, wire.MethodRegionPlace, c.assignAll(b.ts).Marshal(nil), nil, nil)
 		if err != nil {
 			b.err = err
 			return
@@ -398,7 +398,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	case placeNone:
 		ready = b.ts
 	case placeWrite:
-		var res wire.RegionPieces
+		var res wire.RegionLocatedAll
 		err := errs[0]
 		if err == nil {
 			err = res.Unmarshal(reps[0].Header)
@@ -411,7 +411,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 				fail(t, err)
 				continue
 			}
-			t.placed = int(res.Items[i].Server)
+			t.locate(res.Items[i].Pieces)
 			ready = append(ready, t)
 		}
 	case placeRead:
@@ -436,7 +436,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	fit := ready[:0:0]
 	for _, t := range ready {
 		if err := t.remote.Within(t.obj.meta().Props.Dims); err != nil {
-			t.placed, t.located, t.isLocated = -1, nil, false
+			t.located, t.isLocated = nil, false
 			t.setErr(fmt.Errorf("object %q: remote region: %w", t.obj.meta().Name, err))
 			continue
 		}
@@ -454,7 +454,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	// start ends here.
 	for _, t := range ready {
 		if len(t.parts) == 0 {
-			t.placed, t.located, t.isLocated = -1, nil, false
+			t.located, t.isLocated = nil, false
 			t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, t.remote, err))
 		}
 		for i := range t.parts {
@@ -486,7 +486,8 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 	return !pl.holdsLocked(t)
 }
 
-// locate gives t the pieces its metadata server located, for plan.
+// locate gives t the pieces its metadata server located or placed, for
+// plan.
 func (t *Transfer) locate(ps []wire.RegionPiece) {
 	located, err := t.obj.c.slotPieces(ps)
 	if err != nil {

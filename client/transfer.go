@@ -113,11 +113,9 @@ type Transfer struct {
 	linear []byte // the elements in remote's row-major order
 	packed bool   // linear is a copy (local is not contiguous in buf)
 	parts  []part
-	// placed is the data server StartAll had the metadata server choose
-	// for a region-dynamic or region-local write, for plan; -1 if none.
-	placed int
 	// located, if isLocated, are where the pieces of a region-dynamic or
-	// region-local read are, as its metadata server answered, for plan.
+	// region-local transfer are (read) or go (write), as its metadata
+	// server answered, for plan.
 	located   []piece
 	isLocated bool
 }
@@ -187,7 +185,7 @@ func (o *Object) NewTransfer(ctx context.Context, buf []byte, access Access, loc
 	}
 	lc := region.Box{Off: take(local.Off), Size: take(local.Size)}
 	rc := region.Box{Off: take(remote.Off), Size: take(remote.Size)}
-	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc, placed: -1}, nil
+	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc}, nil
 }
 
 func mulOK(a, b uint64) (uint64, bool) {
@@ -438,13 +436,6 @@ func (t *Transfer) plan(ctx context.Context) error {
 	var pieces []piece
 	var err error
 	switch {
-	case t.placed >= 0:
-		server, err := o.c.slotHost(t.placed)
-		if err != nil {
-			return fmt.Errorf("object %q: %w", o.meta().Name, err)
-		}
-		pieces = []piece{{server: server, slot: t.placed, box: t.remote}}
-		t.placed = -1
 	case t.isLocated:
 		pieces = t.located
 		t.located, t.isLocated = nil, false
@@ -557,20 +548,19 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		return staticPieces(box, max(sp.block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
 		if a == Write {
-			var res wire.RegionPieces
+			var res wire.RegionLocatedAll
 			req := wire.RegionBatch{Items: []wire.RegionReq{c.assignItem(o, box)}}
-			if err := c.call(ctx, o.meta().Server, wire.MethodRegionAssign, &req, &res); err != nil {
+			if err := c.call(ctx, o.meta().Server, wire.MethodRegionPlace, &req, &res); err != nil {
 				return nil, fmt.Errorf("object %q region %v: place: %w", o.meta().Name, box, err)
 			}
 			if len(res.Items) != 1 {
 				return nil, fmt.Errorf("object %q: place: %d answers for 1 region: %w", o.meta().Name, len(res.Items), pdc.ErrProtocol)
 			}
-			slot := int(res.Items[0].Server)
-			server, err := c.slotHost(slot)
+			ps, err := c.slotPieces(res.Items[0].Pieces)
 			if err != nil {
 				return nil, fmt.Errorf("object %q region %v: place: %w", o.meta().Name, box, err)
 			}
-			return []piece{{server: server, slot: slot, box: box}}, nil
+			return ps, nil
 		}
 		var res wire.RegionPieces
 		if err := c.call(ctx, o.meta().Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.meta().ID, Off: box.Off, Size: box.Size}, &res); err != nil {
@@ -680,7 +670,9 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	if len(ts) > 1 {
 		if err := c.placeAll(ctx, ts); err != nil {
 			for _, t := range ts {
-				t.placed = -1
+				if kindOf(t) == placeWrite {
+					t.located, t.isLocated = nil, false
+				}
 			}
 			return err
 		}
@@ -822,14 +814,14 @@ func (c *Client) startNow(ctx context.Context, ts []*Transfer) error {
 	return nil
 }
 
-// placeAll has the metadata servers choose the data servers of the
-// region-dynamic and region-local writes among ts, in one request per
-// metadata server (and per MaxBatch regions), instead of one round trip
-// per region as plan would.
+// placeAll has the metadata servers place the region-dynamic and
+// region-local writes among ts, in one request per metadata server (and
+// per MaxBatch regions), instead of one round trip per region as plan
+// would.
 func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 	groups := map[int][]int{}
 	for i, t := range ts {
-		if p := t.obj.meta().Props.Partition; t.access == Write && (p == RegionDynamic || p == RegionLocal) && t.placed < 0 {
+		if kindOf(t) == placeWrite && !t.isLocated {
 			groups[t.obj.meta().Server] = append(groups[t.obj.meta().Server], i)
 		}
 	}
@@ -839,15 +831,15 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 			writes[k] = ts[i]
 		}
 		req := c.assignAll(writes)
-		var res wire.RegionPieces
-		if err := c.call(ctx, rank, wire.MethodRegionAssign, req, &res); err != nil {
+		var res wire.RegionLocatedAll
+		if err := c.call(ctx, rank, wire.MethodRegionPlace, req, &res); err != nil {
 			return fmt.Errorf("place %d regions: %w", len(idx), err)
 		}
 		if len(res.Items) != len(idx) {
 			return fmt.Errorf("place: %d answers for %d regions: %w", len(res.Items), len(idx), pdc.ErrProtocol)
 		}
 		for k, i := range idx {
-			ts[i].placed = int(res.Items[k].Server)
+			ts[i].locate(res.Items[k].Pieces)
 		}
 		return nil
 	})

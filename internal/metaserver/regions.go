@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -156,13 +158,56 @@ func (s *Service) objectRegion(obj uint64, off, size []uint64) (*wire.ObjectMeta
 	return m, box, nil
 }
 
-// regionAssign places each region on the candidate data server that holds
-// the fewest bytes placed by this metadata server, and records it.
+// regionPlace answers where each region of a batch of writes goes, as
+// pieces on data servers (MethodRegionPlace). A write goes in place: each
+// part of it that a recorded region holds goes to that region's data
+// server, which holds the bytes it replaces, and nothing is recorded for
+// it. Only the parts no region holds yet get a record, on the candidate
+// data server that holds the fewest bytes placed by this metadata
+// server. So a record never shadows another, and a write that never
+// reaches its data server (its client died, or the server) leaves every
+// acknowledged byte where reads find it. Before, each write got a record
+// of its own on the least-loaded server, made before the bytes were
+// there: an overwrite cut short read back as zeros (issue 25).
+func (s *Service) regionPlace(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var in wire.RegionBatch
+	if err := decode(req, &in); err != nil {
+		return nil, err
+	}
+	placed, err := s.place(&in, false)
+	if err != nil {
+		return nil, err
+	}
+	out := wire.RegionLocatedAll{Items: make([]wire.RegionLocated, len(placed))}
+	for i, ps := range placed {
+		out.Items[i].Pieces = ps
+	}
+	return rpc.Respond(&out), nil
+}
+
+// regionAssign is regionPlace for clients before it (MethodRegionAssign):
+// one piece per region. A region whose parts are held by several data
+// servers is refused: it cannot go to one without shadowing the others.
 func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.RegionBatch
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
+	placed, err := s.place(&in, true)
+	if err != nil {
+		return nil, err
+	}
+	out := wire.RegionPieces{Items: make([]wire.RegionPiece, len(placed))}
+	for i, ps := range placed {
+		out.Items[i] = ps[0]
+	}
+	return rpc.Respond(&out), nil
+}
+
+// place places a batch of writes (see regionPlace), each as disjoint
+// pieces that cover it, sorted by server; with onePiece, each as one
+// piece. The batch is refused whole for one bad region.
+func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
 	if len(in.Items) > MaxBatch {
 		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), MaxBatch, pdc.ErrTooLarge)
 	}
@@ -170,7 +215,6 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	// the check and the commit.
 	s.updateMu.RLock()
 	defer s.updateMu.RUnlock()
-	out := wire.RegionPieces{Items: make([]wire.RegionPiece, len(in.Items))}
 	boxes := make([]region.Box, len(in.Items))
 	seen := map[uint64]bool{}
 	for i, it := range in.Items {
@@ -190,84 +234,193 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	}
 	s.regionMu.Lock()
 	defer s.regionMu.Unlock()
-	b := s.st.db.NewBatch()
-	defer b.Close()
-	loads := map[uint32]uint64{}
-	seqs := map[uint64]uint64{}
-	type added struct {
-		obj uint64
-		rec regionRec
-	}
-	var adds []added
-	shadowed := map[uint64]map[uint64]bool{} // per object, seqs a newer record covers
-	for i, it := range in.Items {
-		best, bestLoad := uint32(0), uint64(0)
-		for j, c := range it.Candidates {
-			r := uint32(c)
-			l, ok := loads[r]
-			if !ok {
-				var err error
-				if l, err = s.loadLocked(r); err != nil {
-					return nil, err
-				}
-			}
-			if j == 0 || l < bestLoad {
-				best, bestLoad = r, l
-			}
+	p := placing{s: s, b: s.st.db.NewBatch(), loads: map[uint32]uint64{}, seqs: map[uint64]uint64{}, gone: map[uint64]map[uint64]bool{}}
+	defer p.b.Close()
+	out := make([][]wire.RegionPiece, len(in.Items))
+	for i := range in.Items {
+		ps, err := p.one(&in.Items[i], boxes[i])
+		if err == nil && onePiece && len(ps) != 1 {
+			err = fmt.Errorf("region %v of object %d lies on %d data servers; a client of this version writes it in place: %w", boxes[i], in.Items[i].Obj, len(ps), pdc.ErrVersion)
 		}
-		loads[best] = bestLoad + boxes[i].Volume()*uint64(max(it.Elem, 1))
-		seq, ok := seqs[it.Obj]
-		if !ok {
-			var err error
-			if seq, err = s.lastSeqLocked(it.Obj); err != nil {
-				return nil, err
-			}
-		}
-		seq++
-		seqs[it.Obj] = seq
-		p := wire.RegionPiece{Off: it.Off, Size: it.Size, Server: best}
-		out.Items[i] = p
-		_ = b.Set(keyRegion(it.Obj, seq), p.Marshal(nil), nil)
-		// Records the new one covers whole can never be read again: drop
-		// them, so that rewriting the same regions does not grow the map.
-		m, err := s.regionMapLocked(it.Obj)
 		if err != nil {
+			p.undo()
 			return nil, err
 		}
-		m.window(boxes[i], func(j int) {
-			if r := m.recs[j]; r.box.Ndim() == boxes[i].Ndim() && boxes[i].Contains(r.box) {
-				if shadowed[it.Obj] == nil {
-					shadowed[it.Obj] = map[uint64]bool{}
-				}
-				if !shadowed[it.Obj][r.seq] {
-					shadowed[it.Obj][r.seq] = true
-					_ = b.Delete(keyRegion(it.Obj, r.seq), nil)
-				}
-			}
-		})
-		adds = append(adds, added{it.Obj, regionRec{box: boxes[i].Clone(), seq: seq, server: best}})
+		out[i] = ps
 	}
-	for r, l := range loads {
-		_ = b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l), nil)
+	if len(p.adds) > 0 {
+		for r, l := range p.loads {
+			_ = p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l), nil)
+		}
+		if err := s.st.commit(p.b); err != nil {
+			p.undo()
+			return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
+		}
 	}
-	if err := s.st.commit(b); err != nil {
-		return nil, fmt.Errorf("record %d regions: %w", len(in.Items), err)
-	}
-	for r, l := range loads {
+	for r, l := range p.loads {
 		s.regions.loads[r] = l
 	}
-	for o, seq := range seqs {
+	for o, seq := range p.seqs {
 		s.regions.lastSeq[o] = seq
 	}
-	for o, gone := range shadowed {
+	for o, gone := range p.gone {
 		m := s.regions.maps[o]
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
 	}
-	for _, a := range adds {
-		m := s.regions.maps[a.obj]
-		m.insert(a.rec)
+	return out, nil
+}
+
+// placing is one batch of placements under way. Its new records are in
+// the region maps as they are made, so that a later region of the batch
+// writes in place over an earlier one; undo takes them out again if the
+// batch fails.
+type placing struct {
+	s     *Service
+	b     *pebble.Batch
+	loads map[uint32]uint64 // per data server, with this batch's bytes
+	seqs  map[uint64]uint64 // per object, the last seq used
+	adds  []placed
+	gone  map[uint64]map[uint64]bool // per object, the seqs a merged record replaces
+}
+
+type placed struct {
+	obj uint64
+	seq uint64
+}
+
+// one places the write of box (it) and records what it must.
+// Requires s.regionMu held.
+func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, error) {
+	m, err := p.s.regionMapLocked(it.Obj)
+	if err != nil {
+		return nil, err
 	}
-	return rpc.Respond(&out), nil
+	var pieces []regionstore.Piece
+	var servers []uint32
+	var inside []uint64 // seqs of the records box holds whole
+	m.window(box, func(i int) {
+		r := m.recs[i]
+		if r.box.Ndim() != box.Ndim() || !overlaps(r.box, box) {
+			return
+		}
+		pieces = append(pieces, regionstore.Piece{Box: r.box, Seq: r.seq})
+		servers = append(servers, r.server)
+		if box.Contains(r.box) {
+			inside = append(inside, r.seq)
+		}
+	})
+	frags, holes := regionstore.Resolve(box, pieces)
+	var out []wire.RegionPiece
+	one := len(holes) == 0 && len(frags) > 0
+	for _, f := range frags {
+		one = one && servers[f.Piece] == servers[frags[0].Piece]
+		out = append(out, wire.RegionPiece{Off: f.Box.Off, Size: f.Box.Size, Server: servers[f.Piece]})
+	}
+	if one {
+		// All of it on one server: one piece. If it holds several
+		// records whole, one record replaces them, which changes no
+		// element's server, so that rewriting the same box after many
+		// small writes does not keep the map fragmented.
+		srv := servers[frags[0].Piece]
+		if len(inside) > 1 {
+			if err := p.record(it.Obj, box, srv); err != nil {
+				return nil, err
+			}
+			g := p.gone[it.Obj]
+			if g == nil {
+				g = map[uint64]bool{}
+				p.gone[it.Obj] = g
+			}
+			for _, seq := range inside {
+				if !g[seq] {
+					g[seq] = true
+					_ = p.b.Delete(keyRegion(it.Obj, seq), nil)
+				}
+			}
+		}
+		return []wire.RegionPiece{{Off: box.Off, Size: box.Size, Server: srv}}, nil
+	}
+	if len(holes) > 0 {
+		best, err := p.leastLoaded(it.Candidates)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range holes {
+			if err := p.record(it.Obj, h, best); err != nil {
+				return nil, err
+			}
+			p.loads[best] += h.Volume() * uint64(max(it.Elem, 1))
+			out = append(out, wire.RegionPiece{Off: h.Off, Size: h.Size, Server: best})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b wire.RegionPiece) int { return cmpU64(uint64(a.Server), uint64(b.Server)) })
+	return out, nil
+}
+
+// leastLoaded is the candidate holding the fewest bytes placed by this
+// metadata server (ties to the first).
+func (p *placing) leastLoaded(cands []uint64) (uint32, error) {
+	best, bestLoad := uint32(0), uint64(0)
+	for j, c := range cands {
+		r := uint32(c)
+		l, ok := p.loads[r]
+		if !ok {
+			var err error
+			if l, err = p.s.loadLocked(r); err != nil {
+				return 0, err
+			}
+			p.loads[r] = l
+		}
+		if j == 0 || l < bestLoad {
+			best, bestLoad = r, l
+		}
+	}
+	return best, nil
+}
+
+// record adds a record of box on server to the batch and to the map.
+func (p *placing) record(obj uint64, box region.Box, server uint32) error {
+	seq, ok := p.seqs[obj]
+	if !ok {
+		var err error
+		if seq, err = p.s.lastSeqLocked(obj); err != nil {
+			return err
+		}
+	}
+	seq++
+	p.seqs[obj] = seq
+	rp := wire.RegionPiece{Off: box.Off, Size: box.Size, Server: server}
+	_ = p.b.Set(keyRegion(obj, seq), rp.Marshal(nil), nil)
+	p.s.regions.maps[obj].insert(regionRec{box: box.Clone(), seq: seq, server: server})
+	p.adds = append(p.adds, placed{obj, seq})
+	return nil
+}
+
+// undo takes the batch's records out of the maps.
+func (p *placing) undo() {
+	added := map[uint64]map[uint64]bool{}
+	for _, a := range p.adds {
+		if added[a.obj] == nil {
+			added[a.obj] = map[uint64]bool{}
+		}
+		added[a.obj][a.seq] = true
+	}
+	for o, seqs := range added {
+		m := p.s.regions.maps[o]
+		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return seqs[r.seq] })
+	}
+	p.adds = nil
+}
+
+// overlaps reports whether a and b, of the same dimensionality, share an
+// element.
+func overlaps(a, b region.Box) bool {
+	for i := range a.Size {
+		if a.Off[i] >= b.End(i) || b.Off[i] >= a.End(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // regionQuery answers which data servers hold the parts of a region: the

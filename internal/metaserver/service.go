@@ -239,6 +239,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)
 	srv.Handle(wire.MethodRegionAssign, s.regionAssign)
+	srv.Handle(wire.MethodRegionPlace, s.regionPlace)
 	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
 	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll)
 	srv.HandleInlineUpTo(wire.MethodStageProduce, s.stageProduce, smallBatch)

@@ -55,7 +55,8 @@ const (
 	MethodImport         Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated       Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata
 	MethodStartRound     Method = 8  // StartRound (to rank 0) -> StartRound once every server has taken the round
-	MethodRegionAssign   Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local)
+	MethodRegionAssign   Method = 50 // RegionBatch -> RegionPieces: where each region is written (dynamic, local); clients before RegionPlace
+	MethodRegionPlace    Method = 56 // RegionBatch -> RegionLocatedAll: where the parts of each region are written, in place (dynamic, local)
 	MethodRegionQuery    Method = 51 // RegionReq -> RegionPieces: which servers hold a region's parts
 	MethodRegionQueryAll Method = 55 // RegionBatch -> RegionLocatedAll: RegionQuery for each region, each answered alone
 	MethodStageProduce   Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
@@ -117,6 +118,7 @@ var methodNames = map[Method]string{
 	MethodStartRound:     "start_round",
 	MethodFetch:          "dtl_fetch",
 	MethodRegionAssign:   "region_assign",
+	MethodRegionPlace:    "region_place",
 	MethodRegionQuery:    "region_query",
 	MethodRegionQueryAll: "region_query_all",
 	MethodStageProduce:   "stage_produce",
