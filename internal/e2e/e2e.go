@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,7 +216,8 @@ func KillAll(t *testing.T, tmpdir string) {
 		t.Fatal(err)
 	}
 	for _, s := range list.Servers {
-		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+		// A server the test killed before may be gone already.
+		if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			t.Fatal(err)
 		}
 	}
