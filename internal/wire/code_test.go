@@ -146,7 +146,12 @@ func TestNoSpaceAndIOSentinels(t *testing.T) {
 			t.Fatalf("%v crossed the wire as %v", c.errno, back)
 		}
 	}
-	if errors.Is(pdc.ErrNoSpace, syscall.EIO) || errors.Is(pdc.ErrIO, syscall.ENOSPC) {
-		t.Fatal("a storage sentinel matches the other's errno")
+	for _, c := range []struct {
+		sentinel error
+		other    syscall.Errno
+	}{{pdc.ErrNoSpace, syscall.EIO}, {pdc.ErrIO, syscall.ENOSPC}} {
+		if errors.Is(c.sentinel, c.other) {
+			t.Fatalf("%v matches %v", c.sentinel, c.other)
+		}
 	}
 }
