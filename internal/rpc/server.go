@@ -1070,6 +1070,14 @@ func (c *serverConn) run(ctx context.Context, h Handler, req *Request, owned boo
 	if err == nil && resp == nil {
 		resp = &Response{}
 	}
+	if err == nil && len(resp.Header) > wire.DefaultMaxHeader {
+		// A client refuses a longer header and drops the connection with
+		// every call on it: fail this call alone, saying which.
+		if resp.Done != nil {
+			resp.Done()
+		}
+		return nil, fmt.Errorf("%s: reply header of %d bytes is over the %d a client accepts: %w", req.Method, len(resp.Header), wire.DefaultMaxHeader, pdc.ErrTooLarge)
+	}
 	return resp, err
 }
 
