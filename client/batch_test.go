@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,5 +109,106 @@ func TestCreateObjectsCutShort(t *testing.T) {
 		if _, err := ct.CreateObject(ctx, fmt.Sprintf("after-%d", round), props); err != nil {
 			t.Fatalf("create after round %d: %v", round, err)
 		}
+	}
+}
+
+// TestBatchesOfLongNames creates and opens, in one call each, objects
+// whose names and app names are long: a chunk of them is bounded in bytes
+// as well as in items, and a server answers opens in parts that fit a
+// reply, the client asking again for the rest. Before, 3000 such objects
+// made a request, then a reply, of several MiB: "frame header of ...
+// bytes exceeds the limit".
+func TestBatchesOfLongNames(t *testing.T) {
+	srv := startServers(t, t.TempDir(), 1)
+	defer srv.stop()
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "long", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	app := strings.Repeat("a", 1000)
+	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int, AppName: app}
+	specs := make([]client.ObjectSpec, n)
+	names := make([]string, n)
+	for i := range specs {
+		names[i] = fmt.Sprintf("%04d-%s", i, strings.Repeat("n", 1000))
+		specs[i] = client.ObjectSpec{Name: names[i], Props: props}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	if err != nil {
+		t.Fatalf("create %d objects with long names: %v", n, err)
+	}
+	// Again: every create fails, each with a message naming its object.
+	if _, err := ct.CreateObjects(ctx, specs); !errors.Is(err, pdc.ErrExists) {
+		t.Fatalf("create them again: %v", err)
+	}
+	opened, err := c.OpenObjects(ctx, names, client.WithIdentity(0, app))
+	if err != nil {
+		t.Fatalf("open %d objects with long names: %v", n, err)
+	}
+	for i, o := range opened {
+		if o.ID() != objs[i].ID() || o.Info().Props.AppName != app {
+			t.Fatalf("%d: opened %d (%q), created %d", i, o.ID(), o.Info().Props.AppName[:8], objs[i].ID())
+		}
+	}
+	list, err := ct.Objects(ctx)
+	if err != nil || len(list) != n {
+		t.Fatalf("list: %d objects, %v", len(list), err)
+	}
+
+	// Short names, records of 60 KiB (their tags string): the opens fit a
+	// request, their answers do not fit one reply.
+	big := client.ObjectProps{Dims: []uint64{4}, Type: region.Int, Tags: strings.Repeat("t", 60<<10)}
+	specs = specs[:200]
+	names = names[:200]
+	for i := range specs {
+		names[i] = fmt.Sprint("big", i)
+		specs[i] = client.ObjectSpec{Name: names[i], Props: big}
+	}
+	if _, err := ct.CreateObjects(ctx, specs); err != nil {
+		t.Fatal(err)
+	}
+	opened, err = c.OpenObjects(ctx, names)
+	if err != nil {
+		t.Fatalf("open 200 objects of 60 KiB records: %v", err)
+	}
+	for i, o := range opened {
+		if o.Name() != names[i] || len(o.Info().Props.Tags) != 60<<10 {
+			t.Fatalf("%d: opened %q with %d bytes of tags", i, o.Name(), len(o.Info().Props.Tags))
+		}
+	}
+}
+
+// TestPutTagsOfLargeValues puts, in one call, more bytes of tags than one
+// request holds: the client sends them in chunks bounded in bytes. Before,
+// 200 values of 32 KiB made one request of 6.4 MiB, which the server
+// refused, dropping the connection.
+func TestPutTagsOfLargeValues(t *testing.T) {
+	srv := startServers(t, t.TempDir(), 1)
+	defer srv.stop()
+	c := srv.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ct, _, err := c.CreateContainer(ctx, "tags", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ct.CreateObject(ctx, "o", client.ObjectProps{Dims: []uint64{4}, Type: region.Int})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts []client.TagPut
+	for i := range 200 {
+		puts = append(puts, client.TagPut{Object: o, Name: fmt.Sprint("t", i), Value: client.Bytes(bytes.Repeat([]byte{byte(i)}, 32<<10))})
+	}
+	if err := c.PutTags(ctx, puts); err != nil {
+		t.Fatalf("put 200 tags of 32 KiB: %v", err)
+	}
+	v, err := o.GetTag(ctx, "t199")
+	if err != nil || len(v.Value) != 32<<10 || v.Value[0] != 199 {
+		t.Fatalf("tag t199: %d bytes, %v", len(v.Value), err)
 	}
 }

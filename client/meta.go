@@ -229,17 +229,21 @@ func fanOut(ranks []int, fn func(rank int) error) error {
 	return errors.Join(errs...)
 }
 
-// inChunks calls fn for each server's items, grouped by rank, in chunks of
-// at most MaxBatch, one request per chunk; servers run concurrently.
-func inChunks(groups map[int][]int, fn func(rank int, part []int) error) error {
+// inChunks calls fn for each server's items, grouped by rank, in chunks
+// (see chunks: at most MaxBatch items, and 256 KiB by size, which may be
+// nil for items of a few dozen bytes), one request per chunk; servers run
+// concurrently.
+func inChunks(groups map[int][]int, size func(i int) int, fn func(rank int, part []int) error) error {
+	if size == nil {
+		size = func(int) int { return 0 }
+	}
 	ranks := make([]int, 0, len(groups))
 	for rank := range groups {
 		ranks = append(ranks, rank)
 	}
 	return fanOut(ranks, func(rank int) error {
-		idx := groups[rank]
-		for start := 0; start < len(idx); start += MaxBatch {
-			if err := fn(rank, idx[start:min(start+MaxBatch, len(idx))]); err != nil {
+		for _, part := range chunks(groups[rank], size) {
+			if err := fn(rank, part); err != nil {
 				return err
 			}
 		}

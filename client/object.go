@@ -72,7 +72,7 @@ func (ct *Container) CreateObject(ctx context.Context, name string, props Object
 }
 
 // CreateObjects creates many objects with one request per metadata server
-// (per MaxBatch objects). The result has one entry per spec, nil where
+// (per MaxBatch objects or 256 KiB of them). The result has one entry per spec, nil where
 // that create failed; the error joins the failures, each naming its
 // object. If a request fails as a whole (the connection is lost, ctx
 // ends), the result is nil, though the servers may have created some of
@@ -97,7 +97,11 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 		keys[i] = placement.Key(s.Name, s.Props.TimeStep)
 		ct.c.spreadNew(&items[i].Props, keys[i])
 	}
-	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, func(idx []int) wire.ObjBatch {
+	size := func(i int) int {
+		p := &items[i].Props
+		return len(items[i].Name) + len(p.AppName) + len(p.DataLoc) + len(p.Tags) + 10*len(p.Dims) + 48
+	}
+	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Creates: items}
 		}
@@ -149,7 +153,8 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 		}
 		keys[i] = placement.Key(n, items[i].TimeStep)
 	}
-	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(idx []int) wire.ObjBatch {
+	size := func(i int) int { return len(items[i].Name) + len(items[i].AppName) + 32 }
+	res, err := c.batch(ctx, wire.MethodObjOpen, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Opens: items}
 		}
@@ -164,7 +169,7 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 
 // OpenObjectID opens an object by id.
 func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
-	res, err := c.batch(ctx, wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, func([]int) wire.ObjBatch {
+	res, err := c.batch(ctx, wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, nil, func([]int) wire.ObjBatch {
 		return wire.ObjBatch{Opens: []wire.ObjKey{{ID: id}}}
 	})
 	objs, err := c.objects(res, err, "open", func(int) string { return fmt.Sprint(id) })
@@ -176,8 +181,10 @@ func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
 
 // batch sends items, grouped by owning metadata server, one request per
 // server, concurrently, and returns the results in item order. build makes
-// the request for the items at the indexes idx (ascending).
-func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
+// the request for the items at the indexes idx (ascending); size(i) is
+// about how many bytes item i takes in a request.
+func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, size func(i int) int, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
+	out := make([]wire.ObjResult, len(keys))
 	if len(keys) == 1 {
 		// One object, the common case, needs no grouping: the answer is the
 		// result.
@@ -185,7 +192,10 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 		if err != nil {
 			return nil, err
 		}
-		return c.batchCall(ctx, m, rank, build([]int{0}), 1)
+		if err := c.batchAll(ctx, m, rank, []int{0}, build, out); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	groups := map[int][]int{}
 	for i, k := range keys {
@@ -195,31 +205,43 @@ func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, build 
 		}
 		groups[rank] = append(groups[rank], i)
 	}
-	out := make([]wire.ObjResult, len(keys))
 	ranks := make([]int, 0, len(groups))
 	for rank := range groups {
 		ranks = append(ranks, rank)
 	}
-	err := fanOut(ranks, func(rank int) error { return c.batchChunks(ctx, m, rank, groups[rank], build, out) })
+	err := fanOut(ranks, func(rank int) error { return c.batchChunks(ctx, m, rank, groups[rank], size, build, out) })
 	return out, err
 }
 
-// batchChunks sends the items at idx to the server of rank in chunks of at
-// most MaxBatch, with two chunks in flight, so that the server works on one
+// batchBytes bounds the bytes of the items of one batch request, well
+// under the 1 MiB header a server accepts, so that its answer, which
+// names each item at most once more, fits what the client accepts too.
+const batchBytes = 256 << 10
+
+// chunks divides idx into chunks of at most MaxBatch items and, past
+// their first item, batchBytes bytes by size.
+func chunks(idx []int, size func(i int) int) [][]int {
+	var out [][]int
+	start, n := 0, 0
+	for j, i := range idx {
+		b := size(i)
+		if j > start && (j-start == MaxBatch || n+b > batchBytes) {
+			out = append(out, idx[start:j])
+			start, n = j, 0
+		}
+		n += b
+	}
+	return append(out, idx[start:])
+}
+
+// batchChunks sends the items at idx to the server of rank in chunks (see
+// chunks), with two chunks in flight, so that the server works on one
 // while this client encodes the next and decodes the last, and puts the
 // results in out.
-func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx []int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
-	put := func(part []int, items []wire.ObjResult) {
-		for j, i := range part {
-			out[i] = items[j]
-		}
-	}
-	if len(idx) <= MaxBatch {
-		items, err := c.batchCall(ctx, m, rank, build(idx), len(idx))
-		if err == nil {
-			put(idx, items)
-		}
-		return err
+func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx []int, size func(i int) int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
+	parts := chunks(idx, size)
+	if len(parts) == 1 {
+		return c.batchAll(ctx, m, rank, idx, build, out)
 	}
 	conn, err := c.conn(ctx, rank)
 	if err != nil {
@@ -243,15 +265,18 @@ func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx [
 		if err := res.Unmarshal(rep.Header); err != nil {
 			return fmt.Errorf("%s: %s: %w", conn.Label(), m, err)
 		}
-		items, err := c.answered(rank, &res, len(s.part))
-		if err == nil {
-			put(s.part, items)
+		items, err := c.answered(m, rank, &res, len(s.part))
+		if err != nil {
+			return err
 		}
-		return err
+		put(out, s.part, items)
+		if rest := s.part[len(items):]; len(rest) > 0 {
+			return c.batchAll(ctx, m, rank, rest, build, out)
+		}
+		return nil
 	}
 	var errs []error
-	for start := 0; start < len(idx) && len(errs) == 0; start += MaxBatch {
-		part := idx[start:min(start+MaxBatch, len(idx))]
+	for _, part := range parts {
 		req := build(part)
 		p, err := conn.Send(ctx, m, req.Marshal(nil), nil, nil)
 		if err != nil {
@@ -262,6 +287,7 @@ func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx [
 		if len(inFlight) == 2 {
 			if err := collect(); err != nil {
 				errs = append(errs, err)
+				break
 			}
 		}
 	}
@@ -276,21 +302,42 @@ func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx [
 	return errors.Join(errs...)
 }
 
-// batchCall sends one batch of n items to the server of rank.
-func (c *Client) batchCall(ctx context.Context, m wire.Method, rank int, req wire.ObjBatch, n int) ([]wire.ObjResult, error) {
-	var res wire.ObjResults
-	if err := c.call(ctx, rank, m, &req, &res); err != nil {
-		return nil, err
+// put stores the results items of the items at the indexes part.
+func put(out []wire.ObjResult, part []int, items []wire.ObjResult) {
+	for j := range items {
+		out[part[j]] = items[j]
 	}
-	return c.answered(rank, &res, n)
 }
 
-// answered returns the items of a batch's answer, which must be n.
-func (c *Client) answered(rank int, res *wire.ObjResults, n int) ([]wire.ObjResult, error) {
-	if len(res.Items) != n {
-		return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), len(res.Items), n, pdc.ErrProtocol)
+// batchAll sends the items at idx in one request, and sends again those
+// the server left unanswered, until every one is answered.
+func (c *Client) batchAll(ctx context.Context, m wire.Method, rank int, idx []int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
+	for len(idx) > 0 {
+		var res wire.ObjResults
+		req := build(idx)
+		if err := c.call(ctx, rank, m, &req, &res); err != nil {
+			return err
+		}
+		items, err := c.answered(m, rank, &res, len(idx))
+		if err != nil {
+			return err
+		}
+		put(out, idx, items)
+		idx = idx[len(items):]
 	}
-	return res.Items, nil
+	return nil
+}
+
+// answered returns the items of a batch's answer to n items: all of them,
+// or, for opens, the first ones: a server answers opens only as far as
+// its answer fits a reply (records may be up to ~70 KiB each), and the
+// client asks again for the rest.
+func (c *Client) answered(m wire.Method, rank int, res *wire.ObjResults, n int) ([]wire.ObjResult, error) {
+	k := len(res.Items)
+	if k == n || m == wire.MethodObjOpen && k > 0 && k < n {
+		return res.Items, nil
+	}
+	return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), k, n, pdc.ErrProtocol)
 }
 
 // MaxBatch is the most items the client puts in one request.
@@ -538,7 +585,8 @@ func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 	// Per-item failures of one chunk do not stop the others.
 	var mu sync.Mutex
 	var errs []error
-	err := inChunks(groups, func(rank int, part []int) error {
+	size := func(i int) int { return len(puts[i].Name) + len(puts[i].Value.Value) + 32 }
+	err := inChunks(groups, size, func(rank int, part []int) error {
 		ws := make([]wire.TagPut, len(part))
 		for j, i := range part {
 			p := puts[i]

@@ -188,7 +188,7 @@ func (c *Client) objectNames(ctx context.Context, ids []uint64) ([]string, error
 	for i, id := range ids {
 		keys[i] = placement.KeyOf(id)
 	}
-	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(idx []int) wire.ObjBatch {
+	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(int) int { return 16 }, func(idx []int) wire.ObjBatch {
 		b := wire.ObjBatch{Opens: make([]wire.ObjKey, len(idx))}
 		for j, i := range idx {
 			b.Opens[j] = wire.ObjKey{ID: ids[i], Peek: true}

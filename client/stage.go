@@ -328,7 +328,8 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		}
 		groups[rank] = append(groups[rank], i)
 	}
-	err := inChunks(groups, func(rank int, part []int) error {
+	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + 64 }
+	err := inChunks(groups, size, func(rank int, part []int) error {
 		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part))}
 		for j, i := range part {
 			in.Records[j] = recs[i]

@@ -825,7 +825,7 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 			groups[t.obj.meta().Server] = append(groups[t.obj.meta().Server], i)
 		}
 	}
-	return inChunks(groups, func(rank int, idx []int) error {
+	return inChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
 		writes := make([]*Transfer, len(idx))
 		for k, i := range idx {
 			writes[k] = ts[i]
@@ -845,6 +845,9 @@ func (c *Client) placeAll(ctx context.Context, ts []*Transfer) error {
 	})
 }
 
+// regionSize is about how many bytes t's region takes in a request.
+func regionSize(t *Transfer) int { return 20*len(t.remote.Off) + 32 }
+
 // locateAll looks up where the regions of the region-dynamic and
 // region-local reads among ts are, one request per metadata server (and
 // MaxBatch regions). A read its server could not locate is left for plan,
@@ -856,7 +859,7 @@ func (c *Client) locateAll(ctx context.Context, ts []*Transfer) error {
 			groups[t.obj.meta().Server] = append(groups[t.obj.meta().Server], i)
 		}
 	}
-	return inChunks(groups, func(rank int, idx []int) error {
+	return inChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
 		reads := make([]*Transfer, len(idx))
 		for k, i := range idx {
 			reads[k] = ts[i]

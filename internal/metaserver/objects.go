@@ -279,14 +279,33 @@ func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, fmt.Errorf("open batch of %d objects; want 1 to %d: %w", len(b.Opens), MaxBatch, pdc.ErrInvalid)
 	}
 	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Opens))}
+	size := 0
 	for i := range b.Opens {
+		if i > 0 && size >= openReplyBytes {
+			// The rest would not fit a reply (a record may be ~70 KiB):
+			// the client asks again for the items not answered.
+			out.Items = out.Items[:i]
+			break
+		}
 		m, _, err := s.resolveObj(&b.Opens[i])
 		out.Items[i] = result(m, err)
+		size += resultSize(&out.Items[i])
 		if err == nil && !b.Opens[i].Peek {
 			s.opens.open(req.Client, m.ID, m.ContID)
 		}
 	}
 	return rpc.Respond(&out), nil
+}
+
+// openReplyBytes bounds the answer of an open batch: it answers the items
+// in order until this many bytes, then leaves the rest for the client to
+// send again.
+const openReplyBytes = 512 << 10
+
+// resultSize is about how many bytes r takes in an answer.
+func resultSize(r *wire.ObjResult) int {
+	p := &r.Meta.Props
+	return len(r.Message) + len(r.Meta.Name) + len(p.AppName) + len(p.DataLoc) + len(p.Tags) + 10*len(p.Dims) + 64
 }
 
 func (s *Service) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

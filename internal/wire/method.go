@@ -34,7 +34,7 @@ const (
 	MethodContDeleting   Method = 21 // ContKey -> ContainerMeta, marked as being deleted
 	MethodContPage       Method = 22 // ContPageReq -> ContPage: a page of this server's containers
 	MethodObjCreate      Method = 24 // ObjBatch (Creates) -> ObjResults
-	MethodObjOpen        Method = 25 // ObjBatch (Opens) -> ObjResults
+	MethodObjOpen        Method = 25 // ObjBatch (Opens) -> ObjResults: the first items, all unless the answer would pass 512 KiB
 	MethodObjList        Method = 26 // IDArg (container id) -> ObjList (this server's)
 	MethodObjDelete      Method = 27 // ObjKey -> (empty)
 	MethodObjSetDims     Method = 28 // SetDims -> ObjectMeta
