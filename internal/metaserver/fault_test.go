@@ -104,9 +104,11 @@ func TestStoreFaults(t *testing.T) {
 		{vfs.OpSyncDir, faultDir, 1}, {vfs.OpRemove, "", 1}, {vfs.OpWrites, "", 5},
 	}
 	injected, checked := 0, 0
-	for _, errno := range []error{syscall.ENOSPC, syscall.EIO} {
-		for _, c := range cases {
-			for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
+	for j, errno := range []error{syscall.ENOSPC, syscall.EIO} {
+		for i, c := range cases {
+			// Each case once with ENOSPC and once with EIO, one of them
+			// under each durability.
+			for _, d := range []Durability{Durability((i + j) % 2)} {
 				name := fmt.Sprintf("%s/%v/%q/%s", errName(errno), c.op, c.path, d)
 				n, k := storeFaultCase(t, name, vfs.Rule{Ops: c.op, Path: c.path, After: c.after, Count: 3, Err: errno, Short: true}, d)
 				if n == 0 {
@@ -136,7 +138,7 @@ func storeFaultCase(t *testing.T, name string, r vfs.Rule, d Durability) (inject
 	var acked []int
 	stuck := false
 	i := 0
-	for ; i < 150; i++ {
+	for ; i < 80; i++ {
 		b := s.db.NewBatch()
 		_ = b.Set(faultKey(i), faultValue(i), nil)
 		err := s.commit(b)
@@ -288,10 +290,14 @@ func TestStoreOpenFaults(t *testing.T) {
 	// that while it opens, and that may not be retried (the design
 	// record's residual risk). Failed fsyncs of the log are tried.
 	rules := []vfs.Rule{{Ops: vfs.OpWrites &^ vfs.OpSync}, {Ops: vfs.OpSync, Path: walFile}}
+	// ENOSPC at even operations, EIO at odd ones.
 	for _, errno := range []error{syscall.ENOSPC, syscall.EIO} {
 		for n, rule := 0, 0; rule < len(rules); n++ {
-			if n == ops {
+			if n >= ops {
 				n, rule = -1, rule+1
+				continue
+			}
+			if (n%2 == 0) != (errno == syscall.ENOSPC) {
 				continue
 			}
 			f := vfs.NewFaulty(crashed.Clone())
