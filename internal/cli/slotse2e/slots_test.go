@@ -305,7 +305,7 @@ func TestNodeLocalDataDirs(t *testing.T) {
 // duplicated wrongly.
 func TestKilledWhileMovingData(t *testing.T) {
 	// PDC_SLOTS_KILL_CYCLES runs more cycles, outside CI.
-	cycles := 12
+	cycles := 10
 	if e2e.Race {
 		cycles = 6
 	}
