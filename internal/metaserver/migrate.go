@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -13,6 +12,7 @@ import (
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/internal/tagindex/postings"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -102,7 +102,8 @@ func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
 // and renames dir out of the way.
 func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error) {
 	// Opening it replays its own log, so nothing it acknowledged is missed.
-	st, err := openStore(dir, DurabilityProcess, 8<<20, s.log)
+	fsys := vfs.OrDefault(s.cfg.FS)
+	st, err := openStoreFS(fsys, dir, DurabilityProcess, 8<<20, s.log)
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
@@ -120,7 +121,7 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
 	done := fmt.Sprintf("%s.adopted-%s", dir, time.Now().UTC().Format("20060102T150405Z"))
-	if err := os.Rename(dir, done); err != nil {
+	if err := fsys.Rename(dir, done); err != nil {
 		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
 	return n, nil
