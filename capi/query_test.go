@@ -184,13 +184,19 @@ func TestQueryGetDataBoxLimit(t *testing.T) {
 		t.Fatal(p.lines())
 	}
 	const n = 1 << 20
+	// 2^80 doubles, whose byte count wraps past 2^64, cannot be created.
+	if p.PropSetObjDims(prop, 4, []uint64{n, n, n, n}) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if p.ObjCreate(cont, "big-wraps", prop) != 0 {
+		t.Fatal("an object of 2^80 doubles was created")
+	}
+	p.wantLine(t, "PDCobj_create(", "big-wraps", "pass 2^63 bytes")
 	for _, c := range []struct {
 		name string
 		dims []uint64
 		sel  capi.Selection
 	}{
-		// 2^80 doubles: the byte count wraps past 2^64.
-		{"wraps", []uint64{n, n, n, n}, capi.Selection{NDim: 4, NHits: 2, Coords: []uint64{0, 0, 0, 0, n - 1, n - 1, n - 1, n - 1}}},
 		// 2^40 doubles: 8 TiB.
 		{"8TiB", []uint64{n, n}, capi.Selection{NDim: 2, NHits: 2, Coords: []uint64{0, 0, n - 1, n - 1}}},
 		// 2^27+1 doubles: 1 GiB and 8 bytes.
