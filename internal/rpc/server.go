@@ -560,8 +560,12 @@ func (s *Server) Close() error {
 			_ = ln.Close()
 		}
 		for c := range s.mu.conns {
-			c.cancel()
+			// The connection first, then its handlers' contexts: a
+			// handler that returns its context's error must not get
+			// "canceled" to its client as if the client had asked;
+			// the client sees the server go.
 			_ = c.nc.Close()
+			c.cancel()
 		}
 		s.mu.Unlock()
 	})
