@@ -274,7 +274,7 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := tagModel{}
-	keys := []string{"a", "ab", "abc", "b", "ba", "cab", "x~y", "key", "k", "kk"}
+	keys := []string{"a", "ab", "abc", "b", "ba", "cab", "x_y", "key", "k", "kk"}
 	newValue := func() client.TagValue {
 		switch rng.IntN(4) {
 		case 0:
