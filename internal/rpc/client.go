@@ -219,6 +219,10 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if f.Method != wire.MethodHello || f.Flags != 0 {
 		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
 	}
+	// Nothing large is allocated for a peer that has not proven itself.
+	if f.HeaderLen > maxHelloHeader || f.PayloadLen != 0 {
+		return fail("read hello", fmt.Errorf("hello of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxHelloHeader, pdc.ErrProtocol))
+	}
 	hdr, _, err := r.body(f)
 	if err != nil {
 		return fail("read hello", err)
@@ -915,6 +919,10 @@ func (c *Conn) forget(id uint64) bool {
 	}
 	return false
 }
+
+// maxHelloHeader bounds the hello a server sends before it has proven
+// anything.
+const maxHelloHeader = 64 << 10
 
 // DialRaw connects to a server and completes the handshake like Dial, then
 // hands over the bare connection: for tools and tests that write frames of

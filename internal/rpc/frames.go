@@ -119,7 +119,7 @@ func (r *frameReader) blocking(read func() (int, error)) (int, error) {
 	if p.nc == nil || p.stall <= 0 {
 		return read()
 	}
-	stalled := p.credit >= p.stall
+	stalled := p.minRate <= 0 || p.credit >= p.stall
 	if d := p.credit; d > 0 {
 		start := time.Now()
 		_ = p.nc.SetReadDeadline(start.Add(d))
@@ -263,13 +263,31 @@ func (r *frameReader) body(f wire.Frame) (hdr, payload []byte, err error) {
 }
 
 // header reads f's header into a new buffer.
+//
+// On a server, a header that is not all here yet grows as its bytes
+// arrive: a prefix claiming a large header holds no more memory than the
+// bytes its peer has sent, and the frame's bounds end a peer that stops.
 func (r *frameReader) header(f wire.Frame) ([]byte, error) {
-	if f.HeaderLen == 0 {
+	n := int(f.HeaderLen)
+	if n == 0 {
 		return nil, nil
 	}
-	hdr := make([]byte, f.HeaderLen)
-	if err := r.read(hdr); err != nil {
-		return nil, err
+	if r.pace.nc == nil || r.br.Buffered() >= n {
+		hdr := make([]byte, n)
+		if err := r.read(hdr); err != nil {
+			return nil, err
+		}
+		return hdr, nil
+	}
+	hdr := make([]byte, 0, min(n, 2*r.br.Size()))
+	for len(hdr) < n {
+		if err := r.more(1); err != nil {
+			return nil, err
+		}
+		k := min(n-len(hdr), r.br.Buffered())
+		b, _ := r.br.Peek(k)
+		hdr = append(hdr, b...)
+		_, _ = r.br.Discard(k)
 	}
 	return hdr, nil
 }

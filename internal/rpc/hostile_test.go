@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -287,4 +288,56 @@ func TestClaimWithoutBytesHoldsNoBudget(t *testing.T) {
 	for _, nc := range conns {
 		nc.Close()
 	}
+}
+
+// A prefix claiming a large header holds no more memory than the bytes
+// that came: the header grows as they arrive.
+func TestClaimedHeaderGrowsAsItArrives(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	r := newFrameReader(a, wire.Limits{})
+	r.pace = pace{nc: a, stall: 10 * time.Second}
+	r.begin()
+	go func() {
+		_, _ = b.Write(make([]byte, 1000))
+		b.Close()
+	}()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := r.header(wire.Frame{HeaderLen: 1 << 20})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a header cut short: %v, want ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got >= 1<<20 {
+		t.Fatalf("reading 1000 bytes of a header claimed to be 1 MiB allocated %d bytes", got)
+	}
+}
+
+// A client does not allocate what a peer posing as a server claims in its
+// hello.
+func TestClientRefusesLargeHello(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		f := wire.Frame{Method: wire.MethodHello, PayloadLen: 1 << 30}
+		_, _ = nc.Write(f.Append(nil))
+		_, _ = io.Copy(io.Discard, nc) // until the client gives up
+	}()
+	_, err = Dial(ctx10(t), ln.Addr().String(), DialOptions{})
+	if !errors.Is(err, pdc.ErrProtocol) || !strings.Contains(err.Error(), "no payload") {
+		t.Fatalf("dial a server claiming a 1 GiB hello: %v, want ErrProtocol", err)
+	}
+	<-done
 }
