@@ -825,10 +825,10 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	// A request tried on this goroutine reads its payload as it arrives.
 	streamed := he.here != nil && f.PayloadLen > 0
 	var payload []byte
-	release := noRelease
+	var grant int64 // of the payload budget, for payload
 	hdr, err := c.r.header(f)
 	if err == nil && !streamed {
-		payload, release, err = c.payload(f)
+		payload, grant, err = c.payload(f)
 	}
 	if err != nil {
 		return nil, false, err
@@ -839,7 +839,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		if streamed {
 			return c.r.discard(f.PayloadLen)
 		}
-		release()
+		s.putPayload(payload, grant)
 		return nil
 	}
 	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
@@ -861,7 +861,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(),
 		conn: c, id: f.ID, inline: he.inline}
 	if he.owned {
-		req.Release = release
+		req.Release = s.releaser(payload, grant)
 	}
 	// Checking draining and counting the handler under one lock orders
 	// every Add before Shutdown's Wait.
@@ -907,14 +907,14 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			return nil, false, err
 		}
 		if streamed {
-			if payload, release, err = c.payload(f); err != nil {
+			if payload, grant, err = c.payload(f); err != nil {
 				req.EndTurn()
 				ctx.release()
 				<-c.sem
 				s.handlerWG.Done()
 				return nil, false, err
 			}
-			streamed, req.Payload, req.Release = false, payload, release
+			streamed, req.Payload, req.Release = false, payload, s.releaser(payload, grant)
 		}
 	}
 	if !he.inline {
@@ -948,7 +948,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		if !he.owned {
 			// The payload, which the answer may carry, is free once the
 			// answer is written or copied.
-			defer release()
+			defer s.putPayload(payload, grant)
 		}
 		if err != nil {
 			if resp != nil && resp.Done != nil {
@@ -975,13 +975,11 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 	}, he.inline, nil
 }
 
-func noRelease() {}
-
 // payload reads f's payload, which follows its header, into a buffer from
-// bufpool, taken from the server's payload budget. release gives both
-// back. (From bufpool rather than the heap: a buffer given back is the
-// next one's at once, where the collector would leave it in memory,
-// garbage, until its next cycle.)
+// bufpool, taken from the server's payload budget: grant bytes of it,
+// which putPayload gives back with the buffer. (From bufpool rather than
+// the heap: a buffer given back is the next one's at once, where the
+// collector would leave it in memory, garbage, until its next cycle.)
 //
 // Nothing is taken before the payload's first bytes (a bufferful, or all
 // of a smaller one) have arrived: a frame prefix alone holds no memory.
@@ -991,42 +989,57 @@ func noRelease() {}
 // being written (bounded by the stall timeout), and payloads their owners
 // give back once stored, which waits on nothing another connection reads
 // (the data server takes none of its own budget for them).
-func (c *serverConn) payload(f wire.Frame) (payload []byte, release func(), err error) {
+func (c *serverConn) payload(f wire.Frame) (payload []byte, grant int64, err error) {
 	if f.PayloadLen == 0 {
-		return nil, noRelease, nil
+		return nil, 0, nil
 	}
 	if err := c.r.more(int(min(f.PayloadLen, uint64(c.r.br.Size())))); err != nil {
-		return nil, nil, fmt.Errorf("reading a request's payload: %w", err)
+		return nil, 0, fmt.Errorf("reading a request's payload: %w", err)
 	}
 	s := c.s
 	n := int(f.PayloadLen)
-	grant := min(int64(bufpool.SizeOf(n)), s.cfg.PayloadBudget)
+	grant = min(int64(bufpool.SizeOf(n)), s.cfg.PayloadBudget)
 	if !s.payloads.TryAcquire(grant) {
 		s.waits.Add(1)
 		// Answers queued for earlier requests go out before the wait.
 		if err := c.w.flush(c.ctx); err != nil {
-			return nil, nil, err
+			return nil, 0, err
 		}
 		if err := s.payloads.Acquire(c.ctx, grant); err != nil {
-			return nil, nil, fmt.Errorf("waiting for room for a payload of %d bytes: %w", n, ctxErr(c.ctx))
+			return nil, 0, fmt.Errorf("waiting for room for a payload of %d bytes: %w", n, ctxErr(c.ctx))
 		}
 	}
 	s.held.Add(grant)
 	payload = bufpool.Get(n)
-	var done atomic.Bool
-	release = func() {
-		if done.Swap(true) {
-			return
-		}
-		bufpool.Put(payload)
-		s.held.Add(-grant)
-		s.payloads.Release(grant)
-	}
 	if err := c.r.readPayload(payload); err != nil {
-		release()
-		return nil, nil, err
+		s.putPayload(payload, grant)
+		return nil, 0, err
 	}
-	return payload, release, nil
+	return payload, grant, nil
+}
+
+// putPayload gives back a payload and its grant of the budget. Nothing
+// refers to the payload any more.
+func (s *Server) putPayload(payload []byte, grant int64) {
+	if grant == 0 {
+		return
+	}
+	bufpool.Put(payload)
+	s.held.Add(-grant)
+	s.payloads.Release(grant)
+}
+
+// releaser returns a Request.Release for payload: putPayload, once.
+func (s *Server) releaser(payload []byte, grant int64) func() {
+	if grant == 0 {
+		return func() {}
+	}
+	var done atomic.Bool
+	return func() {
+		if !done.Swap(true) {
+			s.putPayload(payload, grant)
+		}
+	}
 }
 
 // answer writes the answer of a request served on the reading goroutine
