@@ -125,34 +125,49 @@ func BenchmarkStore(b *testing.B) {
 }
 
 // BenchmarkStrided reads and writes a column slab of a 2-D object, the
-// case where runs are short and blocks are shared between them.
+// case where runs are short: 4096x256 of 4096x4096, runs of half a block
+// each in a block of its own; 65536x32 of 65536x64, eight runs to a block.
 func BenchmarkStrided(b *testing.B) {
+	cases := []struct {
+		dims []uint64
+		box  region.Box
+	}{
+		{[]uint64{4096, 4096}, region.Box{Off: []uint64{0, 1024}, Size: []uint64{4096, 256}}},
+		{[]uint64{65536, 64}, region.Box{Off: []uint64{0, 16}, Size: []uint64{65536, 32}}},
+	}
 	for _, mode := range []Mode{ByOffset, ByRegion} {
 		b.Run(mode.String(), func(b *testing.B) {
 			s := openStore(b, b.TempDir(), false)
 			defer func() { _ = s.Close() }()
-			l := Layout{Dims: []uint64{4096, 4096}, Elem: 8, Mode: mode}
-			all := make([]byte, 4096*4096*8)
-			if err := s.Write(1, l, region.Shape(l.Dims...), all); err != nil {
-				b.Fatal(err)
-			}
-			box := region.Box{Off: []uint64{0, 1024}, Size: []uint64{4096, 256}}
-			buf := make([]byte, box.Volume()*8)
-			for _, op := range []string{"write", "read"} {
-				b.Run(fmt.Sprintf("%s-4096x256", op), func(b *testing.B) {
-					b.SetBytes(int64(len(buf)))
-					for b.Loop() {
-						var err error
-						if op == "write" {
-							err = s.Write(1, l, box, buf)
-						} else {
-							err = s.Read(1, l, box, buf)
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
+			for i, c := range cases {
+				obj := uint64(1 + i)
+				l := Layout{Dims: c.dims, Elem: 8, Mode: mode}
+				all := make([]byte, c.dims[0]*c.dims[1]*8)
+				if err := s.Write(obj, l, region.Shape(l.Dims...), all); err != nil {
+					b.Fatal(err)
+				}
+				box := c.box
+				buf := make([]byte, box.Volume()*8)
+				for _, op := range []string{"write", "read"} {
+					name := fmt.Sprintf("%s-%dx%d", op, box.Size[0], box.Size[1])
+					if i > 0 {
+						name += fmt.Sprintf("of%d", c.dims[1])
 					}
-				})
+					b.Run(name, func(b *testing.B) {
+						b.SetBytes(int64(len(buf)))
+						for b.Loop() {
+							var err error
+							if op == "write" {
+								err = s.Write(obj, l, box, buf)
+							} else {
+								err = s.Read(obj, l, box, buf)
+							}
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package regionstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -339,15 +340,40 @@ func (a *area) write(f vfs.File, segs []seg) error {
 }
 
 // writeGroup stores the first segments of segs that fit one group, and
-// says how many it took.
+// says how many it took. scratch is where it merges blocks covered in
+// part, kept from group to group.
+//
+// Each block changes in one pwrite, so that a process killed between two
+// leaves it old or new, matching one of its CRCs. A block that two or
+// more segments cover in part (the rows of a strided box, where a row is
+// shorter than a block) is written once, merged, after the segments'
+// writes, which leave it out.
 func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (int, error) {
 	p.reset()
-	cur := int64(-1) // the block merged in scratch
+	// shared are the blocks that segments before the last cover in part,
+	// with the group's bytes merged in, in order; the last may be the
+	// block the last segment covers in part, still open (cur).
+	shared := p.parts[:0]
+	defer func() {
+		clear(shared) // drop the scratch buffers
+		p.parts = shared[:0]
+	}()
+	cur := false
+	used := 0 // bytes of *scratch the blocks in shared hold
 	finish := func() {
-		if cur >= 0 {
-			p.add(a, cur, crc32.Checksum((*scratch)[:a.blockLen(cur)], a.sum))
-			cur = -1
+		if !cur {
+			return
 		}
+		pt := &shared[len(shared)-1]
+		p.add(a, pt.b, crc32.Checksum(pt.buf, a.sum))
+		if pt.shared {
+			used += len(pt.buf)
+		} else {
+			// The segment's own write changes it in one: its merge is
+			// not needed any more.
+			shared = shared[:len(shared)-1]
+		}
+		cur = false
 	}
 	var bytes int64
 	n := 0
@@ -355,13 +381,14 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 		s := segs[n]
 		off, end := s.off, s.off+int64(len(s.buf))
 		if n > 0 {
-			// The blocks s touches, and the one merged in scratch, not
-			// added yet: each may start a run.
+			// The blocks s touches, and the one merged last, not added
+			// yet: each may start a run.
 			need := a.block(end-1) - a.block(off) + 1
-			if cur >= 0 {
+			if cur {
 				need += 1 + pendRunHead/4
 			}
-			if bytes+int64(len(s.buf)) > 2*chunk() || !p.room(need) {
+			// s may add two blocks in part, its first and its last.
+			if bytes+int64(len(s.buf)) > 2*chunk() || !p.room(need) || len(shared)+2 > maxShared {
 				break
 			}
 		}
@@ -375,18 +402,27 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 				off = bEnd
 				continue
 			}
-			if cur != b {
+			k := min(end, bEnd) - off
+			if cur && shared[len(shared)-1].b == b {
+				// A segment before this one covered part of b too.
+				pt := &shared[len(shared)-1]
+				pt.shared = true
+				pt.hi = off + k
+			} else {
 				finish()
-				if *scratch == nil {
-					*scratch = make([]byte, blockSize)
+				bl := int(bEnd - bStart)
+				if len(*scratch)-used < bl {
+					// The blocks in shared keep the buffer they are in.
+					*scratch = make([]byte, min(maxShared, max(1, 2*len(*scratch)/int(blockSize)))*int(blockSize))
+					used = 0
 				}
-				if err := a.load(f, b, (*scratch)[:bEnd-bStart], false); err != nil {
+				shared = append(shared, partPending{b: b, lo: off, hi: off + k, buf: (*scratch)[used : used+bl : used+bl]})
+				if err := a.load(f, b, shared[len(shared)-1].buf, false); err != nil {
 					return n, err
 				}
-				cur = b
+				cur = true
 			}
-			k := min(end, bEnd) - off
-			copy((*scratch)[off-bStart:], s.buf[off-s.off:off-s.off+k])
+			copy(shared[len(shared)-1].buf[off-bStart:], s.buf[off-s.off:off-s.off+k])
 			off += k
 		}
 	}
@@ -394,13 +430,53 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 	if err := p.write(f); err != nil {
 		return n, err
 	}
+	isShared := func(b int64) bool {
+		_, ok := slices.BinarySearchFunc(shared, b, func(pt partPending, b int64) int { return cmp.Compare(pt.b, b) })
+		return ok
+	}
 	for _, s := range segs[:n] {
-		if _, err := f.WriteAt(s.buf, a.base+s.off); err != nil {
+		lo, hi := s.off, s.off+int64(len(s.buf))
+		if len(shared) > 0 {
+			// Only a segment's first and last blocks may be shared: it
+			// covers those between whole.
+			if b := a.block(lo); isShared(b) {
+				lo = a.blockEnd(b)
+			}
+			if b := a.block(hi - 1); isShared(b) {
+				hi = min(hi, a.blockStart(b))
+			}
+			if lo >= hi {
+				continue
+			}
+		}
+		if _, err := f.WriteAt(s.buf[lo-s.off:hi-s.off], a.base+lo); err != nil {
+			a.settle(f, p)
+			return n, err
+		}
+	}
+	for _, pt := range shared {
+		bStart := a.blockStart(pt.b)
+		if _, err := f.WriteAt(pt.buf[pt.lo-bStart:pt.hi-bStart], a.base+pt.lo); err != nil {
 			a.settle(f, p)
 			return n, err
 		}
 	}
 	return n, p.written(f, a)
+}
+
+// maxShared bounds the blocks of a write group that segments share, and
+// so the memory they are merged in: buffers of up to this many blocks,
+// grown by doubling, twice that allocated at most per write.
+const maxShared = 64
+
+// partPending is a block a write group covers in part: the block with the
+// group's bytes merged in, and the area bytes [lo, hi) the group changes
+// in it (holding old bytes between segments).
+type partPending struct {
+	b      int64
+	lo, hi int64
+	buf    []byte
+	shared bool // more than one segment covers part of it
 }
 
 // settle gives the blocks of a group whose data write failed part way

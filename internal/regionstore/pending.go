@@ -75,12 +75,13 @@ type pendRun struct {
 // written, and the table entries its records name that are not in the
 // file yet. Guarded by the object's lock, as the file is.
 type pending struct {
-	at   int64 // file offset of the slot; 0 if the file has none
-	pos  int64 // where the next record goes, from at
-	seq  uint64
-	runs []pendRun
-	size int // encoded bytes of the record of runs
-	buf  []byte
+	at    int64 // file offset of the slot; 0 if the file has none
+	pos   int64 // where the next record goes, from at
+	seq   uint64
+	runs  []pendRun
+	parts []partPending // writeGroup's shared blocks, kept for their room
+	size  int           // encoded bytes of the record of runs
+	buf   []byte
 	// dirty are table entries set in memory and named by records in the
 	// slot, not yet written to the file's tables.
 	dirty []dirtyRun

@@ -234,43 +234,51 @@ func tornRound(t *testing.T, dir string, mode Mode, first uint64, d time.Duratio
 }
 
 // A write of thousands of short runs, each in a block of its own and
-// some across two, is cut into groups whose blocks fit the pending slot,
-// and reads back, reopened too, in both modes.
+// some across two, or (with short rows) eight or nine to a block, is cut
+// into groups whose blocks fit the pending slot and whose shared blocks
+// fit their bound, a block sometimes cut between two groups, and reads
+// back, reopened too, in both modes.
 func TestStridedOverwriteGroups(t *testing.T) {
 	for _, mode := range []Mode{ByOffset, ByRegion} {
-		t.Run(mode.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			l := Layout{Dims: []uint64{2048, 1000}, Elem: 8, Mode: mode}
-			whole := region.Shape(l.Dims...)
-			s := openStore(t, dir, false)
-			if err := s.Write(1, l, whole, genBytes(l.Dims, whole, 1)); err != nil {
-				t.Fatal(err)
-			}
-			want := genBytes(l.Dims, whole, 1)
-			for gen, col := range []uint64{511, 255, 0, 998} {
-				box := region.Box{Off: []uint64{0, col}, Size: []uint64{2048, 2}}
-				data := genBytes(l.Dims, box, uint32(gen+2))
-				if err := s.Write(1, l, box, data); err != nil {
-					t.Fatal(err)
-				}
-				if err := region.Copy(want, whole, data, box, box, 8); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for round := range 2 {
-				got := make([]byte, len(want))
-				if err := s.Read(1, l, whole, got); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Fatalf("round %d: differs at byte %d", round, firstDiff(got, want))
-				}
-				crash(s)
-				s = openStore(t, dir, false)
-			}
-			_ = s.Close()
-		})
+		for _, cols := range []uint64{1000, 60} {
+			t.Run(fmt.Sprintf("%s/%dcols", mode, cols), func(t *testing.T) {
+				stridedOverwriteGroups(t, mode, cols)
+			})
+		}
 	}
+}
+
+func stridedOverwriteGroups(t *testing.T, mode Mode, cols uint64) {
+	dir := t.TempDir()
+	l := Layout{Dims: []uint64{2048, cols}, Elem: 8, Mode: mode}
+	whole := region.Shape(l.Dims...)
+	s := openStore(t, dir, false)
+	if err := s.Write(1, l, whole, genBytes(l.Dims, whole, 1)); err != nil {
+		t.Fatal(err)
+	}
+	want := genBytes(l.Dims, whole, 1)
+	for gen, col := range []uint64{cols/2 + 11, cols / 4, 0, cols - 2} {
+		box := region.Box{Off: []uint64{uint64(gen), col}, Size: []uint64{2048 - uint64(gen), 2}}
+		data := genBytes(l.Dims, box, uint32(gen+2))
+		if err := s.Write(1, l, box, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := region.Copy(want, whole, data, box, box, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		got := make([]byte, len(want))
+		if err := s.Read(1, l, whole, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: differs at byte %d", round, firstDiff(got, want))
+		}
+		crash(s)
+		s = openStore(t, dir, false)
+	}
+	_ = s.Close()
 }
 
 // Overwrites in place leave their CRCs to the file's table lazily, named
