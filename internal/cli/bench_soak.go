@@ -32,7 +32,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of every random choice (printed, to replay a run)")
 	keep := fs.String("dir", "", "keep the cluster's files and the op logs in this directory (default: a temporary one, removed if nothing was found)")
 	quiet := fs.Bool("q", false, "print only the summary, not a line per cycle")
-	dynOver := fs.Bool("dynamic-overwrites", crashloop.DynamicOverwritesSafe, "overwrite region-dynamic and region-local objects under faults (issue 25 case 1)")
+	dynOver := fs.Bool("dynamic-overwrites", crashloop.DynamicOverwritesSafe, "overwrite region-dynamic and region-local objects under faults (=false: write each of their cells once)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}

@@ -43,13 +43,12 @@ type WorkerConfig struct {
 
 // DynamicOverwritesSafe is whether an overwrite of a region-dynamic or
 // region-local object may be interrupted by a fault without losing what
-// was acknowledged before. It may not yet: issue 25 case 1 (the placement
-// of the new write is recorded before its bytes are stored, so a
-// read-back after a killed overwrite reads zeros, or an older write that
-// the same server holds there). Until that is fixed, crash loops write
-// each cell of such objects at most once, which keeps every other fault
-// of those partitions checked; set this to true once case 1 lands.
-var DynamicOverwritesSafe = false
+// was acknowledged before, the default of Config.DynamicOverwrites. It
+// may since issue 25 case 1 was fixed (an overwrite goes where the data
+// it replaces is, docs/design/0012); before, a read-back after a killed
+// overwrite read zeros. Crash loops without it write each cell of such
+// objects at most once.
+var DynamicOverwritesSafe = true
 
 // Shapes of the objects created: 1, 2 and 3 dims, 1 to 4 blocks of 4 KiB.
 var shapes = [][]uint64{{512}, {16, 64}, {8, 8, 32}}
