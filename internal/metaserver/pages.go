@@ -1,6 +1,7 @@
 package metaserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -78,6 +79,11 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, err
 	}
 	defer it.Close()
+	look, err := s.newLookup()
+	if err != nil {
+		return nil, err
+	}
+	defer look.close()
 	var last uint64 // the last member scanned
 	size, n := 0, 0
 	switch {
@@ -105,7 +111,7 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			last = binary.BigEndian.Uint64(it.Key()[len(p):])
 			out.IDs = append(out.IDs, last)
 			// An added member has its reverse key; a home member has none.
-			_, added, err := s.st.get(keyAdded(last, q.ContID))
+			_, added, err := look.get(keyAdded(last, q.ContID))
 			if err != nil {
 				return nil, err
 			}
@@ -122,7 +128,7 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			}
 			last = binary.BigEndian.Uint64(it.Key()[len(p):])
 			n++
-			m, raw, err := s.loadObjRaw(last)
+			m, raw, err := look.loadObj(last)
 			if errors.Is(err, pdc.ErrNotFound) {
 				continue // deleted meanwhile
 			}
@@ -145,14 +151,50 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 // loadObjRaw loads object id's record and returns it with its size in
 // bytes.
 func (s *Service) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
-	ident, ok, err := s.st.get(keyObjID(id))
+	look, err := s.newLookup()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer look.close()
+	return look.loadObj(id)
+}
+
+// lookup reads keys one at a time through one iterator: a pebble Get
+// makes an iterator for each key, which costs a listing of thousands more
+// than the keys' reads. A prefix seek on a whole key consults each
+// table's bloom filter, as Get does.
+type lookup struct{ it *pebble.Iterator }
+
+func (s *Service) newLookup() (*lookup, error) {
+	it, err := s.st.db.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &lookup{it}, nil
+}
+
+func (l *lookup) close() { l.it.Close() }
+
+// get returns key k's value, valid until the next get.
+func (l *lookup) get(k []byte) ([]byte, bool, error) {
+	if l.it.SeekPrefixGE(k) && bytes.Equal(l.it.Key(), k) {
+		v, err := l.it.ValueAndErr()
+		return v, err == nil, err
+	}
+	return nil, false, l.it.Error()
+}
+
+// loadObj loads object id's record and returns it with its size in bytes.
+func (l *lookup) loadObj(id uint64) (*wire.ObjectMeta, int, error) {
+	v, ok, err := l.get(keyObjID(id))
 	if err != nil {
 		return nil, 0, err
 	}
 	if !ok {
 		return nil, 0, fmt.Errorf("object %d: %w", id, pdc.ErrNotFound)
 	}
-	v, ok, err := s.st.get(keyObj(ident))
+	ident := bytes.Clone(v)
+	v, ok, err = l.get(keyObj(ident))
 	if err != nil {
 		return nil, 0, err
 	}
