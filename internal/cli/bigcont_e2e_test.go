@@ -168,16 +168,16 @@ func retryOpen(t *testing.T, what string, fn func() error) {
 	}
 }
 
-// A container of 100,000 objects on 2 servers (50,000 each, several times
+// A container of 45,000 objects on 2 servers (about 22,500 each, past
 // what one reply held before: "frame header of 1138607 bytes exceeds the
-// limit" at ~20,000) lists and counts through Go, the CLI and the C API,
+// limit" at ~20,000, and many pages of a listing) lists and counts through Go, the CLI and the C API,
 // and deletes with its data, tags and index entries, leaving the objects
 // of other containers that were added to it whole.
 func TestLargeContainerListAndDelete(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates 100,000 objects; skipped with -short")
+		t.Skip("creates 45,000 objects; skipped with -short")
 	}
-	const n = 100_000
+	const n = 45_000
 	tmpdir := e2e.Up(t, 2)
 	datadir := e2e.ServerDataDir(t, tmpdir)
 	ctx := e2e.Ctx(t, 5*time.Minute)
@@ -219,7 +219,7 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 		t.Fatalf("iterated %d objects, want %d", seen, b.members())
 	}
 	for rank, k := range servers {
-		if k < 20_000*2 {
+		if k <= 20_000 {
 			t.Fatalf("server %d holds %d members; want well past what one reply held before", rank, k)
 		}
 	}
@@ -383,9 +383,9 @@ type faults struct {
 // again; the objects of other containers added to it stay whole.
 func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates 20,000 objects and kills processes; skipped with -short")
+		t.Skip("creates 5,000 objects and kills processes; skipped with -short")
 	}
-	const n = 20_000
+	const n = 5_000
 	tmpdir := e2e.Up(t, 2)
 	datadir := e2e.ServerDataDir(t, tmpdir)
 	ctx := e2e.Ctx(t, 5*time.Minute)
