@@ -449,15 +449,28 @@ func (o *Object) Close(ctx context.Context) error {
 }
 
 // Delete deletes the object's metadata, tags and data, and removes it
-// from every container it was added to.
+// from every container it was added to. Its metadata server has every
+// data server remove the object's data and refuse it from then on: a
+// handle to it, in any process, then fails with pdc.ErrNotFound (a data
+// server that is down gets told when it is back, and refuses the object
+// meanwhile). Transfers this client started before are done first.
 func (o *Object) Delete(ctx context.Context) error {
+	// Starts queued or sent and not yet answered are registered first,
+	// so that the data servers finish their writes before dropping the
+	// object instead of refusing them.
+	if err := o.c.settle(ctx); err != nil {
+		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
+	}
+	if err := o.c.starts.collectAll(ctx); err != nil {
+		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
+	}
 	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.meta().ID}, nil); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
 	o.closeMu.Lock()
 	o.closed = true
 	o.closeMu.Unlock()
-	return o.deleteData(ctx)
+	return nil
 }
 
 // ---- tags

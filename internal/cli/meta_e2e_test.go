@@ -64,6 +64,8 @@ func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.W
 		return sc.Err()
 	case "region-writer", "region-reader":
 		return regionRole(ctx, c, role, out)
+	case "stale-handle":
+		return staleHandleRole(ctx, c, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

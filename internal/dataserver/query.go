@@ -44,10 +44,17 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err != nil {
 		return nil, fmt.Errorf("query object %d: %w", m.Obj, err)
 	}
+	if err := s.admitIDs(ctx, []uint64{m.Obj}); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		return nil, errClosing
+	}
+	if err := s.deadLocked(m.Obj); err != nil {
+		s.mu.Unlock()
+		return nil, err
 	}
 	err = s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion})
 	// Like a read, a query runs after the writes to the object that the

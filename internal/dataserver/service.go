@@ -46,6 +46,11 @@ type Config struct {
 	MaxTransfer int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Objects, if set, is asked whether an object seen here for the first
+	// time still exists: operations on deleted objects are refused
+	// (gone.go). Without it every object is taken to exist, until a
+	// tombstone says otherwise.
+	Objects Objects
 
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.
@@ -90,6 +95,7 @@ type Service struct {
 	quit     context.Context // ends when Close begins
 	stop     context.CancelFunc
 	wg       sync.WaitGroup // the workers
+	bg       sync.WaitGroup // background scrubs (StartScrub)
 	deferred sync.WaitGroup // reads waiting for writes before queueing
 	// sendMu is held for reading while sending to queue, and for writing
 	// to close it; closing refuses new sends.
@@ -109,6 +115,8 @@ type Service struct {
 		writes    map[uint64]map[*transfer]struct{} // pending writes per object (leaders)
 		queued    map[uint64]int                    // of those, how many the workers have
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
+		lives     map[uint64]life                   // what is known of objects' lives (gone.go)
+		checks    map[uint64]*lifeCheck             // questions about lives under way
 		closed    bool
 	}
 
@@ -239,6 +247,8 @@ func New(cfg Config) *Service {
 	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.queued = map[uint64]int{}
 	s.mu.layouts = map[uint64]layoutSeen{}
+	s.mu.lives = map[uint64]life{}
+	s.mu.checks = map[uint64]*lifeCheck{}
 	s.lanes.byID = map[uint64]*serverLane{}
 	s.lanes.byClient = map[string]*serverLane{}
 	s.lanes.conns = map[net.Conn]struct{}{}
@@ -260,6 +270,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodDataDeleteObjs, s.deleteObjs)
 	srv.Handle(wire.MethodDataQuery, s.query)
 	srv.Handle(wire.MethodDataLane, s.makeLane)
+	srv.Handle(wire.MethodDataGone, s.gone)
+	srv.Handle(wire.MethodDataScrub, s.scrub)
 }
 
 // Close stops the workers once the queued transfers are done, and fails
@@ -273,6 +285,7 @@ func (s *Service) Close() error {
 	s.mu.closed = true
 	s.mu.Unlock()
 	s.stop() // requests waiting for budget, and reads waiting for it, give up
+	s.bg.Wait()
 	// Reads waiting for writes or budget are handed over (or failed)
 	// first; then no sender is left, and the workers drain the queue and
 	// stop.
@@ -492,6 +505,11 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 			return nil, rpc.ErrElsewhere
 		}
 	}
+	if known, err := s.admitNow(m.Items); err != nil || !known {
+		// start refuses a deleted object, and asks about a new one
+		// off this connection's reader.
+		return nil, rpc.ErrElsewhere
+	}
 	s.mu.Lock()
 	busy := s.mu.closed
 	for _, it := range m.Items {
@@ -578,6 +596,9 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		return nil, err
 	}
 	if err := s.awaitSlots(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.admit(ctx, m.Items); err != nil {
 		return nil, err
 	}
 	// Writes whose bytes are in the client's lane refer to it through
@@ -925,6 +946,11 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 		s.mu.Unlock()
 		s.release(t)
 		return errClosing
+	}
+	if err := s.deadLocked(t.item.Obj); err != nil {
+		s.mu.Unlock()
+		s.release(t)
+		return err
 	}
 	if err := s.observeLayout(t.item); err != nil {
 		s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ type env struct {
 	t     *testing.T
 	svc   *Service
 	store *regionstore.Store
+	dir   string // the store's
 	addr  string
 	ended chan string // clients whose session ended, once SessionEnded ran
 	// started has how each DataStart handler returned, once it has.
@@ -39,7 +41,8 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
-	store, err := regionstore.Open(regionstore.Options{Dir: t.TempDir()})
+	dir := t.TempDir()
+	store, err := regionstore.Open(regionstore.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 	})
 	log := slog.New(slog.DiscardHandler)
 	cfg.Store, cfg.Logger = store, log
-	e := &env{t: t, store: store, ended: make(chan string, 256), started: make(chan error, 1024)}
+	e := &env{t: t, store: store, dir: dir, ended: make(chan string, 256), started: make(chan error, 1024)}
 	e.svc = New(cfg)
 	t.Cleanup(func() { _ = e.svc.Close() })
 	srv := rpc.NewServer(rpc.ServerConfig{Logger: log, OnSessionEnd: func(client string) {
@@ -629,8 +632,18 @@ func TestDelete(t *testing.T) {
 	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, make([]byte, nbytes(dims))) {
-		t.Fatal("read after delete is not zeros")
+	if files, _ := filepath.Glob(filepath.Join(e.dir, "*")); len(files) != 0 {
+		t.Fatalf("files left after delete: %v", files)
+	}
+	// The object is gone for good: ids are never reused.
+	if _, err := start(ctx, c, []wire.DataItem{item(3, false, dims, []uint64{0, 0}, dims)}); !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "object 3 was deleted") {
+		t.Fatalf("read after delete: %v, want ErrNotFound naming object 3", err)
+	}
+	if _, err := start(ctx, c, []wire.DataItem{item(3, true, dims, []uint64{0, 0}, dims)}, pattern(nbytes(dims), 5)); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("write after delete: %v, want ErrNotFound", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(e.dir, "*")); len(files) != 0 {
+		t.Fatalf("a write after delete made files: %v", files)
 	}
 	// Deleting again, or an object never written, is fine.
 	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {

@@ -322,6 +322,12 @@ func (s *Service) flush(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err := m.Unmarshal(req.Header); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	err := s.deadLocked(m.ID)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
@@ -336,6 +342,11 @@ func (s *Service) flush(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	return &rpc.Response{}, nil
 }
 
+// delete is MethodDataDelete: a client removes the data of an object
+// whose metadata it is deleting. It does not refuse the object: a
+// container delete sends it before it deletes the metadata, which may then
+// fail; the metadata server's tombstone (gone) does, once the metadata is
+// gone.
 func (s *Service) delete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDArg
 	if err := m.Unmarshal(req.Header); err != nil {

@@ -36,6 +36,8 @@
 //	                              object: where a written region went (regions.go)
 //	'L' rank                      bytes this server has placed on data server rank
 //	'F' path                      staged file record (wire.StageRecord, stage.go)
+//	'G' object-id                 tombstone: a deleted object's data is still to go
+//	                              from some data server (gone.go)
 //
 // Containers and membership: an object is a member of its home container
 // and of any container it was added to by reference (MethodObjMembers,

@@ -29,7 +29,7 @@ func keyOwner(k []byte) (uint32, bool) {
 	switch k[0] {
 	case 'C', 'F':
 		return placement.Key(string(k[1:]), 0), true
-	case 'c', 'o':
+	case 'c', 'o', 'G':
 		if len(k) == 9 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true
 		}

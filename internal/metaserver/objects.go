@@ -356,14 +356,16 @@ func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return nil, err
 	}
 	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
 	m, ident, err := s.resolveObj(&k)
+	if err == nil {
+		err = s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil)
+	}
+	s.updateMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil); err != nil {
-		return nil, err
-	}
+	// Answered once the data servers refuse the object (gone.go).
+	s.tombs.await(ctx, []uint64{m.ID})
 	return &rpc.Response{}, nil
 }
 
@@ -390,12 +392,18 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
 	s.regionMu.Lock()
-	for _, m := range ms {
+	ids := make([]uint64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
 		s.opens.forget(m.ID)
 		delete(s.regions.lastSeq, m.ID)
 		delete(s.regions.maps, m.ID)
 	}
 	s.regionMu.Unlock()
+	// The objects are deleted: their data goes from the data servers,
+	// now or, for those that cannot be reached, later (gone.go). The
+	// caller holds updateMu: the push waits for no data server here.
+	s.tombs.added(ids)
 	return nil
 }
 
@@ -454,6 +462,7 @@ func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents
 		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("object %q: %w", m.Name, err)
 		}
+		_ = b.Set(keyGone(m.ID), []byte{goneVersion}, nil)
 	}
 	return changes, nil
 }
@@ -467,7 +476,12 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 		return nil, err
 	}
 	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			s.updateMu.Unlock()
+		}
+	}()
 	if n, ex := s.opens.openIn(a.ID); n > 0 && !a.Force {
 		return nil, fmt.Errorf("container %d has %d open objects here (object %d among them): close them first: %w", a.ID, n, ex, pdc.ErrInvalid)
 	}
@@ -505,6 +519,13 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 			return nil, err
 		}
 	}
+	s.updateMu.Unlock()
+	unlocked = true
+	ids := make([]uint64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	s.tombs.await(ctx, ids)
 	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
 }
 

@@ -312,7 +312,12 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			s.updateMu.Unlock()
+		}
+	}()
 	var ms []*wire.ObjectMeta
 	var idents [][]byte
 	var unlink []membership
@@ -345,5 +350,13 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 			return nil, fmt.Errorf("container %d: %w", q.ContID, err)
 		}
 	}
+	s.updateMu.Unlock()
+	unlocked = true
+	// Answered once the data servers refuse the objects (gone.go).
+	gone := make([]uint64, len(ms))
+	for i, m := range ms {
+		gone[i] = m.ID
+	}
+	s.tombs.await(ctx, gone)
 	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
 }

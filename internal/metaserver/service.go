@@ -82,6 +82,9 @@ type Service struct {
 	// stageMu orders the version bumps of staged files' records.
 	stageMu sync.Mutex
 	stage   stageWaits
+
+	// tombs pushes deleted objects' tombstones to the data servers.
+	tombs tombs
 }
 
 // Open opens (or creates) the store in cfg.Dir.
@@ -99,6 +102,7 @@ func Open(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{}), readyCh: make(chan struct{})}
 	s.opens.init()
 	s.stage.init()
+	s.tombs.init(s)
 	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
 	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
 	s.ix.dict = map[string]struct{}{}
@@ -180,6 +184,7 @@ func (s *Service) awaitReady() bool {
 // Undelivered index updates stay in the outbox for the next start.
 func (s *Service) Close() error {
 	s.StopStageWaits()
+	s.tombs.close()
 	s.ix.ob.close()
 	// After the outbox: its deliveries to this server apply entries.
 	s.ix.post.Close()
@@ -221,7 +226,9 @@ func (s *Service) Register(srv *rpc.Server) {
 	// updates for other servers to the outbox, so they run inline too;
 	// only over the outbox's bound does one wait for deliveries, which
 	// holds up its own connection: the writer that is too fast.
-	srv.HandleInline(wire.MethodObjDelete, s.objDelete)
+	// A delete waits for the data servers to drop the object's data.
+	srv.Handle(wire.MethodObjDelete, s.objDelete)
+	srv.Handle(wire.MethodObjGone, s.objGone)
 	srv.HandleInline(wire.MethodObjSetDims, s.objSetDims)
 	srv.HandleInline(wire.MethodObjClose, s.objClose)
 	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)

@@ -115,6 +115,8 @@ type object struct {
 	maps   mapState // the by-offset file's mapping, for views
 	// version is the newest Layout.Version applied (0 after open).
 	version uint64
+	// gone: the object was deleted (Bury); every call on it fails.
+	gone bool
 }
 
 // Open opens the store in opts.Dir. Objects' files are read when first
@@ -253,6 +255,9 @@ func (s *Store) withFile(path string, fn func(f vfs.File) error) error {
 // conforms checks a call's layout against what the object's files say.
 // Requires o.mu held, and the object loaded.
 func conforms(o *object, l Layout) error {
+	if o.gone {
+		return errGone(o.id)
+	}
 	var elem, ndim int
 	switch o.mode {
 	case 0:
@@ -567,6 +572,9 @@ func (s *Store) Flush(obj uint64) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	if o.gone {
+		return errGone(obj)
+	}
 	if err := s.load(o); err != nil {
 		return err
 	}
@@ -600,7 +608,7 @@ func (s *Store) Delete(obj uint64) error { return s.DeleteMany([]uint64{obj}) }
 // with one fsync of the directory for all of them (with Sync).
 func (s *Store) DeleteMany(objs []uint64) error {
 	for _, obj := range objs {
-		if err := s.delete(obj); err != nil {
+		if err := s.delete(obj, false); err != nil {
 			return err
 		}
 	}
@@ -612,7 +620,9 @@ func (s *Store) DeleteMany(objs []uint64) error {
 	return nil
 }
 
-func (s *Store) delete(obj uint64) error {
+// delete is Delete of one object without the directory's fsync, and Bury
+// if bury is set.
+func (s *Store) delete(obj uint64, bury bool) error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -639,6 +649,8 @@ func (s *Store) delete(obj uint64) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	o.gone = o.gone || bury
+	o.gone = o.gone || bury
 	o.maps.drop()
 	err := s.removeFiles(obj)
 	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
@@ -650,7 +662,7 @@ func (s *Store) delete(obj uint64) error {
 // no entry.
 func (s *Store) removeFiles(obj uint64) error {
 	var errs []error
-	for _, ext := range []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp"} {
+	for _, ext := range fileExts {
 		p := s.path(obj, ext)
 		if err := s.files.drop(p); err != nil {
 			errs = append(errs, err)

@@ -99,3 +99,24 @@ func (p *metaPeers) Close() {
 	}
 	p.pools = nil
 }
+
+// count is the number of metadata servers.
+func (p *metaPeers) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ranks)
+}
+
+// Ask is Call returning the answer's header.
+func (p *metaPeers) Ask(ctx context.Context, index int, m wire.Method, hdr []byte) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		pl, err := p.pool(index)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := pl.Call(ctx, m, hdr, nil, nil)
+		if err == nil || attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) || !p.refresh(index) {
+			return rep.Header, err
+		}
+	}
+}

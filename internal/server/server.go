@@ -264,6 +264,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	var data *dataserver.Service
 	var recv *slots.Receiver
+	objs := newObjects()
 	// The region stores, one per data slot this server holds, are opened
 	// once the cluster knows who holds which (moveData).
 	var stores []*regionstore.Store
@@ -278,7 +279,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	if cfg.Roles&wire.RoleData != 0 {
 		recv = slots.NewDataDir(cfg.FS, cfg.DataDir).NewReceiver(log)
-		data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank})
+		data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank, Objects: objs})
 		// Keep as much free payload memory warm as may be in flight.
 		retain := cfg.DataBudget
 		if retain <= 0 {
@@ -392,6 +393,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
+	if data != nil {
+		// Data servers ask the metadata servers about objects they see
+		// for the first time (docs/design/0016).
+		askPeers := newMetaPeers(cfg.TmpDir, secret, list)
+		defer askPeers.Close()
+		objs.start(askPeers)
+	}
 	if meta != nil {
 		var adopt []uint64
 		if a.Plan != nil {
@@ -424,7 +432,19 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			log.Warn("tag index updates still waiting in the outbox; they are retried in the background: " + err.Error())
 		}
+		// Deleted objects' data still on some data server goes now, or
+		// once that server is back.
+		dpeers := newDataPeers(cfg.TmpDir, secret, list)
+		defer dpeers.Close()
+		if err := meta.StartTombstones(dpeers); err != nil {
+			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+		}
 		meta.SetReady()
+	}
+	if data != nil {
+		// Cheaply, in the background: files of objects whose metadata is
+		// gone are reported (pdc fsck removes them).
+		data.StartScrub()
 	}
 	log.Info("cluster complete; serving", "servers", cfg.Size)
 	if cfg.Ready != nil {

@@ -62,6 +62,7 @@ const (
 	MethodStageProduce   Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
 	MethodStageLookup    Method = 53 // StageKey -> StageRecord, at once (ErrNotFound if never produced)
 	MethodStageWait      Method = 54 // StageKey -> StageRecord, once a version newer than After exists
+	MethodObjGone        Method = 60 // IDList -> IDList: which of these objects held here no longer exist (docs/design/0016)
 
 	// Data transport methods (64-79).
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
@@ -77,6 +78,8 @@ const (
 	MethodSlotFile       Method = 87 // SlotFile (+ bytes) -> (empty): a piece of a data slot moving here, at start
 	MethodSlotCommit     Method = 88 // SlotCommit -> (empty) once the slot's files are checked and it is held here
 	MethodDataDeleteObjs Method = 95 // ObjIDs -> (empty) once the data of every object named is removed
+	MethodDataGone       Method = 92 // IDList -> (empty) once these deleted objects' data is removed here and refused from now on
+	MethodDataScrub      Method = 93 // ScrubReq -> ScrubReport: orphaned files and blocks failing their checksums
 )
 
 var methodNames = map[Method]string{
@@ -124,6 +127,7 @@ var methodNames = map[Method]string{
 	MethodStageProduce:   "stage_produce",
 	MethodStageLookup:    "stage_lookup",
 	MethodStageWait:      "stage_wait",
+	MethodObjGone:        "obj_gone",
 	MethodDataStart:      "data_start",
 	MethodDataWait:       "data_wait",
 	MethodDataStatus:     "data_status",
@@ -134,6 +138,8 @@ var methodNames = map[Method]string{
 	MethodSlotFile:       "slot_file",
 	MethodSlotCommit:     "slot_commit",
 	MethodDataDeleteObjs: "data_delete_objs",
+	MethodDataGone:       "data_gone",
+	MethodDataScrub:      "data_scrub",
 }
 
 func (m Method) String() string {

@@ -1,0 +1,250 @@
+package dataserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Deleted objects (docs/design/0016-deleted-objects.md). A data server
+// refuses every operation on an object whose metadata is gone, so that a
+// handle opened before a delete, in any process, cannot write a file that
+// no metadata names. It learns that an object lives by asking the
+// object's metadata server the first time it sees it (admit), then
+// remembers; it learns that one is gone from the tombstone the metadata
+// server pushes when it deletes it (MethodDataGone, bury), or from that
+// first question. Object ids are never reused, so what it learns never
+// changes back.
+
+// Objects tells a data server which objects still exist: the metadata
+// servers holding them are asked.
+type Objects interface {
+	// Gone reports, for each id, whether the object no longer exists (it
+	// was deleted; ids are never reused). An error means some of them
+	// could not be asked about (a metadata server is down or starting).
+	Gone(ctx context.Context, ids []uint64) ([]bool, error)
+}
+
+// life is what this server knows of an object's life.
+type life uint8
+
+const (
+	lifeUnknown life = iota
+	lifeAlive
+	lifeDead
+)
+
+// lifeCheck is a question about an object's life under way: admits of
+// the same object wait for it instead of asking again.
+type lifeCheck struct {
+	done chan struct{}
+	err  error // set before done is closed
+	// buried: a tombstone came while the question was out; the answer
+	// must not make the object alive. Guarded by Service.mu.
+	buried bool
+}
+
+// errDeleted is the error of an operation on a deleted object.
+func errDeleted(obj uint64) error {
+	return fmt.Errorf("object %d was deleted: %w", obj, pdc.ErrNotFound)
+}
+
+// admitNow is admit without waiting: it reports whether every object of
+// items is known alive here; an error names one known to be deleted.
+func (s *Service) admitNow(items []wire.DataItem) (bool, error) {
+	if s.cfg.Objects == nil {
+		return true, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last uint64
+	for i, it := range items {
+		if i > 0 && it.Obj == last {
+			continue
+		}
+		last = it.Obj
+		switch s.mu.lives[it.Obj] {
+		case lifeAlive:
+		case lifeDead:
+			return false, errDeleted(it.Obj)
+		default:
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// admit returns once every object of items is known alive here, asking
+// their metadata servers about those seen for the first time; an error
+// names an object that is deleted, or one whose metadata server could
+// not say.
+func (s *Service) admit(ctx context.Context, items []wire.DataItem) error {
+	if s.cfg.Objects == nil {
+		return nil
+	}
+	ids := make([]uint64, 0, 1)
+	for i, it := range items {
+		if i == 0 || it.Obj != items[i-1].Obj {
+			ids = append(ids, it.Obj)
+		}
+	}
+	return s.admitIDs(ctx, ids)
+}
+
+func (s *Service) admitIDs(ctx context.Context, ids []uint64) error {
+	if s.cfg.Objects == nil {
+		return nil
+	}
+	var ask []uint64
+	var mine, theirs []*lifeCheck
+	var theirIDs []uint64
+	s.mu.Lock()
+	for _, id := range ids {
+		switch s.mu.lives[id] {
+		case lifeAlive:
+			continue
+		case lifeDead:
+			s.mu.Unlock()
+			return errDeleted(id)
+		}
+		if c := s.mu.checks[id]; c != nil {
+			theirs, theirIDs = append(theirs, c), append(theirIDs, id)
+			continue
+		}
+		c := &lifeCheck{done: make(chan struct{})}
+		s.mu.checks[id] = c
+		ask, mine = append(ask, id), append(mine, c)
+	}
+	s.mu.Unlock()
+	if len(ask) > 0 {
+		gone, err := s.cfg.Objects.Gone(ctx, ask)
+		if err == nil && len(gone) != len(ask) {
+			err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ask), len(gone), pdc.ErrInternal)
+		}
+		s.mu.Lock()
+		for i, id := range ask {
+			c := mine[i]
+			delete(s.mu.checks, id)
+			switch {
+			case c.buried || err == nil && gone[i]:
+				s.mu.lives[id] = lifeDead
+			case err == nil:
+				s.mu.lives[id] = lifeAlive
+			default:
+				c.err = err
+			}
+			close(c.done)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("object %d: cannot tell whether it still exists: %w", ask[0], err)
+		}
+	}
+	for i, c := range theirs {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return fmt.Errorf("object %d: waiting to learn whether it still exists: %w", theirIDs[i], ctxErr(ctx, ctx.Err()))
+		}
+		if c.err != nil {
+			return fmt.Errorf("object %d: cannot tell whether it still exists: %w", theirIDs[i], c.err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if s.mu.lives[id] == lifeDead {
+			return errDeleted(id)
+		}
+	}
+	return nil
+}
+
+// deadLocked refuses an object known to be deleted. s.mu is held: a
+// transfer registered under it after bury marked the object dead would
+// bring a file back.
+func (s *Service) deadLocked(obj uint64) error {
+	if s.mu.lives[obj] == lifeDead {
+		return errDeleted(obj)
+	}
+	return nil
+}
+
+// maxGone bounds the ids of one MethodDataGone request.
+const maxGone = 1 << 16
+
+// gone is MethodDataGone: the metadata server deleted these objects.
+func (s *Service) gone(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.IDList
+	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	if len(m.IDs) > maxGone {
+		return nil, fmt.Errorf("tombstones of %d objects in one request, over the limit of %d: %w", len(m.IDs), maxGone, pdc.ErrTooLarge)
+	}
+	if err := s.bury(ctx, m.IDs, false); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+// bury refuses every later operation on the objects and removes their
+// files, once the writes registered before are done (they would bring
+// the files back). purge removes files the store did not see at start
+// too (a scrub found them).
+func (s *Service) bury(ctx context.Context, ids []uint64, purge bool) error {
+	var pending []*transfer
+	s.mu.Lock()
+	for _, id := range ids {
+		c := s.mu.checks[id]
+		if c != nil {
+			c.buried = true
+		}
+		// An object never admitted here has no transfer registered and
+		// none between its admit and its registration: it needs no
+		// entry (a later admit asks, and is told it is gone). Not
+		// keeping one bounds the memory to the objects used here.
+		if c != nil || s.mu.lives[id] != lifeUnknown || s.cfg.Objects == nil {
+			s.mu.lives[id] = lifeDead
+		}
+		for w := range s.mu.writes[id] {
+			pending = append(pending, w)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range pending {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return fmt.Errorf("object %d: waiting for its writes under way before removing its data: %w", w.item.Obj, ctxErr(ctx, ctx.Err()))
+		}
+	}
+	if err := s.awaitSlots(ctx); err != nil {
+		return err
+	}
+	// Slots this server cannot reach are left alone: the objects' data
+	// there, if any, is found as orphaned when they come back.
+	stores, _ := s.allStores()
+	var errs []error
+	for _, st := range stores {
+		for _, id := range ids {
+			bury := st.Bury
+			if purge {
+				bury = st.Purge
+			}
+			if err := bury(id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	s.mu.Lock()
+	for _, id := range ids {
+		delete(s.mu.layouts, id)
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,189 @@
+package dataserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// ScrubOptions say what a scrub does beyond finding orphaned files.
+type ScrubOptions struct {
+	// Remove deletes orphaned files (their objects' metadata is gone).
+	Remove bool
+	// Verify checks every stored block of the other objects against its
+	// checksum.
+	Verify bool
+	// Max bounds the orphans and corrupt blocks the report lists; the
+	// counts are complete. Default 1000.
+	Max int
+}
+
+// askBatch is how many ids one question to the metadata servers names.
+const askBatch = 4096
+
+// Scrub looks through the store's files: the files of objects whose
+// metadata is gone (orphans: left by a delete that could not reach this
+// server, or by a crash) are listed and, with opts.Remove, deleted; with
+// opts.Verify every block of the others is checked against its checksum.
+// Without Objects it cannot tell orphans and says so in the report.
+func (s *Service) Scrub(ctx context.Context, opts ScrubOptions) (*wire.ScrubReport, error) {
+	if opts.Max <= 0 {
+		opts.Max = 1000
+	}
+	if err := s.awaitSlots(ctx); err != nil {
+		return nil, err
+	}
+	rep := &wire.ScrubReport{}
+	stores, err := s.allStores()
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	// An object's files may be in several of the server's slots.
+	type held struct {
+		store *regionstore.Store
+		files regionstore.ObjectFiles
+	}
+	byID := map[uint64][]held{}
+	var ids []uint64
+	for _, st := range stores {
+		files, err := st.Files()
+		if err != nil {
+			return nil, err
+		}
+		for _, of := range files {
+			if byID[of.Obj] == nil {
+				ids = append(ids, of.Obj)
+			}
+			byID[of.Obj] = append(byID[of.Obj], held{st, of})
+			rep.Bytes += uint64(of.Bytes)
+		}
+	}
+	slices.Sort(ids)
+	rep.Objects = uint64(len(ids))
+	orphan := make([]bool, len(ids))
+	if s.cfg.Objects == nil {
+		rep.Errors = append(rep.Errors, "orphans not looked for: this server cannot ask the metadata servers")
+	}
+	for lo := 0; s.cfg.Objects != nil && lo < len(ids); lo += askBatch {
+		hi := min(lo+askBatch, len(ids))
+		gone, err := s.cfg.Objects.Gone(ctx, ids[lo:hi])
+		if err == nil && len(gone) != hi-lo {
+			err = fmt.Errorf("asked about %d objects, told about %d: %w", hi-lo, len(gone), pdc.ErrInternal)
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("objects %d to %d of %d not checked for orphans: %v", lo+1, hi, len(ids), err))
+			continue
+		}
+		copy(orphan[lo:hi], gone)
+	}
+	for i, id := range ids {
+		if !orphan[i] {
+			continue
+		}
+		rep.NOrphans++
+		o := wire.ScrubOrphan{ID: id}
+		for _, h := range byID[id] {
+			o.Paths = append(o.Paths, h.files.Paths...)
+			o.Bytes += uint64(h.files.Bytes)
+		}
+		if opts.Remove {
+			if err := s.bury(ctx, []uint64{id}, true); err != nil {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("remove orphaned object %d: %v", id, err))
+			} else {
+				o.Removed = true
+			}
+		}
+		if len(rep.Orphans) < opts.Max {
+			rep.Orphans = append(rep.Orphans, o)
+		}
+	}
+	if !opts.Verify {
+		return rep, nil
+	}
+	for i, id := range ids {
+		if orphan[i] {
+			continue
+		}
+		for _, h := range byID[id] {
+			if err := ctx.Err(); err != nil {
+				return nil, ctxErr(ctx, err)
+			}
+			n, err := h.store.Verify(id, func(c *regionstore.Corruption) {
+				rep.NCorrupt++
+				if len(rep.Corrupt) < opts.Max {
+					rep.Corrupt = append(rep.Corrupt, wire.ScrubBad{ID: c.Obj, Path: c.Path, Block: uint64(c.Block), Offset: uint64(c.Offset),
+						First: c.First, Last: c.Last, RegionOff: c.Region.Off, RegionSize: c.Region.Size, Message: c.Err.Error()})
+				}
+			})
+			rep.Verified += uint64(n)
+			switch {
+			case errors.Is(err, pdc.ErrNotFound):
+				// Deleted since it was listed.
+			case err != nil:
+				// A file that cannot be opened (a corrupt header) is one
+				// corrupt block too: nothing of it can be read.
+				rep.NCorrupt++
+				if len(rep.Corrupt) < opts.Max {
+					rep.Corrupt = append(rep.Corrupt, wire.ScrubBad{ID: id, Path: h.files.Paths[0], Message: err.Error()})
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+// scrub is MethodDataScrub.
+func (s *Service) scrub(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.ScrubReq
+	if err := m.Unmarshal(req.Header); err != nil {
+		return nil, err
+	}
+	rep, err := s.Scrub(ctx, ScrubOptions{Remove: m.Remove, Verify: m.Verify, Max: int(min(m.Max, maxScrubList))})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(rep), nil
+}
+
+// maxScrubList bounds the entries of each list a scrub answers with, so
+// that the answer stays well under the frame header limit.
+const maxScrubList = 1000
+
+// StartScrub looks for orphaned files in the background (no removal, no
+// checksums: it costs a directory listing and a question per few thousand
+// objects to the metadata servers) and logs what it finds. Close stops it.
+func (s *Service) StartScrub() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		rep, err := s.Scrub(s.quit, ScrubOptions{Max: 5})
+		switch {
+		case err != nil:
+			if s.quit.Err() == nil {
+				s.log.Warn("start-up scrub: " + err.Error())
+			}
+			return
+		case rep.NOrphans > 0:
+			var paths []string
+			for _, o := range rep.Orphans {
+				paths = append(paths, o.Paths...)
+			}
+			s.log.Warn(fmt.Sprintf("start-up scrub: %d of %d objects stored here were deleted; their files (%v...) are removed once their metadata server pushes their tombstones, or by pdc fsck --remove",
+				rep.NOrphans, rep.Objects, paths))
+		}
+		for _, e := range rep.Errors {
+			s.log.Warn("start-up scrub: " + e)
+		}
+	}()
+}

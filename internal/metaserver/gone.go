@@ -1,0 +1,339 @@
+package metaserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Deleted objects' data (docs/design/0016-deleted-objects.md). A delete
+// commits, with the object's records, a tombstone ('G' id): the object's
+// data must go from every data server. The service pushes it to each
+// (MethodDataGone), which removes the object's files and refuses the
+// object from then on, and drops the tombstone once every data server has
+// confirmed. A data server that cannot be reached gets it later: the
+// tombstone survives restarts and moves with the object's records when
+// the metadata server count changes. Data servers ask about objects they
+// see for the first time (MethodObjGone), so one that was down at the
+// delete refuses the object before its tombstone arrives.
+
+// DataPeers reaches the cluster's data servers, to push tombstones.
+type DataPeers interface {
+	// DataRanks lists the ranks of the data servers.
+	DataRanks() []int
+	// CallData sends a request to the data server of rank and waits for
+	// its answer.
+	CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error
+}
+
+// keyGone is the tombstone of deleted object id: its data is still to be
+// removed from some data server. The value is the format version.
+func keyGone(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'G'}, id) }
+
+// goneVersion is the format of a tombstone's value.
+const goneVersion = 1
+
+const (
+	// goneWait bounds how long a delete waits for the data servers to
+	// confirm its tombstones before it answers; the rest are retried.
+	goneWait = 10 * time.Second
+	// goneBatch bounds the ids of one push.
+	goneBatch = 1 << 14
+	// goneRetryMin and goneRetryMax bound the back-off between pushes to
+	// data servers that failed.
+	goneRetryMin = 500 * time.Millisecond
+	goneRetryMax = 15 * time.Second
+)
+
+// tombs pushes tombstones to the data servers until each has confirmed.
+type tombs struct {
+	s *Service
+
+	mu struct {
+		sync.Mutex
+		peers   DataPeers               // nil until started
+		pending map[uint64]map[int]bool // id -> data ranks that confirmed
+		closed  bool
+	}
+	wake chan struct{} // capacity 1
+
+	// pushMu makes one push at a time per rank go out, so that a slow
+	// rank is not sent the same tombstones twice at once.
+	pushMu sync.Map // rank -> *sync.Mutex
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the retrier
+}
+
+func (t *tombs) init(s *Service) {
+	t.s = s
+	t.mu.pending = map[uint64]map[int]bool{}
+	t.wake = make(chan struct{}, 1)
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+}
+
+// StartTombstones starts pushing the tombstones of deleted objects to the
+// data servers: those left in the store (by a crash, by data servers that
+// could not be reached, moved here with their objects) and those of later
+// deletes. Call it once every server has moved its metadata.
+func (s *Service) StartTombstones(peers DataPeers) error {
+	var ids []uint64
+	err := s.scan([]byte{'G'}, func(k, _ []byte) error {
+		if len(k) == 9 {
+			ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load tombstones: %w", err)
+	}
+	t := &s.tombs
+	t.mu.Lock()
+	if t.mu.closed || t.mu.peers != nil {
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.peers = peers
+	for _, id := range ids {
+		if t.mu.pending[id] == nil {
+			t.mu.pending[id] = map[int]bool{}
+		}
+	}
+	t.mu.Unlock()
+	if len(ids) > 0 {
+		s.log.Info("pushing tombstones of deleted objects left in the store to the data servers", "objects", len(ids))
+	}
+	t.wg.Add(1)
+	go t.retry()
+	t.poke()
+	return nil
+}
+
+func (t *tombs) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the retrier; tombstones not yet confirmed stay in the store.
+func (t *tombs) close() {
+	t.mu.Lock()
+	t.mu.closed = true
+	t.mu.Unlock()
+	t.cancel()
+	t.wg.Wait()
+}
+
+// added records that the tombstones of ids were committed and has the
+// retrier push them. Deletes call it holding updateMu, so it does not
+// wait: the handler waits with await once it has let go.
+func (t *tombs) added(ids []uint64) {
+	t.mu.Lock()
+	for _, id := range ids {
+		if t.mu.pending[id] == nil {
+			t.mu.pending[id] = map[int]bool{}
+		}
+	}
+	t.mu.Unlock()
+	t.poke()
+}
+
+// await pushes the tombstones of ids and waits up to goneWait (or ctx)
+// for every data server to confirm them, so that when a delete answers,
+// the data servers refuse the object. The delete has succeeded whatever
+// happens here: a data server that does not confirm gets them from the
+// retrier.
+func (t *tombs) await(ctx context.Context, ids []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, goneWait)
+	defer cancel()
+	if err := t.push(ctx, ids); err != nil {
+		t.s.log.Warn("deleted objects' data not yet removed from every data server; retrying in the background",
+			"objects", len(ids), "err", err.Error())
+		t.poke()
+	}
+}
+
+// push sends the tombstones of ids to every data server that has not
+// confirmed them, and forgets those every data server has confirmed.
+func (t *tombs) push(ctx context.Context, ids []uint64) error {
+	t.mu.Lock()
+	peers := t.mu.peers
+	t.mu.Unlock()
+	if peers == nil {
+		return nil
+	}
+	ranks := peers.DataRanks()
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, rank := range ranks {
+		wg.Go(func() { errs[i] = t.pushTo(ctx, peers, rank, ids) })
+	}
+	wg.Wait()
+	// Forget what every data server has confirmed.
+	var done []uint64
+	t.mu.Lock()
+	for _, id := range ids {
+		told := t.mu.pending[id]
+		if told == nil {
+			continue
+		}
+		all := true
+		for _, r := range ranks {
+			if !told[r] {
+				all = false
+				break
+			}
+		}
+		if all {
+			delete(t.mu.pending, id)
+			done = append(done, id)
+		}
+	}
+	t.mu.Unlock()
+	if len(done) > 0 {
+		b := t.s.st.db.NewBatch()
+		for _, id := range done {
+			_ = b.Delete(keyGone(id), nil)
+		}
+		// A tombstone dropped and then found again after a crash is only
+		// pushed again: it needs no sync of its own.
+		if err := t.s.st.commit(b); err != nil {
+			t.s.log.Warn("drop confirmed tombstones: "+err.Error(), "objects", len(done))
+		}
+		b.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// pushTo sends rank the tombstones of ids it has not confirmed.
+func (t *tombs) pushTo(ctx context.Context, peers DataPeers, rank int, ids []uint64) error {
+	mu, _ := t.pushMu.LoadOrStore(rank, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	var todo []uint64
+	t.mu.Lock()
+	for _, id := range ids {
+		if told := t.mu.pending[id]; told != nil && !told[rank] {
+			todo = append(todo, id)
+		}
+	}
+	t.mu.Unlock()
+	for len(todo) > 0 {
+		n := min(len(todo), goneBatch)
+		part := todo[:n]
+		todo = todo[n:]
+		if err := peers.CallData(ctx, rank, wire.MethodDataGone, (&wire.IDList{IDs: part}).Marshal(nil)); err != nil {
+			return fmt.Errorf("data server rank %d: remove the data of %d deleted objects: %w", rank, len(part), err)
+		}
+		t.mu.Lock()
+		for _, id := range part {
+			if told := t.mu.pending[id]; told != nil {
+				told[rank] = true
+			}
+		}
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// retry pushes the pending tombstones when poked, and again after a
+// back-off while some data server does not confirm.
+func (t *tombs) retry() {
+	defer t.wg.Done()
+	wait := goneRetryMin
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	failing := false
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-t.wake:
+		case <-timer.C:
+			if !failing {
+				timer.Reset(goneRetryMax)
+				continue
+			}
+		}
+		if t.s.PendingTombstones() == 0 {
+			failing = false
+			continue // the timer is stopped or fired: reset below only on work
+		}
+		t.mu.Lock()
+		ids := make([]uint64, 0, len(t.mu.pending))
+		for id := range t.mu.pending {
+			ids = append(ids, id)
+		}
+		t.mu.Unlock()
+		slices.Sort(ids)
+		err := t.push(t.ctx, ids)
+		if t.ctx.Err() != nil {
+			return
+		}
+		failing = err != nil
+		if failing {
+			t.s.log.Debug("tombstones still to push", "objects", len(ids), "err", err.Error())
+			wait = min(2*wait, goneRetryMax)
+		} else {
+			wait = goneRetryMin
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// PendingTombstones is how many deleted objects' data some data server
+// has not yet confirmed removed.
+func (s *Service) PendingTombstones() int {
+	s.tombs.mu.Lock()
+	defer s.tombs.mu.Unlock()
+	return len(s.tombs.mu.pending)
+}
+
+// maxGoneQuery bounds the ids of one MethodObjGone request.
+const maxGoneQuery = 1 << 16
+
+// objGone is MethodObjGone: a data server asks which of the objects it
+// holds data of (or is asked to store) no longer exist.
+func (s *Service) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.IDList
+	if err := decode(req, &m); err != nil {
+		return nil, err
+	}
+	if len(m.IDs) > maxGoneQuery {
+		return nil, fmt.Errorf("asked about %d objects at once, over the limit of %d: %w", len(m.IDs), maxGoneQuery, pdc.ErrTooLarge)
+	}
+	var out wire.IDList
+	for _, id := range m.IDs {
+		err := s.objExists(id)
+		switch {
+		case err == nil:
+		case errors.Is(err, pdc.ErrNotFound):
+			out.IDs = append(out.IDs, id)
+		default:
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return rpc.Respond(&out), nil
+}
