@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,34 +222,7 @@ func TestDeleteWhileDataServerDown(t *testing.T) {
 
 	// Back at a new address, it refuses the object at once: the stale
 	// handle's write fails on both servers.
-	restart := exec.Command(e2e.Bin(), "server", "--rank", "1", "--size", "2", "--tmpdir", tmpdir, "--datadir", datadir)
-	logf, err := os.Create(filepath.Join(tmpdir, "logs", "server-1-restarted.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	pr, pw := io.Pipe()
-	restart.Stdout, restart.Stderr = io.MultiWriter(logf, pw), io.MultiWriter(logf, pw)
-	if err := restart.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = restart.Process.Kill(); _ = restart.Wait() })
-	serving := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if serving != nil && strings.Contains(sc.Text(), "serving") {
-				close(serving)
-				serving = nil
-			}
-		}
-	}()
-	go func() { _ = restart.Wait(); pw.Close() }()
-	select {
-	case <-serving:
-	case <-ctx.Done():
-		t.Fatal("the restarted server never said it was serving")
-	}
+	restartServer(t, ctx, tmpdir, datadir, 1, 2)
 	fmt.Fprintln(in, "write")
 	expectLine(t, out, "write err true", name, "deleted")
 	fmt.Fprintln(in, "read")
@@ -383,6 +355,49 @@ func TestFsckFindsOrphansAndCorruptBlocks(t *testing.T) {
 	flip(regLog, 100)
 	if out := e2e.MustRun(t, "fsck", "--tmpdir", tmpdir); !strings.Contains(out, "clean: 0 orphaned objects removed, no corrupt blocks") {
 		t.Fatalf("fsck after repair:\n%s", out)
+	}
+}
+
+// restartServer starts rank of a cluster of size again, in place (it
+// rejoins the running cluster), and returns once it serves. It is killed
+// when the test ends, if pdc down has not stopped it.
+func restartServer(t *testing.T, ctx context.Context, tmpdir, datadir string, rank, size int) {
+	t.Helper()
+	logPath := filepath.Join(tmpdir, "logs", fmt.Sprintf("server-%d-restarted.log", rank))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e2e.Bin(), "server", "--rank", fmt.Sprint(rank), "--size", fmt.Sprint(size), "--tmpdir", tmpdir, "--datadir", datadir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "serving") {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("the restarted server of rank %d exited:\n%s", rank, b)
+		case <-ctx.Done():
+			t.Fatalf("the restarted server of rank %d never said it was serving", rank)
+		}
 	}
 }
 
