@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -205,10 +206,12 @@ func TestTombstoneDuringQuestion(t *testing.T) {
 func TestTombstoneRacingWrites(t *testing.T) {
 	objs := newFakeObjects()
 	e := newEnv(t, Config{Objects: objs})
-	ctx := testCtx(t)
 	dims := []uint64{64, 64}
 	whole := region.Shape(dims...)
-	for round := range 20 {
+	for round := range 10 {
+		// Generous: the race detector on a loaded machine is slow.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		obj := uint64(100 + round)
 		write(t, e.dial("first"), obj, dims, whole, pattern(nbytes(dims), 1))
 		var wg sync.WaitGroup

@@ -635,15 +635,23 @@ func TestDelete(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(e.dir, "*")); len(files) != 0 {
 		t.Fatalf("files left after delete: %v", files)
 	}
-	// The object is gone for good: ids are never reused.
+	if got := read(t, c, 3, dims, whole); !bytes.Equal(got, make([]byte, nbytes(dims))) {
+		t.Fatal("read after delete is not zeros")
+	}
+	// A tombstone (the metadata server's, once the metadata is gone)
+	// refuses the object for good: ids are never reused.
+	gone := wire.IDList{IDs: []uint64{3}}
+	if _, err := c.Call(ctx, wire.MethodDataGone, gone.Marshal(nil), nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := start(ctx, c, []wire.DataItem{item(3, false, dims, []uint64{0, 0}, dims)}); !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "object 3 was deleted") {
-		t.Fatalf("read after delete: %v, want ErrNotFound naming object 3", err)
+		t.Fatalf("read after the tombstone: %v, want ErrNotFound naming object 3", err)
 	}
 	if _, err := start(ctx, c, []wire.DataItem{item(3, true, dims, []uint64{0, 0}, dims)}, pattern(nbytes(dims), 5)); !errors.Is(err, pdc.ErrNotFound) {
-		t.Fatalf("write after delete: %v, want ErrNotFound", err)
+		t.Fatalf("write after the tombstone: %v, want ErrNotFound", err)
 	}
 	if files, _ := filepath.Glob(filepath.Join(e.dir, "*")); len(files) != 0 {
-		t.Fatalf("a write after delete made files: %v", files)
+		t.Fatalf("a write after the tombstone made files: %v", files)
 	}
 	// Deleting again, or an object never written, is fine.
 	if err := idArg(ctx, c, wire.MethodDataDelete, 3); err != nil {
