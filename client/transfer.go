@@ -1408,21 +1408,3 @@ func (o *Object) waitPending(ctx context.Context) error {
 	}
 	return o.c.WaitAll(ctx, ts)
 }
-
-// deleteData removes the object's data from every data server.
-func (o *Object) deleteData(ctx context.Context) error {
-	// Starts queued or sent and not yet answered are registered first, so
-	// that the delete waits for their writes instead of overtaking them.
-	if err := o.c.settle(ctx); err != nil {
-		return fmt.Errorf("object %q: delete: %w", o.meta().Name, err)
-	}
-	if err := o.c.starts.collectAll(ctx); err != nil {
-		return fmt.Errorf("object %q: delete: %w", o.meta().Name, err)
-	}
-	return fanOut(o.c.dataServers(), func(server int) error {
-		if err := o.c.call(ctx, server, wire.MethodDataDelete, &wire.IDArg{ID: o.meta().ID}, nil); err != nil {
-			return fmt.Errorf("object %q: delete data on %s: %w", o.meta().Name, o.c.label(server), err)
-		}
-		return nil
-	})
-}
