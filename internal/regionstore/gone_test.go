@@ -54,8 +54,10 @@ func TestBury(t *testing.T) {
 			if !s.Buried(6) || s.Bury(6) != nil {
 				t.Fatal("burying again")
 			}
-			// Files of an object this store never used: removed, and the
-			// object is not remembered.
+			// Files of an object this store never used, put there after
+			// it opened: Bury takes no system call for an object that had
+			// no files at Open; Purge (a scrub found them) removes them.
+			// Neither remembers the object.
 			stray := filepath.Join(dir, "0000000000000007.reg")
 			if err := os.WriteFile(stray, []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
@@ -63,8 +65,27 @@ func TestBury(t *testing.T) {
 			if err := s.Bury(7); err != nil {
 				t.Fatal(err)
 			}
+			if names := files(t, dir); len(names) != 1 || s.Buried(7) {
+				t.Fatalf("bury of an object without files at open: files %v, remembered %v", names, s.Buried(7))
+			}
+			if err := s.Purge(7); err != nil {
+				t.Fatal(err)
+			}
 			if names := files(t, dir); len(names) != 0 || s.Buried(7) {
-				t.Fatalf("bury of an unused object: files %v, remembered %v", names, s.Buried(7))
+				t.Fatalf("purge of an unused object: files %v, remembered %v", names, s.Buried(7))
+			}
+			// Files there at Open go with Bury, and the object is not
+			// remembered either.
+			if err := os.WriteFile(filepath.Join(dir, "0000000000000008.off"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s2 := openStore(t, dir, false)
+			defer s2.Close()
+			if err := s2.Bury(8); err != nil {
+				t.Fatal(err)
+			}
+			if names := files(t, dir); len(names) != 0 || s2.Buried(8) {
+				t.Fatalf("bury of an unused object with files at open: files %v, remembered %v", names, s2.Buried(8))
 			}
 		})
 	}

@@ -650,7 +650,6 @@ func (s *Store) delete(obj uint64, bury bool) error {
 		return errClosed
 	}
 	o.gone = o.gone || bury
-	o.gone = o.gone || bury
 	o.maps.drop()
 	err := s.removeFiles(obj)
 	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil

@@ -70,12 +70,13 @@ func (p *dataPeers) pool(rank int) (*rpc.Pool, error) {
 // address changed; it reports whether it did.
 func (p *dataPeers) refresh(rank int) bool {
 	list, err := cluster.ReadList(p.tmpdir)
-	if err != nil || list.Size != p.list.Size {
+	if err != nil {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || list.Servers[rank].Addr == p.list.Servers[rank].Addr {
+	// p.list is read under mu: pushes to several servers refresh at once.
+	if p.closed || list.Size != p.list.Size || list.Servers[rank].Addr == p.list.Servers[rank].Addr {
 		return false
 	}
 	p.list = list

@@ -60,11 +60,15 @@ func (p *metaPeers) pool(index int) (*rpc.Pool, error) {
 // index if its address changed; it reports whether it did.
 func (p *metaPeers) refresh(index int) bool {
 	list, err := cluster.ReadList(p.tmpdir)
-	if err != nil || list.Size != p.list.Size {
+	if err != nil {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// p.list is read under mu: calls to several servers refresh at once.
+	if p.closed || list.Size != p.list.Size {
+		return false
+	}
 	rank := p.ranks[index]
 	if list.Servers[rank].Addr == p.list.Servers[rank].Addr {
 		return false
