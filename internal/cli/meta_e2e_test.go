@@ -66,6 +66,8 @@ func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.W
 		return regionRole(ctx, c, role, out)
 	case "stale-handle":
 		return staleHandleRole(ctx, c, out)
+	case "deleter":
+		return deleterRole(ctx, c, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
