@@ -307,7 +307,7 @@ func TestKilledWhileMovingData(t *testing.T) {
 	// PDC_SLOTS_KILL_CYCLES runs more cycles, outside CI.
 	cycles := 10
 	if e2e.Race {
-		cycles = 6
+		cycles = 4
 	}
 	if n, err := strconv.Atoi(os.Getenv("PDC_SLOTS_KILL_CYCLES")); err == nil && n > 0 {
 		cycles = n
