@@ -469,6 +469,11 @@ func (s *Service) observeLayout(it wire.DataItem) error {
 
 var errClosing = fmt.Errorf("data server is shutting down: %w", pdc.ErrUnavailable)
 
+// firstTouchHere bounds how long startHere holds a connection's reader
+// to ask whether an object seen for the first time still exists (one
+// round trip to its metadata server, usually well under a millisecond).
+const firstTouchHere = 200 * time.Millisecond
+
 // startHere stores a request of writes on the goroutine that read its
 // header, each as its bytes arrive, and answers once they are stored,
 // when nothing stands in their way: no write of their objects is queued
@@ -505,10 +510,21 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 			return nil, rpc.ErrElsewhere
 		}
 	}
-	if known, err := s.admitNow(m.Items); err != nil || !known {
-		// start refuses a deleted object, and asks about a new one
-		// off this connection's reader.
-		return nil, rpc.ErrElsewhere
+	if known, err := s.admitNow(m.Items); err != nil {
+		return nil, rpc.ErrElsewhere // start refuses a deleted object
+	} else if !known {
+		// An object seen for the first time: its metadata server is
+		// asked here, on the reader, for a short while. Sent to the
+		// workers, this start would have every later start of the
+		// object follow it there while it is queued, which under a
+		// full pipeline is all of them: 4 KiB writes lost a fifth of
+		// their rate so. A question that takes longer goes on in start.
+		actx, cancel := context.WithTimeout(ctx, firstTouchHere)
+		err := s.admit(actx, m.Items)
+		cancel()
+		if err != nil {
+			return nil, rpc.ErrElsewhere
+		}
 	}
 	s.mu.Lock()
 	busy := s.mu.closed
