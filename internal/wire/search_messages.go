@@ -302,6 +302,11 @@ func ParseQueryPayload(r *TagQueryResult, p []byte) (ids []uint64, strs []string
 		if n < 0 {
 			return nil, nil, fmt.Errorf("query result: string %d: %v: %w", len(strs), protowire.ParseError(n), pdc.ErrProtocol)
 		}
+		// One encoding per payload: a length in more bytes than it needs
+		// (80 00 for 0) is refused, as no encoder of ours writes it.
+		if n != protowire.SizeBytes(len(s)) {
+			return nil, nil, fmt.Errorf("query result: string %d: length in %d bytes, not %d: %w", len(strs), n-len(s), protowire.SizeVarint(uint64(len(s))), pdc.ErrProtocol)
+		}
 		strs = append(strs, string(s))
 		p = p[n:]
 	}
