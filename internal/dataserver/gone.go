@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -95,6 +96,36 @@ func (s *Service) admit(ctx context.Context, items []wire.DataItem) error {
 	return s.admitIDs(ctx, ids)
 }
 
+// lifeAskWait bounds a question about objects' lives, whoever waits
+// for it.
+const lifeAskWait = 30 * time.Second
+
+// ask asks the metadata servers whether the objects ids (their checks
+// mine) still exist, records the answer and ends the checks.
+func (s *Service) ask(ids []uint64, mine []*lifeCheck) {
+	ctx, cancel := context.WithTimeout(s.quit, lifeAskWait)
+	defer cancel()
+	gone, err := s.cfg.Objects.Gone(ctx, ids)
+	if err == nil && len(gone) != len(ids) {
+		err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(gone), pdc.ErrInternal)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, id := range ids {
+		c := mine[i]
+		delete(s.mu.checks, id)
+		switch {
+		case c.buried || err == nil && gone[i]:
+			s.mu.lives[id] = lifeDead
+		case err == nil:
+			s.mu.lives[id] = lifeAlive
+		default:
+			c.err = err
+		}
+		close(c.done)
+	}
+}
+
 func (s *Service) admitIDs(ctx context.Context, ids []uint64) error {
 	if s.cfg.Objects == nil {
 		return nil
@@ -103,47 +134,40 @@ func (s *Service) admitIDs(ctx context.Context, ids []uint64) error {
 	var mine, theirs []*lifeCheck
 	var theirIDs []uint64
 	s.mu.Lock()
+	// Refused whole before any question is opened: a question opened
+	// and then left without its asker would hold its waiters.
 	for _, id := range ids {
-		switch s.mu.lives[id] {
-		case lifeAlive:
-			continue
-		case lifeDead:
+		if s.mu.lives[id] == lifeDead {
 			s.mu.Unlock()
 			return errDeleted(id)
 		}
-		if c := s.mu.checks[id]; c != nil {
-			theirs, theirIDs = append(theirs, c), append(theirIDs, id)
+	}
+	if len(ids) > 0 && s.mu.closed {
+		s.mu.Unlock()
+		return errClosing
+	}
+	for _, id := range ids {
+		if s.mu.lives[id] == lifeAlive {
 			continue
 		}
-		c := &lifeCheck{done: make(chan struct{})}
-		s.mu.checks[id] = c
-		ask, mine = append(ask, id), append(mine, c)
+		if c := s.mu.checks[id]; c == nil {
+			c = &lifeCheck{done: make(chan struct{})}
+			s.mu.checks[id] = c
+			ask, mine = append(ask, id), append(mine, c)
+		}
+		theirs, theirIDs = append(theirs, s.mu.checks[id]), append(theirIDs, id)
+	}
+	if len(ask) > 0 {
+		// The question is the service's, not this caller's: others
+		// wait for its answer under their own deadlines, which a
+		// short one of the asker's (startHere's) must not cut.
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.ask(ask, mine)
+		}()
 	}
 	s.mu.Unlock()
-	if len(ask) > 0 {
-		gone, err := s.cfg.Objects.Gone(ctx, ask)
-		if err == nil && len(gone) != len(ask) {
-			err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ask), len(gone), pdc.ErrInternal)
-		}
-		s.mu.Lock()
-		for i, id := range ask {
-			c := mine[i]
-			delete(s.mu.checks, id)
-			switch {
-			case c.buried || err == nil && gone[i]:
-				s.mu.lives[id] = lifeDead
-			case err == nil:
-				s.mu.lives[id] = lifeAlive
-			default:
-				c.err = err
-			}
-			close(c.done)
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("object %d: cannot tell whether it still exists: %w", ask[0], err)
-		}
-	}
 	for i, c := range theirs {
 		select {
 		case <-c.done:
