@@ -76,15 +76,30 @@ func (p *dataPeers) refresh(rank int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// p.list is read under mu: pushes to several servers refresh at once.
-	if p.closed || list.Size != p.list.Size || list.Servers[rank].Addr == p.list.Servers[rank].Addr {
+	if p.closed || list.Size != p.list.Size {
 		return false
 	}
+	// Against the address the pool dials, not the list kept: another
+	// rank's refresh may have adopted this rank's new address already.
+	changed := dialsElsewhere(p.pools[rank], p.list.Servers[rank].Addr, list.Servers[rank].Addr)
 	p.list = list
+	if !changed {
+		return false
+	}
 	if pl := p.pools[rank]; pl != nil {
 		pl.Close()
 		delete(p.pools, rank)
 	}
 	return true
+}
+
+// dialsElsewhere reports whether a server now at addr is not where pl
+// (or, with no pool yet, the list it was read from: was) dials.
+func dialsElsewhere(pl *rpc.Pool, was, addr string) bool {
+	if pl != nil {
+		return pl.Addr() != addr
+	}
+	return was != addr
 }
 
 func (p *dataPeers) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {

@@ -70,10 +70,13 @@ func (p *metaPeers) refresh(index int) bool {
 		return false
 	}
 	rank := p.ranks[index]
-	if list.Servers[rank].Addr == p.list.Servers[rank].Addr {
+	// Against the address the pool dials, not the list kept: another
+	// server's refresh may have adopted this one's new address already.
+	changed := dialsElsewhere(p.pools[rank], p.list.Servers[rank].Addr, list.Servers[rank].Addr)
+	p.list = list
+	if !changed {
 		return false
 	}
-	p.list = list
 	if pl := p.pools[rank]; pl != nil {
 		pl.Close()
 		delete(p.pools, rank)
