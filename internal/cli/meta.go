@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/region"
@@ -33,7 +35,7 @@ type clientFlags struct {
 func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
 	return clientFlags{
 		tmpdir:   fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
-		timeout:  fs.Duration("timeout", 30*time.Second, "deadline for the whole command"),
+		timeout:  fs.Duration("timeout", 30*time.Second, "deadline for the whole command (a listing: for each stretch without an item)"),
 		pageSize: fs.Int("page-size", 0, "items asked of each server per page of a listing or container delete (0: the servers' bound)"),
 	}
 }
@@ -50,6 +52,29 @@ func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Conte
 		return nil, nil, nil, err
 	}
 	return c, ctx, func() { c.Close(); cancel() }, nil
+}
+
+// errStalled is the cause of a paced context's end.
+var errStalled = errors.New("no progress")
+
+// paced returns a context that ends once pace has not been called for d:
+// a deadline for each step of a long command rather than for all of it.
+// stop releases its timer.
+func paced(parent context.Context, d time.Duration) (ctx context.Context, pace, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := time.AfterFunc(d, func() {
+		cancel(fmt.Errorf("%w for %v (--timeout): %w", errStalled, d, pdc.ErrTimeout))
+	})
+	return ctx, func() { t.Reset(d) }, func() { t.Stop(); cancel(nil) }
+}
+
+// stalled returns the reason ctx, from paced, ended if it did (err is
+// then its symptom), or err.
+func stalled(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+		return cause
+	}
+	return err
 }
 
 func sub(args []string, what string, verbs string) (string, []string, error) {
@@ -338,6 +363,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, rest); help || err != nil {
 		return err
 	}
+	base := ctx
 	c, ctx, done, err := cf.connect(ctx)
 	if err != nil {
 		return fmt.Errorf("obj %s: %w", verb, err)
@@ -394,10 +420,16 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		// of millions lists in bounded memory (sort by name with sort(1)).
 		tw := newTable(e.stdout, objectHeader)
 		defer tw.Flush()
-		for o, err := range ct.All(ctx) {
+		// --timeout bounds each stretch without an object, not the
+		// whole listing: a million objects take longer than 30 s to
+		// print.
+		lctx, pace, stop := paced(base, *cf.timeout)
+		defer stop()
+		for o, err := range ct.All(lctx) {
 			if err != nil {
-				return err
+				return stalled(lctx, err)
 			}
+			pace()
 			printObjectRow(tw, o)
 		}
 		return nil
