@@ -84,8 +84,10 @@ func (s *Service) admitNow(items []wire.DataItem) (bool, error) {
 // names an object that is deleted, or one whose metadata server could
 // not say.
 func (s *Service) admit(ctx context.Context, items []wire.DataItem) error {
-	if s.cfg.Objects == nil {
-		return nil
+	// Objects known alive, nearly every call, cost one look under the
+	// lock: no list of ids, no second pass.
+	if known, err := s.admitNow(items); known || err != nil {
+		return err
 	}
 	ids := make([]uint64, 0, 1)
 	for i, it := range items {
