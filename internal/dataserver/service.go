@@ -414,9 +414,11 @@ func (s *Service) forgetWrite(t *transfer) {
 	}
 }
 
-// check validates an item and makes its transfer. The slots must be set
-// (awaitSlots).
-func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
+// check validates an item and makes its transfer in t, which its caller
+// takes from one slice for all of a request's items: one allocation
+// instead of one per region (the transfers of a request live about as
+// long as each other). The slots must be set (awaitSlots).
+func (s *Service) check(client string, it wire.DataItem, t *transfer) (*transfer, error) {
 	box := region.Box{Off: it.Off, Size: it.Size}
 	if err := box.Check(); err != nil {
 		return nil, fmt.Errorf("object %d: region: %w", it.Obj, err)
@@ -448,9 +450,10 @@ func (s *Service) check(client string, it wire.DataItem) (*transfer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object %d region %v: %w", it.Obj, box, err)
 	}
-	return &transfer{client: client, item: it, box: box, done: make(chan struct{}), store: store,
-		layout: regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode, Version: it.DimsVersion},
-		view:   !it.Write && !s.cfg.buffered}, nil
+	t.client, t.item, t.box, t.done, t.store = client, it, box, make(chan struct{}), store
+	t.layout = regionstore.Layout{Dims: it.Dims, Elem: int(it.Elem), Mode: mode, Version: it.DimsVersion}
+	t.view = !it.Write && !s.cfg.buffered
+	return t, nil
 }
 
 // observeLayout refuses a layout older than one already seen for the
@@ -541,10 +544,10 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if inLane {
 		return s.storeFromLane(ctx, req, &m)
 	}
-	ts := make([]*transfer, len(m.Items))
+	ts, slab := make([]*transfer, len(m.Items)), make([]transfer, len(m.Items))
 	var pos uint64
 	for i, it := range m.Items {
-		t, err := s.check(req.Client, it)
+		t, err := s.check(req.Client, it, &slab[i])
 		if err != nil {
 			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
 		}
@@ -631,10 +634,10 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		defer laneMsg.unref()
 	}
 
-	ts := make([]*transfer, len(m.Items))
+	ts, slab := make([]*transfer, len(m.Items)), make([]transfer, len(m.Items))
 	var writeBytes uint64
 	for i, it := range m.Items {
-		t, err := s.check(req.Client, it)
+		t, err := s.check(req.Client, it, &slab[i])
 		if err != nil {
 			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
 		}
@@ -760,9 +763,9 @@ func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.D
 		return nil, err
 	}
 	defer ln.unref()
-	ts := make([]*transfer, len(m.Items))
+	ts, slab := make([]*transfer, len(m.Items)), make([]transfer, len(m.Items))
 	for i, it := range m.Items {
-		t, err := s.check(req.Client, it)
+		t, err := s.check(req.Client, it, &slab[i])
 		if err != nil {
 			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
 		}
@@ -883,6 +886,11 @@ func merge(order []*transfer, payload, lane []byte) {
 	for _, t := range order {
 		if lead != nil && continues(lead, t) {
 			t.follower, t.leader = true, lead
+			if len(lead.followers) == 0 {
+				// The leader's own box until now; most transfers
+				// lead alone and never pay for the copy.
+				lead.ioBox = lead.box.Clone()
+			}
 			lead.followers = append(lead.followers, t)
 			lead.ioBox.Size[0] += t.box.Size[0]
 			lead.ioBytes += t.bytes()
@@ -897,7 +905,7 @@ func merge(order []*transfer, payload, lane []byte) {
 			continue
 		}
 		lead = t
-		lead.ioBox = t.box.Clone()
+		lead.ioBox = t.box
 		lead.ioData = t.data
 		lead.ioBytes = t.bytes()
 	}
