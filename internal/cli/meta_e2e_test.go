@@ -68,6 +68,8 @@ func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.W
 		return staleHandleRole(ctx, c, out)
 	case "deleter":
 		return deleterRole(ctx, c, out)
+	case "survivor":
+		return survivorRole(ctx, c, out)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

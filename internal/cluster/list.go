@@ -272,21 +272,37 @@ func LiveServers(ctx context.Context, l *List) []Server {
 // servers all are gone: that stale list, nil; the caller replaces it. Any
 // member still alive: an error naming it, because another cluster uses dir.
 func CheckStale(ctx context.Context, dir string) (*List, error) {
+	l, live := Probe(ctx, dir)
+	if l == nil {
+		return nil, nil
+	}
+	if len(live) > 0 {
+		return nil, RunningError(dir, l, live)
+	}
+	return l, nil
+}
+
+// Probe reads dir's server list and probes its servers: the list (nil if
+// there is none, or &List{} for a torn or foreign file, which cannot belong
+// to a live cluster of ours: the list is written atomically) and those that
+// answer, in rank order.
+func Probe(ctx context.Context, dir string) (*List, []Server) {
 	l, err := ReadList(dir)
 	if errors.Is(err, pdc.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		// A torn or foreign file cannot belong to a live cluster of ours:
-		// the list is written atomically.
 		return &List{}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if live := LiveServers(ctx, l); len(live) > 0 {
-		s := live[0]
-		return nil, fmt.Errorf("a pdc cluster is already running in %s (%d of %d servers answer; %s, pid %d on %s): stop it with `pdc down --tmpdir %s` or use another tmpdir: %w",
-			dir, len(live), l.Size, s.Label(), s.PID, s.Host, dir, pdc.ErrExists)
-	}
-	return l, nil
+	return l, LiveServers(ctx, l)
+}
+
+// RunningError says that the cluster of l still runs in dir (live are its
+// servers that answer) and what to do about it.
+func RunningError(dir string, l *List, live []Server) error {
+	s := live[0]
+	return fmt.Errorf("a pdc cluster is already running in %s (%d of %d servers answer; %s, pid %d on %s): stop it with `pdc down --tmpdir %s`, restart the servers that do not answer with `pdc up --restart-dead --tmpdir %s`, or use another tmpdir: %w",
+		dir, len(live), l.Size, s.Label(), s.PID, s.Host, dir, dir, pdc.ErrExists)
 }

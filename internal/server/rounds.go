@@ -166,3 +166,17 @@ func (rs *rounds) rpc(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	}
 	return rpc.Respond(a), nil
 }
+
+// preset records every round of the start as done, each rank answered
+// with replies[round][rank] (or nothing): rank 0 restarted into a cluster
+// whose start is long over. A server that restarts later gets those
+// answers.
+func (rs *rounds) preset(replies map[uint32]map[int]*wire.StartRound) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, n := range []uint32{wire.RoundInventory, wire.RoundPlan, wire.RoundMoved, wire.RoundOpened} {
+		r := rs.get(n)
+		r.replies = replies[n]
+		close(r.done)
+	}
+}

@@ -234,16 +234,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
+	// running is the cluster rank 0 rejoins: it died, and the others
+	// still serve.
+	var running *cluster.List
 	if cfg.Rank == 0 {
-		stale, err := cluster.CheckStale(ctx, cfg.TmpDir)
-		if err != nil {
-			return fmt.Errorf("rank 0: %w", err)
-		}
-		if stale != nil {
-			log.Warn(fmt.Sprintf("replacing the stale server list in %s: none of its %d servers answers (a dead cluster)", cfg.TmpDir, stale.Size))
-		}
-		if err := (cluster.Dir{Path: cfg.TmpDir, FS: cfg.FS}).RemoveFiles(); err != nil {
-			return fmt.Errorf("rank 0: remove stale files: %w", err)
+		prev, live := cluster.Probe(ctx, cfg.TmpDir)
+		switch {
+		case prev != nil && len(live) > 0 && live[0].Rank == 0:
+			return fmt.Errorf("rank 0: %w", cluster.RunningError(cfg.TmpDir, prev, live))
+		case prev != nil && len(live) > 0:
+			if err := canRejoin(cfg, prev); err != nil {
+				return fmt.Errorf("rank 0: %w", err)
+			}
+			running = prev
+		default:
+			if prev != nil {
+				log.Warn(fmt.Sprintf("replacing the stale server list in %s: none of its %d servers answers (a dead cluster)", cfg.TmpDir, prev.Size))
+			}
+			if err := (cluster.Dir{Path: cfg.TmpDir, FS: cfg.FS}).RemoveFiles(); err != nil {
+				return fmt.Errorf("rank 0: remove stale files: %w", err)
+			}
 		}
 	}
 	var meta *metaserver.Service
@@ -372,7 +382,12 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info("listening", "addr", s.self.Addr, "size", cfg.Size, "roles", s.self.Roles,
 		"tmpdir", cfg.TmpDir, "datadir", cfg.DataDir, "auth", len(secret) > 0)
 
-	if err := s.rendezvous(ctx, secret); err != nil {
+	if running != nil {
+		err = s.rejoinAsRank0(running)
+	} else {
+		err = s.rendezvous(ctx, secret)
+	}
+	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 	}
 	s.mu.Lock()
@@ -666,6 +681,68 @@ func (s *Server) register(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		wl.Servers = append(wl.Servers, m.Info())
 	}
 	return rpc.Respond(&wl), nil
+}
+
+// canRejoin checks that a rank 0 started with cfg can take the place of
+// the dead rank 0 of the running cluster of list.
+func canRejoin(cfg Config, list *cluster.List) error {
+	if list.Size != cfg.Size {
+		return fmt.Errorf("a cluster of %d servers runs in %s without its rank 0, and this server was started with size %d: restart rank 0 with --size %d (or stop the cluster with `pdc down --tmpdir %s`): %w",
+			list.Size, cfg.TmpDir, cfg.Size, list.Size, cfg.TmpDir, pdc.ErrInvalid)
+	}
+	if had, roles := list.Servers[0].Roles, cluster.RoleString(cfg.Roles); had != roles {
+		// Placement depends on which ranks hold metadata.
+		return fmt.Errorf("rank 0 rejoins the cluster in %s with roles %s but had roles %s; restart it with --roles %s: %w",
+			cfg.TmpDir, roles, had, had, pdc.ErrInvalid)
+	}
+	return nil
+}
+
+// rejoinAsRank0 makes this server the rank 0 of the running cluster of
+// list, whose rank 0 died: the others keep serving, so there is no start
+// to lead. It takes the dead one's place in the list, answers its own
+// rounds (and those of servers that restart later) with what the last
+// start recorded, and publishes the list and the rendezvous record.
+func (s *Server) rejoinAsRank0(running *cluster.List) error {
+	list := &cluster.List{Size: running.Size, Created: time.Now(), Servers: append([]cluster.Server(nil), running.Servers...)}
+	old := list.Servers[0]
+	list.Servers[0] = s.self
+	table, err := s.dataDir().Table()
+	if err != nil {
+		return err
+	}
+	servers := make([]slots.Server, len(list.Servers))
+	for i, m := range list.Servers {
+		r, _ := cluster.ParseRoles(m.Roles)
+		servers[i] = slots.Server{Rank: m.Rank, Data: r&wire.RoleData != 0, Meta: r&wire.RoleMetadata != 0}
+	}
+	plans := slots.Held(servers, table)
+	s.slots.servers, s.slots.plans, s.slots.next = servers, plans, table
+	planReplies := map[int]*wire.StartRound{}
+	for rank, p := range plans {
+		planReplies[rank] = &wire.StartRound{Round: wire.RoundPlan, Plan: p}
+	}
+	s.rounds.preset(map[uint32]map[int]*wire.StartRound{wire.RoundPlan: planReplies})
+	for r := range s.cfg.Size {
+		s.markMigrated(r)
+	}
+	s.mu.Lock()
+	s.mu.list = list
+	s.mu.members = map[int]cluster.Server{}
+	for _, m := range list.Servers {
+		s.mu.members[m.Rank] = m
+	}
+	s.mu.Unlock()
+	close(s.complete)
+	if err := s.tmpDir().WriteList(list); err != nil {
+		return err
+	}
+	if err := s.tmpDir().WriteRendezvous(cluster.Rendezvous{
+		Addr: s.self.Addr, Instance: s.self.Instance, Size: s.cfg.Size, PID: s.self.PID}); err != nil {
+		return err
+	}
+	s.log.Warn("rank 0 rejoined the running cluster after its server died", "old", old.Addr, "new", s.self.Addr, "epoch", table.Epoch)
+	return nil
 }
 
 // rejoin replaces a dead member of the complete cluster by its restarted

@@ -200,3 +200,34 @@ func Adopt(servers []Server) (map[int][]uint64, []string) {
 	}
 	return out, warns
 }
+
+// Held is what each server of a running cluster holds, as the last start
+// recorded it in table: every slot at the table's epoch is held in place by
+// its host; one at an older generation was missing then and still is. A
+// rank 0 that restarts into a running cluster answers with it what Plan
+// answered at the start (the plans died with the old rank 0): the servers
+// of ranks that restart later hold what they held, and move nothing.
+func Held(servers []Server, table Table) map[int]*wire.SlotPlan {
+	plans := map[int]*wire.SlotPlan{}
+	var ds []int
+	for _, s := range servers {
+		plans[s.Rank] = &wire.SlotPlan{Epoch: table.Epoch}
+		if s.Data {
+			ds = append(ds, s.Rank)
+			plans[s.Rank].Own = uint32(len(ds))
+		}
+	}
+	if len(ds) == 0 {
+		return plans
+	}
+	for _, slot := range slices.Sorted(maps.Keys(table.Gens)) {
+		hp := plans[ds[placement.SlotHost(slot, len(ds))]]
+		if gen := table.Gens[slot]; gen == table.Epoch {
+			hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: gen})
+		} else {
+			hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot),
+				Why: fmt.Sprintf("data slot %d: the last start (epoch %d) found no copy at generation %d", slot, table.Epoch, gen)})
+		}
+	}
+	return plans
+}

@@ -159,3 +159,51 @@ func TestAdoptBySeer(t *testing.T) {
 		t.Fatalf("adopt %v, warnings %q", got, warns)
 	}
 }
+
+// Held gives every server what the start's plan gave it, held in place at
+// the epoch (what a restarted rank 0 answers the servers that restart
+// after it), and the missing slot stays missing at its host.
+func TestHeldAfterPlan(t *testing.T) {
+	// Ranks 0, 1 on node a, 2 on node b (without metadata); slot 3's copy
+	// at generation 4 is nowhere, slot 2 is sent from a to rank 2.
+	srv := servers([]string{"a", "a", "b"}, map[string]map[int]uint64{"a": {0: 4, 1: 4, 2: 4}})
+	srv[2].Meta = false
+	plans, next := Plan(srv, Table{Epoch: 4, Gens: map[int]uint64{0: 4, 1: 4, 2: 4, 3: 4}})
+	held := Held(srv, next)
+	for rank, p := range plans {
+		h := held[rank]
+		if h.Epoch != next.Epoch || h.Own != p.Own {
+			t.Fatalf("rank %d: held %+v, plan %+v", rank, h, p)
+		}
+		var want []wire.SlotCopy
+		for _, c := range append(append([]wire.SlotCopy(nil), p.Hold...), p.Receive...) {
+			want = append(want, cp(int(c.Slot), next.Epoch))
+		}
+		for _, f := range p.Fresh {
+			want = append(want, cp(int(f), next.Epoch))
+		}
+		if len(want) != len(h.Hold) {
+			t.Fatalf("rank %d holds %+v, its plan %+v", rank, h.Hold, p)
+		}
+		for _, c := range want {
+			found := false
+			for _, g := range h.Hold {
+				found = found || g == c
+			}
+			if !found {
+				t.Fatalf("rank %d: %+v not held in %+v", rank, c, h.Hold)
+			}
+		}
+		if len(h.Missing) != len(p.Missing) {
+			t.Fatalf("rank %d: missing %+v, plan %+v", rank, h.Missing, p.Missing)
+		}
+		for i := range h.Missing {
+			if h.Missing[i].Slot != p.Missing[i].Slot {
+				t.Fatalf("rank %d: missing %+v, plan %+v", rank, h.Missing, p.Missing)
+			}
+		}
+	}
+	if n := len(held[0].Missing) + len(held[1].Missing) + len(held[2].Missing); n != 1 {
+		t.Fatalf("%d slots missing, want slot 3 only: %+v", n, held)
+	}
+}

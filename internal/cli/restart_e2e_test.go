@@ -1,0 +1,216 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/region"
+)
+
+// survivorRole is a client that keeps running while servers die and come
+// back. It reads commands from stdin, one a line, and answers each with one
+// line:
+//
+//	write NAME: creates object NAME, spread over every data server
+//	            (RegionStatic), and writes it whole with NAME's pattern.
+//	read NAME:  opens NAME and reads it whole.
+//
+// The answer is "ok NAME", "bad NAME WHY" (read back wrong) or
+// "fail NAME unavailable=BOOL ERROR".
+func survivorRole(ctx context.Context, c *client.Client, out *bufio.Writer) error {
+	ct, _, err := c.CreateContainer(ctx, "survivor", client.Persistent)
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		op, name, _ := strings.Cut(sc.Text(), " ")
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var err error
+		bad := ""
+		switch op {
+		case "write":
+			err = survivorWrite(cctx, ct, name)
+		case "read":
+			bad, err = survivorRead(cctx, c, name)
+		default:
+			err = fmt.Errorf("unknown command %q", op)
+		}
+		cancel()
+		switch {
+		case err != nil:
+			fmt.Fprintf(out, "fail %s unavailable=%t %s\n", name, errors.Is(err, pdc.ErrUnavailable), strings.ReplaceAll(err.Error(), "\n", " "))
+		case bad != "":
+			fmt.Fprintf(out, "bad %s %s\n", name, bad)
+		default:
+			fmt.Fprintf(out, "ok %s\n", name)
+		}
+		out.Flush()
+	}
+	return sc.Err()
+}
+
+var survivorDims = []uint64{48, 64}
+
+// survivorData is NAME's contents: int32s that differ from object to
+// object.
+func survivorData(name string) []byte {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	seed := h.Sum32()
+	n := survivorDims[0] * survivorDims[1]
+	out := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(out[4*i:], seed*2654435761+uint32(i))
+	}
+	return out
+}
+
+func survivorWrite(ctx context.Context, ct *client.Container, name string) error {
+	o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: survivorDims, Type: region.Int32, Partition: client.RegionStatic})
+	if err != nil {
+		return err
+	}
+	defer o.Close(ctx)
+	return o.Write(ctx, region.Shape(survivorDims...), survivorData(name))
+}
+
+func survivorRead(ctx context.Context, c *client.Client, name string) (string, error) {
+	o, err := c.OpenObject(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	defer o.Close(ctx)
+	buf := make([]byte, 4*survivorDims[0]*survivorDims[1])
+	if err := o.Read(ctx, region.Shape(survivorDims...), buf); err != nil {
+		return "", err
+	}
+	if !bytes.Equal(buf, survivorData(name)) {
+		return "read back other bytes than written", nil
+	}
+	return "", nil
+}
+
+// survivor drives a survivorRole process.
+type survivor struct {
+	t     *testing.T
+	out   *bufio.Scanner
+	in    *os.File
+	acked []string // objects whose write was acknowledged
+}
+
+func startSurvivor(t *testing.T, tmpdir string) *survivor {
+	_, out, in := e2e.ClientProc(t, tmpdir, "survivor")
+	return &survivor{t: t, out: out, in: in}
+}
+
+// do sends one command and returns the answer's fields.
+func (s *survivor) do(op, name string) []string {
+	s.t.Helper()
+	if _, err := fmt.Fprintf(s.in, "%s %s\n", op, name); err != nil {
+		s.t.Fatal(err)
+	}
+	if !s.out.Scan() {
+		s.t.Fatalf("the survivor client ended before answering %s %s: %v", op, name, s.out.Err())
+	}
+	f := strings.SplitN(s.out.Text(), " ", 4)
+	if len(f) < 2 || f[1] != name {
+		s.t.Fatalf("survivor answered %q to %s %s", s.out.Text(), op, name)
+	}
+	return f
+}
+
+// mustWrite writes name and fails the test unless it is acknowledged.
+func (s *survivor) mustWrite(name string) {
+	s.t.Helper()
+	if f := s.do("write", name); f[0] != "ok" {
+		s.t.Fatalf("write %s: %q", name, strings.Join(f, " "))
+	}
+	s.acked = append(s.acked, name)
+}
+
+// readAll reads back every acknowledged write and fails the test on any
+// that does not read back whole.
+func (s *survivor) readAll() {
+	s.t.Helper()
+	for _, n := range s.acked {
+		if f := s.do("read", n); f[0] != "ok" {
+			s.t.Fatalf("acknowledged object %s: %q", n, strings.Join(f, " "))
+		}
+	}
+}
+
+// killRank kills the server of rank with SIGKILL and waits for it to go.
+func killRank(t *testing.T, tmpdir string, rank int) cluster.Server {
+	t.Helper()
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := list.Servers[rank]
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
+		t.Fatal(err)
+	}
+	return victim
+}
+
+// deadWrites tries writes while victim is dead; each one touches every
+// data server, so each must fail with ErrUnavailable naming the victim.
+func (s *survivor) deadWrites(victim cluster.Server, prefix string, n int) {
+	s.t.Helper()
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		f := s.do("write", name)
+		if f[0] == "ok" {
+			s.t.Fatalf("write %s acknowledged with %s dead; it has a part there", name, victim.Label())
+		}
+		if len(f) < 4 || f[2] != "unavailable=true" || !strings.Contains(f[3], fmt.Sprintf("rank %d ", victim.Rank)) || !strings.Contains(f[3], victim.Addr) {
+			s.t.Fatalf("write %s with %s dead: %q; want ErrUnavailable naming the rank and its address", name, victim.Label(), strings.Join(f, " "))
+		}
+	}
+}
+
+// Each rank in turn, rank 0 included, is killed with SIGKILL and restarted
+// alone with `pdc server --rank R`; a client that runs all along gets
+// ErrUnavailable naming the dead rank while it is down, goes on without a
+// restart once it is back, and reads back every write acknowledged before,
+// during and after.
+func TestRestartEachRankAlone(t *testing.T) {
+	const size = 3
+	tmpdir := e2e.Up(t, size)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	s := startSurvivor(t, tmpdir)
+	for i := range 4 {
+		s.mustWrite(fmt.Sprintf("before-%d", i))
+	}
+	for cycle, rank := range []int{0, 2, 1, 0} {
+		victim := killRank(t, tmpdir, rank)
+		s.deadWrites(victim, fmt.Sprintf("dead-c%d-r%d", cycle, rank), 2)
+		restartServer(t, e2e.Ctx(t, time.Minute), tmpdir, datadir, rank, size)
+		for i := range 4 {
+			s.mustWrite(fmt.Sprintf("after-c%d-r%d-%d", cycle, rank, i))
+		}
+		s.readAll()
+	}
+	// Another process sees it all too.
+	other := startSurvivor(t, tmpdir)
+	other.acked = s.acked
+	other.readAll()
+}
