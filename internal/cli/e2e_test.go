@@ -314,6 +314,25 @@ func TestConnectWithoutCluster(t *testing.T) {
 	}
 }
 
+// pdc ping --wait, started before the servers (as a launcher recipe
+// does), waits for them; with none coming up it says where it looked.
+func TestPingWait(t *testing.T) {
+	dir := t.TempDir()
+	tmpdir := filepath.Join(dir, "tmp")
+	r := e2e.Run(t, nil, "ping", "--wait", "300ms", "--tmpdir", tmpdir)
+	if r.Err == nil || !strings.Contains(r.Stderr, "no cluster came up in "+tmpdir+" within 300ms") {
+		t.Fatalf("ping --wait without servers: %v\n%s", r.Err, r.Stderr)
+	}
+	done := make(chan e2e.Result, 1)
+	go func() { done <- e2e.Run(t, nil, "ping", "--wait", "60s", "--tmpdir", tmpdir) }()
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", filepath.Join(dir, "data"))
+	t.Cleanup(func() { e2e.Cleanup(t, tmpdir) })
+	got := <-done
+	if got.Err != nil || strings.Count(got.Stdout, "pong in") != 2 {
+		t.Fatalf("ping --wait started before pdc up: %v\nstdout:\n%s\nstderr:\n%s", got.Err, got.Stdout, got.Stderr)
+	}
+}
+
 func TestServerCannotBind(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

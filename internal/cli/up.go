@@ -335,8 +335,17 @@ func runPing(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "ping", "[flags]")
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for each server")
+	wait := fs.Duration("wait", 0, "first wait up to this long for the servers to come up (started by a launcher in the background)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
+	}
+	if *wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, *wait)
+		_, err := cluster.WaitForList(wctx, *tmpdir)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ping: no cluster came up in %s within %v: %w", *tmpdir, *wait, err)
+		}
 	}
 	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
 	if err != nil {
