@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -213,4 +214,62 @@ func TestRestartEachRankAlone(t *testing.T) {
 	other := startSurvivor(t, tmpdir)
 	other.acked = s.acked
 	other.readAll()
+}
+
+// pdc up --restart-dead restarts exactly the servers that do not answer,
+// with the flags of the cluster's pdc up (here Unix sockets, whose dead
+// files are in the way), two at once (rank 0 among them) and then one; with
+// none dead it says so and starts nothing. A client that runs all along
+// goes on, and every acknowledged write reads back.
+func TestUpRestartDead(t *testing.T) {
+	const size = 3
+	tmpdir := e2e.Up(t, size, "--unix")
+	s := startSurvivor(t, tmpdir)
+	for i := range 4 {
+		s.mustWrite(fmt.Sprintf("before-%d", i))
+	}
+	before, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+	if !strings.Contains(out, "all 3 servers answer; none restarted") {
+		t.Fatalf("up --restart-dead with none dead said %q", out)
+	}
+	if after, err := cluster.ReadList(tmpdir); err != nil || !slices.Equal(after.Servers, before.Servers) {
+		t.Fatalf("up --restart-dead with none dead changed the list: %v\n%+v\n%+v", err, before.Servers, after.Servers)
+	}
+	if r := e2e.Run(t, nil, "up", "--restart-dead", "--tmpdir", tmpdir, "-n", "2"); r.Err == nil || !strings.Contains(r.Stderr, "drop -n") {
+		t.Fatalf("up --restart-dead -n 2: %v %s; want a usage error", r.Err, r.Stderr)
+	}
+
+	for cycle, victims := range [][]int{{0, 1}, {2}} {
+		var dead []cluster.Server
+		for _, r := range victims {
+			dead = append(dead, killRank(t, tmpdir, r))
+		}
+		for _, v := range dead {
+			s.deadWrites(v, fmt.Sprintf("dead-c%d-r%d", cycle, v.Rank), 1)
+		}
+		out := e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+		want := fmt.Sprintf("restarted %d of 3 servers: rank %s", len(victims), strings.Trim(strings.ReplaceAll(fmt.Sprint(victims), " ", ", "), "[]"))
+		if !strings.Contains(out, want) {
+			t.Fatalf("up --restart-dead said %q, want %q", out, want)
+		}
+		list, err := cluster.ReadList(tmpdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, srv := range list.Servers {
+			restarted := slices.Contains(victims, r)
+			if restarted == (srv.Instance == before.Servers[r].Instance) || !strings.HasPrefix(srv.Addr, "unix:") {
+				t.Fatalf("after restarting %v: rank %d is %+v, was %+v", victims, r, srv, before.Servers[r])
+			}
+		}
+		before = list
+		for i := range 4 {
+			s.mustWrite(fmt.Sprintf("after-c%d-%d", cycle, i))
+		}
+		s.readAll()
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +44,10 @@ type upOptions struct {
 	stageDir        string   // {rank} and {host} replaced per server
 }
 
+// upRestartFlags are the flags `pdc up --restart-dead` takes; the others
+// come from the record of the cluster's `pdc up`.
+var upRestartFlags = map[string]bool{"restart-dead": true, "tmpdir": true, "timeout": true}
+
 func runUp(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "up", "-n N [flags]")
 	var o upOptions
@@ -59,8 +64,31 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	suffixTree := fs.Bool("dart-suffix-tree", true, "DART's suffix-tree mode: index every suffix of tag keys and values, so infix queries use the index")
 	hosts := fs.String("hosts", "", "comma-separated host names the servers report, one per rank, cycled (stands several nodes on one machine; default each server's $"+cluster.HostEnv+" or host name)")
 	fs.StringVar(&o.stageDir, "stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir each server serves staged files from; {rank} and {host} are replaced per server ($PDC_STAGE_PRODUCER_DIR)")
+	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
+	}
+	if *restartDead {
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			if !upRestartFlags[f.Name] {
+				dash := "--"
+				if len(f.Name) == 1 {
+					dash = "-"
+				}
+				other = append(other, dash+f.Name)
+			}
+		})
+		if len(other) > 0 || fs.NArg() > 0 {
+			return fmt.Errorf("up: --restart-dead starts servers with the flags the cluster was started with; drop %s: %w", strings.Join(append(other, fs.Args()...), " "), errUsage)
+		}
+		timeout := time.Duration(0)
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "timeout" {
+				timeout = o.timeout
+			}
+		})
+		return restartDeadServers(ctx, e, o.tmpdir, timeout)
 	}
 	o.noIndex, o.noSuffixTree = !*index, !*suffixTree
 	if *hosts != "" {
@@ -126,15 +154,26 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	if err != nil {
 		return nil, fmt.Errorf("up: find the pdc binary: %w", err)
 	}
-	procs, err := cluster.StartLocal(ctx, cluster.LocalConfig{
+	cfg := cluster.LocalConfig{
 		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
 		Args:     serverArgs(o),
 		RankArgs: func(rank int) []string { return rankArgs(o, rank) },
-	})
+	}
+	// What --restart-dead needs to start a rank again the same way.
+	if err := cluster.WriteUpRecord(tmpdir, cfg.Record()); err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	return startAndPing(ctx, cfg)
+}
+
+// startAndPing starts the servers of cfg and checks that each answers a
+// ping.
+func startAndPing(ctx context.Context, cfg cluster.LocalConfig) ([]cluster.Proc, error) {
+	procs, err := cluster.StartLocal(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
-	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
@@ -147,6 +186,62 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 		}
 	}
 	return procs, nil
+}
+
+// restartDeadServers starts again, as `pdc up` started them, the servers
+// of the cluster in tmpdir that do not answer; they rejoin it. timeout,
+// if not 0, replaces the recorded startup timeout.
+func restartDeadServers(ctx context.Context, e *env, tmpdir string, timeout time.Duration) error {
+	tmpdir, err := filepath.Abs(tmpdir)
+	if err != nil {
+		return err
+	}
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		return fmt.Errorf("up --restart-dead: %w", err)
+	}
+	rec, err := cluster.ReadUpRecord(tmpdir)
+	if err != nil {
+		return fmt.Errorf("up --restart-dead: restart its servers with `pdc server --rank R` and the flags they were started with: %w", err)
+	}
+	if rec.Size != list.Size {
+		return fmt.Errorf("up --restart-dead: the server list in %s has %d servers, the record of pdc up %d (from an earlier cluster): %w", tmpdir, list.Size, rec.Size, pdc.ErrInvalid)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	live := cluster.LiveServers(pctx, list)
+	cancel()
+	answers := map[int]bool{}
+	for _, s := range live {
+		answers[s.Rank] = true
+	}
+	var dead []int
+	var names []string
+	for _, s := range list.Servers {
+		if !answers[s.Rank] {
+			dead = append(dead, s.Rank)
+			names = append(names, strconv.Itoa(s.Rank))
+		}
+	}
+	if len(dead) == 0 {
+		fmt.Fprintf(e.stdout, "all %d servers answer; none restarted\n", list.Size)
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("up: find the pdc binary: %w", err)
+	}
+	cfg := rec.Local(self, tmpdir)
+	cfg.Ranks = dead
+	if timeout != 0 {
+		cfg.Timeout = timeout
+	}
+	procs, err := startAndPing(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	printProcs(e.stdout, procs)
+	fmt.Fprintf(e.stdout, "restarted %d of %d servers: rank %s\n", len(procs), list.Size, strings.Join(names, ", "))
+	return nil
 }
 
 // serverArgs are the flags up passes on to every server.

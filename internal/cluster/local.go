@@ -40,6 +40,9 @@ type LocalConfig struct {
 	RankArgs func(rank int) []string
 	// Timeout bounds the wait for the cluster to be complete. Default 60s.
 	Timeout time.Duration
+	// Ranks, if set, are the ranks to start, of N: the dead ones of a
+	// running cluster, which rejoin it. Default all.
+	Ranks []int
 }
 
 // Proc is a started server process.
@@ -50,7 +53,7 @@ type Proc struct {
 	Log  string // path of its log file
 }
 
-// StartLocal starts cfg.N `pdc server` processes in the background, in a
+// StartLocal starts cfg.N `pdc server` processes (or those of cfg.Ranks) in the background, in a
 // session of their own so they outlive the caller, and waits until every
 // one reports that the cluster is complete. On failure it kills the ones
 // it started and says which one failed and what its log says.
@@ -83,7 +86,18 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 			_, _ = s.cmd.Process.Wait()
 		}
 	}
-	for rank := range cfg.N {
+	ranks := cfg.Ranks
+	if ranks == nil {
+		for r := range cfg.N {
+			ranks = append(ranks, r)
+		}
+	}
+	for _, r := range ranks {
+		if r < 0 || r >= cfg.N {
+			return nil, fmt.Errorf("rank %d of a cluster of %d servers: %w", r, cfg.N, pdc.ErrInvalid)
+		}
+	}
+	for _, rank := range ranks {
 		listen := "127.0.0.1:0"
 		if cfg.Unix {
 			sock := filepath.Join(cfg.TmpDir, "sock")
