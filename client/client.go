@@ -95,6 +95,9 @@ type Client struct {
 	mu      sync.RWMutex
 	servers []Server
 	pools   []*rpc.Pool
+	// downSince is when this client first failed to reach each server
+	// that it has not reached since (zero: reached, or never tried).
+	downSince []time.Time
 
 	poolSize int
 	pageSize int // items asked for per page of a listing; 0: the servers' bound
@@ -176,6 +179,7 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 		c.servers = append(c.servers, Server(s))
 		c.pools = append(c.pools, c.newPool(Server(s)))
 	}
+	c.downSince = make([]time.Time, len(c.servers))
 	return c, nil
 }
 
@@ -240,7 +244,32 @@ func (c *Client) pooled(ctx context.Context, rank int, get func(*rpc.Pool, conte
 		_, p, _ = c.server(rank)
 		conn, err = get(p, ctx)
 	}
+	c.reached(rank, err == nil || !errors.Is(err, pdc.ErrUnavailable))
 	return conn, err
+}
+
+// reached notes whether rank's server could be reached just now.
+func (c *Client) reached(rank int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case rank < 0 || rank >= len(c.downSince):
+	case ok:
+		c.downSince[rank] = time.Time{}
+	case c.downSince[rank].IsZero():
+		c.downSince[rank] = time.Now()
+	}
+}
+
+// DownSince returns when this client first failed to reach the server of
+// rank, if it has not reached it since; else ok is false.
+func (c *Client) DownSince(rank int) (since time.Time, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if rank < 0 || rank >= len(c.downSince) || c.downSince[rank].IsZero() {
+		return time.Time{}, false
+	}
+	return c.downSince[rank], true
 }
 
 // refresh rereads the server list and reports whether rank's entry changed.
@@ -295,13 +324,16 @@ func (c *Client) Ping(ctx context.Context, rank int) (time.Duration, error) {
 type ServerStatus struct {
 	Server
 	// Err is why the server did not answer; the other fields but Server
-	// are then zero.
-	Err      error
-	Size     int
-	Clients  uint64 // connections open now, this client's included
-	Requests uint64 // requests served since start
-	Uptime   time.Duration
-	Version  string
+	// and DownSince are then zero.
+	Err error
+	// DownSince, for a server that could not be reached, is when this
+	// client first failed to reach it (Client.DownSince).
+	DownSince time.Time
+	Size      int
+	Clients   uint64 // connections open now, this client's included
+	Requests  uint64 // requests served since start
+	Uptime    time.Duration
+	Version   string
 }
 
 // Status asks every server for its status, concurrently. It returns one
@@ -326,6 +358,11 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 	}
 	if err != nil {
 		st.Err = err
+		if errors.Is(err, pdc.ErrUnavailable) {
+			// The call, not only the dial, may be what found it gone.
+			c.reached(rank, false)
+		}
+		st.DownSince, _ = c.DownSince(rank)
 		return st
 	}
 	var ws wire.Status

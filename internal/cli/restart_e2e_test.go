@@ -201,10 +201,22 @@ func TestRestartEachRankAlone(t *testing.T) {
 	for i := range 4 {
 		s.mustWrite(fmt.Sprintf("before-%d", i))
 	}
+	watcher := e2e.Connect(t, tmpdir)
 	for cycle, rank := range []int{0, 2, 1, 0} {
 		victim := killRank(t, tmpdir, rank)
 		s.deadWrites(victim, fmt.Sprintf("dead-c%d-r%d", cycle, rank), 2)
+		checkDownStatus(t, tmpdir, watcher, victim)
 		restartServer(t, e2e.Ctx(t, time.Minute), tmpdir, datadir, rank, size)
+		// The watching client reaches the restarted server without being
+		// restarted.
+		if sts, err := watcher.Status(e2e.Ctx(t, 20*time.Second)); err != nil {
+			t.Fatalf("status after %s restarted: %v", victim.Label(), err)
+		} else if sts[rank].Instance == victim.Instance {
+			t.Fatalf("status after the restart still reports the dead instance of %s", victim.Label())
+		}
+		if _, down := watcher.DownSince(rank); down {
+			t.Fatalf("the client still counts %s as down after it answered", victim.Label())
+		}
 		for i := range 4 {
 			s.mustWrite(fmt.Sprintf("after-c%d-r%d-%d", cycle, rank, i))
 		}
@@ -271,5 +283,44 @@ func TestUpRestartDead(t *testing.T) {
 			s.mustWrite(fmt.Sprintf("after-c%d-%d", cycle, i))
 		}
 		s.readAll()
+	}
+}
+
+// checkDownStatus checks what pdc status and a client's Status say while
+// victim is dead: it is down, since the first failure to reach it, the
+// others answer, and pdc status prints the whole table and fails.
+func checkDownStatus(t *testing.T, tmpdir string, c *client.Client, victim cluster.Server) {
+	t.Helper()
+	r := e2e.Run(t, nil, "status", "--tmpdir", tmpdir)
+	if r.Err == nil || !strings.Contains(r.Stderr, "1 of 3 servers down ("+victim.Label()+")") {
+		t.Fatalf("pdc status with %s dead: %v, stderr %q; want a failure naming it", victim.Label(), r.Err, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("pdc status printed %d lines, want a header and 3 servers:\n%s", len(lines), r.Stdout)
+	}
+	for i, l := range lines[1:] {
+		if down := strings.Contains(l, "DOWN since "); down != (i == victim.Rank) {
+			t.Fatalf("pdc status line of rank %d with %s dead: %q", i, victim.Label(), l)
+		}
+	}
+
+	sts, err := c.Status(e2e.Ctx(t, 20*time.Second))
+	if err == nil || !errors.Is(sts[victim.Rank].Err, pdc.ErrUnavailable) {
+		t.Fatalf("status with %s dead: %v", victim.Label(), err)
+	}
+	since := sts[victim.Rank].DownSince
+	if since.IsZero() || since.After(time.Now()) {
+		t.Fatalf("status of dead %s: down since %v", victim.Label(), since)
+	}
+	for i, st := range sts {
+		if i != victim.Rank && st.Err != nil {
+			t.Fatalf("status of %s with %s dead: %v", st.Label(), victim.Label(), st.Err)
+		}
+	}
+	// Asked again, the client keeps the time it first failed.
+	sts, _ = c.Status(e2e.Ctx(t, 20*time.Second))
+	if got := sts[victim.Rank].DownSince; !got.Equal(since) {
+		t.Fatalf("down since %v, then %v; want the first failure's time kept", since, got)
 	}
 }

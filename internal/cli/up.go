@@ -377,13 +377,6 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 	return stopped, nil
 }
 
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
 // processExists reports whether pid is a running process. A zombie, dead
 // but not yet reaped by whoever inherited it, does not count.
 func processExists(pid int) bool {
@@ -407,7 +400,14 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	sts, err := c.Status(ctx)
 	printStatus(e.stdout, sts)
 	if err != nil {
-		return fmt.Errorf("status: %d of %d servers did not answer: %w", len(unjoin(err)), len(sts), err)
+		var down []string
+		for _, s := range sts {
+			if s.Err != nil {
+				down = append(down, s.Label())
+			}
+		}
+		return fmt.Errorf("status: %d of %d servers down (%s); restart them with `pdc up --restart-dead --tmpdir %s` or `pdc server --rank R`: %w",
+			len(down), len(sts), strings.Join(down, ", "), *tmpdir, err)
 	}
 	return nil
 }
@@ -417,7 +417,15 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 	fmt.Fprintln(tw, "RANK\tADDRESS\tROLES\tPID\tUPTIME\tCLIENTS\tREQUESTS")
 	for _, s := range sts {
 		if s.Err != nil {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\tDOWN\t-\t-\n", s.Rank, s.Addr, s.Roles, s.PID)
+			// Since when this status first failed to reach it: a
+			// server that is slow to answer is not down.
+			down := "DOWN"
+			if !s.DownSince.IsZero() {
+				down = "DOWN since " + s.DownSince.Format(time.TimeOnly)
+			} else if errors.Is(s.Err, pdc.ErrTimeout) {
+				down = "NO ANSWER"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t-\t-\n", s.Rank, s.Addr, s.Roles, s.PID, down)
 			continue
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\n", s.Rank, s.Addr, s.Roles, s.PID,
