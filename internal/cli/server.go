@@ -28,6 +28,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	rank := fs.Int("rank", -1, "this server's rank (default: from the launcher's environment, else 0)")
 	size := fs.Int("size", 0, "number of servers in the cluster (default: from the launcher's environment, else 1)")
 	listen := fs.String("listen", "127.0.0.1:0", `address to listen on: "host:port" (port 0 picks one) or "unix:/path"`)
+	advertise := fs.String("advertise", "", "address others dial to reach this server: HOST:PORT, or HOST with the bound port (default: the bound address; for 0.0.0.0 or [::] this host's address on the route to rank 0)")
+	insecure := fs.Bool("insecure", false, "run without a cluster secret although listening beyond loopback (anyone who reaches the server can read and write its data)")
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "directory for the server list and secret ($PDC_TMPDIR)")
 	datadir := fs.String("datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
 	roles := fs.String("roles", "both", "what this server does: metadata, data or both")
@@ -87,7 +89,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("server: --roles: %w", err)
 	}
 	cfg := server.Config{
-		Rank: *rank, Size: *size, Listen: *listen, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
+		Rank: *rank, Size: *size, Listen: *listen, Advertise: *advertise, Insecure: *insecure, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
 		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
 		NoIndex: !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
 		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},

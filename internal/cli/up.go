@@ -33,6 +33,9 @@ type upOptions struct {
 	n               int
 	tmpdir, datadir string // datadir: {host} replaced per server
 	unix            bool
+	listen          string // every server's --listen ("": 127.0.0.1:0)
+	advertise       string // every server's --advertise
+	insecure        bool
 	roles           string
 	secret          bool
 	timeout         time.Duration
@@ -55,6 +58,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.tmpdir, "tmpdir", e.tmpDirDefault(), "directory for the server list, secret and logs ($PDC_TMPDIR)")
 	fs.StringVar(&o.datadir, "datadir", e.dataDirDefault(), "directory for stored data; {host} is replaced per server, which stands a node-local data dir per host of --hosts ($PDC_DATA_LOC)")
 	fs.BoolVar(&o.unix, "unix", false, "listen on Unix sockets in the tmpdir instead of 127.0.0.1 ports")
+	fs.StringVar(&o.listen, "listen", "", "every server's listen address, as pdc server --listen (default 127.0.0.1:0)")
+	fs.StringVar(&o.advertise, "advertise", "", "every server's published address, as pdc server --advertise (HOST: each keeps its own port)")
+	fs.BoolVar(&o.insecure, "insecure", false, "with --secret=false and a --listen beyond loopback: run the servers without a secret all the same")
 	fs.StringVar(&o.roles, "roles", "both", "role of every server: metadata, data or both")
 	fs.BoolVar(&o.secret, "secret", true, "make a cluster secret that every connection must prove")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the servers to start")
@@ -101,6 +107,16 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if o.unix && o.listen != "" {
+		return fmt.Errorf("up: --unix and --listen %q: choose one: %w", o.listen, errUsage)
+	}
+	if o.advertise != "" {
+		if _, port, err := cluster.ParseAdvertise(o.advertise); err != nil {
+			return fmt.Errorf("up: %w: %w", err, errUsage)
+		} else if port != "" && o.n > 1 {
+			return fmt.Errorf("up: --advertise %q names one port for %d servers; give the host alone: %w", o.advertise, o.n, errUsage)
+		}
 	}
 	if o.n < 1 || o.n > 4096 {
 		return fmt.Errorf("up: -n %d: want 1 to 4096 servers: %w", o.n, errUsage)
@@ -155,7 +171,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 		return nil, fmt.Errorf("up: find the pdc binary: %w", err)
 	}
 	cfg := cluster.LocalConfig{
-		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Roles: o.roles, Timeout: o.timeout,
+		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Listen: o.listen, Roles: o.roles, Timeout: o.timeout,
 		Args:     serverArgs(o),
 		RankArgs: func(rank int) []string { return rankArgs(o, rank) },
 	}
@@ -258,6 +274,12 @@ func serverArgs(o upOptions) []string {
 	}
 	if o.noSuffixTree {
 		args = append(args, "--dart-suffix-tree=false")
+	}
+	if o.advertise != "" {
+		args = append(args, "--advertise", o.advertise)
+	}
+	if o.insecure {
+		args = append(args, "--insecure")
 	}
 	return args
 }

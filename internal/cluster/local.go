@@ -30,6 +30,9 @@ type LocalConfig struct {
 	// Unix makes servers listen on Unix sockets in TmpDir instead of
 	// 127.0.0.1 ports.
 	Unix bool
+	// Listen, if set, is every server's listen address (--listen) instead
+	// of 127.0.0.1:0.
+	Listen string
 	// Roles for every server ("both" by default).
 	Roles string
 	// SecretFile is passed to the servers when set.
@@ -99,6 +102,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 	}
 	for _, rank := range ranks {
 		listen := "127.0.0.1:0"
+		if cfg.Listen != "" {
+			listen = cfg.Listen
+		}
 		if cfg.Unix {
 			sock := filepath.Join(cfg.TmpDir, "sock")
 			if err := os.MkdirAll(sock, 0o700); err != nil {

@@ -29,6 +29,7 @@ type UpRecord struct {
 	Size       int        `json:"size"`
 	DataDir    string     `json:"datadir"`
 	Unix       bool       `json:"unix,omitempty"`
+	Listen     string     `json:"listen,omitempty"`
 	Roles      string     `json:"roles"`
 	SecretFile string     `json:"secret_file,omitempty"`
 	Args       []string   `json:"args,omitempty"`
@@ -38,7 +39,7 @@ type UpRecord struct {
 
 // Record is what UpFile records of cfg.
 func (cfg LocalConfig) Record() UpRecord {
-	l := UpRecord{Size: cfg.N, DataDir: cfg.DataDir, Unix: cfg.Unix, Roles: cfg.Roles, SecretFile: cfg.SecretFile,
+	l := UpRecord{Size: cfg.N, DataDir: cfg.DataDir, Unix: cfg.Unix, Listen: cfg.Listen, Roles: cfg.Roles, SecretFile: cfg.SecretFile,
 		Args: cfg.Args, TimeoutNS: int64(cfg.Timeout)}
 	for r := range cfg.N {
 		var a []string
@@ -52,7 +53,7 @@ func (cfg LocalConfig) Record() UpRecord {
 
 // Local is the LocalConfig l records, to run binary in tmpdir.
 func (l UpRecord) Local(binary, tmpdir string) LocalConfig {
-	return LocalConfig{Binary: binary, N: l.Size, TmpDir: tmpdir, DataDir: l.DataDir, Unix: l.Unix, Roles: l.Roles,
+	return LocalConfig{Binary: binary, N: l.Size, TmpDir: tmpdir, DataDir: l.DataDir, Unix: l.Unix, Listen: l.Listen, Roles: l.Roles,
 		SecretFile: l.SecretFile, Args: l.Args, Timeout: time.Duration(l.TimeoutNS),
 		RankArgs: func(rank int) []string { return l.RankArgs[rank] }}
 }

@@ -16,7 +16,7 @@ func TestUpRecordRoundTrip(t *testing.T) {
 	if _, err := ReadUpRecord(dir); !errors.Is(err, pdc.ErrNotFound) {
 		t.Fatalf("no record: %v, want ErrNotFound", err)
 	}
-	cfg := LocalConfig{Binary: "/bin/pdc", N: 3, TmpDir: dir, DataDir: "/data", Unix: true, Roles: "data",
+	cfg := LocalConfig{Binary: "/bin/pdc", N: 3, TmpDir: dir, DataDir: "/data", Unix: true, Listen: "0.0.0.0:0", Roles: "data",
 		Args: []string{"--durability", "sync"}, Timeout: 42 * time.Second,
 		RankArgs: func(rank int) []string {
 			if rank == 1 {
@@ -32,7 +32,7 @@ func TestUpRecordRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rec.Local("/bin/pdc", dir)
-	if got.N != 3 || got.DataDir != "/data" || !got.Unix || got.Roles != "data" || got.Timeout != 42*time.Second ||
+	if got.N != 3 || got.DataDir != "/data" || !got.Unix || got.Listen != "0.0.0.0:0" || got.Roles != "data" || got.Timeout != 42*time.Second ||
 		!reflect.DeepEqual(got.Args, cfg.Args) {
 		t.Fatalf("read back %+v, wrote %+v", got, cfg)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,11 @@ type SenderConfig struct {
 	// BulkAddr is where pull connections are accepted ("host:port";
 	// default 127.0.0.1:0). Give the host's routable address on a cluster.
 	BulkAddr string
+	// AdvertiseHost, if set, is the host published for pull connections
+	// instead of BulkAddr's. Without it a sender bound to a wildcard
+	// address (0.0.0.0, ::) publishes the address each receiver reached
+	// it at, which that receiver can dial.
+	AdvertiseHost string
 	// ShmDir holds the Unix socket for shm. Default: none, the socket is
 	// in the abstract namespace, which goes with the process (one in a
 	// directory stays behind when the process is killed).
@@ -195,6 +201,31 @@ func (s *Sender) Register(srv *rpc.Server) { srv.Handle(wire.MethodFetch, s.hand
 
 // BulkAddr is where pull connections go.
 func (s *Sender) BulkAddr() string { return s.bulk.Addr().String() }
+
+// bulkAddrFor is the pull address published to the receiver that asked
+// over req (nil: unknown): AdvertiseHost, else for a wildcard listener the
+// host the receiver reached this process at, else BulkAddr.
+func (s *Sender) bulkAddrFor(req *rpc.Request) string {
+	ta, ok := s.bulk.Addr().(*net.TCPAddr)
+	if !ok {
+		return s.BulkAddr()
+	}
+	port := strconv.Itoa(ta.Port)
+	if s.cfg.AdvertiseHost != "" {
+		return net.JoinHostPort(s.cfg.AdvertiseHost, port)
+	}
+	if !ta.IP.IsUnspecified() {
+		return s.BulkAddr()
+	}
+	if req != nil {
+		if host, _, err := net.SplitHostPort(req.Local); err == nil {
+			if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() && (ta.IP.To4() == nil || ip.To4() != nil) {
+				return net.JoinHostPort(ip.String(), port)
+			}
+		}
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
 
 // SenderStats counts a sender's work.
 type SenderStats struct {

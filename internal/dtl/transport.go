@@ -185,7 +185,7 @@ func (t *streamTransport) Close() error { return nil }
 // over bulk connections.
 type pullTransport struct{ base }
 
-func (t *pullTransport) Send(_ context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, reply *wire.FetchReply) error {
+func (t *pullTransport) Send(_ context.Context, rreq *rpc.Request, req *wire.FetchRequest, src Source, reply *wire.FetchReply) error {
 	if err := t.checkSend(); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (t *pullTransport) Send(_ context.Context, _ *rpc.Request, req *wire.FetchR
 		src.release()
 		return err
 	}
-	reply.Addr, reply.Handle, reply.Token, reply.TTL = t.s.BulkAddr(), e.id, e.tok[:], uint64(t.s.cfg.HandleTTL)
+	reply.Addr, reply.Handle, reply.Token, reply.TTL = t.s.bulkAddrFor(rreq), e.id, e.tok[:], uint64(t.s.cfg.HandleTTL)
 	return nil
 }
 

@@ -42,6 +42,9 @@ type Request struct {
 	Client string
 	// Remote is the client's address.
 	Remote string
+	// Local is the address the client reached this server at (the
+	// listener's own for a Unix socket).
+	Local string
 	// Release, set for a handler that owns its payload (HandleOwned,
 	// HandleOwnedHere), gives the payload back: to bufpool, and its share
 	// of the server's payload budget. The handler calls it once nothing
@@ -412,7 +415,7 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) track(nc net.Conn) bool {
-	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), inflight: make(map[uint64]*reqCtx)}
+	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), local: nc.LocalAddr().String(), inflight: make(map[uint64]*reqCtx)}
 	s.mu.Lock()
 	select {
 	case <-s.closing:
@@ -581,6 +584,7 @@ type serverConn struct {
 	w      *frameWriter
 	client string
 	peer   string // netio.PeerKey of its remote address
+	local  string // its local address, as Request.Local
 
 	// Guarded by s.mu: whether it counts against the connection bounds,
 	// and its place among the connections in their handshake.
@@ -858,7 +862,7 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
 	ctx := newReqCtx(c.ctx, f.Timeout)
-	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(),
+	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(), Local: c.local,
 		conn: c, id: f.ID, inline: he.inline}
 	if he.owned {
 		req.Release = s.releaser(payload, grant)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,14 @@ type Config struct {
 	// Listen is "host:port" (port 0 picks one) or "unix:/path".
 	// Default "127.0.0.1:0".
 	Listen string
+	// Advertise is the address published for others to dial: "host:port",
+	// or "host" with the bound port. Default: the bound address, or for a
+	// wildcard (0.0.0.0, ::) this host's address on the route to rank 0
+	// (cluster.AdvertiseAddr).
+	Advertise string
+	// Insecure lets a server that listens beyond loopback run without a
+	// cluster secret. Without it such a server refuses to start.
+	Insecure bool
 	// TmpDir holds the server list, rendezvous record and secret. Required.
 	TmpDir string
 	// DataDir holds stored data. Required.
@@ -116,6 +125,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
+	}
+	if c.Advertise != "" {
+		if strings.HasPrefix(c.Listen, "unix:") {
+			return fmt.Errorf("--advertise %q: the server listens on a Unix socket (%s), which is reached by its path: %w", c.Advertise, c.Listen, pdc.ErrInvalid)
+		}
+		if _, _, err := cluster.ParseAdvertise(c.Advertise); err != nil {
+			return err
+		}
 	}
 	if c.TmpDir == "" {
 		return fmt.Errorf("no tmpdir given: %w", pdc.ErrInvalid)
@@ -196,6 +213,8 @@ type Server struct {
 	start time.Time
 	rpc   *rpc.Server
 	meta  *metaserver.Service // nil without the metadata role
+	// authenticated: every connection proved the cluster secret.
+	authenticated bool
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by a shutdown request
@@ -233,6 +252,15 @@ func Run(ctx context.Context, cfg Config) error {
 	secret, err := loadSecret(cfg)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
+	if len(secret) == 0 && !cluster.IsLoopback(cfg.Listen) {
+		if !cfg.Insecure {
+			return fmt.Errorf("rank %d: listening on %s, beyond this host, without a cluster secret would let anyone who reaches it read, write or stop it: "+
+				"give --secret-file FILE (or put the secret in %s), or --insecure to run without one: %w",
+				cfg.Rank, cfg.Listen, filepath.Join(cfg.TmpDir, cluster.SecretFile), pdc.ErrPermission)
+		}
+		log.Warn("running without a cluster secret while listening beyond this host (--insecure): anyone who reaches " + cfg.Listen +
+			" can read and write its data; shutdown is taken from this host only")
 	}
 	// running is the cluster rank 0 rejoins: it died, and the others
 	// still serve.
@@ -315,6 +343,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if host == "" {
 		host = cluster.HostName()
 	}
+	addr, err := advertiseAddr(ctx, cfg, ln)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      log,
@@ -323,8 +356,9 @@ func Run(ctx context.Context, cfg Config) error {
 		complete: make(chan struct{}),
 		meta:     meta,
 
-		migrated:    map[int]bool{},
-		allMigrated: make(chan struct{}),
+		authenticated: len(secret) > 0,
+		migrated:      map[int]bool{},
+		allMigrated:   make(chan struct{}),
 	}
 	s.rounds = newRounds(cfg.Size, func() *cluster.List {
 		s.mu.Lock()
@@ -333,7 +367,7 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	s.rounds.finish, s.rounds.rejoin = s.finishRound, s.rejoinRound
 	s.self = cluster.Server{
-		Rank: cfg.Rank, Addr: rpc.Addr(ln.Addr()), Roles: cluster.RoleString(cfg.Roles),
+		Rank: cfg.Rank, Addr: addr, Roles: cluster.RoleString(cfg.Roles),
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start, StageDir: stageDir,
 	}
 	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
@@ -359,7 +393,7 @@ func Run(ctx context.Context, cfg Config) error {
 		data.Register(s.rpc)
 		recv.Register(s.rpc)
 	}
-	sender, err := newSender(cfg, ln, files)
+	sender, err := newSender(cfg, ln, addr, files)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("rank %d: %w", cfg.Rank, err)
@@ -898,23 +932,84 @@ func (s *Server) status(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 }
 
 func (s *Server) shutdown(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if !s.authenticated && !fromThisHost(req) {
+		s.log.Warn("shutdown refused: no cluster secret and the request came from another host", "client", req.Client, "remote", req.Remote)
+		return nil, fmt.Errorf("rank %d runs without a cluster secret (--insecure), so it takes shutdown only from its own host, not from %s; "+
+			"run pdc down on %s, or start the cluster with a secret: %w", s.cfg.Rank, req.Remote, s.self.Host, pdc.ErrPermission)
+	}
 	s.log.Info("shutdown requested", "client", req.Client, "remote", req.Remote)
 	s.stopOnce.Do(func() { close(s.stop) })
 	return &rpc.Response{}, nil
 }
 
+// fromThisHost reports whether a request came from this host: over a Unix
+// socket, from a loopback address, or from one of this host's own
+// addresses (a client that dialed the server's published address).
+// TCP's handshake keeps a peer elsewhere from claiming such a source.
+func fromThisHost(req *rpc.Request) bool {
+	host, _, err := net.SplitHostPort(req.Remote)
+	if err != nil {
+		return true // a Unix socket peer
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	if lh, _, err := net.SplitHostPort(req.Local); err == nil && ip.Equal(net.ParseIP(lh)) {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// advertiseAddr is the address this server publishes (Config.Advertise). A
+// rank above 0 bound to a wildcard address without --advertise takes its
+// address on the route to rank 0, so it waits for rank 0's record first.
+func advertiseAddr(ctx context.Context, cfg Config, ln net.Listener) (string, error) {
+	bound := rpc.Addr(ln.Addr())
+	towards := ""
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() && cfg.Advertise == "" && cfg.Rank > 0 {
+		wctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+		rv, err := cluster.WaitForRendezvous(wctx, cfg.TmpDir)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("find the address on the route to rank 0: %w (startup timeout %v)", err, cfg.StartupTimeout)
+		}
+		towards = rv.Addr
+	}
+	return cluster.AdvertiseAddr(bound, cfg.Advertise, towards)
+}
+
 // newSender makes the server's side of the data transport layer: it serves
 // produced files from the producer dir (when the server has one) to
 // consumers, by every DTL mode. Its bulk connections are accepted on the
-// host the server listens on.
-func newSender(cfg Config, ln net.Listener, files *staging.Files) (*dtl.Sender, error) {
+// host the server listens on, and are published on the host it
+// advertises (addr) when that was given, else at the address each
+// consumer reached the server at.
+func newSender(cfg Config, ln net.Listener, addr string, files *staging.Files) (*dtl.Sender, error) {
 	bulk := "127.0.0.1:0"
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		bulk = net.JoinHostPort(a.IP.String(), "0")
 	}
+	advertise := ""
+	if cfg.Advertise != "" {
+		advertise, _, _ = net.SplitHostPort(addr)
+	}
 	rank := cfg.Rank
 	return dtl.NewSender(dtl.SenderConfig{
 		BulkAddr:        bulk,
+		AdvertiseHost:   advertise,
 		Logger:          cfg.Logger,
 		Stall:           cfg.StallTimeout,
 		MaxConns:        cfg.MaxConns,
