@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/dtl"
 )
@@ -31,6 +32,8 @@ type StageConfig struct {
 	// Budget is the time spent per size and mode (at least 3 consumes).
 	// Default 1s.
 	Budget time.Duration
+	// Label tells the setup apart in the results (e.g. "hosts, 1gbit").
+	Label string
 }
 
 // Stage measures end-to-end consumes of a file produced on another host:
@@ -55,12 +58,15 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 		return nil, fmt.Errorf("raw tcp: %w", err)
 	}
 	defer tcp.Close()
-	var d net.Dialer
-	unix, err := d.DialContext(ctx, "unix", cfg.RawUnix)
-	if err != nil {
-		return nil, fmt.Errorf("raw unix: %w", err)
+	var unix net.Conn // the shm ceiling: only on one host
+	if cfg.RawUnix != "" {
+		var d net.Dialer
+		if unix, err = d.DialContext(ctx, "unix", cfg.RawUnix); err != nil {
+			return nil, fmt.Errorf("raw unix: %w", err)
+		}
+		defer unix.Close()
 	}
-	defer unix.Close()
+	bench := stageBench(cfg)
 
 	var out []Result
 	for _, size := range cfg.Sizes {
@@ -83,6 +89,9 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 			}
 			ceiling, rawConn := "raw tcp", tcp
 			if m == dtl.ModeShm {
+				if unix == nil {
+					return nil, fmt.Errorf("shm between hosts: no raw unix socket to measure it against: %w", pdc.ErrInvalid)
+				}
 				ceiling, rawConn = "raw unix socket", unix
 			}
 			raw := func() error { return rawFetch(ctx, rawConn, buf) }
@@ -106,7 +115,7 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 			}
 			name := fmt.Sprintf("consume %s by %s", sizeName(size), m)
 			if size <= 1<<20 {
-				res := latency("stage", name+" p50", ms(median(ourT)), "ms", ceiling+" request p50", ms(median(rawT)))
+				res := latency(bench, name+" p50", ms(median(ourT)), "ms", ceiling+" request p50", ms(median(rawT)))
 				switch size {
 				case 1 << 10:
 					res.Target = "<= 0.5 ms"
@@ -116,7 +125,7 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 				out = append(out, res)
 				continue
 			}
-			res := rate("stage", name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
+			res := rate(bench, name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
 			if size >= 1<<30 && (m == dtl.ModeShm || m == dtl.ModePush) {
 				res.Target = ">= 1.7 GB/s"
 			}
@@ -157,7 +166,14 @@ func lookups(ctx context.Context, cfg StageConfig, path string) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("lookup: %w", err)
 	}
-	res := latency("stage", "owner lookup p50", ms(median(ourT)), "ms", "raw tcp round trip p50", ms(median(rawT)))
+	res := latency(stageBench(cfg), "owner lookup p50", ms(median(ourT)), "ms", "raw tcp round trip p50", ms(median(rawT)))
 	res.Target = "<= 0.1 ms"
 	return res, nil
+}
+
+func stageBench(cfg StageConfig) string {
+	if cfg.Label != "" {
+		return "stage (" + cfg.Label + ")"
+	}
+	return "stage"
 }

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +31,7 @@ func init() {
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)")
+		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)")
 		return fmt.Errorf("bench: say what to measure: %w", errUsage)
 	}
 	switch args[0] {
@@ -53,8 +53,10 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return benchQuery(ctx, e, args[1:])
 	case "soak":
 		return benchSoak(ctx, e, args[1:])
+	case "hosts":
+		return benchHosts(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, query, soak): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, query, soak, hosts): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {
@@ -110,29 +112,7 @@ func startChild(ctx context.Context, args ...string) (line string, stop func(), 
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(self, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}
-	line, err = bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("%s did not start: %w", args[0], err)
-	}
-	return strings.TrimSpace(line), stop, nil
+	return startCmd(exec.Command(self, args...))
 }
 
 func benchDTL(ctx context.Context, e *env, args []string) error {
@@ -241,10 +221,11 @@ func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench-raw-source", "[flags]")
 	sock := fs.String("unix", "", "also listen on this Unix socket")
 	shm := fs.String("shm", "", "serve the raw shared-memory ceiling on this Unix socket")
+	listen := fs.String("listen", "127.0.0.1:0", "TCP address to serve on")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
@@ -287,7 +268,12 @@ func serveChild(ctx context.Context, e *env, addr string) {
 }
 
 func runBenchEcho(ctx context.Context, e *env, args []string) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fs := flags(e, "bench-echo", "[flags]")
+	listen := fs.String("listen", "127.0.0.1:0", "TCP address to serve on")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
@@ -295,4 +281,37 @@ func runBenchEcho(ctx context.Context, e *env, args []string) error {
 	defer s.Close()
 	serveChild(ctx, e, s.Addr())
 	return nil
+}
+
+// external names a running cluster a benchmark measures instead of
+// starting its own, and the raw byte source its ceiling is measured from
+// (a `pdc bench-raw-source` on a server's host): how bench hosts measures
+// across hosts, and how anyone measures a cluster of their own.
+type external struct {
+	cluster, raw, label string
+}
+
+func externalFlags(fs *flag.FlagSet) *external {
+	var x external
+	fs.StringVar(&x.cluster, "cluster", "", "measure the running cluster of this tmpdir instead of starting one (needs --raw)")
+	fs.StringVar(&x.raw, "raw", "", "with --cluster: host:port of a `pdc bench-raw-source --listen HOST:0` on a server's host, for the raw TCP ceiling")
+	fs.StringVar(&x.label, "label", "", "with --cluster: what to call the cluster in the results")
+	return &x
+}
+
+func (x *external) check() error {
+	switch {
+	case x.cluster != "" && x.raw == "":
+		return fmt.Errorf("--cluster %s needs --raw HOST:PORT, a raw byte source on a server's host for the ceiling: %w", x.cluster, errUsage)
+	case x.cluster == "" && (x.raw != "" || x.label != ""):
+		return fmt.Errorf("--raw and --label go with --cluster: %w", errUsage)
+	}
+	return nil
+}
+
+func writeResults(e *env, asJSON bool, rs []bench.Result) error {
+	if asJSON {
+		return bench.WriteJSON(e.stdout, rs)
+	}
+	return bench.WriteTable(e.stdout, rs)
 }

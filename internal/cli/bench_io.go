@@ -28,6 +28,7 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	durability := fs.String("durability", "process", "the servers' durability")
 	unix := fs.Bool("unix", false, "servers on Unix sockets, measured against a raw Unix socket")
 	transport := fs.String("transport", "stream", "how payloads travel: stream (the connection) or shm (shared memory, measured against memcpy)")
+	ext := externalFlags(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -66,6 +67,18 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	servers, err := parseCounts(*serversFlag)
 	if err != nil {
 		return fmt.Errorf("bench io: --servers: %w", err)
+	}
+	if err := ext.check(); err != nil {
+		return fmt.Errorf("bench io: %w", err)
+	}
+	if ext.cluster != "" {
+		// A cluster someone else started: measure it as it is, once.
+		cfg.TmpDir, cfg.RawTCP, cfg.Transport, cfg.Label = ext.cluster, ext.raw, *transport, ext.label
+		rs, err := bench.IO(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("bench io: %w", err)
+		}
+		return writeResults(e, *asJSON, rs)
 	}
 	dir, err := os.MkdirTemp("", "pdc-bench-io-")
 	if err != nil {

@@ -30,8 +30,18 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	sizesFlag := fs.String("sizes", "1KiB,1MiB,64MiB,1GiB", "file sizes, comma-separated")
 	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
 	base := fs.String("dir", defaultStageBenchDir(), "where the producer and consumer dirs go (node-local storage: tmpfs where there is one)")
+	ext := externalFlags(fs)
+	rawEchoFlag := fs.String("raw-echo", "", "with --cluster: host:port of a `pdc bench-echo --listen HOST:0` on the producer's host, for the small files' ceiling")
+	prodDirFlag := fs.String("producer-dir", "", "with --cluster: the producer dir its producer's server serves")
+	prodHost := fs.String("producer-host", "", "with --cluster: the host name of that server")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
+	}
+	if err := ext.check(); err != nil {
+		return fmt.Errorf("bench stage: %w", err)
+	}
+	if ext.cluster != "" && (*rawEchoFlag == "" || *prodDirFlag == "" || *prodHost == "") {
+		return fmt.Errorf("bench stage: --cluster needs --raw-echo, --producer-dir and --producer-host: %w", errUsage)
 	}
 	var sizes []int64
 	for _, s := range strings.Split(*sizesFlag, ",") {
@@ -60,6 +70,9 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench stage: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	if ext.cluster != "" {
+		return benchStageExternal(ctx, e, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, *asJSON, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget})
+	}
 	tmpdir := filepath.Join(dir, "tmp")
 	// Two servers standing for two nodes: the producer's (node-a) serves
 	// its producer dir; the consumer is on node-b.
@@ -70,7 +83,7 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	}
 	defer down(context.Background(), io.Discard, tmpdir, 30*time.Second)
 
-	producer, err := startProducer(ctx, tmpdir, filepath.Join(dir, "prod-node-a"))
+	producer, err := startProducer(ctx, tmpdir, filepath.Join(dir, "prod-node-a"), "node-a")
 	if err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
@@ -122,12 +135,34 @@ type stageProducer struct {
 	mu    sync.Mutex
 }
 
-func startProducer(ctx context.Context, tmpdir, prodDir string) (*stageProducer, error) {
+// benchStageExternal measures a running cluster: its producer is a
+// server on another host (prodHost) serving prodDir, and this process's
+// host is the consumer's.
+func benchStageExternal(ctx context.Context, e *env, ext *external, rawEcho, prodDir, prodHost, dir string, asJSON bool, cfg bench.StageConfig) error {
+	producer, err := startProducer(ctx, ext.cluster, prodDir, prodHost)
+	if err != nil {
+		return fmt.Errorf("bench stage: %w", err)
+	}
+	defer producer.stop()
+	c, err := client.Connect(ctx, client.WithTmpDir(ext.cluster), client.WithStageDirs("", filepath.Join(dir, "cons")))
+	if err != nil {
+		return fmt.Errorf("bench stage: %w", err)
+	}
+	defer c.Close()
+	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawEcho, cfg.Label = c, producer.produce, ext.raw, rawEcho, ext.label
+	rs, err := bench.Stage(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench stage: %w", err)
+	}
+	return writeResults(e, asJSON, rs)
+}
+
+func startProducer(ctx context.Context, tmpdir, prodDir, host string) (*stageProducer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "bench-stage-producer", "--tmpdir", tmpdir, "--producer-dir", prodDir, "--host", "node-a")
+	cmd := exec.Command(self, "bench-stage-producer", "--tmpdir", tmpdir, "--producer-dir", prodDir, "--host", host)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
@@ -32,8 +33,12 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
 	useC := fs.Bool("c", false, "run the C VPIC-IO and BD-CATS of libpdc (pdc_vpicio, pdc_bdcats: make capi) instead of Go client processes")
 	cPrefix := fs.String("c-prefix", "", "with --c: the folder make capi installed libpdc into (default $PDC_CAPI_PREFIX, else the one this pdc is in, else build/capi)")
+	ext := externalFlags(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
+	}
+	if err := ext.check(); err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
 	}
 	part, err := parsePartition(*partFlag)
 	if err != nil {
@@ -49,22 +54,32 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	if ext.cluster != "" {
+		tmpdir = ext.cluster
+	}
 	var cprogs *vpicC // nil: Go client processes
 	if *useC {
 		if cprogs, err = newVPICC(e, *cPrefix, tmpdir); err != nil {
 			return fmt.Errorf("bench vpic --c: %w", err)
 		}
 	}
-	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
-	if err != nil {
-		return fmt.Errorf("bench vpic: %w", err)
+	label := fmt.Sprintf("vpic (%d servers)", *servers)
+	rawTCP := ext.raw
+	if ext.cluster != "" {
+		label = "vpic (" + ext.label + ")"
+	} else {
+		var stopRaw func()
+		rawTCP, stopRaw, err = startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
+		if err != nil {
+			return fmt.Errorf("bench vpic: %w", err)
+		}
+		defer stopRaw()
+		o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process"}
+		if _, err := up(ctx, e.stderr, o); err != nil {
+			return fmt.Errorf("bench vpic: %w", err)
+		}
+		defer down(context.Background(), io.Discard, tmpdir, time.Minute)
 	}
-	defer stopRaw()
-	o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process"}
-	if _, err := up(ctx, e.stderr, o); err != nil {
-		return fmt.Errorf("bench vpic: %w", err)
-	}
-	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
 	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
@@ -74,9 +89,9 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
 	}
-	label, writer, reader := fmt.Sprintf("vpic (%d servers)", *servers), "VPIC-IO write", "BD-CATS read, every value checked"
+	writer, reader := "VPIC-IO write", "BD-CATS read, every value checked"
 	if cprogs != nil {
-		label = fmt.Sprintf("vpic C (%d servers)", *servers)
+		label = strings.Replace(label, "vpic", "vpic C", 1)
 		writer, reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
 	}
 	var rs []bench.Result
