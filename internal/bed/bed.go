@@ -277,6 +277,24 @@ func (n *Node) Heal() error {
 	return ip(context.Background(), "link", "set", n.hostLink, "up")
 }
 
+// Cut partitions n and peer from each other only, while both still
+// reach everyone else: each namespace gets a blackhole route to the
+// other's address, so what either sends the other vanishes.
+func (n *Node) Cut(peer *Node) error {
+	ctx := context.Background()
+	return errors.Join(
+		ip(ctx, "-n", n.NS, "route", "add", "blackhole", peer.Addr.String()+"/32"),
+		ip(ctx, "-n", peer.NS, "route", "add", "blackhole", n.Addr.String()+"/32"))
+}
+
+// Uncut undoes Cut.
+func (n *Node) Uncut(peer *Node) error {
+	ctx := context.Background()
+	return errors.Join(
+		ip(ctx, "-n", n.NS, "route", "del", "blackhole", peer.Addr.String()+"/32"),
+		ip(ctx, "-n", peer.NS, "route", "del", "blackhole", n.Addr.String()+"/32"))
+}
+
 // Limit limits the node's link to rate (tc's syntax: "1gbit", "100mbit")
 // both ways, with a token bucket filter on each end of its veth pair.
 func (n *Node) Limit(rate string) error {

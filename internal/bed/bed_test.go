@@ -165,6 +165,30 @@ func TestNodesReachEachOtherUnlessPartitioned(t *testing.T) {
 	}
 }
 
+// TestCut: two nodes cut from each other still reach a third.
+func TestCut(t *testing.T) {
+	b := bed.Start(t, 3)
+	n1, n2, n3 := b.Nodes[0], b.Nodes[1], b.Nodes[2]
+	addr := startEcho(t, n1)
+	if err := n2.Cut(n1); err != nil {
+		t.Fatal(err)
+	}
+	if err := dialFrom(n2, addr, 1); err == nil {
+		t.Fatalf("%s reached %s through a cut", n2.Name, n1.Name)
+	} else {
+		t.Logf("cut: %v", err)
+	}
+	if err := dialFrom(n3, addr, 1000); err != nil {
+		t.Fatalf("%s to %s beside a cut: %v", n3.Name, n1.Name, err)
+	}
+	if err := n2.Uncut(n1); err != nil {
+		t.Fatal(err)
+	}
+	if err := dialFrom(n2, addr, 1000); err != nil {
+		t.Fatalf("after Uncut: %v", err)
+	}
+}
+
 func TestNodeHostName(t *testing.T) {
 	b := bed.Start(t, 2)
 	for _, n := range b.Nodes {

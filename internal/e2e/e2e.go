@@ -162,11 +162,19 @@ func Alive(pid int) bool { return cluster.Running(pid) }
 // process is killed when the test ends.
 func ClientProc(t *testing.T, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
 	t.Helper()
+	return ClientProcWith(t, exec.Command, tmpdir, role, env...)
+}
+
+// ClientProcWith is ClientProc with the process made by command (given
+// the test binary's path): to run it elsewhere, such as on a node of a
+// test bed (internal/bed).
+func ClientProcWith(t *testing.T, command func(name string, args ...string) *exec.Cmd, tmpdir, role string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
+	cmd := command(exe)
 	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role, "PDC_TMPDIR=" + tmpdir}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

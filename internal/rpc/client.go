@@ -38,6 +38,12 @@ type DialOptions struct {
 	// StallTimeout fails a write that makes no progress for this long.
 	// Default 60s.
 	StallTimeout time.Duration
+	// PeerTimeout is how long the server's host may leave what it was
+	// sent unacknowledged (and a connection request unanswered) before
+	// the connection fails with pdc.ErrUnavailable: a host that is down or
+	// cut off, told from a slow server (whose kernel acknowledges at
+	// once) well before a caller's deadline. Default 10s; negative: never.
+	PeerTimeout time.Duration
 }
 
 func (o *DialOptions) setDefaults(addr string) {
@@ -54,6 +60,9 @@ func (o *DialOptions) setDefaults(addr string) {
 	}
 	if o.StallTimeout == 0 {
 		o.StallTimeout = 60 * time.Second
+	}
+	if o.PeerTimeout == 0 {
+		o.PeerTimeout = defaultPeerTimeout
 	}
 }
 
@@ -87,6 +96,9 @@ type Conn struct {
 	rs      readState
 
 	dlMu sync.Mutex // orders read-deadline changes
+
+	peerTimeout time.Duration // see DialOptions.PeerTimeout; 0: not watched
+	peer        *peerWatch    // nil: not watched
 
 	doneOnce sync.Once
 	done     chan struct{} // closed when the connection has failed or closed
@@ -135,7 +147,7 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}
 func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	opts.setDefaults(addr)
 	network, address := splitAddr(addr)
-	var d net.Dialer
+	d := net.Dialer{Timeout: max(opts.PeerTimeout, 0)}
 	nc, err := d.DialContext(ctx, network, address)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -157,6 +169,10 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.rc, _ = sc.SyscallConn()
 	}
+	if _, ok := nc.(*net.TCPConn); ok && c.rc != nil {
+		c.peerTimeout = max(opts.PeerTimeout, 0)
+	}
+	c.peer = newPeerWatch(c)
 	c.mu.pending = make(map[uint64]*call)
 	if err := c.handshake(ctx, opts); err != nil {
 		_ = nc.Close()
@@ -459,6 +475,7 @@ func (c *Conn) clearDeadline() {
 // ends, or the connection fails. The caller holds the read token. own may
 // be nil (read until the connection ends).
 func (c *Conn) lead(ctx context.Context, own *call) {
+	defer c.peer.start().stop()
 	if ctx.Done() != nil {
 		fired := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
@@ -876,7 +893,7 @@ func (c *Conn) release(cl *call) {
 // authenticating. It tells whether a server is there and which instance.
 func Probe(ctx context.Context, addr string) (wire.Hello, error) {
 	network, address := splitAddr(addr)
-	var d net.Dialer
+	d := net.Dialer{Timeout: defaultPeerTimeout}
 	nc, err := d.DialContext(ctx, network, address)
 	if err != nil {
 		if ctx.Err() != nil {

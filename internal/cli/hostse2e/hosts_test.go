@@ -1,0 +1,220 @@
+package hostse2e_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/bed"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
+)
+
+// hosts is a cluster of one pdc server per node on the first nodes of a
+// bed, its tmpdir on the bed's shared directory, and a client process on
+// the last node.
+type hosts struct {
+	t      *testing.T
+	b      *bed.Bed
+	tmpdir string
+	srv    []*exec.Cmd // by rank
+}
+
+// startHosts starts n servers on nodes 1..n of b and waits until they
+// formed the cluster.
+func startHosts(t *testing.T, b *bed.Bed, n int) *hosts {
+	t.Helper()
+	h := &hosts{t: t, b: b, tmpdir: filepath.Join(b.Shared, "tmp"), srv: make([]*exec.Cmd, n)}
+	if err := os.MkdirAll(h.tmpdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewSecret(h.tmpdir); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, n)
+	for r := range n {
+		h.start(r, n, ready)
+	}
+	timer := time.NewTimer(2 * time.Minute)
+	defer timer.Stop()
+	for range n {
+		select {
+		case line := <-ready:
+			if !strings.HasPrefix(line, "ready") {
+				t.Fatalf("a server did not start: %q; logs:\n%s", line, h.logs())
+			}
+		case <-timer.C:
+			t.Fatalf("the cluster did not form in 2 min; logs:\n%s", h.logs())
+		}
+	}
+	return h
+}
+
+// start starts the server of rank on node rank+1, which sends its ready
+// line (or what ended it) to ready.
+func (h *hosts) start(rank, size int, ready chan<- string) {
+	t, node := h.t, h.b.Nodes[rank]
+	logf, err := os.OpenFile(filepath.Join(node.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := node.Command(context.Background(), e2e.Bin(), "server", "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size),
+		"--tmpdir", h.tmpdir, "--datadir", node.DataDir, "--listen", node.Addr.String()+":0")
+	cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	h.srv[rank] = cmd
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() {
+		defer r.Close()
+		line, err := bufio.NewReader(r).ReadString('\n')
+		if err != nil {
+			line = fmt.Sprintf("rank %d: %v", rank, err)
+		}
+		ready <- strings.TrimSpace(line)
+	}()
+}
+
+func (h *hosts) logs() string {
+	var b strings.Builder
+	for r := range h.srv {
+		data, _ := os.ReadFile(filepath.Join(h.b.Nodes[r].Dir, "server.log"))
+		fmt.Fprintf(&b, "== rank %d (%s)\n%s", r, h.b.Nodes[r].Name, data)
+	}
+	return b.String()
+}
+
+// opsClient is the ops role (see clientRole) run on node.
+type opsClient struct {
+	t   *testing.T
+	h   *hosts
+	out *bufio.Scanner
+	in  *os.File
+}
+
+func (h *hosts) client(node *bed.Node, opTimeout time.Duration) *opsClient {
+	cmd := func(name string, args ...string) *exec.Cmd { return node.Command(context.Background(), name, args...) }
+	_, out, in := e2e.ClientProcWith(h.t, cmd, h.tmpdir, "ops", opTimeoutEnv+"="+opTimeout.String())
+	return &opsClient{t: h.t, h: h, out: out, in: in}
+}
+
+// do sends a command and returns its answer line. The role answers each
+// within its op deadline; the test waits far longer, so that a hang is
+// told from a slow machine.
+func (c *opsClient) do(cmd string) string {
+	c.t.Helper()
+	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
+		c.t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		if c.out.Scan() {
+			line <- c.out.Text()
+		} else {
+			line <- fmt.Sprintf("client exited: %v", c.out.Err())
+		}
+	}()
+	timer := time.NewTimer(3 * time.Minute)
+	defer timer.Stop()
+	select {
+	case l := <-line:
+		return l
+	case <-timer.C:
+		c.t.Fatalf("%s: no answer in 3 min (hung)", cmd)
+		return ""
+	}
+}
+
+// ok runs cmd and fails the test unless it succeeded.
+func (c *opsClient) ok(cmd string) string {
+	c.t.Helper()
+	l := c.do(cmd)
+	res, ok := strings.CutPrefix(l, "ok")
+	if !ok {
+		c.t.Fatalf("%s: %s\nserver logs:\n%s", cmd, l, c.h.logs())
+	}
+	return strings.TrimSpace(res)
+}
+
+// TestAcrossHosts: three servers on three nodes, a client on a fourth:
+// region I/O under every partition, tags and queries work across hosts.
+func TestAcrossHosts(t *testing.T) {
+	b := bed.Start(t, 4)
+	h := startHosts(t, b, 3)
+	list, err := cluster.ReadList(h.tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, s := range list.Servers {
+		if want := b.Nodes[r].Name; s.Host != want {
+			t.Errorf("rank %d reports host %q, want %q (its node's name)", r, s.Host, want)
+		}
+		if !strings.HasPrefix(s.Addr, b.Nodes[r].Addr.String()+":") {
+			t.Errorf("rank %d publishes %q, not on its node's address %v", r, s.Addr, b.Nodes[r].Addr)
+		}
+	}
+	c := h.client(b.Nodes[3], time.Minute)
+	c.ok("setup")
+	c.ok("write 1")
+	c.ok("read 1")
+	c.ok("write 2")
+	c.ok("read 2")
+	if acked := c.ok("tag 1 30"); strings.Count(acked, ",") != 29 {
+		t.Fatalf("tag 1 30 acknowledged %s", acked)
+	}
+	c.ok("find 1 30")
+}
+
+// TestClientPartitionedFromDataServer (issue 26, item 5): a client cut off
+// from a data server gets pdc.ErrUnavailable naming the server within its
+// deadline, not a hang nor a bare timeout; after the link heals it goes
+// on, nothing restarted.
+func TestClientPartitionedFromDataServer(t *testing.T) {
+	b := bed.Start(t, 4)
+	h := startHosts(t, b, 3)
+	// Twice the client's PeerTimeout (10s) and more: the client must
+	// tell the partition from a slow server, not run out of time.
+	const opTimeout = 30 * time.Second
+	c := h.client(b.Nodes[3], opTimeout)
+	c.ok("setup")
+	c.ok("write 1")
+	c.ok("read 1")
+
+	cut := b.Nodes[1] // rank 1
+	if err := cut.Partition(); err != nil {
+		t.Fatal(err)
+	}
+	// read first: a write that fails on rank 1 may have written the
+	// objects before it.
+	for _, cmd := range []string{"read 1", "write 2"} {
+		l := c.do(cmd)
+		t.Logf("%s, rank 1 partitioned: %s", cmd, l)
+		if !strings.HasPrefix(l, "err unavailable=true") {
+			t.Errorf("%s with rank 1 partitioned: %s; want pdc.ErrUnavailable", cmd, l)
+		}
+		if !strings.Contains(l, cut.Addr.String()) {
+			t.Errorf("%s: the error does not name rank 1 at %v: %s", cmd, cut.Addr, l)
+		}
+	}
+	if err := cut.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("write 3")
+	c.ok("read 3")
+}

@@ -1,0 +1,192 @@
+// Package hostse2e_test runs pdc across hosts: real pdc server processes,
+// one per node of a multi-host test bed (internal/bed: network
+// namespaces on a bridge, each with its own address, host name and data
+// dir, the cluster's tmpdir on a directory all share), and clients on
+// another node, through partitions of nodes from clients and from each
+// other (issue 26). A package of its own, so that its test binary runs
+// beside the other end-to-end packages.
+package hostse2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/region"
+)
+
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
+
+// opTimeoutEnv is each operation's deadline in the ops role.
+const opTimeoutEnv = "HOSTS_OP_TIMEOUT"
+
+var partitions = []client.Partition{client.ObjectStatic, client.RegionStatic, client.RegionDynamic, client.RegionLocal}
+
+// dims of every region object: 4 bands of 64 rows, each written apart so
+// that the dynamic and local partitions spread them.
+var dims = []uint64{256, 64}
+
+const bands = 4
+
+// clientRole "ops" reads commands from stdin, one a line, and answers each
+// with one line: "ok ..." or "err unavailable=B timeout=B MESSAGE". Each
+// command runs under its own deadline ($HOSTS_OP_TIMEOUT):
+//
+//	setup          create the container and one object per partition
+//	write K        write every object whole, band by band, with pattern K
+//	read K         read every object whole and compare with pattern K
+//	tag K N        create N objects t-K-I and tag each with key tagKey(K, I)
+//	find K N       query each key tagKey(K, I) and check it finds t-K-I
+func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
+	if role != "ops" {
+		return fmt.Errorf("unknown role %q", role)
+	}
+	timeout, err := time.ParseDuration(os.Getenv(opTimeoutEnv))
+	if err != nil {
+		return fmt.Errorf("$%s: %w", opTimeoutEnv, err)
+	}
+	o := &ops{c: c}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) == 0 {
+			continue
+		}
+		octx, cancel := context.WithTimeout(ctx, timeout)
+		start := time.Now()
+		res, err := o.do(octx, f)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "err unavailable=%t timeout=%t after=%v %v\n",
+				errors.Is(err, pdc.ErrUnavailable), errors.Is(err, pdc.ErrTimeout), time.Since(start).Round(time.Millisecond), strings.ReplaceAll(err.Error(), "\n", " "))
+		} else {
+			fmt.Fprintf(out, "ok %s\n", res)
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return in.Err()
+}
+
+type ops struct {
+	c    *client.Client
+	ct   *client.Container
+	objs []*client.Object
+}
+
+func (o *ops) do(ctx context.Context, f []string) (string, error) {
+	arg := func(i int) int {
+		if i >= len(f) {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[i])
+		return n
+	}
+	switch f[0] {
+	case "setup":
+		ct, _, err := o.c.CreateContainer(ctx, "hosts", client.Persistent)
+		if err != nil {
+			return "", err
+		}
+		o.ct = ct
+		for i, p := range partitions {
+			obj, err := ct.CreateObject(ctx, fmt.Sprintf("p%d", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p})
+			if err != nil {
+				return "", err
+			}
+			o.objs = append(o.objs, obj)
+		}
+		return "", nil
+	case "write":
+		k := arg(1)
+		rows := dims[0] / bands
+		for _, obj := range o.objs {
+			for b := range uint64(bands) {
+				box := region.Box{Off: []uint64{b * rows, 0}, Size: []uint64{rows, dims[1]}}
+				if err := obj.Write(ctx, box, pattern(k, obj.ID(), b*rows*dims[1], rows*dims[1])); err != nil {
+					return "", fmt.Errorf("write %s band %d: %w", obj.Info().Name, b, err)
+				}
+			}
+		}
+		return "", nil
+	case "read":
+		k := arg(1)
+		n := dims[0] * dims[1]
+		for _, obj := range o.objs {
+			buf := make([]byte, 4*n)
+			if err := obj.Read(ctx, region.Box{Off: []uint64{0, 0}, Size: dims}, buf); err != nil {
+				return "", fmt.Errorf("read %s: %w", obj.Info().Name, err)
+			}
+			if want := pattern(k, obj.ID(), 0, n); !bytes.Equal(buf, want) {
+				i := 0
+				for buf[i] == want[i] {
+					i++
+				}
+				return "", fmt.Errorf("%s differs from pattern %d at cell %d", obj.Info().Name, k, i/4)
+			}
+		}
+		return "", nil
+	case "tag":
+		k, n := arg(1), arg(2)
+		var acked []string
+		var errs []error
+		for i := range n {
+			obj, err := o.ct.CreateObject(ctx, fmt.Sprintf("t-%d-%d", k, i), client.ObjectProps{Dims: []uint64{1}, Type: region.Int32})
+			if err == nil {
+				err = obj.PutTag(ctx, tagKey(k, i), client.String("v"))
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			acked = append(acked, strconv.Itoa(i))
+		}
+		// The acknowledged ones, for find; a failure is reported after.
+		return strings.Join(acked, ","), errors.Join(errs...)
+	case "find":
+		k, n := arg(1), arg(2)
+		var missing []string
+		for i := range n {
+			ms, err := o.c.Query(ctx, tagKey(k, i), client.WithNames())
+			if err != nil {
+				return "", err
+			}
+			if len(ms) != 1 || ms[0].Name != fmt.Sprintf("t-%d-%d", k, i) {
+				missing = append(missing, fmt.Sprintf("%s:%v", tagKey(k, i), ms))
+			}
+		}
+		if len(missing) > 0 {
+			return "", fmt.Errorf("queries missed: %s", strings.Join(missing, " "))
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("unknown command %q", f[0])
+}
+
+// tagKey is the key of tag I of round K: keys start with different
+// letters so that their index entries spread over the servers (DART
+// partitions terms by their leading characters).
+func tagKey(k, i int) string {
+	return fmt.Sprintf("%c%c-%d-%d", 'a'+i%26, 'a'+(i/26+k)%26, k, i)
+}
+
+// pattern is n cells of round k of object id from cell off on.
+func pattern(k int, id, off, n uint64) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(k)*1_000_003+uint32(id)*7919+uint32(off+i))
+	}
+	return b
+}

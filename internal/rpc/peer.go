@@ -1,0 +1,113 @@
+package rpc
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"golang.org/x/sys/unix"
+)
+
+// defaultPeerTimeout is DialOptions.PeerTimeout's default. A live host's
+// kernel acknowledges within milliseconds, however loaded its server;
+// ten seconds of silence is a host that is down or cut off.
+const defaultPeerTimeout = 10 * time.Second
+
+// peerWatch looks, while a caller reads replies (lead), at what the
+// kernel knows of the server's host: a partition or a dead host leaves
+// the request's bytes unacknowledged, being retransmitted, where TCP
+// itself would go on for minutes (or, with nothing unacknowledged, for
+// ever) and the caller would see only its own deadline. When the host
+// has acknowledged nothing for peerTimeout, the connection fails with
+// pdc.ErrUnavailable naming the server: every call on it ends so, within
+// its deadline when that is longer, and the pool dials afresh.
+//
+// One per connection, its timer made once: only the holder of the read
+// token starts and stops it, and a lead costs a timer reset and stop.
+type peerWatch struct {
+	c     *Conn
+	every time.Duration
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	since   time.Time // when the host was first seen not acknowledging; zero: it acknowledges
+}
+
+// newPeerWatch returns c's watch, stopped; nil when c is not watched
+// (Unix sockets, PeerTimeout < 0).
+func newPeerWatch(c *Conn) *peerWatch {
+	if c.peerTimeout <= 0 {
+		return nil
+	}
+	w := &peerWatch{c: c, every: max(c.peerTimeout/4, 10*time.Millisecond), stopped: true}
+	w.mu.Lock()
+	w.t = time.AfterFunc(time.Hour, w.check)
+	w.t.Stop()
+	w.mu.Unlock()
+	return w
+}
+
+// start watches while the caller reads.
+func (w *peerWatch) start() *peerWatch {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	w.stopped, w.since = false, time.Time{}
+	w.t.Reset(w.every)
+	w.mu.Unlock()
+	return w
+}
+
+// stop ends the watch. A check already running finishes on its own and
+// does not look again.
+func (w *peerWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = true
+	w.t.Stop()
+	w.mu.Unlock()
+}
+
+func (w *peerWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	silent, ok := w.c.unacknowledged()
+	now := time.Now()
+	switch {
+	case !ok:
+		w.since = time.Time{}
+	case w.since.IsZero():
+		w.since = now
+	}
+	// Seen silent at checks peerTimeout apart, with no acknowledgement
+	// in between: not a lone retransmission after an idle spell.
+	if ok && now.Sub(w.since) >= w.c.peerTimeout && silent >= w.c.peerTimeout {
+		w.c.fail(fmt.Errorf("connection to server %s lost: its host has acknowledged nothing sent to it for %v: %w",
+			w.c.label, silent.Round(time.Millisecond), pdc.ErrUnavailable))
+		return
+	}
+	w.t.Reset(w.every)
+}
+
+// unacknowledged reports whether the connection has bytes or probes out
+// that the peer has not acknowledged and the kernel is retransmitting,
+// and how long ago the peer last acknowledged anything.
+func (c *Conn) unacknowledged() (time.Duration, bool) {
+	var info *unix.TCPInfo
+	var err error
+	if cerr := c.rc.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); cerr != nil || err != nil {
+		return 0, false
+	}
+	waiting := info.Unacked > 0 && (info.Retransmits > 0 || info.Backoff > 0) || info.Probes > 0
+	return time.Duration(info.Last_ack_recv) * time.Millisecond, waiting
+}
