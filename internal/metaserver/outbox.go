@@ -124,6 +124,13 @@ type destQueue struct {
 	// failing: the last delivery failed. Items queued meanwhile count as
 	// tried at once, so that writers do not wait for the next retry.
 	failing bool // guarded by outbox.mu
+	// attempts counts the deliveries tried, done or failed; tick is
+	// closed and replaced after each, and sending is set during one:
+	// a fence waits for an attempt begun after it (see fence). Guarded
+	// by outbox.mu.
+	attempts uint64
+	tick     chan struct{}
+	sending  bool
 }
 
 // maxDelivery bounds the header bytes of one delivery, well under the
@@ -216,7 +223,18 @@ func (ob *outbox) overloaded() bool {
 // fence returns once every record committed before it was called has been
 // tried at each of its destinations, or ctx ends: after it, a query sees
 // the index entries of every tag change acknowledged before the fence.
+//
+// Records whose delivery failed count as tried, so that a destination
+// that is down does not stall every query; but each such destination is
+// tried once more, at once, after the fence began: a destination back
+// from a partition or a restart gets what waited for it before the query
+// looks, rather than at the deliverer's next retry (a query right after
+// a partition healed missed acknowledged tags).
 func (ob *outbox) fence(ctx context.Context) error {
+	type retry struct {
+		q    *destQueue
+		want uint64
+	}
 	ob.mu.Lock()
 	var waits []chan struct{}
 	for _, r := range ob.mu.open {
@@ -224,8 +242,18 @@ func (ob *outbox) fence(ctx context.Context) error {
 			waits = append(waits, r.tried)
 		}
 	}
+	var retries []retry
+	for _, q := range ob.mu.queues {
+		if q.failing && len(q.items) > 0 {
+			want := q.attempts + 1
+			if q.sending {
+				want++ // the attempt under way began before the fence
+			}
+			retries = append(retries, retry{q, want})
+		}
+	}
 	ob.mu.Unlock()
-	if len(waits) == 0 {
+	if len(waits) == 0 && len(retries) == 0 {
 		return nil
 	}
 	defer ob.hurry()()
@@ -236,7 +264,34 @@ func (ob *outbox) fence(ctx context.Context) error {
 			return fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
 		}
 	}
+	for _, r := range retries {
+		for {
+			ob.mu.Lock()
+			if r.q.attempts >= r.want || len(r.q.items) == 0 {
+				ob.mu.Unlock()
+				break
+			}
+			tick := r.q.tick
+			ob.mu.Unlock()
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
+			}
+		}
+	}
 	return nil
+}
+
+// attempted counts a delivery tried to q, and whether it is under way.
+func (ob *outbox) attempted(q *destQueue, sending bool) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	if q.sending = sending; !sending {
+		q.attempts++
+		close(q.tick)
+		q.tick = make(chan struct{})
+	}
 }
 
 // nextSeq takes a sequence number for a record imported with its object.
@@ -303,7 +358,7 @@ func (ob *outbox) queueLocked() {
 		for j, d := range order {
 			q := ob.mu.queues[d]
 			if q == nil {
-				q = &destQueue{wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}
+				q = &destQueue{wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), tick: make(chan struct{})}
 				ob.mu.queues[d] = q
 				ob.wg.Add(1)
 				go ob.run(d, q)
@@ -784,20 +839,23 @@ func (ob *outbox) acknowledge(d int, q *destQueue, items []*obItem) bool {
 			ob.markTriedLocked(it)
 		}
 		ob.mu.Unlock()
-		if !ob.backOff(&pause) {
+		if !ob.backOff(q, &pause) {
 			return false
 		}
 	}
 }
 
-// backOff grows pause (50 ms to 2 s) and waits for it. It returns false
-// if the outbox closed meanwhile.
-func (ob *outbox) backOff(pause *time.Duration) bool {
+// backOff grows pause (50 ms to 2 s) and waits for it, or until a fence
+// or a writer waits for q's deliveries. It returns false if the outbox
+// closed meanwhile.
+func (ob *outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	*pause = min(max(2**pause, 50*time.Millisecond), 2*time.Second)
 	t := time.NewTimer(*pause)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-q.hurry:
 		return true
 	case <-ob.ctx.Done():
 		return false
@@ -853,9 +911,12 @@ func (ob *outbox) run(d int, q *destQueue) {
 			if len(items) == 0 {
 				break
 			}
+			ob.attempted(q, true)
 			err := ob.send(d, ops)
 			if err == nil {
-				if !ob.acknowledge(d, q, items) {
+				ok := ob.acknowledge(d, q, items)
+				ob.attempted(q, false)
+				if !ok {
 					return
 				}
 				if failing {
@@ -866,6 +927,7 @@ func (ob *outbox) run(d int, q *destQueue) {
 				continue
 			}
 			if ob.ctx.Err() != nil {
+				ob.attempted(q, false)
 				return
 			}
 			if !failing {
@@ -873,7 +935,8 @@ func (ob *outbox) run(d int, q *destQueue) {
 				failing = true
 			}
 			ob.failed(q)
-			if !ob.backOff(&pause) {
+			ob.attempted(q, false)
+			if !ob.backOff(q, &pause) {
 				return
 			}
 		}
