@@ -240,7 +240,7 @@ func (c *Client) pooled(ctx context.Context, rank int, get func(*rpc.Pool, conte
 		return nil, err
 	}
 	conn, err := get(p, ctx)
-	if err != nil && errors.Is(err, pdc.ErrUnavailable) && c.refresh(rank) {
+	if err != nil && errors.Is(err, pdc.ErrUnavailable) && (c.refresh(rank) || c.replaced(rank, p)) {
 		_, p, _ = c.server(rank)
 		conn, err = get(p, ctx)
 	}
@@ -284,10 +284,20 @@ func (c *Client) refresh(rank int) bool {
 	if rank >= len(c.servers) || c.servers[rank].Instance == fresh.Instance {
 		return false
 	}
-	c.pools[rank].Close()
+	// Calls still on the old pool fail as unavailable, and retry on the
+	// new one (pooled).
+	c.pools[rank].Retire(fmt.Sprintf("restarted at %s", fresh.Addr))
 	c.servers[rank] = fresh
 	c.pools[rank] = c.newPool(fresh)
 	return true
+}
+
+// replaced reports whether rank's pool is no longer p: another call
+// found the server restarted and replaced it.
+func (c *Client) replaced(rank int, p *rpc.Pool) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return rank < len(c.pools) && c.pools[rank] != p
 }
 
 // TmpDir is the directory the server list was read from.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -323,4 +324,117 @@ func checkDownStatus(t *testing.T, tmpdir string, c *client.Client, victim clust
 	if got := sts[victim.Rank].DownSince; !got.Equal(since) {
 		t.Fatalf("down since %v, then %v; want the first failure's time kept", since, got)
 	}
+}
+
+// Writers keep creating and writing objects while a rank is killed (rank
+// 0, then a rank that is not) and restarted: every call that fails, in
+// flight at the kill or started while the rank is dead, fails with
+// ErrUnavailable naming the dead rank and its address; once it is back
+// the writers go on, and every acknowledged write reads back.
+func TestCallsInFlightToADeadRank(t *testing.T) {
+	const size, writers = 3, 4
+	tmpdir := e2e.Up(t, size)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	ct, _, err := c.CreateContainer(ctx, "inflight", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("w%d-%d", w, i)
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := survivorWrite(cctx, ct, name)
+				cancel()
+				select {
+				case results <- result{name, err}:
+				case <-stop:
+					return
+				}
+			}
+		})
+	}
+	var stopOnce sync.Once
+	halt := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	defer halt()
+	var acked []string
+	// collect takes results until n more writes are acknowledged; each
+	// failure must name victim (when there is one) as unavailable.
+	collect := func(n int, victim *cluster.Server) (failed int) {
+		t.Helper()
+		for want := len(acked) + n; len(acked) < want; {
+			var r result
+			select {
+			case r = <-results:
+			case <-ctx.Done():
+				t.Fatalf("%d of %d writes acknowledged before the deadline", len(acked), want)
+			}
+			switch {
+			case r.err == nil:
+				acked = append(acked, r.name)
+			case victim == nil:
+				t.Fatalf("write %s with every server up: %v", r.name, r.err)
+			case !errors.Is(r.err, pdc.ErrUnavailable) || !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)):
+				t.Fatalf("write %s with %s dead: %v; want ErrUnavailable naming it", r.name, victim.Label(), r.err)
+			default:
+				failed++
+			}
+		}
+		return failed
+	}
+	collect(8, nil)
+	var failures int
+	for _, rank := range []int{0, 2} {
+		victim := killRank(t, tmpdir, rank)
+		// Writes started while it is dead fail: every object has a part
+		// on every data server. Take a few of those failures.
+		for f := 0; f < 2*writers; {
+			var r result
+			select {
+			case r = <-results:
+			case <-ctx.Done():
+				t.Fatal("no failures while a server was dead")
+			}
+			if r.err == nil {
+				// Finished before the kill took effect.
+				acked = append(acked, r.name)
+				continue
+			}
+			if !errors.Is(r.err, pdc.ErrUnavailable) || !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)) {
+				t.Fatalf("write %s with %s dead: %v; want ErrUnavailable naming it", r.name, victim.Label(), r.err)
+			}
+			f++
+			failures++
+		}
+		// The writers wait to hand over their results meanwhile.
+		restartServer(t, ctx, tmpdir, datadir, rank, size)
+		// Calls under way as it came back may still have failed on the
+		// old address; after a few more, none fails.
+		failures += collect(2*writers, &victim)
+		collect(8, nil)
+	}
+	halt()
+	for _, name := range acked {
+		if bad, err := survivorRead(ctx, c, name); err != nil || bad != "" {
+			t.Fatalf("acknowledged %s: %v %s", name, err, bad)
+		}
+	}
+	t.Logf("%d writes acknowledged and read back, %d failed while a server was dead", len(acked), failures)
 }

@@ -396,9 +396,15 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Close closes the connection; calls in flight fail with pdc.ErrClosed.
 // It is idempotent and returns once no goroutine reads from it.
 func (c *Conn) Close() error {
+	return c.closeWith(fmt.Errorf("connection to %s: %w", c.label, pdc.ErrClosed))
+}
+
+// closeWith closes the connection as Close does; calls in flight fail with
+// why, unless the connection failed before.
+func (c *Conn) closeWith(why error) error {
 	c.mu.Lock()
 	if c.mu.err == nil {
-		c.mu.err = fmt.Errorf("connection to %s: %w", c.label, pdc.ErrClosed)
+		c.mu.err = why
 	}
 	err := c.mu.err
 	c.mu.Unlock()

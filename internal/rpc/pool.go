@@ -21,6 +21,7 @@ type Pool struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	gone      error           // set by Retire before closed is closed
 	ctx       context.Context // canceled by Close: ends dials in progress
 	cancel    context.CancelFunc
 }
@@ -95,12 +96,12 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("server %s: connect: %w", p.opts.Label, ctxErr(ctx))
 	case <-p.closed:
-		return nil, fmt.Errorf("server %s: %w", p.opts.Label, pdc.ErrClosed)
+		return nil, p.closedErr()
 	}
 	defer func() { <-s.lock }()
 	select {
 	case <-p.closed:
-		return nil, fmt.Errorf("server %s: %w", p.opts.Label, pdc.ErrClosed)
+		return nil, p.closedErr()
 	default:
 	}
 	if c := s.conn.Load(); c != nil && !c.Broken() {
@@ -113,7 +114,7 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 	c, err := Dial(dctx, p.addr, p.opts)
 	if err != nil {
 		if p.ctx.Err() != nil {
-			return nil, fmt.Errorf("server %s: %w", p.opts.Label, pdc.ErrClosed)
+			return nil, p.closedErr()
 		}
 		return nil, err
 	}
@@ -165,13 +166,42 @@ func (p *Pool) Close() error {
 		close(p.closed)
 		p.cancel()
 	})
+	p.closeConns()
+	return nil
+}
+
+// Retire closes the pool of a server that is gone (it restarted at another
+// address, say): calls in flight on its connections, and calls made on it
+// later, fail with pdc.ErrUnavailable saying why, not with pdc.ErrClosed
+// as if their caller had closed it.
+func (p *Pool) Retire(why string) {
+	p.closeOnce.Do(func() {
+		p.gone = fmt.Errorf("server %s: %s: %w", p.opts.Label, why, pdc.ErrUnavailable)
+		close(p.closed)
+		p.cancel()
+	})
+	p.closeConns()
+}
+
+// closedErr is why a call on the closed pool fails.
+func (p *Pool) closedErr() error {
+	if p.gone != nil {
+		return p.gone
+	}
+	return fmt.Errorf("server %s: %w", p.opts.Label, pdc.ErrClosed)
+}
+
+func (p *Pool) closeConns() {
 	for i := range p.slots {
 		s := &p.slots[i]
 		s.lock <- struct{}{}
 		if c := s.conn.Swap(nil); c != nil {
-			_ = c.Close()
+			if p.gone != nil {
+				_ = c.closeWith(p.gone)
+			} else {
+				_ = c.Close()
+			}
 		}
 		<-s.lock
 	}
-	return nil
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -94,5 +95,33 @@ func TestIdleConnectionNoticesServerClose(t *testing.T) {
 	}
 	if !c.Broken() {
 		t.Fatal("connection not broken after the server closed it")
+	}
+}
+
+// A retired pool (its server restarted elsewhere) fails the calls in
+// flight on it, and those made on it later, as unavailable, saying why;
+// a closed one as closed.
+func TestPoolRetireFailsCallsAsUnavailable(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	p := NewPool(ts.addr, 1, DialOptions{Label: "rank 3 (old)"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Call(context.Background(), methodBlock, nil, nil, nil)
+		done <- err
+	}()
+	<-ts.blocked
+	p.Retire("restarted at new")
+	for _, err := range []error{<-done, func() error { _, err := p.Get(ctx10(t)); return err }()} {
+		if !errors.Is(err, pdc.ErrUnavailable) || errors.Is(err, pdc.ErrClosed) || !strings.Contains(err.Error(), "rank 3 (old): restarted at new") {
+			t.Fatalf("call on a retired pool: %v; want ErrUnavailable saying why", err)
+		}
+	}
+	q := NewPool(ts.addr, 1, DialOptions{})
+	if _, err := q.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if _, err := q.Get(ctx10(t)); !errors.Is(err, pdc.ErrClosed) {
+		t.Fatalf("call on a closed pool: %v; want ErrClosed", err)
 	}
 }
