@@ -43,8 +43,8 @@ const DefaultTimeout = 30 * time.Second
 type Config struct {
 	// Stderr receives one line per failing call. Default os.Stderr.
 	Stderr io.Writer
-	// Getenv reads the environment: $PDC_TMPDIR, $PDC_TIMEOUT, $PDC_HOST,
-	// $PDC_DTL and the staging variables. Default os.Getenv.
+	// Getenv reads the environment: $PDC_TMPDIR, $PDC_SECRET_FILE,
+	// $PDC_TIMEOUT, $PDC_HOST, $PDC_DTL and the staging variables. Default os.Getenv.
 	Getenv func(string) string
 	// ClientOptions are added to every PDCinit's client.Connect, after
 	// the defaults (which come from the environment). Tests use them.
@@ -211,6 +211,9 @@ func (l *Lib) clientOptions() []client.Option {
 	}
 	if host := env(EnvHost); host != "" {
 		opts = append(opts, client.WithHost(host))
+	}
+	if f := env(client.EnvSecretFile); f != "" {
+		opts = append(opts, client.WithSecretFile(f))
 	}
 	return append(opts, l.cfg.ClientOptions...)
 }

@@ -47,7 +47,13 @@ func WithTmpDir(dir string) Option { return func(o *options) { o.tmpDir = dir } 
 func WithSecret(secret []byte) Option { return func(o *options) { o.secret = secret } }
 
 // WithSecretFile reads the cluster secret from path instead of the tmpdir.
+// Without WithSecret or WithSecretFile, Connect reads $PDC_SECRET_FILE if
+// it is set, else the tmpdir's secret file if there is one.
 func WithSecretFile(path string) Option { return func(o *options) { o.secretFile = path } }
+
+// EnvSecretFile names the variable that gives the cluster secret's file
+// to clients (and servers) not given one otherwise.
+const EnvSecretFile = "PDC_SECRET_FILE"
 
 // WithPoolSize sets how many connections the client keeps per server
 // (default 2).
@@ -143,6 +149,9 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	secret := o.secret
+	if secret == nil && o.secretFile == "" {
+		o.secretFile = os.Getenv(EnvSecretFile)
+	}
 	if secret == nil {
 		if o.secretFile != "" {
 			secret, err = cluster.ReadSecret(o.secretFile)

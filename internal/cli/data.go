@@ -43,8 +43,9 @@ func addDataFlags(e *env, fs interface {
 }) dataFlags {
 	return dataFlags{
 		clientFlags: clientFlags{
-			tmpdir:  fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
-			timeout: fs.Duration("timeout", 30*time.Minute, "deadline for the whole command"),
+			tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+			secretFile: secretFileFlag(e, fs),
+			timeout:    fs.Duration("timeout", 30*time.Minute, "deadline for the whole command"),
 		},
 		region:   fs.String("region", "", "the object's region, start:end per dim (end exclusive), e.g. 0:1024,0:64; default: the whole object"),
 		progress: fs.Bool("progress", false, "draw a progress bar even when stderr is not a terminal"),

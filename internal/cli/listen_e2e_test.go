@@ -57,6 +57,14 @@ func startByHand(t *testing.T, n int, args ...string) (string, *cluster.List) {
 	if _, err := cluster.NewSecret(tmpdir); err != nil {
 		t.Fatal(err)
 	}
+	return tmpdir, startServers(t, n, tmpdir, args...)
+}
+
+// startServers starts n `pdc server` processes with tmpdir and args and
+// returns the server list once it is complete. The servers are stopped
+// when the test ends.
+func startServers(t *testing.T, n int, tmpdir string, args ...string) *cluster.List {
+	t.Helper()
 	datadir := filepath.Join(t.TempDir(), "data")
 	t.Cleanup(func() { e2e.Cleanup(t, tmpdir) })
 	for rank := range n {
@@ -80,7 +88,7 @@ func startByHand(t *testing.T, n int, args ...string) (string, *cluster.List) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tmpdir, list
+	return list
 }
 
 // roundTrip writes an object's region through the CLI and reads it back.
@@ -167,4 +175,59 @@ func TestBeyondLoopbackNeedsSecret(t *testing.T) {
 	}
 	// Stopped from this host, although through its published address.
 	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+}
+
+// Every client command takes the cluster secret's file from --secret-file
+// or $PDC_SECRET_FILE, for a secret kept outside the tmpdir, as the README
+// says (issue 26).
+func TestClientsTakeSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := cluster.NewSecret(dir); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, cluster.SecretFile)
+	tmpdir := filepath.Join(t.TempDir(), "tmp")
+	prod := t.TempDir()
+	startServers(t, 2, tmpdir, "--listen", "0.0.0.0:0", "--secret-file", secret, "--stage-producer-dir", prod)
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte("0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(filepath.Join(prod, "f"), []byte("staged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"status"},
+		{"ping"},
+		{"cont", "create", "c"},
+		{"cont", "ls"},
+		{"obj", "create", "--cont", "c", "--dims", "16", "--type", "uint8", "o"},
+		{"obj", "ls", "--cont", "c"},
+		{"obj", "tag", "put", "o", "k", "v"},
+		{"query", "k=v"},
+		{"put", "o", in},
+		{"get", "o", out},
+		{"checkpoint"},
+		{"fsck"},
+		{"stage", "produce", "--producer-dir", prod, "f"},
+	} {
+		args = append(args, "--tmpdir", tmpdir)
+		if r := e2e.Run(t, nil, args...); r.Err == nil || !strings.Contains(r.Stderr, "no cluster secret given") {
+			t.Errorf("pdc %q without the secret: err %v, stderr %q; want a refusal: no cluster secret given", args, r.Err, r.Stderr)
+		}
+		if r := e2e.Run(t, nil, append(args, "--secret-file", secret)...); r.Err != nil && !strings.Contains(r.Stderr, "not found") {
+			t.Errorf("pdc %q --secret-file: %v\n%s", args, r.Err, r.Stderr)
+		}
+		if r := e2e.Run(t, []string{"PDC_SECRET_FILE=" + secret}, args...); r.Err != nil && !strings.Contains(r.Stderr, "exists") && !strings.Contains(r.Stderr, "not found") {
+			t.Errorf("pdc %q with $PDC_SECRET_FILE: %v\n%s", args, r.Err, r.Stderr)
+		}
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "0123456789abcdef" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir); r.Err == nil {
+		t.Fatalf("pdc down without the secret stopped the cluster")
+	}
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir, "--secret-file", secret)
 }

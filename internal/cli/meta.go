@@ -15,6 +15,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/region"
 )
@@ -27,22 +28,24 @@ func init() {
 
 // clientFlags adds the flags every client command has.
 type clientFlags struct {
-	tmpdir   *string
-	timeout  *time.Duration
-	pageSize *int
+	tmpdir     *string
+	secretFile *string
+	timeout    *time.Duration
+	pageSize   *int
 }
 
 func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
 	return clientFlags{
-		tmpdir:   fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
-		timeout:  fs.Duration("timeout", 30*time.Second, "deadline for the whole command (a listing: for each stretch without an item)"),
-		pageSize: fs.Int("page-size", 0, "items asked of each server per page of a listing or container delete (0: the servers' bound)"),
+		tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+		secretFile: secretFileFlag(e, fs),
+		timeout:    fs.Duration("timeout", 30*time.Second, "deadline for the whole command (a listing: for each stretch without an item)"),
+		pageSize:   fs.Int("page-size", 0, "items asked of each server per page of a listing or container delete (0: the servers' bound)"),
 	}
 }
 
 func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
-	opts := []client.Option{client.WithTmpDir(*f.tmpdir)}
+	opts := withSecretFile([]client.Option{client.WithTmpDir(*f.tmpdir)}, f.secretFile)
 	if f.pageSize != nil {
 		opts = append(opts, client.WithPageSize(*f.pageSize))
 	}
@@ -52,6 +55,22 @@ func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Conte
 		return nil, nil, nil, err
 	}
 	return c, ctx, func() { c.Close(); cancel() }, nil
+}
+
+// secretFileFlag adds --secret-file, the cluster secret's file, to a
+// client command.
+func secretFileFlag(e *env, fs interface {
+	String(name, value, usage string) *string
+}) *string {
+	return fs.String("secret-file", e.getenv(client.EnvSecretFile), "the cluster secret's file ($"+client.EnvSecretFile+"; default: the tmpdir's "+cluster.SecretFile+" if there is one)")
+}
+
+// withSecretFile adds the --secret-file given, if any, to opts.
+func withSecretFile(opts []client.Option, path *string) []client.Option {
+	if path != nil && *path != "" {
+		opts = append(opts, client.WithSecretFile(*path))
+	}
+	return opts
 }
 
 // errStalled is the cause of a paced context's end.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -33,7 +34,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "directory for the server list and secret ($PDC_TMPDIR)")
 	datadir := fs.String("datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
 	roles := fs.String("roles", "both", "what this server does: metadata, data or both")
-	secretFile := fs.String("secret-file", "", "cluster secret file (default: tmpdir/"+cluster.SecretFile+" if it exists)")
+	secretFile := fs.String("secret-file", e.getenv(client.EnvSecretFile), "cluster secret file ($"+client.EnvSecretFile+"; default: tmpdir/"+cluster.SecretFile+" if it exists)")
 	maxHeader := fs.Uint("max-header", wire.DefaultMaxHeader, "largest frame header accepted, bytes")
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
 	payloadBudget := fs.String("payload-budget", "1GiB", "memory for request payloads held at once (being received or waiting to be stored); a payload that does not fit waits. At least --max-payload")

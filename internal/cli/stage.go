@@ -38,8 +38,8 @@ func envBool(s string) bool { return s == "1" || s == "true" || s == "yes" }
 
 func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithTimeout(ctx, *f.cf.timeout)
-	c, err := client.Connect(ctx, client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
-		client.WithSharedStorage(*f.shared), client.WithHost(*f.host))
+	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
+		client.WithSharedStorage(*f.shared), client.WithHost(*f.host)}, f.cf.secretFile)...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

@@ -322,6 +322,7 @@ func printProcs(w io.Writer, procs []cluster.Proc) {
 func runDown(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "down", "[flags]")
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to stop")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -329,7 +330,7 @@ func runDown(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("down: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	n, err := down(ctx, e.stderr, *tmpdir, *timeout)
+	n, err := down(ctx, e.stderr, *tmpdir, *timeout, withSecretFile(nil, secretFile)...)
 	if err != nil {
 		return err
 	}
@@ -340,10 +341,10 @@ func runDown(ctx context.Context, e *env, args []string) error {
 // down stops every server of the cluster in tmpdir, waits until their
 // processes are gone and removes the server list. Servers that were already
 // gone are reported on warn and are not an error.
-func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Duration) (int, error) {
+func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Duration, opts ...client.Option) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	c, err := client.Connect(ctx, append([]client.Option{client.WithTmpDir(tmpdir)}, opts...)...)
 	if err != nil {
 		return 0, fmt.Errorf("down: %w", err)
 	}
@@ -408,13 +409,14 @@ func processExists(pid int) bool {
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "status", "[flags]")
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for answers")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*tmpdir)}, secretFile)...)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -459,6 +461,7 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 func runPing(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "ping", "[flags]")
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
+	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for each server")
 	wait := fs.Duration("wait", 0, "first wait up to this long for the servers to come up (started by a launcher in the background)")
 	if help, err := parse(fs, args); help || err != nil {
@@ -472,7 +475,7 @@ func runPing(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("ping: no cluster came up in %s within %v: %w", *tmpdir, *wait, err)
 		}
 	}
-	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*tmpdir)}, secretFile)...)
 	if err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
