@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +33,15 @@ type hosts struct {
 // formed the cluster.
 func startHosts(t *testing.T, b *bed.Bed, n int) *hosts {
 	t.Helper()
+	return startHostsWith(t, b, n, func(_ int, node *bed.Node) []string {
+		return []string{"--listen", node.Addr.String() + ":0"}
+	})
+}
+
+// startHostsWith is startHosts with each rank's listen (and advertise)
+// flags from listen.
+func startHostsWith(t *testing.T, b *bed.Bed, n int, listen func(rank int, node *bed.Node) []string) *hosts {
+	t.Helper()
 	h := &hosts{t: t, b: b, tmpdir: filepath.Join(b.Shared, "tmp"), srv: make([]*exec.Cmd, n)}
 	if err := os.MkdirAll(h.tmpdir, 0o700); err != nil {
 		t.Fatal(err)
@@ -40,7 +51,7 @@ func startHosts(t *testing.T, b *bed.Bed, n int) *hosts {
 	}
 	ready := make(chan string, n)
 	for r := range n {
-		h.start(r, n, ready)
+		h.start(r, n, ready, listen(r, b.Nodes[r]))
 	}
 	timer := time.NewTimer(2 * time.Minute)
 	defer timer.Stop()
@@ -59,7 +70,7 @@ func startHosts(t *testing.T, b *bed.Bed, n int) *hosts {
 
 // start starts the server of rank on node rank+1, which sends its ready
 // line (or what ended it) to ready.
-func (h *hosts) start(rank, size int, ready chan<- string) {
+func (h *hosts) start(rank, size int, ready chan<- string, listen []string) {
 	t, node := h.t, h.b.Nodes[rank]
 	logf, err := os.OpenFile(filepath.Join(node.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -70,8 +81,9 @@ func (h *hosts) start(rank, size int, ready chan<- string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := node.Command(context.Background(), e2e.Bin(), "server", "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size),
-		"--tmpdir", h.tmpdir, "--datadir", node.DataDir, "--listen", node.Addr.String()+":0")
+	args := append([]string{"server", "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size),
+		"--tmpdir", h.tmpdir, "--datadir", node.DataDir}, listen...)
+	cmd := node.Command(context.Background(), e2e.Bin(), args...)
 	cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -122,6 +134,12 @@ func (c *opsClient) do(cmd string) string {
 	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
 		c.t.Fatal(err)
 	}
+	return c.answer(cmd)
+}
+
+// answer waits for the answer to cmd, sent already.
+func (c *opsClient) answer(cmd string) string {
+	c.t.Helper()
 	line := make(chan string, 1)
 	go func() {
 		if c.out.Scan() {
@@ -152,11 +170,23 @@ func (c *opsClient) ok(cmd string) string {
 	return strings.TrimSpace(res)
 }
 
-// TestAcrossHosts: three servers on three nodes, a client on a fourth:
-// region I/O under every partition, tags and queries work across hosts.
+// alive fails the test for each server that has exited.
+func (h *hosts) alive() {
+	h.t.Helper()
+	for r, cmd := range h.srv {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			h.t.Errorf("server of rank %d died: %v; logs:\n%s", r, err, h.logs())
+		}
+	}
+}
+
+// TestAcrossHosts: three servers on three nodes, as the README launches
+// them (--listen 0.0.0.0:0, each publishing its node's address, its host
+// name from the kernel), a client on a fourth: region I/O under every
+// partition, tags and queries work across hosts.
 func TestAcrossHosts(t *testing.T) {
 	b := bed.Start(t, 4)
-	h := startHosts(t, b, 3)
+	h := startHostsWith(t, b, 3, func(int, *bed.Node) []string { return []string{"--listen", "0.0.0.0:0"} })
 	list, err := cluster.ReadList(h.tmpdir)
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +209,7 @@ func TestAcrossHosts(t *testing.T) {
 		t.Fatalf("tag 1 30 acknowledged %s", acked)
 	}
 	c.ok("find 1 30")
+	h.alive()
 }
 
 // TestClientPartitionedFromDataServer (issue 26, item 5): a client cut off
@@ -217,4 +248,60 @@ func TestClientPartitionedFromDataServer(t *testing.T) {
 	}
 	c.ok("write 3")
 	c.ok("read 3")
+	h.alive()
+}
+
+// TestProxyFaults: rank 1 is reached, by the client and by the other
+// servers, only through a proxy (it advertises the proxy's address) that
+// adds latency and jitter and resets every connection it carries in the
+// middle of writes. A write that fails is retried; every acknowledged
+// round reads back whole, and no server dies.
+func TestProxyFaults(t *testing.T) {
+	b := bed.Start(t, 4)
+	// A fresh namespace has every port free: rank 1 listens on a fixed
+	// one, which the proxy, started first, forwards to.
+	target := b.Nodes[1].Addr.String() + ":7001"
+	p, err := bed.NewProxy(b.Host.String()+":0", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	p.SetLatency(3*time.Millisecond, 5*time.Millisecond)
+	h := startHostsWith(t, b, 3, func(r int, node *bed.Node) []string {
+		if r == 1 {
+			return []string{"--listen", target, "--advertise", p.Addr()}
+		}
+		return []string{"--listen", node.Addr.String() + ":0"}
+	})
+	c := h.client(b.Nodes[3], time.Minute)
+	c.ok("setup")
+	const rounds = 10
+	resets, failed := 0, 0
+	for k := 1; k <= rounds; k++ {
+		// The reset lands while the write is on its way, or just before
+		// or after it: each is a case the client must survive.
+		if _, err := fmt.Fprintf(c.in, "write %d\n", k); err != nil {
+			t.Fatal(err)
+		}
+		reset := time.AfterFunc(time.Duration(rand.N(80))*time.Millisecond, p.Reset)
+		l := c.answer(fmt.Sprintf("write %d", k))
+		if reset.Stop() {
+			p.Reset() // the write was quicker: reset what it left open
+		}
+		resets++
+		for try := 0; !strings.HasPrefix(l, "ok"); try++ {
+			failed++
+			t.Logf("write %d with a reset: %s", k, l)
+			if !strings.HasPrefix(l, "err unavailable=true") {
+				t.Fatalf("write %d, connections reset: %s; want ok or pdc.ErrUnavailable", k, l)
+			}
+			if try == 3 {
+				t.Fatalf("write %d failed 4 times after one reset", k)
+			}
+			l = c.do(fmt.Sprintf("write %d", k))
+		}
+		c.ok(fmt.Sprintf("read %d", k))
+	}
+	t.Logf("%d resets, %d writes failed and were retried, %d acknowledged rounds of %d objects read back whole", resets, failed, rounds, len(partitions))
+	h.alive()
 }
