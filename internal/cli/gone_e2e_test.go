@@ -359,16 +359,16 @@ func TestFsckFindsOrphansAndCorruptBlocks(t *testing.T) {
 }
 
 // restartServer starts rank of a cluster of size again, in place (it
-// rejoins the running cluster), and returns once it serves. It is killed
-// when the test ends, if pdc down has not stopped it.
-func restartServer(t *testing.T, ctx context.Context, tmpdir, datadir string, rank, size int) {
+// rejoins the running cluster), with extra flags, and returns once it
+// serves. It is killed when the test ends, if pdc down has not stopped it.
+func restartServer(t *testing.T, ctx context.Context, tmpdir, datadir string, rank, size int, extra ...string) {
 	t.Helper()
 	logPath := filepath.Join(tmpdir, "logs", fmt.Sprintf("server-%d-restarted.log", rank))
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(e2e.Bin(), "server", "--rank", fmt.Sprint(rank), "--size", fmt.Sprint(size), "--tmpdir", tmpdir, "--datadir", datadir)
+	cmd := exec.Command(e2e.Bin(), append([]string{"server", "--rank", fmt.Sprint(rank), "--size", fmt.Sprint(size), "--tmpdir", tmpdir, "--datadir", datadir}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

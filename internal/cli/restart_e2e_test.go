@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -437,4 +438,60 @@ func TestCallsInFlightToADeadRank(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged and read back, %d failed while a server was dead", len(acked), failures)
+}
+
+// A cluster of metadata-only and data-only servers (rank 0 metadata only):
+// each is killed and restarted alone with its roles; while a metadata
+// server is dead the writes whose metadata it holds fail naming it, while
+// a data server is dead every write does (each has a part on it); a
+// restart with other roles is refused, naming the roles to use.
+func TestRestartRanksOfEachRole(t *testing.T) {
+	roles := []string{"metadata", "data", "metadata", "data"}
+	tmpdir := filepath.Join(t.TempDir(), "tmp")
+	datadir := filepath.Join(t.TempDir(), "data")
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	if _, err := cluster.StartLocal(ctx, cluster.LocalConfig{
+		Binary: e2e.Bin(), N: len(roles), TmpDir: tmpdir, DataDir: datadir,
+		RankArgs: func(rank int) []string { return []string{"--roles", roles[rank]} },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e2e.Cleanup(t, tmpdir) })
+	s := startSurvivor(t, tmpdir)
+	for i := range 4 {
+		s.mustWrite(fmt.Sprintf("before-%d", i))
+	}
+	for cycle, rank := range []int{0, 1, 2, 3} {
+		victim := killRank(t, tmpdir, rank)
+		// Another role is refused: placement depends on who holds what.
+		other := map[string]string{"metadata": "data", "data": "metadata"}[roles[rank]]
+		r := e2e.Run(t, nil, "server", "--rank", fmt.Sprint(rank), "--size", fmt.Sprint(len(roles)), "--tmpdir", tmpdir, "--datadir", datadir, "--roles", other)
+		if r.Err == nil || !strings.Contains(r.Stderr, "restart it with --roles "+roles[rank]) {
+			t.Fatalf("restart of %s with roles %s: %v, %s; want a refusal naming its roles", victim.Label(), other, r.Err, r.Stderr)
+		}
+		failed := 0
+		for i := range 16 {
+			name := fmt.Sprintf("dead-c%d-r%d-%d", cycle, rank, i)
+			f := s.do("write", name)
+			if f[0] == "ok" {
+				if roles[rank] == "data" {
+					t.Fatalf("write %s acknowledged with data server %s dead", name, victim.Label())
+				}
+				s.acked = append(s.acked, name)
+				continue
+			}
+			if len(f) < 4 || f[2] != "unavailable=true" || !strings.Contains(f[3], fmt.Sprintf("rank %d (%s)", rank, victim.Addr)) {
+				t.Fatalf("write %s with %s dead: %q; want ErrUnavailable naming it", name, victim.Label(), strings.Join(f, " "))
+			}
+			failed++
+		}
+		if failed == 0 {
+			t.Fatalf("16 writes, none of them with metadata on %s, all acknowledged while it was dead", victim.Label())
+		}
+		restartServer(t, ctx, tmpdir, datadir, rank, len(roles), "--roles", roles[rank])
+		for i := range 4 {
+			s.mustWrite(fmt.Sprintf("after-c%d-%d", cycle, i))
+		}
+		s.readAll()
+	}
 }
