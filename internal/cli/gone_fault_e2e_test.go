@@ -164,8 +164,7 @@ func TestDeleteKilledMidway(t *testing.T) {
 	const cycles = 12
 	var ackDeletes, ackWrites, underWay, restarts int
 	for cycle := range cycles {
-		// Odd cycles kill server 1 (metadata and data) too. Rank 0
-		// cannot rejoin a running cluster (it leads the start).
+		// Odd cycles kill server 1 (metadata and data) too.
 		killServer, rank := cycle%2 == 1, 1
 		batch, _, err := c.CreateContainer(ctx, fmt.Sprint("batch-", cycle), client.Transient)
 		if err != nil {

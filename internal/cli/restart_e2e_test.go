@@ -89,7 +89,11 @@ func survivorWrite(ctx context.Context, ct *client.Container, name string) error
 		return err
 	}
 	defer o.Close(ctx)
-	return o.Write(ctx, region.Shape(survivorDims...), survivorData(name))
+	if err := o.Write(ctx, region.Shape(survivorDims...), survivorData(name)); err != nil {
+		return err
+	}
+	// Its index entry may go to a dead server: delivered once it is back.
+	return o.PutTag(ctx, "survivor", client.String("yes"))
 }
 
 func survivorRead(ctx context.Context, c *client.Client, name string) (string, error) {
@@ -153,6 +157,27 @@ func (s *survivor) readAll() {
 	for _, n := range s.acked {
 		if f := s.do("read", n); f[0] != "ok" {
 			s.t.Fatalf("acknowledged object %s: %q", n, strings.Join(f, " "))
+		}
+	}
+}
+
+// queryAll checks that a tag query, through the index and by scanning,
+// finds every acknowledged write.
+func (s *survivor) queryAll(c *client.Client) {
+	s.t.Helper()
+	for _, opts := range [][]client.QueryOption{{client.WithNames()}, {client.WithNames(), client.ScanOnly()}} {
+		ms, err := c.Query(e2e.Ctx(s.t, time.Minute), "survivor=yes", opts...)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		found := map[string]bool{}
+		for _, m := range ms {
+			found[m.Name] = true
+		}
+		for _, n := range s.acked {
+			if !found[n] {
+				s.t.Fatalf("query survivor=yes (%d options) finds %d objects, not acknowledged %s", len(opts), len(ms), n)
+			}
 		}
 	}
 }
@@ -224,10 +249,11 @@ func TestRestartEachRankAlone(t *testing.T) {
 		}
 		s.readAll()
 	}
-	// Another process sees it all too.
+	// Another process sees it all too, and the tag index has it all.
 	other := startSurvivor(t, tmpdir)
 	other.acked = s.acked
 	other.readAll()
+	s.queryAll(watcher)
 }
 
 // pdc up --restart-dead restarts exactly the servers that do not answer,
@@ -286,6 +312,7 @@ func TestUpRestartDead(t *testing.T) {
 		}
 		s.readAll()
 	}
+	s.queryAll(e2e.Connect(t, tmpdir))
 }
 
 // checkDownStatus checks what pdc status and a client's Status say while
@@ -494,4 +521,5 @@ func TestRestartRanksOfEachRole(t *testing.T) {
 		}
 		s.readAll()
 	}
+	s.queryAll(e2e.Connect(t, tmpdir))
 }
