@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,7 @@ import (
 
 // survivorRole is a client that keeps running while servers die and come
 // back. It reads commands from stdin, one a line, and answers each with one
-// line:
+// line (after "ready" once it has made its container):
 //
 //	write NAME: creates object NAME, spread over every data server
 //	            (RegionStatic), and writes it whole with NAME's pattern.
@@ -39,6 +40,8 @@ func survivorRole(ctx context.Context, c *client.Client, out *bufio.Writer) erro
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(out, "ready")
+	out.Flush()
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		op, name, _ := strings.Cut(sc.Text(), " ")
@@ -121,7 +124,12 @@ type survivor struct {
 }
 
 func startSurvivor(t *testing.T, tmpdir string) *survivor {
+	t.Helper()
 	_, out, in := e2e.ClientProc(t, tmpdir, "survivor")
+	// Its container made, it is ready to take servers' deaths.
+	if !out.Scan() || out.Text() != "ready" {
+		t.Fatalf("the survivor client did not start: %q %v", out.Text(), out.Err())
+	}
 	return &survivor{t: t, out: out, in: in}
 }
 
@@ -522,4 +530,53 @@ func TestRestartRanksOfEachRole(t *testing.T) {
 		s.readAll()
 	}
 	s.queryAll(e2e.Connect(t, tmpdir))
+}
+
+// Cycles of kill -9 of random servers (one, two, or all of them, rank 0
+// often among them) and pdc up --restart-dead, with one client running all
+// along: after each restart the client goes on by itself, and every write
+// it had acknowledged reads back, and is found by its tag.
+func TestRestartDeadCycles(t *testing.T) {
+	const size, cycles = 3, 12
+	tmpdir := e2e.Up(t, size)
+	s := startSurvivor(t, tmpdir)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 26))
+	t.Logf("seed %d", seed)
+	kills, failed := 0, 0
+	for cycle := range cycles {
+		var victims []int
+		for len(victims) == 0 {
+			for r := range size {
+				if rng.IntN(2) == 0 {
+					victims = append(victims, r)
+				}
+			}
+		}
+		var dead []cluster.Server
+		for _, r := range victims {
+			dead = append(dead, killRank(t, tmpdir, r))
+		}
+		kills += len(victims)
+		name := fmt.Sprintf("dead-c%d", cycle)
+		f := s.do("write", name)
+		named := false
+		for _, v := range dead {
+			named = named || len(f) == 4 && strings.Contains(f[3], fmt.Sprintf("rank %d (%s)", v.Rank, v.Addr))
+		}
+		if f[0] != "fail" || f[2] != "unavailable=true" || !named {
+			t.Fatalf("write %s with ranks %v dead: %q; want ErrUnavailable naming one of them", name, victims, strings.Join(f, " "))
+		}
+		failed++
+		out := e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+		if !strings.Contains(out, fmt.Sprintf("restarted %d of 3 servers", len(victims))) {
+			t.Fatalf("cycle %d: up --restart-dead with ranks %v dead said %q", cycle, victims, out)
+		}
+		for i := range 3 {
+			s.mustWrite(fmt.Sprintf("after-c%d-%d", cycle, i))
+		}
+		s.readAll()
+	}
+	s.queryAll(e2e.Connect(t, tmpdir))
+	t.Logf("%d cycles, %d servers killed, %d writes acknowledged and read back after each cycle, %d refused while servers were dead", cycles, kills, len(s.acked), failed)
 }
