@@ -426,9 +426,15 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		var down []string
 		for _, s := range sts {
-			if s.Err != nil {
+			if errors.Is(s.Err, pdc.ErrUnavailable) {
 				down = append(down, s.Label())
 			}
+		}
+		if len(down) == 0 {
+			// A server that refused this client (a wrong or missing
+			// secret) or was slow to answer is running: restarting
+			// it is not the cure.
+			return fmt.Errorf("status: %w", err)
 		}
 		return fmt.Errorf("status: %d of %d servers down (%s); restart them with `pdc up --restart-dead --tmpdir %s` or `pdc server --rank R`: %w",
 			len(down), len(sts), strings.Join(down, ", "), *tmpdir, err)
@@ -444,10 +450,16 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 			// Since when this status first failed to reach it: a
 			// server that is slow to answer is not down.
 			down := "DOWN"
-			if !s.DownSince.IsZero() {
+			switch {
+			case !s.DownSince.IsZero():
 				down = "DOWN since " + s.DownSince.Format(time.TimeOnly)
-			} else if errors.Is(s.Err, pdc.ErrTimeout) {
+			case errors.Is(s.Err, pdc.ErrTimeout):
 				down = "NO ANSWER"
+			case errors.Is(s.Err, pdc.ErrPermission):
+				// It answered, and refused this client's secret.
+				down = "DENIED"
+			case !errors.Is(s.Err, pdc.ErrUnavailable):
+				down = "ERROR"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t-\t-\n", s.Rank, s.Addr, s.Roles, s.PID, down)
 			continue
