@@ -754,7 +754,10 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	c.mu.pending[f.ID] = cl
 	c.mu.Unlock()
 
-	if err := c.w.write(ctx, f, hdr, payload); err != nil {
+	w := c.peer.start()
+	err := c.w.write(ctx, f, hdr, payload)
+	w.stop()
+	if err != nil {
 		if !errors.Is(err, errNotSent) {
 			c.fail(err) // the stream may be torn
 		}

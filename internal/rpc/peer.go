@@ -23,16 +23,20 @@ const defaultPeerTimeout = 10 * time.Second
 // pdc.ErrUnavailable naming the server: every call on it ends so, within
 // its deadline when that is longer, and the pool dials afresh.
 //
-// One per connection, its timer made once: only the holder of the read
-// token starts and stops it, and a lead costs a timer reset and stop.
+// It also watches while a caller writes: a write into a full socket
+// blocks as long as the host acknowledges nothing, until the stall
+// timeout, and a failed connection unblocks it.
+//
+// One per connection, its timer made once: a lead or a write costs a
+// timer reset and stop; the reader and writers share it, counted.
 type peerWatch struct {
 	c     *Conn
 	every time.Duration
 
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-	since   time.Time // when the host was first seen not acknowledging; zero: it acknowledges
+	mu    sync.Mutex
+	t     *time.Timer
+	users int       // callers reading or writing; the timer runs while any do
+	since time.Time // when the host was first seen not acknowledging; zero: it acknowledges
 }
 
 // newPeerWatch returns c's watch, stopped; nil when c is not watched
@@ -41,7 +45,7 @@ func newPeerWatch(c *Conn) *peerWatch {
 	if c.peerTimeout <= 0 {
 		return nil
 	}
-	w := &peerWatch{c: c, every: max(c.peerTimeout/4, 10*time.Millisecond), stopped: true}
+	w := &peerWatch{c: c, every: max(c.peerTimeout/4, 10*time.Millisecond)}
 	w.mu.Lock()
 	w.t = time.AfterFunc(time.Hour, w.check)
 	w.t.Stop()
@@ -49,34 +53,37 @@ func newPeerWatch(c *Conn) *peerWatch {
 	return w
 }
 
-// start watches while the caller reads.
+// start watches while the caller reads or writes.
 func (w *peerWatch) start() *peerWatch {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
-	w.stopped, w.since = false, time.Time{}
-	w.t.Reset(w.every)
+	if w.users++; w.users == 1 {
+		w.since = time.Time{}
+		w.t.Reset(w.every)
+	}
 	w.mu.Unlock()
 	return w
 }
 
-// stop ends the watch. A check already running finishes on its own and
-// does not look again.
+// stop ends the caller's watch. A check already running when the last
+// stops finishes on its own and does not look again.
 func (w *peerWatch) stop() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	w.stopped = true
-	w.t.Stop()
+	if w.users--; w.users == 0 {
+		w.t.Stop()
+	}
 	w.mu.Unlock()
 }
 
 func (w *peerWatch) check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.users == 0 {
 		return
 	}
 	silent, ok := w.c.unacknowledged()

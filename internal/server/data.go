@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
@@ -206,13 +208,49 @@ func (s *Server) sendSlots(ctx context.Context, list *cluster.List, secret []byt
 			_, err := p.Call(ctx, meth, hdr, payload, nil)
 			return err
 		}
-		sent, err := s.dataDir().Send(ctx, int(m.Slot), m.Gen, call)
+		sent, err := s.sendSlot(ctx, m, call, list.Servers[to])
 		if err != nil {
 			return fmt.Errorf("to %s: %w", list.Servers[to].Label(), err)
 		}
 		s.log.Info("sent a data slot to its new holder", "slot", m.Slot, "to", to, "files", sent.Files, "bytes", sent.Bytes)
 	}
 	return nil
+}
+
+// sendSlot sends one slot, and again from its first file while its
+// holder cannot be reached (a partition) but is not gone, for up to the
+// startup timeout: sending is idempotent, and the copy here stays whole
+// until the holder has committed it. Rank 0 waits as long for a server
+// it cannot reach (rounds.patience). A holder that is gone (its host
+// refuses, or another instance answers) fails the send at once, and the
+// start with it.
+func (s *Server) sendSlot(ctx context.Context, m wire.SlotSend, call slots.Call, holder cluster.Server) (slots.Sent, error) {
+	var pause time.Duration
+	var since time.Time // of the first failure
+	for {
+		sent, err := s.dataDir().Send(ctx, int(m.Slot), m.Gen, call)
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if err == nil || !errors.Is(err, pdc.ErrUnavailable) || ctx.Err() != nil || time.Since(since) >= s.cfg.StartupTimeout {
+			return sent, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		h, perr := rpc.Probe(pctx, holder.Addr)
+		cancel()
+		if perr == nil && h.Instance != holder.Instance || perr != nil && answered(perr) {
+			return sent, err
+		}
+		s.log.Warn("could not send a data slot to its new holder; retrying", "slot", m.Slot, "to", holder.Label(), "err", err)
+		pause = min(max(2*pause, 100*time.Millisecond), 2*time.Second)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return sent, fmt.Errorf("send data slot %d: %w", m.Slot, pdc.CtxErr(ctx))
+		}
+	}
 }
 
 // openSlots opens the stores of the slots plan gives this server, each

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -25,11 +28,20 @@ type rounds struct {
 	// (the cluster already serves).
 	rejoin  func(round uint32, rank int) *wire.StartRound
 	members func() *cluster.List
+	// patience is how long a server that has not reported may be
+	// unreachable (no answer at all, as across a partition) before the
+	// round fails for it; one that answers as gone fails it at once.
+	// Zero: no patience.
+	patience time.Duration
 
 	mu struct {
 		sync.Mutex
 		r map[uint32]*round
 	}
+	// unreachable holds when each server waited for was first found
+	// unreachable, while it stays so; only checkAlive (rank 0's report)
+	// uses it.
+	unreachable map[int]time.Time
 }
 
 type round struct {
@@ -44,7 +56,7 @@ type round struct {
 const livenessEvery = time.Second
 
 func newRounds(size int, members func() *cluster.List) *rounds {
-	rs := &rounds{size: size, members: members}
+	rs := &rounds{size: size, members: members, unreachable: map[int]time.Time{}}
 	rs.mu.r = map[uint32]*round{}
 	return rs
 }
@@ -107,7 +119,10 @@ func (rs *rounds) report(ctx context.Context, m *wire.StartRound, watch bool) (*
 }
 
 // checkAlive returns an error naming a server that has not reported the
-// round and is gone.
+// round and is gone: its host answers that nothing listens there, or
+// another instance does, or it has not answered at all for patience. A
+// server cut off by a partition is waited for meanwhile: it may be
+// sending its data slots, and goes on when the partition heals.
 func (rs *rounds) checkAlive(ctx context.Context, n uint32, r *round) error {
 	list := rs.members()
 	if list == nil {
@@ -123,14 +138,39 @@ func (rs *rounds) checkAlive(ctx context.Context, n uint32, r *round) error {
 	rs.mu.Unlock()
 	for _, s := range waiting {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		alive := cluster.Alive(pctx, s)
+		h, err := rpc.Probe(pctx, s.Addr)
 		cancel()
-		if !alive && ctx.Err() == nil {
-			return fmt.Errorf("%s (pid %d) is gone before start round %d: the start cannot complete; start the cluster again (nothing moved so far is lost): %w",
-				s.Label(), s.PID, n, pdc.ErrUnavailable)
+		if ctx.Err() != nil {
+			return nil
 		}
+		if err == nil && h.Instance == s.Instance {
+			delete(rs.unreachable, s.Rank)
+			continue
+		}
+		if err != nil && !answered(err) {
+			first, ok := rs.unreachable[s.Rank]
+			if !ok {
+				rs.unreachable[s.Rank] = time.Now()
+				continue
+			}
+			if waited := time.Since(first); waited >= rs.patience {
+				return fmt.Errorf("%s (pid %d) has not answered for %v before start round %d: the start cannot complete; start the cluster again once it is reachable (nothing moved so far is lost): %w: %w",
+					s.Label(), s.PID, waited.Round(time.Second), n, pdc.ErrUnavailable, err)
+			}
+			continue
+		}
+		return fmt.Errorf("%s (pid %d) is gone before start round %d: the start cannot complete; start the cluster again (nothing moved so far is lost): %w",
+			s.Label(), s.PID, n, pdc.ErrUnavailable)
 	}
 	return nil
+}
+
+// answered reports whether a failed probe heard from the server's host:
+// it refused the connection or closed it, rather than said nothing (a
+// partition, a host down) or that there is no way there.
+func answered(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pdc.ErrProtocol) || errors.Is(err, pdc.ErrVersion)
 }
 
 func (rs *rounds) fail(r *round, err error) {

@@ -366,6 +366,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return s.mu.list
 	})
 	s.rounds.finish, s.rounds.rejoin = s.finishRound, s.rejoinRound
+	s.rounds.patience = cfg.StartupTimeout
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: addr, Roles: cluster.RoleString(cfg.Roles),
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start, StageDir: stageDir,

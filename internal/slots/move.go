@@ -34,7 +34,10 @@ type Sent struct {
 // holder through call: every file in pieces, then a SlotCommit listing
 // them, which the holder answers once it has checked them all and made
 // the slot its own. Only then is the copy here removed. A failure leaves
-// the copy here whole, to be sent again at the next start.
+// the copy here whole, to be sent again (the server retries while the
+// holder is unreachable) or at the next start. A holder that answers it
+// has the slot already (pdc.ErrExists: the commit of an earlier Send
+// arrived, its answer did not) counts as a commit.
 func (d DataDir) Send(ctx context.Context, slot int, gen uint64, call Call) (Sent, error) {
 	var sent Sent
 	src := d.Slot(slot)
@@ -48,27 +51,12 @@ func (d DataDir) Send(ctx context.Context, slot int, gen uint64, call Call) (Sen
 	if err != nil {
 		return sent, fmt.Errorf("send data slot %d: %w", slot, err)
 	}
-	commit := wire.SlotCommit{Slot: uint32(slot), Gen: gen}
-	buf := make([]byte, chunkBytes)
-	for _, name := range names {
-		if name == markerFile || strings.HasSuffix(name, ".tmp") {
-			// A .tmp file is what a crash left before a rename: never
-			// the only copy of anything (regionstore).
-			continue
+	if err := d.sendFiles(ctx, src, names, slot, gen, call, &sent); err != nil {
+		if !errors.Is(err, pdc.ErrExists) {
+			return sent, err
 		}
-		if st, err := d.fs.Stat(filepath.Join(src, name)); err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		sum, err := d.sendFile(ctx, filepath.Join(src, name), slot, gen, call, buf)
-		if err != nil {
-			return sent, fmt.Errorf("send data slot %d: %w", slot, err)
-		}
-		commit.Files = append(commit.Files, sum)
-		sent.Files++
-		sent.Bytes += int64(sum.Size)
-	}
-	if err := call(ctx, wire.MethodSlotCommit, commit.Marshal(nil), nil); err != nil {
-		return sent, fmt.Errorf("send data slot %d: commit %d files: %w", slot, len(commit.Files), err)
+		// The holder has committed this slot at this generation: an
+		// earlier Send's commit arrived, its answer did not.
 	}
 	// The holder has it: this copy goes. Renamed first, so that a crash
 	// midway leaves a .sent dir (removed at the next start), never a
@@ -84,6 +72,33 @@ func (d DataDir) Send(ctx context.Context, slot int, gen uint64, call Call) (Sen
 		return sent, fmt.Errorf("data slot %d sent; remove the copy here: %w", slot, err)
 	}
 	return sent, nil
+}
+
+// sendFiles sends the files names of src, then the commit listing them.
+func (d DataDir) sendFiles(ctx context.Context, src string, names []string, slot int, gen uint64, call Call, sent *Sent) error {
+	commit := wire.SlotCommit{Slot: uint32(slot), Gen: gen}
+	buf := make([]byte, chunkBytes)
+	for _, name := range names {
+		if name == markerFile || strings.HasSuffix(name, ".tmp") {
+			// A .tmp file is what a crash left before a rename: never
+			// the only copy of anything (regionstore).
+			continue
+		}
+		if st, err := d.fs.Stat(filepath.Join(src, name)); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		sum, err := d.sendFile(ctx, filepath.Join(src, name), slot, gen, call, buf)
+		if err != nil {
+			return fmt.Errorf("send data slot %d: %w", slot, err)
+		}
+		commit.Files = append(commit.Files, sum)
+		sent.Files++
+		sent.Bytes += int64(sum.Size)
+	}
+	if err := call(ctx, wire.MethodSlotCommit, commit.Marshal(nil), nil); err != nil {
+		return fmt.Errorf("send data slot %d: commit %d files: %w", slot, len(commit.Files), err)
+	}
+	return nil
 }
 
 func (d DataDir) sendFile(ctx context.Context, path string, slot int, gen uint64, call Call, buf []byte) (wire.SlotFileSum, error) {

@@ -27,6 +27,7 @@ type hosts struct {
 	b      *bed.Bed
 	tmpdir string
 	srv    []*exec.Cmd // by rank
+	logOff []int64     // by rank: the size of its log when it last started
 }
 
 // startHosts starts n servers on nodes 1..n of b and waits until they
@@ -38,21 +39,36 @@ func startHosts(t *testing.T, b *bed.Bed, n int) *hosts {
 	})
 }
 
-// startHostsWith is startHosts with each rank's listen (and advertise)
-// flags from listen.
+// startHostsWith is startHosts with each rank's listen (and advertise,
+// roles) flags from listen.
 func startHostsWith(t *testing.T, b *bed.Bed, n int, listen func(rank int, node *bed.Node) []string) *hosts {
 	t.Helper()
-	h := &hosts{t: t, b: b, tmpdir: filepath.Join(b.Shared, "tmp"), srv: make([]*exec.Cmd, n)}
+	h := &hosts{t: t, b: b, tmpdir: filepath.Join(b.Shared, "tmp")}
 	if err := os.MkdirAll(h.tmpdir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cluster.NewSecret(h.tmpdir); err != nil {
 		t.Fatal(err)
 	}
+	h.waitReady(h.restart(n, listen), n)
+	return h
+}
+
+// restart starts n servers on nodes 1..n (after down, with the same
+// tmpdir and data dirs), and returns where their ready lines come.
+func (h *hosts) restart(n int, listen func(rank int, node *bed.Node) []string) <-chan string {
+	h.srv, h.logOff = make([]*exec.Cmd, n), make([]int64, n)
 	ready := make(chan string, n)
 	for r := range n {
-		h.start(r, n, ready, listen(r, b.Nodes[r]))
+		h.start(r, n, ready, listen(r, h.b.Nodes[r]))
 	}
+	return ready
+}
+
+// waitReady waits for n ready lines: the cluster formed.
+func (h *hosts) waitReady(ready <-chan string, n int) {
+	t := h.t
+	t.Helper()
 	timer := time.NewTimer(2 * time.Minute)
 	defer timer.Stop()
 	for range n {
@@ -65,7 +81,34 @@ func startHostsWith(t *testing.T, b *bed.Bed, n int, listen func(rank int, node 
 			t.Fatalf("the cluster did not form in 2 min; logs:\n%s", h.logs())
 		}
 	}
-	return h
+}
+
+// down stops the cluster with pdc down, from the host, and waits for the
+// servers to exit.
+func (h *hosts) down() {
+	t := h.t
+	t.Helper()
+	e2e.MustRun(t, "down", "--tmpdir", h.tmpdir)
+	for r, cmd := range h.srv {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		timer := time.NewTimer(time.Minute)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server of rank %d after pdc down: %v", r, err)
+			}
+		case <-timer.C:
+			t.Fatalf("server of rank %d still runs a minute after pdc down", r)
+		}
+		timer.Stop()
+	}
+}
+
+// log is what the server of rank logged since it was last started.
+func (h *hosts) log(rank int) string {
+	data, _ := os.ReadFile(filepath.Join(h.b.Nodes[rank].Dir, "server.log"))
+	return string(data[min(h.logOff[rank], int64(len(data))):])
 }
 
 // start starts the server of rank on node rank+1, which sends its ready
@@ -77,6 +120,9 @@ func (h *hosts) start(rank, size int, ready chan<- string, listen []string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
+	if st, err := logf.Stat(); err == nil {
+		h.logOff[rank] = st.Size()
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -114,16 +160,26 @@ func (h *hosts) logs() string {
 
 // opsClient is the ops role (see clientRole) run on node.
 type opsClient struct {
-	t   *testing.T
-	h   *hosts
-	out *bufio.Scanner
-	in  *os.File
+	t    *testing.T
+	h    *hosts
+	proc *exec.Cmd
+	out  *bufio.Scanner
+	in   *os.File
 }
 
-func (h *hosts) client(node *bed.Node, opTimeout time.Duration) *opsClient {
+func (h *hosts) client(node *bed.Node, opTimeout time.Duration, env ...string) *opsClient {
 	cmd := func(name string, args ...string) *exec.Cmd { return node.Command(context.Background(), name, args...) }
-	_, out, in := e2e.ClientProcWith(h.t, cmd, h.tmpdir, "ops", opTimeoutEnv+"="+opTimeout.String())
-	return &opsClient{t: h.t, h: h, out: out, in: in}
+	proc, out, in := e2e.ClientProcWith(h.t, cmd, h.tmpdir, "ops", append(env, opTimeoutEnv+"="+opTimeout.String())...)
+	return &opsClient{t: h.t, h: h, proc: proc, out: out, in: in}
+}
+
+// close ends the client process: its stdin closes, and it exits.
+func (c *opsClient) close() {
+	c.t.Helper()
+	c.in.Close()
+	if err := c.proc.Wait(); err != nil {
+		c.t.Fatalf("client process: %v", err)
+	}
 }
 
 // do sends a command and returns its answer line. The role answers each

@@ -28,8 +28,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
-// opTimeoutEnv is each operation's deadline in the ops role.
-const opTimeoutEnv = "HOSTS_OP_TIMEOUT"
+// opTimeoutEnv is each operation's deadline in the ops role; rowsEnv, if
+// set, the rows of its objects (dims[0]).
+const (
+	opTimeoutEnv = "HOSTS_OP_TIMEOUT"
+	rowsEnv      = "HOSTS_ROWS"
+)
 
 var partitions = []client.Partition{client.ObjectStatic, client.RegionStatic, client.RegionDynamic, client.RegionLocal}
 
@@ -44,6 +48,7 @@ const bands = 4
 // command runs under its own deadline ($HOSTS_OP_TIMEOUT):
 //
 //	setup          create the container and one object per partition
+//	open           open them (in a new client process)
 //	write K        write every object whole, band by band, with pattern K
 //	read K         read every object whole and compare with pattern K
 //	tag K N        create N objects t-K-I and tag each with key tagKey(K, I)
@@ -55,6 +60,13 @@ func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.W
 	timeout, err := time.ParseDuration(os.Getenv(opTimeoutEnv))
 	if err != nil {
 		return fmt.Errorf("$%s: %w", opTimeoutEnv, err)
+	}
+	if r := os.Getenv(rowsEnv); r != "" {
+		n, err := strconv.ParseUint(r, 10, 64)
+		if err != nil || n%bands != 0 {
+			return fmt.Errorf("$%s=%q: want a multiple of %d", rowsEnv, r, bands)
+		}
+		dims[0] = n
 	}
 	o := &ops{c: c}
 	in := bufio.NewScanner(os.Stdin)
@@ -103,6 +115,20 @@ func (o *ops) do(ctx context.Context, f []string) (string, error) {
 		o.ct = ct
 		for i, p := range partitions {
 			obj, err := ct.CreateObject(ctx, fmt.Sprintf("p%d", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p})
+			if err != nil {
+				return "", err
+			}
+			o.objs = append(o.objs, obj)
+		}
+		return "", nil
+	case "open":
+		ct, err := o.c.OpenContainer(ctx, "hosts")
+		if err != nil {
+			return "", err
+		}
+		o.ct = ct
+		for i := range partitions {
+			obj, err := o.c.OpenObject(ctx, fmt.Sprintf("p%d", i))
 			if err != nil {
 				return "", err
 			}
