@@ -138,7 +138,7 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	var list *cluster.List
 	var err error
 	if o.wait {
-		if err := os.MkdirAll(o.tmpDir, 0o755); err != nil {
+		if err := os.MkdirAll(o.tmpDir, 0o700); err != nil {
 			return nil, fmt.Errorf("connect: %w", err)
 		}
 		list, err = cluster.WaitForList(ctx, o.tmpDir)

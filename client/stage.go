@@ -487,7 +487,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, nil // another consumer on this host fetched it meanwhile
 	}
 	if parent := filepath.Dir(dst); parent != dir.Real {
-		if err := os.MkdirAll(parent, 0o755); err != nil {
+		if err := os.MkdirAll(parent, 0o700); err != nil {
 			return res, err
 		}
 	}
@@ -571,7 +571,7 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.Sta
 
 // copyLocal copies n bytes of src into a new file at path, fsynced.
 func copyLocal(src *os.File, path string, n int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -653,7 +653,7 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 			shown = "auto (shm)"
 		}
 	}
-	f, err := staging.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := staging.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return shown, 0, err
 	}

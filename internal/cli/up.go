@@ -144,7 +144,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(tmpdir, 0o755); err != nil {
+	if err := os.MkdirAll(tmpdir, 0o700); err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
 	// Refuse before touching anything a running cluster depends on.

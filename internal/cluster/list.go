@@ -141,7 +141,7 @@ func (d Dir) WriteList(l *List) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o644)
+	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, ListFile), frameFile(listMagic, listVersion, append(body, '\n')), 0o600)
 }
 
 // ReadList reads dir/ListFile. A missing list is pdc.ErrNotFound with a
@@ -194,7 +194,7 @@ func (d Dir) WriteRendezvous(r Rendezvous) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o644)
+	return atomicfile.WriteFS(vfs.OrDefault(d.FS), filepath.Join(d.Path, Rank0File), frameFile(rank0Magic, rank0Version, append(body, '\n')), 0o600)
 }
 
 // ReadRendezvous reads dir/Rank0File; fs.ErrNotExist when there is none.

@@ -78,8 +78,8 @@ func TestListRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Mode() != 0o644 {
-			t.Fatalf("list file mode %v, want -rw-r--r--", st.Mode())
+		if st.Mode() != 0o600 {
+			t.Fatalf("list file mode %v, want -rw-------", st.Mode())
 		}
 		if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{ListFile}) {
 			t.Fatalf("dir holds %q, want only %s", names, ListFile)
@@ -267,7 +267,7 @@ func TestRendezvousRoundTrip(t *testing.T) {
 			t.Fatalf("got %+v, want %+v", got, r)
 		}
 		st, err := os.Stat(filepath.Join(dir, Rank0File))
-		if err != nil || st.Mode() != 0o644 {
+		if err != nil || st.Mode() != 0o600 {
 			t.Fatalf("rendezvous file: %v, %v", st, err)
 		}
 		if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{Rank0File}) {

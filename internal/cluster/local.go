@@ -71,7 +71,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		cfg.Timeout = 60 * time.Second
 	}
 	logDir := filepath.Join(cfg.TmpDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -127,7 +127,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 			args = append(args, cfg.RankArgs(rank)...)
 		}
 		logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			killAll()
 			return nil, err

@@ -64,7 +64,7 @@ func WriteUpRecord(tmpdir string, l UpRecord) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(tmpdir, UpFile), frameFile(upMagic, upVersion, append(body, '\n')), 0o644)
+	return atomicfile.Write(filepath.Join(tmpdir, UpFile), frameFile(upMagic, upVersion, append(body, '\n')), 0o600)
 }
 
 // ReadUpRecord reads tmpdir/UpFile; pdc.ErrNotFound, saying so, when

@@ -129,7 +129,7 @@ func (p *pebbleFS) errNow() (<-chan struct{}, error) {
 // probeErr is probe's error: nil if a small file can be allocated.
 func (p *pebbleFS) probeErr() error {
 	name := filepath.Join(p.dir, "space.probe")
-	f, err := p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (p *pebbleFS) Create(name string, _ pebblevfs.DiskWriteCategory) (pebblevfs
 			return err
 		}
 		var err error
-		f, err = p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		return err
 	}
 	var err error
@@ -270,7 +270,7 @@ func (p *pebbleFS) Open(name string, opts ...pebblevfs.OpenOption) (pebblevfs.Fi
 }
 
 func (p *pebbleFS) OpenReadWrite(name string, _ pebblevfs.DiskWriteCategory, opts ...pebblevfs.OpenOption) (pebblevfs.File, error) {
-	f, err := p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := p.fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +313,11 @@ func (p *pebbleFS) ReuseForWrite(oldname, newname string, _ pebblevfs.DiskWriteC
 	return p.wrap(f, newname), nil
 }
 
-func (p *pebbleFS) MkdirAll(dir string, perm os.FileMode) error { return p.fs.MkdirAll(dir, perm) }
-func (p *pebbleFS) Lock(name string) (io.Closer, error)         { return p.fs.Lock(name) }
-func (p *pebbleFS) List(dir string) ([]string, error)           { return p.fs.List(dir) }
+// MkdirAll makes pebble's directories private to the server's user,
+// whatever mode pebble asks for: they hold the cluster's metadata.
+func (p *pebbleFS) MkdirAll(dir string, _ os.FileMode) error { return p.fs.MkdirAll(dir, 0o700) }
+func (p *pebbleFS) Lock(name string) (io.Closer, error)      { return p.fs.Lock(name) }
+func (p *pebbleFS) List(dir string) ([]string, error)        { return p.fs.List(dir) }
 
 func (p *pebbleFS) Stat(name string) (pebblevfs.FileInfo, error) {
 	st, err := p.fs.Stat(name)

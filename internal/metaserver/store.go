@@ -75,7 +75,7 @@ func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Lo
 
 // openStoreFS opens the store in dir on fsys.
 func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
 	pfs := newPebbleFS(fsys, dir)
@@ -419,7 +419,7 @@ func sortedBatch(db *pebble.DB, b *pebble.Batch) *pebble.Batch {
 // under dir and returns its path. ctx bounds the wait for the flush, which
 // never ends if pebble cannot write (its directory removed under it).
 func (s *store) checkpoint(ctx context.Context, dir string) (string, error) {
-	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))

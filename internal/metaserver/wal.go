@@ -226,7 +226,7 @@ func checkBatch(rec []byte) error {
 func (w *wal) reset(minRoom int) error {
 	dir := filepath.Dir(w.path)
 	tmp := w.path + ".new"
-	f, err := w.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	f, err := w.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("metadata log: %w", err)
 	}

@@ -118,7 +118,7 @@ func (c *fileCache) open() int {
 // Without, the contents are in the kernel (a process crash keeps them).
 func replaceFile(fsys vfs.FS, path string, durable bool, fill func(f vfs.File) error) error {
 	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

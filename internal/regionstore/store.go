@@ -126,7 +126,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("region store: no directory given: %w", pdc.ErrInvalid)
 	}
 	fsys := vfs.OrDefault(opts.FS)
-	if err := fsys.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("region store: %w", err)
 	}
 	onDisk, err := listObjects(fsys, opts.Dir)

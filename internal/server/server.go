@@ -245,7 +245,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log := cfg.Logger.With("rank", cfg.Rank)
 	for _, d := range []string{cfg.TmpDir, cfg.DataDir} {
-		if err := vfs.OrDefault(cfg.FS).MkdirAll(d, 0o755); err != nil {
+		if err := vfs.OrDefault(cfg.FS).MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("rank %d: %w", cfg.Rank, err)
 		}
 	}

@@ -76,7 +76,7 @@ func (d DataDir) HasSlot(slot int) bool { return d.isDir(d.Slot(slot)) }
 
 // MakeSlot makes slot's dir, empty, if it does not exist.
 func (d DataDir) MakeSlot(slot int) error {
-	if err := d.fs.MkdirAll(d.Slot(slot), 0o755); err != nil {
+	if err := d.fs.MkdirAll(d.Slot(slot), 0o700); err != nil {
 		return fmt.Errorf("data slot %d: %w", slot, err)
 	}
 	return d.fs.SyncDir(d.path)
@@ -139,7 +139,7 @@ func (d DataDir) ID() (string, error) {
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
 	tmp := filepath.Join(d.path, "."+idFile+".tmp"+hex.EncodeToString(raw[:4]))
-	f, err := d.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := d.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("data dir id: %w", err)
 	}
@@ -214,7 +214,7 @@ func encodeMarker(slot int, gen uint64) []byte {
 // SetMarker records slot and gen in slot dir dir (a path in d),
 // crash-safely.
 func (d DataDir) SetMarker(dir string, slot int, gen uint64) error {
-	return atomicfile.WriteFS(d.fs, filepath.Join(dir, markerFile), encodeMarker(slot, gen), 0o644)
+	return atomicfile.WriteFS(d.fs, filepath.Join(dir, markerFile), encodeMarker(slot, gen), 0o600)
 }
 
 // ParseDir returns the slot of a slot dir's name, data-<slot>.
@@ -283,7 +283,7 @@ func decodeTable(path string, b []byte) (Table, error) {
 
 // SetTable replaces the data dir's slot table, crash-safely.
 func (d DataDir) SetTable(t Table) error {
-	if err := atomicfile.WriteFS(d.fs, filepath.Join(d.path, tableFile), encodeTable(t), 0o644); err != nil {
+	if err := atomicfile.WriteFS(d.fs, filepath.Join(d.path, tableFile), encodeTable(t), 0o600); err != nil {
 		return fmt.Errorf("slot table: %w", err)
 	}
 	return nil

@@ -261,14 +261,14 @@ func (r *Receiver) file(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 // write puts one piece of a file in place: the first creates the file,
 // the others follow it in order.
 func (r *Receiver) write(in, path string, m wire.SlotFile, data []byte) error {
-	if err := r.dir.fs.MkdirAll(in, 0o755); err != nil {
+	if err := r.dir.fs.MkdirAll(in, 0o700); err != nil {
 		return err
 	}
 	flags := os.O_WRONLY
 	if m.Off == 0 {
 		flags |= os.O_CREATE | os.O_TRUNC
 	}
-	f, err := r.dir.fs.OpenFile(path, flags, 0o644)
+	f, err := r.dir.fs.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func (r *Receiver) commit(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, err
 	}
 	in := r.dir.Slot(slot) + ".incoming"
-	if err := r.dir.fs.MkdirAll(in, 0o755); err != nil { // a slot of no files
+	if err := r.dir.fs.MkdirAll(in, 0o700); err != nil { // a slot of no files
 		return nil, fmt.Errorf("data slot %d: %w", slot, err)
 	}
 	r.mu.Lock()

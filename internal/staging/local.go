@@ -48,12 +48,12 @@ func (d Dir) copyRecordPath(rel string) string {
 func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp string, err error) {
 	dir := filepath.Join(d.Real, metaDir, "locks")
 	path := filepath.Join(dir, name(rel))
-	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 		}
-		f, err = OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err = OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
@@ -173,10 +173,10 @@ func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	ino := inode(st)
 	p := d.copyRecordPath(rel)
 	fsys := vfs.OrDefault(d.FS)
-	if err := fsys.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := fsys.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	return atomicfile.WriteFS(fsys, p, encodeCopy(rec, ino, st.ModTime().UnixNano()), 0o644)
+	return atomicfile.WriteFS(fsys, p, encodeCopy(rec, ino, st.ModTime().UnixNano()), 0o600)
 }
 
 // Forget drops the record file of rel's local copy.

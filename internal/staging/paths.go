@@ -65,7 +65,7 @@ func OpenDir(dir, kind string, create bool) (Dir, error) {
 		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, dir, err)
 	}
 	if create {
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		if err := os.MkdirAll(abs, 0o700); err != nil {
 			return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
 		}
 	}

@@ -262,7 +262,7 @@ func (f *Faulty) limited() bool {
 }
 
 func (f *Faulty) Create(name string) (File, error) {
-	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 }
 
 func (f *Faulty) Open(name string) (File, error) { return f.OpenFile(name, os.O_RDONLY, 0) }

@@ -112,7 +112,7 @@ func (m *MemFS) lookup(op, name string) (*memNode, error) {
 }
 
 func (m *MemFS) Create(name string) (File, error) {
-	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 }
 
 func (m *MemFS) Open(name string) (File, error) { return m.OpenFile(name, os.O_RDONLY, 0) }
@@ -295,7 +295,7 @@ func (m *MemFS) SyncDir(dir string) error {
 }
 
 func (m *MemFS) Lock(name string) (io.Closer, error) {
-	f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

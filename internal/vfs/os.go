@@ -15,7 +15,7 @@ import (
 type osFS struct{}
 
 func (osFS) Create(name string) (File, error) {
-	return osFS{}.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return osFS{}.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 }
 
 func (osFS) Open(name string) (File, error) { return osFS{}.OpenFile(name, os.O_RDONLY, 0) }
@@ -71,7 +71,7 @@ func (osFS) SyncDir(dir string) error {
 }
 
 func (osFS) Lock(name string) (io.Closer, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
