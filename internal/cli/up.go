@@ -481,7 +481,9 @@ func runPing(ctx context.Context, e *env, args []string) error {
 	}
 	if *wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, *wait)
-		_, err := cluster.WaitForList(wctx, *tmpdir)
+		// Not any list: one a killed cluster left stays until the
+		// servers starting now replace it.
+		_, err := cluster.WaitForLiveList(wctx, *tmpdir)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("ping: no cluster came up in %s within %v: %w", *tmpdir, *wait, err)

@@ -94,6 +94,30 @@ func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
 	}
 }
 
+// WaitForLiveList waits until dir holds the server list of a cluster that
+// runs (one of its servers at least answers), or ctx ends. The list a
+// killed cluster left behind is waited past: servers starting in dir
+// replace it, possibly after the waiter started.
+func WaitForLiveList(ctx context.Context, dir string) (*List, error) {
+	w := watchDir(dir, time.Second)
+	defer w.close()
+	for {
+		l, err := ReadList(dir)
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			live := LiveServers(pctx, l)
+			cancel()
+			if len(live) > 0 {
+				return l, nil
+			}
+			err = fmt.Errorf("none of the %d servers of the list in %s answers (a dead cluster's list)", l.Size, dir)
+		}
+		if werr := w.wait(ctx); werr != nil {
+			return nil, fmt.Errorf("wait for the server list: %w; last seen: %w", werr, err)
+		}
+	}
+}
+
 // WaitForList waits until dir holds a complete server list, or ctx ends.
 func WaitForList(ctx context.Context, dir string) (*List, error) {
 	w := watchDir(dir, time.Second)
