@@ -231,3 +231,21 @@ func TestClientsTakeSecretFile(t *testing.T) {
 	}
 	e2e.MustRun(t, "down", "--tmpdir", tmpdir, "--secret-file", secret)
 }
+
+// With a secret, every connection proves it before any request, shutdown
+// included: a client with the wrong secret cannot stop a server, one
+// with the right secret can, from any node.
+func TestShutdownNeedsTheSecret(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := cluster.NewSecret(dir); err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(dir, cluster.SecretFile)
+	tmpdir := e2e.Up(t, 2, "--listen", "0.0.0.0:0")
+	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir, "--secret-file", wrong, "--timeout", "20s")
+	if r.Err == nil || !strings.Contains(r.Stderr, "wrong cluster secret") {
+		t.Fatalf("pdc down with the wrong secret: err %v, stderr %q; want a refusal: wrong cluster secret", r.Err, r.Stderr)
+	}
+	e2e.MustRun(t, "ping", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+}
