@@ -54,7 +54,9 @@ extern "C" {
  * (default ./pdc_tmp), as PDC's client does. If the list is not there yet
  * (servers still starting), it waits for it, up to $PDC_TIMEOUT, printing
  * nothing unless it gives up. It checks that rank 0 answers. pdc_name names this client
- * in the servers' logs; any string, NULL too.
+ * in the servers' logs; any string, NULL too. The cluster secret comes from
+ * the file $PDC_SECRET_FILE names, else from $PDC_TMPDIR/pdc_secret if it
+ * exists.
  *
  * Several connections may be open at once; each has its own handles.
  *
