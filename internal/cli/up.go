@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -110,6 +111,12 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	}
 	if o.unix && o.listen != "" {
 		return fmt.Errorf("up: --unix and --listen %q: choose one: %w", o.listen, errUsage)
+	}
+	if o.listen != "" && o.n > 1 {
+		// Every server gets the one address: only port 0 lets each bind.
+		if _, port, err := net.SplitHostPort(o.listen); err != nil || port != "0" {
+			return fmt.Errorf("up: --listen %q is one address for %d servers, which cannot all bind it; give HOST:0 (each picks a port): %w", o.listen, o.n, errUsage)
+		}
 	}
 	if o.advertise != "" {
 		if _, port, err := cluster.ParseAdvertise(o.advertise); err != nil {
