@@ -165,13 +165,32 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 			return nil, fmt.Errorf("up: remove the stale server list: %w", err)
 		}
 	}
+	// The servers are told their secret's file: otherwise a
+	// $PDC_SECRET_FILE they inherit would win over the one made here, and
+	// clients reading the tmpdir's would be refused. A $PDC_SECRET_FILE
+	// set here is the user's secret for the cluster: no other is made.
 	secretFile := filepath.Join(tmpdir, cluster.SecretFile)
-	if o.secret {
+	serverSecret := ""
+	switch env := os.Getenv(client.EnvSecretFile); {
+	case o.secret && env != "":
+		if serverSecret, err = filepath.Abs(env); err != nil {
+			return nil, fmt.Errorf("up: $%s: %w", client.EnvSecretFile, err)
+		}
+		if _, err := cluster.ReadSecret(serverSecret); err != nil {
+			return nil, fmt.Errorf("up: $%s: %w", client.EnvSecretFile, err)
+		}
+		if err := os.Remove(secretFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+	case o.secret:
 		if _, err := cluster.NewSecret(tmpdir); err != nil {
 			return nil, fmt.Errorf("up: %w", err)
 		}
-	} else if err := os.Remove(secretFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("up: %w", err)
+		serverSecret = secretFile
+	default:
+		if err := os.Remove(secretFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("up: %w", err)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -179,8 +198,9 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	}
 	cfg := cluster.LocalConfig{
 		Binary: self, N: o.n, TmpDir: tmpdir, DataDir: datadir, Unix: o.unix, Listen: o.listen, Roles: o.roles, Timeout: o.timeout,
-		Args:     serverArgs(o),
-		RankArgs: func(rank int) []string { return rankArgs(o, rank) },
+		SecretFile: serverSecret,
+		Args:       serverArgs(o),
+		RankArgs:   func(rank int) []string { return rankArgs(o, rank) },
 	}
 	// What --restart-dead needs to start a rank again the same way.
 	if err := cluster.WriteUpRecord(tmpdir, cfg.Record()); err != nil {
@@ -196,7 +216,11 @@ func startAndPing(ctx context.Context, cfg cluster.LocalConfig) ([]cluster.Proc,
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
-	c, err := client.Connect(ctx, client.WithTmpDir(cfg.TmpDir))
+	opts := []client.Option{client.WithTmpDir(cfg.TmpDir)}
+	if cfg.SecretFile != "" {
+		opts = append(opts, client.WithSecretFile(cfg.SecretFile))
+	}
+	c, err := client.Connect(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
