@@ -81,12 +81,21 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 	}
 	var procsRunning []*exec.Cmd
 	defer func() {
-		// pdc down from the client's node; what does not stop is killed
-		// with the bed.
-		down := client.Command(context.Background(), self, "down", "--tmpdir", tmpdir)
+		// pdc down from the client's node; a server it does not stop
+		// within a minute is killed.
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		down := client.Command(dctx, self, "down", "--tmpdir", tmpdir)
 		_ = down.Run()
 		for _, p := range procsRunning {
-			_ = p.Wait()
+			done := make(chan struct{})
+			go func() { _ = p.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-dctx.Done():
+				_ = p.Process.Kill()
+				<-done
+			}
 		}
 	}()
 	for i, n := range serverNodes {
