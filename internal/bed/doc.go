@@ -7,7 +7,8 @@
 // Tests and benchmarks use it to run pdc servers and clients as they run
 // on a cluster: on different hosts, over a real network, with faults a
 // loopback cannot have. A node's link can be taken down (a partition)
-// and brought back, its bandwidth limited with tc's tbf (no netem
+// and brought back, two nodes cut from each other only, its bandwidth
+// limited with tc's tbf (no netem
 // needed), and a Proxy adds latency, jitter and connection resets
 // between a client and a server.
 //

@@ -339,10 +339,13 @@ func TestProxyFaults(t *testing.T) {
 		if _, err := fmt.Fprintf(c.in, "write %d\n", k); err != nil {
 			t.Fatal(err)
 		}
-		reset := time.AfterFunc(time.Duration(rand.N(80))*time.Millisecond, p.Reset)
+		reseted := make(chan struct{})
+		reset := time.AfterFunc(time.Duration(rand.N(80))*time.Millisecond, func() { p.Reset(); close(reseted) })
 		l := c.answer(fmt.Sprintf("write %d", k))
 		if reset.Stop() {
 			p.Reset() // the write was quicker: reset what it left open
+		} else {
+			<-reseted // not into the read below
 		}
 		resets++
 		for try := 0; !strings.HasPrefix(l, "ok"); try++ {
