@@ -117,7 +117,13 @@ type Service struct {
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
 		lives     map[uint64]life                   // what is known of objects' lives (gone.go)
 		checks    map[uint64]*lifeCheck             // questions about lives under way
-		closed    bool
+		// ended: ids of transfers forgotten when their client's last
+		// connection closed (SessionEnded), so that a wait for one on a
+		// new connection is told the truth (unavailable), not "never
+		// started"; the newest endedMax of them, oldest first in endedIDs.
+		ended    map[uint64]string // id: its client
+		endedIDs []uint64
+		closed   bool
 	}
 
 	lanes struct {
@@ -300,6 +306,25 @@ func (s *Service) Close() error {
 	return nil
 }
 
+// endedMax bounds the ids of transfers a server remembers it dropped when
+// their client's connections closed: a client that reconnects waits at
+// once, so the newest suffice.
+const endedMax = 1 << 16
+
+// endedLocked remembers that transfer id was dropped with its client's
+// session. s.mu is held.
+func (s *Service) endedLocked(id uint64, client string) {
+	if s.mu.ended == nil {
+		s.mu.ended = make(map[uint64]string)
+	}
+	if len(s.mu.endedIDs) == endedMax {
+		delete(s.mu.ended, s.mu.endedIDs[0])
+		s.mu.endedIDs = s.mu.endedIDs[1:]
+	}
+	s.mu.ended[id] = client
+	s.mu.endedIDs = append(s.mu.endedIDs, id)
+}
+
 // SessionEnded forgets the transfers of a client that has gone: their
 // results can no longer be collected.
 func (s *Service) SessionEnded(client string) {
@@ -309,6 +334,7 @@ func (s *Service) SessionEnded(client string) {
 		if t.client == client {
 			delete(s.mu.transfers, id)
 			gone = append(gone, t)
+			s.endedLocked(id, client)
 		}
 	}
 	s.mu.Unlock()

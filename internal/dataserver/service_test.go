@@ -740,11 +740,16 @@ func TestSessionEnded(t *testing.T) {
 	// The budget is back: a write of all of it proceeds.
 	b := e.dial("b")
 	write(t, b, 2, dims, region.Shape(dims...), pattern(max, 1))
-	// a, back, finds nothing.
+	// a, back, is told its transfer was dropped with its connections
+	// (unavailable: start it again), not that it never started; b, who
+	// never had it, is told it is not found.
 	a = e.dial("a")
 	res, _, err := wait(ctx, a, ids...)
-	if err != nil || res.Items[0].Code != wire.CodeNotFound {
-		t.Fatalf("wait after the session ended: %+v %v, want not found", res.Items, err)
+	if err != nil || res.Items[0].Code != wire.CodeUnavailable || !strings.Contains(res.Items[0].Message, "every connection of client a") {
+		t.Fatalf("wait after the session ended: %+v %v, want unavailable, dropped with the connections", res.Items, err)
+	}
+	if res, _, err := wait(ctx, b, ids...); err != nil || res.Items[0].Code != wire.CodeNotFound {
+		t.Fatalf("another client's wait for it: %+v %v, want not found", res.Items, err)
 	}
 	if got := read(t, a, 2, dims, region.Shape(dims...)); !bytes.Equal(got, pattern(max, 1)) {
 		t.Fatal("read back differs")

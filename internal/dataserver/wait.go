@@ -113,6 +113,13 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 	for i, t := range ts {
 		r := &res.Items[i]
 		if t == nil || s.mu.transfers[t.id] != t {
+			if s.mu.ended[ids[i]] == client {
+				// Its client's connections all closed (a reset, a
+				// partition) between its start and this wait.
+				r.Code = wire.CodeUnavailable
+				r.Message = fmt.Sprintf("transfer %d was dropped when every connection of client %s to this server closed; start it again", ids[i], client)
+				continue
+			}
 			// Unknown, or collected meanwhile by another wait.
 			r.Code = wire.CodeNotFound
 			r.Message = fmt.Sprintf("transfer %d not found on this server: never started, or already waited", ids[i])
