@@ -259,6 +259,14 @@ func (c *Client) pooled(ctx context.Context, rank int, get func(*rpc.Pool, conte
 
 // reached notes whether rank's server could be reached just now.
 func (c *Client) reached(rank int, ok bool) {
+	// Every pooled call lands here, nearly always with nothing to note:
+	// a shared look first, the exclusive lock only for a change.
+	c.mu.RLock()
+	same := rank < 0 || rank >= len(c.downSince) || c.downSince[rank].IsZero() == ok
+	c.mu.RUnlock()
+	if same {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
