@@ -389,8 +389,8 @@ func (ct *Container) SetLifetime(ctx context.Context, l Lifetime) error {
 // (Client.DeleteContainer, pdc cont rm) finishes the delete. No object is
 // ever left with its metadata gone and its data, tags or index entries
 // there.
-func (ct *Container) Delete(ctx context.Context) error {
-	return ct.c.deleteContainer(ctx, ct.info, false)
+func (ct *Container) Delete(ctx context.Context, opts ...DeleteOption) error {
+	return ct.c.deleteContainer(ctx, ct.info, false, opts...)
 }
 
 // DeleteTransient deletes every transient container with its objects,

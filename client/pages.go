@@ -293,17 +293,43 @@ func (c *Client) AllContainers(ctx context.Context) iter.Seq2[ContainerInfo, err
 // DeleteContainer deletes the container of that name as Container.Delete
 // does. It also finishes the delete of a container whose delete stopped
 // half-way, which can no longer be opened otherwise.
-func (c *Client) DeleteContainer(ctx context.Context, name string) error {
+func (c *Client) DeleteContainer(ctx context.Context, name string, opts ...DeleteOption) error {
 	ct, err := c.OpenContainer(ctx, name, EvenBeingDeleted())
 	if err != nil {
 		return fmt.Errorf("delete container %q: %w", name, err)
 	}
-	return ct.Delete(ctx)
+	return ct.Delete(ctx, opts...)
+}
+
+// DeleteOption adjusts Container.Delete.
+type DeleteOption func(*deleteOptions)
+
+type deleteOptions struct{ onPage func(members uint64) }
+
+// OnPage has Container.Delete call fn after each page of members it
+// deleted, with the number of members that page removed: how a caller
+// shows progress, or bounds each step of a long delete instead of all of
+// it (pdc cont rm). fn runs on the deleting goroutines, one call at a
+// time.
+func OnPage(fn func(members uint64)) DeleteOption {
+	return func(o *deleteOptions) { o.onPage = fn }
 }
 
 // deleteContainer deletes a container in pages (see Container.Delete);
 // force deletes open objects too.
-func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force bool) error {
+func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force bool, opts ...DeleteOption) error {
+	var o deleteOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if fn := o.onPage; fn != nil {
+		var mu sync.Mutex
+		o.onPage = func(n uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			fn(n)
+		}
+	}
 	what := fmt.Sprintf("delete container %q", info.Name)
 	if !force {
 		var mu sync.Mutex
@@ -340,7 +366,7 @@ func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force 
 	if err := c.call(ctx, info.Server, wire.MethodContDeleting, &wire.ContKey{ID: info.ID}, &m); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error { return c.purge(ctx, rank, info.ID, force) })
+	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error { return c.purge(ctx, rank, info.ID, force, o.onPage) })
 	if err != nil {
 		return fmt.Errorf("%s: %w (deleting it again finishes the delete)", what, err)
 	}
@@ -357,7 +383,7 @@ func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force 
 // the objects added to it. A crash between the two leaves objects whose
 // metadata names data already gone, which the next delete finishes; never
 // metadata gone with data, tags or index entries left.
-func (c *Client) purge(ctx context.Context, rank int, cont uint64, force bool) error {
+func (c *Client) purge(ctx context.Context, rank int, cont uint64, force bool, onPage func(uint64)) error {
 	var after uint64
 	for {
 		p, err := c.objPage(ctx, rank, wire.ObjPageReq{ContID: cont, After: after, IDsOnly: true})
@@ -377,6 +403,9 @@ func (c *Client) purge(ctx context.Context, rank int, cont uint64, force bool) e
 			var n wire.Count
 			if err := c.call(ctx, rank, wire.MethodObjPurge, &wire.ObjPurge{Version: wire.PageVersion, ContID: cont, IDs: p.IDs, Force: force}, &n); err != nil {
 				return err
+			}
+			if onPage != nil {
+				onPage(n.N)
 			}
 		}
 		if p.Next == 0 {

@@ -114,6 +114,7 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, rest); help || err != nil {
 		return err
 	}
+	base := ctx
 	c, ctx, done, err := cf.connect(ctx)
 	if err != nil {
 		return fmt.Errorf("cont %s: %w", verb, err)
@@ -162,11 +163,18 @@ func runCont(ctx context.Context, e *env, args []string) error {
 		for _, n := range names {
 			if verb == "rm" {
 				// By name, so that a delete that stopped half-way, whose
-				// container no longer opens, is finished.
-				if err := c.DeleteContainer(ctx, n); err != nil {
-					return err
+				// container no longer opens, is finished. --timeout
+				// bounds each page of members deleted, not the whole
+				// delete: a container of a million objects takes longer
+				// than 30 s.
+				dctx, pace, stop := paced(base, *cf.timeout)
+				var members uint64
+				err := c.DeleteContainer(dctx, n, client.OnPage(func(k uint64) { members += k; pace() }))
+				stop()
+				if err != nil {
+					return stalled(dctx, err)
 				}
-				fmt.Fprintf(e.stdout, "deleted container %s\n", n)
+				fmt.Fprintf(e.stdout, "deleted container %s (%d objects)\n", n, members)
 				continue
 			}
 			ct, err := c.OpenContainer(ctx, n, client.EvenBeingDeleted())
