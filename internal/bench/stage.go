@@ -29,9 +29,11 @@ type StageConfig struct {
 	// every mode.
 	Sizes []int64
 	Modes []dtl.Mode
-	// Budget is the time spent per size and mode (at least 3 consumes).
-	// Default 1s.
+	// Budget is the time spent per size and mode (at least MinOps
+	// consumes). Default 1s.
 	Budget time.Duration
+	// MinOps is the fewest consumes per size and mode. Default 3.
+	MinOps int
 	// Label tells the setup apart in the results (e.g. "hosts, 1gbit").
 	Label string
 }
@@ -52,6 +54,9 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 	}
 	if cfg.Budget == 0 {
 		cfg.Budget = time.Second
+	}
+	if cfg.MinOps == 0 {
+		cfg.MinOps = 3
 	}
 	tcp, err := dialRaw(ctx, cfg.RawTCP)
 	if err != nil {
@@ -101,7 +106,7 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 			}
 			var ourT, rawT []time.Duration
 			start := time.Now()
-			for len(ourT) < 3 || time.Since(start) < cfg.Budget {
+			for len(ourT) < cfg.MinOps || time.Since(start) < cfg.Budget {
 				t0 := time.Now()
 				if err := ours(); err != nil {
 					return nil, err

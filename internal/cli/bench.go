@@ -31,7 +31,7 @@ func init() {
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)")
+		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)\n  all    every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)\n  compare OLD.json NEW.json   what moved between two reports, calling a change only outside the noise\n\nEvery benchmark runs --rounds rounds (default 5), each measuring its ceiling again, and prints each\ncase's median [range]; the load average before and after goes to stderr. --cpuprofile DIR profiles\nthe benchmark and its servers; --case REGEX keeps the matching cases.")
 		return fmt.Errorf("bench: say what to measure: %w", errUsage)
 	}
 	switch args[0] {
@@ -55,18 +55,27 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return benchSoak(ctx, e, args[1:])
 	case "hosts":
 		return benchHosts(ctx, e, args[1:])
+	case "all":
+		return benchAll(ctx, e, args[1:])
+	case "compare":
+		return benchCompare(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, query, soak, hosts): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, query, soak, hosts, all, compare): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench rpc", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	dur := fs.Duration("duration", 2*time.Second, "length of each case")
+	bo := addBenchOpts(fs, "rpc")
+	dur := fs.Duration("duration", time.Second, "length of each case in each round")
 	size := fs.Int("size", 64, "message size in bytes")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	dir, err := os.MkdirTemp("", "pdc-bench-")
 	if err != nil {
 		return err
@@ -81,23 +90,24 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench rpc: %w", err)
 	}
 	defer stopEcho()
-	procs, err := up(ctx, e.stderr, upOptions{n: 1, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true, timeout: 60 * time.Second})
+	procs, err := up(ctx, e.stderr, upOptions{n: 1, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true, timeout: 60 * time.Second,
+		cpuprofile: run.serverProfile()})
 	if err != nil {
 		return fmt.Errorf("bench rpc: %w", err)
 	}
 	defer down(context.Background(), io.Discard, tmpdir, 30*time.Second)
+	run.started(tmpdir)
 	secret, err := cluster.SecretIn(tmpdir)
 	if err != nil {
 		return err
 	}
-	rs, err := bench.RPC(ctx, bench.RPCConfig{RawAddr: rawAddr, RPCAddr: procs[0].Addr, Secret: secret, Duration: *dur, Size: *size})
+	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
+		return bench.RPC(ctx, bench.RPCConfig{RawAddr: rawAddr, RPCAddr: procs[0].Addr, Secret: secret, Duration: *dur, Size: *size})
+	})
 	if err != nil {
 		return fmt.Errorf("bench rpc: %w", err)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, rs)
-	}
-	return bench.WriteTable(e.stdout, rs)
+	return run.finish()
 }
 
 // startEcho runs `pdc bench-echo` and returns its address.
@@ -117,11 +127,11 @@ func startChild(ctx context.Context, args ...string) (line string, stop func(), 
 
 func benchDTL(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench dtl", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	budget := fs.Duration("budget", time.Second, "time spent per size and mode (at least 3 transfers)")
+	bo := addBenchOpts(fs, "dtl")
+	budget := fs.Duration("budget", 300*time.Millisecond, "time spent per size and mode in each round (at least 3 transfers)")
 	sizesFlag := fs.String("sizes", "4KiB,1MiB,64MiB,1GiB", "payload sizes, comma-separated")
 	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
-	big := fs.String("big", "5GiB", "one checked transfer of this size per mode (0: none)")
+	big := fs.String("big", "5GiB", "one checked transfer of this size per mode, in the first round only (0: none)")
 	source := fs.String("source", "", "the sender's payloads: file (a memory file) or buffer (default: buffers for stream, pull and push, as the raw ceiling; the file for shm)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -152,6 +162,11 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 		}
 		modes = append(modes, m)
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	dir, err := os.MkdirTemp("", "pdc-bench-dtl-")
 	if err != nil {
 		return err
@@ -170,15 +185,18 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench dtl: %w", err)
 	}
 	defer stopRaw()
-	rs, err := bench.DTL(ctx, bench.DTLConfig{Peer: peer, Secret: []byte(secret), RawTCP: rawTCP, RawUnix: rawSock,
-		Sizes: sizes, Modes: modes, Budget: *budget, Source: *source, Big: bigN})
+	err = run.rounds(ctx, func(ctx context.Context, round int) ([]bench.Result, error) {
+		cfg := bench.DTLConfig{Peer: peer, Secret: []byte(secret), RawTCP: rawTCP, RawUnix: rawSock,
+			Sizes: sizes, Modes: modes, Budget: *budget, Source: *source}
+		if round == 0 {
+			cfg.Big = bigN // a check that it works, not a figure to spread
+		}
+		return bench.DTL(ctx, cfg)
+	})
 	if err != nil {
 		return fmt.Errorf("bench dtl: %w", err)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, rs)
-	}
-	return bench.WriteTable(e.stdout, rs)
+	return run.finish()
 }
 
 // parseSize reads "4KiB", "1MiB", "1GiB" or a number of bytes.
@@ -307,11 +325,4 @@ func (x *external) check() error {
 		return fmt.Errorf("--raw and --label go with --cluster: %w", errUsage)
 	}
 	return nil
-}
-
-func writeResults(e *env, asJSON bool, rs []bench.Result) error {
-	if asJSON {
-		return bench.WriteJSON(e.stdout, rs)
-	}
-	return bench.WriteTable(e.stdout, rs)
 }

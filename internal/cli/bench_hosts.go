@@ -34,7 +34,7 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "1GiB", "io: object size")
 	regions := fs.String("regions", "1MiB", "io: region sizes, comma-separated")
 	parts := fs.String("partitions", "object-static,region-dynamic", "io: partition strategies, comma-separated")
-	rounds := fs.Int("rounds", 5, "io: rounds per case (the median is reported)")
+	rounds := fs.Int("rounds", 5, "rounds of each benchmark (the median and range are reported)")
 	procs := fs.String("procs", "1,4", "vpic: client processes per case, comma-separated")
 	particles := fs.String("n", "1048576", "vpic: particles per client process")
 	stageSizes := fs.String("stage-sizes", "1KiB,1MiB,1GiB", "stage: file sizes, comma-separated")
@@ -135,7 +135,7 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 	defer stopEcho()
 	fmt.Fprintf(e.stderr, "bench hosts: client on %s (%s), servers on %d nodes, raw TCP from %s\n", client.Name, client.Addr, *servers, far.Name)
 
-	var all []bench.Result
+	var all []bench.Summary
 	for _, lim := range limits {
 		lim = strings.TrimSpace(lim)
 		label := "hosts, unshaped"
@@ -145,13 +145,13 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 			}
 			label = "hosts, " + lim
 		}
-		ext := []string{"--cluster", tmpdir, "--raw", raw, "--label", label, "--json"}
+		ext := []string{"--cluster", tmpdir, "--raw", raw, "--label", label, "--json", "--rounds", strconv.Itoa(*rounds)}
 		for _, r := range runs {
 			var args []string
 			switch r {
 			case "io":
 				args = append([]string{"bench", "io", "--size", *size, "--regions", *regions, "--partitions", *parts,
-					"--storage", "offset", "--rounds", strconv.Itoa(*rounds), "--small", "0"}, ext...)
+					"--storage", "offset", "--small", "0"}, ext...)
 			case "vpic":
 				args = append([]string{"bench", "vpic", "--procs", *procs, "--n", *particles, "--servers", strconv.Itoa(*servers)}, ext...)
 			case "stage":
@@ -170,22 +170,25 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
-	return writeResults(e, *asJSON, all)
+	if *asJSON {
+		return bench.WriteSummaryJSON(e.stdout, all)
+	}
+	return bench.WriteSummaryTable(e.stdout, all)
 }
 
 // runOn runs a pdc benchmark with --json on node and returns its results;
 // its progress lines go to our stderr.
-func runOn(ctx context.Context, e *env, node *bed.Node, self string, args ...string) ([]bench.Result, error) {
+func runOn(ctx context.Context, e *env, node *bed.Node, self string, args ...string) ([]bench.Summary, error) {
 	cmd := node.Command(ctx, self, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, e.stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("pdc %s on %s: %w", strings.Join(args, " "), node.Name, err)
 	}
-	var rs []bench.Result
+	var rs []bench.Summary
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
-		var r bench.Result
+		var r bench.Summary
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("pdc %s on %s printed %q: %w", args[1], node.Name, sc.Text(), pdc.ErrProtocol)
 		}

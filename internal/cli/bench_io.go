@@ -17,13 +17,12 @@ import (
 
 func benchIO(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench io", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	bo := addBenchOpts(fs, "io")
 	serversFlag := fs.String("servers", "1,2", "server processes per cluster, comma-separated")
 	sizeFlag := fs.String("size", "1GiB", "object size")
 	regionsFlag := fs.String("regions", "64KiB,1MiB,16MiB", "region sizes, comma-separated")
 	partsFlag := fs.String("partitions", "object-static,region-static,region-dynamic,region-local", "partition strategies, comma-separated")
 	storFlag := fs.String("storage", "offset,region", "storage modes, comma-separated")
-	rounds := fs.Int("rounds", 3, "rounds per case (the median is reported)")
 	small := fs.Int("small", 65536, "regions of 4 KiB in the start_all case (0: skip)")
 	durability := fs.String("durability", "process", "the servers' durability")
 	unix := fs.Bool("unix", false, "servers on Unix sockets, measured against a raw Unix socket")
@@ -32,7 +31,9 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	cfg := bench.IOConfig{Rounds: *rounds, Small: *small, Progress: func(r bench.Result) {
+	// Each of --rounds calls bench.IO once, which moves every case once
+	// and measures the ceiling next to it.
+	cfg := bench.IOConfig{Rounds: 1, Small: *small, Progress: func(r bench.Result) {
 		// The whole matrix takes a while: show each figure as it comes.
 		fmt.Fprintf(e.stderr, "%s: %s: %.2f %s (%.2f of %s)\n", r.Bench, r.Case, r.Value, r.Unit, r.Ratio, r.Ceiling)
 	}}
@@ -71,14 +72,19 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if err := ext.check(); err != nil {
 		return fmt.Errorf("bench io: %w", err)
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	if ext.cluster != "" {
-		// A cluster someone else started: measure it as it is, once.
+		// A cluster someone else started: measure it as it is.
 		cfg.TmpDir, cfg.RawTCP, cfg.Transport, cfg.Label = ext.cluster, ext.raw, *transport, ext.label
-		rs, err := bench.IO(ctx, cfg)
+		err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.IO(ctx, cfg) })
 		if err != nil {
 			return fmt.Errorf("bench io: %w", err)
 		}
-		return writeResults(e, *asJSON, rs)
+		return run.finish()
 	}
 	dir, err := os.MkdirTemp("", "pdc-bench-io-")
 	if err != nil {
@@ -104,7 +110,6 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	default:
 		return fmt.Errorf("bench io: --transport %q: want stream or shm: %w", *transport, pdc.ErrInvalid)
 	}
-	var all []bench.Result
 	for i, n := range servers {
 		c := cfg
 		c.Label = fmt.Sprintf("%d server", n)
@@ -122,27 +127,24 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		if c.Transport == "shm" {
 			c.Label += ", shm"
 		}
-		rs, err := benchIOCluster(ctx, e, filepath.Join(dir, strconv.Itoa(n)), n, *durability, *unix, c)
-		if err != nil {
+		if err := benchIOCluster(ctx, e, run, filepath.Join(dir, strconv.Itoa(n)), n, *durability, *unix, c); err != nil {
 			return fmt.Errorf("bench io (%s): %w", c.Label, err)
 		}
-		all = append(all, rs...)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, all)
-	}
-	return bench.WriteTable(e.stdout, all)
+	return run.finish()
 }
 
-func benchIOCluster(ctx context.Context, e *env, dir string, n int, durability string, unix bool, cfg bench.IOConfig) ([]bench.Result, error) {
+func benchIOCluster(ctx context.Context, e *env, run *benchRun, dir string, n int, durability string, unix bool, cfg bench.IOConfig) error {
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
-	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability, unix: unix}
+	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability, unix: unix,
+		cpuprofile: run.serverProfile()}
 	if _, err := up(ctx, e.stderr, o); err != nil {
-		return nil, err
+		return err
 	}
 	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
+	run.started(tmpdir)
 	cfg.TmpDir = tmpdir
-	return bench.IO(ctx, cfg)
+	return run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.IO(ctx, cfg) })
 }
 
 // parsePartition reads a strategy by its name or number.

@@ -17,61 +17,65 @@ import (
 
 func benchMeta(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench meta", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	n := fs.Int("n", 100000, "objects per case")
+	bo := addBenchOpts(fs, "meta")
+	n := fs.Int("n", 20000, "objects per case and round")
 	procs := fs.Int("procs", 8, "client processes for the parallel case")
 	durs := fs.String("durability", "process,sync", "durability settings to measure, comma-separated")
-	restartObjects := fs.Int("restart-objects", 1000000, "objects the server holds for the restart and memory figures (0: skip)")
+	restartObjects := fs.Int("restart-objects", 1000000, "objects the server holds for the restart and memory figures, measured once after the rounds (0: skip)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	rawAddr, stopEcho, err := startEcho(ctx)
 	if err != nil {
 		return fmt.Errorf("bench meta: %w", err)
 	}
 	defer stopEcho()
-	var all []bench.Result
 	for _, d := range strings.Split(*durs, ",") {
-		rs, err := benchMetaOnce(ctx, e, rawAddr, strings.TrimSpace(d), *n, *procs, *restartObjects)
-		if err != nil {
+		if err := benchMetaOnce(ctx, e, run, rawAddr, strings.TrimSpace(d), *n, *procs, *restartObjects); err != nil {
 			return fmt.Errorf("bench meta (%s): %w", d, err)
 		}
-		all = append(all, rs...)
 		*restartObjects = 0 // once is enough
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, all)
-	}
-	return bench.WriteTable(e.stdout, all)
+	return run.finish()
 }
 
-func benchMetaOnce(ctx context.Context, e *env, rawAddr, durability string, n, procs, restartObjects int) ([]bench.Result, error) {
+func benchMetaOnce(ctx context.Context, e *env, run *benchRun, rawAddr, durability string, n, procs, restartObjects int) error {
 	dir, err := os.MkdirTemp("", "pdc-bench-meta-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
-	o := upOptions{n: 1, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability}
+	o := upOptions{n: 1, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability,
+		cpuprofile: run.serverProfile()}
 	if _, err := up(ctx, e.stderr, o); err != nil {
-		return nil, err
+		return err
 	}
 	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
-	cont := fmt.Sprintf("parallel-%d", time.Now().UnixNano())
-	rs, err := bench.Meta(ctx, bench.MetaConfig{
-		TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability,
-		Parallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
-			return parallelCreates(ctx, tmpdir, cont, procs, each)
-		},
-		RawParallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
-			return parallelRaw(ctx, rawAddr, procs, each)
-		},
+	run.started(tmpdir)
+	err = run.rounds(ctx, func(ctx context.Context, round int) ([]bench.Result, error) {
+		cont := fmt.Sprintf("parallel-%d", time.Now().UnixNano())
+		return bench.Meta(ctx, bench.MetaConfig{
+			TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability,
+			Parallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
+				return parallelCreates(ctx, tmpdir, cont, procs, each)
+			},
+			RawParallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
+				return parallelRaw(ctx, rawAddr, procs, each)
+			},
+		})
 	})
 	if err != nil || restartObjects == 0 {
-		return rs, err
+		return err
 	}
 	r, err := benchRestart(ctx, o, restartObjects)
-	return append(rs, r...), err
+	run.add(r...)
+	return err
 }
 
 // parallelCreates runs procs `pdc bench-meta-client` processes, releases
@@ -81,7 +85,7 @@ func parallelCreates(ctx context.Context, tmpdir, cont string, procs, each int) 
 	args := make([][]string, procs)
 	for i := range args {
 		args[i] = []string{"bench-meta-client", "--tmpdir", tmpdir, "--cont", cont,
-			"--prefix", fmt.Sprintf("p%d", i), "--n", strconv.Itoa(each)}
+			"--prefix", fmt.Sprintf("%s-p%d", cont, i), "--n", strconv.Itoa(each)}
 	}
 	return runProcs(ctx, args)
 }

@@ -15,15 +15,16 @@ import (
 
 func benchQuery(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench query", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	bo := addBenchOpts(fs, "query")
 	serversFlag := fs.String("servers", "2", "server processes per cluster, comma-separated")
 	sizeFlag := fs.String("size", "256MiB", "object size")
 	partsFlag := fs.String("partitions", "region-static,region-dynamic", "partition strategies, comma-separated")
-	rounds := fs.Int("rounds", 3, "rounds per case (the median is reported)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	cfg := bench.QueryConfig{Rounds: *rounds, Progress: func(r bench.Result) {
+	// Each of --rounds calls bench.Query once, which writes the object
+	// (not timed) and times each query once next to its plain read.
+	cfg := bench.QueryConfig{Rounds: 1, Progress: func(r bench.Result) {
 		fmt.Fprintf(e.stderr, "%s: %s: %.2f %s (%.2f of %s)\n", r.Bench, r.Case, r.Value, r.Unit, r.Ratio, r.Ceiling)
 	}}
 	var err error
@@ -41,12 +42,16 @@ func benchQuery(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench query: --servers: %w", err)
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	dir, err := os.MkdirTemp("", "pdc-bench-query-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var all []bench.Result
 	for _, n := range servers {
 		c := cfg
 		c.Label = fmt.Sprintf("%d server", n)
@@ -54,20 +59,17 @@ func benchQuery(ctx context.Context, e *env, args []string) error {
 			c.Label += "s"
 		}
 		sub := filepath.Join(dir, strconv.Itoa(n))
-		o := upOptions{n: n, tmpdir: filepath.Join(sub, "tmp"), datadir: filepath.Join(sub, "data"), roles: "both", secret: true, timeout: time.Minute}
+		o := upOptions{n: n, tmpdir: filepath.Join(sub, "tmp"), datadir: filepath.Join(sub, "data"), roles: "both", secret: true, timeout: time.Minute,
+			cpuprofile: run.serverProfile()}
 		if _, err := up(ctx, e.stderr, o); err != nil {
 			return fmt.Errorf("bench query: %w", err)
 		}
 		c.TmpDir = o.tmpdir
-		rs, err := bench.Query(ctx, c)
+		err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Query(ctx, c) })
 		down(context.Background(), io.Discard, o.tmpdir, time.Minute)
 		if err != nil {
 			return fmt.Errorf("bench query (%s): %w", c.Label, err)
 		}
-		all = append(all, rs...)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, all)
-	}
-	return bench.WriteTable(e.stdout, all)
+	return run.finish()
 }

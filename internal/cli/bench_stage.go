@@ -25,8 +25,9 @@ func init() {
 
 func benchStage(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench stage", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	budget := fs.Duration("budget", time.Second, "time spent per size and mode (at least 3 consumes)")
+	bo := addBenchOpts(fs, "stage")
+	budget := fs.Duration("budget", 300*time.Millisecond, "time spent per size and mode in each round (at least --min-consumes)")
+	minOps := fs.Int("min-consumes", 3, "fewest consumes per size and mode in each round")
 	sizesFlag := fs.String("sizes", "1KiB,1MiB,64MiB,1GiB", "file sizes, comma-separated")
 	modesFlag := fs.String("modes", "stream,pull,push,shm", "transport modes, comma-separated")
 	base := fs.String("dir", defaultStageBenchDir(), "where the producer and consumer dirs go (node-local storage: tmpfs where there is one)")
@@ -62,6 +63,11 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 		}
 		modes = append(modes, m)
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	if err := os.MkdirAll(*base, 0o755); err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
@@ -71,17 +77,18 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	if ext.cluster != "" {
-		return benchStageExternal(ctx, e, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, *asJSON, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget})
+		return benchStageExternal(ctx, run, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps})
 	}
 	tmpdir := filepath.Join(dir, "tmp")
 	// Two servers standing for two nodes: the producer's (node-a) serves
 	// its producer dir; the consumer is on node-b.
 	_, err = up(ctx, e.stderr, upOptions{n: 2, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true,
-		timeout: 60 * time.Second, hosts: []string{"node-a", "node-b"}, stageDir: filepath.Join(dir, "prod-{host}")})
+		timeout: 60 * time.Second, hosts: []string{"node-a", "node-b"}, stageDir: filepath.Join(dir, "prod-{host}"), cpuprofile: run.serverProfile()})
 	if err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
 	defer down(context.Background(), io.Discard, tmpdir, 30*time.Second)
+	run.started(tmpdir)
 
 	producer, err := startProducer(ctx, tmpdir, filepath.Join(dir, "prod-node-a"), "node-a")
 	if err != nil {
@@ -105,15 +112,12 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.Close()
 	fmt.Fprintf(e.stderr, "bench stage: producer and consumer dirs under %s\n", dir)
-	rs, err := bench.Stage(ctx, bench.StageConfig{Consumer: c, Produce: producer.produce, RawTCP: rawTCP, RawUnix: rawSock,
-		RawEcho: rawEcho, Sizes: sizes, Modes: modes, Budget: *budget})
-	if err != nil {
+	cfg := bench.StageConfig{Consumer: c, Produce: producer.produceOnce, RawTCP: rawTCP, RawUnix: rawSock,
+		RawEcho: rawEcho, Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps}
+	if err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) }); err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, rs)
-	}
-	return bench.WriteTable(e.stdout, rs)
+	return run.finish()
 }
 
 // defaultStageBenchDir is /dev/shm when it is a directory: staging's
@@ -133,12 +137,13 @@ type stageProducer struct {
 	stdin io.WriteCloser
 	out   *bufio.Reader
 	mu    sync.Mutex
+	made  map[int64]string // size -> path, for produceOnce
 }
 
 // benchStageExternal measures a running cluster: its producer is a
 // server on another host (prodHost) serving prodDir, and this process's
 // host is the consumer's.
-func benchStageExternal(ctx context.Context, e *env, ext *external, rawEcho, prodDir, prodHost, dir string, asJSON bool, cfg bench.StageConfig) error {
+func benchStageExternal(ctx context.Context, run *benchRun, ext *external, rawEcho, prodDir, prodHost, dir string, cfg bench.StageConfig) error {
 	producer, err := startProducer(ctx, ext.cluster, prodDir, prodHost)
 	if err != nil {
 		return fmt.Errorf("bench stage: %w", err)
@@ -149,12 +154,11 @@ func benchStageExternal(ctx context.Context, e *env, ext *external, rawEcho, pro
 		return fmt.Errorf("bench stage: %w", err)
 	}
 	defer c.Close()
-	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawEcho, cfg.Label = c, producer.produce, ext.raw, rawEcho, ext.label
-	rs, err := bench.Stage(ctx, cfg)
-	if err != nil {
+	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawEcho, cfg.Label = c, producer.produceOnce, ext.raw, rawEcho, ext.label
+	if err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) }); err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
-	return writeResults(e, asJSON, rs)
+	return run.finish()
 }
 
 func startProducer(ctx context.Context, tmpdir, prodDir, host string) (*stageProducer, error) {
@@ -192,6 +196,29 @@ func (p *stageProducer) produce(ctx context.Context, size int64) (string, error)
 	if !ok {
 		return "", fmt.Errorf("producer process: %s", strings.TrimSpace(line))
 	}
+	return path, nil
+}
+
+// produceOnce produces a file of each size once: the rounds consume the
+// same files again (each consume removes its copy), so making a 1 GiB file
+// is not part of every round.
+func (p *stageProducer) produceOnce(ctx context.Context, size int64) (string, error) {
+	p.mu.Lock()
+	path, ok := p.made[size]
+	p.mu.Unlock()
+	if ok {
+		return path, nil
+	}
+	path, err := p.produce(ctx, size)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	if p.made == nil {
+		p.made = map[int64]string{}
+	}
+	p.made[size] = path
+	p.mu.Unlock()
 	return path, nil
 }
 

@@ -25,11 +25,11 @@ func init() {
 // (pdc_vpicio, pdc_bdcats; bench_vpic_c.go).
 func benchVPIC(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench vpic", "[flags]")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	bo := addBenchOpts(fs, "vpic")
 	procsFlag := fs.String("procs", "1,2,4", "client processes per case, comma-separated")
 	n := fs.Uint64("n", 4<<20, "particles per client process")
 	servers := fs.Int("servers", 2, "server processes")
-	steps := fs.Int("steps", 3, "time steps: each writes and reads its own 8 objects")
+	steps := fs.Int("steps", 1, "time steps per round: each writes and reads its own 8 objects; a round reports the median of its steps")
 	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
 	useC := fs.Bool("c", false, "run the C VPIC-IO and BD-CATS of libpdc (pdc_vpicio, pdc_bdcats: make capi) instead of Go client processes")
 	cPrefix := fs.String("c-prefix", "", "with --c: the folder make capi installed libpdc into (default $PDC_CAPI_PREFIX, else the one this pdc is in, else build/capi)")
@@ -48,6 +48,11 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench vpic: --procs: %w", err)
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	dir, err := os.MkdirTemp("", "pdc-bench-vpic-")
 	if err != nil {
 		return err
@@ -74,11 +79,13 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench vpic: %w", err)
 		}
 		defer stopRaw()
-		o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process"}
+		o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process",
+			cpuprofile: run.serverProfile()}
 		if _, err := up(ctx, e.stderr, o); err != nil {
 			return fmt.Errorf("bench vpic: %w", err)
 		}
 		defer down(context.Background(), io.Discard, tmpdir, time.Minute)
+		run.started(tmpdir)
 	}
 	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
 	if err != nil {
@@ -94,66 +101,71 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 		label = strings.Replace(label, "vpic", "vpic C", 1)
 		writer, reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
 	}
-	var rs []bench.Result
-	for _, p := range procs {
-		bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
-		raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
-		if err != nil {
-			return fmt.Errorf("bench vpic: raw tcp: %w", err)
-		}
-		times := map[string][]time.Duration{}
-		for step := range *steps {
-			run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
-			if cprogs != nil {
-				err = cprogs.create(ctx, run, *n, p, part)
-			} else {
-				err = bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part)
-			}
+	// One round: every process count, each with its raw ceiling of the
+	// same bytes measured right before its steps.
+	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
+		var rs []bench.Result
+		for _, p := range procs {
+			bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
+			raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
 			if err != nil {
-				return fmt.Errorf("bench vpic: %w", err)
+				return nil, fmt.Errorf("raw tcp: %w", err)
 			}
-			for _, phase := range []string{"write", "read"} {
-				ranks := make([]int, p)
-				for r := range ranks {
-					// BD-CATS reads the particles of the next rank.
-					ranks[r] = r
-					if phase == "read" {
-						ranks[r] = (r + 1) % p
-					}
-				}
-				var d time.Duration
-				switch {
-				case cprogs != nil && phase == "write":
-					d, err = cprogs.phase(ctx, vpicCWriter, run, *n, ranks)
-				case cprogs != nil:
-					d, err = cprogs.phase(ctx, vpicCReader, run, *n, ranks)
-				default:
-					args := make([][]string, p)
-					for r, rank := range ranks {
-						args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
-							"--n", strconv.FormatUint(*n, 10), "--phase", phase}
-					}
-					d, err = runProcs(ctx, args)
+			times := map[string][]time.Duration{}
+			for step := range *steps {
+				run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
+				if cprogs != nil {
+					err = cprogs.create(ctx, run, *n, p, part)
+				} else {
+					err = bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part)
 				}
 				if err != nil {
-					return fmt.Errorf("bench vpic: %d processes, step %d, %s: %w", p, step, phase, err)
+					return nil, err
 				}
-				times[phase] = append(times[phase], d)
+				for _, phase := range []string{"write", "read"} {
+					ranks := make([]int, p)
+					for r := range ranks {
+						// BD-CATS reads the particles of the next rank.
+						ranks[r] = r
+						if phase == "read" {
+							ranks[r] = (r + 1) % p
+						}
+					}
+					var d time.Duration
+					switch {
+					case cprogs != nil && phase == "write":
+						d, err = cprogs.phase(ctx, vpicCWriter, run, *n, ranks)
+					case cprogs != nil:
+						d, err = cprogs.phase(ctx, vpicCReader, run, *n, ranks)
+					default:
+						args := make([][]string, p)
+						for r, rank := range ranks {
+							args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
+								"--n", strconv.FormatUint(*n, 10), "--phase", phase}
+						}
+						d, err = runProcs(ctx, args)
+					}
+					if err != nil {
+						return nil, fmt.Errorf("%d processes, step %d, %s: %w", p, step, phase, err)
+					}
+					times[phase] = append(times[phase], d)
+				}
+			}
+			for _, phase := range []string{"write", "read"} {
+				what := writer
+				if phase == "read" {
+					what = reader
+				}
+				rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars", what, p, *n),
+					bytes, bench.Median(times[phase]), raw))
 			}
 		}
-		for _, phase := range []string{"write", "read"} {
-			what := writer
-			if phase == "read" {
-				what = reader
-			}
-			rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars, median of %d steps", what, p, *n, *steps),
-				bytes, bench.Median(times[phase]), raw))
-		}
+		return rs, nil
+	})
+	if err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
 	}
-	if *asJSON {
-		return bench.WriteJSON(e.stdout, rs)
-	}
-	return bench.WriteTable(e.stdout, rs)
+	return run.finish()
 }
 
 func runBenchVPICClient(ctx context.Context, e *env, args []string) error {

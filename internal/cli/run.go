@@ -24,6 +24,9 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// benchSink, if set, takes benchmarks' figures instead of their
+	// printing them (bench all).
+	benchSink benchSink
 }
 
 var commands []command

@@ -53,6 +53,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	suffixTree := fs.Bool("dart-suffix-tree", true, "index every suffix of tag keys and values, so infix queries use the index (DART's suffix-tree mode)")
 	host := fs.String("host", "", "the host name this server reports; clients on the same host find it by this name (default $"+cluster.HostEnv+", else the kernel's host name)")
 	stageDir := fs.String("stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir whose produced files this server serves to consumers ($PDC_STAGE_PRODUCER_DIR; empty: none)")
+	cpuprofile := fs.String("cpuprofile", "", "write this server's CPU profile to this file, completed when the server shuts down cleanly (pdc down, SIGTERM)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -122,6 +123,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(ready, "ready %d %s\n", self.Rank, self.Addr)
 			ready.Close()
 		}
+	}
+	if *cpuprofile != "" {
+		stop, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("server: --cpuprofile: %w", err)
+		}
+		defer stop()
 	}
 	if *debugAddr != "" {
 		stop, err := serveDebug(*debugAddr, cfg.Logger)

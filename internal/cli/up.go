@@ -46,6 +46,7 @@ type upOptions struct {
 	noSuffixTree    bool
 	hosts           []string // per rank, cycled; empty: each server's own
 	stageDir        string   // {rank} and {host} replaced per server
+	cpuprofile      string   // each server's --cpuprofile, {rank} replaced
 }
 
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
@@ -71,6 +72,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	suffixTree := fs.Bool("dart-suffix-tree", true, "DART's suffix-tree mode: index every suffix of tag keys and values, so infix queries use the index")
 	hosts := fs.String("hosts", "", "comma-separated host names the servers report, one per rank, cycled (stands several nodes on one machine; default each server's $"+cluster.HostEnv+" or host name)")
 	fs.StringVar(&o.stageDir, "stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir each server serves staged files from; {rank} and {host} are replaced per server ($PDC_STAGE_PRODUCER_DIR)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "each server writes its CPU profile to this file when it stops cleanly (pdc down); {rank} is replaced per server")
 	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -337,6 +339,13 @@ func rankArgs(o upOptions, rank int) []string {
 			dir = abs
 		}
 		args = append(args, "--stage-producer-dir", dir)
+	}
+	if o.cpuprofile != "" {
+		f := strings.ReplaceAll(o.cpuprofile, "{rank}", strconv.Itoa(rank))
+		if abs, err := filepath.Abs(f); err == nil {
+			f = abs
+		}
+		args = append(args, "--cpuprofile", f)
 	}
 	return args
 }

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ReportFormat names the layout of a Report file; a reader refuses others.
+const ReportFormat = "pdc-bench-report/1"
+
+// Report is what `pdc bench all` writes: the machine, the load around the
+// run, and every case of every benchmark with its rounds.
+type Report struct {
+	Format     string            `json:"format"`
+	Machine    Machine           `json:"machine"`
+	Args       []string          `json:"args"`
+	Rounds     int               `json:"rounds"`
+	Load       LoadSpan          `json:"load"`
+	Seconds    float64           `json:"seconds"`
+	Benchmarks []BenchmarkReport `json:"benchmarks"`
+}
+
+// BenchmarkReport is one benchmark's cases and the load around it.
+type BenchmarkReport struct {
+	Name    string    `json:"name"`
+	Load    LoadSpan  `json:"load"`
+	Seconds float64   `json:"seconds"`
+	Cases   []Summary `json:"cases"`
+}
+
+// Machine is what a figure depends on besides the code.
+type Machine struct {
+	Cores    int    `json:"cores"`
+	CPU      string `json:"cpu"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Revision string `json:"revision"`
+	// Modified says the binary was built from a tree with changes not
+	// committed at Revision.
+	Modified bool      `json:"modified,omitempty"`
+	Date     time.Time `json:"date"`
+}
+
+// ThisMachine describes this machine and this binary.
+func ThisMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Truncate(time.Second)}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = runtime.GOOS + " " + strings.TrimSpace(string(b))
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				m.Revision = s.Value
+			case "vcs.modified":
+				m.Modified = s.Value == "true"
+			}
+		}
+	}
+	if m.Revision == "" {
+		m.Revision = "unknown (built with -buildvcs=false)"
+	}
+	return m
+}
+
+// Cases lists every case of the report, benchmark by benchmark.
+func (r *Report) Cases() []Summary {
+	var out []Summary
+	for _, b := range r.Benchmarks {
+		out = append(out, b.Cases...)
+	}
+	return out
+}
+
+// ReadReport reads a Report file, or the JSON lines of one benchmark's
+// --json (one Summary per line), as a report of its cases alone.
+func ReadReport(rd io.Reader) (*Report, error) {
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	var r Report
+	if err := json.Unmarshal(b, &r); err == nil && r.Format != "" {
+		if r.Format != ReportFormat {
+			return nil, fmt.Errorf("report format %q: this pdc reads %q", r.Format, ReportFormat)
+		}
+		return &r, nil
+	}
+	var cases []Summary
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var s Summary
+		if err := json.Unmarshal(line, &s); err != nil || s.Case == "" {
+			return nil, fmt.Errorf("neither a bench all report (%s) nor JSON lines of cases: %q", ReportFormat, trunc(line, 80))
+		}
+		if len(s.Rounds) == 0 { // a one-round Result line
+			s.Rounds = []Round{{Value: s.Value, CeilingValue: s.CeilingValue, Ratio: s.Ratio}}
+			s.Median, s.Min, s.Max = s.Value, s.Value, s.Value
+			s.RatioMedian, s.RatioMin, s.RatioMax = s.Ratio, s.Ratio, s.Ratio
+			s.LowerIsBetter = LowerIsBetter(s.Unit)
+		}
+		cases = append(cases, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("no cases")
+	}
+	return &Report{Benchmarks: []BenchmarkReport{{Name: "lines", Cases: cases}}}, nil
+}
+
+func trunc(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// Verdicts of a comparison. A change is called only when the two runs'
+// ranges do not overlap: rounds that overlap could be the same code on a
+// machine whose speed drifts.
+const (
+	VerdictFaster  = "faster"
+	VerdictSlower  = "slower"
+	VerdictSame    = "same within noise"
+	VerdictOneSide = "one round: not judged"
+	VerdictOldOnly = "only in old"
+	VerdictNewOnly = "only in new"
+)
+
+// Change is one case of a comparison.
+type Change struct {
+	Key      string
+	Unit     string
+	Old, New *Summary
+	// Percent is the new median's change from the old one (positive:
+	// the figure grew, which is better for rates and worse for times).
+	Percent float64
+	Verdict string
+}
+
+// Compare matches the cases of two reports by benchmark and case name,
+// in the old report's order, then the new report's cases the old lacks.
+func Compare(old, cur *Report) []Change {
+	newByKey := map[string]*Summary{}
+	nc := cur.Cases()
+	for i := range nc {
+		newByKey[nc[i].Key()] = &nc[i]
+	}
+	seen := map[string]bool{}
+	var out []Change
+	oc := old.Cases()
+	for i := range oc {
+		o := &oc[i]
+		k := o.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		n, ok := newByKey[k]
+		if !ok {
+			out = append(out, Change{Key: k, Unit: o.Unit, Old: o, Verdict: VerdictOldOnly})
+			continue
+		}
+		out = append(out, compareCase(k, o, n))
+	}
+	for i := range nc {
+		n := &nc[i]
+		if k := n.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, Change{Key: k, Unit: n.Unit, New: n, Verdict: VerdictNewOnly})
+		}
+	}
+	return out
+}
+
+func compareCase(k string, o, n *Summary) Change {
+	c := Change{Key: k, Unit: n.Unit, Old: o, New: n}
+	if o.Median != 0 {
+		c.Percent = (n.Median - o.Median) / o.Median * 100
+	}
+	switch {
+	case len(o.Rounds) < 2 || len(n.Rounds) < 2:
+		c.Verdict = VerdictOneSide
+	case n.Min <= o.Max && o.Min <= n.Max:
+		c.Verdict = VerdictSame
+	case (n.Min > o.Max) != n.LowerIsBetter:
+		c.Verdict = VerdictFaster
+	default:
+		c.Verdict = VerdictSlower
+	}
+	return c
+}
+
+// WriteCompare prints a comparison as a table: each case's old and new
+// median [range], the change and the verdict, then the ratios to the
+// ceilings, which a busier machine moves less than the figures.
+func WriteCompare(w io.Writer, cs []Change) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tOLD [RANGE]\tNEW [RANGE]\tUNIT\tCHANGE\tVERDICT\tRATIO OLD -> NEW")
+	side := func(s *Summary) string {
+		if s == nil {
+			return "-"
+		}
+		return spreadText(s.Median, s.Min, s.Max, len(s.Rounds), num)
+	}
+	ratio := func(s *Summary) string {
+		if s == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", s.RatioMedian)
+	}
+	for _, c := range cs {
+		change := "-"
+		if c.Old != nil && c.New != nil && c.Old.Median != 0 {
+			change = fmt.Sprintf("%+.1f%%", c.Percent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s -> %s\n", c.Key, side(c.Old), side(c.New), c.Unit, change, c.Verdict, ratio(c.Old), ratio(c.New))
+	}
+	return tw.Flush()
+}
