@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -1444,5 +1445,34 @@ func TestQueuedOverlappingWritesKeepTheirOrder(t *testing.T) {
 	mustOK(t, res)
 	if got := read(t, c, 7, dims, second); !bytes.Equal(got, b) {
 		t.Fatal("an earlier overlapping write was stored over a later one")
+	}
+}
+
+// mapsUnder reports whether this process maps a file under dir.
+func mapsUnder(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	return bytes.Contains(b, []byte(dir))
+}
+
+// The first read of an object is read into a buffer, not mapped: mapping
+// a file costs a page fault per few pages, which pays only when the
+// object is read again. The second read maps it.
+func TestFirstReadIsNotMapped(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	dims := []uint64{(1 << 20) / elem}
+	want := pattern(1<<20, 7)
+	write(t, c, 7, dims, region.Shape(dims...), want)
+	for i, mapped := range []bool{false, true, true} {
+		if got := read(t, c, 7, dims, region.Shape(dims...)); !bytes.Equal(got, want) {
+			t.Fatalf("read %d: differs at byte %d", i+1, firstDiff(got, want))
+		}
+		if got := mapsUnder(t, e.dir); got != mapped {
+			t.Fatalf("after read %d the object's file is mapped: %v, want %v", i+1, got, mapped)
+		}
 	}
 }

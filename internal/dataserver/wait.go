@@ -240,7 +240,10 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 				s.readInto(t)
 			}
 		}
-		v, err := g.store.ViewAll(g.obj, l, boxes)
+		v, err := s.viewGroup(g.store, g.obj, l, boxes, reads, in)
+		if errors.Is(err, regionstore.ErrUnmapped) {
+			continue // read into buffers
+		}
 		if err == nil && tinyRuns(v) {
 			// A column of a wide object is a slice per element: each
 			// would cost the socket write more than copying it.
@@ -264,6 +267,32 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 		}
 	}
 	return segs, views
+}
+
+// viewGroup views boxes, the reads in of one object. The first read of
+// an object not mapped yet is read into buffers instead, if the budget
+// has room for them (see regionstore.ViewMapped): then the reads are
+// done, their buffers hold budget until their answer is written, and it
+// returns regionstore.ErrUnmapped.
+func (s *Service) viewGroup(st *regionstore.Store, obj uint64, l regionstore.Layout, boxes []region.Box, reads []*transfer, in []int) (*regionstore.View, error) {
+	var n int64
+	for _, i := range in {
+		n += reads[i].bytes()
+	}
+	if n == 0 || n > s.cfg.MaxBytes || !s.budget.TryAcquire(n) {
+		return st.ViewAll(obj, l, boxes)
+	}
+	v, err := st.ViewMapped(obj, l, boxes)
+	if !errors.Is(err, regionstore.ErrUnmapped) {
+		s.budget.Release(n)
+		return v, err
+	}
+	for _, i := range in {
+		t := reads[i]
+		t.held = t.bytes()
+		s.readInto(t)
+	}
+	return nil, err
 }
 
 var errTinyRuns = errors.New("view of tiny runs")
