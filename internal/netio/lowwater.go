@@ -57,9 +57,15 @@ func (l *LowWater) Expect(n int64) {
 	if n >= minLowWater {
 		v = int(min(n, maxLowWater))
 	}
-	if v == l.cur {
-		return
+	if v != l.cur {
+		l.set(v)
 	}
+}
+
+// set is Expect's change of the mark, apart so that the unchanged mark,
+// Expect's usual case on every frame read, allocates nothing (the closure
+// that changes it takes v's address).
+func (l *LowWater) set(v int) {
 	err := l.rc.Control(func(fd uintptr) {
 		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, v) != nil {
 			v = l.cur

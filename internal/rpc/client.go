@@ -443,6 +443,7 @@ func (c *Conn) fail(err error) {
 	c.mu.pending = nil
 	c.mu.Unlock()
 	c.w.fail(err)
+	c.peer.close()
 	_ = c.nc.Close()
 	for _, cl := range pending {
 		cl.err = err

@@ -219,10 +219,18 @@ func (r *frameReader) read(dst []byte) error {
 // readPayload fills dst with a frame's payload, whose bytes are certain to
 // come, so the reader may sleep until a good part of them has arrived.
 func (r *frameReader) readPayload(dst []byte) error {
-	b := &bodyReader{r: r, left: uint64(len(dst))}
-	_, err := io.ReadFull(b, dst)
-	b.done()
-	return err
+	// Read here rather than by io.ReadFull, through which the reader
+	// would escape: an allocation per payload.
+	b := bodyReader{r: r, left: uint64(len(dst))}
+	defer b.done()
+	for n := 0; n < len(dst); {
+		k, err := b.Read(dst[n:])
+		n += k
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discard skips n bytes of the stream, under the frame's bounds: a peer

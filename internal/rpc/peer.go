@@ -27,16 +27,23 @@ const defaultPeerTimeout = 10 * time.Second
 // blocks as long as the host acknowledges nothing, until the stall
 // timeout, and a failed connection unblocks it.
 //
-// One per connection, its timer made once: a lead or a write costs a
-// timer reset and stop; the reader and writers share it, counted.
+// One per connection, its timer made once, and armed lazily: a lead or a
+// write arms it only if it is not armed already, and nothing stops it
+// when the last user leaves; a check that finds no user does not re-arm
+// it. Resetting and stopping a runtime timer on every call cost four
+// timer-heap operations per round trip, and a reset into an empty heap
+// wakes another thread to poll (runtime.wakeNetPoller): on a small
+// machine, a context switch per call.
 type peerWatch struct {
 	c     *Conn
 	every time.Duration
 
-	mu    sync.Mutex
-	t     *time.Timer
-	users int       // callers reading or writing; the timer runs while any do
-	since time.Time // when the host was first seen not acknowledging; zero: it acknowledges
+	mu     sync.Mutex
+	t      *time.Timer
+	users  int       // callers reading or writing; the timer runs while any do
+	armed  bool      // the timer is set (or its check is running)
+	closed bool      // the connection has ended: the timer stays stopped
+	since  time.Time // when the host was first seen not acknowledging; zero: it acknowledges
 }
 
 // newPeerWatch returns c's watch, stopped; nil when c is not watched
@@ -61,29 +68,43 @@ func (w *peerWatch) start() *peerWatch {
 	w.mu.Lock()
 	if w.users++; w.users == 1 {
 		w.since = time.Time{}
-		w.t.Reset(w.every)
+		if !w.armed && !w.closed {
+			w.armed = true
+			w.t.Reset(w.every)
+		}
 	}
 	w.mu.Unlock()
 	return w
 }
 
-// stop ends the caller's watch. A check already running when the last
-// stops finishes on its own and does not look again.
+// stop ends the caller's watch. The timer is left to fire: a check that
+// finds nobody watching does not look, nor re-arm it.
 func (w *peerWatch) stop() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	if w.users--; w.users == 0 {
-		w.t.Stop()
+	w.users--
+	w.mu.Unlock()
+}
+
+// close stops the timer for good: the connection has ended.
+func (w *peerWatch) close() {
+	if w == nil {
+		return
 	}
+	w.mu.Lock()
+	w.closed = true
+	w.armed = false
+	w.t.Stop()
 	w.mu.Unlock()
 }
 
 func (w *peerWatch) check() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.users == 0 {
+	if w.users == 0 || w.closed {
+		w.armed = false
+		w.mu.Unlock()
 		return
 	}
 	silent, ok := w.c.unacknowledged()
@@ -97,11 +118,15 @@ func (w *peerWatch) check() {
 	// Seen silent at checks peerTimeout apart, with no acknowledgement
 	// in between: not a lone retransmission after an idle spell.
 	if ok && now.Sub(w.since) >= w.c.peerTimeout && silent >= w.c.peerTimeout {
+		w.armed = false
+		w.mu.Unlock()
+		// Unlocked: failing the connection closes the watch.
 		w.c.fail(fmt.Errorf("connection to server %s lost: its host has acknowledged nothing sent to it for %v: %w",
 			w.c.label, silent.Round(time.Millisecond), pdc.ErrUnavailable))
 		return
 	}
 	w.t.Reset(w.every)
+	w.mu.Unlock()
 }
 
 // unacknowledged reports whether the connection has bytes or probes out

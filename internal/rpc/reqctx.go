@@ -22,12 +22,12 @@ type reqCtx struct {
 	canceled bool // the client canceled, or the request ended (release)
 }
 
-func newReqCtx(parent context.Context, timeout time.Duration) *reqCtx {
-	r := &reqCtx{parent: parent}
+// init makes r a new request's context; r is not in use yet.
+func (r *reqCtx) init(parent context.Context, timeout time.Duration) {
+	r.parent = parent
 	if timeout > 0 {
 		r.deadline, r.hasDeadline = time.Now().Add(timeout), true
 	}
-	return r
 }
 
 func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline, r.hasDeadline }

@@ -415,7 +415,8 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) track(nc net.Conn) bool {
-	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), local: nc.LocalAddr().String(), inflight: make(map[uint64]*reqCtx)}
+	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), remote: nc.RemoteAddr().String(), local: nc.LocalAddr().String(),
+		inflight: make(map[uint64]*reqCtx)}
 	s.mu.Lock()
 	select {
 	case <-s.closing:
@@ -584,6 +585,7 @@ type serverConn struct {
 	w      *frameWriter
 	client string
 	peer   string // netio.PeerKey of its remote address
+	remote string // its remote address, as Request.Remote: formatted once
 	local  string // its local address, as Request.Local
 
 	// Guarded by s.mu: whether it counts against the connection bounds,
@@ -722,7 +724,7 @@ func (c *serverConn) worker() {
 			c.wg.Add(1)
 			go c.worker()
 		}
-		run()
+		run.run()
 		if c.idle.Add(1) > maxIdleWorkers {
 			c.idle.Add(-1)
 			return
@@ -739,7 +741,7 @@ func (c *serverConn) worker() {
 
 // readRequest reads frames until one is a request to run on a goroutine of
 // its own. Inline requests are run here.
-func (c *serverConn) readRequest() (func(), error) {
+func (c *serverConn) readRequest() (*inbound, error) {
 	for {
 		f, err := c.r.next()
 		if err != nil {
@@ -750,7 +752,7 @@ func (c *serverConn) readRequest() (func(), error) {
 			return nil, err
 		}
 		if inline {
-			run()
+			run.run()
 			if !c.frameBuffered() {
 				// No further request is waiting: send the answers queued
 				// for this burst before blocking on the next read.
@@ -788,9 +790,23 @@ func (c *serverConn) finish() {
 	c.s.wg.Done()
 }
 
-// dispatch handles one frame. A request comes back as run, to be called on
+// inbound is a request read and admitted, to be run: its Request, its
+// context and what running it needs, in one allocation.
+type inbound struct {
+	req     Request
+	ctx     reqCtx
+	c       *serverConn
+	h       Handler
+	f       wire.Frame
+	owned   bool
+	inline  bool
+	payload []byte // the request's payload, if the handler does not own it
+	grant   int64  // of the payload budget, for payload
+}
+
+// dispatch handles one frame. A request comes back as run, to be run on
 // a goroutine of its own unless inline; an error closes the connection.
-func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error) {
+func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err error) {
 	s := c.s
 	if f.Version != wire.Version {
 		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
@@ -861,8 +877,11 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		return nil, false, c.replyErr(f, wire.CodeUnavailable,
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
-	ctx := newReqCtx(c.ctx, f.Timeout)
-	req := &Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.nc.RemoteAddr().String(), Local: c.local,
+	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant}
+	ctx := &in.ctx
+	ctx.init(c.ctx, f.Timeout)
+	req := &in.req
+	*req = Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.remote, Local: c.local,
 		conn: c, id: f.ID, inline: he.inline}
 	if he.owned {
 		req.Release = s.releaser(payload, grant)
@@ -935,48 +954,55 @@ func (c *serverConn) dispatch(f wire.Frame) (run func(), inline bool, err error)
 		c.inflight[f.ID] = ctx
 		c.mu.Unlock()
 	}
-	return func() {
-		defer s.handlerWG.Done()
-		resp, err := c.run(ctx, he.h, req, he.owned)
-		req.EndTurn()
-		s.requests.Add(1)
-		if !he.inline {
-			c.mu.Lock()
-			delete(c.inflight, f.ID)
-			c.mu.Unlock()
+	in.payload, in.grant, in.inline = payload, grant, he.inline
+	return in, he.inline, nil
+}
+
+// run runs the request's handler and sends its answer: queued for the
+// burst's write if inline, written at once otherwise.
+func (in *inbound) run() {
+	c, req, f := in.c, &in.req, in.f
+	s, ctx := c.s, &in.ctx
+	defer s.handlerWG.Done()
+	resp, err := c.run(ctx, in.h, req, in.owned)
+	req.EndTurn()
+	s.requests.Add(1)
+	if !in.inline {
+		c.mu.Lock()
+		delete(c.inflight, f.ID)
+		c.mu.Unlock()
+	}
+	ctx.release()
+	// The slot is held until the reply is queued or written, so that a
+	// client that does not read its replies is limited to MaxInFlight.
+	defer func() { <-c.sem }()
+	if !in.owned {
+		// The payload, which the answer may carry, is free once the
+		// answer is written or copied.
+		defer s.putPayload(in.payload, in.grant)
+	}
+	if err != nil {
+		if resp != nil && resp.Done != nil {
+			resp.Done()
 		}
-		ctx.release()
-		// The slot is held until the reply is queued or written, so that a
-		// client that does not read its replies is limited to MaxInFlight.
-		defer func() { <-c.sem }()
-		if !he.owned {
-			// The payload, which the answer may carry, is free once the
-			// answer is written or copied.
-			defer s.putPayload(payload, grant)
+		body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
+		out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
+		if in.inline {
+			_ = c.w.queue(c.ctx, out, body.Marshal(nil), nil)
+		} else {
+			_ = c.w.write(c.ctx, out, body.Marshal(nil), nil)
 		}
-		if err != nil {
-			if resp != nil && resp.Done != nil {
-				resp.Done()
-			}
-			body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
-			out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
-			if he.inline {
-				_ = c.w.queue(c.ctx, out, body.Marshal(nil), nil)
-			} else {
-				_ = c.w.write(c.ctx, out, body.Marshal(nil), nil)
-			}
-			return
-		}
-		if resp.Done != nil {
-			defer resp.Done()
-		}
-		out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
-		if he.inline {
-			_ = c.w.queue(c.ctx, out, resp.Header, resp.Payload)
-			return
-		}
-		_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
-	}, he.inline, nil
+		return
+	}
+	if resp.Done != nil {
+		defer resp.Done()
+	}
+	out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
+	if in.inline {
+		_ = c.w.queue(c.ctx, out, resp.Header, resp.Payload)
+		return
+	}
+	_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
 }
 
 // payload reads f's payload, which follows its header, into a buffer from

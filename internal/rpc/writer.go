@@ -192,36 +192,7 @@ func (w *frameWriter) writePendingLocked(ctx context.Context, extra [][]byte) er
 		// connection for all), and bounded by the stall timeout.
 		err = w.writeAll(out)
 	} else {
-		// A large payload is this caller's own: its context may cut the
-		// write short, which fails the connection.
-		var fired chan struct{}
-		stop := func() bool { return true }
-		if ctx.Done() != nil {
-			fired = make(chan struct{})
-			stop = context.AfterFunc(ctx, func() {
-				w.dlMu.Lock()
-				interrupted = true
-				_ = w.nc.SetWriteDeadline(time.Unix(1, 0))
-				w.dlMu.Unlock()
-				close(fired)
-			})
-		}
-		bufs := make(net.Buffers, 0, 1+len(extra))
-		if len(out) > 0 {
-			bufs = append(bufs, out)
-		}
-		bufs = append(bufs, extra...)
-		_, err = w.writeBuffers(bufs)
-		if !stop() {
-			<-fired // the interrupt ran or is running: wait for it
-			if err == nil {
-				// ctx ended just after the write: nothing is torn, so
-				// leave the connection usable for the others.
-				w.dlMu.Lock()
-				_ = w.nc.SetWriteDeadline(time.Time{})
-				w.dlMu.Unlock()
-			}
-		}
+		interrupted, err = w.writeOwned(ctx, out, extra)
 	}
 
 	w.mu.Lock()
@@ -242,6 +213,42 @@ func (w *frameWriter) writePendingLocked(ctx context.Context, extra [][]byte) er
 		_ = w.nc.Close()
 	}
 	return err
+}
+
+// writeOwned writes out and then a large payload that is the caller's own:
+// its context may cut the write short, which fails the connection. Apart
+// from writePendingLocked so that the small frames' path allocates nothing
+// for the interrupt it never arms.
+func (w *frameWriter) writeOwned(ctx context.Context, out []byte, extra [][]byte) (interrupted bool, err error) {
+	var fired chan struct{}
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		fired = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			w.dlMu.Lock()
+			interrupted = true
+			_ = w.nc.SetWriteDeadline(time.Unix(1, 0))
+			w.dlMu.Unlock()
+			close(fired)
+		})
+	}
+	bufs := make(net.Buffers, 0, 1+len(extra))
+	if len(out) > 0 {
+		bufs = append(bufs, out)
+	}
+	bufs = append(bufs, extra...)
+	_, err = w.writeBuffers(bufs)
+	if !stop() {
+		<-fired // the interrupt ran or is running: wait for it
+		if err == nil {
+			// ctx ended just after the write: nothing is torn, so
+			// leave the connection usable for the others.
+			w.dlMu.Lock()
+			_ = w.nc.SetWriteDeadline(time.Time{})
+			w.dlMu.Unlock()
+		}
+	}
+	return interrupted, err
 }
 
 // writeAll writes b. It arms no deadline while the socket takes the bytes

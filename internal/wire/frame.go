@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -61,9 +62,13 @@ type Frame struct {
 // written as given; zero means Version. A negative Timeout is written as
 // 1ns (already expired), one beyond 1<<62 ns (~146 years) as 1<<62 ns.
 func (f *Frame) Append(dst []byte) []byte {
-	var b [FrameSize]byte
-	f.put(&b)
-	return append(dst, b[:]...)
+	// Put in place: a prefix built on the stack and copied would escape
+	// (the checksum takes a slice), one allocation per frame sent.
+	dst = slices.Grow(dst, FrameSize)
+	n := len(dst)
+	dst = dst[:n+FrameSize]
+	f.put((*[FrameSize]byte)(dst[n:]))
+	return dst
 }
 
 func (f *Frame) put(b *[FrameSize]byte) {
