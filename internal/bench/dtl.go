@@ -34,6 +34,8 @@ type DTLConfig struct {
 	// stream, pull and push (as the raw ceiling sends), the file for shm
 	// (its natural form: handed over as it is).
 	Source string
+	// Want, if set, skips the cases it rules out.
+	Want Want
 }
 
 // DTL measures fetches of each size by each mode next to the raw ceiling
@@ -81,6 +83,9 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 		src := make([]byte, size)
 		dtlpeer.Fill(src, 0)
 		for _, m := range cfg.Modes {
+			if name := fmt.Sprintf("%s %s from %s", m, sizeName(size), srcOf(m)); !cfg.Want.Any("dtl", name, name+" p50") {
+				continue
+			}
 			key := fmt.Appendf(nil, "%s:%d", keyOf[srcOf(m)], size)
 			ours := func() error {
 				_, err := r.Fetch(ctx, cfg.Peer, key, dtl.IntoBuffer(buf), dtl.WithMode(m))
@@ -120,7 +125,7 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 			}
 			out = append(out, res)
 		}
-		if size >= 64<<20 && slices.Contains(cfg.Modes, dtl.ModeShm) {
+		if size >= 64<<20 && slices.Contains(cfg.Modes, dtl.ModeShm) && cfg.Want.Any("dtl", "shm view (mapped, no copy) "+sizeName(size)) {
 			// Reading in place: the payload is mapped, not copied.
 			key := fmt.Appendf(nil, "pattern:%d", size)
 			var sum byte

@@ -75,10 +75,18 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 			*step.ts = append(*step.ts, d)
 		}
 	}
+	names := storeFloorNames(size)
 	return []Result{
-		rate(bench, fmt.Sprintf("store floor: write %s, 1 MiB pwrites with CRC-32 per 4 KiB, one core", sizeName(size)), gbps(size, wT), "GB/s", ceiling, gbps(size, rawT)),
-		rate(bench, fmt.Sprintf("store floor: read %s, CRC-32 per 4 KiB and copy from the page cache, one core", sizeName(size)), gbps(size, rT), "GB/s", ceiling, gbps(size, rawT)),
+		rate(bench, names[0], gbps(size, wT), "GB/s", ceiling, gbps(size, rawT)),
+		rate(bench, names[1], gbps(size, rT), "GB/s", ceiling, gbps(size, rawT)),
 	}, nil
+}
+
+func storeFloorNames(size int64) []string {
+	return []string{
+		fmt.Sprintf("store floor: write %s, 1 MiB pwrites with CRC-32 per 4 KiB, one core", sizeName(size)),
+		fmt.Sprintf("store floor: read %s, CRC-32 per 4 KiB and copy from the page cache, one core", sizeName(size)),
+	}
 }
 
 // floorBlock is the store's unit of checksumming.

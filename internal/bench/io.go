@@ -45,6 +45,8 @@ type IOConfig struct {
 	FloorDir string
 	// Progress, if set, sees each result as soon as it is measured.
 	Progress func(Result)
+	// Want, if set, skips the cases it rules out.
+	Want Want
 }
 
 // Partitions lists every partition strategy, in order.
@@ -147,12 +149,15 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 		for _, st := range cfg.Storages {
 			for _, rs := range cfg.Regions {
 				n++
+				name := fmt.Sprintf("%s, %s, %s regions", part, st, sizeName(rs))
+				if !cfg.Want.Any(bench, "write "+sizeName(size)+", "+name, "read "+sizeName(size)+", "+name) {
+					continue
+				}
 				o, err := ct.CreateObject(ctx, fmt.Sprintf("io-%d-%d", run, n),
 					client.ObjectProps{Dims: []uint64{uint64(size)}, Type: region.Uint8, Partition: part, Storage: st})
 				if err != nil {
 					return nil, err
 				}
-				name := fmt.Sprintf("%s, %s, %s regions", part, st, sizeName(rs))
 				var wT, rT, rawT []time.Duration
 				for range cfg.Rounds {
 					d, err := moveAll(ctx, c, o, client.Write, src, rs)
@@ -196,7 +201,7 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 			}
 		}
 	}
-	if cfg.FloorDir != "" {
+	if cfg.FloorDir != "" && cfg.Want.Any(bench, storeFloorNames(size)...) {
 		rs, err := storeFloor(ctx, cfg.FloorDir, size, cfg.Rounds, src, dst, rawOnce, bench, ceiling)
 		if err != nil {
 			return nil, err
@@ -208,7 +213,7 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 			}
 		}
 	}
-	if cfg.Small > 0 {
+	if cfg.Small > 0 && cfg.Want.Any(bench, smallNames(cfg)...) {
 		r, err := smallRegions(ctx, c, ct, cfg, bench, run)
 		if err != nil {
 			return nil, err
@@ -286,7 +291,7 @@ func smallRegions(ctx context.Context, c *client.Client, ct *client.Container, c
 				_ = t.Close(ctx)
 			}
 		}
-		r := rate(bench, fmt.Sprintf("%s %d regions of %s, start_all/wait_all", a, cfg.Small, sizeName(cfg.SmallSize)),
+		r := rate(bench, smallName(cfg, a),
 			float64(cfg.Small)/median(ours).Seconds(), "regions/s", "target", 200000)
 		r.Target = ">= 200000 regions/s"
 		out = append(out, r)
@@ -307,4 +312,12 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return -1
+}
+
+func smallName(cfg IOConfig, a client.Access) string {
+	return fmt.Sprintf("%s %d regions of %s, start_all/wait_all", a, cfg.Small, sizeName(cfg.SmallSize))
+}
+
+func smallNames(cfg IOConfig) []string {
+	return []string{smallName(cfg, client.Write), smallName(cfg, client.Read)}
 }

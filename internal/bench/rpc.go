@@ -24,6 +24,8 @@ type RPCConfig struct {
 	Duration time.Duration
 	// Size of each message. Default 64 bytes.
 	Size int
+	// Want, if set, skips the cases it rules out.
+	Want Want
 }
 
 // rounds is how many alternating turns the ceiling and pdc each get. The
@@ -54,139 +56,153 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	var out []Result
 
 	// Sequential round trips: p50 and p99 latency.
-	var rawLat, rpcLat []time.Duration
-	for range rounds {
-		lat, err := timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
-			return rawPingPong(ctx, cfg.RawAddr, size, loop)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raw ping-pong: %w", err)
-		}
-		rawLat = append(rawLat, lat...)
-		lat, err = timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
-			c, err := dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			msg, into := make([]byte, size), make([]byte, size)
-			return loop(func() error {
-				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-				return err
+	var r Result
+	if name := fmt.Sprintf("%dB sequential", size); cfg.Want.Any("rpc", name+" p50", name+" p99", name+" rate") {
+		var rawLat, rpcLat []time.Duration
+		for range rounds {
+			lat, err := timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
+				return rawPingPong(ctx, cfg.RawAddr, size, loop)
 			})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rpc sequential: %w", err)
+			if err != nil {
+				return nil, fmt.Errorf("raw ping-pong: %w", err)
+			}
+			rawLat = append(rawLat, lat...)
+			lat, err = timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
+				c, err := dial(ctx)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				msg, into := make([]byte, size), make([]byte, size)
+				return loop(func() error {
+					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				})
+			})
+			if err != nil {
+				return nil, fmt.Errorf("rpc sequential: %w", err)
+			}
+			rpcLat = append(rpcLat, lat...)
 		}
-		rpcLat = append(rpcLat, lat...)
+		r = latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
+		r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
+		out = append(out, r)
+		out = append(out, latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))))
+		out = append(out, rate("rpc", name+" rate", float64(len(rpcLat))/cfg.Duration.Seconds(), "ops/s",
+			"raw tcp ping-pong rate", float64(len(rawLat))/cfg.Duration.Seconds()))
 	}
-	name := fmt.Sprintf("%dB sequential", size)
-	r := latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
-	r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
-	out = append(out, r)
-	out = append(out, latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))))
-	out = append(out, rate("rpc", name+" rate", float64(len(rpcLat))/cfg.Duration.Seconds(), "ops/s",
-		"raw tcp ping-pong rate", float64(len(rawLat))/cfg.Duration.Seconds()))
 
 	// 64 in flight on one connection.
 	const window = 64
-	rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
-		return rawPipelined(ctx, cfg.RawAddr, size, window)
-	}, func(ctx context.Context) (int64, error) {
-		c, err := dial(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		return callers(ctx, window, func() func() error {
-			msg, into := make([]byte, size), make([]byte, size)
-			return func() error {
-				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-				return err
-			}
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pipelined: %w", err)
-	}
-	r = rate("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window), perSec(rpcN, cfg.Duration), "ops/s",
-		fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, cfg.Duration))
-	r.Target = "ratio >= 0.50"
-	out = append(out, r)
-
-	// 16 concurrent clients, each with its own connection.
-	const clients = 16
-	rawM, rpcM, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
-		var total atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, clients)
-		for range clients {
-			wg.Go(func() {
-				err := rawPingPong(ctx, cfg.RawAddr, size, func(op func() error) error {
-					for ctx.Err() == nil {
-						if err := op(); err != nil {
-							return err
-						}
-						total.Add(1)
-					}
-					return nil
-				})
-				if err != nil && ctx.Err() == nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		return total.Load(), <-errs
-	}, func(ctx context.Context) (int64, error) {
-		conns := make([]*rpc.Conn, clients)
-		for i := range conns {
+	if cfg.Want.Any("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window)) {
+		rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
+			return rawPipelined(ctx, cfg.RawAddr, size, window)
+		}, func(ctx context.Context) (int64, error) {
 			c, err := dial(ctx)
 			if err != nil {
 				return 0, err
 			}
 			defer c.Close()
-			conns[i] = c
+			return callers(ctx, window, func() func() error {
+				msg, into := make([]byte, size), make([]byte, size)
+				return func() error {
+					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				}
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pipelined: %w", err)
 		}
-		var next atomic.Int32
-		return callers(ctx, clients, func() func() error {
-			c := conns[next.Add(1)-1]
-			msg, into := make([]byte, size), make([]byte, size)
-			return func() error {
-				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-				return err
-			}
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("16 clients: %w", err)
+		r = rate("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window), perSec(rpcN, cfg.Duration), "ops/s",
+			fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, cfg.Duration))
+		r.Target = "ratio >= 0.50"
+		out = append(out, r)
 	}
-	r = rate("rpc", fmt.Sprintf("%dB, %d clients, a connection each", size, clients), perSec(rpcM, cfg.Duration), "ops/s",
-		fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
-	r.Target = ">= 100000 ops/s"
-	out = append(out, r)
 
-	// 16 goroutines sharing one client's pool, as the threads of one
-	// process would: the pool's connections carry several calls each.
-	_, rpcP, err := alternate(ctx, turn, nil, func(ctx context.Context) (int64, error) {
-		p := rpc.NewPool(cfg.RPCAddr, 2, rpc.DialOptions{Secret: cfg.Secret})
-		defer p.Close()
-		return callers(ctx, clients, func() func() error {
-			msg, into := make([]byte, size), make([]byte, size)
-			return func() error {
-				_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-				return err
+	// 16 concurrent clients, each with its own connection.
+	const clients = 16
+	var rawM int64
+	clientsName := fmt.Sprintf("%dB, %d clients, a connection each", size, clients)
+	poolName := fmt.Sprintf("%dB, %d goroutines, one client (pool of 2)", size, clients)
+	// The pool's case has the same ceiling.
+	if cfg.Want.Any("rpc", clientsName, poolName) {
+		var rpcM int64
+		var err error
+		rawM, rpcM, err = alternate(ctx, turn, func(ctx context.Context) (int64, error) {
+			var total atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for range clients {
+				wg.Go(func() {
+					err := rawPingPong(ctx, cfg.RawAddr, size, func(op func() error) error {
+						for ctx.Err() == nil {
+							if err := op(); err != nil {
+								return err
+							}
+							total.Add(1)
+						}
+						return nil
+					})
+					if err != nil && ctx.Err() == nil {
+						errs <- err
+					}
+				})
 			}
+			wg.Wait()
+			close(errs)
+			return total.Load(), <-errs
+		}, func(ctx context.Context) (int64, error) {
+			conns := make([]*rpc.Conn, clients)
+			for i := range conns {
+				c, err := dial(ctx)
+				if err != nil {
+					return 0, err
+				}
+				defer c.Close()
+				conns[i] = c
+			}
+			var next atomic.Int32
+			return callers(ctx, clients, func() func() error {
+				c := conns[next.Add(1)-1]
+				msg, into := make([]byte, size), make([]byte, size)
+				return func() error {
+					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				}
+			})
 		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("16 goroutines, one client: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("16 clients: %w", err)
+		}
+		r = rate("rpc", clientsName, perSec(rpcM, cfg.Duration), "ops/s",
+			fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
+		r.Target = ">= 100000 ops/s"
+		out = append(out, r)
 	}
-	r = rate("rpc", fmt.Sprintf("%dB, %d goroutines, one client (pool of 2)", size, clients), perSec(rpcP, cfg.Duration), "ops/s",
-		fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
-	r.Target = ">= 100000 ops/s"
-	out = append(out, r)
+
+	if cfg.Want.Any("rpc", poolName) {
+		// 16 goroutines sharing one client's pool, as the threads of one
+		// process would: the pool's connections carry several calls each.
+		_, rpcP, err := alternate(ctx, turn, nil, func(ctx context.Context) (int64, error) {
+			p := rpc.NewPool(cfg.RPCAddr, 2, rpc.DialOptions{Secret: cfg.Secret})
+			defer p.Close()
+			return callers(ctx, clients, func() func() error {
+				msg, into := make([]byte, size), make([]byte, size)
+				return func() error {
+					_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				}
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("16 goroutines, one client: %w", err)
+		}
+		r = rate("rpc", poolName, perSec(rpcP, cfg.Duration), "ops/s",
+			fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
+		r.Target = ">= 100000 ops/s"
+		out = append(out, r)
+	}
 	return out, nil
 }
 

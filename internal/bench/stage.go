@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -36,6 +37,8 @@ type StageConfig struct {
 	MinOps int
 	// Label tells the setup apart in the results (e.g. "hosts, 1gbit").
 	Label string
+	// Want, if set, skips the cases it rules out.
+	Want Want
 }
 
 // Stage measures end-to-end consumes of a file produced on another host:
@@ -75,12 +78,19 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 
 	var out []Result
 	for _, size := range cfg.Sizes {
+		lookup := size == cfg.Sizes[0] && cfg.Want.Any(bench, "owner lookup p50")
+		if !lookup && !slices.ContainsFunc(cfg.Modes, func(m dtl.Mode) bool { return cfg.Want.Any(bench, stageCase(size, m)...) }) {
+			continue
+		}
 		path, err := cfg.Produce(ctx, size)
 		if err != nil {
 			return nil, fmt.Errorf("produce %s: %w", sizeName(size), err)
 		}
 		buf := make([]byte, size)
 		for _, m := range cfg.Modes {
+			if !cfg.Want.Any(bench, stageCase(size, m)...) {
+				continue
+			}
 			ours := func() error {
 				got, err := cfg.Consumer.Consume(ctx, path, client.WithTransport(m.String()))
 				if err != nil {
@@ -137,7 +147,7 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 			out = append(out, res)
 		}
 		// The owner lookup, timed with the file produced.
-		if size == cfg.Sizes[0] {
+		if lookup {
 			lk, err := lookups(ctx, cfg, path)
 			if err != nil {
 				return nil, err
@@ -174,6 +184,12 @@ func lookups(ctx context.Context, cfg StageConfig, path string) (Result, error) 
 	res := latency(stageBench(cfg), "owner lookup p50", ms(median(ourT)), "ms", "raw tcp round trip p50", ms(median(rawT)))
 	res.Target = "<= 0.1 ms"
 	return res, nil
+}
+
+// stageCase names the cases of a size and mode.
+func stageCase(size int64, m dtl.Mode) []string {
+	name := fmt.Sprintf("consume %s by %s", sizeName(size), m)
+	return []string{name, name + " p50"}
 }
 
 func stageBench(cfg StageConfig) string {

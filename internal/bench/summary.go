@@ -158,3 +158,21 @@ func MatchCases(rs []Result, match func(string) bool) []Result {
 
 // Key names a case across runs: its benchmark and its case.
 func (s Summary) Key() string { return s.Bench + ": " + strings.TrimSpace(s.Case) }
+
+// Want says whether a case, named "bench: case", is to be measured: a
+// benchmark skips the work of the cases it rules out where it can tell
+// beforehand. A nil Want wants every case.
+type Want func(key string) bool
+
+// Any says whether any of bench's cases named is wanted.
+func (w Want) Any(bench string, names ...string) bool {
+	if w == nil {
+		return true
+	}
+	for _, n := range names {
+		if w(bench + ": " + n) {
+			return true
+		}
+	}
+	return false
+}

@@ -102,7 +102,7 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
-		return bench.RPC(ctx, bench.RPCConfig{RawAddr: rawAddr, RPCAddr: procs[0].Addr, Secret: secret, Duration: *dur, Size: *size})
+		return bench.RPC(ctx, bench.RPCConfig{RawAddr: rawAddr, RPCAddr: procs[0].Addr, Secret: secret, Duration: *dur, Size: *size, Want: run.want()})
 	})
 	if err != nil {
 		return fmt.Errorf("bench rpc: %w", err)
@@ -187,7 +187,7 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	defer stopRaw()
 	err = run.rounds(ctx, func(ctx context.Context, round int) ([]bench.Result, error) {
 		cfg := bench.DTLConfig{Peer: peer, Secret: []byte(secret), RawTCP: rawTCP, RawUnix: rawSock,
-			Sizes: sizes, Modes: modes, Budget: *budget, Source: *source}
+			Sizes: sizes, Modes: modes, Budget: *budget, Source: *source, Want: run.want()}
 		if round == 0 {
 			cfg.Big = bigN // a check that it works, not a figure to spread
 		}

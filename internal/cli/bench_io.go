@@ -31,16 +31,20 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
 	// Each of --rounds calls bench.IO once, which moves every case once
 	// and measures the ceiling next to it.
-	cfg := bench.IOConfig{Rounds: 1, Small: *small, Progress: func(r bench.Result) {
+	cfg := bench.IOConfig{Rounds: 1, Small: *small, Want: run.want(), Progress: func(r bench.Result) {
 		// The whole matrix takes a while: show each figure as it comes.
 		fmt.Fprintf(e.stderr, "%s: %s: %.2f %s (%.2f of %s)\n", r.Bench, r.Case, r.Value, r.Unit, r.Ratio, r.Ceiling)
 	}}
 	if cfg.Small == 0 {
 		cfg.Small = -1
 	}
-	var err error
 	if cfg.ObjectSize, err = parseSize(*sizeFlag); err != nil {
 		return fmt.Errorf("bench io: --size: %w", err)
 	}
@@ -72,11 +76,6 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if err := ext.check(); err != nil {
 		return fmt.Errorf("bench io: %w", err)
 	}
-	run, err := bo.begin(e)
-	if err != nil {
-		return err
-	}
-	defer run.close()
 	if ext.cluster != "" {
 		// A cluster someone else started: measure it as it is.
 		cfg.TmpDir, cfg.RawTCP, cfg.Transport, cfg.Label = ext.cluster, ext.raw, *transport, ext.label

@@ -61,7 +61,7 @@ func benchMetaOnce(ctx context.Context, e *env, run *benchRun, rawAddr, durabili
 	err = run.rounds(ctx, func(ctx context.Context, round int) ([]bench.Result, error) {
 		cont := fmt.Sprintf("parallel-%d", time.Now().UnixNano())
 		return bench.Meta(ctx, bench.MetaConfig{
-			TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability,
+			TmpDir: tmpdir, RawAddr: rawAddr, N: n, Procs: procs, Label: durability, Want: run.want(),
 			Parallel: func(ctx context.Context, procs, each int) (time.Duration, error) {
 				return parallelCreates(ctx, tmpdir, cont, procs, each)
 			},

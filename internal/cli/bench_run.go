@@ -90,6 +90,15 @@ func profName(name string) string {
 	return strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(name)
 }
 
+// want is --case as a bench.Want (nil without it), for the benchmarks
+// that can skip the work of the cases it rules out.
+func (r *benchRun) want() bench.Want {
+	if r.match == nil {
+		return nil
+	}
+	return r.match.MatchString
+}
+
 // serverProfile is the --cpuprofile to give the servers of the next
 // cluster this run starts ("" without --cpuprofile): one file per rank.
 func (r *benchRun) serverProfile() string {

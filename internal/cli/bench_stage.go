@@ -77,7 +77,7 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	if ext.cluster != "" {
-		return benchStageExternal(ctx, run, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps})
+		return benchStageExternal(ctx, run, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps, Want: run.want()})
 	}
 	tmpdir := filepath.Join(dir, "tmp")
 	// Two servers standing for two nodes: the producer's (node-a) serves
@@ -113,7 +113,7 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	defer c.Close()
 	fmt.Fprintf(e.stderr, "bench stage: producer and consumer dirs under %s\n", dir)
 	cfg := bench.StageConfig{Consumer: c, Produce: producer.produceOnce, RawTCP: rawTCP, RawUnix: rawSock,
-		RawEcho: rawEcho, Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps}
+		RawEcho: rawEcho, Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps, Want: run.want()}
 	if err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) }); err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}

@@ -106,6 +106,10 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
 		var rs []bench.Result
 		for _, p := range procs {
+			what := fmt.Sprintf(", %d procs x %d particles x 8 vars", p, *n)
+			if !run.want().Any(label, writer+what, reader+what) {
+				continue
+			}
 			bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
 			raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
 			if err != nil {
@@ -156,7 +160,7 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 				if phase == "read" {
 					what = reader
 				}
-				rs = append(rs, bench.VPICRate(label, fmt.Sprintf("%s, %d procs x %d particles x 8 vars", what, p, *n),
+				rs = append(rs, bench.VPICRate(label, what+fmt.Sprintf(", %d procs x %d particles x 8 vars", p, *n),
 					bytes, bench.Median(times[phase]), raw))
 			}
 		}
