@@ -208,7 +208,8 @@ func startCmd(cmd *exec.Cmd) (line string, stop func(), err error) {
 		return "", nil, err
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	// The raw ceilings' servers run where pdc's do.
+	if err := cluster.StartPinned(cmd); err != nil {
 		return "", nil, err
 	}
 	stop = func() {

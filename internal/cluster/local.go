@@ -143,7 +143,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		cmd.ExtraFiles = []*os.File{pw}
 		cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = cmd.Start()
+		err = StartPinned(cmd)
 		logf.Close()
 		pw.Close()
 		if err != nil {
