@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -589,6 +587,11 @@ func copyLocal(src *os.File, path string, n int64) error {
 	return err
 }
 
+// roomCheckMin is the size from which a fetch first checks that the file
+// fits in the consumer dir: a large file that cannot fit fails before any
+// of it moves. A smaller one fails at its first write that finds no room.
+const roomCheckMin = 1 << 20
+
 // reserve allocates n bytes for f, so that a full file system fails the
 // consume before any byte moves.
 func reserve(f *os.File, n int64) error {
@@ -665,20 +668,25 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 		}
 	}()
 	size := int64(rec.Size)
-	if err := reserve(f, size); err != nil {
-		return shown, 0, fmt.Errorf("the consumer dir %s has no room for %d bytes: %w", dir.Path, size, err)
+	if size >= roomCheckMin {
+		if err := staging.CheckRoom(f, size); err != nil {
+			return shown, 0, fmt.Errorf("the consumer dir %s has no room: %w", dir.Path, err)
+		}
 	}
 	key := staging.FetchKey(rec)
-	// Stream, pull and push write the bytes as they come, checksumming on
-	// the way; shm hands over the owner's file, which is copied and
-	// checksummed in one part per processor (ReceiveSection).
-	w := &crcWriter{f: f, total: size, progress: o.progress}
-	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(w), dtl.WithMode(mode))
-	crc := w.crc
+	// The bytes are written as they come, checksummed on the way, large
+	// files pipelined across pieces; shm hands over the owner's file, which
+	// is copied and checksummed in one part per processor.
+	in := staging.NewIncoming(f, size, o.progress)
+	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(in), dtl.WithMode(mode))
+	written, crc, werr := in.Finish()
+	if err == nil && werr != nil {
+		err = fmt.Errorf("writing %s: %w", tmp, werr)
+	}
 	if err != nil {
 		return shown, 0, fmt.Errorf("fetch from its owner %s: %w", owner.Label(), err)
 	}
-	if n != size || crc != rec.CRC {
+	if n != size || written != size || crc != rec.CRC {
 		return shown, n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
 			n, crc, owner.Label(), rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
 	}
@@ -697,108 +705,4 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 		return shown, n, err
 	}
 	return shown, n, nil
-}
-
-// crcWriter writes a fetched stream into a file in order, checksumming it
-// on the way.
-type crcWriter struct {
-	f        *os.File
-	off      int64
-	crc      uint32
-	total    int64
-	progress func(done, total int64)
-	mu       sync.Mutex // orders progress calls from ReceiveSection's parts
-}
-
-func (w *crcWriter) Write(p []byte) (int, error) {
-	n, err := w.f.WriteAt(p, w.off)
-	w.crc = crc32.Update(w.crc, staging.Table, p[:n])
-	w.off += int64(n)
-	if w.progress != nil {
-		w.progress(w.off, w.total)
-	}
-	return n, err
-}
-
-// ReceiveSection copies n bytes of r from off into the file, in one part
-// per processor, each checksummed on its own; the parts' checksums are
-// then combined in order.
-func (w *crcWriter) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
-	parts := int64(runtime.GOMAXPROCS(0))
-	if n < 32<<20 || parts < 2 {
-		parts = 1
-	}
-	per := (n/parts + 4095) &^ 4095
-	crcs := make([]uint32, parts)
-	lens := make([]int64, parts)
-	errs := make([]error, parts)
-	var done int64
-	var wg sync.WaitGroup
-	for i := range parts {
-		lo := min(i*per, n)
-		hi := min(lo+per, n)
-		lens[i] = hi - lo
-		wg.Go(func() {
-			b := staging.Buf()
-			defer staging.PutBuf(b)
-			for at := lo; at < hi; {
-				k := min(int64(len(b)), hi-at)
-				got, err := r.ReadAt(b[:k], off+at)
-				if got < int(k) {
-					if err == nil || err == io.EOF {
-						err = io.ErrUnexpectedEOF
-					}
-					errs[i] = err
-					return
-				}
-				crcs[i] = crc32.Update(crcs[i], staging.Table, b[:k])
-				if _, err := w.f.WriteAt(b[:k], w.off+at); err != nil {
-					errs[i] = err
-					return
-				}
-				at += k
-				if w.progress != nil {
-					w.mu.Lock()
-					done += k
-					w.progress(done, w.total)
-					w.mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
-	crc := crcs[0]
-	for i := int64(1); i < parts; i++ {
-		crc = staging.CombineCRC(crc, crcs[i], lens[i])
-	}
-	w.crc = staging.CombineCRC(w.crc, crc, n)
-	w.off += n
-	return n, nil
-}
-
-// ReadFrom takes the stream in large pieces: io.Copy's 32 KiB would cost a
-// system call per 32 KiB on each side.
-func (w *crcWriter) ReadFrom(r io.Reader) (int64, error) {
-	b := staging.Buf()
-	defer staging.PutBuf(b)
-	buf := b[:]
-	var total int64
-	for {
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return total, werr
-			}
-			total += int64(n)
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
 }
