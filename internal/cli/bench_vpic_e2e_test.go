@@ -1,10 +1,15 @@
 package cli_test
 
 import (
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/bench"
 	"github.com/pdcgo/pdc/internal/e2e"
 )
 
@@ -40,5 +45,36 @@ func TestBenchVPICCMissing(t *testing.T) {
 				t.Errorf("bench vpic --c %v with %v: stderr lacks %q:\n%s", tc.args, tc.env, w, r.Stderr)
 			}
 		}
+	}
+}
+
+// A BD-CATS reader says it is done once its bytes are read, before it
+// checks them (the check costs more than the read, and is not timed),
+// and still fails when a value is wrong: here, an object never written.
+func TestBenchVPICClientChecksAfterDone(t *testing.T) {
+	tmpdir := e2e.Up(t, 2)
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	ct, _, err := c.CreateContainer(ctx, "vpic", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.VPICCreate(ctx, ct, "unwritten", 1000, client.RegionStatic); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, e2e.Bin(), "bench-vpic-client", "--tmpdir", tmpdir, "--run", "unwritten",
+		"--rank", "0", "--n", "1000", "--phase", "read")
+	cmd.Stdin = strings.NewReader("go\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err == nil {
+		t.Fatalf("a reader of unwritten particles succeeded; stdout:\n%s", stdout.String())
+	}
+	if got := strings.Fields(stdout.String()); !slices.Equal(got, []string{"ready", "done"}) {
+		t.Fatalf("the reader printed %q, want ready and done before its check failed (%v: %s)", got, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "read 0x0, wrote") {
+		t.Fatalf("the reader failed without naming the wrong value: %v: %s", err, stderr.String())
 	}
 }

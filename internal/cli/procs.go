@@ -112,7 +112,9 @@ func (g *procGroup) stop() {
 // runProcs runs one child process of this binary per element of args,
 // each of which prints "ready" once set up, waits for "go" on its stdin,
 // does its work and prints "done". The children are released together;
-// runProcs returns the time from their release until the last is done.
+// runProcs returns the time from their release until the last is done,
+// and then waits for each to exit: one that fails after its done (a
+// BD-CATS reader whose check found a wrong value) fails the run.
 func runProcs(ctx context.Context, args [][]string) (time.Duration, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -136,7 +138,17 @@ func runProcs(ctx context.Context, args [][]string) (time.Duration, error) {
 			errs = append(errs, p.failure("client process failed", "done", line, err))
 		}
 	}
-	return time.Since(t0), errors.Join(errs...)
+	d := time.Since(t0)
+	// What a process does after done (checking what it read, closing)
+	// is not timed, but must succeed.
+	for _, p := range g.ps {
+		if !p.waited {
+			if err := p.wait(); err != nil {
+				errs = append(errs, p.failure("client process failed after it was done", "exit status 0", "", nil))
+			}
+		}
+	}
+	return d, errors.Join(errs...)
 }
 
 // awaitGo is the child's side of runProcs: it says it is ready and
