@@ -3,7 +3,7 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test race lint bench fuzz demo capi
+.PHONY: build test race lint bench bench-all fuzz demo capi
 
 build:
 	$(GO) build -o bin/pdc ./cmd/pdc
@@ -40,6 +40,15 @@ bench: build
 	bin/pdc bench stage
 	bin/pdc bench query
 	$(GO) test -run XXX -bench . -benchtime 1x ./internal/bench/
+
+# Every benchmark at reduced sizes, 5 rounds, in one report compared with
+# the committed baseline (docs/BENCHMARKS.md). Run it on a quiet machine.
+REV = $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
+BENCH_OUT ?= bench-report.json
+bench-all:
+	$(GO) build -ldflags "-X github.com/pdcgo/pdc/internal/bench.Revision=$(REV)" -o bin/pdc ./cmd/pdc
+	bin/pdc bench all --out $(BENCH_OUT)
+	bin/pdc bench compare docs/bench/baseline.json $(BENCH_OUT)
 
 # Run every fuzz target for FUZZTIME each (CI runs them for 3s each).
 FUZZTIME ?= 30s

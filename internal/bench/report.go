@@ -37,6 +37,12 @@ type BenchmarkReport struct {
 	Cases   []Summary `json:"cases"`
 }
 
+// Revision, when set at link time (make bench-all: -ldflags "-X
+// github.com/pdcgo/pdc/internal/bench.Revision=COMMIT"), names the commit
+// of a binary built without VCS stamping (-buildvcs=false, or from a git
+// worktree where go cannot stamp it).
+var Revision string
+
 // Machine is what a figure depends on besides the code.
 type Machine struct {
 	Cores    int    `json:"cores"`
@@ -75,7 +81,10 @@ func ThisMachine() Machine {
 		}
 	}
 	if m.Revision == "" {
-		m.Revision = "unknown (built with -buildvcs=false)"
+		m.Revision = Revision
+	}
+	if m.Revision == "" {
+		m.Revision = "unknown (built without VCS stamping; make bench-all sets it)"
 	}
 	return m
 }
