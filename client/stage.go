@@ -561,7 +561,7 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.Sta
 			return "", err
 		}
 	}
-	if err := install(dir, rel, tmp, dst, rec, false); err != nil {
+	if err := install(dir, rel, tmp, dst, rec, false, true); err != nil {
 		return "", err
 	}
 	return how, nil
@@ -620,17 +620,19 @@ func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
 	return nil
 }
 
-// install moves a verified temporary file into place and, unless marked
-// (the file carries its record), records which version it holds. A record
-// file left from an older copy cannot vouch for the new one: it names the
-// old copy's inode.
-func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marked bool) error {
+// install moves a verified temporary file into place, fsyncs its
+// directory if syncDir, and, unless marked (the file carries its record),
+// records which version it holds. A record file left from an older copy
+// cannot vouch for the new one: it names the old copy's inode.
+func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marked, syncDir bool) error {
 	if err := staging.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := staging.SyncDir(filepath.Dir(dst)); err != nil {
-		return err
+	if syncDir {
+		if err := staging.SyncDir(filepath.Dir(dst)); err != nil {
+			return err
+		}
 	}
 	if marked {
 		return nil
@@ -690,18 +692,26 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 		return shown, n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
 			n, crc, owner.Label(), rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
 	}
-	marked, err := staging.Mark(f, rec)
+	st, err := f.Stat()
 	if err != nil {
 		return shown, n, err
 	}
-	if err := f.Sync(); err != nil {
+	marked, err := staging.Mark(f, st, rec)
+	if err != nil {
 		return shown, n, err
+	}
+	// On tmpfs fsync does nothing: skip it, and the directory's.
+	durable := !dir.InMemory(st)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return shown, n, err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return shown, n, err
 	}
 	ok = true
-	if err := install(dir, rel, tmp, dst, rec, marked); err != nil {
+	if err := install(dir, rel, tmp, dst, rec, marked, durable); err != nil {
 		return shown, n, err
 	}
 	return shown, n, nil

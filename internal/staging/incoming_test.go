@@ -213,3 +213,47 @@ func TestCheckRoom(t *testing.T) {
 		t.Fatalf("4 EiB: %v, want ENOSPC", err)
 	}
 }
+
+// Files in a dir on tmpfs skip fsync; files on a disk, or on another
+// device inside the dir, do not.
+func TestInMemory(t *testing.T) {
+	check := func(base string, want bool) {
+		t.Helper()
+		var st unix.Statfs_t
+		if err := unix.Statfs(base, &st); err != nil {
+			t.Skipf("%s: %v", base, err)
+		}
+		if (st.Type == unix.TMPFS_MAGIC) != want {
+			t.Skipf("%s is not the kind of file system this case needs", base)
+		}
+		dir, err := os.MkdirTemp(base, "pdc-inmemory-")
+		if err != nil {
+			t.Skipf("%s: %v", base, err)
+		}
+		defer os.RemoveAll(dir)
+		d, err := OpenDir(dir, "consumer", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.InMemory(fi); got != want {
+			t.Errorf("a file in %s: InMemory %v, want %v", dir, got, want)
+		}
+		other, err := os.Stat("/proc/self/stat") // another device
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.InMemory(other) {
+			t.Errorf("a file on another device counts as in the dir's memory")
+		}
+	}
+	t.Run("tmpfs", func(t *testing.T) { check("/dev/shm", true) })
+	t.Run("disk", func(t *testing.T) { check(os.TempDir(), false) })
+}

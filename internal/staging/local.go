@@ -137,15 +137,12 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 	return uint64(st.Size) == rec.Size && st.Mtim.Nano() == mtime && (ino == 0 || ino == st.Ino)
 }
 
-// Mark records, on f itself, that it holds the version rec describes. It
-// reports false where the file system keeps no user attributes: then call
-// Remember once the file is in place.
-func Mark(f *os.File, rec *wire.StageRecord) (bool, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	err = unix.Fsetxattr(int(f.Fd()), copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
+// Mark records, on f itself, that it holds the version rec describes; st
+// is f's stat, taken after its last write. It reports false where the
+// file system keeps no user attributes: then call Remember once the file
+// is in place.
+func Mark(f *os.File, st fs.FileInfo, rec *wire.StageRecord) (bool, error) {
+	err := unix.Fsetxattr(int(f.Fd()), copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
 	if err == unix.ENOTSUP || err == unix.EOPNOTSUPP || err == unix.EPERM {
 		return false, nil
 	}

@@ -84,17 +84,14 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	if err := CheckRel(rec.Path); err != nil {
 		return dtl.Source{}, err
 	}
+	// Only the path below the dir is walked (the dir was resolved once):
+	// a symlink met there must stay inside it. Then one open, without
+	// os.Open's attempt to register a regular file with the poller.
 	abs := filepath.Join(f.dir.Real, filepath.FromSlash(rec.Path))
-	real, err := filepath.EvalSymlinks(abs)
-	if err == nil {
-		if _, ok := within(f.dir.Real, real); !ok {
-			return dtl.Source{}, fmt.Errorf("staged file %s resolves to %s, outside the producer dir %s: %w", rec.Path, real, f.dir.Path, pdc.ErrPermission)
-		}
+	if err := f.dir.checkLinks(rec.Path, abs); err != nil {
+		return dtl.Source{}, fmt.Errorf("staged file %s (version %d): %w", rec.Path, rec.Version, err)
 	}
-	if err != nil {
-		return dtl.Source{}, f.gone(&rec, err)
-	}
-	file, err := os.Open(real)
+	file, err := OpenFile(abs, os.O_RDONLY, 0)
 	if err != nil {
 		return dtl.Source{}, f.gone(&rec, err)
 	}

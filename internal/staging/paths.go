@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/vfs"
@@ -52,6 +55,10 @@ type Dir struct {
 	// extended attributes); nil means the operating system's.
 	FS   vfs.FS
 	kind string // "producer" or "consumer", for messages
+	// memory: the dir is on tmpfs or ramfs, device dev; fsync there
+	// does nothing, and files on that device skip it (see InMemory).
+	memory bool
+	dev    uint64
 }
 
 // OpenDir checks that dir exists (creating it when create is set) and
@@ -83,7 +90,23 @@ func OpenDir(dir, kind string, create bool) (Dir, error) {
 	if !st.IsDir() {
 		return Dir{}, fmt.Errorf("%s dir %s is not a directory: %w", kind, abs, pdc.ErrInvalid)
 	}
-	return Dir{Path: abs, Real: real, kind: kind}, nil
+	d := Dir{Path: abs, Real: real, kind: kind}
+	var fst unix.Statfs_t
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && unix.Statfs(real, &fst) == nil {
+		d.memory = fst.Type == unix.TMPFS_MAGIC || fst.Type == unix.RAMFS_MAGIC
+		d.dev = sys.Dev
+	}
+	return d, nil
+}
+
+// InMemory reports whether a file with stat st is on the dir's file
+// system and that is tmpfs or ramfs, where fsync does nothing (node-local
+// staging is often memory): a consume skips the fsyncs of such a file and
+// its directory, four system calls of a small file's thirty. A file on
+// another device (a mount inside the dir) is not.
+func (d Dir) InMemory(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && d.memory && sys.Dev == d.dev
 }
 
 // Resolve maps a path given by a user, relative to d or absolute inside
