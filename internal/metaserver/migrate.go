@@ -166,6 +166,8 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 			}
 			if !del.Empty() {
 				err = from.commit(del)
+				// Objects' keys left the store: none is known to exist.
+				s.live.forgetAll()
 			}
 			del.Close()
 			if err == nil {

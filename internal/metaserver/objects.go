@@ -43,6 +43,10 @@ func (s *Service) objExists(id uint64) error {
 	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
 		return err
 	}
+	known, gen := s.live.has(id)
+	if known {
+		return nil
+	}
 	_, ok, err := s.st.get(keyObjID(id))
 	switch {
 	case err != nil:
@@ -50,6 +54,7 @@ func (s *Service) objExists(id uint64) error {
 	case !ok:
 		return fmt.Errorf("object %d: %w", id, pdc.ErrNotFound)
 	}
+	s.live.add(id, gen)
 	return nil
 }
 
@@ -238,6 +243,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	for _, i := range made {
 		_ = batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil, nil)
 	}
+	gen := s.live.generation()
 	if n > 0 {
 		if err := s.st.commit(batch); err != nil {
 			return nil, fmt.Errorf("create %d objects: %w", n, err)
@@ -248,6 +254,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 			// The client knows the rest of the record: it sent it.
 			out.Items[i] = wire.ObjResult{Meta: wire.ObjectMeta{ID: m.ID, CreatedUnix: m.CreatedUnix}}
 			s.opens.open(req.Client, m.ID, m.ContID)
+			s.live.add(m.ID, gen)
 		}
 	}
 	return rpc.Respond(&out), nil
@@ -385,6 +392,15 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		}
 		return s.deleteObjsBatch(b, ms, idents)
 	})
+	// Forgotten whatever the error: a commit whose sync failed is applied
+	// all the same.
+	if len(ms) > 0 {
+		gone := make([]uint64, len(ms))
+		for i, m := range ms {
+			gone[i] = m.ID
+		}
+		s.live.forget(gone)
+	}
 	if err != nil {
 		if len(ms) == 0 {
 			return fmt.Errorf("remove %d memberships: %w", len(unlink), err)

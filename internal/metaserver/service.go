@@ -61,6 +61,9 @@ type Service struct {
 	ix indexer
 	// fresh holds objects created by this process that have no tags yet.
 	fresh freshSet
+	// live remembers objects seen to exist, for the checks of tag writes
+	// and reads.
+	live liveSet
 
 	// createMu guards creating: identities being created, so that two
 	// concurrent creates of one identity cannot both succeed while their

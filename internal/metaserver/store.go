@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -60,6 +61,8 @@ type store struct {
 	log *wal
 	fs  vfs.FS
 	pfs *pebbleFS
+
+	gets atomic.Int64 // point lookups (get) made: what a cache in front saves
 
 	seqMu    sync.Mutex
 	nextSeq  uint64 // guarded by seqMu
@@ -244,6 +247,7 @@ func (s *store) observeSeq(seq uint32) {
 
 // get returns a copy of the value of key, or nil and false.
 func (s *store) get(key []byte) ([]byte, bool, error) {
+	s.gets.Add(1)
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
