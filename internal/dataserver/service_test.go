@@ -1476,3 +1476,34 @@ func TestFirstReadIsNotMapped(t *testing.T) {
 		}
 	}
 }
+
+// Small reads are mapped at once: read into buffers, each would be a
+// pread of its own.
+func TestFirstSmallReadsAreMapped(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	const n, size = 64, 1 << 10
+	dims := []uint64{n * size / elem}
+	want := pattern(n*size, 9)
+	write(t, c, 8, dims, region.Shape(dims...), want)
+	var items []wire.DataItem
+	for i := range uint64(n) {
+		items = append(items, item(8, false, dims, []uint64{i * size / elem}, []uint64{size / elem}))
+	}
+	ids, err := start(ctx, c, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := wait(ctx, c, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+		t.Fatalf("read back differs at byte %d", firstDiff(got, want))
+	}
+	if !mapsUnder(t, e.dir) {
+		t.Fatal("the first read of 64 regions of 1 KiB was not mapped")
+	}
+}

@@ -270,16 +270,17 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 }
 
 // viewGroup views boxes, the reads in of one object. The first read of
-// an object not mapped yet is read into buffers instead, if the budget
-// has room for them (see regionstore.ViewMapped): then the reads are
-// done, their buffers hold budget until their answer is written, and it
-// returns regionstore.ErrUnmapped.
+// an object not mapped yet is read into buffers instead, if its reads
+// are large enough and the budget has room for them (see
+// regionstore.ViewMapped): then the reads are done, their buffers hold
+// budget until their answer is written, and it returns
+// regionstore.ErrUnmapped.
 func (s *Service) viewGroup(st *regionstore.Store, obj uint64, l regionstore.Layout, boxes []region.Box, reads []*transfer, in []int) (*regionstore.View, error) {
 	var n int64
 	for _, i := range in {
 		n += reads[i].bytes()
 	}
-	if n == 0 || n > s.cfg.MaxBytes || !s.budget.TryAcquire(n) {
+	if n < minBuffered*int64(len(in)) || n > s.cfg.MaxBytes || !s.budget.TryAcquire(n) {
 		return st.ViewAll(obj, l, boxes)
 	}
 	v, err := st.ViewMapped(obj, l, boxes)
@@ -294,6 +295,12 @@ func (s *Service) viewGroup(st *regionstore.Store, obj uint64, l regionstore.Lay
 	}
 	return nil, err
 }
+
+// minBuffered is the smallest average read that a first read reads into
+// buffers rather than a mapping: each read into a buffer is a pread and
+// an allocation of its own, which for reads of a few KiB costs about what
+// mapping their pages does.
+const minBuffered = 16 << 10
 
 var errTinyRuns = errors.New("view of tiny runs")
 
