@@ -297,7 +297,10 @@ func (p *pushListener) serve(nc net.Conn) {
 			return
 		}
 		w := sinkWriter{s: r.sink}
-		if err := w.readFrom(nc, int64(req.size)); err != nil {
+		pr := newPayloadReader(nc, int64(req.size))
+		err := w.readFrom(pr, int64(req.size))
+		pr.done()
+		if err != nil {
 			if !errors.Is(err, ErrBadBuffer) {
 				err = fmt.Errorf("push from %s cut off after %d of %d bytes: %w: %w", nc.RemoteAddr(), w.n, req.size, ErrPeerFailed, err)
 			}

@@ -289,7 +289,9 @@ func readPulled(ctx context.Context, nc net.Conn, size uint64, sink Sink) (n int
 	}
 	done := netio.Interrupt(ctx, nc, true)
 	w := sinkWriter{s: sink}
-	err = w.readFrom(nc, int64(size))
+	pr := newPayloadReader(nc, int64(size))
+	err = w.readFrom(pr, int64(size))
+	pr.done()
 	if done() {
 		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}

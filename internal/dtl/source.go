@@ -3,6 +3,7 @@ package dtl
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"github.com/pdcgo/pdc"
@@ -191,3 +192,28 @@ func (w *sinkWriter) write(p []byte) error {
 	w.n += int64(len(p))
 	return nil
 }
+
+// payloadReader reads the n bytes of a payload from a bulk connection
+// (pull, push) with the receive low-water mark raised to what is still to
+// come (netio.LowWater): the kernel wakes the reader once a megabyte or two
+// has arrived, not at every segment, and on loopback each wake-up is paid
+// by the sender too. The mark never exceeds the bytes still promised;
+// done lowers it before the connection reads anything else.
+type payloadReader struct {
+	nc   net.Conn
+	lw   netio.LowWater
+	left int64
+}
+
+func newPayloadReader(nc net.Conn, n int64) *payloadReader {
+	return &payloadReader{nc: nc, lw: netio.NewLowWater(nc), left: n}
+}
+
+func (r *payloadReader) Read(p []byte) (int, error) {
+	r.lw.Expect(r.left)
+	n, err := r.nc.Read(p)
+	r.left -= int64(n)
+	return n, err
+}
+
+func (r *payloadReader) done() { r.lw.Expect(0) }
