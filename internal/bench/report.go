@@ -32,6 +32,7 @@ type Report struct {
 // BenchmarkReport is one benchmark's cases and the load around it.
 type BenchmarkReport struct {
 	Name    string    `json:"name"`
+	Args    []string  `json:"args,omitempty"`
 	Load    LoadSpan  `json:"load"`
 	Seconds float64   `json:"seconds"`
 	Cases   []Summary `json:"cases"`

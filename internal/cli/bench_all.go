@@ -146,7 +146,7 @@ network namespaces: pdc bench hosts).
 		if *cpuprofile != "" {
 			bargs = append(bargs, "--cpuprofile", *cpuprofile)
 		}
-		rep.Benchmarks = append(rep.Benchmarks, bench.BenchmarkReport{Name: b.name})
+		rep.Benchmarks = append(rep.Benchmarks, bench.BenchmarkReport{Name: b.name, Args: append([]string{"bench", b.name}, bargs...)})
 		cur = &rep.Benchmarks[len(rep.Benchmarks)-1]
 		bt := time.Now()
 		fmt.Fprintf(e.stderr, "bench all: pdc bench %s %s\n", b.name, strings.Join(bargs, " "))
