@@ -211,8 +211,10 @@ func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, 
 		r1.Ratio = empty.Seconds() / restart.Seconds()
 	}
 	per1 := float64(rss) / float64(total)
-	r2 := bench.Result{Bench: "meta", Case: fmt.Sprintf("server memory per object (%d objects, RSS %d MiB)", total, rss>>20), Value: per1,
-		Unit: "B", Ceiling: "target bound", CeilingValue: 1024, Ratio: 1024 / per1, Target: "< 1 KiB"}
+	// The RSS goes in the target column: a case's name stays the same
+	// from run to run, for bench compare.
+	r2 := bench.Result{Bench: "meta", Case: fmt.Sprintf("server memory per object (%d objects)", total), Value: per1,
+		Unit: "B", Ceiling: "target bound", CeilingValue: 1024, Ratio: 1024 / per1, Target: fmt.Sprintf("< 1 KiB (RSS %d MiB)", rss>>20)}
 	return []bench.Result{r1, r2}, nil
 }
 
