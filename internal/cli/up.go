@@ -218,23 +218,51 @@ func startAndPing(ctx context.Context, cfg cluster.LocalConfig) ([]cluster.Proc,
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
+	if err := pingStarted(ctx, cfg, procs); err != nil {
+		// Nobody else will stop them: the caller sees a failed up (pdc
+		// bench removes its tmpdir), and an interrupt (ctx) lands here.
+		stopProcs(procs)
+		return nil, err
+	}
+	return procs, nil
+}
+
+// pingStarted checks that each of procs, just started, answers a ping.
+func pingStarted(ctx context.Context, cfg cluster.LocalConfig, procs []cluster.Proc) error {
 	opts := []client.Option{client.WithTmpDir(cfg.TmpDir)}
 	if cfg.SecretFile != "" {
 		opts = append(opts, client.WithSecretFile(cfg.SecretFile))
 	}
 	c, err := client.Connect(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("up: %w", err)
+		return fmt.Errorf("up: %w", err)
 	}
 	defer c.Close()
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, p := range procs {
 		if _, err := c.Ping(pctx, p.Rank); err != nil {
-			return nil, fmt.Errorf("up: servers started but %w", err)
+			return fmt.Errorf("up: servers started but %w", err)
 		}
 	}
-	return procs, nil
+	return nil
+}
+
+// stopProcs kills servers just started, which nothing has acknowledged
+// anything to yet, and reaps them (they are this process's children).
+func stopProcs(procs []cluster.Proc) {
+	for _, p := range procs {
+		if syscall.Kill(p.PID, syscall.SIGKILL) != nil {
+			continue
+		}
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(p.PID, &ws, 0, nil)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+	}
 }
 
 // restartDeadServers starts again, as `pdc up` started them, the servers
