@@ -680,7 +680,7 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 	// files pipelined across pieces; shm hands over the owner's file, which
 	// is copied and checksummed in one part per processor.
 	in := staging.NewIncoming(f, size, o.progress)
-	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(in), dtl.WithMode(mode))
+	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(in), dtl.WithMode(mode), dtl.WithExpectedSize(size))
 	written, crc, werr := in.Finish()
 	if err == nil && werr != nil {
 		err = fmt.Errorf("writing %s: %w", tmp, werr)

@@ -129,10 +129,24 @@ type FetchOption func(*fetchOpts)
 type fetchOpts struct {
 	mode     Mode
 	off, len uint64
+	expect   int64 // the payload's expected size + 1; 0: unknown
 }
 
 // WithMode picks the mode of one fetch.
 func WithMode(m Mode) FetchOption { return func(o *fetchOpts) { o.mode = m } }
+
+// WithExpectedSize says how large the payload is expected to be (a staged
+// file's record says). It only saves work: a payload expected to come in
+// the answer (at most EagerLimit) is not also asked for over a bulk
+// connection, which a pull sends along with the request once it knows the
+// sender's bulk address. A wrong guess costs the round trip saved.
+func WithExpectedSize(n int64) FetchOption {
+	return func(o *fetchOpts) {
+		if n >= 0 {
+			o.expect = n + 1
+		}
+	}
+}
 
 // WithSection fetches n bytes from off (n 0: to the end).
 func WithSection(off, n uint64) FetchOption { return func(o *fetchOpts) { o.off, o.len = off, n } }
@@ -177,6 +191,7 @@ func (r *Receiver) fetch(ctx context.Context, peer string, key []byte, sink Sink
 	defer func() { r.rpcConns.put(peer, conn, healthy) }()
 
 	fr := wire.FetchRequest{Key: key, Mode: uint32(mode), Cap: sink.capacity(), Off: o.off, Len: o.len}
+	sink.expect = o.expect
 	tr, err := t.Prepare(ctx, Peer{Addr: peer, Local: conn.LocalAddr()}, &fr, sink)
 	if err != nil {
 		return 0, err

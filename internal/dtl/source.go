@@ -84,6 +84,15 @@ type Sink struct {
 	File *os.File
 	Off  int64
 	W    io.Writer
+	// expect is the payload's expected size + 1 (WithExpectedSize); 0:
+	// unknown.
+	expect int64
+}
+
+// small reports whether the payload will come in the answer: the buffer
+// holds no more, or it is expected no larger.
+func (s Sink) small() bool {
+	return (s.Buf != nil && len(s.Buf) <= EagerLimit) || (s.expect > 0 && s.expect-1 <= EagerLimit)
 }
 
 // IntoBuffer is a sink that fills the front of b.

@@ -218,7 +218,7 @@ func (t *pullTransport) Prepare(ctx context.Context, peer Peer, req *wire.FetchR
 	// A pull from a sender whose bulk address we know goes out with the
 	// request, under a token we choose: the payload comes one round trip
 	// sooner.
-	if sink.Buf == nil || len(sink.Buf) > EagerLimit {
+	if !sink.small() {
 		var tok token
 		if st.pipe, tok = t.r.startPull(ctx, peer.Addr); st.pipe != nil {
 			req.PullToken = tok[:]

@@ -1,10 +1,13 @@
 package dtl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -95,3 +98,78 @@ func TestPipelinedPullPanicSettles(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// countingConn counts the writes on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A receiver that knows the sender's bulk address pulls along with the
+// request, but not for a payload expected to come in the answer: that
+// pull would cost a write and a read on the bulk connection at both ends
+// of every small staged file.
+func TestNoPipelinedPullForASmallPayload(t *testing.T) {
+	s, err := NewSender(SenderConfig{ShmDir: t.TempDir(), Logger: discard(),
+		Resolve: func(_ context.Context, key []byte) (Source, error) {
+			if string(key) == "big" {
+				return Bytes(make([]byte, 1<<20)), nil
+			}
+			return Bytes(make([]byte, 1<<10)), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := rpc.NewServer(rpc.ServerConfig{Logger: discard()})
+	s.Register(srv)
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(served) }()
+	defer func() { srv.Close(); <-served }()
+	r, err := NewReceiver(ReceiverConfig{Mode: ModePull, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var bulkWrites atomic.Int64
+	r.bulkConns.close()
+	r.bulkConns = newEndpointCache(4, func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: nc, writes: &bulkWrites}, nil
+	})
+	ctx := context.Background()
+	addr := rpc.Addr(ln.Addr())
+	// Teaches the receiver the bulk address.
+	if _, err := r.Fetch(ctx, addr, []byte("big"), IntoWriter(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	if bulkWrites.Load() == 0 {
+		t.Fatal("the large payload was not pulled over a bulk connection")
+	}
+	bulkWrites.Store(0)
+	var got bytes.Buffer
+	if n, err := r.Fetch(ctx, addr, []byte("small"), IntoWriter(&got), WithExpectedSize(1<<10)); err != nil || n != 1<<10 || got.Len() != 1<<10 {
+		t.Fatalf("small fetch: %d bytes (%d written), %v", n, got.Len(), err)
+	}
+	if w := bulkWrites.Load(); w != 0 {
+		t.Errorf("a payload expected to come in the answer was also pulled: %d writes on the bulk connection", w)
+	}
+	// A wrong guess still gets the payload.
+	got.Reset()
+	if n, err := r.Fetch(ctx, addr, []byte("big"), IntoWriter(&got), WithExpectedSize(1<<10)); err != nil || n != 1<<20 || got.Len() != 1<<20 {
+		t.Fatalf("large fetch expected small: %d bytes (%d written), %v", n, got.Len(), err)
+	}
+}
