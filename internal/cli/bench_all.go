@@ -42,7 +42,7 @@ var allBenches = []allBench{
 		quick: []string{"--servers", "1,2", "--size", "2MiB", "--regions", "1MiB", "--partitions", "object-static", "--storage", "offset", "--small", "64"}},
 	{name: "vpic", run: benchVPIC,
 		args:  []string{"--procs", "1,2,4", "--n", "1048576"},
-		quick: []string{"--procs", "1,2,4", "--n", "1024"}},
+		quick: []string{"--procs", "1,4", "--n", "1024"}},
 	{name: "stage", run: benchStage,
 		args:  []string{"--sizes", "1KiB,1MiB,1GiB", "--budget", "100ms", "--min-consumes", "1"},
 		quick: []string{"--sizes", "1KiB,1MiB,2MiB", "--modes", "stream,shm", "--budget", "1ms", "--min-consumes", "1"}},
