@@ -113,6 +113,9 @@ type Transfer struct {
 	linear []byte // the elements in remote's row-major order
 	packed bool   // linear is a copy (local is not contiguous in buf)
 	parts  []part
+	// onePart holds parts when there is one, as for every region of an
+	// object-static object: one allocation per region fewer.
+	onePart [1]part
 	// located, if isLocated, are where the pieces of a region-dynamic or
 	// region-local transfer are (read) or go (write), as its metadata
 	// server answered, for plan.
@@ -439,6 +442,14 @@ func (t *Transfer) plan(ctx context.Context) error {
 	case t.isLocated:
 		pieces = t.located
 		t.located, t.isLocated = nil, false
+	case o.meta().Props.Partition == ObjectStatic:
+		// One piece, kept off the heap: a start_all of 64k small
+		// regions made one allocation per region for it.
+		var one [1]piece
+		if one[0], err = o.homePiece(t.remote); err != nil {
+			return err
+		}
+		pieces = one[:]
 	default:
 		if pieces, err = o.pieces(ctx, t.access, t.remote); err != nil {
 			return err
@@ -454,6 +465,9 @@ func (t *Transfer) plan(ctx context.Context) error {
 		}
 	}
 	t.parts = t.parts[:0]
+	if t.parts == nil && len(pieces) == 1 {
+		t.parts = t.onePart[:0]
+	}
 	for _, pc := range pieces {
 		p := part{server: pc.server, slot: pc.slot, box: pc.box}
 		if pc.box.Equal(t.remote) {
@@ -542,8 +556,11 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 	}
 	switch o.meta().Props.Partition {
 	case ObjectStatic:
-		slot := int(sp.home)
-		return []piece{{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: box}}, nil
+		p, err := o.homePiece(box)
+		if err != nil {
+			return nil, err
+		}
+		return []piece{p}, nil
 	case RegionStatic:
 		return staticPieces(box, max(sp.block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
@@ -573,6 +590,16 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		return out, nil
 	}
 	return nil, fmt.Errorf("object %q: unknown partition strategy %d: %w", o.meta().Name, o.meta().Props.Partition, pdc.ErrInvalid)
+}
+
+// homePiece is box of an object-static object: all on its home slot.
+func (o *Object) homePiece(box region.Box) (piece, error) {
+	ds := o.c.dataServers()
+	if len(ds) == 0 {
+		return piece{}, fmt.Errorf("object %q: the cluster has no data server: %w", o.meta().Name, pdc.ErrUnavailable)
+	}
+	slot := int(o.meta().spread.home)
+	return piece{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: box}, nil
 }
 
 // staticPieces cuts box into the blocks of rows of the first dim that

@@ -59,3 +59,32 @@ func TestStatusOfAQueuedTransfer(t *testing.T) {
 		t.Error("a transfer with its placement on the wire was dropped")
 	}
 }
+
+// Describing and planning a small region of an object-static object
+// allocates the transfer and its boxes, nothing per piece or part: a
+// start_all of 64k regions of 4 KiB made two allocations more per region.
+func TestPlanObjectStaticAllocs(t *testing.T) {
+	c := &Client{}
+	c.dataOnce.Do(func() { c.data = []int{0} })
+	o := newObject(c, ObjectInfo{Name: "o", Props: ObjectProps{Dims: []uint64{1 << 20}, Type: region.Uint8, Partition: ObjectStatic}})
+	buf := make([]byte, 4096)
+	box := region.Box{Off: []uint64{4096}, Size: []uint64{4096}}
+	local := region.Box{Off: []uint64{0}, Size: []uint64{4096}}
+	ctx := context.Background()
+	var tr *Transfer
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if tr, err = o.NewTransfer(ctx, buf, Write, local, box); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.plan(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(tr.parts) != 1 || tr.parts[0].server != 0 || !tr.parts[0].box.Equal(box) || len(tr.parts[0].data) != 4096 {
+		t.Fatalf("planned %+v, want one part of %v on server 0", tr.parts, box)
+	}
+	if allocs > 2 {
+		t.Fatalf("NewTransfer and plan made %.0f allocations, want at most 2 (the transfer and its boxes)", allocs)
+	}
+}

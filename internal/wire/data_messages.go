@@ -248,9 +248,10 @@ func (m *DataResults) Unmarshal(b []byte) error {
 	for f.next() {
 		switch f.num {
 		case 1:
-			var x DataResult
-			f.sub(&x)
-			m.Items = append(m.Items, x)
+			// Decoded in place: a local passed to sub escapes, one
+			// allocation per transfer answered.
+			m.Items = append(m.Items, DataResult{})
+			f.sub(&m.Items[len(m.Items)-1])
 		case 2:
 			m.IDs = f.packedUints(m.IDs)
 		}

@@ -67,3 +67,25 @@ func TestDataItemRepeatedPackedField(t *testing.T) {
 		}
 	}
 }
+
+// Decoding the answer of a wait for thousands of small transfers
+// allocates the items once, not once per item.
+func TestDataResultsUnmarshalAllocs(t *testing.T) {
+	var m wire.DataResults
+	for range 1000 {
+		m.Items = append(m.Items, wire.DataResult{Size: 4096})
+	}
+	b := m.Marshal(nil)
+	var got wire.DataResults
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := got.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(got.Items) != 1000 || got.Items[999].Size != 4096 {
+		t.Fatalf("decoded %d items", len(got.Items))
+	}
+	if allocs > 2 {
+		t.Fatalf("decoding 1000 results made %.0f allocations, want at most 2", allocs)
+	}
+}
