@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -77,7 +79,15 @@ func removeInstall() {
 
 // script runs a program to its end and returns what it printed.
 func script(ctx context.Context, name string, args ...string) (string, error) {
+	return scriptIn(ctx, "", name, args...)
+}
+
+// scriptIn is script with $TMPDIR set to tmp, if given.
+func scriptIn(ctx context.Context, tmp, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if tmp != "" {
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 10 * time.Second
@@ -92,10 +102,33 @@ func TestCPrograms(t *testing.T) {
 	needC(t)
 	ctx := testCtx(t)
 	prefix := installLibpdc(t, ctx)
+	// A script killed at the test's deadline does not run its cleanup:
+	// the servers it started, whose command lines name its $TMPDIR, are
+	// killed when the test ends.
+	tmp := t.TempDir()
+	t.Cleanup(func() { killUnder(t, tmp) })
 	start := time.Now()
-	out, err := script(ctx, "./tests/run.sh", prefix)
+	out, err := scriptIn(ctx, tmp, "./tests/run.sh", prefix)
 	t.Logf("./tests/run.sh (%v):\n%s", time.Since(start).Round(time.Millisecond), out)
 	if err != nil {
 		t.Fatalf("./tests/run.sh: %v", err)
+	}
+}
+
+// killUnder kills every process whose command line names dir.
+func killUnder(t *testing.T, dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(dir)) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			t.Logf("killed process %d, left behind: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
 	}
 }
