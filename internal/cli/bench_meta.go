@@ -225,16 +225,20 @@ func emptyRestart(ctx context.Context, o upOptions) time.Duration {
 	}
 	defer os.RemoveAll(dir)
 	o.tmpdir, o.datadir = filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
+	// The downs run even once ctx ends (Ctrl-C): the directory is
+	// removed on return, and servers left running would have no list to
+	// be stopped by.
+	stop := context.WithoutCancel(ctx)
 	if _, err := up(ctx, io.Discard, o); err != nil {
 		return 0
 	}
-	_, _ = down(ctx, io.Discard, o.tmpdir, time.Minute)
+	_, _ = down(stop, io.Discard, o.tmpdir, time.Minute)
 	t0 := time.Now()
 	if _, err := up(ctx, io.Discard, o); err != nil {
 		return 0
 	}
 	d := time.Since(t0)
-	_, _ = down(ctx, io.Discard, o.tmpdir, time.Minute)
+	_, _ = down(stop, io.Discard, o.tmpdir, time.Minute)
 	return d
 }
 
