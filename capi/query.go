@@ -8,7 +8,6 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/internal/dataquery"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -122,8 +121,8 @@ func (l *Lib) queryCombine(name string, q1, q2 uint64, op func(p, q client.Pred)
 		// Checked here: each combination copies both sides, so
 		// PDCquery_and(q, q) repeated doubles the query, and would
 		// exhaust memory long before a server refused it.
-		if n := a.pred.Len() + b.pred.Len() + 1; n > dataquery.MaxNodes {
-			return 0, fmt.Errorf("the query would have %d comparisons, ANDs and ORs, over the servers' limit of %d: %w", n, dataquery.MaxNodes, pdc.ErrTooLarge)
+		if n := a.pred.Len() + b.pred.Len() + 1; n > client.MaxPredicateNodes {
+			return 0, fmt.Errorf("the query would have %d comparisons, ANDs and ORs, over the servers' limit of %d: %w", n, client.MaxPredicateNodes, pdc.ErrTooLarge)
 		}
 		l.mu.Lock()
 		within := a.within

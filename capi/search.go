@@ -8,7 +8,6 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -66,17 +65,17 @@ func KVTagQuery(name string, typ int, value []byte, hasValue bool) (string, erro
 	if !region.Type(typ).Valid() {
 		return "", fmt.Errorf("unknown pdc_var_type_t %d: want PDC_INT (0) to PDC_SIZE_T (%d): %w", typ, int(region.SizeT), pdc.ErrInvalid)
 	}
-	v := tagindex.ValueOf(region.Type(typ), value)
-	if v.Num != nil {
-		return name + "=" + v.Num.String(), nil
+	text, numeric := client.TagValueText(region.Type(typ), value)
+	if numeric {
+		return name + "=" + text, nil
 	}
-	if v.Text == "" {
+	if text == "" {
 		return "", fmt.Errorf("tag %q: the value is empty: pass a NULL value to match any value: %w", name, pdc.ErrInvalid)
 	}
-	if strings.Contains(v.Text, "..") && !strings.Contains(v.Text, "*") {
-		return "", fmt.Errorf("tag %q: value %q: text with .. reads as a range of numbers; match it with a * pattern: %w", name, v.Text, pdc.ErrInvalid)
+	if strings.Contains(text, "..") && !strings.Contains(text, "*") {
+		return "", fmt.Errorf("tag %q: value %q: text with .. reads as a range of numbers; match it with a * pattern: %w", name, text, pdc.ErrInvalid)
 	}
-	return name + "=" + v.Text, nil
+	return name + "=" + text, nil
 }
 
 // QueryKVTag is PDC_Client_query_kvtag: the ids of the objects with a tag

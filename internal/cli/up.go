@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/dtl"
 )
 
 func init() {
@@ -417,55 +415,21 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 		return 0, fmt.Errorf("down: %w", err)
 	}
 	defer c.Close()
-	// Transient containers end with the cluster. Best effort: a cluster with
-	// a dead server is still stopped.
-	if n, err := c.DeleteTransient(ctx); err != nil {
-		fmt.Fprintf(warn, "pdc down: transient containers not all deleted: %v\n", err)
-	} else if n > 0 {
-		fmt.Fprintf(warn, "pdc down: deleted %d transient containers\n", n)
+	st, err := c.StopCluster(ctx)
+	// Transient containers end with the cluster. Best effort: a cluster
+	// with a dead server is still stopped.
+	if st.TransientErr != nil {
+		fmt.Fprintf(warn, "pdc down: transient containers not all deleted: %v\n", st.TransientErr)
+	} else if st.Transient > 0 {
+		fmt.Fprintf(warn, "pdc down: deleted %d transient containers\n", st.Transient)
 	}
-	host, _ := os.Hostname()
-	servers := c.Servers()
-	errs := make([]error, len(servers))
-	gone := make([]bool, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			err := c.ShutdownServer(ctx, s.Rank)
-			// A server reporting another host name (pdc up --hosts) but
-			// listening on this machine is waited for all the same.
-			local := s.Host == host || dtl.SameHost(s.Addr)
-			switch {
-			case errors.Is(err, pdc.ErrUnavailable) && (!local || !processExists(s.PID)):
-				gone[i] = true
-				fmt.Fprintf(warn, "pdc down: %s was already gone\n", s.Label())
-				return
-			case err != nil:
-				errs[i] = err
-				return
-			}
-			if local {
-				// Its connections are closed; wait for the process itself.
-				if err := cluster.WaitExit(ctx, s.PID); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", s.Label(), err)
-				}
-			}
-		})
+	for _, g := range st.Gone {
+		fmt.Fprintf(warn, "pdc down: %s was already gone\n", g)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("down: %w", err)
 	}
-	if err := cluster.RemoveFiles(tmpdir); err != nil {
-		return 0, fmt.Errorf("down: %w", err)
-	}
-	stopped := 0
-	for _, g := range gone {
-		if !g {
-			stopped++
-		}
-	}
-	return stopped, nil
+	return st.Servers, nil
 }
 
 // processExists reports whether pid is a running process. A zombie, dead
