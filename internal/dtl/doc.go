@@ -14,21 +14,24 @@
 //   - shm: on one host the payload lives in a memory file whose descriptor
 //     crosses a Unix socket (SCM_RIGHTS) and is mapped by the receiver.
 //
-// Each backend is a Transport made for one direction: the Go form of
-// DYAD's dtl handle. DYAD's life cycle maps onto it as follows.
+// Each backend has two halves, a SendTransport and a RecvTransport: the Go
+// form of DYAD's dtl handle made for one direction. They are separate
+// types, so a half cannot be asked to do the other direction's work.
+// DYAD's life cycle maps onto them as follows.
 //
-//   - init with a mode and a direction: NewSender (DYAD_COMM_SEND) and
-//     NewReceiver (DYAD_COMM_RECV) make every mode's Transport in their
-//     direction; a fetch's mode comes from PDC_DTL, the receiver's config or
-//     a per-call option (WithMode);
+//   - init with a mode and a direction: NewSender (DYAD_COMM_SEND) makes
+//     every mode's sending half and NewReceiver (DYAD_COMM_RECV) every
+//     receiving half; a fetch's mode comes from PDC_DTL, the receiver's
+//     config or a per-call option (WithMode);
 //   - rpc pack and unpack: wire.FetchRequest, built by the receiver
-//     (Transport.Prepare adds what its backend needs, such as the push
+//     (RecvTransport.Prepare adds what its backend needs, such as the push
 //     address) and decoded by the sender's fetch handler;
-//   - respond, establish the connection, send: Transport.Send;
-//   - get a buffer, receive: Transport.Prepare and Transport.Receive, under
+//   - respond, establish the connection, send: SendTransport.Send;
+//   - get a buffer, receive: RecvTransport.Prepare and Receive, under
 //     Receiver.Fetch into a Sink (a caller's buffer, a file or an
-//     io.Writer), or Receiver.FetchView for a read-only view that maps the
-//     shm payload instead of copying it;
+//     io.Writer), or Receiver.FetchView for a read-only view: a receiving
+//     half that can hand a payload over in place (shm maps the sender's
+//     memory file) does so, the others copy into a buffer;
 //   - close and finalize: Close on either side.
 //
 // Errors are values matching DYAD's codes (ErrBadMode, ErrBadBuffer,

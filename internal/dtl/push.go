@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -313,5 +314,53 @@ func (p *pushListener) serve(nc net.Conn) {
 		if _, err := nc.Write(ok); err != nil {
 			return
 		}
+	}
+}
+
+// push writes payloads into registrations the receiver made.
+type (
+	pushSend struct{ s *Sender }
+	pushRecv struct{ r *Receiver }
+)
+
+func (*pushSend) Mode() Mode { return ModePush }
+func (*pushRecv) Mode() Mode { return ModePush }
+
+func (t *pushSend) Send(ctx context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, _ *wire.FetchReply) error {
+	defer src.release()
+	if err := t.s.push(ctx, req, src); err != nil {
+		return fmt.Errorf("push to %s: %w", req.PushAddr, err)
+	}
+	t.s.pushes.Add(1)
+	return nil
+}
+
+type pushState struct {
+	pl  *pushListener
+	reg *registration
+}
+
+func (t *pushRecv) Prepare(ctx context.Context, peer Peer, req *wire.FetchRequest, sink Sink) (*Transfer, error) {
+	pl, err := t.r.pushListener(peer.Local)
+	if err != nil {
+		return nil, err
+	}
+	reg := pl.register(sink)
+	req.PushAddr, req.PushID, req.Token = pl.addr, reg.id, reg.tok[:]
+	abort := func() { pl.cancel(reg) }
+	return &Transfer{sink: sink, state: &pushState{pl: pl, reg: reg}, abort: abort, eager: func(context.Context) { abort() }}, nil
+}
+
+func (t *pushRecv) Receive(ctx context.Context, tr *Transfer, rep *wire.FetchReply) (int64, error) {
+	st := tr.state.(*pushState)
+	select {
+	case res := <-st.reg.done:
+		tr.abort = nil
+		if res.err == nil && uint64(res.n) != rep.Size {
+			res.err = fmt.Errorf("push delivered %d of %d bytes: %w", res.n, rep.Size, ErrBadPack)
+		}
+		return res.n, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err() // Abort withdraws the registration
 	}
 }

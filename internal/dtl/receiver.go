@@ -48,7 +48,7 @@ type Receiver struct {
 	rpcConns  *connPool[*rpc.Conn]
 	bulkConns *endpointCache
 
-	transports map[Mode]Transport
+	transports map[Mode]RecvTransport
 
 	mu struct {
 		sync.Mutex
@@ -89,10 +89,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	})
 	r.mu.push = map[string]*pushListener{}
 	r.mu.bulk = map[string]string{}
-	r.transports = map[Mode]Transport{}
-	for _, m := range Modes {
-		r.transports[m] = newTransport(m, nil, r)
-	}
+	r.transports = recvHalves(r)
 	return r, nil
 }
 
@@ -112,9 +109,6 @@ func (r *Receiver) Close() error {
 	r.cancel()
 	pls := r.mu.push
 	r.mu.Unlock()
-	for _, t := range r.transports {
-		_ = t.Close()
-	}
 	for _, p := range pls {
 		p.close()
 	}
@@ -399,12 +393,13 @@ func (r *Receiver) FetchView(ctx context.Context, peer string, key []byte, opts 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.mode.resolve(peer) == ModeShm && SameHost(peer) {
-		v, err := r.fetchShmView(ctx, peer, key, &o)
+	mode := o.mode.resolve(peer)
+	if v, ok := r.transports[mode].(viewer); ok && v.canView(peer) {
+		view, err := r.fetchView(ctx, peer, key, mode, v, &o)
 		if err != nil {
-			return nil, fmt.Errorf("fetch %s from %s by shm: %w", showKey(key), peer, classify(ctx, err))
+			return nil, fmt.Errorf("fetch %s from %s by %s: %w", showKey(key), peer, mode, classify(ctx, err))
 		}
-		return v, nil
+		return view, nil
 	}
 	var buf bytes.Buffer
 	if _, err := r.Fetch(ctx, peer, key, IntoWriter(&buf), opts...); err != nil {
@@ -413,12 +408,13 @@ func (r *Receiver) FetchView(ctx context.Context, peer string, key []byte, opts 
 	return &View{b: buf.Bytes()}, nil
 }
 
-func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o *fetchOpts) (*View, error) {
+// fetchView asks for a payload to view in place and has v map it.
+func (r *Receiver) fetchView(ctx context.Context, peer string, key []byte, mode Mode, v viewer, o *fetchOpts) (*View, error) {
 	conn, err := r.conn(ctx, peer)
 	if err != nil {
 		return nil, err
 	}
-	fr := wire.FetchRequest{Key: key, Mode: uint32(ModeShm), Off: o.off, Len: o.len, Map: true}
+	fr := wire.FetchRequest{Key: key, Mode: uint32(mode), Off: o.off, Len: o.len, Map: true}
 	raw, err := conn.Call(ctx, wire.MethodFetch, fr.Marshal(nil), nil, nil)
 	var se *pdc.ServerError
 	r.rpcConns.put(peer, conn, err == nil || errors.As(err, &se))
@@ -435,11 +431,7 @@ func (r *Receiver) fetchShmView(ctx context.Context, peer string, key []byte, o 
 		}
 		return &View{b: raw.Payload}, nil
 	}
-	m, err := mapShm(ctx, &rep)
-	if err != nil {
-		return nil, err
-	}
-	return &View{m: m}, nil
+	return v.view(ctx, &rep)
 }
 
 // errReceiverClosed ends the fetches under way when the receiver closes.

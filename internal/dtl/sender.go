@@ -81,7 +81,7 @@ type Sender struct {
 	shmPath             string
 	eps                 *endpointCache
 
-	transports map[Mode]Transport
+	transports map[Mode]SendTransport
 
 	closing   chan struct{}
 	ctx       context.Context // canceled by Close
@@ -160,10 +160,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	s.bulkLimit = netio.ConnLimit{Max: cfg.MaxConns, PerPeer: cfg.MaxConnsPerPeer}
 	s.shmLimit = netio.ConnLimit{Max: cfg.MaxConns, PerPeer: cfg.MaxConnsPerPeer}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.transports = map[Mode]Transport{}
-	for _, m := range Modes {
-		s.transports[m] = newTransport(m, s, nil)
-	}
+	s.transports = sendHalves(s)
 	s.mu.handles = make(map[token]*exposed)
 	s.mu.waiters = make(map[token]chan struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
@@ -265,9 +262,6 @@ func (s *Sender) Close() error {
 		s.mu.Unlock()
 		for _, e := range hs {
 			e.release()
-		}
-		for _, t := range s.transports {
-			_ = t.Close()
 		}
 		s.eps.close()
 		s.wg.Wait()

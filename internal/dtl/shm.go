@@ -15,6 +15,7 @@ import (
 
 	"github.com/pdcgo/pdc/internal/dtl/lane"
 	"github.com/pdcgo/pdc/internal/netio"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -358,4 +359,61 @@ func parseRights(oob []byte) (int, error) {
 		return -1, fmt.Errorf("no descriptor in the control message: %w", ErrBadPack)
 	}
 	return fd, nil
+}
+
+// shm hands over a memory file's descriptor on this host.
+type (
+	shmSend struct{ s *Sender }
+	shmRecv struct{ r *Receiver }
+)
+
+func (*shmSend) Mode() Mode { return ModeShm }
+func (*shmRecv) Mode() Mode { return ModeShm }
+
+func (t *shmSend) Send(_ context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, reply *wire.FetchReply) error {
+	// A buffer goes into a sealed memory file. A file goes as it is (read
+	// by the receiver: a file that shrinks meanwhile is a short read, an
+	// error), unless the receiver maps it and it is not sealed against
+	// shrinking: then a sealed copy goes.
+	var memfd *os.File
+	var err error
+	name := fmt.Sprintf("pdc-dtl-%s", req.Key)
+	switch {
+	case src.File == nil:
+		memfd, err = memfdWith(name, src.Buf)
+	case req.Map && !isSealed(src.File):
+		memfd, err = memfdCopy(name, src.File, src.Off, src.Len)
+	}
+	if err != nil {
+		src.release()
+		return fmt.Errorf("shm: %w", err)
+	}
+	e, err := t.s.expose(src, memfd, nil)
+	if err != nil {
+		(&exposed{src: src, memfd: memfd}).release()
+		return err
+	}
+	reply.Addr, reply.Handle, reply.Token, reply.TTL = t.s.shmPath, e.id, e.tok[:], uint64(t.s.cfg.HandleTTL)
+	return nil
+}
+
+func (t *shmRecv) Prepare(_ context.Context, _ Peer, _ *wire.FetchRequest, sink Sink) (*Transfer, error) {
+	return &Transfer{sink: sink}, nil
+}
+
+func (t *shmRecv) Receive(ctx context.Context, tr *Transfer, rep *wire.FetchReply) (int64, error) {
+	return readShm(ctx, rep, tr.sink)
+}
+
+// The shm receiving half maps the sender's memory file for FetchView.
+var _ viewer = (*shmRecv)(nil)
+
+func (*shmRecv) canView(peer string) bool { return SameHost(peer) }
+
+func (*shmRecv) view(ctx context.Context, rep *wire.FetchReply) (*View, error) {
+	m, err := mapShm(ctx, rep)
+	if err != nil {
+		return nil, err
+	}
+	return &View{m: m}, nil
 }

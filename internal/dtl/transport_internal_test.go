@@ -12,12 +12,12 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
-	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// Each mode has a transport per direction, and a half of the other
-// direction is refused (DYAD_RC_BAD_COMM_MODE).
-func TestTransportDirections(t *testing.T) {
+// Each mode has a half per direction, and neither half is the other
+// (DYAD's DYAD_RC_BAD_COMM_MODE is a compile error here). Only shm hands
+// payloads over to read in place, and only from this host.
+func TestTransportHalves(t *testing.T) {
 	s, err := NewSender(SenderConfig{Resolve: func(context.Context, []byte) (Source, error) { return Bytes(nil), nil }, ShmDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -30,17 +30,21 @@ func TestTransportDirections(t *testing.T) {
 	defer r.Close()
 	for _, m := range Modes {
 		st, rt := s.transports[m], r.transports[m]
-		if st.Mode() != m || st.Direction() != DirSend || rt.Mode() != m || rt.Direction() != DirRecv {
-			t.Fatalf("%s: transports %s/%s and %s/%s", m, st.Mode(), st.Direction(), rt.Mode(), rt.Direction())
+		if st == nil || rt == nil || st.Mode() != m || rt.Mode() != m {
+			t.Fatalf("%s: halves %v and %v", m, st, rt)
 		}
-		if _, err := st.Prepare(context.Background(), Peer{}, &wire.FetchRequest{}, IntoBuffer(make([]byte, 1))); !errors.Is(err, ErrBadMode) || !errors.Is(err, pdc.ErrInvalid) {
-			t.Errorf("%s: a sending transport prepared a receive: %v", m, err)
+		if _, ok := st.(RecvTransport); ok {
+			t.Errorf("%s: the sending half can also receive", m)
 		}
-		if _, err := st.Receive(context.Background(), &Transfer{}, &wire.FetchReply{}); !errors.Is(err, ErrBadMode) {
-			t.Errorf("%s: a sending transport received: %v", m, err)
+		if _, ok := rt.(SendTransport); ok {
+			t.Errorf("%s: the receiving half can also send", m)
 		}
-		if err := rt.Send(context.Background(), nil, &wire.FetchRequest{}, Bytes(nil), &wire.FetchReply{}); !errors.Is(err, ErrBadMode) {
-			t.Errorf("%s: a receiving transport sent: %v", m, err)
+		v, ok := rt.(viewer)
+		if ok != (m == ModeShm) {
+			t.Errorf("%s: can view in place: %v", m, ok)
+		}
+		if ok && (!v.canView("127.0.0.1:1") || v.canView("192.0.2.1:1")) {
+			t.Errorf("%s: views from this host %v, from another %v", m, v.canView("127.0.0.1:1"), v.canView("192.0.2.1:1"))
 		}
 	}
 }
