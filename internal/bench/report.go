@@ -152,14 +152,19 @@ func trunc(b []byte, n int) string {
 
 // Verdicts of a comparison. A change is called only when the two runs'
 // ranges do not overlap: rounds that overlap could be the same code on a
-// machine whose speed drifts.
+// machine whose speed drifts. A case with a ceiling is judged on its
+// ratio's range as well, and where the two disagree the verdict is
+// "machine moved (ceiling X -> Y)".
 const (
-	VerdictFaster  = "faster"
-	VerdictSlower  = "slower"
-	VerdictSame    = "same within noise"
-	VerdictOneSide = "one round: not judged"
-	VerdictOldOnly = "only in old"
-	VerdictNewOnly = "only in new"
+	VerdictFaster = "faster"
+	VerdictSlower = "slower"
+	VerdictSame   = "same within noise"
+	// VerdictMachineMoved is the start of the verdict of a case whose
+	// figure and ratio to its ceiling tell different stories.
+	VerdictMachineMoved = "machine moved"
+	VerdictOneSide      = "one round: not judged"
+	VerdictOldOnly      = "only in old"
+	VerdictNewOnly      = "only in new"
 )
 
 // Change is one case of a comparison.
@@ -213,17 +218,58 @@ func compareCase(k string, o, n *Summary) Change {
 	if o.Median != 0 {
 		c.Percent = (n.Median - o.Median) / o.Median * 100
 	}
-	switch {
-	case len(o.Rounds) < 2 || len(n.Rounds) < 2:
+	if len(o.Rounds) < 2 || len(n.Rounds) < 2 {
 		c.Verdict = VerdictOneSide
-	case n.Min <= o.Max && o.Min <= n.Max:
-		c.Verdict = VerdictSame
-	case (n.Min > o.Max) != n.LowerIsBetter:
-		c.Verdict = VerdictFaster
-	default:
-		c.Verdict = VerdictSlower
+		return c
+	}
+	c.Verdict = rangeVerdict(o.Min, o.Max, n.Min, n.Max, n.LowerIsBetter)
+	if !hasCeiling(o) || !hasCeiling(n) {
+		return c
+	}
+	// The ceiling was measured in the same rounds: a machine that got
+	// slower or faster as a whole (another tenant on the VM) moves the
+	// figure and its ceiling together and leaves the ratio where it
+	// was. The ratio is better higher, whatever the unit.
+	if r := rangeVerdict(o.RatioMin, o.RatioMax, n.RatioMin, n.RatioMax, false); r != c.Verdict {
+		c.Verdict = fmt.Sprintf("%s (ceiling %s -> %s)", VerdictMachineMoved, sigNum(o.CeilingValue), sigNum(n.CeilingValue))
 	}
 	return c
+}
+
+// sigNum prints a figure below 1 to three significant digits, which num
+// would round away (a raw round trip of 0.031 ms).
+func sigNum(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.3g", v)
+	}
+	return num(v)
+}
+
+// rangeVerdict calls a change between two ranges only where they do not
+// overlap.
+func rangeVerdict(oMin, oMax, nMin, nMax float64, lowerIsBetter bool) string {
+	switch {
+	case nMin <= oMax && oMin <= nMax:
+		return VerdictSame
+	case (nMin > oMax) != lowerIsBetter:
+		return VerdictFaster
+	default:
+		return VerdictSlower
+	}
+}
+
+// hasCeiling says whether a case's ratio is to a ceiling measured in its
+// rounds, not to a fixed target.
+func hasCeiling(s *Summary) bool {
+	if s.Ceiling == "" || s.Ceiling == "target" || s.RatioMax <= 0 {
+		return false
+	}
+	for _, r := range s.Rounds {
+		if r.CeilingValue <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteCompare prints a comparison as a table: each case's old and new

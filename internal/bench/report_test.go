@@ -111,3 +111,53 @@ func TestReadReport(t *testing.T) {
 		t.Errorf("text read without error")
 	}
 }
+
+// withCeiling is a case measured next to a ceiling: each round's value
+// and ceiling, as latencies (ratio = ceiling / value) or rates.
+func withCeiling(name, unit string, pairs ...[2]float64) Summary {
+	var rs []Result
+	for _, p := range pairs {
+		if LowerIsBetter(unit) {
+			rs = append(rs, latency("b", name, p[0], unit, "raw", p[1]))
+		} else {
+			rs = append(rs, rate("b", name, p[0], unit, "raw", p[1]))
+		}
+	}
+	return Summarize(rs)[0]
+}
+
+// A case with a ceiling is judged on its ratio too: a machine that got
+// slower as a whole moves the figure and the ceiling together, and that
+// is not our code getting slower.
+func TestCompareMachineMoved(t *testing.T) {
+	old := testReport(
+		// Seen: search index p50 0.45 -> 0.57 ms, ratio 0.07 -> 0.07.
+		withCeiling("machine slower", "ms", [2]float64{0.44, 0.031}, [2]float64{0.45, 0.0315}, [2]float64{0.46, 0.032}),
+		withCeiling("machine faster", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.1}, [2]float64{1.1, 2.2}),
+		withCeiling("really slower", "ms", [2]float64{0.44, 0.031}, [2]float64{0.45, 0.0315}, [2]float64{0.46, 0.032}),
+		withCeiling("really faster", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
+		withCeiling("ceiling moved alone", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
+		withCeiling("noise", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
+	)
+	cur := testReport(
+		withCeiling("machine slower", "ms", [2]float64{0.56, 0.039}, [2]float64{0.57, 0.040}, [2]float64{0.58, 0.041}),
+		withCeiling("machine faster", "GB/s", [2]float64{1.5, 3.0}, [2]float64{1.55, 3.1}, [2]float64{1.6, 3.2}),
+		withCeiling("really slower", "ms", [2]float64{0.56, 0.031}, [2]float64{0.57, 0.0315}, [2]float64{0.58, 0.032}),
+		withCeiling("really faster", "GB/s", [2]float64{1.5, 2.0}, [2]float64{1.55, 2.0}, [2]float64{1.6, 2.0}),
+		withCeiling("ceiling moved alone", "GB/s", [2]float64{1.0, 3.0}, [2]float64{1.05, 3.0}, [2]float64{1.1, 3.0}),
+		withCeiling("noise", "GB/s", [2]float64{0.9, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.2, 2.0}),
+	)
+	want := map[string]string{
+		"b: machine slower":      "machine moved (ceiling 0.0315 -> 0.04)",
+		"b: machine faster":      "machine moved (ceiling 2.10 -> 3.10)",
+		"b: really slower":       VerdictSlower,
+		"b: really faster":       VerdictFaster,
+		"b: ceiling moved alone": "machine moved (ceiling 2.00 -> 3.00)",
+		"b: noise":               VerdictSame,
+	}
+	for _, c := range Compare(old, cur) {
+		if c.Verdict != want[c.Key] {
+			t.Errorf("%s: %q, want %q", c.Key, c.Verdict, want[c.Key])
+		}
+	}
+}

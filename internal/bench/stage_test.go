@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
@@ -129,6 +130,37 @@ func TestStageBenchRuns(t *testing.T) {
 	for _, r := range rs {
 		if r.Value <= 0 || r.CeilingValue <= 0 {
 			t.Errorf("%s: value %v, ceiling %v", r.Case, r.Value, r.CeilingValue)
+		}
+	}
+}
+
+// The clean-up between consumes (removing the consumer's copy) is outside
+// the timed intervals of both the consume and its ceiling.
+func TestAlternateTimedLeavesCleanupOut(t *testing.T) {
+	var clock time.Time
+	now := func() time.Time { return clock }
+	step := func(d time.Duration) func() error {
+		return func() error { clock = clock.Add(d); return nil }
+	}
+	ourT, rawT, err := alternateTimed(context.Background(), 4, 0, now, step(time.Millisecond), step(2*time.Millisecond), step(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ourT) != 4 || len(rawT) != 4 {
+		t.Fatalf("%d and %d pairs, want 4", len(ourT), len(rawT))
+	}
+	for i := range ourT {
+		if ourT[i] != time.Millisecond || rawT[i] != 2*time.Millisecond {
+			t.Errorf("pair %d: ours %v, raw %v; want 1ms and 2ms (the clean-up's hour in neither)", i, ourT[i], rawT[i])
+		}
+	}
+}
+
+// The targets printed are issue 28's.
+func TestStageTargets(t *testing.T) {
+	for size, want := range map[int64]string{1 << 10: "<= 0.25 ms", 1 << 20: "<= 1.0 ms", 64 << 20: "", 1 << 30: "ratio >= 0.85"} {
+		if got := stageTarget(size); got != want {
+			t.Errorf("stageTarget(%s) = %q, want %q", sizeName(size), got, want)
 		}
 	}
 }

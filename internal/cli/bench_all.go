@@ -130,6 +130,7 @@ network namespaces: pdc bench hosts).
 	}
 	rep := bench.Report{Format: bench.ReportFormat, Machine: bench.ThisMachine(), Args: append([]string{"bench", "all"}, args...), Rounds: *rounds}
 	rep.Load.Before = bench.ReadLoad()
+	cpu0 := bench.ReadCPU()
 	t0 := time.Now()
 	fmt.Fprintf(e.stderr, "bench all: %d benchmarks, %d rounds each; before: %s\n", len(todo), *rounds, rep.Load.Before)
 	sub := *e
@@ -155,7 +156,7 @@ network namespaces: pdc bench hosts).
 		}
 		cur.Seconds = time.Since(bt).Seconds()
 	}
-	rep.Load.After = bench.ReadLoad()
+	rep.Load.After, rep.Load.Others = bench.ReadLoad(), cpu0.Others(bench.ReadCPU())
 	rep.Seconds = time.Since(t0).Seconds()
 	if *only == "" {
 		for _, m := range missingTargets(rep.Cases()) {
@@ -165,7 +166,7 @@ network namespaces: pdc bench hosts).
 	if err := bench.WriteSummaryTable(e.stdout, rep.Cases()); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "bench all: %d cases in %s; before: %s; after: %s\n", len(rep.Cases()), time.Since(t0).Round(time.Second), rep.Load.Before, rep.Load.After)
+	fmt.Fprintf(e.stderr, "bench all: %d cases in %s; before: %s; after: %s%s\n", len(rep.Cases()), time.Since(t0).Round(time.Second), rep.Load.Before, rep.Load.After, othersText(rep.Load.Others))
 	if w := rep.Load.Warning(); w != "" {
 		fmt.Fprintf(e.stderr, "bench all: %s\n", w)
 	}
@@ -203,8 +204,11 @@ func benchCompare(ctx context.Context, e *env, args []string) error {
 Compares two reports of pdc bench all (or the --json lines of one benchmark)
 case by case: each side's median [range], the change of the median, and a
 verdict that calls a change only when the two ranges do not overlap
-("faster", "slower"; else "same within noise"). Cases in one report only are
-listed as such. The last column is the ratio to the ceiling, old -> new.
+("faster", "slower"; else "same within noise"). A case with a ceiling is
+judged on the ranges of its ratio too; where the figure and the ratio
+disagree, the verdict is "machine moved (ceiling X -> Y)": the machine got
+slower or faster as a whole. Cases in one report only are listed as such.
+The last column is the ratio to the ceiling, old -> new.
 `)
 	}
 	if help, err := parse(fs, args); help || err != nil {

@@ -45,6 +45,7 @@ type benchRun struct {
 	o        *benchOpts
 	match    *regexp.Regexp
 	before   bench.Load
+	cpu      bench.CPUSample
 	rs       []bench.Result
 	prof     *os.File
 	clusters int
@@ -80,7 +81,7 @@ func (o *benchOpts) begin(e *env) (*benchRun, error) {
 		}
 		r.prof = f
 	}
-	r.before = bench.ReadLoad()
+	r.before, r.cpu = bench.ReadLoad(), bench.ReadCPU()
 	fmt.Fprintf(e.stderr, "bench %s: %d rounds; before: %s\n", o.name, o.rounds, r.before)
 	return r, nil
 }
@@ -150,14 +151,14 @@ func (r *benchRun) finish() error {
 			_, _ = down(context.Background(), io.Discard, t, time.Minute)
 		}
 	}
-	span := bench.LoadSpan{Before: r.before, After: bench.ReadLoad()}
+	span := bench.LoadSpan{Before: r.before, After: bench.ReadLoad(), Others: r.cpu.Others(bench.ReadCPU())}
 	var match func(string) bool
 	if r.match != nil {
 		match = r.match.MatchString
 	}
 	ss := bench.Summarize(bench.MatchCases(r.rs, match))
-	fmt.Fprintf(r.e.stderr, "bench %s: %d cases, %d rounds in %s; before: %s; after: %s\n", r.o.name, len(ss), r.o.rounds,
-		time.Since(r.t0).Round(time.Second), span.Before, span.After)
+	fmt.Fprintf(r.e.stderr, "bench %s: %d cases, %d rounds in %s; before: %s; after: %s%s\n", r.o.name, len(ss), r.o.rounds,
+		time.Since(r.t0).Round(time.Second), span.Before, span.After, othersText(span.Others))
 	if w := span.Warning(); w != "" {
 		fmt.Fprintf(r.e.stderr, "bench %s: %s\n", r.o.name, w)
 	}
@@ -172,6 +173,15 @@ func (r *benchRun) finish() error {
 		return bench.WriteSummaryJSON(r.e.stdout, ss)
 	}
 	return bench.WriteSummaryTable(r.e.stdout, ss)
+}
+
+// othersText is the CPU other processes took during a run, for the load
+// line ("" where /proc could not tell).
+func othersText(o *bench.OtherCPU) string {
+	if o == nil {
+		return ""
+	}
+	return fmt.Sprintf("; other processes: %.1f CPU-s, %.2f cores on average", o.Seconds, o.Cores)
 }
 
 // startCPUProfile profiles this process into path until stop.
