@@ -157,281 +157,355 @@ func ctx(t testing.TB) context.Context {
 // Sizes of the suite; the last is skipped under -short.
 var Sizes = []int64{0, 1, 4 << 10, 1 << 20, 64 << 20, 5 << 30}
 
-// Run is the conformance suite for mode m.
+// Fixture is what a suite runs against: a sender in a process of its
+// own, and a receiver in this one.
+type Fixture struct {
+	Mode     dtl.Mode
+	Peer     *Peer
+	Receiver *dtl.Receiver
+}
+
+// A Suite is one named part of the conformance suite; each of its cases
+// is a subtest.
+type Suite struct {
+	Name  string
+	About string
+	Cases []Case
+}
+
+// A Case is one subtest of a suite.
+type Case struct {
+	Name string
+	Run  func(t *testing.T, fx *Fixture)
+}
+
+// Suites is the conformance suite, part by part.
+var Suites = []Suite{
+	{Name: "data", About: "payloads of every size and shape arrive whole and in order, into every kind of sink", Cases: []Case{
+		{"sizes", sizes},
+		{"buffer source", bufferSource},
+		{"file and writer sinks", fileAndWriterSinks},
+		{"section", section},
+		{"view", view},
+	}},
+	{Name: "concurrency", About: "many fetches at once, through one receiver and through many", Cases: []Case{
+		{"concurrent", concurrent},
+		{"churn", churn},
+	}},
+	{Name: "errors", About: "bad requests get the error that names them, and the sender keeps serving", Cases: []Case{
+		{"refused requests", refusedRequests},
+		{"bad headers", badHeaders},
+	}},
+	{Name: "faults", About: "deadlines, cancels and a sender killed mid-transfer end fetches with an error, never a hang", Cases: []Case{
+		{"cancel", cancels},
+		{"peer death", peerDeath},
+	}},
+}
+
+// Run is the conformance suite for mode m: every suite's every case, in
+// one fixture.
 func Run(t *testing.T, m dtl.Mode) {
 	p := StartPeer(t, PeerOptions{})
-	r := newReceiver(t, p, m)
+	f := &Fixture{Mode: m, Peer: p, Receiver: newReceiver(t, p, m)}
+	for _, s := range Suites {
+		t.Run(s.Name, func(t *testing.T) {
+			for _, c := range s.Cases {
+				t.Run(c.Name, func(t *testing.T) { c.Run(t, f) })
+			}
+		})
+	}
+}
 
-	t.Run("sizes", func(t *testing.T) {
-		for _, n := range Sizes {
-			t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
-				if n > 1<<30 && (testing.Short() || raceEnabled) {
-					t.Skip("5 GiB: skipped under -short and -race (pdc bench dtl runs it)")
-				}
-				buf := make([]byte, n)
-				got, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoBuffer(buf))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != n {
-					t.Fatalf("got %d bytes, want %d", got, n)
-				}
-				if err := dtlpeer.Check(buf, 0); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}
-	})
-
-	t.Run("buffer source", func(t *testing.T) {
-		for _, n := range []int64{100, 3<<20 + 5} {
-			buf := make([]byte, n+10) // room to spare: only n bytes are written
-			got, err := r.Fetch(ctx(t), p.Addr, key("buf", n), dtl.IntoBuffer(buf))
-			if err != nil || got != n {
-				t.Fatalf("%d bytes: got %d, %v", n, got, err)
+func sizes(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	for _, n := range Sizes {
+		t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
+			if n > 1<<30 && (testing.Short() || raceEnabled) {
+				t.Skip("5 GiB: skipped under -short and -race (pdc bench dtl runs it)")
 			}
-			if err := dtlpeer.Check(buf[:n], 0); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(buf[n:], make([]byte, 10)) {
-				t.Fatal("bytes past the payload were written")
-			}
-		}
-	})
-
-	t.Run("file and writer sinks", func(t *testing.T) {
-		f, err := os.Create(filepath.Join(t.TempDir(), "sink"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		const n = 3<<20 + 17
-		if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoFile(f, 4096)); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]byte, n)
-		if _, err := f.ReadAt(got, 4096); err != nil {
-			t.Fatal(err)
-		}
-		if err := dtlpeer.Check(got, 0); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []int64{5000, 2 << 20} {
-			var w bytes.Buffer
-			if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoWriter(&w)); err != nil {
-				t.Fatal(err)
-			}
-			if int64(w.Len()) != n {
-				t.Fatalf("writer got %d bytes, want %d", w.Len(), n)
-			}
-			if err := dtlpeer.Check(w.Bytes(), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
-
-	t.Run("section", func(t *testing.T) {
-		const off, n = 1<<20 + 3, 2<<20 + 1
-		buf := make([]byte, n)
-		got, err := r.Fetch(ctx(t), p.Addr, key("pattern", 4<<20), dtl.IntoBuffer(buf), dtl.WithSection(off, n))
-		if err != nil || got != n {
-			t.Fatalf("got %d, %v", got, err)
-		}
-		if err := dtlpeer.Check(buf, off); err != nil {
-			t.Fatal(err)
-		}
-		_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 4<<20), dtl.IntoBuffer(buf), dtl.WithSection(4<<20, 1))
-		if !errors.Is(err, pdc.ErrOutOfRange) {
-			t.Fatalf("section past the end: got %v, want pdc.ErrOutOfRange", err)
-		}
-	})
-
-	t.Run("view", func(t *testing.T) {
-		for _, n := range []int64{10, 8 << 20} {
-			v, err := r.FetchView(ctx(t), p.Addr, key("pattern", n))
+			buf := make([]byte, n)
+			got, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoBuffer(buf))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if int64(len(v.Bytes())) != n {
-				t.Fatalf("view of %d bytes, want %d", len(v.Bytes()), n)
+			if got != n {
+				t.Fatalf("got %d bytes, want %d", got, n)
 			}
-			if err := dtlpeer.Check(v.Bytes(), 0); err != nil {
+			if err := dtlpeer.Check(buf, 0); err != nil {
 				t.Fatal(err)
 			}
-			v.Close()
-			v.Close()
-		}
-	})
+		})
+	}
+}
 
-	t.Run("concurrent", func(t *testing.T) {
-		var wg sync.WaitGroup
-		errs := make(chan error, 32)
-		for i := range 32 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n := []int64{0, 7, 70 << 10, 1 << 20, 9 << 20}[i%5]
+func bufferSource(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	for _, n := range []int64{100, 3<<20 + 5} {
+		buf := make([]byte, n+10) // room to spare: only n bytes are written
+		got, err := r.Fetch(ctx(t), p.Addr, key("buf", n), dtl.IntoBuffer(buf))
+		if err != nil || got != n {
+			t.Fatalf("%d bytes: got %d, %v", n, got, err)
+		}
+		if err := dtlpeer.Check(buf[:n], 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[n:], make([]byte, 10)) {
+			t.Fatal("bytes past the payload were written")
+		}
+	}
+}
+
+func fileAndWriterSinks(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	f, err := os.Create(filepath.Join(t.TempDir(), "sink"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const n = 3<<20 + 17
+	if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoFile(f, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if _, err := f.ReadAt(got, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := dtlpeer.Check(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{5000, 2 << 20} {
+		var w bytes.Buffer
+		if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoWriter(&w)); err != nil {
+			t.Fatal(err)
+		}
+		if int64(w.Len()) != n {
+			t.Fatalf("writer got %d bytes, want %d", w.Len(), n)
+		}
+		if err := dtlpeer.Check(w.Bytes(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func section(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	const off, n = 1<<20 + 3, 2<<20 + 1
+	buf := make([]byte, n)
+	got, err := r.Fetch(ctx(t), p.Addr, key("pattern", 4<<20), dtl.IntoBuffer(buf), dtl.WithSection(off, n))
+	if err != nil || got != n {
+		t.Fatalf("got %d, %v", got, err)
+	}
+	if err := dtlpeer.Check(buf, off); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 4<<20), dtl.IntoBuffer(buf), dtl.WithSection(4<<20, 1))
+	if !errors.Is(err, pdc.ErrOutOfRange) {
+		t.Fatalf("section past the end: got %v, want pdc.ErrOutOfRange", err)
+	}
+}
+
+func view(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	for _, n := range []int64{10, 8 << 20} {
+		v, err := r.FetchView(ctx(t), p.Addr, key("pattern", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(v.Bytes())) != n {
+			t.Fatalf("view of %d bytes, want %d", len(v.Bytes()), n)
+		}
+		if err := dtlpeer.Check(v.Bytes(), 0); err != nil {
+			t.Fatal(err)
+		}
+		v.Close()
+		v.Close()
+	}
+}
+
+func concurrent(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := []int64{0, 7, 70 << 10, 1 << 20, 9 << 20}[i%5]
+			buf := make([]byte, n)
+			if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoBuffer(buf)); err != nil {
+				errs <- err
+				return
+			}
+			if err := dtlpeer.Check(buf, 0); err != nil {
+				errs <- fmt.Errorf("%d bytes: %w", n, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func refusedRequests(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	_, err := r.Fetch(ctx(t), p.Addr, []byte("no-such-key"), dtl.IntoBuffer(make([]byte, 10)))
+	if !errors.Is(err, dtl.ErrNotFound) || !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "no-such-key") {
+		t.Fatalf("missing key: got %v, want dtl.ErrNotFound naming the key", err)
+	}
+	_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 1<<20), dtl.IntoBuffer(make([]byte, 1000)))
+	if !errors.Is(err, dtl.ErrBadBuffer) {
+		t.Fatalf("small buffer: got %v, want dtl.ErrBadBuffer", err)
+	}
+	_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 10), dtl.Sink{})
+	if !errors.Is(err, dtl.ErrBadBuffer) {
+		t.Fatalf("no sink: got %v, want dtl.ErrBadBuffer", err)
+	}
+	_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 10), dtl.IntoBuffer(make([]byte, 10)), dtl.WithMode(dtl.Mode(42)))
+	if !errors.Is(err, dtl.ErrBadMode) {
+		t.Fatalf("mode 42: got %v, want dtl.ErrBadMode", err)
+	}
+	mustServe(t, r, p)
+}
+
+func cancels(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	m := fx.Mode
+	// A sender that never answers: the deadline ends the wait.
+	c, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+	_, err := r.Fetch(c, p.Addr, []byte("hang"), dtl.IntoBuffer(make([]byte, 10)))
+	cancel()
+	if !errors.Is(err, dtl.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hang: got %v, want a timeout", err)
+	}
+	// A caller that gives up mid-payload.
+	c, cancelMid := context.WithCancel(ctx(t))
+	w := &cancelWriter{cancel: cancelMid}
+	_, err = r.Fetch(c, p.Addr, key("pattern", 256<<20), dtl.IntoWriter(w))
+	cancelMid()
+	if m != dtl.ModeShm && !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled mid-payload: got %v, want context.Canceled", err)
+	}
+	mustServe(t, r, p)
+}
+
+func badHeaders(t *testing.T, fx *Fixture) {
+	p := fx.Peer
+	r := fx.Receiver
+	conn, err := rpc.Dial(ctx(t), p.Addr, rpc.DialOptions{Secret: p.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.Call(ctx(t), wire.MethodFetch, []byte{0xff, 0xff, 0xff}, nil, nil)
+	if !errors.Is(err, pdc.ErrProtocol) || !strings.Contains(err.Error(), "fetch request") {
+		t.Fatalf("corrupted request: got %v, want pdc.ErrProtocol naming the fetch request", err)
+	}
+	fr := wire.FetchRequest{Key: []byte("pattern:10"), Mode: 77}
+	_, err = conn.Call(ctx(t), wire.MethodFetch, fr.Marshal(nil), nil, nil)
+	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "transport") {
+		t.Fatalf("unknown mode on the wire: got %v, want pdc.ErrInvalid naming the transport", err)
+	}
+	// A header beyond the server's limit ends that connection only.
+	_, err = conn.Call(ctx(t), wire.MethodFetch, make([]byte, 2<<20), nil, nil)
+	if err == nil {
+		t.Fatal("2 MiB header accepted")
+	}
+	// Garbage on the bulk port is refused without harm.
+	bulkGarbage(t, p, r)
+	mustServe(t, r, p)
+}
+
+func churn(t *testing.T, fx *Fixture) {
+	m := fx.Mode
+	// Many receivers (each its own push listener and connections)
+	// through a sender whose endpoint cache holds two.
+	cp := StartPeer(t, PeerOptions{MaxEndpoints: 2})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 8 {
+		rr := newReceiver(t, cp, m)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 6 {
+				n := int64(100<<10 + i*1000 + j)
 				buf := make([]byte, n)
-				if _, err := r.Fetch(ctx(t), p.Addr, key("pattern", n), dtl.IntoBuffer(buf)); err != nil {
+				if _, err := rr.Fetch(ctx(t), cp.Addr, key("pattern", n), dtl.IntoBuffer(buf)); err != nil {
 					errs <- err
 					return
 				}
 				if err := dtlpeer.Check(buf, 0); err != nil {
-					errs <- fmt.Errorf("%d bytes: %w", n, err)
+					errs <- err
+					return
 				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-	})
-
-	t.Run("errors", func(t *testing.T) {
-		_, err := r.Fetch(ctx(t), p.Addr, []byte("no-such-key"), dtl.IntoBuffer(make([]byte, 10)))
-		if !errors.Is(err, dtl.ErrNotFound) || !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "no-such-key") {
-			t.Fatalf("missing key: got %v, want dtl.ErrNotFound naming the key", err)
-		}
-		_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 1<<20), dtl.IntoBuffer(make([]byte, 1000)))
-		if !errors.Is(err, dtl.ErrBadBuffer) {
-			t.Fatalf("small buffer: got %v, want dtl.ErrBadBuffer", err)
-		}
-		_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 10), dtl.Sink{})
-		if !errors.Is(err, dtl.ErrBadBuffer) {
-			t.Fatalf("no sink: got %v, want dtl.ErrBadBuffer", err)
-		}
-		_, err = r.Fetch(ctx(t), p.Addr, key("pattern", 10), dtl.IntoBuffer(make([]byte, 10)), dtl.WithMode(dtl.Mode(42)))
-		if !errors.Is(err, dtl.ErrBadMode) {
-			t.Fatalf("mode 42: got %v, want dtl.ErrBadMode", err)
-		}
-		mustServe(t, r, p)
-	})
-
-	t.Run("cancel", func(t *testing.T) {
-		// A sender that never answers: the deadline ends the wait.
-		c, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
-		_, err := r.Fetch(c, p.Addr, []byte("hang"), dtl.IntoBuffer(make([]byte, 10)))
-		cancel()
-		if !errors.Is(err, dtl.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("hang: got %v, want a timeout", err)
-		}
-		// A caller that gives up mid-payload.
-		c, cancelMid := context.WithCancel(ctx(t))
-		w := &cancelWriter{cancel: cancelMid}
-		_, err = r.Fetch(c, p.Addr, key("pattern", 256<<20), dtl.IntoWriter(w))
-		cancelMid()
-		if m != dtl.ModeShm && !errors.Is(err, context.Canceled) {
-			t.Fatalf("canceled mid-payload: got %v, want context.Canceled", err)
-		}
-		mustServe(t, r, p)
-	})
-
-	t.Run("bad headers", func(t *testing.T) {
-		conn, err := rpc.Dial(ctx(t), p.Addr, rpc.DialOptions{Secret: p.Secret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		_, err = conn.Call(ctx(t), wire.MethodFetch, []byte{0xff, 0xff, 0xff}, nil, nil)
-		if !errors.Is(err, pdc.ErrProtocol) || !strings.Contains(err.Error(), "fetch request") {
-			t.Fatalf("corrupted request: got %v, want pdc.ErrProtocol naming the fetch request", err)
-		}
-		fr := wire.FetchRequest{Key: []byte("pattern:10"), Mode: 77}
-		_, err = conn.Call(ctx(t), wire.MethodFetch, fr.Marshal(nil), nil, nil)
-		if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "transport") {
-			t.Fatalf("unknown mode on the wire: got %v, want pdc.ErrInvalid naming the transport", err)
-		}
-		// A header beyond the server's limit ends that connection only.
-		_, err = conn.Call(ctx(t), wire.MethodFetch, make([]byte, 2<<20), nil, nil)
-		if err == nil {
-			t.Fatal("2 MiB header accepted")
-		}
-		// Garbage on the bulk port is refused without harm.
-		bulkGarbage(t, p, r)
-		mustServe(t, r, p)
-	})
-
-	t.Run("churn", func(t *testing.T) {
-		// Many receivers (each its own push listener and connections)
-		// through a sender whose endpoint cache holds two.
-		cp := StartPeer(t, PeerOptions{MaxEndpoints: 2})
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for i := range 8 {
-			rr := newReceiver(t, cp, m)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := range 6 {
-					n := int64(100<<10 + i*1000 + j)
-					buf := make([]byte, n)
-					if _, err := rr.Fetch(ctx(t), cp.Addr, key("pattern", n), dtl.IntoBuffer(buf)); err != nil {
-						errs <- err
-						return
-					}
-					if err := dtlpeer.Check(buf, 0); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		st := cp.Stats(t).Sender
-		if st.Endpoints > 2 {
-			t.Errorf("%d push endpoints open, bound 2", st.Endpoints)
-		}
-		if m == dtl.ModePush && st.Evictions == 0 {
-			t.Errorf("8 receivers through a cache of 2 evicted nothing: %+v", st)
-		}
-		if m == dtl.ModePush && st.Pushes != 48 {
-			t.Errorf("%d pushes, want 48", st.Pushes)
-		}
-	})
-
-	t.Run("peer death", func(t *testing.T) {
-		dp := StartPeer(t, PeerOptions{})
-		dr := newReceiver(t, dp, m)
-		mustServe(t, dr, dp)
-		errc := make(chan error, 1)
-		go func() {
-			_, err := dr.Fetch(ctx(t), dp.Addr, []byte("hang"), dtl.IntoBuffer(make([]byte, 10)))
-			errc <- err
+			}
 		}()
-		dp.waitHanging(t, 1)
-		dp.Kill()
-		err := <-errc
-		if !errors.Is(err, dtl.ErrPeerFailed) || errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("sender killed while we waited: got %v, want dtl.ErrPeerFailed before the deadline", err)
-		}
-		if m == dtl.ModeShm {
-			return // once mapped, a payload no longer needs its sender
-		}
-		// Killed mid-payload.
-		dp2 := StartPeer(t, PeerOptions{})
-		dr2 := newReceiver(t, dp2, m)
-		mustServe(t, dr2, dp2)
-		started, killed := make(chan struct{}), make(chan struct{})
-		go func() {
-			// The writer holds the first bytes until the sender is dead,
-			// so that most of the payload is still to come.
-			w := &signalWriter{started: started, killed: killed}
-			_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", 64<<20), dtl.IntoWriter(w))
-			errc <- err
-		}()
-		<-started
-		dp2.Kill()
-		close(killed)
-		err = <-errc
-		if !errors.Is(err, dtl.ErrPeerFailed) {
-			t.Fatalf("sender killed mid-payload: got %v, want dtl.ErrPeerFailed", err)
-		}
-	})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := cp.Stats(t).Sender
+	if st.Endpoints > 2 {
+		t.Errorf("%d push endpoints open, bound 2", st.Endpoints)
+	}
+	if m == dtl.ModePush && st.Evictions == 0 {
+		t.Errorf("8 receivers through a cache of 2 evicted nothing: %+v", st)
+	}
+	if m == dtl.ModePush && st.Pushes != 48 {
+		t.Errorf("%d pushes, want 48", st.Pushes)
+	}
+}
+
+func peerDeath(t *testing.T, fx *Fixture) {
+	m := fx.Mode
+	dp := StartPeer(t, PeerOptions{})
+	dr := newReceiver(t, dp, m)
+	mustServe(t, dr, dp)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := dr.Fetch(ctx(t), dp.Addr, []byte("hang"), dtl.IntoBuffer(make([]byte, 10)))
+		errc <- err
+	}()
+	dp.waitHanging(t, 1)
+	dp.Kill()
+	err := <-errc
+	if !errors.Is(err, dtl.ErrPeerFailed) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("sender killed while we waited: got %v, want dtl.ErrPeerFailed before the deadline", err)
+	}
+	if m == dtl.ModeShm {
+		return // once mapped, a payload no longer needs its sender
+	}
+	// Killed mid-payload.
+	dp2 := StartPeer(t, PeerOptions{})
+	dr2 := newReceiver(t, dp2, m)
+	mustServe(t, dr2, dp2)
+	started, killed := make(chan struct{}), make(chan struct{})
+	go func() {
+		// The writer holds the first bytes until the sender is dead,
+		// so that most of the payload is still to come.
+		w := &signalWriter{started: started, killed: killed}
+		_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", 64<<20), dtl.IntoWriter(w))
+		errc <- err
+	}()
+	<-started
+	dp2.Kill()
+	close(killed)
+	err = <-errc
+	if !errors.Is(err, dtl.ErrPeerFailed) {
+		t.Fatalf("sender killed mid-payload: got %v, want dtl.ErrPeerFailed", err)
+	}
 }
 
 // bulkGarbage sends a corrupted and a stale pull to the peer's bulk port:
