@@ -100,7 +100,9 @@ func (r *Report) Cases() []Summary {
 }
 
 // ReadReport reads a Report file, or the JSON lines of one benchmark's
-// --json (one Summary per line), as a report of its cases alone.
+// --json (one Summary per line), as a report of its cases alone. Lines of
+// the same case, from several runs appended to one file, are one case
+// with all their rounds.
 func ReadReport(rd io.Reader) (*Report, error) {
 	b, err := io.ReadAll(rd)
 	if err != nil {
@@ -114,7 +116,10 @@ func ReadReport(rd io.Reader) (*Report, error) {
 		}
 		return &r, nil
 	}
-	var cases []Summary
+	// Every round of every line, so that lines of one case from several
+	// runs (an old binary without rounds, run five times) read as one
+	// case of their rounds together.
+	var rounds []Result
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
 	for sc.Scan() {
@@ -128,15 +133,16 @@ func ReadReport(rd io.Reader) (*Report, error) {
 		}
 		if len(s.Rounds) == 0 { // a one-round Result line
 			s.Rounds = []Round{{Value: s.Value, CeilingValue: s.CeilingValue, Ratio: s.Ratio}}
-			s.Median, s.Min, s.Max = s.Value, s.Value, s.Value
-			s.RatioMedian, s.RatioMin, s.RatioMax = s.Ratio, s.Ratio, s.Ratio
-			s.LowerIsBetter = LowerIsBetter(s.Unit)
 		}
-		cases = append(cases, s)
+		for _, r := range s.Rounds {
+			rounds = append(rounds, Result{Bench: s.Bench, Case: s.Case, Unit: s.Unit, Ceiling: s.Ceiling, Target: s.Target,
+				Value: r.Value, CeilingValue: r.CeilingValue, Ratio: r.Ratio})
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	cases := Summarize(rounds)
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no cases")
 	}

@@ -104,6 +104,19 @@ func TestReadReport(t *testing.T) {
 	if o := got.Cases()[1]; o.Median != 4 || o.Min != 4 || o.RatioMedian != 0.5 || len(o.Rounds) != 1 || !o.LowerIsBetter {
 		t.Errorf("one-round line read as %+v", o)
 	}
+	// The same one-round case from two more runs of an old binary: one
+	// case of three rounds.
+	lines.Reset()
+	for _, v := range []string{"4", "8", "6"} {
+		lines.WriteString(`{"bench":"b","case":"old","value":` + v + `,"unit":"us","ceiling":"raw","ceiling_value":2,"ratio":0.5}` + "\n")
+	}
+	got, err = ReadReport(&lines)
+	if err != nil || len(got.Cases()) != 1 {
+		t.Fatalf("three runs' lines: %+v, %v", got, err)
+	}
+	if o := got.Cases()[0]; len(o.Rounds) != 3 || o.Median != 6 || o.Min != 4 || o.Max != 8 {
+		t.Errorf("three runs of one case read as %+v", o)
+	}
 	if _, err := ReadReport(strings.NewReader(`{"format":"other/9"}`)); err == nil {
 		t.Errorf("another format read without error")
 	}

@@ -201,8 +201,10 @@ func benchCompare(ctx context.Context, e *env, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, `Usage: pdc bench compare OLD.json NEW.json
 
-Compares two reports of pdc bench all (or the --json lines of one benchmark)
-case by case: each side's median [range], the change of the median, and a
+Compares two reports of pdc bench all (or the --json lines of one benchmark;
+lines of one case from several runs appended to one file are that case's
+rounds, so an old binary without --rounds can be run five times) case by
+case: each side's median [range], the change of the median, and a
 verdict that calls a change only when the two ranges do not overlap
 ("faster", "slower"; else "same within noise"). A case with a ceiling is
 judged on the ranges of its ratio too; where the figure and the ratio
