@@ -63,6 +63,8 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 	if _, err := read(); err != nil { // map the pages, as a kept view has them
 		return nil, fmt.Errorf("store floor: %w", err)
 	}
+	var out []Result
+	names := storeFloorNames(size)
 	for range rounds {
 		for _, step := range []struct {
 			f  func() (time.Duration, error)
@@ -74,12 +76,12 @@ func storeFloor(ctx context.Context, dir string, size int64, rounds int, src, ds
 			}
 			*step.ts = append(*step.ts, d)
 		}
+		i := len(wT) - 1
+		out = append(out,
+			rate(bench, names[0], gbps(size, wT[i:]), "GB/s", ceiling, gbps(size, rawT[2*i:2*i+1])),
+			rate(bench, names[1], gbps(size, rT[i:]), "GB/s", ceiling, gbps(size, rawT[2*i+1:])))
 	}
-	names := storeFloorNames(size)
-	return []Result{
-		rate(bench, names[0], gbps(size, wT), "GB/s", ceiling, gbps(size, rawT)),
-		rate(bench, names[1], gbps(size, rT), "GB/s", ceiling, gbps(size, rawT)),
-	}, nil
+	return out, nil
 }
 
 func storeFloorNames(size int64) []string {

@@ -177,3 +177,35 @@ func TestVPICRoundTrip(t *testing.T) {
 		t.Fatal("reading particles never written passed the check")
 	}
 }
+
+// Each round of a case is its own figure next to the ceiling measured
+// right after it (not one median over rounds against one ceiling), the
+// rounds of a case run back to back on one object after an untimed pass.
+func TestIORoundsEachWithCeiling(t *testing.T) {
+	cfg := startCluster(t)
+	cfg.ObjectSize = 1 << 20
+	cfg.Regions = []int64{256 << 10}
+	cfg.Partitions = []client.Partition{client.RegionStatic}
+	cfg.Storages = []client.Storage{client.StorageByOffset}
+	cfg.Rounds = 3
+	cfg.Small = 16
+	cfg.FloorDir = t.TempDir()
+	rs, err := IO(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := Summarize(rs)
+	if len(ss) != 6 {
+		t.Fatalf("%d cases, want 6 (write, read, two store floors, two start_all)", len(ss))
+	}
+	for _, s := range ss {
+		if len(s.Rounds) != 3 {
+			t.Errorf("%s: %d rounds, want 3", s.Key(), len(s.Rounds))
+		}
+		for i, r := range s.Rounds {
+			if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
+				t.Errorf("%s: round %d: %+v", s.Key(), i, r)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
@@ -138,32 +139,49 @@ func (r *VPICRank) move(ctx context.Context, c *client.Client, a client.Access) 
 	return c.WaitAll(ctx, ts)
 }
 
+// VPICCeiling names vpic's ceiling: the same bytes over raw TCP, moved
+// by as many client processes, started and timed the same way.
+const VPICCeiling = "raw tcp, same bytes, same processes"
+
 // VPICRate reports a phase that moved bytes in d next to the raw ceiling
 // (GB/s).
 func VPICRate(bench, what string, bytes int64, d time.Duration, raw float64) Result {
-	return rate(bench, what, float64(bytes)/d.Seconds()/1e9, "GB/s", "raw tcp, same bytes", raw)
+	return rate(bench, what, float64(bytes)/d.Seconds()/1e9, "GB/s", VPICCeiling, raw)
 }
 
-// RawThroughput moves n bytes over one raw TCP connection from a
-// SourceServer at addr, the best of three, in GB/s.
-func RawThroughput(ctx context.Context, addr string, n int64) (float64, error) {
+// RawFetcher is one connection to a SourceServer: the raw ceiling of one
+// client process of VPIC-IO or BD-CATS.
+type RawFetcher struct{ nc net.Conn }
+
+// DialRawFetcher connects to the SourceServer at addr (host:port).
+func DialRawFetcher(ctx context.Context, addr string) (*RawFetcher, error) {
 	nc, err := dialRaw(ctx, addr)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer nc.Close()
-	buf := make([]byte, n)
-	var best time.Duration
-	for range 3 {
-		t0 := time.Now()
-		if err := rawFetch(ctx, nc, buf); err != nil {
-			return 0, err
+	return &RawFetcher{nc: nc}, nil
+}
+
+// Fetch fills buf from the source.
+func (f *RawFetcher) Fetch(ctx context.Context, buf []byte) error { return rawFetch(ctx, f.nc, buf) }
+
+// Close closes the connection.
+func (f *RawFetcher) Close() error { return f.nc.Close() }
+
+// VPICDelete deletes the run's 8 objects: a step's are deleted once it is
+// measured, so that rounds of steps do not fill the servers.
+func VPICDelete(ctx context.Context, c *client.Client, run string) error {
+	var first error
+	for v := range VPICVars {
+		o, err := c.OpenObject(ctx, VPICObject(run, v))
+		if err == nil {
+			err = o.Delete(ctx)
 		}
-		if d := time.Since(t0); best == 0 || d < best {
-			best = d
+		if err != nil && first == nil {
+			first = fmt.Errorf("delete %s: %w", VPICObject(run, v), err)
 		}
 	}
-	return float64(n) / best.Seconds() / 1e9, nil
+	return first
 }
 
 // Close closes the objects, which flushes what was written.

@@ -41,8 +41,10 @@ var allBenches = []allBench{
 		args:  []string{"--servers", "1,2", "--size", "64MiB", "--regions", "1MiB", "--small", "65536"},
 		quick: []string{"--servers", "1,2", "--size", "2MiB", "--regions", "1MiB", "--partitions", "object-static", "--storage", "offset", "--small", "64"}},
 	{name: "vpic", run: benchVPIC,
-		args:  []string{"--procs", "1,2,4", "--n", "1048576"},
-		quick: []string{"--procs", "1,4", "--n", "1024"}},
+		// The standalone shape (1, 2 and 4 processes, 3 steps a round,
+		// the median of the steps) at a quarter of the particles.
+		args:  []string{"--procs", "1,2,4", "--n", "1048576", "--steps", "3"},
+		quick: []string{"--procs", "1,4", "--n", "1024", "--steps", "1"}},
 	{name: "stage", run: benchStage,
 		args:  []string{"--sizes", "1KiB,1MiB,1GiB", "--budget", "100ms", "--min-consumes", "1"},
 		quick: []string{"--sizes", "1KiB,1MiB,2MiB", "--modes", "stream,shm", "--budget", "1ms", "--min-consumes", "1"}},

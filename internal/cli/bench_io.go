@@ -36,9 +36,9 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer run.close()
-	// Each of --rounds calls bench.IO once, which moves every case once
-	// and measures the ceiling next to it.
-	cfg := bench.IOConfig{Rounds: 1, Small: *small, Want: run.want(), Progress: func(r bench.Result) {
+	// bench.IO makes the rounds of each case back to back on one object,
+	// each next to its own ceiling (run.within).
+	cfg := bench.IOConfig{Small: *small, Want: run.want(), Progress: func(r bench.Result) {
 		// The whole matrix takes a while: show each figure as it comes.
 		fmt.Fprintf(e.stderr, "%s: %s: %.2f %s (%.2f of %s)\n", r.Bench, r.Case, r.Value, r.Unit, r.Ratio, r.Ceiling)
 	}}
@@ -79,7 +79,10 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if ext.cluster != "" {
 		// A cluster someone else started: measure it as it is.
 		cfg.TmpDir, cfg.RawTCP, cfg.Transport, cfg.Label = ext.cluster, ext.raw, *transport, ext.label
-		err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.IO(ctx, cfg) })
+		err := run.within(ctx, func(ctx context.Context, rounds int) ([]bench.Result, error) {
+			cfg.Rounds = rounds
+			return bench.IO(ctx, cfg)
+		})
 		if err != nil {
 			return fmt.Errorf("bench io: %w", err)
 		}
@@ -143,7 +146,10 @@ func benchIOCluster(ctx context.Context, e *env, run *benchRun, dir string, n in
 	defer down(context.Background(), io.Discard, tmpdir, time.Minute)
 	run.started(tmpdir)
 	cfg.TmpDir = tmpdir
-	return run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.IO(ctx, cfg) })
+	return run.within(ctx, func(ctx context.Context, rounds int) ([]bench.Result, error) {
+		cfg.Rounds = rounds
+		return bench.IO(ctx, cfg)
+	})
 }
 
 // parsePartition reads a strategy by its name or number.

@@ -130,6 +130,21 @@ func (r *benchRun) rounds(ctx context.Context, round func(ctx context.Context, i
 	return nil
 }
 
+// within runs a measurement that makes its o.rounds rounds itself (one
+// Result per case and round), for benchmarks whose cases must each run
+// their rounds back to back on state set up once: bench io keeps one
+// object per case, which it could not keep for every case at once.
+func (r *benchRun) within(ctx context.Context, measure func(ctx context.Context, rounds int) ([]bench.Result, error)) error {
+	t0 := time.Now()
+	rs, err := measure(ctx, r.o.rounds)
+	if err != nil {
+		return err
+	}
+	r.rs = append(r.rs, rs...)
+	fmt.Fprintf(r.e.stderr, "bench %s: %d rounds: %d figures in %s\n", r.o.name, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
 // add keeps results measured outside the rounds (once: a restart, a load).
 func (r *benchRun) add(rs ...bench.Result) { r.rs = append(r.rs, rs...) }
 

@@ -16,6 +16,7 @@ import (
 
 func init() {
 	register(command{name: "bench-vpic-client", summary: "one client process of bench vpic", run: runBenchVPICClient, hidden: true})
+	register(command{name: "bench-vpic-raw-client", summary: "one client process of bench vpic's raw ceiling", run: runBenchVPICRawClient, hidden: true})
 }
 
 // benchVPIC runs VPIC-IO (each client process writes its particles of 8
@@ -29,7 +30,7 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	procsFlag := fs.String("procs", "1,2,4", "client processes per case, comma-separated")
 	n := fs.Uint64("n", 4<<20, "particles per client process")
 	servers := fs.Int("servers", 2, "server processes")
-	steps := fs.Int("steps", 1, "time steps per round: each writes and reads its own 8 objects; a round reports the median of its steps")
+	steps := fs.Int("steps", 3, "time steps per round: each writes and reads its own 8 objects, next to the raw ceiling; a round reports the median of its steps")
 	partFlag := fs.String("partition", "region-static", "partition strategy of the 8 objects")
 	useC := fs.Bool("c", false, "run the C VPIC-IO and BD-CATS of libpdc (pdc_vpicio, pdc_bdcats: make capi) instead of Go client processes")
 	cPrefix := fs.String("c-prefix", "", "with --c: the folder make capi installed libpdc into (default $PDC_CAPI_PREFIX, else the one this pdc is in, else build/capi)")
@@ -101,8 +102,11 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 		label = strings.Replace(label, "vpic", "vpic C", 1)
 		writer, reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
 	}
-	// One round: every process count, each with its raw ceiling of the
-	// same bytes measured right before its steps.
+	// One round: every process count, each step's phases next to the raw
+	// ceiling measured the same way right before them: as many client
+	// processes, started afresh, each with its buffer touched before the
+	// start signal, each moving its rank's bytes over its own connection,
+	// timed from the signal until the last is done.
 	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
 		var rs []bench.Result
 		for _, p := range procs {
@@ -111,12 +115,17 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 				continue
 			}
 			bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
-			raw, err := bench.RawThroughput(ctx, rawTCP, bytes)
-			if err != nil {
-				return nil, fmt.Errorf("raw tcp: %w", err)
+			rawArgs := make([][]string, p)
+			for r := range rawArgs {
+				rawArgs[r] = []string{"bench-vpic-raw-client", "--addr", rawTCP, "--bytes", strconv.FormatUint(*n*4*uint64(len(bench.VPICVars)), 10)}
 			}
 			times := map[string][]time.Duration{}
 			for step := range *steps {
+				d, err := runProcs(ctx, rawArgs)
+				if err != nil {
+					return nil, fmt.Errorf("%d processes, step %d, raw tcp: %w", p, step, err)
+				}
+				times["raw"] = append(times["raw"], d)
 				run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
 				if cprogs != nil {
 					err = cprogs.create(ctx, run, *n, p, part)
@@ -154,7 +163,12 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 					}
 					times[phase] = append(times[phase], d)
 				}
+				// Untimed: the step's objects are not needed again.
+				if err := bench.VPICDelete(ctx, c, run); err != nil {
+					return nil, fmt.Errorf("%d processes, step %d: %w", p, step, err)
+				}
 			}
+			raw := float64(bytes) / bench.Median(times["raw"]).Seconds() / 1e9
 			for _, phase := range []string{"write", "read"} {
 				what := writer
 				if phase == "read" {
@@ -219,4 +233,37 @@ func runBenchVPICClient(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return r.Close(ctx)
+}
+
+// runBenchVPICRawClient is one process of bench vpic's ceiling: set up as
+// a bench-vpic-client is (connected, its buffer touched), released by the
+// same signal, it fetches its rank's bytes from the raw source.
+func runBenchVPICRawClient(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench-vpic-raw-client", "")
+	addr := fs.String("addr", "", "")
+	n := fs.Int64("bytes", 0, "")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	f, err := bench.DialRawFetcher(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// A small exchange first, as the client's opens are.
+	if err := f.Fetch(ctx, make([]byte, 64)); err != nil {
+		return err
+	}
+	buf := make([]byte, *n)
+	for i := range buf {
+		buf[i] = 0xFF
+	}
+	if err := awaitGo(e); err != nil {
+		return err
+	}
+	if err := f.Fetch(ctx, buf); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "done")
+	return nil
 }
