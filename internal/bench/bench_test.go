@@ -74,3 +74,35 @@ func TestRPCBenchRuns(t *testing.T) {
 		}
 	}
 }
+
+// A side's set-up (dials, handshakes, a warm-up call) happens before its
+// timed window opens: the window's deadline is a full turn after the
+// set-up ended, and the tear-down runs after the window.
+func TestAlternateSetUpOutsideWindow(t *testing.T) {
+	const turn = 20 * time.Millisecond
+	var events []string
+	side := func(name string) measured {
+		return func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+			events = append(events, name+" set up")
+			ready := time.Now()
+			return func(ctx context.Context) (int64, error) {
+					dl, ok := ctx.Deadline()
+					if !ok || dl.Before(ready.Add(turn)) {
+						t.Errorf("%s: window ends %v after its set-up, want at least %v", name, dl.Sub(ready), turn)
+					}
+					events = append(events, name+" window")
+					return 1, nil
+				}, func() {
+					events = append(events, name+" done")
+				}, nil
+		}
+	}
+	a, b, err := alternate(context.Background(), turn, side("raw"), side("ours"))
+	if err != nil || a != rounds || b != rounds {
+		t.Fatalf("alternate = %d, %d, %v; want %d each", a, b, err, rounds)
+	}
+	want := "raw set up,raw window,raw done,ours set up,ours window,ours done"
+	if got := strings.Join(events[:6], ","); got != want {
+		t.Errorf("first turn: %s, want %s", got, want)
+	}
+}

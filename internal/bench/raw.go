@@ -154,14 +154,9 @@ func RawRoundTrips(ctx context.Context, addr string, size, n int, ready func() e
 	})
 }
 
-// rawPipelined keeps window messages in flight on one connection, one write
-// system call per message, and counts echoes until ctx ends.
-func rawPipelined(ctx context.Context, addr string, size, window int) (int64, error) {
-	nc, err := dialRaw(ctx, addr)
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
+// rawPipelined keeps window messages in flight on nc, one write system
+// call per message, and counts echoes until ctx ends, which closes nc.
+func rawPipelined(ctx context.Context, nc net.Conn, size, window int) (int64, error) {
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	credits := make(chan struct{}, window)

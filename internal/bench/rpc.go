@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -95,21 +98,35 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	// 64 in flight on one connection.
 	const window = 64
 	if cfg.Want.Any("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window)) {
-		rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (int64, error) {
-			return rawPipelined(ctx, cfg.RawAddr, size, window)
-		}, func(ctx context.Context) (int64, error) {
+		rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+			nc, err := dialRaw(ctx, cfg.RawAddr)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := echoOnce(nc, size); err != nil {
+				nc.Close()
+				return nil, nil, err
+			}
+			return func(ctx context.Context) (int64, error) { return rawPipelined(ctx, nc, size, window) }, func() { nc.Close() }, nil
+		}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
 			c, err := dial(ctx)
 			if err != nil {
-				return 0, err
+				return nil, nil, err
 			}
-			defer c.Close()
-			return callers(ctx, window, func() func() error {
-				msg, into := make([]byte, size), make([]byte, size)
-				return func() error {
-					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				}
-			})
+			msg, into := make([]byte, size), make([]byte, size)
+			if _, err := c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into); err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			return func(ctx context.Context) (int64, error) {
+				return callers(ctx, window, func() func() error {
+					msg, into := make([]byte, size), make([]byte, size)
+					return func() error {
+						_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+						return err
+					}
+				})
+			}, func() { c.Close() }, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pipelined: %w", err)
@@ -129,48 +146,68 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	if cfg.Want.Any("rpc", clientsName, poolName) {
 		var rpcM int64
 		var err error
-		rawM, rpcM, err = alternate(ctx, turn, func(ctx context.Context) (int64, error) {
-			var total atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, clients)
+		rawM, rpcM, err = alternate(ctx, turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+			ncs := make([]net.Conn, 0, clients)
+			done := func() {
+				for _, nc := range ncs {
+					nc.Close()
+				}
+			}
 			for range clients {
-				wg.Go(func() {
-					err := rawPingPong(ctx, cfg.RawAddr, size, func(op func() error) error {
-						for ctx.Err() == nil {
-							if err := op(); err != nil {
-								return err
-							}
-							total.Add(1)
+				nc, err := dialRaw(ctx, cfg.RawAddr)
+				if err == nil {
+					ncs = append(ncs, nc)
+					err = echoOnce(nc, size)
+				}
+				if err != nil {
+					done()
+					return nil, nil, err
+				}
+			}
+			return func(ctx context.Context) (int64, error) {
+				var next atomic.Int32
+				return callers(ctx, clients, func() func() error {
+					nc := ncs[next.Add(1)-1]
+					msg, in := make([]byte, size), make([]byte, size)
+					return func() error {
+						if _, err := nc.Write(msg); err != nil {
+							return err
 						}
-						return nil
-					})
-					if err != nil && ctx.Err() == nil {
-						errs <- err
+						_, err := io.ReadFull(nc, in)
+						return err
 					}
 				})
+			}, done, nil
+		}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+			conns := make([]*rpc.Conn, 0, clients)
+			done := func() {
+				for _, c := range conns {
+					c.Close()
+				}
 			}
-			wg.Wait()
-			close(errs)
-			return total.Load(), <-errs
-		}, func(ctx context.Context) (int64, error) {
-			conns := make([]*rpc.Conn, clients)
-			for i := range conns {
+			msg, into := make([]byte, size), make([]byte, size)
+			for range clients {
 				c, err := dial(ctx)
+				if err == nil {
+					conns = append(conns, c)
+					_, err = c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
+				}
 				if err != nil {
-					return 0, err
+					done()
+					return nil, nil, err
 				}
-				defer c.Close()
-				conns[i] = c
 			}
-			var next atomic.Int32
-			return callers(ctx, clients, func() func() error {
-				c := conns[next.Add(1)-1]
-				msg, into := make([]byte, size), make([]byte, size)
-				return func() error {
-					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				}
-			})
+			return func(ctx context.Context) (int64, error) {
+				var next atomic.Int32
+				return callers(ctx, clients, func() func() error {
+					c := conns[next.Add(1)-1]
+					msg, into := make([]byte, size), make([]byte, size)
+					return func() error {
+						_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+						return err
+					}
+				})
+			}, done, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("16 clients: %w", err)
@@ -184,16 +221,32 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	if cfg.Want.Any("rpc", poolName) {
 		// 16 goroutines sharing one client's pool, as the threads of one
 		// process would: the pool's connections carry several calls each.
-		_, rpcP, err := alternate(ctx, turn, nil, func(ctx context.Context) (int64, error) {
+		_, rpcP, err := alternate(ctx, turn, nil, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
 			p := rpc.NewPool(cfg.RPCAddr, 2, rpc.DialOptions{Secret: cfg.Secret})
-			defer p.Close()
-			return callers(ctx, clients, func() func() error {
+			// Warm: the pool's connections dialed before the window.
+			if _, err := callers(ctx, 2, func() func() error {
 				msg, into := make([]byte, size), make([]byte, size)
+				n := 0
 				return func() error {
-					_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					if n++; n > 16 {
+						return errEnough
+					}
+					_, err := p.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
 					return err
 				}
-			})
+			}); err != nil && !errors.Is(err, errEnough) {
+				p.Close()
+				return nil, nil, err
+			}
+			return func(ctx context.Context) (int64, error) {
+				return callers(ctx, clients, func() func() error {
+					msg, into := make([]byte, size), make([]byte, size)
+					return func() error {
+						_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+						return err
+					}
+				})
+			}, func() { p.Close() }, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("16 goroutines, one client: %w", err)
@@ -206,26 +259,50 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	return out, nil
 }
 
+// measured sets up one side of a comparison (connections dialed and used
+// once) and returns what to run in the timed window, and how to tear it
+// down after: set-up is not what is measured, on either side.
+type measured func(ctx context.Context) (window func(ctx context.Context) (int64, error), done func(), err error)
+
 // alternate runs ceiling (if any) and ours in turns of d, rounds times
-// each, and returns the totals.
-func alternate(ctx context.Context, d time.Duration, ceiling, ours func(ctx context.Context) (int64, error)) (int64, int64, error) {
+// each, each set up afresh before its window, and returns the totals.
+func alternate(ctx context.Context, d time.Duration, ceiling, ours measured) (int64, int64, error) {
 	var a, b int64
-	for range rounds {
-		if ceiling == nil {
-			ceiling = func(context.Context) (int64, error) { return 0, nil }
-		}
-		n, err := during(ctx, d, ceiling)
+	turn := func(m measured) (int64, error) {
+		w, done, err := m(ctx)
 		if err != nil {
-			return 0, 0, fmt.Errorf("ceiling: %w", err)
+			return 0, err
 		}
-		a += n
-		n, err = during(ctx, d, ours)
+		defer done()
+		return during(ctx, d, w)
+	}
+	for range rounds {
+		if ceiling != nil {
+			n, err := turn(ceiling)
+			if err != nil {
+				return 0, 0, fmt.Errorf("ceiling: %w", err)
+			}
+			a += n
+		}
+		n, err := turn(ours)
 		if err != nil {
 			return 0, 0, err
 		}
 		b += n
 	}
 	return a, b, nil
+}
+
+// errEnough ends a warm-up of callers.
+var errEnough = errors.New("enough")
+
+// echoOnce makes one round trip of size bytes on an echo connection.
+func echoOnce(nc net.Conn, size int) error {
+	if _, err := nc.Write(make([]byte, size)); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(nc, make([]byte, size))
+	return err
 }
 
 // timed runs body's ops, after a warm-up, for d (at least one op) and
