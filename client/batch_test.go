@@ -17,7 +17,10 @@ import (
 // TestCreateObjectsInManyChunks creates more objects than three requests
 // to each of two servers hold (so that chunks are sent while two are in
 // flight), with duplicates in late chunks: every result lands at its own
-// index, and the duplicates alone fail.
+// index, and the duplicates alone fail. Names of 1000 bytes make a
+// request's 256 KiB hold some 250 objects, so that 3,600 of them make
+// some 7 requests per server (as 57,844 short names did, at the race
+// detector's cost of 50 s per run).
 func TestCreateObjectsInManyChunks(t *testing.T) {
 	srv := startServers(t, t.TempDir(), 2)
 	defer srv.stop()
@@ -29,15 +32,16 @@ func TestCreateObjectsInManyChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int}
-	n := 7*client.MaxBatch + 500
+	const n = 3600
+	pad := strings.Repeat("p", 990)
 	specs := make([]client.ObjectSpec, n)
 	names := make([]string, n)
 	for i := range specs {
-		names[i] = fmt.Sprintf("obj%06d", i)
+		names[i] = fmt.Sprintf("obj%06d-%s", i, pad)
 		specs[i] = client.ObjectSpec{Name: names[i], Props: props}
 	}
 	// Two made beforehand, so that their creates in the batch fail.
-	dups := []int{n - 7, 5*client.MaxBatch + 3}
+	dups := []int{n - 7, n*7/10 + 3}
 	for _, i := range dups {
 		if _, err := ct.CreateObject(ctx, names[i], props); err != nil {
 			t.Fatal(err)
@@ -88,7 +92,9 @@ func TestCreateObjectsCutShort(t *testing.T) {
 	}
 	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int}
 	for round, d := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, time.Minute} {
-		specs := make([]client.ObjectSpec, 4*client.MaxBatch)
+		// Some 5 requests' worth (at 256 KiB each): a deadline can end
+		// the call between any two of them.
+		specs := make([]client.ObjectSpec, 2*client.MaxBatch)
 		for i := range specs {
 			specs[i] = client.ObjectSpec{Name: fmt.Sprintf("cut%d-%06d", round, i), Props: props}
 		}
@@ -117,7 +123,8 @@ func TestCreateObjectsCutShort(t *testing.T) {
 // as well as in items, and a server answers opens in parts that fit a
 // reply, the client asking again for the rest. Before, 3000 such objects
 // made a request, then a reply, of several MiB: "frame header of ...
-// bytes exceeds the limit".
+// bytes exceeds the limit"; 1000 of them (2 MiB, some 8 requests and
+// pages) exceed it as well.
 func TestBatchesOfLongNames(t *testing.T) {
 	srv := startServers(t, t.TempDir(), 1)
 	defer srv.stop()
@@ -128,7 +135,7 @@ func TestBatchesOfLongNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 3000
+	const n = 1000
 	app := strings.Repeat("a", 1000)
 	props := client.ObjectProps{Dims: []uint64{4}, Type: region.Int, AppName: app}
 	specs := make([]client.ObjectSpec, n)
@@ -185,7 +192,8 @@ func TestBatchesOfLongNames(t *testing.T) {
 // TestPutTagsOfLargeValues puts, in one call, more bytes of tags than one
 // request holds: the client sends them in chunks bounded in bytes. Before,
 // 200 values of 32 KiB made one request of 6.4 MiB, which the server
-// refused, dropping the connection.
+// refused, dropping the connection; 50 (1.6 MiB, past the 1 MiB a server
+// accepts: 7 chunks) do as well.
 func TestPutTagsOfLargeValues(t *testing.T) {
 	srv := startServers(t, t.TempDir(), 1)
 	defer srv.stop()
@@ -201,14 +209,14 @@ func TestPutTagsOfLargeValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	var puts []client.TagPut
-	for i := range 200 {
+	for i := range 50 {
 		puts = append(puts, client.TagPut{Object: o, Name: fmt.Sprint("t", i), Value: client.Bytes(bytes.Repeat([]byte{byte(i)}, 32<<10))})
 	}
 	if err := c.PutTags(ctx, puts); err != nil {
-		t.Fatalf("put 200 tags of 32 KiB: %v", err)
+		t.Fatalf("put 50 tags of 32 KiB: %v", err)
 	}
-	v, err := o.GetTag(ctx, "t199")
-	if err != nil || len(v.Value) != 32<<10 || v.Value[0] != 199 {
-		t.Fatalf("tag t199: %d bytes, %v", len(v.Value), err)
+	v, err := o.GetTag(ctx, "t49")
+	if err != nil || len(v.Value) != 32<<10 || v.Value[0] != 49 {
+		t.Fatalf("tag t49: %d bytes, %v", len(v.Value), err)
 	}
 }
