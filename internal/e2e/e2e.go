@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func Main(m *testing.M, role Role) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "pdc")
-	if err := build(bin); err != nil {
+	if err := build(bin, Race); err != nil {
 		fmt.Fprintln(os.Stderr, "build pdc:", err)
 		return 1
 	}
@@ -61,7 +62,7 @@ func Main(m *testing.M, role Role) int {
 }
 
 // build puts a pdc binary built from this module (with the race detector
-// if the tests have it) at bin.
+// if race) at bin.
 //
 // Every end-to-end package of a module shares one binary, in a directory
 // of the system's temp dir named after the module's directory: linking a
@@ -71,13 +72,13 @@ func Main(m *testing.M, role Role) int {
 // all linking. bin is a copy of the shared binary, so that a later build
 // of changed sources does not change the binary under tests already
 // running (nor find it busy).
-func build(bin string) error {
+func build(bin string, race bool) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
 	flavour := "norace"
-	if Race {
+	if race {
 		flavour = "race"
 	}
 	shared := filepath.Join(os.TempDir(), fmt.Sprintf("pdc-e2e-shared-%x-%s", crc32.ChecksumIEEE([]byte(root)), flavour))
@@ -93,7 +94,7 @@ func build(bin string) error {
 		return fmt.Errorf("lock %s: %w", shared, err)
 	}
 	args := []string{"build", "-o", filepath.Join(shared, "pdc")}
-	if Race {
+	if race {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "github.com/pdcgo/pdc/cmd/pdc")...)
@@ -157,6 +158,34 @@ func playRole(role Role, r string) error {
 // Bin is the path of the pdc binary under test.
 func Bin() string { return bin }
 
+var plain struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// PlainBin is the path of a pdc binary built without the race detector,
+// built on first use (and shared, as Bin's is): Bin itself when the tests
+// run without it. It is for tests of what a long pdc run reports, such as
+// a benchmark run of some fifteen clusters, rather than of how servers
+// and clients behave under concurrency, which every other test checks
+// with the race detector: race-built, such a run costs several times the
+// CPU, on the 2 cores CI has.
+func PlainBin(t *testing.T) string {
+	t.Helper()
+	if !Race {
+		return bin
+	}
+	plain.once.Do(func() {
+		plain.bin = filepath.Join(filepath.Dir(bin), "pdc-norace")
+		plain.err = build(plain.bin, false)
+	})
+	if plain.err != nil {
+		t.Fatalf("build pdc without the race detector: %v", plain.err)
+	}
+	return plain.bin
+}
+
 // Result is what a pdc command printed and how it ended.
 type Result struct {
 	Stdout, Stderr string
@@ -166,9 +195,15 @@ type Result struct {
 // Run runs the pdc binary with env added to ours and waits for it.
 func Run(t *testing.T, env []string, args ...string) Result {
 	t.Helper()
+	return RunBin(t, bin, env, args...)
+}
+
+// RunBin is Run with the pdc binary at path (Bin or PlainBin).
+func RunBin(t *testing.T, path string, env []string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
