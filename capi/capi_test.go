@@ -2,10 +2,6 @@ package capi_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,8 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pdcgo/pdc/capi"
-	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/server"
+	"github.com/pdcgo/pdc/client/clienttest"
 )
 
 func TestMain(m *testing.M) {
@@ -32,52 +27,14 @@ func TestMain(m *testing.M) {
 // testCluster is an in-process cluster whose servers stand for nodes: one
 // server per host, each serving dir/prod-HOST.
 type testCluster struct {
+	*clienttest.Cluster
 	dir, tmpdir string
-	stops       []func() // stops[rank] stops the server and waits for it
 }
 
 func startCluster(t *testing.T, hosts ...string) *testCluster {
 	t.Helper()
-	tc := &testCluster{dir: t.TempDir()}
-	tc.tmpdir = filepath.Join(tc.dir, "tmp")
-	errs := make([]error, len(hosts))
-	ready := make(chan struct{}, len(hosts))
-	for rank, host := range hosts {
-		prod := filepath.Join(tc.dir, "prod-"+host)
-		if err := os.MkdirAll(prod, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			errs[rank] = server.Run(ctx, server.Config{Rank: rank, Size: len(hosts), TmpDir: tc.tmpdir,
-				DataDir: filepath.Join(tc.dir, "data"), Host: host, StageProducerDir: prod,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Ready:  func(cluster.Server, *cluster.List) { ready <- struct{}{} }})
-		}()
-		tc.stops = append(tc.stops, sync.OnceFunc(func() { cancel(); <-done }))
-	}
-	t.Cleanup(func() {
-		for _, stop := range tc.stops {
-			stop()
-		}
-		for rank, err := range errs {
-			if err != nil {
-				t.Errorf("server %d: %v", rank, err)
-			}
-		}
-	})
-	timer := time.NewTimer(60 * time.Second)
-	defer timer.Stop()
-	for range hosts {
-		select {
-		case <-ready:
-		case <-timer.C:
-			t.Fatalf("servers did not start: %v", errors.Join(errs...))
-		}
-	}
-	return tc
+	c := clienttest.Start(t, clienttest.Options{Hosts: hosts, Staging: true})
+	return &testCluster{Cluster: c, dir: c.Dir(), tmpdir: c.TmpDir()}
 }
 
 // proc is one C process's view: its Lib, its environment and its stderr.
@@ -204,15 +161,7 @@ func TestInitWaitsForServersStillStarting(t *testing.T) {
 		case <-tick.C:
 		}
 	}
-	tc := &testCluster{dir: dir, tmpdir: filepath.Join(dir, "tmp")}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- server.Run(ctx, server.Config{TmpDir: tc.tmpdir, DataDir: filepath.Join(dir, "data"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(cluster.Server, *cluster.List) { close(ready) }})
-	}()
+	tc := clienttest.Start(t, clienttest.Options{Dir: dir})
 	id := <-got
 	if id == 0 {
 		t.Fatalf("PDCinit did not wait for the servers: %q", p.lines())
@@ -222,11 +171,7 @@ func TestInitWaitsForServersStillStarting(t *testing.T) {
 	if p.Close(id) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
-	// PDCinit may return before the server has finished starting (rank 0
-	// answers early); stopping it then is an error of its own.
-	<-ready
-	cancel()
-	if err := <-done; err != nil {
+	if err := tc.StopAll(); err != nil {
 		t.Fatal(err)
 	}
 }

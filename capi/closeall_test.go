@@ -55,7 +55,9 @@ func TestCloseAllServerWithADeadServer(t *testing.T) {
 			t.Fatalf("setup: %q", p.lines())
 		}
 	}
-	tc.stops[1]()
+	if err := tc.Stop(1); err != nil {
+		t.Fatal(err)
+	}
 	if rc := p.CloseAllServer(); rc != capi.Succeed {
 		t.Fatalf("PDC_Client_close_all_server with rank 1 gone: %q", p.lines())
 	}

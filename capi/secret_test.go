@@ -1,17 +1,13 @@
 package capi_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/pdcgo/pdc/capi"
+	"github.com/pdcgo/pdc/client/clienttest"
 	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/server"
 )
 
 // libpdc takes the cluster secret's file from $PDC_SECRET_FILE, for a
@@ -26,30 +22,8 @@ func TestSecretFileFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(secretDir, cluster.SecretFile)
-	tmpdir := filepath.Join(dir, "tmp")
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{TmpDir: tmpdir, DataDir: filepath.Join(dir, "data"), SecretFile: secret,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(cluster.Server, *cluster.List) { close(ready) }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	timer := time.NewTimer(60 * time.Second)
-	defer timer.Stop()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	case <-timer.C:
-		t.Fatal("the server did not start")
-	}
+	tc := clienttest.Start(t, clienttest.Options{Dir: dir, SecretFile: secret})
+	tmpdir := tc.TmpDir()
 
 	without := newProc(map[string]string{"PDC_TMPDIR": tmpdir, capi.EnvTimeout: "5s"})
 	if id := without.Init("no-secret"); id != 0 {

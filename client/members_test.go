@@ -5,12 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +14,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/server"
+	"github.com/pdcgo/pdc/client/clienttest"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -27,63 +22,25 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // servers runs n pdc servers in this process over dir until stop.
 type servers struct {
-	t      *testing.T
-	dir    string
-	n      int
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   []error
+	t  *testing.T
+	tc *clienttest.Cluster
 }
 
 func startServers(t *testing.T, dir string, n int) *servers {
 	t.Helper()
-	s := &servers{t: t, dir: dir, n: n, errs: make([]error, n)}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	ready := make(chan struct{}, n)
-	for rank := range n {
-		s.wg.Go(func() {
-			s.errs[rank] = server.Run(ctx, server.Config{Rank: rank, Size: n, TmpDir: filepath.Join(dir, "tmp"),
-				DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Ready: func(cluster.Server, *cluster.List) { ready <- struct{}{} }})
-		})
-	}
-	t.Cleanup(s.stop)
-	timer := time.NewTimer(60 * time.Second)
-	defer timer.Stop()
-	for range n {
-		select {
-		case <-ready:
-		case <-timer.C:
-			t.Fatalf("servers did not start: %v", errors.Join(s.errs...))
-		}
-	}
-	return s
+	return &servers{t: t, tc: clienttest.Start(t, clienttest.Options{Servers: n, Dir: dir})}
 }
 
 // stop stops the servers and waits for them; idempotent.
 func (s *servers) stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	s.cancel = nil
-	s.wg.Wait()
-	for rank, err := range s.errs {
-		if err != nil {
-			s.t.Errorf("server %d: %v", rank, err)
-		}
+	if err := s.tc.StopAll(); err != nil {
+		s.t.Error(err)
 	}
 }
 
 func (s *servers) connect(t *testing.T) *client.Client {
 	t.Helper()
-	c, err := client.Connect(context.Background(), client.WithTmpDir(filepath.Join(s.dir, "tmp")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return s.tc.Connect(t)
 }
 
 func names(objs []client.ObjectInfo) []string {

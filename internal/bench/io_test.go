@@ -2,42 +2,21 @@ package bench
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/server"
+	"github.com/pdcgo/pdc/client/clienttest"
 )
 
 // startCluster runs one in-process server with both roles, and the raw
 // byte source for the ceiling.
 func startCluster(tb testing.TB) IOConfig {
 	tb.Helper()
-	dir := tb.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{TmpDir: dir + "/tmp", DataDir: dir + "/data",
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(cluster.Server, *cluster.List) { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Error(err)
-		}
-	})
+	tc := clienttest.Start(tb, clienttest.Options{})
+	dir := tc.Dir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

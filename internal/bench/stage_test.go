@@ -3,19 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
-	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/client/clienttest"
 	"github.com/pdcgo/pdc/internal/dtl"
-	"github.com/pdcgo/pdc/internal/server"
 )
 
 // startStage runs two in-process servers standing for node-a (serving a
@@ -33,33 +29,11 @@ func startStage(tb testing.TB) StageConfig {
 			tb.Cleanup(func() { os.RemoveAll(d) })
 		}
 	}
-	tmp := filepath.Join(dir, "tmp")
+	tc := clienttest.Start(tb, clienttest.Options{Dir: dir, Hosts: []string{"node-a", "node-b"}, Staging: true})
+	tmp := tc.TmpDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	ready := make(chan struct{}, 2)
-	for rank, host := range []string{"node-a", "node-b"} {
-		cfg := server.Config{Rank: rank, Size: 2, TmpDir: tmp, DataDir: filepath.Join(dir, "data"), Host: host,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(cluster.Server, *cluster.List) { ready <- struct{}{} }}
-		if rank == 0 {
-			cfg.StageProducerDir = filepath.Join(dir, "prod")
-		}
-		wg.Go(func() { errs[rank] = server.Run(ctx, cfg) })
-	}
-	tb.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				tb.Error(err)
-			}
-		}
-	})
-	for range 2 {
-		<-ready
-	}
-	prod, err := client.Connect(ctx, client.WithTmpDir(tmp), client.WithStageDirs(filepath.Join(dir, "prod"), ""), client.WithHost("node-a"))
+	tb.Cleanup(cancel)
+	prod, err := client.Connect(ctx, client.WithTmpDir(tmp), client.WithStageDirs(tc.ProducerDir(0), ""), client.WithHost("node-a"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +66,7 @@ func startStage(tb testing.TB) StageConfig {
 		for i := range data {
 			data[i] = byte(i*31 + i>>8)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "prod", name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tc.ProducerDir(0), name), data, 0o644); err != nil {
 			return "", err
 		}
 		_, err := prod.Produce(ctx, name)
