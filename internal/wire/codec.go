@@ -269,3 +269,13 @@ func (f *fields) bytesOrEmpty() []byte {
 	}
 	return append([]byte{}, f.raw...)
 }
+
+// putBytesList appends a repeated bytes field, each element (empty ones
+// too) as one field.
+func putBytesList(b []byte, n protowire.Number, vs [][]byte) []byte {
+	for _, v := range vs {
+		b = protowire.AppendTag(b, n, protowire.BytesType)
+		b = protowire.AppendBytes(b, v)
+	}
+	return b
+}

@@ -26,9 +26,13 @@
 //
 // # Headers
 //
-// Headers use the protobuf wire format (field number, type, value) written and
-// read by hand with protowire: the field numbers below are the schema, unknown
+// Headers use the protobuf wire format (field number, type, value), encoded
+// and decoded with protowire by code generated from one table, messages.wire
+// (go generate; docs/design/0022): its field numbers are the schema, unknown
 // fields are skipped, so old and new peers interoperate within a version.
+//
 // Payloads are raw bytes: they follow the header unencoded so they can be
 // written from the caller's buffer (writev) and read into the receiver's.
 package wire
+
+//go:generate go run gen.go
