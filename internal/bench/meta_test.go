@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,5 +80,40 @@ func TestMetaBenchRuns(t *testing.T) {
 		if r.Value <= 0 || r.CeilingValue <= 0 {
 			t.Errorf("%s: empty figure %+v", r.Case, r)
 		}
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// The raw ceiling's turns time round trips on one connection dialed and
+// warmed before the first, as the client's connection is: not a dial and
+// a cold start in every turn.
+func TestMetaCeilingDialsOnce(t *testing.T) {
+	cfg := startMeta(t, metaserver.DurabilityProcess)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	echo := NewEchoServer(cl)
+	t.Cleanup(func() { echo.Close() })
+	cfg.RawAddr, cfg.N = ln.Addr().String(), 60
+	if _, err := Meta(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := cl.n.Load(); n != 1 {
+		t.Errorf("the raw ceiling dialed %d connections, want 1", n)
 	}
 }
