@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/dtl/dtltest"
 )
@@ -17,7 +19,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func TestConformance(t *testing.T) {
