@@ -150,7 +150,7 @@ type ObjectInfo struct {
 	// Server is the rank of the metadata server that holds it.
 	Server int
 
-	spread spread
+	spread placement.Spread
 }
 
 // metaServers returns the ranks of the metadata servers, in order.

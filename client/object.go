@@ -52,7 +52,7 @@ func (c *Client) objInfo(m *wire.ObjectMeta) ObjectInfo {
 	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
 	return ObjectInfo{ID: m.ID, Name: m.Name, ContainerID: m.ContID, Props: propsFrom(&m.Props),
 		Created: time.Unix(0, m.CreatedUnix), DimsVersion: m.DimsVersion, Server: rank,
-		spread: spread{home: m.Props.Home, block: m.Props.Block, over: m.Props.Spread}}
+		spread: placement.Spread{Home: m.Props.Home, Block: m.Props.Block, Over: m.Props.Spread}}
 }
 
 // ObjectSpec is one object to create.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -313,8 +313,8 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 		}
 		err = fanOut(servers, func(index int) error {
 			ks := byServer[index]
-			for start := 0; start < len(ks); start += metaserver.MaxQueryTerms {
-				if _, err := step(index, tagindex.StepByKey, ks[start:min(start+metaserver.MaxQueryTerms, len(ks))]); err != nil {
+			for start := 0; start < len(ks); start += limits.MaxQueryTerms {
+				if _, err := step(index, tagindex.StepByKey, ks[start:min(start+limits.MaxQueryTerms, len(ks))]); err != nil {
 					return err
 				}
 			}
@@ -380,9 +380,9 @@ func (c *Client) indexRef(ctx context.Context, key, value string, id uint64, del
 	if del {
 		what = "delete from"
 	}
-	if key == "" || len(key) > metaserver.MaxTagNameLen || len(value) > metaserver.MaxTagValueLen {
+	if key == "" || len(key) > limits.MaxTagName || len(value) > limits.MaxTagValue {
 		return fmt.Errorf("%s the index: key %.40q and value of %d bytes: want a key of 1 to %d bytes and a value of at most %d: %w",
-			what, key, len(value), metaserver.MaxTagNameLen, metaserver.MaxTagValueLen, pdc.ErrInvalid)
+			what, key, len(value), limits.MaxTagName, limits.MaxTagValue, pdc.ErrInvalid)
 	}
 	c.query.mu.Lock()
 	suffix := !c.query.noSuffix

@@ -16,34 +16,13 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// spread is where an object's data lives, fixed at create.
-type spread struct {
-	home  uint32 // object static: index among the data servers
-	block uint64 // region static: rows of the first dim per block
-	over  uint32 // data servers at create
-}
-
-// staticBlockBytes is the size of a region-static block when the first dim
-// is unlimited (so that it cannot be divided among the servers).
-const staticBlockBytes = 64 << 20
-
 // spreadNew fixes where a new object's data will live.
 func (c *Client) spreadNew(p *wire.ObjectProps, key uint32) {
-	ds := len(c.dataServers())
-	if ds == 0 || len(p.Dims) == 0 {
+	sp, ok := placement.NewSpread(key, p.Dims, region.Type(p.Type).Size(), len(c.dataServers()))
+	if !ok {
 		return
 	}
-	p.Spread = uint32(ds)
-	p.Home = key % uint32(ds)
-	if p.Dims[0] != Unlimited {
-		p.Block = max((p.Dims[0]+uint64(ds)-1)/uint64(ds), 1)
-		return
-	}
-	row := uint64(max(region.Type(p.Type).Size(), 1))
-	for _, d := range p.Dims[1:] {
-		row *= max(d, 1)
-	}
-	p.Block = max(staticBlockBytes/row, 1)
+	p.Spread, p.Home, p.Block = sp.Over, sp.Home, sp.Block
 }
 
 // Access says which way a transfer moves bytes (pdc_access_t).
@@ -550,7 +529,7 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		return nil, fmt.Errorf("object %q: the cluster has no data server: %w", o.meta().Name, pdc.ErrUnavailable)
 	}
 	sp := o.meta().spread
-	over := int(sp.over)
+	over := int(sp.Over)
 	if over == 0 {
 		over = len(ds)
 	}
@@ -562,7 +541,7 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]piece,
 		}
 		return []piece{p}, nil
 	case RegionStatic:
-		return staticPieces(box, max(sp.block, 1), over, ds), nil
+		return staticPieces(box, max(sp.Block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
 		if a == Write {
 			var res wire.RegionLocatedAll
@@ -598,29 +577,18 @@ func (o *Object) homePiece(box region.Box) (piece, error) {
 	if len(ds) == 0 {
 		return piece{}, fmt.Errorf("object %q: the cluster has no data server: %w", o.meta().Name, pdc.ErrUnavailable)
 	}
-	slot := int(o.meta().spread.home)
+	slot := int(o.meta().spread.Home)
 	return piece{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: box}, nil
 }
 
 // staticPieces cuts box into the blocks of rows of the first dim that
 // region static places round-robin over the data slots of the cluster
-// the object was created in, merging neighbours in one slot.
+// the object was created in (placement.StaticPieces).
 func staticPieces(box region.Box, block uint64, over int, ds []int) []piece {
 	var out []piece
-	start, end := box.Off[0], box.End(0)
-	for row := start; row < end; {
-		k := row / block
-		next := min((k+1)*block, end)
-		slot := int(k % uint64(over))
-		if n := len(out); n > 0 && out[n-1].slot == slot {
-			out[n-1].box.Size[0] += next - row
-		} else {
-			b := box.Clone()
-			b.Off[0], b.Size[0] = row, next-row
-			out = append(out, piece{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: b})
-		}
-		row = next
-	}
+	placement.StaticPieces(box, block, over, func(slot int, b region.Box) {
+		out = append(out, piece{server: ds[placement.SlotHost(slot, len(ds))], slot: slot, box: b})
+	})
 	return out
 }
 
@@ -637,12 +605,7 @@ func (c *Client) candidates(p Partition) []uint64 {
 		}
 		// No data server on this host: the least loaded of all.
 	}
-	out := make([]uint64, len(ds))
-	off := os.Getpid()
-	for i := range ds {
-		out[i] = uint64((i + off) % len(ds))
-	}
-	return out
+	return placement.Candidates(len(ds), os.Getpid())
 }
 
 // localData returns the data servers on this client's host.

@@ -16,7 +16,10 @@ const (
 	MaxName     = 1024    // container, object and app names, bytes
 	MaxTagName  = 256     // tag names, bytes
 	MaxTagValue = 1 << 16 // tag values, bytes
-	MaxDims     = region.MaxDims
+	// MaxQueryTerms bounds the keys of one by-key step of a tag query
+	// (one request): a client with more sends several.
+	MaxQueryTerms = 4096
+	MaxDims       = region.MaxDims
 	// Unlimited is PDC_SIZE_UNLIMITED: a first dim that can grow.
 	Unlimited = math.MaxUint64
 	// MaxObjectBytes bounds an object's size in bytes (its dims' product

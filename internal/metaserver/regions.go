@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -360,9 +361,7 @@ func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, e
 // leastLoaded is the candidate holding the fewest bytes placed by this
 // metadata server (ties to the first).
 func (p *placing) leastLoaded(cands []uint64) (uint32, error) {
-	best, bestLoad := uint32(0), uint64(0)
-	for j, c := range cands {
-		r := uint32(c)
+	return placement.LeastLoaded(cands, func(r uint32) (uint64, error) {
 		l, ok := p.loads[r]
 		if !ok {
 			var err error
@@ -371,11 +370,8 @@ func (p *placing) leastLoaded(cands []uint64) (uint32, error) {
 			}
 			p.loads[r] = l
 		}
-		if j == 0 || l < bestLoad {
-			best, bestLoad = r, l
-		}
-	}
-	return best, nil
+		return l, nil
+	})
 }
 
 // record adds a record of box on server to the batch and to the map.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -15,7 +16,7 @@ import (
 )
 
 // MaxQueryTerms bounds the keys of one by-key request.
-const MaxQueryTerms = 4096
+const MaxQueryTerms = limits.MaxQueryTerms
 
 // tagQuery answers one step of a kvtag query (tagindex.Step).
 func (s *Service) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

@@ -11,4 +11,12 @@
 // Data lives in slots: a slot is the index of the data server a piece of
 // data was written to, in the cluster of that time, and never changes.
 // SlotHost says which data server of the cluster now holds a slot.
+//
+// Which slots an object's data goes to is its partition strategy's:
+// object static puts it all in one slot and region static cuts it in
+// blocks of rows dealt round-robin over the slots (NewSpread fixes both
+// at create, StaticPieces cuts a region by them); region dynamic and
+// region local leave each write to its metadata server, which puts it on
+// the least loaded of the client's Candidates (LeastLoaded). The client
+// and the metadata server both call these, so that they cannot disagree.
 package placement
