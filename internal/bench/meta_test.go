@@ -10,12 +10,13 @@ import (
 
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/rpc"
 )
 
 // startMeta starts an in-process metadata server and the raw echo server,
 // and writes a server list for clients.
-func startMeta(tb testing.TB, durability metaserver.Durability) MetaConfig {
+func startMeta(tb testing.TB, durability metastore.Durability) MetaConfig {
 	tb.Helper()
 	dir := tb.TempDir()
 	svc, err := metaserver.Open(metaserver.Config{Dir: dir + "/meta", CheckpointDir: dir + "/cp", Durability: durability})
@@ -49,7 +50,7 @@ func startMeta(tb testing.TB, durability metaserver.Durability) MetaConfig {
 }
 
 func BenchmarkMeta(b *testing.B) {
-	for _, d := range []metaserver.Durability{metaserver.DurabilityProcess, metaserver.DurabilitySync} {
+	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
 		b.Run(d.String(), func(b *testing.B) {
 			cfg := startMeta(b, d)
 			cfg.N = 2000
@@ -67,7 +68,7 @@ func BenchmarkMeta(b *testing.B) {
 }
 
 func TestMetaBenchRuns(t *testing.T) {
-	cfg := startMeta(t, metaserver.DurabilityProcess)
+	cfg := startMeta(t, metastore.DurabilityProcess)
 	cfg.N = 50
 	rs, err := Meta(context.Background(), cfg)
 	if err != nil {
@@ -101,7 +102,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // warmed before the first, as the client's connection is: not a dial and
 // a cold start in every turn.
 func TestMetaCeilingDialsOnce(t *testing.T) {
-	cfg := startMeta(t, metaserver.DurabilityProcess)
+	cfg := startMeta(t, metastore.DurabilityProcess)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

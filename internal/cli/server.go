@@ -10,7 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
-	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/server"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -64,7 +64,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("server: --log-level %q: want debug, info, warn or error: %w", *logLevel, errUsage)
 	}
-	dur, err := metaserver.ParseDurability(*durability)
+	dur, err := metastore.ParseDurability(*durability)
 	if err != nil {
 		return fmt.Errorf("server: --durability: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -19,7 +20,7 @@ func TestSyncCommitsAcrossLogRotation(t *testing.T) {
 	old := walRotateBytes
 	walRotateBytes = 4 << 10
 	defer func() { walRotateBytes = old }()
-	s := openTest(t, t.TempDir(), DurabilitySync)
+	s := openTest(t, t.TempDir(), metastore.DurabilitySync)
 	defer s.close()
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -38,7 +39,7 @@ func TestSyncCommitsAcrossLogRotation(t *testing.T) {
 	mustGet(t, s, "g15-299", string(make([]byte, 200)))
 }
 
-func newSvc(t *testing.T) *Service {
+func newSvc(t testing.TB) *Service {
 	s, err := Open(Config{Dir: t.TempDir(), CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs/vfstest"
 )
 
@@ -20,7 +21,7 @@ import (
 // again once space is freed, and everything acknowledged survives a
 // restart. On a real tmpfs, in both durabilities.
 func TestFullDiskFailsCommitsCleanly(t *testing.T) {
-	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
+	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
 		t.Run(d.String(), func(t *testing.T) {
 			root := vfstest.SmallFS(t, 8<<20)
 			dir := filepath.Join(root, "meta")
@@ -96,7 +97,7 @@ func mustGetWhen(t *testing.T, s *store, when, k, want string) {
 // process, and the next commit goes to a new log file.
 func TestLogFaultFailsTheCommit(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, DurabilityProcess)
+	s := openTest(t, dir, metastore.DurabilityProcess)
 	put(t, s, "before", "1")
 	for i := 0; s.log.size < 3*4096; i++ {
 		put(t, s, fmt.Sprint("fill", i), strings.Repeat("f", 100))
@@ -119,7 +120,7 @@ func TestLogFaultFailsTheCommit(t *testing.T) {
 	put(t, s, "after", "2")
 	mustGet(t, s, "before", "1")
 	crash(s)
-	s = openTest(t, dir, DurabilityProcess)
+	s = openTest(t, dir, metastore.DurabilityProcess)
 	defer s.close()
 	mustGet(t, s, "before", "1")
 	mustGet(t, s, "after", "2")

@@ -24,7 +24,7 @@
 //	'S'                           id sequence high-water mark
 //	'V'                           store format version
 //	'Y' seq                       tag index: a batch of entry changes not yet in a run on disk
-//	'Z' id block                  tag index: a run of entries on disk (tagindex/postings)
+//	'Z' id block                  tag index: a run of entries on disk (internal/postings)
 //	'X' tree term ...             index format 1 only: one DART entry each (tagindex/entries.go);
 //	                              such a store is reindexed at start
 //	'Q' seq obj                   outbox: index updates for other servers (wire.IndexOps;

@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -357,7 +358,7 @@ func storedKeys(t *testing.T, dirs []string, p byte) int {
 	t.Helper()
 	n := 0
 	for _, d := range dirs {
-		st, err := openStore(d, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
+		st, err := openStore(d, metastore.DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -103,7 +104,7 @@ func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
 func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error) {
 	// Opening it replays its own log, so nothing it acknowledged is missed.
 	fsys := vfs.OrDefault(s.cfg.FS)
-	st, err := openStoreFS(fsys, dir, DurabilityProcess, 8<<20, s.log)
+	st, err := openStoreFS(fsys, dir, metastore.DurabilityProcess, 8<<20, s.log)
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}

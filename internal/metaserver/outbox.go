@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 

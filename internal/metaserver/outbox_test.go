@@ -6,14 +6,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/placement"
-	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
-	"github.com/pdcgo/pdc/region"
 	"log/slog"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/postings"
+	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/region"
 
 	"github.com/pdcgo/pdc/internal/wire"
 )

@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/overlay"
 	"github.com/pdcgo/pdc/internal/placement"
-	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -296,7 +296,7 @@ func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, e
 	if err != nil {
 		return nil, err
 	}
-	var pieces []regionstore.Piece
+	var pieces []overlay.Piece
 	var servers []uint32
 	var inside []uint64 // seqs of the records box holds whole
 	m.window(box, func(i int) {
@@ -304,13 +304,13 @@ func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, e
 		if r.box.Ndim() != box.Ndim() || !overlaps(r.box, box) {
 			return
 		}
-		pieces = append(pieces, regionstore.Piece{Box: r.box, Seq: r.seq})
+		pieces = append(pieces, overlay.Piece{Box: r.box, Seq: r.seq})
 		servers = append(servers, r.server)
 		if box.Contains(r.box) {
 			inside = append(inside, r.seq)
 		}
 	})
-	frags, holes := regionstore.Resolve(box, pieces)
+	frags, holes := overlay.Resolve(box, pieces)
 	var out []wire.RegionPiece
 	one := len(holes) == 0 && len(frags) > 0
 	for _, f := range frags {
@@ -463,7 +463,7 @@ func (s *Service) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pieces []regionstore.Piece
+	var pieces []overlay.Piece
 	var servers []uint32
 	s.regionMu.Lock()
 	m, err := s.regionMapLocked(in.Obj)
@@ -477,12 +477,12 @@ func (s *Service) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
 			return
 		}
 		if _, ok := region.Intersect(r.box, box); ok {
-			pieces = append(pieces, regionstore.Piece{Box: r.box, Seq: r.seq})
+			pieces = append(pieces, overlay.Piece{Box: r.box, Seq: r.seq})
 			servers = append(servers, r.server)
 		}
 	})
 	s.regionMu.Unlock()
-	frags, _ := regionstore.Resolve(box, pieces)
+	frags, _ := overlay.Resolve(box, pieces)
 	out := make([]wire.RegionPiece, len(frags))
 	for i, f := range frags {
 		out[i] = wire.RegionPiece{Off: f.Box.Off, Size: f.Box.Size, Server: servers[f.Piece]}

@@ -12,9 +12,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
-	"github.com/pdcgo/pdc/internal/tagindex/postings"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -26,7 +27,7 @@ type Config struct {
 	// CheckpointDir receives checkpoints. Required.
 	CheckpointDir string
 	// Durability of acknowledged changes.
-	Durability Durability
+	Durability metastore.Durability
 	// CacheBytes is the store's block cache. Default 64 MiB.
 	CacheBytes int64
 	// Logger. Default slog.Default().

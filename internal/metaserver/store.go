@@ -19,40 +19,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // storeVersion is the layout version of the keys in doc.go.
 const storeVersion = 1
-
-// Durability says when a change is acknowledged.
-type Durability int
-
-const (
-	// DurabilityProcess acknowledges once the change is in the kernel: it
-	// survives a crash of the server process, not of the machine.
-	DurabilityProcess Durability = iota
-	// DurabilitySync acknowledges once the change is fsynced.
-	DurabilitySync
-)
-
-// ParseDurability parses "process" (also "close", the default) or "sync".
-func ParseDurability(s string) (Durability, error) {
-	switch s {
-	case "", "process", "close", "default":
-		return DurabilityProcess, nil
-	case "sync", "fsync":
-		return DurabilitySync, nil
-	}
-	return 0, fmt.Errorf("unknown durability %q (want process or sync): %w", s, pdc.ErrInvalid)
-}
-
-func (d Durability) String() string {
-	if d == DurabilitySync {
-		return "sync"
-	}
-	return "process"
-}
 
 // store is the pebble database of one metadata server.
 type store struct {
@@ -72,12 +44,12 @@ type store struct {
 // seqBlock is how many ids are reserved on disk at a time.
 const seqBlock = 4096
 
-func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+func openStore(dir string, durability metastore.Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
 	return openStoreFS(vfs.Default, dir, durability, cacheBytes, log)
 }
 
 // openStoreFS opens the store in dir on fsys.
-func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+func openStoreFS(fsys vfs.FS, dir string, durability metastore.Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
@@ -120,7 +92,7 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 		db.Close()
 		return nil, err
 	}
-	w, recs, err := openWALFS(fsys, dir, durability == DurabilitySync)
+	w, recs, err := openWALFS(fsys, dir, durability == metastore.DurabilitySync)
 	if err != nil {
 		return fail(err)
 	}

@@ -12,10 +12,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
 )
 
-func openTest(t testing.TB, dir string, d Durability) *store {
+func openTest(t testing.TB, dir string, d metastore.Durability) *store {
 	t.Helper()
 	s, err := openStore(dir, d, 1<<20, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -50,7 +51,7 @@ func mustGet(t *testing.T, s *store, k, want string) {
 }
 
 func TestCommittedSurvivesCrash(t *testing.T) {
-	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
+	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
 		t.Run(d.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			s := openTest(t, dir, d)
@@ -81,7 +82,7 @@ func TestCommittedSurvivesCrash(t *testing.T) {
 
 func TestTornLogTailIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, DurabilityProcess)
+	s := openTest(t, dir, metastore.DurabilityProcess)
 	put(t, s, "a", "1")
 	put(t, s, "b", "2")
 	crash(s)
@@ -102,12 +103,12 @@ func TestTornLogTailIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s = openTest(t, dir, DurabilityProcess)
+	s = openTest(t, dir, metastore.DurabilityProcess)
 	mustGet(t, s, "a", "1")
 	mustGet(t, s, "b", "2")
 	put(t, s, "c", "3") // the log works after the torn tail
 	crash(s)
-	s = openTest(t, dir, DurabilityProcess)
+	s = openTest(t, dir, metastore.DurabilityProcess)
 	defer s.close()
 	mustGet(t, s, "c", "3")
 }
@@ -117,7 +118,7 @@ func TestForeignLogIsRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, walFile), []byte("PDCWAL9\nxxxx"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := openStore(dir, metastore.DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("opened a store whose log has an unknown version")
 	}
 }
@@ -127,7 +128,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 	walRotateBytes = 4 << 10
 	defer func() { walRotateBytes = old }()
 	dir := t.TempDir()
-	s := openTest(t, dir, DurabilityProcess)
+	s := openTest(t, dir, metastore.DurabilityProcess)
 	for i := range 500 {
 		put(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
 	}
@@ -135,7 +136,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 		t.Fatalf("log not rotated: %v, %d bytes", err, st.Size())
 	}
 	crash(s)
-	s = openTest(t, dir, DurabilityProcess)
+	s = openTest(t, dir, metastore.DurabilityProcess)
 	defer s.close()
 	for i := range 500 {
 		mustGet(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
@@ -144,7 +145,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 
 func TestConcurrentSyncCommits(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, DurabilitySync)
+	s := openTest(t, dir, metastore.DurabilitySync)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -155,7 +156,7 @@ func TestConcurrentSyncCommits(t *testing.T) {
 	}
 	wg.Wait()
 	crash(s)
-	s = openTest(t, dir, DurabilitySync)
+	s = openTest(t, dir, metastore.DurabilitySync)
 	defer s.close()
 	for g := range 8 {
 		mustGet(t, s, fmt.Sprintf("g%d-49", g), "x")
@@ -164,7 +165,7 @@ func TestConcurrentSyncCommits(t *testing.T) {
 
 func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, DurabilityProcess)
+	s := openTest(t, dir, metastore.DurabilityProcess)
 	seen := map[uint32]bool{}
 	for range 10 {
 		n, err := s.nextSeqNum()
@@ -174,7 +175,7 @@ func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 		seen[n] = true
 	}
 	crash(s)
-	s = openTest(t, dir, DurabilityProcess)
+	s = openTest(t, dir, metastore.DurabilityProcess)
 	defer s.close()
 	for range seqBlock + 10 {
 		n, err := s.nextSeqNum()
@@ -219,7 +220,7 @@ func TestKeyOwner(t *testing.T) {
 
 func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir+"/db", DurabilityProcess)
+	s := openTest(t, dir+"/db", metastore.DurabilityProcess)
 	defer s.close()
 	var last string
 	for i := range 5 {
@@ -235,7 +236,7 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 		t.Fatalf("%d checkpoints kept, want %d", len(entries), keepCheckpoints)
 	}
 	// The newest checkpoint opens as a store with the last value.
-	cp := openTest(t, last, DurabilityProcess)
+	cp := openTest(t, last, metastore.DurabilityProcess)
 	defer cp.close()
 	mustGet(t, cp, "k", "4")
 }
@@ -244,7 +245,7 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 // to the block cache: sized without them, the cache kept nothing, and
 // every lookup read its table's blocks from the file again.
 func TestBlockCacheHoldsBlocks(t *testing.T) {
-	s := openTest(t, t.TempDir(), DurabilityProcess)
+	s := openTest(t, t.TempDir(), metastore.DurabilityProcess)
 	defer s.close()
 	// Grow the memtables to their full size (pebble starts them small and
 	// doubles them as they fill).
@@ -275,8 +276,8 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 // (which sorts them) and straight into pebble, and compares the results.
 func TestSortedBatchKeepsTheLastChange(t *testing.T) {
 	dir := t.TempDir()
-	sorted := openTest(t, dir, DurabilityProcess)
-	direct := openTest(t, t.TempDir(), DurabilityProcess)
+	sorted := openTest(t, dir, metastore.DurabilityProcess)
+	direct := openTest(t, t.TempDir(), metastore.DurabilityProcess)
 	defer direct.close()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := range 200 {
@@ -304,7 +305,7 @@ func TestSortedBatchKeepsTheLastChange(t *testing.T) {
 	}
 	// The log holds the sorted batches: a replay ends where the store was.
 	crash(sorted)
-	sorted = openTest(t, dir, DurabilityProcess)
+	sorted = openTest(t, dir, metastore.DurabilityProcess)
 	defer sorted.close()
 	same(t, "after a crash and replay", sorted, direct)
 }

@@ -1,8 +1,8 @@
 // Package regionstore keeps a data server's share of objects on disk, by
 // file offset (the canonical row-major layout, %016x.off) or by region (an
 // append log of written regions, %016x.reg, with an index checkpoint,
-// %016x.idx). Its pure core, Resolve, resolves a read against the regions
-// stored so far: the last completed write wins for every element, and
+// %016x.idx). A read is resolved against the regions stored
+// so far by overlay.Resolve: the last completed write wins for every element, and
 // elements never written read as zeros.
 //
 // Durability: a Write is in its file (pwritten, in the kernel) when it

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/overlay"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
@@ -604,11 +605,11 @@ func (l *regionLog) setDims(f vfs.File, dims []uint64) error {
 // them, zeros for the rest.
 func (l *regionLog) read(f vfs.File, box region.Box, into []byte) error {
 	cands := l.candidates(box)
-	pcs := make([]Piece, len(cands))
+	pcs := make([]overlay.Piece, len(cands))
 	for i, p := range cands {
-		pcs[i] = Piece{Box: p.live, Seq: p.seq}
+		pcs[i] = overlay.Piece{Box: p.live, Seq: p.seq}
 	}
-	frags, holes := Resolve(box, pcs)
+	frags, holes := overlay.Resolve(box, pcs)
 	e := uint64(l.elem)
 	for _, h := range holes {
 		region.Runs(box, h, func(r region.Run) bool {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/overlay"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/region"
 )
@@ -361,11 +362,11 @@ func (s *Store) regionView(o *object, v *View, boxes []region.Box, lazy bool) (*
 // row-major order. Each block of a piece is checked once per view.
 func (l *regionLog) view(segs [][]byte, m []byte, box region.Box, checked map[*piece]*blockRange) ([][]byte, error) {
 	cands := l.candidates(box)
-	pcs := make([]Piece, len(cands))
+	pcs := make([]overlay.Piece, len(cands))
 	for i, p := range cands {
-		pcs[i] = Piece{Box: p.live, Seq: p.seq}
+		pcs[i] = overlay.Piece{Box: p.live, Seq: p.seq}
 	}
-	frags, holes := Resolve(box, pcs)
+	frags, holes := overlay.Resolve(box, pcs)
 	// part is a stretch of the box's bytes: from the mapping, or zeros.
 	type part struct {
 		at  int64 // byte offset in the box

@@ -10,7 +10,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dataserver"
-	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/slots"
@@ -272,7 +272,7 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}
-		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metaserver.DurabilitySync, FS: s.cfg.FS})
+		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metastore.DurabilitySync, FS: s.cfg.FS})
 		if err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}

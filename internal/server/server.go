@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/pdcgo/pdc/internal/bufpool"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pdcgo/pdc/internal/bufpool"
+	"github.com/pdcgo/pdc/internal/metastore"
 
 	"golang.org/x/sys/unix"
 
@@ -86,7 +88,7 @@ type Config struct {
 	// Default 10s.
 	ShutdownTimeout time.Duration
 	// Durability of acknowledged metadata changes.
-	Durability metaserver.Durability
+	Durability metastore.Durability
 	// NoIndex turns the DART tag index off; NoSuffixTree keeps it without
 	// DART's suffix-tree mode (infix queries then scan).
 	NoIndex, NoSuffixTree bool

@@ -1,4 +1,4 @@
-package regionstore
+package overlay
 
 import (
 	"math/rand/v2"
