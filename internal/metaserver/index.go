@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
@@ -49,12 +50,6 @@ const (
 // keyIndexConfig records how the index in this store was built.
 var keyIndexConfig = []byte{'D'}
 
-// keyOutbox is the outbox record of sequence seq, for object obj: the
-// object id lets a record follow its object to a new owner (migrate.go).
-func keyOutbox(seq, obj uint64) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'Q'}, seq), obj)
-}
-
 // Peers reaches the other metadata servers by their index.
 type Peers interface {
 	// Call sends a request to the metadata server of the given index and
@@ -76,7 +71,7 @@ type indexer struct {
 	dict map[string]struct{}  // guarded by mu
 	ew   tagindex.EntryWriter // guarded by mu
 
-	ob outbox
+	ob *outbox.Outbox
 	// post holds this server's part of the index.
 	post *postings.Store
 }
@@ -172,7 +167,7 @@ func changeRecord(changes []wire.TagChange, suffix bool, count, self int) []byte
 func changeRecordOps(m *wire.IndexOps) (postings.Ops, error) {
 	var out recordSink
 	if m.Count > 0 {
-		if m.Count > maxMarkCount || m.Self >= m.Count {
+		if m.Count > outbox.MaxMarkCount || m.Self >= m.Count {
 			return postings.Ops{}, fmt.Errorf("outbox record for %d metadata servers but server %d: %w", m.Count, m.Self, pdc.ErrInvalid)
 		}
 		out.part, out.self = tagindex.For(int(m.Count)), int(m.Self)
@@ -298,16 +293,16 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) indexed {
 	for i := range rt.byDest {
 		n += rt.byDest[i].Len()
 	}
-	var recs []*obRecord
+	var recs []*outbox.Record
 	if n > 0 {
-		var r *obRecord
+		var r *outbox.Record
 		if rt.rest.Len() == 0 {
-			r = ix.ob.addSplit(rt.byDest)
+			r = ix.ob.AddSplit(rt.byDest)
 		} else {
 			// Without placement (rt.rest) there is nothing else.
-			r = ix.ob.add(&rt.rest)
+			r = ix.ob.Add(&rt.rest)
 		}
-		_ = b.Set(keyOutbox(r.seq, 0), changeRecord(rec, ix.suffix, count, self), nil)
+		_ = b.Set(outbox.RecordKey(r.Seq(), 0), changeRecord(rec, ix.suffix, count, self), nil)
 		recs = append(recs, r)
 	}
 	return indexed{recs: recs, local: ix.post.Stage(b, local), keys: keys}
@@ -315,7 +310,7 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) indexed {
 
 // indexed is what indexChanges made of a commit's changes.
 type indexed struct {
-	recs  []*obRecord      // outbox records, to release once committed
+	recs  []*outbox.Record // outbox records, to release once committed
 	local *postings.Staged // this server's entries, to publish once committed
 	keys  []string         // keys whose dictionary entries go first with it
 }
@@ -373,7 +368,7 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 	wait, err := s.st.commitApply(b)
 	if err != nil {
 		s.ix.post.Abandon(ixd.local)
-		s.ix.ob.drop(recs)
+		s.ix.ob.Drop(recs)
 		s.ix.forget(ixd.keys)
 		s.ix.mu.Unlock()
 		return err
@@ -387,17 +382,17 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 	// it) but is not delivered now, and the next put of its keys writes
 	// their dictionary entries again.
 	if err = wait(); err != nil {
-		s.ix.ob.drop(recs)
+		s.ix.ob.Drop(recs)
 		s.ix.mu.Lock()
 		s.ix.forget(ixd.keys)
 		s.ix.mu.Unlock()
 		return err
 	}
-	s.ix.ob.release(recs)
-	if len(recs) == 0 || !s.ix.ob.overloaded() {
+	s.ix.ob.Release(recs)
+	if len(recs) == 0 || !s.ix.ob.Overloaded() {
 		return nil
 	}
-	return s.ix.ob.waitTried(ctx, recs)
+	return s.ix.ob.WaitTried(ctx, recs)
 }
 
 // indexFence answers once every tag change this server acknowledged before
@@ -412,7 +407,7 @@ func (s *Service) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if !s.awaitReady() {
 		return nil, fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
 	}
-	if err := s.ix.ob.fence(ctx); err != nil {
+	if err := s.ix.ob.Fence(ctx); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
@@ -492,10 +487,10 @@ func (s *Service) reindexAll() error {
 		}
 		s.ix.mu.Unlock()
 		if err != nil {
-			s.ix.ob.drop(ixd.recs)
+			s.ix.ob.Drop(ixd.recs)
 			return err
 		}
-		s.ix.ob.release(ixd.recs)
+		s.ix.ob.Release(ixd.recs)
 		n += len(changes)
 		changes = changes[:0]
 		return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -446,7 +447,7 @@ func TestIndexMovesWithTheCluster(t *testing.T) {
 
 // Tag puts are acknowledged before their index updates are delivered, but
 // only up to the outbox's bound: with a server that holds them stalled,
-// the backlog never grows past maxBacklog by more than one put, and the
+// the backlog never grows past outbox.MaxBacklog by more than one put, and the
 // puts go on once the server takes updates again.
 func TestOutboxBacklogIsBounded(t *testing.T) {
 	c := newTestCluster(t, 2)
@@ -476,9 +477,7 @@ func TestOutboxBacklogIsBounded(t *testing.T) {
 		for i := range puts {
 			v := fmt.Sprintf("%04d-", i) + strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", 5)
 			err := c.tryPut(ids[i%len(ids)], "long-value", v)
-			owner.ix.ob.mu.Lock()
-			b := owner.ix.ob.mu.backlog
-			owner.ix.ob.mu.Unlock()
+			b := owner.ix.ob.Stats().Backlog
 			select {
 			case done <- put{b, len(v) * (len(v) + 64), err}:
 			case <-stop:
@@ -506,8 +505,8 @@ func TestOutboxBacklogIsBounded(t *testing.T) {
 			}
 			n++
 			most = max(most, p.backlog)
-			if p.backlog > maxBacklog+p.size {
-				t.Fatalf("put %d returned with %d bytes in the outbox; the bound is %d", n, p.backlog, maxBacklog)
+			if p.backlog > outbox.MaxBacklog+p.size {
+				t.Fatalf("put %d returned with %d bytes in the outbox; the bound is %d", n, p.backlog, outbox.MaxBacklog)
 			}
 		case <-time.After(500 * time.Millisecond):
 			// The writer is held: let the stalled server take updates.
@@ -517,7 +516,7 @@ func TestOutboxBacklogIsBounded(t *testing.T) {
 			}
 		}
 	}
-	if !released || most < maxBacklog/2 {
+	if !released || most < outbox.MaxBacklog/2 {
 		t.Fatalf("the puts never filled the outbox (most %d bytes, released %v): the test proves nothing", most, released)
 	}
 	if got := c.query("long-value=*xyz0123*", false); len(got) != len(ids) {
@@ -597,7 +596,7 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 		v := fmt.Sprintf("%s%05d", big, i)
 		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, false, false)
 	}
-	k := keyOutbox(7, 0)
+	k := outbox.RecordKey(7, 0)
 	put := func(v []byte) {
 		b := s.st.db.NewBatch()
 		defer b.Close()
@@ -696,10 +695,10 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	if applied == 0 || kept == 0 {
 		t.Fatalf("the record should have entries of both old servers: %d and %d", applied, kept)
 	}
-	k := keyOutbox(7, 0)
+	k := outbox.RecordKey(7, 0)
 	b := s.st.db.NewBatch()
 	_ = b.Set(k, (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
-	_ = b.Set(keyAcked(7, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
+	_ = b.Set(outbox.MarkKey(7, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
 	if err := s.st.commit(b); err != nil {
 		t.Fatal(err)
 	}
@@ -736,7 +735,7 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	if left.Len() != kept {
 		t.Fatalf("the record keeps %d entries, want %d", left.Len(), kept)
 	}
-	if _, ok, _ := s.st.get(keyAcked(7, 1)); ok {
+	if _, ok, _ := s.st.get(outbox.MarkKey(7, 1)); ok {
 		t.Fatal("the mark of the old count outlived the move")
 	}
 }
@@ -810,34 +809,6 @@ func TestSuffixAndInfixOverEveryText(t *testing.T) {
 		if !slices.Equal(idx, wantIDs) || !slices.Equal(scan, wantIDs) {
 			t.Errorf("%q: index %v, scan %v, want %v", q, idx, scan, wantIDs)
 		}
-	}
-}
-
-// TestChunks: a delivery is cut at record boundaries into pieces of at
-// most the limit (a record longer than it alone), keeping every record in
-// order.
-func TestChunks(t *testing.T) {
-	var ops postings.Ops
-	for i := range 1000 {
-		ops.Set(fmt.Appendf(nil, "key%04d", i), bytes.Repeat([]byte{'v'}, i%50))
-	}
-	ops.Set([]byte("big"), bytes.Repeat([]byte{'b'}, 5000))
-	var again postings.Ops
-	for _, limit := range []int{1 << 20, 4096, 100} {
-		pieces := chunks(&ops, limit)
-		again.Reset()
-		for i := range pieces {
-			if pieces[i].Len() == 0 || (len(pieces[i].Bytes()) > limit && pieces[i].Len() > 1) {
-				t.Fatalf("limit %d: piece %d has %d records, %d bytes", limit, i, pieces[i].Len(), len(pieces[i].Bytes()))
-			}
-			again.Append(&pieces[i])
-		}
-		if !bytes.Equal(again.Bytes(), ops.Bytes()) {
-			t.Fatalf("limit %d: the pieces do not add up to the records", limit)
-		}
-	}
-	if got := chunks(&postings.Ops{}, 100); len(got) != 0 {
-		t.Fatalf("an empty delivery in %d pieces", len(got))
 	}
 }
 
@@ -916,7 +887,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 			b := s.st.db.NewBatch()
 			ixd := s.indexChanges(b, changes)
 			s.ix.post.Abandon(ixd.local)
-			s.ix.ob.drop(ixd.recs)
+			s.ix.ob.Drop(ixd.recs)
 			s.ix.mu.Unlock()
 			if len(ixd.recs) != 1 {
 				t.Fatalf("%d outbox records, want 1", len(ixd.recs))
@@ -928,7 +899,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 				if err != nil || !ok {
 					break
 				}
-				if bytes.Equal(k, keyOutbox(ixd.recs[0].seq, 0)) {
+				if bytes.Equal(k, outbox.RecordKey(ixd.recs[0].Seq(), 0)) {
 					stored = bytes.Clone(v)
 				}
 			}
@@ -943,8 +914,8 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 			}
 			// What the commit queued, by destination.
 			var queued postings.Ops
-			for i := range ixd.recs[0].split {
-				queued.Append(&ixd.recs[0].split[i])
+			for i := range ixd.recs[0].Split() {
+				queued.Append(&ixd.recs[0].Split()[i])
 			}
 			if len(stored) > len(queued.Bytes())/2 {
 				t.Errorf("suffix %v: the record takes %d bytes, its entries %d", suffix, len(stored), len(queued.Bytes()))

@@ -131,7 +131,7 @@ func (c *testCluster) deleteCont(cont uint64) {
 func (c *testCluster) crashAndReopen() {
 	for _, s := range c.svcs {
 		s.StopStageWaits()
-		s.ix.ob.close()
+		s.ix.ob.Close()
 		crash(s.st)
 	}
 	c.svcs = nil

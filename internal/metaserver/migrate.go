@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -241,7 +242,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 				it.Close()
 				return moved, err
 			}
-			if _, d, n, ok := decodeMark(k, v); ok {
+			if _, d, n, ok := outbox.DecodeMark(k, v); ok {
 				seq := string(k[1:9])
 				if marks[seq] == nil {
 					marks[seq] = map[int]int{}
@@ -345,7 +346,7 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 		if owner == self {
 			continue
 		}
-		for _, piece := range chunks(parts[owner], migrateBytes) {
+		for _, piece := range outbox.Chunks(parts[owner], migrateBytes) {
 			m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: piece.Bytes()}
 			sent++
 			if err := sendNow(owner, k, m.Marshal(nil)); err != nil {
@@ -366,7 +367,7 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 	}
 	seq := binary.BigEndian.Uint64(k[1:9])
 	for d := range marks {
-		_ = b.Delete(keyAcked(seq, d), nil)
+		_ = b.Delete(outbox.MarkKey(seq, d), nil)
 	}
 	return sent, from.commit(b)
 }
@@ -390,7 +391,7 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 		if k[0] == 'Q' {
 			// An outbox record follows its object: it is delivered here,
 			// after this server's own records, in the order it arrives.
-			k = keyOutbox(s.ix.ob.nextSeq(), binary.BigEndian.Uint64(k[9:]))
+			k = outbox.RecordKey(s.ix.ob.NextSeq(), binary.BigEndian.Uint64(k[9:]))
 		}
 		if k[0] == tagindex.Prefix0 {
 			if err := tagindex.CheckEntry(k); err != nil {

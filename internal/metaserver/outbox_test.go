@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 
+	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/tagindex"
@@ -18,57 +18,6 @@ import (
 
 	"github.com/pdcgo/pdc/internal/wire"
 )
-
-// TestConcurrentAcksLeaveNoMark drives done directly, as two deliverers
-// (one goroutine per destination, outbox.run) do: one record with one
-// item (its last) for each of destinations 1 and 2, acknowledged at about
-// the same time. Whatever the interleaving, once both calls have returned,
-// the record and every mark of it are gone. When done decided under ob.mu
-// but committed after unlocking, the second acknowledger's deletion could
-// reach the store before the first one's mark, which then outlived its
-// record; the loop met that within a few thousand iterations.
-func TestConcurrentAcksLeaveNoMark(t *testing.T) {
-	s, err := Open(Config{Dir: t.TempDir(), CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.SetPlacement(0, 3)
-	if err := s.StartIndex(context.Background(), nil); err != nil { // empty outbox: count 3
-		t.Fatal(err)
-	}
-	ob := &s.ix.ob
-	for seq := uint64(1); seq <= 20000; seq++ {
-		r := &obRecord{seq: seq, tried: make(chan struct{}), unacked: 2, untried: 2}
-		q1 := &destQueue{items: []*obItem{{rec: r, dest: 1, last: true}}}
-		q2 := &destQueue{items: []*obItem{{rec: r, dest: 2, last: true}}}
-		b := s.st.db.NewBatch()
-		_ = b.Set(keyOutbox(seq, 0), []byte{}, nil)
-		if err := s.st.commit(b); err != nil {
-			t.Fatal(err)
-		}
-		b.Close()
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for _, q := range []*destQueue{q1, q2} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				if err := ob.done(q, q.items); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		for _, k := range [][]byte{keyOutbox(seq, 0), keyAcked(seq, 1), keyAcked(seq, 2)} {
-			if _, ok, _ := s.st.get(k); ok {
-				t.Fatalf("iteration %d: both destinations acknowledged the record, yet %x is left in the store", seq, k)
-			}
-		}
-	}
-}
 
 // TestOrphanMarkNamesNoNewRecord: a mark whose record is gone (as the
 // race of TestConcurrentAcksLeaveNoMark left one) must not be taken for a
@@ -86,7 +35,7 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	}
 	// What the race leaves: record 1 deleted, server 1's mark (count 2) set after.
 	b := s.st.db.NewBatch()
-	_ = b.Set(keyAcked(1, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
+	_ = b.Set(outbox.MarkKey(1, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
 	if err := s.st.commit(b); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +54,7 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	ops := valueEntries(id, 200)
 	want := ops.Len()
 	// Another server's move: its record of the object comes here.
-	imp := &wire.KVBatch{Keys: [][]byte{keyOutbox(42, id)}, Values: [][]byte{(&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil)}}
+	imp := &wire.KVBatch{Keys: [][]byte{outbox.RecordKey(42, id)}, Values: [][]byte{(&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil)}}
 	if err := s.importKVs(imp); err != nil {
 		t.Fatal(err)
 	}
@@ -170,133 +119,6 @@ func failCommits(t *testing.T, s *Service) (restore func()) {
 	}
 }
 
-// TestFailedAckIsNotSentAgain: a part for this server's own partition
-// (a record loaded at start can hold one) is applied locally; if the
-// acknowledgement then cannot be recorded, acknowledge retries the record
-// alone. Sending the part again would apply the old change after a tag
-// write that changed the same entries meanwhile, directly (not through the
-// outbox), and bring back the entries it deleted.
-func TestFailedAckIsNotSentAgain(t *testing.T) {
-	c := newTestCluster(t, 1)
-	s := c.svcs[0]
-	id := c.create("obj")
-	c.put(id, "key", "aaaa")
-	ops := tagEntries(id, "key", "aaaa", s.ix.suffix)
-	ob := &s.ix.ob
-	seq := ob.nextSeq()
-	b := s.st.db.NewBatch()
-	_ = b.Set(keyOutbox(seq, 0), []byte{}, nil)
-	if err := s.st.commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	r := &obRecord{seq: seq, tried: make(chan struct{}), unacked: 1, untried: 1}
-	q := &destQueue{items: []*obItem{{rec: r, dest: 0, last: true, ops: ops, size: len(ops.Bytes())}}}
-	items, o := ob.take(q)
-	if err := ob.send(0, o); err != nil {
-		t.Fatal(err)
-	}
-	restore := failCommits(t, s)
-	acked := make(chan bool)
-	go func() { acked <- ob.acknowledge(0, q, items) }()
-	<-r.tried // the failed try counts: the changes are in place
-	restore()
-	c.put(id, "key", "bbbb")
-	if !<-acked {
-		t.Fatal("acknowledge gave up")
-	}
-	for _, scan := range []bool{true, false} {
-		if got := c.query("key=aaaa", scan); len(got) != 0 {
-			t.Fatalf("key=aaaa (scan %v) finds %v after the tag became bbbb", scan, got)
-		}
-	}
-	if _, ok, err := s.st.get(keyOutbox(seq, 0)); err != nil || ok {
-		t.Fatalf("the acknowledged record is still stored (err %v)", err)
-	}
-}
-
-// TestDoneSeveralItemsAndAFailedCommit: one delivery carrying several
-// items of one record and items of several records deletes each fully
-// acknowledged record once and marks the others' parts once, with the
-// marks a record was loaded with; a failed commit changes nothing in
-// memory and the retry counts once.
-func TestDoneSeveralItemsAndAFailedCommit(t *testing.T) {
-	c := newTestCluster(t, 3)
-	s := c.svcs[0]
-	ob := &s.ix.ob
-	put := func(k []byte) {
-		b := s.st.db.NewBatch()
-		defer b.Close()
-		_ = b.Set(k, []byte{}, nil)
-		if err := s.st.commit(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	has := func(k []byte) bool {
-		_, ok, err := s.st.get(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
-	s1, s2 := ob.nextSeq(), ob.nextSeq()
-	put(keyOutbox(s1, 0))
-	put(keyOutbox(s2, 0))
-	// A loaded record's skip marks: dest 0 under count 3 (followed) and
-	// dest 5 under count 9 (not followed); both go with the record.
-	n3 := binary.BigEndian.AppendUint32(nil, 3)
-	n9 := binary.BigEndian.AppendUint32(nil, 9)
-	b := s.st.db.NewBatch()
-	_ = b.Set(keyAcked(s1, 0), n3, nil)
-	_ = b.Set(keyAcked(s1, 5), n9, nil)
-	if err := s.st.commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	// r1: dest 1 has two items (a, b), dest 2 one (c). r2: dest 1 only (x).
-	r1 := &obRecord{seq: s1, skip: map[int]bool{0: true, 5: false}, tried: make(chan struct{}), unacked: 3, untried: 3}
-	r2 := &obRecord{seq: s2, tried: make(chan struct{}), unacked: 1, untried: 1}
-	a := &obItem{rec: r1, dest: 1}
-	bb := &obItem{rec: r1, dest: 1, last: true}
-	x := &obItem{rec: r2, dest: 1, last: true}
-	cc := &obItem{rec: r1, dest: 2, last: true}
-	q1 := &destQueue{items: []*obItem{a, bb, x}}
-	q2 := &destQueue{items: []*obItem{cc}}
-
-	// First try of q1's delivery: the commit fails; nothing changes.
-	restore := failCommits(t, s)
-	err := ob.done(q1, q1.items)
-	restore()
-	if err == nil {
-		t.Fatal("done succeeded with the store failing")
-	}
-	if r1.unacked != 3 || r2.unacked != 1 || len(q1.items) != 3 || len(r1.acked) != 0 {
-		t.Fatalf("a failed done changed memory: r1.unacked %d r2.unacked %d q1 %d acked %v", r1.unacked, r2.unacked, len(q1.items), r1.acked)
-	}
-	ob.failed(q1)
-	// The retry.
-	if err := ob.done(q1, q1.items); err != nil {
-		t.Fatal(err)
-	}
-	if r1.unacked != 1 || r2.unacked != 0 || !slices.Equal(r1.acked, []int{1}) || len(q1.items) != 0 {
-		t.Fatalf("after the retry: r1.unacked %d r2.unacked %d acked %v q1 %d", r1.unacked, r2.unacked, r1.acked, len(q1.items))
-	}
-	if has(keyOutbox(s2, 0)) || !has(keyOutbox(s1, 0)) || !has(keyAcked(s1, 1)) {
-		t.Fatalf("after q1: r2 kept %v, r1 kept %v, r1 marked for 1 %v", has(keyOutbox(s2, 0)), has(keyOutbox(s1, 0)), has(keyAcked(s1, 1)))
-	}
-	if err := ob.done(q2, q2.items); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range [][]byte{keyOutbox(s1, 0), keyAcked(s1, 0), keyAcked(s1, 1), keyAcked(s1, 2), keyAcked(s1, 5)} {
-		if has(k) {
-			t.Fatalf("%x left after every destination acknowledged", k)
-		}
-	}
-	if r1.unacked != 0 || len(r1.acked) != 1 {
-		t.Fatalf("r1.unacked %d acked %v", r1.unacked, r1.acked)
-	}
-}
-
 // TestOwnPartsApplyAtStart: the part of a loaded record that belongs to
 // this server's own partition is applied by start itself, before the
 // server serves, and never goes to a deliverer: a deliverer's retry could
@@ -310,10 +132,10 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 	// A tag and its outbox record, as a commit before the server knew its
 	// place leaves them: the record holds the index entries, unapplied.
 	ops := tagEntries(id, "key2", "zzzz", s.ix.suffix)
-	seq := s.ix.ob.nextSeq()
+	seq := s.ix.ob.NextSeq()
 	b := s.st.db.NewBatch()
 	_ = b.Set(keyTag(kindObject, id, "key2"), (&wire.TagValue{Type: int32(region.String), Value: []byte("zzzz")}).Marshal(nil), nil)
-	_ = b.Set(keyOutbox(seq, 0), (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
+	_ = b.Set(outbox.RecordKey(seq, 0), (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
 	if err := s.st.commit(b); err != nil {
 		t.Fatal(err)
 	}
@@ -336,10 +158,7 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 
 	c.open()
 	s = c.svcs[0]
-	s.ix.ob.mu.Lock()
-	own := s.ix.ob.mu.queues[0]
-	s.ix.ob.mu.Unlock()
-	if own != nil {
+	if slices.Contains(s.ix.ob.Stats().Dests, 0) {
 		t.Fatal("start queued this server's own part for a deliverer")
 	}
 	for _, scan := range []bool{false, true} {

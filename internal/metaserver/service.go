@@ -13,6 +13,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -110,7 +111,7 @@ func Open(cfg Config) (*Service, error) {
 	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
 	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
 	s.ix.dict = map[string]struct{}{}
-	err = s.ix.ob.init(s)
+	s.ix.ob, err = outbox.Open(outbox.Config{Log: outboxLog{s}, Decode: recordOps, Logger: cfg.Logger})
 	if err == nil {
 		s.ix.post, err = postings.Open(st.db, st.commitApply, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
 	}
@@ -118,7 +119,7 @@ func Open(cfg Config) (*Service, error) {
 		err = s.openIndex()
 	}
 	if err != nil {
-		s.ix.ob.close()
+		s.ix.ob.Close()
 		if s.ix.post != nil {
 			s.ix.post.Close()
 		}
@@ -138,14 +139,14 @@ func (s *Service) MovesDone() { s.moved.Store(true) }
 // queued so far has been tried; call it once every server has moved its
 // metadata, before SetReady, so that clients find the index complete.
 func (s *Service) StartIndex(ctx context.Context, peers Peers) error {
-	recs, err := s.ix.ob.start(int(s.count.Load()), peers)
+	recs, err := s.ix.ob.Start(int(s.index.Load()), int(s.count.Load()), outboxPeers{s, peers})
 	if err != nil {
 		return fmt.Errorf("tag index outbox: %w", err)
 	}
 	if len(recs) > 0 {
 		s.log.Info("delivering tag index updates left in the outbox", "records", len(recs))
 	}
-	return s.ix.ob.waitTried(ctx, recs)
+	return s.ix.ob.WaitTried(ctx, recs)
 }
 
 // SetPlacement tells the service its place among the metadata servers.
@@ -189,7 +190,7 @@ func (s *Service) awaitReady() bool {
 func (s *Service) Close() error {
 	s.StopStageWaits()
 	s.tombs.close()
-	s.ix.ob.close()
+	s.ix.ob.Close()
 	// After the outbox: its deliveries to this server apply entries.
 	s.ix.post.Close()
 	return s.st.close()

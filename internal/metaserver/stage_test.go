@@ -153,7 +153,7 @@ func TestStageRecordsSurviveReopen(t *testing.T) {
 	s := open()
 	produceOn(t, s, "kept", "kept")
 	// No Close: the process dies; the log holds the records.
-	s.ix.ob.close()
+	s.ix.ob.Close()
 	crash(s.st)
 	s2 := open()
 	defer s2.Close()

@@ -1,57 +1,45 @@
-package metaserver
+package outbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/tagindex"
-	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// outbox delivers index operations to the servers that hold their entries,
-// in the order they were committed, until each server acknowledges them.
-// Records are 'Q' keys in the store, written in the batch of the tag change
-// they index; a record is deleted once every server it names has applied
-// its operations.
-//
-// A server that has applied its whole part of a record that others have
-// not yet is marked as done with it ('q' seq dest, keyAcked), in the batch
-// that records the acknowledgement: a restart must not deliver that part
-// again. The server may since have applied newer records that change the
-// same entries (and those records may be gone from the store), and applying
-// the old part after them would bring back entries they deleted. A crash
-// between a server's acknowledgement and its mark only delivers a part
-// again that no newer record has followed yet: deliveries to one server go
-// in order, one at a time, and each is marked before the next is sent.
-// This server's own entries also change directly with its tag writes, so
-// its own part of a record (only a record loaded at start has one) is
-// applied by start, before the server serves (applyOwnParts).
-type outbox struct {
-	s *Service
+// Outbox delivers index operations to the servers that hold their
+// entries, in the order they were committed, until each server
+// acknowledges them. See the package documentation. Safe for concurrent
+// use.
+type Outbox struct {
+	store  Log
+	log    *slog.Logger
+	decode func(v []byte) (postings.Ops, error)
 
 	mu struct {
 		sync.Mutex
 		next    uint64             // next sequence number
-		pending []*obRecord        // committed or being committed, not yet queued, in sequence order
+		pending []*Record          // committed or being committed, not yet queued, in sequence order
 		queues  map[int]*destQueue // by destination index
 		count   int                // metadata servers; 0 until start
+		self    int                // this server's index; set by start
 		peers   Peers
 		// open holds the records not yet tried everywhere, in sequence
 		// order (with some tried ones behind the first untried): what a
 		// fence waits for. backlog is their size in bytes.
-		open    []*obRecord
+		open    []*Record
 		backlog int
 		// waiters counts fences and writers waiting for deliveries: while
 		// there are any, deliverers do not linger.
 		waiters int
 		// idle holds the records queued with nothing to deliver, for start
 		// to delete.
-		idle []*obRecord
+		idle []*Record
 	}
 
 	// doneMu makes each acknowledgement's commit and what it changes in
@@ -63,8 +51,8 @@ type outbox struct {
 	wg     sync.WaitGroup // deliverers
 }
 
-// obRecord is one outbox record in memory.
-type obRecord struct {
+// Record is one outbox record in memory.
+type Record struct {
 	seq, obj uint64
 	// skip holds the destinations that applied their part before a
 	// restart (their marks, loaded at start); acked those whose part was
@@ -85,9 +73,17 @@ type obRecord struct {
 	tried          chan struct{}
 }
 
-// obItem is the part of a record for one destination.
-type obItem struct {
-	rec   *obRecord
+// Seq is the record's sequence number: its key is RecordKey(Seq(), 0).
+func (r *Record) Seq() uint64 { return r.seq }
+
+// Split returns the changes of a record made by AddSplit, by destination,
+// until it is queued for delivery (at Release, or Start); nil for others.
+// The caller must not change them.
+func (r *Record) Split() []postings.Ops { return r.split }
+
+// item is the part of a record for one destination.
+type item struct {
+	rec   *Record
 	dest  int
 	last  bool // the record's last item for dest
 	ops   postings.Ops
@@ -95,29 +91,8 @@ type obItem struct {
 	tried bool // guarded by outbox.mu
 }
 
-// keyAcked marks that destination dest applied its whole part of outbox
-// record seq; the value is the metadata server count that dest is an
-// index among.
-func keyAcked(seq uint64, dest int) []byte {
-	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{'q'}, seq), uint32(dest))
-}
-
-// maxMarkCount bounds the server count a mark may name (tagindex.For
-// builds a table of that size).
-const maxMarkCount = 1 << 16
-
-// decodeMark reads a mark (keyAcked and its value); ok is false for one
-// no build wrote.
-func decodeMark(k, v []byte) (seq uint64, dest, count int, ok bool) {
-	if len(k) != 13 || k[0] != 'q' || len(v) != 4 {
-		return 0, 0, 0, false
-	}
-	seq, dest, count = binary.BigEndian.Uint64(k[1:9]), int(binary.BigEndian.Uint32(k[9:])), int(binary.BigEndian.Uint32(v))
-	return seq, dest, count, count >= 1 && count <= maxMarkCount && dest < count
-}
-
 type destQueue struct {
-	items []*obItem     // guarded by outbox.mu, in sequence order
+	items []*item       // guarded by outbox.mu, in sequence order
 	size  int           // bytes of items; guarded by outbox.mu
 	wake  chan struct{} // capacity 1
 	hurry chan struct{} // capacity 1: a fence or a writer waits
@@ -133,56 +108,61 @@ type destQueue struct {
 	sending  bool
 }
 
-// maxDelivery bounds the header bytes of one delivery, well under the
+// MaxDelivery bounds the header bytes of one delivery, well under the
 // frame header limit.
-const maxDelivery = 512 << 10
+const MaxDelivery = 512 << 10
 
-// maxBacklog bounds the bytes of index operations committed and not yet
+// MaxBacklog bounds the bytes of index operations committed and not yet
 // tried at their destinations. Writers are acknowledged without waiting
 // for delivery while the backlog is below it; above it, each waits for its
 // own records, so a sustained stream of tag writes runs at the speed the
 // index servers apply it and the outbox never grows without bound.
-const maxBacklog = 16 << 20
+const MaxBacklog = 16 << 20
 
-func (ob *outbox) init(s *Service) error {
-	ob.s = s
+// Open makes the outbox of the records in cfg.Log. It delivers nothing
+// until Start.
+func Open(cfg Config) (*Outbox, error) {
+	ob := &Outbox{store: cfg.Log, log: cfg.Logger, decode: cfg.Decode}
+	if ob.log == nil {
+		ob.log = slog.Default()
+	}
 	ob.mu.queues = map[int]*destQueue{}
-	ob.ctx, ob.cancel = context.WithCancel(context.Background())
 	// Sequence numbers continue after the records left in the store, and
 	// after their marks: a mark must never name a later record.
 	var last uint64
-	for _, p := range []byte{'Q', 'q'} {
-		err := s.scan([]byte{p}, func(k, _ []byte) error {
+	for _, p := range []byte{RecordPrefix, MarkPrefix} {
+		err := ob.store.Scan([]byte{p}, func(k, _ []byte) error {
 			if len(k) >= 9 {
 				last = max(last, binary.BigEndian.Uint64(k[1:9]))
 			}
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ob.mu.next = last + 1
-	return nil
+	ob.ctx, ob.cancel = context.WithCancel(context.Background())
+	return ob, nil
 }
 
-// add takes the next sequence number for a record about to be committed.
+// Add takes the next sequence number for a record about to be committed.
 // The caller holds ix.mu, so sequence order is commit order.
-func (ob *outbox) add(ops *postings.Ops) *obRecord {
-	return ob.addRecord(&obRecord{ops: *ops, size: len(ops.Bytes())})
+func (ob *Outbox) Add(ops *postings.Ops) *Record {
+	return ob.addRecord(&Record{ops: *ops, size: len(ops.Bytes())})
 }
 
-// addSplit is add for a record of the changes split, by destination among
+// AddSplit is add for a record of the changes split, by destination among
 // len(split) servers.
-func (ob *outbox) addSplit(split []postings.Ops) *obRecord {
+func (ob *Outbox) AddSplit(split []postings.Ops) *Record {
 	size := 0
 	for i := range split {
 		size += len(split[i].Bytes())
 	}
-	return ob.addRecord(&obRecord{split: split, size: size})
+	return ob.addRecord(&Record{split: split, size: size})
 }
 
-func (ob *outbox) addRecord(r *obRecord) *obRecord {
+func (ob *Outbox) addRecord(r *Record) *Record {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	r.seq, r.tried = ob.mu.next, make(chan struct{})
@@ -194,7 +174,7 @@ func (ob *outbox) addRecord(r *obRecord) *obRecord {
 
 // openLocked counts r in the backlog until it is tried, and drops the
 // tried records at the head of the open list.
-func (ob *outbox) openLocked(r *obRecord) {
+func (ob *Outbox) openLocked(r *Record) {
 	i := 0
 	for i < len(ob.mu.open) && ob.mu.open[i].done {
 		i++
@@ -204,7 +184,7 @@ func (ob *outbox) openLocked(r *obRecord) {
 }
 
 // triedLocked records that r has been tried at every destination.
-func (ob *outbox) triedLocked(r *obRecord) {
+func (ob *Outbox) triedLocked(r *Record) {
 	if r.done {
 		return
 	}
@@ -213,14 +193,14 @@ func (ob *outbox) triedLocked(r *obRecord) {
 	ob.mu.backlog = max(ob.mu.backlog-r.size, 0)
 }
 
-// overloaded reports whether the backlog is over maxBacklog.
-func (ob *outbox) overloaded() bool {
+// Overloaded reports whether the backlog is over MaxBacklog.
+func (ob *Outbox) Overloaded() bool {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	return ob.mu.backlog > maxBacklog
+	return ob.mu.backlog > MaxBacklog
 }
 
-// fence returns once every record committed before it was called has been
+// Fence returns once every record committed before it was called has been
 // tried at each of its destinations, or ctx ends: after it, a query sees
 // the index entries of every tag change acknowledged before the fence.
 //
@@ -230,7 +210,7 @@ func (ob *outbox) overloaded() bool {
 // from a partition or a restart gets what waited for it before the query
 // looks, rather than at the deliverer's next retry (a query right after
 // a partition healed missed acknowledged tags).
-func (ob *outbox) fence(ctx context.Context) error {
+func (ob *Outbox) Fence(ctx context.Context) error {
 	type retry struct {
 		q    *destQueue
 		want uint64
@@ -284,7 +264,7 @@ func (ob *outbox) fence(ctx context.Context) error {
 }
 
 // attempted counts a delivery tried to q, and whether it is under way.
-func (ob *outbox) attempted(q *destQueue, sending bool) {
+func (ob *Outbox) attempted(q *destQueue, sending bool) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	if q.sending = sending; !sending {
@@ -294,16 +274,16 @@ func (ob *outbox) attempted(q *destQueue, sending bool) {
 	}
 }
 
-// nextSeq takes a sequence number for a record imported with its object.
-func (ob *outbox) nextSeq() uint64 {
+// NextSeq takes a sequence number for a record imported with its object.
+func (ob *Outbox) NextSeq() uint64 {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	ob.mu.next++
 	return ob.mu.next - 1
 }
 
-// release makes committed records deliverable.
-func (ob *outbox) release(recs []*obRecord) {
+// Release makes committed records deliverable.
+func (ob *Outbox) Release(recs []*Record) {
 	if len(recs) == 0 {
 		return
 	}
@@ -315,8 +295,8 @@ func (ob *outbox) release(recs []*obRecord) {
 	ob.queueLocked()
 }
 
-// drop forgets records whose commit failed.
-func (ob *outbox) drop(recs []*obRecord) {
+// Drop forgets records whose commit failed.
+func (ob *Outbox) Drop(recs []*Record) {
 	if len(recs) == 0 {
 		return
 	}
@@ -331,7 +311,7 @@ func (ob *outbox) drop(recs []*obRecord) {
 
 // queueLocked moves the ready records at the head of pending to the queues
 // of their destinations (none before start: the count is unknown).
-func (ob *outbox) queueLocked() {
+func (ob *Outbox) queueLocked() {
 	if ob.mu.count == 0 {
 		return
 	}
@@ -378,8 +358,8 @@ func (ob *outbox) queueLocked() {
 }
 
 // splitLocked divides r by destination, in deliveries of at most half of
-// maxDelivery each.
-func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []int, items []*obItem) {
+// MaxDelivery each.
+func (ob *Outbox) splitLocked(r *Record, part *tagindex.Partition) (order []int, items []*item) {
 	defer func() {
 		// The last item of each destination completes its part.
 		seen := map[int]bool{}
@@ -394,9 +374,9 @@ func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []in
 			if r.skip[d] {
 				continue
 			}
-			for _, piece := range chunks(&r.split[d], maxDelivery/2) {
+			for _, piece := range Chunks(&r.split[d], MaxDelivery/2) {
 				order = append(order, d)
-				items = append(items, &obItem{rec: r, dest: d, ops: piece, size: len(piece.Bytes())})
+				items = append(items, &item{rec: r, dest: d, ops: piece, size: len(piece.Bytes())})
 			}
 		}
 		return order, items
@@ -406,19 +386,19 @@ func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []in
 	for i := range r.split {
 		r.ops.Append(&r.split[i])
 	}
-	cur := make([]*obItem, ob.mu.count)
+	cur := make([]*item, ob.mu.count)
 	_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
 		d, err := part.EntryOwnerOf(k)
 		if err != nil {
-			ob.s.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
+			ob.log.Error("dropping a malformed index operation from the outbox", "record", r.seq, "err", err)
 			return nil
 		}
 		if r.skip[d] {
 			return nil
 		}
 		it := cur[d]
-		if it == nil || it.size >= maxDelivery/2 {
-			it = &obItem{rec: r, dest: d}
+		if it == nil || it.size >= MaxDelivery/2 {
+			it = &item{rec: r, dest: d}
 			cur[d] = it
 			order = append(order, d)
 			items = append(items, it)
@@ -430,181 +410,10 @@ func (ob *outbox) splitLocked(r *obRecord, part *tagindex.Partition) (order []in
 	return order, items
 }
 
-// chunks divides ops into pieces of about max bytes or less (a piece holds
-// at least one record); ops itself if it is small enough, none if empty.
-func chunks(ops *postings.Ops, max int) []postings.Ops {
-	switch {
-	case ops.Len() == 0:
-		return nil
-	case len(ops.Bytes()) <= max:
-		return []postings.Ops{*ops}
-	}
-	var out []postings.Ops
-	var cur postings.Ops
-	_ = ops.Each(func(_, _ []byte, _ bool, rec []byte) error {
-		if cur.Len() > 0 && len(cur.Bytes())+len(rec) > max {
-			out = append(out, cur)
-			cur = postings.Ops{}
-		}
-		cur.AppendRecord(rec)
-		return nil
-	})
-	return append(out, cur)
-}
-
-// start loads the records in the store and begins delivering. It returns
-// the records loaded, to wait for.
-func (ob *outbox) start(count int, peers Peers) ([]*obRecord, error) {
-	marks, bad, err := ob.loadMarks(count)
-	if err != nil {
-		return nil, err
-	}
-	var recs []*obRecord
-	err = ob.s.scan([]byte{'Q'}, func(k, v []byte) error {
-		if len(k) != 17 {
-			return nil
-		}
-		ops, err := recordOps(v)
-		if err != nil {
-			return fmt.Errorf("outbox record %x: %w", k, err)
-		}
-		seq := binary.BigEndian.Uint64(k[1:9])
-		recs = append(recs, &obRecord{seq: seq, obj: binary.BigEndian.Uint64(k[9:]), skip: marks[seq], loaded: true,
-			ops: ops, size: len(ops.Bytes()), ready: true, tried: make(chan struct{})})
-		delete(marks, seq)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Marks whose record is gone, and marks no build wrote.
-	if len(marks) > 0 || len(bad) > 0 {
-		b := ob.s.st.db.NewBatch()
-		defer b.Close()
-		for seq, ds := range marks {
-			for d := range ds {
-				_ = b.Delete(keyAcked(seq, d), nil)
-			}
-		}
-		for _, k := range bad {
-			_ = b.Delete(k, nil)
-		}
-		if err := ob.s.st.commit(b); err != nil {
-			return nil, fmt.Errorf("delete the marks of gone outbox records: %w", err)
-		}
-	}
-	if err := ob.applyOwnParts(recs, count); err != nil {
-		return nil, err
-	}
-	ob.mu.Lock()
-	// Everything queued before start (by a rebuild) is committed, so the
-	// store's records replace it.
-	ob.mu.pending = recs
-	ob.mu.open, ob.mu.backlog = nil, 0
-	for _, r := range recs {
-		ob.openLocked(r)
-	}
-	ob.mu.count, ob.mu.peers = count, peers
-	ob.queueLocked()
-	idle := ob.mu.idle
-	ob.mu.idle = nil
-	ob.mu.Unlock()
-	// Records with nothing left to deliver: every part was applied before
-	// the restart (its last acknowledgement did not get to delete it), or
-	// it holds no change at all.
-	if len(idle) > 0 {
-		b := ob.s.st.db.NewBatch()
-		defer b.Close()
-		for _, r := range idle {
-			_ = b.Delete(keyOutbox(r.seq, r.obj), nil)
-			for d := range r.skip {
-				_ = b.Delete(keyAcked(r.seq, d), nil)
-			}
-		}
-		if err := ob.s.st.commit(b); err != nil {
-			return nil, fmt.Errorf("delete delivered outbox records: %w", err)
-		}
-	}
-	return recs, nil
-}
-
-// applyOwnParts applies, in sequence order, the entries of loaded records
-// that belong to this server's own partition (a record written before the
-// server knew its place, by a rebuild or under another count holds some),
-// each with its mark in one batch, and leaves the records the other
-// servers' parts. Start does this before the server serves: once it
-// serves, tag writes change its own entries directly, and an old part
-// applied after one of them would bring back what it deleted. A failure
-// fails the start rather than leaving the part to a deliverer's retry.
-func (ob *outbox) applyOwnParts(recs []*obRecord, count int) error {
-	self := int(ob.s.index.Load())
-	part := tagindex.For(count)
-	n := binary.BigEndian.AppendUint32(nil, uint32(count))
-	for _, r := range recs {
-		if r.skip[self] {
-			continue
-		}
-		var own, rest postings.Ops
-		_ = r.ops.Each(func(k, _ []byte, _ bool, rec []byte) error {
-			if d, err := part.EntryOwnerOf(k); err == nil && d == self {
-				own.AppendRecord(rec)
-			} else {
-				rest.AppendRecord(rec) // a malformed one is dropped with a log line when split
-			}
-			return nil
-		})
-		if own.Len() == 0 {
-			continue
-		}
-		b := ob.s.st.db.NewBatch()
-		staged := ob.s.ix.post.Stage(b, &own)
-		_ = b.Set(keyAcked(r.seq, self), n, nil)
-		wait, err := ob.s.st.commitApply(b)
-		if err != nil {
-			ob.s.ix.post.Abandon(staged)
-			b.Close()
-			return fmt.Errorf("apply this server's part of outbox record %d: %w", r.seq, err)
-		}
-		ob.s.ix.post.Publish(staged)
-		b.Close()
-		if err := wait(); err != nil {
-			return fmt.Errorf("apply this server's part of outbox record %d: %w", r.seq, err)
-		}
-		r.ops, r.size = rest, len(rest.Bytes())
-		if r.skip == nil {
-			r.skip = map[int]bool{}
-		}
-		r.skip[self] = true
-	}
-	return nil
-}
-
-// loadMarks returns the destinations that applied their part of each
-// outbox record, by sequence number, as far as they are indexes among
-// count servers: marks made under another count name other servers' parts
-// and are not followed (a move drops the parts they mark, moveRecord).
-func (ob *outbox) loadMarks(count int) (marks map[uint64]map[int]bool, bad [][]byte, err error) {
-	marks = map[uint64]map[int]bool{}
-	err = ob.s.scan([]byte{'q'}, func(k, v []byte) error {
-		seq, d, n, ok := decodeMark(k, v)
-		if !ok {
-			bad = append(bad, bytes.Clone(k))
-			return nil
-		}
-		if marks[seq] == nil {
-			marks[seq] = map[int]bool{}
-		}
-		// A mark of another count only awaits deletion with its record.
-		marks[seq][d] = n == count
-		return nil
-	})
-	return marks, bad, err
-}
-
-// waitTried returns once every record has been tried at each of its
+// WaitTried returns once every record has been tried at each of its
 // destinations, or ctx ends. Before start there is nothing to wait for:
 // the records are delivered at start.
-func (ob *outbox) waitTried(ctx context.Context, recs []*obRecord) error {
+func (ob *Outbox) WaitTried(ctx context.Context, recs []*Record) error {
 	ob.mu.Lock()
 	started := ob.mu.count > 0
 	ob.mu.Unlock()
@@ -624,7 +433,7 @@ func (ob *outbox) waitTried(ctx context.Context, recs []*obRecord) error {
 
 // hurry makes the deliverers send what they hold at once instead of
 // lingering, until the returned function is called.
-func (ob *outbox) hurry() (done func()) {
+func (ob *Outbox) hurry() (done func()) {
 	ob.mu.Lock()
 	ob.mu.waiters++
 	for _, q := range ob.mu.queues {
@@ -650,9 +459,9 @@ const linger = 2 * time.Millisecond
 // lingerFor waits, after records arrived in q, for linger or until
 // somebody waits for deliveries or a delivery's worth is queued. It
 // returns false if the outbox closed.
-func (ob *outbox) lingerFor(q *destQueue) bool {
+func (ob *Outbox) lingerFor(q *destQueue) bool {
 	ob.mu.Lock()
-	skip := ob.mu.waiters > 0 || q.size >= maxDelivery/2
+	skip := ob.mu.waiters > 0 || q.size >= MaxDelivery/2
 	ob.mu.Unlock()
 	if skip {
 		return true
@@ -668,19 +477,19 @@ func (ob *outbox) lingerFor(q *destQueue) bool {
 	return true
 }
 
-func (ob *outbox) close() {
+func (ob *Outbox) Close() {
 	ob.cancel()
 	ob.wg.Wait()
 }
 
-// take returns the items at the head of q, up to maxDelivery bytes.
-func (ob *outbox) take(q *destQueue) ([]*obItem, *postings.Ops) {
+// take returns the items at the head of q, up to MaxDelivery bytes.
+func (ob *Outbox) take(q *destQueue) ([]*item, *postings.Ops) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	var items []*obItem
+	var items []*item
 	size := 0
 	for _, it := range q.items {
-		if len(items) > 0 && size+it.size > maxDelivery {
+		if len(items) > 0 && size+it.size > MaxDelivery {
 			break
 		}
 		items = append(items, it)
@@ -696,22 +505,8 @@ func (ob *outbox) take(q *destQueue) ([]*obItem, *postings.Ops) {
 	return items, &ops
 }
 
-// recordOps returns the index changes of a stored outbox record, of any
-// version, in memory of their own.
-func recordOps(v []byte) (postings.Ops, error) {
-	var m wire.IndexOps
-	// Packed aliases what it decodes: the changes get memory of their own.
-	if err := m.Unmarshal(bytes.Clone(v)); err != nil {
-		return postings.Ops{}, err
-	}
-	if m.Version == wire.IndexOpsChanges {
-		return changeRecordOps(&m)
-	}
-	return opsOfRecord(&m, nil)
-}
-
 // markTriedLocked records one try of it.
-func (ob *outbox) markTriedLocked(it *obItem) {
+func (ob *Outbox) markTriedLocked(it *item) {
 	if it.tried {
 		return
 	}
@@ -735,7 +530,7 @@ func (ob *outbox) markTriedLocked(it *obItem) {
 // error. The wait for the log's sync (sync durability) comes after, out of
 // doneMu; the log is synced in its order, so a mark is never durable
 // after a later deletion.
-func (ob *outbox) done(q *destQueue, items []*obItem) error {
+func (ob *Outbox) done(q *destQueue, items []*item) error {
 	wait, err := ob.record(q, items)
 	if err != nil {
 		return err
@@ -748,19 +543,19 @@ func (ob *outbox) done(q *destQueue, items []*obItem) error {
 		// delivered again in their order. Records committed from now on
 		// are never delivered (commitChanges drops those whose sync
 		// failed).
-		ob.s.log.Error("could not sync the record of delivered tag index updates", "err", err)
+		ob.log.Error("could not sync the record of delivered tag index updates", "err", err)
 	}
 	return nil
 }
 
 // record is done's step under doneMu: it logs the batch and changes
 // memory, and returns the wait for the log's sync.
-func (ob *outbox) record(q *destQueue, items []*obItem) (wait func() error, err error) {
+func (ob *Outbox) record(q *destQueue, items []*item) (wait func() error, err error) {
 	ob.doneMu.Lock()
 	defer ob.doneMu.Unlock()
 	ob.mu.Lock()
 	count := ob.mu.count
-	left := map[*obRecord]int{} // unacked after these items
+	left := map[*Record]int{} // unacked after these items
 	for _, it := range items {
 		if _, ok := left[it.rec]; !ok {
 			left[it.rec] = it.rec.unacked
@@ -774,31 +569,22 @@ func (ob *outbox) record(q *destQueue, items []*obItem) (wait func() error, err 
 		case left[r] == 0:
 			if _, ok := left[r]; ok {
 				delete(left, r) // its keys go once
-				gone = append(gone, keyOutbox(r.seq, r.obj))
+				gone = append(gone, RecordKey(r.seq, r.obj))
 				for d := range r.skip {
-					gone = append(gone, keyAcked(r.seq, d))
+					gone = append(gone, MarkKey(r.seq, d))
 				}
 				for _, d := range r.acked {
-					gone = append(gone, keyAcked(r.seq, d))
+					gone = append(gone, MarkKey(r.seq, d))
 				}
 			}
 		case it.last:
-			marks = append(marks, keyAcked(r.seq, it.dest))
+			marks = append(marks, MarkKey(r.seq, it.dest))
 		}
 	}
 	ob.mu.Unlock()
 	wait = noWait
 	if len(gone) > 0 || len(marks) > 0 {
-		b := ob.s.st.db.NewBatch()
-		defer b.Close()
-		for _, k := range gone {
-			_ = b.Delete(k, nil)
-		}
-		n := binary.BigEndian.AppendUint32(nil, uint32(count))
-		for _, k := range marks {
-			_ = b.Set(k, n, nil)
-		}
-		if wait, err = ob.s.st.commitApply(b); err != nil {
+		if wait, err = ob.store.Write(gone, marks, MarkValue(count)); err != nil {
 			return nil, fmt.Errorf("record the delivery of %d outbox items: %w", len(items), err)
 		}
 	}
@@ -826,14 +612,14 @@ func (ob *outbox) record(q *destQueue, items []*obItem) (wait func() error, err 
 // own part, which tag writes change directly, it would). Their changes are
 // in place at d, so they count as tried at once. It returns false if the
 // outbox closed.
-func (ob *outbox) acknowledge(d int, q *destQueue, items []*obItem) bool {
+func (ob *Outbox) acknowledge(d int, q *destQueue, items []*item) bool {
 	var pause time.Duration
 	for {
 		err := ob.done(q, items)
 		if err == nil {
 			return true
 		}
-		ob.s.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
+		ob.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
 		ob.mu.Lock()
 		for _, it := range items {
 			ob.markTriedLocked(it)
@@ -848,7 +634,7 @@ func (ob *outbox) acknowledge(d int, q *destQueue, items []*obItem) bool {
 // backOff grows pause (50 ms to 2 s) and waits for it, or until a fence
 // or a writer waits for q's deliveries. It returns false if the outbox
 // closed meanwhile.
-func (ob *outbox) backOff(q *destQueue, pause *time.Duration) bool {
+func (ob *Outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	*pause = min(max(2**pause, 50*time.Millisecond), 2*time.Second)
 	t := time.NewTimer(*pause)
 	defer t.Stop()
@@ -862,7 +648,7 @@ func (ob *outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	}
 }
 
-func (ob *outbox) failed(q *destQueue) {
+func (ob *Outbox) failed(q *destQueue) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	q.failing = true
@@ -874,11 +660,7 @@ func (ob *outbox) failed(q *destQueue) {
 // deliveryTimeout bounds one delivery.
 const deliveryTimeout = 30 * time.Second
 
-func (ob *outbox) send(d int, ops *postings.Ops) error {
-	if d == int(ob.s.index.Load()) {
-		// This server made these entries, for its own partition.
-		return ob.s.ix.post.Apply(ops)
-	}
+func (ob *Outbox) send(d int, ops *postings.Ops) error {
 	ob.mu.Lock()
 	peers := ob.mu.peers
 	ob.mu.Unlock()
@@ -887,13 +669,14 @@ func (ob *outbox) send(d int, ops *postings.Ops) error {
 	}
 	ctx, cancel := context.WithTimeout(ob.ctx, deliveryTimeout)
 	defer cancel()
-	m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}
-	return peers.Call(ctx, d, wire.MethodIndexApply, m.Marshal(nil))
+	return peers.Apply(ctx, d, ops)
 }
+
+func noWait() error { return nil }
 
 // run delivers q's items to destination d, in order, retrying with a
 // growing pause while d fails, until the outbox closes.
-func (ob *outbox) run(d int, q *destQueue) {
+func (ob *Outbox) run(d int, q *destQueue) {
 	defer ob.wg.Done()
 	var pause time.Duration
 	failing := false
@@ -920,7 +703,7 @@ func (ob *outbox) run(d int, q *destQueue) {
 					return
 				}
 				if failing {
-					ob.s.log.Info("tag index updates reach metadata server again", "server", d)
+					ob.log.Info("tag index updates reach metadata server again", "server", d)
 					failing = false
 				}
 				pause = 0
@@ -931,7 +714,7 @@ func (ob *outbox) run(d int, q *destQueue) {
 				return
 			}
 			if !failing {
-				ob.s.log.Warn("tag index updates for metadata server wait in the outbox; retrying", "server", d, "err", err)
+				ob.log.Warn("tag index updates for metadata server wait in the outbox; retrying", "server", d, "err", err)
 				failing = true
 			}
 			ob.failed(q)
