@@ -14,6 +14,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/transfer"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -117,9 +118,7 @@ type Client struct {
 	stage stageConfig
 	recv  stageRecv
 
-	starts  startQueue // starts sent and not yet answered
-	placing placer     // placements of region-dynamic and region-local Starts
-	lanes   lanes      // shared memory to data servers on this host
+	xfer *transfer.Engine // region transfers
 
 	closeOnce sync.Once
 }
@@ -176,11 +175,9 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if o.laneSize <= 0 {
-		o.laneSize = defaultLaneSize
-	}
 	c := &Client{tmpDir: o.tmpDir, dial: rpc.DialOptions{Secret: secret, ClientName: o.name}, poolSize: o.poolSize, pageSize: max(o.pageSize, 0),
-		stage: o.stage(), lanes: lanes{mode: mode, size: o.laneSize}}
+		stage: o.stage()}
+	c.xfer = transfer.NewEngine((*clusterView)(c), transfer.Config{Mode: mode, LaneSize: o.laneSize})
 	if c.stage.host == "" {
 		c.stage.host = cluster.HostName()
 	}
@@ -440,7 +437,7 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 // end with pdc.ErrClosed. Idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.closePlacer()
+		c.xfer.StopPlacer()
 		c.mu.Lock()
 		for _, p := range c.pools {
 			p.Close()
@@ -449,11 +446,11 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 		// Starts never waited end now (their connections are closed), so
 		// that they let go of the lanes their writes were copied into.
+		// Not under c.mu: the engine holds a lane's lock while it asks
+		// for a server's address.
 		ctx, cancel := context.WithTimeout(context.Background(), closeDrain)
-		_ = c.starts.collectAll(ctx)
+		c.xfer.Close(ctx)
 		cancel()
-		// Not under c.mu: lane() holds a slot's lock while it asks c.server.
-		c.lanes.close()
 	})
 	return nil
 }
@@ -461,3 +458,28 @@ func (c *Client) Close() error {
 // closeDrain bounds Close's collection of unanswered starts, which fail at
 // once on closed connections.
 const closeDrain = 5 * time.Second
+
+// clusterView is the client as the transfer engine sees it
+// (transfer.Cluster).
+type clusterView Client
+
+func (v *clusterView) DataServers() []int { return (*Client)(v).dataServers() }
+
+func (v *clusterView) Call(ctx context.Context, rank int, m wire.Method, req, resp wire.Message) error {
+	return (*Client)(v).call(ctx, rank, m, req, resp)
+}
+
+func (v *clusterView) Conn(ctx context.Context, rank int) (*rpc.Conn, error) {
+	return (*Client)(v).conn(ctx, rank)
+}
+
+func (v *clusterView) StartConn(ctx context.Context, rank int) (*rpc.Conn, error) {
+	return (*Client)(v).startConn(ctx, rank)
+}
+
+func (v *clusterView) Label(rank int) string { return (*Client)(v).label(rank) }
+
+func (v *clusterView) Addr(rank int) (addr, host string, err error) {
+	s, _, err := (*Client)(v).server(rank)
+	return s.Addr, s.Host, err
+}

@@ -297,7 +297,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		if err := area.Check(); err != nil {
 			return nil, fmt.Errorf("region: %w", err)
 		}
-		if err := o.checkRemote(ctx, area); err != nil {
+		if err := o.x.CheckRemote(ctx, area); err != nil {
 			return nil, err
 		}
 		dims = slices.Clone(o.meta().Props.Dims)
@@ -312,7 +312,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if area.Volume() == 0 {
 		return out, nil
 	}
-	pieces, err := o.pieces(ctx, Read, area)
+	pieces, err := o.x.ReadPieces(ctx, area)
 	if err != nil {
 		return nil, err
 	}
@@ -321,18 +321,18 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	byServer := map[holder][]wire.QueryBox{}
 	var servers []holder
 	for _, pc := range pieces {
-		h := holder{pc.server, pc.slot}
+		h := holder{pc.Server, pc.Slot}
 		if _, ok := byServer[h]; !ok {
 			servers = append(servers, h)
 		}
-		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.box.Off, Size: pc.box.Size})
+		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.Box.Off, Size: pc.Box.Size})
 	}
 	var parts []queryHits
 	// Parts no data server holds (region dynamic and local: never
 	// written) are zeros.
 	var covered uint64
 	for _, pc := range pieces {
-		covered += pc.box.Volume() // the pieces are disjoint
+		covered += pc.Box.Volume() // the pieces are disjoint
 	}
 	if covered < area.Volume() && prog.MatchesZero() {
 		if qo.ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
@@ -343,7 +343,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		for _, pc := range pieces {
 			var next []region.Box
 			for _, h := range holes {
-				next = append(next, region.Subtract(h, pc.box)...)
+				next = append(next, region.Subtract(h, pc.Box)...)
 			}
 			holes = next
 		}

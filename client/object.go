@@ -16,6 +16,7 @@ import (
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/transfer"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -23,30 +24,55 @@ import (
 // Object is a handle to an open object. Close it when done.
 type Object struct {
 	c *Client
-	// info is replaced whole (Refresh, SetDims) and read by the client's
-	// placer goroutine as well as the caller's.
-	info atomic.Pointer[ObjectInfo]
+	// info is replaced whole (Refresh, SetDims).
+	info atomic.Pointer[objectState]
 
 	closeMu sync.Mutex
 	closed  bool // guarded by closeMu: closed or deleted
 
-	mu struct {
-		sync.Mutex
-		pending map[*Transfer]struct{} // started, not yet waited
-		wrote   map[int]bool           // data servers written since the last flush
-	}
+	// x is the object as the transfer engine knows it, read by the
+	// client's placer goroutine as well as the caller's.
+	x transfer.Object
+}
+
+// objectState is an object's metadata as the API gives it and as the
+// transfer engine needs it, in one allocation.
+type objectState struct {
+	info ObjectInfo
+	meta transfer.Meta
 }
 
 func newObject(c *Client, info ObjectInfo) *Object {
 	o := &Object{c: c}
-	o.info.Store(&info)
+	var e *transfer.Engine
+	if c != nil {
+		e = c.xfer
+	}
+	o.x.Init(e, (*objectSource)(o), nil)
+	o.setInfo(info)
 	return o
 }
 
 // meta is the object's metadata as last known; it must not be modified.
-func (o *Object) meta() *ObjectInfo { return o.info.Load() }
+func (o *Object) meta() *ObjectInfo { return &o.info.Load().info }
 
-func (o *Object) setInfo(info ObjectInfo) { o.info.Store(&info) }
+func (o *Object) setInfo(info ObjectInfo) {
+	st := &objectState{info: info, meta: transfer.Meta{ID: info.ID, Name: info.Name, Dims: info.Props.Dims,
+		DimsVersion: info.DimsVersion, Elem: max(info.Props.Type.Size(), 1), Storage: uint32(info.Props.Storage),
+		Partition: transfer.Partition(info.Props.Partition), POSIX: info.Props.Consistency == ConsistencyPOSIX,
+		Server: info.Server, Spread: info.spread}}
+	o.info.Store(st)
+	o.x.SetMeta(&st.meta)
+}
+
+// objectSource is how the transfer engine looks an object up again
+// (transfer.Source).
+type objectSource Object
+
+func (s *objectSource) Refresh(ctx context.Context) error {
+	_, err := (*Object)(s).Refresh(ctx)
+	return err
+}
 
 func (c *Client) objInfo(m *wire.ObjectMeta) ObjectInfo {
 	rank, _ := c.ownerOfKey(placement.KeyOf(m.ID))
@@ -417,7 +443,7 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 	}
 	// Transfers started before go out with the dims they were started
 	// with, as a shrink must not overtake them.
-	if err := o.c.settle(ctx); err != nil {
+	if err := o.c.xfer.Settle(ctx); err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	var m wire.ObjectMeta
@@ -458,10 +484,10 @@ func (o *Object) Delete(ctx context.Context) error {
 	// Starts queued or sent and not yet answered are registered first,
 	// so that the data servers finish their writes before dropping the
 	// object instead of refusing them.
-	if err := o.c.settle(ctx); err != nil {
+	if err := o.c.xfer.Settle(ctx); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
-	if err := o.c.starts.collectAll(ctx); err != nil {
+	if err := o.c.xfer.CollectStarts(ctx); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
 	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.meta().ID}, nil); err != nil {

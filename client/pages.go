@@ -354,10 +354,10 @@ func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force 
 	// Starts queued or sent and not yet answered are registered first, so
 	// that the data servers wait for their writes instead of being
 	// overtaken by them.
-	if err := c.settle(ctx); err != nil {
+	if err := c.xfer.Settle(ctx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := c.starts.collectAll(ctx); err != nil {
+	if err := c.xfer.CollectStarts(ctx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	// From here the container cannot be opened or created again until a

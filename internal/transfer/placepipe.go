@@ -1,4 +1,4 @@
-package client
+package transfer
 
 import (
 	"context"
@@ -90,7 +90,7 @@ const (
 )
 
 func kindOf(t *Transfer) placeKind {
-	if p := t.obj.meta().Props.Partition; p != RegionDynamic && p != RegionLocal {
+	if p := t.obj.Meta().Partition; p != RegionDynamic && p != RegionLocal {
 		return placeNone
 	}
 	if t.access == Write {
@@ -102,19 +102,19 @@ func kindOf(t *Transfer) placeKind {
 // deferrable reports whether t's Start may be left to the placer: all
 // but POSIX ones, which return when the transfer is done.
 func deferrable(t *Transfer) bool {
-	return t.obj.meta().Props.Consistency != ConsistencyPOSIX && !t.isLocated
+	return !t.obj.Meta().POSIX && !t.isLocated
 }
 
 // startPlacing queues t for the placer and marks it started.
-func (c *Client) startPlacing(ctx context.Context, t *Transfer) error {
+func (e *Engine) startPlacing(ctx context.Context, t *Transfer) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("object %q region %v: %w", t.obj.meta().Name, t.remote, pdc.CtxErr(ctx))
+		return fmt.Errorf("object %q region %v: %w", t.obj.Meta().Name, t.remote, pdc.CtxErr(ctx))
 	}
-	pl := &c.placing
+	pl := &e.placing
 	pl.mu.Lock()
 	if pl.closed {
 		pl.mu.Unlock()
-		return fmt.Errorf("object %q region %v: client is closed: %w", t.obj.meta().Name, t.remote, pdc.ErrClosed)
+		return fmt.Errorf("object %q region %v: client is closed: %w", t.obj.Meta().Name, t.remote, pdc.ErrClosed)
 	}
 	if !pl.running {
 		pl.running = true
@@ -122,7 +122,7 @@ func (c *Client) startPlacing(ctx context.Context, t *Transfer) error {
 		pl.exited = make(chan struct{})
 		pctx, stop := context.WithCancel(context.Background())
 		pl.stop = stop
-		go c.placeLoop(pctx)
+		go e.placeLoop(pctx)
 	}
 	t.mu.Lock()
 	t.state = stateStarted
@@ -142,8 +142,8 @@ func (c *Client) startPlacing(ctx context.Context, t *Transfer) error {
 // settle waits until every transfer queued for the placer before the call
 // is started on its data servers (or has failed). Only ctx's end is an
 // error: a placement that failed ends its transfer.
-func (c *Client) settle(ctx context.Context) error {
-	pl := &c.placing
+func (e *Engine) settle(ctx context.Context) error {
+	pl := &e.placing
 	pl.mu.Lock()
 	target := pl.queuedN
 	for pl.doneN < target {
@@ -175,8 +175,8 @@ func (pl *placer) finished(n int) {
 
 // closePlacer stops the placer and waits for it; transfers it had not
 // started end with pdc.ErrClosed.
-func (c *Client) closePlacer() {
-	pl := &c.placing
+func (e *Engine) closePlacer() {
+	pl := &e.placing
 	pl.mu.Lock()
 	pl.closed = true
 	running, exited := pl.running, pl.exited
@@ -190,11 +190,11 @@ func (c *Client) closePlacer() {
 }
 
 // placeLoop is the placer: it runs until ctx ends (Close).
-func (c *Client) placeLoop(ctx context.Context) {
-	pl := &c.placing
+func (e *Engine) placeLoop(ctx context.Context) {
+	pl := &e.placing
 	defer close(pl.exited)
 	for {
-		c.sendPlacements(ctx)
+		e.sendPlacements(ctx)
 		pl.mu.Lock()
 		if len(pl.sent) == 0 {
 			kick := pl.kick
@@ -203,7 +203,7 @@ func (c *Client) placeLoop(ctx context.Context) {
 			case <-kick:
 				continue
 			case <-ctx.Done():
-				c.dropPlacements()
+				e.dropPlacements()
 				return
 			}
 		}
@@ -211,7 +211,7 @@ func (c *Client) placeLoop(ctx context.Context) {
 		pl.mu.Unlock()
 		reps, errs := b.collect(ctx)
 		if ctx.Err() != nil {
-			c.dropPlacements()
+			e.dropPlacements()
 			return
 		}
 		pl.mu.Lock()
@@ -223,11 +223,11 @@ func (c *Client) placeLoop(ctx context.Context) {
 			// region (an object deleted, a region outside new dims):
 			// each is placed on its own, so that only the bad ones
 			// fail. Before anything else is sent, to keep the order.
-			c.placeEach(ctx, b)
+			e.placeEach(ctx, b)
 		} else {
 			// The Starts made meanwhile are placed while b's bytes go.
-			c.sendPlacements(ctx)
-			c.startBatch(ctx, b, reps, errs)
+			e.sendPlacements(ctx)
+			e.startBatch(ctx, b, reps, errs)
 		}
 		pl.mu.Lock()
 		pl.current = nil
@@ -244,19 +244,19 @@ func answered(err error) bool {
 }
 
 // placeEach places and starts the transfers of b one at a time.
-func (c *Client) placeEach(ctx context.Context, b *placeBatch) {
+func (e *Engine) placeEach(ctx context.Context, b *placeBatch) {
 	for _, t := range b.ts {
 		one := &placeBatch{rank: b.rank, kind: b.kind, ts: []*Transfer{t}}
-		one.send(ctx, c)
+		one.send(ctx, e)
 		reps, errs := one.collect(ctx)
-		c.startBatch(ctx, one, reps, errs)
+		e.startBatch(ctx, one, reps, errs)
 	}
 }
 
 // sendPlacements sends the queued placements, as far as the order allows:
 // one request on the wire at a time; runs of static transfers ask nothing.
-func (c *Client) sendPlacements(ctx context.Context) {
-	pl := &c.placing
+func (e *Engine) sendPlacements(ctx context.Context) {
+	pl := &e.placing
 	for {
 		pl.mu.Lock()
 		if len(pl.queued) == 0 {
@@ -264,7 +264,7 @@ func (c *Client) sendPlacements(ctx context.Context) {
 			return
 		}
 		t0 := pl.queued[0]
-		kind, rank := kindOf(t0), t0.obj.meta().Server
+		kind, rank := kindOf(t0), t0.obj.Meta().Server
 		for _, b := range pl.sent {
 			if kind != placeNone && b.kind != placeNone {
 				pl.mu.Unlock()
@@ -274,7 +274,7 @@ func (c *Client) sendPlacements(ctx context.Context) {
 		n := 1
 		for n < len(pl.queued) && n < MaxBatch {
 			t := pl.queued[n]
-			if k := kindOf(t); k != kind || (k != placeNone && t.obj.meta().Server != rank) {
+			if k := kindOf(t); k != kind || (k != placeNone && t.obj.Meta().Server != rank) {
 				break
 			}
 			n++
@@ -293,22 +293,22 @@ func (c *Client) sendPlacements(ctx context.Context) {
 		pl.queued = pl.queued[n:]
 		pl.sent = append(pl.sent, b)
 		pl.mu.Unlock()
-		b.send(ctx, c)
+		b.send(ctx, e)
 	}
 }
 
 // send sends b's requests. A failure is kept in b.err, for collect.
-func (b *placeBatch) send(ctx context.Context, c *Client) {
+func (b *placeBatch) send(ctx context.Context, e *Engine) {
 	if b.kind == placeNone {
 		return
 	}
-	conn, err := c.conn(ctx, b.rank)
+	conn, err := e.cl.Conn(ctx, b.rank)
 	if err != nil {
 		b.err = err
 		return
 	}
 	if b.kind == placeWrite {
-		p, err := conn.Send(ctx, wire.MethodRegionPlace, c.assignAll(b.ts).Marshal(nil), nil, nil)
+		p, err := conn.Send(ctx, wire.MethodRegionPlace, e.assignAll(b.ts).Marshal(nil), nil, nil)
 		if err != nil {
 			b.err = err
 			return
@@ -325,16 +325,16 @@ func (b *placeBatch) send(ctx context.Context, c *Client) {
 }
 
 // assignItem asks where a write of o's box goes.
-func (c *Client) assignItem(o *Object, box region.Box) wire.RegionReq {
-	return wire.RegionReq{Obj: o.meta().ID, Off: box.Off, Size: box.Size,
-		Candidates: c.candidates(o.meta().Props.Partition), Elem: uint32(o.elem())}
+func (e *Engine) assignItem(o *Object, box region.Box) wire.RegionReq {
+	return wire.RegionReq{Obj: o.Meta().ID, Off: box.Off, Size: box.Size,
+		Candidates: e.candidates(o.Meta().Partition), Elem: uint32(o.elem())}
 }
 
 // assignAll is the request placing the regions of writes ts.
-func (c *Client) assignAll(ts []*Transfer) *wire.RegionBatch {
+func (e *Engine) assignAll(ts []*Transfer) *wire.RegionBatch {
 	req := &wire.RegionBatch{Items: make([]wire.RegionReq, len(ts))}
 	for i, t := range ts {
-		req.Items[i] = c.assignItem(t.obj, t.remote)
+		req.Items[i] = e.assignItem(t.obj, t.remote)
 	}
 	return req
 }
@@ -343,14 +343,14 @@ func (c *Client) assignAll(ts []*Transfer) *wire.RegionBatch {
 func queryAll(ts []*Transfer) *wire.RegionBatch {
 	req := &wire.RegionBatch{Items: make([]wire.RegionReq, len(ts))}
 	for i, t := range ts {
-		req.Items[i] = wire.RegionReq{Obj: t.obj.meta().ID, Off: t.remote.Off, Size: t.remote.Size}
+		req.Items[i] = wire.RegionReq{Obj: t.obj.Meta().ID, Off: t.remote.Off, Size: t.remote.Size}
 	}
 	return req
 }
 
 // located gives reads ts the pieces an answer to queryAll(ts) names, or
 // ends each with its error; it returns those located.
-func (c *Client) located(rank int, ts []*Transfer, res *wire.RegionLocatedAll) ([]*Transfer, error) {
+func (e *Engine) located(rank int, ts []*Transfer, res *wire.RegionLocatedAll) ([]*Transfer, error) {
 	if len(res.Items) != len(ts) {
 		return nil, fmt.Errorf("%d answers for %d regions: %w", len(res.Items), len(ts), pdc.ErrProtocol)
 	}
@@ -358,8 +358,8 @@ func (c *Client) located(rank int, ts []*Transfer, res *wire.RegionLocatedAll) (
 	for i, t := range ts {
 		it := &res.Items[i]
 		if it.Code != wire.CodeOK {
-			err := &pdc.ServerError{Server: c.label(rank), Method: wire.MethodRegionQueryAll.String(), Msg: it.Message, Err: it.Code.Err()}
-			t.setErr(fmt.Errorf("object %q region %v: look up: %w", t.obj.meta().Name, t.remote, err))
+			err := &pdc.ServerError{Server: e.cl.Label(rank), Method: wire.MethodRegionQueryAll.String(), Msg: it.Message, Err: it.Code.Err()}
+			t.setErr(fmt.Errorf("object %q region %v: look up: %w", t.obj.Meta().Name, t.remote, err))
 			continue
 		}
 		t.locate(it.Pieces)
@@ -389,9 +389,9 @@ func (b *placeBatch) collect(ctx context.Context) ([]rpc.Reply, []error) {
 
 // startBatch starts the transfers of b on the data servers its answers
 // name, or ends them with the placement's error.
-func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply, errs []error) {
+func (e *Engine) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply, errs []error) {
 	fail := func(t *Transfer, err error) {
-		t.setErr(fmt.Errorf("object %q region %v: place: %w", t.obj.meta().Name, t.remote, err))
+		t.setErr(fmt.Errorf("object %q region %v: place: %w", t.obj.Meta().Name, t.remote, err))
 	}
 	ready := make([]*Transfer, 0, len(b.ts))
 	switch b.kind {
@@ -421,7 +421,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 			err = res.Unmarshal(reps[0].Header)
 		}
 		if err == nil {
-			ready, err = c.located(b.rank, b.ts, &res)
+			ready, err = e.located(b.rank, b.ts, &res)
 		}
 		if err != nil {
 			for _, t := range b.ts {
@@ -435,9 +435,9 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	// whole request for one.
 	fit := ready[:0:0]
 	for _, t := range ready {
-		if err := t.remote.Within(t.obj.meta().Props.Dims); err != nil {
+		if err := t.remote.Within(t.obj.Meta().Dims); err != nil {
 			t.located, t.isLocated = nil, false
-			t.setErr(fmt.Errorf("object %q: remote region: %w", t.obj.meta().Name, err))
+			t.setErr(fmt.Errorf("object %q: remote region: %w", t.obj.Meta().Name, err))
 			continue
 		}
 		fit = append(fit, t)
@@ -445,7 +445,7 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	if ready = fit; len(ready) == 0 {
 		return
 	}
-	err := c.startNow(ctx, ready)
+	err := e.startNow(ctx, ready)
 	if err == nil {
 		return
 	}
@@ -455,12 +455,12 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	for _, t := range ready {
 		if len(t.parts) == 0 {
 			t.located, t.isLocated = nil, false
-			t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, t.remote, err))
+			t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.Meta().Name, t.remote, err))
 		}
 		for i := range t.parts {
 			if p := &t.parts[i]; p.start == nil && p.id == 0 && !p.done {
 				p.done = true
-				t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.meta().Name, p.box, err))
+				t.setErr(fmt.Errorf("object %q region %v: not started: %w", t.obj.Meta().Name, p.box, err))
 			}
 		}
 	}
@@ -469,8 +469,8 @@ func (c *Client) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 // unqueue takes t out of the placer's queue if it is still there, not yet
 // taken for sending, and ends it with err; it reports whether t is no
 // longer the placer's (never was, is done with, or was taken out now).
-func (c *Client) unqueue(t *Transfer, err error) bool {
-	pl := &c.placing
+func (e *Engine) unqueue(t *Transfer, err error) bool {
+	pl := &e.placing
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if slices.Contains(pl.queued, t) {
@@ -480,7 +480,7 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 			pl.dropped = map[*Transfer]bool{}
 		}
 		pl.dropped[t] = true
-		t.setErr(fmt.Errorf("object %q region %v: closed before it was sent: %w", t.obj.meta().Name, t.remote, err))
+		t.setErr(fmt.Errorf("object %q region %v: closed before it was sent: %w", t.obj.Meta().Name, t.remote, err))
 		return true
 	}
 	return !pl.holdsLocked(t)
@@ -489,7 +489,7 @@ func (c *Client) unqueue(t *Transfer, err error) bool {
 // locate gives t the pieces its metadata server located or placed, for
 // plan.
 func (t *Transfer) locate(ps []wire.RegionPiece) {
-	located, err := t.obj.c.slotPieces(ps)
+	located, err := t.obj.e.slotPieces(ps)
 	if err != nil {
 		return // plan asks again, and fails with the reason
 	}
@@ -517,8 +517,8 @@ func (pl *placer) holdsLocked(t *Transfer) bool {
 }
 
 // dropPlacements ends every transfer the placer holds, on Close.
-func (c *Client) dropPlacements() {
-	pl := &c.placing
+func (e *Engine) dropPlacements() {
+	pl := &e.placing
 	pl.mu.Lock()
 	var ts []*Transfer
 	n := len(pl.queued)
@@ -535,6 +535,6 @@ func (c *Client) dropPlacements() {
 	pl.finished(n)
 	pl.mu.Unlock()
 	for _, t := range ts {
-		t.setErr(fmt.Errorf("object %q region %v: not started: client is closed: %w", t.obj.meta().Name, t.remote, pdc.ErrClosed))
+		t.setErr(fmt.Errorf("object %q region %v: not started: client is closed: %w", t.obj.Meta().Name, t.remote, pdc.ErrClosed))
 	}
 }

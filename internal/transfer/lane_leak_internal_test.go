@@ -1,10 +1,11 @@
-package client
+package transfer
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -12,26 +13,19 @@ import (
 // context had ended) gives its lane spans back: the server cannot be
 // reading them, and spans kept would shrink the lane for good.
 func TestUnsentStartFreesItsSpans(t *testing.T) {
-	ctx, c := shmClient(t)
-	defer c.Close()
-	ct, _, err := c.CreateContainer(ctx, "unsent", Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, e, _ := testEngine(t, dtl.ModeShm)
 	const n = 1 << 20
 	buf := make([]byte, n)
 	half := func(i uint64) region.Box { return region.Box{Off: []uint64{i * n / 2}, Size: []uint64{n / 2}} }
-	for _, cons := range []Consistency{ConsistencyDefault, ConsistencyPOSIX} {
-		o, err := ct.CreateObject(ctx, fmt.Sprint("o", cons), ObjectProps{Dims: []uint64{n}, Type: region.Uint8, Consistency: cons})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Write(ctx, region.Shape(n), buf); err != nil { // makes the lane
+	for _, posix := range []bool{false, true} {
+		o := testObject(ctx, t, e, fmt.Sprint("o", posix), []uint64{n}, posix)
+		// Makes the lane.
+		if err := startWrite(ctx, t, o, region.Shape(n), buf).Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var ts []*Transfer
 		for i := range uint64(2) {
-			tr, err := o.NewTransfer(ctx, buf[i*n/2:(i+1)*n/2], Write, region.Shape(n/2), half(i))
+			tr, err := New(ctx, o, buf[i*n/2:(i+1)*n/2], Write, region.Shape(n/2), half(i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +33,7 @@ func TestUnsentStartFreesItsSpans(t *testing.T) {
 		}
 		gone, end := context.WithCancel(ctx)
 		end()
-		if err := c.StartAll(gone, ts); err == nil {
+		if err := e.StartAll(gone, ts); err == nil {
 			t.Fatal("start_all under an ended context succeeded")
 		}
 		for _, tr := range ts {
@@ -48,12 +42,12 @@ func TestUnsentStartFreesItsSpans(t *testing.T) {
 			}
 		}
 	}
-	c.lanes.mu.Lock()
+	e.lanes.mu.Lock()
 	var l *clientLane
-	for _, slot := range c.lanes.by {
+	for _, slot := range e.lanes.by {
 		l = slot.l
 	}
-	c.lanes.mu.Unlock()
+	e.lanes.mu.Unlock()
 	if l == nil {
 		t.Fatal("no lane after a write through it")
 	}

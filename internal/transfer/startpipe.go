@@ -1,4 +1,4 @@
-package client
+package transfer
 
 import (
 	"context"
@@ -41,7 +41,7 @@ const (
 
 // startCall is a DataStart sent whose answer is not yet collected.
 type startCall struct {
-	c      *Client
+	e      *Engine
 	server int
 	refs   []partRef
 	bytes  int  // written bytes it carries
@@ -126,7 +126,7 @@ func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
 
 // sendStart sends refs' DataStart to server without waiting for its
 // answer; each part remembers the request that started it.
-func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) error {
+func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) error {
 	bytes, writes := 0, false
 	for _, r := range refs {
 		if r.t.access == Write {
@@ -134,21 +134,21 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 			writes = true
 		}
 	}
-	if err := c.makeRoom(ctx, server, refs, bytes); err != nil {
+	if err := e.makeRoom(ctx, server, refs, bytes); err != nil {
 		return err
 	}
 	// A request that cannot go out takes no lane space: spans of a request
 	// that failed on its way stay taken (the server may have it).
-	conn, err := c.startConn(ctx, server)
+	conn, err := e.cl.StartConn(ctx, server)
 	if err == nil {
 		err = pdc.CtxErr(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
-	ln, err := c.lane(ctx, server, refs, Write)
+	ln, err := e.lane(ctx, server, refs, Write)
 	if err != nil {
-		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
 	m, payload, use := buildStart(refs, false, ln)
 	if ln != nil {
@@ -157,14 +157,14 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 	p, err := conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
 	if err != nil {
 		use.settled(err) // it may have gone out in part: the lane is the server's
-		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
-	sc := &startCall{c: c, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
+	sc := &startCall{e: e, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
 		tok: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, r := range refs {
 		r.part().start = sc
 	}
-	c.starts.add(sc)
+	e.starts.add(sc)
 	return nil
 }
 
@@ -173,14 +173,14 @@ func (c *Client) sendStart(ctx context.Context, server int, refs []partRef) erro
 // writes there if refs read, and the oldest until the new request fits in
 // the window. Their own failures are their transfers'; only ctx's end
 // stops the new start.
-func (c *Client) makeRoom(ctx context.Context, server int, refs []partRef, bytes int) error {
+func (e *Engine) makeRoom(ctx context.Context, server int, refs []partRef, bytes int) error {
 	reads := false
 	for _, r := range refs {
 		reads = reads || r.t.access == Read
 	}
-	for _, sc := range c.starts.before(server, bytes, reads) {
+	for _, sc := range e.starts.before(server, bytes, reads) {
 		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
-			return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), pdc.CtxErr(ctx))
+			return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), pdc.CtxErr(ctx))
 		}
 	}
 	return nil
@@ -195,7 +195,7 @@ func (sc *startCall) collect(ctx context.Context) error {
 		return sc.err
 	case sc.tok <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("start on %s: %w", sc.c.label(sc.server), pdc.CtxErr(ctx))
+		return fmt.Errorf("start on %s: %w", sc.e.cl.Label(sc.server), pdc.CtxErr(ctx))
 	}
 	defer func() { <-sc.tok }()
 	select {
@@ -212,12 +212,12 @@ func (sc *startCall) collect(ctx context.Context) error {
 	if err != nil {
 		for _, r := range sc.refs {
 			r.part().done = true
-			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.meta().Name, r.part().box, err))
+			r.t.setErr(fmt.Errorf("object %q region %v: %w", r.t.obj.Meta().Name, r.part().box, err))
 		}
 	}
 	sc.err = err
 	sc.refs, sc.pend = nil, nil // the transfers no longer need each other
-	sc.c.starts.remove(sc)
+	sc.e.starts.remove(sc)
 	close(sc.done)
 	return err
 }
@@ -225,13 +225,13 @@ func (sc *startCall) collect(ctx context.Context) error {
 // answer reads the start's answer into its parts' ids. A server that found
 // the dims out of date gets the request again, once, with fresh dims.
 func (sc *startCall) answer(ctx context.Context) error {
-	c, server, refs := sc.c, sc.server, sc.refs
+	e, server, refs := sc.e, sc.server, sc.refs
 	rep, err := sc.pend.Poll(ctx)
 	var se *pdc.ServerError
 	if err != nil && ctx.Err() != nil && !errors.As(err, &se) {
 		// Our deadline ended before the answer came: it is kept for a
 		// later collect.
-		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
 	sc.pend = nil // answered: a failure from here on is the start's
 	var ids wire.DataIDs
@@ -250,14 +250,14 @@ func (sc *startCall) answer(ctx context.Context) error {
 		refs = ok
 		ids = wire.DataIDs{}
 		if len(refs) > 0 {
-			ids, err = c.restart(ctx, server, refs)
+			ids, err = e.restart(ctx, server, refs)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("start %d transfers on %s: %w", len(refs), c.label(server), err)
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
 	if len(ids.IDs) != len(refs) {
-		return fmt.Errorf("%s answered %d ids for %d transfers: %w", c.label(server), len(ids.IDs), len(refs), pdc.ErrProtocol)
+		return fmt.Errorf("%s answered %d ids for %d transfers: %w", e.cl.Label(server), len(ids.IDs), len(refs), pdc.ErrProtocol)
 	}
 	for i, r := range refs {
 		r.part().id = ids.IDs[i]
@@ -267,11 +267,11 @@ func (sc *startCall) answer(ctx context.Context) error {
 
 // restart starts refs on server again, and waits for the answer, after
 // the server found their dims out of date.
-func (c *Client) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
+func (e *Engine) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
 	if err := pdc.CtxErr(ctx); err != nil {
 		return wire.DataIDs{}, err // and takes no lane space
 	}
-	ln, err := c.lane(ctx, server, refs, Write)
+	ln, err := e.lane(ctx, server, refs, Write)
 	if err != nil {
 		return wire.DataIDs{}, err
 	}
@@ -279,7 +279,7 @@ func (c *Client) restart(ctx context.Context, server int, refs []partRef) (wire.
 	if ln != nil {
 		ln.unref() // use holds its own
 	}
-	_, ids, err := c.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
+	_, ids, err := e.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
 	use.settled(err)
 	return ids, err
 }
@@ -291,7 +291,7 @@ func collectStarts(ctx context.Context, ts []*Transfer) error {
 		for i := range t.parts {
 			if sc := t.parts[i].start; sc != nil {
 				if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
-					return fmt.Errorf("object %q region %v: %w", t.obj.meta().Name, t.remote, pdc.CtxErr(ctx))
+					return fmt.Errorf("object %q region %v: %w", t.obj.Meta().Name, t.remote, pdc.CtxErr(ctx))
 				}
 			}
 		}

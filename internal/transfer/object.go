@@ -1,0 +1,67 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func (o *Object) track(t *Transfer, started bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.pending == nil {
+		o.mu.pending = map[*Transfer]struct{}{}
+	}
+	if started {
+		o.mu.pending[t] = struct{}{}
+	} else {
+		delete(o.mu.pending, t)
+	}
+}
+
+func (o *Object) wroteTo(parts []part) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.wrote == nil {
+		o.mu.wrote = map[int]bool{}
+	}
+	for _, p := range parts {
+		o.mu.wrote[p.server] = true
+	}
+}
+
+// Flush fsyncs the object's data on the data servers written since the
+// last flush (PDCobj_flush_start), after waiting for transfers under way.
+func (o *Object) Flush(ctx context.Context) error {
+	if err := o.waitPending(ctx); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	servers := make([]int, 0, len(o.mu.wrote))
+	for s := range o.mu.wrote {
+		servers = append(servers, s)
+	}
+	o.mu.wrote = nil
+	o.mu.Unlock()
+	return fanOut(servers, func(server int) error {
+		if err := o.e.cl.Call(ctx, server, wire.MethodDataFlush, &wire.IDArg{ID: o.Meta().ID}, nil); err != nil {
+			return fmt.Errorf("object %q: flush on %s: %w", o.Meta().Name, o.e.cl.Label(server), err)
+		}
+		return nil
+	})
+}
+
+// waitPending waits for the object's started, unwaited transfers.
+func (o *Object) waitPending(ctx context.Context) error {
+	o.mu.Lock()
+	ts := make([]*Transfer, 0, len(o.mu.pending))
+	for t := range o.mu.pending {
+		ts = append(ts, t)
+	}
+	o.mu.Unlock()
+	if len(ts) == 0 {
+		return nil
+	}
+	return o.e.WaitAll(ctx, ts)
+}
