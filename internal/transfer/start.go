@@ -44,18 +44,12 @@ func (e *Engine) StartAll(ctx context.Context, ts []*Transfer) error {
 	return e.startNow(ctx, ts)
 }
 
-// startNow is StartAll once the transfers queued before are started.
+// startNow is StartAll once the transfers queued before are started:
+// locate the regions that need their metadata servers, plan every
+// transfer, send its parts to their data servers, and note what went.
 func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 	if len(ts) > 1 {
-		if err := e.placeAll(ctx, ts); err != nil {
-			for _, t := range ts {
-				if kindOf(t) == placeWrite {
-					t.located, t.isLocated = nil, false
-				}
-			}
-			return err
-		}
-		if err := e.locateAll(ctx, ts); err != nil {
+		if err := e.locateBatch(ctx, ts); err != nil {
 			return err
 		}
 	}
@@ -64,13 +58,42 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 			return err
 		}
 	}
-	groups := groupParts(ts, false)
+	groups, servers := startGroups(ts)
 	posix := false
 	for _, t := range ts {
 		posix = posix || t.obj.Meta().POSIX
 	}
+	err := fanOut(servers, func(server int) error { return e.startOn(ctx, server, groups[server], posix) })
+	markStarted(ts, err)
+	if err != nil {
+		return err
+	}
+	if posix {
+		return finishPOSIX(ts)
+	}
+	return nil
+}
+
+// locateBatch has the metadata servers place the region-dynamic and
+// region-local writes among ts and locate the reads, a request per
+// server rather than per region as plan would.
+func (e *Engine) locateBatch(ctx context.Context, ts []*Transfer) error {
+	if err := e.placeAll(ctx, ts); err != nil {
+		for _, t := range ts {
+			if kindOf(t) == placeWrite {
+				t.located, t.isLocated = nil, false
+			}
+		}
+		return err
+	}
+	return e.locateAll(ctx, ts)
+}
+
+// startGroups lists the planned parts of ts by data server, writes first
+// (so that reads of the same call see them), and the servers.
+func startGroups(ts []*Transfer) (map[int][]partRef, []int) {
+	groups := groupParts(ts, false)
 	for server, refs := range groups {
-		// Writes first, so that reads of the same call see them.
 		slices.SortStableFunc(refs, func(a, b partRef) int {
 			return boolInt(a.t.access != Write) - boolInt(b.t.access != Write)
 		})
@@ -80,80 +103,91 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	startChunk := func(server int, refs []partRef) error {
-		if err := e.makeRoom(ctx, server, refs, 0); err != nil {
-			return err
+	return groups, servers
+}
+
+// startOn starts refs on server in chunks, in order, so that the writes
+// are registered before the reads that must see them: pipelined, or
+// waited for each if posix.
+func (e *Engine) startOn(ctx context.Context, server int, all []partRef, posix bool) error {
+	for _, ch := range chunk(len(all), chunkBytes, func(i int) int {
+		if r := all[i]; r.t.access == Write || posix {
+			return len(r.part().data)
 		}
-		call := func() (wire.DataResults, wire.DataIDs, error) {
-			if err := pdc.CtxErr(ctx); err != nil {
-				return wire.DataResults{}, wire.DataIDs{}, err // and takes no lane space
-			}
-			ln, err := e.lane(ctx, server, refs, Write)
-			if err != nil {
-				return wire.DataResults{}, wire.DataIDs{}, err
-			}
-			m, payload, use := buildStart(refs, posix, ln)
-			if ln != nil {
-				ln.unref() // use holds its own
-			}
-			res, rep, err := e.dataCall(ctx, server, wire.MethodDataStart, &m, payload, posix, readParts(refs))
-			use.settled(err)
-			return res, rep, err
-		}
-		res, rep, err := call()
-		if errors.Is(err, pdc.ErrStale) {
-			// Another client changed the dims: look again, once. The
-			// regions now outside them end alone.
-			ok, rerr := refreshDims(ctx, refs)
-			if rerr != nil {
-				return rerr
-			}
-			if refs = ok; len(refs) == 0 {
-				return nil
-			}
-			res, rep, err = call()
+		return 0
+	}) {
+		refs := all[ch[0]:ch[1]]
+		var err error
+		if posix {
+			err = e.startWaited(ctx, server, refs)
+		} else {
+			err = e.sendStart(ctx, server, refs)
 		}
 		if err != nil {
-			return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
+			return err
 		}
-		ids := rep.IDs
-		if posix {
-			ids = res.IDs
-		}
-		if len(ids) != len(refs) {
-			return fmt.Errorf("%s answered %d ids for %d transfers: %w", e.cl.Label(server), len(ids), len(refs), pdc.ErrProtocol)
-		}
-		for i, r := range refs {
-			r.part().id = ids[i]
-			if posix {
-				r.part().done = true
-				if ierr := itemErr(e, server, res.Items[i]); ierr != nil {
-					r.t.setErr(ierr)
-				}
-			}
-		}
-		return nil
 	}
-	start := startChunk
-	if !posix {
-		start = func(server int, refs []partRef) error { return e.sendStart(ctx, server, refs) }
+	return nil
+}
+
+// startWaited starts refs on server and waits until the server has done
+// them (POSIX consistency). A server that finds the dims out of date gets
+// the request again, once, without the regions now outside them, which
+// end alone.
+func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) error {
+	if err := e.makeRoom(ctx, server, refs, 0); err != nil {
+		return err
 	}
-	err := fanOut(servers, func(server int) error {
-		// In order, so that the writes are registered before the reads
-		// that must see them.
-		all := groups[server]
-		for _, ch := range chunk(len(all), chunkBytes, func(i int) int {
-			if r := all[i]; r.t.access == Write || posix {
-				return len(r.part().data)
-			}
-			return 0
-		}) {
-			if err := start(server, all[ch[0]:ch[1]]); err != nil {
-				return err
-			}
+	res, err := e.startCall(ctx, server, refs)
+	if errors.Is(err, pdc.ErrStale) {
+		ok, rerr := refreshDims(ctx, refs)
+		if rerr != nil {
+			return rerr
 		}
-		return nil
-	})
+		if refs = ok; len(refs) == 0 {
+			return nil
+		}
+		res, err = e.startCall(ctx, server, refs)
+	}
+	if err != nil {
+		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
+	}
+	if len(res.IDs) != len(refs) {
+		return fmt.Errorf("%s answered %d ids for %d transfers: %w", e.cl.Label(server), len(res.IDs), len(refs), pdc.ErrProtocol)
+	}
+	for i, r := range refs {
+		r.part().id = res.IDs[i]
+		r.part().done = true
+		if ierr := itemErr(e, server, res.Items[i]); ierr != nil {
+			r.t.setErr(ierr)
+		}
+	}
+	return nil
+}
+
+// startCall is one waited DataStart of refs on server, through the lane
+// if there is one.
+func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wire.DataResults, error) {
+	if err := pdc.CtxErr(ctx); err != nil {
+		return wire.DataResults{}, err // and takes no lane space
+	}
+	ln, err := e.lane(ctx, server, refs, Write)
+	if err != nil {
+		return wire.DataResults{}, err
+	}
+	m, payload, use := buildStart(refs, true, ln)
+	if ln != nil {
+		ln.unref() // use holds its own
+	}
+	res, _, err := e.dataCall(ctx, server, wire.MethodDataStart, &m, payload, true, readParts(refs))
+	use.settled(err)
+	return res, err
+}
+
+// markStarted marks ts started, and tracked by their objects, after their
+// parts were sent; if that failed (err), the parts no server took end
+// with it.
+func markStarted(ts []*Transfer, err error) {
 	for _, t := range ts {
 		t.mu.Lock()
 		t.state = stateStarted
@@ -175,19 +209,19 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 			t.obj.wroteTo(t.parts)
 		}
 	}
-	if err != nil {
-		return err
-	}
-	if posix {
-		for _, t := range ts {
-			if t.obj.Meta().POSIX {
-				t.finish()
-			}
+}
+
+// finishPOSIX finishes the transfers of ts with POSIX consistency, whose
+// starts were waited, and returns the first one's error.
+func finishPOSIX(ts []*Transfer) error {
+	for _, t := range ts {
+		if t.obj.Meta().POSIX {
+			t.finish()
 		}
-		for _, t := range ts {
-			if err := t.Err(); err != nil && t.obj.Meta().POSIX {
-				return err
-			}
+	}
+	for _, t := range ts {
+		if err := t.Err(); err != nil && t.obj.Meta().POSIX {
+			return err
 		}
 	}
 	return nil
