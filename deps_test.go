@@ -29,6 +29,10 @@ var importRules = []importRule{
 		why: "tagindex is the pure core of search; the posting store is internal/postings"},
 	{from: "internal/overlay", to: "github.com/pdcgo/pdc/internal/vfs",
 		why: "overlay is pure"},
+	{from: "github.com/pdcgo/pdc/client", to: "internal/metaserver", direct: true,
+		why: "the limits a client checks first live in internal/limits; it reaches servers only by the wire"},
+	{from: "internal/placement", to: "internal/rpc",
+		why: "placement is pure: the client and the servers call it, it asks no one"},
 }
 
 // TestImportRules fails when a package imports what a rule forbids.
