@@ -1,5 +1,5 @@
 // Package lane is the shared-memory transport of region payloads between a
-// client and a data server on one host (DESIGN.md decision 3, the DTL's shm
+// client and a data server on one host (ARCHITECTURE.md decision 3, the DTL's shm
 // mode for region I/O).
 //
 // A lane is a memory file that the data server makes, sizes and seals
