@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dtl"
@@ -69,12 +66,12 @@ const (
 	// Cached: the consumer dir already held this version; nothing moved.
 	Cached How = "cached"
 	// Direct: the consumer dir is the owner's producer dir; nothing moved.
-	Direct How = "direct"
+	Direct How = staging.Direct
 	// Linked: the owner's file is on this host (or shared storage); it
 	// was hard-linked into the consumer dir.
-	Linked How = "linked"
+	Linked How = staging.Linked
 	// Copied: as Linked, but across file systems: copied on this host.
-	Copied How = "copied"
+	Copied How = staging.Copied
 	// Fetched: moved from the owner's server through the DTL.
 	Fetched How = "fetched"
 )
@@ -508,9 +505,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 }
 
 // placeLocal puts the owner's file, which this host can see, into the
-// consumer dir without a transfer: the dir itself if it is the producer
-// dir, else a hard link, else a copy on this host. Each is checked against
-// the record first.
+// consumer dir without a transfer (staging.PlaceLocal).
 func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server) (How, error) {
 	if owner.StageDir == "" {
 		return "", fmt.Errorf("its owner %s serves no producer dir: %w", owner.Label(), pdc.ErrNotFound)
@@ -519,129 +514,12 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.Sta
 	if err != nil {
 		return "", fmt.Errorf("the producer dir of its owner %s: %w", owner.Label(), err)
 	}
-	_, src, err := pdir.Resolve(rel)
-	if err != nil {
-		return "", err
-	}
-	sf, err := os.Open(src)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("version %d was removed from the producer dir %s after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)
-		}
-		return "", err
-	}
-	defer sf.Close()
-	st, err := sf.Stat()
-	if err != nil {
-		return "", err
-	}
-	if err := staging.Matches(rec, st); err != nil {
-		return "", err
-	}
-	if err := verifyCRC(sf, rec, "the producer's file"); err != nil {
-		return "", err
-	}
-	if src == dst {
-		return Direct, dir.Remember(rel, dst, rec)
-	}
-	how := Linked
-	if err := os.Link(src, tmp); err != nil {
-		how = Copied
-		if err := copyLocal(sf, tmp, int64(rec.Size)); err != nil {
-			os.Remove(tmp)
-			return "", err
-		}
-		f, err := os.Open(tmp)
-		if err == nil {
-			err = verifyCRC(f, rec, "the copy")
-			f.Close()
-		}
-		if err != nil {
-			os.Remove(tmp)
-			return "", err
-		}
-	}
-	if err := install(dir, rel, tmp, dst, rec, false, true); err != nil {
-		return "", err
-	}
-	return how, nil
-}
-
-// copyLocal copies n bytes of src into a new file at path, fsynced.
-func copyLocal(src *os.File, path string, n int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := reserve(f, n); err != nil {
-		f.Close()
-		return err
-	}
-	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// roomCheckMin is the size from which a fetch first checks that the file
-// fits in the consumer dir: a large file that cannot fit fails before any
-// of it moves. A smaller one fails at its first write that finds no room.
-const roomCheckMin = 1 << 20
-
-// reserve allocates n bytes for f, so that a full file system fails the
-// consume before any byte moves.
-func reserve(f *os.File, n int64) error {
-	if n == 0 {
-		return nil
-	}
-	err := unix.Fallocate(int(f.Fd()), 0, 0, n)
-	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reserving %d bytes in %s: %w", n, filepath.Dir(f.Name()), err)
-	}
-	return nil
-}
-
-func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
-	crc, err := staging.FileCRC(f, int64(rec.Size))
-	if err != nil {
-		return err
-	}
-	if crc != rec.CRC {
-		return fmt.Errorf("%s has CRC-32C %08x, but version %d was produced with %08x: the file changed after it was produced: %w",
-			what, crc, rec.Version, rec.CRC, pdc.ErrChecksum)
-	}
-	return nil
-}
-
-// install moves a verified temporary file into place, fsyncs its
-// directory if syncDir, and, unless marked (the file carries its record),
-// records which version it holds. A record file left from an older copy
-// cannot vouch for the new one: it names the old copy's inode.
-func install(dir staging.Dir, rel, tmp, dst string, rec *wire.StageRecord, marked, syncDir bool) error {
-	if err := staging.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if syncDir {
-		if err := staging.SyncDir(filepath.Dir(dst)); err != nil {
-			return err
-		}
-	}
-	if marked {
-		return nil
-	}
-	return dir.Remember(rel, dst, rec)
+	how, err := staging.PlaceLocal(dir, pdir, rel, dst, tmp, rec)
+	return How(how), err
 }
 
 // fetchStaged fetches the file from its owner into a temporary file next
-// to dst, checks it and installs it.
+// to dst, checks it and installs it (staging.Fetch).
 func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server, o *consumeOpts) (string, int64, error) {
 	recv, err := c.receiver()
 	if err != nil {
@@ -658,61 +536,7 @@ func (c *Client) fetchStaged(ctx context.Context, dir staging.Dir, rel, dst, tmp
 			shown = "auto (shm)"
 		}
 	}
-	f, err := staging.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return shown, 0, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	size := int64(rec.Size)
-	if size >= roomCheckMin {
-		if err := staging.CheckRoom(f, size); err != nil {
-			return shown, 0, fmt.Errorf("the consumer dir %s has no room: %w", dir.Path, err)
-		}
-	}
-	key := staging.FetchKey(rec)
-	// The bytes are written as they come, checksummed on the way, large
-	// files pipelined across pieces; shm hands over the owner's file, which
-	// is copied and checksummed in one part per processor.
-	in := staging.NewIncoming(f, size, o.progress)
-	n, err := recv.Fetch(ctx, owner.Addr, key, dtl.IntoWriter(in), dtl.WithMode(mode), dtl.WithExpectedSize(size))
-	written, crc, werr := in.Finish()
-	if err == nil && werr != nil {
-		err = fmt.Errorf("writing %s: %w", tmp, werr)
-	}
-	if err != nil {
-		return shown, 0, fmt.Errorf("fetch from its owner %s: %w", owner.Label(), err)
-	}
-	if n != size || written != size || crc != rec.CRC {
-		return shown, n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
-			n, crc, owner.Label(), rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return shown, n, err
-	}
-	marked, err := staging.Mark(f, st, rec)
-	if err != nil {
-		return shown, n, err
-	}
-	// On tmpfs fsync does nothing: skip it, and the directory's.
-	durable := !dir.InMemory(st)
-	if durable {
-		if err := f.Sync(); err != nil {
-			return shown, n, err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return shown, n, err
-	}
-	ok = true
-	if err := install(dir, rel, tmp, dst, rec, marked, durable); err != nil {
-		return shown, n, err
-	}
-	return shown, n, nil
+	n, err := staging.Fetch(ctx, recv, dir, staging.Fetching{Rel: rel, Dst: dst, Tmp: tmp, Rec: rec,
+		Owner: owner.Addr, OwnerLabel: owner.Label(), Mode: mode, Progress: o.progress})
+	return shown, n, err
 }

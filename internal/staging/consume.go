@@ -1,0 +1,227 @@
+package staging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// How a consume placed a file in the consumer dir without a fetch
+// (client.How has the same values).
+const (
+	Direct = "direct" // the consumer dir is the owner's producer dir
+	Linked = "linked" // hard-linked from the owner's file on this host
+	Copied = "copied" // copied from it on this host, across file systems
+)
+
+// PlaceLocal puts the file rel of the producer dir pdir, which this host
+// can see, into the consumer dir dir at dst without a transfer: the file
+// itself if dst is it, else a hard link, else a copy on this host, made
+// at tmp and renamed. Each is checked against the record first. It
+// returns how (Direct, Linked or Copied).
+func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord) (how string, err error) {
+	_, src, err := pdir.Resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	sf, err := os.Open(src)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("version %d was removed from the producer dir %s after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)
+		}
+		return "", err
+	}
+	defer sf.Close()
+	st, err := sf.Stat()
+	if err != nil {
+		return "", err
+	}
+	if err := Matches(rec, st); err != nil {
+		return "", err
+	}
+	if err := verifyCRC(sf, rec, "the producer's file"); err != nil {
+		return "", err
+	}
+	if src == dst {
+		return Direct, dir.Remember(rel, dst, rec)
+	}
+	how = Linked
+	if err := os.Link(src, tmp); err != nil {
+		how = Copied
+		if err := copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+			os.Remove(tmp)
+			return "", err
+		}
+		f, err := os.Open(tmp)
+		if err == nil {
+			err = verifyCRC(f, rec, "the copy")
+			f.Close()
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return "", err
+		}
+	}
+	if err := install(dir, rel, tmp, dst, rec, false, true); err != nil {
+		return "", err
+	}
+	return how, nil
+}
+
+// copyLocal copies n bytes of src into a new file at path, fsynced.
+func copyLocal(src *os.File, path string, n int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := reserve(f, n); err != nil {
+		f.Close()
+		return err
+	}
+	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// roomCheckMin is the size from which a fetch first checks that the file
+// fits in the consumer dir: a large file that cannot fit fails before any
+// of it moves. A smaller one fails at its first write that finds no room.
+const roomCheckMin = 1 << 20
+
+// reserve allocates n bytes for f, so that a full file system fails the
+// consume before any byte moves.
+func reserve(f *os.File, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(f.Fd()), 0, 0, n)
+	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reserving %d bytes in %s: %w", n, filepath.Dir(f.Name()), err)
+	}
+	return nil
+}
+
+func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
+	crc, err := FileCRC(f, int64(rec.Size))
+	if err != nil {
+		return err
+	}
+	if crc != rec.CRC {
+		return fmt.Errorf("%s has CRC-32C %08x, but version %d was produced with %08x: the file changed after it was produced: %w",
+			what, crc, rec.Version, rec.CRC, pdc.ErrChecksum)
+	}
+	return nil
+}
+
+// install moves a verified temporary file into place, fsyncs its
+// directory if syncDir, and, unless marked (the file carries its record),
+// records which version it holds. A record file left from an older copy
+// cannot vouch for the new one: it names the old copy's inode.
+func install(dir Dir, rel, tmp, dst string, rec *wire.StageRecord, marked, syncDir bool) error {
+	if err := Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if syncDir {
+		if err := SyncDir(filepath.Dir(dst)); err != nil {
+			return err
+		}
+	}
+	if marked {
+		return nil
+	}
+	return dir.Remember(rel, dst, rec)
+}
+
+// Fetching is one file a consumer fetches from its owner.
+type Fetching struct {
+	Rel, Dst, Tmp string // its path in the consumer dir, absolute, and the temporary file
+	Rec           *wire.StageRecord
+	Owner         string // the owner's address
+	OwnerLabel    string // the owner, as errors name it
+	Mode          dtl.Mode
+	Progress      func(done, total int64)
+}
+
+// Fetch fetches a file from its owner through recv into its temporary
+// file, checks its size and CRC against the record, makes it durable
+// (unless dir is in memory) and installs it at its place in dir. It
+// returns the bytes fetched.
+func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64, error) {
+	rel, dst, tmp, rec := fe.Rel, fe.Dst, fe.Tmp, fe.Rec
+	f, err := OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	size := int64(rec.Size)
+	if size >= roomCheckMin {
+		if err := CheckRoom(f, size); err != nil {
+			return 0, fmt.Errorf("the consumer dir %s has no room: %w", dir.Path, err)
+		}
+	}
+	key := FetchKey(rec)
+	// The bytes are written as they come, checksummed on the way, large
+	// files pipelined across pieces; shm hands over the owner's file, which
+	// is copied and checksummed in one part per processor.
+	in := NewIncoming(f, size, fe.Progress)
+	n, err := recv.Fetch(ctx, fe.Owner, key, dtl.IntoWriter(in), dtl.WithMode(fe.Mode), dtl.WithExpectedSize(size))
+	written, crc, werr := in.Finish()
+	if err == nil && werr != nil {
+		err = fmt.Errorf("writing %s: %w", tmp, werr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fetch from its owner %s: %w", fe.OwnerLabel, err)
+	}
+	if n != size || written != size || crc != rec.CRC {
+		return n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
+			n, crc, fe.OwnerLabel, rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return n, err
+	}
+	marked, err := Mark(f, st, rec)
+	if err != nil {
+		return n, err
+	}
+	// On tmpfs fsync does nothing: skip it, and the directory's.
+	durable := !dir.InMemory(st)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return n, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return n, err
+	}
+	ok = true
+	if err := install(dir, rel, tmp, dst, rec, marked, durable); err != nil {
+		return n, err
+	}
+	return n, nil
+}
