@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dataquery"
+	"github.com/pdcgo/pdc/internal/transfer"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -290,22 +291,9 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	dims := slices.Clone(o.meta().Props.Dims)
-	var area region.Box
-	if qo.within != nil {
-		area = *qo.within
-		if err := area.Check(); err != nil {
-			return nil, fmt.Errorf("region: %w", err)
-		}
-		if err := o.x.CheckRemote(ctx, area); err != nil {
-			return nil, err
-		}
-		dims = slices.Clone(o.meta().Props.Dims)
-	} else {
-		if len(dims) == 0 || slices.Contains(dims, Unlimited) {
-			return nil, fmt.Errorf("dims %v are not fixed: give a region with Within: %w", dims, pdc.ErrInvalid)
-		}
-		area = region.Shape(dims...)
+	dims, area, err := o.queryArea(ctx, qo)
+	if err != nil {
+		return nil, err
 	}
 	elem := typ.Size()
 	out := &QueryResult{Dims: dims}
@@ -316,72 +304,19 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	// One call per data slot: a server may hold several (placement.SlotHost).
-	type holder struct{ server, slot int }
-	byServer := map[holder][]wire.QueryBox{}
-	var servers []holder
-	for _, pc := range pieces {
-		h := holder{pc.Server, pc.Slot}
-		if _, ok := byServer[h]; !ok {
-			servers = append(servers, h)
-		}
-		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.Box.Off, Size: pc.Box.Size})
-	}
 	var parts []queryHits
-	// Parts no data server holds (region dynamic and local: never
-	// written) are zeros.
-	var covered uint64
-	for _, pc := range pieces {
-		covered += pc.Box.Volume() // the pieces are disjoint
+	if prog.MatchesZero() {
+		zero, err := zeroHits(area, pieces, dims, qo.ret, elem)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, zero...)
 	}
-	if covered < area.Volume() && prog.MatchesZero() {
-		if qo.ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
-			return nil, fmt.Errorf("%d never-written elements match, more than one selection may hold: restrict the region or ask for the count: %w",
-				area.Volume()-covered, pdc.ErrTooLarge)
-		}
-		holes := []region.Box{area}
-		for _, pc := range pieces {
-			var next []region.Box
-			for _, h := range holes {
-				next = append(next, region.Subtract(h, pc.Box)...)
-			}
-			holes = next
-		}
-		var zero queryHits
-		for _, h := range holes {
-			zero.hits += h.Volume()
-			if qo.ret >= wire.QuerySelection {
-				region.Runs(region.Shape(dims...), h, func(r region.Run) bool {
-					for i := r.Off; i < r.Off+r.Len; i++ {
-						zero.idx = append(zero.idx, i)
-					}
-					return true
-				})
-			}
-		}
-		if qo.ret == wire.QueryValues {
-			zero.vals = make([]byte, len(zero.idx)*elem)
-		}
-		parts = append(parts, zero)
-	}
-
 	var within *wire.QueryBox
 	if qo.within != nil {
 		within = &wire.QueryBox{Off: area.Off, Size: area.Size}
 	}
-	type call struct {
-		holder
-		boxes []wire.QueryBox
-	}
-	var calls []call
-	for _, s := range servers {
-		bs := byServer[s]
-		for len(bs) > 0 {
-			n := min(len(bs), queryBoxesPerCall)
-			calls = append(calls, call{s, bs[:n]})
-			bs = bs[n:]
-		}
-	}
+	calls := queryCalls(pieces)
 	got := make([]queryHits, len(calls))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
@@ -403,6 +338,99 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	}
 	parts = append(parts, got...)
 	return mergeHits(out, parts, qo.ret, elem), nil
+}
+
+// queryArea is the object's dims and the region a query covers: Within's,
+// checked against the dims (looked up again if it lies outside them), or
+// the whole object, whose dims must then be fixed.
+func (o *Object) queryArea(ctx context.Context, qo dataQueryOptions) ([]uint64, region.Box, error) {
+	if qo.within == nil {
+		dims := slices.Clone(o.meta().Props.Dims)
+		if len(dims) == 0 || slices.Contains(dims, Unlimited) {
+			return nil, region.Box{}, fmt.Errorf("dims %v are not fixed: give a region with Within: %w", dims, pdc.ErrInvalid)
+		}
+		return dims, region.Shape(dims...), nil
+	}
+	area := *qo.within
+	if err := area.Check(); err != nil {
+		return nil, area, fmt.Errorf("region: %w", err)
+	}
+	if err := o.x.CheckRemote(ctx, area); err != nil {
+		return nil, area, err
+	}
+	return slices.Clone(o.meta().Props.Dims), area, nil
+}
+
+// zeroHits are the hits of a predicate zero satisfies among the elements
+// of area no data server holds (region dynamic and local: never written),
+// which are zeros; none if the pieces cover area.
+func zeroHits(area region.Box, pieces []transfer.Piece, dims []uint64, ret uint32, elem int) ([]queryHits, error) {
+	var covered uint64
+	for _, pc := range pieces {
+		covered += pc.Box.Volume() // the pieces are disjoint
+	}
+	if covered >= area.Volume() {
+		return nil, nil
+	}
+	if ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
+		return nil, fmt.Errorf("%d never-written elements match, more than one selection may hold: restrict the region or ask for the count: %w",
+			area.Volume()-covered, pdc.ErrTooLarge)
+	}
+	holes := []region.Box{area}
+	for _, pc := range pieces {
+		var next []region.Box
+		for _, h := range holes {
+			next = append(next, region.Subtract(h, pc.Box)...)
+		}
+		holes = next
+	}
+	var zero queryHits
+	for _, h := range holes {
+		zero.hits += h.Volume()
+		if ret >= wire.QuerySelection {
+			region.Runs(region.Shape(dims...), h, func(r region.Run) bool {
+				for i := r.Off; i < r.Off+r.Len; i++ {
+					zero.idx = append(zero.idx, i)
+				}
+				return true
+			})
+		}
+	}
+	if ret == wire.QueryValues {
+		zero.vals = make([]byte, len(zero.idx)*elem)
+	}
+	return []queryHits{zero}, nil
+}
+
+// queryCall is one DataQuery: boxes of one data slot on its server.
+type queryCall struct {
+	server, slot int
+	boxes        []wire.QueryBox
+}
+
+// queryCalls groups the pieces by data slot, a server holding several
+// (placement.SlotHost), in calls of at most queryBoxesPerCall boxes.
+func queryCalls(pieces []transfer.Piece) []queryCall {
+	type holder struct{ server, slot int }
+	byServer := map[holder][]wire.QueryBox{}
+	var servers []holder
+	for _, pc := range pieces {
+		h := holder{pc.Server, pc.Slot}
+		if _, ok := byServer[h]; !ok {
+			servers = append(servers, h)
+		}
+		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.Box.Off, Size: pc.Box.Size})
+	}
+	var calls []queryCall
+	for _, s := range servers {
+		bs := byServer[s]
+		for len(bs) > 0 {
+			n := min(len(bs), queryBoxesPerCall)
+			calls = append(calls, queryCall{s.server, s.slot, bs[:n]})
+			bs = bs[n:]
+		}
+	}
+	return calls
 }
 
 func (c *Client) dataQueryCall(ctx context.Context, server int, m *wire.DataQuery) (queryHits, error) {

@@ -269,80 +269,102 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 			mine = append(mine, s)
 		}
 	}
-	r := &queryResult{}
-	var mu sync.Mutex
-	var unsupported bool
-	step := func(index int, st tagindex.Step, terms []string) ([]string, error) {
-		res, ids, strs, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(st), Terms: terms, NoSuffix: noSuffix})
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if res.Unsupported {
-			unsupported = true
-			return nil, nil
-		}
-		r.add(ids, nil, res.Flags)
-		return strs, nil
-	}
+	run := &indexRun{c: c, q: q, noSuffix: noSuffix, r: &queryResult{}}
 	var keys []string
 	err := fanOut(mine, func(index int) error {
-		strs, err := step(index, plan.First, plan.Terms)
+		strs, err := run.step(ctx, index, plan.First, plan.Terms)
 		if err != nil {
 			return err
 		}
 		if plan.Then {
-			mu.Lock()
+			run.mu.Lock()
 			keys = append(keys, strs...)
-			mu.Unlock()
+			run.mu.Unlock()
 		}
 		return nil
 	})
-	if err == nil && plan.Then && !unsupported && len(keys) > 0 {
-		// The keys found, at the servers that hold their entries.
-		part := tagindex.For(len(c.metaServers()))
-		byServer := map[int][]string{}
-		slices.Sort(keys)
-		for _, k := range slices.Compact(keys) {
-			byServer[part.Owner(k)] = append(byServer[part.Owner(k)], k)
-		}
-		servers := make([]int, 0, len(byServer))
-		for s := range byServer {
-			servers = append(servers, s)
-		}
-		err = fanOut(servers, func(index int) error {
-			ks := byServer[index]
-			for start := 0; start < len(ks); start += limits.MaxQueryTerms {
-				if _, err := step(index, tagindex.StepByKey, ks[start:min(start+limits.MaxQueryTerms, len(ks))]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+	if err == nil && plan.Then && !run.unsupported && len(keys) > 0 {
+		err = run.byKeys(ctx, keys)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("query %q: %w", q, err)
 	}
-	if unsupported {
-		// A plan through the suffix trees may fail for want of them
-		// alone: try once more without (an infix value can still go by
-		// an exact key, a suffix value by the reversed texts).
-		// Otherwise the servers keep no index.
-		retry := !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Suffix)
-		c.query.mu.Lock()
-		if retry {
-			c.query.noSuffix = true
-		} else {
-			c.query.noIndex = true
-		}
-		c.query.mu.Unlock()
-		if retry {
+	if run.unsupported {
+		if c.dropIndexPlan(pq, noSuffix) {
 			return c.indexQuery(ctx, pq, q, o, rank, size)
 		}
 		return nil, errNoIndex
 	}
-	return r, nil
+	return run.r, nil
+}
+
+// indexRun is one run of an index plan: its steps' results go in r.
+type indexRun struct {
+	c        *Client
+	q        string
+	noSuffix bool
+
+	mu          sync.Mutex
+	r           *queryResult
+	unsupported bool // a server keeps no index the plan needs
+}
+
+// step runs a step of the plan on the metadata server of index and
+// returns the texts it found.
+func (run *indexRun) step(ctx context.Context, index int, st tagindex.Step, terms []string) ([]string, error) {
+	res, ids, strs, err := run.c.queryCall(ctx, index, &wire.TagQuery{Query: run.q, Step: uint32(st), Terms: terms, NoSuffix: run.noSuffix})
+	if err != nil {
+		return nil, err
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if res.Unsupported {
+		run.unsupported = true
+		return nil, nil
+	}
+	run.r.add(ids, nil, res.Flags)
+	return strs, nil
+}
+
+// byKeys asks for the keys found by a first step, at the servers that
+// hold their entries.
+func (run *indexRun) byKeys(ctx context.Context, keys []string) error {
+	part := tagindex.For(len(run.c.metaServers()))
+	byServer := map[int][]string{}
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
+		byServer[part.Owner(k)] = append(byServer[part.Owner(k)], k)
+	}
+	servers := make([]int, 0, len(byServer))
+	for s := range byServer {
+		servers = append(servers, s)
+	}
+	return fanOut(servers, func(index int) error {
+		ks := byServer[index]
+		for start := 0; start < len(ks); start += limits.MaxQueryTerms {
+			if _, err := run.step(ctx, index, tagindex.StepByKey, ks[start:min(start+limits.MaxQueryTerms, len(ks))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// dropIndexPlan notes that a server could not run an index plan, and
+// reports whether to try once more. A plan through the suffix trees may
+// fail for want of them alone: it is tried once more without (an infix
+// value can still go by an exact key, a suffix value by the reversed
+// texts). Otherwise the servers keep no index.
+func (c *Client) dropIndexPlan(pq *tagindex.Query, noSuffix bool) (retry bool) {
+	retry = !noSuffix && (pq.Key.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Infix || pq.Value.Kind == tagindex.Suffix)
+	c.query.mu.Lock()
+	defer c.query.mu.Unlock()
+	if retry {
+		c.query.noSuffix = true
+	} else {
+		c.query.noIndex = true
+	}
+	return retry
 }
 
 // ---- explicit DART calls (PDC's insert/delete_obj_ref_into/from_dart)
