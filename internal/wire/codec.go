@@ -279,3 +279,13 @@ func putBytesList(b []byte, n protowire.Number, vs [][]byte) []byte {
 	}
 	return b
 }
+
+// putStrings appends a repeated string field, each element (empty ones
+// too) as one field.
+func putStrings(b []byte, n protowire.Number, ss []string) []byte {
+	for _, s := range ss {
+		b = protowire.AppendTag(b, n, protowire.BytesType)
+		b = protowire.AppendString(b, s)
+	}
+	return b
+}

@@ -297,6 +297,460 @@ func (m *KVBatch) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// Region transfers with data servers, and where regions are.
+
+// DataItem is one region transfer between a client and a data server.
+type DataItem struct {
+	Obj   uint64   // 1
+	Write bool     // 2
+	Off   []uint64 // 3: the region of the object (the file space)
+	Size  []uint64 // 4
+	// The object as the client knows it: a data server refuses a layout
+	// older than one it has seen, so that no client writes with stale dims.
+	Dims        []uint64 // 5
+	DimsVersion uint64   // 6
+	Elem        uint32   // 7: bytes per element
+	Storage     uint32   // 8: regionstore.Mode
+	// A write whose bytes are in the request's lane (DataStart.Lane), not
+	// its payload: their offset there plus one; 0 for the payload.
+	Lane uint64 // 9
+	// Slot is the data slot the region is in, plus one; 0 names the
+	// server's own slot. A server may hold slots of servers of an earlier,
+	// larger cluster (placement.SlotHost), each in its own files.
+	Slot uint32 // 10
+}
+
+func (m *DataItem) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Obj)
+	b = putBool(b, 2, m.Write)
+	b = putPackedUints(b, 3, m.Off)
+	b = putPackedUints(b, 4, m.Size)
+	b = putPackedUints(b, 5, m.Dims)
+	b = putUint(b, 6, m.DimsVersion)
+	b = putUint(b, 7, uint64(m.Elem))
+	b = putUint(b, 8, uint64(m.Storage))
+	b = putUint(b, 9, m.Lane)
+	b = putUint(b, 10, uint64(m.Slot))
+	return b
+}
+
+func (m *DataItem) Unmarshal(b []byte) error {
+	return m.unmarshal(b, nil)
+}
+
+// unmarshal decodes into m, taking the packed fields' slices from slab
+// while it has room.
+func (m *DataItem) unmarshal(b []byte, slab *uintSlab) error {
+	*m = DataItem{}
+	f := fields{b: b, msg: "DataItem"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Obj = f.uint64()
+		case 2:
+			m.Write = f.bool()
+		case 3:
+			m.Off = f.packedUints(slab.take(&f, m.Off))
+		case 4:
+			m.Size = f.packedUints(slab.take(&f, m.Size))
+		case 5:
+			m.Dims = f.packedUints(slab.take(&f, m.Dims))
+		case 6:
+			m.DimsVersion = f.uint64()
+		case 7:
+			m.Elem = f.uint32()
+		case 8:
+			m.Storage = f.uint32()
+		case 9:
+			m.Lane = f.uint64()
+		case 10:
+			m.Slot = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// DataStart registers transfers with a data server. The request's payload
+// holds the bytes of the write items, in item order.
+type DataStart struct {
+	Items []DataItem // 1
+	// Wait asks for the answer once every item is done (POSIX
+	// consistency), with the read items' bytes in its payload.
+	Wait bool // 2
+	// Lane names the client's lane (MethodDataLane) that holds the bytes
+	// of the items whose Lane is set; 0 for none. The server stores those
+	// before it answers, so the client may reuse their space then.
+	Lane uint64 // 3
+}
+
+func (m *DataStart) Marshal(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, m.sizeHint())
+	}
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	b = putBool(b, 2, m.Wait)
+	b = putUint(b, 3, m.Lane)
+	return b
+}
+
+// DataIDs names registered transfers: DataStart's answer (one id per item)
+// and the request of DataWait and DataStatus.
+type DataIDs struct {
+	IDs []uint64 // 1
+	// A DataWait may name a lane (Lane) and, per id, where in it a read's
+	// bytes go (LaneOffs: offset plus one; 0 for the answer's payload).
+	Lane     uint64   // 2
+	LaneOffs []uint64 // 3
+}
+
+func (m *DataIDs) Marshal(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, m.sizeHint())
+	}
+	b = putPackedUints(b, 1, m.IDs)
+	b = putUint(b, 2, m.Lane)
+	b = putPackedUints(b, 3, m.LaneOffs)
+	return b
+}
+
+func (m *DataIDs) Unmarshal(b []byte) error {
+	*m = DataIDs{}
+	f := fields{b: b, msg: "DataIDs"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.IDs = f.packedUints(m.IDs)
+		case 2:
+			m.Lane = f.uint64()
+		case 3:
+			m.LaneOffs = f.packedUints(m.LaneOffs)
+		}
+	}
+	return f.err
+}
+
+// DataResult is how one transfer ended, or where it stands.
+type DataResult struct {
+	Code    Code   // 1: the transfer's error, CodeOK if it succeeded
+	Message string // 2
+	Size    uint64 // 3: bytes of this transfer in the answer's payload
+	State   uint32 // 4: DataStatus only
+	InLane  bool   // 5: the Size bytes are in the wait's lane, not the payload
+}
+
+func (m *DataResult) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Code))
+	b = putString(b, 2, m.Message)
+	b = putUint(b, 3, m.Size)
+	b = putUint(b, 4, uint64(m.State))
+	b = putBool(b, 5, m.InLane)
+	return b
+}
+
+func (m *DataResult) Unmarshal(b []byte) error {
+	*m = DataResult{}
+	f := fields{b: b, msg: "DataResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Code = Code(f.uint32())
+		case 2:
+			m.Message = f.string()
+		case 3:
+			m.Size = f.uint64()
+		case 4:
+			m.State = f.uint32()
+		case 5:
+			m.InLane = f.bool()
+		}
+	}
+	return f.err
+}
+
+// DataResults answers DataWait, DataStatus and a waiting DataStart: one
+// result per transfer, and the read transfers' bytes in the payload in
+// the same order.
+type DataResults struct {
+	Items []DataResult // 1
+	IDs   []uint64     // 2: a waiting DataStart's ids (for status)
+}
+
+func (m *DataResults) Marshal(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, m.sizeHint())
+	}
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	b = putPackedUints(b, 2, m.IDs)
+	return b
+}
+
+func (m *DataResults) Unmarshal(b []byte) error {
+	*m = DataResults{}
+	f := fields{b: b, msg: "DataResults"}
+	if n := f.count(1); n > 0 {
+		m.Items = make([]DataResult, 0, n)
+	}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, DataResult{})
+			f.sub(&m.Items[len(m.Items)-1])
+		case 2:
+			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// RegionReq is a region of an object: for RegionAssign, one about to be
+// written; for RegionQuery, one about to be read.
+type RegionReq struct {
+	Obj  uint64   // 1
+	Off  []uint64 // 2
+	Size []uint64 // 3
+	// RegionAssign: the data slots to choose from (placement.SlotHost);
+	// the metadata server picks the one it has given the fewest bytes.
+	Candidates []uint64 // 4
+	Elem       uint32   // 5: bytes per element
+}
+
+func (m *RegionReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Obj)
+	b = putPackedUints(b, 2, m.Off)
+	b = putPackedUints(b, 3, m.Size)
+	b = putPackedUints(b, 4, m.Candidates)
+	b = putUint(b, 5, uint64(m.Elem))
+	return b
+}
+
+func (m *RegionReq) Unmarshal(b []byte) error {
+	*m = RegionReq{}
+	f := fields{b: b, msg: "RegionReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Obj = f.uint64()
+		case 2:
+			m.Off = f.packedUints(m.Off)
+		case 3:
+			m.Size = f.packedUints(m.Size)
+		case 4:
+			m.Candidates = f.packedUints(m.Candidates)
+		case 5:
+			m.Elem = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// RegionBatch is many RegionReqs in one request.
+type RegionBatch struct {
+	Items []RegionReq // 1
+}
+
+func (m *RegionBatch) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionBatch) Unmarshal(b []byte) error {
+	*m = RegionBatch{}
+	f := fields{b: b, msg: "RegionBatch"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, RegionReq{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// RegionPiece is a region stored in one data slot.
+type RegionPiece struct {
+	Off  []uint64 // 1
+	Size []uint64 // 2
+	// Server is the data slot (placement.SlotHost), which is the rank of
+	// the data server written to when every server holds data and the
+	// cluster has not shrunk since.
+	Server uint32 // 3
+}
+
+func (m *RegionPiece) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Off)
+	b = putPackedUints(b, 2, m.Size)
+	b = putUint(b, 3, uint64(m.Server))
+	return b
+}
+
+func (m *RegionPiece) Unmarshal(b []byte) error {
+	*m = RegionPiece{}
+	f := fields{b: b, msg: "RegionPiece"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Off = f.packedUints(m.Off)
+		case 2:
+			m.Size = f.packedUints(m.Size)
+		case 3:
+			m.Server = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// RegionLocated answers one region of a RegionQueryAll: its pieces, or
+// why it could not be located.
+type RegionLocated struct {
+	Code    Code          // 1
+	Message string        // 2
+	Pieces  []RegionPiece // 3
+}
+
+func (m *RegionLocated) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Code))
+	b = putString(b, 2, m.Message)
+	for i := range m.Pieces {
+		b = putMsg(b, 3, &m.Pieces[i])
+	}
+	return b
+}
+
+func (m *RegionLocated) Unmarshal(b []byte) error {
+	*m = RegionLocated{}
+	f := fields{b: b, msg: "RegionLocated"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Code = Code(f.uint32())
+		case 2:
+			m.Message = f.string()
+		case 3:
+			m.Pieces = append(m.Pieces, RegionPiece{})
+			f.sub(&m.Pieces[len(m.Pieces)-1])
+		}
+	}
+	return f.err
+}
+
+// RegionLocatedAll answers RegionQueryAll: one item per region asked, in
+// order.
+type RegionLocatedAll struct {
+	Items []RegionLocated // 1
+}
+
+func (m *RegionLocatedAll) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionLocatedAll) Unmarshal(b []byte) error {
+	*m = RegionLocatedAll{}
+	f := fields{b: b, msg: "RegionLocatedAll"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, RegionLocated{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// RegionPieces answers RegionAssign (one piece per item: where to write
+// it) and RegionQuery (the disjoint parts of the read held by data
+// servers, newest write first resolved; parts not listed read as zeros).
+type RegionPieces struct {
+	Items []RegionPiece // 1
+}
+
+func (m *RegionPieces) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *RegionPieces) Unmarshal(b []byte) error {
+	*m = RegionPieces{}
+	f := fields{b: b, msg: "RegionPieces"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, RegionPiece{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// DataLaneReq asks a data server for a lane of Size bytes
+// (MethodDataLane).
+type DataLaneReq struct {
+	Size uint64 // 1
+}
+
+func (m *DataLaneReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Size)
+	return b
+}
+
+func (m *DataLaneReq) Unmarshal(b []byte) error {
+	*m = DataLaneReq{}
+	f := fields{b: b, msg: "DataLaneReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Size = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// DataLane answers DataLaneReq: the lane's id, and where to fetch its
+// memory file (a Unix socket, which hands it over to whoever shows the
+// token, once).
+type DataLane struct {
+	ID    uint64 // 1
+	Path  string // 2
+	Token []byte // 3
+	Size  uint64 // 4
+}
+
+func (m *DataLane) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Path)
+	b = putBytes(b, 3, m.Token)
+	b = putUint(b, 4, m.Size)
+	return b
+}
+
+func (m *DataLane) Unmarshal(b []byte) error {
+	*m = DataLane{}
+	f := fields{b: b, msg: "DataLane"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Path = f.string()
+		case 3:
+			m.Token = f.bytes()
+		case 4:
+			m.Size = f.uint64()
+		}
+	}
+	return f.err
+}
+
 // File staging (dtl): a receiver's fetch and the sender's answer.
 
 // FetchRequest asks a sender for the bytes it knows under Key, delivered by
@@ -406,6 +860,1988 @@ func (m *FetchReply) Unmarshal(b []byte) error {
 			m.Token = f.bytes()
 		case 6:
 			m.TTL = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// Deleted objects and the data scrub (docs/design/0016).
+
+// IDList is a list of object ids: the objects a metadata server is asked
+// about (MethodObjGone) and the ones it answers are gone, or the objects
+// a data server must forget (MethodDataGone).
+type IDList struct {
+	IDs []uint64 // 1
+}
+
+func (m *IDList) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.IDs)
+	return b
+}
+
+func (m *IDList) Unmarshal(b []byte) error {
+	*m = IDList{}
+	f := fields{b: b, msg: "IDList"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// ScrubReq asks a data server to scrub its store (MethodDataScrub).
+type ScrubReq struct {
+	// Remove deletes the files of objects whose metadata is gone.
+	Remove bool // 1
+	// Verify checks every stored block against its checksum.
+	Verify bool // 2
+	// Max bounds the orphans and corrupt blocks listed (0: a default).
+	Max uint32 // 3
+}
+
+func (m *ScrubReq) Marshal(b []byte) []byte {
+	b = putBool(b, 1, m.Remove)
+	b = putBool(b, 2, m.Verify)
+	b = putUint(b, 3, uint64(m.Max))
+	return b
+}
+
+func (m *ScrubReq) Unmarshal(b []byte) error {
+	*m = ScrubReq{}
+	f := fields{b: b, msg: "ScrubReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Remove = f.bool()
+		case 2:
+			m.Verify = f.bool()
+		case 3:
+			m.Max = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// ScrubOrphan is an object whose files a data server holds and whose
+// metadata is gone.
+type ScrubOrphan struct {
+	ID      uint64   // 1
+	Paths   []string // 2
+	Bytes   uint64   // 3: disk space its files take
+	Removed bool     // 4
+}
+
+func (m *ScrubOrphan) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putStrings(b, 2, m.Paths)
+	b = putUint(b, 3, m.Bytes)
+	b = putBool(b, 4, m.Removed)
+	return b
+}
+
+func (m *ScrubOrphan) Unmarshal(b []byte) error {
+	*m = ScrubOrphan{}
+	f := fields{b: b, msg: "ScrubOrphan"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Paths = append(m.Paths, f.string())
+		case 3:
+			m.Bytes = f.uint64()
+		case 4:
+			m.Removed = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ScrubBad is a stored block that fails its checksum (or cannot be read).
+type ScrubBad struct {
+	ID     uint64 // 1
+	Path   string // 2
+	Block  uint64 // 3: block number in its area (the data, or a region's payload)
+	Offset uint64 // 4: file offset of the block
+	// First and Last are the object coordinates of the first and last
+	// element the block holds; Region is the written region holding it
+	// (by-region storage), empty by offset.
+	First      []uint64 // 5
+	Last       []uint64 // 6
+	RegionOff  []uint64 // 7
+	RegionSize []uint64 // 8
+	Message    string   // 9
+}
+
+func (m *ScrubBad) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Path)
+	b = putUint(b, 3, m.Block)
+	b = putUint(b, 4, m.Offset)
+	b = putPackedUints(b, 5, m.First)
+	b = putPackedUints(b, 6, m.Last)
+	b = putPackedUints(b, 7, m.RegionOff)
+	b = putPackedUints(b, 8, m.RegionSize)
+	b = putString(b, 9, m.Message)
+	return b
+}
+
+func (m *ScrubBad) Unmarshal(b []byte) error {
+	*m = ScrubBad{}
+	f := fields{b: b, msg: "ScrubBad"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Path = f.string()
+		case 3:
+			m.Block = f.uint64()
+		case 4:
+			m.Offset = f.uint64()
+		case 5:
+			m.First = f.packedUints(m.First)
+		case 6:
+			m.Last = f.packedUints(m.Last)
+		case 7:
+			m.RegionOff = f.packedUints(m.RegionOff)
+		case 8:
+			m.RegionSize = f.packedUints(m.RegionSize)
+		case 9:
+			m.Message = f.string()
+		}
+	}
+	return f.err
+}
+
+// ScrubReport is what a data server's scrub found. The lists hold at most
+// the request's Max entries each; the counts are complete.
+type ScrubReport struct {
+	Objects  uint64        // 1: objects with files
+	Bytes    uint64        // 2: disk space of their files
+	Orphans  []ScrubOrphan // 3
+	Corrupt  []ScrubBad    // 4
+	NOrphans uint64        // 5
+	NCorrupt uint64        // 6
+	Verified uint64        // 7: blocks checked
+	Errors   []string      // 8: what could not be checked, and why
+}
+
+func (m *ScrubReport) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Objects)
+	b = putUint(b, 2, m.Bytes)
+	for i := range m.Orphans {
+		b = putMsg(b, 3, &m.Orphans[i])
+	}
+	for i := range m.Corrupt {
+		b = putMsg(b, 4, &m.Corrupt[i])
+	}
+	b = putUint(b, 5, m.NOrphans)
+	b = putUint(b, 6, m.NCorrupt)
+	b = putUint(b, 7, m.Verified)
+	b = putStrings(b, 8, m.Errors)
+	return b
+}
+
+func (m *ScrubReport) Unmarshal(b []byte) error {
+	*m = ScrubReport{}
+	f := fields{b: b, msg: "ScrubReport"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Objects = f.uint64()
+		case 2:
+			m.Bytes = f.uint64()
+		case 3:
+			m.Orphans = append(m.Orphans, ScrubOrphan{})
+			f.sub(&m.Orphans[len(m.Orphans)-1])
+		case 4:
+			m.Corrupt = append(m.Corrupt, ScrubBad{})
+			f.sub(&m.Corrupt[len(m.Corrupt)-1])
+		case 5:
+			m.NOrphans = f.uint64()
+		case 6:
+			m.NCorrupt = f.uint64()
+		case 7:
+			m.Verified = f.uint64()
+		case 8:
+			m.Errors = append(m.Errors, f.string())
+		}
+	}
+	return f.err
+}
+
+// Metadata: containers, objects, tags.
+
+// ObjectProps: Properties of an object, fixed at create but for Dims.
+type ObjectProps struct {
+	Dims        []uint64 // 1: one per dimension; the first may be PDC_SIZE_UNLIMITED
+	Type        int32    // 2: region.Type
+	Partition   uint32   // 3: PDC region partition strategy
+	Consistency uint32   // 4
+	AppName     string   // 5
+	TimeStep    uint32   // 6
+	UserID      uint32   // 7
+	DataLoc     string   // 8
+	Tags        string   // 9: free-form tags string (PDCprop_set_obj_tags)
+	// Where the data lives, fixed when the object is created so that
+	// set_dims never moves it.
+	Storage uint32 // 10: regionstore.Mode (0: the default, by offset)
+	Home    uint32 // 11: object static: index of its data server
+	Block   uint64 // 12: region static: rows of the first dim per block
+	Spread  uint32 // 13: data servers the object was spread over at create
+}
+
+func (m *ObjectProps) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Dims)
+	b = putInt(b, 2, int64(m.Type))
+	b = putUint(b, 3, uint64(m.Partition))
+	b = putUint(b, 4, uint64(m.Consistency))
+	b = putString(b, 5, m.AppName)
+	b = putUint(b, 6, uint64(m.TimeStep))
+	b = putUint(b, 7, uint64(m.UserID))
+	b = putString(b, 8, m.DataLoc)
+	b = putString(b, 9, m.Tags)
+	b = putUint(b, 10, uint64(m.Storage))
+	b = putUint(b, 11, uint64(m.Home))
+	b = putUint(b, 12, m.Block)
+	b = putUint(b, 13, uint64(m.Spread))
+	return b
+}
+
+func (m *ObjectProps) Unmarshal(b []byte) error {
+	*m = ObjectProps{}
+	f := fields{b: b, msg: "ObjectProps"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Dims = f.packedUints(m.Dims)
+		case 2:
+			m.Type = f.int32()
+		case 3:
+			m.Partition = f.uint32()
+		case 4:
+			m.Consistency = f.uint32()
+		case 5:
+			m.AppName = f.string()
+		case 6:
+			m.TimeStep = f.uint32()
+		case 7:
+			m.UserID = f.uint32()
+		case 8:
+			m.DataLoc = f.string()
+		case 9:
+			m.Tags = f.string()
+		case 10:
+			m.Storage = f.uint32()
+		case 11:
+			m.Home = f.uint32()
+		case 12:
+			m.Block = f.uint64()
+		case 13:
+			m.Spread = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// ObjectMeta: An object's metadata record.
+type ObjectMeta struct {
+	ID          uint64      // 1
+	Name        string      // 2
+	ContID      uint64      // 3
+	Props       ObjectProps // 4
+	CreatedUnix int64       // 5: nanoseconds
+	DimsVersion uint64      // 6: bumped by every set_dims
+}
+
+func (m *ObjectMeta) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Name)
+	b = putUint(b, 3, m.ContID)
+	b = putMsg(b, 4, &m.Props)
+	b = putInt(b, 5, m.CreatedUnix)
+	b = putUint(b, 6, m.DimsVersion)
+	return b
+}
+
+func (m *ObjectMeta) Unmarshal(b []byte) error {
+	*m = ObjectMeta{}
+	f := fields{b: b, msg: "ObjectMeta"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Name = f.string()
+		case 3:
+			m.ContID = f.uint64()
+		case 4:
+			f.sub(&m.Props)
+		case 5:
+			m.CreatedUnix = f.int64()
+		case 6:
+			m.DimsVersion = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// ContainerMeta: A container's metadata record.
+type ContainerMeta struct {
+	ID          uint64 // 1
+	Name        string // 2
+	Lifetime    uint32 // 3: 0 persistent, 1 transient
+	CreatedUnix int64  // 4
+	// Deleting marks a container whose delete began (MethodContDeleting)
+	// and has not finished: it cannot be opened, only deleted again.
+	Deleting bool // 5
+}
+
+func (m *ContainerMeta) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Name)
+	b = putUint(b, 3, uint64(m.Lifetime))
+	b = putInt(b, 4, m.CreatedUnix)
+	b = putBool(b, 5, m.Deleting)
+	return b
+}
+
+func (m *ContainerMeta) Unmarshal(b []byte) error {
+	*m = ContainerMeta{}
+	f := fields{b: b, msg: "ContainerMeta"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Name = f.string()
+		case 3:
+			m.Lifetime = f.uint32()
+		case 4:
+			m.CreatedUnix = f.int64()
+		case 5:
+			m.Deleting = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ContCreate: Create a container, or return the existing one of that name.
+type ContCreate struct {
+	Name     string // 1
+	Lifetime uint32 // 2
+}
+
+func (m *ContCreate) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Name)
+	b = putUint(b, 2, uint64(m.Lifetime))
+	return b
+}
+
+func (m *ContCreate) Unmarshal(b []byte) error {
+	*m = ContCreate{}
+	f := fields{b: b, msg: "ContCreate"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Name = f.string()
+		case 2:
+			m.Lifetime = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// ContReply: A container, and whether this call created it.
+type ContReply struct {
+	Meta    ContainerMeta // 1
+	Created bool          // 2
+}
+
+func (m *ContReply) Marshal(b []byte) []byte {
+	b = putMsg(b, 1, &m.Meta)
+	b = putBool(b, 2, m.Created)
+	return b
+}
+
+func (m *ContReply) Unmarshal(b []byte) error {
+	*m = ContReply{}
+	f := fields{b: b, msg: "ContReply"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			f.sub(&m.Meta)
+		case 2:
+			m.Created = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ContKey: Names a container by name or, if ID is set, by id.
+type ContKey struct {
+	Name string // 1
+	ID   uint64 // 2
+}
+
+func (m *ContKey) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Name)
+	b = putUint(b, 2, m.ID)
+	return b
+}
+
+func (m *ContKey) Unmarshal(b []byte) error {
+	*m = ContKey{}
+	f := fields{b: b, msg: "ContKey"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Name = f.string()
+		case 2:
+			m.ID = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// ContList: Containers held by one server.
+type ContList struct {
+	Items []ContainerMeta // 1
+}
+
+func (m *ContList) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *ContList) Unmarshal(b []byte) error {
+	*m = ContList{}
+	f := fields{b: b, msg: "ContList"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, ContainerMeta{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// ObjCreate: Create one object.
+type ObjCreate struct {
+	ContID uint64      // 1
+	Name   string      // 2
+	Props  ObjectProps // 3
+}
+
+func (m *ObjCreate) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ContID)
+	b = putString(b, 2, m.Name)
+	b = putMsg(b, 3, &m.Props)
+	return b
+}
+
+func (m *ObjCreate) Unmarshal(b []byte) error {
+	*m = ObjCreate{}
+	f := fields{b: b, msg: "ObjCreate"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ContID = f.uint64()
+		case 2:
+			m.Name = f.string()
+		case 3:
+			f.sub(&m.Props)
+		}
+	}
+	return f.err
+}
+
+// ObjKey: Names an object: by ID if set, else by name and time step, and by user id and app name when Exact.
+type ObjKey struct {
+	ID       uint64 // 1
+	Name     string // 2
+	TimeStep uint32 // 3
+	UserID   uint32 // 4
+	AppName  string // 5
+	Exact    bool   // 6
+	Peek     bool   // 7: read the metadata without opening the object
+}
+
+func (m *ObjKey) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Name)
+	b = putUint(b, 3, uint64(m.TimeStep))
+	b = putUint(b, 4, uint64(m.UserID))
+	b = putString(b, 5, m.AppName)
+	b = putBool(b, 6, m.Exact)
+	b = putBool(b, 7, m.Peek)
+	return b
+}
+
+func (m *ObjKey) Unmarshal(b []byte) error {
+	*m = ObjKey{}
+	f := fields{b: b, msg: "ObjKey"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Name = f.string()
+		case 3:
+			m.TimeStep = f.uint32()
+		case 4:
+			m.UserID = f.uint32()
+		case 5:
+			m.AppName = f.string()
+		case 6:
+			m.Exact = f.bool()
+		case 7:
+			m.Peek = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ObjBatch: Many creates or many opens in one request (one kind per request).
+type ObjBatch struct {
+	Creates []ObjCreate // 1
+	Opens   []ObjKey    // 2
+}
+
+func (m *ObjBatch) Marshal(b []byte) []byte {
+	for i := range m.Creates {
+		b = putMsg(b, 1, &m.Creates[i])
+	}
+	for i := range m.Opens {
+		b = putMsg(b, 2, &m.Opens[i])
+	}
+	return b
+}
+
+func (m *ObjBatch) Unmarshal(b []byte) error {
+	*m = ObjBatch{}
+	f := fields{b: b, msg: "ObjBatch"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Creates = append(m.Creates, ObjCreate{})
+			f.sub(&m.Creates[len(m.Creates)-1])
+		case 2:
+			m.Opens = append(m.Opens, ObjKey{})
+			f.sub(&m.Opens[len(m.Opens)-1])
+		}
+	}
+	return f.err
+}
+
+// ObjResult: One item's outcome: Meta when Code is 0.
+type ObjResult struct {
+	Meta    ObjectMeta // 1
+	Code    Code       // 2
+	Message string     // 3
+}
+
+func (m *ObjResult) Marshal(b []byte) []byte {
+	b = putMsg(b, 1, &m.Meta)
+	b = putUint(b, 2, uint64(m.Code))
+	b = putString(b, 3, m.Message)
+	return b
+}
+
+func (m *ObjResult) Unmarshal(b []byte) error {
+	*m = ObjResult{}
+	f := fields{b: b, msg: "ObjResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			f.sub(&m.Meta)
+		case 2:
+			m.Code = Code(f.uint32())
+		case 3:
+			m.Message = f.string()
+		}
+	}
+	return f.err
+}
+
+// ObjResults: Outcomes of a batch, in request order.
+type ObjResults struct {
+	Items []ObjResult // 1
+}
+
+func (m *ObjResults) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *ObjResults) Unmarshal(b []byte) error {
+	*m = ObjResults{}
+	f := fields{b: b, msg: "ObjResults"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, ObjResult{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// ObjList: Objects held by one server.
+type ObjList struct {
+	Items []ObjectMeta // 1
+}
+
+func (m *ObjList) Marshal(b []byte) []byte {
+	for i := range m.Items {
+		b = putMsg(b, 1, &m.Items[i])
+	}
+	return b
+}
+
+func (m *ObjList) Unmarshal(b []byte) error {
+	*m = ObjList{}
+	f := fields{b: b, msg: "ObjList"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Items = append(m.Items, ObjectMeta{})
+			f.sub(&m.Items[len(m.Items)-1])
+		}
+	}
+	return f.err
+}
+
+// SetDims: New dims for an object.
+type SetDims struct {
+	ID   uint64   // 1
+	Dims []uint64 // 2
+}
+
+func (m *SetDims) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putPackedUints(b, 2, m.Dims)
+	return b
+}
+
+func (m *SetDims) Unmarshal(b []byte) error {
+	*m = SetDims{}
+	f := fields{b: b, msg: "SetDims"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Dims = f.packedUints(m.Dims)
+		}
+	}
+	return f.err
+}
+
+// IDArg: An id argument.
+type IDArg struct {
+	ID    uint64 // 1
+	Force bool   // 2
+}
+
+func (m *IDArg) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putBool(b, 2, m.Force)
+	return b
+}
+
+func (m *IDArg) Unmarshal(b []byte) error {
+	*m = IDArg{}
+	f := fields{b: b, msg: "IDArg"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Force = f.bool()
+		}
+	}
+	return f.err
+}
+
+// Count: A count.
+type Count struct {
+	N uint64 // 1
+}
+
+func (m *Count) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.N)
+	return b
+}
+
+func (m *Count) Unmarshal(b []byte) error {
+	*m = Count{}
+	f := fields{b: b, msg: "Count"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.N = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// TagPut: Put one tag on an object (Kind 0) or container (Kind 1).
+type TagPut struct {
+	Kind  uint32 // 1
+	ID    uint64 // 2
+	Name  string // 3
+	Type  int32  // 4: region.Type
+	Value []byte // 5
+}
+
+func (m *TagPut) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Kind))
+	b = putUint(b, 2, m.ID)
+	b = putString(b, 3, m.Name)
+	b = putInt(b, 4, int64(m.Type))
+	b = putBytes(b, 5, m.Value)
+	return b
+}
+
+func (m *TagPut) Unmarshal(b []byte) error {
+	*m = TagPut{}
+	f := fields{b: b, msg: "TagPut"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Kind = f.uint32()
+		case 2:
+			m.ID = f.uint64()
+		case 3:
+			m.Name = f.string()
+		case 4:
+			m.Type = f.int32()
+		case 5:
+			m.Value = f.bytes()
+		}
+	}
+	return f.err
+}
+
+// TagBatch: Many tag puts in one request.
+type TagBatch struct {
+	Puts []TagPut // 1
+}
+
+func (m *TagBatch) Marshal(b []byte) []byte {
+	for i := range m.Puts {
+		b = putMsg(b, 1, &m.Puts[i])
+	}
+	return b
+}
+
+func (m *TagBatch) Unmarshal(b []byte) error {
+	*m = TagBatch{}
+	f := fields{b: b, msg: "TagBatch"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Puts = append(m.Puts, TagPut{})
+			f.sub(&m.Puts[len(m.Puts)-1])
+		}
+	}
+	return f.err
+}
+
+// TagResults: Outcome of each put of a batch, in order (Code 0: done).
+type TagResults struct {
+	Codes    []uint64 // 1
+	Messages []string // 2
+}
+
+func (m *TagResults) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Codes)
+	b = putStrings(b, 2, m.Messages)
+	return b
+}
+
+func (m *TagResults) Unmarshal(b []byte) error {
+	*m = TagResults{}
+	f := fields{b: b, msg: "TagResults"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Codes = f.packedUints(m.Codes)
+		case 2:
+			m.Messages = append(m.Messages, f.string())
+		}
+	}
+	return f.err
+}
+
+// TagKey: Names a tag.
+type TagKey struct {
+	Kind uint32 // 1
+	ID   uint64 // 2
+	Name string // 3
+}
+
+func (m *TagKey) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Kind))
+	b = putUint(b, 2, m.ID)
+	b = putString(b, 3, m.Name)
+	return b
+}
+
+func (m *TagKey) Unmarshal(b []byte) error {
+	*m = TagKey{}
+	f := fields{b: b, msg: "TagKey"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Kind = f.uint32()
+		case 2:
+			m.ID = f.uint64()
+		case 3:
+			m.Name = f.string()
+		}
+	}
+	return f.err
+}
+
+// TagValue: A typed tag value.
+type TagValue struct {
+	Type  int32  // 1
+	Value []byte // 2
+}
+
+func (m *TagValue) Marshal(b []byte) []byte {
+	b = putInt(b, 1, int64(m.Type))
+	b = putBytes(b, 2, m.Value)
+	return b
+}
+
+func (m *TagValue) Unmarshal(b []byte) error {
+	*m = TagValue{}
+	f := fields{b: b, msg: "TagValue"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Type = f.int32()
+		case 2:
+			m.Value = f.bytes()
+		}
+	}
+	return f.err
+}
+
+// TagNames: Tag names of an object or container.
+type TagNames struct {
+	Names []string // 1
+}
+
+func (m *TagNames) Marshal(b []byte) []byte {
+	b = putStrings(b, 1, m.Names)
+	return b
+}
+
+func (m *TagNames) Unmarshal(b []byte) error {
+	*m = TagNames{}
+	f := fields{b: b, msg: "TagNames"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Names = append(m.Names, f.string())
+		}
+	}
+	return f.err
+}
+
+// Checkpoint: Where a checkpoint was written.
+type Checkpoint struct {
+	Path string // 1
+}
+
+func (m *Checkpoint) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Path)
+	return b
+}
+
+func (m *Checkpoint) Unmarshal(b []byte) error {
+	*m = Checkpoint{}
+	f := fields{b: b, msg: "Checkpoint"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Path = f.string()
+		}
+	}
+	return f.err
+}
+
+// Members: Add objects to a container as members by reference, or remove such memberships (MethodObjMembers). Every object belongs to the metadata server the request goes to; it checks every item before it changes anything, so one bad item fails the whole request and changes nothing.
+type Members struct {
+	Version uint32   // 1: MembersVersion
+	ContID  uint64   // 2: the container
+	ObjIDs  []uint64 // 3: the objects
+	Remove  bool     // 4: remove the memberships instead of adding them
+	Check   bool     // 5: check every item, change nothing
+}
+
+func (m *Members) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.ContID)
+	b = putPackedUints(b, 3, m.ObjIDs)
+	b = putBool(b, 4, m.Remove)
+	b = putBool(b, 5, m.Check)
+	return b
+}
+
+func (m *Members) Unmarshal(b []byte) error {
+	*m = Members{}
+	f := fields{b: b, msg: "Members"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.ContID = f.uint64()
+		case 3:
+			m.ObjIDs = f.packedUints(m.ObjIDs)
+		case 4:
+			m.Remove = f.bool()
+		case 5:
+			m.Check = f.bool()
+		}
+	}
+	return f.err
+}
+
+// MembersReply: The answer to Members.
+type MembersReply struct {
+	Version uint32 // 1: MembersVersion
+	Changed uint64 // 2: memberships added or removed (with Check: that would be)
+}
+
+func (m *MembersReply) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.Changed)
+	return b
+}
+
+func (m *MembersReply) Unmarshal(b []byte) error {
+	*m = MembersReply{}
+	f := fields{b: b, msg: "MembersReply"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Changed = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// Paged listing and deleting of containers (docs/design/0017).
+
+// ObjPageReq asks one metadata server for a page of a container's members
+// that it holds (MethodObjPage), in increasing object id order.
+type ObjPageReq struct {
+	Version uint32 // 1: PageVersion
+	ContID  uint64 // 2
+	// After resumes the listing past this object id; 0 starts it.
+	After uint64 // 3
+	// Limit bounds the items of the page; 0 or more than the server's
+	// bound takes the server's. A server also ends a page when its
+	// answer reaches its byte budget.
+	Limit uint32 // 4
+	// IDsOnly asks for IDs and Added instead of the records.
+	IDsOnly bool // 5
+	// Count asks for the number of members only (N): Limit then bounds
+	// the members counted.
+	Count bool // 6
+}
+
+func (m *ObjPageReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.ContID)
+	b = putUint(b, 3, m.After)
+	b = putUint(b, 4, uint64(m.Limit))
+	b = putBool(b, 5, m.IDsOnly)
+	b = putBool(b, 6, m.Count)
+	return b
+}
+
+func (m *ObjPageReq) Unmarshal(b []byte) error {
+	*m = ObjPageReq{}
+	f := fields{b: b, msg: "ObjPageReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.ContID = f.uint64()
+		case 3:
+			m.After = f.uint64()
+		case 4:
+			m.Limit = f.uint32()
+		case 5:
+			m.IDsOnly = f.bool()
+		case 6:
+			m.Count = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ObjPage answers ObjPageReq.
+type ObjPage struct {
+	Version uint32       // 1: PageVersion
+	Items   []ObjectMeta // 2: the members' records, in id order
+	IDs     []uint64     // 3: IDsOnly: the members' ids, ascending
+	// Added (IDsOnly) lists those of IDs whose home is another container
+	// (they were added to this one by reference), ascending.
+	Added []uint64 // 4
+	N     uint64   // 5: Count: the members counted
+	// Next is After for the next page; 0 when this page is the last.
+	Next uint64 // 6
+}
+
+func (m *ObjPage) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	for i := range m.Items {
+		b = putMsg(b, 2, &m.Items[i])
+	}
+	b = putPackedUints(b, 3, m.IDs)
+	b = putPackedUints(b, 4, m.Added)
+	b = putUint(b, 5, m.N)
+	b = putUint(b, 6, m.Next)
+	return b
+}
+
+func (m *ObjPage) Unmarshal(b []byte) error {
+	*m = ObjPage{}
+	f := fields{b: b, msg: "ObjPage"}
+	if n := f.count(2); n > 0 {
+		m.Items = make([]ObjectMeta, 0, n)
+	}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Items = append(m.Items, ObjectMeta{})
+			f.sub(&m.Items[len(m.Items)-1])
+		case 3:
+			m.IDs = f.packedUints(m.IDs)
+		case 4:
+			m.Added = f.packedUints(m.Added)
+		case 5:
+			m.N = f.uint64()
+		case 6:
+			m.Next = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// ContPageReq asks one metadata server for a page of the containers it
+// holds (MethodContPage), in name order.
+type ContPageReq struct {
+	Version uint32 // 1: PageVersion
+	// After resumes the listing past this name; "" starts it.
+	After string // 2
+	// Limit bounds the items of the page, as ObjPageReq's.
+	Limit uint32 // 3
+}
+
+func (m *ContPageReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putString(b, 2, m.After)
+	b = putUint(b, 3, uint64(m.Limit))
+	return b
+}
+
+func (m *ContPageReq) Unmarshal(b []byte) error {
+	*m = ContPageReq{}
+	f := fields{b: b, msg: "ContPageReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.After = f.string()
+		case 3:
+			m.Limit = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// ContPage answers ContPageReq.
+type ContPage struct {
+	Version uint32          // 1: PageVersion
+	Items   []ContainerMeta // 2: in name order
+	// Next is After for the next page; "" when this page is the last
+	// (no container has an empty name).
+	Next string // 3
+}
+
+func (m *ContPage) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	for i := range m.Items {
+		b = putMsg(b, 2, &m.Items[i])
+	}
+	b = putString(b, 3, m.Next)
+	return b
+}
+
+func (m *ContPage) Unmarshal(b []byte) error {
+	*m = ContPage{}
+	f := fields{b: b, msg: "ContPage"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Items = append(m.Items, ContainerMeta{})
+			f.sub(&m.Items[len(m.Items)-1])
+		case 3:
+			m.Next = f.string()
+		}
+	}
+	return f.err
+}
+
+// ObjPurge deletes members of a container being deleted that one metadata
+// server holds (MethodObjPurge). Each object of IDs whose home is the
+// container goes, with its tags, index entries and region maps, in one
+// commit: the client deleted its data before. Each that was added to the
+// container only loses that membership. Ids that are not members (any
+// more) are skipped, so a purge may be sent again. The answer is a Count
+// of the objects deleted.
+type ObjPurge struct {
+	Version uint32   // 1: PageVersion
+	ContID  uint64   // 2
+	IDs     []uint64 // 3: ascending
+	// Force purges open objects too (transient containers at pdc down).
+	Force bool // 4
+}
+
+func (m *ObjPurge) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.ContID)
+	b = putPackedUints(b, 3, m.IDs)
+	b = putBool(b, 4, m.Force)
+	return b
+}
+
+func (m *ObjPurge) Unmarshal(b []byte) error {
+	*m = ObjPurge{}
+	f := fields{b: b, msg: "ObjPurge"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.ContID = f.uint64()
+		case 3:
+			m.IDs = f.packedUints(m.IDs)
+		case 4:
+			m.Force = f.bool()
+		}
+	}
+	return f.err
+}
+
+// ObjIDs names objects: the request of MethodDataDeleteObjs.
+type ObjIDs struct {
+	Version uint32   // 1: PageVersion
+	IDs     []uint64 // 2
+}
+
+func (m *ObjIDs) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putPackedUints(b, 2, m.IDs)
+	return b
+}
+
+func (m *ObjIDs) Unmarshal(b []byte) error {
+	*m = ObjIDs{}
+	f := fields{b: b, msg: "ObjIDs"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// Data queries (MethodDataQuery).
+
+// QueryNode is one node of a predicate in postfix order.
+type QueryNode struct {
+	Op    uint32 // 1: QueryGT..QueryOR
+	Value []byte // 2: leaves: the value, little-endian, in the element type
+}
+
+func (m *QueryNode) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Op))
+	b = putBytes(b, 2, m.Value)
+	return b
+}
+
+func (m *QueryNode) Unmarshal(b []byte) error {
+	*m = QueryNode{}
+	f := fields{b: b, msg: "QueryNode"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Op = f.uint32()
+		case 2:
+			m.Value = f.bytes()
+		}
+	}
+	return f.err
+}
+
+// QueryBox is a region of an object.
+type QueryBox struct {
+	Off  []uint64 // 1
+	Size []uint64 // 2
+}
+
+func (m *QueryBox) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Off)
+	b = putPackedUints(b, 2, m.Size)
+	return b
+}
+
+func (m *QueryBox) Unmarshal(b []byte) error {
+	*m = QueryBox{}
+	f := fields{b: b, msg: "QueryBox"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Off = f.packedUints(m.Off)
+		case 2:
+			m.Size = f.packedUints(m.Size)
+		}
+	}
+	return f.err
+}
+
+// DataQuery asks a data server which elements of the parts of an object
+// it holds satisfy a predicate (MethodDataQuery). The answer is a
+// DataQueryResult; with QuerySelection its payload holds each hit's
+// linear index in the object (8 bytes little-endian), and with
+// QueryValues then each hit's value (Elem bytes), in the same order.
+type DataQuery struct {
+	Version uint32 // 1: QueryVersion
+	Obj     uint64 // 2
+	// The object as the client knows it, as DataItem carries it.
+	Dims        []uint64    // 3
+	DimsVersion uint64      // 4
+	Type        uint32      // 5: region.Type of the elements
+	Storage     uint32      // 6: regionstore.Mode
+	Nodes       []QueryNode // 7: the predicate, postfix
+	// Boxes are the parts of the object this server holds that the query
+	// covers (the client splits as for a read).
+	Boxes []QueryBox // 8
+	// Within, when set, restricts the query to a region of the object.
+	Within *QueryBox // 9
+	Return uint32    // 10: QueryCount, QuerySelection or QueryValues
+	// Slot is the data slot the boxes are in, plus one, as in DataItem.
+	Slot uint32 // 11
+}
+
+func (m *DataQuery) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.Obj)
+	b = putPackedUints(b, 3, m.Dims)
+	b = putUint(b, 4, m.DimsVersion)
+	b = putUint(b, 5, uint64(m.Type))
+	b = putUint(b, 6, uint64(m.Storage))
+	for i := range m.Nodes {
+		b = putMsg(b, 7, &m.Nodes[i])
+	}
+	for i := range m.Boxes {
+		b = putMsg(b, 8, &m.Boxes[i])
+	}
+	if m.Within != nil {
+		b = putMsg(b, 9, m.Within)
+	}
+	b = putUint(b, 10, uint64(m.Return))
+	b = putUint(b, 11, uint64(m.Slot))
+	return b
+}
+
+func (m *DataQuery) Unmarshal(b []byte) error {
+	*m = DataQuery{}
+	f := fields{b: b, msg: "DataQuery"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Obj = f.uint64()
+		case 3:
+			m.Dims = f.packedUints(m.Dims)
+		case 4:
+			m.DimsVersion = f.uint64()
+		case 5:
+			m.Type = f.uint32()
+		case 6:
+			m.Storage = f.uint32()
+		case 7:
+			m.Nodes = append(m.Nodes, QueryNode{})
+			f.sub(&m.Nodes[len(m.Nodes)-1])
+		case 8:
+			m.Boxes = append(m.Boxes, QueryBox{})
+			f.sub(&m.Boxes[len(m.Boxes)-1])
+		case 9:
+			m.Within = &QueryBox{}
+			f.sub(m.Within)
+		case 10:
+			m.Return = f.uint32()
+		case 11:
+			m.Slot = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// DataQueryResult answers a DataQuery.
+type DataQueryResult struct {
+	Hits      uint64 // 1: elements that satisfy the predicate
+	Selection bool   // 2: the payload starts with the hits' linear indices
+	ValueSize uint32 // 3: bytes per value after the indices; 0 for none
+}
+
+func (m *DataQueryResult) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Hits)
+	b = putBool(b, 2, m.Selection)
+	b = putUint(b, 3, uint64(m.ValueSize))
+	return b
+}
+
+func (m *DataQueryResult) Unmarshal(b []byte) error {
+	*m = DataQueryResult{}
+	f := fields{b: b, msg: "DataQueryResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Hits = f.uint64()
+		case 2:
+			m.Selection = f.bool()
+		case 3:
+			m.ValueSize = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// Search: kvtag queries and the DART index.
+
+// TagQuery asks one metadata server one step of a kvtag query (see
+// tagindex.Step): Step 0 scans its tags; the others use its part of the
+// index.
+type TagQuery struct {
+	Query string   // 1: the query text (tagindex.Parse)
+	Step  uint32   // 2: tagindex.Step
+	Terms []string // 3: keys for the by-key step
+	Names bool     // 4: scan: return the objects' names too
+	// NoSuffix: the client planned without suffix trees. A server whose
+	// layout differs for the step answers Unsupported rather than
+	// looking in the wrong place.
+	NoSuffix bool // 5
+}
+
+func (m *TagQuery) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Query)
+	b = putUint(b, 2, uint64(m.Step))
+	b = putStrings(b, 3, m.Terms)
+	b = putBool(b, 4, m.Names)
+	b = putBool(b, 5, m.NoSuffix)
+	return b
+}
+
+func (m *TagQuery) Unmarshal(b []byte) error {
+	*m = TagQuery{}
+	f := fields{b: b, msg: "TagQuery"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Query = f.string()
+		case 2:
+			m.Step = f.uint32()
+		case 3:
+			m.Terms = append(m.Terms, f.string())
+		case 4:
+			m.Names = f.bool()
+		case 5:
+			m.NoSuffix = f.bool()
+		}
+	}
+	return f.err
+}
+
+// TagQueryResult answers a TagQuery. Its lists travel in the payload,
+// which a large result would make too long for a header: Count object ids
+// (8 bytes each, little-endian, ascending), then Strings strings (each a
+// uvarint length and the bytes): the objects' names for a scan that asked
+// for them, or the keys of the keys step.
+type TagQueryResult struct {
+	Count       uint64 // 1: ids in the payload
+	Strings     uint64 // 2: strings after them
+	Flags       uint32 // 3: QuerySaw*
+	Unsupported bool   // 4: this server keeps no index for the step (fall back to a scan)
+}
+
+func (m *TagQueryResult) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Count)
+	b = putUint(b, 2, m.Strings)
+	b = putUint(b, 3, uint64(m.Flags))
+	b = putBool(b, 4, m.Unsupported)
+	return b
+}
+
+func (m *TagQueryResult) Unmarshal(b []byte) error {
+	*m = TagQueryResult{}
+	f := fields{b: b, msg: "TagQueryResult"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Count = f.uint64()
+		case 2:
+			m.Strings = f.uint64()
+		case 3:
+			m.Flags = f.uint32()
+		case 4:
+			m.Unsupported = f.bool()
+		}
+	}
+	return f.err
+}
+
+// IndexOp sets or deletes one index entry (tagindex.Op).
+type IndexOp struct {
+	Key   []byte // 1
+	Value []byte // 2: starts with the entry format version
+	Del   bool   // 3
+}
+
+func (m *IndexOp) Marshal(b []byte) []byte {
+	b = putBytes(b, 1, m.Key)
+	b = putBytes(b, 2, m.Value)
+	b = putBool(b, 3, m.Del)
+	return b
+}
+
+func (m *IndexOp) Unmarshal(b []byte) error {
+	*m = IndexOp{}
+	f := fields{b: b, msg: "IndexOp"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Key = f.bytes()
+		case 2:
+			m.Value = f.bytes()
+		case 3:
+			m.Del = f.bool()
+		}
+	}
+	return f.err
+}
+
+// IndexOps is a batch of index changes, applied in order and atomically by
+// the server that holds their entries; also the record of an index update
+// waiting in a metadata server's outbox.
+type IndexOps struct {
+	// Version 1 (tagindex.EntryVersion): the changes are Ops. Version 2
+	// (IndexOpsPacked): they are Packed.
+	Version uint32    // 1
+	Ops     []IndexOp // 2
+	Object  uint64    // 3: outbox records of version 1: the object whose tag they index
+	// Packed holds the changes encoded as postings.Ops (one buffer, no
+	// message per change). Unlike other bytes fields it aliases the
+	// buffer Unmarshal decodes, which is the size of the payload: the
+	// receiver copies what it keeps.
+	Packed []byte // 4
+
+	// Version 3 (IndexOpsChanges), outbox records only: the tag changes
+	// themselves, a fifth of their entries' bytes. Their entries are
+	// built again when the record is loaded: in suffix-tree mode if
+	// Suffix, split among Count metadata servers (0: not split), without
+	// those of server Self, which applied them with the changes.
+	Changes []TagChange // 5
+	Suffix  bool        // 6
+	Count   uint32      // 7
+	Self    uint32      // 8
+}
+
+func (m *IndexOps) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	for i := range m.Ops {
+		b = putMsg(b, 2, &m.Ops[i])
+	}
+	b = putUint(b, 3, m.Object)
+	b = putBytes(b, 4, m.Packed)
+	for i := range m.Changes {
+		b = putMsg(b, 5, &m.Changes[i])
+	}
+	b = putBool(b, 6, m.Suffix)
+	b = putUint(b, 7, uint64(m.Count))
+	b = putUint(b, 8, uint64(m.Self))
+	return b
+}
+
+func (m *IndexOps) Unmarshal(b []byte) error {
+	*m = IndexOps{}
+	f := fields{b: b, msg: "IndexOps"}
+	if n := f.count(2); n > 0 {
+		m.Ops = make([]IndexOp, 0, n)
+	}
+	if n := f.count(5); n > 0 {
+		m.Changes = make([]TagChange, 0, n)
+	}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Ops = append(m.Ops, IndexOp{})
+			f.sub(&m.Ops[len(m.Ops)-1])
+		case 3:
+			m.Object = f.uint64()
+		case 4:
+			m.Packed = f.alias()
+		case 5:
+			m.Changes = append(m.Changes, TagChange{})
+			f.sub(&m.Changes[len(m.Changes)-1])
+		case 6:
+			m.Suffix = f.bool()
+		case 7:
+			m.Count = f.uint32()
+		case 8:
+			m.Self = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// TagChange is one change of an object's tag: Old and New are nil for
+// none. With Dict, the dictionary entries of Key go with it.
+type TagChange struct {
+	ID   uint64    // 1
+	Key  string    // 2
+	Old  *TagValue // 3
+	New  *TagValue // 4
+	Dict bool      // 5
+}
+
+func (m *TagChange) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.ID)
+	b = putString(b, 2, m.Key)
+	if m.Old != nil {
+		b = putMsg(b, 3, m.Old)
+	}
+	if m.New != nil {
+		b = putMsg(b, 4, m.New)
+	}
+	b = putBool(b, 5, m.Dict)
+	return b
+}
+
+func (m *TagChange) Unmarshal(b []byte) error {
+	*m = TagChange{}
+	f := fields{b: b, msg: "TagChange"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.ID = f.uint64()
+		case 2:
+			m.Key = f.string()
+		case 3:
+			m.Old = &TagValue{}
+			f.sub(m.Old)
+		case 4:
+			m.New = &TagValue{}
+			f.sub(m.New)
+		case 5:
+			m.Dict = f.bool()
+		}
+	}
+	return f.err
+}
+
+// A cluster's start that moves data slots (docs/design/0013-data-slots.md).
+
+// SlotCopy is a copy of a data slot: its dir data-<Slot> under a data dir,
+// at generation Gen.
+type SlotCopy struct {
+	Slot uint32 // 1
+	Gen  uint64 // 2
+}
+
+func (m *SlotCopy) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putUint(b, 2, m.Gen)
+	return b
+}
+
+func (m *SlotCopy) Unmarshal(b []byte) error {
+	*m = SlotCopy{}
+	f := fields{b: b, msg: "SlotCopy"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Gen = f.uint64()
+		}
+	}
+	return f.err
+}
+
+// SlotInventory is what a server finds in its data dir at start.
+type SlotInventory struct {
+	// DirID names the data dir: servers that report the same one share it.
+	DirID string // 1
+	// Copies are the complete data slot dirs in it.
+	Copies []SlotCopy // 2
+	// MetaDirs are the ranks of the metadata stores (meta-<rank>) in it.
+	MetaDirs []uint64 // 3
+}
+
+func (m *SlotInventory) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.DirID)
+	for i := range m.Copies {
+		b = putMsg(b, 2, &m.Copies[i])
+	}
+	b = putPackedUints(b, 3, m.MetaDirs)
+	return b
+}
+
+func (m *SlotInventory) Unmarshal(b []byte) error {
+	*m = SlotInventory{}
+	f := fields{b: b, msg: "SlotInventory"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.DirID = f.string()
+		case 2:
+			m.Copies = append(m.Copies, SlotCopy{})
+			f.sub(&m.Copies[len(m.Copies)-1])
+		case 3:
+			m.MetaDirs = f.packedUints(m.MetaDirs)
+		}
+	}
+	return f.err
+}
+
+// SlotSend tells a server to send its copy of a slot to the server of
+// rank To.
+type SlotSend struct {
+	Slot uint32 // 1
+	Gen  uint64 // 2
+	To   uint32 // 3: rank
+}
+
+func (m *SlotSend) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putUint(b, 2, m.Gen)
+	b = putUint(b, 3, uint64(m.To))
+	return b
+}
+
+func (m *SlotSend) Unmarshal(b []byte) error {
+	*m = SlotSend{}
+	f := fields{b: b, msg: "SlotSend"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Gen = f.uint64()
+		case 3:
+			m.To = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// SlotMissing is a slot a server should hold whose data no server of the
+// cluster can reach, and why.
+type SlotMissing struct {
+	Slot uint32 // 1
+	Why  string // 2
+}
+
+func (m *SlotMissing) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putString(b, 2, m.Why)
+	return b
+}
+
+func (m *SlotMissing) Unmarshal(b []byte) error {
+	*m = SlotMissing{}
+	f := fields{b: b, msg: "SlotMissing"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Why = f.string()
+		}
+	}
+	return f.err
+}
+
+// SlotPlan is one server's part of a start's plan.
+type SlotPlan struct {
+	// Epoch is the generation every slot held gets once the move is done.
+	Epoch uint64 // 1
+	// Own is the server's own slot plus one (0: it holds no data).
+	Own uint32 // 2
+	// Hold are the slots whose copy in this server's data dir it holds.
+	Hold []SlotCopy // 3
+	// Receive are the slots another server sends it.
+	Receive []SlotCopy // 4
+	// Fresh are the slots it starts empty: new, never held before.
+	Fresh []uint64 // 5
+	// Missing are the slots it should hold and cannot.
+	Missing []SlotMissing // 6
+	// Send are the copies in its data dir it sends to their holders.
+	Send []SlotSend // 7
+	// Aside are copies in its data dir that are out of date, or the same
+	// as the one used: moved out of the way, kept for the operator.
+	Aside []SlotCopy // 8
+	// Adopt are the ranks of the metadata stores in its data dir that it
+	// adopts (RoundInventory).
+	Adopt []uint64 // 9
+}
+
+func (m *SlotPlan) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Epoch)
+	b = putUint(b, 2, uint64(m.Own))
+	for i := range m.Hold {
+		b = putMsg(b, 3, &m.Hold[i])
+	}
+	for i := range m.Receive {
+		b = putMsg(b, 4, &m.Receive[i])
+	}
+	b = putPackedUints(b, 5, m.Fresh)
+	for i := range m.Missing {
+		b = putMsg(b, 6, &m.Missing[i])
+	}
+	for i := range m.Send {
+		b = putMsg(b, 7, &m.Send[i])
+	}
+	for i := range m.Aside {
+		b = putMsg(b, 8, &m.Aside[i])
+	}
+	b = putPackedUints(b, 9, m.Adopt)
+	return b
+}
+
+func (m *SlotPlan) Unmarshal(b []byte) error {
+	*m = SlotPlan{}
+	f := fields{b: b, msg: "SlotPlan"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Epoch = f.uint64()
+		case 2:
+			m.Own = f.uint32()
+		case 3:
+			m.Hold = append(m.Hold, SlotCopy{})
+			f.sub(&m.Hold[len(m.Hold)-1])
+		case 4:
+			m.Receive = append(m.Receive, SlotCopy{})
+			f.sub(&m.Receive[len(m.Receive)-1])
+		case 5:
+			m.Fresh = f.packedUints(m.Fresh)
+		case 6:
+			m.Missing = append(m.Missing, SlotMissing{})
+			f.sub(&m.Missing[len(m.Missing)-1])
+		case 7:
+			m.Send = append(m.Send, SlotSend{})
+			f.sub(&m.Send[len(m.Send)-1])
+		case 8:
+			m.Aside = append(m.Aside, SlotCopy{})
+			f.sub(&m.Aside[len(m.Aside)-1])
+		case 9:
+			m.Adopt = f.packedUints(m.Adopt)
+		}
+	}
+	return f.err
+}
+
+// StartRound is a server's step in a round of the cluster's start
+// (MethodStartRound, to rank 0), and rank 0's answer once every server
+// has taken it.
+type StartRound struct {
+	Round uint32 // 1: RoundInventory ...
+	Rank  uint32 // 2
+	// Instance is the reporting server's, so that rank 0 tells a server
+	// that restarted from the one it replaces.
+	Instance  string         // 3
+	Inventory *SlotInventory // 4: RoundInventory's request
+	Plan      *SlotPlan      // 5: RoundInventory's and RoundPlan's answer
+}
+
+func (m *StartRound) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Round))
+	b = putUint(b, 2, uint64(m.Rank))
+	b = putString(b, 3, m.Instance)
+	if m.Inventory != nil {
+		b = putMsg(b, 4, m.Inventory)
+	}
+	if m.Plan != nil {
+		b = putMsg(b, 5, m.Plan)
+	}
+	return b
+}
+
+func (m *StartRound) Unmarshal(b []byte) error {
+	*m = StartRound{}
+	f := fields{b: b, msg: "StartRound"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Round = f.uint32()
+		case 2:
+			m.Rank = f.uint32()
+		case 3:
+			m.Instance = f.string()
+		case 4:
+			m.Inventory = &SlotInventory{}
+			f.sub(m.Inventory)
+		case 5:
+			m.Plan = &SlotPlan{}
+			f.sub(m.Plan)
+		}
+	}
+	return f.err
+}
+
+// SlotFile carries a piece of one file of a slot being sent (the
+// request's payload, from offset Off). The last piece carries the file's
+// size and CRC-32C, which the receiver checks.
+type SlotFile struct {
+	Slot uint32 // 1
+	Gen  uint64 // 2
+	Name string // 3: the file's name in the slot's dir
+	Off  uint64 // 4
+	Last bool   // 5
+	Size uint64 // 6: the file's size (Last)
+	CRC  uint32 // 7: the file's CRC-32C (Last)
+}
+
+func (m *SlotFile) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putUint(b, 2, m.Gen)
+	b = putString(b, 3, m.Name)
+	b = putUint(b, 4, m.Off)
+	b = putBool(b, 5, m.Last)
+	b = putUint(b, 6, m.Size)
+	b = putUint(b, 7, uint64(m.CRC))
+	return b
+}
+
+func (m *SlotFile) Unmarshal(b []byte) error {
+	*m = SlotFile{}
+	f := fields{b: b, msg: "SlotFile"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Gen = f.uint64()
+		case 3:
+			m.Name = f.string()
+		case 4:
+			m.Off = f.uint64()
+		case 5:
+			m.Last = f.bool()
+		case 6:
+			m.Size = f.uint64()
+		case 7:
+			m.CRC = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// SlotFileSum is a file of a slot as its sender has it.
+type SlotFileSum struct {
+	Name string // 1
+	Size uint64 // 2
+	CRC  uint32 // 3: CRC-32C
+}
+
+func (m *SlotFileSum) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Name)
+	b = putUint(b, 2, m.Size)
+	b = putUint(b, 3, uint64(m.CRC))
+	return b
+}
+
+func (m *SlotFileSum) Unmarshal(b []byte) error {
+	*m = SlotFileSum{}
+	f := fields{b: b, msg: "SlotFileSum"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Name = f.string()
+		case 2:
+			m.Size = f.uint64()
+		case 3:
+			m.CRC = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// SlotCommit ends the sending of a slot: the receiver checks that it has
+// every file, and no other, with its size and CRC, and makes the slot its
+// own.
+type SlotCommit struct {
+	Slot  uint32        // 1
+	Gen   uint64        // 2
+	Files []SlotFileSum // 3
+}
+
+func (m *SlotCommit) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putUint(b, 2, m.Gen)
+	for i := range m.Files {
+		b = putMsg(b, 3, &m.Files[i])
+	}
+	return b
+}
+
+func (m *SlotCommit) Unmarshal(b []byte) error {
+	*m = SlotCommit{}
+	f := fields{b: b, msg: "SlotCommit"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Gen = f.uint64()
+		case 3:
+			m.Files = append(m.Files, SlotFileSum{})
+			f.sub(&m.Files[len(m.Files)-1])
 		}
 	}
 	return f.err
