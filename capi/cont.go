@@ -314,11 +314,10 @@ func contLocked(ctx context.Context, h *handle, fn func(ctx context.Context, h *
 	return fn(ctx, h)
 }
 
-// maxTagValue is the metadata servers' limit on a tag's value
-// (metaserver.MaxTagValueLen; a test keeps them equal). It is checked
+// maxTagValue is the metadata servers' limit on a tag's value. It is checked
 // here, before the caller's bytes are copied, so that a wrong size from C
 // fails with a message instead of copying past the caller's buffer.
-const maxTagValue = 1 << 16
+const maxTagValue = limits.MaxTagValue
 
 // ContPutTag is PDCcont_put_tag: value points to size bytes the caller
 // owns, of type typ (pdc_var_type_t); they are copied before the call

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pdcgo/pdc/internal/metaserver"
 )
 
 func TestParseTimeout(t *testing.T) {
@@ -65,10 +63,4 @@ func oops(t *thing) error {
 		return nil
 	}
 	return nil
-}
-
-func TestTagLimitIsTheServers(t *testing.T) {
-	if maxTagValue != metaserver.MaxTagValueLen {
-		t.Fatalf("maxTagValue %d, servers' limit %d", maxTagValue, metaserver.MaxTagValueLen)
-	}
 }

@@ -366,8 +366,9 @@ func (c *Client) answered(m wire.Method, rank int, res *wire.ObjResults, n int) 
 	return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), k, n, pdc.ErrProtocol)
 }
 
-// MaxBatch is the most items the client puts in one request.
-const MaxBatch = 8192
+// MaxBatch is the most items the client puts in one request
+// (limits.ClientBatchItems; a server accepts up to limits.MaxBatchItems).
+const MaxBatch = limits.ClientBatchItems
 
 func (c *Client) objects(res []wire.ObjResult, err error, verb string, name func(int) string) ([]*Object, error) {
 	if err != nil {

@@ -19,7 +19,16 @@ const (
 	// MaxQueryTerms bounds the keys of one by-key step of a tag query
 	// (one request): a client with more sends several.
 	MaxQueryTerms = 4096
-	MaxDims       = region.MaxDims
+	// MaxBatchItems bounds the items of one batch request a metadata
+	// server accepts: creates or opens (ObjBatch), tag puts (TagBatch),
+	// members (Members), produced files (StageBatch), regions
+	// (RegionBatch), ids to purge (ObjPurge).
+	MaxBatchItems = 1 << 16
+	// ClientBatchItems is the most items the client puts in one batch
+	// request: well under MaxBatchItems, so that a request of large items
+	// also stays under its byte budget and a batch's requests pipeline.
+	ClientBatchItems = 8192
+	MaxDims          = region.MaxDims
 	// Unlimited is PDC_SIZE_UNLIMITED: a first dim that can grow.
 	Unlimited = math.MaxUint64
 	// MaxObjectBytes bounds an object's size in bytes (its dims' product

@@ -14,14 +14,12 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
-
-// MaxBatch bounds the items of one batch request.
-const MaxBatch = 1 << 16
 
 func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
 	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
@@ -132,8 +130,8 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
-	if len(b.Creates) == 0 || len(b.Creates) > MaxBatch {
-		return nil, fmt.Errorf("create batch of %d objects; want 1 to %d: %w", len(b.Creates), MaxBatch, pdc.ErrInvalid)
+	if len(b.Creates) == 0 || len(b.Creates) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("create batch of %d objects; want 1 to %d: %w", len(b.Creates), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Creates))}
 	metas := make([]*wire.ObjectMeta, len(b.Creates))
@@ -282,8 +280,8 @@ func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
-	if len(b.Opens) == 0 || len(b.Opens) > MaxBatch {
-		return nil, fmt.Errorf("open batch of %d objects; want 1 to %d: %w", len(b.Opens), MaxBatch, pdc.ErrInvalid)
+	if len(b.Opens) == 0 || len(b.Opens) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("open batch of %d objects; want 1 to %d: %w", len(b.Opens), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Opens))}
 	size := 0
@@ -515,10 +513,10 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 		if err != nil {
 			return err
 		}
-		if len(ms)+len(unlink) == MaxBatch {
+		if len(ms)+len(unlink) == limits.MaxBatchItems {
 			// One commit of all would have no bound: clients that page
 			// purge (obj_purge).
-			return fmt.Errorf("container %d has more than %d members here to delete in one obj_delete_cont; delete it with a client that pages (obj_purge): %w", a.ID, MaxBatch, pdc.ErrTooLarge)
+			return fmt.Errorf("container %d has more than %d members here to delete in one obj_delete_cont; delete it with a client that pages (obj_purge): %w", a.ID, limits.MaxBatchItems, pdc.ErrTooLarge)
 		}
 		if m.ContID != a.ID {
 			unlink = append(unlink, membership{a.ID, id})
@@ -579,8 +577,8 @@ func (s *Service) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if m.ContID == 0 {
 		return nil, fmt.Errorf("membership request names no container: %w", pdc.ErrInvalid)
 	}
-	if len(m.ObjIDs) == 0 || len(m.ObjIDs) > MaxBatch {
-		return nil, fmt.Errorf("membership request for %d objects; want 1 to %d: %w", len(m.ObjIDs), MaxBatch, pdc.ErrInvalid)
+	if len(m.ObjIDs) == 0 || len(m.ObjIDs) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("membership request for %d objects; want 1 to %d: %w", len(m.ObjIDs), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	// A write lock would wait for tag writes; deletes take it, so no
 	// object can go between its check and the commit.

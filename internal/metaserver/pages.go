@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -305,8 +306,8 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if q.ContID == 0 {
 		return nil, fmt.Errorf("purge: no container given: %w", pdc.ErrInvalid)
 	}
-	if len(q.IDs) > MaxBatch {
-		return nil, fmt.Errorf("purge of %d objects; want at most %d: %w", len(q.IDs), MaxBatch, pdc.ErrInvalid)
+	if len(q.IDs) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("purge of %d objects; want at most %d: %w", len(q.IDs), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	ids := slices.Clone(q.IDs)
 	slices.Sort(ids)

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/overlay"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -209,8 +210,8 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 // pieces that cover it, sorted by server; with onePiece, each as one
 // piece. The batch is refused whole for one bad region.
 func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
-	if len(in.Items) > MaxBatch {
-		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), MaxBatch, pdc.ErrTooLarge)
+	if len(in.Items) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
 	}
 	// Checked under the read lock so that a delete cannot slip between
 	// the check and the commit.
@@ -441,8 +442,8 @@ func (s *Service) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
-	if len(in.Items) > MaxBatch {
-		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), MaxBatch, pdc.ErrTooLarge)
+	if len(in.Items) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
 	}
 	out := wire.RegionLocatedAll{Items: make([]wire.RegionLocated, len(in.Items))}
 	for i := range in.Items {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/staging"
@@ -112,8 +113,8 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
-	if len(in.Records) == 0 || len(in.Records) > MaxBatch {
-		return nil, fmt.Errorf("produce batch of %d files; want 1 to %d: %w", len(in.Records), MaxBatch, pdc.ErrInvalid)
+	if len(in.Records) == 0 || len(in.Records) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("produce batch of %d files; want 1 to %d: %w", len(in.Records), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	for i := range in.Records {
 		r := &in.Records[i]

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -38,8 +39,8 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	if err := decode(req, &tb); err != nil {
 		return nil, err
 	}
-	if len(tb.Puts) == 0 || len(tb.Puts) > MaxBatch {
-		return nil, fmt.Errorf("tag batch of %d puts; want 1 to %d: %w", len(tb.Puts), MaxBatch, pdc.ErrInvalid)
+	if len(tb.Puts) == 0 || len(tb.Puts) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("tag batch of %d puts; want 1 to %d: %w", len(tb.Puts), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	out := wire.TagResults{Codes: make([]uint64, len(tb.Puts)), Messages: make([]string, len(tb.Puts))}
 	// Deletes of the target hold updateMu, so a tag cannot land on an
