@@ -204,13 +204,13 @@ func (t *tombs) push(ctx context.Context, ids []uint64) error {
 	}
 	t.mu.Unlock()
 	if len(done) > 0 {
-		b := t.s.st.db.NewBatch()
+		b := t.s.st.NewBatch()
 		for _, id := range done {
-			_ = b.Delete(keyGone(id), nil)
+			b.Delete(keyGone(id))
 		}
 		// A tombstone dropped and then found again after a crash is only
 		// pushed again: it needs no sync of its own.
-		if err := t.s.st.commit(b); err != nil {
+		if err := t.s.st.Commit(b); err != nil {
 			t.s.log.Warn("drop confirmed tombstones: "+err.Error(), "objects", len(done))
 		}
 		b.Close()

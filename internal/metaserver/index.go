@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -243,7 +242,7 @@ func (r *router) Delete(k []byte) { r.to(k).Delete(k) }
 // caller holds ix.mu; without placement (while starting) every operation
 // goes to the outbox. If b does not commit, the caller abandons the
 // staged entries, drops the records and forgets the keys.
-func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) indexed {
+func (s *Service) indexChanges(b metastore.Batch, changes []tagChange) indexed {
 	ix := &s.ix
 	count, self := int(s.count.Load()), int(s.index.Load())
 	var part *tagindex.Partition
@@ -302,10 +301,10 @@ func (s *Service) indexChanges(b *pebble.Batch, changes []tagChange) indexed {
 			// Without placement (rt.rest) there is nothing else.
 			r = ix.ob.Add(&rt.rest)
 		}
-		_ = b.Set(outbox.RecordKey(r.Seq(), 0), changeRecord(rec, ix.suffix, count, self), nil)
+		b.Set(outbox.RecordKey(r.Seq(), 0), changeRecord(rec, ix.suffix, count, self))
 		recs = append(recs, r)
 	}
-	return indexed{recs: recs, local: ix.post.Stage(b, local), keys: keys}
+	return indexed{recs: recs, local: ix.post.Stage(b.Pebble(), local), keys: keys}
 }
 
 // indexed is what indexChanges made of a commit's changes.
@@ -343,7 +342,7 @@ func addOp(ops *postings.Ops, key, value []byte, del bool) {
 // other server concerned has been tried once. The caller holds updateMu (read or
 // write) but not ix.mu; build adds the tag writes to b and returns the
 // changes, under ix.mu, so that it reads old values in commit order.
-func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func() ([]tagChange, error)) error {
+func (s *Service) commitChanges(ctx context.Context, b metastore.Batch, build func() ([]tagChange, error)) error {
 	if !s.ix.on {
 		if _, err := build(); err != nil {
 			return err
@@ -351,7 +350,7 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 		if b.Empty() {
 			return nil
 		}
-		return s.st.commit(b)
+		return s.st.Commit(b)
 	}
 	s.ix.mu.Lock()
 	changes, err := build()
@@ -365,7 +364,7 @@ func (s *Service) commitChanges(ctx context.Context, b *pebble.Batch, build func
 		s.ix.mu.Unlock()
 		return nil
 	}
-	wait, err := s.st.commitApply(b)
+	wait, err := s.st.CommitApply(b)
 	if err != nil {
 		s.ix.post.Abandon(ixd.local)
 		s.ix.ob.Drop(recs)
@@ -428,12 +427,12 @@ func (s *Service) openIndex() error {
 		}
 	}
 	cfg := []byte{indexConfigVersion, want}
-	got, ok, err := s.st.get(keyIndexConfig)
+	got, ok, err := s.st.Get(keyIndexConfig)
 	if err != nil {
-		return fmt.Errorf("metadata store %s: read the index settings: %w", s.st.dir, err)
+		return fmt.Errorf("metadata store %s: read the index settings: %w", s.st.Dir(), err)
 	}
 	if ok && len(got) == 2 && got[0] > indexConfigVersion {
-		return fmt.Errorf("metadata store %s: index format version %d; this build reads version %d: %w", s.st.dir, got[0], indexConfigVersion, pdc.ErrVersion)
+		return fmt.Errorf("metadata store %s: index format version %d; this build reads version %d: %w", s.st.Dir(), got[0], indexConfigVersion, pdc.ErrVersion)
 	}
 	if ok && bytes.Equal(got, cfg) {
 		return nil
@@ -444,17 +443,17 @@ func (s *Service) openIndex() error {
 		return err
 	}
 	if err := s.ix.post.Reset(); err != nil {
-		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.dir, err)
+		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.Dir(), err)
 	}
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	// Entries of index format 1, one pebble key each.
-	_ = b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1}, nil)
-	_ = b.DeleteRange([]byte{'Q'}, []byte{'R'}, nil)
-	_ = b.DeleteRange([]byte{'q'}, []byte{'r'}, nil)
-	_ = b.Set(keyIndexConfig, cfg, nil)
-	if err := s.st.commit(b); err != nil {
-		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.dir, err)
+	b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1})
+	b.DeleteRange([]byte{'Q'}, []byte{'R'})
+	b.DeleteRange([]byte{'q'}, []byte{'r'})
+	b.Set(keyIndexConfig, cfg)
+	if err := s.st.Commit(b); err != nil {
+		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.Dir(), err)
 	}
 	if !s.ix.on || !hasTags {
 		return nil
@@ -474,11 +473,11 @@ func (s *Service) reindexAll() error {
 		if len(changes) == 0 {
 			return nil
 		}
-		b := s.st.db.NewBatch()
+		b := s.st.NewBatch()
 		defer b.Close()
 		s.ix.mu.Lock()
 		ixd := s.indexChanges(b, changes)
-		err := s.st.commit(b)
+		err := s.st.Commit(b)
 		if err == nil {
 			s.ix.post.Publish(ixd.local)
 		} else {

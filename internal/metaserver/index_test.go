@@ -359,11 +359,11 @@ func storedKeys(t *testing.T, dirs []string, p byte) int {
 	t.Helper()
 	n := 0
 	for _, d := range dirs {
-		st, err := openStore(d, metastore.DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
+		st, err := metastore.Open(metastore.Options{Dir: d, CacheBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		it, err := st.db.NewIter(nil)
+		it, err := st.NewIter(nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func storedKeys(t *testing.T, dirs []string, p byte) int {
 			n++
 		}
 		it.Close()
-		st.close()
+		st.Close()
 	}
 	return n
 }
@@ -598,10 +598,10 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	}
 	k := outbox.RecordKey(7, 0)
 	put := func(v []byte) {
-		b := s.st.db.NewBatch()
+		b := s.st.NewBatch()
 		defer b.Close()
-		_ = b.Set(k, v, nil)
-		if err := s.st.commit(b); err != nil {
+		b.Set(k, v)
+		if err := s.st.Commit(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -634,7 +634,7 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	if _, err := s.MoveForeign(context.Background(), send); err == nil {
 		t.Fatal("the move should fail while server 2 is down")
 	}
-	if v, ok, err := s.st.get(k); err != nil || !ok || !bytes.Equal(v, rec) {
+	if v, ok, err := s.st.Get(k); err != nil || !ok || !bytes.Equal(v, rec) {
 		t.Fatalf("the record changed or went although its part for server 2 was not sent (ok %v, err %v)", ok, err)
 	}
 	down = false
@@ -657,7 +657,7 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	if n := count(got[2], owned[2]); n != 30*3 || got[2].Len() != n {
 		t.Fatalf("server 2 got %d entries of its object (%d in all), want %d", n, got[2].Len(), 30*3)
 	}
-	v, ok, err := s.st.get(k)
+	v, ok, err := s.st.Get(k)
 	if err != nil || !ok {
 		t.Fatalf("this server's part is gone (ok %v, err %v)", ok, err)
 	}
@@ -696,10 +696,10 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 		t.Fatalf("the record should have entries of both old servers: %d and %d", applied, kept)
 	}
 	k := outbox.RecordKey(7, 0)
-	b := s.st.db.NewBatch()
-	_ = b.Set(k, (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
-	_ = b.Set(outbox.MarkKey(7, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
-	if err := s.st.commit(b); err != nil {
+	b := s.st.NewBatch()
+	b.Set(k, (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil))
+	b.Set(outbox.MarkKey(7, 1), binary.BigEndian.AppendUint32(nil, 2))
+	if err := s.st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -718,7 +718,7 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	if sent != 0 {
 		t.Fatalf("%d record pieces were sent for an object that stays", sent)
 	}
-	v, ok, err := s.st.get(k)
+	v, ok, err := s.st.Get(k)
 	if err != nil || !ok {
 		t.Fatalf("the record's unapplied part is gone (ok %v, err %v)", ok, err)
 	}
@@ -735,7 +735,7 @@ func TestMoveDropsAppliedParts(t *testing.T) {
 	if left.Len() != kept {
 		t.Fatalf("the record keeps %d entries, want %d", left.Len(), kept)
 	}
-	if _, ok, _ := s.st.get(outbox.MarkKey(7, 1)); ok {
+	if _, ok, _ := s.st.Get(outbox.MarkKey(7, 1)); ok {
 		t.Fatal("the mark of the old count outlived the move")
 	}
 }
@@ -884,7 +884,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 		// The second time, the keys' dictionary entries are written.
 		for _, changes := range [][]tagChange{mixed, mixed, bulk} {
 			s.ix.mu.Lock()
-			b := s.st.db.NewBatch()
+			b := s.st.NewBatch()
 			ixd := s.indexChanges(b, changes)
 			s.ix.post.Abandon(ixd.local)
 			s.ix.ob.Drop(ixd.recs)
@@ -893,7 +893,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 				t.Fatalf("%d outbox records, want 1", len(ixd.recs))
 			}
 			var stored []byte
-			r := b.Reader()
+			r := b.Pebble().Reader()
 			for {
 				_, k, v, ok, err := r.Next()
 				if err != nil || !ok {

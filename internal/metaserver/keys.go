@@ -1,6 +1,10 @@
 package metaserver
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/pdcgo/pdc/internal/metastore"
+)
 
 const (
 	kindObject    = 0
@@ -56,13 +60,4 @@ func appendKeyTag(b []byte, kind byte, id uint64, name string) []byte {
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil // p is all 0xff: no upper bound
-}
+func prefixEnd(p []byte) []byte { return metastore.PrefixEnd(p) }

@@ -78,14 +78,14 @@ func TestTagChecksReadNoStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := &rpc.Request{Header: (&wire.TagKey{ID: id, Name: "step"}).Marshal(nil)}
-	before := s.st.gets.Load()
+	before := s.st.Gets()
 	const n = 100
 	for range n {
 		if _, err := s.tagGet(ctx, get); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := s.st.gets.Load() - before; got != n {
+	if got := s.st.Gets() - before; got != n {
 		t.Errorf("%d tag gets of a created object made %d store lookups; want %d (the tags)", n, got, n)
 	}
 }

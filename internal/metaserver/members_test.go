@@ -132,7 +132,7 @@ func (c *testCluster) crashAndReopen() {
 	for _, s := range c.svcs {
 		s.StopStageWaits()
 		s.ix.ob.Close()
-		crash(s.st)
+		s.st.Crash()
 	}
 	c.svcs = nil
 	c.open()

@@ -105,18 +105,18 @@ func (s *Service) MoveForeign(ctx context.Context, send Send) (int, error) {
 func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error) {
 	// Opening it replays its own log, so nothing it acknowledged is missed.
 	fsys := vfs.OrDefault(s.cfg.FS)
-	st, err := openStoreFS(fsys, dir, metastore.DurabilityProcess, 8<<20, s.log)
+	st, err := metastore.Open(metastore.Options{Dir: dir, FS: fsys, Durability: metastore.DurabilityProcess, CacheBytes: 8 << 20, Logger: s.log})
 	if err != nil {
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
-	post, err := postings.Open(st.db, st.commitApply, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: s.log})
+	post, err := postings.Open(st.DB(), st.CommitPebble, prefixIndexLog, prefixIndexRuns, postings.Options{Logger: s.log})
 	if err != nil {
-		st.close()
+		st.Close()
 		return 0, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
 	n, err := moveFrom(ctx, st, post, -1, int(s.count.Load()), send, false, s)
 	post.Close()
-	if cerr := st.close(); err == nil {
+	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -129,118 +129,167 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 	return n, nil
 }
 
-// moveFrom sends entries of db and of its tag index (post) whose owner is
-// not self to their owners; with self -1 every entry moves, those owned
+// moveFrom sends entries of from and of its tag index (post) whose owner
+// is not self to their owners; with self -1 every entry moves, those owned
 // here being applied locally.
-func moveFrom(ctx context.Context, from *store, post *postings.Store, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
-	db := from.db
+func moveFrom(ctx context.Context, from *metastore.Store, post *postings.Store, self, count int, send Send, deleteMoved bool, s *Service) (int, error) {
 	if count <= 0 {
 		return 0, fmt.Errorf("move metadata: placement unknown: %w", pdc.ErrUnavailable)
 	}
-	pending := map[int]*wire.KVBatch{}
-	pendingBytes := map[int]int{}
-	moved := 0
-	// deliver imports b here or sends it to its owner.
-	deliver := func(owner int, b *wire.KVBatch) error {
-		if owner == int(s.index.Load()) {
-			return s.importKVs(b)
-		}
-		return send(ctx, owner, b)
+	m := &mover{ctx: ctx, from: from, post: post, self: self, count: count, send: send, deleteMoved: deleteMoved, s: s,
+		pending: map[int]*wire.KVBatch{}, pendingBytes: map[int]int{}}
+	if err := m.moveIndex(); err != nil {
+		return m.moved, err
 	}
-	flush := func(owner int) error {
-		b := pending[owner]
-		if b == nil || len(b.Keys) == 0 {
-			return nil
-		}
-		if err := deliver(owner, b); err != nil {
-			return fmt.Errorf("move %d entries to metadata server %d: %w", len(b.Keys), owner, err)
-		}
-		if deleteMoved {
-			var err error
-			del := db.NewBatch()
-			var ixDel postings.Ops
-			for _, k := range b.Keys[1:] { // not the high-water mark
-				if k[0] == tagindex.Prefix0 {
-					ixDel.Delete(k)
-				} else {
-					_ = del.Delete(k, nil)
-				}
-			}
-			if !del.Empty() {
-				err = from.commit(del)
-				// Objects' keys left the store: none is known to exist.
-				s.live.forgetAll()
-			}
-			del.Close()
-			if err == nil {
-				err = post.Apply(&ixDel)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		moved += len(b.Keys) - 1
-		delete(pending, owner)
-		delete(pendingBytes, owner)
-		return nil
+	records, marks, err := m.moveKeys()
+	if err != nil {
+		return m.moved, err
 	}
-	add := func(owner int, k, v []byte) error {
-		b := pending[owner]
-		if b == nil {
-			// First, the source's id high-water mark: ids of objects it
-			// deleted must not be handed out again by the new owner.
-			b = &wire.KVBatch{Keys: [][]byte{{'S'}}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.highWater())}}
-			pending[owner] = b
+	for owner := range m.pending {
+		if err := m.flush(owner); err != nil {
+			return m.moved, err
 		}
-		b.Keys = append(b.Keys, append([]byte(nil), k...))
-		b.Values = append(b.Values, append([]byte{}, v...))
-		pendingBytes[owner] += len(k) + len(v)
-		if len(b.Keys) > migrateBatch || pendingBytes[owner] > migrateBytes {
-			return flush(owner)
+	}
+	sendNow := func(owner int, k, v []byte) error {
+		b := &wire.KVBatch{Keys: [][]byte{{'S'}, k}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.HighWater()), v}}
+		if err := m.deliver(owner, b); err != nil {
+			return fmt.Errorf("move outbox record %x to metadata server %d: %w", k, owner, err)
 		}
 		return nil
 	}
-	// Index entries go to the server of their term under the new count.
-	part := tagindex.For(count)
-	err := post.Range(nil, nil, func(k, v []byte) error {
+	for _, r := range records {
+		n, err := moveRecord(r[0], r[1], marks[string(r[0][1:9])], self, count, sendNow, deleteMoved, from)
+		m.moved += n
+		if err != nil {
+			return m.moved, err
+		}
+	}
+	return m.moved, nil
+}
+
+// mover is one moveFrom: the entries gathered by owner, sent in batches.
+type mover struct {
+	ctx          context.Context
+	from         *metastore.Store
+	post         *postings.Store
+	self, count  int
+	send         Send
+	deleteMoved  bool
+	s            *Service
+	pending      map[int]*wire.KVBatch
+	pendingBytes map[int]int
+	moved        int
+}
+
+// deliver imports b here or sends it to its owner.
+func (m *mover) deliver(owner int, b *wire.KVBatch) error {
+	if owner == int(m.s.index.Load()) {
+		return m.s.importKVs(b)
+	}
+	return m.send(m.ctx, owner, b)
+}
+
+// flush delivers what is gathered for owner and, if the move deletes,
+// deletes it here.
+func (m *mover) flush(owner int) error {
+	b := m.pending[owner]
+	if b == nil || len(b.Keys) == 0 {
+		return nil
+	}
+	if err := m.deliver(owner, b); err != nil {
+		return fmt.Errorf("move %d entries to metadata server %d: %w", len(b.Keys), owner, err)
+	}
+	if m.deleteMoved {
+		if err := m.deleteHere(b.Keys[1:]); err != nil { // not the high-water mark
+			return err
+		}
+	}
+	m.moved += len(b.Keys) - 1
+	delete(m.pending, owner)
+	delete(m.pendingBytes, owner)
+	return nil
+}
+
+// deleteHere deletes moved keys from the store and its tag index.
+func (m *mover) deleteHere(keys [][]byte) error {
+	var err error
+	del := m.from.NewBatch()
+	var ixDel postings.Ops
+	for _, k := range keys {
+		if k[0] == tagindex.Prefix0 {
+			ixDel.Delete(k)
+		} else {
+			del.Delete(k)
+		}
+	}
+	if !del.Empty() {
+		err = m.from.Commit(del)
+		// Objects' keys left the store: none is known to exist.
+		m.s.live.forgetAll()
+	}
+	del.Close()
+	if err == nil {
+		err = m.post.Apply(&ixDel)
+	}
+	return err
+}
+
+// add gathers k and v for owner, and flushes once a batch is full.
+func (m *mover) add(owner int, k, v []byte) error {
+	b := m.pending[owner]
+	if b == nil {
+		// First, the source's id high-water mark: ids of objects it
+		// deleted must not be handed out again by the new owner.
+		b = &wire.KVBatch{Keys: [][]byte{{'S'}}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, m.from.HighWater())}}
+		m.pending[owner] = b
+	}
+	b.Keys = append(b.Keys, append([]byte(nil), k...))
+	b.Values = append(b.Values, append([]byte{}, v...))
+	m.pendingBytes[owner] += len(k) + len(v)
+	if len(b.Keys) > migrateBatch || m.pendingBytes[owner] > migrateBytes {
+		return m.flush(owner)
+	}
+	return nil
+}
+
+// moveIndex gathers the index entries, each for the server of its term
+// under the new count.
+func (m *mover) moveIndex() error {
+	part := tagindex.For(m.count)
+	return m.post.Range(nil, nil, func(k, v []byte) error {
 		owner, err := part.EntryOwner(k)
 		if err != nil {
-			s.log.Error("dropping a malformed tag index entry", "entry", fmt.Sprintf("%.60q", k), "err", err)
+			m.s.log.Error("dropping a malformed tag index entry", "entry", fmt.Sprintf("%.60q", k), "err", err)
 			return nil
 		}
-		if owner == self {
+		if owner == m.self {
 			return nil
 		}
-		return add(owner, k, v)
+		return m.add(owner, k, v)
 	})
+}
+
+// moveKeys gathers the store's entries for their owners, and returns the
+// outbox records, which move last, each on its own (moveRecord), with the
+// marks of their parts already applied: dest -> the count it was an index
+// among, by record.
+func (m *mover) moveKeys() (records [][2][]byte, marks map[string]map[int]int, err error) {
+	marks = map[string]map[int]int{}
+	it, err := m.from.NewIter(nil, nil)
 	if err != nil {
-		return moved, err
+		return nil, nil, err
 	}
-	var records [][2][]byte
-	// The marks of the records' parts already applied: dest -> the count
-	// it was an index among, by record.
-	marks := map[string]map[int]int{}
-	it, err := db.NewIter(nil)
-	if err != nil {
-		return moved, err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.First(); ok && err == nil; ok = it.Next() {
 		k := it.Key()
-		if k[0] == 'Q' && len(k) == 17 {
-			// Outbox records move last, each on its own (moveRecord).
-			v, err := it.ValueAndErr()
-			if err != nil {
-				it.Close()
-				return moved, err
+		var v []byte
+		switch {
+		case k[0] == outbox.RecordPrefix && len(k) == 17:
+			if v, err = it.ValueAndErr(); err == nil {
+				records = append(records, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 			}
-			records = append(records, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-			continue
-		}
-		if k[0] == 'q' && len(k) == 13 {
-			v, err := it.ValueAndErr()
-			if err != nil {
-				it.Close()
-				return moved, err
+		case k[0] == outbox.MarkPrefix && len(k) == 13:
+			if v, err = it.ValueAndErr(); err != nil {
+				break
 			}
 			if _, d, n, ok := outbox.DecodeMark(k, v); ok {
 				seq := string(k[1:9])
@@ -249,44 +298,20 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 				}
 				marks[seq][d] = n
 			}
-			continue
-		}
-		owner, ok := keyDest(k, count)
-		if !ok || owner == self {
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err == nil {
-			err = add(owner, k, v)
-		}
-		if err != nil {
-			it.Close()
-			return moved, err
+		default:
+			owner, ok := keyDest(k, m.count)
+			if !ok || owner == m.self {
+				continue
+			}
+			if v, err = it.ValueAndErr(); err == nil {
+				err = m.add(owner, k, v)
+			}
 		}
 	}
-	if err := it.Close(); err != nil {
-		return moved, err
+	if cerr := it.Close(); err == nil {
+		err = cerr
 	}
-	for owner := range pending {
-		if err := flush(owner); err != nil {
-			return moved, err
-		}
-	}
-	sendNow := func(owner int, k, v []byte) error {
-		b := &wire.KVBatch{Keys: [][]byte{{'S'}, k}, Values: [][]byte{binary.BigEndian.AppendUint64(nil, from.highWater()), v}}
-		if err := deliver(owner, b); err != nil {
-			return fmt.Errorf("move outbox record %x to metadata server %d: %w", k, owner, err)
-		}
-		return nil
-	}
-	for _, r := range records {
-		n, err := moveRecord(r[0], r[1], marks[string(r[0][1:9])], self, count, sendNow, deleteMoved, from)
-		moved += n
-		if err != nil {
-			return moved, err
-		}
-	}
-	return moved, nil
+	return records, marks, err
 }
 
 // moveRecord moves the parts of outbox record k whose objects now belong
@@ -304,7 +329,7 @@ func moveFrom(ctx context.Context, from *store, post *postings.Store, self, coun
 // -> the count it was an index among) are left out: the move takes that
 // server's entries to their new servers, perhaps with newer changes of
 // the same entries, which these would undo.
-func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(owner int, k, v []byte) error, deleteMoved bool, from *store) (int, error) {
+func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(owner int, k, v []byte) error, deleteMoved bool, from *metastore.Store) (int, error) {
 	ops, err := recordOps(v)
 	if err != nil {
 		return 0, fmt.Errorf("outbox record %x: %w", k, err)
@@ -357,36 +382,36 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 	if !deleteMoved {
 		return sent, nil
 	}
-	b := from.db.NewBatch()
+	b := from.NewBatch()
 	defer b.Close()
 	if p := parts[self]; p != nil {
 		m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: p.Bytes()}
-		_ = b.Set(k, m.Marshal(nil), nil)
+		b.Set(k, m.Marshal(nil))
 	} else {
-		_ = b.Delete(k, nil)
+		b.Delete(k)
 	}
 	seq := binary.BigEndian.Uint64(k[1:9])
 	for d := range marks {
-		_ = b.Delete(outbox.MarkKey(seq, d), nil)
+		b.Delete(outbox.MarkKey(seq, d))
 	}
-	return sent, from.commit(b)
+	return sent, from.Commit(b)
 }
 
 // importKVs stores entries moved here, keeping later ids above theirs.
 func (s *Service) importKVs(b *wire.KVBatch) error {
-	batch := s.st.db.NewBatch()
+	batch := s.st.NewBatch()
 	defer batch.Close()
 	var ix postings.Ops
 	for i, k := range b.Keys {
 		if len(k) == 1 && k[0] == 'S' && len(b.Values[i]) == 8 {
-			s.st.observeSeq(uint32(min(binary.BigEndian.Uint64(b.Values[i]), 1<<32-1)))
+			s.st.ObserveSeq(uint32(min(binary.BigEndian.Uint64(b.Values[i]), 1<<32-1)))
 			continue
 		}
 		if _, ok := keyDest(k, max(int(s.count.Load()), 1)); !ok {
 			return fmt.Errorf("import: key %q is not movable metadata: %w", k, pdc.ErrInvalid)
 		}
 		if (k[0] == 'o' || k[0] == 'c') && len(k) == 9 {
-			s.st.observeSeq(placement.SeqOf(binary.BigEndian.Uint64(k[1:])))
+			s.st.ObserveSeq(placement.SeqOf(binary.BigEndian.Uint64(k[1:])))
 		}
 		if k[0] == 'Q' {
 			// An outbox record follows its object: it is delivered here,
@@ -400,14 +425,14 @@ func (s *Service) importKVs(b *wire.KVBatch) error {
 			ix.Set(k, b.Values[i])
 			continue
 		}
-		_ = batch.Set(k, b.Values[i], nil)
+		batch.Set(k, b.Values[i])
 	}
 	// Reserve the observed ids on disk before acknowledging.
-	if _, err := s.st.nextSeqNum(); err != nil {
+	if _, err := s.st.NextSeq(); err != nil {
 		return err
 	}
-	staged := s.ix.post.Stage(batch, &ix)
-	if err := s.st.commit(batch); err != nil {
+	staged := s.ix.post.Stage(batch.Pebble(), &ix)
+	if err := s.st.Commit(batch); err != nil {
 		s.ix.post.Abandon(staged)
 		return err
 	}

@@ -33,7 +33,7 @@ func TestMoveForeignToANewOwner(t *testing.T) {
 		}
 		ids[names[i]] = r.Meta.ID
 	}
-	hw := a.st.highWater()
+	hw := a.st.HighWater()
 
 	// The cluster grows to two metadata servers: a is index 0, b index 1.
 	a.ready.Store(false)
@@ -59,12 +59,12 @@ func TestMoveForeignToANewOwner(t *testing.T) {
 		if m, _, err := owner.loadObjByID(id); err != nil || m.Name != name {
 			t.Fatalf("%s on its new owner: %v", name, err)
 		}
-		if _, ok, _ := other.st.get(keyObjID(id)); ok {
+		if _, ok, _ := other.st.Get(keyObjID(id)); ok {
 			t.Fatalf("%s still on its old owner", name)
 		}
 	}
-	if b.st.highWater() < hw {
-		t.Fatalf("new owner's id high-water %d is below the old owner's %d: ids could be reused", b.st.highWater(), hw)
+	if b.st.HighWater() < hw {
+		t.Fatalf("new owner's id high-water %d is below the old owner's %d: ids could be reused", b.st.HighWater(), hw)
 	}
 	// Imports are refused once the cluster serves clients.
 	if _, err := b.importRPC(ctx, nil); err == nil {

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -25,7 +24,7 @@ func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
 	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
 		return nil, nil, err
 	}
-	ident, ok, err := s.st.get(keyObjID(id))
+	ident, ok, err := s.st.Get(keyObjID(id))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +44,7 @@ func (s *Service) objExists(id uint64) error {
 	if known {
 		return nil
 	}
-	_, ok, err := s.st.get(keyObjID(id))
+	_, ok, err := s.st.Get(keyObjID(id))
 	switch {
 	case err != nil:
 		return err
@@ -57,7 +56,7 @@ func (s *Service) objExists(id uint64) error {
 }
 
 func (s *Service) loadObj(ident []byte) (*wire.ObjectMeta, []byte, error) {
-	v, ok, err := s.st.get(keyObj(ident))
+	v, ok, err := s.st.Get(keyObj(ident))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -189,7 +188,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		}
 		s.createMu.Unlock()
 	}()
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'O'}, UpperBound: []byte{'P'}})
+	it, err := s.st.NewIter([]byte{'O'}, []byte{'P'})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +211,7 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	var seq uint32
 	if n > 0 {
 		var err error
-		if seq, err = s.st.nextSeqNums(n); err != nil {
+		if seq, err = s.st.NextSeqs(n); err != nil {
 			return nil, err
 		}
 		s.fresh.add(seq, n)
@@ -220,14 +219,14 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	// Each kind of key is added in order: the memtable inserts a batch's
 	// keys one after another starting from where the last one went, so a
 	// sorted run costs a step per key instead of a search from the top.
-	batch := s.st.db.NewBatch()
+	batch := s.st.NewBatch()
 	defer batch.Close()
 	made := order[:0:0]
 	for _, i := range order {
 		if m := metas[i]; m != nil {
 			m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
 			seq++
-			_ = batch.Set(keys[i], m.Marshal(nil), nil)
+			batch.Set(keys[i], m.Marshal(nil))
 			made = append(made, i)
 		}
 	}
@@ -236,14 +235,14 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return cmp.Or(cmp.Compare(a.ContID, b.ContID), cmp.Compare(a.ID, b.ID))
 	})
 	for _, i := range made {
-		_ = batch.Set(keyObjID(metas[i].ID), keys[i][1:], nil) // the identity
+		batch.Set(keyObjID(metas[i].ID), keys[i][1:]) // the identity
 	}
 	for _, i := range made {
-		_ = batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil, nil)
+		batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil)
 	}
 	gen := s.live.generation()
 	if n > 0 {
-		if err := s.st.commit(batch); err != nil {
+		if err := s.st.Commit(batch); err != nil {
 			return nil, fmt.Errorf("create %d objects: %w", n, err)
 		}
 	}
@@ -381,12 +380,12 @@ type membership struct{ cont, obj uint64 }
 // index entries), and the added memberships in unlink, in one commit. The
 // caller holds updateMu.
 func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte, unlink []membership) error {
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
 		for _, u := range unlink {
-			_ = b.Delete(keyMember(u.cont, u.obj), nil)
-			_ = b.Delete(keyAdded(u.obj, u.cont), nil)
+			b.Delete(keyMember(u.cont, u.obj))
+			b.Delete(keyAdded(u.obj, u.cont))
 		}
 		return s.deleteObjsBatch(b, ms, idents)
 	})
@@ -431,8 +430,8 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 // region maps and memberships holds updateMu for reading and checks that
 // the object exists, and the caller holds it for writing: nothing lands
 // between the look and the commit.
-func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents [][]byte) ([]tagChange, error) {
-	it, err := s.st.db.NewIter(nil)
+func (s *Service) deleteObjsBatch(b metastore.Batch, ms []*wire.ObjectMeta, idents [][]byte) ([]tagChange, error) {
+	it, err := s.st.NewIter(nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -446,15 +445,15 @@ func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents
 	}
 	var changes []tagChange
 	for i, m := range ms {
-		_ = b.Delete(keyObj(idents[i]), nil)
-		_ = b.Delete(keyObjID(m.ID), nil)
-		_ = b.Delete(keyMember(m.ContID, m.ID), nil)
+		b.Delete(keyObj(idents[i]))
+		b.Delete(keyObjID(m.ID))
+		b.Delete(keyMember(m.ContID, m.ID))
 		// The containers it was added to.
 		if ap := addedPrefix(m.ID); has(ap) {
 			for ; it.Valid(); it.Next() {
-				_ = b.Delete(keyMember(binary.BigEndian.Uint64(it.Key()[len(ap):]), m.ID), nil)
+				b.Delete(keyMember(binary.BigEndian.Uint64(it.Key()[len(ap):]), m.ID))
 			}
-			_ = b.DeleteRange(ap, prefixEnd(ap), nil)
+			b.DeleteRange(ap, prefixEnd(ap))
 		}
 		if tp := tagPrefix(kindObject, m.ID); has(tp) {
 			for ; s.ix.on && it.Valid(); it.Next() {
@@ -468,15 +467,15 @@ func (s *Service) deleteObjsBatch(b *pebble.Batch, ms []*wire.ObjectMeta, idents
 				}
 				changes = append(changes, tagChange{id: m.ID, key: string(it.Key()[len(tp):]), old: &tv})
 			}
-			_ = b.DeleteRange(tp, prefixEnd(tp), nil)
+			b.DeleteRange(tp, prefixEnd(tp))
 		}
 		if rp := regionPrefix(m.ID); has(rp) {
-			_ = b.DeleteRange(rp, prefixEnd(rp), nil)
+			b.DeleteRange(rp, prefixEnd(rp))
 		}
 		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("object %q: %w", m.Name, err)
 		}
-		_ = b.Set(keyGone(m.ID), []byte{goneVersion}, nil)
+		b.Set(keyGone(m.ID), []byte{goneVersion})
 	}
 	return changes, nil
 }
@@ -614,7 +613,7 @@ func (s *Service) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			}
 			continue // a member already
 		}
-		_, member, err := s.st.get(keyAdded(id, m.ContID))
+		_, member, err := s.st.Get(keyAdded(id, m.ContID))
 		switch {
 		case err != nil:
 			fail(err)
@@ -635,18 +634,18 @@ func (s *Service) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if m.Check || len(change) == 0 {
 		return rpc.Respond(&out), nil
 	}
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	for _, id := range change {
 		if m.Remove {
-			_ = b.Delete(keyMember(m.ContID, id), nil)
-			_ = b.Delete(keyAdded(id, m.ContID), nil)
+			b.Delete(keyMember(m.ContID, id))
+			b.Delete(keyAdded(id, m.ContID))
 		} else {
-			_ = b.Set(keyMember(m.ContID, id), nil, nil)
-			_ = b.Set(keyAdded(id, m.ContID), nil, nil)
+			b.Set(keyMember(m.ContID, id), nil)
+			b.Set(keyAdded(id, m.ContID), nil)
 		}
 	}
-	if err := s.st.commit(b); err != nil {
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("container %d: change %d memberships: %w", m.ContID, len(change), err)
 	}
 	return rpc.Respond(&out), nil
@@ -684,10 +683,10 @@ func (s *Service) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	m.Props.Dims = d.Dims
 	m.DimsVersion++
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
-	_ = b.Set(keyObj(ident), m.Marshal(nil), nil)
-	if err := s.st.commit(b); err != nil {
+	b.Set(keyObj(ident), m.Marshal(nil))
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return rpc.Respond(m), nil

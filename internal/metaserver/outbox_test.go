@@ -34,9 +34,9 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the race leaves: record 1 deleted, server 1's mark (count 2) set after.
-	b := s.st.db.NewBatch()
-	_ = b.Set(outbox.MarkKey(1, 1), binary.BigEndian.AppendUint32(nil, 2), nil)
-	if err := s.st.commit(b); err != nil {
+	b := s.st.NewBatch()
+	b.Set(outbox.MarkKey(1, 1), binary.BigEndian.AppendUint32(nil, 2))
+	if err := s.st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -69,7 +69,7 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 	if _, err := s.MoveForeign(context.Background(), func(context.Context, int, *wire.KVBatch) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	v, ok, err := s.st.get(key)
+	v, ok, err := s.st.Get(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,34 +89,14 @@ func TestOrphanMarkNamesNoNewRecord(t *testing.T) {
 // failSyncs puts s's store under sync durability with a failed fsync,
 // which fails every later wait until restore.
 func failSyncs(s *Service) (restore func()) {
-	w := s.st.log
-	w.mu.Lock()
-	w.sync = true
-	w.mu.Unlock()
-	w.syncMu.Lock()
-	w.err = errors.New("injected fsync failure")
-	w.syncMu.Unlock()
-	return func() {
-		w.syncMu.Lock()
-		w.err = nil
-		w.syncMu.Unlock()
-	}
+	return s.st.FailSyncs(errors.New("injected fsync failure"))
 }
 
 // failCommits makes every store commit fail (as a log that cannot rotate
 // would) until the returned function is called.
 func failCommits(t *testing.T, s *Service) (restore func()) {
 	t.Helper()
-	w := s.st.log
-	w.mu.Lock()
-	f := w.f
-	w.f = nil
-	w.mu.Unlock()
-	return func() {
-		w.mu.Lock()
-		w.f = f
-		w.mu.Unlock()
-	}
+	return s.st.FailCommits()
 }
 
 // TestOwnPartsApplyAtStart: the part of a loaded record that belongs to
@@ -133,10 +113,10 @@ func TestOwnPartsApplyAtStart(t *testing.T) {
 	// place leaves them: the record holds the index entries, unapplied.
 	ops := tagEntries(id, "key2", "zzzz", s.ix.suffix)
 	seq := s.ix.ob.NextSeq()
-	b := s.st.db.NewBatch()
-	_ = b.Set(keyTag(kindObject, id, "key2"), (&wire.TagValue{Type: int32(region.String), Value: []byte("zzzz")}).Marshal(nil), nil)
-	_ = b.Set(outbox.RecordKey(seq, 0), (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil), nil)
-	if err := s.st.commit(b); err != nil {
+	b := s.st.NewBatch()
+	b.Set(keyTag(kindObject, id, "key2"), (&wire.TagValue{Type: int32(region.String), Value: []byte("zzzz")}).Marshal(nil))
+	b.Set(outbox.RecordKey(seq, 0), (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil))
+	if err := s.st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -189,45 +169,6 @@ func TestUnsyncedChangeIsNotDelivered(t *testing.T) {
 	}
 	if got := c.query(key+"=value", false); len(got) != 0 {
 		t.Fatalf("the index on server 1 found %v for a change whose sync failed", got)
-	}
-}
-
-// TestSyncedBeforeAFailureStaysSynced: a change whose log bytes were synced
-// before a later sync failed is durable, and its wait says so. Failing it
-// would drop its outbox record, which the next start delivers after newer
-// ones.
-func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
-	w, _, err := openWAL(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.reset(0); err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	w.mu.Lock()
-	first, err := w.append([]byte("first"))
-	w.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.waitSynced(first); err != nil {
-		t.Fatal(err)
-	}
-	w.syncMu.Lock()
-	w.err = errors.New("injected fsync failure")
-	w.syncMu.Unlock()
-	w.mu.Lock()
-	second, err := w.append([]byte("second"))
-	w.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.waitSynced(first); err != nil {
-		t.Fatalf("a change synced before the failure: %v", err)
-	}
-	if err := w.waitSynced(second); err == nil {
-		t.Fatal("a change logged after the failure counts as synced")
 	}
 }
 

@@ -17,23 +17,23 @@ type outboxLog struct{ s *Service }
 func (l outboxLog) Scan(p []byte, fn func(k, v []byte) error) error { return l.s.scan(p, fn) }
 
 func (l outboxLog) Write(dels, sets [][]byte, val []byte) (wait func() error, err error) {
-	b := l.s.st.db.NewBatch()
+	b := l.s.st.NewBatch()
 	defer b.Close()
 	for _, k := range dels {
-		_ = b.Delete(k, nil)
+		b.Delete(k)
 	}
 	for _, k := range sets {
-		_ = b.Set(k, val, nil)
+		b.Set(k, val)
 	}
-	return l.s.st.commitApply(b)
+	return l.s.st.CommitApply(b)
 }
 
 func (l outboxLog) ApplyOwn(ops *postings.Ops, key, val []byte) (wait func() error, err error) {
-	b := l.s.st.db.NewBatch()
+	b := l.s.st.NewBatch()
 	defer b.Close()
-	staged := l.s.ix.post.Stage(b, ops)
-	_ = b.Set(key, val, nil)
-	if wait, err = l.s.st.commitApply(b); err != nil {
+	staged := l.s.ix.post.Stage(b.Pebble(), ops)
+	b.Set(key, val)
+	if wait, err = l.s.st.CommitApply(b); err != nil {
 		l.s.ix.post.Abandon(staged)
 		return nil, err
 	}

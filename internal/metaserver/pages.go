@@ -9,10 +9,9 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -75,7 +74,7 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return rpc.Respond(&out), nil
 	}
 	p := memberPrefix(q.ContID)
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: keyMember(q.ContID, q.After+1), UpperBound: prefixEnd(p)})
+	it, err := s.st.NewIter(keyMember(q.ContID, q.After+1), prefixEnd(p))
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +163,10 @@ func (s *Service) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
 // makes an iterator for each key, which costs a listing of thousands more
 // than the keys' reads. A prefix seek on a whole key consults each
 // table's bloom filter, as Get does.
-type lookup struct{ it *pebble.Iterator }
+type lookup struct{ it metastore.Iter }
 
 func (s *Service) newLookup() (*lookup, error) {
-	it, err := s.st.db.NewIter(nil)
+	it, err := s.st.NewIter(nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +225,7 @@ func (s *Service) contPage(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if q.After != "" {
 		lower = append(keyCont(q.After), 0) // the first name after it
 	}
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{'D'}})
+	it, err := s.st.NewIter(lower, []byte{'D'})
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +276,10 @@ func (s *Service) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		return rpc.Respond(m), nil
 	}
 	m.Deleting = true
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
-	_ = b.Set(keyCont(m.Name), m.Marshal(nil), nil)
-	if err := s.st.commit(b); err != nil {
+	b.Set(keyCont(m.Name), m.Marshal(nil))
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("container %q: mark as being deleted: %w", m.Name, err)
 	}
 	return rpc.Respond(m), nil
@@ -332,7 +331,7 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 		}
 		if m.ContID != q.ContID {
 			// Added to the container, if it still is.
-			_, member, err := s.st.get(keyAdded(id, q.ContID))
+			_, member, err := s.st.Get(keyAdded(id, q.ContID))
 			if err != nil {
 				return nil, err
 			}

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/overlay"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -115,7 +114,7 @@ func (s *Service) lastSeqLocked(obj uint64) (uint64, error) {
 		return seq, nil
 	}
 	p := regionPrefix(obj)
-	it, err := s.st.db.NewIter(nil)
+	it, err := s.st.NewIter(nil, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -132,7 +131,7 @@ func (s *Service) loadLocked(slot uint32) (uint64, error) {
 	if v, ok := s.regions.loads[slot]; ok {
 		return v, nil
 	}
-	v, ok, err := s.st.get(keyLoad(slot))
+	v, ok, err := s.st.Get(keyLoad(slot))
 	if err != nil {
 		return 0, err
 	}
@@ -236,7 +235,7 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 	}
 	s.regionMu.Lock()
 	defer s.regionMu.Unlock()
-	p := placing{s: s, b: s.st.db.NewBatch(), loads: map[uint32]uint64{}, seqs: map[uint64]uint64{}, gone: map[uint64]map[uint64]bool{}}
+	p := placing{s: s, b: s.st.NewBatch(), loads: map[uint32]uint64{}, seqs: map[uint64]uint64{}, gone: map[uint64]map[uint64]bool{}}
 	defer p.b.Close()
 	out := make([][]wire.RegionPiece, len(in.Items))
 	for i := range in.Items {
@@ -252,9 +251,9 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 	}
 	if len(p.adds) > 0 {
 		for r, l := range p.loads {
-			_ = p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l), nil)
+			p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l))
 		}
-		if err := s.st.commit(p.b); err != nil {
+		if err := s.st.Commit(p.b); err != nil {
 			p.undo()
 			return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
 		}
@@ -278,7 +277,7 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 // batch fails.
 type placing struct {
 	s     *Service
-	b     *pebble.Batch
+	b     metastore.Batch
 	loads map[uint32]uint64 // per data server, with this batch's bytes
 	seqs  map[uint64]uint64 // per object, the last seq used
 	adds  []placed
@@ -336,7 +335,7 @@ func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, e
 			for _, seq := range inside {
 				if !g[seq] {
 					g[seq] = true
-					_ = p.b.Delete(keyRegion(it.Obj, seq), nil)
+					p.b.Delete(keyRegion(it.Obj, seq))
 				}
 			}
 		}
@@ -387,7 +386,7 @@ func (p *placing) record(obj uint64, box region.Box, server uint32) error {
 	seq++
 	p.seqs[obj] = seq
 	rp := wire.RegionPiece{Off: box.Off, Size: box.Size, Server: server}
-	_ = p.b.Set(keyRegion(obj, seq), rp.Marshal(nil), nil)
+	p.b.Set(keyRegion(obj, seq), rp.Marshal(nil))
 	p.s.regions.maps[obj].insert(regionRec{box: box.Clone(), seq: seq, server: server})
 	p.adds = append(p.adds, placed{obj, seq})
 	return nil

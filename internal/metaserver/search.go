@@ -64,7 +64,7 @@ func (s *Service) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response
 	case tq.Names && step == tagindex.StepScan:
 		strs = make([]string, len(r.ids))
 		for i, id := range r.ids {
-			ident, _, err := s.st.get(keyObjID(id))
+			ident, _, err := s.st.Get(keyObjID(id))
 			if err != nil {
 				return nil, err
 			}

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/outbox"
@@ -50,7 +48,7 @@ type Config struct {
 type Service struct {
 	cfg Config
 	log *slog.Logger
-	st  *store
+	st  *metastore.Store
 
 	// index and count place this server among the metadata servers; set
 	// once the cluster is complete, zero count until then.
@@ -100,7 +98,7 @@ func Open(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := openStoreFS(vfs.OrDefault(cfg.FS), cfg.Dir, cfg.Durability, cfg.CacheBytes, cfg.Logger)
+	st, err := metastore.Open(metastore.Options{Dir: cfg.Dir, FS: cfg.FS, Durability: cfg.Durability, CacheBytes: cfg.CacheBytes, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +111,7 @@ func Open(cfg Config) (*Service, error) {
 	s.ix.dict = map[string]struct{}{}
 	s.ix.ob, err = outbox.Open(outbox.Config{Log: outboxLog{s}, Decode: recordOps, Logger: cfg.Logger})
 	if err == nil {
-		s.ix.post, err = postings.Open(st.db, st.commitApply, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
+		s.ix.post, err = postings.Open(st.DB(), st.CommitPebble, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
 	}
 	if err == nil {
 		err = s.openIndex()
@@ -123,7 +121,7 @@ func Open(cfg Config) (*Service, error) {
 		if s.ix.post != nil {
 			s.ix.post.Close()
 		}
-		st.close()
+		st.Close()
 		return nil, err
 	}
 	return s, nil
@@ -193,13 +191,13 @@ func (s *Service) Close() error {
 	s.ix.ob.Close()
 	// After the outbox: its deliveries to this server apply entries.
 	s.ix.post.Close()
-	return s.st.close()
+	return s.st.Close()
 }
 
 // Checkpoint writes a consistent copy of the store under the checkpoint
 // directory and returns its path.
 func (s *Service) Checkpoint(ctx context.Context) (string, error) {
-	return s.st.checkpoint(ctx, s.cfg.CheckpointDir)
+	return s.st.Checkpoint(ctx, s.cfg.CheckpointDir)
 }
 
 // SessionEnded releases the opens of a client whose connections are gone.
@@ -286,7 +284,7 @@ func decode(req *rpc.Request, m wire.Message) error {
 // ---- containers
 
 func (s *Service) loadCont(name string) (*wire.ContainerMeta, error) {
-	v, ok, err := s.st.get(keyCont(name))
+	v, ok, err := s.st.Get(keyCont(name))
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +311,7 @@ func (s *Service) resolveCont(k *wire.ContKey) (*wire.ContainerMeta, error) {
 	if err := s.owns(placement.KeyOf(k.ID), "container %d", k.ID); err != nil {
 		return nil, err
 	}
-	name, ok, err := s.st.get(keyContID(k.ID))
+	name, ok, err := s.st.Get(keyContID(k.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -349,16 +347,16 @@ func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	} else if !isNotFound(err) {
 		return nil, err
 	}
-	seq, err := s.st.nextSeqNum()
+	seq, err := s.st.NextSeq()
 	if err != nil {
 		return nil, err
 	}
 	m := wire.ContainerMeta{ID: placement.ID(key, seq), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
-	_ = b.Set(keyCont(c.Name), m.Marshal(nil), nil)
-	_ = b.Set(keyContID(m.ID), []byte(c.Name), nil)
-	if err := s.st.commit(b); err != nil {
+	b.Set(keyCont(c.Name), m.Marshal(nil))
+	b.Set(keyContID(m.ID), []byte(c.Name))
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
 	return rpc.Respond(&wire.ContReply{Meta: m, Created: true}), nil
@@ -420,13 +418,13 @@ func (s *Service) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err != nil {
 		return nil, err
 	}
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
-	_ = b.Delete(keyCont(m.Name), nil)
-	_ = b.Delete(keyContID(m.ID), nil)
+	b.Delete(keyCont(m.Name))
+	b.Delete(keyContID(m.ID))
 	tp := tagPrefix(kindContainer, m.ID)
-	_ = b.DeleteRange(tp, prefixEnd(tp), nil)
-	if err := s.st.commit(b); err != nil {
+	b.DeleteRange(tp, prefixEnd(tp))
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("delete container %q: %w", m.Name, err)
 	}
 	return &rpc.Response{}, nil
@@ -447,10 +445,10 @@ func (s *Service) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		return nil, err
 	}
 	m.Lifetime = c.Lifetime
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
-	_ = b.Set(keyCont(m.Name), m.Marshal(nil), nil)
-	if err := s.st.commit(b); err != nil {
+	b.Set(keyCont(m.Name), m.Marshal(nil))
+	if err := s.st.Commit(b); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(m), nil
@@ -461,23 +459,7 @@ func (s *Service) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.Resp
 func isNotFound(err error) bool { return err != nil && errors.Is(err, pdc.ErrNotFound) }
 
 // scan calls fn for every key with prefix p, in order.
-func (s *Service) scan(p []byte, fn func(k, v []byte) error) error {
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		if err := fn(it.Key(), v); err != nil {
-			return err
-		}
-	}
-	return it.Error()
-}
+func (s *Service) scan(p []byte, fn func(k, v []byte) error) error { return s.st.Scan(p, fn) }
 
 func (s *Service) checkpointRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	path, err := s.Checkpoint(ctx)

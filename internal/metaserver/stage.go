@@ -84,7 +84,7 @@ func (s *Service) StopStageWaits() {
 }
 
 func (s *Service) loadStage(path string) (*wire.StageRecord, error) {
-	v, ok, err := s.st.get(keyStage(path))
+	v, ok, err := s.st.Get(keyStage(path))
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	// Versions are read, bumped and written under one lock, so that two
 	// produces of one path get different versions.
 	s.stageMu.Lock()
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	now := time.Now().UnixNano()
 	next := map[string]uint64{}
@@ -150,9 +150,9 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		if r.Produced == 0 {
 			r.Produced = now
 		}
-		_ = b.Set(keyStage(r.Path), r.Marshal(nil), nil)
+		b.Set(keyStage(r.Path), r.Marshal(nil))
 	}
-	wait, err := s.st.commitApply(b)
+	wait, err := s.st.CommitApply(b)
 	s.stageMu.Unlock()
 	if err == nil {
 		err = wait()

@@ -154,7 +154,7 @@ func TestStageRecordsSurviveReopen(t *testing.T) {
 	produceOn(t, s, "kept", "kept")
 	// No Close: the process dies; the log holds the records.
 	s.ix.ob.Close()
-	crash(s.st)
+	s.st.Crash()
 	s2 := open()
 	defer s2.Close()
 	r, err := lookupOn(s2, "kept")

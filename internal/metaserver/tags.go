@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
@@ -47,7 +45,7 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	// object deleted between the check and the commit.
 	s.updateMu.RLock()
 	defer s.updateMu.RUnlock()
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	n := 0
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
@@ -105,7 +103,7 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 				changes = append(changes, tagChange{id: t.ID, key: t.Name, old: old, new: v})
 			}
 			enc = v.Marshal(enc[:0])
-			_ = b.Set(key, enc, nil)
+			b.Set(key, enc)
 			n++
 		}
 		return changes, nil
@@ -127,7 +125,7 @@ func (s *Service) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
-	v, ok, err := s.st.get(keyTag(byte(k.Kind), k.ID, k.Name))
+	v, ok, err := s.st.Get(keyTag(byte(k.Kind), k.ID, k.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +149,7 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
 	key := keyTag(byte(k.Kind), k.ID, k.Name)
-	b := s.st.db.NewBatch()
+	b := s.st.NewBatch()
 	defer b.Close()
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
 		old, err := s.loadTag(key)
@@ -161,7 +159,7 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		if old == nil {
 			return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
 		}
-		_ = b.Delete(key, nil)
+		b.Delete(key)
 		if k.Kind != kindObject {
 			return nil, nil
 		}
@@ -175,7 +173,7 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 
 // loadTag returns the stored value of a tag, or nil.
 func (s *Service) loadTag(key []byte) (*wire.TagValue, error) {
-	raw, ok, err := s.st.get(key)
+	raw, ok, err := s.st.Get(key)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -201,7 +199,7 @@ func (s *Service) loadTags(keys [][]byte) (map[string]*wire.TagValue, error) {
 		return out, err
 	}
 	slices.SortFunc(keys, bytes.Compare)
-	it, err := s.st.db.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: prefixEnd(keys[len(keys)-1])})
+	it, err := s.st.NewIter(keys[0], prefixEnd(keys[len(keys)-1]))
 	if err != nil {
 		return nil, err
 	}

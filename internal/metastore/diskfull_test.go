@@ -1,4 +1,4 @@
-package metaserver
+package metastore
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs/vfstest"
 )
 
@@ -21,7 +20,7 @@ import (
 // again once space is freed, and everything acknowledged survives a
 // restart. On a real tmpfs, in both durabilities.
 func TestFullDiskFailsCommitsCleanly(t *testing.T) {
-	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
+	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
 		t.Run(d.String(), func(t *testing.T) {
 			root := vfstest.SmallFS(t, 8<<20)
 			dir := filepath.Join(root, "meta")
@@ -83,7 +82,7 @@ func TestFullDiskFailsCommitsCleanly(t *testing.T) {
 	}
 }
 
-func mustGetWhen(t *testing.T, s *store, when, k, want string) {
+func mustGetWhen(t *testing.T, s *Store, when, k, want string) {
 	t.Helper()
 	v, ok, err := s.get([]byte(k))
 	if err != nil || !ok || string(v) != want {
@@ -97,7 +96,7 @@ func mustGetWhen(t *testing.T, s *store, when, k, want string) {
 // process, and the next commit goes to a new log file.
 func TestLogFaultFailsTheCommit(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, metastore.DurabilityProcess)
+	s := openTest(t, dir, DurabilityProcess)
 	put(t, s, "before", "1")
 	for i := 0; s.log.size < 3*4096; i++ {
 		put(t, s, fmt.Sprint("fill", i), strings.Repeat("f", 100))
@@ -120,7 +119,7 @@ func TestLogFaultFailsTheCommit(t *testing.T) {
 	put(t, s, "after", "2")
 	mustGet(t, s, "before", "1")
 	crash(s)
-	s = openTest(t, dir, metastore.DurabilityProcess)
+	s = openTest(t, dir, DurabilityProcess)
 	defer s.close()
 	mustGet(t, s, "before", "1")
 	mustGet(t, s, "after", "2")

@@ -1,4 +1,4 @@
-package metaserver
+package metastore
 
 import (
 	"errors"
@@ -10,18 +10,17 @@ import (
 	"testing"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 const faultDir = "/data/meta-0"
 
-func openFS(t testing.TB, fsys vfs.FS, d metastore.Durability) (*store, error) {
+func openFS(t testing.TB, fsys vfs.FS, d Durability) (*Store, error) {
 	t.Helper()
 	return openStoreFS(fsys, faultDir, d, 1<<20, slog.New(slog.DiscardHandler))
 }
 
-func mustOpenFS(t testing.TB, fsys vfs.FS, d metastore.Durability) *store {
+func mustOpenFS(t testing.TB, fsys vfs.FS, d Durability) *Store {
 	t.Helper()
 	s, err := openFS(t, fsys, d)
 	if err != nil {
@@ -41,7 +40,7 @@ func faultKey(i int) []byte { return []byte(fmt.Sprintf("key-%05d", i)) }
 func faultValue(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("value %d;", i), 120)) }
 
 // checkAcked fails unless every key in acked reads back with its value.
-func checkAcked(t testing.TB, s *store, acked []int, when string) {
+func checkAcked(t testing.TB, s *Store, acked []int, when string) {
 	t.Helper()
 	for _, i := range acked {
 		v, ok, err := s.get(faultKey(i))
@@ -55,7 +54,7 @@ func checkAcked(t testing.TB, s *store, acked []int, when string) {
 // acknowledges survives closing and a crash of either kind.
 func TestStoreOnMemFS(t *testing.T) {
 	smallLog(t)
-	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
+	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
 		mem := vfs.NewMem()
 		s := mustOpenFS(t, mem, d)
 		var acked []int
@@ -69,7 +68,7 @@ func TestStoreOnMemFS(t *testing.T) {
 			acked = append(acked, i)
 		}
 		crashed := mem.Clone()
-		if d == metastore.DurabilitySync {
+		if d == DurabilitySync {
 			crashed = mem.CrashClone()
 		}
 		if err := s.close(); err != nil {
@@ -109,7 +108,7 @@ func TestStoreFaults(t *testing.T) {
 		for i, c := range cases {
 			// Each case once with ENOSPC and once with EIO, one of them
 			// under each durability.
-			for _, d := range []metastore.Durability{metastore.Durability((i + j) % 2)} {
+			for _, d := range []Durability{Durability((i + j) % 2)} {
 				name := fmt.Sprintf("%s/%v/%q/%s", errName(errno), c.op, c.path, d)
 				n, k := storeFaultCase(t, name, vfs.Rule{Ops: c.op, Path: c.path, After: c.after, Count: 3, Err: errno, Short: true}, d)
 				if n == 0 {
@@ -130,7 +129,7 @@ func errName(err error) string {
 	return "EIO"
 }
 
-func storeFaultCase(t *testing.T, name string, r vfs.Rule, d metastore.Durability) (injected, checked int) {
+func storeFaultCase(t *testing.T, name string, r vfs.Rule, d Durability) (injected, checked int) {
 	mem := vfs.NewMem()
 	fsys := vfs.NewFaulty(mem)
 	s := mustOpenFS(t, fsys, d)
@@ -184,7 +183,7 @@ func storeFaultCase(t *testing.T, name string, r vfs.Rule, d metastore.Durabilit
 		t.Fatalf("%s: commits still fail once the fault is gone: %v", name, err)
 	}
 	crashed := mem.Clone()
-	if d == metastore.DurabilitySync {
+	if d == DurabilitySync {
 		crashed = mem.CrashClone()
 	}
 	if err := s.close(); err != nil {
@@ -204,7 +203,7 @@ func storeFaultCase(t *testing.T, name string, r vfs.Rule, d metastore.Durabilit
 // and finds every commit that had returned.
 func TestStoreCrashes(t *testing.T) {
 	smallLog(t)
-	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
+	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
 		mem := vfs.NewMem()
 		fsys := vfs.NewFaulty(mem)
 		s := mustOpenFS(t, fsys, d)
@@ -225,7 +224,7 @@ func TestStoreCrashes(t *testing.T) {
 			// that had returned by now must survive.
 			a := int(acked.Load())
 			c := mem.Clone()
-			if d == metastore.DurabilitySync {
+			if d == DurabilitySync {
 				c = mem.CrashClone()
 			}
 			points = append(points, point{c, a, op.String() + " " + path})
@@ -266,7 +265,7 @@ func TestStoreCrashes(t *testing.T) {
 func TestStoreOpenFaults(t *testing.T) {
 	smallLog(t)
 	mem := vfs.NewMem()
-	s := mustOpenFS(t, mem, metastore.DurabilityProcess)
+	s := mustOpenFS(t, mem, DurabilityProcess)
 	var acked []int
 	for i := range 40 {
 		b := s.db.NewBatch()
@@ -283,7 +282,7 @@ func TestStoreOpenFaults(t *testing.T) {
 	}
 	// Count the operations of an open.
 	f := vfs.NewFaulty(crashed.Clone())
-	s = mustOpenFS(t, f, metastore.DurabilityProcess)
+	s = mustOpenFS(t, f, DurabilityProcess)
 	ops := int(f.Ops())
 	s.close()
 	failed, opened := 0, 0
@@ -305,7 +304,7 @@ func TestStoreOpenFaults(t *testing.T) {
 			r := rules[rule]
 			r.After, r.Count, r.Err, r.Short = n, 1, errno, true
 			f.Inject(r)
-			s, err := openFS(t, f, metastore.DurabilityProcess)
+			s, err := openFS(t, f, DurabilityProcess)
 			if err != nil {
 				if !errors.Is(err, errno) {
 					t.Fatalf("open with %s at write op %d: %v", errName(errno), n, err)

@@ -1,4 +1,4 @@
-package metaserver
+package metastore
 
 import (
 	"bytes"
@@ -19,15 +19,14 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/pdcgo/pdc"
-	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs"
 )
 
 // storeVersion is the layout version of the keys in doc.go.
 const storeVersion = 1
 
-// store is the pebble database of one metadata server.
-type store struct {
+// Store is the pebble database of one metadata server, with its log.
+type Store struct {
 	db  *pebble.DB
 	dir string
 	log *wal
@@ -44,12 +43,12 @@ type store struct {
 // seqBlock is how many ids are reserved on disk at a time.
 const seqBlock = 4096
 
-func openStore(dir string, durability metastore.Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*Store, error) {
 	return openStoreFS(vfs.Default, dir, durability, cacheBytes, log)
 }
 
 // openStoreFS opens the store in dir on fsys.
-func openStoreFS(fsys vfs.FS, dir string, durability metastore.Durability, cacheBytes int64, log *slog.Logger) (*store, error) {
+func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*Store, error) {
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
@@ -86,13 +85,13 @@ func openStoreFS(fsys vfs.FS, dir string, durability metastore.Durability, cache
 		pfs.close()
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
-	s := &store{db: db, dir: dir, fs: fsys, pfs: pfs}
-	fail := func(err error) (*store, error) {
+	s := &Store{db: db, dir: dir, fs: fsys, pfs: pfs}
+	fail := func(err error) (*Store, error) {
 		pfs.close()
 		db.Close()
 		return nil, err
 	}
-	w, recs, err := openWALFS(fsys, dir, durability == metastore.DurabilitySync)
+	w, recs, err := openWALFS(fsys, dir, durability == DurabilitySync)
 	if err != nil {
 		return fail(err)
 	}
@@ -135,7 +134,7 @@ func openStoreFS(fsys vfs.FS, dir string, durability metastore.Durability, cache
 	return s, nil
 }
 
-func (s *store) checkVersion() error {
+func (s *Store) checkVersion() error {
 	v, closer, err := s.db.Get([]byte{'V'})
 	if errors.Is(err, pebble.ErrNotFound) {
 		b := s.db.NewBatch()
@@ -156,7 +155,7 @@ func (s *store) checkVersion() error {
 // nextID returns a fresh sequence number; it reserves a block on disk (an
 // fsynced write) when the reserved ones run out, so that ids are never
 // reused after a crash.
-func (s *store) nextSeqNum() (uint32, error) {
+func (s *Store) nextSeqNum() (uint32, error) {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
 	if s.nextSeq >= 1<<32 {
@@ -179,7 +178,7 @@ func (s *store) nextSeqNum() (uint32, error) {
 }
 
 // nextSeqNums returns the first of n fresh consecutive sequence numbers.
-func (s *store) nextSeqNums(n int) (uint32, error) {
+func (s *Store) nextSeqNums(n int) (uint32, error) {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
 	if s.nextSeq+uint64(n) > 1<<32 {
@@ -202,14 +201,14 @@ func (s *store) nextSeqNums(n int) (uint32, error) {
 }
 
 // highWater is the first sequence number this store has not handed out.
-func (s *store) highWater() uint64 {
+func (s *Store) highWater() uint64 {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
 	return s.nextSeq
 }
 
 // observeSeq makes later ids larger than seq (after an import).
-func (s *store) observeSeq(seq uint32) {
+func (s *Store) observeSeq(seq uint32) {
 	s.seqMu.Lock()
 	if uint64(seq) >= s.nextSeq {
 		s.nextSeq = uint64(seq) + 1
@@ -218,7 +217,7 @@ func (s *store) observeSeq(seq uint32) {
 }
 
 // get returns a copy of the value of key, or nil and false.
-func (s *store) get(key []byte) ([]byte, bool, error) {
+func (s *Store) get(key []byte) ([]byte, bool, error) {
 	s.gets.Add(1)
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -235,7 +234,7 @@ func (s *store) get(key []byte) ([]byte, bool, error) {
 // commit logs b and applies it, in one order for both, and returns once
 // the change is as durable as the store promises: in the kernel, or with
 // sync durability fsynced.
-func (s *store) commit(b *pebble.Batch) error {
+func (s *Store) commit(b *pebble.Batch) error {
 	wait, err := s.commitApply(b)
 	if err != nil {
 		return err
@@ -247,7 +246,7 @@ func (s *store) commit(b *pebble.Batch) error {
 // for the sync that sync durability asks for: the caller calls wait, out of
 // any lock it holds, before it acknowledges the change. Changes are
 // visible to readers (and ordered) once commitApply returns.
-func (s *store) commitApply(b *pebble.Batch) (wait func() error, err error) {
+func (s *Store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 	if sb := sortedBatch(s.db, b); sb != b {
 		defer sb.Close()
 		b = sb
@@ -298,7 +297,7 @@ func noWait() error { return nil }
 // flush makes pebble write its memtables and waits for it, until ctx ends
 // or a write of pebble's fails: on a full disk pebble retries a flush until
 // space is freed, and a caller waiting for that would hang.
-func (s *store) flush(ctx context.Context) error {
+func (s *Store) flush(ctx context.Context) error {
 	done, err := s.db.AsyncFlush()
 	if err != nil {
 		return err
@@ -394,7 +393,7 @@ func sortedBatch(db *pebble.DB, b *pebble.Batch) *pebble.Batch {
 // checkpoint writes a consistent copy of the store into a new directory
 // under dir and returns its path. ctx bounds the wait for the flush, which
 // never ends if pebble cannot write (its directory removed under it).
-func (s *store) checkpoint(ctx context.Context, dir string) (string, error) {
+func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
 	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -436,7 +435,7 @@ func pruneCheckpoints(fsys vfs.FS, dir string, keep int) {
 	}
 }
 
-func (s *store) close() error {
+func (s *Store) close() error {
 	s.log.mu.Lock()
 	err := s.flush(context.Background())
 	if err == nil {

@@ -1,4 +1,4 @@
-package metaserver
+package metastore
 
 import (
 	"context"
@@ -11,12 +11,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/pdcgo/pdc/internal/metastore"
-	"github.com/pdcgo/pdc/internal/placement"
 )
 
-func openTest(t testing.TB, dir string, d metastore.Durability) *store {
+func openTest(t testing.TB, dir string, d Durability) *Store {
 	t.Helper()
 	s, err := openStore(dir, d, 1<<20, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -27,12 +24,12 @@ func openTest(t testing.TB, dir string, d metastore.Durability) *store {
 
 // crash drops the store as a killed process would: the log stays as
 // written, and pebble's memtables (it runs without its own log) are lost.
-func crash(s *store) {
+func crash(s *Store) {
 	s.log.close()
 	s.db.Close()
 }
 
-func put(t *testing.T, s *store, k, v string) {
+func put(t *testing.T, s *Store, k, v string) {
 	t.Helper()
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -42,7 +39,7 @@ func put(t *testing.T, s *store, k, v string) {
 	}
 }
 
-func mustGet(t *testing.T, s *store, k, want string) {
+func mustGet(t *testing.T, s *Store, k, want string) {
 	t.Helper()
 	v, ok, err := s.get([]byte(k))
 	if err != nil || !ok || string(v) != want {
@@ -51,7 +48,7 @@ func mustGet(t *testing.T, s *store, k, want string) {
 }
 
 func TestCommittedSurvivesCrash(t *testing.T) {
-	for _, d := range []metastore.Durability{metastore.DurabilityProcess, metastore.DurabilitySync} {
+	for _, d := range []Durability{DurabilityProcess, DurabilitySync} {
 		t.Run(d.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			s := openTest(t, dir, d)
@@ -82,7 +79,7 @@ func TestCommittedSurvivesCrash(t *testing.T) {
 
 func TestTornLogTailIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, metastore.DurabilityProcess)
+	s := openTest(t, dir, DurabilityProcess)
 	put(t, s, "a", "1")
 	put(t, s, "b", "2")
 	crash(s)
@@ -103,12 +100,12 @@ func TestTornLogTailIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s = openTest(t, dir, metastore.DurabilityProcess)
+	s = openTest(t, dir, DurabilityProcess)
 	mustGet(t, s, "a", "1")
 	mustGet(t, s, "b", "2")
 	put(t, s, "c", "3") // the log works after the torn tail
 	crash(s)
-	s = openTest(t, dir, metastore.DurabilityProcess)
+	s = openTest(t, dir, DurabilityProcess)
 	defer s.close()
 	mustGet(t, s, "c", "3")
 }
@@ -118,7 +115,7 @@ func TestForeignLogIsRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, walFile), []byte("PDCWAL9\nxxxx"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openStore(dir, metastore.DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("opened a store whose log has an unknown version")
 	}
 }
@@ -128,7 +125,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 	walRotateBytes = 4 << 10
 	defer func() { walRotateBytes = old }()
 	dir := t.TempDir()
-	s := openTest(t, dir, metastore.DurabilityProcess)
+	s := openTest(t, dir, DurabilityProcess)
 	for i := range 500 {
 		put(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
 	}
@@ -136,7 +133,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 		t.Fatalf("log not rotated: %v, %d bytes", err, st.Size())
 	}
 	crash(s)
-	s = openTest(t, dir, metastore.DurabilityProcess)
+	s = openTest(t, dir, DurabilityProcess)
 	defer s.close()
 	for i := range 500 {
 		mustGet(t, s, fmt.Sprint("k", i), fmt.Sprintf("%0100d", i))
@@ -145,7 +142,7 @@ func TestLogRotationKeepsEverything(t *testing.T) {
 
 func TestConcurrentSyncCommits(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, metastore.DurabilitySync)
+	s := openTest(t, dir, DurabilitySync)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -156,7 +153,7 @@ func TestConcurrentSyncCommits(t *testing.T) {
 	}
 	wg.Wait()
 	crash(s)
-	s = openTest(t, dir, metastore.DurabilitySync)
+	s = openTest(t, dir, DurabilitySync)
 	defer s.close()
 	for g := range 8 {
 		mustGet(t, s, fmt.Sprintf("g%d-49", g), "x")
@@ -165,7 +162,7 @@ func TestConcurrentSyncCommits(t *testing.T) {
 
 func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir, metastore.DurabilityProcess)
+	s := openTest(t, dir, DurabilityProcess)
 	seen := map[uint32]bool{}
 	for range 10 {
 		n, err := s.nextSeqNum()
@@ -175,7 +172,7 @@ func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 		seen[n] = true
 	}
 	crash(s)
-	s = openTest(t, dir, metastore.DurabilityProcess)
+	s = openTest(t, dir, DurabilityProcess)
 	defer s.close()
 	for range seqBlock + 10 {
 		n, err := s.nextSeqNum()
@@ -189,38 +186,9 @@ func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 	}
 }
 
-func TestKeyOwner(t *testing.T) {
-	id := placement.ID(placement.Key("obj", 3), 9)
-	cont := placement.ID(placement.Key("box", 0), 4)
-	cases := []struct {
-		key  []byte
-		want uint32
-	}{
-		{keyCont("box"), placement.Key("box", 0)},
-		{keyContID(cont), placement.Key("box", 0)},
-		{keyObj(identity("obj", 3, 7, "app")), placement.Key("obj", 3)},
-		{keyObjID(id), placement.Key("obj", 3)},
-		{keyMember(cont, id), placement.Key("obj", 3)},
-		{keyAdded(id, cont), placement.Key("obj", 3)},
-		{keyTag(kindObject, id, "t"), placement.Key("obj", 3)},
-		{keyTag(kindContainer, cont, "t"), placement.Key("box", 0)},
-	}
-	for _, c := range cases {
-		got, ok := keyOwner(c.key)
-		if !ok || got != c.want {
-			t.Errorf("keyOwner(%q) = %#x, %v; want %#x", c.key, got, ok, c.want)
-		}
-	}
-	for _, k := range [][]byte{{'S'}, {'V'}, nil, {'o', 1}, addedPrefix(id)} {
-		if _, ok := keyOwner(k); ok {
-			t.Errorf("keyOwner(%q) says movable", k)
-		}
-	}
-}
-
 func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 	dir := t.TempDir()
-	s := openTest(t, dir+"/db", metastore.DurabilityProcess)
+	s := openTest(t, dir+"/db", DurabilityProcess)
 	defer s.close()
 	var last string
 	for i := range 5 {
@@ -236,7 +204,7 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 		t.Fatalf("%d checkpoints kept, want %d", len(entries), keepCheckpoints)
 	}
 	// The newest checkpoint opens as a store with the last value.
-	cp := openTest(t, last, metastore.DurabilityProcess)
+	cp := openTest(t, last, DurabilityProcess)
 	defer cp.close()
 	mustGet(t, cp, "k", "4")
 }
@@ -245,7 +213,7 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 // to the block cache: sized without them, the cache kept nothing, and
 // every lookup read its table's blocks from the file again.
 func TestBlockCacheHoldsBlocks(t *testing.T) {
-	s := openTest(t, t.TempDir(), metastore.DurabilityProcess)
+	s := openTest(t, t.TempDir(), DurabilityProcess)
 	defer s.close()
 	// Grow the memtables to their full size (pebble starts them small and
 	// doubles them as they fill).
@@ -276,8 +244,8 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 // (which sorts them) and straight into pebble, and compares the results.
 func TestSortedBatchKeepsTheLastChange(t *testing.T) {
 	dir := t.TempDir()
-	sorted := openTest(t, dir, metastore.DurabilityProcess)
-	direct := openTest(t, t.TempDir(), metastore.DurabilityProcess)
+	sorted := openTest(t, dir, DurabilityProcess)
+	direct := openTest(t, t.TempDir(), DurabilityProcess)
 	defer direct.close()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := range 200 {
@@ -305,13 +273,13 @@ func TestSortedBatchKeepsTheLastChange(t *testing.T) {
 	}
 	// The log holds the sorted batches: a replay ends where the store was.
 	crash(sorted)
-	sorted = openTest(t, dir, metastore.DurabilityProcess)
+	sorted = openTest(t, dir, DurabilityProcess)
 	defer sorted.close()
 	same(t, "after a crash and replay", sorted, direct)
 }
 
 // same fails unless keys k0..k7 read alike in a and b.
-func same(t *testing.T, when string, a, b *store) {
+func same(t *testing.T, when string, a, b *Store) {
 	t.Helper()
 	for i := range 8 {
 		k := []byte(fmt.Sprintf("k%d", i))

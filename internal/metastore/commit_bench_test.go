@@ -1,16 +1,14 @@
-package metaserver
+package metastore
 
 import (
 	"encoding/binary"
 	"testing"
-
-	"github.com/pdcgo/pdc/internal/metastore"
 )
 
 // BenchmarkCommit is one small change at a time, the cost of a create's
 // commit without the RPC around it.
 func BenchmarkCommit(b *testing.B) {
-	s := openTest(b, b.TempDir(), metastore.DurabilityProcess)
+	s := openTest(b, b.TempDir(), DurabilityProcess)
 	defer s.close()
 	key := make([]byte, 24)
 	val := make([]byte, 64)

@@ -1,4 +1,4 @@
-package metaserver
+package metastore
 
 import (
 	"bytes"
