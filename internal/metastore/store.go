@@ -86,37 +86,52 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, fs: fsys, pfs: pfs}
-	fail := func(err error) (*Store, error) {
+	if err := s.openLog(durability == DurabilitySync, log); err != nil {
 		pfs.close()
 		db.Close()
 		return nil, err
 	}
-	w, recs, err := openWALFS(fsys, dir, durability == DurabilitySync)
-	if err != nil {
-		return fail(err)
+	if err := s.loadSeq(); err != nil {
+		s.log.close()
+		pfs.close()
+		db.Close()
+		return nil, err
 	}
-	// Replay what was acknowledged after pebble's last flush, flush it, and
-	// start an empty log.
+	return s, nil
+}
+
+// openLog replays what the log holds that pebble had not flushed, flushes
+// it, and starts an empty log; then it checks the layout version.
+func (s *Store) openLog(syncMode bool, log *slog.Logger) error {
+	w, recs, err := openWALFS(s.fs, s.dir, syncMode)
+	if err != nil {
+		return err
+	}
 	for i, rec := range recs {
-		if err := replayRecord(db, rec); err != nil {
-			return fail(fmt.Errorf("metadata store %s: replay log record %d: %w", dir, i, err))
+		if err := replayRecord(s.db, rec); err != nil {
+			return fmt.Errorf("metadata store %s: replay log record %d: %w", s.dir, i, err)
 		}
 	}
 	if len(recs) > 0 {
 		if err := s.flush(context.Background()); err != nil {
-			return fail(fmt.Errorf("metadata store %s: flush the replayed log: %w", dir, err))
+			return fmt.Errorf("metadata store %s: flush the replayed log: %w", s.dir, err)
 		}
 		log.Info("replayed the metadata log", "records", len(recs))
 	}
 	if err := w.reset(0); err != nil {
-		return fail(err)
+		return err
 	}
 	s.log = w
 	if err := s.checkVersion(); err != nil {
 		w.close()
-		return fail(err)
+		return err
 	}
-	v, closer, err := db.Get([]byte{'S'})
+	return nil
+}
+
+// loadSeq reads the id sequence's high-water mark.
+func (s *Store) loadSeq() error {
+	v, closer, err := s.db.Get([]byte{'S'})
 	switch {
 	case err == nil:
 		if len(v) == 8 {
@@ -124,14 +139,13 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 		}
 		closer.Close()
 	case !errors.Is(err, pebble.ErrNotFound):
-		w.close()
-		return fail(fmt.Errorf("metadata store %s: read id sequence: %w", dir, err))
+		return fmt.Errorf("metadata store %s: read id sequence: %w", s.dir, err)
 	}
 	if s.nextSeq == 0 {
 		s.nextSeq = 1
 	}
 	s.reserved = s.nextSeq
-	return s, nil
+	return nil
 }
 
 func (s *Store) checkVersion() error {
