@@ -1,6 +1,9 @@
 // Package metaserver is the metadata half of a pdc server: containers,
 // objects with their properties and dims, and key/value tags, kept durably
-// in an embedded pebble store, one per server.
+// in the server's store (internal/metastore: pebble with a log in front),
+// one per server. This package holds the handlers, the key layout below
+// and migration; index changes for other servers go through
+// internal/outbox.
 //
 // Durability: every acknowledged change is in the store's write-ahead log in
 // the kernel before the reply goes out, so it survives kill -9 of the
