@@ -159,8 +159,9 @@ func trunc(b []byte, n int) string {
 // Verdicts of a comparison. A change is called only when the two runs'
 // ranges do not overlap: rounds that overlap could be the same code on a
 // machine whose speed drifts. A case with a ceiling is judged on its
-// ratio's range as well, and where the two disagree the verdict is
-// "machine moved (ceiling X -> Y)".
+// ratio's range as well; where the two disagree, the verdict is "machine
+// moved (ceiling X -> Y)" if the ceiling's own rounds moved, else
+// "unsure: ... by its figure, ... by its ratio".
 const (
 	VerdictFaster = "faster"
 	VerdictSlower = "slower"
@@ -168,9 +169,12 @@ const (
 	// VerdictMachineMoved is the start of the verdict of a case whose
 	// figure and ratio to its ceiling tell different stories.
 	VerdictMachineMoved = "machine moved"
-	VerdictOneSide      = "one round: not judged"
-	VerdictOldOnly      = "only in old"
-	VerdictNewOnly      = "only in new"
+	// VerdictUnsure starts the verdict of a case whose figure and ratio
+	// disagree while its ceiling did not move.
+	VerdictUnsure  = "unsure"
+	VerdictOneSide = "one round: not judged"
+	VerdictOldOnly = "only in old"
+	VerdictNewOnly = "only in new"
 )
 
 // Change is one case of a comparison.
@@ -236,10 +240,31 @@ func compareCase(k string, o, n *Summary) Change {
 	// slower or faster as a whole (another tenant on the VM) moves the
 	// figure and its ceiling together and leaves the ratio where it
 	// was. The ratio is better higher, whatever the unit.
-	if r := rangeVerdict(o.RatioMin, o.RatioMax, n.RatioMin, n.RatioMax, false); r != c.Verdict {
+	r := rangeVerdict(o.RatioMin, o.RatioMax, n.RatioMin, n.RatioMax, false)
+	if r == c.Verdict {
+		return c
+	}
+	// They disagree. Only a ceiling whose own rounds moved says the
+	// machine moved; a ceiling that stayed put means the two ranges are
+	// of different widths, and neither reading is sure.
+	oLo, oHi := ceilingRange(o)
+	nLo, nHi := ceilingRange(n)
+	if rangeVerdict(oLo, oHi, nLo, nHi, false) != VerdictSame {
 		c.Verdict = fmt.Sprintf("%s (ceiling %s -> %s)", VerdictMachineMoved, sigNum(o.CeilingValue), sigNum(n.CeilingValue))
+	} else {
+		c.Verdict = fmt.Sprintf("%s: %s by its figure, %s by its ratio", VerdictUnsure, c.Verdict, r)
 	}
 	return c
+}
+
+// ceilingRange is the lowest and highest ceiling of a case's rounds.
+func ceilingRange(s *Summary) (lo, hi float64) {
+	vs := make([]float64, len(s.Rounds))
+	for i, r := range s.Rounds {
+		vs[i] = r.CeilingValue
+	}
+	_, lo, hi = Spread(vs)
+	return lo, hi
 }
 
 // sigNum prints a figure below 1 to three significant digits, which num

@@ -151,6 +151,9 @@ func TestCompareMachineMoved(t *testing.T) {
 		withCeiling("really faster", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
 		withCeiling("ceiling moved alone", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
 		withCeiling("noise", "GB/s", [2]float64{1.0, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.1, 2.0}),
+		// Seen: io write 1.78 [1.11-1.85] -> 2.85 [2.30-2.97] GB/s with
+		// its ceiling at 3.02 both times, ratio ranges overlapping.
+		withCeiling("ratio noisier", "GB/s", [2]float64{1.1, 2.0}, [2]float64{1.8, 2.0}, [2]float64{1.85, 3.0}),
 	)
 	cur := testReport(
 		withCeiling("machine slower", "ms", [2]float64{0.56, 0.039}, [2]float64{0.57, 0.040}, [2]float64{0.58, 0.041}),
@@ -159,6 +162,7 @@ func TestCompareMachineMoved(t *testing.T) {
 		withCeiling("really faster", "GB/s", [2]float64{1.5, 2.0}, [2]float64{1.55, 2.0}, [2]float64{1.6, 2.0}),
 		withCeiling("ceiling moved alone", "GB/s", [2]float64{1.0, 3.0}, [2]float64{1.05, 3.0}, [2]float64{1.1, 3.0}),
 		withCeiling("noise", "GB/s", [2]float64{0.9, 2.0}, [2]float64{1.05, 2.0}, [2]float64{1.2, 2.0}),
+		withCeiling("ratio noisier", "GB/s", [2]float64{2.3, 3.1}, [2]float64{2.85, 3.0}, [2]float64{2.97, 3.1}),
 	)
 	want := map[string]string{
 		"b: machine slower":      "machine moved (ceiling 0.0315 -> 0.04)",
@@ -167,6 +171,7 @@ func TestCompareMachineMoved(t *testing.T) {
 		"b: really faster":       VerdictFaster,
 		"b: ceiling moved alone": "machine moved (ceiling 2.00 -> 3.00)",
 		"b: noise":               VerdictSame,
+		"b: ratio noisier":       "unsure: faster by its figure, same within noise by its ratio",
 	}
 	for _, c := range Compare(old, cur) {
 		if c.Verdict != want[c.Key] {
