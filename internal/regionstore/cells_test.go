@@ -42,11 +42,3 @@ func holds(b region.Box, c []uint64) bool {
 	}
 	return true
 }
-
-func fmtCell(c []uint64) []byte {
-	var b []byte
-	for _, v := range c {
-		b = append(b, byte(v), ',')
-	}
-	return b
-}
