@@ -57,6 +57,27 @@ func tempFile(t *testing.T) *os.File {
 // order and the CRC-32C is theirs.
 func TestIncomingWritesEveryWayInOrder(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	bothWays(t, testIncomingWritesEveryWayInOrder)
+}
+
+// bothWays runs f with the pipeline as this machine would use it and
+// with it forced on, so that a 2-core CI machine tests both.
+func bothWays(t *testing.T, f func(t *testing.T)) {
+	t.Run("default", f)
+	t.Run("pipelined", func(t *testing.T) {
+		pipelined(t)
+		f(t)
+	})
+}
+
+// pipelined makes every large file pipelined until the test ends.
+func pipelined(t *testing.T) {
+	old := pipeProcs
+	pipeProcs = 1
+	t.Cleanup(func() { pipeProcs = old })
+}
+
+func testIncomingWritesEveryWayInOrder(t *testing.T) {
 	for _, size := range []int{0, 1, pipeMin - 1, pipeMin, 1 << 20, 9<<20 + 3} {
 		data := randomBytes(uint64(size), size)
 		ways := map[string]func(in *Incoming) error{
@@ -148,6 +169,7 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 // other, the read would wait for the write, which waits for the read.
 func TestIncomingReadsWhileItWrites(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	pipelined(t)
 	size := 8 << 20
 	data := randomBytes(3, size)
 	src := &gatedReader{b: data, asked: make(chan struct{})}
@@ -177,6 +199,10 @@ func TestIncomingReadsWhileItWrites(t *testing.T) {
 // ReadFrom stops reading, Finish reports the error and the writer is gone.
 func TestIncomingWriteErrorStopsTheReceive(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	bothWays(t, testIncomingWriteErrorStopsTheReceive)
+}
+
+func testIncomingWriteErrorStopsTheReceive(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ro")
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
