@@ -27,7 +27,7 @@ func startRPC(tb testing.TB) RPCConfig {
 		tb.Fatal(err)
 	}
 	srv := rpc.NewServer(rpc.ServerConfig{})
-	srv.HandleInline(wire.MethodPing, PingHandler, rpc.WithPayload())
+	srv.Handle(wire.MethodPing, PingHandler, rpc.Inline(), rpc.WithPayload())
 	go srv.Serve(ln)
 	tb.Cleanup(func() { srv.Close() })
 	return RPCConfig{RawAddr: echo.Addr(), RPCAddr: rpc.Addr(ln.Addr())}

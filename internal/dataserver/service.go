@@ -268,9 +268,9 @@ func New(cfg Config) *Service {
 
 // Register adds the data methods to srv.
 func (s *Service) Register(srv *rpc.Server) {
-	srv.HandleOwnedHere(wire.MethodDataStart, s.start, s.startHere)
+	srv.Handle(wire.MethodDataStart, s.start, rpc.TryHere(s.startHere))
 	srv.Handle(wire.MethodDataWait, s.wait)
-	srv.HandleInline(wire.MethodDataStatus, s.status)
+	srv.Handle(wire.MethodDataStatus, s.status, rpc.Inline())
 	srv.Handle(wire.MethodDataFlush, s.flush)
 	srv.Handle(wire.MethodDataDelete, s.delete)
 	srv.Handle(wire.MethodDataDeleteObjs, s.deleteObjs)

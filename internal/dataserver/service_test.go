@@ -68,17 +68,17 @@ func newEnv(t *testing.T, cfg Config) *env {
 		default:
 		}
 	}
-	srv.HandleOwnedHere(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	srv.Handle(wire.MethodDataStart, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		resp, err := e.svc.start(ctx, req)
 		report(err)
 		return resp, err
-	}, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	}, rpc.TryHere(func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		resp, err := e.svc.startHere(ctx, req)
 		if !errors.Is(err, rpc.ErrElsewhere) {
 			report(err)
 		}
 		return resp, err
-	})
+	}))
 	ln, err := rpc.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -209,21 +209,21 @@ const smallBatch = 1 << 10
 
 // Register adds the metadata methods to srv.
 //
-// Point operations run inline (see rpc.Server.HandleInline): they wait on
+// Point operations run inline (see rpc.Inline): they wait on
 // nothing but this server's own store, a point read or one commit, and
 // handing each to another goroutine costs more than the operation on a
 // small machine. Scans and batches, whose cost grows with their size, run
 // on goroutines of their own so that they never hold up a connection.
 func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodContCreate, s.contCreate)
-	srv.HandleInline(wire.MethodContGet, s.contGet)
+	srv.Handle(wire.MethodContGet, s.contGet, rpc.Inline())
 	srv.Handle(wire.MethodContList, s.contList)
 	srv.Handle(wire.MethodContDelete, s.contDelete)
 	srv.Handle(wire.MethodContLifetime, s.contLifetime)
 	srv.Handle(wire.MethodContDeleting, s.contDeleting)
 	srv.Handle(wire.MethodContPage, s.contPage)
-	srv.HandleInlineUpTo(wire.MethodObjCreate, s.objCreate, smallBatch)
-	srv.HandleInlineUpTo(wire.MethodObjOpen, s.objOpen, smallBatch)
+	srv.Handle(wire.MethodObjCreate, s.objCreate, rpc.InlineUpTo(smallBatch))
+	srv.Handle(wire.MethodObjOpen, s.objOpen, rpc.InlineUpTo(smallBatch))
 	srv.Handle(wire.MethodObjList, s.objList)
 	// Tag writes and object deletes commit here and leave the index
 	// updates for other servers to the outbox, so they run inline too;
@@ -232,18 +232,18 @@ func (s *Service) Register(srv *rpc.Server) {
 	// A delete waits for the data servers to drop the object's data.
 	srv.Handle(wire.MethodObjDelete, s.objDelete)
 	srv.Handle(wire.MethodObjGone, s.objGone)
-	srv.HandleInline(wire.MethodObjSetDims, s.objSetDims)
-	srv.HandleInline(wire.MethodObjClose, s.objClose)
-	srv.HandleInline(wire.MethodObjOpenCount, s.objOpenCount)
+	srv.Handle(wire.MethodObjSetDims, s.objSetDims, rpc.Inline())
+	srv.Handle(wire.MethodObjClose, s.objClose, rpc.Inline())
+	srv.Handle(wire.MethodObjOpenCount, s.objOpenCount, rpc.Inline())
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
 	srv.Handle(wire.MethodObjMembers, s.objMembers)
 	srv.Handle(wire.MethodObjPage, s.objPage)
 	srv.Handle(wire.MethodObjPurge, s.objPurge)
-	srv.HandleInlineUpTo(wire.MethodTagPut, s.tagPut, smallBatch)
-	srv.HandleInline(wire.MethodTagDelete, s.tagDelete)
-	srv.HandleInline(wire.MethodTagGet, s.tagGet)
+	srv.Handle(wire.MethodTagPut, s.tagPut, rpc.InlineUpTo(smallBatch))
+	srv.Handle(wire.MethodTagDelete, s.tagDelete, rpc.Inline())
+	srv.Handle(wire.MethodTagGet, s.tagGet, rpc.Inline())
 	srv.Handle(wire.MethodTagQuery, s.tagQuery)
-	srv.HandleInlineUpTo(wire.MethodIndexApply, s.indexApply, smallBatch)
+	srv.Handle(wire.MethodIndexApply, s.indexApply, rpc.InlineUpTo(smallBatch))
 	srv.Handle(wire.MethodIndexFence, s.indexFence) // waits for deliveries
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
@@ -252,8 +252,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodRegionPlace, s.regionPlace)
 	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
 	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll)
-	srv.HandleInlineUpTo(wire.MethodStageProduce, s.stageProduce, smallBatch)
-	srv.HandleInline(wire.MethodStageLookup, s.stageLookup)
+	srv.Handle(wire.MethodStageProduce, s.stageProduce, rpc.InlineUpTo(smallBatch))
+	srv.Handle(wire.MethodStageLookup, s.stageLookup, rpc.Inline())
 	srv.Handle(wire.MethodStageWait, s.stageWait) // blocks until a produce
 }
 

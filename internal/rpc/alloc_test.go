@@ -14,9 +14,9 @@ func startInline(tb testing.TB) *Conn {
 	}
 	secret := []byte("0123456789abcdef")
 	s := NewServer(ServerConfig{Secret: secret})
-	s.HandleInline(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
+	s.Handle(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Payload: [][]byte{req.Payload}}, nil
-	}, WithPayload())
+	}, Inline(), WithPayload())
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -85,9 +85,9 @@ func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}, WithPayload())
-	ts.HandleInline(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
+	ts.Handle(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Header: []byte("pong")}, nil
-	})
+	}, Inline())
 	ts.Handle(methodPanic, func(ctx context.Context, req *Request) (*Response, error) {
 		panic("boom")
 	})

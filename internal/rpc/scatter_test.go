@@ -21,10 +21,10 @@ const methodOwned wire.Method = 110
 // gives it back to the pool itself.
 func withOwned(kept chan<- *Request) func(*testServer) {
 	return func(ts *testServer) {
-		ts.HandleOwned(methodOwned, func(ctx context.Context, req *Request) (*Response, error) {
+		ts.Handle(methodOwned, func(ctx context.Context, req *Request) (*Response, error) {
 			kept <- req
 			return &Response{Header: []byte("ok")}, nil
-		})
+		}, OwnsPayload())
 	}
 }
 
@@ -67,7 +67,7 @@ func TestCallIntoScatters(t *testing.T) {
 	}
 }
 
-func TestHandleOwnedKeepsPayload(t *testing.T) {
+func TestOwnsPayloadKeepsPayload(t *testing.T) {
 	kept := make(chan *Request, 4)
 	ts := startServer(t, "unix", ServerConfig{}, withOwned(kept))
 	c := dial(t, ts.addr, DialOptions{})
@@ -92,10 +92,10 @@ func TestHandleOwnedKeepsPayload(t *testing.T) {
 const methodHere wire.Method = 111
 
 func withHere(ts *testServer) {
-	ts.HandleOwnedHere(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
+	ts.Handle(methodHere, func(ctx context.Context, req *Request) (*Response, error) {
 		defer req.Release()
 		return &Response{Header: []byte("elsewhere"), Payload: [][]byte{bytes.Clone(req.Payload)}}, nil
-	}, func(ctx context.Context, req *Request) (*Response, error) {
+	}, TryHere(func(ctx context.Context, req *Request) (*Response, error) {
 		switch string(req.Header) {
 		case "decline":
 			return nil, ErrElsewhere
@@ -123,7 +123,7 @@ func withHere(ts *testServer) {
 			return nil, fmt.Errorf("read %d bytes of a %d-byte body", len(b), req.BodyLen)
 		}
 		return &Response{Header: []byte("here"), Payload: [][]byte{b}}, nil
-	})
+	}))
 }
 
 // A request tried on the reading goroutine reads its payload as it arrives
@@ -131,7 +131,7 @@ func withHere(ts *testServer) {
 // goroutine of its own. A panic there, a handler that declines after
 // reading, or one that reads half, is an error or an answer like any
 // other, and the connection goes on serving.
-func TestHandleOwnedHere(t *testing.T) {
+func TestTryHere(t *testing.T) {
 	ts := startServer(t, "tcp", ServerConfig{}, withHere)
 	c := dial(t, ts.addr, DialOptions{})
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)

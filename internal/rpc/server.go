@@ -25,7 +25,7 @@ import (
 )
 
 // Request is one call as a handler sees it. Header belongs to the handler.
-// Payload does too if the handler owns it (HandleOwned, until it calls
+// Payload does too if the handler owns it (OwnsPayload, until it calls
 // Release); otherwise it is the handler's until its answer is written,
 // and may be returned in the answer without copying.
 type Request struct {
@@ -33,7 +33,7 @@ type Request struct {
 	Header  []byte
 	Payload []byte
 	// Body, set instead of Payload for a handler tried on the reading
-	// goroutine (HandleOwnedHere), reads the payload's BodyLen bytes (of
+	// goroutine (TryHere), reads the payload's BodyLen bytes (of
 	// which there may be none) from the connection as they arrive. What
 	// the handler leaves unread is skipped after it returns.
 	Body    io.Reader
@@ -45,8 +45,8 @@ type Request struct {
 	// Local is the address the client reached this server at (the
 	// listener's own for a Unix socket).
 	Local string
-	// Release, set for a handler that owns its payload (HandleOwned,
-	// HandleOwnedHere), gives the payload back: to bufpool, and its share
+	// Release, set for a handler that owns its payload (OwnsPayload,
+	// TryHere), gives the payload back: to bufpool, and its share
 	// of the server's payload budget. The handler calls it once nothing
 	// refers to the payload any more, which may be after it returns.
 	// Safe to call from any goroutine, and more than once.
@@ -61,7 +61,7 @@ type Request struct {
 // Chunk sends one chunk of a streamed answer: a response frame marked
 // FlagMore, which the client receives before the final response (the
 // handler's return, which ends the stream). Chunks keep their order. Only
-// handlers that run on their own goroutine (Handle) may stream.
+// handlers that run on their own goroutine (not Inline) may stream.
 func (r *Request) Chunk(ctx context.Context, hdr []byte, payload ...[]byte) error {
 	if err := r.canStream(); err != nil {
 		return err
@@ -254,86 +254,90 @@ func NewServer(cfg ServerConfig) *Server {
 
 type handlerEntry struct {
 	h         Handler
-	here      Handler // tried first on the reading goroutine (HandleOwnedHere)
-	owned     bool    // the handler owns the request's payload (HandleOwned)
+	here      Handler // tried first on the reading goroutine (TryHere)
+	owned     bool    // the handler owns the request's payload (OwnsPayload)
 	payload   bool    // requests may carry a payload
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
 }
 
-// A HandleOption qualifies a registration.
+// A HandleOption qualifies a registration: where its handler runs and
+// what becomes of its requests' payloads.
 type HandleOption func(*handlerEntry)
 
 // WithPayload lets the method's requests carry a payload (Request.Payload),
 // which is the handler's until its answer has been written (it goes back
-// to bufpool then). A request of a method registered without it (and not
-// with HandleOwned or HandleOwnedHere) that carries one is refused with
+// to bufpool then). A request of a method registered without it (or
+// OwnsPayload, or TryHere) that carries one is refused with
 // pdc.ErrInvalid, its bytes skipped as they arrive and never kept: a
 // client cannot make the server hold memory for a method that ignores it.
 func WithPayload() HandleOption { return func(e *handlerEntry) { e.payload = true } }
 
-func (s *Server) register(m wire.Method, e handlerEntry, opts []HandleOption) {
-	for _, o := range opts {
-		o(&e)
-	}
-	s.handlers[m] = e
-}
-
-// Handle registers h for m. It must be called before Serve.
-func (s *Server) Handle(m wire.Method, h Handler, opts ...HandleOption) {
-	s.register(m, handlerEntry{h: h}, opts)
-}
-
-// HandleOwned registers h for m, like Handle, and hands the request's
-// payload to h: it comes from bufpool, and h gives it back with
+// OwnsPayload is WithPayload handing the request's payload to the
+// handler: it comes from bufpool, and the handler gives it back with
 // Request.Release once nothing refers to it any more (which may be after
-// h returns). For methods that carry bulk data.
-func (s *Server) HandleOwned(m wire.Method, h Handler) {
-	s.handlers[m] = handlerEntry{h: h, owned: true, payload: true}
+// it returns). For methods that carry bulk data.
+func OwnsPayload() HandleOption {
+	return func(e *handlerEntry) { e.owned, e.payload = true, true }
 }
 
 // ErrElsewhere is returned by a handler tried on the reading goroutine
-// (HandleOwnedHere) that leaves the request to its handler on a goroutine
-// of its own.
+// (TryHere) that leaves the request to its handler on a goroutine of its
+// own.
 var ErrElsewhere = errors.New("rpc: run the request on a goroutine of its own")
 
-// HandleOwnedHere registers h for m like HandleOwned, and here to try
-// first on the goroutine that read the request's header, before the
-// connection reads on. here gets the payload as Request.Body, to read as
-// it arrives, and either answers the request or returns ErrElsewhere
-// without having read from Body: the payload is then read whole and h
-// gets the request on a goroutine of its own. here may do bounded work,
-// such as storing the payload as it arrives, but must not wait on other
-// requests: the connection reads nothing else, not even its client's
-// cancellations, while it runs. A read of Body that waits longer than the
-// stall timeout fails, and a failed read ends the connection once here
-// returns. For bulk requests: the payload is stored from a buffer that
-// stays in the CPU cache, with no hand-off between threads, while the
-// next bytes wait in the socket.
+// TryHere is OwnsPayload with here to try first on the goroutine that
+// read the request's header, before the connection reads on. here gets
+// the payload as Request.Body, to read as it arrives, and either answers
+// the request or returns ErrElsewhere without having read from Body: the
+// payload is then read whole and the method's handler gets the request on
+// a goroutine of its own. here may do bounded work, such as storing the
+// payload as it arrives, but must not wait on other requests: the
+// connection reads nothing else, not even its client's cancellations,
+// while it runs. A read of Body that waits longer than the stall timeout
+// fails, and a failed read ends the connection once here returns. For
+// bulk requests: the payload is stored from a buffer that stays in the
+// CPU cache, with no hand-off between threads, while the next bytes wait
+// in the socket. It overrides Inline and InlineUpTo.
 //
 // The requests of such a method on one connection take turns in the
 // order they arrived (see turns): here can tell with Request.Behind that
 // an earlier request it declined has not ended its turn yet, and declines
-// this one too if it must not overtake it; h waits with Request.WaitTurn
-// and lets the later ones go with Request.EndTurn.
-func (s *Server) HandleOwnedHere(m wire.Method, h, here Handler) {
-	s.handlers[m] = handlerEntry{h: h, here: here, owned: true, payload: true}
+// this one too if it must not overtake it; the handler waits with
+// Request.WaitTurn and lets the later ones go with Request.EndTurn.
+func TryHere(here Handler) HandleOption {
+	return func(e *handlerEntry) { e.here, e.owned, e.payload = here, true, true }
 }
 
-// HandleInlineUpTo registers h for m to run inline (see HandleInline) for
-// requests whose header is at most maxHeader bytes, and on a goroutine of
-// its own otherwise: for batch methods whose cost grows with the batch.
-func (s *Server) HandleInlineUpTo(m wire.Method, h Handler, maxHeader uint32, opts ...HandleOption) {
-	s.register(m, handlerEntry{h: h, inlineMax: maxHeader}, opts)
-}
-
-// HandleInline registers h for m to run on the goroutine that read the
-// request, before the connection reads on. h must not block: no I/O, no
+// Inline runs the handler on the goroutine that read the request, before
+// the connection reads on. The handler must not block: no I/O, no
 // waiting on other requests, no long locks. It saves a hand-off between
-// threads per request, which on an idle server doubles a small round trip.
-// It must be called before Serve.
-func (s *Server) HandleInline(m wire.Method, h Handler, opts ...HandleOption) {
-	s.register(m, handlerEntry{h: h, inline: true}, opts)
+// threads per request, which on an idle server doubles a small round
+// trip. An inline handler cannot stream its answer.
+func Inline() HandleOption { return func(e *handlerEntry) { e.inline = true } }
+
+// InlineUpTo runs the handler inline (see Inline) for requests whose
+// header is at most maxHeader bytes and that carry no payload, and on a
+// goroutine of its own otherwise: for batch methods whose cost grows with
+// the batch.
+func InlineUpTo(maxHeader uint32) HandleOption {
+	return func(e *handlerEntry) { e.inlineMax = maxHeader }
+}
+
+// Handle registers h for m. By default h runs on a goroutine of its own
+// and its requests carry no payload; opts say otherwise. It must be
+// called before Serve.
+func (s *Server) Handle(m wire.Method, h Handler, opts ...HandleOption) {
+	e := handlerEntry{h: h}
+	for _, o := range opts {
+		o(&e)
+	}
+	if e.here != nil {
+		// here already runs on the reading goroutine; h is for the
+		// requests it declines, which must not hold that goroutine too.
+		e.inline, e.inlineMax = false, 0
+	}
+	s.handlers[m] = e
 }
 
 // Stats are a server's counters.
@@ -604,7 +608,7 @@ type serverConn struct {
 	mu       sync.Mutex
 	inflight map[uint64]*reqCtx // guarded by mu
 
-	turns turns // of HandleOwnedHere requests
+	turns turns // of TryHere requests
 }
 
 func (c *serverConn) serve() {

@@ -64,9 +64,9 @@ func registerStreams(ts *testServer) {
 		}
 		return nil, errors.Join(pdc.ErrNotFound, errors.New("object \"x\" vanished mid-stream"))
 	})
-	ts.HandleInline(methodStreamInline, func(ctx context.Context, req *Request) (*Response, error) {
+	ts.Handle(methodStreamInline, func(ctx context.Context, req *Request) (*Response, error) {
 		return nil, req.Chunk(ctx, nil, []byte("no"))
-	})
+	}, Inline())
 }
 
 func streamHdr(n, size uint32) []byte {

@@ -8,7 +8,7 @@ import (
 	"github.com/pdcgo/pdc"
 )
 
-// turns keeps the requests of HandleOwnedHere methods on one connection in
+// turns keeps the requests of TryHere methods on one connection in
 // the order they arrived, for the part of their work that must keep it
 // (a data server registers a client's writes in the order it sent them).
 // Every such request takes a ticket when it is read; here runs while the
@@ -75,7 +75,7 @@ func (t *turns) wait(ctx context.Context, n uint64) error {
 }
 
 // Behind reports whether a request that arrived on this connection before
-// r, of a method registered with HandleOwnedHere, has not ended its turn:
+// r, of a method registered with TryHere, has not ended its turn:
 // a here handler that must keep the order declines r (ErrElsewhere) then,
 // and its h waits for the turn.
 func (r *Request) Behind() bool {
@@ -83,7 +83,7 @@ func (r *Request) Behind() bool {
 }
 
 // WaitTurn returns once every request that arrived on this connection
-// before r, of a method registered with HandleOwnedHere, has ended its
+// before r, of a method registered with TryHere, has ended its
 // turn, or ctx ends. For h of such a method, before the work that must
 // keep the order in which the requests arrived.
 func (r *Request) WaitTurn(ctx context.Context) error {

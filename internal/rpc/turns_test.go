@@ -11,7 +11,7 @@ import (
 
 const methodTurns wire.Method = 112
 
-// Requests of a HandleOwnedHere method take turns in the order they came:
+// Requests of a TryHere method take turns in the order they came:
 // a here handler sees that an earlier request it declined has not ended
 // its turn (Behind), and the later request's h waits for it (WaitTurn)
 // even though it runs on a goroutine of its own; a turn ends when its h
@@ -27,7 +27,7 @@ func TestTurnsKeepArrivalOrder(t *testing.T) {
 	gate := make(chan struct{})
 	secondDeclined := make(chan bool, 1)
 	ts := startServer(t, "unix", ServerConfig{}, func(ts *testServer) {
-		ts.HandleOwnedHere(methodTurns, func(ctx context.Context, req *Request) (*Response, error) {
+		ts.Handle(methodTurns, func(ctx context.Context, req *Request) (*Response, error) {
 			defer req.Release()
 			if string(req.Header) == "first" {
 				<-gate // the first one's turn stays open until the test says
@@ -36,7 +36,7 @@ func TestTurnsKeepArrivalOrder(t *testing.T) {
 			}
 			note(string(req.Header))
 			return &Response{}, nil
-		}, func(ctx context.Context, req *Request) (*Response, error) {
+		}, TryHere(func(ctx context.Context, req *Request) (*Response, error) {
 			if string(req.Header) == "first" {
 				return nil, ErrElsewhere
 			}
@@ -48,7 +48,7 @@ func TestTurnsKeepArrivalOrder(t *testing.T) {
 			_, _ = io.Copy(io.Discard, req.Body)
 			note(string(req.Header))
 			return &Response{}, nil
-		})
+		}))
 	})
 	c := dial(t, ts.addr, DialOptions{})
 	first, err := c.Send(ctx10(t), methodTurns, []byte("first"), [][]byte{[]byte("a")}, nil)

@@ -403,8 +403,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sender.Close()
 	sender.Register(s.rpc)
-	s.rpc.HandleInline(wire.MethodPing, s.ping, rpc.WithPayload()) // it echoes one
-	s.rpc.HandleInline(wire.MethodStatus, s.status)
+	s.rpc.Handle(wire.MethodPing, s.ping, rpc.Inline(), rpc.WithPayload()) // it echoes one
+	s.rpc.Handle(wire.MethodStatus, s.status, rpc.Inline())
 	s.rpc.Handle(wire.MethodShutdown, s.shutdown)
 	s.rpc.Handle(wire.MethodRegister, s.register)
 	s.rpc.Handle(wire.MethodMigrated, s.migratedRPC)
