@@ -1,6 +1,7 @@
 //go:build ignore
 
-// gen.go writes messages_gen.go from the table messages.wire:
+// gen.go writes messages_gen.go and calls_gen.go from the table
+// messages.wire:
 //
 //	go generate ./internal/wire
 //
@@ -34,5 +35,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile("messages_gen.go", out, 0o644)
+	if err := os.WriteFile("messages_gen.go", out, 0o644); err != nil {
+		return err
+	}
+	if out, err = gen.GenerateCalls(s, "messages.wire"); err != nil {
+		return err
+	}
+	return os.WriteFile("calls_gen.go", out, 0o644)
 }

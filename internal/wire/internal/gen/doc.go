@@ -1,7 +1,7 @@
-// Package gen generates pdc's wire message types and their codecs from one
-// table, internal/wire/messages.wire (docs/design/0022). The codecs are the
-// ones that used to be written by hand with protowire: the same bytes, the
-// same bounds, no reflection.
+// Package gen generates pdc's wire message types, their codecs and typed
+// call stubs from one table, internal/wire/messages.wire (docs/design/0022).
+// The codecs are the ones that used to be written by hand with protowire:
+// the same bytes, the same bounds, no reflection.
 //
 // # The table
 //
@@ -20,6 +20,11 @@
 // (written when not nil), []message and []string and [][]byte (one field per
 // element, empty ones too) and []uint64 (packed). Zero scalars, empty
 // strings and empty byte slices are not written.
+//
+// A call names a method's request and reply; Stub gets one typed method
+// per call (calls_gen.go), over the method MethodName declared by hand:
+//
+//	rpc Name(Request) Reply   // either side may be left out: rpc Name()
 //
 // Message options: unmarshal=custom (Unmarshal is written by hand),
 // sizehint (Marshal into a nil buffer allocates m.sizeHint() bytes), check

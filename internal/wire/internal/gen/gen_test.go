@@ -18,6 +18,11 @@ func TestParseRefuses(t *testing.T) {
 		{"alias on a string", "message A {\n\tX string = 1 [alias]\n}\n", "alias applies to []byte only"},
 		{"not closed", "message A {\n\tX uint64 = 1\n", "not closed"},
 		{"twice", "message A {\n}\nmessage A {\n}\n", "declared twice"},
+		{"rpc of an unknown request", "message A {\n}\nrpc X(B) A\n", "rpc X: unknown message B"},
+		{"rpc of an unknown reply", "message A {\n}\nrpc X(A) B\n", "rpc X: unknown message B"},
+		{"rpc twice", "rpc X()\nrpc X()\n", "rpc X declared twice"},
+		{"rpc without parentheses", "rpc X A\n", "want: rpc Name"},
+		{"rpc of two requests", "message A {\n}\nrpc X(A, A)\n", "want: rpc Name"},
 	} {
 		_, err := Parse([]byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -82,5 +87,45 @@ message A [sizehint] {
 	}
 	if strings.Contains(string(out), "table comment") {
 		t.Errorf("a # comment was copied")
+	}
+}
+
+// TestGenerateCalls writes a stub for each shape of rpc: a request or not,
+// a reply or not.
+func TestGenerateCalls(t *testing.T) {
+	src := `message A {
+}
+message B {
+}
+
+// Both sends A and gets B.
+rpc Both(A) B
+rpc Neither()
+rpc ReqOnly(A)
+rpc ReplyOnly() B
+`
+	s, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := GenerateCalls(s, "t.wire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"// Both sends A and gets B.\nfunc (s Stub) Both(ctx context.Context, rank int, req *A) (*B, error) {",
+		"if err := s.Caller.Call(ctx, rank, MethodBoth, req, resp); err != nil {",
+		"// Neither calls MethodNeither on the server of rank.",
+		"func (s Stub) Neither(ctx context.Context, rank int) error {\n\treturn s.Caller.Call(ctx, rank, MethodNeither, nil, nil)",
+		"func (s Stub) ReqOnly(ctx context.Context, rank int, req *A) error {\n\treturn s.Caller.Call(ctx, rank, MethodReqOnly, req, nil)",
+		"func (s Stub) ReplyOnly(ctx context.Context, rank int) (*B, error) {",
+		"s.Caller.Call(ctx, rank, MethodReplyOnly, nil, resp)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("generated calls lack %q:\n%s", want, out)
+		}
+	}
+	if msgs, _ := Generate(s, "t.wire"); strings.Contains(string(msgs), "Both") {
+		t.Errorf("an rpc's doc comment went into the messages")
 	}
 }
