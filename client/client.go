@@ -483,3 +483,7 @@ func (v *clusterView) Addr(rank int) (addr, host string, err error) {
 	s, _, err := (*Client)(v).server(rank)
 	return s.Addr, s.Host, err
 }
+
+// calls makes the typed calls of the wire table over this client's
+// connections.
+func (c *Client) calls() wire.Stub { return wire.Stub{Caller: (*clusterView)(c)} }

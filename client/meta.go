@@ -288,8 +288,8 @@ func (c *Client) CreateContainer(ctx context.Context, name string, lifetime Life
 	if err != nil {
 		return nil, false, err
 	}
-	var rep wire.ContReply
-	if err := c.call(ctx, rank, wire.MethodContCreate, &wire.ContCreate{Name: name, Lifetime: uint32(lifetime)}, &rep); err != nil {
+	rep, err := c.calls().ContCreate(ctx, rank, &wire.ContCreate{Name: name, Lifetime: uint32(lifetime)})
+	if err != nil {
 		return nil, false, fmt.Errorf("create container %q: %w", name, err)
 	}
 	return &Container{c: c, info: c.contInfo(&rep.Meta)}, rep.Created, nil
@@ -313,14 +313,14 @@ func (c *Client) OpenContainer(ctx context.Context, name string, opts ...Contain
 	if err != nil {
 		return nil, err
 	}
-	var m wire.ContainerMeta
-	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{Name: name}, &m); err != nil {
+	m, err := c.calls().ContGet(ctx, rank, &wire.ContKey{Name: name})
+	if err != nil {
 		return nil, fmt.Errorf("open container %q: %w", name, err)
 	}
-	if err := openable(&m, opts); err != nil {
+	if err := openable(m, opts); err != nil {
 		return nil, fmt.Errorf("open container %q: %w", name, err)
 	}
-	return &Container{c: c, info: c.contInfo(&m)}, nil
+	return &Container{c: c, info: c.contInfo(m)}, nil
 }
 
 // OpenContainerID opens an existing container by id, as OpenContainer.
@@ -329,14 +329,14 @@ func (c *Client) OpenContainerID(ctx context.Context, id uint64, opts ...Contain
 	if err != nil {
 		return nil, err
 	}
-	var m wire.ContainerMeta
-	if err := c.call(ctx, rank, wire.MethodContGet, &wire.ContKey{ID: id}, &m); err != nil {
+	m, err := c.calls().ContGet(ctx, rank, &wire.ContKey{ID: id})
+	if err != nil {
 		return nil, fmt.Errorf("open container %d: %w", id, err)
 	}
-	if err := openable(&m, opts); err != nil {
+	if err := openable(m, opts); err != nil {
 		return nil, fmt.Errorf("open container %d: %w", id, err)
 	}
-	return &Container{c: c, info: c.contInfo(&m)}, nil
+	return &Container{c: c, info: c.contInfo(m)}, nil
 }
 
 // Containers lists every container of the cluster, by name, in a slice
@@ -366,8 +366,7 @@ func (ct *Container) Close() error { return nil }
 
 // SetLifetime makes the container persistent or transient (PDCcont_persist).
 func (ct *Container) SetLifetime(ctx context.Context, l Lifetime) error {
-	var m wire.ContainerMeta
-	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContLifetime, &wire.ContCreate{Name: ct.info.Name, Lifetime: uint32(l)}, &m); err != nil {
+	if _, err := ct.c.calls().ContLifetime(ctx, ct.info.Server, &wire.ContCreate{Name: ct.info.Name, Lifetime: uint32(l)}); err != nil {
 		return fmt.Errorf("container %q: set lifetime: %w", ct.info.Name, err)
 	}
 	ct.info.Lifetime = l
@@ -469,9 +468,9 @@ func (ct *Container) Contains(ctx context.Context, id uint64) (bool, error) {
 	}
 	// Checking an add changes nothing, and would change nothing for a
 	// member.
-	var r wire.MembersReply
 	req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: []uint64{id}, Check: true}
-	if err := ct.c.call(ctx, rank, wire.MethodObjMembers, &req, &r); err != nil {
+	r, err := ct.c.calls().ObjMembers(ctx, rank, &req)
+	if err != nil {
 		return false, fmt.Errorf("container %q: object %d: %w", ct.info.Name, id, err)
 	}
 	return r.Changed == 0, nil
@@ -503,11 +502,11 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 	}
 	// Memberships live with the objects; the container, on its own
 	// server, must still be there.
-	var m wire.ContainerMeta
-	if err := ct.c.call(ctx, ct.info.Server, wire.MethodContGet, &wire.ContKey{ID: ct.info.ID}, &m); err != nil {
+	m, err := ct.c.calls().ContGet(ctx, ct.info.Server, &wire.ContKey{ID: ct.info.ID})
+	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := openable(&m, nil); err != nil {
+	if err := openable(m, nil); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	ranks := make([]int, 0, len(groups))
@@ -522,8 +521,7 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 			for start := 0; start < len(g); start += MaxBatch {
 				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+MaxBatch, len(g))],
 					Remove: remove, Check: check}
-				var r wire.MembersReply
-				if err := ct.c.call(ctx, rank, wire.MethodObjMembers, &req, &r); err != nil {
+				if _, err := ct.c.calls().ObjMembers(ctx, rank, &req); err != nil {
 					return err
 				}
 			}

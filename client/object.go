@@ -408,9 +408,9 @@ func (o *Object) Name() string { return o.meta().Name }
 
 // Refresh fetches the object's current metadata from its server.
 func (o *Object) Refresh(ctx context.Context) (ObjectInfo, error) {
-	var res wire.ObjResults
 	req := wire.ObjBatch{Opens: []wire.ObjKey{{ID: o.meta().ID, Peek: true}}}
-	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjOpen, &req, &res); err != nil {
+	res, err := o.c.calls().ObjOpen(ctx, o.meta().Server, &req)
+	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	if len(res.Items) != 1 {
@@ -447,11 +447,11 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 	if err := o.c.xfer.Settle(ctx); err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
-	var m wire.ObjectMeta
-	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjSetDims, &wire.SetDims{ID: o.meta().ID, Dims: dims}, &m); err != nil {
+	m, err := o.c.calls().ObjSetDims(ctx, o.meta().Server, &wire.SetDims{ID: o.meta().ID, Dims: dims})
+	if err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
-	o.setInfo(o.c.objInfo(&m))
+	o.setInfo(o.c.objInfo(m))
 	return nil
 }
 
@@ -465,7 +465,7 @@ func (o *Object) Close(ctx context.Context) error {
 		return nil
 	}
 	err := o.Flush(ctx)
-	if cerr := o.c.call(ctx, o.meta().Server, wire.MethodObjClose, &wire.IDArg{ID: o.meta().ID}, nil); cerr != nil {
+	if cerr := o.c.calls().ObjClose(ctx, o.meta().Server, &wire.IDArg{ID: o.meta().ID}); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if err != nil && ctx.Err() != nil {
@@ -491,7 +491,7 @@ func (o *Object) Delete(ctx context.Context) error {
 	if err := o.c.xfer.CollectStarts(ctx); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
-	if err := o.c.call(ctx, o.meta().Server, wire.MethodObjDelete, &wire.ObjKey{ID: o.meta().ID}, nil); err != nil {
+	if err := o.c.calls().ObjDelete(ctx, o.meta().Server, &wire.ObjKey{ID: o.meta().ID}); err != nil {
 		return fmt.Errorf("delete object %q: %w", o.meta().Name, err)
 	}
 	o.closeMu.Lock()
@@ -587,8 +587,8 @@ type TagPut struct {
 }
 
 func (c *Client) putTags(ctx context.Context, rank int, puts []wire.TagPut, names func(i int) string) error {
-	var res wire.TagResults
-	if err := c.call(ctx, rank, wire.MethodTagPut, &wire.TagBatch{Puts: puts}, &res); err != nil {
+	res, err := c.calls().TagPut(ctx, rank, &wire.TagBatch{Puts: puts})
+	if err != nil {
 		return err
 	}
 	var errs []error
@@ -662,23 +662,23 @@ func (t tagTarget) put(ctx context.Context, name string, v TagValue) error {
 }
 
 func (t tagTarget) get(ctx context.Context, name string) (TagValue, error) {
-	var v wire.TagValue
-	if err := t.c.call(ctx, t.server, wire.MethodTagGet, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}, &v); err != nil {
+	v, err := t.c.calls().TagGet(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name})
+	if err != nil {
 		return TagValue{}, fmt.Errorf("get tag %q of %s: %w", name, t.what, err)
 	}
 	return TagValue{Type: region.Type(v.Type), Value: v.Value}, nil
 }
 
 func (t tagTarget) del(ctx context.Context, name string) error {
-	if err := t.c.call(ctx, t.server, wire.MethodTagDelete, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}, nil); err != nil {
+	if err := t.c.calls().TagDelete(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}); err != nil {
 		return fmt.Errorf("delete tag %q of %s: %w", name, t.what, err)
 	}
 	return nil
 }
 
 func (t tagTarget) list(ctx context.Context) ([]string, error) {
-	var n wire.TagNames
-	if err := t.c.call(ctx, t.server, wire.MethodTagList, &wire.TagKey{Kind: t.kind, ID: t.id}, &n); err != nil {
+	n, err := t.c.calls().TagList(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id})
+	if err != nil {
 		return nil, fmt.Errorf("list tags of %s: %w", t.what, err)
 	}
 	return n.Names, nil
@@ -732,8 +732,8 @@ func (c *Client) Checkpoint(ctx context.Context) (map[int]string, error) {
 	var mu sync.Mutex
 	out := map[int]string{}
 	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		var cp wire.Checkpoint
-		if err := c.call(ctx, rank, wire.MethodCheckpoint, nil, &cp); err != nil {
+		cp, err := c.calls().Checkpoint(ctx, rank)
+		if err != nil {
 			return err
 		}
 		mu.Lock()

@@ -130,14 +130,14 @@ func (c *Client) objPage(ctx context.Context, rank int, q wire.ObjPageReq) (*wir
 	if q.Limit == 0 && c.pageSize > 0 {
 		q.Limit = uint32(min(c.pageSize, 1<<30))
 	}
-	var p wire.ObjPage
-	if err := c.call(ctx, rank, wire.MethodObjPage, &q, &p); err != nil {
+	p, err := c.calls().ObjPage(ctx, rank, &q)
+	if err != nil {
 		return nil, err
 	}
 	if p.Next != 0 && p.Next <= q.After {
 		return nil, fmt.Errorf("%s: obj_page: the page after object %d ends at %d: %w", c.label(rank), q.After, p.Next, pdc.ErrProtocol)
 	}
-	return &p, nil
+	return p, nil
 }
 
 // ObjectCursor returns a cursor over the container's objects, in
@@ -264,8 +264,8 @@ func (c *Client) ContainerCursor() *Cursor[ContainerInfo] {
 			if c.pageSize > 0 {
 				q.Limit = uint32(min(c.pageSize, 1<<30))
 			}
-			var p wire.ContPage
-			if err := c.call(ctx, rank, wire.MethodContPage, &q, &p); err != nil {
+			p, err := c.calls().ContPage(ctx, rank, &q)
+			if err != nil {
 				return nil, false, fmt.Errorf("list containers: %w", err)
 			}
 			if p.Next != "" && p.Next <= after {
@@ -335,8 +335,8 @@ func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force 
 		var mu sync.Mutex
 		var open uint64
 		err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-			var n wire.Count
-			if err := c.call(ctx, rank, wire.MethodObjOpenCount, &wire.IDArg{ID: info.ID}, &n); err != nil {
+			n, err := c.calls().ObjOpenCount(ctx, rank, &wire.IDArg{ID: info.ID})
+			if err != nil {
 				return err
 			}
 			mu.Lock()
@@ -362,15 +362,14 @@ func (c *Client) deleteContainer(ctx context.Context, info ContainerInfo, force 
 	}
 	// From here the container cannot be opened or created again until a
 	// delete finishes: one that stops half-way is finished by the next.
-	var m wire.ContainerMeta
-	if err := c.call(ctx, info.Server, wire.MethodContDeleting, &wire.ContKey{ID: info.ID}, &m); err != nil {
+	if _, err := c.calls().ContDeleting(ctx, info.Server, &wire.ContKey{ID: info.ID}); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error { return c.purge(ctx, rank, info.ID, force, o.onPage) })
 	if err != nil {
 		return fmt.Errorf("%s: %w (deleting it again finishes the delete)", what, err)
 	}
-	if err := c.call(ctx, info.Server, wire.MethodContDelete, &wire.ContKey{ID: info.ID}, nil); err != nil {
+	if err := c.calls().ContDelete(ctx, info.Server, &wire.ContKey{ID: info.ID}); err != nil {
 		return fmt.Errorf("%s: %w (deleting it again finishes the delete)", what, err)
 	}
 	return nil
@@ -400,8 +399,8 @@ func (c *Client) purge(ctx context.Context, rank int, cont uint64, force bool, o
 			if err := c.deleteObjectsData(ctx, home); err != nil {
 				return err
 			}
-			var n wire.Count
-			if err := c.call(ctx, rank, wire.MethodObjPurge, &wire.ObjPurge{Version: wire.PageVersion, ContID: cont, IDs: p.IDs, Force: force}, &n); err != nil {
+			n, err := c.calls().ObjPurge(ctx, rank, &wire.ObjPurge{Version: wire.PageVersion, ContID: cont, IDs: p.IDs, Force: force})
+			if err != nil {
 				return err
 			}
 			if onPage != nil {
@@ -422,7 +421,7 @@ func (c *Client) deleteObjectsData(ctx context.Context, ids []uint64) error {
 		return nil
 	}
 	return fanOut(c.dataServers(), func(server int) error {
-		if err := c.call(ctx, server, wire.MethodDataDeleteObjs, &wire.ObjIDs{Version: wire.PageVersion, IDs: ids}, nil); err != nil {
+		if err := c.calls().DataDeleteObjs(ctx, server, &wire.ObjIDs{Version: wire.PageVersion, IDs: ids}); err != nil {
 			return fmt.Errorf("delete the data of %d objects on %s: %w", len(ids), c.label(server), err)
 		}
 		return nil

@@ -378,7 +378,7 @@ func (c *Client) dropIndexPlan(pq *tagindex.Query, noSuffix bool) (retry bool) {
 // from any process.
 func (c *Client) SyncIndex(ctx context.Context) error {
 	return c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		return c.call(ctx, rank, wire.MethodIndexFence, nil, nil)
+		return c.calls().IndexFence(ctx, rank)
 	})
 }
 
@@ -429,7 +429,7 @@ func (c *Client) indexRef(ctx context.Context, key, value string, id uint64, del
 	}
 	err := fanOut(servers, func(index int) error {
 		m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: byServer[index]}
-		return c.call(ctx, c.metaServers()[index], wire.MethodIndexApply, &m, nil)
+		return c.calls().IndexApply(ctx, c.metaServers()[index], &m)
 	})
 	if err != nil {
 		return fmt.Errorf("%s the index: %q=%q for object %d: %w", what, key, value, id, err)

@@ -71,8 +71,8 @@ func (c *Client) Scrub(ctx context.Context, opts ScrubOptions) ([]ScrubReport, e
 		at[r] = i
 	}
 	err := fanOut(ranks, func(rank int) error {
-		var w wire.ScrubReport
-		if err := c.call(ctx, rank, wire.MethodDataScrub, &wire.ScrubReq{Remove: opts.Remove, Verify: opts.Verify}, &w); err != nil {
+		w, err := c.calls().DataScrub(ctx, rank, &wire.ScrubReq{Remove: opts.Remove, Verify: opts.Verify})
+		if err != nil {
 			return fmt.Errorf("scrub %s: %w", c.label(rank), err)
 		}
 		s, _, _ := c.server(rank)
@@ -116,8 +116,8 @@ func (c *Client) peekName(ctx context.Context, id uint64) string {
 	if err != nil {
 		return ""
 	}
-	var res wire.ObjResults
-	if err := c.call(ctx, rank, wire.MethodObjOpen, &wire.ObjBatch{Opens: []wire.ObjKey{{ID: id, Peek: true}}}, &res); err != nil {
+	res, err := c.calls().ObjOpen(ctx, rank, &wire.ObjBatch{Opens: []wire.ObjKey{{ID: id, Peek: true}}})
+	if err != nil {
 		return ""
 	}
 	if len(res.Items) != 1 || res.Items[0].Code != wire.CodeOK {

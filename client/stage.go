@@ -329,8 +329,8 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		for j, i := range part {
 			in.Records[j] = recs[i]
 		}
-		var got wire.StageBatch
-		if err := c.call(ctx, rank, wire.MethodStageProduce, &in, &got); err != nil {
+		got, err := c.calls().StageProduce(ctx, rank, &in)
+		if err != nil {
 			return fmt.Errorf("produce %s: %w", in.Records[0].Path, err)
 		}
 		if len(got.Records) != len(part) {
@@ -398,11 +398,7 @@ func (c *Client) lookupRecord(ctx context.Context, rel string) (*wire.StageRecor
 	if err != nil {
 		return nil, err
 	}
-	var r wire.StageRecord
-	if err := c.call(ctx, rank, wire.MethodStageLookup, &wire.StageKey{Path: rel}, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.calls().StageLookup(ctx, rank, &wire.StageKey{Path: rel})
 }
 
 // waitRecord waits on the metadata server for a version of rel newer than
@@ -412,11 +408,7 @@ func (c *Client) waitRecord(ctx context.Context, rel string, after uint64) (*wir
 	if err != nil {
 		return nil, err
 	}
-	var r wire.StageRecord
-	if err := c.call(ctx, rank, wire.MethodStageWait, &wire.StageKey{Path: rel, After: after}, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.calls().StageWait(ctx, rank, &wire.StageKey{Path: rel, After: after})
 }
 
 // Consume makes a produced file available in the consumer dir

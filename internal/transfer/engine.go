@@ -20,9 +20,9 @@ type Cluster interface {
 	// DataServers returns the ranks of the data servers, in order: data
 	// slot i is held by DataServers()[placement.SlotHost(i, n)].
 	DataServers() []int
-	// Call makes one call to the server of rank and decodes its answer
-	// into resp (if not nil).
-	Call(ctx context.Context, rank int, m wire.Method, req, resp wire.Message) error
+	// Caller makes one call to the server of rank (the engine's calls
+	// go through wire.Stub).
+	wire.Caller
 	// Conn returns a connection to the server of rank from its pool.
 	Conn(ctx context.Context, rank int) (*rpc.Conn, error)
 	// StartConn returns the connection that starts to rank go on: always
@@ -51,6 +51,9 @@ type Engine struct {
 	placing placer     // placements of region-dynamic and region-local Starts
 	lanes   lanes      // shared memory to data servers on this host
 }
+
+// calls makes the typed calls of the wire table on the engine's cluster.
+func (e *Engine) calls() wire.Stub { return wire.Stub{Caller: e.cl} }
 
 // NewEngine returns an engine moving regions on cl.
 func NewEngine(cl Cluster, cfg Config) *Engine {

@@ -45,7 +45,7 @@ func (o *Object) Flush(ctx context.Context) error {
 	o.mu.wrote = nil
 	o.mu.Unlock()
 	return fanOut(servers, func(server int) error {
-		if err := o.e.cl.Call(ctx, server, wire.MethodDataFlush, &wire.IDArg{ID: o.Meta().ID}, nil); err != nil {
+		if err := o.e.calls().DataFlush(ctx, server, &wire.IDArg{ID: o.Meta().ID}); err != nil {
 			return fmt.Errorf("object %q: flush on %s: %w", o.Meta().Name, o.e.cl.Label(server), err)
 		}
 		return nil

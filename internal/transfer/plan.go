@@ -176,9 +176,9 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]Piece,
 		return staticPieces(box, max(sp.Block, 1), over, ds), nil
 	case RegionDynamic, RegionLocal:
 		if a == Write {
-			var res wire.RegionLocatedAll
 			req := wire.RegionBatch{Items: []wire.RegionReq{e.assignItem(o, box)}}
-			if err := e.cl.Call(ctx, o.Meta().Server, wire.MethodRegionPlace, &req, &res); err != nil {
+			res, err := e.calls().RegionPlace(ctx, o.Meta().Server, &req)
+			if err != nil {
 				return nil, fmt.Errorf("object %q region %v: place: %w", o.Meta().Name, box, err)
 			}
 			if len(res.Items) != 1 {
@@ -190,8 +190,8 @@ func (o *Object) pieces(ctx context.Context, a Access, box region.Box) ([]Piece,
 			}
 			return ps, nil
 		}
-		var res wire.RegionPieces
-		if err := e.cl.Call(ctx, o.Meta().Server, wire.MethodRegionQuery, &wire.RegionReq{Obj: o.Meta().ID, Off: box.Off, Size: box.Size}, &res); err != nil {
+		res, err := e.calls().RegionQuery(ctx, o.Meta().Server, &wire.RegionReq{Obj: o.Meta().ID, Off: box.Off, Size: box.Size})
+		if err != nil {
 			return nil, fmt.Errorf("object %q region %v: look up: %w", o.Meta().Name, box, err)
 		}
 		out, err := e.slotPieces(res.Items)

@@ -244,8 +244,8 @@ func (e *Engine) placeAll(ctx context.Context, ts []*Transfer) error {
 			writes[k] = ts[i]
 		}
 		req := e.assignAll(writes)
-		var res wire.RegionLocatedAll
-		if err := e.cl.Call(ctx, rank, wire.MethodRegionPlace, req, &res); err != nil {
+		res, err := e.calls().RegionPlace(ctx, rank, req)
+		if err != nil {
 			return fmt.Errorf("place %d regions: %w", len(idx), err)
 		}
 		if len(res.Items) != len(idx) {
@@ -277,8 +277,8 @@ func (e *Engine) locateAll(ctx context.Context, ts []*Transfer) error {
 		for k, i := range idx {
 			reads[k] = ts[i]
 		}
-		var res wire.RegionLocatedAll
-		if err := e.cl.Call(ctx, rank, wire.MethodRegionQueryAll, queryAll(reads), &res); err != nil {
+		res, err := e.calls().RegionQueryAll(ctx, rank, queryAll(reads))
+		if err != nil {
 			return fmt.Errorf("look up %d regions: %w", len(idx), err)
 		}
 		if len(res.Items) != len(reads) {

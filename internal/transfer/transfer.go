@@ -235,8 +235,8 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 		for i, p := range parts {
 			ids[i] = t.parts[p].id
 		}
-		var res wire.DataResults
-		if err := t.obj.e.cl.Call(ctx, server, wire.MethodDataStatus, &wire.DataIDs{IDs: ids}, &res); err != nil {
+		res, err := t.obj.e.calls().DataStatus(ctx, server, &wire.DataIDs{IDs: ids})
+		if err != nil {
 			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.Meta().Name, t.remote, err)
 		}
 		if len(res.Items) != len(ids) {
