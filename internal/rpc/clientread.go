@@ -1,0 +1,231 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// readState is a frame being read. It survives a reader leaving mid-frame.
+type readState struct {
+	prefix  [wire.FrameSize]byte
+	nPrefix int
+	inFrame bool
+	f       wire.Frame
+	cl      *call // whose frame this is; nil: discard it
+	hdr     []byte
+	nHdr    int
+	payload []byte
+	nPay    int
+	segs    [][]byte // for a scattered read, the segments after payload
+	left    int64    // payload bytes still to come, over all segments
+	skip    uint64   // bytes still to discard
+}
+
+// lead reads and delivers frames until own's reply has been delivered, ctx
+// ends, or the connection fails. The caller holds the read token. own may
+// be nil (read until the connection ends).
+func (c *Conn) lead(ctx context.Context, own *call) {
+	defer c.peer.start().stop()
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			c.interrupt()
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				// The interrupt ran or is running: once it has, clear it
+				// for the next reader.
+				<-fired
+				c.clearDeadline()
+			}
+		}()
+	}
+	for {
+		got, err := c.readFrame()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.clearDeadline()
+				c.detachAbandoned()
+				if ctx.Err() != nil {
+					if own != nil && c.rs.cl == own && !own.keep {
+						c.detach()
+					}
+					return
+				}
+				continue // another caller interrupted us to give up its frame
+			}
+			select {
+			case <-c.done:
+				err = nil // closed by its owner; keep that error
+			default:
+			}
+			if err != nil {
+				if !errors.Is(err, pdc.ErrProtocol) && !errors.Is(err, pdc.ErrTooLarge) {
+					err = fmt.Errorf("connection to server %s lost: %w: %w", c.label, pdc.ErrUnavailable, err)
+				} else {
+					err = fmt.Errorf("server %s: %w", c.label, err)
+				}
+			}
+			c.failReading(err)
+			return
+		}
+		if got != nil {
+			got.done <- struct{}{}
+			if got == own {
+				return
+			}
+		}
+	}
+}
+
+// readFrame reads until one frame is complete and returns its call (nil if
+// the frame was discarded). It resumes a frame a previous reader left
+// unfinished. The caller holds the read token.
+func (c *Conn) readFrame() (*call, error) {
+	rs := &c.rs
+	if !rs.inFrame {
+		for rs.nPrefix < wire.FrameSize {
+			n, err := c.br.Read(rs.prefix[rs.nPrefix:])
+			rs.nPrefix += n
+			if err != nil {
+				return nil, err
+			}
+		}
+		rs.nPrefix = 0
+		f, err := wire.DecodeFrame(rs.prefix[:])
+		if err == nil {
+			err = c.lim.Check(f)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f.Flags&wire.FlagResponse == 0 {
+			return nil, fmt.Errorf("server sent a request frame (%s id %d): %w", f.Method, f.ID, pdc.ErrProtocol)
+		}
+		rs.inFrame, rs.f = true, f
+		c.mu.Lock()
+		cl := c.mu.pending[f.ID]
+		delete(c.mu.pending, f.ID)
+		c.mu.Unlock()
+		if cl == nil || cl.abandoned.Load() {
+			if cl != nil {
+				cl.detached = true
+				cl.done <- struct{}{}
+			}
+			rs.skip = uint64(f.HeaderLen) + f.PayloadLen
+		} else {
+			rs.cl = cl
+			rs.hdr = make([]byte, f.HeaderLen)
+			rs.left = int64(f.PayloadLen)
+			switch {
+			case f.Flags&wire.FlagError == 0 && len(cl.intoV) > 0 && totalLen(cl.intoV) == f.PayloadLen:
+				rs.payload, rs.segs = cl.intoV[0], cl.intoV[1:]
+				cl.scattered = true
+			case f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen:
+				rs.payload = cl.into[:f.PayloadLen]
+			default:
+				rs.payload = make([]byte, f.PayloadLen)
+			}
+		}
+	}
+	for rs.skip > 0 {
+		n, err := c.br.Discard(int(min(rs.skip, 1<<30)))
+		rs.skip -= uint64(n)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if rs.cl != nil {
+		for rs.nHdr < len(rs.hdr) {
+			n, err := c.br.Read(rs.hdr[rs.nHdr:])
+			rs.nHdr += n
+			if err != nil {
+				return nil, err
+			}
+		}
+		for {
+			for rs.nPay < len(rs.payload) {
+				// The payload's bytes are certain to come: sleep until
+				// a good part of them has.
+				c.lw.Expect(rs.left - int64(c.br.Buffered()))
+				n, err := c.br.Read(rs.payload[rs.nPay:])
+				rs.nPay += n
+				rs.left -= int64(n)
+				if err != nil {
+					return nil, err
+				}
+			}
+			if len(rs.segs) == 0 {
+				break
+			}
+			rs.payload, rs.segs, rs.nPay = rs.segs[0], rs.segs[1:], 0
+		}
+	}
+	c.lw.Expect(0) // the next frame may be a few bytes, or none
+	cl := rs.cl
+	if cl != nil {
+		cl.hdr, cl.payload, cl.isErr = rs.hdr, rs.payload, rs.f.Flags&wire.FlagError != 0
+		if cl.scattered {
+			cl.payload = nil
+		}
+	}
+	*rs = readState{}
+	c.lastRead.Store(time.Now().UnixNano())
+	return cl, nil
+}
+
+// detachAbandoned discards the rest of the current frame if its caller has
+// given up on it.
+func (c *Conn) detachAbandoned() {
+	if cl := c.rs.cl; cl != nil && cl.abandoned.Load() {
+		c.detach()
+	}
+}
+
+// detach turns the rest of the current frame into bytes to discard and
+// tells its caller that its buffer is free.
+func (c *Conn) detach() {
+	rs := &c.rs
+	cl := rs.cl
+	rs.skip = uint64(len(rs.hdr)-rs.nHdr) + uint64(len(rs.payload)-rs.nPay)
+	for _, b := range rs.segs {
+		rs.skip += uint64(len(b))
+	}
+	rs.cl, rs.hdr, rs.payload, rs.segs, rs.nHdr, rs.nPay = nil, nil, nil, nil, 0, 0
+	cl.detached = true
+	cl.done <- struct{}{}
+}
+
+// interrupt makes a blocked read return at once; the reader checks why.
+func (c *Conn) interrupt() {
+	c.dlMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.dlMu.Unlock()
+}
+
+func (c *Conn) clearDeadline() {
+	c.dlMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.dlMu.Unlock()
+}
+
+// failReading is fail for a holder of the read token: it also fails the
+// call whose frame was being read.
+func (c *Conn) failReading(err error) {
+	c.fail(err)
+	if cl := c.rs.cl; cl != nil {
+		c.mu.Lock()
+		cl.err = c.mu.err
+		c.mu.Unlock()
+		cl.done <- struct{}{}
+	}
+	c.rs = readState{}
+}

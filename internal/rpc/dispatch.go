@@ -1,0 +1,288 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// inbound is a request read and admitted, to be run: its Request, its
+// context and what running it needs, in one allocation.
+type inbound struct {
+	req     Request
+	ctx     reqCtx
+	c       *serverConn
+	h       Handler
+	f       wire.Frame
+	owned   bool
+	inline  bool
+	payload []byte // the request's payload, if the handler does not own it
+	grant   int64  // of the payload budget, for payload
+}
+
+// dispatch handles one frame. A request comes back as run, to be run on
+// a goroutine of its own unless inline; an error closes the connection.
+func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err error) {
+	s := c.s
+	if f.Version != wire.Version {
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeVersion,
+			fmt.Sprintf("protocol version %d not supported; this server speaks version %d", f.Version, wire.Version))
+	}
+	if f.Flags&wire.FlagCancel != 0 {
+		c.mu.Lock()
+		rc := c.inflight[f.ID]
+		c.mu.Unlock()
+		if rc != nil {
+			rc.cancelRequest()
+		}
+		return nil, false, nil
+	}
+	if f.Flags&wire.FlagResponse != 0 {
+		return nil, false, fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
+	}
+	he, ok := s.handlers[f.Method]
+	if !ok || f.Method == wire.MethodHello || f.Method == wire.MethodAuth {
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
+	}
+	if f.PayloadLen > 0 && !he.payload {
+		// Skipped as it arrives, never kept.
+		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeInvalid,
+			fmt.Sprintf("%s takes no payload, and the request carried %d bytes", f.Method, f.PayloadLen))
+	}
+	// A request tried on this goroutine reads its payload as it arrives.
+	streamed := he.here != nil && f.PayloadLen > 0
+	var payload []byte
+	var grant int64 // of the payload budget, for payload
+	hdr, err := c.r.header(f)
+	if err == nil && !streamed {
+		payload, grant, err = c.payload(f)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// A payload that never reaches its handler goes back here; one not
+	// read yet is skipped.
+	putBack := func() error {
+		if streamed {
+			return c.r.discard(f.PayloadLen)
+		}
+		s.putPayload(payload, grant)
+		return nil
+	}
+	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
+		he.inline = true
+	}
+
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		// Refuse rather than stop reading: a connection that stops reading
+		// cannot see its client's cancellations.
+		if err := putBack(); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeUnavailable,
+			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
+	}
+	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant}
+	ctx := &in.ctx
+	ctx.init(c.ctx, f.Timeout)
+	req := &in.req
+	*req = Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.remote, Local: c.local,
+		conn: c, id: f.ID, inline: he.inline}
+	if he.owned {
+		req.Release = s.releaser(payload, grant)
+	}
+	// Checking draining and counting the handler under one lock orders
+	// every Add before Shutdown's Wait.
+	s.drainMu.RLock()
+	if s.draining.Load() {
+		s.drainMu.RUnlock()
+		ctx.release()
+		<-c.sem
+		if err := putBack(); err != nil {
+			return nil, false, err
+		}
+		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
+	}
+	s.handlerWG.Add(1)
+	s.drainMu.RUnlock()
+	if he.here != nil {
+		req.ticket = c.turns.take()
+		body := &bodyReader{r: c.r, left: f.PayloadLen}
+		req.Body, req.BodyLen = body, int64(f.PayloadLen)
+		req.inline = true // it may not stream its answer from this goroutine
+		resp, err := c.run(ctx, he.here, req, he.owned && !streamed)
+		req.inline, req.Body, req.BodyLen = false, nil, 0
+		declined := errors.Is(err, ErrElsewhere)
+		if declined && body.read > 0 {
+			declined = false
+			err = fmt.Errorf("%s: handler declined a request after reading its payload: %w", f.Method, pdc.ErrInternal)
+		}
+		if !declined {
+			req.EndTurn()
+			broken := body.finish()
+			s.requests.Add(1)
+			ctx.release()
+			if broken == nil {
+				err = c.answer(f, resp, err)
+			} else {
+				if resp != nil && resp.Done != nil {
+					resp.Done()
+				}
+				err = broken // the stream is torn: the connection ends
+			}
+			<-c.sem
+			s.handlerWG.Done()
+			return nil, false, err
+		}
+		if streamed {
+			if payload, grant, err = c.payload(f); err != nil {
+				req.EndTurn()
+				ctx.release()
+				<-c.sem
+				s.handlerWG.Done()
+				return nil, false, err
+			}
+			streamed, req.Payload, req.Release = false, payload, s.releaser(payload, grant)
+		}
+	}
+	if !he.inline {
+		c.mu.Lock()
+		if _, dup := c.inflight[f.ID]; dup {
+			c.mu.Unlock()
+			ctx.release()
+			<-c.sem
+			_ = putBack() // the connection ends anyway
+			req.EndTurn()
+			s.handlerWG.Done()
+			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
+		}
+		c.inflight[f.ID] = ctx
+		c.mu.Unlock()
+	}
+	in.payload, in.grant, in.inline = payload, grant, he.inline
+	return in, he.inline, nil
+}
+
+// run runs the request's handler and sends its answer: queued for the
+// burst's write if inline, written at once otherwise.
+func (in *inbound) run() {
+	c, req, f := in.c, &in.req, in.f
+	s, ctx := c.s, &in.ctx
+	defer s.handlerWG.Done()
+	resp, err := c.run(ctx, in.h, req, in.owned)
+	req.EndTurn()
+	s.requests.Add(1)
+	if !in.inline {
+		c.mu.Lock()
+		delete(c.inflight, f.ID)
+		c.mu.Unlock()
+	}
+	ctx.release()
+	// The slot is held until the reply is queued or written, so that a
+	// client that does not read its replies is limited to MaxInFlight.
+	defer func() { <-c.sem }()
+	if !in.owned {
+		// The payload, which the answer may carry, is free once the
+		// answer is written or copied.
+		defer s.putPayload(in.payload, in.grant)
+	}
+	if err != nil {
+		if resp != nil && resp.Done != nil {
+			resp.Done()
+		}
+		body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
+		out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
+		if in.inline {
+			_ = c.w.queue(c.ctx, out, body.Marshal(nil), nil)
+		} else {
+			_ = c.w.write(c.ctx, out, body.Marshal(nil), nil)
+		}
+		return
+	}
+	if resp.Done != nil {
+		defer resp.Done()
+	}
+	out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
+	if in.inline {
+		_ = c.w.queue(c.ctx, out, resp.Header, resp.Payload)
+		return
+	}
+	_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
+}
+
+// answer writes the answer of a request served on the reading goroutine
+// at once: its work took long enough that the client should not wait for
+// the next request's to learn of it. Only a failed write is returned (it
+// ends the connection).
+func (c *serverConn) answer(f wire.Frame, resp *Response, err error) error {
+	out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
+	var hdr []byte
+	var payload [][]byte
+	if err != nil {
+		body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
+		out.Flags |= wire.FlagError
+		hdr = body.Marshal(nil)
+	} else {
+		hdr, payload = resp.Header, resp.Payload
+	}
+	if resp != nil && resp.Done != nil {
+		defer resp.Done()
+	}
+	if werr := c.w.write(c.ctx, out, hdr, payload); werr != nil && !errors.Is(werr, errNotSent) {
+		return werr
+	}
+	return nil
+}
+
+// run calls h, turning a panic into an internal error so that one bad
+// request cannot take the server down.
+func (c *serverConn) run(ctx context.Context, h Handler, req *Request, owned bool) (resp *Response, err error) {
+	if ctx.Err() != nil {
+		// The client gave up while the request queued: drop the work,
+		// and the payload it would have owned.
+		if owned && req.Release != nil {
+			req.Release()
+		}
+		return nil, ctxErr(ctx)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("handler panicked", "method", req.Method.String(), "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("%s: server bug (panic: %v): %w", req.Method, p, pdc.ErrInternal)
+		}
+	}()
+	resp, err = h(ctx, req)
+	if err == nil && resp == nil {
+		resp = &Response{}
+	}
+	if err == nil && len(resp.Header) > wire.DefaultMaxHeader {
+		// A client refuses a longer header and drops the connection with
+		// every call on it: fail this call alone, saying which.
+		if resp.Done != nil {
+			resp.Done()
+		}
+		return nil, fmt.Errorf("%s: reply header of %d bytes is over the %d a client accepts: %w", req.Method, len(resp.Header), wire.DefaultMaxHeader, pdc.ErrTooLarge)
+	}
+	return resp, err
+}
+
+func (c *serverConn) replyErr(f wire.Frame, code wire.Code, msg string) error {
+	body := wire.ErrorBody{Code: code, Message: msg}
+	out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
+	return c.w.write(c.ctx, out, body.Marshal(nil), nil)
+}
