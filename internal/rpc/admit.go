@@ -10,6 +10,8 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
+// track takes a new connection into the server, within its connection
+// bounds, and starts serving it; false once the server is closed.
 func (s *Server) track(nc net.Conn) bool {
 	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), remote: nc.RemoteAddr().String(), local: nc.LocalAddr().String(),
 		inflight: make(map[uint64]*reqCtx)}

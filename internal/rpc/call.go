@@ -12,6 +12,8 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
+// call is one request waiting for its reply: where the reply's payload
+// may go, and, once a reader has delivered it, the reply. Pooled.
 type call struct {
 	into      []byte
 	intoV     [][]byte // read the payload across these when it fits exactly

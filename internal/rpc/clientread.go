@@ -92,48 +92,8 @@ func (c *Conn) lead(ctx context.Context, own *call) {
 func (c *Conn) readFrame() (*call, error) {
 	rs := &c.rs
 	if !rs.inFrame {
-		for rs.nPrefix < wire.FrameSize {
-			n, err := c.br.Read(rs.prefix[rs.nPrefix:])
-			rs.nPrefix += n
-			if err != nil {
-				return nil, err
-			}
-		}
-		rs.nPrefix = 0
-		f, err := wire.DecodeFrame(rs.prefix[:])
-		if err == nil {
-			err = c.lim.Check(f)
-		}
-		if err != nil {
+		if err := c.readPrefix(); err != nil {
 			return nil, err
-		}
-		if f.Flags&wire.FlagResponse == 0 {
-			return nil, fmt.Errorf("server sent a request frame (%s id %d): %w", f.Method, f.ID, pdc.ErrProtocol)
-		}
-		rs.inFrame, rs.f = true, f
-		c.mu.Lock()
-		cl := c.mu.pending[f.ID]
-		delete(c.mu.pending, f.ID)
-		c.mu.Unlock()
-		if cl == nil || cl.abandoned.Load() {
-			if cl != nil {
-				cl.detached = true
-				cl.done <- struct{}{}
-			}
-			rs.skip = uint64(f.HeaderLen) + f.PayloadLen
-		} else {
-			rs.cl = cl
-			rs.hdr = make([]byte, f.HeaderLen)
-			rs.left = int64(f.PayloadLen)
-			switch {
-			case f.Flags&wire.FlagError == 0 && len(cl.intoV) > 0 && totalLen(cl.intoV) == f.PayloadLen:
-				rs.payload, rs.segs = cl.intoV[0], cl.intoV[1:]
-				cl.scattered = true
-			case f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen:
-				rs.payload = cl.into[:f.PayloadLen]
-			default:
-				rs.payload = make([]byte, f.PayloadLen)
-			}
 		}
 	}
 	for rs.skip > 0 {
@@ -144,29 +104,8 @@ func (c *Conn) readFrame() (*call, error) {
 		}
 	}
 	if rs.cl != nil {
-		for rs.nHdr < len(rs.hdr) {
-			n, err := c.br.Read(rs.hdr[rs.nHdr:])
-			rs.nHdr += n
-			if err != nil {
-				return nil, err
-			}
-		}
-		for {
-			for rs.nPay < len(rs.payload) {
-				// The payload's bytes are certain to come: sleep until
-				// a good part of them has.
-				c.lw.Expect(rs.left - int64(c.br.Buffered()))
-				n, err := c.br.Read(rs.payload[rs.nPay:])
-				rs.nPay += n
-				rs.left -= int64(n)
-				if err != nil {
-					return nil, err
-				}
-			}
-			if len(rs.segs) == 0 {
-				break
-			}
-			rs.payload, rs.segs, rs.nPay = rs.segs[0], rs.segs[1:], 0
+		if err := c.readBody(); err != nil {
+			return nil, err
 		}
 	}
 	c.lw.Expect(0) // the next frame may be a few bytes, or none
@@ -180,6 +119,91 @@ func (c *Conn) readFrame() (*call, error) {
 	*rs = readState{}
 	c.lastRead.Store(time.Now().UnixNano())
 	return cl, nil
+}
+
+// readPrefix reads a frame's prefix and starts the frame: it claims the
+// call whose reply it is, or marks the frame's bytes to be skipped when
+// nobody waits for it any more.
+func (c *Conn) readPrefix() error {
+	rs := &c.rs
+	for rs.nPrefix < wire.FrameSize {
+		n, err := c.br.Read(rs.prefix[rs.nPrefix:])
+		rs.nPrefix += n
+		if err != nil {
+			return err
+		}
+	}
+	rs.nPrefix = 0
+	f, err := wire.DecodeFrame(rs.prefix[:])
+	if err == nil {
+		err = c.lim.Check(f)
+	}
+	if err != nil {
+		return err
+	}
+	if f.Flags&wire.FlagResponse == 0 {
+		return fmt.Errorf("server sent a request frame (%s id %d): %w", f.Method, f.ID, pdc.ErrProtocol)
+	}
+	rs.inFrame, rs.f = true, f
+	c.mu.Lock()
+	cl := c.mu.pending[f.ID]
+	delete(c.mu.pending, f.ID)
+	c.mu.Unlock()
+	if cl == nil || cl.abandoned.Load() {
+		if cl != nil {
+			cl.detached = true
+			cl.done <- struct{}{}
+		}
+		rs.skip = uint64(f.HeaderLen) + f.PayloadLen
+		return nil
+	}
+	rs.cl = cl
+	rs.hdr = make([]byte, f.HeaderLen)
+	rs.left = int64(f.PayloadLen)
+	// The payload goes where its caller asked when it fits: across its
+	// buffers if it fits them exactly, into its one buffer if there is
+	// room; an error's, or one that does not fit, gets a buffer of its own.
+	switch {
+	case f.Flags&wire.FlagError == 0 && len(cl.intoV) > 0 && totalLen(cl.intoV) == f.PayloadLen:
+		rs.payload, rs.segs = cl.intoV[0], cl.intoV[1:]
+		cl.scattered = true
+	case f.Flags&wire.FlagError == 0 && uint64(cap(cl.into)) >= f.PayloadLen:
+		rs.payload = cl.into[:f.PayloadLen]
+	default:
+		rs.payload = make([]byte, f.PayloadLen)
+	}
+	return nil
+}
+
+// readBody reads the rest of a claimed frame's header and its payload
+// into the buffers readPrefix chose. A reader that leaves early leaves
+// its progress in c.rs for the next.
+func (c *Conn) readBody() error {
+	rs := &c.rs
+	for rs.nHdr < len(rs.hdr) {
+		n, err := c.br.Read(rs.hdr[rs.nHdr:])
+		rs.nHdr += n
+		if err != nil {
+			return err
+		}
+	}
+	for {
+		for rs.nPay < len(rs.payload) {
+			// The payload's bytes are certain to come: sleep until
+			// a good part of them has.
+			c.lw.Expect(rs.left - int64(c.br.Buffered()))
+			n, err := c.br.Read(rs.payload[rs.nPay:])
+			rs.nPay += n
+			rs.left -= int64(n)
+			if err != nil {
+				return err
+			}
+		}
+		if len(rs.segs) == 0 {
+			return nil
+		}
+		rs.payload, rs.segs, rs.nPay = rs.segs[0], rs.segs[1:], 0
+	}
 }
 
 // detachAbandoned discards the rest of the current frame if its caller has

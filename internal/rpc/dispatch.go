@@ -27,40 +27,9 @@ type inbound struct {
 // dispatch handles one frame. A request comes back as run, to be run on
 // a goroutine of its own unless inline; an error closes the connection.
 func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err error) {
-	s := c.s
-	if f.Version != wire.Version {
-		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-			return nil, false, err
-		}
-		return nil, false, c.replyErr(f, wire.CodeVersion,
-			fmt.Sprintf("protocol version %d not supported; this server speaks version %d", f.Version, wire.Version))
-	}
-	if f.Flags&wire.FlagCancel != 0 {
-		c.mu.Lock()
-		rc := c.inflight[f.ID]
-		c.mu.Unlock()
-		if rc != nil {
-			rc.cancelRequest()
-		}
-		return nil, false, nil
-	}
-	if f.Flags&wire.FlagResponse != 0 {
-		return nil, false, fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
-	}
-	he, ok := s.handlers[f.Method]
-	if !ok || f.Method == wire.MethodHello || f.Method == wire.MethodAuth {
-		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-			return nil, false, err
-		}
-		return nil, false, c.replyErr(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
-	}
-	if f.PayloadLen > 0 && !he.payload {
-		// Skipped as it arrives, never kept.
-		if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
-			return nil, false, err
-		}
-		return nil, false, c.replyErr(f, wire.CodeInvalid,
-			fmt.Sprintf("%s takes no payload, and the request carried %d bytes", f.Method, f.PayloadLen))
+	he, ok, err := c.route(f)
+	if !ok {
+		return nil, false, err
 	}
 	// A request tried on this goroutine reads its payload as it arrives.
 	streamed := he.here != nil && f.PayloadLen > 0
@@ -73,28 +42,94 @@ func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err erro
 	if err != nil {
 		return nil, false, err
 	}
-	// A payload that never reaches its handler goes back here; one not
-	// read yet is skipped.
-	putBack := func() error {
-		if streamed {
-			return c.r.discard(f.PayloadLen)
-		}
-		s.putPayload(payload, grant)
-		return nil
-	}
 	if he.inlineMax > 0 && f.HeaderLen <= he.inlineMax && f.PayloadLen == 0 {
 		he.inline = true
 	}
+	in, err := c.admit(f, he, hdr, payload, grant, streamed)
+	if in == nil {
+		return nil, false, err
+	}
+	if he.here != nil {
+		if answered, err := c.tryHere(in, he.here, streamed); answered || err != nil {
+			return nil, false, err
+		}
+	}
+	if !he.inline {
+		if err := c.addInflight(in); err != nil {
+			return nil, false, err
+		}
+	}
+	in.inline = he.inline
+	return in, he.inline, nil
+}
 
+// route finds the handler of a frame. Frames that need none (a cancel)
+// and requests refused before a handler sees them (a version or method
+// this server does not know, a payload the method does not take) are
+// dealt with here: ok is false, and err is set if the connection must end.
+func (c *serverConn) route(f wire.Frame) (he handlerEntry, ok bool, err error) {
+	if f.Version != wire.Version {
+		return he, false, c.refuseFrame(f, wire.CodeVersion,
+			fmt.Sprintf("protocol version %d not supported; this server speaks version %d", f.Version, wire.Version))
+	}
+	if f.Flags&wire.FlagCancel != 0 {
+		c.mu.Lock()
+		rc := c.inflight[f.ID]
+		c.mu.Unlock()
+		if rc != nil {
+			rc.cancelRequest()
+		}
+		return he, false, nil
+	}
+	if f.Flags&wire.FlagResponse != 0 {
+		return he, false, fmt.Errorf("client sent a response frame (id %d): %w", f.ID, pdc.ErrProtocol)
+	}
+	he, ok = c.s.handlers[f.Method]
+	if !ok || f.Method == wire.MethodHello || f.Method == wire.MethodAuth {
+		return he, false, c.refuseFrame(f, wire.CodeUnimplemented, fmt.Sprintf("unknown method %d", uint32(f.Method)))
+	}
+	if f.PayloadLen > 0 && !he.payload {
+		// Skipped as it arrives, never kept.
+		return he, false, c.refuseFrame(f, wire.CodeInvalid,
+			fmt.Sprintf("%s takes no payload, and the request carried %d bytes", f.Method, f.PayloadLen))
+	}
+	return he, true, nil
+}
+
+// refuseFrame skips a request's header and payload, unread, and answers
+// it with an error.
+func (c *serverConn) refuseFrame(f wire.Frame, code wire.Code, msg string) error {
+	if err := c.r.discard(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+		return err
+	}
+	return c.replyErr(f, code, msg)
+}
+
+// putBack gives back the payload of a request that never reaches its
+// handler; one not read yet (streamed) is skipped.
+func (c *serverConn) putBack(f wire.Frame, streamed bool, payload []byte, grant int64) error {
+	if streamed {
+		return c.r.discard(f.PayloadLen)
+	}
+	c.s.putPayload(payload, grant)
+	return nil
+}
+
+// admit takes one of the connection's in-flight slots for a request and
+// counts it as a running handler, so that Shutdown waits for it. A request
+// over MaxInFlight, or one that comes while the server drains, is refused
+// instead (nil, and an error only if the connection must end): refused
+// rather than left unread, since a connection that stops reading cannot
+// see its client's cancellations.
+func (c *serverConn) admit(f wire.Frame, he handlerEntry, hdr, payload []byte, grant int64, streamed bool) (*inbound, error) {
+	s := c.s
 	select {
 	case c.sem <- struct{}{}:
 	default:
-		// Refuse rather than stop reading: a connection that stops reading
-		// cannot see its client's cancellations.
-		if err := putBack(); err != nil {
-			return nil, false, err
+		if err := c.putBack(f, streamed, payload, grant); err != nil {
+			return nil, err
 		}
-		return nil, false, c.replyErr(f, wire.CodeUnavailable,
+		return nil, c.replyErr(f, wire.CodeUnavailable,
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
 	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant}
@@ -113,69 +148,83 @@ func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err erro
 		s.drainMu.RUnlock()
 		ctx.release()
 		<-c.sem
-		if err := putBack(); err != nil {
-			return nil, false, err
+		if err := c.putBack(f, streamed, payload, grant); err != nil {
+			return nil, err
 		}
-		return nil, false, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
+		return nil, c.replyErr(f, wire.CodeUnavailable, "server is shutting down")
 	}
 	s.handlerWG.Add(1)
 	s.drainMu.RUnlock()
-	if he.here != nil {
-		req.ticket = c.turns.take()
-		body := &bodyReader{r: c.r, left: f.PayloadLen}
-		req.Body, req.BodyLen = body, int64(f.PayloadLen)
-		req.inline = true // it may not stream its answer from this goroutine
-		resp, err := c.run(ctx, he.here, req, he.owned && !streamed)
-		req.inline, req.Body, req.BodyLen = false, nil, 0
-		declined := errors.Is(err, ErrElsewhere)
-		if declined && body.read > 0 {
-			declined = false
-			err = fmt.Errorf("%s: handler declined a request after reading its payload: %w", f.Method, pdc.ErrInternal)
-		}
-		if !declined {
-			req.EndTurn()
-			broken := body.finish()
-			s.requests.Add(1)
-			ctx.release()
-			if broken == nil {
-				err = c.answer(f, resp, err)
-			} else {
-				if resp != nil && resp.Done != nil {
-					resp.Done()
-				}
-				err = broken // the stream is torn: the connection ends
-			}
-			<-c.sem
-			s.handlerWG.Done()
-			return nil, false, err
-		}
-		if streamed {
-			if payload, grant, err = c.payload(f); err != nil {
-				req.EndTurn()
-				ctx.release()
-				<-c.sem
-				s.handlerWG.Done()
-				return nil, false, err
-			}
-			streamed, req.Payload, req.Release = false, payload, s.releaser(payload, grant)
-		}
+	return in, nil
+}
+
+// tryHere runs the method's here handler (TryHere) on this goroutine,
+// with the payload to read as it arrives. It reports whether the request
+// is over: answered here, or failed with the connection. If here declined
+// it, the payload has been read whole into in, for the handler to get on
+// a goroutine of its own.
+func (c *serverConn) tryHere(in *inbound, here Handler, streamed bool) (over bool, err error) {
+	s, f, req, ctx := c.s, in.f, &in.req, &in.ctx
+	req.ticket = c.turns.take()
+	body := &bodyReader{r: c.r, left: f.PayloadLen}
+	req.Body, req.BodyLen = body, int64(f.PayloadLen)
+	req.inline = true // it may not stream its answer from this goroutine
+	resp, err := c.run(ctx, here, req, in.owned && !streamed)
+	req.inline, req.Body, req.BodyLen = false, nil, 0
+	declined := errors.Is(err, ErrElsewhere)
+	if declined && body.read > 0 {
+		declined = false
+		err = fmt.Errorf("%s: handler declined a request after reading its payload: %w", f.Method, pdc.ErrInternal)
 	}
-	if !he.inline {
-		c.mu.Lock()
-		if _, dup := c.inflight[f.ID]; dup {
-			c.mu.Unlock()
+	if !declined {
+		req.EndTurn()
+		broken := body.finish()
+		s.requests.Add(1)
+		ctx.release()
+		if broken == nil {
+			err = c.answer(f, resp, err)
+		} else {
+			if resp != nil && resp.Done != nil {
+				resp.Done()
+			}
+			err = broken // the stream is torn: the connection ends
+		}
+		<-c.sem
+		s.handlerWG.Done()
+		return true, err
+	}
+	if streamed {
+		payload, grant, err := c.payload(f)
+		if err != nil {
+			req.EndTurn()
 			ctx.release()
 			<-c.sem
-			_ = putBack() // the connection ends anyway
-			req.EndTurn()
 			s.handlerWG.Done()
-			return nil, false, fmt.Errorf("request id %d reused while in flight: %w", f.ID, pdc.ErrProtocol)
+			return true, err
 		}
-		c.inflight[f.ID] = ctx
+		in.payload, in.grant = payload, grant
+		req.Payload, req.Release = payload, s.releaser(payload, grant)
+	}
+	return false, nil
+}
+
+// addInflight records the request's context under its id, for a cancel
+// frame to find. An id already in flight is a protocol error that ends
+// the connection.
+func (c *serverConn) addInflight(in *inbound) error {
+	c.mu.Lock()
+	if _, dup := c.inflight[in.f.ID]; dup {
 		c.mu.Unlock()
+		in.ctx.release()
+		<-c.sem
+		_ = c.putBack(in.f, false, in.payload, in.grant) // the connection ends anyway
+		in.req.EndTurn()
+		c.s.handlerWG.Done()
+		return fmt.Errorf("request id %d reused while in flight: %w", in.f.ID, pdc.ErrProtocol)
 	}
-	in.payload, in.grant, in.inline = payload, grant, he.inline
-	return in, he.inline, nil
+	c.inflight[in.f.ID] = &in.ctx
+	c.mu.Unlock()
+	return nil
 }
 
 // run runs the request's handler and sends its answer: queued for the

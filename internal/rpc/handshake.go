@@ -76,6 +76,9 @@ func (c *serverConn) handshake(admit func()) error {
 // anything.
 const maxAuthHeader = 4 << 10
 
+// handshake reads the server's hello, proves the cluster secret if the
+// server asks for it, and checks the server's own proof, all within the
+// handshake timeout or ctx, whichever ends first.
 func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	deadline := time.Now().Add(opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -94,77 +97,108 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 		}
 		_ = c.nc.SetDeadline(time.Time{})
 	}()
-	r := &frameReader{br: c.br, limits: c.lim}
-
-	fail := func(what string, err error) error {
-		if ctx.Err() != nil {
-			return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, ctxErr(ctx))
-		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return fmt.Errorf("server %s: handshake: %s: no answer within %v: %w", c.label, what, opts.HandshakeTimeout, pdc.ErrTimeout)
-		}
-		if errors.Is(err, pdc.ErrProtocol) || errors.Is(err, pdc.ErrTooLarge) || errors.Is(err, pdc.ErrPermission) || errors.Is(err, pdc.ErrVersion) {
-			return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, err)
-		}
-		return fmt.Errorf("server %s: handshake: %s: %w: %w", c.label, what, pdc.ErrUnavailable, err)
-	}
-
-	f, err := r.next()
-	if err != nil {
-		return fail("read hello", err)
-	}
-	if f.Method == wire.MethodHello && f.Flags == wire.FlagResponse|wire.FlagError && f.PayloadLen == 0 {
-		// The server refused the connection (too many open) and says why.
-		hdr, err := r.header(f)
-		if err != nil {
-			return fail("read hello", err)
-		}
-		var eb wire.ErrorBody
-		if err := eb.Unmarshal(hdr); err != nil {
-			return fail("decode refusal", err)
-		}
-		return &pdc.ServerError{Server: c.label, Method: "connect", Msg: eb.Message, Err: eb.Code.Err()}
-	}
-	if f.Method != wire.MethodHello || f.Flags != 0 {
-		return fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
-	}
-	// Nothing large is allocated for a peer that has not proven itself.
-	if f.HeaderLen > maxHelloHeader || f.PayloadLen != 0 {
-		return fail("read hello", fmt.Errorf("hello of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxHelloHeader, pdc.ErrProtocol))
-	}
-	hdr, _, err := r.body(f)
-	if err != nil {
-		return fail("read hello", err)
-	}
-	if err := c.hello.Unmarshal(hdr); err != nil {
-		return fail("decode hello", err)
-	}
-	if c.hello.Version < wire.Version {
-		return fail("hello", fmt.Errorf("server speaks protocol version %d, this client needs %d: %w", c.hello.Version, wire.Version, pdc.ErrVersion))
+	h := clientHandshake{c: c, ctx: ctx, secret: opts.Secret, timeout: opts.HandshakeTimeout, r: &frameReader{br: c.br, limits: c.lim}}
+	if err := h.readHello(); err != nil {
+		return err
 	}
 	auth := wire.Auth{Nonce: newNonce(), Client: opts.ClientName}
 	if len(opts.Secret) > 0 {
 		auth.MAC = clientProof(opts.Secret, c.hello.Nonce, auth.Nonce)
 	}
 	if err := c.w.write(ctx, wire.Frame{Method: wire.MethodAuth}, auth.Marshal(nil), nil); err != nil {
-		return fail("send auth", err)
+		return h.fail("send auth", err)
 	}
-	f, err = r.next()
-	if err != nil {
-		return fail("read auth reply", err)
+	return h.readAuthReply(auth.Nonce)
+}
+
+// clientHandshake is a Conn's side of the handshake in progress.
+type clientHandshake struct {
+	c       *Conn
+	ctx     context.Context
+	secret  []byte        // DialOptions.Secret
+	timeout time.Duration // DialOptions.HandshakeTimeout
+	r       *frameReader
+}
+
+// fail says which step of the handshake failed, and maps why to what a
+// caller acts on: its own context's end, a server that does not answer
+// (pdc.ErrTimeout), one that answers wrongly (kept as is), or one that
+// cannot be reached (pdc.ErrUnavailable).
+func (h *clientHandshake) fail(what string, err error) error {
+	c := h.c
+	if h.ctx.Err() != nil {
+		return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, ctxErr(h.ctx))
 	}
-	hdr, _, err = r.body(f)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("server %s: handshake: %s: no answer within %v: %w", c.label, what, h.timeout, pdc.ErrTimeout)
+	}
+	if errors.Is(err, pdc.ErrProtocol) || errors.Is(err, pdc.ErrTooLarge) || errors.Is(err, pdc.ErrPermission) || errors.Is(err, pdc.ErrVersion) {
+		return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, err)
+	}
+	return fmt.Errorf("server %s: handshake: %s: %w: %w", c.label, what, pdc.ErrUnavailable, err)
+}
+
+// readHello reads the server's hello into c.hello, or the refusal a
+// server over its connection bounds sends in its place.
+func (h *clientHandshake) readHello() error {
+	c, r := h.c, h.r
+	f, err := r.next()
 	if err != nil {
-		return fail("read auth reply", err)
+		return h.fail("read hello", err)
+	}
+	if f.Method == wire.MethodHello && f.Flags == wire.FlagResponse|wire.FlagError && f.PayloadLen == 0 {
+		// The server refused the connection (too many open) and says why.
+		hdr, err := r.header(f)
+		if err != nil {
+			return h.fail("read hello", err)
+		}
+		var eb wire.ErrorBody
+		if err := eb.Unmarshal(hdr); err != nil {
+			return h.fail("decode refusal", err)
+		}
+		return &pdc.ServerError{Server: c.label, Method: "connect", Msg: eb.Message, Err: eb.Code.Err()}
+	}
+	if f.Method != wire.MethodHello || f.Flags != 0 {
+		return h.fail("read hello", fmt.Errorf("first frame is %s flags %#x, not hello: %w", f.Method, uint8(f.Flags), pdc.ErrProtocol))
+	}
+	// Nothing large is allocated for a peer that has not proven itself.
+	if f.HeaderLen > maxHelloHeader || f.PayloadLen != 0 {
+		return h.fail("read hello", fmt.Errorf("hello of %d+%d bytes; at most %d and no payload: %w", f.HeaderLen, f.PayloadLen, maxHelloHeader, pdc.ErrProtocol))
+	}
+	hdr, _, err := r.body(f)
+	if err != nil {
+		return h.fail("read hello", err)
+	}
+	if err := c.hello.Unmarshal(hdr); err != nil {
+		return h.fail("decode hello", err)
+	}
+	if c.hello.Version < wire.Version {
+		return h.fail("hello", fmt.Errorf("server speaks protocol version %d, this client needs %d: %w", c.hello.Version, wire.Version, pdc.ErrVersion))
+	}
+	return nil
+}
+
+// readAuthReply reads the server's answer to our auth frame: a refusal,
+// or its acceptance, which proves the server knows the secret when it
+// asked for one (a server that did not ask proves nothing).
+func (h *clientHandshake) readAuthReply(clientNonce []byte) error {
+	c, r := h.c, h.r
+	f, err := r.next()
+	if err != nil {
+		return h.fail("read auth reply", err)
+	}
+	hdr, _, err := r.body(f)
+	if err != nil {
+		return h.fail("read auth reply", err)
 	}
 	if f.Flags&wire.FlagError != 0 {
 		var eb wire.ErrorBody
 		if err := eb.Unmarshal(hdr); err != nil {
-			return fail("decode auth reply", err)
+			return h.fail("decode auth reply", err)
 		}
 		msg := eb.Message
-		if eb.Code == wire.CodePermission && len(opts.Secret) == 0 {
+		if eb.Code == wire.CodePermission && len(h.secret) == 0 {
 			// Sent without a proof so that the server logs the refusal.
 			msg += " (this client has none: give it the cluster's secret file, or the cluster's PDC_TMPDIR)"
 		}
@@ -172,10 +206,10 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	}
 	var ok wire.AuthOK
 	if err := ok.Unmarshal(hdr); err != nil {
-		return fail("decode auth reply", err)
+		return h.fail("decode auth reply", err)
 	}
-	if c.hello.AuthRequired && !hmac.Equal(ok.MAC, serverProof(opts.Secret, c.hello.Nonce, auth.Nonce)) {
-		return fail("auth", fmt.Errorf("server did not prove it knows the cluster secret: %w", pdc.ErrPermission))
+	if c.hello.AuthRequired && !hmac.Equal(ok.MAC, serverProof(h.secret, c.hello.Nonce, clientNonce)) {
+		return h.fail("auth", fmt.Errorf("server did not prove it knows the cluster secret: %w", pdc.ErrPermission))
 	}
 	return nil
 }
