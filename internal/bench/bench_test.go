@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,13 +66,40 @@ func TestRPCBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 6 {
-		t.Fatalf("got %d results, want 6", len(rs))
+	// The cases, their order and their ceilings are what reports and
+	// comparisons key on.
+	want := []string{
+		"64B sequential p50 / raw tcp ping-pong p50",
+		"64B sequential p99 / raw tcp ping-pong p99",
+		"64B sequential rate / raw tcp ping-pong rate",
+		"64B, 64 in flight, 1 conn / raw pipelined, 64 in flight",
+		"64B, 16 clients, a connection each / raw ping-pong, 16 clients",
+		"64B, 16 goroutines, one client (pool of 2) / raw ping-pong, 16 clients",
 	}
+	var got []string
 	for _, r := range rs {
+		got = append(got, r.Case+" / "+r.Ceiling)
 		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
 			t.Errorf("%s: empty figure %+v", r.Case, r)
 		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The pool's case alone measures the clients' case too, whose ceiling it
+// shares, and reports both.
+func TestRPCBenchPoolOnly(t *testing.T) {
+	cfg := startRPC(t)
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Want = func(key string) bool { return key == "rpc: 64B, 16 goroutines, one client (pool of 2)" }
+	rs, err := RPC(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].CeilingValue != rs[1].CeilingValue || rs[1].CeilingValue <= 0 {
+		t.Fatalf("got %+v, want the clients' case and the pool's, with one ceiling", rs)
 	}
 }
 

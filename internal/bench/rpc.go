@@ -47,216 +47,274 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 64
 	}
-	size := cfg.Size
-	turn := cfg.Duration / rounds
-	// Dials are not bounded by the measuring window: setting up is not
-	// what is measured.
-	dial := func(ctx context.Context) (*rpc.Conn, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		return rpc.Dial(ctx, cfg.RPCAddr, rpc.DialOptions{Secret: cfg.Secret})
-	}
+	b := &rpcBench{cfg: cfg, size: cfg.Size, turn: cfg.Duration / rounds}
 	var out []Result
-
-	// Sequential round trips: p50 and p99 latency.
-	var r Result
-	if name := fmt.Sprintf("%dB sequential", size); cfg.Want.Any("rpc", name+" p50", name+" p99", name+" rate") {
-		var rawLat, rpcLat []time.Duration
-		for range rounds {
-			lat, err := timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
-				return rawPingPong(ctx, cfg.RawAddr, size, loop)
-			})
-			if err != nil {
-				return nil, fmt.Errorf("raw ping-pong: %w", err)
-			}
-			rawLat = append(rawLat, lat...)
-			lat, err = timed(ctx, turn, func(ctx context.Context, loop func(func() error) error) error {
-				c, err := dial(ctx)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				msg, into := make([]byte, size), make([]byte, size)
-				return loop(func() error {
-					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				})
-			})
-			if err != nil {
-				return nil, fmt.Errorf("rpc sequential: %w", err)
-			}
-			rpcLat = append(rpcLat, lat...)
-		}
-		r = latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
-		r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
-		out = append(out, r)
-		out = append(out, latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))))
-		out = append(out, rate("rpc", name+" rate", float64(len(rpcLat))/cfg.Duration.Seconds(), "ops/s",
-			"raw tcp ping-pong rate", float64(len(rawLat))/cfg.Duration.Seconds()))
-	}
-
-	// 64 in flight on one connection.
-	const window = 64
-	if cfg.Want.Any("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window)) {
-		rawN, rpcN, err := alternate(ctx, turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-			nc, err := dialRaw(ctx, cfg.RawAddr)
-			if err != nil {
-				return nil, nil, err
-			}
-			if err := echoOnce(nc, size); err != nil {
-				nc.Close()
-				return nil, nil, err
-			}
-			return func(ctx context.Context) (int64, error) { return rawPipelined(ctx, nc, size, window) }, func() { nc.Close() }, nil
-		}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-			c, err := dial(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			msg, into := make([]byte, size), make([]byte, size)
-			if _, err := c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into); err != nil {
-				c.Close()
-				return nil, nil, err
-			}
-			return func(ctx context.Context) (int64, error) {
-				return callers(ctx, window, func() func() error {
-					msg, into := make([]byte, size), make([]byte, size)
-					return func() error {
-						_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-						return err
-					}
-				})
-			}, func() { c.Close() }, nil
-		})
+	// In this order: the pool's case reuses the ceiling the clients' case
+	// measured.
+	for _, c := range []func(context.Context) ([]Result, error){b.sequential, b.pipelined, b.clients, b.pool} {
+		rs, err := c(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("pipelined: %w", err)
+			return nil, err
 		}
-		r = rate("rpc", fmt.Sprintf("%dB, %d in flight, 1 conn", size, window), perSec(rpcN, cfg.Duration), "ops/s",
-			fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, cfg.Duration))
-		r.Target = "ratio >= 0.50"
-		out = append(out, r)
-	}
-
-	// 16 concurrent clients, each with its own connection.
-	const clients = 16
-	var rawM int64
-	clientsName := fmt.Sprintf("%dB, %d clients, a connection each", size, clients)
-	poolName := fmt.Sprintf("%dB, %d goroutines, one client (pool of 2)", size, clients)
-	// The pool's case has the same ceiling.
-	if cfg.Want.Any("rpc", clientsName, poolName) {
-		var rpcM int64
-		var err error
-		rawM, rpcM, err = alternate(ctx, turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-			ncs := make([]net.Conn, 0, clients)
-			done := func() {
-				for _, nc := range ncs {
-					nc.Close()
-				}
-			}
-			for range clients {
-				nc, err := dialRaw(ctx, cfg.RawAddr)
-				if err == nil {
-					ncs = append(ncs, nc)
-					err = echoOnce(nc, size)
-				}
-				if err != nil {
-					done()
-					return nil, nil, err
-				}
-			}
-			return func(ctx context.Context) (int64, error) {
-				var next atomic.Int32
-				return callers(ctx, clients, func() func() error {
-					nc := ncs[next.Add(1)-1]
-					msg, in := make([]byte, size), make([]byte, size)
-					return func() error {
-						if _, err := nc.Write(msg); err != nil {
-							return err
-						}
-						_, err := io.ReadFull(nc, in)
-						return err
-					}
-				})
-			}, done, nil
-		}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-			conns := make([]*rpc.Conn, 0, clients)
-			done := func() {
-				for _, c := range conns {
-					c.Close()
-				}
-			}
-			msg, into := make([]byte, size), make([]byte, size)
-			for range clients {
-				c, err := dial(ctx)
-				if err == nil {
-					conns = append(conns, c)
-					_, err = c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
-				}
-				if err != nil {
-					done()
-					return nil, nil, err
-				}
-			}
-			return func(ctx context.Context) (int64, error) {
-				var next atomic.Int32
-				return callers(ctx, clients, func() func() error {
-					c := conns[next.Add(1)-1]
-					msg, into := make([]byte, size), make([]byte, size)
-					return func() error {
-						_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-						return err
-					}
-				})
-			}, done, nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("16 clients: %w", err)
-		}
-		r = rate("rpc", clientsName, perSec(rpcM, cfg.Duration), "ops/s",
-			fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
-		r.Target = ">= 100000 ops/s"
-		out = append(out, r)
-	}
-
-	if cfg.Want.Any("rpc", poolName) {
-		// 16 goroutines sharing one client's pool, as the threads of one
-		// process would: the pool's connections carry several calls each.
-		_, rpcP, err := alternate(ctx, turn, nil, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-			p := rpc.NewPool(cfg.RPCAddr, 2, rpc.DialOptions{Secret: cfg.Secret})
-			// Warm: the pool's connections dialed before the window.
-			if _, err := callers(ctx, 2, func() func() error {
-				msg, into := make([]byte, size), make([]byte, size)
-				n := 0
-				return func() error {
-					if n++; n > 16 {
-						return errEnough
-					}
-					_, err := p.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				}
-			}); err != nil && !errors.Is(err, errEnough) {
-				p.Close()
-				return nil, nil, err
-			}
-			return func(ctx context.Context) (int64, error) {
-				return callers(ctx, clients, func() func() error {
-					msg, into := make([]byte, size), make([]byte, size)
-					return func() error {
-						_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-						return err
-					}
-				})
-			}, func() { p.Close() }, nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("16 goroutines, one client: %w", err)
-		}
-		r = rate("rpc", poolName, perSec(rpcP, cfg.Duration), "ops/s",
-			fmt.Sprintf("raw ping-pong, %d clients", clients), perSec(rawM, cfg.Duration))
-		r.Target = ">= 100000 ops/s"
-		out = append(out, r)
+		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// rpcBench is one run of the RPC benchmark; each of its cases is a method
+// that returns nothing when cfg.Want rules it out.
+type rpcBench struct {
+	cfg  RPCConfig
+	size int
+	// turn is the length of one of the rounds of each side.
+	turn time.Duration
+	// rawM is the ceiling of the 16 clients' case, which the pool's case
+	// shares (measured once, by clients).
+	rawM int64
+}
+
+// The cases with several clients.
+const (
+	rpcWindow  = 64
+	rpcClients = 16
+)
+
+func (b *rpcBench) clientsName() string {
+	return fmt.Sprintf("%dB, %d clients, a connection each", b.size, rpcClients)
+}
+
+func (b *rpcBench) poolName() string {
+	return fmt.Sprintf("%dB, %d goroutines, one client (pool of 2)", b.size, rpcClients)
+}
+
+// dial connects to the RPC server. Dials are not bounded by the measuring
+// window: setting up is not what is measured.
+func (b *rpcBench) dial(ctx context.Context) (*rpc.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return rpc.Dial(ctx, b.cfg.RPCAddr, rpc.DialOptions{Secret: b.cfg.Secret})
+}
+
+// sequential measures sequential round trips: p50 and p99 latency, and
+// their rate.
+func (b *rpcBench) sequential(ctx context.Context) ([]Result, error) {
+	size := b.size
+	name := fmt.Sprintf("%dB sequential", size)
+	if !b.cfg.Want.Any("rpc", name+" p50", name+" p99", name+" rate") {
+		return nil, nil
+	}
+	var rawLat, rpcLat []time.Duration
+	for range rounds {
+		lat, err := timed(ctx, b.turn, func(ctx context.Context, loop func(func() error) error) error {
+			return rawPingPong(ctx, b.cfg.RawAddr, size, loop)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("raw ping-pong: %w", err)
+		}
+		rawLat = append(rawLat, lat...)
+		lat, err = timed(ctx, b.turn, func(ctx context.Context, loop func(func() error) error) error {
+			c, err := b.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			msg, into := make([]byte, size), make([]byte, size)
+			return loop(func() error {
+				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+				return err
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rpc sequential: %w", err)
+		}
+		rpcLat = append(rpcLat, lat...)
+	}
+	d := b.cfg.Duration
+	r := latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
+	r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
+	return []Result{r,
+		latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))),
+		rate("rpc", name+" rate", float64(len(rpcLat))/d.Seconds(), "ops/s",
+			"raw tcp ping-pong rate", float64(len(rawLat))/d.Seconds()),
+	}, nil
+}
+
+// pipelined measures 64 calls in flight on one connection.
+func (b *rpcBench) pipelined(ctx context.Context) ([]Result, error) {
+	size, window := b.size, rpcWindow
+	name := fmt.Sprintf("%dB, %d in flight, 1 conn", size, window)
+	if !b.cfg.Want.Any("rpc", name) {
+		return nil, nil
+	}
+	rawN, rpcN, err := alternate(ctx, b.turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		nc, err := dialRaw(ctx, b.cfg.RawAddr)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := echoOnce(nc, size); err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		return func(ctx context.Context) (int64, error) { return rawPipelined(ctx, nc, size, window) }, func() { nc.Close() }, nil
+	}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		c, err := b.dial(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		msg, into := make([]byte, size), make([]byte, size)
+		if _, err := c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return func(ctx context.Context) (int64, error) {
+			return callers(ctx, window, func() func() error {
+				msg, into := make([]byte, size), make([]byte, size)
+				return func() error {
+					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				}
+			})
+		}, func() { c.Close() }, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipelined: %w", err)
+	}
+	r := rate("rpc", name, perSec(rpcN, b.cfg.Duration), "ops/s",
+		fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, b.cfg.Duration))
+	r.Target = "ratio >= 0.50"
+	return []Result{r}, nil
+}
+
+// clients measures 16 concurrent clients, each with its own connection,
+// whose ceiling the pool's case shares: it runs (and is reported) when
+// either is wanted.
+func (b *rpcBench) clients(ctx context.Context) ([]Result, error) {
+	if !b.cfg.Want.Any("rpc", b.clientsName(), b.poolName()) {
+		return nil, nil
+	}
+	rawM, rpcM, err := alternate(ctx, b.turn, b.rawClients, b.rpcClients)
+	if err != nil {
+		return nil, fmt.Errorf("16 clients: %w", err)
+	}
+	b.rawM = rawM
+	r := rate("rpc", b.clientsName(), perSec(rpcM, b.cfg.Duration), "ops/s",
+		fmt.Sprintf("raw ping-pong, %d clients", rpcClients), perSec(rawM, b.cfg.Duration))
+	r.Target = ">= 100000 ops/s"
+	return []Result{r}, nil
+}
+
+// rawClients sets up the ceiling of clients: 16 raw echo connections.
+func (b *rpcBench) rawClients(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+	size := b.size
+	ncs := make([]net.Conn, 0, rpcClients)
+	done := func() {
+		for _, nc := range ncs {
+			nc.Close()
+		}
+	}
+	for range rpcClients {
+		nc, err := dialRaw(ctx, b.cfg.RawAddr)
+		if err == nil {
+			ncs = append(ncs, nc)
+			err = echoOnce(nc, size)
+		}
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return func(ctx context.Context) (int64, error) {
+		var next atomic.Int32
+		return callers(ctx, rpcClients, func() func() error {
+			nc := ncs[next.Add(1)-1]
+			msg, in := make([]byte, size), make([]byte, size)
+			return func() error {
+				if _, err := nc.Write(msg); err != nil {
+					return err
+				}
+				_, err := io.ReadFull(nc, in)
+				return err
+			}
+		})
+	}, done, nil
+}
+
+// rpcClients sets up pdc's side of clients: 16 RPC connections.
+func (b *rpcBench) rpcClients(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+	size := b.size
+	conns := make([]*rpc.Conn, 0, rpcClients)
+	done := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	msg, into := make([]byte, size), make([]byte, size)
+	for range rpcClients {
+		c, err := b.dial(ctx)
+		if err == nil {
+			conns = append(conns, c)
+			_, err = c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
+		}
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return func(ctx context.Context) (int64, error) {
+		var next atomic.Int32
+		return callers(ctx, rpcClients, func() func() error {
+			c := conns[next.Add(1)-1]
+			msg, into := make([]byte, size), make([]byte, size)
+			return func() error {
+				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+				return err
+			}
+		})
+	}, done, nil
+}
+
+// pool measures 16 goroutines sharing one client's pool, as the threads
+// of one process would: the pool's connections carry several calls each.
+// Its ceiling is that of clients, which measured it.
+func (b *rpcBench) pool(ctx context.Context) ([]Result, error) {
+	if !b.cfg.Want.Any("rpc", b.poolName()) {
+		return nil, nil
+	}
+	size := b.size
+	_, rpcP, err := alternate(ctx, b.turn, nil, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		p := rpc.NewPool(b.cfg.RPCAddr, 2, rpc.DialOptions{Secret: b.cfg.Secret})
+		// Warm: the pool's connections dialed before the window.
+		if _, err := callers(ctx, 2, func() func() error {
+			msg, into := make([]byte, size), make([]byte, size)
+			n := 0
+			return func() error {
+				if n++; n > 16 {
+					return errEnough
+				}
+				_, err := p.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
+				return err
+			}
+		}); err != nil && !errors.Is(err, errEnough) {
+			p.Close()
+			return nil, nil, err
+		}
+		return func(ctx context.Context) (int64, error) {
+			return callers(ctx, rpcClients, func() func() error {
+				msg, into := make([]byte, size), make([]byte, size)
+				return func() error {
+					_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+					return err
+				}
+			})
+		}, func() { p.Close() }, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("16 goroutines, one client: %w", err)
+	}
+	r := rate("rpc", b.poolName(), perSec(rpcP, b.cfg.Duration), "ops/s",
+		fmt.Sprintf("raw ping-pong, %d clients", rpcClients), perSec(b.rawM, b.cfg.Duration))
+	r.Target = ">= 100000 ops/s"
+	return []Result{r}, nil
 }
 
 // measured sets up one side of a comparison (connections dialed and used
