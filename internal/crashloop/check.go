@@ -285,9 +285,31 @@ func (r *reg) check() bool {
 	return porcupine.CheckOperations(m, ops)
 }
 
+// verifyObj checks that what the cycle's operations on object s saw
+// (s.pending) and what the read-back after it found (back) are
+// linearizable from what the previous read-back found: its existence,
+// each tag and each cell are a register each. It then takes the
+// read-back as the state the next cycle starts from.
 func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
-	hist := append(s.pending, back...)
-	for _, o := range s.pending {
+	c.countOps(s.pending, back)
+	v := &objCheck{c: c, cycle: cycle, s: s, hist: append(s.pending, back...), back: back, label: s.name}
+	if s.props != nil {
+		v.label = fmt.Sprintf("%s (partition %d, storage %d)", s.name, s.props.Partition, s.props.Storage)
+	}
+	v.existence()
+	v.tags()
+	if s.props == nil {
+		// Never created as far as the logs tell (an unacknowledged
+		// create that did not happen).
+		s.pending = nil
+		return
+	}
+	v.cells()
+}
+
+// countOps adds a cycle's operations on one object to the stats.
+func (c *Checker) countOps(pending, back []*op) {
+	for _, o := range pending {
 		switch {
 		case !o.update():
 			c.Stats.Reads++
@@ -302,14 +324,24 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 		}
 	}
 	c.Stats.Reads += len(back)
-	label := s.name
-	if s.props != nil {
-		label = fmt.Sprintf("%s (partition %d, storage %d)", s.name, s.props.Partition, s.props.Storage)
-	}
+}
 
-	// Existence.
+// objCheck is the check of one object's history in one cycle.
+type objCheck struct {
+	c     *Checker
+	cycle int
+	s     *objState
+	// hist is the cycle's operations, then the read-back's.
+	hist, back []*op
+	// label names the object in problems.
+	label string
+}
+
+// existence checks the object's creates and opens as one register.
+func (v *objCheck) existence() {
+	c, s := v.c, v.s
 	ex := reg{init: b2u(s.exists)}
-	for _, o := range hist {
+	for _, o := range v.hist {
 		switch o.kind {
 		case kindCreate:
 			ex.add(o, true, 1)
@@ -320,15 +352,18 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 	if !c.checkReg(&ex) {
 		c.Stats.Lost++
 		c.Stats.Where["existence"]++
-		c.problem("cycle %d: object %s: existence not linearizable:\n%s", cycle, label, describe(hist, func(o *op) bool { return o.kind == kindCreate || o.kind == kindOpen }))
+		c.problem("cycle %d: object %s: existence not linearizable:\n%s", v.cycle, v.label, describe(v.hist, func(o *op) bool { return o.kind == kindCreate || o.kind == kindOpen }))
 	}
-	for _, o := range back {
+	for _, o := range v.back {
 		if o.kind == kindOpen {
 			s.exists = o.found
 		}
 	}
+}
 
-	// Tags.
+// tags checks each tag of the object as a register.
+func (v *objCheck) tags() {
+	c, s := v.c, v.s
 	tags := map[string]*reg{}
 	tagReg := func(t string) *reg {
 		r := tags[t]
@@ -338,7 +373,7 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 		}
 		return r
 	}
-	for _, o := range hist {
+	for _, o := range v.hist {
 		switch o.kind {
 		case kindPutTag:
 			tagReg(o.tag).add(o, true, o.wid)
@@ -350,58 +385,78 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 		if !c.checkReg(tags[t]) {
 			c.Stats.Lost++
 			c.Stats.Where["tag"]++
-			c.problem("cycle %d: object %s: tag %s not linearizable:\n%s", cycle, label, t, describe(hist, func(o *op) bool { return o.tag == t }))
+			c.problem("cycle %d: object %s: tag %s not linearizable:\n%s", v.cycle, v.label, t, describe(v.hist, func(o *op) bool { return o.tag == t }))
 		}
 	}
-	for _, o := range back {
+	for _, o := range v.back {
 		if o.kind == kindGetTag {
 			s.tags[o.tag] = o.wid
 		}
 	}
+}
 
-	// Cells.
-	if s.props == nil {
-		// Never created as far as the logs tell (an unacknowledged
-		// create that did not happen).
-		s.pending = nil
-		return
-	}
-	dims := s.props.Dims
-	n := region.Shape(dims...).Volume()
-	where := fmt.Sprintf("partition %d storage %d", s.props.Partition, s.props.Storage)
+// touch is one operation on a cell: a write of val, or a read that saw
+// val; op indexes the history.
+type touch struct {
+	op  int
+	val uint64
+}
+
+// cells checks each cell of the object as a register, and takes the
+// read-back's values as the cells' state.
+func (v *objCheck) cells() {
+	c, s := v.c, v.s
+	n := region.Shape(s.props.Dims...).Volume()
 	if s.cells == nil {
 		s.cells = make([]uint64, n)
 	}
-	// Per cell, the operations on it and what each read saw there.
-	type touch struct {
-		op  int
-		val uint64
+	per, backVals := v.touches(n)
+	v.checkCells(per, backVals)
+	s.pending = nil
+	switch {
+	case backVals != nil:
+		s.cells = backVals
+	case s.exists:
+		c.Stats.Corrupt++
+		c.problem("cycle %d: object %s exists but was not read back whole", v.cycle, v.label)
 	}
-	per := make([][]touch, n)
-	var backVals []uint64 // the read-back's value per cell, if read whole
-	for i, o := range hist {
+}
+
+// where is the stats key of the object's cells.
+func (v *objCheck) where() string {
+	return fmt.Sprintf("partition %d storage %d", v.s.props.Partition, v.s.props.Storage)
+}
+
+// touches returns, per cell of the object's n, the operations on it and
+// what each read saw there, and the read-back's value per cell if it read
+// the object whole. A read of a value no write put in its cell is counted
+// corrupt here.
+func (v *objCheck) touches(n uint64) (per [][]touch, backVals []uint64) {
+	c, dims := v.c, v.s.props.Dims
+	per = make([][]touch, n)
+	for i, o := range v.hist {
 		switch o.kind {
 		case kindWrite:
 			forCells(dims, *o.box, func(cell uint64) { per[cell] = append(per[cell], touch{i, o.wid}) })
 		case kindRead:
 			if uint64(len(o.vals)) != o.box.Volume() {
 				c.Stats.Corrupt++
-				c.problem("cycle %d: object %s: %s returned %d values", cycle, label, o, len(o.vals))
+				c.problem("cycle %d: object %s: %s returned %d values", v.cycle, v.label, o, len(o.vals))
 				continue
 			}
 			k := 0
-			whole := o.box.Volume() == n && slices.Contains(back, o)
+			whole := o.box.Volume() == n && slices.Contains(v.back, o)
 			if whole {
 				backVals = make([]uint64, n)
 			}
 			forCells(dims, *o.box, func(cell uint64) {
-				v := o.vals[k]
+				val := o.vals[k]
 				k++
-				wid, ok := decodeCell(v, cell)
+				wid, ok := decodeCell(val, cell)
 				if !ok {
 					c.Stats.Corrupt++
-					c.Stats.Where[where]++
-					c.problem("cycle %d: object %s cell %d: %s read %#x, which no write put in this cell", cycle, label, cell, o, v)
+					c.Stats.Where[v.where()]++
+					c.problem("cycle %d: object %s cell %d: %s read %#x, which no write put in this cell", v.cycle, v.label, cell, o, val)
 					return
 				}
 				per[cell] = append(per[cell], touch{i, wid})
@@ -411,7 +466,13 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 			})
 		}
 	}
-	// Cells with the same history are one check.
+	return per, backVals
+}
+
+// checkCells checks each cell's touches as a register; cells with the
+// same history are one check.
+func (v *objCheck) checkCells(per [][]touch, backVals []uint64) {
+	c, s, hist, where := v.c, v.s, v.hist, v.where()
 	seen := map[string]bool{}
 	var key strings.Builder
 	for cell := range per {
@@ -443,26 +504,23 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 		if !ok {
 			c.countCell(backVals, uint64(cell))
 			c.Stats.Where[where]++
-			var lines []string
-			for _, t := range per[cell] {
-				o := hist[t.op]
-				l := "  " + o.String()
-				if o.kind == kindRead {
-					l += fmt.Sprintf(" saw %#x", t.val)
-				}
-				lines = append(lines, l)
-			}
-			c.problem("cycle %d: object %s cell %d (read back before as %#x) not linearizable:\n%s", cycle, label, cell, s.cells[cell], strings.Join(lines, "\n"))
+			c.problem("cycle %d: object %s cell %d (read back before as %#x) not linearizable:\n%s", v.cycle, v.label, cell, s.cells[cell], describeCell(hist, per[cell]))
 		}
 	}
-	s.pending = nil
-	switch {
-	case backVals != nil:
-		s.cells = backVals
-	case s.exists:
-		c.Stats.Corrupt++
-		c.problem("cycle %d: object %s exists but was not read back whole", cycle, label)
+}
+
+// describeCell lists a cell's touches, with what each read saw.
+func describeCell(hist []*op, ts []touch) string {
+	var lines []string
+	for _, t := range ts {
+		o := hist[t.op]
+		l := "  " + o.String()
+		if o.kind == kindRead {
+			l += fmt.Sprintf(" saw %#x", t.val)
+		}
+		lines = append(lines, l)
 	}
+	return strings.Join(lines, "\n")
 }
 
 // countCell classifies a cell that is not linearizable by what the

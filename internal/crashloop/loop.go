@@ -348,6 +348,12 @@ func wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// cycle runs one cycle: workers against the cluster with a client and a
+// server maybe killed at random moments, every client killed at the end
+// and the servers stopped (cleanly or not), the workers' logs checked,
+// then a restart (maybe with another server count) and a read-back of
+// everything. The random choices are drawn in this order, so that a seed
+// repeats a run.
 func (l *loop) cycle(ctx context.Context, cycle int) error {
 	began := time.Now()
 	dir := filepath.Join(l.cfg.Dir, fmt.Sprintf("c%04d", cycle))
@@ -358,30 +364,55 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 	if err != nil {
 		return err
 	}
-	objects := filepath.Join(dir, "objects")
-	catalog := l.chk.Catalog()
-	if err := os.WriteFile(objects, []byte(strings.Join(catalog, "\n")), 0o644); err != nil {
-		return err
-	}
-	creates := min(l.cfg.Creates, max(0, l.cfg.MaxObjects-len(catalog))/l.cfg.Workers)
-	var ps []*proc
+	ps, err := l.startWorkers(ctx, dir, cycle)
 	defer func() {
 		for _, p := range ps {
 			p.kill()
 		}
 	}()
+	if err != nil {
+		return err
+	}
+	killedServer, note, err := l.injectFaults(ctx, ps, list)
+	if err != nil {
+		return err
+	}
+	stop, err := l.stopAll(ctx, cycle, ps, list, killedServer)
+	if err != nil {
+		return err
+	}
+	note = append(note, stop)
+	if err := l.checkLogs(cycle, ps); err != nil {
+		return err
+	}
+	return l.restartAndReadBack(ctx, cycle, dir, began, note)
+}
+
+// startWorkers starts the cycle's workers, with the objects the checker
+// knows of to work on, and waits for them to be ready. It returns the
+// workers started even with an error, for the caller to kill.
+func (l *loop) startWorkers(ctx context.Context, dir string, cycle int) ([]*proc, error) {
+	objects := filepath.Join(dir, "objects")
+	catalog := l.chk.Catalog()
+	if err := os.WriteFile(objects, []byte(strings.Join(catalog, "\n")), 0o644); err != nil {
+		return nil, err
+	}
+	creates := min(l.cfg.Creates, max(0, l.cfg.MaxObjects-len(catalog))/l.cfg.Workers)
+	var ps []*proc
 	for i := range l.cfg.Workers {
 		p, err := l.startWorker(dir, cycle, i, objects, creates)
 		if err != nil {
-			return err
+			return ps, err
 		}
 		ps = append(ps, p)
 	}
-	if err := waitReady(ctx, ps); err != nil {
-		return err
-	}
+	return ps, waitReady(ctx, ps)
+}
 
-	// The faults, at random moments of the work.
+// injectFaults lets the workers work for cfg.Work, killing a client and a
+// server (each with a chance of 6 in 10) at random moments of it. It
+// returns the servers killed and what it did.
+func (l *loop) injectFaults(ctx context.Context, ps []*proc, list *cluster.List) (map[int]bool, []string, error) {
 	type fault struct {
 		at   time.Duration
 		what string
@@ -410,17 +441,21 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 	t0 := time.Now()
 	for _, f := range faults {
 		if err := wait(ctx, f.at-time.Since(t0)); err != nil {
-			return err
+			return nil, nil, err
 		}
 		f.do()
 		note = append(note, fmt.Sprintf("killed %s at %v", f.what, f.at.Round(time.Millisecond)))
 	}
 	if err := wait(ctx, l.cfg.Work-time.Since(t0)); err != nil {
-		return err
+		return nil, nil, err
 	}
+	return killedServer, note, nil
+}
 
-	// The end: every client is killed mid-operation, then the servers are
-	// checked and stopped.
+// stopAll ends the cycle's work: every client is killed mid-operation,
+// then the servers are checked and stopped, with pdc down (1 in 4, if no
+// server was killed) or kill -9. It says which.
+func (l *loop) stopAll(ctx context.Context, cycle int, ps []*proc, list *cluster.List, killedServer map[int]bool) (string, error) {
 	for _, p := range ps {
 		if ended, err := p.exited(); ended {
 			l.res.WorkerErrors++
@@ -429,15 +464,16 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		p.kill()
 	}
 	l.checkServers(cycle, list, killedServer)
+	var note string
 	if l.r.IntN(4) == 0 && len(killedServer) == 0 {
 		l.res.CleanStops++
-		note = append(note, "pdc down")
+		note = "pdc down"
 		if err := l.pdc(ctx, "down", "--tmpdir", l.tmpdir, "--timeout", "1m"); err != nil {
-			return err
+			return "", err
 		}
 	} else {
 		l.res.CrashStops++
-		note = append(note, "kill -9 all")
+		note = "kill -9 all"
 		for _, s := range list.Servers {
 			_ = syscall.Kill(s.PID, syscall.SIGKILL)
 		}
@@ -447,10 +483,14 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		err := cluster.WaitExit(wctx, s.PID)
 		cancel()
 		if err != nil {
-			return err
+			return "", err
 		}
 	}
+	return note, nil
+}
 
+// checkLogs gives the workers' operation logs to the checker.
+func (l *loop) checkLogs(cycle int, ps []*proc) error {
 	var logs [][]Record
 	for _, p := range ps {
 		recs, err := readLog(p.log)
@@ -468,8 +508,13 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		logs = append(logs, recs)
 	}
 	l.chk.Add(cycle, logs, l.props)
+	return nil
+}
 
-	// Restart, maybe with another count, and read back.
+// restartAndReadBack restarts the cluster, maybe with another server
+// count, reads everything back for the checker, checks the servers and
+// prints the cycle's line.
+func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, began time.Time, note []string) error {
 	if len(l.cfg.ServerCounts) > 0 {
 		n := l.cfg.ServerCounts[l.r.IntN(len(l.cfg.ServerCounts))]
 		if n != l.n {
@@ -487,7 +532,7 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		return err
 	}
 	after := l.chk.Stats
-	list, err = cluster.ReadList(l.tmpdir)
+	list, err := cluster.ReadList(l.tmpdir)
 	if err != nil {
 		return err
 	}
