@@ -2,12 +2,16 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/metastore"
@@ -74,13 +78,44 @@ func TestMetaBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 5 {
-		t.Fatalf("got %d results, want 5", len(rs))
+	// The cases, their order and their ceilings are what reports and
+	// comparisons key on.
+	want := []string{
+		"create, 1 client, one at a time / raw tcp ping-pong rate",
+		"open, 1 client, one at a time / raw tcp ping-pong rate",
+		"tag put, 1 client, one at a time / raw tcp ping-pong rate",
+		"tag get, 1 client, one at a time / raw tcp ping-pong rate",
+		fmt.Sprintf("create, 1 client, batches of %d / raw tcp ping-pong rate", client.MaxBatch),
 	}
+	var got []string
 	for _, r := range rs {
+		got = append(got, r.Case+" / "+r.Ceiling)
 		if r.Value <= 0 || r.CeilingValue <= 0 {
 			t.Errorf("%s: empty figure %+v", r.Case, r)
 		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The tag gets alone run what they need, the creates and the tag puts,
+// and report them; not the opens nor the batches.
+func TestMetaBenchTagGetOnly(t *testing.T) {
+	cfg := startMeta(t, metastore.DurabilityProcess)
+	cfg.N = 20
+	cfg.Want = func(key string) bool { return key == "meta: tag get, 1 client, one at a time" }
+	rs, err := Meta(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Case)
+	}
+	want := []string{"create, 1 client, one at a time", "tag put, 1 client, one at a time", "tag get, 1 client, one at a time"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases %q, want %q", got, want)
 	}
 }
 
