@@ -102,147 +102,200 @@ func IO(ctx context.Context, cfg IOConfig) ([]Result, error) {
 		return nil, err
 	}
 	defer c.Close()
-	ceiling := "raw tcp"
+	b := &ioBench{cfg: cfg, c: c, bench: "io", size: cfg.ObjectSize}
+	closeRaw, err := b.dialCeiling(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRaw()
+	b.run = time.Now().UnixNano()
+	b.ct, _, err = c.CreateContainer(ctx, fmt.Sprintf("bench-io-%d", b.run), client.Persistent)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Label != "" {
+		b.bench += " (" + cfg.Label + ")"
+	}
+	if err := b.cases(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.FloorDir != "" && cfg.Want.Any(b.bench, storeFloorNames(b.size)...) {
+		rs, err := storeFloor(ctx, cfg.FloorDir, b.size, cfg.Rounds, b.src, b.dst, b.rawOnce, b.bench, b.ceiling)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			b.emit(r)
+		}
+	}
+	if cfg.Small > 0 && cfg.Want.Any(b.bench, smallNames(cfg)...) {
+		rs, err := smallRegions(ctx, c, b.ct, cfg, b.bench, b.run)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			b.emit(r)
+		}
+	}
+	return b.out, nil
+}
+
+// ioBench is one run of the region I/O benchmark.
+type ioBench struct {
+	cfg   IOConfig
+	c     *client.Client
+	ct    *client.Container
+	run   int64 // names this run's container and objects
+	bench string
+	size  int64
+	// src is what is written; dst is where reads and the raw ceiling
+	// land: both sides write into the same, already touched, memory.
+	src, dst []byte
+	// ceiling names the raw transfer rawOnce times.
+	ceiling string
+	rawOnce func() (time.Duration, error)
+	out     []Result
+}
+
+// dialCeiling connects the raw ceiling (TCP, a Unix socket or shared
+// memory, as the cluster's clients move data) and makes the buffers it
+// moves. It returns how to close it.
+func (b *ioBench) dialCeiling(ctx context.Context) (func(), error) {
+	cfg := b.cfg
+	b.ceiling = "raw tcp"
 	var raw net.Conn
+	var err error
 	if cfg.RawUnix != "" {
-		ceiling = "raw unix socket"
+		b.ceiling = "raw unix socket"
 		var d net.Dialer
 		raw, err = d.DialContext(ctx, "unix", cfg.RawUnix)
 	} else {
 		raw, err = dialRaw(ctx, cfg.RawTCP)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ceiling, err)
+		return nil, fmt.Errorf("%s: %w", b.ceiling, err)
 	}
-	defer raw.Close()
-	run := time.Now().UnixNano()
-	ct, _, err := c.CreateContainer(ctx, fmt.Sprintf("bench-io-%d", run), client.Persistent)
-	if err != nil {
-		return nil, err
+	b.src = make([]byte, b.size)
+	for i := range b.src {
+		b.src[i] = byte(i*31 + i>>12)
 	}
-	bench := "io"
-	if cfg.Label != "" {
-		bench += " (" + cfg.Label + ")"
-	}
-	size := cfg.ObjectSize
-	src := make([]byte, size)
-	for i := range src {
-		src[i] = byte(i*31 + i>>12)
-	}
-	// The raw ceiling receives into dst, the buffer the reads land in:
-	// both sides write into the same, already touched, memory.
-	dst := make([]byte, size)
-	rawOnce := func() (time.Duration, error) {
+	b.dst = make([]byte, b.size)
+	b.rawOnce = func() (time.Duration, error) {
 		t0 := time.Now()
-		err := rawFetch(ctx, raw, dst)
+		err := rawFetch(ctx, raw, b.dst)
 		return time.Since(t0), err
 	}
-	if cfg.Transport == "shm" {
-		ceiling = "raw shm"
-		rs, err := dialRawShm(ctx, cfg.RawShm)
-		if err != nil {
-			return nil, fmt.Errorf("raw shm: %w", err)
-		}
-		defer rs.Close()
-		rawOnce = func() (time.Duration, error) {
-			t0 := time.Now()
-			err := rs.fetch(ctx, dst)
-			return time.Since(t0), err
-		}
+	if cfg.Transport != "shm" {
+		return func() { raw.Close() }, nil
 	}
-	var out []Result
-	emit := func(r Result) {
-		out = append(out, r)
-		if cfg.Progress != nil {
-			cfg.Progress(r)
-		}
+	b.ceiling = "raw shm"
+	rs, err := dialRawShm(ctx, cfg.RawShm)
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("raw shm: %w", err)
 	}
+	b.rawOnce = func() (time.Duration, error) {
+		t0 := time.Now()
+		err := rs.fetch(ctx, b.dst)
+		return time.Since(t0), err
+	}
+	return func() { rs.Close(); raw.Close() }, nil
+}
+
+func (b *ioBench) emit(r Result) {
+	b.out = append(b.out, r)
+	if b.cfg.Progress != nil {
+		b.cfg.Progress(r)
+	}
+}
+
+// cases runs every wanted case of partition, storage and region size,
+// each on an object of its own.
+func (b *ioBench) cases(ctx context.Context) error {
 	n := 0
-	for _, part := range cfg.Partitions {
-		for _, st := range cfg.Storages {
-			for _, rs := range cfg.Regions {
+	for _, part := range b.cfg.Partitions {
+		for _, st := range b.cfg.Storages {
+			for _, rs := range b.cfg.Regions {
 				n++
 				name := fmt.Sprintf("%s, %s, %s regions", part, st, sizeName(rs))
-				if !cfg.Want.Any(bench, "write "+sizeName(size)+", "+name, "read "+sizeName(size)+", "+name) {
+				if !b.cfg.Want.Any(b.bench, "write "+sizeName(b.size)+", "+name, "read "+sizeName(b.size)+", "+name) {
 					continue
 				}
-				o, err := ct.CreateObject(ctx, fmt.Sprintf("io-%d-%d", run, n),
-					client.ObjectProps{Dims: []uint64{uint64(size)}, Type: region.Uint8, Partition: part, Storage: st})
+				o, err := b.ct.CreateObject(ctx, fmt.Sprintf("io-%d-%d", b.run, n),
+					client.ObjectProps{Dims: []uint64{uint64(b.size)}, Type: region.Uint8, Partition: part, Storage: st})
 				if err != nil {
-					return nil, err
+					return err
 				}
-				// One untimed pass first, as an application's first time
-				// step: the object's storage, both processes' buffers and
-				// the raw connection's exist from then on, and every
-				// round pays for the same things.
-				if _, err := moveAll(ctx, c, o, client.Write, src, rs); err != nil {
-					return nil, fmt.Errorf("%s: write: %w", name, err)
-				}
-				if _, err := moveAll(ctx, c, o, client.Read, dst, rs); err != nil {
-					return nil, fmt.Errorf("%s: read: %w", name, err)
-				}
-				if _, err := rawOnce(); err != nil {
-					return nil, fmt.Errorf("%s: %w", ceiling, err)
-				}
-				// Each round overwrites the object and reads it back, each
-				// step next to the raw ceiling measured right after it.
-				for range cfg.Rounds {
-					w, err := moveAll(ctx, c, o, client.Write, src, rs)
-					if err != nil {
-						return nil, fmt.Errorf("%s: write: %w", name, err)
-					}
-					wRaw, err := rawOnce()
-					if err != nil {
-						return nil, fmt.Errorf("%s: %w", ceiling, err)
-					}
-					clear(dst)
-					r, err := moveAll(ctx, c, o, client.Read, dst, rs)
-					if err != nil {
-						return nil, fmt.Errorf("%s: read: %w", name, err)
-					}
-					if i := firstDiff(src, dst); i >= 0 {
-						return nil, fmt.Errorf("%s: read back byte %d as %d, wrote %d", name, i, dst[i], src[i])
-					}
-					rRaw, err := rawOnce()
-					if err != nil {
-						return nil, fmt.Errorf("%s: %w", ceiling, err)
-					}
-					for _, c := range []struct {
-						what   string
-						d, raw time.Duration
-					}{{"write", w, wRaw}, {"read", r, rRaw}} {
-						r := rate(bench, c.what+" "+sizeName(size)+", "+name, gbps(size, []time.Duration{c.d}), "GB/s", ceiling, gbps(size, []time.Duration{c.raw}))
-						if rs >= 1<<20 {
-							r.Target = "ratio >= 0.85"
-						}
-						emit(r)
-					}
+				if err := b.oneCase(ctx, o, name, rs); err != nil {
+					return err
 				}
 				if err := o.Delete(ctx); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 	}
-	if cfg.FloorDir != "" && cfg.Want.Any(bench, storeFloorNames(size)...) {
-		rs, err := storeFloor(ctx, cfg.FloorDir, size, cfg.Rounds, src, dst, rawOnce, bench, ceiling)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			emit(r)
+	return nil
+}
+
+// oneCase measures Rounds writes and reads of object o in regions of rs
+// bytes, after one untimed pass.
+func (b *ioBench) oneCase(ctx context.Context, o *client.Object, name string, rs int64) error {
+	// One untimed pass first, as an application's first time step: the
+	// object's storage, both processes' buffers and the raw connection's
+	// exist from then on, and every round pays for the same things.
+	if _, err := moveAll(ctx, b.c, o, client.Write, b.src, rs); err != nil {
+		return fmt.Errorf("%s: write: %w", name, err)
+	}
+	if _, err := moveAll(ctx, b.c, o, client.Read, b.dst, rs); err != nil {
+		return fmt.Errorf("%s: read: %w", name, err)
+	}
+	if _, err := b.rawOnce(); err != nil {
+		return fmt.Errorf("%s: %w", b.ceiling, err)
+	}
+	for range b.cfg.Rounds {
+		if err := b.round(ctx, o, name, rs); err != nil {
+			return err
 		}
 	}
-	if cfg.Small > 0 && cfg.Want.Any(bench, smallNames(cfg)...) {
-		rs, err := smallRegions(ctx, c, ct, cfg, bench, run)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			emit(r)
-		}
+	return nil
+}
+
+// round overwrites the object and reads it back, each step next to the
+// raw ceiling measured right after it, and checks what it read.
+func (b *ioBench) round(ctx context.Context, o *client.Object, name string, rs int64) error {
+	src, dst, size := b.src, b.dst, b.size
+	w, err := moveAll(ctx, b.c, o, client.Write, src, rs)
+	if err != nil {
+		return fmt.Errorf("%s: write: %w", name, err)
 	}
-	return out, nil
+	wRaw, err := b.rawOnce()
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.ceiling, err)
+	}
+	clear(dst)
+	r, err := moveAll(ctx, b.c, o, client.Read, dst, rs)
+	if err != nil {
+		return fmt.Errorf("%s: read: %w", name, err)
+	}
+	if i := firstDiff(src, dst); i >= 0 {
+		return fmt.Errorf("%s: read back byte %d as %d, wrote %d", name, i, dst[i], src[i])
+	}
+	rRaw, err := b.rawOnce()
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.ceiling, err)
+	}
+	for _, c := range []struct {
+		what   string
+		d, raw time.Duration
+	}{{"write", w, wRaw}, {"read", r, rRaw}} {
+		r := rate(b.bench, c.what+" "+sizeName(size)+", "+name, gbps(size, []time.Duration{c.d}), "GB/s", b.ceiling, gbps(size, []time.Duration{c.raw}))
+		if rs >= 1<<20 {
+			r.Target = "ratio >= 0.85"
+		}
+		b.emit(r)
+	}
+	return nil
 }
 
 // moveAll starts one transfer per region of buf and waits for all of them.
