@@ -52,14 +52,6 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 	if cfg.Budget == 0 {
 		cfg.Budget = time.Second
 	}
-	srcOf := func(m dtl.Mode) string {
-		switch {
-		case cfg.Source == "file" || cfg.Source == "" && m == dtl.ModeShm:
-			return "file"
-		}
-		return "buffer"
-	}
-	keyOf := map[string]string{"file": "pattern", "buffer": "buf"}
 	r, err := dtl.NewReceiver(dtl.ReceiverConfig{Mode: dtl.ModeStream, Secret: cfg.Secret, ClientName: "bench-dtl"})
 	if err != nil {
 		return nil, err
@@ -77,77 +69,28 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 	}
 	defer unix.Close()
 
+	b := &dtlBench{cfg: cfg, r: r, tcp: tcp}
 	var out []Result
 	for _, size := range cfg.Sizes {
 		buf := make([]byte, size)
 		src := make([]byte, size)
 		dtlpeer.Fill(src, 0)
 		for _, m := range cfg.Modes {
-			if name := fmt.Sprintf("%s %s from %s", m, sizeName(size), srcOf(m)); !cfg.Want.Any("dtl", name, name+" p50") {
+			if name := b.name(m, size); !cfg.Want.Any("dtl", name, name+" p50") {
 				continue
 			}
-			key := fmt.Appendf(nil, "%s:%d", keyOf[srcOf(m)], size)
-			ours := func() error {
-				_, err := r.Fetch(ctx, cfg.Peer, key, dtl.IntoBuffer(buf), dtl.WithMode(m))
-				return err
-			}
-			ceiling, raw := "raw tcp", func() error { return rawFetch(ctx, tcp, buf) }
-			if m == dtl.ModeShm && size > 64<<10 {
-				ceiling, raw = "memcpy, one core", func() error { copy(buf, src); return nil }
-			}
-			// Warm up: connections, the peer's pattern file, page faults.
-			if err := ours(); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
-			}
-			if err := dtlpeer.Check(buf, 0); err != nil {
-				return nil, fmt.Errorf("%s %s: received bytes are wrong: %w", m, sizeName(size), err)
-			}
-			if err := raw(); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", ceiling, sizeName(size), err)
-			}
-			ourT, rawT, err := alternateOps(ctx, cfg.Budget, ours, raw)
+			res, err := b.fetches(ctx, m, size, buf, src)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
-			}
-			name := fmt.Sprintf("%s %s from %s", m, sizeName(size), srcOf(m))
-			if size <= 64<<10 {
-				res := latency("dtl", name+" p50", us(median(ourT)), "us", ceiling+" request p50", us(median(rawT)))
-				res.Target = "ratio >= 0.50 (<= 2x raw)"
-				out = append(out, res)
-				continue
-			}
-			res := rate("dtl", name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
-			switch {
-			case (m == dtl.ModePull || m == dtl.ModePush) && size >= 1<<20:
-				res.Target = "ratio >= 0.85"
-			case m == dtl.ModeShm && size >= 64<<20:
-				res.Target = "ratio >= 0.50"
+				return nil, err
 			}
 			out = append(out, res)
 		}
 		if size >= 64<<20 && slices.Contains(cfg.Modes, dtl.ModeShm) && cfg.Want.Any("dtl", "shm view (mapped, no copy) "+sizeName(size)) {
-			// Reading in place: the payload is mapped, not copied.
-			key := fmt.Appendf(nil, "pattern:%d", size)
-			var sum byte
-			view := func() error {
-				v, err := r.FetchView(ctx, cfg.Peer, key, dtl.WithMode(dtl.ModeShm))
-				if err != nil {
-					return err
-				}
-				b := v.Bytes()
-				for i := 0; i < len(b); i += 4096 {
-					sum += b[i] // touch every page, as a reader would
-				}
-				return v.Close()
-			}
-			raw := func() error { copy(buf, src); return nil }
-			ourT, rawT, err := alternateOps(ctx, cfg.Budget, view, raw)
+			res, err := b.shmView(ctx, size, buf, src)
 			if err != nil {
-				return nil, fmt.Errorf("shm view %s: %w", sizeName(size), err)
+				return nil, err
 			}
-			_ = sum
-			out = append(out, rate("dtl", "shm view (mapped, no copy) "+sizeName(size), gbps(size, ourT), "GB/s",
-				"memcpy, one core", gbps(size, rawT)))
+			out = append(out, res)
 		}
 	}
 	if cfg.Big > 0 {
@@ -158,6 +101,96 @@ func DTL(ctx context.Context, cfg DTLConfig) ([]Result, error) {
 		out = append(out, big...)
 	}
 	return out, nil
+}
+
+// dtlBench is one run of the DTL benchmark.
+type dtlBench struct {
+	cfg DTLConfig
+	r   *dtl.Receiver
+	tcp net.Conn // the raw ceiling's
+}
+
+// srcOf is the peer's kind of payload mode m fetches (cfg.Source).
+func (b *dtlBench) srcOf(m dtl.Mode) string {
+	switch {
+	case b.cfg.Source == "file" || b.cfg.Source == "" && m == dtl.ModeShm:
+		return "file"
+	}
+	return "buffer"
+}
+
+func (b *dtlBench) name(m dtl.Mode, size int64) string {
+	return fmt.Sprintf("%s %s from %s", m, sizeName(size), b.srcOf(m))
+}
+
+// fetches measures fetches of size bytes into buf by mode m, in
+// alternation with the raw ceiling (memcpy from src for shm above 64 KiB),
+// after one of each untimed.
+func (b *dtlBench) fetches(ctx context.Context, m dtl.Mode, size int64, buf, src []byte) (Result, error) {
+	keyOf := map[string]string{"file": "pattern", "buffer": "buf"}
+	key := fmt.Appendf(nil, "%s:%d", keyOf[b.srcOf(m)], size)
+	ours := func() error {
+		_, err := b.r.Fetch(ctx, b.cfg.Peer, key, dtl.IntoBuffer(buf), dtl.WithMode(m))
+		return err
+	}
+	ceiling, raw := "raw tcp", func() error { return rawFetch(ctx, b.tcp, buf) }
+	if m == dtl.ModeShm && size > 64<<10 {
+		ceiling, raw = "memcpy, one core", func() error { copy(buf, src); return nil }
+	}
+	// Warm up: connections, the peer's pattern file, page faults.
+	if err := ours(); err != nil {
+		return Result{}, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
+	}
+	if err := dtlpeer.Check(buf, 0); err != nil {
+		return Result{}, fmt.Errorf("%s %s: received bytes are wrong: %w", m, sizeName(size), err)
+	}
+	if err := raw(); err != nil {
+		return Result{}, fmt.Errorf("%s %s: %w", ceiling, sizeName(size), err)
+	}
+	ourT, rawT, err := alternateOps(ctx, b.cfg.Budget, ours, raw)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s %s: %w", m, sizeName(size), err)
+	}
+	name := b.name(m, size)
+	if size <= 64<<10 {
+		res := latency("dtl", name+" p50", us(median(ourT)), "us", ceiling+" request p50", us(median(rawT)))
+		res.Target = "ratio >= 0.50 (<= 2x raw)"
+		return res, nil
+	}
+	res := rate("dtl", name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
+	switch {
+	case (m == dtl.ModePull || m == dtl.ModePush) && size >= 1<<20:
+		res.Target = "ratio >= 0.85"
+	case m == dtl.ModeShm && size >= 64<<20:
+		res.Target = "ratio >= 0.50"
+	}
+	return res, nil
+}
+
+// shmView measures reading size bytes in place, mapped and not copied,
+// next to a memcpy of them.
+func (b *dtlBench) shmView(ctx context.Context, size int64, buf, src []byte) (Result, error) {
+	key := fmt.Appendf(nil, "pattern:%d", size)
+	var sum byte
+	view := func() error {
+		v, err := b.r.FetchView(ctx, b.cfg.Peer, key, dtl.WithMode(dtl.ModeShm))
+		if err != nil {
+			return err
+		}
+		p := v.Bytes()
+		for i := 0; i < len(p); i += 4096 {
+			sum += p[i] // touch every page, as a reader would
+		}
+		return v.Close()
+	}
+	raw := func() error { copy(buf, src); return nil }
+	ourT, rawT, err := alternateOps(ctx, b.cfg.Budget, view, raw)
+	if err != nil {
+		return Result{}, fmt.Errorf("shm view %s: %w", sizeName(size), err)
+	}
+	_ = sum
+	return rate("dtl", "shm view (mapped, no copy) "+sizeName(size), gbps(size, ourT), "GB/s",
+		"memcpy, one core", gbps(size, rawT)), nil
 }
 
 // bigTransfers fetches cfg.Big bytes once per mode, checks every byte and
