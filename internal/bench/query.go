@@ -62,95 +62,25 @@ func Query(ctx context.Context, cfg QueryConfig) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows := max(uint64(cfg.ObjectSize)/(4*queryRow), 1)
-	dims := []uint64{rows, queryRow}
-	data := make([]byte, rows*queryRow*4)
-	r := rand.New(rand.NewPCG(7, 11))
-	vals := make([]float32, rows*queryRow)
-	for i := range vals {
-		vals[i] = r.Float32()
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(vals[i]))
-	}
-	count := func(pred func(float32) bool, area region.Box) uint64 {
-		var n uint64
-		region.Runs(region.Shape(dims...), area, func(run region.Run) bool {
-			for _, v := range vals[run.Off : run.Off+run.Len] {
-				if pred(v) {
-					n++
-				}
-			}
-			return true
-		})
-		return n
-	}
-	whole := region.Shape(dims...)
-	quarter := region.Box{Off: []uint64{rows / 4, 0}, Size: []uint64{max(rows/2, 1), queryRow / 2}}
-	type qcase struct {
-		name string
-		pred client.Pred
-		opts []client.DataQueryOption
-		area region.Box
-		want uint64
-	}
-	cases := []qcase{
-		{"count x>0.5", client.Gt(0.5), nil, whole, count(func(v float32) bool { return v > 0.5 }, whole)},
-		{"count x>0.999", client.Gt(0.999), nil, whole, count(func(v float32) bool { return v > 0.999 }, whole)},
-		{"selection x<0.01", client.Lt(0.01), []client.DataQueryOption{client.WithSelection()}, whole, count(func(v float32) bool { return v < 0.01 }, whole)},
-		{"values 0.2<x<0.201", client.Gt(0.2).And(client.Lt(0.201)), []client.DataQueryOption{client.WithValues()}, whole,
-			count(func(v float32) bool { return v > 0.2 && v < 0.201 }, whole)},
-		{"count within quarter x>0.5", client.Gt(0.5), []client.DataQueryOption{client.Within(quarter)}, quarter,
-			count(func(v float32) bool { return v > 0.5 }, quarter)},
-	}
+	d := newQueryData(cfg.ObjectSize)
+	cases := d.cases()
 	label := cfg.Label
 	if label != "" {
 		label = ", " + label
 	}
 	var out []Result
-	buf := make([]byte, len(data))
+	buf := make([]byte, len(d.data))
 	for _, p := range cfg.Partitions {
-		name := fmt.Sprintf("q-%s-%d", p, time.Now().UnixNano())
-		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Float, Partition: p})
+		o, err := d.writeObject(ctx, ct, p, buf)
 		if err != nil {
 			return nil, err
 		}
-		step := max(uint64(16<<20)/(4*queryRow), 1)
-		for row := uint64(0); row < rows; row += step {
-			n := min(step, rows-row)
-			b := region.Box{Off: []uint64{row, 0}, Size: []uint64{n, queryRow}}
-			if err := o.Write(ctx, b, data[row*queryRow*4:(row+n)*queryRow*4]); err != nil {
+		for _, qc := range cases {
+			res, err := qc.measure(ctx, o, p, cfg.Rounds, buf)
+			if err != nil {
 				return nil, err
 			}
-		}
-		// Warm up: the read buffer's pages faulted in, the files in the
-		// page cache, the connections open, for ours and the ceiling alike.
-		if err := o.Read(ctx, whole, buf); err != nil {
-			return nil, err
-		}
-		if _, err := o.Query(ctx, client.Gt(0.5)); err != nil {
-			return nil, err
-		}
-		for _, qc := range cases {
-			var ours, ceil []time.Duration
-			for range cfg.Rounds {
-				t0 := time.Now()
-				res, err := o.Query(ctx, qc.pred, qc.opts...)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", qc.name, err)
-				}
-				ours = append(ours, time.Since(t0))
-				if res.Hits != qc.want {
-					return nil, fmt.Errorf("%s %s: %d hits, the data has %d", p, qc.name, res.Hits, qc.want)
-				}
-				rb := buf[:qc.area.Volume()*4]
-				t0 = time.Now()
-				if err := o.Read(ctx, qc.area, rb); err != nil {
-					return nil, err
-				}
-				ceil = append(ceil, time.Since(t0))
-			}
-			bytes := float64(qc.area.Volume() * 4)
-			res := rate("query", fmt.Sprintf("%s, %s, %d MiB%s", qc.name, p, int64(bytes)>>20, label),
-				bytes/median(ours).Seconds()/1e6, "MB/s scanned", "plain read", bytes/median(ceil).Seconds()/1e6)
+			res.Case += label
 			if cfg.Progress != nil {
 				cfg.Progress(res)
 			}
@@ -161,4 +91,114 @@ func Query(ctx context.Context, cfg QueryConfig) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// queryData is the benchmark's object: rows of queryRow uniform values,
+// as bytes to write and as values to count.
+type queryData struct {
+	rows uint64
+	dims []uint64
+	data []byte
+	vals []float32
+}
+
+func newQueryData(size int64) *queryData {
+	rows := max(uint64(size)/(4*queryRow), 1)
+	d := &queryData{rows: rows, dims: []uint64{rows, queryRow}, data: make([]byte, rows*queryRow*4), vals: make([]float32, rows*queryRow)}
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := range d.vals {
+		d.vals[i] = r.Float32()
+		binary.LittleEndian.PutUint32(d.data[4*i:], math.Float32bits(d.vals[i]))
+	}
+	return d
+}
+
+// count is how many values of area pred holds for.
+func (d *queryData) count(pred func(float32) bool, area region.Box) uint64 {
+	var n uint64
+	region.Runs(region.Shape(d.dims...), area, func(run region.Run) bool {
+		for _, v := range d.vals[run.Off : run.Off+run.Len] {
+			if pred(v) {
+				n++
+			}
+		}
+		return true
+	})
+	return n
+}
+
+// queryCase is one query of the benchmark, with the hits it must find.
+type queryCase struct {
+	name string
+	pred client.Pred
+	opts []client.DataQueryOption
+	area region.Box
+	want uint64
+}
+
+func (d *queryData) cases() []queryCase {
+	whole := region.Shape(d.dims...)
+	quarter := region.Box{Off: []uint64{d.rows / 4, 0}, Size: []uint64{max(d.rows/2, 1), queryRow / 2}}
+	return []queryCase{
+		{"count x>0.5", client.Gt(0.5), nil, whole, d.count(func(v float32) bool { return v > 0.5 }, whole)},
+		{"count x>0.999", client.Gt(0.999), nil, whole, d.count(func(v float32) bool { return v > 0.999 }, whole)},
+		{"selection x<0.01", client.Lt(0.01), []client.DataQueryOption{client.WithSelection()}, whole, d.count(func(v float32) bool { return v < 0.01 }, whole)},
+		{"values 0.2<x<0.201", client.Gt(0.2).And(client.Lt(0.201)), []client.DataQueryOption{client.WithValues()}, whole,
+			d.count(func(v float32) bool { return v > 0.2 && v < 0.201 }, whole)},
+		{"count within quarter x>0.5", client.Gt(0.5), []client.DataQueryOption{client.Within(quarter)}, quarter,
+			d.count(func(v float32) bool { return v > 0.5 }, quarter)},
+	}
+}
+
+// writeObject creates the object with partition p, writes it in 16 MiB
+// regions and warms it up: the read buffer's pages faulted in, the files
+// in the page cache, the connections open, for ours and the ceiling
+// alike.
+func (d *queryData) writeObject(ctx context.Context, ct *client.Container, p client.Partition, buf []byte) (*client.Object, error) {
+	name := fmt.Sprintf("q-%s-%d", p, time.Now().UnixNano())
+	o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: d.dims, Type: region.Float, Partition: p})
+	if err != nil {
+		return nil, err
+	}
+	step := max(uint64(16<<20)/(4*queryRow), 1)
+	for row := uint64(0); row < d.rows; row += step {
+		n := min(step, d.rows-row)
+		b := region.Box{Off: []uint64{row, 0}, Size: []uint64{n, queryRow}}
+		if err := o.Write(ctx, b, d.data[row*queryRow*4:(row+n)*queryRow*4]); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.Read(ctx, region.Shape(d.dims...), buf); err != nil {
+		return nil, err
+	}
+	if _, err := o.Query(ctx, client.Gt(0.5)); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// measure runs the query rounds times, each next to a plain read of its
+// area, checks its hits, and reports the medians (without the label).
+func (qc *queryCase) measure(ctx context.Context, o *client.Object, p client.Partition, rounds int, buf []byte) (Result, error) {
+	var ours, ceil []time.Duration
+	for range rounds {
+		t0 := time.Now()
+		res, err := o.Query(ctx, qc.pred, qc.opts...)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: %w", qc.name, err)
+		}
+		ours = append(ours, time.Since(t0))
+		if res.Hits != qc.want {
+			return Result{}, fmt.Errorf("%s %s: %d hits, the data has %d", p, qc.name, res.Hits, qc.want)
+		}
+		rb := buf[:qc.area.Volume()*4]
+		t0 = time.Now()
+		if err := o.Read(ctx, qc.area, rb); err != nil {
+			return Result{}, err
+		}
+		ceil = append(ceil, time.Since(t0))
+	}
+	bytes := float64(qc.area.Volume() * 4)
+	return rate("query", fmt.Sprintf("%s, %s, %d MiB", qc.name, p, int64(bytes)>>20),
+		bytes/median(ours).Seconds()/1e6, "MB/s scanned", "plain read", bytes/median(ceil).Seconds()/1e6), nil
 }

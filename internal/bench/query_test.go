@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"github.com/pdcgo/pdc/client"
 )
 
 func BenchmarkQuery(b *testing.B) {
@@ -20,12 +23,16 @@ func BenchmarkQuery(b *testing.B) {
 
 func TestQueryBenchRuns(t *testing.T) {
 	io := startCluster(t)
-	rs, err := Query(context.Background(), QueryConfig{TmpDir: io.TmpDir, ObjectSize: 1 << 20, Rounds: 1})
+	rs, err := Query(context.Background(), QueryConfig{TmpDir: io.TmpDir, ObjectSize: 1 << 20, Rounds: 1, Label: "lbl"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rs) != 10 {
 		t.Fatalf("got %d results, want 10", len(rs))
+	}
+	// Case names are what reports and comparisons key on.
+	if got, want := rs[9].Case, fmt.Sprintf("count within quarter x>0.5, %s, 0 MiB, lbl", client.RegionDynamic); got != want {
+		t.Errorf("last case %q, want %q", got, want)
 	}
 	for _, r := range rs {
 		if r.Value <= 0 || r.CeilingValue <= 0 || r.Ratio <= 0 {
