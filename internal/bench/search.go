@@ -145,46 +145,59 @@ func Search(ctx context.Context, cfg SearchConfig) ([]Result, error) {
 
 	rng := rand.New(rand.NewPCG(uint64(n), 1))
 	for round := range cfg.Rounds {
-		rawLat, err := rawLatencies(ctx, cfg.RawAddr, time.Second)
+		rs, err := searchRound(ctx, c, cfg, round, rng, say)
 		if err != nil {
-			return nil, fmt.Errorf("raw ceiling: %w", err)
+			return nil, err
 		}
-		rawP50, rawP99 := ms(pct(rawLat, 50)), ms(pct(rawLat, 99))
-		named := map[string]bool{}
-		for _, sc := range searchCases(n) {
-			name := fmt.Sprintf("%s, %d matches", sc.form, sc.matches)
-			if named[name] {
-				// 10000 objects: the n/100 case has 100 matches too.
-				name += ", wide"
-			}
-			named[name] = true
-			say("round %d of %d: query %s", round+1, cfg.Rounds, name)
-			idx, err := sampleQueries(ctx, c, sc, n, cfg.Samples, rng, false)
-			if err != nil {
-				return nil, err
-			}
-			scan, err := sampleQueries(ctx, c, sc, n, cfg.ScanSamples, rng, true)
-			if err != nil {
-				return nil, err
-			}
-			ip50, ip99, sp50, sp99 := ms(pct(idx, 50)), ms(pct(idx, 99)), ms(pct(scan, 50)), ms(pct(scan, 99))
-			target := ""
-			if sc.matches <= 100 && sc.form != "number" && sc.form != "range" {
-				target = "p50 <= 5 ms"
-			}
-			out = append(out,
-				latency("search", name+", index p50", ip50, "ms", "raw tcp round trip p50", rawP50),
-				latency("search", name+", index p99", ip99, "ms", "raw tcp round trip p99", rawP99),
-				latency("search", name+", scan p50", sp50, "ms", "raw tcp round trip p50", rawP50),
-				latency("search", name+", scan p99", sp99, "ms", "raw tcp round trip p99", rawP99))
-			out[len(out)-4].Target = target
-			r := Result{Bench: "search", Case: name + ", index speed-up over scan (p50)", Value: sp50 / ip50, Unit: "x",
-				Ceiling: "target", CeilingValue: 20, Ratio: sp50 / ip50 / 20, Target: ">= 20x"}
-			out = append(out, r)
-		}
+		out = append(out, rs...)
 	}
 
 	return append(out, puts...), nil
+}
+
+// searchRound measures every query form once, through the index and by
+// scan, next to the raw round trip measured just before.
+func searchRound(ctx context.Context, c *client.Client, cfg SearchConfig, round int, rng *rand.Rand, say func(string, ...any)) ([]Result, error) {
+	n := cfg.Objects
+	rawLat, err := rawLatencies(ctx, cfg.RawAddr, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("raw ceiling: %w", err)
+	}
+	rawP50, rawP99 := ms(pct(rawLat, 50)), ms(pct(rawLat, 99))
+	var out []Result
+	named := map[string]bool{}
+	for _, sc := range searchCases(n) {
+		name := fmt.Sprintf("%s, %d matches", sc.form, sc.matches)
+		if named[name] {
+			// 10000 objects: the n/100 case has 100 matches too.
+			name += ", wide"
+		}
+		named[name] = true
+		say("round %d of %d: query %s", round+1, cfg.Rounds, name)
+		idx, err := sampleQueries(ctx, c, sc, n, cfg.Samples, rng, false)
+		if err != nil {
+			return nil, err
+		}
+		scan, err := sampleQueries(ctx, c, sc, n, cfg.ScanSamples, rng, true)
+		if err != nil {
+			return nil, err
+		}
+		ip50, ip99, sp50, sp99 := ms(pct(idx, 50)), ms(pct(idx, 99)), ms(pct(scan, 50)), ms(pct(scan, 99))
+		target := ""
+		if sc.matches <= 100 && sc.form != "number" && sc.form != "range" {
+			target = "p50 <= 5 ms"
+		}
+		out = append(out,
+			latency("search", name+", index p50", ip50, "ms", "raw tcp round trip p50", rawP50),
+			latency("search", name+", index p99", ip99, "ms", "raw tcp round trip p99", rawP99),
+			latency("search", name+", scan p50", sp50, "ms", "raw tcp round trip p50", rawP50),
+			latency("search", name+", scan p99", sp99, "ms", "raw tcp round trip p99", rawP99))
+		out[len(out)-4].Target = target
+		r := Result{Bench: "search", Case: name + ", index speed-up over scan (p50)", Value: sp50 / ip50, Unit: "x",
+			Ceiling: "target", CeilingValue: 20, Ratio: sp50 / ip50 / 20, Target: ">= 20x"}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func pow10(d int) int {
@@ -298,61 +311,6 @@ func rawLatencies(ctx context.Context, addr string, d time.Duration) ([]time.Dur
 // still moved by 0.1 from run to run. Each round's pair comes back as a
 // result of its own, so that the caller reports their median and range.
 func putCost(ctx context.Context, indexed, plain, noSuffix string, rounds int) ([]Result, error) {
-	const one, batch = 3000, 20000
-	measure := func(tmpdir string, round int) (single, batched time.Duration, err error) {
-		c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
-		if err != nil {
-			return 0, 0, err
-		}
-		defer c.Close()
-		ct, _, err := c.CreateContainer(ctx, "putcost", client.Persistent)
-		if err != nil {
-			return 0, 0, err
-		}
-		specs := make([]client.ObjectSpec, batch)
-		for i := range specs {
-			specs[i] = client.ObjectSpec{Name: fmt.Sprintf("p%d-%07d", round, i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
-		}
-		var objs []*client.Object
-		for i := 0; i < batch; i += 4096 {
-			os, err := ct.CreateObjects(ctx, specs[i:min(i+4096, batch)])
-			if err != nil {
-				return 0, 0, err
-			}
-			objs = append(objs, os...)
-		}
-		t0 := time.Now()
-		// Keys of their own, so that these tags never match the queries.
-		for i := range one {
-			if err := objs[i].PutTag(ctx, "p-name", client.String(fmt.Sprintf("o%07d", i))); err != nil {
-				return 0, 0, err
-			}
-		}
-		// Puts are acknowledged before their index entries reach their
-		// servers: the time until the index has them all counts too.
-		if err := c.SyncIndex(ctx); err != nil {
-			return 0, 0, err
-		}
-		single = time.Since(t0) / one
-		var puts []client.TagPut
-		for i, o := range objs {
-			for _, p := range searchTags(o, i, 1000000) {
-				p.Name = "p-" + p.Name
-				puts = append(puts, p)
-			}
-		}
-		t0 = time.Now()
-		for i := 0; i < len(puts); i += 8192 {
-			if err := c.PutTags(ctx, puts[i:min(i+8192, len(puts))]); err != nil {
-				return 0, 0, err
-			}
-		}
-		if err := c.SyncIndex(ctx); err != nil {
-			return 0, 0, err
-		}
-		batched = time.Since(t0) / time.Duration(len(puts))
-		return single, batched, nil
-	}
 	type cluster struct {
 		what, tmpdir    string
 		single, batched []time.Duration
@@ -363,7 +321,7 @@ func putCost(ctx context.Context, indexed, plain, noSuffix string, rounds int) (
 	}
 	for r := range rounds {
 		for _, cl := range clusters {
-			s, b, err := measure(cl.tmpdir, r)
+			s, b, err := putCostOnce(ctx, cl.tmpdir, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s puts: %w", cl.what, err)
 			}
@@ -384,4 +342,63 @@ func putCost(ctx context.Context, indexed, plain, noSuffix string, rounds int) (
 		}
 	}
 	return out, nil
+}
+
+// putCostOnce measures, on the cluster of tmpdir, tag puts one at a time
+// and in batches of 8192, each until the index has them all, on objects
+// of round's own; it returns the time per put of each.
+func putCostOnce(ctx context.Context, tmpdir string, round int) (single, batched time.Duration, err error) {
+	const one, batch = 3000, 20000
+	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	ct, _, err := c.CreateContainer(ctx, "putcost", client.Persistent)
+	if err != nil {
+		return 0, 0, err
+	}
+	specs := make([]client.ObjectSpec, batch)
+	for i := range specs {
+		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("p%d-%07d", round, i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
+	}
+	var objs []*client.Object
+	for i := 0; i < batch; i += 4096 {
+		os, err := ct.CreateObjects(ctx, specs[i:min(i+4096, batch)])
+		if err != nil {
+			return 0, 0, err
+		}
+		objs = append(objs, os...)
+	}
+	t0 := time.Now()
+	// Keys of their own, so that these tags never match the queries.
+	for i := range one {
+		if err := objs[i].PutTag(ctx, "p-name", client.String(fmt.Sprintf("o%07d", i))); err != nil {
+			return 0, 0, err
+		}
+	}
+	// Puts are acknowledged before their index entries reach their
+	// servers: the time until the index has them all counts too.
+	if err := c.SyncIndex(ctx); err != nil {
+		return 0, 0, err
+	}
+	single = time.Since(t0) / one
+	var puts []client.TagPut
+	for i, o := range objs {
+		for _, p := range searchTags(o, i, 1000000) {
+			p.Name = "p-" + p.Name
+			puts = append(puts, p)
+		}
+	}
+	t0 = time.Now()
+	for i := 0; i < len(puts); i += 8192 {
+		if err := c.PutTags(ctx, puts[i:min(i+8192, len(puts))]); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := c.SyncIndex(ctx); err != nil {
+		return 0, 0, err
+	}
+	batched = time.Since(t0) / time.Duration(len(puts))
+	return single, batched, nil
 }
