@@ -91,49 +91,10 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 			if !cfg.Want.Any(bench, stageCase(size, m)...) {
 				continue
 			}
-			var local string
-			ours := func() error {
-				got, err := cfg.Consumer.Consume(ctx, path, client.WithTransport(m.String()))
-				if err != nil {
-					return err
-				}
-				if got.How != client.Fetched || got.Moved != size {
-					return fmt.Errorf("consume of %s %s: %s, %d bytes moved", m, sizeName(size), got.How, got.Moved)
-				}
-				local = got.Local
-				return nil
-			}
-			// Removed, untimed, for the next consume to move it again:
-			// the raw ceiling removes nothing.
-			remove := func() error { return os.Remove(local) }
-			ceiling, rawConn := "raw tcp", tcp
-			if m == dtl.ModeShm {
-				if unix == nil {
-					return nil, fmt.Errorf("shm between hosts: no raw unix socket to measure it against: %w", pdc.ErrInvalid)
-				}
-				ceiling, rawConn = "raw unix socket", unix
-			}
-			raw := func() error { return rawFetch(ctx, rawConn, buf) }
-			// Warm up: connections, the owner's mapping of the file.
-			if err := ours(); err != nil {
-				return nil, err
-			}
-			if err := remove(); err != nil {
-				return nil, err
-			}
-			ourT, rawT, err := alternateTimed(ctx, cfg.MinOps, cfg.Budget, time.Now, ours, raw, remove)
+			res, err := consumes(ctx, cfg, bench, path, size, m, buf, tcp, unix)
 			if err != nil {
-				return nil, fmt.Errorf("consume %s by %s: %w", sizeName(size), m, err)
+				return nil, err
 			}
-			name := fmt.Sprintf("consume %s by %s", sizeName(size), m)
-			if size <= 1<<20 {
-				res := latency(bench, name+" p50", ms(median(ourT)), "ms", ceiling+" request p50", ms(median(rawT)))
-				res.Target = stageTarget(size)
-				out = append(out, res)
-				continue
-			}
-			res := rate(bench, name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
-			res.Target = stageTarget(size)
 			out = append(out, res)
 		}
 		// The owner lookup, timed with the file produced.
@@ -146,6 +107,55 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// consumes measures consumes of the file at path, of size bytes, by mode
+// m, in alternation with a raw fetch of as many bytes into buf on tcp (or
+// unix, for shm), after one consume untimed. The consumer's copy is
+// removed after each, untimed, for the next consume to move it again.
+func consumes(ctx context.Context, cfg StageConfig, bench, path string, size int64, m dtl.Mode, buf []byte, tcp, unix net.Conn) (Result, error) {
+	var local string
+	ours := func() error {
+		got, err := cfg.Consumer.Consume(ctx, path, client.WithTransport(m.String()))
+		if err != nil {
+			return err
+		}
+		if got.How != client.Fetched || got.Moved != size {
+			return fmt.Errorf("consume of %s %s: %s, %d bytes moved", m, sizeName(size), got.How, got.Moved)
+		}
+		local = got.Local
+		return nil
+	}
+	// The raw ceiling removes nothing.
+	remove := func() error { return os.Remove(local) }
+	ceiling, rawConn := "raw tcp", tcp
+	if m == dtl.ModeShm {
+		if unix == nil {
+			return Result{}, fmt.Errorf("shm between hosts: no raw unix socket to measure it against: %w", pdc.ErrInvalid)
+		}
+		ceiling, rawConn = "raw unix socket", unix
+	}
+	raw := func() error { return rawFetch(ctx, rawConn, buf) }
+	// Warm up: connections, the owner's mapping of the file.
+	if err := ours(); err != nil {
+		return Result{}, err
+	}
+	if err := remove(); err != nil {
+		return Result{}, err
+	}
+	ourT, rawT, err := alternateTimed(ctx, cfg.MinOps, cfg.Budget, time.Now, ours, raw, remove)
+	if err != nil {
+		return Result{}, fmt.Errorf("consume %s by %s: %w", sizeName(size), m, err)
+	}
+	name := fmt.Sprintf("consume %s by %s", sizeName(size), m)
+	var res Result
+	if size <= 1<<20 {
+		res = latency(bench, name+" p50", ms(median(ourT)), "ms", ceiling+" request p50", ms(median(rawT)))
+	} else {
+		res = rate(bench, name, gbps(size, ourT), "GB/s", ceiling, gbps(size, rawT))
+	}
+	res.Target = stageTarget(size)
+	return res, nil
 }
 
 // stageTarget is issue 28's target for a consume of size bytes, by every
