@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/transfer"
@@ -365,7 +366,7 @@ type ServerStatus struct {
 // its entry's Err.
 func (c *Client) Status(ctx context.Context) ([]ServerStatus, error) {
 	out := make([]ServerStatus, len(c.Servers()))
-	err := fanOut(c.ranks(), func(rank int) error {
+	err := batch.FanOut(c.ranks(), func(rank int) error {
 		out[rank] = c.status(ctx, rank)
 		return out[rank].Err
 	})
@@ -407,7 +408,7 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 // each has closed its connections or ctx ends. The error joins the failures;
 // a server already gone fails with pdc.ErrUnavailable.
 func (c *Client) Shutdown(ctx context.Context) error {
-	return fanOut(c.ranks(), func(rank int) error { return c.ShutdownServer(ctx, rank) })
+	return batch.FanOut(c.ranks(), func(rank int) error { return c.ShutdownServer(ctx, rank) })
 }
 
 // ShutdownServer asks the server of the given rank to stop cleanly: it
@@ -476,6 +477,8 @@ func (v *clusterView) Conn(ctx context.Context, rank int) (*rpc.Conn, error) {
 func (v *clusterView) StartConn(ctx context.Context, rank int) (*rpc.Conn, error) {
 	return (*Client)(v).startConn(ctx, rank)
 }
+
+func (v *clusterView) Owner(key uint32) (int, error) { return (*Client)(v).ownerOfKey(key) }
 
 func (v *clusterView) Label(rank int) string { return (*Client)(v).label(rank) }
 

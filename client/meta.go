@@ -2,13 +2,12 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -210,45 +209,7 @@ func (c *Client) call(ctx context.Context, rank int, m wire.Method, req wire.Mes
 
 // eachMeta calls fn for every metadata server concurrently and joins errors.
 func (c *Client) eachMeta(ctx context.Context, fn func(ctx context.Context, rank int) error) error {
-	return fanOut(c.metaServers(), func(rank int) error { return fn(ctx, rank) })
-}
-
-// fanOut calls fn for each rank, concurrently, and joins the errors. A
-// single rank runs on the caller's goroutine: handing a small request to
-// another goroutine costs more than the request.
-func fanOut(ranks []int, fn func(rank int) error) error {
-	if len(ranks) == 1 {
-		return fn(ranks[0])
-	}
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for i, rank := range ranks {
-		wg.Go(func() { errs[i] = fn(rank) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// inChunks calls fn for each server's items, grouped by rank, in chunks
-// (see chunks: at most MaxBatch items, and 256 KiB by size, which may be
-// nil for items of a few dozen bytes), one request per chunk; servers run
-// concurrently.
-func inChunks(groups map[int][]int, size func(i int) int, fn func(rank int, part []int) error) error {
-	if size == nil {
-		size = func(int) int { return 0 }
-	}
-	ranks := make([]int, 0, len(groups))
-	for rank := range groups {
-		ranks = append(ranks, rank)
-	}
-	return fanOut(ranks, func(rank int) error {
-		for _, part := range chunks(groups[rank], size) {
-			if err := fn(rank, part); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return batch.FanOut(c.metaServers(), func(rank int) error { return fn(ctx, rank) })
 }
 
 // ---- containers
@@ -516,7 +477,7 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 		chunks += (len(g) + MaxBatch - 1) / MaxBatch
 	}
 	send := func(check bool) error {
-		return fanOut(ranks, func(rank int) error {
+		return batch.FanOut(ranks, func(rank int) error {
 			g := groups[rank]
 			for start := 0; start < len(g); start += MaxBatch {
 				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+MaxBatch, len(g))],

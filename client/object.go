@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
-	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/transfer"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -127,7 +127,7 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 		p := &items[i].Props
 		return len(items[i].Name) + len(p.AppName) + len(p.DataLoc) + len(p.Tags) + 10*len(p.Dims) + 48
 	}
-	res, err := ct.c.batch(ctx, wire.MethodObjCreate, keys, size, func(idx []int) wire.ObjBatch {
+	res, err := batch.Objects(ctx, (*clusterView)(ct.c), wire.MethodObjCreate, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Creates: items}
 		}
@@ -180,7 +180,7 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 		keys[i] = placement.Key(n, items[i].TimeStep)
 	}
 	size := func(i int) int { return len(items[i].Name) + len(items[i].AppName) + 32 }
-	res, err := c.batch(ctx, wire.MethodObjOpen, keys, size, func(idx []int) wire.ObjBatch {
+	res, err := batch.Objects(ctx, (*clusterView)(c), wire.MethodObjOpen, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Opens: items}
 		}
@@ -195,7 +195,7 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 
 // OpenObjectID opens an object by id.
 func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
-	res, err := c.batch(ctx, wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, nil, func([]int) wire.ObjBatch {
+	res, err := batch.Objects(ctx, (*clusterView)(c), wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, nil, func([]int) wire.ObjBatch {
 		return wire.ObjBatch{Opens: []wire.ObjKey{{ID: id}}}
 	})
 	objs, err := c.objects(res, err, "open", func(int) string { return fmt.Sprint(id) })
@@ -203,167 +203,6 @@ func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
 		return nil, err
 	}
 	return objs[0], nil
-}
-
-// batch sends items, grouped by owning metadata server, one request per
-// server, concurrently, and returns the results in item order. build makes
-// the request for the items at the indexes idx (ascending); size(i) is
-// about how many bytes item i takes in a request.
-func (c *Client) batch(ctx context.Context, m wire.Method, keys []uint32, size func(i int) int, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
-	out := make([]wire.ObjResult, len(keys))
-	if len(keys) == 1 {
-		// One object, the common case, needs no grouping: the answer is the
-		// result.
-		rank, err := c.ownerOfKey(keys[0])
-		if err != nil {
-			return nil, err
-		}
-		if err := c.batchAll(ctx, m, rank, []int{0}, build, out); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
-	groups := map[int][]int{}
-	for i, k := range keys {
-		rank, err := c.ownerOfKey(k)
-		if err != nil {
-			return nil, err
-		}
-		groups[rank] = append(groups[rank], i)
-	}
-	ranks := make([]int, 0, len(groups))
-	for rank := range groups {
-		ranks = append(ranks, rank)
-	}
-	err := fanOut(ranks, func(rank int) error { return c.batchChunks(ctx, m, rank, groups[rank], size, build, out) })
-	return out, err
-}
-
-// batchBytes bounds the bytes of the items of one batch request, well
-// under the 1 MiB header a server accepts, so that its answer, which
-// names each item at most once more, fits what the client accepts too.
-const batchBytes = 256 << 10
-
-// chunks divides idx into chunks of at most MaxBatch items and, past
-// their first item, batchBytes bytes by size.
-func chunks(idx []int, size func(i int) int) [][]int {
-	var out [][]int
-	start, n := 0, 0
-	for j, i := range idx {
-		b := size(i)
-		if j > start && (j-start == MaxBatch || n+b > batchBytes) {
-			out = append(out, idx[start:j])
-			start, n = j, 0
-		}
-		n += b
-	}
-	return append(out, idx[start:])
-}
-
-// batchChunks sends the items at idx to the server of rank in chunks (see
-// chunks), with two chunks in flight, so that the server works on one
-// while this client encodes the next and decodes the last, and puts the
-// results in out.
-func (c *Client) batchChunks(ctx context.Context, m wire.Method, rank int, idx []int, size func(i int) int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
-	parts := chunks(idx, size)
-	if len(parts) == 1 {
-		return c.batchAll(ctx, m, rank, idx, build, out)
-	}
-	conn, err := c.conn(ctx, rank)
-	if err != nil {
-		return err
-	}
-	type sent struct {
-		p    *rpc.Pending
-		part []int
-	}
-	var inFlight []sent
-	// collect waits for the oldest chunk; every sent chunk is waited for,
-	// errors or not.
-	collect := func() error {
-		s := inFlight[0]
-		inFlight = inFlight[1:]
-		rep, err := s.p.Wait(ctx)
-		if err != nil {
-			return err
-		}
-		var res wire.ObjResults
-		if err := res.Unmarshal(rep.Header); err != nil {
-			return fmt.Errorf("%s: %s: %w", conn.Label(), m, err)
-		}
-		items, err := c.answered(m, rank, &res, len(s.part))
-		if err != nil {
-			return err
-		}
-		put(out, s.part, items)
-		if rest := s.part[len(items):]; len(rest) > 0 {
-			return c.batchAll(ctx, m, rank, rest, build, out)
-		}
-		return nil
-	}
-	var errs []error
-	for _, part := range parts {
-		req := build(part)
-		p, err := conn.Send(ctx, m, req.Marshal(nil), nil, nil)
-		if err != nil {
-			errs = append(errs, err)
-			break
-		}
-		inFlight = append(inFlight, sent{p, part})
-		if len(inFlight) == 2 {
-			if err := collect(); err != nil {
-				errs = append(errs, err)
-				break
-			}
-		}
-	}
-	for len(inFlight) > 0 {
-		if err := collect(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 && ctx.Err() != nil {
-		return errs[0] // every chunk in flight says the same
-	}
-	return errors.Join(errs...)
-}
-
-// put stores the results items of the items at the indexes part.
-func put(out []wire.ObjResult, part []int, items []wire.ObjResult) {
-	for j := range items {
-		out[part[j]] = items[j]
-	}
-}
-
-// batchAll sends the items at idx in one request, and sends again those
-// the server left unanswered, until every one is answered.
-func (c *Client) batchAll(ctx context.Context, m wire.Method, rank int, idx []int, build func(idx []int) wire.ObjBatch, out []wire.ObjResult) error {
-	for len(idx) > 0 {
-		var res wire.ObjResults
-		req := build(idx)
-		if err := c.call(ctx, rank, m, &req, &res); err != nil {
-			return err
-		}
-		items, err := c.answered(m, rank, &res, len(idx))
-		if err != nil {
-			return err
-		}
-		put(out, idx, items)
-		idx = idx[len(items):]
-	}
-	return nil
-}
-
-// answered returns the items of a batch's answer to n items: all of them,
-// or, for opens, the first ones: a server answers opens only as far as
-// its answer fits a reply (records may be up to ~70 KiB each), and the
-// client asks again for the rest.
-func (c *Client) answered(m wire.Method, rank int, res *wire.ObjResults, n int) ([]wire.ObjResult, error) {
-	k := len(res.Items)
-	if k == n || m == wire.MethodObjOpen && k > 0 && k < n {
-		return res.Items, nil
-	}
-	return nil, fmt.Errorf("%s answered %d of %d items: %w", c.label(rank), k, n, pdc.ErrProtocol)
 }
 
 // MaxBatch is the most items the client puts in one request
@@ -626,7 +465,7 @@ func (c *Client) PutTags(ctx context.Context, puts []TagPut) error {
 	var mu sync.Mutex
 	var errs []error
 	size := func(i int) int { return len(puts[i].Name) + len(puts[i].Value.Value) + 32 }
-	err := inChunks(groups, size, func(rank int, part []int) error {
+	err := batch.InChunks(groups, size, func(rank int, part []int) error {
 		ws := make([]wire.TagPut, len(part))
 		for j, i := range part {
 			p := puts[i]

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -420,7 +421,7 @@ func (c *Client) deleteObjectsData(ctx context.Context, ids []uint64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return fanOut(c.dataServers(), func(server int) error {
+	return batch.FanOut(c.dataServers(), func(server int) error {
 		if err := c.calls().DataDeleteObjs(ctx, server, &wire.ObjIDs{Version: wire.PageVersion, IDs: ids}); err != nil {
 			return fmt.Errorf("delete the data of %d objects on %s: %w", len(ids), c.label(server), err)
 		}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/tagindex"
@@ -188,7 +189,7 @@ func (c *Client) objectNames(ctx context.Context, ids []uint64) ([]string, error
 	for i, id := range ids {
 		keys[i] = placement.KeyOf(id)
 	}
-	res, err := c.batch(ctx, wire.MethodObjOpen, keys, func(int) int { return 16 }, func(idx []int) wire.ObjBatch {
+	res, err := batch.Objects(ctx, (*clusterView)(c), wire.MethodObjOpen, keys, func(int) int { return 16 }, func(idx []int) wire.ObjBatch {
 		b := wire.ObjBatch{Opens: make([]wire.ObjKey, len(idx))}
 		for j, i := range idx {
 			b.Opens[j] = wire.ObjKey{ID: ids[i], Peek: true}
@@ -231,7 +232,7 @@ func (c *Client) queryCall(ctx context.Context, index int, tq *wire.TagQuery) (w
 func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, servers []int) (*queryResult, error) {
 	r := &queryResult{scanned: true}
 	var mu sync.Mutex
-	err := fanOut(servers, func(index int) error {
+	err := batch.FanOut(servers, func(index int) error {
 		res, ids, names, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(tagindex.StepScan), Names: o.names})
 		if err != nil {
 			return err
@@ -271,7 +272,7 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 	}
 	run := &indexRun{c: c, q: q, noSuffix: noSuffix, r: &queryResult{}}
 	var keys []string
-	err := fanOut(mine, func(index int) error {
+	err := batch.FanOut(mine, func(index int) error {
 		strs, err := run.step(ctx, index, plan.First, plan.Terms)
 		if err != nil {
 			return err
@@ -339,7 +340,7 @@ func (run *indexRun) byKeys(ctx context.Context, keys []string) error {
 	for s := range byServer {
 		servers = append(servers, s)
 	}
-	return fanOut(servers, func(index int) error {
+	return batch.FanOut(servers, func(index int) error {
 		ks := byServer[index]
 		for start := 0; start < len(ks); start += limits.MaxQueryTerms {
 			if _, err := run.step(ctx, index, tagindex.StepByKey, ks[start:min(start+limits.MaxQueryTerms, len(ks))]); err != nil {
@@ -427,7 +428,7 @@ func (c *Client) indexRef(ctx context.Context, key, value string, id uint64, del
 	for s := range byServer {
 		servers = append(servers, s)
 	}
-	err := fanOut(servers, func(index int) error {
+	err := batch.FanOut(servers, func(index int) error {
 		m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: byServer[index]}
 		return c.calls().IndexApply(ctx, c.metaServers()[index], &m)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -70,7 +71,7 @@ func (c *Client) Scrub(ctx context.Context, opts ScrubOptions) ([]ScrubReport, e
 	for i, r := range ranks {
 		at[r] = i
 	}
-	err := fanOut(ranks, func(rank int) error {
+	err := batch.FanOut(ranks, func(rank int) error {
 		w, err := c.calls().DataScrub(ctx, rank, &wire.ScrubReq{Remove: opts.Remove, Verify: opts.Verify})
 		if err != nil {
 			return fmt.Errorf("scrub %s: %w", c.label(rank), err)

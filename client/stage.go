@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/staging"
@@ -324,7 +325,7 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		groups[rank] = append(groups[rank], i)
 	}
 	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + 64 }
-	err := inChunks(groups, size, func(rank int, part []int) error {
+	err := batch.InChunks(groups, size, func(rank int, part []int) error {
 		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part))}
 		for j, i := range part {
 			in.Records[j] = recs[i]

@@ -50,7 +50,7 @@ var Rules = []Rule{
 		Why:      "the C ABI is a binding of the public Go client: what it needs, client exports",
 	},
 	{
-		Packages:   []string{"client/...", "internal/transfer"},
+		Packages:   []string{"client/...", "internal/transfer", "internal/batch"},
 		Except:     []string{"client/clienttest"},
 		Never:      []string{"internal/server", "internal/metaserver/...", "internal/metastore/...", "internal/outbox/...", "internal/dataserver", "internal/regionstore", "internal/slots"},
 		Transitive: true,
@@ -95,4 +95,5 @@ var ImportedOnlyBy = map[string][]string{
 	"internal/slots":      {"internal/server"},
 	"internal/server":     {"internal/cli", "client/clienttest"},
 	"internal/transfer":   {"client"},
+	"internal/batch":      {"client", "internal/transfer"},
 }

@@ -2,10 +2,10 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -166,58 +166,4 @@ func (o *Object) refresh(ctx context.Context) (*Meta, error) {
 
 // MaxBatch is the most regions the engine puts in one request to a
 // metadata server (the client's MaxBatch).
-const MaxBatch = 8192
-
-// batchBytes bounds the bytes of the items of one batch request, well
-// under the 1 MiB header a server accepts.
-const batchBytes = 256 << 10
-
-// fanOut calls fn for each rank, concurrently, and joins the errors. A
-// single rank runs on the caller's goroutine: handing a small request to
-// another goroutine costs more than the request.
-func fanOut(ranks []int, fn func(rank int) error) error {
-	if len(ranks) == 1 {
-		return fn(ranks[0])
-	}
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for i, rank := range ranks {
-		wg.Go(func() { errs[i] = fn(rank) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// inChunks calls fn for each server's items, grouped by rank, in chunks
-// of at most MaxBatch items and, past their first, batchBytes by size,
-// one request per chunk; servers run concurrently.
-func inChunks(groups map[int][]int, size func(i int) int, fn func(rank int, part []int) error) error {
-	ranks := make([]int, 0, len(groups))
-	for rank := range groups {
-		ranks = append(ranks, rank)
-	}
-	return fanOut(ranks, func(rank int) error {
-		for _, part := range batches(groups[rank], size) {
-			if err := fn(rank, part); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// batches divides idx into chunks of at most MaxBatch items and, past
-// their first item, batchBytes bytes by size.
-func batches(idx []int, size func(i int) int) [][]int {
-	var out [][]int
-	start, n := 0, 0
-	for j, i := range idx {
-		b := size(i)
-		if j > start && (j-start == MaxBatch || n+b > batchBytes) {
-			out = append(out, idx[start:j])
-			start, n = j, 0
-		}
-		n += b
-	}
-	return append(out, idx[start:])
-}
+const MaxBatch = batch.MaxItems

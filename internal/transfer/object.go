@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -44,7 +45,7 @@ func (o *Object) Flush(ctx context.Context) error {
 	}
 	o.mu.wrote = nil
 	o.mu.Unlock()
-	return fanOut(servers, func(server int) error {
+	return batch.FanOut(servers, func(server int) error {
 		if err := o.e.calls().DataFlush(ctx, server, &wire.IDArg{ID: o.Meta().ID}); err != nil {
 			return fmt.Errorf("object %q: flush on %s: %w", o.Meta().Name, o.e.cl.Label(server), err)
 		}

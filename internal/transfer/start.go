@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -63,7 +64,7 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 	for _, t := range ts {
 		posix = posix || t.obj.Meta().POSIX
 	}
-	err := fanOut(servers, func(server int) error { return e.startOn(ctx, server, groups[server], posix) })
+	err := batch.FanOut(servers, func(server int) error { return e.startOn(ctx, server, groups[server], posix) })
 	markStarted(ts, err)
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func (e *Engine) placeAll(ctx context.Context, ts []*Transfer) error {
 			groups[t.obj.Meta().Server] = append(groups[t.obj.Meta().Server], i)
 		}
 	}
-	return inChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
+	return batch.InChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
 		writes := make([]*Transfer, len(idx))
 		for k, i := range idx {
 			writes[k] = ts[i]
@@ -272,7 +273,7 @@ func (e *Engine) locateAll(ctx context.Context, ts []*Transfer) error {
 			groups[t.obj.Meta().Server] = append(groups[t.obj.Meta().Server], i)
 		}
 	}
-	return inChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
+	return batch.InChunks(groups, func(i int) int { return regionSize(ts[i]) }, func(rank int, idx []int) error {
 		reads := make([]*Transfer, len(idx))
 		for k, i := range idx {
 			reads[k] = ts[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -30,7 +31,7 @@ func (e *Engine) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	err = fanOut(servers, func(server int) error { return e.waitOn(ctx, server, groups[server]) })
+	err = batch.FanOut(servers, func(server int) error { return e.waitOn(ctx, server, groups[server]) })
 	return finishWaited(waiting, ended, err)
 }
 
