@@ -122,6 +122,20 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("dial server %s: %w: %w", opts.Label, pdc.ErrUnavailable, err)
 	}
+	return newConn(ctx, nc, opts)
+}
+
+// NewConn completes the handshake over nc, a connection just opened to a
+// server by a dialer of the caller's own (an in-memory one in tests, see
+// package memnet), and returns it as a Conn. nc is closed if the
+// handshake fails.
+func NewConn(ctx context.Context, nc net.Conn, opts DialOptions) (*Conn, error) {
+	opts.setDefaults(Addr(nc.RemoteAddr()))
+	return newConn(ctx, nc, opts)
+}
+
+// newConn is NewConn with opts' defaults set.
+func newConn(ctx context.Context, nc net.Conn, opts DialOptions) (*Conn, error) {
 	netio.Tune(nc, opts.StallTimeout)
 	c := &Conn{
 		nc:      nc,

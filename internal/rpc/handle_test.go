@@ -14,7 +14,7 @@ import (
 
 // Methods of TestHandleOptions, one per registration.
 const (
-	methodPlain wire.Method = 120 + iota
+	methodPlain wire.Method = 130 + iota
 	methodInlineOnly
 	methodInlineUpTo
 	methodOwns
@@ -42,7 +42,7 @@ func where(ctx context.Context, req *Request) (*Response, error) {
 // payloads it says; TryHere keeps the requests it declines off the reading
 // goroutine even when Inline is given too.
 func TestHandleOptions(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+	ts := startServer(t, "mem", ServerConfig{}, func(ts *testServer) {
 		ts.Handle(methodPlain, where)
 		ts.Handle(methodInlineOnly, where, Inline())
 		ts.Handle(methodInlineUpTo, where, InlineUpTo(8), WithPayload())

@@ -18,7 +18,7 @@ import (
 func TestOversizedReplyFailsOnlyItsCall(t *testing.T) {
 	const methodBig wire.Method = 110
 	done := make(chan struct{}, 1)
-	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+	ts := startServer(t, "mem", ServerConfig{}, func(ts *testServer) {
 		ts.Handle(methodBig, func(ctx context.Context, req *Request) (*Response, error) {
 			return &Response{Header: make([]byte, wire.DefaultMaxHeader+1), Done: func() { done <- struct{}{} }}, nil
 		})

@@ -42,7 +42,7 @@ func TestInlineReplyIsNotHeldBackByTheNextFrame(t *testing.T) {
 }
 
 func TestLeftoverInterruptDoesNotBreakIdleConnection(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	if _, err := c.Call(ctx10(t), methodEcho, nil, nil, nil); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestBrokenSeesCloseOfIdleConnection(t *testing.T) {
 }
 
 func TestBusyServerRefusesInsteadOfStopping(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{MaxInFlight: 2})
+	ts := startServer(t, "mem", ServerConfig{MaxInFlight: 2})
 	c := dial(t, ts.addr, DialOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -122,7 +122,7 @@ func TestUnauthenticatedFrameCannotAllocate(t *testing.T) {
 func TestShutdownWhileRequestsArrive(t *testing.T) {
 	// Run under -race: handler starts must be ordered against Shutdown.
 	for range 20 {
-		ts := startServer(t, "tcp", ServerConfig{})
+		ts := startServer(t, "mem", ServerConfig{})
 		c := dial(t, ts.addr, DialOptions{})
 		var wg sync.WaitGroup
 		for range 8 {

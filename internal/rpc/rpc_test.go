@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/memnet"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -55,18 +57,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startServer starts an in-process server on network ("tcp" or "unix").
-// extra registers further handlers before the server starts serving.
+// startServer starts an in-process server on network: "tcp", "unix", or
+// "mem" (package memnet: no socket, for tests of what the protocol does
+// rather than what the kernel does). extra registers further handlers
+// before the server starts serving.
 func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*testServer)) *testServer {
 	t.Helper()
-	addr := "127.0.0.1:0"
-	if network == "unix" {
-		addr = "unix:" + filepath.Join(t.TempDir(), "s.sock")
-	}
-	ln, err := Listen(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t, network)
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	ts := &testServer{Server: NewServer(cfg), addr: Addr(ln.Addr()), blocked: make(chan context.Context, 64), logs: logs}
@@ -113,11 +110,53 @@ func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*
 	return ts
 }
 
+// listen listens on network as startServer says.
+func listen(t *testing.T, network string) net.Listener {
+	t.Helper()
+	var addr string
+	switch network {
+	case "mem":
+		ln := memnet.Listen(fmt.Sprintf("%s#%d", t.Name(), memSeq.Add(1)))
+		memListeners.Store(Addr(ln.Addr()), ln)
+		t.Cleanup(func() { memListeners.Delete(Addr(ln.Addr())) })
+		return ln
+	case "unix":
+		addr = "unix:" + filepath.Join(t.TempDir(), "s.sock")
+	default:
+		addr = "127.0.0.1:0"
+	}
+	ln, err := Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// memListeners are the in-memory listeners of running tests by address,
+// for dial; memSeq numbers them.
+var (
+	memListeners sync.Map
+	memSeq       atomic.Uint64
+)
+
+// dialAny is Dial that also reaches in-memory listeners.
+func dialAny(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
+	ln, ok := memListeners.Load(addr)
+	if !ok {
+		return Dial(ctx, addr, opts)
+	}
+	nc, err := ln.(*memnet.Listener).Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewConn(ctx, nc, opts)
+}
+
 func dial(t *testing.T, addr string, opts DialOptions) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, addr, opts)
+	c, err := dialAny(ctx, addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +171,7 @@ func ctx10(t *testing.T) context.Context {
 }
 
 func TestEcho(t *testing.T) {
-	for _, network := range []string{"tcp", "unix"} {
+	for _, network := range []string{"tcp", "unix", "mem"} {
 		t.Run(network, func(t *testing.T) {
 			ts := startServer(t, network, ServerConfig{})
 			c := dial(t, ts.addr, DialOptions{})
@@ -155,7 +194,7 @@ func TestEcho(t *testing.T) {
 }
 
 func TestErrorsCrossTheWire(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{Label: "rank 0"})
 	for code := wire.CodeInternal; code <= wire.CodeIO; code++ {
 		eb := wire.ErrorBody{Code: code, Message: "obj" + fmt.Sprint(code)}
@@ -171,7 +210,7 @@ func TestErrorsCrossTheWire(t *testing.T) {
 }
 
 func TestUnknownMethod(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	_, err := c.Call(ctx10(t), 9999, []byte("x"), [][]byte{[]byte("y")}, nil)
 	if !errors.Is(err, pdc.ErrUnimplemented) || !strings.Contains(err.Error(), "9999") {
@@ -184,7 +223,7 @@ func TestUnknownMethod(t *testing.T) {
 }
 
 func TestHandlerPanicKeepsServing(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	_, err := c.Call(ctx10(t), methodPanic, nil, nil, nil)
 	if !errors.Is(err, pdc.ErrInternal) || !strings.Contains(err.Error(), "boom") {
@@ -196,7 +235,7 @@ func TestHandlerPanicKeepsServing(t *testing.T) {
 }
 
 func TestDeadlineReachesServer(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
@@ -215,7 +254,7 @@ func TestDeadlineReachesServer(t *testing.T) {
 }
 
 func TestCancelReachesServer(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -232,7 +271,7 @@ func TestCancelReachesServer(t *testing.T) {
 }
 
 func TestTimeoutReachesServer(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -252,7 +291,7 @@ func TestTimeoutReachesServer(t *testing.T) {
 }
 
 func TestOutOfOrderResponses(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	// The first call blocks on the server until canceled; the others must
 	// complete in the meantime on the same connection.

@@ -29,7 +29,7 @@ func withOwned(kept chan<- *Request) func(*testServer) {
 }
 
 func TestCallIntoScatters(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	payload := make([]byte, 3<<20+17)
 	for i := range payload {
@@ -132,7 +132,7 @@ func withHere(ts *testServer) {
 // reading, or one that reads half, is an error or an answer like any
 // other, and the connection goes on serving.
 func TestTryHere(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{}, withHere)
+	ts := startServer(t, "mem", ServerConfig{}, withHere)
 	c := dial(t, ts.addr, DialOptions{})
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
 	for _, tc := range []struct {

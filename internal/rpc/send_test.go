@@ -15,7 +15,7 @@ import (
 // whatever order their replies are collected in, and a scattered reply
 // lands in the buffers given at Send.
 func TestSendThenWaitInAnyOrder(t *testing.T) {
-	for _, network := range []string{"tcp", "unix"} {
+	for _, network := range []string{"tcp", "unix", "mem"} {
 		t.Run(network, func(t *testing.T) {
 			ts := startServer(t, network, ServerConfig{})
 			c := dial(t, ts.addr, DialOptions{})
@@ -53,7 +53,7 @@ func TestSendThenWaitInAnyOrder(t *testing.T) {
 // A Pending whose Wait gives up tells the server to drop the request; the
 // connection goes on serving.
 func TestPendingWaitCanceled(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	p, err := c.Send(context.Background(), methodBlock, nil, nil, nil)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestPendingWaitCanceled(t *testing.T) {
 // A request sent on a connection the server then closes gets an error from
 // Wait, not a hang.
 func TestPendingFailsWhenServerCloses(t *testing.T) {
-	ts := startServer(t, "tcp", ServerConfig{})
+	ts := startServer(t, "mem", ServerConfig{})
 	c := dial(t, ts.addr, DialOptions{})
 	p, err := c.Send(context.Background(), methodBlock, nil, nil, nil)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestPendingFailsWhenServerCloses(t *testing.T) {
 func TestPollKeepsTheRequest(t *testing.T) {
 	const methodGate wire.Method = 120
 	gate := make(chan struct{})
-	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+	ts := startServer(t, "mem", ServerConfig{}, func(ts *testServer) {
 		ts.Handle(methodGate, func(ctx context.Context, req *Request) (*Response, error) {
 			<-gate
 			return &Response{Header: []byte("late")}, nil

@@ -75,7 +75,7 @@ func streamHdr(n, size uint32) []byte {
 }
 
 func TestStream(t *testing.T) {
-	for _, network := range []string{"tcp", "unix"} {
+	for _, network := range []string{"tcp", "unix", "mem"} {
 		t.Run(network, func(t *testing.T) {
 			ts := startStreamServer(t, network)
 			c := dial(t, ts.addr, DialOptions{})
@@ -141,7 +141,7 @@ func TestStreamFile(t *testing.T) {
 }
 
 func TestStreamErrors(t *testing.T) {
-	ts := startStreamServer(t, "tcp")
+	ts := startStreamServer(t, "mem")
 	c := dial(t, ts.addr, DialOptions{})
 	chunks := 0
 	count := func(_ []byte, r io.Reader, n uint64) error {
@@ -192,7 +192,7 @@ func TestStreamErrors(t *testing.T) {
 
 // A stream needs its connection to itself.
 func TestStreamExclusive(t *testing.T) {
-	ts := startStreamServer(t, "tcp")
+	ts := startStreamServer(t, "mem")
 	c := dial(t, ts.addr, DialOptions{})
 	errc := make(chan error, 1)
 	go func() {
@@ -244,7 +244,7 @@ func TestStreamExclusive(t *testing.T) {
 func TestResponseDone(t *testing.T) {
 	done := make(chan struct{})
 	buf := []byte("payload")
-	ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+	ts := startServer(t, "mem", ServerConfig{}, func(ts *testServer) {
 		ts.Handle(methodStreamFail+1, func(ctx context.Context, req *Request) (*Response, error) {
 			return &Response{Payload: [][]byte{buf}, Done: func() {
 				copy(buf, "garbage")

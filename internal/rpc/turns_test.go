@@ -26,7 +26,7 @@ func TestTurnsKeepArrivalOrder(t *testing.T) {
 	}
 	gate := make(chan struct{})
 	secondDeclined := make(chan bool, 1)
-	ts := startServer(t, "unix", ServerConfig{}, func(ts *testServer) {
+	ts := startServer(t, "mem", ServerConfig{}, func(ts *testServer) {
 		ts.Handle(methodTurns, func(ctx context.Context, req *Request) (*Response, error) {
 			defer req.Release()
 			if string(req.Header) == "first" {
