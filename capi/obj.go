@@ -262,13 +262,11 @@ func (l *Lib) objCreate(contID uint64, name string, propID uint64) (uint64, erro
 	if err != nil {
 		return 0, err
 	}
-	if len(props.Dims) == 0 {
-		return 0, fmt.Errorf("property %d has no dims: call PDCprop_set_obj_dims first: %w", propID, pdc.ErrInvalid)
+	if len(props.Dims) > 0 && !props.Type.Valid() {
+		return 0, fmt.Errorf("property %d has dims but no element type: call PDCprop_set_obj_type first: %w", propID, pdc.ErrInvalid)
 	}
-	if !props.Type.Valid() {
-		return 0, fmt.Errorf("property %d has no element type: call PDCprop_set_obj_type first: %w", propID, pdc.ErrInvalid)
-	}
-	if err := limits.Dims(fmt.Sprintf("object %q", name), props.Dims, props.Type.Size()); err != nil {
+	// A property that never had dims makes a shapeless object, as in PDC.
+	if err := limits.Shape(fmt.Sprintf("object %q", name), props.Dims, props.Type); err != nil {
 		return 0, err
 	}
 	var id uint64
@@ -363,8 +361,15 @@ func (h *handle) objWhat() string { return fmt.Sprintf("object %d (%q)", h.id, h
 // started and not waited, flushes what they wrote, and releases the
 // handle. Its transfers stay open until PDCregion_transfer_close; they can
 // no longer be started.
+//
+// Given a region id it closes the region, as PDC's does (its PDCobj_close
+// drops a reference to any id): PDC's VPIC-IO and BD-CATS programs close
+// their regions that way.
 func (l *Lib) ObjClose(id uint64) int {
 	return l.run(fmt.Sprintf("PDCobj_close(%d)", id), func() error {
+		if l.closeRegion(id) {
+			return nil
+		}
 		// The handle goes once this call holds the object: a close that
 		// gives up waiting for the calls ahead leaves it open.
 		return l.objDo(id, func(ctx context.Context, h *handle) error {

@@ -198,7 +198,11 @@ func TestObjects(t *testing.T) {
 		{func() uint64 { return p.ObjCreate(cont, "", prop) }, []string{"no object name"}},
 		{func() uint64 { return p.ObjCreate(prop, "x", prop) }, []string{"is a object property, not a container"}},
 		{func() uint64 { return p.ObjCreate(cont, "x", cont) }, []string{"is a container, not a object property"}},
-		{func() uint64 { return p.ObjCreate(cont, "x", p.PropCreate(capi.PropObjCreate, id)) }, []string{"has no dims"}},
+		{func() uint64 {
+			typeless := p.PropCreate(capi.PropObjCreate, id)
+			p.PropSetObjDims(typeless, 1, []uint64{4})
+			return p.ObjCreate(cont, "x", typeless)
+		}, []string{"has dims but no element type"}},
 		{func() uint64 { return p.ObjOpen("nothing", id) }, []string{"not found"}},
 		{func() uint64 { return p.ObjPutData("x", nil, 3, cont) }, []string{"no data"}},
 	} {
@@ -215,6 +219,60 @@ func TestObjects(t *testing.T) {
 		t.Fatal("deleted a container as an object")
 	}
 	p.wantLine(t, "is a container, not a object")
+}
+
+// A property whose dims and type were never set makes a shapeless object
+// (ndim 0, PDC_UNKNOWN), as in PDC, whose own object programs do that:
+// tags, open, info, delete and buf_retrieve work on it; region I/O fails,
+// naming the object.
+func TestShapelessObject(t *testing.T) {
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	id, cont, _ := objSetup(t, p, 4)
+	prop := p.PropCreate(capi.PropObjCreate, id)
+	buf := []byte("user data")
+	if prop == 0 || p.PropSetObjBuf(prop, unsafe.Pointer(&buf[0])) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	obj := p.ObjCreate(cont, "bare", prop)
+	if obj == 0 {
+		t.Fatalf("PDCobj_create with an unset property: %q", p.lines())
+	}
+	info, rc := p.ObjGetInfo(obj)
+	if rc != capi.Succeed || len(info.Prop.Dims) != 0 || info.Prop.Type != -1 || info.Name != "bare" {
+		t.Fatalf("info %+v rc %d: %q", info, rc, p.lines())
+	}
+	if got, rc := p.ObjBufRetrieve(obj); rc != capi.Succeed || got != unsafe.Pointer(&buf[0]) {
+		t.Fatalf("buf_retrieve %p rc %d, want %p", got, rc, &buf[0])
+	}
+	v := []byte{42, 0, 0, 0}
+	if p.ObjPutTag(obj, "step", unsafe.Pointer(&v[0]), pdcInt, 4) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	q := tc.node("node-b")
+	qobj := q.ObjOpen("bare", q.init(t))
+	if qobj == 0 {
+		t.Fatal(q.lines())
+	}
+	if tag, rc := q.ObjGetTag(qobj, "step"); rc != capi.Succeed || !tag.Found || tag.Value[0] != 42 {
+		t.Fatalf("tag from another process: %+v: %q", tag, q.lines())
+	}
+	q.ObjClose(qobj)
+	// Region I/O fails, naming the object.
+	data := make([]byte, 16)
+	r := p.RegionCreate(1, []uint64{0}, []uint64{4})
+	if x := p.TransferCreate(unsafe.Pointer(&data[0]), capi.AccessWrite, obj, r, r); x != 0 {
+		p.TransferClose(x)
+		t.Fatal("a transfer on a shapeless object was created")
+	}
+	p.wantLine(t, "PDCregion_transfer_create(", `object "bare" has no dims`)
+	if p.ObjDel(obj) != capi.Succeed || p.ObjClose(obj) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if q.ObjOpen("bare", q.init(t)) != 0 {
+		t.Fatal("opened a deleted object")
+	}
+	q.wantLine(t, "not found")
 }
 
 func i32s(n int, f func(i int) int32) []byte {
@@ -283,6 +341,12 @@ func TestRegionTransfers(t *testing.T) {
 			}
 		}
 	}
+
+	// PDCobj_close of a region closes it, as PDC's VPIC-IO does.
+	if reg := p.RegionCreate(1, []uint64{0}, []uint64{4}); reg == 0 || p.ObjClose(reg) != capi.Succeed || p.RegionClose(reg) != capi.Fail {
+		t.Fatalf("PDCobj_close of a region: %q", p.lines())
+	}
+	p.wantLine(t, "closed handle")
 
 	// start_all / wait_all over several transfers, and the region info.
 	box, rc := p.RegionGetInfo(r2)
@@ -365,7 +429,6 @@ func TestRegionTransfers(t *testing.T) {
 		want []string
 	}{
 		{func() int { return p.TransferWaitAll(ptrOf(ids), -3) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all(%p, -3): size -3 is negative", ptrOf(ids))}},
-		{func() int { return p.TransferStartAll(ptrOf(ids), 0) }, []string{fmt.Sprintf("PDCregion_transfer_start_all(%p, 0): no transfers", ptrOf(ids))}},
 		{func() int { return p.TransferStartAll(ptrOf(ids), 1<<30) }, []string{", 1073741824): size 1073741824 is over the limit of 16777216"}},
 		{func() int { return p.TransferWaitAll(nil, 2) }, []string{"PDCregion_transfer_wait_all(NULL, 2): transfer_request_id is NULL but size is 2"}},
 		{func() int { return p.TransferWaitAll(ptrOf(ids[:2]), 2) }, []string{fmt.Sprintf("PDCregion_transfer_wait_all([%d %d], 2): ", ids[0], ids[1]), "closed handle"}},
@@ -375,6 +438,12 @@ func TestRegionTransfers(t *testing.T) {
 		}
 		p.wantLine(t, c.want...)
 	}
+	// None at all succeeds, as in PDC, with an array or without.
+	if p.TransferStartAll(ptrOf(ids), 0) != capi.Succeed || p.TransferWaitAll(ptrOf(ids), 0) != capi.Succeed ||
+		p.TransferStartAll(nil, 0) != capi.Succeed || p.TransferWaitAll(nil, 0) != capi.Succeed {
+		t.Fatalf("start_all/wait_all of 0 transfers failed: %q", p.lines())
+	}
+	p.quiet(t)
 	nw := p.TransferCreate(unsafe.Pointer(&all[0]), capi.AccessWrite, obj, in, in)
 	if nw == 0 || p.TransferWait(nw) != capi.Fail {
 		t.Fatal("waited for a transfer never started")

@@ -101,8 +101,14 @@ func (l *Lib) delTag(call string, id uint64, name string, of tagsOf) int {
 		if err := checkTag(name); err != nil {
 			return err
 		}
-		return of(id, func(ctx context.Context, t tagged, _ func(context.Context) error) error {
-			return t.DeleteTag(ctx, name)
+		return of(id, func(ctx context.Context, t tagged, exists func(context.Context) error) error {
+			err := t.DeleteTag(ctx, name)
+			if errors.Is(err, pdc.ErrNotFound) && exists(ctx) == nil {
+				// PDC deletes a tag that is not set without a word, and
+				// programs written for it clean up that way.
+				return nil
+			}
+			return err
 		})
 	})
 }

@@ -24,10 +24,7 @@ func checkSpec(s *ObjectSpec) error {
 		return err
 	}
 	what, p := objectNamed(s.Name), &s.Props
-	if !p.Type.Valid() {
-		return fmt.Errorf("%s: unknown element type %d: %w", what, int32(p.Type), pdc.ErrInvalid)
-	}
-	if err := limits.Dims(what, p.Dims, p.Type.Size()); err != nil {
+	if err := limits.Shape(what, p.Dims, p.Type); err != nil {
 		return err
 	}
 	if p.Partition > RegionLocal {

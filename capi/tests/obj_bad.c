@@ -14,8 +14,9 @@ int main(void)
     uint64_t dims[2] = {4, 4}, zero2[2] = {0, 0}, two2[2] = {2, 2}, far[2] = {3, 3}, four = 4, zero = 0;
     CHECK(pdc == 1 && cprop == 2 && cont == 3 && prop == 4, "setup: %llu %llu %llu %llu", (unsigned long long)pdc,
           (unsigned long long)cprop, (unsigned long long)cont, (unsigned long long)prop);
-    CHECK(PDCobj_create(cont, "o", prop) == 0, "created without dims");
-    CHECK(PDCprop_set_obj_dims(prop, 2, dims) == SUCCEED && PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED, "props");
+    CHECK(PDCprop_set_obj_dims(prop, 2, dims) == SUCCEED, "dims");
+    CHECK(PDCobj_create(cont, "o", prop) == 0, "created with dims and no type");
+    CHECK(PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED, "type");
     pdcid_t obj = PDCobj_create(cont, "o", prop);
     CHECK(obj == 5, "obj %llu", (unsigned long long)obj);
     int buf[16] = {0};

@@ -133,6 +133,21 @@ func Dims(what any, dims []uint64, elem int) error {
 	return nil
 }
 
+// Shape checks a new object's dims and element type. An object with no
+// dims is shapeless: PDC creates one from a property whose dims and type
+// were never set (ndim 0, PDC_UNKNOWN), and its own test programs do. It
+// holds tags and metadata, and no data: region I/O on it fails. An object
+// with dims needs a known type, to size its elements.
+func Shape(what any, dims []uint64, t region.Type) error {
+	if len(dims) == 0 && (t == region.Unknown || t.Valid()) {
+		return nil
+	}
+	if !t.Valid() {
+		return fmt.Errorf("%s: unknown element type %d: %w", what, int32(t), pdc.ErrInvalid)
+	}
+	return Dims(what, dims, t.Size())
+}
+
 func formatDims(dims []uint64) string {
 	s := ""
 	for i, d := range dims {

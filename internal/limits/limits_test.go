@@ -124,3 +124,24 @@ func TestTagValue(t *testing.T) {
 		}
 	}
 }
+
+// An object with no dims is shapeless, with its type set or unknown (as
+// PDC makes one from an unset property); one with dims needs a type.
+func TestShape(t *testing.T) {
+	for _, c := range []struct {
+		dims []uint64
+		t    region.Type
+		want error
+	}{
+		{nil, region.Unknown, nil},
+		{nil, region.Int, nil},
+		{[]uint64{4}, region.Int, nil},
+		{[]uint64{4}, region.Unknown, pdc.ErrInvalid},
+		{nil, region.Type(99), pdc.ErrInvalid},
+		{[]uint64{0}, region.Int, pdc.ErrInvalid},
+	} {
+		if err := Shape("object", c.dims, c.t); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("Shape(%v, %v) = %v, want %v", c.dims, c.t, err, c.want)
+		}
+	}
+}

@@ -50,10 +50,7 @@ func checkDims(what any, dims []uint64, elem int) error {
 
 func checkProps(name string, p *wire.ObjectProps) error {
 	what := objectNamed(name)
-	if !region.Type(p.Type).Valid() {
-		return fmt.Errorf("%s: unknown element type %d: %w", what, p.Type, pdc.ErrInvalid)
-	}
-	if err := checkDims(what, p.Dims, region.Type(p.Type).Size()); err != nil {
+	if err := limits.Shape(what, p.Dims, region.Type(p.Type)); err != nil {
 		return err
 	}
 	if p.Partition > maxPartition {

@@ -166,6 +166,9 @@ func mulOK(a, b uint64) (uint64, bool) {
 // them up again before refusing: another client may have grown it.
 func (o *Object) CheckRemote(ctx context.Context, remote region.Box) error {
 	dims := o.Meta().Dims
+	if len(dims) == 0 {
+		return fmt.Errorf("object %q has no dims (it was created without dims or a type): it holds tags, not data: %w", o.Meta().Name, pdc.ErrInvalid)
+	}
 	if remote.Ndim() != len(dims) {
 		return fmt.Errorf("object %q: remote region %v has %d dims, the object %d: %w", o.Meta().Name, remote, remote.Ndim(), len(dims), pdc.ErrInvalid)
 	}

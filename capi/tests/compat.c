@@ -1,0 +1,103 @@
+/*
+ * compat: what PDC's own test programs expect of the API, where a stricter
+ * answer would make them fail (compare PDC's obj_life.c, obj_info.c,
+ * kvtag_add_get.c, vpicio.c and bdcats.c): an object made from a property
+ * whose dims and type were never set, transfers started and waited in
+ * batches of none, tags deleted that were not set, and regions closed
+ * through PDCobj_close.
+ */
+#include <unistd.h>
+
+#include "check.h"
+#include "pdc.h"
+
+/* A property never given dims or a type makes a shapeless object (ndim 0,
+ * PDC_UNKNOWN) that holds tags and metadata; region I/O on it fails. */
+static void test_shapeless(pdcid_t pdc, pdcid_t cont, const char *name)
+{
+    pdcid_t prop = PDCprop_create(PDC_OBJ_CREATE, pdc);
+    int     user = 7;
+    CHECK(prop != 0 && PDCprop_set_obj_buf(prop, &user) == SUCCEED, "property");
+    pdcid_t obj = PDCobj_create(cont, name, prop);
+    CHECK(obj != 0, "PDCobj_create from an unset property failed");
+
+    struct pdc_obj_info *info = PDCobj_get_info(obj);
+    CHECK(info != NULL, "PDCobj_get_info failed");
+    CHECK(info->obj_pt->ndim == 0 && info->obj_pt->type == PDC_UNKNOWN && strcmp(info->name, name) == 0,
+          "info: ndim %zu type %d name %s", info->obj_pt->ndim, info->obj_pt->type, info->name);
+    free(info);
+    void **buf = PDCobj_buf_retrieve(obj);
+    CHECK(buf != NULL && *buf == &user, "buf_retrieve: %p", buf ? *buf : NULL);
+
+    int step = 3;
+    CHECK(PDCobj_put_tag(obj, "step", &step, PDC_INT, sizeof step) == SUCCEED, "put_tag failed");
+    pdcid_t again = PDCobj_open(name, pdc);
+    CHECK(again != 0, "PDCobj_open failed");
+    void          *value = NULL;
+    pdc_var_type_t type  = PDC_UNKNOWN;
+    psize_t        size  = 0;
+    CHECK(PDCobj_get_tag(again, "step", &value, &type, &size) == SUCCEED, "get_tag failed");
+    CHECK(type == PDC_INT && size == sizeof step && *(int *)value == 3, "tag: type %d size %llu", type,
+          (unsigned long long)size);
+    free(value);
+    CHECK(PDCobj_close(again) == SUCCEED, "close");
+
+    /* Region I/O fails with a report naming the object (one line). */
+    uint64_t off = 0, len = 4;
+    int      data[4];
+    pdcid_t  reg = PDCregion_create(1, &off, &len);
+    CHECK(PDCregion_transfer_create(data, PDC_WRITE, obj, reg, reg) == 0, "a transfer on a shapeless object");
+    CHECK(PDCregion_close(reg) == SUCCEED, "region close");
+
+    CHECK(PDCobj_del(obj) == SUCCEED && PDCobj_close(obj) == SUCCEED, "delete");
+    CHECK(PDCprop_close(prop) == SUCCEED, "prop close");
+}
+
+/* start_all and wait_all of no transfers succeed, with an array or none. */
+static void test_no_transfers(void)
+{
+    pdcid_t ids[1] = {0};
+    CHECK(PDCregion_transfer_start_all(ids, 0) == SUCCEED, "start_all of 0 failed");
+    CHECK(PDCregion_transfer_wait_all(ids, 0) == SUCCEED, "wait_all of 0 failed");
+    CHECK(PDCregion_transfer_start_all(NULL, 0) == SUCCEED, "start_all(NULL, 0) failed");
+    CHECK(PDCregion_transfer_wait_all(NULL, 0) == SUCCEED, "wait_all(NULL, 0) failed");
+}
+
+/* Deleting a tag that is not set succeeds, on objects and containers. */
+static void test_del_unset_tags(pdcid_t pdc, pdcid_t cont, const char *name)
+{
+    pdcid_t  prop = PDCprop_create(PDC_OBJ_CREATE, pdc);
+    uint64_t dims = 8;
+    CHECK(PDCprop_set_obj_dims(prop, 1, &dims) == SUCCEED && PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED, "prop");
+    pdcid_t obj = PDCobj_create(cont, name, prop);
+    CHECK(obj != 0, "PDCobj_create failed");
+    CHECK(PDCobj_del_tag(obj, "never-set") == SUCCEED, "PDCobj_del_tag of a tag not set failed");
+    CHECK(PDCcont_del_tag(cont, "never-set") == SUCCEED, "PDCcont_del_tag of a tag not set failed");
+
+    /* PDCobj_close of a region closes it, as PDC's VPIC-IO does. */
+    uint64_t off = 0, len = 8;
+    pdcid_t  reg = PDCregion_create(1, &off, &len);
+    CHECK(reg != 0 && PDCobj_close(reg) == SUCCEED, "PDCobj_close of a region failed");
+
+    CHECK(PDCobj_del(obj) == SUCCEED && PDCobj_close(obj) == SUCCEED, "delete");
+    CHECK(PDCprop_close(prop) == SUCCEED, "prop close");
+}
+
+int main(void)
+{
+    char cname[64], shapeless[64], tagged[64];
+    snprintf(cname, sizeof cname, "compat-c-%d", (int)getpid());
+    snprintf(shapeless, sizeof shapeless, "compat-shapeless-%d", (int)getpid());
+    snprintf(tagged, sizeof tagged, "compat-tagged-%d", (int)getpid());
+    pdcid_t pdc  = PDCinit("compat");
+    CHECK(pdc != 0, "PDCinit failed");
+    pdcid_t cont = PDCcont_create(cname, PDCprop_create(PDC_CONT_CREATE, pdc));
+    CHECK(cont != 0, "PDCcont_create failed");
+    test_shapeless(pdc, cont, shapeless);
+    test_no_transfers();
+    test_del_unset_tags(pdc, cont, tagged);
+    CHECK(PDCcont_del(cont) == SUCCEED && PDCcont_close(cont) == SUCCEED, "container");
+    CHECK(PDCclose(pdc) == SUCCEED, "PDCclose failed");
+    printf("compat: ok\n");
+    return 0;
+}
