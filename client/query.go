@@ -2,13 +2,10 @@ package client
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
-
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/batch"
@@ -97,31 +94,10 @@ func (c *Client) Query(ctx context.Context, q string, opts ...QueryOption) ([]Ma
 	return c.finish(ctx, pq, q, o, r)
 }
 
-// queryResult is what a query has found so far.
-type queryResult struct {
-	ids     []uint64
-	names   map[uint64]string
-	flags   uint32
-	scanned bool // found by a scan (which has the names)
-}
-
-func (r *queryResult) add(ids []uint64, names []string, flags uint32) {
-	r.ids = append(r.ids, ids...)
-	r.flags |= flags
-	for i, n := range names {
-		if i < len(ids) {
-			if r.names == nil {
-				r.names = map[uint64]string{}
-			}
-			r.names[ids[i]] = n
-		}
-	}
-}
-
 // queryPart runs this rank's part of a query: of the servers a step asks,
 // those at positions p with p % size == rank (all of them for one rank).
 // servers are the metadata indexes a scan asks.
-func (c *Client) queryPart(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, servers []int, rank, size int) (*queryResult, error) {
+func (c *Client) queryPart(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, servers []int, rank, size int) (*tagindex.Result, error) {
 	if o.mode != modeScan {
 		r, err := c.indexQuery(ctx, pq, q, o, rank, size)
 		switch {
@@ -143,15 +119,15 @@ func (c *Client) queryPart(ctx context.Context, pq *tagindex.Query, q string, o 
 }
 
 // finish checks a range query's flags, sorts and names the result.
-func (c *Client) finish(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, r *queryResult) ([]Match, error) {
-	if pq.Range && r.flags&wire.QuerySawText != 0 && r.flags&wire.QuerySawNumber == 0 {
+func (c *Client) finish(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, r *tagindex.Result) ([]Match, error) {
+	if pq.Range && r.Flags&wire.QuerySawText != 0 && r.Flags&wire.QuerySawNumber == 0 {
 		return nil, fmt.Errorf("query %q: the tags of keys matching %q hold text, and a range (LO..HI) matches only numeric tags: %w",
 			q, pq.Key.String(), pdc.ErrInvalid)
 	}
-	slices.Sort(r.ids)
-	r.ids = slices.Compact(r.ids)
-	out := make([]Match, len(r.ids))
-	for i, id := range r.ids {
+	slices.Sort(r.IDs)
+	r.IDs = slices.Compact(r.IDs)
+	out := make([]Match, len(r.IDs))
+	for i, id := range r.IDs {
 		out[i].ID = id
 	}
 	if !o.names {
@@ -159,7 +135,7 @@ func (c *Client) finish(ctx context.Context, pq *tagindex.Query, q string, o que
 	}
 	missing := map[uint64]int{}
 	for i := range out {
-		if n, ok := r.names[out[i].ID]; ok {
+		if n, ok := r.Names[out[i].ID]; ok {
 			out[i].Name = n
 		} else {
 			missing[out[i].ID] = i
@@ -229,8 +205,8 @@ func (c *Client) queryCall(ctx context.Context, index int, tq *wire.TagQuery) (w
 }
 
 // scanQuery asks the given metadata servers to scan their tags.
-func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, servers []int) (*queryResult, error) {
-	r := &queryResult{scanned: true}
+func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, servers []int) (*tagindex.Result, error) {
+	r := &tagindex.Result{Scanned: true}
 	var mu sync.Mutex
 	err := batch.FanOut(servers, func(index int) error {
 		res, ids, names, err := c.queryCall(ctx, index, &wire.TagQuery{Query: q, Step: uint32(tagindex.StepScan), Names: o.names})
@@ -238,7 +214,7 @@ func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, server
 			return err
 		}
 		mu.Lock()
-		r.add(ids, names, res.Flags)
+		r.Add(ids, names, res.Flags)
 		mu.Unlock()
 		return nil
 	})
@@ -250,7 +226,7 @@ func (c *Client) scanQuery(ctx context.Context, q string, o queryOptions, server
 
 // indexQuery runs a query's index plan (this rank's part of it); errNoIndex
 // when the plan is a scan or a server keeps no index for it.
-func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, rank, size int) (*queryResult, error) {
+func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o queryOptions, rank, size int) (*tagindex.Result, error) {
 	c.query.mu.Lock()
 	noIndex, noSuffix := c.query.noIndex, c.query.noSuffix
 	c.query.mu.Unlock()
@@ -270,7 +246,7 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 			mine = append(mine, s)
 		}
 	}
-	run := &indexRun{c: c, q: q, noSuffix: noSuffix, r: &queryResult{}}
+	run := &indexRun{c: c, q: q, noSuffix: noSuffix, r: &tagindex.Result{}}
 	var keys []string
 	err := batch.FanOut(mine, func(index int) error {
 		strs, err := run.step(ctx, index, plan.First, plan.Terms)
@@ -306,7 +282,7 @@ type indexRun struct {
 	noSuffix bool
 
 	mu          sync.Mutex
-	r           *queryResult
+	r           *tagindex.Result
 	unsupported bool // a server keeps no index the plan needs
 }
 
@@ -323,7 +299,7 @@ func (run *indexRun) step(ctx context.Context, index int, st tagindex.Step, term
 		run.unsupported = true
 		return nil, nil
 	}
-	run.r.add(ids, nil, res.Flags)
+	run.r.Add(ids, nil, res.Flags)
 	return strs, nil
 }
 
@@ -467,25 +443,25 @@ func (c *Client) QueryCollective(ctx context.Context, q string, rank, size int, 
 	}
 	// Every rank takes the same path: if any rank had to scan, all scan.
 	r, perr := c.queryPart(ctx, pq, q, o, all, rank, size)
-	parts, err := gather(ctx, encodePart(r, perr, o.names))
+	parts, err := gather(ctx, tagindex.AppendPart(nil, r, perr != nil, o.names))
 	if err != nil {
 		return nil, fmt.Errorf("collective query %q: gather: %w", q, err)
 	}
-	merged, scanned, err := decodeParts(parts)
+	merged, scanned, err := tagindex.MergeParts(parts)
 	if err != nil {
 		return nil, fmt.Errorf("collective query %q: %w", q, err)
 	}
 	if perr != nil {
 		return nil, perr
 	}
-	if scanned && !merged.scanned && o.mode != modeScan {
+	if scanned && !merged.Scanned && o.mode != modeScan {
 		// Some ranks used the index and others scanned: scan everywhere.
 		o.mode = modeScan
 		r, perr = c.queryPart(ctx, pq, q, o, all, rank, size)
-		if parts, err = gather(ctx, encodePart(r, perr, o.names)); err != nil {
+		if parts, err = gather(ctx, tagindex.AppendPart(nil, r, perr != nil, o.names)); err != nil {
 			return nil, fmt.Errorf("collective query %q: gather: %w", q, err)
 		}
-		if merged, _, err = decodeParts(parts); err != nil {
+		if merged, _, err = tagindex.MergeParts(parts); err != nil {
 			return nil, fmt.Errorf("collective query %q: %w", q, err)
 		}
 		if perr != nil {
@@ -493,84 +469,4 @@ func (c *Client) QueryCollective(ctx context.Context, q string, rank, size int, 
 		}
 	}
 	return c.finish(ctx, pq, q, o, merged)
-}
-
-// encodePart encodes one rank's part: a status byte (0 ok, 1 failed, 2
-// scanned), flags, the ids, then the names (none unless asked for).
-func encodePart(r *queryResult, err error, names bool) []byte {
-	if err != nil {
-		return []byte{1}
-	}
-	st := byte(0)
-	if r.scanned {
-		st = 2
-	}
-	b := []byte{st}
-	b = protowire.AppendVarint(b, uint64(r.flags))
-	b = protowire.AppendVarint(b, uint64(len(r.ids)))
-	for _, id := range r.ids {
-		b = binary.LittleEndian.AppendUint64(b, id)
-	}
-	if !names || r.names == nil {
-		return protowire.AppendVarint(b, 0)
-	}
-	b = protowire.AppendVarint(b, uint64(len(r.ids)))
-	for _, id := range r.ids {
-		b = protowire.AppendString(b, r.names[id])
-	}
-	return b
-}
-
-// decodeParts merges the parts of every rank; anyScan says some rank
-// scanned. The merged result counts as scanned only if every rank did.
-func decodeParts(parts [][]byte) (m *queryResult, anyScan bool, err error) {
-	m = &queryResult{scanned: true}
-	bad := fmt.Errorf("malformed part: %w", pdc.ErrProtocol)
-	varint := func(p *[]byte) (uint64, bool) {
-		v, n := protowire.ConsumeVarint(*p)
-		if n < 0 {
-			return 0, false
-		}
-		*p = (*p)[n:]
-		return v, true
-	}
-	for _, p := range parts {
-		if len(p) == 0 {
-			return nil, false, bad
-		}
-		switch p[0] {
-		case 1:
-			return nil, false, fmt.Errorf("another rank's query failed: %w", pdc.ErrUnavailable)
-		case 2:
-			anyScan = true
-		default:
-			m.scanned = false
-		}
-		p = p[1:]
-		flags, ok1 := varint(&p)
-		count, ok2 := varint(&p)
-		if !ok1 || !ok2 || count > uint64(len(p))/8 {
-			return nil, false, bad
-		}
-		ids := make([]uint64, count)
-		for i := range ids {
-			ids[i] = binary.LittleEndian.Uint64(p[8*i:])
-		}
-		p = p[8*count:]
-		nn, ok := varint(&p)
-		if !ok || (nn != 0 && nn != count) {
-			return nil, false, bad
-		}
-		var names []string
-		for range nn {
-			s, n := protowire.ConsumeBytes(p)
-			if n < 0 {
-				return nil, false, bad
-			}
-			names = append(names, string(s))
-			p = p[n:]
-		}
-		m.add(ids, names, uint32(flags))
-	}
-	return m, anyScan, nil
 }
