@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,13 +270,13 @@ func (c *Client) Produce(ctx context.Context, paths ...string) ([]StagedFile, er
 }
 
 func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, paths []string) ([]StagedFile, error) {
-	recs := make([]wire.StageRecord, len(paths))
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
 			f.Close() // releases its lock
 		}
 	}()
+	recs := make([]wire.StageRecord, len(paths))
 	first := make(map[string]int, len(paths)) // the first index of each path
 	for i, p := range paths {
 		rel, abs, err := dir.Resolve(p)
@@ -291,41 +290,38 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 			continue
 		}
 		first[rel] = i
-		f, err := os.Open(abs)
+		f, rec, err := staging.OpenProduced(ctx, dir, rel, abs)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("produce %s: no such file in the producer dir %s: %w", rel, dir.Path, pdc.ErrNotFound)
-			}
 			return nil, fmt.Errorf("produce %s: %w", rel, err)
 		}
 		files = append(files, f)
-		if err := staging.Lock(ctx, f, true); err != nil {
-			return nil, fmt.Errorf("produce %s: %w", rel, err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", rel, err)
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("produce %s: not a regular file (%s): %w", rel, st.Mode().Type(), pdc.ErrInvalid)
-		}
-		crc, err := staging.FileCRC(f, st.Size())
-		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", rel, err)
-		}
-		recs[i] = wire.StageRecord{Path: rel, Owner: uint32(owner.Rank), Host: owner.Host, Size: uint64(st.Size()),
-			MtimeNS: st.ModTime().UnixNano(), Ino: staging.Inode(st), CRC: crc}
+		rec.Owner, rec.Host = uint32(owner.Rank), owner.Host
+		recs[i] = rec
 	}
+	if err := c.recordProduced(ctx, recs); err != nil {
+		return nil, err
+	}
+	out := make([]StagedFile, len(recs))
+	for i := range recs {
+		out[i] = c.staged(&recs[i])
+	}
+	return out, nil
+}
+
+// recordProduced records the produced files with the metadata servers
+// that own their paths, a batch per server, and puts the stored records,
+// versions assigned, in recs.
+func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) error {
 	groups := map[int][]int{}
 	for i := range recs {
 		rank, err := c.stageMeta(recs[i].Path)
 		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", recs[i].Path, err)
+			return fmt.Errorf("produce %s: %w", recs[i].Path, err)
 		}
 		groups[rank] = append(groups[rank], i)
 	}
 	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + 64 }
-	err := batch.InChunks(groups, size, func(rank int, part []int) error {
+	return batch.InChunks(groups, size, func(rank int, part []int) error {
 		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part))}
 		for j, i := range part {
 			in.Records[j] = recs[i]
@@ -342,14 +338,6 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StagedFile, len(recs))
-	for i := range recs {
-		out[i] = c.staged(&recs[i])
-	}
-	return out, nil
 }
 
 // stageRel turns a path given to Lookup into its record path: relative

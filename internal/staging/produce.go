@@ -1,0 +1,54 @@
+package staging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// OpenProduced opens the file rel of the producer dir dir (abs is its
+// path, from Resolve), takes its exclusive lock, so that no consume
+// copies it while it is described, and returns the file with the record
+// of what it holds: path, size, modification time, inode and CRC-32C.
+// The lock lasts until the caller closes the file, once the produce is
+// recorded; the caller sets the record's owner. On an error the file is
+// closed.
+func OpenProduced(ctx context.Context, dir Dir, rel, abs string) (*os.File, wire.StageRecord, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, wire.StageRecord{}, fmt.Errorf("no such file in the producer dir %s: %w", dir.Path, pdc.ErrNotFound)
+		}
+		return nil, wire.StageRecord{}, err
+	}
+	rec, err := describe(ctx, f, rel)
+	if err != nil {
+		f.Close()
+		return nil, wire.StageRecord{}, err
+	}
+	return f, rec, nil
+}
+
+// describe locks f and reads what its record says.
+func describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, error) {
+	if err := Lock(ctx, f, true); err != nil {
+		return wire.StageRecord{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return wire.StageRecord{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return wire.StageRecord{}, fmt.Errorf("not a regular file (%s): %w", st.Mode().Type(), pdc.ErrInvalid)
+	}
+	crc, err := FileCRC(f, st.Size())
+	if err != nil {
+		return wire.StageRecord{}, err
+	}
+	return wire.StageRecord{Path: rel, Size: uint64(st.Size()), MtimeNS: st.ModTime().UnixNano(), Ino: Inode(st), CRC: crc}, nil
+}
