@@ -275,12 +275,6 @@ func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) 
 	return res, nil
 }
 
-type queryHits struct {
-	hits uint64
-	idx  []uint64
-	vals []byte
-}
-
 func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*QueryResult, error) {
 	typ := o.meta().Props.Type
 	nodes, err := pred.encode(typ)
@@ -304,7 +298,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	var parts []queryHits
+	var parts []dataquery.Hits
 	if prog.MatchesZero() {
 		zero, err := zeroHits(area, pieces, dims, qo.ret, elem)
 		if err != nil {
@@ -317,7 +311,7 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		within = &wire.QueryBox{Off: area.Off, Size: area.Size}
 	}
 	calls := queryCalls(pieces)
-	got := make([]queryHits, len(calls))
+	got := make([]dataquery.Hits, len(calls))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, cl := range calls {
@@ -337,7 +331,8 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 		return nil, err
 	}
 	parts = append(parts, got...)
-	return mergeHits(out, parts, qo.ret, elem), nil
+	out.Hits, out.Selection, out.Values = dataquery.Merge(parts, qo.ret, elem)
+	return out, nil
 }
 
 // queryArea is the object's dims and the region a query covers: Within's,
@@ -364,7 +359,7 @@ func (o *Object) queryArea(ctx context.Context, qo dataQueryOptions) ([]uint64, 
 // zeroHits are the hits of a predicate zero satisfies among the elements
 // of area no data server holds (region dynamic and local: never written),
 // which are zeros; none if the pieces cover area.
-func zeroHits(area region.Box, pieces []transfer.Piece, dims []uint64, ret uint32, elem int) ([]queryHits, error) {
+func zeroHits(area region.Box, pieces []transfer.Piece, dims []uint64, ret uint32, elem int) ([]dataquery.Hits, error) {
 	var covered uint64
 	for _, pc := range pieces {
 		covered += pc.Box.Volume() // the pieces are disjoint
@@ -384,22 +379,22 @@ func zeroHits(area region.Box, pieces []transfer.Piece, dims []uint64, ret uint3
 		}
 		holes = next
 	}
-	var zero queryHits
+	var zero dataquery.Hits
 	for _, h := range holes {
-		zero.hits += h.Volume()
+		zero.N += h.Volume()
 		if ret >= wire.QuerySelection {
 			region.Runs(region.Shape(dims...), h, func(r region.Run) bool {
 				for i := r.Off; i < r.Off+r.Len; i++ {
-					zero.idx = append(zero.idx, i)
+					zero.Idx = append(zero.Idx, i)
 				}
 				return true
 			})
 		}
 	}
 	if ret == wire.QueryValues {
-		zero.vals = make([]byte, len(zero.idx)*elem)
+		zero.Vals = make([]byte, len(zero.Idx)*elem)
 	}
-	return []queryHits{zero}, nil
+	return []dataquery.Hits{zero}, nil
 }
 
 // queryCall is one DataQuery: boxes of one data slot on its server.
@@ -433,71 +428,26 @@ func queryCalls(pieces []transfer.Piece) []queryCall {
 	return calls
 }
 
-func (c *Client) dataQueryCall(ctx context.Context, server int, m *wire.DataQuery) (queryHits, error) {
+func (c *Client) dataQueryCall(ctx context.Context, server int, m *wire.DataQuery) (dataquery.Hits, error) {
 	conn, err := c.conn(ctx, server)
 	if err != nil {
-		return queryHits{}, err
+		return dataquery.Hits{}, err
 	}
 	rep, err := conn.Call(ctx, wire.MethodDataQuery, m.Marshal(nil), nil, nil)
 	if err != nil {
-		return queryHits{}, err
+		return dataquery.Hits{}, err
 	}
 	var res wire.DataQueryResult
 	if err := res.Unmarshal(rep.Header); err != nil {
-		return queryHits{}, fmt.Errorf("%s: %w", c.label(server), err)
+		return dataquery.Hits{}, fmt.Errorf("%s: %w", c.label(server), err)
 	}
 	want := m.Return >= wire.QuerySelection
 	if res.Selection != want || (m.Return == wire.QueryValues) != (res.ValueSize != 0) {
-		return queryHits{}, fmt.Errorf("%s: the answer does not carry what was asked: %w", c.label(server), pdc.ErrProtocol)
+		return dataquery.Hits{}, fmt.Errorf("%s: the answer does not carry what was asked: %w", c.label(server), pdc.ErrProtocol)
 	}
 	idx, vals, err := wire.ParseQueryResult(&res, rep.Payload)
 	if err != nil {
-		return queryHits{}, fmt.Errorf("%s: %w", c.label(server), err)
+		return dataquery.Hits{}, fmt.Errorf("%s: %w", c.label(server), err)
 	}
-	return queryHits{hits: res.Hits, idx: idx, vals: vals}, nil
-}
-
-// mergeHits puts the parts' hits together, sorted by linear index.
-func mergeHits(out *QueryResult, parts []queryHits, ret uint32, elem int) *QueryResult {
-	n := 0
-	for _, p := range parts {
-		out.Hits += p.hits
-		n += len(p.idx)
-	}
-	if ret < wire.QuerySelection {
-		return out
-	}
-	out.Selection = make([]uint64, 0, n)
-	if ret < wire.QueryValues {
-		for _, p := range parts {
-			out.Selection = append(out.Selection, p.idx...)
-		}
-		slices.Sort(out.Selection)
-		return out
-	}
-	type hit struct {
-		idx uint64
-		val []byte
-	}
-	hits := make([]hit, 0, n)
-	for _, p := range parts {
-		for i, x := range p.idx {
-			hits = append(hits, hit{x, p.vals[i*elem : (i+1)*elem]})
-		}
-	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		switch {
-		case a.idx < b.idx:
-			return -1
-		case a.idx > b.idx:
-			return 1
-		}
-		return 0
-	})
-	out.Values = make([]byte, 0, n*elem)
-	for _, h := range hits {
-		out.Selection = append(out.Selection, h.idx)
-		out.Values = append(out.Values, h.val...)
-	}
-	return out
+	return dataquery.Hits{N: res.Hits, Idx: idx, Vals: vals}, nil
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"errors"
-	"slices"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -52,24 +51,5 @@ func TestPredEncode(t *testing.T) {
 	}
 	if _, err := WhereTyped(EQ, region.Int16, []byte{0}); !errors.Is(err, pdc.ErrInvalid) {
 		t.Fatalf("short value: %v", err)
-	}
-}
-
-func TestMergeHits(t *testing.T) {
-	parts := []queryHits{
-		{hits: 2, idx: []uint64{9, 3}, vals: []byte{9, 3}},
-		{hits: 3, idx: []uint64{1, 12, 4}, vals: []byte{1, 12, 4}},
-	}
-	r := mergeHits(&QueryResult{}, parts, wire.QueryValues, 1)
-	if r.Hits != 5 || !slices.Equal(r.Selection, []uint64{1, 3, 4, 9, 12}) || !slices.Equal(r.Values, []byte{1, 3, 4, 9, 12}) {
-		t.Fatalf("%+v", r)
-	}
-	r = mergeHits(&QueryResult{}, parts, wire.QuerySelection, 1)
-	if !slices.Equal(r.Selection, []uint64{1, 3, 4, 9, 12}) || r.Values != nil {
-		t.Fatalf("%+v", r)
-	}
-	r = mergeHits(&QueryResult{}, parts, wire.QueryCount, 1)
-	if r.Hits != 5 || r.Selection != nil {
-		t.Fatalf("%+v", r)
 	}
 }
