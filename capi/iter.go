@@ -1,8 +1,10 @@
 package capi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/pdcgo/pdc"
@@ -10,14 +12,15 @@ import (
 )
 
 // Iterators: PDCcont_iter_* and PDCobj_iter_*. An iterator is a handle
-// (kindIter) holding a cursor over the servers' containers, or over a
-// container's objects, and its current item; the C side holds its id,
-// never a Go pointer. A cursor holds a page per metadata server, not the
-// listing: iterating over a container of millions of objects takes
-// bounded memory. It is not a snapshot: what is created or deleted while
-// it walks may be listed or not, never twice. The C side ends the
-// iterator when iter_next passes the last item; one abandoned before goes
-// with its connection (PDCclose).
+// (kindIter) holding the container handles this process had open when it
+// started (PDC's container iterator walks its handle list, not the
+// cluster's containers), or a cursor over a container's objects, and its
+// current item; the C side holds its id, never a Go pointer. A cursor
+// holds a page per metadata server, not the listing: iterating over a
+// container of millions of objects takes bounded memory. It is not a
+// snapshot: what is created or deleted while it walks may be listed or
+// not, never twice. The C side ends the iterator when iter_next passes the
+// last item; one abandoned before goes with its connection (PDCclose).
 
 // kindIter is set apart from the kinds in handles.go.
 const kindIter kind = 64
@@ -28,11 +31,13 @@ type iterState struct {
 	// mu is held by a call that moves the cursor: it may wait on servers,
 	// so it is not Lib.mu. cur and the cursors are guarded by it.
 	mu    sync.Mutex
-	conts *client.Cursor[client.ContainerInfo]
+	conts []ContInfo // the container handles, newest first, as PDC
 	objs  *client.Cursor[client.ObjectInfo]
+	// servers is the cluster's size, for PDCServer.
+	servers int
 	// isObj says which kind of item it walks; cont or obj is the current.
 	isObj bool
-	cont  client.ContainerInfo
+	cont  ContInfo
 	obj   client.ObjectInfo
 }
 
@@ -40,21 +45,26 @@ type iterState struct {
 func (s *iterState) next(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.isObj {
+		if len(s.conts) == 0 {
+			return false, nil
+		}
+		s.cont, s.conts = s.conts[0], s.conts[1:]
+		return true, nil
+	}
 	var ok bool
 	var err error
-	if s.isObj {
-		s.obj, ok, err = s.objs.Next(ctx)
-	} else {
-		s.cont, ok, err = s.conts.Next(ctx)
-	}
+	s.obj, ok, err = s.objs.Next(ctx)
 	return ok, err
 }
 
-// ContIterStart is PDCcont_iter_start: an iterator over every container of
-// the cluster, by name, through the oldest open connection (PDC's names
-// none), at its first container. It returns the iterator's id and
-// Succeed; with no container it registers nothing and returns id 0; on
-// failure, 0 and Fail.
+// ContIterStart is PDCcont_iter_start: an iterator over the container
+// handles this process has open, one entry per handle (two opens of one
+// container are two entries with the same meta id), newest first, as
+// PDC's walks its list of container ids. The cluster's containers are
+// listed by `pdc cont ls` and the Go API's ContainerCursor. It returns the
+// iterator's id and Succeed; with no container open it registers nothing
+// and returns id 0; on failure, 0 and Fail.
 func (l *Lib) ContIterStart() (uint64, int) {
 	var id uint64
 	rc := l.run("PDCcont_iter_start()", func() error {
@@ -62,11 +72,25 @@ func (l *Lib) ContIterStart() (uint64, int) {
 		if err != nil {
 			return err
 		}
-		s := &iterState{conts: p.c.ContainerCursor()}
+		s := &iterState{conts: l.openConts()}
 		id, err = l.startIter(p, s)
 		return err
 	})
 	return id, rc
+}
+
+// openConts describes the open container handles, newest first.
+func (l *Lib) openConts() []ContInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ContInfo
+	for id, h := range l.mu.handles {
+		if h.kind == kindCont {
+			out = append(out, ContInfo{Name: h.cont.Name(), LocalID: id, MetaID: h.cont.ID()})
+		}
+	}
+	slices.SortFunc(out, func(a, b ContInfo) int { return cmp.Compare(b.LocalID, a.LocalID) })
+	return out
 }
 
 // ObjIterStart is PDCobj_iter_start: an iterator over the container's
@@ -78,7 +102,7 @@ func (l *Lib) ObjIterStart(contID uint64) (uint64, int) {
 		var s *iterState
 		var p *conn
 		err := l.contDo(contID, func(ctx context.Context, h *handle) error {
-			s, p = &iterState{isObj: true, objs: h.cont.ObjectCursor()}, h.conn
+			s, p = &iterState{isObj: true, objs: h.cont.ObjectCursor(), servers: len(h.conn.c.Servers())}, h.conn
 			return nil
 		})
 		if err != nil {
@@ -135,8 +159,8 @@ func (l *Lib) iterItem(id uint64, fn func(s *iterState) error) error {
 	return fn(h.iter)
 }
 
-// ContIterInfo is PDCcont_iter_get_info: the iterator's current container;
-// LocalID is this process's oldest open handle to it, 0 if none.
+// ContIterInfo is PDCcont_iter_get_info: the iterator's current container
+// handle (LocalID), as it was when the iterator started.
 func (l *Lib) ContIterInfo(id uint64) (ContInfo, int) {
 	var info ContInfo
 	rc := l.run(fmt.Sprintf("PDCcont_iter_get_info(iterator %d)", id), func() error {
@@ -144,11 +168,7 @@ func (l *Lib) ContIterInfo(id uint64) (ContInfo, int) {
 			if s.isObj {
 				return fmt.Errorf("iterator %d is over objects (PDCobj_iter_start), not containers: %w", id, pdc.ErrInvalid)
 			}
-			c := s.cont
-			l.mu.Lock()
-			local, _ := l.openContLocked(c.Name, nil)
-			l.mu.Unlock()
-			info = ContInfo{Name: c.Name, LocalID: local, MetaID: c.ID}
+			info = s.cont
 			return nil
 		})
 	})
@@ -179,6 +199,7 @@ func (l *Lib) ObjIterInfo(id uint64) (ObjInfo, int) {
 			l.mu.Unlock()
 			p := o.Props
 			info = ObjInfo{Name: o.Name, MetaID: o.ID, LocalID: local, MetaServer: o.Server,
+				PDCMetaServer: PDCServer(o.Name, p.TimeStep, s.servers),
 				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
 			return nil
 		})

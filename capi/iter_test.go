@@ -28,29 +28,34 @@ func TestIterators(t *testing.T) {
 		}
 	}
 
+	// The container handles this process has open, newest first, one
+	// entry per handle (PDC's semantics): a second open of "c" is listed
+	// too, with the same meta id.
+	again := p.ContOpen("c", pid)
+	if again == 0 {
+		t.Fatal(p.lines())
+	}
 	it, rc := p.ContIterStart()
 	if it == 0 || rc != capi.Succeed {
 		t.Fatalf("ContIterStart: %d, %d: %q", it, rc, p.lines())
 	}
-	var names []string
+	var got []capi.ContInfo
 	for more := true; more; more = p.IterNext(it) {
 		info, rc := p.ContIterInfo(it)
 		if rc != capi.Succeed || info.MetaID == 0 {
 			t.Fatalf("ContIterInfo: %+v: %q", info, p.lines())
 		}
-		if want := map[string]uint64{"c": cont, "empty": empty}[info.Name]; info.LocalID != want {
-			t.Errorf("container %s: local id %d, want %d", info.Name, info.LocalID, want)
-		}
-		names = append(names, info.Name)
-		if len(names) == 1 {
-			// Not a snapshot: a container made meanwhile may be listed
-			// (here not: each server's page was fetched at the start).
+		got = append(got, info)
+		if len(got) == 1 {
+			// A container opened meanwhile is not listed: the handles
+			// were taken at the start.
 			p.ContCreate("later", cprop)
 		}
 	}
 	p.quiet(t)
-	if !slices.Equal(names, []string{"c", "empty"}) {
-		t.Errorf("containers %q, want [c empty]", names)
+	if len(got) != 3 || got[0].Name != "c" || got[0].LocalID != again || got[1].Name != "empty" || got[1].LocalID != empty ||
+		got[2].Name != "c" || got[2].LocalID != cont || got[0].MetaID != got[2].MetaID {
+		t.Errorf("containers %+v, want c (handle %d), empty (%d), c (%d), c's two with one meta id", got, again, empty, cont)
 	}
 	// Past the end the iterator is gone.
 	if _, rc := p.ContIterInfo(it); rc != capi.Fail {

@@ -397,8 +397,26 @@ type ObjInfo struct {
 	Name       string
 	MetaID     uint64
 	LocalID    uint64
-	MetaServer int
-	Prop       ObjProp
+	MetaServer int // server_id: the rank that holds its metadata
+	// PDCMetaServer is metadata_server_id as PDC computes it (PDCServer),
+	// which programs written for PDC print or check.
+	PDCMetaServer uint32
+	Prop          ObjProp
+}
+
+// PDCServer is the metadata server PDC places an object on: the djb2
+// hash of its name plus its time step, modulo the number of servers
+// (PDC_get_hash_by_name in PDC's client). PDC hashes the name's bytes as
+// signed chars, as C's char is on x86.
+func PDCServer(name string, timeStep uint32, servers int) uint32 {
+	if servers <= 0 {
+		return 0
+	}
+	h := uint32(5381)
+	for i := 0; i < len(name); i++ {
+		h = h*33 + uint32(int32(int8(name[i])))
+	}
+	return (h + timeStep) % uint32(servers)
 }
 
 // ObjGetInfo is PDCobj_get_info: the object's metadata as its server has
@@ -413,6 +431,7 @@ func (l *Lib) ObjGetInfo(id uint64) (ObjInfo, int) {
 			}
 			p := info.Props
 			out = ObjInfo{Name: info.Name, MetaID: info.ID, LocalID: id, MetaServer: info.Server,
+				PDCMetaServer: PDCServer(info.Name, p.TimeStep, len(h.conn.c.Servers())),
 				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
 			return nil
 		})

@@ -571,3 +571,49 @@ func TestConcurrentTransfers(t *testing.T) {
 		t.Fatal(p.lines())
 	}
 }
+
+// metadata_server_id is PDC's placement: djb2 of the name (bytes as
+// signed chars) plus the time step, modulo the servers. The figures are
+// worked out by hand from PDC's pdc_hash_djb2.
+func TestPDCServer(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		step     uint32
+		servers  int
+		want     uint32
+		wantHash uint32
+	}{
+		{"abc", 0, 3, 0, 193485963},
+		{"obj-7", 5, 4, 1, 269428260},
+		{"caf\xc3\xa9", 2, 5, 2, 255153275},
+		{"x", 0, 1, 0, 177693},
+		{"x", 0, 0, 0, 177693},
+	} {
+		if got := capi.PDCServer(c.name, c.step, c.servers); got != c.want {
+			t.Errorf("PDCServer(%q, %d, %d) = %d, want %d", c.name, c.step, c.servers, got, c.want)
+		}
+		if got := capi.PDCServer(c.name, 0, 1<<31); got != c.wantHash%(1<<31) {
+			t.Errorf("hash of %q = %d, want %d", c.name, got, c.wantHash)
+		}
+	}
+	// Through PDCobj_get_info, on a cluster of two.
+	tc := startCluster(t, "node-a", "node-b")
+	p := tc.node("node-a")
+	id, cont, _ := objSetup(t, p, 4)
+	for i := range 6 {
+		prop := p.PropCreate(capi.PropObjCreate, id)
+		name := fmt.Sprintf("placed-%d", i)
+		if p.PropSetObjDims(prop, 1, []uint64{4}) != capi.Succeed || p.PropSetObjType(prop, pdcInt) != capi.Succeed ||
+			p.PropSetObjTimeStep(prop, uint32(i)) != capi.Succeed {
+			t.Fatal(p.lines())
+		}
+		obj := p.ObjCreate(cont, name, prop)
+		info, rc := p.ObjGetInfo(obj)
+		if obj == 0 || rc != capi.Succeed {
+			t.Fatal(p.lines())
+		}
+		if want := capi.PDCServer(name, uint32(i), 2); info.PDCMetaServer != want {
+			t.Errorf("%s: metadata_server_id %d, want %d", name, info.PDCMetaServer, want)
+		}
+	}
+}

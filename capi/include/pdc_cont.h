@@ -173,26 +173,26 @@ perr_t PDCcont_del_tag(pdcid_t cont, const char *tag_name);
 perr_t PDCcont_close(pdcid_t cont);
 
 /*
- * Container iterators. PDCcont_iter_start returns a handle at the first
- * container of the cluster, by name (through the oldest open connection),
- * or NULL if there are none or on failure (which prints why).
- * PDCcont_iter_null is true for NULL: the end. PDCcont_iter_next moves the
- * handle on and returns it; past the last container, or on a failure
- * (which prints why), it frees the handle and returns NULL.
- * PDCcont_iter_get_info returns what PDCcont_get_info does (malloc'd:
- * free(info->name); free(info)) for the handle's container; local_id is
- * this process's open handle to it, 0 if none.
+ * Container iterators. PDCcont_iter_start returns a handle at the first of
+ * the container handles this process has open (PDCcont_create, _open,
+ * _get_id), newest first, one entry per handle as in PDC: two opens of one
+ * container are two entries with the same meta_id. It returns NULL if
+ * none is open or on failure (which prints why). (`pdc cont ls` lists the
+ * cluster's containers.) PDCcont_iter_null is true for NULL: the end.
+ * PDCcont_iter_next moves the handle on and returns it; past the last
+ * container, or on a failure (which prints why), it frees the handle and
+ * returns NULL. PDCcont_iter_get_info returns the handle's container
+ * (malloc'd: free(info->name); free(info)), with local_id its handle.
  *
  *     for (cont_handle *h = PDCcont_iter_start(); !PDCcont_iter_null(h); h = PDCcont_iter_next(h)) ...
  *
- * An iterator fetches the listing from the servers a page at a time as it
- * moves: it holds a few hundred KiB however many there are. It is not a
- * snapshot: a container created or deleted meanwhile may be listed or not,
- * but none is listed twice. An iteration left before its end keeps its
- * page until PDCclose of that connection (the handle itself, 8 bytes, is
- * not freed).
+ * The handles are taken when the iterator starts: a container opened
+ * meanwhile is not listed. An iteration left before its end keeps its
+ * list until PDCclose of that connection (the handle itself, 8 bytes, is
+ * not freed). PDCcont_iter_start is declared without a parameter list, as
+ * in PDC, so that programs passing it their pdc id compile; it takes none.
  */
-cont_handle *PDCcont_iter_start(void);
+cont_handle *PDCcont_iter_start();
 pbool_t PDCcont_iter_null(cont_handle *chandle);
 cont_handle *PDCcont_iter_next(cont_handle *chandle);
 struct pdc_cont_info *PDCcont_iter_get_info(cont_handle *chandle);

@@ -11,6 +11,12 @@
 #include "pdc_public.h"
 #include "pdc_prop.h"
 
+/*
+ * An object's metadata. server_id is the rank of the server that holds
+ * it; metadata_server_id is the server PDC would place it on (the djb2
+ * hash of its name plus its time step, modulo the number of servers), so
+ * that programs written for PDC that print or check it agree with PDC.
+ */
 struct pdc_obj_info {
     char                *name;
     pdcid_t              meta_id;

@@ -126,10 +126,10 @@ func pdcgo_obj_del(id C.uint64_t) C.int { return C.int(lib.ObjDel(uint64(id))) }
 // frees them).
 //
 //export pdcgo_obj_get_info
-func pdcgo_obj_get_info(id C.uint64_t, name **C.char, metaID *C.uint64_t, server *C.int, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
+func pdcgo_obj_get_info(id C.uint64_t, name **C.char, metaID *C.uint64_t, server *C.int, pdcServer *C.uint32_t, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
 	info, rc := lib.ObjGetInfo(uint64(id))
 	if rc == capi.Succeed {
-		*name, *metaID, *server = C.CString(info.Name), C.uint64_t(info.MetaID), C.int(info.MetaServer)
+		*name, *metaID, *server, *pdcServer = C.CString(info.Name), C.uint64_t(info.MetaID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
 		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)
 		*typ, *part, *cons = C.int(info.Prop.Type), C.int(info.Prop.Partition), C.int(info.Prop.Consistency)
 	}

@@ -79,10 +79,10 @@ func pdcgo_cont_iter_get_info(id C.uint64_t, localID, metaID *C.uint64_t, outNam
 // none.
 //
 //export pdcgo_obj_iter_get_info
-func pdcgo_obj_iter_get_info(id C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
+func pdcgo_obj_iter_get_info(id C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, pdcServer *C.uint32_t, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
 	info, rc := lib.ObjIterInfo(uint64(id))
 	if rc == capi.Succeed {
-		*name, *metaID, *localID, *server = C.CString(info.Name), C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer)
+		*name, *metaID, *localID, *server, *pdcServer = C.CString(info.Name), C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
 		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)
 		*typ, *part, *cons = C.int(info.Prop.Type), C.int(info.Prop.Partition), C.int(info.Prop.Consistency)
 	}

@@ -98,7 +98,8 @@ struct pdc_obj_info *PDCobj_get_info(pdcid_t obj)
     uint64_t  meta_id = 0, *dims = NULL;
     int       server = 0, type = PDC_UNKNOWN, part = 0, cons = 0;
     size_t    ndim = 0;
-    if (pdcgo_obj_get_info(obj, &name, &meta_id, &server, &ndim, &dims, &type, &part, &cons) != SUCCEED)
+    uint32_t  pdc_server = 0;
+    if (pdcgo_obj_get_info(obj, &name, &meta_id, &server, &pdc_server, &ndim, &dims, &type, &part, &cons) != SUCCEED)
         return NULL;
     size_t               nlen = strlen(name) + 1;
     struct pdc_obj_info *info = malloc(sizeof *info + sizeof(struct pdc_obj_prop) + ndim * sizeof(uint64_t) + nlen);
@@ -115,7 +116,7 @@ struct pdc_obj_info *PDCobj_get_info(pdcid_t obj)
     info->meta_id            = meta_id;
     info->local_id           = obj;
     info->server_id          = server;
-    info->metadata_server_id = (uint32_t)server;
+    info->metadata_server_id = pdc_server;
     free(name);
     free(dims);
     return info;

@@ -134,8 +134,9 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
     uint64_t  meta_id = 0, local_id = 0, *dims = NULL;
     int       server = 0, type = PDC_UNKNOWN, part = 0, cons = 0;
     size_t    ndim = 0;
-    if (pdcgo_obj_iter_get_info(ohandle->id, &name, &meta_id, &local_id, &server, &ndim, &dims, &type,
-                                &part, &cons) != SUCCEED)
+    uint32_t  pdc_server = 0;
+    if (pdcgo_obj_iter_get_info(ohandle->id, &name, &meta_id, &local_id, &server, &pdc_server, &ndim, &dims,
+                                &type, &part, &cons) != SUCCEED)
         return NULL;
     /* One block, as PDCobj_get_info: info, prop, dims, name. */
     size_t               nlen = strlen(name) + 1;
@@ -161,7 +162,7 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
     info->meta_id            = meta_id;
     info->local_id           = local_id;
     info->server_id          = server;
-    info->metadata_server_id = (uint32_t)server;
+    info->metadata_server_id = pdc_server;
     free(name);
     free(dims);
     return info;

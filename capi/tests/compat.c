@@ -3,8 +3,10 @@
  * answer would make them fail (compare PDC's obj_life.c, obj_info.c,
  * kvtag_add_get.c, vpicio.c and bdcats.c): an object made from a property
  * whose dims and type were never set, transfers started and waited in
- * batches of none, tags deleted that were not set, and regions closed
- * through PDCobj_close.
+ * batches of none, tags deleted that were not set, regions closed
+ * through PDCobj_close, and the container iterator over this process's
+ * handles, started with an argument, and metadata_server_id as PDC
+ * places objects.
  */
 #include <unistd.h>
 
@@ -83,6 +85,62 @@ static void test_del_unset_tags(pdcid_t pdc, pdcid_t cont, const char *name)
     CHECK(PDCprop_close(prop) == SUCCEED, "prop close");
 }
 
+/* PDCcont_iter_start takes the pdc id in PDC's programs (its header has
+ * no parameter list); it walks this process's container handles, one
+ * entry per handle, as PDC's does. */
+static void test_cont_iter(pdcid_t pdc, pdcid_t cont, const char *cname)
+{
+    pdcid_t again = PDCcont_open(cname, pdc);
+    CHECK(again != 0 && again != cont, "PDCcont_open failed");
+    int      n = 0, ours = 0;
+    uint64_t meta[2];
+    for (cont_handle *h = PDCcont_iter_start(pdc); !PDCcont_iter_null(h); h = PDCcont_iter_next(h), n++) {
+        struct pdc_cont_info *info = PDCcont_iter_get_info(h);
+        CHECK(info != NULL, "PDCcont_iter_get_info failed");
+        if (strcmp(info->name, cname) == 0) {
+            CHECK(ours < 2, "container %s listed more than twice", cname);
+            CHECK(info->local_id == (ours == 0 ? again : cont), "entry %d: local id %llu", ours,
+                  (unsigned long long)info->local_id);
+            meta[ours++] = info->meta_id;
+        }
+        free(info->name);
+        free(info);
+    }
+    CHECK(n == 2 && ours == 2 && meta[0] == meta[1], "%d entries, %d of them ours", n, ours);
+    CHECK(PDCcont_close(again) == SUCCEED, "close");
+}
+
+/* djb2 is PDC's pdc_hash_djb2: over the name's chars, signed on x86. */
+static uint32_t djb2(const char *name)
+{
+    uint32_t h = 5381, c;
+    while ((c = (uint32_t)*name++))
+        h = ((h << 5) + h) + c;
+    return h;
+}
+
+/* metadata_server_id is where PDC places the object: djb2 of its name
+ * plus its time step, modulo the servers (two in run.sh). */
+static void test_metadata_server_id(pdcid_t pdc, pdcid_t cont)
+{
+    for (uint32_t step = 0; step < 4; step++) {
+        char name[64];
+        snprintf(name, sizeof name, "compat-placed-%d-%u", (int)getpid(), step);
+        pdcid_t  prop = PDCprop_create(PDC_OBJ_CREATE, pdc);
+        uint64_t dims = 4;
+        CHECK(PDCprop_set_obj_dims(prop, 1, &dims) == SUCCEED && PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED &&
+                  PDCprop_set_obj_time_step(prop, step) == SUCCEED,
+              "prop");
+        pdcid_t              obj  = PDCobj_create(cont, name, prop);
+        struct pdc_obj_info *info = obj ? PDCobj_get_info(obj) : NULL;
+        CHECK(info != NULL, "create or info of %s failed", name);
+        CHECK(info->metadata_server_id == (djb2(name) + step) % 2, "%s: metadata_server_id %u, want %u", name,
+              info->metadata_server_id, (djb2(name) + step) % 2);
+        free(info);
+        CHECK(PDCobj_del(obj) == SUCCEED && PDCobj_close(obj) == SUCCEED && PDCprop_close(prop) == SUCCEED, "delete");
+    }
+}
+
 int main(void)
 {
     char cname[64], shapeless[64], tagged[64];
@@ -96,6 +154,8 @@ int main(void)
     test_shapeless(pdc, cont, shapeless);
     test_no_transfers();
     test_del_unset_tags(pdc, cont, tagged);
+    test_cont_iter(pdc, cont, cname);
+    test_metadata_server_id(pdc, cont);
     CHECK(PDCcont_del(cont) == SUCCEED && PDCcont_close(cont) == SUCCEED, "container");
     CHECK(PDCclose(pdc) == SUCCEED, "PDCclose failed");
     printf("compat: ok\n");

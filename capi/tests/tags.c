@@ -101,7 +101,7 @@ static void test_iter(pdcid_t pdc)
     for (int i = 0; i < 3; i++)
         CHECK((objs[i] = PDCobj_create(cont, names[i], prop)) != 0, "PDCobj_create %s failed", names[i]);
 
-    /* Every container: ours among them, with our handles. */
+    /* The containers this process has open, with our handles. */
     int found = 0, total = 0;
     for (cont_handle *h = PDCcont_iter_start(); !PDCcont_iter_null(h); h = PDCcont_iter_next(h)) {
         struct pdc_cont_info *info = PDCcont_iter_get_info(h);
