@@ -130,12 +130,21 @@ func (c *testCluster) deleteCont(cont uint64) {
 // crash drops every service as kill -9 would, then opens them again.
 func (c *testCluster) crashAndReopen() {
 	for _, s := range c.svcs {
-		s.StopStageWaits()
-		s.ix.ob.Close()
-		s.st.Crash()
+		crash(s)
 	}
 	c.svcs = nil
 	c.open()
+}
+
+// crash drops s as kill -9 would: its goroutines stop, as a dead
+// process's do, and its store keeps only what was committed, with no
+// final flush or log reset.
+func crash(s *Service) {
+	s.StopStageWaits()
+	s.tombs.close()
+	s.ix.ob.Close()
+	s.ix.post.Close()
+	s.st.Crash()
 }
 
 // keys returns the keys with prefix p on every server.

@@ -153,8 +153,7 @@ func TestStageRecordsSurviveReopen(t *testing.T) {
 	s := open()
 	produceOn(t, s, "kept", "kept")
 	// No Close: the process dies; the log holds the records.
-	s.ix.ob.Close()
-	s.st.Crash()
+	crash(s)
 	s2 := open()
 	defer s2.Close()
 	r, err := lookupOn(s2, "kept")

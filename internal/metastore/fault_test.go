@@ -161,6 +161,7 @@ func storeFaultCase(t *testing.T, name string, r vfs.Rule, d Durability) (inject
 		// Pebble's MANIFEST could not be synced: the store takes no writes
 		// until a restart, which finds everything acknowledged. The stuck
 		// store is left as a dead process would leave it.
+		leaveStuck()
 		s2 := mustOpenFS(t, mem.Clone(), d)
 		checkAcked(t, s2, acked, name+": after the restart a failed MANIFEST fsync asks for")
 		s2.close()
