@@ -39,7 +39,7 @@ func TestConcurrentCreatesOfOneIdentity(t *testing.T) {
 	ctx := context.Background()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	// Background load holding createMu with big batches.
+	// Background load holding the create claims with big batches.
 	wg.Go(func() {
 		for i := 0; !stop.Load(); i++ {
 			var names []string

@@ -55,7 +55,7 @@ const (
 
 // tombs pushes tombstones to the data servers until each has confirmed.
 type tombs struct {
-	s *Service
+	s *core
 
 	mu struct {
 		sync.Mutex
@@ -74,7 +74,7 @@ type tombs struct {
 	wg     sync.WaitGroup // the retrier
 }
 
-func (t *tombs) init(s *Service) {
+func (t *tombs) init(s *core) {
 	t.s = s
 	t.mu.pending = map[uint64]map[int]bool{}
 	t.wake = make(chan struct{}, 1)
@@ -85,7 +85,7 @@ func (t *tombs) init(s *Service) {
 // data servers: those left in the store (by a crash, by data servers that
 // could not be reached, moved here with their objects) and those of later
 // deletes. Call it once every server has moved its metadata.
-func (s *Service) StartTombstones(peers DataPeers) error {
+func (s *objects) StartTombstones(peers DataPeers) error {
 	var ids []uint64
 	err := s.scan([]byte{'G'}, func(k, _ []byte) error {
 		if len(k) == 9 {
@@ -135,7 +135,7 @@ func (t *tombs) close() {
 }
 
 // added records that the tombstones of ids were committed and has the
-// retrier push them. Deletes call it holding updateMu, so it does not
+// retrier push them. Deletes call it holding lifeMu, so it does not
 // wait: the handler waits with await once it has let go.
 func (t *tombs) added(ids []uint64) {
 	t.mu.Lock()
@@ -268,7 +268,7 @@ func (t *tombs) retry() {
 				continue
 			}
 		}
-		if t.s.PendingTombstones() == 0 {
+		if t.pending() == 0 {
 			failing = false
 			continue // the timer is stopped or fired: reset below only on work
 		}
@@ -302,10 +302,12 @@ func (t *tombs) retry() {
 
 // PendingTombstones is how many deleted objects' data some data server
 // has not yet confirmed removed.
-func (s *Service) PendingTombstones() int {
-	s.tombs.mu.Lock()
-	defer s.tombs.mu.Unlock()
-	return len(s.tombs.mu.pending)
+func (s *objects) PendingTombstones() int { return s.tombs.pending() }
+
+func (t *tombs) pending() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.mu.pending)
 }
 
 // maxGoneQuery bounds the ids of one MethodObjGone request.
@@ -313,7 +315,7 @@ const maxGoneQuery = 1 << 16
 
 // objGone is MethodObjGone: a data server asks which of the objects it
 // holds data of (or is asked to store) no longer exist.
-func (s *Service) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDList
 	if err := decode(req, &m); err != nil {
 		return nil, err

@@ -242,7 +242,7 @@ func (r *router) Delete(k []byte) { r.to(k).Delete(k) }
 // caller holds ix.mu; without placement (while starting) every operation
 // goes to the outbox. If b does not commit, the caller abandons the
 // staged entries, drops the records and forgets the keys.
-func (s *Service) indexChanges(b metastore.Batch, changes []tagChange) indexed {
+func (s *core) indexChanges(b metastore.Batch, changes []tagChange) indexed {
 	ix := &s.ix
 	count, self := int(s.count.Load()), int(s.index.Load())
 	var part *tagindex.Partition
@@ -339,10 +339,10 @@ func addOp(ops *postings.Ops, key, value []byte, del bool) {
 // other servers are delivered by the outbox after the reply; queries find
 // them because clients fence the outboxes first (indexFence). Only while
 // the outbox's backlog is over its bound does the writer wait until every
-// other server concerned has been tried once. The caller holds updateMu (read or
+// other server concerned has been tried once. The caller holds lifeMu (read or
 // write) but not ix.mu; build adds the tag writes to b and returns the
 // changes, under ix.mu, so that it reads old values in commit order.
-func (s *Service) commitChanges(ctx context.Context, b metastore.Batch, build func() ([]tagChange, error)) error {
+func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func() ([]tagChange, error)) error {
 	if !s.ix.on {
 		if _, err := build(); err != nil {
 			return err
@@ -399,7 +399,7 @@ func (s *Service) commitChanges(ctx context.Context, b metastore.Batch, build fu
 // unless a server is down): a client fences every metadata server before
 // an indexed query, so that it finds every tag acknowledged before it,
 // from any process.
-func (s *Service) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *core) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if !s.ix.on {
 		return &rpc.Response{}, nil
 	}
@@ -418,7 +418,7 @@ func (s *Service) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Respon
 // object tag it holds is queued again. Every server of a cluster is started
 // with the same settings, so every server rebuilds at once and the index
 // ends up complete.
-func (s *Service) openIndex() error {
+func (s *core) openIndex() error {
 	var want byte
 	if s.ix.on {
 		want |= indexOn
@@ -465,7 +465,7 @@ func (s *Service) openIndex() error {
 var errStop = fmt.Errorf("stop")
 
 // reindexAll queues the index entries of every object tag of the store.
-func (s *Service) reindexAll() error {
+func (s *core) reindexAll() error {
 	tp := tagPrefix(kindObject, 0)[:2]
 	var changes []tagChange
 	n := 0
@@ -520,7 +520,7 @@ func (s *Service) reindexAll() error {
 
 // indexApply applies index operations sent by another server (its outbox)
 // or by a client (explicit DART insert and delete).
-func (s *Service) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *core) indexApply(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if s.count.Load() == 0 || !(s.moved.Load() || s.ready.Load()) {
 		return nil, fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
 	}
@@ -563,7 +563,7 @@ func opsOfRecord(m *wire.IndexOps, check func(k, v []byte, del bool) error) (pos
 
 // entryCheck returns a check that an index change is a well-formed entry
 // of this server's partition.
-func (s *Service) entryCheck() func(k, v []byte, del bool) error {
+func (s *core) entryCheck() func(k, v []byte, del bool) error {
 	count, self := int(s.count.Load()), int(s.index.Load())
 	part := tagindex.For(count)
 	return func(k, v []byte, del bool) error {

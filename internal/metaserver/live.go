@@ -14,7 +14,7 @@ import "sync"
 // start and its add (add's gen), so a deleted id is never remembered
 // again. Between a delete's commit and its forget a check may still find
 // the id, as it would have just before the commit: the delete is not
-// acknowledged yet, and writers of tags hold updateMu for reading, which
+// acknowledged yet, and writers of tags hold lifeMu for reading, which
 // deletes hold for writing across both.
 type liveSet struct {
 	mu  sync.Mutex

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -20,7 +20,68 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
+// objects serves the object methods: creating, opening, listing and
+// deleting objects, and their memberships of containers.
+type objects struct {
+	*core
+	// claims holds the identities of objects being created.
+	claims claims
+	// opens counts each client's opens of objects.
+	opens openTable
+	// tombs pushes deleted objects' tombstones to the data servers.
+	tombs tombs
+	// regions forgets the region maps of deleted objects.
+	regions *regions
+}
+
+func newObjects(c *core, r *regions) *objects {
+	o := &objects{core: c, regions: r}
+	o.claims.creating = map[string]struct{}{}
+	o.opens.init()
+	o.tombs.init(c)
+	return o
+}
+
+// claims holds the identities of objects being created, so that two
+// concurrent creates of one identity cannot both succeed while their
+// commits (and fsyncs) run outside the lock. Only the claims hold mu: the
+// store lookups of concurrent creates run side by side.
+type claims struct {
+	mu       sync.Mutex
+	creating map[string]struct{} // guarded by mu
+}
+
+// claim claims the identities of c's items still to create, and refuses
+// those another create has claimed.
+func (cl *claims) claim(c *creation) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, i := range c.order {
+		if c.metas[i] == nil {
+			continue
+		}
+		ident := string(c.keys[i][1:])
+		if _, busy := cl.creating[ident]; busy {
+			c.refuse(i, fmt.Errorf("object %q: %w", c.metas[i].Name, pdc.ErrExists))
+			continue
+		}
+		cl.creating[ident] = struct{}{}
+		c.idents[i] = ident
+	}
+}
+
+// release gives up the claims on idents ("" claims nothing).
+func (cl *claims) release(idents []string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, id := range idents {
+		if id != "" {
+			delete(cl.creating, id)
+		}
+	}
+}
+
+func (s *core) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
 	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
 		return nil, nil, err
 	}
@@ -36,7 +97,7 @@ func (s *Service) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
 
 // objExists checks that object id exists, without reading its record: its
 // id key is written and deleted in the same batches as the record.
-func (s *Service) objExists(id uint64) error {
+func (s *core) objExists(id uint64) error {
 	if err := s.owns(placement.KeyOf(id), "object %d", id); err != nil {
 		return err
 	}
@@ -55,7 +116,7 @@ func (s *Service) objExists(id uint64) error {
 	return nil
 }
 
-func (s *Service) loadObj(ident []byte) (*wire.ObjectMeta, []byte, error) {
+func (s *core) loadObj(ident []byte) (*wire.ObjectMeta, []byte, error) {
 	v, ok, err := s.st.Get(keyObj(ident))
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +141,7 @@ func identName(ident []byte) string {
 }
 
 // resolveObj finds the object k names.
-func (s *Service) resolveObj(k *wire.ObjKey) (*wire.ObjectMeta, []byte, error) {
+func (s *core) resolveObj(k *wire.ObjKey) (*wire.ObjectMeta, []byte, error) {
 	if k.ID != 0 {
 		return s.loadObjByID(k.ID)
 	}
@@ -124,7 +185,7 @@ func result(m *wire.ObjectMeta, err error) wire.ObjResult {
 	return wire.ObjResult{Meta: *m}
 }
 
-func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var b wire.ObjBatch
 	if err := decode(req, &b); err != nil {
 		return nil, err
@@ -132,78 +193,111 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if len(b.Creates) == 0 || len(b.Creates) > limits.MaxBatchItems {
 		return nil, fmt.Errorf("create batch of %d objects; want 1 to %d: %w", len(b.Creates), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
-	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Creates))}
-	metas := make([]*wire.ObjectMeta, len(b.Creates))
-	idents := make([]string, len(b.Creates))
-	now := time.Now().UnixNano()
-
+	// The slices are made here, not in a constructor: those of a small
+	// batch then live on this function's stack.
+	n := len(b.Creates)
+	out := wire.ObjResults{Items: make([]wire.ObjResult, n)}
+	c := creation{
+		s:      s,
+		out:    &out, // a pointer: the answer escapes, the rest need not
+		metas:  make([]*wire.ObjectMeta, n),
+		idents: make([]string, n),
+		keys:   make([][]byte, n),
+		order:  make([]int, n),
+	}
+	c.sortKeys(b.Creates)
 	// Check each item, then claim its identity so that no concurrent
 	// create of it can pass the existence check while this one commits,
 	// then check that the store does not hold it yet. The check comes after
 	// the claim: a create that held the claim before committed before it
-	// let go, so the store shows it. Only the claims hold createMu: the
+	// let go, so the store shows it. Only the claims hold the lock: the
 	// store lookups of concurrent creates run side by side.
-	//
-	// One iterator, seeking forward through the sorted identities, checks
-	// them all: a point lookup per item costs an iterator each. A prefix
-	// seek (the whole key is the prefix) consults each table's bloom
-	// filter, so a new identity, the usual case, reads no table blocks.
-	order := make([]int, len(b.Creates))
-	keys := make([][]byte, len(b.Creates))
-	for i := range b.Creates {
-		order[i] = i
-		c := &b.Creates[i]
-		keys[i] = keyObj(identity(c.Name, c.Props.TimeStep, c.Props.UserID, c.Props.AppName))
-	}
-	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(keys[x], keys[y]) })
-	for _, i := range order {
-		m, err := s.prepareCreate(&b.Creates[i], now)
-		if err != nil {
-			out.Items[i] = result(nil, err)
-			continue
-		}
-		metas[i] = m
-	}
-	s.createMu.Lock()
-	for _, i := range order {
-		if metas[i] == nil {
-			continue
-		}
-		ident := string(keys[i][1:])
-		if _, busy := s.creating[ident]; busy {
-			out.Items[i] = result(nil, fmt.Errorf("object %q: %w", metas[i].Name, pdc.ErrExists))
-			metas[i] = nil
-			continue
-		}
-		s.creating[ident] = struct{}{}
-		idents[i] = ident
-	}
-	s.createMu.Unlock()
-	defer func() {
-		s.createMu.Lock()
-		for _, id := range idents {
-			if id != "" {
-				delete(s.creating, id)
-			}
-		}
-		s.createMu.Unlock()
-	}()
-	it, err := s.st.NewIter([]byte{'O'}, []byte{'P'})
-	if err != nil {
+	c.check(b.Creates)
+	s.claims.claim(&c)
+	defer s.claims.release(c.idents)
+	if err := c.refuseStored(); err != nil {
 		return nil, err
 	}
-	defer it.Close()
-	for _, i := range order {
-		if m := metas[i]; m != nil && it.SeekPrefixGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
-			p := &m.Props
-			out.Items[i] = result(nil, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
-				m.Name, p.TimeStep, p.UserID, p.AppName, pdc.ErrExists))
-			metas[i] = nil
+	if err := c.commit(); err != nil {
+		return nil, err
+	}
+	for i, m := range c.metas {
+		if m != nil {
+			// The client knows the rest of the record: it sent it.
+			c.out.Items[i] = wire.ObjResult{Meta: wire.ObjectMeta{ID: m.ID, CreatedUnix: m.CreatedUnix}}
+			s.opens.open(req.Client, m.ID, m.ContID)
+			s.live.add(m.ID, c.gen)
 		}
 	}
+	return rpc.Respond(&out), nil
+}
 
+// creation is one batch of creates under way. Its items are taken in the
+// order of their keys (order): one iterator seeking forward checks them
+// all, and the batch's keys go into the memtable in order.
+type creation struct {
+	s      *objects
+	out    *wire.ObjResults
+	metas  []*wire.ObjectMeta // by item: the record to create, nil once refused
+	idents []string           // by item: the identity claimed, or ""
+	keys   [][]byte           // by item: its record's key
+	order  []int              // the items in key order
+	gen    uint64             // the live set's generation before the commit
+}
+
+// sortKeys makes the record keys of creates and sorts the items by them.
+func (c *creation) sortKeys(creates []wire.ObjCreate) {
+	for i := range creates {
+		c.order[i] = i
+		p := &creates[i].Props
+		c.keys[i] = keyObj(identity(creates[i].Name, p.TimeStep, p.UserID, p.AppName))
+	}
+	slices.SortFunc(c.order, func(x, y int) int { return bytes.Compare(c.keys[x], c.keys[y]) })
+}
+
+// refuse answers item i with err and drops it from the batch.
+func (c *creation) refuse(i int, err error) {
+	c.out.Items[i] = result(nil, err)
+	c.metas[i] = nil
+}
+
+// check validates each item and makes the record it would create.
+func (c *creation) check(creates []wire.ObjCreate) {
+	now := time.Now().UnixNano()
+	for _, i := range c.order {
+		m, err := c.s.prepareCreate(&creates[i], now)
+		if err != nil {
+			c.refuse(i, err)
+			continue
+		}
+		c.metas[i] = m
+	}
+}
+
+// refuseStored refuses the items the store already holds. A prefix seek
+// (the whole key is the prefix) consults each table's bloom filter, so a
+// new identity, the usual case, reads no table blocks.
+func (c *creation) refuseStored() error {
+	it, err := c.s.st.NewIter([]byte{'O'}, []byte{'P'})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for _, i := range c.order {
+		if m := c.metas[i]; m != nil && it.SeekPrefixGE(c.keys[i]) && bytes.Equal(it.Key(), c.keys[i]) {
+			p := &m.Props
+			c.refuse(i, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
+				m.Name, p.TimeStep, p.UserID, p.AppName, pdc.ErrExists))
+		}
+	}
+	return nil
+}
+
+// commit gives the items left their ids and commits their records, id
+// keys and memberships in one batch.
+func (c *creation) commit() error {
 	n := 0
-	for _, m := range metas {
+	for _, m := range c.metas {
 		if m != nil {
 			n++
 		}
@@ -211,54 +305,46 @@ func (s *Service) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	var seq uint32
 	if n > 0 {
 		var err error
-		if seq, err = s.st.NextSeqs(n); err != nil {
-			return nil, err
+		if seq, err = c.s.st.NextSeqs(n); err != nil {
+			return err
 		}
-		s.fresh.add(seq, n)
+		c.s.fresh.add(seq, n)
 	}
 	// Each kind of key is added in order: the memtable inserts a batch's
 	// keys one after another starting from where the last one went, so a
 	// sorted run costs a step per key instead of a search from the top.
-	batch := s.st.NewBatch()
+	batch := c.s.st.NewBatch()
 	defer batch.Close()
-	made := order[:0:0]
-	for _, i := range order {
-		if m := metas[i]; m != nil {
+	made := c.order[:0:0]
+	for _, i := range c.order {
+		if m := c.metas[i]; m != nil {
 			m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
 			seq++
-			batch.Set(keys[i], m.Marshal(nil))
+			batch.Set(c.keys[i], m.Marshal(nil))
 			made = append(made, i)
 		}
 	}
 	slices.SortFunc(made, func(x, y int) int {
-		a, b := metas[x], metas[y]
+		a, b := c.metas[x], c.metas[y]
 		return cmp.Or(cmp.Compare(a.ContID, b.ContID), cmp.Compare(a.ID, b.ID))
 	})
 	for _, i := range made {
-		batch.Set(keyObjID(metas[i].ID), keys[i][1:]) // the identity
+		batch.Set(keyObjID(c.metas[i].ID), c.keys[i][1:]) // the identity
 	}
 	for _, i := range made {
-		batch.Set(keyMember(metas[i].ContID, metas[i].ID), nil)
+		batch.Set(keyMember(c.metas[i].ContID, c.metas[i].ID), nil)
 	}
-	gen := s.live.generation()
+	c.gen = c.s.live.generation()
 	if n > 0 {
-		if err := s.st.Commit(batch); err != nil {
-			return nil, fmt.Errorf("create %d objects: %w", n, err)
+		if err := c.s.st.Commit(batch); err != nil {
+			return fmt.Errorf("create %d objects: %w", n, err)
 		}
 	}
-	for i, m := range metas {
-		if m != nil {
-			// The client knows the rest of the record: it sent it.
-			out.Items[i] = wire.ObjResult{Meta: wire.ObjectMeta{ID: m.ID, CreatedUnix: m.CreatedUnix}}
-			s.opens.open(req.Client, m.ID, m.ContID)
-			s.live.add(m.ID, gen)
-		}
-	}
-	return rpc.Respond(&out), nil
+	return nil
 }
 
 // prepareCreate validates c and returns the record it would create.
-func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, error) {
+func (s *objects) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta, error) {
 	if err := checkNewName("object", c.Name, MaxNameLen); err != nil {
 		return nil, err
 	}
@@ -274,7 +360,7 @@ func (s *Service) prepareCreate(c *wire.ObjCreate, now int64) (*wire.ObjectMeta,
 	return &wire.ObjectMeta{Name: c.Name, ContID: c.ContID, Props: c.Props, CreatedUnix: now}, nil
 }
 
-func (s *Service) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var b wire.ObjBatch
 	if err := decode(req, &b); err != nil {
 		return nil, err
@@ -312,7 +398,7 @@ func resultSize(r *wire.ObjResult) int {
 	return len(r.Message) + len(r.Meta.Name) + len(p.AppName) + len(p.DataLoc) + len(p.Tags) + 10*len(p.Dims) + 64
 }
 
-func (s *Service) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var a wire.IDArg
 	if err := decode(req, &a); err != nil {
 		return nil, err
@@ -321,7 +407,7 @@ func (s *Service) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response
 	return &rpc.Response{}, nil
 }
 
-func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -354,17 +440,17 @@ func (s *Service) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	return rpc.Respond(&out), nil
 }
 
-func (s *Service) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.ObjKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.updateMu.Lock()
+	s.lifeMu.Lock()
 	m, ident, err := s.resolveObj(&k)
 	if err == nil {
 		err = s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil)
 	}
-	s.updateMu.Unlock()
+	s.lifeMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -378,8 +464,8 @@ type membership struct{ cont, obj uint64 }
 
 // deleteObjs removes objects with their tags, their memberships (and their
 // index entries), and the added memberships in unlink, in one commit. The
-// caller holds updateMu.
-func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte, unlink []membership) error {
+// caller holds lifeMu.
+func (s *objects) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte, unlink []membership) error {
 	b := s.st.NewBatch()
 	defer b.Close()
 	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
@@ -404,18 +490,15 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		}
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
-	s.regionMu.Lock()
 	ids := make([]uint64, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
 		s.opens.forget(m.ID)
-		delete(s.regions.lastSeq, m.ID)
-		delete(s.regions.maps, m.ID)
 	}
-	s.regionMu.Unlock()
+	s.regions.forget(ids)
 	// The objects are deleted: their data goes from the data servers,
 	// now or, for those that cannot be reached, later (gone.go). The
-	// caller holds updateMu: the push waits for no data server here.
+	// caller holds lifeMu: the push waits for no data server here.
 	s.tombs.added(ids)
 	return nil
 }
@@ -427,10 +510,10 @@ func (s *Service) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 // of a container being deleted) costs a seek per kind of key and object,
 // not an iterator each, and a range deletion only for a kind the object
 // has, not three for every object. Every writer of an object's tags,
-// region maps and memberships holds updateMu for reading and checks that
+// region maps and memberships holds lifeMu for reading and checks that
 // the object exists, and the caller holds it for writing: nothing lands
 // between the look and the commit.
-func (s *Service) deleteObjsBatch(b metastore.Batch, ms []*wire.ObjectMeta, idents [][]byte) ([]tagChange, error) {
+func (s *objects) deleteObjsBatch(b metastore.Batch, ms []*wire.ObjectMeta, idents [][]byte) ([]tagChange, error) {
 	it, err := s.st.NewIter(nil, nil)
 	if err != nil {
 		return nil, err
@@ -480,7 +563,7 @@ func (s *Service) deleteObjsBatch(b metastore.Batch, ms []*wire.ObjectMeta, iden
 	return changes, nil
 }
 
-func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -488,11 +571,11 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
-	s.updateMu.Lock()
+	s.lifeMu.Lock()
 	unlocked := false
 	defer func() {
 		if !unlocked {
-			s.updateMu.Unlock()
+			s.lifeMu.Unlock()
 		}
 	}()
 	if n, ex := s.opens.openIn(a.ID); n > 0 && !a.Force {
@@ -532,7 +615,7 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 			return nil, err
 		}
 	}
-	s.updateMu.Unlock()
+	s.lifeMu.Unlock()
 	unlocked = true
 	ids := make([]uint64, len(ms))
 	for i, m := range ms {
@@ -542,116 +625,7 @@ func (s *Service) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	return rpc.Respond(&wire.Count{N: uint64(len(ms))}), nil
 }
 
-// errList is the failures of several items, on one line: a server's
-// message goes on one line of a C program's stderr.
-type errList []error
-
-func (l errList) Error() string {
-	s := make([]string, len(l))
-	for i, err := range l {
-		s[i] = err.Error()
-	}
-	return strings.Join(s, "; ")
-}
-
-func (l errList) Unwrap() []error { return l }
-
-// maxMemberErrors bounds the items a refused membership request names.
-const maxMemberErrors = 3
-
-// objMembers adds objects held here to a container as members by
-// reference, or removes such memberships. It checks every item first and
-// changes nothing if one fails: an object that does not exist (or is not
-// held here), removing an object from its home container, or removing a
-// membership that does not exist. Adding a member again changes nothing.
-// The container is the client's to check: it is held by its own server.
-func (s *Service) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var m wire.Members
-	if err := decode(req, &m); err != nil {
-		return nil, err
-	}
-	if m.Version != wire.MembersVersion {
-		return nil, fmt.Errorf("membership request of version %d; this server speaks version %d: %w", m.Version, wire.MembersVersion, pdc.ErrVersion)
-	}
-	if m.ContID == 0 {
-		return nil, fmt.Errorf("membership request names no container: %w", pdc.ErrInvalid)
-	}
-	if len(m.ObjIDs) == 0 || len(m.ObjIDs) > limits.MaxBatchItems {
-		return nil, fmt.Errorf("membership request for %d objects; want 1 to %d: %w", len(m.ObjIDs), limits.MaxBatchItems, pdc.ErrInvalid)
-	}
-	// A write lock would wait for tag writes; deletes take it, so no
-	// object can go between its check and the commit.
-	s.updateMu.RLock()
-	defer s.updateMu.RUnlock()
-	var errs errList
-	bad := 0
-	fail := func(err error) {
-		if bad++; bad <= maxMemberErrors {
-			errs = append(errs, err)
-		}
-	}
-	var change []uint64
-	seen := make(map[uint64]struct{}, len(m.ObjIDs))
-	for _, id := range m.ObjIDs {
-		if _, dup := seen[id]; dup {
-			continue
-		}
-		seen[id] = struct{}{}
-		if id == 0 {
-			fail(fmt.Errorf("object id 0 names no object: %w", pdc.ErrInvalid))
-			continue
-		}
-		o, _, err := s.loadObjByID(id)
-		if err != nil {
-			fail(err)
-			continue
-		}
-		if o.ContID == m.ContID {
-			if m.Remove {
-				fail(fmt.Errorf("object %q (id %d) was created in container %d, its home, and cannot be removed from it: delete the object instead: %w",
-					o.Name, id, m.ContID, pdc.ErrInvalid))
-			}
-			continue // a member already
-		}
-		_, member, err := s.st.Get(keyAdded(id, m.ContID))
-		switch {
-		case err != nil:
-			fail(err)
-		case m.Remove && !member:
-			fail(fmt.Errorf("object %q (id %d) is not a member of container %d: %w", o.Name, id, m.ContID, pdc.ErrNotFound))
-		case m.Remove == member:
-			change = append(change, id)
-		}
-	}
-	if bad > 0 {
-		var err error = errs
-		if bad > maxMemberErrors {
-			err = fmt.Errorf("%w (and %d more)", err, bad-maxMemberErrors)
-		}
-		return nil, err
-	}
-	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
-	if m.Check || len(change) == 0 {
-		return rpc.Respond(&out), nil
-	}
-	b := s.st.NewBatch()
-	defer b.Close()
-	for _, id := range change {
-		if m.Remove {
-			b.Delete(keyMember(m.ContID, id))
-			b.Delete(keyAdded(id, m.ContID))
-		} else {
-			b.Set(keyMember(m.ContID, id), nil)
-			b.Set(keyAdded(id, m.ContID), nil)
-		}
-	}
-	if err := s.st.Commit(b); err != nil {
-		return nil, fmt.Errorf("container %d: change %d memberships: %w", m.ContID, len(change), err)
-	}
-	return rpc.Respond(&out), nil
-}
-
-func (s *Service) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -663,13 +637,13 @@ func (s *Service) objOpenCount(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	return rpc.Respond(&wire.Count{N: uint64(n)}), nil
 }
 
-func (s *Service) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var d wire.SetDims
 	if err := decode(req, &d); err != nil {
 		return nil, err
 	}
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	m, ident, err := s.loadObjByID(d.ID)
 	if err != nil {
 		return nil, err

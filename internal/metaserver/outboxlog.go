@@ -12,7 +12,7 @@ import (
 
 // outboxLog keeps the tag index outbox in the server's store
 // (outbox.Log).
-type outboxLog struct{ s *Service }
+type outboxLog struct{ s *core }
 
 func (l outboxLog) Scan(p []byte, fn func(k, v []byte) error) error { return l.s.scan(p, fn) }
 
@@ -44,7 +44,7 @@ func (l outboxLog) ApplyOwn(ops *postings.Ops, key, val []byte) (wait func() err
 // outboxPeers delivers the outbox's index changes (outbox.Peers): to this
 // server's own postings, or to another server's indexApply.
 type outboxPeers struct {
-	s     *Service
+	s     *core
 	peers Peers // nil: no route to other servers
 }
 

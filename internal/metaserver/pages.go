@@ -55,7 +55,7 @@ func pageLimit(asked uint32, max int) int {
 // order, resuming after the id the client names: the cursor is the
 // client's, so the server keeps nothing between pages, and members
 // created or deleted meanwhile are listed or not, each at most once.
-func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -84,63 +84,17 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, err
 	}
 	defer look.close()
-	var last uint64 // the last member scanned
-	size, n := 0, 0
+	pg := memberPage{it: it, look: look, q: &q, prefix: len(p), out: &out}
 	switch {
 	case q.Count:
-		limit := pageLimit(q.Limit, pageCount)
-		for ok := it.First(); ok; ok = it.Next() {
-			if n == limit {
-				out.Next = last
-				break
-			}
-			last = binary.BigEndian.Uint64(it.Key()[len(p):])
-			n++
-			if n%4096 == 0 && ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
-		out.N = uint64(n)
+		err = pg.count(ctx)
 	case q.IDsOnly:
-		limit := pageLimit(q.Limit, pageIDs)
-		for ok := it.First(); ok; ok = it.Next() {
-			if len(out.IDs) == limit {
-				out.Next = last
-				break
-			}
-			last = binary.BigEndian.Uint64(it.Key()[len(p):])
-			out.IDs = append(out.IDs, last)
-			// An added member has its reverse key; a home member has none.
-			_, added, err := look.get(keyAdded(last, q.ContID))
-			if err != nil {
-				return nil, err
-			}
-			if added {
-				out.Added = append(out.Added, last)
-			}
-		}
+		err = pg.ids()
 	default:
-		limit := pageLimit(q.Limit, pageRecords)
-		for ok := it.First(); ok; ok = it.Next() {
-			if n == limit || size >= pageBytes {
-				out.Next = last
-				break
-			}
-			last = binary.BigEndian.Uint64(it.Key()[len(p):])
-			n++
-			m, raw, err := look.loadObj(last)
-			if errors.Is(err, pdc.ErrNotFound) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return nil, err
-			}
-			out.Items = append(out.Items, *m)
-			size += raw + 8
-			if n%256 == 0 && ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
+		err = pg.records(ctx)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
@@ -148,9 +102,94 @@ func (s *Service) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	return rpc.Respond(&out), nil
 }
 
+// memberPage is one page of a container's members under way: the
+// iterator stands on the first member after the client's cursor, and
+// out.Next, set when the page ends before the members do, is the last
+// member scanned.
+type memberPage struct {
+	it     metastore.Iter
+	look   *lookup
+	q      *wire.ObjPageReq
+	prefix int // the length of the member keys' prefix
+	out    *wire.ObjPage
+}
+
+func (pg *memberPage) member() uint64 { return binary.BigEndian.Uint64(pg.it.Key()[pg.prefix:]) }
+
+// count counts members, without reading their records.
+func (pg *memberPage) count(ctx context.Context) error {
+	limit := pageLimit(pg.q.Limit, pageCount)
+	var last uint64
+	n := 0
+	for ok := pg.it.First(); ok; ok = pg.it.Next() {
+		if n == limit {
+			pg.out.Next = last
+			break
+		}
+		last = pg.member()
+		n++
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	pg.out.N = uint64(n)
+	return nil
+}
+
+// ids lists members' ids, and which of them were added by reference.
+func (pg *memberPage) ids() error {
+	limit := pageLimit(pg.q.Limit, pageIDs)
+	var last uint64
+	for ok := pg.it.First(); ok; ok = pg.it.Next() {
+		if len(pg.out.IDs) == limit {
+			pg.out.Next = last
+			break
+		}
+		last = pg.member()
+		pg.out.IDs = append(pg.out.IDs, last)
+		// An added member has its reverse key; a home member has none.
+		_, added, err := pg.look.get(keyAdded(last, pg.q.ContID))
+		if err != nil {
+			return err
+		}
+		if added {
+			pg.out.Added = append(pg.out.Added, last)
+		}
+	}
+	return nil
+}
+
+// records lists members' records, within the page's byte budget.
+func (pg *memberPage) records(ctx context.Context) error {
+	limit := pageLimit(pg.q.Limit, pageRecords)
+	var last uint64
+	size, n := 0, 0
+	for ok := pg.it.First(); ok; ok = pg.it.Next() {
+		if n == limit || size >= pageBytes {
+			pg.out.Next = last
+			break
+		}
+		last = pg.member()
+		n++
+		m, raw, err := pg.look.loadObj(last)
+		if errors.Is(err, pdc.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		pg.out.Items = append(pg.out.Items, *m)
+		size += raw + 8
+		if n%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // loadObjRaw loads object id's record and returns it with its size in
 // bytes.
-func (s *Service) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
+func (s *core) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
 	look, err := s.newLookup()
 	if err != nil {
 		return nil, 0, err
@@ -165,7 +204,7 @@ func (s *Service) loadObjRaw(id uint64) (*wire.ObjectMeta, int, error) {
 // table's bloom filter, as Get does.
 type lookup struct{ it metastore.Iter }
 
-func (s *Service) newLookup() (*lookup, error) {
+func (s *core) newLookup() (*lookup, error) {
 	it, err := s.st.NewIter(nil, nil)
 	if err != nil {
 		return nil, err
@@ -210,7 +249,7 @@ func (l *lookup) loadObj(id uint64) (*wire.ObjectMeta, int, error) {
 
 // contPage answers a page of the containers held here, in name order,
 // resuming after the name the client names.
-func (s *Service) contPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *containers) contPage(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -261,13 +300,13 @@ func (s *Service) contPage(ctx context.Context, req *rpc.Request) (*rpc.Response
 // From then on it cannot be created again or opened, only deleted; a
 // delete that stopped half-way (the client or a server died) is finished
 // by deleting it again.
-func (s *Service) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *containers) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.ContKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&k)
 	if err != nil {
 		return nil, err
@@ -291,7 +330,7 @@ func (s *Service) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.Resp
 // it, all in one commit, so that a crash leaves each object whole or gone.
 // Ids that are no longer members are skipped: a purge the client sends
 // again after a crash deletes what is left.
-func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *objects) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -311,11 +350,11 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 	ids := slices.Clone(q.IDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	s.updateMu.Lock()
+	s.lifeMu.Lock()
 	unlocked := false
 	defer func() {
 		if !unlocked {
-			s.updateMu.Unlock()
+			s.lifeMu.Unlock()
 		}
 	}()
 	var ms []*wire.ObjectMeta
@@ -350,7 +389,7 @@ func (s *Service) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 			return nil, fmt.Errorf("container %d: %w", q.ContID, err)
 		}
 	}
-	s.updateMu.Unlock()
+	s.lifeMu.Unlock()
 	unlocked = true
 	// Answered once the data servers refuse the objects (gone.go).
 	gone := make([]uint64, len(ms))

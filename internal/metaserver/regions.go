@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
@@ -29,8 +30,32 @@ func keyRegion(obj, seq uint64) []byte { return binary.BigEndian.AppendUint64(re
 // keyLoad holds the bytes this metadata server has placed in a data slot.
 func keyLoad(slot uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'L'}, slot) }
 
+// regions serves the region map: where the written regions of objects
+// partitioned region by region lie, and the bytes placed in each slot.
+type regions struct {
+	*core
+	// mu guards state and orders region map records: placements of one
+	// object get increasing sequence numbers in the order they commit.
+	mu    sync.Mutex
+	state regionState
+}
+
+func newRegions(c *core) *regions {
+	return &regions{core: c, state: regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}}
+}
+
+// forget drops what it holds in memory of deleted objects.
+func (s *regions) forget(ids []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.state.lastSeq, id)
+		delete(s.state.maps, id)
+	}
+}
+
 // regionState is the in-memory view of the region map, loaded lazily from
-// the store. Guarded by Service.regionMu.
+// the store. Guarded by regions.mu.
 type regionState struct {
 	lastSeq map[uint64]uint64 // per object
 	loads   map[uint32]uint64 // per data slot
@@ -86,8 +111,8 @@ func cmpU64(a, b uint64) int {
 
 // regionMapLocked returns obj's region map, loading it from the store the
 // first time.
-func (s *Service) regionMapLocked(obj uint64) (*regionMap, error) {
-	if m := s.regions.maps[obj]; m != nil {
+func (s *regions) regionMapLocked(obj uint64) (*regionMap, error) {
+	if m := s.state.maps[obj]; m != nil {
 		return m, nil
 	}
 	m := &regionMap{}
@@ -102,15 +127,15 @@ func (s *Service) regionMapLocked(obj uint64) (*regionMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.regions.maps == nil {
-		s.regions.maps = map[uint64]*regionMap{}
+	if s.state.maps == nil {
+		s.state.maps = map[uint64]*regionMap{}
 	}
-	s.regions.maps[obj] = m
+	s.state.maps[obj] = m
 	return m, nil
 }
 
-func (s *Service) lastSeqLocked(obj uint64) (uint64, error) {
-	if seq, ok := s.regions.lastSeq[obj]; ok {
+func (s *regions) lastSeqLocked(obj uint64) (uint64, error) {
+	if seq, ok := s.state.lastSeq[obj]; ok {
 		return seq, nil
 	}
 	p := regionPrefix(obj)
@@ -123,12 +148,12 @@ func (s *Service) lastSeqLocked(obj uint64) (uint64, error) {
 	if it.SeekLT(prefixEnd(p)) && len(it.Key()) == len(p)+8 && string(it.Key()[:len(p)]) == string(p) {
 		seq = binary.BigEndian.Uint64(it.Key()[len(p):])
 	}
-	s.regions.lastSeq[obj] = seq
+	s.state.lastSeq[obj] = seq
 	return seq, nil
 }
 
-func (s *Service) loadLocked(slot uint32) (uint64, error) {
-	if v, ok := s.regions.loads[slot]; ok {
+func (s *regions) loadLocked(slot uint32) (uint64, error) {
+	if v, ok := s.state.loads[slot]; ok {
 		return v, nil
 	}
 	v, ok, err := s.st.Get(keyLoad(slot))
@@ -139,12 +164,12 @@ func (s *Service) loadLocked(slot uint32) (uint64, error) {
 	if ok && len(v) == 8 {
 		n = binary.BigEndian.Uint64(v)
 	}
-	s.regions.loads[slot] = n
+	s.state.loads[slot] = n
 	return n, nil
 }
 
 // objectBox loads an object and checks that a region lies inside it.
-func (s *Service) objectRegion(obj uint64, off, size []uint64) (*wire.ObjectMeta, region.Box, error) {
+func (s *regions) objectRegion(obj uint64, off, size []uint64) (*wire.ObjectMeta, region.Box, error) {
 	m, _, err := s.loadObjByID(obj)
 	if err != nil {
 		return nil, region.Box{}, err
@@ -170,7 +195,7 @@ func (s *Service) objectRegion(obj uint64, off, size []uint64) (*wire.ObjectMeta
 // acknowledged byte where reads find it. Before, each write got a record
 // of its own on the least-loaded server, made before the bytes were
 // there: an overwrite cut short read back as zeros (issue 25).
-func (s *Service) regionPlace(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *regions) regionPlace(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.RegionBatch
 	if err := decode(req, &in); err != nil {
 		return nil, err
@@ -189,7 +214,7 @@ func (s *Service) regionPlace(ctx context.Context, req *rpc.Request) (*rpc.Respo
 // regionAssign is regionPlace for clients before it (MethodRegionAssign):
 // one piece per region. A region whose parts are held by several data
 // servers is refused: it cannot go to one without shadowing the others.
-func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *regions) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.RegionBatch
 	if err := decode(req, &in); err != nil {
 		return nil, err
@@ -208,14 +233,14 @@ func (s *Service) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 // place places a batch of writes (see regionPlace), each as disjoint
 // pieces that cover it, sorted by server; with onePiece, each as one
 // piece. The batch is refused whole for one bad region.
-func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
+func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
 	if len(in.Items) > limits.MaxBatchItems {
 		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
 	}
 	// Checked under the read lock so that a delete cannot slip between
 	// the check and the commit.
-	s.updateMu.RLock()
-	defer s.updateMu.RUnlock()
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
 	boxes := make([]region.Box, len(in.Items))
 	seen := map[uint64]bool{}
 	for i, it := range in.Items {
@@ -233,8 +258,8 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 			return nil, fmt.Errorf("region %d of %d (object %d): %w", i+1, len(in.Items), it.Obj, err)
 		}
 	}
-	s.regionMu.Lock()
-	defer s.regionMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	p := placing{s: s, b: s.st.NewBatch(), loads: map[uint32]uint64{}, seqs: map[uint64]uint64{}, gone: map[uint64]map[uint64]bool{}}
 	defer p.b.Close()
 	out := make([][]wire.RegionPiece, len(in.Items))
@@ -259,13 +284,13 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 		}
 	}
 	for r, l := range p.loads {
-		s.regions.loads[r] = l
+		s.state.loads[r] = l
 	}
 	for o, seq := range p.seqs {
-		s.regions.lastSeq[o] = seq
+		s.state.lastSeq[o] = seq
 	}
 	for o, gone := range p.gone {
-		m := s.regions.maps[o]
+		m := s.state.maps[o]
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
 	}
 	return out, nil
@@ -276,7 +301,7 @@ func (s *Service) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 // writes in place over an earlier one; undo takes them out again if the
 // batch fails.
 type placing struct {
-	s     *Service
+	s     *regions
 	b     metastore.Batch
 	loads map[uint32]uint64 // per data server, with this batch's bytes
 	seqs  map[uint64]uint64 // per object, the last seq used
@@ -290,7 +315,7 @@ type placed struct {
 }
 
 // one places the write of box (it) and records what it must.
-// Requires s.regionMu held.
+// Requires s.mu held.
 func (p *placing) one(it *wire.RegionReq, box region.Box) ([]wire.RegionPiece, error) {
 	m, err := p.s.regionMapLocked(it.Obj)
 	if err != nil {
@@ -387,7 +412,7 @@ func (p *placing) record(obj uint64, box region.Box, server uint32) error {
 	p.seqs[obj] = seq
 	rp := wire.RegionPiece{Off: box.Off, Size: box.Size, Server: server}
 	p.b.Set(keyRegion(obj, seq), rp.Marshal(nil))
-	p.s.regions.maps[obj].insert(regionRec{box: box.Clone(), seq: seq, server: server})
+	p.s.state.maps[obj].insert(regionRec{box: box.Clone(), seq: seq, server: server})
 	p.adds = append(p.adds, placed{obj, seq})
 	return nil
 }
@@ -402,7 +427,7 @@ func (p *placing) undo() {
 		added[a.obj][a.seq] = true
 	}
 	for o, seqs := range added {
-		m := p.s.regions.maps[o]
+		m := p.s.state.maps[o]
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return seqs[r.seq] })
 	}
 	p.adds = nil
@@ -422,7 +447,7 @@ func overlaps(a, b region.Box) bool {
 // regionQuery answers which data servers hold the parts of a region: the
 // newest write of every element, as disjoint pieces; parts never written
 // are left out (they read as zeros).
-func (s *Service) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *regions) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.RegionReq
 	if err := decode(req, &in); err != nil {
 		return nil, err
@@ -436,7 +461,7 @@ func (s *Service) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 
 // regionQueryAll is regionQuery for many regions in one request; each
 // region is answered alone, with its own error.
-func (s *Service) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.RegionBatch
 	if err := decode(req, &in); err != nil {
 		return nil, err
@@ -458,17 +483,17 @@ func (s *Service) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 
 // locate returns the disjoint parts of a region that data servers hold,
 // each with its server, the newest write winning where writes overlap.
-func (s *Service) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
+func (s *regions) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
 	_, box, err := s.objectRegion(in.Obj, in.Off, in.Size)
 	if err != nil {
 		return nil, err
 	}
 	var pieces []overlay.Piece
 	var servers []uint32
-	s.regionMu.Lock()
+	s.mu.Lock()
 	m, err := s.regionMapLocked(in.Obj)
 	if err != nil {
-		s.regionMu.Unlock()
+		s.mu.Unlock()
 		return nil, err
 	}
 	m.window(box, func(i int) {
@@ -481,7 +506,7 @@ func (s *Service) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
 			servers = append(servers, r.server)
 		}
 	})
-	s.regionMu.Unlock()
+	s.mu.Unlock()
 	frags, _ := overlay.Resolve(box, pieces)
 	out := make([]wire.RegionPiece, len(frags))
 	for i, f := range frags {

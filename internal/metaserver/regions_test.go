@@ -152,18 +152,18 @@ func TestRegionMapMatchesEveryRecord(t *testing.T) {
 	}
 	// Rewriting the same box again and again does not grow the map; where
 	// its cells are all on one server, one record replaces those it holds.
-	s.regionMu.Lock()
-	before := len(s.regions.maps[obj].recs)
-	s.regionMu.Unlock()
+	s.regions.mu.Lock()
+	before := len(s.regions.state.maps[obj].recs)
+	s.regions.mu.Unlock()
 	for range 50 {
 		batch := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{0, 0}, Size: dims, Candidates: []uint64{0}, Elem: 4}}}
 		if _, err := s.regionPlace(ctx, &rpc.Request{Header: batch.Marshal(nil), Client: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.regionMu.Lock()
-	after := len(s.regions.maps[obj].recs)
-	s.regionMu.Unlock()
+	s.regions.mu.Lock()
+	after := len(s.regions.state.maps[obj].recs)
+	s.regions.mu.Unlock()
 	if after > before+1 {
 		t.Fatalf("after 50 whole-object writes the map holds %d records, %d before", after, before)
 	}
@@ -193,9 +193,9 @@ func TestRegionMapMatchesEveryRecord(t *testing.T) {
 	s.Close()
 	s = open()
 	defer s.Close()
-	s.regionMu.Lock()
+	s.regions.mu.Lock()
 	m, err := s.regionMapLocked(obj)
-	s.regionMu.Unlock()
+	s.regions.mu.Unlock()
 	if err != nil || len(m.recs) != 1 || m.recs[0].server != 2 {
 		t.Fatalf("after row writes and whole rewrites, and a reopen: %d records (%+v), %v; want one, on server 2", len(m.recs), m.recs, err)
 	}

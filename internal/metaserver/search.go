@@ -19,7 +19,7 @@ import (
 const MaxQueryTerms = limits.MaxQueryTerms
 
 // tagQuery answers one step of a kvtag query (tagindex.Step).
-func (s *Service) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *tags) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (s *Service) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response
 		return nil, fmt.Errorf("query with %d keys; at most %d per request: %w", len(tq.Terms), MaxQueryTerms, pdc.ErrInvalid)
 	}
 	step := tagindex.Step(tq.Step)
-	r := queryRun{s: s, q: q}
+	r := queryRun{s: s.core, q: q}
 	switch step {
 	case tagindex.StepScan:
 		err = r.scan(ctx)
@@ -89,7 +89,7 @@ func needsSuffixTree(q *tagindex.Query, step tagindex.Step) bool {
 
 // queryRun collects the answer of one query step.
 type queryRun struct {
-	s     *Service
+	s     *core
 	q     *tagindex.Query
 	ids   []uint64
 	terms []string

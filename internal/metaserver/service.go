@@ -44,8 +44,22 @@ type Config struct {
 	FS vfs.FS
 }
 
-// Service serves the metadata methods of one metadata server.
+// Service serves the metadata methods of one metadata server. It is made
+// of one small service per concern, each holding its own state and lock
+// (docs/design/0024-metaserver-services.md), over a core they share: the
+// store, the server's place among the metadata servers, the tag index and
+// the lock that orders an object's end against the writes that need it.
 type Service struct {
+	*core
+	*containers
+	*objects
+	*tags
+	*regions
+	*stages
+}
+
+// core is what the services share.
+type core struct {
 	cfg Config
 	log *slog.Logger
 	st  *metastore.Store
@@ -58,6 +72,8 @@ type Service struct {
 	readyOnce    sync.Once
 	moved        atomic.Bool // done moving metadata to new owners at start
 
+	// ix indexes object tags: tag writes and object deletes commit their
+	// index changes with their own (commitChanges).
 	ix indexer
 	// fresh holds objects created by this process that have no tags yet.
 	fresh freshSet
@@ -65,29 +81,13 @@ type Service struct {
 	// and reads.
 	live liveSet
 
-	// createMu guards creating: identities being created, so that two
-	// concurrent creates of one identity cannot both succeed while their
-	// commits (and fsyncs) run outside the lock.
-	createMu sync.Mutex
-	creating map[string]struct{} // guarded by createMu
-
-	// updateMu serialises read-modify-write updates (set dims, lifetime) and
-	// deletes (write lock) against tag writes (read lock), so that a tag
-	// cannot land on an object deleted between its check and its commit.
-	updateMu sync.RWMutex
-
-	opens openTable
-
-	// regionMu guards regions and orders region map records.
-	regionMu sync.Mutex
-	regions  regionState
-
-	// stageMu orders the version bumps of staged files' records.
-	stageMu sync.Mutex
-	stage   stageWaits
-
-	// tombs pushes deleted objects' tombstones to the data servers.
-	tombs tombs
+	// lifeMu orders the end of objects and containers against the writes
+	// that need them to exist. Deletes and read-modify-write updates (set
+	// dims, lifetime) hold it for writing; tag writes, region placements
+	// and membership changes hold it for reading, so that none can land on
+	// an object deleted between its check and its commit. It spans the
+	// services because it orders writes of several against one another.
+	lifeMu sync.RWMutex
 }
 
 // Open opens (or creates) the store in cfg.Dir.
@@ -102,14 +102,19 @@ func Open(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, st: st, creating: make(map[string]struct{}), readyCh: make(chan struct{})}
-	s.opens.init()
-	s.stage.init()
-	s.tombs.init(s)
-	s.regions = regionState{lastSeq: map[uint64]uint64{}, loads: map[uint32]uint64{}}
+	c := &core{cfg: cfg, log: cfg.Logger, st: st, readyCh: make(chan struct{})}
+	regions := newRegions(c)
+	s := &Service{
+		core:       c,
+		containers: &containers{core: c},
+		objects:    newObjects(c, regions),
+		tags:       &tags{core: c},
+		regions:    regions,
+		stages:     newStages(c),
+	}
 	s.ix.on, s.ix.suffix = !cfg.NoIndex, !cfg.NoSuffixTree
 	s.ix.dict = map[string]struct{}{}
-	s.ix.ob, err = outbox.Open(outbox.Config{Log: outboxLog{s}, Decode: recordOps, Logger: cfg.Logger})
+	s.ix.ob, err = outbox.Open(outbox.Config{Log: outboxLog{c}, Decode: recordOps, Logger: cfg.Logger})
 	if err == nil {
 		s.ix.post, err = postings.Open(st.DB(), st.CommitPebble, prefixIndexLog, prefixIndexRuns, postings.Options{FlushBytes: cfg.IndexFlushBytes, Logger: cfg.Logger})
 	}
@@ -137,7 +142,7 @@ func (s *Service) MovesDone() { s.moved.Store(true) }
 // queued so far has been tried; call it once every server has moved its
 // metadata, before SetReady, so that clients find the index complete.
 func (s *Service) StartIndex(ctx context.Context, peers Peers) error {
-	recs, err := s.ix.ob.Start(int(s.index.Load()), int(s.count.Load()), outboxPeers{s, peers})
+	recs, err := s.ix.ob.Start(int(s.index.Load()), int(s.count.Load()), outboxPeers{s.core, peers})
 	if err != nil {
 		return fmt.Errorf("tag index outbox: %w", err)
 	}
@@ -169,7 +174,7 @@ func (s *Service) SetReady() {
 const startupWait = 30 * time.Second
 
 // awaitReady waits until the service serves, at most startupWait.
-func (s *Service) awaitReady() bool {
+func (s *core) awaitReady() bool {
 	if s.ready.Load() {
 		return true
 	}
@@ -259,7 +264,7 @@ func (s *Service) Register(srv *rpc.Server) {
 
 // owns checks that this server owns placement key k. The thing the key
 // belongs to is described by format and arg, formatted only for an error.
-func (s *Service) owns(k uint32, format string, arg any) error {
+func (s *core) owns(k uint32, format string, arg any) error {
 	if !s.awaitReady() {
 		return fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
 	}
@@ -281,185 +286,12 @@ func decode(req *rpc.Request, m wire.Message) error {
 	return nil
 }
 
-// ---- containers
-
-func (s *Service) loadCont(name string) (*wire.ContainerMeta, error) {
-	v, ok, err := s.st.Get(keyCont(name))
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("container %q: %w", name, pdc.ErrNotFound)
-	}
-	var m wire.ContainerMeta
-	if err := m.Unmarshal(v); err != nil {
-		return nil, fmt.Errorf("container %q: stored record: %w", name, err)
-	}
-	return &m, nil
-}
-
-func (s *Service) resolveCont(k *wire.ContKey) (*wire.ContainerMeta, error) {
-	if k.ID == 0 {
-		if err := checkName("container", k.Name, MaxNameLen); err != nil {
-			return nil, err
-		}
-		if err := s.owns(placement.Key(k.Name, 0), "container %q", k.Name); err != nil {
-			return nil, err
-		}
-		return s.loadCont(k.Name)
-	}
-	if err := s.owns(placement.KeyOf(k.ID), "container %d", k.ID); err != nil {
-		return nil, err
-	}
-	name, ok, err := s.st.Get(keyContID(k.ID))
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("container %d: %w", k.ID, pdc.ErrNotFound)
-	}
-	return s.loadCont(string(name))
-}
-
-func (s *Service) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var c wire.ContCreate
-	if err := decode(req, &c); err != nil {
-		return nil, err
-	}
-	if err := checkNewName("container", c.Name, MaxNameLen); err != nil {
-		return nil, err
-	}
-	if c.Lifetime > 1 {
-		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
-	}
-	key := placement.Key(c.Name, 0)
-	if err := s.owns(key, "container %q", c.Name); err != nil {
-		return nil, err
-	}
-	// Containers are few: one lock over check and commit is enough.
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	if m, err := s.loadCont(c.Name); err == nil {
-		if m.Deleting {
-			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
-		}
-		return rpc.Respond(&wire.ContReply{Meta: *m}), nil
-	} else if !isNotFound(err) {
-		return nil, err
-	}
-	seq, err := s.st.NextSeq()
-	if err != nil {
-		return nil, err
-	}
-	m := wire.ContainerMeta{ID: placement.ID(key, seq), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
-	b := s.st.NewBatch()
-	defer b.Close()
-	b.Set(keyCont(c.Name), m.Marshal(nil))
-	b.Set(keyContID(m.ID), []byte(c.Name))
-	if err := s.st.Commit(b); err != nil {
-		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
-	}
-	return rpc.Respond(&wire.ContReply{Meta: m, Created: true}), nil
-}
-
-func (s *Service) contGet(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var k wire.ContKey
-	if err := decode(req, &k); err != nil {
-		return nil, err
-	}
-	m, err := s.resolveCont(&k)
-	if err != nil {
-		return nil, err
-	}
-	return rpc.Respond(m), nil
-}
-
-// serving reports ErrUnavailable until the service holds all its metadata.
-func (s *Service) serving() error {
-	if !s.awaitReady() || s.count.Load() == 0 {
-		return fmt.Errorf("metadata server is still starting: %w", pdc.ErrUnavailable)
-	}
-	return nil
-}
-
-func (s *Service) contList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	if err := s.serving(); err != nil {
-		return nil, err
-	}
-	// Clients that page use cont_page; this one answers older clients,
-	// in one reply, as long as it stays within what they accept.
-	var out wire.ContList
-	size := 0
-	err := s.scan([]byte{'C'}, func(_, v []byte) error {
-		if size += len(v) + 8; size > legacyReplyBytes {
-			return fmt.Errorf("this server holds more containers than one cont_list reply holds; list them with a client that pages (cont_page): %w", pdc.ErrTooLarge)
-		}
-		var m wire.ContainerMeta
-		if err := m.Unmarshal(v); err != nil {
-			return err
-		}
-		out.Items = append(out.Items, m)
-		return ctx.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rpc.Respond(&out), nil
-}
-
-func (s *Service) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var k wire.ContKey
-	if err := decode(req, &k); err != nil {
-		return nil, err
-	}
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
-	m, err := s.resolveCont(&k)
-	if err != nil {
-		return nil, err
-	}
-	b := s.st.NewBatch()
-	defer b.Close()
-	b.Delete(keyCont(m.Name))
-	b.Delete(keyContID(m.ID))
-	tp := tagPrefix(kindContainer, m.ID)
-	b.DeleteRange(tp, prefixEnd(tp))
-	if err := s.st.Commit(b); err != nil {
-		return nil, fmt.Errorf("delete container %q: %w", m.Name, err)
-	}
-	return &rpc.Response{}, nil
-}
-
-func (s *Service) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var c wire.ContCreate
-	if err := decode(req, &c); err != nil {
-		return nil, err
-	}
-	if c.Lifetime > 1 {
-		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
-	}
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
-	m, err := s.resolveCont(&wire.ContKey{Name: c.Name})
-	if err != nil {
-		return nil, err
-	}
-	m.Lifetime = c.Lifetime
-	b := s.st.NewBatch()
-	defer b.Close()
-	b.Set(keyCont(m.Name), m.Marshal(nil))
-	if err := s.st.Commit(b); err != nil {
-		return nil, err
-	}
-	return rpc.Respond(m), nil
-}
-
 // ---- helpers
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, pdc.ErrNotFound) }
 
 // scan calls fn for every key with prefix p, in order.
-func (s *Service) scan(p []byte, fn func(k, v []byte) error) error { return s.st.Scan(p, fn) }
+func (s *core) scan(p []byte, fn func(k, v []byte) error) error { return s.st.Scan(p, fn) }
 
 func (s *Service) checkpointRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	path, err := s.Checkpoint(ctx)

@@ -21,6 +21,21 @@ import (
 
 func keyStage(path string) []byte { return append([]byte{'F'}, path...) }
 
+// stages serves the records of staged files.
+type stages struct {
+	*core
+	// mu orders the version bumps of staged files' records: two
+	// produces of one path get different versions.
+	mu    sync.Mutex
+	waits stageWaits
+}
+
+func newStages(c *core) *stages {
+	s := &stages{core: c}
+	s.waits.init()
+	return s
+}
+
 // stageWaits wakes the consumers waiting for a path: each path being
 // waited for has a channel that the next produce of it closes.
 type stageWaits struct {
@@ -74,16 +89,16 @@ func (w *stageWaits) produced(path string) {
 // StopStageWaits ends every wait for a produce, now and later, with
 // ErrUnavailable: the server is shutting down, and a consumer's wait must
 // not hold up its shutdown.
-func (s *Service) StopStageWaits() {
-	s.stage.mu.Lock()
-	defer s.stage.mu.Unlock()
-	if !s.stage.stopped {
-		s.stage.stopped = true
-		close(s.stage.stop)
+func (s *stages) StopStageWaits() {
+	s.waits.mu.Lock()
+	defer s.waits.mu.Unlock()
+	if !s.waits.stopped {
+		s.waits.stopped = true
+		close(s.waits.stop)
 	}
 }
 
-func (s *Service) loadStage(path string) (*wire.StageRecord, error) {
+func (s *stages) loadStage(path string) (*wire.StageRecord, error) {
 	v, ok, err := s.st.Get(keyStage(path))
 	if err != nil {
 		return nil, err
@@ -98,7 +113,7 @@ func (s *Service) loadStage(path string) (*wire.StageRecord, error) {
 	return &r, nil
 }
 
-func (s *Service) ownsStage(path string) error {
+func (s *stages) ownsStage(path string) error {
 	if err := staging.CheckRel(path); err != nil {
 		return err
 	}
@@ -108,7 +123,7 @@ func (s *Service) ownsStage(path string) error {
 // stageProduce records produced files, each with the version after the
 // one stored, and wakes their waiting consumers once the records are as
 // durable as the server promises.
-func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var in wire.StageBatch
 	if err := decode(req, &in); err != nil {
 		return nil, err
@@ -127,7 +142,7 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	}
 	// Versions are read, bumped and written under one lock, so that two
 	// produces of one path get different versions.
-	s.stageMu.Lock()
+	s.mu.Lock()
 	b := s.st.NewBatch()
 	defer b.Close()
 	now := time.Now().UnixNano()
@@ -138,7 +153,7 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		if !seen {
 			old, err := s.loadStage(r.Path)
 			if err != nil {
-				s.stageMu.Unlock()
+				s.mu.Unlock()
 				return nil, err
 			}
 			if old != nil {
@@ -153,7 +168,7 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		b.Set(keyStage(r.Path), r.Marshal(nil))
 	}
 	wait, err := s.st.CommitApply(b)
-	s.stageMu.Unlock()
+	s.mu.Unlock()
 	if err == nil {
 		err = wait()
 	}
@@ -161,13 +176,13 @@ func (s *Service) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Resp
 		return nil, err
 	}
 	for p := range next {
-		s.stage.produced(p)
+		s.waits.produced(p)
 	}
 	return rpc.Respond(&in), nil
 }
 
 // stageLookup answers a staged file's record at once.
-func (s *Service) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *stages) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.StageKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
@@ -188,7 +203,7 @@ func (s *Service) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Respo
 // stageWait answers a staged file's record once a version newer than
 // k.After exists, waiting on the server (not polled) until a produce of it
 // commits or the caller's deadline passes.
-func (s *Service) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.StageKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
@@ -199,7 +214,7 @@ func (s *Service) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	for {
 		// Watch before reading, so that a produce committing in between
 		// is not missed.
-		ch, done := s.stage.watch(k.Path)
+		ch, done := s.waits.watch(k.Path)
 		r, err := s.loadStage(k.Path)
 		if err != nil || (r != nil && r.Version > k.After) {
 			done()
@@ -217,7 +232,7 @@ func (s *Service) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Respons
 				return nil, fmt.Errorf("staged file %s: no version after %d was produced in time: %w", k.Path, k.After, pdc.CtxErr(ctx))
 			}
 			return nil, fmt.Errorf("staged file %s was not produced in time: %w", k.Path, pdc.CtxErr(ctx))
-		case <-s.stage.stop:
+		case <-s.waits.stop:
 			done()
 			return nil, fmt.Errorf("waiting for staged file %s: the metadata server is shutting down: %w", k.Path, pdc.ErrUnavailable)
 		}

@@ -123,7 +123,7 @@ func TestStageWait(t *testing.T) {
 	if r := <-done; r == nil || r.Version != 2 {
 		t.Fatalf("wait after version 1: %+v", r)
 	}
-	if n := len(s.stage.byPath); n != 0 {
+	if n := len(s.stages.waits.byPath); n != 0 {
 		t.Fatalf("%d paths still watched after their waits ended", n)
 	}
 	// Shutdown ends waits at once.

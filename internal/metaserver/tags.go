@@ -14,7 +14,14 @@ import (
 )
 
 // targetExists checks that the object or container a tag is on exists.
-func (s *Service) targetExists(kind uint32, id uint64) error {
+// tags serves the tag methods of objects and containers, and tag queries.
+// Tag writes hold lifeMu for reading, so that a tag cannot land on an
+// object deleted between the check that it exists and the commit.
+type tags struct {
+	*core
+}
+
+func (s *core) targetExists(kind uint32, id uint64) error {
 	switch kind {
 	case kindObject:
 		return s.objExists(id)
@@ -32,7 +39,7 @@ func kindName(kind uint32) string {
 	return "object"
 }
 
-func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *tags) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var tb wire.TagBatch
 	if err := decode(req, &tb); err != nil {
 		return nil, err
@@ -41,10 +48,10 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		return nil, fmt.Errorf("tag batch of %d puts; want 1 to %d: %w", len(tb.Puts), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	out := wire.TagResults{Codes: make([]uint64, len(tb.Puts)), Messages: make([]string, len(tb.Puts))}
-	// Deletes of the target hold updateMu, so a tag cannot land on an
+	// Deletes of the target hold lifeMu, so a tag cannot land on an
 	// object deleted between the check and the commit.
-	s.updateMu.RLock()
-	defer s.updateMu.RUnlock()
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
 	b := s.st.NewBatch()
 	defer b.Close()
 	n := 0
@@ -54,25 +61,8 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		var olds map[string]*wire.TagValue // the old values, read in one pass
 		if s.ix.on {
 			changes = make([]tagChange, 0, len(tb.Puts))
-			var keys [][]byte
-			// Objects created by this process that had no tag until now
-			// have no old values to read. Under ix.mu (build runs under
-			// it), so no other put on them can run in between.
-			for i := range tb.Puts {
-				t := &tb.Puts[i]
-				if t.Kind != kindObject {
-					continue
-				}
-				o, added := bt.object(t.ID)
-				if added {
-					o.fresh = s.fresh.take(placement.SeqOf(t.ID))
-				}
-				if !o.fresh {
-					keys = append(keys, keyTag(byte(t.Kind), t.ID, t.Name))
-				}
-			}
 			var err error
-			if olds, err = s.loadTags(keys); err != nil {
+			if olds, err = s.oldValues(bt, tb.Puts); err != nil {
 				return nil, err
 			}
 		}
@@ -84,7 +74,7 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 			t := &tb.Puts[i]
 			err := checkTag(t)
 			if err == nil {
-				if terr := bt.exists(s, t.Kind, t.ID); terr != nil {
+				if terr := bt.exists(s.core, t.Kind, t.ID); terr != nil {
 					err = fmt.Errorf("tag %q on %s %d: %w", t.Name, kindName(t.Kind), t.ID, terr)
 				}
 			}
@@ -114,7 +104,29 @@ func (s *Service) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	return rpc.Respond(&out), nil
 }
 
-func (s *Service) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+// oldValues reads, for the index, the stored values of the object tags
+// puts overwrite. Objects created by this process that had no tag until
+// now have none to read. It runs under ix.mu (commitChanges's build does),
+// so no other put on them can run in between.
+func (s *tags) oldValues(bt *batchTargets, puts []wire.TagPut) (map[string]*wire.TagValue, error) {
+	var keys [][]byte
+	for i := range puts {
+		t := &puts[i]
+		if t.Kind != kindObject {
+			continue
+		}
+		o, added := bt.object(t.ID)
+		if added {
+			o.fresh = s.fresh.take(placement.SeqOf(t.ID))
+		}
+		if !o.fresh {
+			keys = append(keys, keyTag(byte(t.Kind), t.ID, t.Name))
+		}
+	}
+	return s.loadTags(keys)
+}
+
+func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.TagKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
@@ -135,7 +147,7 @@ func (s *Service) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	return &rpc.Response{Header: v}, nil
 }
 
-func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.TagKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
@@ -143,8 +155,8 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
-	s.updateMu.RLock()
-	defer s.updateMu.RUnlock()
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
@@ -172,7 +184,7 @@ func (s *Service) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 }
 
 // loadTag returns the stored value of a tag, or nil.
-func (s *Service) loadTag(key []byte) (*wire.TagValue, error) {
+func (s *core) loadTag(key []byte) (*wire.TagValue, error) {
 	raw, ok, err := s.st.Get(key)
 	if err != nil || !ok {
 		return nil, err
@@ -186,7 +198,7 @@ func (s *Service) loadTag(key []byte) (*wire.TagValue, error) {
 
 // loadTags returns the stored values of the tags that exist among keys.
 // One iterator seeking in key order costs much less than a lookup each.
-func (s *Service) loadTags(keys [][]byte) (map[string]*wire.TagValue, error) {
+func (s *core) loadTags(keys [][]byte) (map[string]*wire.TagValue, error) {
 	out := map[string]*wire.TagValue{}
 	if len(keys) == 0 {
 		return out, nil
@@ -233,7 +245,7 @@ func (s *Service) loadTags(keys [][]byte) (map[string]*wire.TagValue, error) {
 	return out, it.Error()
 }
 
-func (s *Service) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.TagKey
 	if err := decode(req, &k); err != nil {
 		return nil, err
@@ -301,7 +313,7 @@ func (bt *batchTargets) object(id uint64) (*batchObject, bool) {
 }
 
 // exists checks once per target that it exists.
-func (bt *batchTargets) exists(s *Service, kind uint32, id uint64) error {
+func (bt *batchTargets) exists(s *core, kind uint32, id uint64) error {
 	if kind != kindObject {
 		if bt.conts == nil {
 			bt.conts = map[uint64]error{}
