@@ -200,7 +200,7 @@ func (l *Lib) ObjIterInfo(id uint64) (ObjInfo, int) {
 			p := o.Props
 			info = ObjInfo{Name: o.Name, MetaID: o.ID, LocalID: local, MetaServer: o.Server,
 				PDCMetaServer: PDCServer(o.Name, p.TimeStep, s.servers),
-				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
+				Prop:          ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
 			return nil
 		})
 	})

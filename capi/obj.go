@@ -432,7 +432,7 @@ func (l *Lib) ObjGetInfo(id uint64) (ObjInfo, int) {
 			p := info.Props
 			out = ObjInfo{Name: info.Name, MetaID: info.ID, LocalID: id, MetaServer: info.Server,
 				PDCMetaServer: PDCServer(info.Name, p.TimeStep, len(h.conn.c.Servers())),
-				Prop: ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
+				Prop:          ObjProp{Dims: append([]uint64(nil), p.Dims...), Type: int(p.Type), Partition: int(p.Partition), Consistency: int(p.Consistency)}}
 			return nil
 		})
 	})
