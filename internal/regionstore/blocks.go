@@ -350,99 +350,151 @@ func (a *area) write(f vfs.File, segs []seg) error {
 // writes, which leave it out.
 func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (int, error) {
 	p.reset()
+	g := groupMerge{a: a, shared: p.parts[:0], scratch: *scratch}
+	defer func() {
+		clear(g.shared) // drop the scratch buffers
+		p.parts = g.shared[:0]
+		*scratch = g.scratch
+	}()
+	n, err := g.collect(f, segs, p)
+	if err != nil {
+		return n, err
+	}
+	if err := p.write(f); err != nil {
+		return n, err
+	}
+	if err := a.writeMerged(f, segs[:n], g.shared); err != nil {
+		a.settle(f, p)
+		return n, err
+	}
+	return n, p.written(f, a)
+}
+
+// groupMerge gathers one write group: the new CRCs into the pending
+// slot, and the blocks its segments cover in part merged in scratch. The
+// slot is passed to its methods rather than held: a pointer in here
+// would move a caller's to the heap.
+type groupMerge struct {
+	a *area
 	// shared are the blocks that segments before the last cover in part,
 	// with the group's bytes merged in, in order; the last may be the
 	// block the last segment covers in part, still open (cur).
-	shared := p.parts[:0]
-	defer func() {
-		clear(shared) // drop the scratch buffers
-		p.parts = shared[:0]
-	}()
-	cur := false
-	used := 0 // bytes of *scratch the blocks in shared hold
-	finish := func() {
-		if !cur {
-			return
-		}
-		pt := &shared[len(shared)-1]
-		p.add(a, pt.b, crc32.Checksum(pt.buf, a.sum))
-		if pt.shared {
-			used += len(pt.buf)
-		} else {
-			// The segment's own write changes it in one: its merge is
-			// not needed any more.
-			shared = shared[:len(shared)-1]
-		}
-		cur = false
-	}
+	shared []partPending
+	cur    bool
+	used   int // bytes of scratch the blocks in shared hold
+	// scratch is the caller's, handed back at the group's end; held by
+	// value, as a pointer in here would move the caller's to the heap.
+	scratch []byte
+}
+
+// collect takes the first segments of segs that fit one group and says
+// how many it took.
+func (g *groupMerge) collect(f vfs.File, segs []seg, p *pending) (int, error) {
 	var bytes int64
 	n := 0
 	for ; n < len(segs); n++ {
 		s := segs[n]
-		off, end := s.off, s.off+int64(len(s.buf))
-		if n > 0 {
-			// The blocks s touches, and the one merged last, not added
-			// yet: each may start a run.
-			need := a.block(end-1) - a.block(off) + 1
-			if cur {
-				need += 1 + pendRunHead/4
-			}
-			// s may add two blocks in part, its first and its last.
-			if bytes+int64(len(s.buf)) > 2*chunk() || !p.room(need) || len(shared)+2 > maxShared {
-				break
-			}
+		if n > 0 && !g.fits(s, bytes, p) {
+			break
 		}
 		bytes += int64(len(s.buf))
-		for off < end {
-			b := a.block(off)
-			bStart, bEnd := a.blockStart(b), a.blockEnd(b)
-			if off == bStart && end >= bEnd {
-				finish()
-				p.add(a, b, crc32.Checksum(s.buf[off-s.off:bEnd-s.off], a.sum))
-				off = bEnd
-				continue
-			}
-			k := min(end, bEnd) - off
-			if cur && shared[len(shared)-1].b == b {
-				// A segment before this one covered part of b too.
-				pt := &shared[len(shared)-1]
-				pt.shared = true
-				pt.hi = off + k
-			} else {
-				finish()
-				bl := int(bEnd - bStart)
-				if len(*scratch)-used < bl {
-					// The blocks in shared keep the buffer they are in.
-					*scratch = make([]byte, min(maxShared, max(1, 2*len(*scratch)/int(blockSize)))*int(blockSize))
-					used = 0
-				}
-				shared = append(shared, partPending{b: b, lo: off, hi: off + k, buf: (*scratch)[used : used+bl : used+bl]})
-				if err := a.load(f, b, shared[len(shared)-1].buf, false); err != nil {
-					return n, err
-				}
-				cur = true
-			}
-			copy(shared[len(shared)-1].buf[off-bStart:], s.buf[off-s.off:off-s.off+k])
-			off += k
+		if err := g.add(f, s, p); err != nil {
+			return n, err
 		}
 	}
-	finish()
-	if err := p.write(f); err != nil {
-		return n, err
+	g.finish(p)
+	return n, nil
+}
+
+// fits says whether s joins a group already holding bytes: within two
+// ioChunks, the slot's room and the shared blocks' bound.
+func (g *groupMerge) fits(s seg, bytes int64, p *pending) bool {
+	off, end := s.off, s.off+int64(len(s.buf))
+	// The blocks s touches, and the one merged last, not added yet: each
+	// may start a run.
+	need := g.a.block(end-1) - g.a.block(off) + 1
+	if g.cur {
+		need += 1 + pendRunHead/4
 	}
-	isShared := func(b int64) bool {
-		_, ok := slices.BinarySearchFunc(shared, b, func(pt partPending, b int64) int { return cmp.Compare(pt.b, b) })
-		return ok
+	// s may add two blocks in part, its first and its last.
+	return bytes+int64(len(s.buf)) <= 2*chunk() && p.room(need) && len(g.shared)+2 <= maxShared
+}
+
+// add puts the CRCs of the blocks s covers whole into the slot, and
+// merges those it covers in part.
+func (g *groupMerge) add(f vfs.File, s seg, p *pending) error {
+	a := g.a
+	off, end := s.off, s.off+int64(len(s.buf))
+	for off < end {
+		b := a.block(off)
+		bStart, bEnd := a.blockStart(b), a.blockEnd(b)
+		if off == bStart && end >= bEnd {
+			g.finish(p)
+			p.add(a, b, crc32.Checksum(s.buf[off-s.off:bEnd-s.off], a.sum))
+			off = bEnd
+			continue
+		}
+		k := min(end, bEnd) - off
+		if g.cur && g.shared[len(g.shared)-1].b == b {
+			// A segment before this one covered part of b too.
+			pt := &g.shared[len(g.shared)-1]
+			pt.shared = true
+			pt.hi = off + k
+		} else if err := g.open(f, b, off, k, p); err != nil {
+			return err
+		}
+		copy(g.shared[len(g.shared)-1].buf[off-bStart:], s.buf[off-s.off:off-s.off+k])
+		off += k
 	}
-	for _, s := range segs[:n] {
+	return nil
+}
+
+// open starts merging block b, of which a segment covers k bytes from
+// off: it loads the block into scratch, growing scratch when full.
+func (g *groupMerge) open(f vfs.File, b, off, k int64, p *pending) error {
+	g.finish(p)
+	a := g.a
+	bl := int(a.blockEnd(b) - a.blockStart(b))
+	if len(g.scratch)-g.used < bl {
+		// The blocks in shared keep the buffer they are in.
+		g.scratch = make([]byte, min(maxShared, max(1, 2*len(g.scratch)/int(blockSize)))*int(blockSize))
+		g.used = 0
+	}
+	g.shared = append(g.shared, partPending{b: b, lo: off, hi: off + k, buf: g.scratch[g.used : g.used+bl : g.used+bl]})
+	g.cur = true
+	return a.load(f, b, g.shared[len(g.shared)-1].buf, false)
+}
+
+// finish closes the block merged last: its CRC into the slot, and its
+// buffer kept only if more than one segment covers part of it.
+func (g *groupMerge) finish(p *pending) {
+	if !g.cur {
+		return
+	}
+	pt := &g.shared[len(g.shared)-1]
+	p.add(g.a, pt.b, crc32.Checksum(pt.buf, g.a.sum))
+	if pt.shared {
+		g.used += len(pt.buf)
+	} else {
+		// The segment's own write changes it in one: its merge is not
+		// needed any more.
+		g.shared = g.shared[:len(g.shared)-1]
+	}
+	g.cur = false
+}
+
+// writeMerged writes segs, leaving out the blocks in shared, then the
+// merged blocks of shared, each in one pwrite.
+func (a *area) writeMerged(f vfs.File, segs []seg, shared []partPending) error {
+	for _, s := range segs {
 		lo, hi := s.off, s.off+int64(len(s.buf))
 		if len(shared) > 0 {
 			// Only a segment's first and last blocks may be shared: it
 			// covers those between whole.
-			if b := a.block(lo); isShared(b) {
+			if b := a.block(lo); isShared(shared, b) {
 				lo = a.blockEnd(b)
 			}
-			if b := a.block(hi - 1); isShared(b) {
+			if b := a.block(hi - 1); isShared(shared, b) {
 				hi = min(hi, a.blockStart(b))
 			}
 			if lo >= hi {
@@ -450,18 +502,22 @@ func (a *area) writeGroup(f vfs.File, segs []seg, p *pending, scratch *[]byte) (
 			}
 		}
 		if _, err := f.WriteAt(s.buf[lo-s.off:hi-s.off], a.base+lo); err != nil {
-			a.settle(f, p)
-			return n, err
+			return err
 		}
 	}
 	for _, pt := range shared {
 		bStart := a.blockStart(pt.b)
 		if _, err := f.WriteAt(pt.buf[pt.lo-bStart:pt.hi-bStart], a.base+pt.lo); err != nil {
-			a.settle(f, p)
-			return n, err
+			return err
 		}
 	}
-	return n, p.written(f, a)
+	return nil
+}
+
+// isShared says whether block b is in shared, which is in block order.
+func isShared(shared []partPending, b int64) bool {
+	_, ok := slices.BinarySearchFunc(shared, b, func(pt partPending, b int64) int { return cmp.Compare(pt.b, b) })
+	return ok
 }
 
 // maxShared bounds the blocks of a write group that segments share, and
