@@ -100,53 +100,11 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 		}
 	}
 	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		s.release(t)
-		return errClosing
-	}
-	if err := s.deadLocked(t.item.Obj); err != nil {
+	if err := s.registerLocked(t, here); err != nil {
 		s.mu.Unlock()
 		s.release(t)
 		return err
 	}
-	if err := s.observeLayout(t.item); err != nil {
-		s.mu.Unlock()
-		s.release(t)
-		return err
-	}
-	s.mu.next++
-	t.id = s.mu.next
-	obj := t.item.Obj
-	if t.item.Write {
-		ws := s.mu.writes[obj]
-		if ws == nil {
-			ws = map[*transfer]struct{}{}
-			s.mu.writes[obj] = ws
-		}
-		if !here {
-			// Two workers may store two queued writes in either order:
-			// one must not overtake the client's earlier writes it
-			// overlaps.
-			t.deps = earlierOverlapping(ws, t)
-			t.queued = true
-			s.mu.queued[obj]++
-		}
-		ws[t] = struct{}{}
-		for _, f := range t.followers {
-			s.mu.next++
-			f.id = s.mu.next
-			s.mu.transfers[f.id] = f
-		}
-	} else {
-		t.deps = earlierOverlapping(s.mu.writes[obj], t)
-		for _, f := range t.followers {
-			s.mu.next++
-			f.id = s.mu.next
-			s.mu.transfers[f.id] = f
-		}
-	}
-	s.mu.transfers[t.id] = t
 	if t.view {
 		if len(t.deps) == 0 {
 			s.mu.Unlock()
@@ -192,6 +150,49 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 		return nil
 	}
 	return s.send(ctx, t)
+}
+
+// registerLocked gives t and its followers their ids and records them,
+// with the earlier writes t must wait for (t.deps), unless the service
+// is closing, the object is deleted or t's layout is not the object's.
+func (s *Service) registerLocked(t *transfer, here bool) error {
+	if s.mu.closed {
+		return errClosing
+	}
+	if err := s.deadLocked(t.item.Obj); err != nil {
+		return err
+	}
+	if err := s.observeLayout(t.item); err != nil {
+		return err
+	}
+	s.mu.next++
+	t.id = s.mu.next
+	obj := t.item.Obj
+	if t.item.Write {
+		ws := s.mu.writes[obj]
+		if ws == nil {
+			ws = map[*transfer]struct{}{}
+			s.mu.writes[obj] = ws
+		}
+		if !here {
+			// Two workers may store two queued writes in either order:
+			// one must not overtake the client's earlier writes it
+			// overlaps.
+			t.deps = earlierOverlapping(ws, t)
+			t.queued = true
+			s.mu.queued[obj]++
+		}
+		ws[t] = struct{}{}
+	} else {
+		t.deps = earlierOverlapping(s.mu.writes[obj], t)
+	}
+	for _, f := range t.followers {
+		s.mu.next++
+		f.id = s.mu.next
+		s.mu.transfers[f.id] = f
+	}
+	s.mu.transfers[t.id] = t
+	return nil
 }
 
 // earlierOverlapping lists the writes of ws by t's client that overlap t:

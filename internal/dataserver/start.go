@@ -31,30 +31,53 @@ const firstTouchHere = 200 * time.Millisecond
 // waits in the socket. The budget is not taken: no more than that buffer
 // is held.
 func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var m wire.DataStart
+	inLane, ok := s.canStartHere(ctx, req, &m)
+	if !ok {
+		return nil, rpc.ErrElsewhere
+	}
+	if inLane {
+		return s.storeFromLane(ctx, req, &m)
+	}
+	ts := make([]*transfer, len(m.Items))
+	if err := s.checkHere(req, m.Items, ts); err != nil {
+		return nil, err
+	}
+	merge(ts, nil, nil)
+	if err := s.storeHere(ctx, req, ts); err != nil {
+		return nil, err
+	}
+	return s.started(ctx, req.Client, ts, m.Wait)
+}
+
+// canStartHere decodes the start into m and says whether startHere may
+// take it, and whether its bytes are all in the client's lane. Anything
+// it cannot take, malformed starts included, goes to start, which
+// reports it.
+func (s *Service) canStartHere(ctx context.Context, req *rpc.Request, m *wire.DataStart) (inLane, ok bool) {
 	if s.cfg.beforeIO != nil {
-		return nil, rpc.ErrElsewhere // the knob holds I/O in the workers
+		return false, false // the knob holds I/O in the workers
 	}
 	if req.Behind() || !s.slotsSet() {
 		// An earlier start of this connection is not registered yet:
 		// this one must not overtake it. Or the server is still
 		// starting: start waits for it.
-		return nil, rpc.ErrElsewhere
+		return false, false
 	}
-	var m wire.DataStart
 	if err := m.Unmarshal(req.Header); err != nil || len(m.Items) == 0 {
-		return nil, rpc.ErrElsewhere // start reports it
+		return false, false // start reports it
 	}
-	inLane := m.Lane != 0 && req.BodyLen == 0
+	inLane = m.Lane != 0 && req.BodyLen == 0
 	if !inLane && req.BodyLen == 0 {
-		return nil, rpc.ErrElsewhere
+		return false, false
 	}
 	for _, it := range m.Items {
 		if !it.Write || inLane != (it.Lane != 0) {
-			return nil, rpc.ErrElsewhere
+			return false, false
 		}
 	}
 	if known, err := s.admitNow(m.Items); err != nil {
-		return nil, rpc.ErrElsewhere // start refuses a deleted object
+		return false, false // start refuses a deleted object
 	} else if !known {
 		// An object seen for the first time: its metadata server is
 		// asked here, on the reader, for a short while. Sent to the
@@ -66,39 +89,52 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		err := s.admit(actx, m.Items)
 		cancel()
 		if err != nil {
-			return nil, rpc.ErrElsewhere
+			return false, false
 		}
 	}
+	return inLane, !s.queuedFor(m.Items)
+}
+
+// queuedFor says whether a write of one of the items' objects is queued
+// for the workers, or the service is closed.
+func (s *Service) queuedFor(items []wire.DataItem) bool {
 	s.mu.Lock()
-	busy := s.mu.closed
-	for _, it := range m.Items {
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return true
+	}
+	for _, it := range items {
 		if s.mu.queued[it.Obj] > 0 {
-			busy = true
-			break
+			return true
 		}
 	}
-	s.mu.Unlock()
-	if busy {
-		return nil, rpc.ErrElsewhere
-	}
-	if inLane {
-		return s.storeFromLane(ctx, req, &m)
-	}
-	ts, slab := make([]*transfer, len(m.Items)), make([]transfer, len(m.Items))
+	return false
+}
+
+// checkHere checks the writes of a start taken here, into ts, and places
+// each in the request's body, which must carry exactly their bytes.
+func (s *Service) checkHere(req *rpc.Request, items []wire.DataItem, ts []*transfer) error {
+	slab := make([]transfer, len(items))
 	var pos uint64
-	for i, it := range m.Items {
+	for i, it := range items {
 		t, err := s.check(req.Client, it, &slab[i])
 		if err != nil {
-			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
+			return fmt.Errorf("transfer %d of %d: %w", i+1, len(items), err)
 		}
 		t.payOff = pos
 		pos += uint64(t.bytes())
 		ts[i] = t
 	}
 	if pos != uint64(req.BodyLen) {
-		return nil, fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", pos, req.BodyLen, pdc.ErrInvalid)
+		return fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", pos, req.BodyLen, pdc.ErrInvalid)
 	}
-	merge(ts, nil, nil)
+	return nil
+}
+
+// storeHere stores the writes ts from the request's body as it arrives,
+// one bufferful at a time. On a failure the writes it took are
+// forgotten.
+func (s *Service) storeHere(ctx context.Context, req *rpc.Request, ts []*transfer) error {
 	scratch := bufpool.Get(hereChunk)
 	defer bufpool.Put(scratch)
 	body := &bodyReader{r: req.Body}
@@ -119,10 +155,10 @@ func (s *Service) startHere(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		}
 		if err != nil {
 			s.forget(req.Client, ts[:i+1])
-			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(ts), t.item.Obj, t.box, err)
+			return fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(ts), t.item.Obj, t.box, err)
 		}
 	}
-	return s.started(ctx, req.Client, ts, m.Wait)
+	return nil
 }
 
 // hereChunk is the buffer startHere stores a request's bytes through: a
@@ -173,30 +209,9 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		laneMsg.refs.Store(1)
 		defer laneMsg.unref()
 	}
-
-	ts, slab := make([]*transfer, len(m.Items)), make([]transfer, len(m.Items))
-	var writeBytes uint64
-	for i, it := range m.Items {
-		t, err := s.check(req.Client, it, &slab[i])
-		if err != nil {
-			return nil, fmt.Errorf("transfer %d of %d: %w", i+1, len(m.Items), err)
-		}
-		switch {
-		case it.Write && it.Lane != 0:
-			if ln == nil {
-				return nil, fmt.Errorf("transfer %d of %d: its bytes are in a lane, and the request names none: %w", i+1, len(m.Items), pdc.ErrInvalid)
-			}
-			if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
-				return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(m.Items), it.Obj, t.box, err)
-			}
-			t.inLane, t.payOff = true, it.Lane-1
-		case it.Write:
-			writeBytes += uint64(t.bytes())
-		}
-		ts[i] = t
-	}
-	if writeBytes != uint64(len(req.Payload)) {
-		return nil, fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", writeBytes, len(req.Payload), pdc.ErrInvalid)
+	ts := make([]*transfer, len(m.Items))
+	if err := s.checkStart(req, m.Items, ln, ts); err != nil {
+		return nil, err
 	}
 	// Writes first, so that reads of the same request see them.
 	order := make([]*transfer, 0, len(ts))
@@ -210,28 +225,74 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			order = append(order, t)
 		}
 	}
+	bindPayload(ts, req.Payload, msg, laneMsg)
+	var laneMem []byte
+	if ln != nil {
+		laneMem = ln.mem
+	}
+	merge(order, req.Payload, laneMem)
+	if err := s.enqueueStart(ctx, req, order, ts); err != nil {
+		return nil, err
+	}
+	return s.started(ctx, req.Client, ts, m.Wait)
+}
+
+// checkStart checks the items of a start, into ts; a write whose bytes
+// are in the client's lane ln gets its span there. The other writes'
+// bytes must be exactly the request's payload.
+func (s *Service) checkStart(req *rpc.Request, items []wire.DataItem, ln *serverLane, ts []*transfer) error {
+	slab := make([]transfer, len(items))
+	var writeBytes uint64
+	for i, it := range items {
+		t, err := s.check(req.Client, it, &slab[i])
+		if err != nil {
+			return fmt.Errorf("transfer %d of %d: %w", i+1, len(items), err)
+		}
+		switch {
+		case it.Write && it.Lane != 0:
+			if ln == nil {
+				return fmt.Errorf("transfer %d of %d: its bytes are in a lane, and the request names none: %w", i+1, len(items), pdc.ErrInvalid)
+			}
+			if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
+				return fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(items), it.Obj, t.box, err)
+			}
+			t.inLane, t.payOff = true, it.Lane-1
+		case it.Write:
+			writeBytes += uint64(t.bytes())
+		}
+		ts[i] = t
+	}
+	if writeBytes != uint64(len(req.Payload)) {
+		return fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", writeBytes, len(req.Payload), pdc.ErrInvalid)
+	}
+	return nil
+}
+
+// bindPayload points each write of ts at its bytes: in body, held by
+// msg, or in the client's lane, held by laneMsg.
+func bindPayload(ts []*transfer, body []byte, msg, laneMsg *payload) {
 	var pos uint64
-	var fromLane []*transfer
 	for _, t := range ts {
 		switch {
 		case t.inLane:
 			t.msg = laneMsg
 			laneMsg.refs.Add(1)
-			fromLane = append(fromLane, t)
 		case t.item.Write:
 			n := uint64(t.bytes())
-			t.data = req.Payload[pos : pos+n : pos+n]
+			t.data = body[pos : pos+n : pos+n]
 			t.payOff = pos
 			t.msg = msg
 			msg.refs.Add(1)
 			pos += n
 		}
 	}
-	var laneMem []byte
-	if ln != nil {
-		laneMem = ln.mem
-	}
-	merge(order, req.Payload, laneMem)
+}
+
+// enqueueStart registers the transfers of a start (ts, and in order the
+// order they are queued in) after the client's earlier starts, and
+// queues them. The writes from the lane are stored before it returns:
+// the client reuses the lane's space once answered.
+func (s *Service) enqueueStart(ctx context.Context, req *rpc.Request, order, ts []*transfer) error {
 	// A client's starts are registered in the order they arrived, each
 	// after the ones before it: a write must not overtake an earlier
 	// one it overlaps, nor a read the writes it must see.
@@ -239,7 +300,7 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		for _, t := range order {
 			s.release(t)
 		}
-		return nil, err
+		return err
 	}
 	// The payload's memory is on the RPC server's payload budget until
 	// msg gives it back: its writes take none of ours. Were they to wait
@@ -250,7 +311,7 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		for _, t := range order {
 			s.release(t)
 		}
-		return nil, err
+		return err
 	}
 	for i, t := range order {
 		if err := s.enqueue(ctx, t, false); err != nil {
@@ -261,28 +322,28 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 			}
 			s.forget(req.Client, order[:i+1])
 			// The client reuses its lane's space once answered.
-			if werr := storedFromLane(ctx, fromLane); werr != nil {
-				return nil, werr
+			if werr := storedFromLane(ctx, ts); werr != nil {
+				return werr
 			}
-			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
+			return fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(order), t.item.Obj, t.box, err)
 		}
 	}
 	req.EndTurn()
 	// The client reuses its lane's space once answered: the writes from
 	// it are stored first.
-	if err := storedFromLane(ctx, fromLane); err != nil {
+	if err := storedFromLane(ctx, ts); err != nil {
 		s.forget(req.Client, order)
-		return nil, err
+		return err
 	}
-	return s.started(ctx, req.Client, ts, m.Wait)
+	return nil
 }
 
-// storedFromLane waits until the writes ts, whose bytes are in a lane,
-// are no longer reading them: stored, failed, or never queued. If ctx ends
-// first, the client gets no answer and does not reuse the space.
+// storedFromLane waits until the writes among ts whose bytes are in a
+// lane are no longer reading them: stored, failed, or never queued. If
+// ctx ends first, the client gets no answer and does not reuse the space.
 func storedFromLane(ctx context.Context, ts []*transfer) error {
 	for _, t := range ts {
-		if t.lead().id == 0 {
+		if !t.inLane || t.lead().id == 0 {
 			continue
 		}
 		select {

@@ -80,6 +80,35 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 		ts[i] = s.lookup(client, id)
 	}
 	s.mu.Unlock()
+	if err := s.awaitDone(ctx, ts); err != nil {
+		return nil, err
+	}
+	res := wire.DataResults{Items: make([]wire.DataResult, len(ids))}
+	if withIDs {
+		res.IDs = ids
+	}
+	reads := make([]*transfer, len(ts)) // by item: the reads answered with bytes
+	held := s.take(client, ids, ts, res.Items, reads)
+	segs, views := s.viewReads(reads)
+	payload := answerReads(res.Items, reads, segs, dst)
+	resp := rpc.Respond(&res)
+	resp.Payload = payload
+	if len(held) > 0 || len(views) > 0 {
+		resp.Done = func() {
+			for _, v := range views {
+				v.Release()
+			}
+			for _, t := range held {
+				s.release(t)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// awaitDone waits for each of ts (nil: unknown) to be done. A read still
+// without budget is read now, by this wait, into the answer.
+func (s *Service) awaitDone(ctx context.Context, ts []*transfer) error {
 	for _, t := range ts {
 		if t == nil {
 			continue
@@ -90,7 +119,7 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 				select {
 				case <-d.done:
 				case <-ctx.Done():
-					return nil, fmt.Errorf("waiting for transfer %d (object %d region %v): %w", t.id, t.item.Obj, t.box, ctxErr(ctx, ctx.Err()))
+					return fmt.Errorf("waiting for transfer %d (object %d region %v): %w", t.id, t.item.Obj, t.box, ctxErr(ctx, ctx.Err()))
 				}
 			}
 			if l.lazy.CompareAndSwap(lazyWaiting, lazyClaimed) {
@@ -100,18 +129,20 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 		select {
 		case <-t.done:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for transfer %d (object %d region %v): %w", t.id, t.item.Obj, t.box, ctxErr(ctx, ctx.Err()))
+			return fmt.Errorf("waiting for transfer %d (object %d region %v): %w", t.id, t.item.Obj, t.box, ctxErr(ctx, ctx.Err()))
 		}
 	}
-	res := wire.DataResults{Items: make([]wire.DataResult, len(ids))}
-	if withIDs {
-		res.IDs = ids
-	}
-	var held []*transfer
-	reads := make([]*transfer, len(ts)) // by item: the reads answered with bytes
+	return nil
+}
+
+// take forgets the done transfers ts (ids, of client), putting how each
+// ended in items and the reads answered with bytes in reads (by item). It
+// returns the reads whose budget the answer holds until sent.
+func (s *Service) take(client string, ids []uint64, ts []*transfer, items []wire.DataResult, reads []*transfer) (held []*transfer) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, t := range ts {
-		r := &res.Items[i]
+		r := &items[i]
 		if t == nil || s.mu.transfers[t.id] != t {
 			if s.mu.ended[ids[i]] == client {
 				// Its client's connections all closed (a reset, a
@@ -139,11 +170,16 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 			held = append(held, t)
 		}
 	}
-	s.mu.Unlock()
-	segs, views := s.viewReads(reads)
+	return held
+}
+
+// answerReads puts the bytes of reads (by item) into items: into the
+// client's lane where dst gives them a place, else into the payload it
+// returns, from their views (segs) or their buffers.
+func answerReads(items []wire.DataResult, reads []*transfer, segs [][][]byte, dst *laneDst) [][]byte {
 	var payload [][]byte
 	for i, t := range reads {
-		r := &res.Items[i]
+		r := &items[i]
 		switch {
 		case t == nil:
 		case t.err != nil:
@@ -161,19 +197,7 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 			payload = append(payload, t.data)
 		}
 	}
-	resp := rpc.Respond(&res)
-	resp.Payload = payload
-	if len(held) > 0 || len(views) > 0 {
-		resp.Done = func() {
-			for _, v := range views {
-				v.Release()
-			}
-			for _, t := range held {
-				s.release(t)
-			}
-		}
-	}
-	return resp, nil
+	return payload
 }
 
 // viewReads makes the views of the view reads among reads (by item; nil
@@ -185,18 +209,43 @@ func (s *Service) collect(ctx context.Context, client string, ids []uint64, with
 // into a buffer instead, which reports the error of each read on its own
 // (a view fails as a whole).
 func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*regionstore.View) {
-	type group struct {
-		obj   uint64
-		store *regionstore.Store
-		items []int
-	}
+	s.newestLayouts(reads)
 	type key struct {
 		obj   uint64
 		store *regionstore.Store
 	}
-	var groups []*group
-	byObj := map[key]*group{}
+	var groups []*readGroup
+	byObj := map[key]*readGroup{}
+	for i, t := range reads {
+		if t == nil || !t.view || t.err != nil {
+			continue
+		}
+		k := key{t.item.Obj, t.store}
+		g := byObj[k]
+		if g == nil {
+			g = &readGroup{obj: t.item.Obj, store: t.store}
+			byObj[k] = g
+			groups = append(groups, g)
+		}
+		g.items = append(g.items, i)
+	}
+	if len(groups) == 0 {
+		return make([][][]byte, len(reads)), nil
+	}
+	segs = make([][][]byte, len(reads))
+	for _, g := range groups {
+		if v := s.viewReadGroup(g, reads, segs); v != nil {
+			views = append(views, v)
+		}
+	}
+	return segs, views
+}
+
+// newestLayouts moves the view reads among reads to the newest dims of
+// their objects, or fails those that no longer fit in them.
+func (s *Service) newestLayouts(reads []*transfer) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, t := range reads {
 		if t == nil || !t.view {
 			continue
@@ -210,63 +259,56 @@ func (s *Service) viewReads(reads []*transfer) (segs [][][]byte, views []*region
 			t.layout.Dims, t.layout.Version = seen.dims, seen.version
 		}
 	}
-	s.mu.Unlock()
-	for i, t := range reads {
-		if t == nil || !t.view || t.err != nil {
-			continue
-		}
-		k := key{t.item.Obj, t.store}
-		g := byObj[k]
-		if g == nil {
-			g = &group{obj: t.item.Obj, store: t.store}
-			byObj[k] = g
-			groups = append(groups, g)
-		}
-		g.items = append(g.items, i)
-	}
-	if len(groups) == 0 {
-		return make([][][]byte, len(reads)), nil
-	}
-	segs = make([][][]byte, len(reads))
-	for _, g := range groups {
-		l := reads[g.items[0]].layout
-		var boxes []region.Box
-		var in []int
-		for _, i := range g.items {
-			if t := reads[i]; slices.Equal(t.layout.Dims, l.Dims) && t.layout.Elem == l.Elem {
-				boxes = append(boxes, t.box)
-				in = append(in, i)
-			} else {
-				s.readInto(t)
-			}
-		}
-		v, err := s.viewGroup(g.store, g.obj, l, boxes, reads, in)
-		if errors.Is(err, regionstore.ErrUnmapped) {
-			continue // read into buffers
-		}
-		if err == nil && tinyRuns(v) {
-			// A column of a wide object is a slice per element: each
-			// would cost the socket write more than copying it.
-			v.Release()
-			err = errTinyRuns
-		}
-		if err != nil {
-			for _, i := range in {
-				s.readInto(reads[i])
-			}
-			continue
-		}
-		views = append(views, v)
-		rest := v.Segs
-		for k, i := range in {
-			segs[i] = rest[:v.Lens[k]:v.Lens[k]]
-			rest = rest[v.Lens[k]:]
-			if segs[i] == nil {
-				segs[i] = [][]byte{} // a view of nothing is still a view
-			}
+}
+
+// readGroup is the view reads of one object in one store: items are
+// their places among the reads.
+type readGroup struct {
+	obj   uint64
+	store *regionstore.Store
+	items []int
+}
+
+// viewReadGroup views the reads of g that share its first read's layout
+// and puts each one's bytes in segs; it returns the view, or nil if the
+// reads were read into buffers instead (those with another layout are).
+func (s *Service) viewReadGroup(g *readGroup, reads []*transfer, segs [][][]byte) *regionstore.View {
+	l := reads[g.items[0]].layout
+	var boxes []region.Box
+	var in []int
+	for _, i := range g.items {
+		if t := reads[i]; slices.Equal(t.layout.Dims, l.Dims) && t.layout.Elem == l.Elem {
+			boxes = append(boxes, t.box)
+			in = append(in, i)
+		} else {
+			s.readInto(t)
 		}
 	}
-	return segs, views
+	v, err := s.viewGroup(g.store, g.obj, l, boxes, reads, in)
+	if errors.Is(err, regionstore.ErrUnmapped) {
+		return nil // read into buffers
+	}
+	if err == nil && tinyRuns(v) {
+		// A column of a wide object is a slice per element: each
+		// would cost the socket write more than copying it.
+		v.Release()
+		err = errTinyRuns
+	}
+	if err != nil {
+		for _, i := range in {
+			s.readInto(reads[i])
+		}
+		return nil
+	}
+	rest := v.Segs
+	for k, i := range in {
+		segs[i] = rest[:v.Lens[k]:v.Lens[k]]
+		rest = rest[v.Lens[k]:]
+		if segs[i] == nil {
+			segs[i] = [][]byte{} // a view of nothing is still a view
+		}
+	}
+	return v
 }
 
 // viewGroup views boxes, the reads in of one object. The first read of
