@@ -47,34 +47,8 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err := s.admitIDs(ctx, []uint64{m.Obj}); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return nil, errClosing
-	}
-	if err := s.deadLocked(m.Obj); err != nil {
-		s.mu.Unlock()
+	if err := s.afterOwnWrites(ctx, req.Client, &m); err != nil {
 		return nil, err
-	}
-	err = s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion})
-	// Like a read, a query runs after the writes to the object that the
-	// same client started before it.
-	var deps []*transfer
-	for w := range s.mu.writes[m.Obj] {
-		if w.client == req.Client {
-			deps = append(deps, w)
-		}
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range deps {
-		select {
-		case <-w.done:
-		case <-ctx.Done():
-			return nil, ctxErr(ctx, ctx.Err())
-		}
 	}
 
 	elem := q.prog.Elem()
@@ -88,83 +62,151 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		return nil, err
 	}
 	defer s.budget.Release(grant)
-	words := make([]uint64, (chunkElems*int64(elem)+7)/8) // aligned for every element type
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
-	mask := make([]bool, chunkElems)
-
-	res := wire.DataQueryResult{Selection: m.Return >= wire.QuerySelection}
-	if m.Return == wire.QueryValues {
-		res.ValueSize = uint32(elem)
-	}
-	per := uint64(res.ValueSize)
-	if res.Selection {
-		per += 8
-	}
-	var idx, vals []byte
-	coord := make([]uint64, len(m.Dims))
+	e := newQueryEval(store, &m, q, chunkElems, uint64(s.cfg.MaxTransfer))
 	for _, box := range q.boxes {
 		var cerr error
 		chunks(box, uint64(chunkElems), func(c region.Box) bool {
-			if err := ctx.Err(); err != nil {
-				cerr = ctxErr(ctx, err)
-				return false
-			}
-			n := int(c.Volume())
-			data := buf[:n*elem]
-			if err := store.Read(m.Obj, q.layout, c, data); err != nil {
-				cerr = fmt.Errorf("query object %d region %v: %w", m.Obj, c, err)
-				return false
-			}
-			out := mask[:n]
-			q.prog.Match(data, out)
-			if per == 0 {
-				res.Hits += countTrue(out)
-				return true
-			}
-			// Hits of one row of the last dim are contiguous in the
-			// object: its linear index is computed once per row.
-			last := len(coord) - 1
-			rowLen := c.Size[last]
-			row, base := ^uint64(0), uint64(0)
-			for i, hit := range out {
-				if !hit {
-					continue
-				}
-				res.Hits++
-				if res.Hits*per > uint64(s.cfg.MaxTransfer) {
-					cerr = fmt.Errorf("query object %d: more than %d hits, whose selection exceeds %d bytes: restrict the query or ask for the count: %w",
-						m.Obj, res.Hits-1, s.cfg.MaxTransfer, pdc.ErrTooLarge)
-					return false
-				}
-				if r := uint64(i) / rowLen; r != row {
-					row = r
-					rest := r
-					for d := last - 1; d >= 0; d-- {
-						coord[d] = c.Off[d] + rest%c.Size[d]
-						rest /= c.Size[d]
-					}
-					coord[last] = c.Off[last]
-					base = region.Linearize(m.Dims, coord)
-				}
-				idx = binary.LittleEndian.AppendUint64(idx, base+uint64(i)%rowLen)
-				if res.ValueSize != 0 {
-					vals = append(vals, data[i*elem:(i+1)*elem]...)
-				}
-			}
-			return true
+			cerr = e.chunk(ctx, c)
+			return cerr == nil
 		})
 		if cerr != nil {
 			return nil, cerr
 		}
 	}
-	resp := rpc.Respond(&res)
-	if len(idx) > 0 {
-		resp.Payload = [][]byte{idx}
-		if len(vals) > 0 {
-			resp.Payload = append(resp.Payload, vals)
+	resp := rpc.Respond(&e.res)
+	if len(e.idx) > 0 {
+		resp.Payload = [][]byte{e.idx}
+		if len(e.vals) > 0 {
+			resp.Payload = append(resp.Payload, e.vals)
 		}
 	}
 	return resp, nil
+}
+
+// afterOwnWrites waits, like a read, for the writes to the query's object
+// that the same client started before it, once the object is known not
+// deleted and the query's layout is recorded.
+func (s *Service) afterOwnWrites(ctx context.Context, client string, m *wire.DataQuery) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return errClosing
+	}
+	if err := s.deadLocked(m.Obj); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	err := s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion})
+	var deps []*transfer
+	for w := range s.mu.writes[m.Obj] {
+		if w.client == client {
+			deps = append(deps, w)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, w := range deps {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return ctxErr(ctx, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// queryEval evaluates a query chunk by chunk, gathering its answer.
+type queryEval struct {
+	store       *regionstore.Store
+	m           *wire.DataQuery
+	q           *checkedQuery
+	elem        int
+	maxTransfer uint64
+	per         uint64 // answer bytes per hit: index and value
+	buf         []byte // a chunk's elements
+	mask        []bool // which of them match
+	coord       []uint64
+
+	res       wire.DataQueryResult
+	idx, vals []byte
+}
+
+func newQueryEval(store *regionstore.Store, m *wire.DataQuery, q *checkedQuery, chunkElems int64, maxTransfer uint64) *queryEval {
+	elem := q.prog.Elem()
+	words := make([]uint64, (chunkElems*int64(elem)+7)/8) // aligned for every element type
+	e := &queryEval{
+		store: store, m: m, q: q, elem: elem, maxTransfer: maxTransfer,
+		buf:   unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8),
+		mask:  make([]bool, chunkElems),
+		coord: make([]uint64, len(m.Dims)),
+		res:   wire.DataQueryResult{Selection: m.Return >= wire.QuerySelection},
+	}
+	if m.Return == wire.QueryValues {
+		e.res.ValueSize = uint32(elem)
+	}
+	e.per = uint64(e.res.ValueSize)
+	if e.res.Selection {
+		e.per += 8
+	}
+	return e
+}
+
+// chunk reads the elements of c and matches them, counting or
+// gathering the hits.
+func (e *queryEval) chunk(ctx context.Context, c region.Box) error {
+	if err := ctx.Err(); err != nil {
+		return ctxErr(ctx, err)
+	}
+	n := int(c.Volume())
+	data := e.buf[:n*e.elem]
+	if err := e.store.Read(e.m.Obj, e.q.layout, c, data); err != nil {
+		return fmt.Errorf("query object %d region %v: %w", e.m.Obj, c, err)
+	}
+	out := e.mask[:n]
+	e.q.prog.Match(data, out)
+	if e.per == 0 {
+		e.res.Hits += countTrue(out)
+		return nil
+	}
+	return e.gather(c, data, out)
+}
+
+// gather appends the linear index, and the value if asked for, of each
+// hit of chunk c, within MaxTransfer.
+func (e *queryEval) gather(c region.Box, data []byte, out []bool) error {
+	// Hits of one row of the last dim are contiguous in the object: its
+	// linear index is computed once per row.
+	coord, elem := e.coord, e.elem
+	last := len(coord) - 1
+	rowLen := c.Size[last]
+	row, base := ^uint64(0), uint64(0)
+	for i, hit := range out {
+		if !hit {
+			continue
+		}
+		e.res.Hits++
+		if e.res.Hits*e.per > e.maxTransfer {
+			return fmt.Errorf("query object %d: more than %d hits, whose selection exceeds %d bytes: restrict the query or ask for the count: %w",
+				e.m.Obj, e.res.Hits-1, e.maxTransfer, pdc.ErrTooLarge)
+		}
+		if r := uint64(i) / rowLen; r != row {
+			row = r
+			rest := r
+			for d := last - 1; d >= 0; d-- {
+				coord[d] = c.Off[d] + rest%c.Size[d]
+				rest /= c.Size[d]
+			}
+			coord[last] = c.Off[last]
+			base = region.Linearize(e.m.Dims, coord)
+		}
+		e.idx = binary.LittleEndian.AppendUint64(e.idx, base+uint64(i)%rowLen)
+		if e.res.ValueSize != 0 {
+			e.vals = append(e.vals, data[i*elem:(i+1)*elem]...)
+		}
+	}
+	return nil
 }
 
 type checkedQuery struct {

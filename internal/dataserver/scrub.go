@@ -39,40 +39,74 @@ func (s *Service) Scrub(ctx context.Context, opts ScrubOptions) (*wire.ScrubRepo
 	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
-	rep := &wire.ScrubReport{}
+	r := &scrubRun{s: s, opts: opts, rep: &wire.ScrubReport{}, byID: map[uint64][]heldFiles{}}
 	stores, err := s.allStores()
 	if err != nil {
-		rep.Errors = append(rep.Errors, err.Error())
+		r.rep.Errors = append(r.rep.Errors, err.Error())
 	}
-	// An object's files may be in several of the server's slots.
-	type held struct {
-		store *regionstore.Store
-		files regionstore.ObjectFiles
+	if err := r.list(stores); err != nil {
+		return nil, err
 	}
-	byID := map[uint64][]held{}
-	var ids []uint64
+	r.findOrphans(ctx)
+	r.reportOrphans(ctx)
+	if !opts.Verify {
+		return r.rep, nil
+	}
+	if err := r.verify(ctx); err != nil {
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// heldFiles are an object's files in one store: an object's files may be
+// in several of the server's slots.
+type heldFiles struct {
+	store *regionstore.Store
+	files regionstore.ObjectFiles
+}
+
+// scrubRun is one scrub: the objects found, which are orphans, and the
+// report.
+type scrubRun struct {
+	s      *Service
+	opts   ScrubOptions
+	rep    *wire.ScrubReport
+	byID   map[uint64][]heldFiles
+	ids    []uint64 // in order
+	orphan []bool   // by place in ids
+}
+
+// list finds the objects the stores hold files of.
+func (r *scrubRun) list(stores []*regionstore.Store) error {
 	for _, st := range stores {
 		files, err := st.Files()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, of := range files {
-			if byID[of.Obj] == nil {
-				ids = append(ids, of.Obj)
+			if r.byID[of.Obj] == nil {
+				r.ids = append(r.ids, of.Obj)
 			}
-			byID[of.Obj] = append(byID[of.Obj], held{st, of})
-			rep.Bytes += uint64(of.Bytes)
+			r.byID[of.Obj] = append(r.byID[of.Obj], heldFiles{st, of})
+			r.rep.Bytes += uint64(of.Bytes)
 		}
 	}
-	slices.Sort(ids)
-	rep.Objects = uint64(len(ids))
-	orphan := make([]bool, len(ids))
-	if s.cfg.Objects == nil {
+	slices.Sort(r.ids)
+	r.rep.Objects = uint64(len(r.ids))
+	r.orphan = make([]bool, len(r.ids))
+	return nil
+}
+
+// findOrphans asks the metadata servers which of the objects are gone, in
+// batches; a batch that cannot be asked about is reported and skipped.
+func (r *scrubRun) findOrphans(ctx context.Context) {
+	objs, ids, rep := r.s.cfg.Objects, r.ids, r.rep
+	if objs == nil {
 		rep.Errors = append(rep.Errors, "orphans not looked for: this server cannot ask the metadata servers")
 	}
-	for lo := 0; s.cfg.Objects != nil && lo < len(ids); lo += askBatch {
+	for lo := 0; objs != nil && lo < len(ids); lo += askBatch {
 		hi := min(lo+askBatch, len(ids))
-		gone, err := s.cfg.Objects.Gone(ctx, ids[lo:hi])
+		gone, err := objs.Gone(ctx, ids[lo:hi])
 		if err == nil && len(gone) != hi-lo {
 			err = fmt.Errorf("asked about %d objects, told about %d: %w", hi-lo, len(gone), pdc.ErrInternal)
 		}
@@ -80,43 +114,51 @@ func (s *Service) Scrub(ctx context.Context, opts ScrubOptions) (*wire.ScrubRepo
 			rep.Errors = append(rep.Errors, fmt.Sprintf("objects %d to %d of %d not checked for orphans: %v", lo+1, hi, len(ids), err))
 			continue
 		}
-		copy(orphan[lo:hi], gone)
+		copy(r.orphan[lo:hi], gone)
 	}
-	for i, id := range ids {
-		if !orphan[i] {
+}
+
+// reportOrphans lists the orphans, removing them with opts.Remove.
+func (r *scrubRun) reportOrphans(ctx context.Context) {
+	rep := r.rep
+	for i, id := range r.ids {
+		if !r.orphan[i] {
 			continue
 		}
 		rep.NOrphans++
 		o := wire.ScrubOrphan{ID: id}
-		for _, h := range byID[id] {
+		for _, h := range r.byID[id] {
 			o.Paths = append(o.Paths, h.files.Paths...)
 			o.Bytes += uint64(h.files.Bytes)
 		}
-		if opts.Remove {
-			if err := s.bury(ctx, []uint64{id}, true); err != nil {
+		if r.opts.Remove {
+			if err := r.s.bury(ctx, []uint64{id}, true); err != nil {
 				rep.Errors = append(rep.Errors, fmt.Sprintf("remove orphaned object %d: %v", id, err))
 			} else {
 				o.Removed = true
 			}
 		}
-		if len(rep.Orphans) < opts.Max {
+		if len(rep.Orphans) < r.opts.Max {
 			rep.Orphans = append(rep.Orphans, o)
 		}
 	}
-	if !opts.Verify {
-		return rep, nil
-	}
-	for i, id := range ids {
-		if orphan[i] {
+}
+
+// verify checks every block of the objects that are not orphans against
+// its checksum, reporting the corrupt ones.
+func (r *scrubRun) verify(ctx context.Context) error {
+	rep, most := r.rep, r.opts.Max
+	for i, id := range r.ids {
+		if r.orphan[i] {
 			continue
 		}
-		for _, h := range byID[id] {
+		for _, h := range r.byID[id] {
 			if err := ctx.Err(); err != nil {
-				return nil, ctxErr(ctx, err)
+				return ctxErr(ctx, err)
 			}
 			n, err := h.store.Verify(id, func(c *regionstore.Corruption) {
 				rep.NCorrupt++
-				if len(rep.Corrupt) < opts.Max {
+				if len(rep.Corrupt) < most {
 					rep.Corrupt = append(rep.Corrupt, wire.ScrubBad{ID: c.Obj, Path: c.Path, Block: uint64(c.Block), Offset: uint64(c.Offset),
 						First: c.First, Last: c.Last, RegionOff: c.Region.Off, RegionSize: c.Region.Size, Message: c.Err.Error()})
 				}
@@ -129,13 +171,13 @@ func (s *Service) Scrub(ctx context.Context, opts ScrubOptions) (*wire.ScrubRepo
 				// A file that cannot be opened (a corrupt header) is one
 				// corrupt block too: nothing of it can be read.
 				rep.NCorrupt++
-				if len(rep.Corrupt) < opts.Max {
+				if len(rep.Corrupt) < most {
 					rep.Corrupt = append(rep.Corrupt, wire.ScrubBad{ID: id, Path: h.files.Paths[0], Message: err.Error()})
 				}
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // scrub is MethodDataScrub.
