@@ -32,105 +32,137 @@ type Server struct {
 // at its holder, unless it is the own slot of a server now and the table
 // has never known it: then it starts empty.
 func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
-	plans := map[int]*wire.SlotPlan{}
-	var ds []int // data servers, in rank order: slot i is ds[i]'s own
-	owner := map[string]int{}
-	epoch := table.Epoch
-	for _, g := range table.Gens {
-		epoch = max(epoch, g)
-	}
-	found := map[int][]copyAt{}
-	for _, s := range servers {
-		plans[s.Rank] = &wire.SlotPlan{}
-		if s.Data {
-			ds = append(ds, s.Rank)
-			plans[s.Rank].Own = uint32(len(ds))
-		}
-		d := s.Inventory.DirID
-		if _, ok := owner[d]; ok {
-			continue // the same dir, reported again by another rank
-		}
-		owner[d] = s.Rank
-		for _, c := range s.Inventory.Copies {
-			found[int(c.Slot)] = append(found[int(c.Slot)], copyAt{d, c.Gen})
-			epoch = max(epoch, c.Gen)
-		}
-	}
-	epoch++
-	next := Table{Epoch: epoch, Gens: map[int]uint64{}}
-	for _, p := range plans {
-		p.Epoch = epoch
-	}
-	if len(ds) == 0 {
+	p := survey(servers, table)
+	if len(p.ds) == 0 {
 		// No server holds data: nothing moves, and the table stays.
-		maps.Copy(next.Gens, table.Gens)
-		return plans, next
+		maps.Copy(p.next.Gens, table.Gens)
+		return p.plans, p.next
 	}
-	dirOf := map[int]string{}
+	p.dirOf = map[int]string{}
 	for _, s := range servers {
-		dirOf[s.Rank] = s.Inventory.DirID
+		p.dirOf[s.Rank] = s.Inventory.DirID
 	}
 	known := map[int]bool{}
 	for s := range table.Gens {
 		known[s] = true
 	}
-	for s := range found {
+	for s := range p.found {
 		known[s] = true
 	}
-	for i := range ds {
+	for i := range p.ds {
 		known[i] = true
 	}
 	for _, slot := range slices.Sorted(maps.Keys(known)) {
-		host := ds[placement.SlotHost(slot, len(ds))]
-		hp := plans[host]
-		need := table.Gens[slot]
-		copies := found[slot]
-		var best uint64
-		for _, c := range copies {
-			best = max(best, c.gen)
+		p.place(slot)
+	}
+	return p.plans, p.next
+}
+
+// planner is a Plan being made.
+type planner struct {
+	table Table
+	plans map[int]*wire.SlotPlan // by rank
+	ds    []int                  // data servers, in rank order: slot i is ds[i]'s own
+	owner map[string]int         // data dir: the lowest rank that sees it
+	dirOf map[int]string         // rank: its data dir
+	found map[int][]copyAt       // slot: its copies
+	epoch uint64                 // of this start
+	next  Table
+}
+
+// survey gathers what the servers found: the data servers, who sees
+// which data dir, the copies of each slot, and this start's epoch, newer
+// than every generation seen.
+func survey(servers []Server, table Table) *planner {
+	p := &planner{table: table, plans: map[int]*wire.SlotPlan{}, owner: map[string]int{}, found: map[int][]copyAt{}}
+	epoch := table.Epoch
+	for _, g := range table.Gens {
+		epoch = max(epoch, g)
+	}
+	for _, s := range servers {
+		p.plans[s.Rank] = &wire.SlotPlan{}
+		if s.Data {
+			p.ds = append(p.ds, s.Rank)
+			p.plans[s.Rank].Own = uint32(len(p.ds))
 		}
-		if len(copies) == 0 || best < need {
-			if len(copies) == 0 && need == 0 && slot < len(ds) {
-				hp.Fresh = append(hp.Fresh, uint64(slot))
-				next.Gens[slot] = epoch
-				continue
-			}
-			hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: missingWhy(slot, need, copies, owner)})
-			next.Gens[slot] = need
-			continue
+		d := s.Inventory.DirID
+		if _, ok := p.owner[d]; ok {
+			continue // the same dir, reported again by another rank
 		}
-		chosen := ""
-		for _, c := range copies {
-			if c.gen != best {
-				continue
-			}
-			if c.dir == dirOf[host] {
-				chosen = c.dir
-				break
-			}
-			if chosen == "" || owner[c.dir] < owner[chosen] {
-				chosen = c.dir
-			}
-		}
-		if chosen == dirOf[host] {
-			hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: best})
-		} else {
-			sp := plans[owner[chosen]]
-			sp.Send = append(sp.Send, wire.SlotSend{Slot: uint32(slot), Gen: best, To: uint32(host)})
-			hp.Receive = append(hp.Receive, wire.SlotCopy{Slot: uint32(slot), Gen: best})
-		}
-		next.Gens[slot] = epoch
-		for _, c := range copies {
-			if c.dir == chosen || c.dir == dirOf[host] {
-				// The holder sets its own aside when the chosen copy
-				// arrives.
-				continue
-			}
-			ap := plans[owner[c.dir]]
-			ap.Aside = append(ap.Aside, wire.SlotCopy{Slot: uint32(slot), Gen: c.gen})
+		p.owner[d] = s.Rank
+		for _, c := range s.Inventory.Copies {
+			p.found[int(c.Slot)] = append(p.found[int(c.Slot)], copyAt{d, c.Gen})
+			epoch = max(epoch, c.Gen)
 		}
 	}
-	return plans, next
+	epoch++
+	p.epoch = epoch
+	p.next = Table{Epoch: epoch, Gens: map[int]uint64{}}
+	for _, sp := range p.plans {
+		sp.Epoch = epoch
+	}
+	return p
+}
+
+// place decides where slot goes: held in place, sent by the lowest rank
+// that sees the chosen copy, started fresh or missing; the other copies
+// are set aside.
+func (p *planner) place(slot int) {
+	host := p.ds[placement.SlotHost(slot, len(p.ds))]
+	hp := p.plans[host]
+	need := p.table.Gens[slot]
+	copies := p.found[slot]
+	var best uint64
+	for _, c := range copies {
+		best = max(best, c.gen)
+	}
+	if len(copies) == 0 || best < need {
+		if len(copies) == 0 && need == 0 && slot < len(p.ds) {
+			hp.Fresh = append(hp.Fresh, uint64(slot))
+			p.next.Gens[slot] = p.epoch
+			return
+		}
+		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: missingWhy(slot, need, copies, p.owner)})
+		p.next.Gens[slot] = need
+		return
+	}
+	chosen := p.choose(copies, best, p.dirOf[host])
+	if chosen == p.dirOf[host] {
+		hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: best})
+	} else {
+		sp := p.plans[p.owner[chosen]]
+		sp.Send = append(sp.Send, wire.SlotSend{Slot: uint32(slot), Gen: best, To: uint32(host)})
+		hp.Receive = append(hp.Receive, wire.SlotCopy{Slot: uint32(slot), Gen: best})
+	}
+	p.next.Gens[slot] = p.epoch
+	for _, c := range copies {
+		if c.dir == chosen || c.dir == p.dirOf[host] {
+			// The holder sets its own aside when the chosen copy
+			// arrives.
+			continue
+		}
+		ap := p.plans[p.owner[c.dir]]
+		ap.Aside = append(ap.Aside, wire.SlotCopy{Slot: uint32(slot), Gen: c.gen})
+	}
+}
+
+// choose picks, among the copies at generation best, the one under the
+// holder's data dir (hostDir), else the one whose dir the lowest rank
+// sees.
+func (p *planner) choose(copies []copyAt, best uint64, hostDir string) string {
+	chosen := ""
+	for _, c := range copies {
+		if c.gen != best {
+			continue
+		}
+		if c.dir == hostDir {
+			return c.dir
+		}
+		if chosen == "" || p.owner[c.dir] < p.owner[chosen] {
+			chosen = c.dir
+		}
+	}
+	return chosen
 }
 
 // copyAt is a copy of a slot under a data dir.
