@@ -77,122 +77,29 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 
-	type started struct {
-		proc  Proc
-		cmd   *exec.Cmd
-		ready *os.File
-	}
-	var all []*started
+	var all []*localServer
 	killAll := func() {
 		for _, s := range all {
 			_ = s.cmd.Process.Kill()
 			_, _ = s.cmd.Process.Wait()
 		}
 	}
-	ranks := cfg.Ranks
-	if ranks == nil {
-		for r := range cfg.N {
-			ranks = append(ranks, r)
-		}
-	}
-	for _, r := range ranks {
-		if r < 0 || r >= cfg.N {
-			return nil, fmt.Errorf("rank %d of a cluster of %d servers: %w", r, cfg.N, pdc.ErrInvalid)
-		}
+	ranks, err := cfg.ranks()
+	if err != nil {
+		return nil, err
 	}
 	for _, rank := range ranks {
-		listen := "127.0.0.1:0"
-		if cfg.Listen != "" {
-			listen = cfg.Listen
-		}
-		if cfg.Unix {
-			sock := filepath.Join(cfg.TmpDir, "sock")
-			if err := os.MkdirAll(sock, 0o700); err != nil {
-				killAll()
-				return nil, err
-			}
-			path := filepath.Join(sock, "rank-"+strconv.Itoa(rank)+".sock")
-			_ = os.Remove(path)
-			listen = "unix:" + path
-		}
-		args := []string{"server",
-			"--rank", strconv.Itoa(rank), "--size", strconv.Itoa(cfg.N),
-			"--listen", listen, "--tmpdir", cfg.TmpDir, "--datadir", cfg.DataDir, "--roles", cfg.Roles,
-			"--startup-timeout", cfg.Timeout.String()}
-		if cfg.SecretFile != "" {
-			args = append(args, "--secret-file", cfg.SecretFile)
-		}
-		args = append(args, cfg.Args...)
-		if cfg.RankArgs != nil {
-			args = append(args, cfg.RankArgs(rank)...)
-		}
-		logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		s, err := startServer(cfg, rank, logDir)
 		if err != nil {
 			killAll()
 			return nil, err
 		}
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			logf.Close()
-			killAll()
-			return nil, err
-		}
-		cmd := exec.Command(cfg.Binary, args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.ExtraFiles = []*os.File{pw}
-		cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = StartPinned(cmd)
-		logf.Close()
-		pw.Close()
-		if err != nil {
-			pr.Close()
-			killAll()
-			return nil, fmt.Errorf("start server rank %d: %w", rank, err)
-		}
-		all = append(all, &started{proc: Proc{Rank: rank, PID: cmd.Process.Pid, Log: logPath}, cmd: cmd, ready: pr})
+		all = append(all, s)
 	}
-
-	// Each server writes one line on its ready pipe once the cluster is
-	// complete, then closes it; a server that dies closes it without one.
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, s := range all {
-		wg.Go(func() {
-			defer s.ready.Close()
-			stop := context.AfterFunc(ctx, func() { _ = s.ready.SetReadDeadline(time.Unix(1, 0)) })
-			defer stop()
-			line, err := bufio.NewReader(s.ready).ReadString('\n')
-			f := strings.Fields(line)
-			if err == nil && len(f) == 3 && f[0] == "ready" {
-				s.proc.Addr = f[2]
-				return
-			}
-			what := "exited before the cluster was complete"
-			if ctx.Err() != nil {
-				what = fmt.Sprintf("was not ready within %v", cfg.Timeout)
-			} else {
-				// The pipe closes as the server dies, before its last
-				// words (the error) reach its log: wait for the exit
-				// before reading it, or killAll would cut them off.
-				exited := make(chan struct{})
-				go func() {
-					_ = s.cmd.Wait()
-					close(exited)
-				}()
-				t := time.NewTimer(exitWait)
-				select {
-				case <-exited:
-				case <-t.C:
-				case <-ctx.Done():
-				}
-				t.Stop()
-			}
-			tail, _ := os.ReadFile(s.proc.Log)
-			errs[i] = fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
-				s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(string(tail), 5)))
-		})
+		wg.Go(func() { errs[i] = s.awaitReady(ctx, cfg.Timeout) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -206,6 +113,129 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		_ = s.cmd.Process.Release()
 	}
 	return procs, nil
+}
+
+// localServer is a server process StartLocal started.
+type localServer struct {
+	proc  Proc
+	cmd   *exec.Cmd
+	ready *os.File // the read end of its ready pipe
+}
+
+// ranks are the ranks cfg starts: cfg.Ranks, or all of cfg.N.
+func (cfg LocalConfig) ranks() ([]int, error) {
+	ranks := cfg.Ranks
+	if ranks == nil {
+		for r := range cfg.N {
+			ranks = append(ranks, r)
+		}
+	}
+	for _, r := range ranks {
+		if r < 0 || r >= cfg.N {
+			return nil, fmt.Errorf("rank %d of a cluster of %d servers: %w", r, cfg.N, pdc.ErrInvalid)
+		}
+	}
+	return ranks, nil
+}
+
+// startServer starts the server of rank, logging to a file in logDir,
+// with a ready pipe as its descriptor 3.
+func startServer(cfg LocalConfig, rank int, logDir string) (*localServer, error) {
+	args, err := cfg.serverArgs(rank)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.Env = append(os.Environ(), "PDC_READY_FD=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = StartPinned(cmd)
+	logf.Close()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("start server rank %d: %w", rank, err)
+	}
+	return &localServer{proc: Proc{Rank: rank, PID: cmd.Process.Pid, Log: logPath}, cmd: cmd, ready: pr}, nil
+}
+
+// serverArgs is the command line of rank's server.
+func (cfg LocalConfig) serverArgs(rank int) ([]string, error) {
+	listen := "127.0.0.1:0"
+	if cfg.Listen != "" {
+		listen = cfg.Listen
+	}
+	if cfg.Unix {
+		sock := filepath.Join(cfg.TmpDir, "sock")
+		if err := os.MkdirAll(sock, 0o700); err != nil {
+			return nil, err
+		}
+		path := filepath.Join(sock, "rank-"+strconv.Itoa(rank)+".sock")
+		_ = os.Remove(path)
+		listen = "unix:" + path
+	}
+	args := []string{"server",
+		"--rank", strconv.Itoa(rank), "--size", strconv.Itoa(cfg.N),
+		"--listen", listen, "--tmpdir", cfg.TmpDir, "--datadir", cfg.DataDir, "--roles", cfg.Roles,
+		"--startup-timeout", cfg.Timeout.String()}
+	if cfg.SecretFile != "" {
+		args = append(args, "--secret-file", cfg.SecretFile)
+	}
+	args = append(args, cfg.Args...)
+	if cfg.RankArgs != nil {
+		args = append(args, cfg.RankArgs(rank)...)
+	}
+	return args, nil
+}
+
+// awaitReady reads s's ready pipe: each server writes one line on it
+// once the cluster is complete, then closes it; a server that dies
+// closes it without one. It records the server's address, or says why
+// the server is not ready, with the end of its log.
+func (s *localServer) awaitReady(ctx context.Context, timeout time.Duration) error {
+	defer s.ready.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.ready.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	line, err := bufio.NewReader(s.ready).ReadString('\n')
+	f := strings.Fields(line)
+	if err == nil && len(f) == 3 && f[0] == "ready" {
+		s.proc.Addr = f[2]
+		return nil
+	}
+	what := "exited before the cluster was complete"
+	if ctx.Err() != nil {
+		what = fmt.Sprintf("was not ready within %v", timeout)
+	} else {
+		// The pipe closes as the server dies, before its last words (the
+		// error) reach its log: wait for the exit before reading it, or
+		// killAll would cut them off.
+		exited := make(chan struct{})
+		go func() {
+			_ = s.cmd.Wait()
+			close(exited)
+		}()
+		t := time.NewTimer(exitWait)
+		select {
+		case <-exited:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	tail, _ := os.ReadFile(s.proc.Log)
+	return fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
+		s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(string(tail), 5)))
 }
 
 // exitWait bounds the wait for a server whose ready pipe closed without
