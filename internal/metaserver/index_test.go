@@ -569,6 +569,38 @@ func TestIndexRunsOnDiskSurviveRestart(t *testing.T) {
 	check("after the restart")
 }
 
+// recordOfThree returns an object id owned by each of 3 servers, and the
+// index operations of 3000 tags on them: 2940 on server 1's (a part of
+// several pieces), 30 on each of the others'.
+func recordOfThree() (owned [3]uint64, ops postings.Ops) {
+	for key := uint32(1); owned[0] == 0 || owned[1] == 0 || owned[2] == 0; key++ {
+		owned[placement.Owner(key, 3)] = placement.ID(key, 1)
+	}
+	big := strings.Repeat("v", 200)
+	for i := range 3000 {
+		id := owned[1]
+		if i%100 == 0 {
+			id = owned[2]
+		} else if i%100 == 1 {
+			id = owned[0]
+		}
+		v := fmt.Sprintf("%s%05d", big, i)
+		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, false, false)
+	}
+	return owned, ops
+}
+
+// entriesOf counts the entries of o that name object id.
+func entriesOf(o *postings.Ops, id uint64) (n int) {
+	_ = o.Each(func(ek, _ []byte, _ bool, _ []byte) error {
+		if got, _ := tagindex.EntryObject(ek); got == id {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
 // TestMoveKeepsARecordUntilEveryPartIsSent: an outbox record of objects
 // now owned by two other servers and this one is sent in parts, pieces of
 // at most migrateBytes; while a part cannot be sent the record stays
@@ -580,22 +612,7 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	}
 	defer s.Close()
 	s.SetPlacement(0, 3)
-	var owned [3]uint64 // an object id owned by each of 3 servers
-	for key := uint32(1); owned[0] == 0 || owned[1] == 0 || owned[2] == 0; key++ {
-		owned[placement.Owner(key, 3)] = placement.ID(key, 1)
-	}
-	var ops postings.Ops
-	big := strings.Repeat("v", 200) // server 1's part is several pieces
-	for i := range 3000 {
-		id := owned[1]
-		if i%100 == 0 {
-			id = owned[2]
-		} else if i%100 == 1 {
-			id = owned[0]
-		}
-		v := fmt.Sprintf("%s%05d", big, i)
-		tagindex.WriteObjectEntries(&ops, "k", int32(region.String), []byte(v), tagindex.ValueOf(region.String, []byte(v)), id, false, false)
-	}
+	owned, ops := recordOfThree()
 	k := outbox.RecordKey(7, 0)
 	put := func(v []byte) {
 		b := s.st.NewBatch()
@@ -642,15 +659,7 @@ func TestMoveKeepsARecordUntilEveryPartIsSent(t *testing.T) {
 	if _, err := s.MoveForeign(context.Background(), send); err != nil {
 		t.Fatal(err)
 	}
-	count := func(o *postings.Ops, id uint64) (n int) {
-		_ = o.Each(func(ek, _ []byte, _ bool, _ []byte) error {
-			if got, _ := tagindex.EntryObject(ek); got == id {
-				n++
-			}
-			return nil
-		})
-		return n
-	}
+	count := entriesOf
 	if n := count(got[1], owned[1]); n != 2940*3 || got[1].Len() != n {
 		t.Fatalf("server 1 got %d entries of its object (%d in all), want %d", n, got[1].Len(), 2940*3)
 	}
@@ -836,6 +845,35 @@ func TestSuffixStepOfTheOtherLayout(t *testing.T) {
 	}
 }
 
+// entriesByDest shows the entries of ops by the server of 3 they go to.
+func entriesByDest(t *testing.T, ops postings.Ops) map[int][]string {
+	out := map[int][]string{}
+	_ = ops.Each(func(k, _ []byte, del bool, _ []byte) error {
+		d, err := tagindex.For(3).EntryOwnerOf(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[d] = append(out[d], fmt.Sprintf("%v %q", del, k))
+		return nil
+	})
+	return out
+}
+
+// batchValue returns a copy of the value b sets for key, or nil.
+func batchValue(b metastore.Batch, key []byte) []byte {
+	var v []byte
+	r := b.Pebble().Reader()
+	for {
+		_, k, val, ok, err := r.Next()
+		if err != nil || !ok {
+			return v
+		}
+		if bytes.Equal(k, key) {
+			v = bytes.Clone(val)
+		}
+	}
+}
+
 // TestOutboxRecordOfChangesBuildsTheirEntries: an outbox record holds tag
 // changes, not their entries; loading it builds, for every other server,
 // exactly the entries the commit queued for it, in the same order: a key's
@@ -865,18 +903,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 	for i := range 1000 {
 		bulk = append(bulk, tagChange{id: objectOf(i%3, 3) + uint64(i)<<32, key: strings.Repeat("k", 200), new: str(fmt.Sprint("v", i))})
 	}
-	byDest := func(ops postings.Ops) map[int][]string {
-		out := map[int][]string{}
-		_ = ops.Each(func(k, _ []byte, del bool, _ []byte) error {
-			d, err := tagindex.For(3).EntryOwnerOf(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[d] = append(out[d], fmt.Sprintf("%v %q", del, k))
-			return nil
-		})
-		return out
-	}
+	byDest := func(ops postings.Ops) map[int][]string { return entriesByDest(t, ops) }
 	for _, suffix := range []bool{true, false} {
 		c := newTestCluster(t, 3)
 		s := c.svcs[1]
@@ -892,17 +919,7 @@ func TestOutboxRecordOfChangesBuildsTheirEntries(t *testing.T) {
 			if len(ixd.recs) != 1 {
 				t.Fatalf("%d outbox records, want 1", len(ixd.recs))
 			}
-			var stored []byte
-			r := b.Pebble().Reader()
-			for {
-				_, k, v, ok, err := r.Next()
-				if err != nil || !ok {
-					break
-				}
-				if bytes.Equal(k, outbox.RecordKey(ixd.recs[0].Seq(), 0)) {
-					stored = bytes.Clone(v)
-				}
-			}
+			stored := batchValue(b, outbox.RecordKey(ixd.recs[0].Seq(), 0))
 			b.Close()
 			var m wire.IndexOps
 			if err := m.Unmarshal(stored); err != nil || m.Version != wire.IndexOpsChanges {

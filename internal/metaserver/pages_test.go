@@ -59,6 +59,53 @@ func createMany(t *testing.T, c *testCluster, cont uint64, prefix string, n int)
 	return ids
 }
 
+// walkPages asks svc for the pages of q, each after the last, until the
+// end, calling del (if not nil) with each, and returns the members they
+// listed, those marked added, and how many pages it took.
+func walkPages(t *testing.T, svc *Service, q wire.ObjPageReq, del func(p *wire.ObjPage)) (got, added []uint64, pages int) {
+	t.Helper()
+	for {
+		p, err := page(svc, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, m := range p.Items {
+			got = append(got, m.ID)
+		}
+		got = append(got, p.IDs...)
+		added = append(added, p.Added...)
+		if del != nil {
+			del(p)
+		}
+		if p.Next == 0 {
+			return got, added, pages
+		}
+		if p.Next <= q.After {
+			t.Fatalf("page after %d ends at %d", q.After, p.Next)
+		}
+		q.After = p.Next
+	}
+}
+
+// countPages counts with the count pages of q, each after the last, and
+// returns the total and the steps it took.
+func countPages(t *testing.T, svc *Service, q wire.ObjPageReq) (total, steps int) {
+	t.Helper()
+	for {
+		p, err := page(svc, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += int(p.N)
+		steps++
+		if p.Next == 0 {
+			return total, steps
+		}
+		q.After = p.Next
+	}
+}
+
 // Pages of records, of ids and of counts walk a server's part of a
 // container in id order, each bounded, resuming where the last ended,
 // whatever is deleted between them; members added by reference are
@@ -75,28 +122,7 @@ func TestObjPages(t *testing.T) {
 
 	walk := func(q wire.ObjPageReq, del func(p *wire.ObjPage)) (got, added []uint64, pages int) {
 		t.Helper()
-		for {
-			p, err := page(svc, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pages++
-			for _, m := range p.Items {
-				got = append(got, m.ID)
-			}
-			got = append(got, p.IDs...)
-			added = append(added, p.Added...)
-			if del != nil {
-				del(p)
-			}
-			if p.Next == 0 {
-				return got, added, pages
-			}
-			if p.Next <= q.After {
-				t.Fatalf("page after %d ends at %d", q.After, p.Next)
-			}
-			q.After = p.Next
-		}
+		return walkPages(t, svc, q, del)
 	}
 	// Records: the server's bound and its byte budget.
 	got, _, pages := walk(wire.ObjPageReq{ContID: contA}, nil)
@@ -113,20 +139,7 @@ func TestObjPages(t *testing.T) {
 		t.Fatalf("ids: %d, added %v (want %v), %d pages", len(got), added, other[:2], pages)
 	}
 	// Counts, in steps.
-	q := wire.ObjPageReq{ContID: contA, Count: true, Limit: 4000}
-	total, steps := 0, 0
-	for {
-		p, err := page(svc, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += int(p.N)
-		steps++
-		if p.Next == 0 {
-			break
-		}
-		q.After = p.Next
-	}
+	total, steps := countPages(t, svc, wire.ObjPageReq{ContID: contA, Count: true, Limit: 4000})
 	if total != len(all) || steps != 3 {
 		t.Fatalf("count %d in %d steps, want %d in 3", total, steps, len(all))
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,27 +16,11 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// The region map answers every query with the server that took the
-// newest write of each cell, across a reopen too. Writes go in place: a
-// cell written once keeps its server; a batch of writes is placed as if
-// one after the other.
-func TestRegionMapMatchesEveryRecord(t *testing.T) {
-	dir, cp := t.TempDir(), t.TempDir()
-	open := func() *Service {
-		s, err := Open(Config{Dir: dir, CheckpointDir: cp, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.SetPlacement(0, 1)
-		s.SetReady()
-		return s
-	}
-	s := open()
-	ctx := context.Background()
-	dims := []uint64{64, 12}
-	var cb wire.ObjBatch
-	cb.Creates = append(cb.Creates, wire.ObjCreate{ContID: 1, Name: "map", Props: wire.ObjectProps{Dims: dims, Type: 1}})
-	resp, err := s.objCreate(ctx, &rpc.Request{Header: cb.Marshal(nil), Client: "c"})
+// createOne creates object name with dims on s and returns its id.
+func createOne(t *testing.T, s *Service, name string, dims []uint64) uint64 {
+	t.Helper()
+	cb := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: name, Props: wire.ObjectProps{Dims: dims, Type: 1}}}}
+	resp, err := s.objCreate(context.Background(), &rpc.Request{Header: cb.Marshal(nil), Client: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,160 +28,218 @@ func TestRegionMapMatchesEveryRecord(t *testing.T) {
 	if err := cr.Unmarshal(resp.Header); err != nil {
 		t.Fatal(err)
 	}
-	obj := cr.Items[0].Meta.ID
+	return cr.Items[0].Meta.ID
+}
 
-	// The model: the server of the newest write of each cell.
-	owner := make([]int, dims[0]*dims[1])
-	for i := range owner {
-		owner[i] = -1
+// placeAll places one write of box (off, size) of obj on s, one of cands.
+func placeAll(t *testing.T, s *Service, obj uint64, off, size, cands []uint64) []wire.RegionPiece {
+	t.Helper()
+	return placeBatch(t, s, obj, []region.Box{{Off: off, Size: size}}, cands)[0]
+}
+
+// placeBatch places a batch of writes of boxes of obj on s, each on one of
+// cands, and returns each one's pieces.
+func placeBatch(t *testing.T, s *Service, obj uint64, boxes []region.Box, cands []uint64) [][]wire.RegionPiece {
+	t.Helper()
+	var batch wire.RegionBatch
+	for _, b := range boxes {
+		batch.Items = append(batch.Items, wire.RegionReq{Obj: obj, Off: b.Off, Size: b.Size, Candidates: cands, Elem: 4})
 	}
-	r := rand.New(rand.NewPCG(7, 7))
-	randBox := func() region.Box {
-		b := region.Box{Off: make([]uint64, 2), Size: make([]uint64, 2)}
-		for d := range 2 {
-			b.Off[d] = r.Uint64N(dims[d])
-			b.Size[d] = 1 + r.Uint64N(min(dims[d]-b.Off[d], 20))
+	resp, err := s.regionPlace(context.Background(), &rpc.Request{Header: batch.Marshal(nil), Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wire.RegionLocatedAll
+	if err := out.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	pieces := make([][]wire.RegionPiece, len(out.Items))
+	for i := range out.Items {
+		pieces[i] = out.Items[i].Pieces
+	}
+	return pieces
+}
+
+// queryBox answers where the cells of box q of obj lie.
+func queryBox(t *testing.T, s *Service, obj uint64, q region.Box) []wire.RegionPiece {
+	t.Helper()
+	req := wire.RegionReq{Obj: obj, Off: q.Off, Size: q.Size}
+	resp, err := s.regionQuery(context.Background(), &rpc.Request{Header: req.Marshal(nil), Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wire.RegionPieces
+	if err := out.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	return out.Items
+}
+
+// regionModel is what the region map of a 2-d object must answer: the
+// server of the newest write of each cell, -1 for a cell never written.
+type regionModel struct {
+	t     *testing.T
+	r     *rand.Rand
+	dims  []uint64
+	owner []int
+}
+
+func newRegionModel(t *testing.T, dims []uint64) *regionModel {
+	m := &regionModel{t: t, r: rand.New(rand.NewPCG(7, 7)), dims: dims, owner: make([]int, dims[0]*dims[1])}
+	for i := range m.owner {
+		m.owner[i] = -1
+	}
+	return m
+}
+
+func (m *regionModel) randBox() region.Box {
+	b := region.Box{Off: make([]uint64, 2), Size: make([]uint64, 2)}
+	for d := range 2 {
+		b.Off[d] = m.r.Uint64N(m.dims[d])
+		b.Size[d] = 1 + m.r.Uint64N(min(m.dims[d]-b.Off[d], 20))
+	}
+	return b
+}
+
+func (m *regionModel) cells(b region.Box, fn func(i uint64)) {
+	for y := b.Off[0]; y < b.End(0); y++ {
+		for x := b.Off[1]; x < b.End(1); x++ {
+			fn(y*m.dims[1] + x)
 		}
-		return b
 	}
-	cells := func(b region.Box, fn func(i uint64)) {
-		for y := b.Off[0]; y < b.End(0); y++ {
-			for x := b.Off[1]; x < b.End(1); x++ {
-				fn(y*dims[1] + x)
+}
+
+// place places a random batch of writes and checks that each is covered
+// once, with the cells already written staying on their servers.
+func (m *regionModel) place(step int, s *Service, obj uint64) {
+	var boxes []region.Box
+	for range 1 + m.r.IntN(4) {
+		b := m.randBox()
+		if m.r.IntN(4) == 0 {
+			b = region.Box{Off: []uint64{b.Off[0], 0}, Size: []uint64{b.Size[0], m.dims[1]}} // whole rows
+		}
+		boxes = append(boxes, b)
+	}
+	for i, ps := range placeBatch(m.t, s, obj, boxes, []uint64{0, 1, 2}) {
+		seen := map[uint64]bool{}
+		for _, p := range ps {
+			srv := int(p.Server)
+			m.cells(region.Box{Off: p.Off, Size: p.Size}, func(c uint64) {
+				if seen[c] {
+					m.t.Fatalf("step %d: cell %d placed twice", step, c)
+				}
+				seen[c] = true
+				if m.owner[c] >= 0 && m.owner[c] != srv {
+					m.t.Fatalf("step %d: cell %d, held by server %d, placed on %d", step, c, m.owner[c], srv)
+				}
+				m.owner[c] = srv
+			})
+		}
+		m.cells(boxes[i], func(c uint64) {
+			if !seen[c] {
+				m.t.Fatalf("step %d: cell %d of %v not placed", step, c, boxes[i])
 			}
+		})
+		if int(boxes[i].Volume()) != len(seen) {
+			m.t.Fatalf("step %d: %d cells placed for a region of %d", step, len(seen), boxes[i].Volume())
 		}
 	}
+}
+
+// query checks the answer of a random query against the model.
+func (m *regionModel) query(step int, s *Service, obj uint64) {
+	q := m.randBox()
+	got := map[uint64]int{}
+	for _, p := range queryBox(m.t, s, obj, q) {
+		m.cells(region.Box{Off: p.Off, Size: p.Size}, func(c uint64) {
+			if _, dup := got[c]; dup {
+				m.t.Fatalf("step %d: cell %d in two pieces", step, c)
+			}
+			got[c] = int(p.Server)
+		})
+	}
+	m.cells(q, func(c uint64) {
+		want := m.owner[c]
+		g, has := got[c]
+		ok := !has
+		if want >= 0 {
+			ok = has && g == want
+		}
+		if !ok {
+			m.t.Fatalf("step %d: query %v: cell %d answered server %d (present %v), want %d", step, q, c, g, has, want)
+		}
+	})
+}
+
+// recordsOf is how many records the region map of obj holds in memory.
+func recordsOf(s *Service, obj uint64) int {
+	s.regions.mu.Lock()
+	defer s.regions.mu.Unlock()
+	return len(s.regions.state.maps[obj].recs)
+}
+
+// The region map answers every query with the server that took the
+// newest write of each cell, across a reopen too. Writes go in place: a
+// cell written once keeps its server; a batch of writes is placed as if
+// one after the other.
+func TestRegionMapMatchesEveryRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	dims := []uint64{64, 12}
+	obj := createOne(t, s, "map", dims)
+	m := newRegionModel(t, dims)
 	for step := range 400 {
 		if step == 200 {
 			s.Close()
-			s = open()
+			s = openAt(t, dir)
 		}
-		if r.IntN(3) > 0 {
-			var batch wire.RegionBatch
-			var boxes []region.Box
-			for range 1 + r.IntN(4) {
-				b := randBox()
-				if r.IntN(4) == 0 {
-					b = region.Box{Off: []uint64{b.Off[0], 0}, Size: []uint64{b.Size[0], dims[1]}} // whole rows
-				}
-				boxes = append(boxes, b)
-				batch.Items = append(batch.Items, wire.RegionReq{Obj: obj, Off: b.Off, Size: b.Size, Candidates: []uint64{0, 1, 2}, Elem: 4})
-			}
-			resp, err := s.regionPlace(ctx, &rpc.Request{Header: batch.Marshal(nil), Client: "c"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out wire.RegionLocatedAll
-			if err := out.Unmarshal(resp.Header); err != nil {
-				t.Fatal(err)
-			}
-			for i, b := range boxes {
-				seen := map[uint64]bool{}
-				for _, p := range out.Items[i].Pieces {
-					srv := int(p.Server)
-					cells(region.Box{Off: p.Off, Size: p.Size}, func(c uint64) {
-						if seen[c] {
-							t.Fatalf("step %d: cell %d placed twice", step, c)
-						}
-						seen[c] = true
-						if owner[c] >= 0 && owner[c] != srv {
-							t.Fatalf("step %d: cell %d, held by server %d, placed on %d", step, c, owner[c], srv)
-						}
-						owner[c] = srv
-					})
-				}
-				cells(b, func(c uint64) {
-					if !seen[c] {
-						t.Fatalf("step %d: cell %d of %v not placed", step, c, b)
-					}
-				})
-				if int(b.Volume()) != len(seen) {
-					t.Fatalf("step %d: %d cells placed for a region of %d", step, len(seen), b.Volume())
-				}
-			}
-			continue
+		if m.r.IntN(3) > 0 {
+			m.place(step, s, obj)
+		} else {
+			m.query(step, s, obj)
 		}
-		q := randBox()
-		req := wire.RegionReq{Obj: obj, Off: q.Off, Size: q.Size}
-		resp, err := s.regionQuery(ctx, &rpc.Request{Header: req.Marshal(nil), Client: "c"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out wire.RegionPieces
-		if err := out.Unmarshal(resp.Header); err != nil {
-			t.Fatal(err)
-		}
-		got := map[uint64]int{}
-		for _, p := range out.Items {
-			cells(region.Box{Off: p.Off, Size: p.Size}, func(c uint64) {
-				if _, dup := got[c]; dup {
-					t.Fatalf("step %d: cell %d in two pieces", step, c)
-				}
-				got[c] = int(p.Server)
-			})
-		}
-		cells(q, func(c uint64) {
-			want, ok := owner[c], true
-			g, has := got[c]
-			if want < 0 {
-				ok = !has
-			} else {
-				ok = has && g == want
-			}
-			if !ok {
-				t.Fatalf("step %d: query %v: cell %d answered server %d (present %v), want %d", step, q, c, g, has, want)
-			}
-		})
 	}
 	// Rewriting the same box again and again does not grow the map; where
 	// its cells are all on one server, one record replaces those it holds.
-	s.regions.mu.Lock()
-	before := len(s.regions.state.maps[obj].recs)
-	s.regions.mu.Unlock()
+	before := recordsOf(s, obj)
 	for range 50 {
-		batch := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{0, 0}, Size: dims, Candidates: []uint64{0}, Elem: 4}}}
-		if _, err := s.regionPlace(ctx, &rpc.Request{Header: batch.Marshal(nil), Client: "c"}); err != nil {
-			t.Fatal(err)
-		}
+		placeAll(t, s, obj, []uint64{0, 0}, dims, []uint64{0})
 	}
-	s.regions.mu.Lock()
-	after := len(s.regions.state.maps[obj].recs)
-	s.regions.mu.Unlock()
-	if after > before+1 {
+	if after := recordsOf(s, obj); after > before+1 {
 		t.Fatalf("after 50 whole-object writes the map holds %d records, %d before", after, before)
 	}
 	s.Close()
 
-	one := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: "one", Props: wire.ObjectProps{Dims: dims, Type: 1}}}}
-	s = open()
-	if resp, err = s.objCreate(ctx, &rpc.Request{Header: one.Marshal(nil), Client: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cr.Unmarshal(resp.Header); err != nil {
-		t.Fatal(err)
-	}
-	obj = cr.Items[0].Meta.ID
+	s = openAt(t, dir)
+	obj = createOne(t, s, "one", dims)
 	for y := range dims[0] {
-		batch := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{y, 0}, Size: []uint64{1, dims[1]}, Candidates: []uint64{2}, Elem: 4}}}
-		if _, err := s.regionPlace(ctx, &rpc.Request{Header: batch.Marshal(nil), Client: "c"}); err != nil {
-			t.Fatal(err)
-		}
+		placeAll(t, s, obj, []uint64{y, 0}, []uint64{1, dims[1]}, []uint64{2})
 	}
 	for range 3 {
-		batch := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{0, 0}, Size: dims, Candidates: []uint64{0}, Elem: 4}}}
-		if _, err := s.regionPlace(ctx, &rpc.Request{Header: batch.Marshal(nil), Client: "c"}); err != nil {
-			t.Fatal(err)
-		}
+		placeAll(t, s, obj, []uint64{0, 0}, dims, []uint64{0})
 	}
 	s.Close()
-	s = open()
+	s = openAt(t, dir)
 	defer s.Close()
 	s.regions.mu.Lock()
-	m, err := s.regionMapLocked(obj)
+	rm, err := s.regionMapLocked(obj)
 	s.regions.mu.Unlock()
-	if err != nil || len(m.recs) != 1 || m.recs[0].server != 2 {
-		t.Fatalf("after row writes and whole rewrites, and a reopen: %d records (%+v), %v; want one, on server 2", len(m.recs), m.recs, err)
+	if err != nil || len(rm.recs) != 1 || rm.recs[0].server != 2 {
+		t.Fatalf("after row writes and whole rewrites, and a reopen: %d records (%+v), %v; want one, on server 2", len(rm.recs), rm.recs, err)
 	}
+}
+
+// piecesString sorts ps by server and offset and shows them as
+// [off+size]@server.
+func piecesString(ps []wire.RegionPiece) string {
+	slices.SortFunc(ps, func(a, b wire.RegionPiece) int {
+		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Off[0], b.Off[0]))
+	})
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "[%d+%d]@%d ", p.Off[0], p.Size[0], p.Server)
+	}
+	return b.String()
 }
 
 // An overwrite goes where the data it replaces is, whatever the
@@ -208,60 +249,19 @@ func TestRegionMapMatchesEveryRecord(t *testing.T) {
 // of the one-piece method gets a region on one server, and an error
 // naming the version for one across several.
 func TestOverwritePlacedInPlace(t *testing.T) {
-	s, err := Open(Config{Dir: t.TempDir(), CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, t.TempDir())
 	defer s.Close()
-	s.SetPlacement(0, 1)
-	s.SetReady()
 	ctx := context.Background()
-	cb := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: "o", Props: wire.ObjectProps{Dims: []uint64{100}, Type: 1}}}}
-	resp, err := s.objCreate(ctx, &rpc.Request{Header: cb.Marshal(nil), Client: "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cr wire.ObjResults
-	if err := cr.Unmarshal(resp.Header); err != nil {
-		t.Fatal(err)
-	}
-	obj := cr.Items[0].Meta.ID
+	obj := createOne(t, s, "o", []uint64{100})
 	place := func(off, size uint64, cand uint64) []wire.RegionPiece {
 		t.Helper()
-		b := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{off}, Size: []uint64{size}, Candidates: []uint64{cand}, Elem: 4}}}
-		resp, err := s.regionPlace(ctx, &rpc.Request{Header: b.Marshal(nil), Client: "c"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out wire.RegionLocatedAll
-		if err := out.Unmarshal(resp.Header); err != nil {
-			t.Fatal(err)
-		}
-		return out.Items[0].Pieces
+		return placeAll(t, s, obj, []uint64{off}, []uint64{size}, []uint64{cand})
 	}
 	query := func(off, size uint64) []wire.RegionPiece {
 		t.Helper()
-		req := wire.RegionReq{Obj: obj, Off: []uint64{off}, Size: []uint64{size}}
-		resp, err := s.regionQuery(ctx, &rpc.Request{Header: req.Marshal(nil), Client: "c"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out wire.RegionPieces
-		if err := out.Unmarshal(resp.Header); err != nil {
-			t.Fatal(err)
-		}
-		return out.Items
+		return queryBox(t, s, obj, region.Box{Off: []uint64{off}, Size: []uint64{size}})
 	}
-	str := func(ps []wire.RegionPiece) string {
-		slices.SortFunc(ps, func(a, b wire.RegionPiece) int {
-			return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Off[0], b.Off[0]))
-		})
-		var b strings.Builder
-		for _, p := range ps {
-			fmt.Fprintf(&b, "[%d+%d]@%d ", p.Off[0], p.Size[0], p.Server)
-		}
-		return b.String()
-	}
+	str := piecesString
 	if got := str(place(10, 20, 0)); got != "[10+20]@0 " {
 		t.Fatalf("first write placed %s", got)
 	}
@@ -281,7 +281,7 @@ func TestOverwritePlacedInPlace(t *testing.T) {
 		b := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{off}, Size: []uint64{size}, Candidates: []uint64{1}, Elem: 4}}}
 		return s.regionAssign(ctx, &rpc.Request{Header: b.Marshal(nil), Client: "c"})
 	}
-	resp, err = old(12, 5)
+	resp, err := old(12, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

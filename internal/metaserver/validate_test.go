@@ -16,24 +16,31 @@ import (
 // The server refuses what a buggy or hostile client sends (issue 25, case
 // 9): each bad create, set-dims and tag put fails with an error naming what
 // is wrong, and stores nothing.
+// createResult creates object name with props p on s and returns the
+// item's result.
+func createResult(t *testing.T, s *Service, name string, p wire.ObjectProps) wire.ObjResult {
+	t.Helper()
+	b := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: name, Props: p}}}
+	resp, err := s.objCreate(context.Background(), &rpc.Request{Header: b.Marshal(nil), Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r wire.ObjResults
+	if err := r.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	return r.Items[0]
+}
+
+// goodProps are the properties of an object the server accepts.
+func goodProps() wire.ObjectProps {
+	return wire.ObjectProps{Dims: []uint64{4, 4}, Type: int32(region.Int64)}
+}
+
 func TestServerRefusesBadInput(t *testing.T) {
 	s := newSvc(t)
 	defer s.Close()
-	ctx := context.Background()
-	create := func(name string, p wire.ObjectProps) wire.ObjResult {
-		t.Helper()
-		b := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: name, Props: p}}}
-		resp, err := s.objCreate(ctx, &rpc.Request{Header: b.Marshal(nil), Client: "c"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r wire.ObjResults
-		if err := r.Unmarshal(resp.Header); err != nil {
-			t.Fatal(err)
-		}
-		return r.Items[0]
-	}
-	ok := wire.ObjectProps{Dims: []uint64{4, 4}, Type: int32(region.Int64)}
+	ok := goodProps()
 	for _, tc := range []struct {
 		what  string
 		name  string
@@ -56,7 +63,7 @@ func TestServerRefusesBadInput(t *testing.T) {
 		if tc.props != nil {
 			tc.props(&p)
 		}
-		r := create(tc.name, p)
+		r := createResult(t, s, tc.name, p)
 		if r.Code != tc.code || !strings.Contains(r.Message, tc.want) {
 			t.Errorf("create with %s: code %d %q; want code %d saying %q", tc.what, r.Code, r.Message, tc.code, tc.want)
 		}
@@ -64,8 +71,12 @@ func TestServerRefusesBadInput(t *testing.T) {
 	if n := s.countObjects(t); n != 0 {
 		t.Fatalf("%d objects stored after refused creates", n)
 	}
+}
 
-	// Containers.
+func TestServerRefusesBadContainerNames(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	ctx := context.Background()
 	_, err := s.contCreate(ctx, &rpc.Request{Header: (&wire.ContCreate{Name: "c\x00nt\x07"}).Marshal(nil)})
 	if !errors.Is(err, pdc.ErrInvalid) {
 		t.Errorf("container with a NUL: %v", err)
@@ -74,14 +85,19 @@ func TestServerRefusesBadInput(t *testing.T) {
 	if !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "container name") {
 		t.Errorf("container with a control character: %v", err)
 	}
+}
 
-	// Set-dims and tag puts of an object that exists.
-	r := create("good", ok)
+// Set-dims and tag puts of an object that exists.
+func TestServerRefusesBadDimsAndTags(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	ctx := context.Background()
+	r := createResult(t, s, "good", goodProps())
 	if r.Code != 0 {
 		t.Fatal(r.Message)
 	}
 	id := r.Meta.ID
-	_, err = s.objSetDims(ctx, &rpc.Request{Header: (&wire.SetDims{ID: id, Dims: []uint64{1 << 59, 4}}).Marshal(nil)})
+	_, err := s.objSetDims(ctx, &rpc.Request{Header: (&wire.SetDims{ID: id, Dims: []uint64{1 << 59, 4}}).Marshal(nil)})
 	if !errors.Is(err, pdc.ErrOutOfRange) || !strings.Contains(err.Error(), `"good"`) {
 		t.Errorf("set-dims past 2^63 bytes: %v", err)
 	}
