@@ -397,35 +397,58 @@ func backlog(ctx context.Context, t *testing.T, c *client.Client, ct *client.Con
 // longer read.
 func TestQueuedStartsKeepTheirOrder(t *testing.T) {
 	srv, c, ctx, ct := placeSetup(t, 1, "queued")
-	other := srv.connect(t)
-	mk := func(name string) *client.Object {
-		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	high := region.Box{Off: []uint64{1 << 15}, Size: []uint64{1 << 15}}
-	low := region.Box{Off: []uint64{0}, Size: []uint64{1 << 15}}
-	ones := bytes.Repeat([]byte{1}, 1<<15)
+	q := &queued{t: t, ctx: ctx, c: c, other: srv.connect(t), ct: ct}
+	q.ownShrink()
+	q.otherShrink()
+	q.closedAtDeadline()
+}
 
-	// Its own shrink: the write was started first, so it is done first.
-	o := mk("shrunk")
-	bl := backlog(ctx, t, c, ct, "backlog-1", 64)
-	tr, err := o.StartWrite(ctx, high, ones)
+// queued is what TestQueuedStartsKeepTheirOrder's cases share: a client c,
+// another client other, and a container whose objects they write.
+type queued struct {
+	t        *testing.T
+	ctx      context.Context
+	c, other *client.Client
+	ct       *client.Container
+}
+
+var (
+	queuedHigh = region.Box{Off: []uint64{1 << 15}, Size: []uint64{1 << 15}}
+	queuedLow  = region.Box{Off: []uint64{0}, Size: []uint64{1 << 15}}
+	queuedOnes = bytes.Repeat([]byte{1}, 1<<15)
+)
+
+func (q *queued) mk(name string) *client.Object {
+	o, err := q.ct.CreateObject(q.ctx, name, client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Uint8})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	return o
+}
+
+// ownShrink: its own shrink: the write was started first, so it is done
+// first.
+func (q *queued) ownShrink() {
+	t, ctx := q.t, q.ctx
+	o := q.mk("shrunk")
+	bl := backlog(ctx, t, q.c, q.ct, "backlog-1", 64)
+	tr, err := o.StartWrite(ctx, queuedHigh, queuedOnes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := o.SetDims(ctx, []uint64{1 << 14}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitAll(ctx, append(bl, tr)); err != nil {
+	if err := q.c.WaitAll(ctx, append(bl, tr)); err != nil {
 		t.Fatalf("a write started before its client shrank the dims: %v", err)
 	}
+}
 
-	// Another client's shrink: only the write now outside fails.
-	x, y := mk("x"), mk("y")
-	xo, err := other.OpenObject(ctx, "x")
+// otherShrink: another client's shrink: only the write now outside fails.
+func (q *queued) otherShrink() {
+	t, ctx := q.t, q.ctx
+	x, y := q.mk("x"), q.mk("y")
+	xo, err := q.other.OpenObject(ctx, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,28 +458,32 @@ func TestQueuedStartsKeepTheirOrder(t *testing.T) {
 	if err := xo.Write(ctx, region.Box{Off: []uint64{0}, Size: []uint64{16}}, make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
-	bl = backlog(ctx, t, c, ct, "backlog-2", 64)
-	tx, err := x.StartWrite(ctx, high, ones)
+	bl := backlog(ctx, t, q.c, q.ct, "backlog-2", 64)
+	tx, err := x.StartWrite(ctx, queuedHigh, queuedOnes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ty, err := y.StartWrite(ctx, low, ones)
+	ty, err := y.StartWrite(ctx, queuedLow, queuedOnes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitAll(ctx, bl); err != nil {
+	if err := q.c.WaitAll(ctx, bl); err != nil {
 		t.Fatalf("writes sent with one outside another client's new dims: %v", err)
 	}
 	if err := ty.Wait(ctx); err != nil {
 		t.Fatalf("a write to y sent with one outside x's new dims: %v", err)
 	}
 	wantErr(t, "a write outside dims another client shrank", tx.Wait(ctx), pdc.ErrOutOfRange, `"x"`)
+}
 
-	// Closed at its deadline while queued.
-	z := mk("z")
-	bl = backlog(ctx, t, c, ct, "backlog-3", 64)
+// closedAtDeadline: a transfer closed at its deadline while queued is
+// dropped, and its buffer no longer read, or, already on its way, done.
+func (q *queued) closedAtDeadline() {
+	t, ctx := q.t, q.ctx
+	z := q.mk("z")
+	bl := backlog(ctx, t, q.c, q.ct, "backlog-3", 64)
 	buf := bytes.Repeat([]byte{1}, 1<<15)
-	tz, err := z.StartWrite(ctx, low, buf)
+	tz, err := z.StartWrite(ctx, queuedLow, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,13 +505,13 @@ func TestQueuedStartsKeepTheirOrder(t *testing.T) {
 		if err := tz.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		want = ones
+		want = queuedOnes
 	}
-	if err := c.WaitAll(ctx, bl); err != nil {
+	if err := q.c.WaitAll(ctx, bl); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, 1<<15)
-	if err := z.Read(ctx, low, got); err != nil {
+	if err := z.Read(ctx, queuedLow, got); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
