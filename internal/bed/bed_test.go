@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/internal/bed"
+	"go.uber.org/goleak"
 )
 
 // roleEnv makes the test binary, run on a node, play a role instead of
@@ -28,7 +29,8 @@ const roleEnv = "BED_TEST_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		// Every test ends with the goroutines it started stopped.
+		goleak.VerifyTestMain(m)
 	case "echo":
 		os.Exit(echo(os.Getenv("BED_ADDR")))
 	case "dial":

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"go.uber.org/goleak"
 )
 
 // roleEnv names the role a test binary re-run as a client process plays.
@@ -33,8 +34,8 @@ type Role func(ctx context.Context, c *client.Client, role string, out *bufio.Wr
 
 // Main is the body of a TestMain: run as a client process (ClientProc),
 // it plays its role with role and returns; otherwise it builds the pdc
-// binary, runs the tests and removes the binary. It returns the exit code
-// for os.Exit.
+// binary, runs the tests, checks that they left no goroutine running
+// (goleak) and removes the binary. It returns the exit code for os.Exit.
 func Main(m *testing.M, role Role) int {
 	if r := os.Getenv(roleEnv); r != "" {
 		if role == nil {
@@ -58,7 +59,17 @@ func Main(m *testing.M, role Role) int {
 		fmt.Fprintln(os.Stderr, "build pdc:", err)
 		return 1
 	}
-	return m.Run()
+	if code := m.Run(); code != 0 {
+		return code
+	}
+	// Every test ends with the goroutines it started stopped, as
+	// goleak.VerifyTestMain checks (it calls os.Exit itself, which would
+	// skip removing the binary).
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "goleak: errors on successful test run:", err)
+		return 1
+	}
+	return 0
 }
 
 // build puts a pdc binary built from this module (with the race detector
