@@ -123,116 +123,143 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	names := fs.Args()
 	switch verb {
 	case "create":
-		if len(names) == 0 {
-			return fmt.Errorf("cont create: give container names: %w", errUsage)
-		}
-		life := client.Persistent
-		if *transient {
-			life = client.Transient
-		}
-		for _, n := range names {
-			ct, created, err := c.CreateContainer(ctx, n, life)
-			if err != nil {
-				return err
-			}
-			state := "created"
-			if !created {
-				state = "exists"
-			}
-			fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", n, ct.ID(), state)
-		}
-		return nil
+		return contCreate(ctx, e, c, names, *transient)
 	case "ls":
-		tw := newTable(e.stdout, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
-		defer tw.Flush()
-		for ci, err := range c.AllContainers(ctx) {
-			if err != nil {
-				return err
-			}
-			life := lifetimeName(ci.Lifetime)
-			if ci.Deleting {
-				life += " (being deleted)"
-			}
-			tw.row("%s\t%d\t%s\t%d\t%s\n", ci.Name, ci.ID, life, ci.Server, ci.Created.Format(time.RFC3339))
-		}
-		return nil
-	case "info", "rm":
-		if len(names) == 0 {
-			return fmt.Errorf("cont %s: give container names: %w", verb, errUsage)
-		}
-		for _, n := range names {
-			if verb == "rm" {
-				// By name, so that a delete that stopped half-way, whose
-				// container no longer opens, is finished. --timeout
-				// bounds each page of members deleted, not the whole
-				// delete: a container of a million objects takes longer
-				// than 30 s.
-				dctx, pace, stop := paced(base, *cf.timeout)
-				var members uint64
-				err := c.DeleteContainer(dctx, n, client.OnPage(func(k uint64) { members += k; pace() }))
-				stop()
-				if err != nil {
-					return stalled(dctx, err)
-				}
-				fmt.Fprintf(e.stdout, "deleted container %s (%d objects)\n", n, members)
-				continue
-			}
-			ct, err := c.OpenContainer(ctx, n, client.EvenBeingDeleted())
-			if err != nil {
-				return err
-			}
-			nobj, err := ct.Count(ctx)
-			if err != nil {
-				return err
-			}
-			tags, err := ct.Tags(ctx)
-			if err != nil {
-				return err
-			}
-			i := ct.Info()
-			fmt.Fprintf(e.stdout, "name:     %s\nid:       %d\nlifetime: %s\nserver:   rank %d\ncreated:  %s\nobjects:  %d\ntags:     %s\n",
-				i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), nobj, strings.Join(tags, ", "))
-			if i.Deleting {
-				fmt.Fprintf(e.stdout, "state:    being deleted: its delete stopped half-way; pdc cont rm %s finishes it\n", i.Name)
-			}
-		}
-		return nil
+		return contLs(ctx, e, c)
+	case "info":
+		return contInfo(ctx, e, c, names)
+	case "rm":
+		return contRm(base, e, c, names, *cf.timeout)
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
 			return c.OpenContainer(ctx, name)
 		}, "cont")
 	case "add", "remove":
-		// add CONT OBJ...: the objects (time step 0) become members by
-		// reference; remove takes added ones out again.
-		if len(names) < 2 {
-			return fmt.Errorf("cont %s: give a container and object names: %w", verb, errUsage)
-		}
-		ct, err := c.OpenContainer(ctx, names[0])
-		if err != nil {
-			return err
-		}
-		objs, err := c.OpenObjects(ctx, names[1:])
-		ids := make([]uint64, 0, len(objs))
-		for _, o := range objs {
-			if o != nil {
-				ids = append(ids, o.ID())
-				o.Close(ctx)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		change, done := ct.AddObjects, "added %d objects to container %s\n"
-		if verb == "remove" {
-			change, done = ct.RemoveObjects, "removed %d objects from container %s\n"
-		}
-		if err := change(ctx, ids...); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, done, len(ids), ct.Name())
-		return nil
+		return contMembers(ctx, e, c, verb, names)
 	}
 	return fmt.Errorf("cont: unknown action %q (create, ls, info, rm, tag, add, remove): %w", verb, errUsage)
+}
+
+// contCreate creates the containers names (or finds them).
+func contCreate(ctx context.Context, e *env, c *client.Client, names []string, transient bool) error {
+	if len(names) == 0 {
+		return fmt.Errorf("cont create: give container names: %w", errUsage)
+	}
+	life := client.Persistent
+	if transient {
+		life = client.Transient
+	}
+	for _, n := range names {
+		ct, created, err := c.CreateContainer(ctx, n, life)
+		if err != nil {
+			return err
+		}
+		state := "created"
+		if !created {
+			state = "exists"
+		}
+		fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", n, ct.ID(), state)
+	}
+	return nil
+}
+
+// contLs lists every container.
+func contLs(ctx context.Context, e *env, c *client.Client) error {
+	tw := newTable(e.stdout, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
+	defer tw.Flush()
+	for ci, err := range c.AllContainers(ctx) {
+		if err != nil {
+			return err
+		}
+		life := lifetimeName(ci.Lifetime)
+		if ci.Deleting {
+			life += " (being deleted)"
+		}
+		tw.row("%s\t%d\t%s\t%d\t%s\n", ci.Name, ci.ID, life, ci.Server, ci.Created.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// contRm deletes the containers names. By name, so that a delete that
+// stopped half-way, whose container no longer opens, is finished. timeout
+// bounds each page of members deleted, not the whole delete: a container
+// of a million objects takes longer than 30 s.
+func contRm(base context.Context, e *env, c *client.Client, names []string, timeout time.Duration) error {
+	if len(names) == 0 {
+		return fmt.Errorf("cont rm: give container names: %w", errUsage)
+	}
+	for _, n := range names {
+		dctx, pace, stop := paced(base, timeout)
+		var members uint64
+		err := c.DeleteContainer(dctx, n, client.OnPage(func(k uint64) { members += k; pace() }))
+		stop()
+		if err != nil {
+			return stalled(dctx, err)
+		}
+		fmt.Fprintf(e.stdout, "deleted container %s (%d objects)\n", n, members)
+	}
+	return nil
+}
+
+// contInfo prints what the containers names are, even those being
+// deleted.
+func contInfo(ctx context.Context, e *env, c *client.Client, names []string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("cont info: give container names: %w", errUsage)
+	}
+	for _, n := range names {
+		ct, err := c.OpenContainer(ctx, n, client.EvenBeingDeleted())
+		if err != nil {
+			return err
+		}
+		nobj, err := ct.Count(ctx)
+		if err != nil {
+			return err
+		}
+		tags, err := ct.Tags(ctx)
+		if err != nil {
+			return err
+		}
+		i := ct.Info()
+		fmt.Fprintf(e.stdout, "name:     %s\nid:       %d\nlifetime: %s\nserver:   rank %d\ncreated:  %s\nobjects:  %d\ntags:     %s\n",
+			i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), nobj, strings.Join(tags, ", "))
+		if i.Deleting {
+			fmt.Fprintf(e.stdout, "state:    being deleted: its delete stopped half-way; pdc cont rm %s finishes it\n", i.Name)
+		}
+	}
+	return nil
+}
+
+// contMembers runs add CONT OBJ... (the objects, time step 0, become
+// members by reference) and remove (takes added ones out again).
+func contMembers(ctx context.Context, e *env, c *client.Client, verb string, names []string) error {
+	if len(names) < 2 {
+		return fmt.Errorf("cont %s: give a container and object names: %w", verb, errUsage)
+	}
+	ct, err := c.OpenContainer(ctx, names[0])
+	if err != nil {
+		return err
+	}
+	objs, err := c.OpenObjects(ctx, names[1:])
+	ids := make([]uint64, 0, len(objs))
+	for _, o := range objs {
+		if o != nil {
+			ids = append(ids, o.ID())
+			o.Close(ctx)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	change, done := ct.AddObjects, "added %d objects to container %s\n"
+	if verb == "remove" {
+		change, done = ct.RemoveObjects, "removed %d objects from container %s\n"
+	}
+	if err := change(ctx, ids...); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, done, len(ids), ct.Name())
+	return nil
 }
 
 func lifetimeName(l client.Lifetime) string {
@@ -402,106 +429,127 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		if *cont == "" || *dims == "" || len(names) == 0 {
 			return fmt.Errorf("obj create: give --cont, --dims and object names: %w", errUsage)
 		}
-		d, err := parseDims(*dims)
-		if err != nil {
-			return fmt.Errorf("obj create: %v: %w", err, errUsage)
-		}
-		t, err := region.ParseType(*typ)
-		if err != nil {
-			return fmt.Errorf("obj create: %v: %w", err, errUsage)
-		}
-		ct, err := c.OpenContainer(ctx, *cont)
-		if err != nil {
-			return err
-		}
-		p, err := parsePartition(*part)
-		if err != nil {
-			return fmt.Errorf("obj create: %v: %w", err, errUsage)
-		}
-		st, err := parseStorage(*storage)
-		if err != nil {
-			return fmt.Errorf("obj create: %v: %w", err, errUsage)
-		}
-		props := client.ObjectProps{Dims: d, Type: t, Partition: p, Storage: st, TimeStep: uint32(*ts), UserID: uint32(*uid), AppName: *app}
-		specs := make([]client.ObjectSpec, len(names))
-		for i, n := range names {
-			specs[i] = client.ObjectSpec{Name: n, Props: props.Clone()}
-		}
-		objs, err := ct.CreateObjects(ctx, specs)
-		for _, o := range objs {
-			if o != nil {
-				fmt.Fprintf(e.stdout, "%s\t%d\n", o.Name(), o.ID())
-				o.Close(ctx)
-			}
-		}
-		return err
+		return objCreate(ctx, e, c, *cont, names, objFlags{dims: *dims, typ: *typ, part: *part, storage: *storage, ts: *ts, uid: *uid, app: *app})
 	case "ls":
 		if *cont == "" {
 			return fmt.Errorf("obj ls: give --cont: %w", errUsage)
 		}
-		ct, err := c.OpenContainer(ctx, *cont)
-		if err != nil {
-			return err
-		}
-		// Streamed in id order, a page per server at a time: a container
-		// of millions lists in bounded memory (sort by name with sort(1)).
-		tw := newTable(e.stdout, objectHeader)
-		defer tw.Flush()
-		// --timeout bounds each stretch without an object, not the
-		// whole listing: a million objects take longer than 30 s to
-		// print.
-		lctx, pace, stop := paced(base, *cf.timeout)
-		defer stop()
-		for o, err := range ct.All(lctx) {
-			if err != nil {
-				return stalled(lctx, err)
-			}
-			pace()
-			printObjectRow(tw, o)
-		}
-		return nil
+		return objLs(ctx, base, e, c, *cont, *cf.timeout)
 	case "info", "rm", "set-dims":
 		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
 			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
 		}
-		targets := names
-		if verb == "set-dims" {
-			targets = names[:1]
-		}
-		for _, n := range targets {
-			o, err := c.OpenObject(ctx, n, client.AtTimeStep(uint32(*ts)))
-			if err != nil {
-				return err
-			}
-			switch verb {
-			case "rm":
-				err = o.Delete(ctx)
-				if err == nil {
-					fmt.Fprintf(e.stdout, "deleted object %s\n", n)
-				}
-			case "set-dims":
-				var d []uint64
-				if d, err = parseDims(names[1]); err != nil {
-					o.Close(ctx)
-					return fmt.Errorf("obj set-dims: %v: %w", err, errUsage)
-				}
-				err = o.SetDims(ctx, d)
-				o.Close(ctx)
-			default:
-				printObject(e.stdout, o.Info())
-				o.Close(ctx)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return objEach(ctx, e, c, verb, names, uint32(*ts))
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
 			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(*ts)))
 		}, "obj")
 	}
 	return fmt.Errorf("obj: unknown action %q (create, ls, info, rm, set-dims, tag): %w", verb, errUsage)
+}
+
+// objFlags are obj create's flags.
+type objFlags struct {
+	dims, typ, part, storage, app string
+	ts, uid                       uint
+}
+
+// objCreate creates the objects names in container cont.
+func objCreate(ctx context.Context, e *env, c *client.Client, cont string, names []string, f objFlags) error {
+	d, err := parseDims(f.dims)
+	if err != nil {
+		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	t, err := region.ParseType(f.typ)
+	if err != nil {
+		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	ct, err := c.OpenContainer(ctx, cont)
+	if err != nil {
+		return err
+	}
+	p, err := parsePartition(f.part)
+	if err != nil {
+		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	st, err := parseStorage(f.storage)
+	if err != nil {
+		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	props := client.ObjectProps{Dims: d, Type: t, Partition: p, Storage: st, TimeStep: uint32(f.ts), UserID: uint32(f.uid), AppName: f.app}
+	specs := make([]client.ObjectSpec, len(names))
+	for i, n := range names {
+		specs[i] = client.ObjectSpec{Name: n, Props: props.Clone()}
+	}
+	objs, err := ct.CreateObjects(ctx, specs)
+	for _, o := range objs {
+		if o != nil {
+			fmt.Fprintf(e.stdout, "%s\t%d\n", o.Name(), o.ID())
+			o.Close(ctx)
+		}
+	}
+	return err
+}
+
+// objLs lists the objects of container cont, streamed in id order, a
+// page per server at a time: a container of millions lists in bounded
+// memory (sort by name with sort(1)). timeout bounds each stretch without
+// an object, not the whole listing: a million objects take longer than
+// 30 s to print.
+func objLs(ctx, base context.Context, e *env, c *client.Client, cont string, timeout time.Duration) error {
+	ct, err := c.OpenContainer(ctx, cont)
+	if err != nil {
+		return err
+	}
+	tw := newTable(e.stdout, objectHeader)
+	defer tw.Flush()
+	lctx, pace, stop := paced(base, timeout)
+	defer stop()
+	for o, err := range ct.All(lctx) {
+		if err != nil {
+			return stalled(lctx, err)
+		}
+		pace()
+		printObjectRow(tw, o)
+	}
+	return nil
+}
+
+// objEach runs info or rm on each object of names, or set-dims on
+// names[0] with the dims names[1], at time step ts.
+func objEach(ctx context.Context, e *env, c *client.Client, verb string, names []string, ts uint32) error {
+	targets := names
+	if verb == "set-dims" {
+		targets = names[:1]
+	}
+	for _, n := range targets {
+		o, err := c.OpenObject(ctx, n, client.AtTimeStep(ts))
+		if err != nil {
+			return err
+		}
+		switch verb {
+		case "rm":
+			err = o.Delete(ctx)
+			if err == nil {
+				fmt.Fprintf(e.stdout, "deleted object %s\n", n)
+			}
+		case "set-dims":
+			var d []uint64
+			if d, err = parseDims(names[1]); err != nil {
+				o.Close(ctx)
+				return fmt.Errorf("obj set-dims: %v: %w", err, errUsage)
+			}
+			err = o.SetDims(ctx, d)
+			o.Close(ctx)
+		default:
+			printObject(e.stdout, o.Info())
+			o.Close(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printObjects prints objects in a table.
