@@ -69,25 +69,11 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench vpic --c: %w", err)
 		}
 	}
-	label := fmt.Sprintf("vpic (%d servers)", *servers)
-	rawTCP := ext.raw
-	if ext.cluster != "" {
-		label = "vpic (" + ext.label + ")"
-	} else {
-		var stopRaw func()
-		rawTCP, stopRaw, err = startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
-		if err != nil {
-			return fmt.Errorf("bench vpic: %w", err)
-		}
-		defer stopRaw()
-		o := upOptions{n: *servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process",
-			cpuprofile: run.serverProfile()}
-		if _, err := up(ctx, e.stderr, o); err != nil {
-			return fmt.Errorf("bench vpic: %w", err)
-		}
-		defer down(context.Background(), io.Discard, tmpdir, time.Minute)
-		run.started(tmpdir)
+	label, rawTCP, stop, err := vpicCluster(ctx, e, run, ext, *servers, dir, tmpdir, datadir)
+	if err != nil {
+		return fmt.Errorf("bench vpic: %w", err)
 	}
+	defer stop()
 	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir))
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
@@ -97,93 +83,164 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
 	}
-	writer, reader := "VPIC-IO write", "BD-CATS read, every value checked"
+	v := &vpicBench{run: run, c: c, ct: ct, cprogs: cprogs, tmpdir: tmpdir, rawTCP: rawTCP, n: *n, steps: *steps, part: part,
+		label: label, writer: "VPIC-IO write", reader: "BD-CATS read, every value checked"}
 	if cprogs != nil {
-		label = strings.Replace(label, "vpic", "vpic C", 1)
-		writer, reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
+		v.label = strings.Replace(label, "vpic", "vpic C", 1)
+		v.writer, v.reader = "VPIC-IO write (C, "+vpicCWriter+")", "BD-CATS read, every value checked (C, "+vpicCReader+")"
 	}
-	// One round: every process count, each step's phases next to the raw
-	// ceiling measured the same way right before them: as many client
-	// processes, started afresh, each with its buffer touched before the
-	// start signal, each moving its rank's bytes over its own connection,
-	// timed from the signal until the last is done.
-	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) {
-		var rs []bench.Result
-		for _, p := range procs {
-			what := fmt.Sprintf(", %d procs x %d particles x 8 vars", p, *n)
-			if !run.want().Any(label, writer+what, reader+what) {
-				continue
-			}
-			bytes := int64(p) * int64(*n) * 4 * int64(len(bench.VPICVars))
-			rawArgs := make([][]string, p)
-			for r := range rawArgs {
-				rawArgs[r] = []string{"bench-vpic-raw-client", "--addr", rawTCP, "--bytes", strconv.FormatUint(*n*4*uint64(len(bench.VPICVars)), 10)}
-			}
-			times := map[string][]time.Duration{}
-			for step := range *steps {
-				d, err := runProcs(ctx, rawArgs)
-				if err != nil {
-					return nil, fmt.Errorf("%d processes, step %d, raw tcp: %w", p, step, err)
-				}
-				times["raw"] = append(times["raw"], d)
-				run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
-				if cprogs != nil {
-					err = cprogs.create(ctx, run, *n, p, part)
-				} else {
-					err = bench.VPICCreate(ctx, ct, run, uint64(p)*(*n), part)
-				}
-				if err != nil {
-					return nil, err
-				}
-				for _, phase := range []string{"write", "read"} {
-					ranks := make([]int, p)
-					for r := range ranks {
-						// BD-CATS reads the particles of the next rank.
-						ranks[r] = r
-						if phase == "read" {
-							ranks[r] = (r + 1) % p
-						}
-					}
-					var d time.Duration
-					switch {
-					case cprogs != nil && phase == "write":
-						d, err = cprogs.phase(ctx, vpicCWriter, run, *n, ranks)
-					case cprogs != nil:
-						d, err = cprogs.phase(ctx, vpicCReader, run, *n, ranks)
-					default:
-						args := make([][]string, p)
-						for r, rank := range ranks {
-							args[r] = []string{"bench-vpic-client", "--tmpdir", tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
-								"--n", strconv.FormatUint(*n, 10), "--phase", phase}
-						}
-						d, err = runProcs(ctx, args)
-					}
-					if err != nil {
-						return nil, fmt.Errorf("%d processes, step %d, %s: %w", p, step, phase, err)
-					}
-					times[phase] = append(times[phase], d)
-				}
-				// Untimed: the step's objects are not needed again.
-				if err := bench.VPICDelete(ctx, c, run); err != nil {
-					return nil, fmt.Errorf("%d processes, step %d: %w", p, step, err)
-				}
-			}
-			raw := float64(bytes) / bench.Median(times["raw"]).Seconds() / 1e9
-			for _, phase := range []string{"write", "read"} {
-				what := writer
-				if phase == "read" {
-					what = reader
-				}
-				rs = append(rs, bench.VPICRate(label, what+fmt.Sprintf(", %d procs x %d particles x 8 vars", p, *n),
-					bytes, bench.Median(times[phase]), raw))
-			}
-		}
-		return rs, nil
-	})
+	err = run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return v.round(ctx, procs) })
 	if err != nil {
 		return fmt.Errorf("bench vpic: %w", err)
 	}
 	return run.finish()
+}
+
+// vpicCluster starts the raw source and a cluster of servers in dir, or
+// takes the external one; it returns the bench's label, the raw source's
+// address, and how to stop what it started.
+func vpicCluster(ctx context.Context, e *env, run *benchRun, ext *external, servers int, dir, tmpdir, datadir string) (string, string, func(), error) {
+	if ext.cluster != "" {
+		return "vpic (" + ext.label + ")", ext.raw, func() {}, nil
+	}
+	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", filepath.Join(dir, "raw.sock"))
+	if err != nil {
+		return "", "", nil, err
+	}
+	o := upOptions{n: servers, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: "process",
+		cpuprofile: run.serverProfile()}
+	if _, err := up(ctx, e.stderr, o); err != nil {
+		stopRaw()
+		return "", "", nil, err
+	}
+	run.started(tmpdir)
+	stop := func() {
+		down(context.Background(), io.Discard, tmpdir, time.Minute)
+		stopRaw()
+	}
+	return fmt.Sprintf("vpic (%d servers)", servers), rawTCP, stop, nil
+}
+
+// vpicBench is one run of pdc bench vpic.
+type vpicBench struct {
+	run    *benchRun
+	c      *client.Client
+	ct     *client.Container
+	cprogs *vpicC // nil: Go client processes
+	tmpdir string
+	rawTCP string // the raw ceiling's source
+	n      uint64 // particles per process
+	steps  int
+	part   client.Partition
+	// label is the bench's name; writer and reader name its phases.
+	label, writer, reader string
+}
+
+// round measures every process count wanted.
+func (v *vpicBench) round(ctx context.Context, procs []int) ([]bench.Result, error) {
+	var rs []bench.Result
+	for _, p := range procs {
+		if !v.run.want().Any(v.label, v.writer+v.what(p), v.reader+v.what(p)) {
+			continue
+		}
+		r, err := v.procsCase(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r...)
+	}
+	return rs, nil
+}
+
+func (v *vpicBench) what(p int) string {
+	return fmt.Sprintf(", %d procs x %d particles x 8 vars", p, v.n)
+}
+
+// procsCase measures the case of p client processes: each step's phases
+// next to the raw ceiling measured the same way right before them: as
+// many client processes, started afresh, each with its buffer touched
+// before the start signal, each moving its rank's bytes over its own
+// connection, timed from the signal until the last is done. Each phase
+// reports the median of the steps.
+func (v *vpicBench) procsCase(ctx context.Context, p int) ([]bench.Result, error) {
+	bytes := int64(p) * int64(v.n) * 4 * int64(len(bench.VPICVars))
+	rawArgs := make([][]string, p)
+	for r := range rawArgs {
+		rawArgs[r] = []string{"bench-vpic-raw-client", "--addr", v.rawTCP, "--bytes", strconv.FormatUint(v.n*4*uint64(len(bench.VPICVars)), 10)}
+	}
+	times := map[string][]time.Duration{}
+	for step := range v.steps {
+		d, err := runProcs(ctx, rawArgs)
+		if err != nil {
+			return nil, fmt.Errorf("%d processes, step %d, raw tcp: %w", p, step, err)
+		}
+		times["raw"] = append(times["raw"], d)
+		if err := v.step(ctx, p, step, times); err != nil {
+			return nil, err
+		}
+	}
+	raw := float64(bytes) / bench.Median(times["raw"]).Seconds() / 1e9
+	var rs []bench.Result
+	for _, phase := range []string{"write", "read"} {
+		what := v.writer
+		if phase == "read" {
+			what = v.reader
+		}
+		rs = append(rs, bench.VPICRate(v.label, what+v.what(p), bytes, bench.Median(times[phase]), raw))
+	}
+	return rs, nil
+}
+
+// step creates the step's 8 objects, times its write and its read phase
+// by p processes into times, and deletes the objects, untimed.
+func (v *vpicBench) step(ctx context.Context, p, step int, times map[string][]time.Duration) error {
+	run := fmt.Sprintf("%d-%d-step%d", p, time.Now().UnixNano(), step)
+	var err error
+	if v.cprogs != nil {
+		err = v.cprogs.create(ctx, run, v.n, p, v.part)
+	} else {
+		err = bench.VPICCreate(ctx, v.ct, run, uint64(p)*v.n, v.part)
+	}
+	if err != nil {
+		return err
+	}
+	for _, phase := range []string{"write", "read"} {
+		d, err := v.phase(ctx, p, run, phase)
+		if err != nil {
+			return fmt.Errorf("%d processes, step %d, %s: %w", p, step, phase, err)
+		}
+		times[phase] = append(times[phase], d)
+	}
+	// Untimed: the step's objects are not needed again.
+	if err := bench.VPICDelete(ctx, v.c, run); err != nil {
+		return fmt.Errorf("%d processes, step %d: %w", p, step, err)
+	}
+	return nil
+}
+
+// phase runs the write or the read of run by p processes, C or Go, and
+// returns how long it took.
+func (v *vpicBench) phase(ctx context.Context, p int, run, phase string) (time.Duration, error) {
+	ranks := make([]int, p)
+	for r := range ranks {
+		// BD-CATS reads the particles of the next rank.
+		ranks[r] = r
+		if phase == "read" {
+			ranks[r] = (r + 1) % p
+		}
+	}
+	switch {
+	case v.cprogs != nil && phase == "write":
+		return v.cprogs.phase(ctx, vpicCWriter, run, v.n, ranks)
+	case v.cprogs != nil:
+		return v.cprogs.phase(ctx, vpicCReader, run, v.n, ranks)
+	}
+	args := make([][]string, p)
+	for r, rank := range ranks {
+		args[r] = []string{"bench-vpic-client", "--tmpdir", v.tmpdir, "--run", run, "--rank", strconv.Itoa(rank),
+			"--n", strconv.FormatUint(v.n, 10), "--phase", phase}
+	}
+	return runProcs(ctx, args)
 }
 
 func runBenchVPICClient(ctx context.Context, e *env, args []string) error {
