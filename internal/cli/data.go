@@ -106,32 +106,85 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 	elem := uint64(max(info.Props.Type.Size(), 1))
 	total := box.Volume() * elem
 
-	var f *os.File
-	var out io.Writer // get: where the bytes go
-	var commit func() error
-	switch {
-	case path == "-" && a == client.Write:
-		f = os.Stdin
-	case path == "-":
-		out = os.Stdout
-	case a == client.Write:
-		if f, err = os.Open(path); err != nil {
+	m := &mover{o: o, a: a, verb: verb, name: name, path: path, box: box, elem: elem, total: total}
+	closeEnds, err := m.openEnds()
+	if err != nil {
+		return err
+	}
+	defer closeEnds()
+	m.bar = newProgress(e.stderr, *df.progress || isTerminal(e.stderr), verb+" "+name, total)
+	if err := m.move(ctx, blocksOf(box, elem)); err != nil {
+		return err
+	}
+	if a == client.Write {
+		var extra [1]byte
+		if n, _ := m.f.Read(extra[:]); n > 0 {
+			return fmt.Errorf("put: %s holds more than object %q region %v takes (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
+		}
+		if err := o.Flush(ctx); err != nil {
 			return fmt.Errorf("put: %w", err)
 		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && uint64(st.Size()) != total {
-			return fmt.Errorf("put: %s holds %d bytes; object %q region %v takes %d (%d elements of %s): %w",
-				path, st.Size(), name, box, total, box.Volume(), info.Props.Type, pdc.ErrInvalid)
-		}
-	default:
-		w, done, err := createOutput(path)
-		if err != nil {
+	}
+	if m.commit != nil {
+		if err := m.commit(); err != nil {
 			return fmt.Errorf("get: %w", err)
 		}
-		defer done()
-		out, commit = w, w.Commit
 	}
+	m.bar.finish()
+	return nil
+}
 
+// mover moves the bytes of a put or a get between a file and a region
+// of an object.
+type mover struct {
+	o     *client.Object
+	a     client.Access
+	verb  string // put or get
+	name  string // the object's
+	path  string // the file's; - is stdin or stdout
+	box   region.Box
+	elem  uint64 // bytes per element
+	total uint64 // bytes of box
+	bar   *progress
+
+	f      *os.File     // put: where the bytes come from
+	out    io.Writer    // get: where the bytes go
+	commit func() error // get to a file: makes it appear
+}
+
+// openEnds opens the file end of the move. A put from a regular file
+// must fit the region exactly. It returns what closes the file.
+func (m *mover) openEnds() (func(), error) {
+	switch {
+	case m.path == "-" && m.a == client.Write:
+		m.f = os.Stdin
+	case m.path == "-":
+		m.out = os.Stdout
+	case m.a == client.Write:
+		f, err := os.Open(m.path)
+		if err != nil {
+			return nil, fmt.Errorf("put: %w", err)
+		}
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && uint64(st.Size()) != m.total {
+			f.Close()
+			return nil, fmt.Errorf("put: %s holds %d bytes; object %q region %v takes %d (%d elements of %s): %w",
+				m.path, st.Size(), m.name, m.box, m.total, m.box.Volume(), m.o.Info().Props.Type, pdc.ErrInvalid)
+		}
+		m.f = f
+		return func() { f.Close() }, nil
+	default:
+		w, done, err := createOutput(m.path)
+		if err != nil {
+			return nil, fmt.Errorf("get: %w", err)
+		}
+		m.out, m.commit = w, w.Commit
+		return done, nil
+	}
+	return func() {}, nil
+}
+
+// blocksOf splits box into blocks of whole rows of about blockBytes.
+func blocksOf(box region.Box, elem uint64) []region.Box {
 	rowBytes := elem
 	for _, s := range box.Size[1:] {
 		rowBytes *= s
@@ -144,71 +197,72 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 		b.Size[0] = min(rows, box.Size[0]-r)
 		blocks = append(blocks, b)
 	}
-	bar := newProgress(e.stderr, *df.progress || isTerminal(e.stderr), verb+" "+name, total)
-	type flight struct {
-		t   *client.Transfer
-		buf []byte
-	}
+	return blocks
+}
+
+// flight is a block's transfer under way, with its buffer.
+type flight struct {
+	t   *client.Transfer
+	buf []byte
+}
+
+// move transfers blocks in order, inFlight at a time, reusing the
+// buffers of those done.
+func (m *mover) move(ctx context.Context, blocks []region.Box) error {
 	var queue []flight
 	free := make([][]byte, 0, inFlight)
 	next := 0
 	for next < len(blocks) || len(queue) > 0 {
 		for next < len(blocks) && len(queue) < inFlight {
-			b := blocks[next]
-			n := b.Volume() * elem
 			var buf []byte
-			if k := len(free); k > 0 && uint64(cap(free[k-1])) >= n {
-				buf, free = free[k-1][:n], free[:k-1]
+			if n := blocks[next].Volume() * m.elem; len(free) > 0 && uint64(cap(free[len(free)-1])) >= n {
+				buf, free = free[len(free)-1][:n], free[:len(free)-1]
 			} else {
 				buf = make([]byte, n)
 			}
-			var t *client.Transfer
-			if a == client.Write {
-				if _, err := io.ReadFull(f, buf); err != nil {
-					if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-						return fmt.Errorf("put: %s ended before object %q region %v was filled (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
-					}
-					return fmt.Errorf("put: %w", err)
-				}
-				t, err = o.StartWrite(ctx, b, buf)
-			} else {
-				t, err = o.StartRead(ctx, b, buf)
-			}
+			fl, err := m.start(ctx, blocks[next], buf)
 			if err != nil {
-				return fmt.Errorf("%s: %w", verb, err)
+				return err
 			}
-			queue = append(queue, flight{t, buf})
+			queue = append(queue, fl)
 			next++
 		}
 		fl := queue[0]
 		queue = queue[1:]
 		if err := fl.t.Wait(ctx); err != nil {
-			return fmt.Errorf("%s: %w", verb, err)
+			return fmt.Errorf("%s: %w", m.verb, err)
 		}
-		if a == client.Read {
-			if _, err := out.Write(fl.buf); err != nil {
+		if m.a == client.Read {
+			if _, err := m.out.Write(fl.buf); err != nil {
 				return fmt.Errorf("get: %w", err)
 			}
 		}
 		free = append(free, fl.buf)
-		bar.add(uint64(len(fl.buf)))
+		m.bar.add(uint64(len(fl.buf)))
 	}
-	if a == client.Write {
-		var extra [1]byte
-		if n, _ := f.Read(extra[:]); n > 0 {
-			return fmt.Errorf("put: %s holds more than object %q region %v takes (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
-		}
-		if err := o.Flush(ctx); err != nil {
-			return fmt.Errorf("put: %w", err)
-		}
-	}
-	if commit != nil {
-		if err := commit(); err != nil {
-			return fmt.Errorf("get: %w", err)
-		}
-	}
-	bar.finish()
 	return nil
+}
+
+// start starts the transfer of block b through buf: a put reads the
+// block's bytes from the file first.
+func (m *mover) start(ctx context.Context, b region.Box, buf []byte) (flight, error) {
+	var t *client.Transfer
+	var err error
+	if m.a == client.Write {
+		if _, err := io.ReadFull(m.f, buf); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return flight{}, fmt.Errorf("put: %s ended before object %q region %v was filled (%d bytes): %w", m.path, m.name, m.box, m.total, pdc.ErrInvalid)
+			}
+			return flight{}, fmt.Errorf("put: %w", err)
+		}
+		t, err = m.o.StartWrite(ctx, b, buf)
+	} else {
+		t, err = m.o.StartRead(ctx, b, buf)
+	}
+	if err != nil {
+		return flight{}, fmt.Errorf("%s: %w", m.verb, err)
+	}
+	return flight{t, buf}, nil
 }
 
 // outputFile is where a command writes a file it produces.
