@@ -45,29 +45,8 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if cfg.Small == 0 {
 		cfg.Small = -1
 	}
-	if cfg.ObjectSize, err = parseSize(*sizeFlag); err != nil {
-		return fmt.Errorf("bench io: --size: %w", err)
-	}
-	for _, s := range strings.Split(*regionsFlag, ",") {
-		n, err := parseSize(s)
-		if err != nil {
-			return fmt.Errorf("bench io: --regions: %w", err)
-		}
-		cfg.Regions = append(cfg.Regions, n)
-	}
-	for _, s := range strings.Split(*partsFlag, ",") {
-		p, err := parsePartition(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("bench io: --partitions: %w", err)
-		}
-		cfg.Partitions = append(cfg.Partitions, p)
-	}
-	for _, s := range strings.Split(*storFlag, ",") {
-		st, err := parseStorage(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("bench io: --storage: %w", err)
-		}
-		cfg.Storages = append(cfg.Storages, st)
+	if err := parseIOMatrix(&cfg, *sizeFlag, *regionsFlag, *partsFlag, *storFlag); err != nil {
+		return fmt.Errorf("bench io: %w", err)
 	}
 	servers, err := parseCounts(*serversFlag)
 	if err != nil {
@@ -88,6 +67,15 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		}
 		return run.finish()
 	}
+	if err := benchIOLocal(ctx, e, run, cfg, servers, *durability, *unix, *transport); err != nil {
+		return err
+	}
+	return run.finish()
+}
+
+// benchIOLocal measures a cluster of each count of servers, started in a
+// temporary directory, next to a raw source it starts too.
+func benchIOLocal(ctx context.Context, e *env, run *benchRun, cfg bench.IOConfig, servers []int, durability string, unix bool, transport string) error {
 	dir, err := os.MkdirTemp("", "pdc-bench-io-")
 	if err != nil {
 		return err
@@ -101,39 +89,78 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	}
 	defer stopRaw()
 	cfg.RawTCP = rawTCP
-	if *unix {
+	if unix {
 		cfg.RawUnix = rawSock
 	}
-	switch *transport {
+	switch transport {
 	case "stream":
-		cfg.Transport = *transport // not the default, which is shm on one host
+		cfg.Transport = transport // not the default, which is shm on one host
 	case "shm":
-		cfg.Transport, cfg.RawShm = *transport, rawShm
+		cfg.Transport, cfg.RawShm = transport, rawShm
 	default:
-		return fmt.Errorf("bench io: --transport %q: want stream or shm: %w", *transport, pdc.ErrInvalid)
+		return fmt.Errorf("bench io: --transport %q: want stream or shm: %w", transport, pdc.ErrInvalid)
 	}
 	for i, n := range servers {
-		c := cfg
-		c.Label = fmt.Sprintf("%d server", n)
-		if n > 1 {
-			c.Label += "s"
-		}
-		if i > 0 {
-			c.Small = -1 // once is enough
-		} else {
-			c.FloorDir = dir
-		}
-		if *unix {
-			c.Label += ", unix sockets"
-		}
-		if c.Transport == "shm" {
-			c.Label += ", shm"
-		}
-		if err := benchIOCluster(ctx, e, run, filepath.Join(dir, strconv.Itoa(n)), n, *durability, *unix, c); err != nil {
+		c := ioClusterConfig(cfg, i, n, unix, dir)
+		if err := benchIOCluster(ctx, e, run, filepath.Join(dir, strconv.Itoa(n)), n, durability, unix, c); err != nil {
 			return fmt.Errorf("bench io (%s): %w", c.Label, err)
 		}
 	}
-	return run.finish()
+	return nil
+}
+
+// parseIOMatrix sets the object size and the region sizes, partitions
+// and storage modes of cfg from their flags.
+func parseIOMatrix(cfg *bench.IOConfig, size, regions, parts, storage string) error {
+	var err error
+	if cfg.ObjectSize, err = parseSize(size); err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	for _, s := range strings.Split(regions, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			return fmt.Errorf("--regions: %w", err)
+		}
+		cfg.Regions = append(cfg.Regions, n)
+	}
+	for _, s := range strings.Split(parts, ",") {
+		p, err := parsePartition(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--partitions: %w", err)
+		}
+		cfg.Partitions = append(cfg.Partitions, p)
+	}
+	for _, s := range strings.Split(storage, ",") {
+		st, err := parseStorage(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--storage: %w", err)
+		}
+		cfg.Storages = append(cfg.Storages, st)
+	}
+	return nil
+}
+
+// ioClusterConfig is cfg for the i-th cluster, of n servers: its label,
+// and the start_all case and the store floor on the first only (once is
+// enough).
+func ioClusterConfig(cfg bench.IOConfig, i, n int, unix bool, dir string) bench.IOConfig {
+	c := cfg
+	c.Label = fmt.Sprintf("%d server", n)
+	if n > 1 {
+		c.Label += "s"
+	}
+	if i > 0 {
+		c.Small = -1
+	} else {
+		c.FloorDir = dir
+	}
+	if unix {
+		c.Label += ", unix sockets"
+	}
+	if c.Transport == "shm" {
+		c.Label += ", shm"
+	}
+	return c
 }
 
 func benchIOCluster(ctx context.Context, e *env, run *benchRun, dir string, n int, durability string, unix bool, cfg bench.IOConfig) error {
