@@ -112,17 +112,9 @@ network namespaces: pdc bench hosts).
 	if *rounds < 1 {
 		return fmt.Errorf("bench all: --rounds %d: want at least 1: %w", *rounds, errUsage)
 	}
-	todo := allBenches
-	if *only != "" {
-		todo = nil
-		for _, n := range strings.Split(*only, ",") {
-			n = strings.TrimSpace(n)
-			i := slices.IndexFunc(allBenches, func(b allBench) bool { return b.name == n })
-			if i < 0 {
-				return fmt.Errorf("bench all: --only: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, stage, query, search): %w", n, errUsage)
-			}
-			todo = append(todo, allBenches[i])
-		}
+	todo, err := selectBenches(*only)
+	if err != nil {
+		return err
 	}
 	if *out != "" {
 		// Fail now, not after ten minutes of measuring.
@@ -135,28 +127,8 @@ network namespaces: pdc bench hosts).
 	cpu0 := bench.ReadCPU()
 	t0 := time.Now()
 	fmt.Fprintf(e.stderr, "bench all: %d benchmarks, %d rounds each; before: %s\n", len(todo), *rounds, rep.Load.Before)
-	sub := *e
-	var cur *bench.BenchmarkReport
-	sub.benchSink = func(name string, load bench.LoadSpan, ss []bench.Summary) {
-		cur.Load, cur.Cases = load, ss
-	}
-	for _, b := range todo {
-		bargs := b.args
-		if *quick {
-			bargs = b.quick
-		}
-		bargs = append(slices.Clone(bargs), "--rounds", strconv.Itoa(*rounds))
-		if *cpuprofile != "" {
-			bargs = append(bargs, "--cpuprofile", *cpuprofile)
-		}
-		rep.Benchmarks = append(rep.Benchmarks, bench.BenchmarkReport{Name: b.name, Args: append([]string{"bench", b.name}, bargs...)})
-		cur = &rep.Benchmarks[len(rep.Benchmarks)-1]
-		bt := time.Now()
-		fmt.Fprintf(e.stderr, "bench all: pdc bench %s %s\n", b.name, strings.Join(bargs, " "))
-		if err := b.run(ctx, &sub, bargs); err != nil {
-			return fmt.Errorf("bench all: %w", err)
-		}
-		cur.Seconds = time.Since(bt).Seconds()
+	if err := runAll(ctx, e, &rep, todo, *quick, *rounds, *cpuprofile); err != nil {
+		return err
 	}
 	rep.Load.After, rep.Load.Others = bench.ReadLoad(), cpu0.Others(bench.ReadCPU())
 	rep.Seconds = time.Since(t0).Seconds()
@@ -173,15 +145,68 @@ network namespaces: pdc bench hosts).
 		fmt.Fprintf(e.stderr, "bench all: %s\n", w)
 	}
 	if *out != "" {
-		b, err := json.MarshalIndent(rep, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.Write(*out, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("bench all: --out: %w", err)
-		}
-		fmt.Fprintf(e.stderr, "bench all: report in %s\n", *out)
+		return writeAllReport(e, &rep, *out)
 	}
+	return nil
+}
+
+// selectBenches is the benchmarks --only names, in its order (all of
+// them without it).
+func selectBenches(only string) ([]allBench, error) {
+	if only == "" {
+		return allBenches, nil
+	}
+	var todo []allBench
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(allBenches, func(b allBench) bool { return b.name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("bench all: --only: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, stage, query, search): %w", n, errUsage)
+		}
+		todo = append(todo, allBenches[i])
+	}
+	return todo, nil
+}
+
+// runAll runs the benchmarks todo one after the other, each's summaries
+// and load going into its report in rep.
+func runAll(ctx context.Context, e *env, rep *bench.Report, todo []allBench, quick bool, rounds int, cpuprofile string) error {
+	sub := *e
+	var cur *bench.BenchmarkReport
+	sub.benchSink = func(name string, load bench.LoadSpan, ss []bench.Summary) {
+		cur.Load, cur.Cases = load, ss
+	}
+	for _, b := range todo {
+		bargs := b.args
+		if quick {
+			bargs = b.quick
+		}
+		bargs = append(slices.Clone(bargs), "--rounds", strconv.Itoa(rounds))
+		if cpuprofile != "" {
+			bargs = append(bargs, "--cpuprofile", cpuprofile)
+		}
+		rep.Benchmarks = append(rep.Benchmarks, bench.BenchmarkReport{Name: b.name, Args: append([]string{"bench", b.name}, bargs...)})
+		cur = &rep.Benchmarks[len(rep.Benchmarks)-1]
+		bt := time.Now()
+		fmt.Fprintf(e.stderr, "bench all: pdc bench %s %s\n", b.name, strings.Join(bargs, " "))
+		if err := b.run(ctx, &sub, bargs); err != nil {
+			return fmt.Errorf("bench all: %w", err)
+		}
+		cur.Seconds = time.Since(bt).Seconds()
+	}
+	return nil
+}
+
+// writeAllReport writes rep to the file out, atomically.
+func writeAllReport(e *env, rep *bench.Report, out string) error {
+	b, err := json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench all: --out: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "bench all: report in %s\n", out)
 	return nil
 }
 
