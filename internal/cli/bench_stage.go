@@ -44,24 +44,9 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	if ext.cluster != "" && (*rawEchoFlag == "" || *prodDirFlag == "" || *prodHost == "") {
 		return fmt.Errorf("bench stage: --cluster needs --raw-echo, --producer-dir and --producer-host: %w", errUsage)
 	}
-	var sizes []int64
-	for _, s := range strings.Split(*sizesFlag, ",") {
-		n, err := parseSize(s)
-		if err != nil {
-			return fmt.Errorf("bench stage: --sizes: %w", err)
-		}
-		sizes = append(sizes, n)
-	}
-	var modes []dtl.Mode
-	for _, s := range strings.Split(*modesFlag, ",") {
-		m, err := dtl.ParseMode(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("bench stage: --modes: %w", err)
-		}
-		if m == dtl.ModeAuto {
-			return fmt.Errorf("bench stage: --modes: auto picks one of the others; name them: %w", dtl.ErrBadMode)
-		}
-		modes = append(modes, m)
+	sizes, modes, err := parseStageMatrix(*sizesFlag, *modesFlag)
+	if err != nil {
+		return fmt.Errorf("bench stage: %w", err)
 	}
 	run, err := bo.begin(e)
 	if err != nil {
@@ -79,45 +64,75 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	if ext.cluster != "" {
 		return benchStageExternal(ctx, run, ext, *rawEchoFlag, *prodDirFlag, *prodHost, dir, bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps, Want: run.want()})
 	}
+	cfg := bench.StageConfig{Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps, Want: run.want()}
+	if err := benchStageLocal(ctx, e, run, dir, cfg); err != nil {
+		return fmt.Errorf("bench stage: %w", err)
+	}
+	return run.finish()
+}
+
+// parseStageMatrix parses the --sizes and --modes flags.
+func parseStageMatrix(sizesFlag, modesFlag string) ([]int64, []dtl.Mode, error) {
+	var sizes []int64
+	for _, s := range strings.Split(sizesFlag, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--sizes: %w", err)
+		}
+		sizes = append(sizes, n)
+	}
+	var modes []dtl.Mode
+	for _, s := range strings.Split(modesFlag, ",") {
+		m, err := dtl.ParseMode(strings.TrimSpace(s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--modes: %w", err)
+		}
+		if m == dtl.ModeAuto {
+			return nil, nil, fmt.Errorf("--modes: auto picks one of the others; name them: %w", dtl.ErrBadMode)
+		}
+		modes = append(modes, m)
+	}
+	return sizes, modes, nil
+}
+
+// benchStageLocal starts two servers in dir standing for two nodes (the
+// producer's, node-a, serves its producer dir; the consumer is on
+// node-b), a producer, the raw source and echo, and measures the rounds
+// of cfg with a consumer on node-b.
+func benchStageLocal(ctx context.Context, e *env, run *benchRun, dir string, cfg bench.StageConfig) error {
 	tmpdir := filepath.Join(dir, "tmp")
-	// Two servers standing for two nodes: the producer's (node-a) serves
-	// its producer dir; the consumer is on node-b.
-	_, err = up(ctx, e.stderr, upOptions{n: 2, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true,
+	_, err := up(ctx, e.stderr, upOptions{n: 2, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true,
 		timeout: 60 * time.Second, hosts: []string{"node-a", "node-b"}, stageDir: filepath.Join(dir, "prod-{host}"), cpuprofile: run.serverProfile()})
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return err
 	}
 	defer down(context.Background(), io.Discard, tmpdir, 30*time.Second)
 	run.started(tmpdir)
 
 	producer, err := startProducer(ctx, tmpdir, filepath.Join(dir, "prod-node-a"), "node-a")
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return err
 	}
 	defer producer.stop()
 	rawSock := filepath.Join(dir, "raw.sock")
 	rawTCP, stopRaw, err := startChild(ctx, "bench-raw-source", "--unix", rawSock)
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return err
 	}
 	defer stopRaw()
 	rawEcho, stopEcho, err := startEcho(ctx)
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return err
 	}
 	defer stopEcho()
 	c, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs("", filepath.Join(dir, "cons")), client.WithHost("node-b"))
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return err
 	}
 	defer c.Close()
 	fmt.Fprintf(e.stderr, "bench stage: producer and consumer dirs under %s\n", dir)
-	cfg := bench.StageConfig{Consumer: c, Produce: producer.produceOnce, RawTCP: rawTCP, RawUnix: rawSock,
-		RawEcho: rawEcho, Sizes: sizes, Modes: modes, Budget: *budget, MinOps: *minOps, Want: run.want()}
-	if err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) }); err != nil {
-		return fmt.Errorf("bench stage: %w", err)
-	}
-	return run.finish()
+	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawUnix, cfg.RawEcho = c, producer.produceOnce, rawTCP, rawSock, rawEcho
+	return run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) })
 }
 
 // defaultStageBenchDir is /dev/shm when it is a directory: staging's
