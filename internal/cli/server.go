@@ -68,20 +68,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("server: --durability: %w", err)
 	}
-	budgetN, err := parseSize(*budget)
-	if err != nil || budgetN < 1 {
-		return fmt.Errorf("server: --data-budget %q: want a size such as 512MiB: %w", *budget, errUsage)
-	}
-	payloadBudgetN, err := parseSize(*payloadBudget)
-	if err != nil || payloadBudgetN < 1 {
-		return fmt.Errorf("server: --payload-budget %q: want a size such as 1GiB: %w", *payloadBudget, errUsage)
-	}
-	rate, err := parseSize(*minRecvRate)
+	budgetN, payloadBudgetN, rate, err := parseServerSizes(*budget, *payloadBudget, *minRecvRate)
 	if err != nil {
-		return fmt.Errorf("server: --min-recv-rate %q: want bytes per second, such as 64KiB: %w", *minRecvRate, errUsage)
-	}
-	if rate == 0 {
-		rate = -1 // none
+		return err
 	}
 	if *maxConns < 0 || *maxPerPeer < 1 || *maxHandshakes < 1 {
 		return fmt.Errorf("server: --max-conns %d, --max-conns-per-peer %d, --max-handshakes %d: want positive numbers: %w", *maxConns, *maxPerPeer, *maxHandshakes, errUsage)
@@ -99,6 +88,34 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		HandshakeTimeout: *handshakeTimeout, StallTimeout: *stallTimeout, MinRecvRate: rate,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 	}
+	return serve(ctx, e, cfg, *cpuprofile, *debugAddr)
+}
+
+// parseServerSizes parses --data-budget, --payload-budget and
+// --min-recv-rate (0: no floor, which the server takes as -1).
+func parseServerSizes(budget, payloadBudget, minRecvRate string) (budgetN, payloadBudgetN, rate int64, err error) {
+	budgetN, err = parseSize(budget)
+	if err != nil || budgetN < 1 {
+		return 0, 0, 0, fmt.Errorf("server: --data-budget %q: want a size such as 512MiB: %w", budget, errUsage)
+	}
+	payloadBudgetN, err = parseSize(payloadBudget)
+	if err != nil || payloadBudgetN < 1 {
+		return 0, 0, 0, fmt.Errorf("server: --payload-budget %q: want a size such as 1GiB: %w", payloadBudget, errUsage)
+	}
+	rate, err = parseSize(minRecvRate)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("server: --min-recv-rate %q: want bytes per second, such as 64KiB: %w", minRecvRate, errUsage)
+	}
+	if rate == 0 {
+		rate = -1 // none
+	}
+	return budgetN, payloadBudgetN, rate, nil
+}
+
+// serve completes cfg from the launcher's environment (rank and size
+// not given) and the ready pipe of pdc up, starts the CPU profile and
+// the debug server if asked, and runs the server.
+func serve(ctx context.Context, e *env, cfg server.Config, cpuprofile, debugAddr string) error {
 	launch, fromEnv, err := cluster.FromEnv(e.getenv)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -124,15 +141,15 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			ready.Close()
 		}
 	}
-	if *cpuprofile != "" {
-		stop, err := startCPUProfile(*cpuprofile)
+	if cpuprofile != "" {
+		stop, err := startCPUProfile(cpuprofile)
 		if err != nil {
 			return fmt.Errorf("server: --cpuprofile: %w", err)
 		}
 		defer stop()
 	}
-	if *debugAddr != "" {
-		stop, err := serveDebug(*debugAddr, cfg.Logger)
+	if debugAddr != "" {
+		stop, err := serveDebug(debugAddr, cfg.Logger)
 		if err != nil {
 			return fmt.Errorf("server: --debug-addr: %w", err)
 		}
