@@ -62,17 +62,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer c.Close()
-	fmt.Fprintln(out, "== pinging every server (authenticated with the cluster secret)")
-	if err := pingAll(ctx, out, c, 5*time.Second); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	fmt.Fprintln(out)
-	fmt.Fprintln(out, "== status")
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	sts, err := c.Status(sctx)
-	cancel()
-	printStatus(out, sts)
-	if err != nil {
+	if err := demoStatus(ctx, out, c); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	if err := demoMetadata(ctx, out, c); err != nil {
@@ -99,6 +89,22 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(out, "logs kept in %s\n", filepath.Join(tmpdir, "logs"))
 	}
 	return nil
+}
+
+// demoStatus pings every server (authenticated with the cluster secret)
+// and prints the cluster's status.
+func demoStatus(ctx context.Context, out io.Writer, c *client.Client) error {
+	fmt.Fprintln(out, "== pinging every server (authenticated with the cluster secret)")
+	if err := pingAll(ctx, out, c, 5*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "== status")
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	sts, err := c.Status(sctx)
+	cancel()
+	printStatus(out, sts)
+	return err
 }
 
 // demoMetadata shows containers, objects and tags.
@@ -223,22 +229,15 @@ func demoStaging(ctx context.Context, out io.Writer, tmpdir, dir string) error {
 		return err
 	}
 	defer cons.Close()
-	files := []struct {
-		name string
-		size int
-	}{{"run1/params.txt", 1 << 10}, {"run1/field.dat", 1 << 20}, {"run1/particles.dat", 16 << 20}}
-	type got struct {
-		c   client.Consumed
-		err error
-	}
-	results := make([]got, len(files))
+	files := []demoFile{{"run1/params.txt", 1 << 10}, {"run1/field.dat", 1 << 20}, {"run1/particles.dat", 16 << 20}}
+	results := make([]demoGot, len(files))
 	waiting := make(chan string, len(files))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i, f := range files {
 			c, err := cons.Consume(ctx, f.name, client.WithWaiting(func(p string) { waiting <- p }))
-			results[i] = got{c, err}
+			results[i] = demoGot{c, err}
 		}
 	}()
 	// The first consume waits on its metadata server; produce once it does.
@@ -247,6 +246,45 @@ func demoStaging(ctx context.Context, out io.Writer, tmpdir, dir string) error {
 		fmt.Fprintf(out, "consumer on node-b: waiting for %s\n", p)
 	case <-done:
 	}
+	if err := demoProduce(ctx, out, prod, prodDir, files); err != nil {
+		return err
+	}
+	<-done
+	if err := demoCheckConsumed(out, prodDir, files, results); err != nil {
+		return err
+	}
+	again, err := cons.Consume(ctx, files[2].name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumer on node-b, again: %s (nothing moved: it holds version %d)\n", again.How, again.Version)
+	local, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs("", filepath.Join(dir, "consumer-a")), client.WithHost(demoHost(0)))
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	same, err := local.Consume(ctx, files[2].name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumer on node-a, the owner's node: %s (no transfer)\n", same.How)
+	return nil
+}
+
+// demoFile is a file the demo's producer makes.
+type demoFile struct {
+	name string
+	size int
+}
+
+// demoGot is what a consume of the demo returned.
+type demoGot struct {
+	c   client.Consumed
+	err error
+}
+
+// demoProduce writes files into the producer dir and produces them.
+func demoProduce(ctx context.Context, out io.Writer, prod *client.Client, prodDir string, files []demoFile) error {
 	if err := os.MkdirAll(filepath.Join(prodDir, "run1"), 0o755); err != nil {
 		return err
 	}
@@ -270,7 +308,11 @@ func demoStaging(ctx context.Context, out io.Writer, tmpdir, dir string) error {
 	for _, r := range recs {
 		fmt.Fprintf(out, "producer on node-a: produced %s (%s, version %d, crc32c %08x)\n", r.Path, humanBytes(uint64(r.Size)), r.Version, r.CRC)
 	}
-	<-done
+	return nil
+}
+
+// demoCheckConsumed checks that each consumed copy is what was produced.
+func demoCheckConsumed(out io.Writer, prodDir string, files []demoFile, results []demoGot) error {
 	for i, r := range results {
 		if r.err != nil {
 			return r.err
@@ -288,20 +330,5 @@ func demoStaging(ctx context.Context, out io.Writer, tmpdir, dir string) error {
 		}
 		fmt.Fprintf(out, "consumer on node-b: %s %s %s by %s from %s, checksum verified\n", r.c.How, r.c.Path, humanBytes(uint64(r.c.Moved)), r.c.Mode, r.c.Owner.Host)
 	}
-	again, err := cons.Consume(ctx, files[2].name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "consumer on node-b, again: %s (nothing moved: it holds version %d)\n", again.How, again.Version)
-	local, err := client.Connect(ctx, client.WithTmpDir(tmpdir), client.WithStageDirs("", filepath.Join(dir, "consumer-a")), client.WithHost(demoHost(0)))
-	if err != nil {
-		return err
-	}
-	defer local.Close()
-	same, err := local.Consume(ctx, files[2].name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "consumer on node-a, the owner's node: %s (no transfer)\n", same.How)
 	return nil
 }
