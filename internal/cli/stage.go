@@ -106,7 +106,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	}
 	defer done()
 	paths := fs.Args()
-	var mu sync.Mutex // orders output lines
+	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1}
 	errs := make([]error, len(paths))
 	sem := make(chan struct{}, *parallel)
 	var wg sync.WaitGroup
@@ -119,43 +119,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 				return
 			}
 			defer func() { <-sem }()
-			opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
-				mu.Lock()
-				fmt.Fprintf(e.stderr, "pdc stage consume: waiting for %s to be produced\n", rel)
-				mu.Unlock()
-			})}
-			if *mode != "" {
-				opts = append(opts, client.WithTransport(*mode))
-			}
-			var pb *progress
-			if len(paths) == 1 {
-				opts = append(opts, client.WithProgress(func(n, total int64) {
-					if pb == nil {
-						pb = newProgress(e.stderr, *bar || isTerminal(e.stderr), "consume "+p, uint64(total))
-					}
-					pb.add(uint64(n) - pb.done)
-				}))
-			}
-			start := time.Now()
-			got, err := c.Consume(ctx, p, opts...)
-			if pb != nil {
-				pb.finish()
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs[i] = err
-				if len(paths) > 1 {
-					fmt.Fprintf(e.stderr, "pdc: %v\n", err)
-				}
-				return
-			}
-			how := string(got.How)
-			if got.How == client.Fetched {
-				how = fmt.Sprintf("fetched %s from %s by %s", humanBytes(uint64(got.Moved)), got.Owner.Label(), got.Mode)
-			}
-			fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
-				humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))
+			errs[i] = sc.consume(ctx, p)
 		})
 	}
 	wg.Wait()
@@ -171,6 +135,60 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 		}
 		return fmt.Errorf("stage consume: %d of %d files failed: %w", n, len(paths), errs[firstErr(errs)])
 	}
+	return nil
+}
+
+// stageConsumer consumes the files of one pdc stage consume, several at
+// once.
+type stageConsumer struct {
+	e      *env
+	c      *client.Client
+	mode   string     // --mode
+	bar    bool       // --progress
+	single bool       // one file: a progress bar, and its error is the command's
+	mu     sync.Mutex // orders output lines
+}
+
+// consume consumes the file p and prints what it got: a line on stdout,
+// or, of several files, the error on stderr.
+func (sc *stageConsumer) consume(ctx context.Context, p string) error {
+	e := sc.e
+	opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
+		sc.mu.Lock()
+		fmt.Fprintf(e.stderr, "pdc stage consume: waiting for %s to be produced\n", rel)
+		sc.mu.Unlock()
+	})}
+	if sc.mode != "" {
+		opts = append(opts, client.WithTransport(sc.mode))
+	}
+	var pb *progress
+	if sc.single {
+		opts = append(opts, client.WithProgress(func(n, total int64) {
+			if pb == nil {
+				pb = newProgress(e.stderr, sc.bar || isTerminal(e.stderr), "consume "+p, uint64(total))
+			}
+			pb.add(uint64(n) - pb.done)
+		}))
+	}
+	start := time.Now()
+	got, err := sc.c.Consume(ctx, p, opts...)
+	if pb != nil {
+		pb.finish()
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if err != nil {
+		if !sc.single {
+			fmt.Fprintf(e.stderr, "pdc: %v\n", err)
+		}
+		return err
+	}
+	how := string(got.How)
+	if got.How == client.Fetched {
+		how = fmt.Sprintf("fetched %s from %s by %s", humanBytes(uint64(got.Moved)), got.Owner.Label(), got.Mode)
+	}
+	fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
+		humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))
 	return nil
 }
 

@@ -76,26 +76,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *restartDead {
-		var other []string
-		fs.Visit(func(f *flag.Flag) {
-			if !upRestartFlags[f.Name] {
-				dash := "--"
-				if len(f.Name) == 1 {
-					dash = "-"
-				}
-				other = append(other, dash+f.Name)
-			}
-		})
-		if len(other) > 0 || fs.NArg() > 0 {
-			return fmt.Errorf("up: --restart-dead starts servers with the flags the cluster was started with; drop %s: %w", strings.Join(append(other, fs.Args()...), " "), errUsage)
-		}
-		timeout := time.Duration(0)
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "timeout" {
-				timeout = o.timeout
-			}
-		})
-		return restartDeadServers(ctx, e, o.tmpdir, timeout)
+		return upRestartDead(ctx, e, fs, o)
 	}
 	o.noIndex, o.noSuffixTree = !*index, !*suffixTree
 	if *hosts != "" {
@@ -106,6 +87,47 @@ func runUp(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
+	if err := o.check(fs); err != nil {
+		return err
+	}
+	procs, err := up(ctx, e.stderr, o)
+	if err != nil {
+		return err
+	}
+	printProcs(e.stdout, procs)
+	fmt.Fprintf(e.stdout, "%d servers up; tmpdir %s. Stop them with: pdc down --tmpdir %s\n", len(procs), o.tmpdir, o.tmpdir)
+	return nil
+}
+
+// upRestartDead runs pdc up --restart-dead, which takes no flags but
+// --tmpdir and --timeout (upRestartFlags): the servers restart with the
+// flags the cluster was started with.
+func upRestartDead(ctx context.Context, e *env, fs *flag.FlagSet, o upOptions) error {
+	var other []string
+	fs.Visit(func(f *flag.Flag) {
+		if !upRestartFlags[f.Name] {
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			other = append(other, dash+f.Name)
+		}
+	})
+	if len(other) > 0 || fs.NArg() > 0 {
+		return fmt.Errorf("up: --restart-dead starts servers with the flags the cluster was started with; drop %s: %w", strings.Join(append(other, fs.Args()...), " "), errUsage)
+	}
+	timeout := time.Duration(0)
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			timeout = o.timeout
+		}
+	})
+	return restartDeadServers(ctx, e, o.tmpdir, timeout)
+}
+
+// check checks the options of pdc up against each other, and that no
+// arguments follow the flags.
+func (o *upOptions) check(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
@@ -128,12 +150,6 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if o.n < 1 || o.n > 4096 {
 		return fmt.Errorf("up: -n %d: want 1 to 4096 servers: %w", o.n, errUsage)
 	}
-	procs, err := up(ctx, e.stderr, o)
-	if err != nil {
-		return err
-	}
-	printProcs(e.stdout, procs)
-	fmt.Fprintf(e.stdout, "%d servers up; tmpdir %s. Stop them with: pdc down --tmpdir %s\n", len(procs), o.tmpdir, o.tmpdir)
 	return nil
 }
 
