@@ -15,7 +15,7 @@ build:
 #   PKG_CONFIG_PATH=build/capi/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs pdc)
 CAPI_PREFIX ?= build/capi
 capi:
-	GO=$(GO) capi/install.sh $(CAPI_PREFIX)
+	PDC_MPI=$(PDC_MPI) GO=$(GO) capi/install.sh $(CAPI_PREFIX)
 
 test:
 	$(GO) test ./...

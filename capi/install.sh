@@ -27,6 +27,12 @@ prefix=$(cd "$prefix" && pwd)
 rm -f "$prefix/lib/libpdc.h"
 "$GO" build -o "$prefix/bin/pdc" ./cmd/pdc
 install -m 0644 capi/include/*.h "$prefix/include/"
+# pdc_config.h says whether programs get the MPI forms by default, as
+# PDC's says whether PDC was built with MPI.
+if [ "${PDC_MPI:-0}" = 1 ]; then
+	sed -i 's|^/\* #undef ENABLE_MPI \*/$|#define ENABLE_MPI 1|' "$prefix/include/pdc_config.h"
+	grep -q '^#define ENABLE_MPI 1$' "$prefix/include/pdc_config.h" || { echo "capi/install.sh: could not set ENABLE_MPI" >&2; exit 1; }
+fi
 
 cat >"$prefix/lib/pkgconfig/pdc.pc" <<EOF
 # libpdc: pdc's C library (PDC's C API and file staging over pdc servers).
@@ -62,11 +68,13 @@ cat >"$prefix/bin/close_server" <<'EOF'
 # close_server: PDC's command that stops the servers, for scripts written for
 # PDC. It runs `pdc down`: every server of the cluster in $PDC_TMPDIR
 # (default ./pdc_tmp) finishes its requests and exits, after transient
-# containers are deleted; it returns once they are gone. Arguments go to
-# `pdc down` (see `pdc down -h`).
+# containers are deleted; it returns once they are gone. Like PDC's, which
+# retries its connects, it waits for servers still starting (up to 60 s:
+# scripts run it right after `pdc_server.exe &`). Arguments go to `pdc
+# down` (see `pdc down -h`).
 here=$(dirname "$0")
-if [ -x "$here/pdc" ]; then exec "$here/pdc" down "$@"; fi
-exec pdc down "$@"
+if [ -x "$here/pdc" ]; then exec "$here/pdc" down --wait 60s "$@"; fi
+exec pdc down --wait 60s "$@"
 EOF
 chmod 0755 "$prefix/bin/pdc_server.exe" "$prefix/bin/close_server"
 

@@ -7,8 +7,12 @@
  * objects with their tags and iterators, container membership by id
  * (PDCcont_put/get/del_objids, pdc_cont.h), regions and transfers, tag
  * search and the DART functions (pdc_client_connect.h), data queries
- * (pdc_query.h), the MPI forms (pdc_mpi.h, with ENABLE_MPI), and file
- * staging (pdc_stage.h).
+ * (pdc_query.h), the MPI forms (pdc_mpi.h, with ENABLE_MPI, which
+ * pdc_config.h defines when libpdc was installed for MPI), and file
+ * staging (pdc_stage.h). PDC's analysis and transform registration
+ * (pdc_analysis.h, pdc_transform.h), region locks and buffer mapping are
+ * declared and fail with a report naming the call: pdc does not implement
+ * them. PDC's _pkg.h headers exist for programs that include them.
  *
  * Conventions of every function:
  *  - handles (pdcid_t) are numbers; 0 is never a handle;
@@ -34,6 +38,7 @@
 #ifndef PDC_H
 #define PDC_H
 
+#include "pdc_config.h"
 #include "pdc_public.h"
 #include "pdc_generic.h"
 #include "pdc_prop.h"
@@ -44,10 +49,19 @@
 #include "pdc_client_connect.h"
 #include "pdc_mpi.h"
 #include "pdc_stage.h"
+#include "pdc_analysis.h"
+#include "pdc_transform.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * PDC_timing_report prints the timers PDC keeps when built with
+ * PDC_TIMING; pdc keeps none (see `pdc status` and the servers' logs), so
+ * it prints nothing and returns 0.
+ */
+int PDC_timing_report(const char *prefix);
 
 /*
  * PDCinit connects to the pdc servers whose server list is in $PDC_TMPDIR

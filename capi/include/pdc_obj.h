@@ -17,6 +17,9 @@
  * hash of its name plus its time step, modulo the number of servers), so
  * that programs written for PDC that print or check it agree with PDC.
  */
+/* Region lock modes, for PDCreg_obtain_lock (pdc_region.h). */
+typedef enum { PDC_BLOCK = 0, PDC_NOBLOCK = 1 } pdc_lock_mode_t;
+
 struct pdc_obj_info {
     char                *name;
     pdcid_t              meta_id;

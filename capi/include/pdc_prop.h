@@ -83,6 +83,14 @@ perr_t PDCprop_set_obj_tags(pdcid_t obj_prop, char *tags);
 perr_t PDCprop_set_obj_buf(pdcid_t obj_prop, void *buf);
 
 /*
+ * PDCcont_prop_get_info returns the container property's settings
+ * (struct _pdc_cont_prop, in pdc_prop_pkg.h: cont_prop_id and cont_life;
+ * pdc is NULL) in a record the caller does not free, as PDC's; it is the
+ * calling thread's and its next call overwrites it. NULL on failure.
+ */
+struct _pdc_cont_prop *PDCcont_prop_get_info(pdcid_t prop_id);
+
+/*
  * PDCobj_prop_get_info returns the property's settings (obj_prop_id is
  * obj_prop; type is PDC_UNKNOWN until set) in one malloc'd block: the
  * caller frees it with free(p), which frees p->dims too (do not free

@@ -98,6 +98,18 @@ void PDCquery_free(pdc_query_t *query);
 void PDCquery_free_all(pdc_query_t *query);
 void PDCselection_free(pdc_selection_t *sel);
 
+/*
+ * PDCquery_print prints the query's comparisons and the region it is
+ * restricted to; PDCselection_print the number of hits and the first and
+ * last ten, PDCselection_print_all every hit (each hit's coordinates in
+ * parentheses), to stdout. PDCquery_get_histogram fails with a report:
+ * pdc keeps no per-region histograms.
+ */
+void   PDCquery_print(pdc_query_t *query);
+void   PDCselection_print(pdc_selection_t *sel);
+void   PDCselection_print_all(pdc_selection_t *sel);
+perr_t PDCquery_get_histogram(pdcid_t obj_id);
+
 #ifdef __cplusplus
 }
 #endif

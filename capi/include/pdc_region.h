@@ -88,6 +88,27 @@ perr_t PDCregion_transfer_wait_all(pdcid_t *transfer_request_id, int size);
 perr_t PDCregion_transfer_status(pdcid_t transfer_request_id, pdc_transfer_status_t *completed);
 perr_t PDCregion_transfer_close(pdcid_t transfer_request_id);
 
+/*
+ * PDCregion_free frees region->offset and region->size (not region), as
+ * PDC's. PDC_region_overlap_detect returns 1 if the boxes (offset1,
+ * size1) and (offset2, size2) of ndim dims overlap, with the overlap in
+ * *output_offset and *output_size (malloc'd; the caller frees them), else
+ * 0 with both NULL; -1 if ndim is not positive or a pointer is NULL.
+ */
+void PDCregion_free(struct pdc_region_info *region);
+int  PDC_region_overlap_detect(int ndim, uint64_t *offset1, uint64_t *size1, uint64_t *offset2, uint64_t *size2,
+                               uint64_t **output_offset, uint64_t **output_size);
+
+/*
+ * PDC's older I/O path, which PDC itself replaced with region transfers:
+ * pdc does not implement it. Each reports the call and fails.
+ */
+perr_t PDCbuf_obj_map(void *buf, pdc_var_type_t local_type, pdcid_t local_reg, pdcid_t remote_obj,
+                      pdcid_t remote_reg);
+perr_t PDCbuf_obj_unmap(pdcid_t remote_obj_id, pdcid_t remote_reg_id);
+perr_t PDCreg_obtain_lock(pdcid_t obj_id, pdcid_t reg_id, pdc_access_t access_type, pdc_lock_mode_t lock_mode);
+perr_t PDCreg_release_lock(pdcid_t obj_id, pdcid_t reg_id, pdc_access_t access_type);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "pdc.h"
+#include "pdc_prop_pkg.h"
 
 /* A property never given dims or a type makes a shapeless object (ndim 0,
  * PDC_UNKNOWN) that holds tags and metadata; region I/O on it fails. */
@@ -141,6 +142,72 @@ static void test_metadata_server_id(pdcid_t pdc, pdcid_t cont)
     }
 }
 
+/* The rest of PDC's public API: PDC_timing_report, PDCcont_prop_get_info,
+ * PDCregion_free, PDC_region_overlap_detect, the query and selection
+ * printers work; analysis, transforms, region locks, buffer mapping and
+ * histograms link and fail, each with one report (8 lines). */
+static void test_rest_of_api(pdcid_t pdc, pdcid_t cont, const char *name)
+{
+    CHECK(PDC_timing_report("compat") == 0, "PDC_timing_report");
+
+    pdcid_t cprop = PDCprop_create(PDC_CONT_CREATE, pdc);
+    CHECK(PDCprop_set_cont_lifetime(cprop, PDC_TRANSIENT) == SUCCEED, "lifetime");
+    struct _pdc_cont_prop *cp = PDCcont_prop_get_info(cprop);
+    CHECK(cp != NULL && cp->cont_prop_id == cprop && cp->cont_life == PDC_TRANSIENT, "cont_prop_get_info");
+    CHECK(PDCprop_close(cprop) == SUCCEED, "prop close");
+
+    uint64_t  o1[2] = {0, 4}, s1[2] = {10, 4}, o2[2] = {5, 6}, s2[2] = {10, 10}, *oo = NULL, *os = NULL;
+    CHECK(PDC_region_overlap_detect(2, o1, s1, o2, s2, &oo, &os) == 1, "overlap");
+    CHECK(oo[0] == 5 && oo[1] == 6 && os[0] == 5 && os[1] == 2, "overlap %llu+%llu, %llu+%llu",
+          (unsigned long long)oo[0], (unsigned long long)os[0], (unsigned long long)oo[1], (unsigned long long)os[1]);
+    free(oo);
+    free(os);
+    o2[0] = 10;
+    CHECK(PDC_region_overlap_detect(2, o1, s1, o2, s2, &oo, &os) == 0 && oo == NULL && os == NULL, "no overlap");
+
+    struct pdc_region_info ri = {.ndim = 1, .offset = malloc(8), .size = malloc(8)};
+    PDCregion_free(&ri);
+    CHECK(ri.offset == NULL && ri.size == NULL, "PDCregion_free");
+
+    /* An object of 8 ints 0..7, a query > 3 in [2, 8): 4 hits, printed. */
+    pdcid_t  prop = PDCprop_create(PDC_OBJ_CREATE, pdc);
+    uint64_t dims = 8;
+    CHECK(PDCprop_set_obj_dims(prop, 1, &dims) == SUCCEED && PDCprop_set_obj_type(prop, PDC_INT) == SUCCEED, "prop");
+    pdcid_t obj = PDCobj_create(cont, name, prop);
+    CHECK(obj != 0, "create");
+    int      data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    uint64_t off = 0;
+    pdcid_t  reg = PDCregion_create(1, &off, &dims);
+    pdcid_t  w   = PDCregion_transfer_create(data, PDC_WRITE, obj, reg, reg);
+    CHECK(w != 0 && PDCregion_transfer_start(w) == SUCCEED && PDCregion_transfer_wait(w) == SUCCEED, "write");
+    CHECK(PDCregion_transfer_close(w) == SUCCEED && PDCregion_close(reg) == SUCCEED, "close");
+    int                    three = 3;
+    pdc_query_t           *q     = PDCquery_create(obj, PDC_GT, PDC_INT, &three);
+    uint64_t               qo = 2, qs = 6;
+    struct pdc_region_info qr = {.ndim = 1, .offset = &qo, .size = &qs};
+    CHECK(q != NULL && PDCquery_sel_region(q, &qr) == SUCCEED, "query");
+    pdc_selection_t sel;
+    CHECK(PDCquery_get_selection(q, &sel) == SUCCEED && sel.nhits == 4, "selection: %llu hits",
+          (unsigned long long)sel.nhits);
+    PDCquery_print(q);
+    PDCselection_print(&sel);
+    PDCselection_print_all(&sel);
+    PDCselection_free(&sel);
+    PDCquery_free(q);
+
+    /* What pdc does not implement links, and fails with a report. */
+    CHECK(PDCquery_get_histogram(obj) == FAIL, "histogram");
+    CHECK(PDCobj_data_iter_create(obj, 0) == 0, "data iter");
+    CHECK(PDCobj_analysis_register("f", 1, 2) == FAIL, "analysis");
+    CHECK(PDCiter_get_nextId() == -1, "nextId");
+    CHECK(PDCobj_transform_register("f", obj, 0, 1, PDC_DATA_MAP, DATA_OUT) == FAIL, "transform");
+    CHECK(PDCbuf_obj_map(data, PDC_INT, 1, obj, 1) == FAIL, "map");
+    CHECK(PDCreg_obtain_lock(obj, 1, PDC_WRITE, PDC_BLOCK) == FAIL, "lock");
+    CHECK(PDCreg_release_lock(obj, 1, PDC_WRITE) == FAIL, "unlock");
+
+    CHECK(PDCobj_del(obj) == SUCCEED && PDCobj_close(obj) == SUCCEED && PDCprop_close(prop) == SUCCEED, "delete");
+}
+
 int main(void)
 {
     char cname[64], shapeless[64], tagged[64];
@@ -156,6 +223,8 @@ int main(void)
     test_del_unset_tags(pdc, cont, tagged);
     test_cont_iter(pdc, cont, cname);
     test_metadata_server_id(pdc, cont);
+    snprintf(tagged, sizeof tagged, "compat-query-%d", (int)getpid());
+    test_rest_of_api(pdc, cont, tagged);
     CHECK(PDCcont_del(cont) == SUCCEED && PDCcont_close(cont) == SUCCEED, "container");
     CHECK(PDCclose(pdc) == SUCCEED, "PDCclose failed");
     printf("compat: ok\n");

@@ -13,7 +13,8 @@
 #     sizes and counts out of bounds (limits), what PDC's own test programs
 #     expect (compat), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
-#     (cont), and PDC's close_server to stop it.
+#     (cont), and PDC's close_server to stop it; then close_server run
+#     right after `pdc_server.exe &`, which waits for it to start.
 #
 # usage: capi/tests/run.sh PREFIX
 set -euo pipefail
@@ -187,12 +188,22 @@ expect "hit 0 is at 9 in dimension 0, past object"
 reports query 9
 
 echo "== what PDC's own test programs expect: shapeless objects, batches of no transfers, unset tags deleted"
-run compat timeout 120 "$work/compat"
+run compat timeout 120 "$work/compat" >"$work/compat.out"
 err="$work/compat.err"
 sed 's/^/  compat: /' "$err"
 expect 'libpdc: PDCregion_transfer_create('
 expect 'has no dims (it was created without dims or a type)'
-reports compat 1
+for call in PDCquery_get_histogram PDCobj_data_iter_create PDCobj_analysis_register PDCiter_get_nextId \
+	PDCobj_transform_register PDCbuf_obj_map PDCreg_obtain_lock PDCreg_release_lock; do
+	expect "libpdc: $call"
+done
+expect 'not implemented in pdc (analysis functions run on'
+reports compat 9
+out="$work/compat.out"
+grep -q '^Value selection: $' "$out" || fail "PDCquery_print printed: $(cat "$out")"
+grep -q '^  *2 *6$' "$out" || fail "PDCquery_print did not print the region: $(cat "$out")"
+grep -q '^== 4 hits, allocated 4 coordinates!$' "$out" || fail "PDCselection_print printed: $(cat "$out")"
+grep -q ' ,(4) ,(5) ,(6) ,(7)$' "$out" || fail "PDCselection_print_all printed: $(cat "$out")"
 
 echo "== object tags, found by PDC_Client_query_kvtag; container and object iterators"
 run tags timeout 120 "$work/tags"
@@ -283,6 +294,18 @@ expect 'PDCcont_get_tag(3, "units"): tag_value and value_size must not be NULL'
 "$prefix/bin/close_server" >"$work/close.out" || fail "close_server"
 wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server.err")"
 server_pids=()
+
+echo "== close_server right after pdc_server.exe &: it waits for the server to start, then stops it"
+export PDC_TMPDIR="$work/tmp3" PDC_DATA_LOC="$work/data3"
+tmpdirs+=("$PDC_TMPDIR")
+# The server starts a second late, as under a busy launcher: close_server
+# runs before it exists at all.
+(sleep 1 && exec "$prefix/bin/pdc_server.exe" --rank 0 --size 1 2>"$work/server3.err") &
+server_pids+=($!)
+"$prefix/bin/close_server" >"$work/close3.out" 2>&1 || { cat "$work/close3.out" >&2; fail "close_server right after pdc_server.exe"; }
+wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server3.err")"
+server_pids=()
+grep -q "stopped 1 servers" "$work/close3.out" || { cat "$work/close3.out" >&2; fail "close_server did not stop the server"; }
 
 . "$here/run_search.sh"
 

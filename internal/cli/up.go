@@ -406,17 +406,48 @@ func runDown(ctx context.Context, e *env, args []string) error {
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
 	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to stop")
+	wait := fs.Duration("wait", 0, "how long to wait for a cluster that has not started yet (no server list) to start, before stopping it; one whose rank 0 is up is waited for --timeout anyway")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("down: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
+	if err := awaitStart(ctx, *tmpdir, *wait, *timeout); err != nil {
+		return err
+	}
 	n, err := down(ctx, e.stderr, *tmpdir, *timeout, withSecretFile(nil, secretFile)...)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "stopped %d servers\n", n)
+	return nil
+}
+
+// awaitStart waits for the server list of a cluster still starting: for
+// up to timeout once its rank 0 has published its address (the rendezvous
+// file), else for up to wait. A stop started right after the servers, as
+// PDC's scripts run close_server after `pdc_server.exe &`, then stops them
+// instead of failing and leaving them running. With neither, or with a
+// list already there, it returns at once and down reports what it finds.
+func awaitStart(ctx context.Context, tmpdir string, wait, timeout time.Duration) error {
+	if _, err := cluster.ReadList(tmpdir); err == nil {
+		return nil
+	}
+	if _, err := cluster.ReadRendezvous(tmpdir); err == nil {
+		wait = max(wait, timeout)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := os.MkdirAll(tmpdir, 0o700); err != nil {
+		return fmt.Errorf("down: %w", err)
+	}
+	if _, err := cluster.WaitForList(ctx, tmpdir); err != nil {
+		return fmt.Errorf("down: no cluster in %s started within %v: %w", tmpdir, wait, err)
+	}
 	return nil
 }
 
