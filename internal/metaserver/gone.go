@@ -85,7 +85,7 @@ func (t *tombs) init(s *core) {
 // data servers: those left in the store (by a crash, by data servers that
 // could not be reached, moved here with their objects) and those of later
 // deletes. Call it once every server has moved its metadata.
-func (s *objects) StartTombstones(peers DataPeers) error {
+func (s *Service) StartTombstones(peers DataPeers) error {
 	var ids []uint64
 	err := s.scan([]byte{'G'}, func(k, _ []byte) error {
 		if len(k) == 9 {
@@ -302,7 +302,7 @@ func (t *tombs) retry() {
 
 // PendingTombstones is how many deleted objects' data some data server
 // has not yet confirmed removed.
-func (s *objects) PendingTombstones() int { return s.tombs.pending() }
+func (s *Service) PendingTombstones() int { return s.tombs.pending() }
 
 func (t *tombs) pending() int {
 	t.mu.Lock()

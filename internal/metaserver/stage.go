@@ -89,7 +89,9 @@ func (w *stageWaits) produced(path string) {
 // StopStageWaits ends every wait for a produce, now and later, with
 // ErrUnavailable: the server is shutting down, and a consumer's wait must
 // not hold up its shutdown.
-func (s *stages) StopStageWaits() {
+func (s *Service) StopStageWaits() { s.stages.stopWaits() }
+
+func (s *stages) stopWaits() {
 	s.waits.mu.Lock()
 	defer s.waits.mu.Unlock()
 	if !s.waits.stopped {
