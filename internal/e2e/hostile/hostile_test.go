@@ -1,4 +1,4 @@
-package hostilee2e_test
+package hostile_test
 
 import (
 	"bufio"
