@@ -24,7 +24,7 @@ func TestBenchHosts(t *testing.T) {
 		t.Skip(err)
 	}
 	// What the run reports is under test, not the servers' concurrency
-	// (hostse2e runs them race-built across the bed): without the race
+	// (internal/e2e/hosts runs them race-built across the bed): without the race
 	// detector it costs a fraction of the CPU.
 	args := []string{"bench", "hosts", "--json", "--servers", "2", "--limits", "none,200mbit",
 		"--size", "16MiB", "--rounds", "1", "--partitions", "region-dynamic", "--procs", "2", "--n", "16384",

@@ -1,4 +1,4 @@
-package hostse2e_test
+package hosts_test
 
 import (
 	"fmt"

@@ -1,11 +1,11 @@
-// Package hostse2e_test runs pdc across hosts: real pdc server processes,
+// Package hosts_test runs pdc across hosts: real pdc server processes,
 // one per node of a multi-host test bed (internal/bed: network
 // namespaces on a bridge, each with its own address, host name and data
 // dir, the cluster's tmpdir on a directory all share), and clients on
 // another node, through partitions of nodes from clients and from each
 // other (issue 26). A package of its own, so that its test binary runs
 // beside the other end-to-end packages.
-package hostse2e_test
+package hosts_test
 
 import (
 	"bufio"
