@@ -1,4 +1,4 @@
-package overwritee2e_test
+package overwrite_test
 
 import (
 	"context"

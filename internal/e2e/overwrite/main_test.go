@@ -1,11 +1,11 @@
-// Package overwritee2e_test interrupts overwrites end to end: a client
+// Package overwrite_test interrupts overwrites end to end: a client
 // process that exits or is killed with its overwrites on the way, and a
 // data server killed with kill -9 while it stores them. Whatever is
 // acknowledged must read back as itself or as a later write, in every
 // partition strategy and storage mode: never zeros, never an error. A
 // package of its own, so that its test binary runs beside the other
 // end-to-end packages.
-package overwritee2e_test
+package overwrite_test
 
 import (
 	"bufio"
