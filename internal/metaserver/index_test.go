@@ -281,7 +281,7 @@ func TestOutboxSurvivesRestartUntilDelivered(t *testing.T) {
 // after newer changes of the same entries (which it would undo); marks go
 // with their record. Object o on server S gets k=A, then k=B, while server
 // E is down: the first change has entries on D and E, the second only on
-// D. (The same scenario runs across processes in searche2e.)
+// D. (The same scenario runs across processes in internal/e2e/search.)
 func TestRedeliveryKeepsNewerChanges(t *testing.T) {
 	c := newTestCluster(t, 3)
 	p := tagindex.For(3)

@@ -1,7 +1,7 @@
-// Package searche2e_test runs the tag search tests end to end, against
+// Package search_test runs the tag search tests end to end, against
 // real pdc server processes: a package of their own, so that its test
 // binary runs beside the other end-to-end packages.
-package searche2e_test
+package search_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package searche2e_test
+package search_test
 
 import (
 	"context"
