@@ -1,4 +1,4 @@
-package slotse2e_test
+package slots_test
 
 import (
 	"bytes"

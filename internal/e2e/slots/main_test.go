@@ -1,9 +1,9 @@
-// Package slotse2e_test runs end to end, against real pdc server
+// Package slots_test runs end to end, against real pdc server
 // processes, the restarts of a cluster with another number of servers:
 // region data moves to the servers that hold it now (docs/design/0013),
 // whole, through kill -9 at any point of the move. A package of its own,
 // so that its test binary runs beside the other end-to-end packages.
-package slotse2e_test
+package slots_test
 
 import (
 	"bufio"
