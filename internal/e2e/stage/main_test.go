@@ -1,7 +1,7 @@
-// Package stagee2e_test runs the file staging tests end to end, against
+// Package stage_test runs the file staging tests end to end, against
 // real pdc server processes on hosts of their own: a package of its own,
 // so that its test binary runs beside the other end-to-end packages.
-package stagee2e_test
+package stage_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package stagee2e_test
+package stage_test
 
 import (
 	"bufio"
