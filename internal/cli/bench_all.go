@@ -56,10 +56,10 @@ var allBenches = []allBench{
 		quick: []string{"--objects", "10000", "--servers", "1", "--samples", "2", "--scan-samples", "1", "--put-cost=false"}},
 }
 
-// allTargets are the cases of issue 28's table, as patterns over
+// AllTargets are the cases of issue 28's table, as patterns over
 // "bench: case" of a bench all report: every one must be in it, at any
 // size (--quick shrinks the sizes in the names).
-var allTargets = []string{
+var AllTargets = []string{
 	`^rpc: 64B sequential (p50|rate)$`,
 	`^meta \(process\): create, 1 client, one at a time$`,
 	`^meta \(process\): open, 1 client, one at a time$`,
@@ -210,10 +210,10 @@ func writeAllReport(e *env, rep *bench.Report, out string) error {
 	return nil
 }
 
-// missingTargets lists the patterns of allTargets no case matches.
+// missingTargets lists the patterns of AllTargets no case matches.
 func missingTargets(ss []bench.Summary) []string {
 	var out []string
-	for _, t := range allTargets {
+	for _, t := range AllTargets {
 		re := regexp.MustCompile(t)
 		if !slices.ContainsFunc(ss, func(s bench.Summary) bool { return re.MatchString(s.Key()) }) {
 			out = append(out, t)

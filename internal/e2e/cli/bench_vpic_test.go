@@ -36,7 +36,7 @@ func TestBenchVPICCMissing(t *testing.T) {
 			[]string{"--c-prefix " + nowhere + ": no pdc_vpicio and pdc_bdcats in " + nowhere + "/bin", "make capi CAPI_PREFIX=" + nowhere}},
 		{[]string{"PDC_CAPI_PREFIX=" + nowhere}, nil,
 			[]string{"$PDC_CAPI_PREFIX " + nowhere + ": no pdc_vpicio", "make capi CAPI_PREFIX=" + nowhere}},
-		// The tests run in internal/cli, which has no build/capi.
+		// The tests run in internal/e2e/cli, which has no build/capi.
 		{[]string{"PDC_CAPI_PREFIX="}, nil,
 			[]string{"no pdc_vpicio and pdc_bdcats in build/capi/bin", "build them with `make capi`", "--c-prefix"}},
 	} {

@@ -26,7 +26,6 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
 func TestUpStatusPingDown(t *testing.T) {
 	tmpdir := e2e.Up(t, 3)
