@@ -140,31 +140,9 @@ func TestNumbersSortByValue(t *testing.T) {
 	}
 }
 
+// The plans of each kind of query are data: testdata/query.txt.
 func TestPlan(t *testing.T) {
 	p := For(4)
-	for _, c := range []struct {
-		q, suffixOff string
-		first        Step
-		then, scan   bool
-	}{
-		{"abcd=1234", "", StepByKey, false, false},
-		{"ab*=12*", "", StepByValue, false, false},
-		{"*cd=*34", "", StepByValue, false, false},
-		{"*bc*=*23*", "", StepByValue, false, false},
-		{"*bc*=*23*", "off", StepKeys, false, true},
-		{"str09*", "", StepByKey, false, false},
-		{"*09str", "", StepKeys, true, false},
-		{"*09*", "", StepKeys, true, false},
-		{"intkey=90..99", "", StepByKey, false, false},
-		{"*=5", "", 0, false, true},
-		{"*", "", 0, false, true},
-		{"k*=5", "", StepByKey, false, false},
-	} {
-		plan := p.Plan(MustParse(c.q), c.suffixOff == "")
-		if plan.Scan != c.scan || (!c.scan && (plan.First != c.first || plan.Then != c.then || len(plan.Servers) == 0)) {
-			t.Errorf("plan of %q (suffix trees %v): %+v", c.q, c.suffixOff == "", plan)
-		}
-	}
 	// Infix and suffix value plans ask server 0 too, for long texts.
 	for _, q := range []string{"*=*zz*", "*=*zz"} {
 		if plan := p.Plan(MustParse(q), true); plan.Servers[0] != 0 {
