@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s] PATH..., lookup PATH...", run: runStage})
+	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s|inf] PATH..., lookup PATH...", run: runStage})
 }
 
 type stageFlags struct {
@@ -25,8 +25,17 @@ type stageFlags struct {
 }
 
 func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
+	// Not addClientFlags: a consume may wait for its producer without
+	// limit, which a plain duration flag cannot say.
+	timeout := new(time.Duration)
+	*timeout = 30 * time.Second
+	fs.Var((*waitFlag)(timeout), "timeout", "deadline for the whole command, e.g. 30s or 2h; 0 or inf: wait without limit (a consume waits for its files forever)")
 	return stageFlags{
-		cf:          addClientFlags(e, fs),
+		cf: clientFlags{
+			tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
+			secretFile: secretFileFlag(e, fs),
+			timeout:    timeout,
+		},
 		producerDir: fs.String("producer-dir", e.getenv(client.EnvProducerDir), "the producer dir: paths are relative to it ($"+client.EnvProducerDir+")"),
 		consumerDir: fs.String("consumer-dir", e.getenv(client.EnvConsumerDir), "the consumer dir: consumed files go there ($"+client.EnvConsumerDir+")"),
 		shared:      fs.Bool("shared", envBool(e.getenv(client.EnvShared)), "the producer dirs are on storage every host sees: link or copy instead of fetching ($"+client.EnvShared+")"),
@@ -36,8 +45,42 @@ func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
 
 func envBool(s string) bool { return s == "1" || s == "true" || s == "yes" }
 
+// waitFlag is a duration flag in which 0 and "inf" mean no deadline.
+type waitFlag time.Duration
+
+func (w *waitFlag) String() string {
+	if w == nil || *w == 0 {
+		return "inf"
+	}
+	return time.Duration(*w).String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	if s == "inf" || s == "infinity" || s == "forever" {
+		*w = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s, or 0 or inf for no limit")
+	}
+	if d < 0 {
+		return fmt.Errorf("a negative duration: want 0 or inf for no limit")
+	}
+	*w = waitFlag(d)
+	return nil
+}
+
+// withWait is ctx with the deadline d, or without one if d is 0.
+func withWait(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d == 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, *f.cf.timeout)
+	ctx, cancel := withWait(ctx, *f.cf.timeout)
 	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
 		client.WithSharedStorage(*f.shared), client.WithHost(*f.host)}, f.cf.secretFile)...)
 	if err != nil {
@@ -90,7 +133,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	sf := addStageFlags(e, fs)
 	mode := fs.String("mode", "", "DTL mode of fetches: stream, pull, push, shm or auto (default $PDC_DTL, else auto)")
 	bar := fs.Bool("progress", false, "draw a progress bar for a single file even when stderr is not a terminal")
-	parallel := fs.Int("parallel", 4, "files consumed at once")
+	parallel := fs.Int("parallel", 4, "files consumed at once, taken in the order given")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -108,16 +151,19 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	paths := fs.Args()
 	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1}
 	errs := make([]error, len(paths))
+	// The slot is taken here, not in the goroutine, so that files are
+	// consumed in the order given: a pipeline's consumer then gets each
+	// file as it is produced, not once the last of a random --parallel few.
 	sem := make(chan struct{}, *parallel)
 	var wg sync.WaitGroup
 	for i, p := range paths {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("consume %s: %w", p, ctx.Err())
+			continue
+		}
 		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = fmt.Errorf("consume %s: %w", p, ctx.Err())
-				return
-			}
 			defer func() { <-sem }()
 			errs[i] = sc.consume(ctx, p)
 		})
