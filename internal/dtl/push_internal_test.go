@@ -24,31 +24,7 @@ func TestPushListenerSurvivesTooManyFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	low := old
-	low.Cur = uint64(len(ents) + 32)
-	if low.Cur > old.Cur {
-		t.Skipf("the descriptor limit %d is too low already", old.Cur)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Skip("cannot lower the descriptor limit:", err)
-	}
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	restore := lowerFileLimit(t)
 	defer restore()
 	// Use up every descriptor, then free one for the dial: the listener's
 	// accept of that connection finds none left.
@@ -93,4 +69,37 @@ func TestPushListenerSurvivesTooManyFiles(t *testing.T) {
 	if len(b) < answerSize {
 		t.Fatalf("the push listener did not serve a connection after an accept failed for want of descriptors: read %q, %v", b, err)
 	}
+}
+
+// lowerFileLimit lowers the descriptor limit to a few above those open now
+// so the test can use them all up cheaply; the returned restore puts the
+// old limit back and may be called more than once.
+func lowerFileLimit(t *testing.T) (restore func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	low := old
+	low.Cur = uint64(len(ents) + 32)
+	if low.Cur > old.Cur {
+		t.Skipf("the descriptor limit %d is too low already", old.Cur)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip("cannot lower the descriptor limit:", err)
+	}
+	restored := false
+	restore = func() {
+		if !restored {
+			restored = true
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return restore
 }
