@@ -271,25 +271,48 @@ func TestScrub(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs.setGone(55)
-	flip := func(obj uint64, ext string, fromEnd int64) string {
-		path := filepath.Join(e.dir, fmt.Sprintf("%016x%s", obj, ext))
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		st, _ := f.Stat()
-		b := []byte{0}
-		f.ReadAt(b, st.Size()-fromEnd)
-		b[0] ^= 1
-		if _, err := f.WriteAt(b, st.Size()-fromEnd); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	offPath := flip(1, ".off", 4096*3+1) // block 28 of 32
-	regPath := flip(3, ".reg", 1)        // the last block of the region
+	offPath := flipStoredBit(t, e, 1, ".off", 4096*3+1) // block 28 of 32
+	regPath := flipStoredBit(t, e, 3, ".reg", 1)        // the last block of the region
 
+	checkScrubVerify(ctx, t, e, dims, stray, offPath, regPath)
+
+	rep, err := e.svc.Scrub(ctx, ScrubOptions{Remove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NOrphans != 2 || !rep.Orphans[0].Removed || !rep.Orphans[1].Removed || len(storeFiles(t, e, 2)) != 0 || len(storeFiles(t, e, 55)) != 0 {
+		t.Fatalf("scrub --remove: %+v, files %v %v", rep, storeFiles(t, e, 2), storeFiles(t, e, 55))
+	}
+	if _, err := start(ctx, c, []wire.DataItem{item(2, false, dims, whole.Off, whole.Size)}); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("read of a removed orphan: %v", err)
+	}
+}
+
+// flipStoredBit flips a bit fromEnd bytes before the end of an object's
+// store file, the damage a scrub must find, and returns the file's path.
+func flipStoredBit(t *testing.T, e *env, obj uint64, ext string, fromEnd int64) string {
+	t.Helper()
+	path := filepath.Join(e.dir, fmt.Sprintf("%016x%s", obj, ext))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	b := []byte{0}
+	f.ReadAt(b, st.Size()-fromEnd)
+	b[0] ^= 1
+	if _, err := f.WriteAt(b, st.Size()-fromEnd); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkScrubVerify checks a verifying scrub without --remove: it lists
+// objects 2 and 55 as orphans but keeps them, and names the two flipped
+// blocks by object, block and path.
+func checkScrubVerify(ctx context.Context, t *testing.T, e *env, dims []uint64, stray, offPath, regPath string) {
+	t.Helper()
 	rep, err := e.svc.Scrub(ctx, ScrubOptions{Verify: true})
 	if err != nil {
 		t.Fatal(err)
@@ -312,16 +335,5 @@ func TestScrub(t *testing.T) {
 	if b := bad[1]; b.ID != 3 || b.Path != regPath || b.Block != rep.Verified-33 || !slices.Equal(b.RegionOff, []uint64{0, 0}) ||
 		!slices.Equal(b.RegionSize, dims) || !slices.Equal(b.Last, []uint64{31, 1023}) {
 		t.Fatalf("corrupt by-region block: %+v", b)
-	}
-
-	rep, err = e.svc.Scrub(ctx, ScrubOptions{Remove: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.NOrphans != 2 || !rep.Orphans[0].Removed || !rep.Orphans[1].Removed || len(storeFiles(t, e, 2)) != 0 || len(storeFiles(t, e, 55)) != 0 {
-		t.Fatalf("scrub --remove: %+v, files %v %v", rep, storeFiles(t, e, 2), storeFiles(t, e, 55))
-	}
-	if _, err := start(ctx, c, []wire.DataItem{item(2, false, dims, whole.Off, whole.Size)}); !errors.Is(err, pdc.ErrNotFound) {
-		t.Fatalf("read of a removed orphan: %v", err)
 	}
 }
