@@ -3,6 +3,7 @@
 #
 #   PREFIX/lib/libpdc.so            the C library (cgo, -buildmode=c-shared)
 #   PREFIX/include/*.h              pdc.h and PDC's header names
+#   PREFIX/include/dyad.h, dyad/    DYAD's header names (dyad_* over staging)
 #   PREFIX/lib/pkgconfig/pdc.pc     cc prog.c $(pkg-config --cflags --libs pdc)
 #   PREFIX/bin/pdc                  the pdc binary (servers, CLI)
 #   PREFIX/bin/pdc_server.exe       PDC's server command: runs `pdc server`
@@ -27,6 +28,11 @@ prefix=$(cd "$prefix" && pwd)
 rm -f "$prefix/lib/libpdc.h"
 "$GO" build -o "$prefix/bin/pdc" ./cmd/pdc
 install -m 0644 capi/include/*.h "$prefix/include/"
+# DYAD's header names, for programs written against DYAD's headers.
+for d in dyad/client dyad/common dyad/core; do
+	mkdir -p "$prefix/include/$d"
+	install -m 0644 "capi/include/$d"/*.h "$prefix/include/$d/"
+done
 # pdc_config.h says whether programs get the MPI forms by default, as
 # PDC's says whether PDC was built with MPI.
 if [ "${PDC_MPI:-0}" = 1 ]; then

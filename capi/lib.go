@@ -191,7 +191,7 @@ func (l *Lib) init(name string) (uint64, error) {
 		c.Close()
 		return 0, fmt.Errorf("the cluster in %s does not answer (servers stopped? start them with pdc up): %w", c.TmpDir(), err)
 	}
-	return l.add(&handle{kind: kindConn, conn: &conn{name: name, c: c, timeout: timeout, dtl: l.cfg.Getenv(EnvDTL)}})
+	return l.add(&handle{kind: kindConn, conn: &conn{name: name, c: c, timeout: timeout, dtl: l.dtlMode()}})
 }
 
 // clientOptions are the settings of a connection, from the environment as
@@ -203,10 +203,10 @@ func (l *Lib) clientOptions() []client.Option {
 	if tmpdir == "" {
 		tmpdir = "pdc_tmp"
 	}
-	shared := strings.ToLower(env(client.EnvShared))
+	shared := strings.ToLower(l.envOr(client.EnvShared, EnvDyadShared))
 	opts := []client.Option{
 		client.WithTmpDir(tmpdir),
-		client.WithStageDirs(env(client.EnvProducerDir), env(client.EnvConsumerDir)),
+		client.WithStageDirs(l.envOr(client.EnvProducerDir, EnvDyadProducer), l.envOr(client.EnvConsumerDir, EnvDyadConsumer)),
 		client.WithSharedStorage(shared == "1" || shared == "true" || shared == "yes"),
 	}
 	if host := env(EnvHost); host != "" {

@@ -382,6 +382,31 @@ func (c *Client) Lookup(ctx context.Context, path string) (StagedFile, error) {
 	return c.staged(r), nil
 }
 
+// WaitProduced is Lookup that, if path has not been produced yet, waits
+// (on the metadata server, not by polling) until it is or ctx ends
+// (dyad_get_metadata with should_wait).
+func (c *Client) WaitProduced(ctx context.Context, path string) (StagedFile, error) {
+	if c.stage.consumerDir != "" {
+		// Created as Consume would: the caller waits in order to consume
+		// there, and an absolute path in it must resolve before then.
+		if _, err := c.consumerDir(); err != nil {
+			return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
+		}
+	}
+	rel, err := c.stageRel(path)
+	if err != nil {
+		return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
+	}
+	r, err := c.lookupRecord(ctx, rel)
+	if errors.Is(err, pdc.ErrNotFound) {
+		r, err = c.waitRecord(ctx, rel, 0)
+	}
+	if err != nil {
+		return StagedFile{}, fmt.Errorf("wait for %s: %w", rel, err)
+	}
+	return c.staged(r), nil
+}
+
 func (c *Client) lookupRecord(ctx context.Context, rel string) (*wire.StageRecord, error) {
 	rank, err := c.stageMeta(rel)
 	if err != nil {

@@ -191,3 +191,12 @@ func pdcgo_cont_get_objids(cont C.uint64_t, nobj *C.int, ids **C.uint64_t) C.int
 	got, rc := lib.ContGetObjIDs(uint64(cont))
 	return idsOut(call, got, rc, nobj, ids)
 }
+
+//export pdcgo_stage_lookup
+func pdcgo_stage_lookup(pdcID C.uint64_t, path *C.char, wait C.int, rel **C.char, owner *C.uint32_t) C.int {
+	r, o, rc := lib.StageLookup(uint64(pdcID), str(path), wait != 0)
+	if rc == capi.Succeed {
+		*rel, *owner = C.CString(r), C.uint32_t(o)
+	}
+	return C.int(rc)
+}

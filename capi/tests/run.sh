@@ -7,7 +7,8 @@
 #     nodes, each serving its own producer dir. A consumer on node-b waits
 #     for files a producer on node-a makes (1 MiB through the default
 #     transport, 256 KiB through pull, an empty file, a file named by its
-#     absolute path), then bad input (stage_bad), objects and regions,
+#     absolute path), a producer/consumer pair written against DYAD's
+#     headers (dyad_prod, dyad_cons), then bad input (stage_bad), objects and regions,
 #     data queries (query), object tags, container membership by id
 #     (objids), a container of 50000 objects listed and deleted (bigcont),
 #     sizes and counts out of bounds (limits), what PDC's own test programs
@@ -54,7 +55,7 @@ run() {
 
 echo "== build the tests with $CC and pkg-config"
 cflags=$(pkg-config --cflags --libs pdc)
-for t in stage_produce stage_consume stage_bad cont; do
+for t in stage_produce stage_consume stage_bad dyad_prod dyad_cons cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -68,6 +69,7 @@ done
 # must not need it: only ENABLE_MPI pulls it in).
 if command -v g++ >/dev/null 2>&1; then
 	echo '#include "pdc.h"' | g++ -x c++ -fsyntax-only -Wall -Werror $(pkg-config --cflags pdc) -
+	echo '#include "dyad.h"' | g++ -x c++ -fsyntax-only -Wall -Werror $(pkg-config --cflags pdc) -
 fi
 
 echo "== two servers standing for node-a and node-b"
@@ -101,6 +103,27 @@ run produce-empty "${producer[@]}" timeout 60 "$work/stage_produce" empty.txt 0
 run consume-empty "${consumer[@]}" timeout 60 "$work/stage_consume" empty.txt 0 30
 run produce-abs "${producer[@]}" timeout 60 "$work/stage_produce" deep/dir/abs.bin 1000 abs
 run consume-abs "${consumer[@]}" timeout 60 "$work/stage_consume" deep/dir/abs.bin 1000 30
+
+echo "== a DYAD producer/consumer pair, unchanged: consumer first, 10 files"
+# DYAD's variables only; DYAD's transport names map to ours.
+env PDC_HOST=node-b "DYAD_PATH_CONSUMER=$work/dyad-cons" DYAD_DTL_MODE=UCX \
+	timeout 120 "$work/dyad_cons" 10 >"$work/dyad_cons.out" 2>"$work/dyad_cons.err" &
+cpid=$!
+for _ in $(seq 600); do
+	grep -q consuming "$work/dyad_cons.out" 2>/dev/null && break
+	kill -0 "$cpid" 2>/dev/null || break
+	sleep 0.1
+done
+run dyad_prod PDC_HOST=node-a "DYAD_PATH_PRODUCER=$work/prod-node-a" DYAD_DTL_MODE=FLUX_RPC timeout 60 "$work/dyad_prod" 10
+if ! wait "$cpid"; then
+	cat "$work/dyad_cons.err" >&2
+	fail "the DYAD consumer"
+fi
+[ "$(grep -c 'validation: OK' "$work/dyad_cons.out")" = 10 ] || fail "the DYAD consumer validated $(grep -c 'validation: OK' "$work/dyad_cons.out") files, want 10"
+for i in $(seq 0 9); do
+	cmp "$work/prod-node-a/dyad/data$i.txt" "$work/dyad-cons/dyad/data$i.txt" || fail "DYAD consumer's copy of data$i.txt differs"
+done
+grep -qF 'libpdc: dyad_produce("x"): no DYAD context' "$work/dyad_cons.err" || { cat "$work/dyad_cons.err" >&2; fail "dyad_produce without a context did not say so"; }
 
 echo "== bad input"
 run stage_bad "${producer[@]}" "PDC_STAGE_CONSUMER_DIR=$work/cons-node-a" timeout 120 "$work/stage_bad"
