@@ -33,6 +33,7 @@ type options struct {
 	producerDir, consumerDir string
 	stageDirsSet             bool
 	shared, sharedSet        bool
+	link, linkSet            bool
 	host                     string
 
 	regionMode    string

@@ -24,6 +24,9 @@ const (
 	EnvProducerDir = "PDC_STAGE_PRODUCER_DIR"
 	EnvConsumerDir = "PDC_STAGE_CONSUMER_DIR"
 	EnvShared      = "PDC_STAGE_SHARED"
+	// EnvLink set to 1 or true asks for hard links on the owner's node
+	// (WithLinkLocal).
+	EnvLink = "PDC_STAGE_LINK"
 )
 
 // WithStageDirs sets the producer and consumer dirs (default
@@ -38,6 +41,15 @@ func WithStageDirs(producer, consumer string) Option {
 // copies the owner's file from its path instead of fetching it.
 func WithSharedStorage(shared bool) Option {
 	return func(o *options) { o.shared, o.sharedSet = shared, true }
+}
+
+// WithLinkLocal asks a consumer on the owner's node (or on shared
+// storage) for a hard link to the owner's file instead of a reflink or a
+// copy (default: $PDC_STAGE_LINK is 1 or true). A link is the producer's
+// own inode: only a consumer that never writes to its file may ask, or it
+// changes the producer's file and fails every later consumer's checksum.
+func WithLinkLocal(link bool) Option {
+	return func(o *options) { o.link, o.linkSet = link, true }
 }
 
 // WithHost sets the host name the client compares with the servers' to
@@ -68,9 +80,13 @@ const (
 	// Direct: the consumer dir is the owner's producer dir; nothing moved.
 	Direct How = staging.Direct
 	// Linked: the owner's file is on this host (or shared storage); it
-	// was hard-linked into the consumer dir.
+	// was hard-linked into the consumer dir, as WithLinkLocal asked.
 	Linked How = staging.Linked
-	// Copied: as Linked, but across file systems: copied on this host.
+	// Reflinked: as Linked, but a copy-on-write clone of the owner's file
+	// (a file of its own, whose blocks are shared until written).
+	Reflinked How = staging.Reflinked
+	// Copied: as Reflinked, where the file system cannot clone: copied
+	// on this host.
 	Copied How = staging.Copied
 	// Fetched: moved from the owner's server through the DTL.
 	Fetched How = "fetched"
@@ -126,6 +142,7 @@ func WithWaiting(fn func(path string)) ConsumeOption {
 type stageConfig struct {
 	producerDir, consumerDir string
 	shared                   bool
+	link                     bool // hard links on the owner's node (WithLinkLocal)
 	host                     string
 }
 
@@ -162,13 +179,17 @@ func (r *stageRecv) close() {
 }
 
 func (o *options) stage() stageConfig {
-	st := stageConfig{producerDir: o.producerDir, consumerDir: o.consumerDir, shared: o.shared, host: o.host}
+	st := stageConfig{producerDir: o.producerDir, consumerDir: o.consumerDir, shared: o.shared, link: o.link, host: o.host}
 	if !o.stageDirsSet {
 		st.producerDir, st.consumerDir = os.Getenv(EnvProducerDir), os.Getenv(EnvConsumerDir)
 	}
 	if !o.sharedSet {
 		v := strings.ToLower(os.Getenv(EnvShared))
 		st.shared = v == "1" || v == "true" || v == "yes"
+	}
+	if !o.linkSet {
+		v := strings.ToLower(os.Getenv(EnvLink))
+		st.link = v == "1" || v == "true" || v == "yes"
 	}
 	return st
 }
@@ -430,7 +451,8 @@ func (c *Client) waitRecord(ctx context.Context, rel string, after uint64) (*wir
 // If the file has not been produced yet, it waits (on the metadata server,
 // not by polling) until it is or ctx ends. A copy already holding the
 // current version is left alone. A file owned on this host, or on shared
-// storage, is hard-linked (or copied) from the owner's producer dir;
+// storage, is reflinked (or copied; hard-linked if WithLinkLocal) from
+// the owner's producer dir;
 // otherwise it is fetched from the owner's server through the DTL into a
 // temporary file, checked against the CRC-32C recorded at produce,
 // fsynced and renamed into place. Consumers of one file on one host fetch
@@ -520,7 +542,7 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.Sta
 	if err != nil {
 		return "", fmt.Errorf("the producer dir of its owner %s: %w", owner.Label(), err)
 	}
-	how, err := staging.PlaceLocal(dir, pdir, rel, dst, tmp, rec)
+	how, err := staging.PlaceLocal(dir, pdir, rel, dst, tmp, rec, c.stage.link)
 	return How(how), err
 }
 

@@ -80,7 +80,9 @@ int pdc_stage_produce(pdcid_t pdc, const char *path);
  *  - a copy already holding the current version is not moved again, and
  *    consumers of one file on one node move it once between them;
  *  - a file produced on this node (or, with PDC_STAGE_SHARED, on shared
- *    storage) is hard-linked or copied on the node instead of fetched;
+ *    storage) is reflinked or copied on the node instead of fetched, and
+ *    hard-linked only with PDC_STAGE_LINK=1 (then never write to it: it
+ *    is the producer's own file);
  *  - empty files are valid files.
  *
  * Returns 0, or -1 on failure.

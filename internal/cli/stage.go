@@ -21,6 +21,7 @@ type stageFlags struct {
 	cf                       clientFlags
 	producerDir, consumerDir *string
 	shared                   *bool
+	link                     *bool
 	host                     *string
 }
 
@@ -39,6 +40,7 @@ func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
 		producerDir: fs.String("producer-dir", e.getenv(client.EnvProducerDir), "the producer dir: paths are relative to it ($"+client.EnvProducerDir+")"),
 		consumerDir: fs.String("consumer-dir", e.getenv(client.EnvConsumerDir), "the consumer dir: consumed files go there ($"+client.EnvConsumerDir+")"),
 		shared:      fs.Bool("shared", envBool(e.getenv(client.EnvShared)), "the producer dirs are on storage every host sees: link or copy instead of fetching ($"+client.EnvShared+")"),
+		link:        fs.Bool("link", envBool(e.getenv(client.EnvLink)), "on the owner's node, hard-link the producer's file instead of a reflink or copy: never write to it then ($"+client.EnvLink+")"),
 		host:        fs.String("host", "", "this host's name as the servers know it (default $"+cluster.HostEnv+", else the kernel's)"),
 	}
 }
@@ -82,7 +84,7 @@ func withWait(ctx context.Context, d time.Duration) (context.Context, context.Ca
 func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := withWait(ctx, *f.cf.timeout)
 	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
-		client.WithSharedStorage(*f.shared), client.WithHost(*f.host)}, f.cf.secretFile)...)
+		client.WithSharedStorage(*f.shared), client.WithLinkLocal(*f.link), client.WithHost(*f.host)}, f.cf.secretFile)...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

@@ -19,17 +19,23 @@ import (
 // How a consume placed a file in the consumer dir without a fetch
 // (client.How has the same values).
 const (
-	Direct = "direct" // the consumer dir is the owner's producer dir
-	Linked = "linked" // hard-linked from the owner's file on this host
-	Copied = "copied" // copied from it on this host, across file systems
+	Direct    = "direct"    // the consumer dir is the owner's producer dir
+	Linked    = "linked"    // hard-linked from the owner's file on this host, when asked
+	Reflinked = "reflinked" // a copy-on-write clone of the owner's file on this host
+	Copied    = "copied"    // copied from it on this host
 )
 
 // PlaceLocal puts the file rel of the producer dir pdir, which this host
 // can see, into the consumer dir dir at dst without a transfer: the file
-// itself if dst is it, else a hard link, else a copy on this host, made
-// at tmp and renamed. Each is checked against the record first. It
-// returns how (Direct, Linked or Copied).
-func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord) (how string, err error) {
+// itself if dst is it; else, if link, a hard link; else a reflink where
+// the file system can clone; else a copy on this host; made at tmp and
+// renamed. Each is checked against the record first. It returns how
+// (Direct, Linked, Reflinked or Copied).
+//
+// A hard link is the producer's inode: a consumer that writes to its file
+// changes the producer's, and every later consumer fails its checksum. So
+// it is made only when asked, by a consumer that promises not to write.
+func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link bool) (how string, err error) {
 	_, src, err := pdir.Resolve(rel)
 	if err != nil {
 		return "", err
@@ -56,9 +62,8 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord) (how
 		return Direct, dir.Remember(rel, dst, rec)
 	}
 	how = Linked
-	if err := os.Link(src, tmp); err != nil {
-		how = Copied
-		if err := copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+	if !link || os.Link(src, tmp) != nil {
+		if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
 			os.Remove(tmp)
 			return "", err
 		}
@@ -78,24 +83,30 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord) (how
 	return how, nil
 }
 
-// copyLocal copies n bytes of src into a new file at path, fsynced.
-func copyLocal(src *os.File, path string, n int64) error {
+// copyLocal copies n bytes of src into a new file at path, fsynced: a
+// reflink (FICLONE) where the file system shares blocks copy-on-write, so
+// that the copy costs no space or time until one side writes, else a copy
+// of the bytes. It returns how (Reflinked or Copied).
+func copyLocal(src *os.File, path string, n int64) (string, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := reserve(f, n); err != nil {
-		f.Close()
-		return err
+	how := Reflinked
+	if err = unix.IoctlFileClone(int(f.Fd()), int(src.Fd())); err != nil {
+		// EOPNOTSUPP, EXDEV, EINVAL...: no clone here; copy the bytes.
+		how = Copied
+		if err = reserve(f, n); err == nil {
+			_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+		}
 	}
-	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return how, err
 }
 
 // roomCheckMin is the size from which a fetch first checks that the file

@@ -764,7 +764,7 @@ func TestStageTwoConsumersOneHost(t *testing.T) {
 
 // A produced file changed at the owner (appended to, or rewritten with its
 // size and modification time put back) or removed is refused, both by a
-// consumer on another host (a fetch) and one on the owner's host (a link
+// consumer on another host (a fetch) and one on the owner's host (a reflink
 // or copy), and nothing is left in the consumer dirs.
 func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 	sc := stageUp(t)
@@ -840,19 +840,20 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 	if out := sc.produce(t, "appended.dat"); !strings.Contains(out, "version 2") {
 		t.Fatalf("re-produce:\n%s", out)
 	}
-	for _, host := range []struct{ name, dir, how string }{{"node-b", consB, "fetched"}, {"node-a", consA, "linked"}} {
+	for _, host := range []struct{ name, dir, how string }{{"node-b", consB, "fetched"}, {"node-a", consA, "local"}} {
 		r := sc.consume(t, host.name, host.dir, "appended.dat")
-		if r.Err != nil || !hasConsumed(r.Stdout, "appended.dat", 2, filepath.Join(host.dir, "appended.dat"), host.how) {
+		local := filepath.Join(host.dir, "appended.dat")
+		if r.Err != nil || !(hasConsumed(r.Stdout, "appended.dat", 2, local, host.how) ||
+			host.how == "local" && consumedLocally(r.Stdout, "appended.dat", 2, local)) {
 			t.Fatalf("consume on %s after the re-produce: %v\nstdout:\n%s\nstderr:\n%s", host.name, r.Err, r.Stdout, r.Stderr)
 		}
 		sameFile(t, host.dir, "appended.dat", appended)
 	}
 	// A consumer on the owner's host whose consumer dir is the producer
-	// dir finds the file where it is. The linked copy above shares the
-	// producer's inode, which now carries the record of version 2: the
-	// file is current there already.
+	// dir finds the file where it is. The copy above is a file of its own,
+	// so the producer's file is used in place.
 	r := e2e.Run(t, sc.env("node-a"), "stage", "consume", "--consumer-dir", sc.prodA, "appended.dat")
-	if r.Err != nil || !hasConsumed(r.Stdout, "appended.dat", 2, filepath.Join(sc.prodA, "appended.dat"), "cached") {
+	if r.Err != nil || !hasConsumed(r.Stdout, "appended.dat", 2, filepath.Join(sc.prodA, "appended.dat"), "direct") {
 		t.Fatalf("consume into the producer dir: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, sc.prodA, "appended.dat", appended)
@@ -940,11 +941,11 @@ func TestStageEveryTransport(t *testing.T) {
 	} else {
 		sameFile(t, dir, rel, want)
 	}
-	// On shared storage a consumer on another host links the owner's
-	// file instead of fetching it.
+	// On shared storage a consumer on another host reflinks or copies
+	// the owner's file instead of fetching it.
 	dir = realDir(t, filepath.Join(sc.base, "cons-shared"))
 	r = e2e.Run(t, sc.env("node-b", "PDC_STAGE_SHARED=1"), "stage", "consume", "--consumer-dir", dir, rel)
-	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(dir, rel), "linked") {
+	if r.Err != nil || !consumedLocally(r.Stdout, rel, 1, filepath.Join(dir, rel)) {
 		t.Errorf("consume from shared storage: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	} else {
 		sameFile(t, dir, rel, want)
