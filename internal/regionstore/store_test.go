@@ -118,15 +118,30 @@ func TestStoreAgainstModel(t *testing.T) {
 	}
 }
 
+// modelRun is one random sequence of runModel: the store under test, the
+// model it must agree with, and the last few operations for failures.
+type modelRun struct {
+	t    *testing.T
+	r    *rand.Rand
+	seed uint64
+	mode Mode
+	ndim int
+	dir  string
+	s    *Store
+	m    *model
+	dims map[uint64][]uint64
+	log  []string
+}
+
+const modelObjects = 3
+
 func runModel(t *testing.T, mode Mode, ndim int, seed uint64, ops int) {
 	r := rand.New(rand.NewPCG(seed, uint64(ndim)*10+uint64(mode)))
 	dir := t.TempDir()
-	s := openStore(t, dir, r.IntN(4) == 0)
-	defer func() { _ = s.Close() }()
-	m := newModel()
-	const nobj = 3
-	dims := map[uint64][]uint64{}
-	for obj := uint64(1); obj <= nobj; obj++ {
+	mr := &modelRun{t: t, r: r, seed: seed, mode: mode, ndim: ndim, dir: dir, m: newModel(), dims: map[uint64][]uint64{}}
+	mr.s = openStore(t, dir, r.IntN(4) == 0)
+	defer func() { _ = mr.s.Close() }()
+	for obj := uint64(1); obj <= modelObjects; obj++ {
 		d := make([]uint64, ndim)
 		for i := range d {
 			d[i] = 1 + r.Uint64N(7)
@@ -134,134 +149,167 @@ func runModel(t *testing.T, mode Mode, ndim int, seed uint64, ops int) {
 		if ndim == 1 {
 			d[0] *= 40
 		}
-		dims[obj] = d
-		m.elem[obj] = 1 + r.IntN(5)
-	}
-	randIn := func(d []uint64) region.Box {
-		b := region.Box{Off: make([]uint64, len(d)), Size: make([]uint64, len(d))}
-		for i := range d {
-			b.Off[i] = r.Uint64N(d[i])
-			b.Size[i] = 1 + r.Uint64N(d[i]-b.Off[i])
-		}
-		return b
-	}
-	var log []string
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("seed %d after %v: "+format, append([]any{seed, log}, args...)...)
+		mr.dims[obj] = d
+		mr.m.elem[obj] = 1 + r.IntN(5)
 	}
 	for range ops {
-		obj := 1 + r.Uint64N(nobj)
-		l := Layout{Dims: dims[obj], Elem: m.elem[obj], Mode: mode}
-		switch op := r.IntN(20); {
-		case op < 8:
-			box := randIn(l.Dims)
-			data := randData(r, int(box.Volume())*l.Elem)
-			log = append(log, fmt.Sprintf("write %d %v %v", obj, l.Dims, box))
-			switch r.IntN(4) {
-			case 0:
-				// From a stream in odd pieces, through a buffer of a few
-				// blocks, which cuts blocks and runs between bufferfuls.
-				src := io.Reader(bytes.NewReader(data))
-				if r.IntN(2) == 0 {
-					src = iotest.HalfReader(src)
-				} else {
-					src = iotest.OneByteReader(src)
-				}
-				left := &countReader{r: src}
-				if err := s.WriteFrom(obj, l, box, left, make([]byte, int(blockSize)*(1+r.IntN(4))+r.IntN(int(blockSize)))); err != nil {
-					fail("write from a stream: %v", err)
-				}
-				if left.n != len(data) {
-					fail("write from a stream read %d bytes of %d", left.n, len(data))
-				}
-			case 1:
-				// A stream that breaks part way: the write fails, and
-				// what it stored reads back without a checksum error;
-				// then the whole write again.
-				cut := r.IntN(len(data))
-				broken := io.MultiReader(bytes.NewReader(data[:cut]), iotest.ErrReader(errBroken))
-				if err := s.WriteFrom(obj, l, box, broken, make([]byte, blockSize)); !errors.Is(err, errBroken) {
-					fail("write from a stream broken after %d of %d bytes: %v, want errBroken", cut, len(data), err)
-				}
-				if err := s.Read(obj, l, box, make([]byte, len(data))); err != nil {
-					fail("read after a broken write: %v", err)
-				}
-				if err := s.Write(obj, l, box, data); err != nil {
-					fail("write: %v", err)
-				}
-			default:
-				if err := s.Write(obj, l, box, data); err != nil {
-					fail("write: %v", err)
-				}
-			}
-			m.write(obj, box, l.Elem, data)
-		case op < 15:
-			box := randIn(l.Dims)
-			if r.IntN(3) == 0 {
-				box = region.Shape(l.Dims...)
-			}
-			log = append(log, fmt.Sprintf("read %d %v %v", obj, l.Dims, box))
-			got := make([]byte, int(box.Volume())*l.Elem)
-			if err := s.Read(obj, l, box, got); err != nil {
-				fail("read: %v", err)
-			}
-			if want := m.read(obj, box, l.Elem); !bytes.Equal(got, want) {
-				fail("read object %d %v:\n got %v\nwant %v", obj, box, got, want)
-			}
-		case op < 17:
-			d := slices.Clone(l.Dims)
-			i := 0
-			if ndim > 1 && r.IntN(2) == 0 {
-				i = 1 + r.IntN(ndim-1)
-			}
-			d[i] = 1 + r.Uint64N(2*d[i]+2)
-			dims[obj] = d
-			m.setDims(obj, d)
-			log = append(log, fmt.Sprintf("dims %d %v", obj, d))
-			// The store learns dims from calls: a shrink it never sees
-			// cannot drop data. Show it this one, as the next transfer
-			// after a set_dims would.
-			l.Dims = d
-			if err := s.Read(obj, l, randIn(d), nil); err == nil {
-				fail("read into a nil buffer succeeded")
-			}
-			one := region.Shape(slices.Repeat([]uint64{1}, ndim)...)
-			if err := s.Read(obj, l, one, make([]byte, l.Elem)); err != nil {
-				fail("read after dims: %v", err)
-			}
-		case op == 17:
-			log = append(log, fmt.Sprintf("flush %d", obj))
-			if err := s.Flush(obj); err != nil {
-				fail("flush: %v", err)
-			}
-		case op == 18:
-			log = append(log, "reopen")
-			if err := s.Close(); err != nil {
-				fail("close: %v", err)
-			}
-			s = openStore(t, dir, r.IntN(4) == 0)
-		default:
-			log = append(log, "crash")
-			crash(s)
-			s = openStore(t, dir, false)
-		}
-		if len(log) > 12 {
-			log = log[1:]
+		mr.step()
+		if len(mr.log) > 12 {
+			mr.log = mr.log[1:]
 		}
 	}
-	// Everything, once more, after a crash.
-	crash(s)
-	s = openStore(t, dir, false)
-	for obj := uint64(1); obj <= nobj; obj++ {
-		l := Layout{Dims: dims[obj], Elem: m.elem[obj], Mode: mode}
+	mr.checkAfterCrash()
+}
+
+// randIn draws a box inside dims d.
+func (mr *modelRun) randIn(d []uint64) region.Box {
+	b := region.Box{Off: make([]uint64, len(d)), Size: make([]uint64, len(d))}
+	for i := range d {
+		b.Off[i] = mr.r.Uint64N(d[i])
+		b.Size[i] = 1 + mr.r.Uint64N(d[i]-b.Off[i])
+	}
+	return b
+}
+
+func (mr *modelRun) fail(format string, args ...any) {
+	mr.t.Helper()
+	mr.t.Fatalf("seed %d after %v: "+format, append([]any{mr.seed, mr.log}, args...)...)
+}
+
+// step draws one operation on a random object and checks it against the
+// model.
+func (mr *modelRun) step() {
+	r := mr.r
+	obj := 1 + r.Uint64N(modelObjects)
+	l := Layout{Dims: mr.dims[obj], Elem: mr.m.elem[obj], Mode: mr.mode}
+	switch op := r.IntN(20); {
+	case op < 8:
+		mr.checkWrite(obj, l)
+	case op < 15:
+		mr.checkRead(obj, l)
+	case op < 17:
+		mr.checkSetDims(obj, l)
+	case op == 17:
+		mr.log = append(mr.log, fmt.Sprintf("flush %d", obj))
+		if err := mr.s.Flush(obj); err != nil {
+			mr.fail("flush: %v", err)
+		}
+	case op == 18:
+		mr.log = append(mr.log, "reopen")
+		if err := mr.s.Close(); err != nil {
+			mr.fail("close: %v", err)
+		}
+		mr.s = openStore(mr.t, mr.dir, r.IntN(4) == 0)
+	default:
+		mr.log = append(mr.log, "crash")
+		crash(mr.s)
+		mr.s = openStore(mr.t, mr.dir, false)
+	}
+}
+
+// checkWrite writes a random box, from a buffer, a stream in odd pieces
+// or a stream that breaks part way, and records it in the model.
+func (mr *modelRun) checkWrite(obj uint64, l Layout) {
+	r, s := mr.r, mr.s
+	box := mr.randIn(l.Dims)
+	data := randData(r, int(box.Volume())*l.Elem)
+	mr.log = append(mr.log, fmt.Sprintf("write %d %v %v", obj, l.Dims, box))
+	switch r.IntN(4) {
+	case 0:
+		// From a stream in odd pieces, through a buffer of a few
+		// blocks, which cuts blocks and runs between bufferfuls.
+		src := io.Reader(bytes.NewReader(data))
+		if r.IntN(2) == 0 {
+			src = iotest.HalfReader(src)
+		} else {
+			src = iotest.OneByteReader(src)
+		}
+		left := &countReader{r: src}
+		if err := s.WriteFrom(obj, l, box, left, make([]byte, int(blockSize)*(1+r.IntN(4))+r.IntN(int(blockSize)))); err != nil {
+			mr.fail("write from a stream: %v", err)
+		}
+		if left.n != len(data) {
+			mr.fail("write from a stream read %d bytes of %d", left.n, len(data))
+		}
+	case 1:
+		// A stream that breaks part way: the write fails, and
+		// what it stored reads back without a checksum error;
+		// then the whole write again.
+		cut := r.IntN(len(data))
+		broken := io.MultiReader(bytes.NewReader(data[:cut]), iotest.ErrReader(errBroken))
+		if err := s.WriteFrom(obj, l, box, broken, make([]byte, blockSize)); !errors.Is(err, errBroken) {
+			mr.fail("write from a stream broken after %d of %d bytes: %v, want errBroken", cut, len(data), err)
+		}
+		if err := s.Read(obj, l, box, make([]byte, len(data))); err != nil {
+			mr.fail("read after a broken write: %v", err)
+		}
+		if err := s.Write(obj, l, box, data); err != nil {
+			mr.fail("write: %v", err)
+		}
+	default:
+		if err := s.Write(obj, l, box, data); err != nil {
+			mr.fail("write: %v", err)
+		}
+	}
+	mr.m.write(obj, box, l.Elem, data)
+}
+
+// checkRead reads a random box, or the whole object, and compares it with
+// the model.
+func (mr *modelRun) checkRead(obj uint64, l Layout) {
+	box := mr.randIn(l.Dims)
+	if mr.r.IntN(3) == 0 {
+		box = region.Shape(l.Dims...)
+	}
+	mr.log = append(mr.log, fmt.Sprintf("read %d %v %v", obj, l.Dims, box))
+	got := make([]byte, int(box.Volume())*l.Elem)
+	if err := mr.s.Read(obj, l, box, got); err != nil {
+		mr.fail("read: %v", err)
+	}
+	if want := mr.m.read(obj, box, l.Elem); !bytes.Equal(got, want) {
+		mr.fail("read object %d %v:\n got %v\nwant %v", obj, box, got, want)
+	}
+}
+
+// checkSetDims changes one dimension of the object, as set_dims would, and
+// checks the store takes reads under the new dims.
+func (mr *modelRun) checkSetDims(obj uint64, l Layout) {
+	r := mr.r
+	d := slices.Clone(l.Dims)
+	i := 0
+	if mr.ndim > 1 && r.IntN(2) == 0 {
+		i = 1 + r.IntN(mr.ndim-1)
+	}
+	d[i] = 1 + r.Uint64N(2*d[i]+2)
+	mr.dims[obj] = d
+	mr.m.setDims(obj, d)
+	mr.log = append(mr.log, fmt.Sprintf("dims %d %v", obj, d))
+	// The store learns dims from calls: a shrink it never sees
+	// cannot drop data. Show it this one, as the next transfer
+	// after a set_dims would.
+	l.Dims = d
+	if err := mr.s.Read(obj, l, mr.randIn(d), nil); err == nil {
+		mr.fail("read into a nil buffer succeeded")
+	}
+	one := region.Shape(slices.Repeat([]uint64{1}, mr.ndim)...)
+	if err := mr.s.Read(obj, l, one, make([]byte, l.Elem)); err != nil {
+		mr.fail("read after dims: %v", err)
+	}
+}
+
+// checkAfterCrash reads everything, once more, after a crash.
+func (mr *modelRun) checkAfterCrash() {
+	crash(mr.s)
+	mr.s = openStore(mr.t, mr.dir, false)
+	for obj := uint64(1); obj <= modelObjects; obj++ {
+		l := Layout{Dims: mr.dims[obj], Elem: mr.m.elem[obj], Mode: mr.mode}
 		box := region.Shape(l.Dims...)
 		got := make([]byte, int(box.Volume())*l.Elem)
-		if err := s.Read(obj, l, box, got); err != nil {
-			fail("final read: %v", err)
+		if err := mr.s.Read(obj, l, box, got); err != nil {
+			mr.fail("final read: %v", err)
 		}
-		if want := m.read(obj, box, l.Elem); !bytes.Equal(got, want) {
-			fail("final read object %d %v:\n got %v\nwant %v", obj, box, got, want)
+		if want := mr.m.read(obj, box, l.Elem); !bytes.Equal(got, want) {
+			mr.fail("final read object %d %v:\n got %v\nwant %v", obj, box, got, want)
 		}
 	}
 }

@@ -37,84 +37,110 @@ func TestVersion1FilesKeepWorking(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(mode)))
 			want := randData(r, 64*1024*4)
 
-			newVersion, newRegVersion = 1, 1
-			s := openStore(t, dir, false)
-			err := s.Write(5, l, region.Shape(32, 1024), want[:32*1024*4])
-			newVersion, newRegVersion = sumVersion, regVersion
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if v := fileVersion(t, path(5)); v != 1 {
-				t.Fatalf("file made as version 1 says %d", v)
-			}
+			writeVersion1File(t, dir, l, want[:32*1024*4], path(5))
 
 			// Reopened by this build: old bytes read, a new write lands in
 			// the old file, and the object grows.
-			s = openStore(t, dir, false)
+			s := openStore(t, dir, false)
 			defer func() { _ = s.Close() }()
-			rest := region.Box{Off: []uint64{32, 0}, Size: []uint64{32, 1024}}
-			if err := s.Write(5, l, rest, want[32*1024*4:]); err != nil {
-				t.Fatal(err)
-			}
 			grown := Layout{Dims: []uint64{128, 1024}, Elem: 4, Mode: mode, Version: 2}
-			if err := s.Write(5, grown, region.Box{Off: []uint64{127, 0}, Size: []uint64{1, 1024}}, want[:1024*4]); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Write(6, l, region.Shape(64, 1024), want); err != nil {
-				t.Fatal(err)
-			}
-			check := func() {
-				t.Helper()
-				got := make([]byte, len(want))
-				if err := s.Read(5, grown, region.Shape(64, 1024), got); err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("version 1 object reads back wrong (err %v)", err)
-				}
-				last := make([]byte, 1024*4)
-				if err := s.Read(5, grown, region.Box{Off: []uint64{127, 0}, Size: []uint64{1, 1024}}, last); err != nil || !bytes.Equal(last, want[:1024*4]) {
-					t.Fatalf("grown version 1 object reads back wrong (err %v)", err)
-				}
-				if err := s.Read(6, l, region.Shape(64, 1024), got); err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("version 2 object reads back wrong (err %v)", err)
-				}
-			}
-			check()
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = openStore(t, dir, false)
-			check()
-			if v := fileVersion(t, path(5)); v != 1 {
-				t.Fatalf("version 1 file says %d after writes and growth", v)
-			}
-			if v, want := fileVersion(t, path(6)), map[Mode]uint32{ByOffset: sumVersion, ByRegion: regVersion}[mode]; v != want {
-				t.Fatalf("new file says version %d, want %d", v, want)
-			}
+			s = checkVersion1Grows(t, s, dir, l, grown, want, path(5), path(6))
 
 			// Its checksums still catch a flipped byte.
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			var dataAt int64
-			if mode == ByOffset {
-				st, err := os.Stat(path(5))
-				if err != nil {
-					t.Fatal(err)
-				}
-				dataAt = st.Size() - 1000 // in the grown row
-			} else {
-				dataAt = regHeaderSize + recFixed + 32 + 4*32 + 5000 // first record's payload
-			}
-			flipByte(t, path(5), dataAt)
-			s = openStore(t, dir, false)
-			err = s.Read(5, grown, region.Shape(128, 1024), make([]byte, 128*1024*4))
-			if !errors.Is(err, pdc.ErrCorrupt) {
-				t.Fatalf("read over a flipped byte in a version 1 file: %v, want ErrCorrupt", err)
-			}
+			s = checkVersion1DetectsCorruption(t, s, dir, grown, path(5))
 		})
 	}
+}
+
+// writeVersion1File makes object 5 as a version 1 file holding first, the
+// first half of its rows, and checks the file says version 1.
+func writeVersion1File(t *testing.T, dir string, l Layout, first []byte, path string) {
+	t.Helper()
+	newVersion, newRegVersion = 1, 1
+	s := openStore(t, dir, false)
+	err := s.Write(5, l, region.Shape(32, 1024), first)
+	newVersion, newRegVersion = sumVersion, regVersion
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := fileVersion(t, path); v != 1 {
+		t.Fatalf("file made as version 1 says %d", v)
+	}
+}
+
+// checkVersion1Grows writes the rest of version 1 object 5 and a row past
+// its end, writes object 6 new, and checks both read back before and after
+// a reopen, object 5 staying version 1 and object 6 getting this build's
+// version. It returns the reopened store.
+func checkVersion1Grows(t *testing.T, s *Store, dir string, l, grown Layout, want []byte, path5, path6 string) *Store {
+	t.Helper()
+	rest := region.Box{Off: []uint64{32, 0}, Size: []uint64{32, 1024}}
+	if err := s.Write(5, l, rest, want[32*1024*4:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(5, grown, region.Box{Off: []uint64{127, 0}, Size: []uint64{1, 1024}}, want[:1024*4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(6, l, region.Shape(64, 1024), want); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		t.Helper()
+		got := make([]byte, len(want))
+		if err := s.Read(5, grown, region.Shape(64, 1024), got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("version 1 object reads back wrong (err %v)", err)
+		}
+		last := make([]byte, 1024*4)
+		if err := s.Read(5, grown, region.Box{Off: []uint64{127, 0}, Size: []uint64{1, 1024}}, last); err != nil || !bytes.Equal(last, want[:1024*4]) {
+			t.Fatalf("grown version 1 object reads back wrong (err %v)", err)
+		}
+		if err := s.Read(6, l, region.Shape(64, 1024), got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("version 2 object reads back wrong (err %v)", err)
+		}
+	}
+	check()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, false)
+	check()
+	if v := fileVersion(t, path5); v != 1 {
+		t.Fatalf("version 1 file says %d after writes and growth", v)
+	}
+	if v, want := fileVersion(t, path6), map[Mode]uint32{ByOffset: sumVersion, ByRegion: regVersion}[l.Mode]; v != want {
+		t.Fatalf("new file says version %d, want %d", v, want)
+	}
+	return s
+}
+
+// checkVersion1DetectsCorruption closes s, flips a data byte of the grown
+// version 1 file and checks a read over it fails with ErrCorrupt. It
+// returns the reopened store.
+func checkVersion1DetectsCorruption(t *testing.T, s *Store, dir string, grown Layout, path string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var dataAt int64
+	if grown.Mode == ByOffset {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataAt = st.Size() - 1000 // in the grown row
+	} else {
+		dataAt = regHeaderSize + recFixed + 32 + 4*32 + 5000 // first record's payload
+	}
+	flipByte(t, path, dataAt)
+	s = openStore(t, dir, false)
+	err := s.Read(5, grown, region.Shape(128, 1024), make([]byte, 128*1024*4))
+	if !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("read over a flipped byte in a version 1 file: %v, want ErrCorrupt", err)
+	}
+	return s
 }
 
 // copyDir copies the files of src into a new temporary directory.
