@@ -454,51 +454,15 @@ func TestReadFullCanceled(t *testing.T) {
 	}
 }
 
+// TestCopyToFile checks CopyToFile copies exactly n bytes from any reader
+// to the offset, and reports short reads, read errors and write errors.
 func TestCopyToFile(t *testing.T) {
-	newFile := func(t *testing.T) *os.File {
-		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
-	contents := func(t *testing.T, f *os.File) []byte {
-		b, err := os.ReadFile(f.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	src := pattern(10007)
 
-	t.Run("exact", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			r    func() io.Reader
-		}{
-			{"reader", func() io.Reader { return bytes.NewReader(src) }},
-			{"one-byte", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(src)) }},
-			{"half", func() io.Reader { return iotest.HalfReader(bytes.NewReader(src)) }},
-			{"data-with-eof", func() io.Reader { return iotest.DataErrReader(bytes.NewReader(src)) }},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				f := newFile(t)
-				const off = 4099
-				n, err := netio.CopyToFile(tc.r(), f, off, int64(len(src)), make([]byte, 7))
-				if err != nil || n != int64(len(src)) {
-					t.Fatalf("CopyToFile = %d, %v; want %d, nil", n, err, len(src))
-				}
-				got := contents(t, f)
-				if len(got) != off+len(src) || !bytes.Equal(got[off:], src) || !bytes.Equal(got[:off], make([]byte, off)) {
-					t.Fatalf("file holds %d bytes, not the data at %d", len(got), off)
-				}
-			})
-		}
-	})
+	t.Run("exact", func(t *testing.T) { checkCopyToFileExact(t, src) })
 
 	t.Run("consumes exactly n", func(t *testing.T) {
-		f := newFile(t)
+		f := newOutFile(t)
 		r := bytes.NewReader(src)
 		n, err := netio.CopyToFile(r, f, 0, 1000, make([]byte, 4096))
 		if err != nil || n != 1000 {
@@ -507,13 +471,13 @@ func TestCopyToFile(t *testing.T) {
 		if r.Len() != len(src)-1000 {
 			t.Fatalf("consumed %d bytes of the reader, want 1000", len(src)-r.Len())
 		}
-		if got := contents(t, f); !bytes.Equal(got, src[:1000]) {
+		if got := fileBytes(t, f); !bytes.Equal(got, src[:1000]) {
 			t.Fatalf("file holds %d bytes", len(got))
 		}
 	})
 
 	t.Run("zero", func(t *testing.T) {
-		f := newFile(t)
+		f := newOutFile(t)
 		n, err := netio.CopyToFile(iotest.ErrReader(errors.New("read when nothing was asked")), f, 10, 0, make([]byte, 8))
 		if err != nil || n != 0 {
 			t.Fatalf("CopyToFile of 0 bytes = %d, %v", n, err)
@@ -521,18 +485,18 @@ func TestCopyToFile(t *testing.T) {
 	})
 
 	t.Run("short", func(t *testing.T) {
-		f := newFile(t)
+		f := newOutFile(t)
 		n, err := netio.CopyToFile(bytes.NewReader(src[:60]), f, 3, 100, make([]byte, 16))
 		if n != 60 || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("CopyToFile from a short reader = %d, %v; want 60, io.ErrUnexpectedEOF", n, err)
 		}
-		if got := contents(t, f); !bytes.Equal(got[3:], src[:60]) {
+		if got := fileBytes(t, f); !bytes.Equal(got[3:], src[:60]) {
 			t.Fatal("the bytes read before the end were not written")
 		}
 	})
 
 	t.Run("read error", func(t *testing.T) {
-		f := newFile(t)
+		f := newOutFile(t)
 		errBroken := errors.New("broken")
 		r := io.MultiReader(bytes.NewReader(src[:50]), iotest.ErrReader(errBroken))
 		n, err := netio.CopyToFile(r, f, 0, 100, make([]byte, 16))
@@ -545,30 +509,7 @@ func TestCopyToFile(t *testing.T) {
 		}
 	})
 
-	t.Run("from a socket", func(t *testing.T) {
-		a, b := unixPair(t)
-		f := newFile(t)
-		want := pattern(1<<20 + 3)
-		ch := make(chan error, 1)
-		go func() {
-			_, err := netio.WriteFull(context.Background(), a, want, []byte("trailing"))
-			ch <- err
-		}()
-		n, err := netio.CopyToFile(b, f, 1, int64(len(want)), make([]byte, 32<<10))
-		if err != nil || n != int64(len(want)) {
-			t.Fatalf("CopyToFile = %d, %v", n, err)
-		}
-		if err := <-ch; err != nil {
-			t.Fatal(err)
-		}
-		if got := contents(t, f); !bytes.Equal(got[1:], want) {
-			t.Fatal("file does not hold what was sent")
-		}
-		var rest [8]byte
-		if _, err := io.ReadFull(b, rest[:]); err != nil || string(rest[:]) != "trailing" {
-			t.Fatalf("what follows the n bytes: %q, %v", rest, err)
-		}
-	})
+	t.Run("from a socket", func(t *testing.T) { checkCopyToFileFromSocket(t) })
 
 	t.Run("write error", func(t *testing.T) {
 		ro := tempFile(t, nil) // opened read-only
@@ -580,6 +521,77 @@ func TestCopyToFile(t *testing.T) {
 			t.Fatalf("CopyToFile went on reading after a failed write: consumed %d", n)
 		}
 	})
+}
+
+// checkCopyToFileExact checks CopyToFile writes all n bytes at the offset, whatever pieces the reader returns.
+func checkCopyToFileExact(t *testing.T, src []byte) {
+	for _, tc := range []struct {
+		name string
+		r    func() io.Reader
+	}{
+		{"reader", func() io.Reader { return bytes.NewReader(src) }},
+		{"one-byte", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(src)) }},
+		{"half", func() io.Reader { return iotest.HalfReader(bytes.NewReader(src)) }},
+		{"data-with-eof", func() io.Reader { return iotest.DataErrReader(bytes.NewReader(src)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newOutFile(t)
+			const off = 4099
+			n, err := netio.CopyToFile(tc.r(), f, off, int64(len(src)), make([]byte, 7))
+			if err != nil || n != int64(len(src)) {
+				t.Fatalf("CopyToFile = %d, %v; want %d, nil", n, err, len(src))
+			}
+			got := fileBytes(t, f)
+			if len(got) != off+len(src) || !bytes.Equal(got[off:], src) || !bytes.Equal(got[:off], make([]byte, off)) {
+				t.Fatalf("file holds %d bytes, not the data at %d", len(got), off)
+			}
+		})
+	}
+}
+
+// checkCopyToFileFromSocket checks CopyToFile copies from a socket and leaves what follows the n bytes unread.
+func checkCopyToFileFromSocket(t *testing.T) {
+	a, b := unixPair(t)
+	f := newOutFile(t)
+	want := pattern(1<<20 + 3)
+	ch := make(chan error, 1)
+	go func() {
+		_, err := netio.WriteFull(context.Background(), a, want, []byte("trailing"))
+		ch <- err
+	}()
+	n, err := netio.CopyToFile(b, f, 1, int64(len(want)), make([]byte, 32<<10))
+	if err != nil || n != int64(len(want)) {
+		t.Fatalf("CopyToFile = %d, %v", n, err)
+	}
+	if err := <-ch; err != nil {
+		t.Fatal(err)
+	}
+	if got := fileBytes(t, f); !bytes.Equal(got[1:], want) {
+		t.Fatal("file does not hold what was sent")
+	}
+	var rest [8]byte
+	if _, err := io.ReadFull(b, rest[:]); err != nil || string(rest[:]) != "trailing" {
+		t.Fatalf("what follows the n bytes: %q, %v", rest, err)
+	}
+}
+
+// newOutFile creates an empty file for CopyToFile to write into.
+func newOutFile(t *testing.T) *os.File {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// fileBytes reads back what the file holds.
+func fileBytes(t *testing.T, f *os.File) []byte {
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // A file sent again is sent from a cached mapping: the bytes must still be
