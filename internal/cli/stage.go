@@ -30,7 +30,7 @@ func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
 	// limit, which a plain duration flag cannot say.
 	timeout := new(time.Duration)
 	*timeout = 30 * time.Second
-	fs.Var((*waitFlag)(timeout), "timeout", "deadline for the whole command, e.g. 30s or 2h; 0 or inf: wait without limit (a consume waits for its files forever)")
+	fs.Var((*waitFlag)(timeout), "timeout", "deadline for the whole command, a `duration` such as 30s or 2h; 0 or inf: wait without limit (a consume waits for its files forever)")
 	return stageFlags{
 		cf: clientFlags{
 			tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
