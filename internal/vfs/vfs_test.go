@@ -46,7 +46,19 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// conformance checks fsys behaves as a POSIX file system would for what
+// the stores use, in files and directories under root. The steps build on
+// each other's files and run in order.
 func conformance(t *testing.T, fsys vfs.FS, root string) {
+	conformFileIO(t, fsys, root)
+	conformOpenModes(t, fsys, root)
+	conformNames(t, fsys, root)
+	conformLockAndMap(t, fsys, root)
+}
+
+// conformFileIO checks writes, reads, stat, holes, truncate and
+// fallocate of one file.
+func conformFileIO(t *testing.T, fsys vfs.FS, root string) {
 	p := func(name string) string { return filepath.Join(root, name) }
 
 	// Create, write, read back by offset and in order.
@@ -96,6 +108,12 @@ func conformance(t *testing.T, fsys vfs.FS, root string) {
 		must(t, f.Truncate(17))
 	}
 	must(t, f.Close())
+}
+
+// conformOpenModes checks read-only and append opens and the errors for
+// missing and existing files.
+func conformOpenModes(t *testing.T, fsys vfs.FS, root string) {
+	p := func(name string) string { return filepath.Join(root, name) }
 
 	// Read-only files refuse writes; missing files are fs.ErrNotExist.
 	r, err := fsys.Open(p("a"))
@@ -128,11 +146,16 @@ func conformance(t *testing.T, fsys vfs.FS, root string) {
 	_, err = ap.Write([]byte("END"))
 	must(t, err)
 	must(t, ap.Close())
-	got, err = readAll(fsys, p("a"))
+	got, err := readAll(fsys, p("a"))
 	must(t, err)
 	if !bytes.HasSuffix(got, []byte("END")) || len(got) != 20 {
 		t.Fatalf("after append: %q", got)
 	}
+}
+
+// conformNames checks mkdir, rename over, link, list and remove.
+func conformNames(t *testing.T, fsys vfs.FS, root string) {
+	p := func(name string) string { return filepath.Join(root, name) }
 
 	// Names: mkdir, rename over, link, list, remove.
 	must(t, fsys.MkdirAll(p("d/e"), 0o755))
@@ -148,7 +171,7 @@ func conformance(t *testing.T, fsys vfs.FS, root string) {
 	}
 	must(t, fsys.SyncDir(p("d")))
 	must(t, fsys.Rename(p("d/b"), p("d/c")))
-	got, err = readAll(fsys, p("d/c"))
+	got, err := readAll(fsys, p("d/c"))
 	must(t, err)
 	if string(got) != "bee2" {
 		t.Fatalf("renamed over: %q", got)
@@ -167,6 +190,11 @@ func conformance(t *testing.T, fsys vfs.FS, root string) {
 	if _, err := fsys.Stat(p("d")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stat after RemoveAll: %v", err)
 	}
+}
+
+// conformLockAndMap checks locks and MapOrRead.
+func conformLockAndMap(t *testing.T, fsys vfs.FS, root string) {
+	p := func(name string) string { return filepath.Join(root, name) }
 
 	// A lock is exclusive until closed.
 	l, err := fsys.Lock(p("LOCK"))
