@@ -26,7 +26,6 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-
 func TestUpStatusPingDown(t *testing.T) {
 	tmpdir := e2e.Up(t, 3)
 	list, err := cluster.ReadList(tmpdir)
