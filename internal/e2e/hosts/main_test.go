@@ -108,97 +108,124 @@ func (o *ops) do(ctx context.Context, f []string) (string, error) {
 	}
 	switch f[0] {
 	case "setup":
-		ct, _, err := o.c.CreateContainer(ctx, "hosts", client.Persistent)
-		if err != nil {
-			return "", err
-		}
-		o.ct = ct
-		for i, p := range partitions {
-			obj, err := ct.CreateObject(ctx, fmt.Sprintf("p%d", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p})
-			if err != nil {
-				return "", err
-			}
-			o.objs = append(o.objs, obj)
-		}
-		return "", nil
+		return o.doSetup(ctx)
 	case "open":
-		ct, err := o.c.OpenContainer(ctx, "hosts")
-		if err != nil {
-			return "", err
-		}
-		o.ct = ct
-		for i := range partitions {
-			obj, err := o.c.OpenObject(ctx, fmt.Sprintf("p%d", i))
-			if err != nil {
-				return "", err
-			}
-			o.objs = append(o.objs, obj)
-		}
-		return "", nil
+		return o.doOpen(ctx)
 	case "write":
-		k := arg(1)
-		rows := dims[0] / bands
-		for _, obj := range o.objs {
-			for b := range uint64(bands) {
-				box := region.Box{Off: []uint64{b * rows, 0}, Size: []uint64{rows, dims[1]}}
-				if err := obj.Write(ctx, box, pattern(k, obj.ID(), b*rows*dims[1], rows*dims[1])); err != nil {
-					return "", fmt.Errorf("write %s band %d: %w", obj.Info().Name, b, err)
-				}
-			}
-		}
-		return "", nil
+		return o.doWrite(ctx, arg(1))
 	case "read":
-		k := arg(1)
-		n := dims[0] * dims[1]
-		for _, obj := range o.objs {
-			buf := make([]byte, 4*n)
-			if err := obj.Read(ctx, region.Box{Off: []uint64{0, 0}, Size: dims}, buf); err != nil {
-				return "", fmt.Errorf("read %s: %w", obj.Info().Name, err)
-			}
-			if want := pattern(k, obj.ID(), 0, n); !bytes.Equal(buf, want) {
-				i := 0
-				for buf[i] == want[i] {
-					i++
-				}
-				return "", fmt.Errorf("%s differs from pattern %d at cell %d", obj.Info().Name, k, i/4)
-			}
-		}
-		return "", nil
+		return o.doRead(ctx, arg(1))
 	case "tag":
-		k, n := arg(1), arg(2)
-		var acked []string
-		var errs []error
-		for i := range n {
-			obj, err := o.ct.CreateObject(ctx, fmt.Sprintf("t-%d-%d", k, i), client.ObjectProps{Dims: []uint64{1}, Type: region.Int32})
-			if err == nil {
-				err = obj.PutTag(ctx, tagKey(k, i), client.String("v"))
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			acked = append(acked, strconv.Itoa(i))
-		}
-		// The acknowledged ones, for find; a failure is reported after.
-		return strings.Join(acked, ","), errors.Join(errs...)
+		return o.doTag(ctx, arg(1), arg(2))
 	case "find":
-		k, n := arg(1), arg(2)
-		var missing []string
-		for i := range n {
-			ms, err := o.c.Query(ctx, tagKey(k, i), client.WithNames())
-			if err != nil {
-				return "", err
-			}
-			if len(ms) != 1 || ms[0].Name != fmt.Sprintf("t-%d-%d", k, i) {
-				missing = append(missing, fmt.Sprintf("%s:%v", tagKey(k, i), ms))
-			}
-		}
-		if len(missing) > 0 {
-			return "", fmt.Errorf("queries missed: %s", strings.Join(missing, " "))
-		}
-		return "", nil
+		return o.doFind(ctx, arg(1), arg(2))
 	}
 	return "", fmt.Errorf("unknown command %q", f[0])
+}
+
+// doSetup creates the container and one object per partition.
+func (o *ops) doSetup(ctx context.Context) (string, error) {
+	ct, _, err := o.c.CreateContainer(ctx, "hosts", client.Persistent)
+	if err != nil {
+		return "", err
+	}
+	o.ct = ct
+	for i, p := range partitions {
+		obj, err := ct.CreateObject(ctx, fmt.Sprintf("p%d", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: p})
+		if err != nil {
+			return "", err
+		}
+		o.objs = append(o.objs, obj)
+	}
+	return "", nil
+}
+
+// doOpen opens the container and objects a previous client created.
+func (o *ops) doOpen(ctx context.Context) (string, error) {
+	ct, err := o.c.OpenContainer(ctx, "hosts")
+	if err != nil {
+		return "", err
+	}
+	o.ct = ct
+	for i := range partitions {
+		obj, err := o.c.OpenObject(ctx, fmt.Sprintf("p%d", i))
+		if err != nil {
+			return "", err
+		}
+		o.objs = append(o.objs, obj)
+	}
+	return "", nil
+}
+
+// doWrite writes pattern k to every object, band by band.
+func (o *ops) doWrite(ctx context.Context, k int) (string, error) {
+	rows := dims[0] / bands
+	for _, obj := range o.objs {
+		for b := range uint64(bands) {
+			box := region.Box{Off: []uint64{b * rows, 0}, Size: []uint64{rows, dims[1]}}
+			if err := obj.Write(ctx, box, pattern(k, obj.ID(), b*rows*dims[1], rows*dims[1])); err != nil {
+				return "", fmt.Errorf("write %s band %d: %w", obj.Info().Name, b, err)
+			}
+		}
+	}
+	return "", nil
+}
+
+// doRead checks every object holds pattern k.
+func (o *ops) doRead(ctx context.Context, k int) (string, error) {
+	n := dims[0] * dims[1]
+	for _, obj := range o.objs {
+		buf := make([]byte, 4*n)
+		if err := obj.Read(ctx, region.Box{Off: []uint64{0, 0}, Size: dims}, buf); err != nil {
+			return "", fmt.Errorf("read %s: %w", obj.Info().Name, err)
+		}
+		if want := pattern(k, obj.ID(), 0, n); !bytes.Equal(buf, want) {
+			i := 0
+			for buf[i] == want[i] {
+				i++
+			}
+			return "", fmt.Errorf("%s differs from pattern %d at cell %d", obj.Info().Name, k, i/4)
+		}
+	}
+	return "", nil
+}
+
+// doTag creates n objects of round k, each with its own tag, and returns
+// the indices acknowledged; a failure is reported after.
+func (o *ops) doTag(ctx context.Context, k, n int) (string, error) {
+	var acked []string
+	var errs []error
+	for i := range n {
+		obj, err := o.ct.CreateObject(ctx, fmt.Sprintf("t-%d-%d", k, i), client.ObjectProps{Dims: []uint64{1}, Type: region.Int32})
+		if err == nil {
+			err = obj.PutTag(ctx, tagKey(k, i), client.String("v"))
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		acked = append(acked, strconv.Itoa(i))
+	}
+	// The acknowledged ones, for find; a failure is reported after.
+	return strings.Join(acked, ","), errors.Join(errs...)
+}
+
+// doFind checks a query finds each of the n tags of round k.
+func (o *ops) doFind(ctx context.Context, k, n int) (string, error) {
+	var missing []string
+	for i := range n {
+		ms, err := o.c.Query(ctx, tagKey(k, i), client.WithNames())
+		if err != nil {
+			return "", err
+		}
+		if len(ms) != 1 || ms[0].Name != fmt.Sprintf("t-%d-%d", k, i) {
+			missing = append(missing, fmt.Sprintf("%s:%v", tagKey(k, i), ms))
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("queries missed: %s", strings.Join(missing, " "))
+	}
+	return "", nil
 }
 
 // tagKey is the key of tag I of round K: keys start with different
