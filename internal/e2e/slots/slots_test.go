@@ -380,10 +380,30 @@ func (tc *testCluster) killDuringStart(ctx context.Context, n int, hosts string,
 	}
 	upDone := make(chan error, 1)
 	go func() { upDone <- cmd.Wait() }()
-	// The servers of this start, once rank 0 has them all.
-	var list *cluster.List
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
+	list := tc.waitStartList(ctx, n, start, upDone, &out, tick)
+	where := tc.killMoment(upDone, tick, rng)
+	victim := list.Servers[rng.IntN(len(list.Servers))]
+	_ = syscall.Kill(victim.PID, syscall.SIGKILL)
+	for _, s := range list.Servers {
+		_ = syscall.Kill(s.PID, syscall.SIGKILL)
+	}
+	for _, s := range list.Servers {
+		if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), s.PID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-upDone
+	return where
+}
+
+// waitStartList waits for rank 0 to list the n servers of the start begun
+// at start, failing the test if pdc up ends first.
+func (tc *testCluster) waitStartList(ctx context.Context, n int, start time.Time, upDone chan error, out *bytes.Buffer, tick *time.Ticker) *cluster.List {
+	t := tc.t
+	t.Helper()
+	var list *cluster.List
 	for list == nil {
 		select {
 		case err := <-upDone:
@@ -396,6 +416,13 @@ func (tc *testCluster) killDuringStart(ctx context.Context, n int, hosts string,
 			}
 		}
 	}
+	return list
+}
+
+// killMoment waits for the moment to kill at and says where the start was
+// then: "moving", "starting" or "serving". An end of pdc up it sees is put
+// back on upDone for the caller.
+func (tc *testCluster) killMoment(upDone chan error, tick *time.Ticker, rng *rand.Rand) string {
 	// Two times in three once a slot is being received, else at a random
 	// moment.
 	deadline := time.NewTimer(time.Duration(rng.IntN(1500)) * time.Millisecond)
@@ -436,17 +463,6 @@ wait:
 		default:
 		}
 	}
-	victim := list.Servers[rng.IntN(len(list.Servers))]
-	_ = syscall.Kill(victim.PID, syscall.SIGKILL)
-	for _, s := range list.Servers {
-		_ = syscall.Kill(s.PID, syscall.SIGKILL)
-	}
-	for _, s := range list.Servers {
-		if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), s.PID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	<-upDone
 	return where
 }
 
