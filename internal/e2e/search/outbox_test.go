@@ -1,6 +1,7 @@
 package search_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -190,30 +191,7 @@ func TestIndexSurvivesCrashesWithAServerDown(t *testing.T) {
 			}
 		}
 		for batch := range 3 {
-			var puts []client.TagPut
-			for range 100 {
-				v := client.String(word("abc12", 1, 5))
-				if rng.IntN(4) == 0 {
-					v = client.Int64(int64(rng.IntN(20)))
-				}
-				puts = append(puts, client.TagPut{Object: live[rng.IntN(len(live))], Name: keys[rng.IntN(len(keys))], Value: v})
-			}
-			if err := c.PutTags(ctx, puts); err != nil {
-				t.Fatalf("round %d: put on the live servers: %v", round, err)
-			}
-			for _, p := range puts {
-				model.put(p)
-			}
-			for range 15 {
-				o := live[rng.IntN(len(live))]
-				for k := range model[o.ID()] {
-					if err := o.DeleteTag(ctx, k); err != nil {
-						t.Fatal(err)
-					}
-					delete(model[o.ID()], k)
-					break
-				}
-			}
+			putAndDeleteTags(ctx, t, c, rng, word, live, keys, model, round)
 			if batch == 1 {
 				// Let the live servers take what is theirs: the records for
 				// the dead one stay, some of their parts applied.
@@ -227,15 +205,55 @@ func TestIndexSurvivesCrashesWithAServerDown(t *testing.T) {
 		for i := range objs {
 			objs[i] = mustOpen(t, c, objs[i].Name())
 		}
-		for range 60 {
-			q := randomQuery(rng, word, keys)
-			want, textRange := model.want(t, q)
-			if textRange {
-				continue
+		checkQueriesMatchModel(t, c, rng, word, keys, model, round, down)
+	}
+}
+
+// putAndDeleteTags puts 100 random tags on the live objects in one call,
+// then deletes a tag of each of 15 random live objects, keeping the model
+// in step.
+func putAndDeleteTags(ctx context.Context, t *testing.T, c *client.Client, rng *rand.Rand, word func(string, int, int) string,
+	live []*client.Object, keys []string, model tagModel, round int) {
+	t.Helper()
+	var puts []client.TagPut
+	for range 100 {
+		v := client.String(word("abc12", 1, 5))
+		if rng.IntN(4) == 0 {
+			v = client.Int64(int64(rng.IntN(20)))
+		}
+		puts = append(puts, client.TagPut{Object: live[rng.IntN(len(live))], Name: keys[rng.IntN(len(keys))], Value: v})
+	}
+	if err := c.PutTags(ctx, puts); err != nil {
+		t.Fatalf("round %d: put on the live servers: %v", round, err)
+	}
+	for _, p := range puts {
+		model.put(p)
+	}
+	for range 15 {
+		o := live[rng.IntN(len(live))]
+		for k := range model[o.ID()] {
+			if err := o.DeleteTag(ctx, k); err != nil {
+				t.Fatal(err)
 			}
-			if got := queryBoth(t, c, q); !slices.Equal(got, want) && len(got)+len(want) > 0 {
-				t.Fatalf("round %d (server %d was down): %q found %v, the model %v", round, down, q, got, want)
-			}
+			delete(model[o.ID()], k)
+			break
+		}
+	}
+}
+
+// checkQueriesMatchModel checks 60 random queries, each by index and by
+// scan, find what the model holds.
+func checkQueriesMatchModel(t *testing.T, c *client.Client, rng *rand.Rand, word func(string, int, int) string,
+	keys []string, model tagModel, round, down int) {
+	t.Helper()
+	for range 60 {
+		q := randomQuery(rng, word, keys)
+		want, textRange := model.want(t, q)
+		if textRange {
+			continue
+		}
+		if got := queryBoth(t, c, q); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("round %d (server %d was down): %q found %v, the model %v", round, down, q, got, want)
 		}
 	}
 }

@@ -55,11 +55,47 @@ func TestSearchDARTCases(t *testing.T) {
 	datadir := e2e.ServerDataDir(t, tmpdir)
 	ctx := e2e.Ctx(t, 2*time.Minute)
 	c := e2e.Connect(t, tmpdir)
+	one, objs := createDARTObjects(ctx, t, c)
+	cases := dartCases(t, one, objs)
+	checkDARTCases(t, tmpdir, cases, "after the puts")
+
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDARTCases(t, tmpdir, cases, "after a restart")
+
+	e2e.KillAll(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDARTCases(t, tmpdir, cases, "after kill -9 and a restart")
+
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDARTCases(t, tmpdir, cases, "after shrinking to 3 servers")
+
+	// Delete every tag: every query finds nothing, by index and by scan.
+	c = e2e.Connect(t, tmpdir)
+	deleteDARTTags(ctx, t, c, len(objs))
+	checkDARTEmpty(t, tmpdir, cases, "after deleting every tag")
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDARTEmpty(t, tmpdir, cases, "after deleting every tag and a restart")
+}
+
+// dartCase is a query of the DART cases and the ids it must find.
+type dartCase struct {
+	q    string
+	want []uint64
+}
+
+// createDARTObjects creates the objects of the DART cases and tags them:
+// one with abcd=1234, and 1000 each with strNNNstr=strNNNstr and
+// intkey=NNN.
+func createDARTObjects(ctx context.Context, t *testing.T, c *client.Client) (one *client.Object, objs []*client.Object) {
+	t.Helper()
 	ct, _, err := c.CreateContainer(ctx, "dart", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := ct.CreateObject(ctx, "abcd-object", client.ObjectProps{Dims: []uint64{1}, Type: region.Int})
+	one, err = ct.CreateObject(ctx, "abcd-object", client.ObjectProps{Dims: []uint64{1}, Type: region.Int})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +106,7 @@ func TestSearchDARTCases(t *testing.T) {
 	for i := range specs {
 		specs[i] = client.ObjectSpec{Name: fmt.Sprintf("o%03d", i), Props: client.ObjectProps{Dims: []uint64{1}, Type: region.Int}}
 	}
-	objs, err := ct.CreateObjects(ctx, specs)
+	objs, err = ct.CreateObjects(ctx, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +119,13 @@ func TestSearchDARTCases(t *testing.T) {
 	if err := c.PutTags(ctx, puts); err != nil {
 		t.Fatal(err)
 	}
+	return one, objs
+}
+
+// dartCases are the queries of the DART cases, with the ids they find
+// among the objects createDARTObjects made.
+func dartCases(t *testing.T, one *client.Object, objs []*client.Object) []dartCase {
+	t.Helper()
 	idOf := func(is ...int) []uint64 {
 		var out []uint64
 		for _, i := range is {
@@ -108,10 +151,7 @@ func TestSearchDARTCases(t *testing.T) {
 			infix09 = append(infix09, i)
 		}
 	}
-	cases := []struct {
-		q    string
-		want []uint64
-	}{
+	cases := []dartCase{
 		{"abcd=1234", []uint64{one.ID()}},
 		{"ab*=12*", []uint64{one.ID()}},
 		{"*cd=*34", []uint64{one.ID()}},
@@ -130,46 +170,40 @@ func TestSearchDARTCases(t *testing.T) {
 	if len(suffix09) != 10 || len(infix09) != 20 {
 		t.Fatalf("the cases expect 10 and 20 ids, not %d and %d", len(suffix09), len(infix09))
 	}
-	check := func(when string) {
-		t.Helper()
-		c := e2e.Connect(t, tmpdir) // a fresh client: nothing cached
-		for _, k := range cases {
-			if got := queryBoth(t, c, k.q); !slices.Equal(got, k.want) {
-				t.Fatalf("%s: query %q found %d objects %v, want %d %v", when, k.q, len(got), got, len(k.want), k.want)
-			}
-		}
-		// Another process, through the index alone.
-		out := e2e.MustRun(t, "query", "--tmpdir", tmpdir, "--index", "--ids", "*09*")
-		if n := len(strings.Fields(out)); n != 20 {
-			t.Fatalf("%s: pdc query --index '*09*' printed %d ids:\n%s", when, n, out)
-		}
-		out = e2e.MustRun(t, "query", "--tmpdir", tmpdir, "str109str")
-		if !strings.Contains(out, "o109") || !strings.Contains(out, "1 object") {
-			t.Fatalf("%s: pdc query str109str printed:\n%s", when, out)
+	return cases
+}
+
+// checkDARTCases checks every case, by index and by scan, from a fresh
+// client, and two through pdc query in another process.
+func checkDARTCases(t *testing.T, tmpdir string, cases []dartCase, when string) {
+	t.Helper()
+	c := e2e.Connect(t, tmpdir) // a fresh client: nothing cached
+	for _, k := range cases {
+		if got := queryBoth(t, c, k.q); !slices.Equal(got, k.want) {
+			t.Fatalf("%s: query %q found %d objects %v, want %d %v", when, k.q, len(got), got, len(k.want), k.want)
 		}
 	}
-	check("after the puts")
+	// Another process, through the index alone.
+	out := e2e.MustRun(t, "query", "--tmpdir", tmpdir, "--index", "--ids", "*09*")
+	if n := len(strings.Fields(out)); n != 20 {
+		t.Fatalf("%s: pdc query --index '*09*' printed %d ids:\n%s", when, n, out)
+	}
+	out = e2e.MustRun(t, "query", "--tmpdir", tmpdir, "str109str")
+	if !strings.Contains(out, "o109") || !strings.Contains(out, "1 object") {
+		t.Fatalf("%s: pdc query str109str printed:\n%s", when, out)
+	}
+}
 
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
-	check("after a restart")
-
-	e2e.KillAll(t, tmpdir)
-	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
-	check("after kill -9 and a restart")
-
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
-	check("after shrinking to 3 servers")
-
-	// Delete every tag: every query finds nothing, by index and by scan.
-	c = e2e.Connect(t, tmpdir)
+// deleteDARTTags deletes every tag createDARTObjects put on the abcd
+// object and the nobj others.
+func deleteDARTTags(ctx context.Context, t *testing.T, c *client.Client, nobj int) {
+	t.Helper()
 	if err := mustOpen(t, c, "abcd-object").DeleteTag(ctx, "abcd"); err != nil {
 		t.Fatal(err)
 	}
 	// Opened in one batch (the opens are not under test here; one at a
 	// time they were 1000 calls more, and 1000 closes).
-	names := make([]string, len(objs))
+	names := make([]string, nobj)
 	for i := range names {
 		names[i] = fmt.Sprintf("o%03d", i)
 	}
@@ -185,18 +219,16 @@ func TestSearchDARTCases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	empty := func(when string) {
-		c := e2e.Connect(t, tmpdir)
-		for _, k := range cases {
-			if got := queryBoth(t, c, k.q); len(got) != 0 {
-				t.Fatalf("%s: query %q still finds %v", when, k.q, got)
-			}
+}
+
+// checkDARTEmpty checks no case finds anything, by index or by scan.
+func checkDARTEmpty(t *testing.T, tmpdir string, cases []dartCase, when string) {
+	c := e2e.Connect(t, tmpdir)
+	for _, k := range cases {
+		if got := queryBoth(t, c, k.q); len(got) != 0 {
+			t.Fatalf("%s: query %q still finds %v", when, k.q, got)
 		}
 	}
-	empty("after deleting every tag")
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "4", "--tmpdir", tmpdir, "--datadir", datadir)
-	empty("after deleting every tag and a restart")
 }
 
 func mustOpen(t *testing.T, c *client.Client, name string) *client.Object {
@@ -296,59 +328,82 @@ func TestSearchIndexEqualsScan(t *testing.T) {
 		return client.String(word("abc12.", 1, 6))
 	}
 	for round := range 3 {
-		var puts []client.TagPut
-		for range 300 {
-			i := rng.IntN(nobj)
-			k := keys[rng.IntN(len(keys))]
-			if rng.IntN(3) == 0 {
-				k = word("abk", 1, 4)
-			}
-			v := newValue()
-			puts = append(puts, client.TagPut{Object: objs[i], Name: k, Value: v})
-		}
-		if err := c.PutTags(ctx, puts); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range puts {
-			model.put(p)
-		}
+		putRandomTags(ctx, t, c, rng, word, newValue, objs, keys, model)
 		// Delete some tags and, in the last round, some objects.
-		for range 40 {
-			i := rng.IntN(nobj)
-			m := model[objs[i].ID()]
-			for k := range m {
-				if err := objs[i].DeleteTag(ctx, k); err != nil {
-					t.Fatal(err)
-				}
-				delete(m, k)
-				break
-			}
+		deleteRandomTags(ctx, t, rng, objs, model, round == 2)
+		checkIndexEqualsScan(ctx, t, c, rng, word, keys, model, round)
+	}
+}
+
+// putRandomTags puts 300 random tags, on random objects under random or
+// known keys, in one call, and in the model.
+func putRandomTags(ctx context.Context, t *testing.T, c *client.Client, rng *rand.Rand, word func(string, int, int) string,
+	newValue func() client.TagValue, objs []*client.Object, keys []string, model tagModel) {
+	t.Helper()
+	var puts []client.TagPut
+	for range 300 {
+		i := rng.IntN(len(objs))
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(3) == 0 {
+			k = word("abk", 1, 4)
 		}
-		if round == 2 {
-			for i := 0; i < 10; i++ {
-				if err := objs[i].Delete(ctx); err != nil {
-					t.Fatal(err)
-				}
-				delete(model, objs[i].ID())
+		v := newValue()
+		puts = append(puts, client.TagPut{Object: objs[i], Name: k, Value: v})
+	}
+	if err := c.PutTags(ctx, puts); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range puts {
+		model.put(p)
+	}
+}
+
+// deleteRandomTags deletes a tag of each of 40 random objects and, if
+// objectsToo, the first 10 objects, in the store and the model.
+func deleteRandomTags(ctx context.Context, t *testing.T, rng *rand.Rand, objs []*client.Object, model tagModel, objectsToo bool) {
+	t.Helper()
+	for range 40 {
+		i := rng.IntN(len(objs))
+		m := model[objs[i].ID()]
+		for k := range m {
+			if err := objs[i].DeleteTag(ctx, k); err != nil {
+				t.Fatal(err)
 			}
+			delete(m, k)
+			break
 		}
-		for range 150 {
-			q := randomQuery(rng, word, keys)
-			want, textRange := model.want(t, q)
-			if textRange {
-				for _, opt := range []client.QueryOption{client.ScanOnly(), client.IndexOnly()} {
-					if _, err := c.Query(ctx, q, opt); !errors.Is(err, pdc.ErrInvalid) {
-						if errors.Is(err, pdc.ErrUnimplemented) {
-							continue
-						}
-						t.Fatalf("query %q over text tags: %v, want an invalid-argument error", q, err)
+	}
+	if objectsToo {
+		for i := 0; i < 10; i++ {
+			if err := objs[i].Delete(ctx); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, objs[i].ID())
+		}
+	}
+}
+
+// checkIndexEqualsScan checks 150 random queries find, by index and by
+// scan, what the model holds; a range over text tags is refused.
+func checkIndexEqualsScan(ctx context.Context, t *testing.T, c *client.Client, rng *rand.Rand, word func(string, int, int) string,
+	keys []string, model tagModel, round int) {
+	t.Helper()
+	for range 150 {
+		q := randomQuery(rng, word, keys)
+		want, textRange := model.want(t, q)
+		if textRange {
+			for _, opt := range []client.QueryOption{client.ScanOnly(), client.IndexOnly()} {
+				if _, err := c.Query(ctx, q, opt); !errors.Is(err, pdc.ErrInvalid) {
+					if errors.Is(err, pdc.ErrUnimplemented) {
+						continue
 					}
+					t.Fatalf("query %q over text tags: %v, want an invalid-argument error", q, err)
 				}
-				continue
 			}
-			if got := queryBoth(t, c, q); !slices.Equal(got, want) {
-				t.Fatalf("round %d: query %q found %v, the model %v", round, q, got, want)
-			}
+			continue
+		}
+		if got := queryBoth(t, c, q); !slices.Equal(got, want) {
+			t.Fatalf("round %d: query %q found %v, the model %v", round, q, got, want)
 		}
 	}
 }
