@@ -517,7 +517,35 @@ func TestHostileClients(t *testing.T) {
 	if e2e.Race {
 		allowed *= 3
 	}
-	var peak atomic.Int64
+	peak, stopSampling := sampleRSS(srv.pid)
+	a := startAttacks(t, srv)
+	// A real client keeps working during the attack: a fresh one too.
+	roundErr := legitRoundsFor(t, l, srv, 15*time.Second)
+	a.end()
+	stopSampling()
+	if roundErr != nil {
+		t.Errorf("a real client during the attack: %v", roundErr)
+	}
+
+	if !e2e.Alive(srv.pid) {
+		t.Fatalf("the server died:\n%s", srv.log(t))
+	}
+	if err := l.round(t, 1<<20); err != nil {
+		t.Fatalf("after the attack: %v", err)
+	}
+	checked, lost := l.verify(t)
+	grown := peak.Load() - base
+	if grown > allowed {
+		t.Errorf("the server's resident size grew by %d MiB under attack (from %d MiB), beyond its budget of %d MiB",
+			grown>>20, base>>20, allowed>>20)
+	}
+	reportAttack(t, srv, a, l, checked, lost, base, peak.Load(), allowed)
+}
+
+// sampleRSS samples the resident size of process pid until stop, which
+// waits for the sampler to end; peak is the largest size seen.
+func sampleRSS(pid int) (peak *atomic.Int64, stop func()) {
+	peak = new(atomic.Int64)
 	sampled := make(chan struct{})
 	stopSampling := make(chan struct{})
 	go func() {
@@ -529,13 +557,21 @@ func TestHostileClients(t *testing.T) {
 			case <-stopSampling:
 				return
 			case <-tick.C:
-				if n, err := rss(srv.pid); err == nil && n > peak.Load() {
+				if n, err := rss(pid); err == nil && n > peak.Load() {
 					peak.Store(n)
 				}
 			}
 		}
 	}()
+	return peak, func() {
+		close(stopSampling)
+		<-sampled
+	}
+}
 
+// startAttacks starts every kind of hostile peer against srv; they run
+// until the attack's end.
+func startAttacks(t *testing.T, srv *server) *attack {
 	a := &attack{srv: srv, stop: make(chan struct{}), counts: map[string]int{}, errs: map[string]int{},
 		conns: map[net.Conn]struct{}{}}
 	for range 4 {
@@ -555,10 +591,15 @@ func TestHostileClients(t *testing.T) {
 	for range 4 {
 		a.loop(a.garbageMethods)
 	}
+	return a
+}
 
-	// A real client keeps working during the attack: a fresh one too.
-	window := time.Now().Add(15 * time.Second)
+// legitRoundsFor runs a real client's rounds for d, with a fresh client
+// from the third round on, and returns the first round's error.
+func legitRoundsFor(t *testing.T, l *legit, srv *server, d time.Duration) error {
+	window := time.Now().Add(d)
 	var roundErr error
+	var err error
 	for i := 0; time.Now().Before(window); i++ {
 		if i == 2 {
 			l.c = e2e.Connect(t, srv.tmpdir)
@@ -571,29 +612,18 @@ func TestHostileClients(t *testing.T) {
 			break
 		}
 	}
-	a.end()
-	close(stopSampling)
-	<-sampled
-	if roundErr != nil {
-		t.Errorf("a real client during the attack: %v", roundErr)
-	}
+	return roundErr
+}
 
-	if !e2e.Alive(srv.pid) {
-		t.Fatalf("the server died:\n%s", srv.log(t))
-	}
-	if err := l.round(t, 1<<20); err != nil {
-		t.Fatalf("after the attack: %v", err)
-	}
-	checked, lost := l.verify(t)
-	grown := peak.Load() - base
-	if grown > allowed {
-		t.Errorf("the server's resident size grew by %d MiB under attack (from %d MiB), beyond its budget of %d MiB",
-			grown>>20, base>>20, allowed>>20)
-	}
+// reportAttack logs the fault table of the attack and checks the server's
+// log stayed bounded and the attack was as strong as meant.
+func reportAttack(t *testing.T, srv *server, a *attack, l *legit, checked, lost int, base, peak, allowed int64) {
+	t.Helper()
+	grown := peak - base
 	logs := srv.log(t)
 	lines := strings.Count(logs, "\n")
 	t.Logf("attack lasted 15s; server resting at %d MiB, peak %d MiB (+%d MiB, budget +%d MiB); %d log lines",
-		base>>20, peak.Load()>>20, grown>>20, allowed>>20, lines)
+		base>>20, peak>>20, grown>>20, allowed>>20, lines)
 	for kind, n := range a.counts {
 		t.Logf("fault: %-48s %6d", kind, n)
 	}
