@@ -2,7 +2,9 @@
  * DYAD's C API (dyad.h) over libpdc's staging: the context is one pdc
  * connection, and each call is the pdc_stage_* call it corresponds to.
  */
+#include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,12 +104,57 @@ static dyad_rc_t dyad_bad(dyad_rc_t rc, const char *call, const char *fname, con
 
 static const char *no_ctx = "no DYAD context: call dyad_init or dyad_init_env first";
 
+/* under says whether path is dir or inside it, comparing as written and
+ * with dir's symbolic links resolved. */
+static bool under(const char *path, const char *dir)
+{
+    char   real[PATH_MAX];
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0'))
+        return true;
+    if (realpath(dir, real) == NULL)
+        return false;
+    n = strlen(real);
+    return strncmp(path, real, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* untracked says whether fname is an absolute path outside the managed
+ * dir (the producer's, or the consumer's): DYAD ignores such a file
+ * (produce and consume do nothing and succeed; get_metadata says
+ * DYAD_RC_UNTRACKED), so programs call it on every file they write or
+ * read. A relative path is relative to the managed dir, as in pdc_stage.h. */
+static const char *managed_dir(bool producer)
+{
+    const char *dir = getenv(producer ? "PDC_STAGE_PRODUCER_DIR" : "PDC_STAGE_CONSUMER_DIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = getenv(producer ? "DYAD_PATH_PRODUCER" : "DYAD_PATH_CONSUMER");
+    return dir != NULL && dir[0] != '\0' ? dir : NULL;
+}
+
+static bool untracked(const char *fname, bool producer)
+{
+    const char *dir = managed_dir(producer);
+    return fname[0] == '/' && dir != NULL && !under(fname, dir);
+}
+
+/* untracked_by_all: outside every managed dir this process has. */
+static bool untracked_by_all(const char *fname)
+{
+    const char *p = managed_dir(true), *c = managed_dir(false);
+    return fname[0] == '/' && (p != NULL || c != NULL) && (p == NULL || !under(fname, p)) &&
+           (c == NULL || !under(fname, c));
+}
+
 dyad_rc_t dyad_produce(dyad_ctx_t *ctx, const char *fname)
 {
     if (ctx == NULL)
         return dyad_bad(DYAD_RC_NOCTX, "dyad_produce", fname, no_ctx);
     if (fname == NULL)
         return dyad_bad(DYAD_RC_BADBUF, "dyad_produce", fname, "fname is NULL");
+    if (untracked(fname, true))
+        return DYAD_RC_OK;
     return pdc_stage_produce(ctx->pdc, fname) == 0 ? DYAD_RC_OK : DYAD_RC_SYSFAIL;
 }
 
@@ -117,6 +164,8 @@ dyad_rc_t dyad_consume(dyad_ctx_t *ctx, const char *fname)
         return dyad_bad(DYAD_RC_NOCTX, "dyad_consume", fname, no_ctx);
     if (fname == NULL)
         return dyad_bad(DYAD_RC_BADBUF, "dyad_consume", fname, "fname is NULL");
+    if (untracked(fname, false))
+        return DYAD_RC_OK;
     return pdc_stage_consume(ctx->pdc, fname, 0) == 0 ? DYAD_RC_OK : DYAD_RC_SYSFAIL;
 }
 
@@ -133,6 +182,8 @@ dyad_rc_t dyad_get_metadata(dyad_ctx_t *ctx, const char *fname, bool should_wait
     if (fname == NULL || mdata == NULL)
         return dyad_bad(DYAD_RC_BADBUF, "dyad_get_metadata", fname, "fname or mdata is NULL");
     *mdata = NULL;
+    if (untracked_by_all(fname))
+        return DYAD_RC_UNTRACKED;
     dyad_metadata_t *m = calloc(1, sizeof *m);
     if (m == NULL)
         return dyad_bad(DYAD_RC_SYSFAIL, "dyad_get_metadata", fname, "out of memory");

@@ -75,6 +75,10 @@ int main(int argc, char **argv)
     dyad_metadata_t *md = NULL;
     CHECK(dyad_get_metadata(ctx, "never-produced.txt", false, &md) == DYAD_RC_NOTFOUND && md == NULL,
           "dyad_get_metadata of a file never produced");
+    /* Outside the managed dirs: untracked, and consume does nothing. */
+    CHECK(dyad_get_metadata(ctx, "/etc/hostname", false, &md) == DYAD_RC_UNTRACKED && md == NULL,
+          "dyad_get_metadata of a file outside the managed dirs");
+    CHECK(dyad_consume(ctx, "/etc/hostname") == DYAD_RC_OK, "dyad_consume of a file outside the consumer dir");
     CHECK(dyad_finalize() == DYAD_RC_OK, "dyad_finalize failed");
     CHECK(dyad_ctx_get() == NULL, "a context after dyad_finalize");
     printf("consumed %d files\n", n);

@@ -28,6 +28,9 @@ int main(int argc, char **argv)
         dyad_rc_t rc = dyad_produce(ctx, path);
         CHECK(rc == DYAD_RC_OK, "dyad_produce(%s) = %d", path, rc);
     }
+    /* A file outside the producer dir is not DYAD's: ignored, with OK and
+     * no report, as DYAD does, so programs may call it on every file. */
+    CHECK(dyad_produce(ctx, "/etc/hostname") == DYAD_RC_OK, "dyad_produce of a file outside the producer dir");
     CHECK(dyad_finalize() == DYAD_RC_OK, "dyad_finalize failed");
     CHECK(dyad_ctx_get() == NULL, "a context after dyad_finalize");
     printf("produced %d files\n", n);

@@ -26,16 +26,17 @@ struct dyad_metadata {
 };
 typedef struct dyad_metadata dyad_metadata_t;
 
-/* dyad_produce is pdc_stage_produce. Unlike DYAD's, a path outside the
- * producer dir is an error (DYAD_RC_SYSFAIL, with a line on stderr), not
- * ignored with DYAD_RC_OK; so is a path outside the consumer dir given to
- * the consume calls. */
+/* dyad_produce is pdc_stage_produce. As in DYAD, an absolute path outside
+ * the producer dir is ignored (DYAD_RC_OK, nothing produced), and so is
+ * one outside the consumer dir given to the consume calls; a relative path
+ * is relative to the managed dir (DYAD's is relative to the working
+ * directory). */
 dyad_rc_t dyad_produce(dyad_ctx_t *ctx, const char *fname);
 
 /* dyad_get_metadata looks fname up; with should_wait it waits until it has
  * been produced, up to $PDC_TIMEOUT. *mdata is freed with
  * dyad_free_metadata. DYAD_RC_NOTFOUND if it has not been produced (in
- * time), and also, unlike DYAD's DYAD_RC_UNTRACKED, for a path outside the
+ * time); DYAD_RC_UNTRACKED, as DYAD's, for an absolute path outside both
  * managed dirs. */
 dyad_rc_t dyad_get_metadata(dyad_ctx_t *ctx, const char *fname, bool should_wait, dyad_metadata_t **mdata);
 
