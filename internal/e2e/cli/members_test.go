@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,8 +80,31 @@ func TestContainerMembersSurviveKillAndResize(t *testing.T) {
 	e2e.MustRun(t, "up", "-n", "3", "--tmpdir", tmpdir, "--datadir", datadir)
 	wantLs(t, tmpdir, "box", left)
 	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
-	c := e2e.Connect(t, tmpdir)
 	ctx := e2e.Ctx(t, time.Minute)
+	checkMembersAfterRestart(ctx, t, tmpdir)
+
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
+	wantLs(t, tmpdir, "box", left)
+	e2e.MustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
+	e2e.MustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
+	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
+	c := e2e.Connect(t, tmpdir)
+	for _, n := range left {
+		o, err := c.OpenObject(ctx, n, client.AtTimeStep(0))
+		if err != nil {
+			t.Fatalf("%s after its other container was deleted: %v", n, err)
+		}
+		o.Close(ctx)
+	}
+}
+
+// checkMembersAfterRestart checks, after pdc down and up, the transient
+// container scratch is gone, and every member of box names home as its
+// container and is one box contains.
+func checkMembersAfterRestart(ctx context.Context, t *testing.T, tmpdir string) {
+	t.Helper()
+	c := e2e.Connect(t, tmpdir)
 	if _, err := c.OpenContainer(ctx, "scratch"); err == nil {
 		t.Fatal("the transient container outlived the cluster")
 	}
@@ -105,19 +129,4 @@ func TestContainerMembersSurviveKillAndResize(t *testing.T) {
 		}
 	}
 	c.Close()
-
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
-	wantLs(t, tmpdir, "box", left)
-	e2e.MustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
-	e2e.MustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
-	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
-	c = e2e.Connect(t, tmpdir)
-	for _, n := range left {
-		o, err := c.OpenObject(ctx, n, client.AtTimeStep(0))
-		if err != nil {
-			t.Fatalf("%s after its other container was deleted: %v", n, err)
-		}
-		o.Close(ctx)
-	}
 }

@@ -148,10 +148,51 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 
 	const n = 240
 	writer, out, _ := e2e.ClientProc(t, tmpdir, "writer", "PDC_E2E_N="+strconv.Itoa(n))
-	var acked, failed []string
+	acked, failed, serving := killAndRestartDuring(t, out, tmpdir, datadir, list, n)
+	if err := writer.Wait(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	// The restarted server may still be starting when a fast writer ends.
+	select {
+	case <-serving:
+	case <-e2e.Ctx(t, 30*time.Second).Done():
+		t.Fatal("the restarted server never said it was serving")
+	}
+	if len(acked) < n/2 {
+		t.Fatalf("only %d of %d creates acknowledged", len(acked), n)
+	}
+	if len(failed) == 0 {
+		t.Log("no create failed while a server was down (its objects may all have been late)")
+	}
+	// Every acknowledged create, with its tags, is there for another process.
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d acknowledged objects are missing or wrong after kill -9 and restart, e.g. %q", len(bad), bad[0])
+	}
+
+	// Restart the whole cluster with 5 servers: the metadata moves to its
+	// new owners and is all still found.
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "5", "--tmpdir", tmpdir, "--datadir", datadir)
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d objects lost moving from 3 to 5 servers, e.g. %q", len(bad), bad[0])
+	}
+	// And back down to 2: stores of ranks 2-4 are adopted.
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
+		t.Fatalf("%d objects lost moving from 5 to 2 servers, e.g. %q", len(bad), bad[0])
+	}
+}
+
+// killAndRestartDuring reads the writer's output, n creates' outcomes:
+// after a third of them it kills server 1, after half it restarts it in
+// place. It returns the names acknowledged and failed, and a channel
+// closed once the restarted server says it is serving.
+func killAndRestartDuring(t *testing.T, out *bufio.Scanner, tmpdir, datadir string, list *cluster.List, n int) (acked, failed []string, serving chan struct{}) {
+	t.Helper()
 	killed, restarted := false, false
 	var restartCmd *exec.Cmd
-	serving := make(chan struct{})
+	serving = make(chan struct{})
 	for out.Scan() {
 		f := strings.Fields(out.Text())
 		switch f[0] {
@@ -194,39 +235,7 @@ func TestMetadataSurvivesKillAndResize(t *testing.T) {
 			t.Cleanup(func() { _ = restartCmd.Process.Kill() })
 		}
 	}
-	if err := writer.Wait(); err != nil {
-		t.Fatalf("writer: %v", err)
-	}
-	// The restarted server may still be starting when a fast writer ends.
-	select {
-	case <-serving:
-	case <-e2e.Ctx(t, 30*time.Second).Done():
-		t.Fatal("the restarted server never said it was serving")
-	}
-	if len(acked) < n/2 {
-		t.Fatalf("only %d of %d creates acknowledged", len(acked), n)
-	}
-	if len(failed) == 0 {
-		t.Log("no create failed while a server was down (its objects may all have been late)")
-	}
-	// Every acknowledged create, with its tags, is there for another process.
-	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
-		t.Fatalf("%d acknowledged objects are missing or wrong after kill -9 and restart, e.g. %q", len(bad), bad[0])
-	}
-
-	// Restart the whole cluster with 5 servers: the metadata moves to its
-	// new owners and is all still found.
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "5", "--tmpdir", tmpdir, "--datadir", datadir)
-	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
-		t.Fatalf("%d objects lost moving from 3 to 5 servers, e.g. %q", len(bad), bad[0])
-	}
-	// And back down to 2: stores of ranks 2-4 are adopted.
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
-	if bad := readAll(t, tmpdir, acked); len(bad) > 0 {
-		t.Fatalf("%d objects lost moving from 5 to 2 servers, e.g. %q", len(bad), bad[0])
-	}
+	return acked, failed, serving
 }
 
 func TestMetadataBadInput(t *testing.T) {
@@ -242,42 +251,12 @@ func TestMetadataBadInput(t *testing.T) {
 		t.Fatalf("creating an existing container: %v, created %v, id %d vs %d", err, created, again.ID(), ct.ID())
 	}
 	good := client.ObjectProps{Dims: []uint64{4, 4}, Type: region.Float}
-	long := strings.Repeat("n", 1025)
 
 	expect := func(what string, err error, sentinel error, mention string) {
 		t.Helper()
-		if !errors.Is(err, sentinel) {
-			t.Errorf("%s: got %v, want %v", what, err, sentinel)
-			return
-		}
-		if !strings.Contains(err.Error(), mention) {
-			t.Errorf("%s: error %q does not mention %q", what, err, mention)
-		}
+		expectErr(t, what, err, sentinel, mention)
 	}
-	_, _, err = c.CreateContainer(ctx, "", client.Persistent)
-	expect("empty container name", err, pdc.ErrInvalid, "empty")
-	_, _, err = c.CreateContainer(ctx, long, client.Persistent)
-	expect("over-long container name", err, pdc.ErrInvalid, "over the limit")
-	_, _, err = c.CreateContainer(ctx, "a\x00b", client.Persistent)
-	expect("NUL in container name", err, pdc.ErrInvalid, "NUL")
-	_, err = ct.CreateObject(ctx, "", good)
-	expect("empty object name", err, pdc.ErrInvalid, "empty")
-	_, err = ct.CreateObject(ctx, long, good)
-	expect("over-long object name", err, pdc.ErrInvalid, "over the limit")
-	_, err = ct.CreateObject(ctx, "x\x00y", good)
-	expect("NUL in object name", err, pdc.ErrInvalid, "NUL")
-	_, err = ct.CreateObject(ctx, "nodims", client.ObjectProps{Type: region.Float})
-	expect("ndim 0", err, pdc.ErrInvalid, "0 dims")
-	_, err = ct.CreateObject(ctx, "toomany", client.ObjectProps{Dims: make([]uint64, 33), Type: region.Float})
-	expect("ndim 33", err, pdc.ErrInvalid, "33 dims")
-	_, err = ct.CreateObject(ctx, "zerodim", client.ObjectProps{Dims: []uint64{4, 0}, Type: region.Float})
-	expect("zero dim", err, pdc.ErrInvalid, "dim 1 is 0")
-	_, err = ct.CreateObject(ctx, "badtype", client.ObjectProps{Dims: []uint64{4}, Type: 99})
-	expect("unknown type", err, pdc.ErrInvalid, "element type 99")
-	_, err = ct.CreateObject(ctx, "badpart", client.ObjectProps{Dims: []uint64{4}, Type: region.Float, Partition: 9})
-	expect("unknown partition", err, pdc.ErrInvalid, "partition strategy 9")
-	_, err = c.OpenObject(ctx, "nosuchobject")
-	expect("open a missing object", err, pdc.ErrNotFound, "nosuchobject")
+	checkBadCreates(ctx, t, c, ct, good)
 
 	o, err := ct.CreateObject(ctx, "grid", client.ObjectProps{Dims: []uint64{client.Unlimited, 16}, Type: region.Double, AppName: "vpic"})
 	if err != nil {
@@ -312,8 +291,69 @@ func TestMetadataBadInput(t *testing.T) {
 	}
 	// Opens by this test above also hold objects open; close them too.
 	c.Close()
-	c = e2e.Connect(t, tmpdir)
-	ct, err = c.OpenContainer(ctx, "box")
+	c = checkDeleteBoxAfterClose(ctx, t, tmpdir, good)
+
+	// The servers kept serving through all of it.
+	for rank := range 2 {
+		if _, err := c.Ping(ctx, rank); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// expectErr checks err is sentinel and its text mentions what it is
+// about.
+func expectErr(t *testing.T, what string, err error, sentinel error, mention string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Errorf("%s: got %v, want %v", what, err, sentinel)
+		return
+	}
+	if !strings.Contains(err.Error(), mention) {
+		t.Errorf("%s: error %q does not mention %q", what, err, mention)
+	}
+}
+
+// checkBadCreates checks bad names and properties of containers and
+// objects, and an open of a missing object, are refused, each saying why.
+func checkBadCreates(ctx context.Context, t *testing.T, c *client.Client, ct *client.Container, good client.ObjectProps) {
+	t.Helper()
+	long := strings.Repeat("n", 1025)
+	var err error
+	_, _, err = c.CreateContainer(ctx, "", client.Persistent)
+	expectErr(t, "empty container name", err, pdc.ErrInvalid, "empty")
+	_, _, err = c.CreateContainer(ctx, long, client.Persistent)
+	expectErr(t, "over-long container name", err, pdc.ErrInvalid, "over the limit")
+	_, _, err = c.CreateContainer(ctx, "a\x00b", client.Persistent)
+	expectErr(t, "NUL in container name", err, pdc.ErrInvalid, "NUL")
+	_, err = ct.CreateObject(ctx, "", good)
+	expectErr(t, "empty object name", err, pdc.ErrInvalid, "empty")
+	_, err = ct.CreateObject(ctx, long, good)
+	expectErr(t, "over-long object name", err, pdc.ErrInvalid, "over the limit")
+	_, err = ct.CreateObject(ctx, "x\x00y", good)
+	expectErr(t, "NUL in object name", err, pdc.ErrInvalid, "NUL")
+	_, err = ct.CreateObject(ctx, "nodims", client.ObjectProps{Type: region.Float})
+	expectErr(t, "ndim 0", err, pdc.ErrInvalid, "0 dims")
+	_, err = ct.CreateObject(ctx, "toomany", client.ObjectProps{Dims: make([]uint64, 33), Type: region.Float})
+	expectErr(t, "ndim 33", err, pdc.ErrInvalid, "33 dims")
+	_, err = ct.CreateObject(ctx, "zerodim", client.ObjectProps{Dims: []uint64{4, 0}, Type: region.Float})
+	expectErr(t, "zero dim", err, pdc.ErrInvalid, "dim 1 is 0")
+	_, err = ct.CreateObject(ctx, "badtype", client.ObjectProps{Dims: []uint64{4}, Type: 99})
+	expectErr(t, "unknown type", err, pdc.ErrInvalid, "element type 99")
+	_, err = ct.CreateObject(ctx, "badpart", client.ObjectProps{Dims: []uint64{4}, Type: region.Float, Partition: 9})
+	expectErr(t, "unknown partition", err, pdc.ErrInvalid, "partition strategy 9")
+	_, err = c.OpenObject(ctx, "nosuchobject")
+	expectErr(t, "open a missing object", err, pdc.ErrNotFound, "nosuchobject")
+}
+
+// checkDeleteBoxAfterClose, from a new client, deletes an object and
+// checks a tag on it fails, then deletes container box, which now has no
+// open objects, and checks it and its objects are gone. It returns the
+// client.
+func checkDeleteBoxAfterClose(ctx context.Context, t *testing.T, tmpdir string, good client.ObjectProps) *client.Client {
+	t.Helper()
+	c := e2e.Connect(t, tmpdir)
+	ct, err := c.OpenContainer(ctx, "box")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,21 +364,15 @@ func TestMetadataBadInput(t *testing.T) {
 	if err := tagged.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	expect("tag on a deleted object", tagged.PutTag(ctx, "k", client.String("v")), pdc.ErrNotFound, "tagged")
+	expectErr(t, "tag on a deleted object", tagged.PutTag(ctx, "k", client.String("v")), pdc.ErrNotFound, "tagged")
 	if err := ct.Delete(ctx); err != nil {
 		t.Fatalf("delete a container after closing its objects: %v", err)
 	}
 	_, err = c.OpenObject(ctx, "grid", client.WithIdentity(0, "vpic"))
-	expect("object of a deleted container", err, pdc.ErrNotFound, "grid")
+	expectErr(t, "object of a deleted container", err, pdc.ErrNotFound, "grid")
 	_, err = c.OpenContainer(ctx, "box")
-	expect("deleted container", err, pdc.ErrNotFound, "box")
-
-	// The servers kept serving through all of it.
-	for rank := range 2 {
-		if _, err := c.Ping(ctx, rank); err != nil {
-			t.Fatal(err)
-		}
-	}
+	expectErr(t, "deleted container", err, pdc.ErrNotFound, "box")
+	return c
 }
 
 func TestDimsAndTagsAcrossClients(t *testing.T) {
@@ -357,34 +391,7 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dims := range [][]uint64{{20, 10}, {5, 3}} { // grow, then shrink
-		if err := oa.SetDims(ctx, dims); err != nil {
-			t.Fatal(err)
-		}
-		got, err := ob.Dims(ctx)
-		if err != nil || fmt.Sprint(got) != fmt.Sprint(dims) {
-			t.Fatalf("other client sees dims %v (%v), want %v", got, err, dims)
-		}
-	}
-	values := []client.TagValue{client.String("s"), client.Int32(-7), client.Int64(1 << 40), client.Uint64(1 << 63),
-		client.Float32(1.5), client.Float64(-2.25), client.Bytes([]byte{0, 1, 2}), client.Typed(region.Int8, []byte{0xff})}
-	for i, v := range values {
-		if err := oa.PutTag(ctx, fmt.Sprint("t", i), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, v := range values {
-		got, err := ob.GetTag(ctx, fmt.Sprint("t", i))
-		if err != nil || got.Type != v.Type || string(got.Value) != string(v.Value) {
-			t.Fatalf("tag t%d: got %v %v, want %v", i, got, err, v)
-		}
-	}
-	if err := oa.DeleteTag(ctx, "t0"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ob.GetTag(ctx, "t0"); !errors.Is(err, pdc.ErrNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
+	checkDimsAndTagsSeen(ctx, t, oa, ob)
 	// Container tags and listing.
 	if err := ct.PutTag(ctx, "owner", client.String("alice")); err != nil {
 		t.Fatal(err)
@@ -430,12 +437,55 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 	if err != nil || len(list) != 501 {
 		t.Fatalf("container lists %d objects (%v), want 501", len(list), err)
 	}
-	// Tags on a deleted object fail, each of them, and alone.
+	checkTagsOnADeletedObject(ctx, t, a, objs)
+	// A duplicate in a batch fails alone.
+	checkDuplicateInBatch(ctx, t, ct, specs)
+}
+
+// checkDimsAndTagsSeen checks client b's handle ob sees the dims and the
+// tags of every type that client a sets through oa, and a deleted tag is
+// gone.
+func checkDimsAndTagsSeen(ctx context.Context, t *testing.T, oa, ob *client.Object) {
+	t.Helper()
+	for _, dims := range [][]uint64{{20, 10}, {5, 3}} { // grow, then shrink
+		if err := oa.SetDims(ctx, dims); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ob.Dims(ctx)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(dims) {
+			t.Fatalf("other client sees dims %v (%v), want %v", got, err, dims)
+		}
+	}
+	values := []client.TagValue{client.String("s"), client.Int32(-7), client.Int64(1 << 40), client.Uint64(1 << 63),
+		client.Float32(1.5), client.Float64(-2.25), client.Bytes([]byte{0, 1, 2}), client.Typed(region.Int8, []byte{0xff})}
+	for i, v := range values {
+		if err := oa.PutTag(ctx, fmt.Sprint("t", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range values {
+		got, err := ob.GetTag(ctx, fmt.Sprint("t", i))
+		if err != nil || got.Type != v.Type || string(got.Value) != string(v.Value) {
+			t.Fatalf("tag t%d: got %v %v, want %v", i, got, err, v)
+		}
+	}
+	if err := oa.DeleteTag(ctx, "t0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.GetTag(ctx, "t0"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+// checkTagsOnADeletedObject checks tags put in one batch on a deleted
+// object and a live one fail, each of them, for the deleted one alone.
+func checkTagsOnADeletedObject(ctx context.Context, t *testing.T, a *client.Client, objs []*client.Object) {
+	t.Helper()
 	gone, live := objs[0], objs[1]
 	if err := gone.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = a.PutTags(ctx, []client.TagPut{
+	err := a.PutTags(ctx, []client.TagPut{
 		{Object: gone, Name: "x", Value: client.Int64(1)},
 		{Object: live, Name: "x", Value: client.Int64(2)},
 		{Object: gone, Name: "y", Value: client.Int64(3)},
@@ -449,8 +499,13 @@ func TestDimsAndTagsAcrossClients(t *testing.T) {
 			t.Fatalf("tag %s of the live object: %v %v; want %s", name, v, err, want)
 		}
 	}
-	// A duplicate in a batch fails alone.
-	objs, err = ct.CreateObjects(ctx, []client.ObjectSpec{specs[1], {Name: "fresh", Props: specs[1].Props}})
+}
+
+// checkDuplicateInBatch checks a batched create with an existing name
+// fails for that object alone.
+func checkDuplicateInBatch(ctx context.Context, t *testing.T, ct *client.Container, specs []client.ObjectSpec) {
+	t.Helper()
+	objs, err := ct.CreateObjects(ctx, []client.ObjectSpec{specs[1], {Name: "fresh", Props: specs[1].Props}})
 	if !errors.Is(err, pdc.ErrExists) || objs[0] != nil || objs[1] == nil {
 		t.Fatalf("batch with a duplicate: %v, %v", objs, err)
 	}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,12 +60,7 @@ func TestDataQueryEveryPartition(t *testing.T) {
 				}
 				n := int(dims[0] * dims[1])
 				model := make([]float64, n)
-				enc := func(v float64) []byte {
-					if typ == region.Float {
-						return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
-					}
-					return binary.LittleEndian.AppendUint32(nil, uint32(int32(v)))
-				}
+				enc := func(v float64) []byte { return encodeCell(typ, v) }
 				// Three bands of rows written separately (on different
 				// servers under region dynamic); rows 24-29 never written.
 				for _, band := range [][2]uint64{{0, 9}, {9, 17}, {17, 24}} {
@@ -83,46 +79,62 @@ func TestDataQueryEveryPartition(t *testing.T) {
 					}
 				}
 				for _, qc := range cases {
-					var opts []client.DataQueryOption
-					area := region.Shape(dims...)
-					if qc.within != nil {
-						opts = append(opts, client.Within(*qc.within))
-						area = *qc.within
-					}
-					var wantIdx []uint64
-					var wantVals []byte
-					region.Runs(region.Shape(dims...), area, func(r region.Run) bool {
-						for i := r.Off; i < r.Off+r.Len; i++ {
-							if qc.match(model[i]) {
-								wantIdx = append(wantIdx, i)
-								wantVals = append(wantVals, enc(model[i])...)
-							}
-						}
-						return true
-					})
-					cnt, err := o.Query(ctx, qc.pred, opts...)
-					if err != nil {
-						t.Fatalf("%s: %v", qc.name, err)
-					}
-					if cnt.Hits != uint64(len(wantIdx)) || cnt.Selection != nil {
-						t.Fatalf("%s %s: %d hits, want %d", qc.name, qc.pred, cnt.Hits, len(wantIdx))
-					}
-					sel, err := o.Query(ctx, qc.pred, append(opts, client.WithSelection())...)
-					if err != nil || !slices.Equal(sel.Selection, wantIdx) && len(wantIdx) > 0 {
-						t.Fatalf("%s: selection %v, want %v (%v)", qc.name, sel.Selection, wantIdx, err)
-					}
-					vals, err := o.Query(ctx, qc.pred, append(opts, client.WithValues())...)
-					if err != nil || vals.Hits != uint64(len(wantIdx)) || !bytes.Equal(vals.Values, wantVals) {
-						t.Fatalf("%s: values differ (%v)", qc.name, err)
-					}
-					if len(wantIdx) > 0 {
-						co := vals.Coord(0)
-						if region.Linearize(dims, co) != wantIdx[0] {
-							t.Fatalf("%s: coord %v of index %d", qc.name, co, wantIdx[0])
-						}
-					}
+					checkQueryCase(ctx, t, o, dims, model, enc, qc)
 				}
 			})
+		}
+	}
+}
+
+// encodeCell is v as a cell of an object of type typ (float32 or int32).
+func encodeCell(typ region.Type, v float64) []byte {
+	if typ == region.Float {
+		return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
+	}
+	return binary.LittleEndian.AppendUint32(nil, uint32(int32(v)))
+}
+
+// checkQueryCase checks the count, the selection and the values of query
+// qc on o against a naive evaluation of model, and the coordinates of the
+// first hit.
+func checkQueryCase(ctx context.Context, t *testing.T, o *client.Object, dims []uint64, model []float64, enc func(float64) []byte, qc queryCase) {
+	t.Helper()
+	var opts []client.DataQueryOption
+	area := region.Shape(dims...)
+	if qc.within != nil {
+		opts = append(opts, client.Within(*qc.within))
+		area = *qc.within
+	}
+	var wantIdx []uint64
+	var wantVals []byte
+	region.Runs(region.Shape(dims...), area, func(r region.Run) bool {
+		for i := r.Off; i < r.Off+r.Len; i++ {
+			if qc.match(model[i]) {
+				wantIdx = append(wantIdx, i)
+				wantVals = append(wantVals, enc(model[i])...)
+			}
+		}
+		return true
+	})
+	cnt, err := o.Query(ctx, qc.pred, opts...)
+	if err != nil {
+		t.Fatalf("%s: %v", qc.name, err)
+	}
+	if cnt.Hits != uint64(len(wantIdx)) || cnt.Selection != nil {
+		t.Fatalf("%s %s: %d hits, want %d", qc.name, qc.pred, cnt.Hits, len(wantIdx))
+	}
+	sel, err := o.Query(ctx, qc.pred, append(opts, client.WithSelection())...)
+	if err != nil || !slices.Equal(sel.Selection, wantIdx) && len(wantIdx) > 0 {
+		t.Fatalf("%s: selection %v, want %v (%v)", qc.name, sel.Selection, wantIdx, err)
+	}
+	vals, err := o.Query(ctx, qc.pred, append(opts, client.WithValues())...)
+	if err != nil || vals.Hits != uint64(len(wantIdx)) || !bytes.Equal(vals.Values, wantVals) {
+		t.Fatalf("%s: values differ (%v)", qc.name, err)
+	}
+	if len(wantIdx) > 0 {
+		co := vals.Coord(0)
+		if region.Linearize(dims, co) != wantIdx[0] {
+			t.Fatalf("%s: coord %v of index %d", qc.name, co, wantIdx[0])
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -31,11 +32,32 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	dims := []uint64{64, 24}
-	type written struct {
-		name  string
-		model *model
-	}
-	var all []written
+	all := writeDurableObjects(ctx, t, ct, dims)
+	e2e.KillAll(t, tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDurable(ctx, t, tmpdir, all, "after kill -9 of every server")
+
+	// Grow the first dim of one object, write the new rows: old rows stay.
+	growDurableObject(ctx, t, tmpdir, &all[0], dims)
+
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
+	checkDurable(ctx, t, tmpdir, all, "after a clean restart")
+}
+
+// durableObject is an object TestRegionDataSurvivesKillAndRestart wrote
+// and what it must hold.
+type durableObject struct {
+	name  string
+	model *model
+}
+
+// writeDurableObjects creates an object of dims in every partition and
+// storage mode and writes it row by row, then overwrites parts of it, each
+// write waited; no close, no flush.
+func writeDurableObjects(ctx context.Context, t *testing.T, ct *client.Container, dims []uint64) []durableObject {
+	t.Helper()
+	var all []durableObject
 	for _, p := range partitions {
 		for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
 			name := fmt.Sprintf("%s-%s", partName(p), st)
@@ -61,34 +83,39 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 				}
 				m.write(b, data)
 			}
-			all = append(all, written{name, m})
+			all = append(all, durableObject{name, m})
 			// No close, no flush: only the waits stand behind the data.
 		}
 	}
-	check := func(when string) {
-		t.Helper()
-		c := e2e.Connect(t, tmpdir)
-		for _, w := range all {
-			o, err := c.OpenObject(ctx, w.name)
-			if err != nil {
-				t.Fatalf("%s: open %s: %v", when, w.name, err)
-			}
-			got, err := o.GetData(ctx)
-			if err != nil {
-				t.Fatalf("%s: read %s: %v", when, w.name, err)
-			}
-			if !bytes.Equal(got, w.model.data) {
-				t.Fatalf("%s: %s differs from what was written and waited", when, w.name)
-			}
+	return all
+}
+
+// checkDurable checks, from a fresh client, every object holds what was
+// written and waited.
+func checkDurable(ctx context.Context, t *testing.T, tmpdir string, all []durableObject, when string) {
+	t.Helper()
+	c := e2e.Connect(t, tmpdir)
+	for _, w := range all {
+		o, err := c.OpenObject(ctx, w.name)
+		if err != nil {
+			t.Fatalf("%s: open %s: %v", when, w.name, err)
+		}
+		got, err := o.GetData(ctx)
+		if err != nil {
+			t.Fatalf("%s: read %s: %v", when, w.name, err)
+		}
+		if !bytes.Equal(got, w.model.data) {
+			t.Fatalf("%s: %s differs from what was written and waited", when, w.name)
 		}
 	}
-	e2e.KillAll(t, tmpdir)
-	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
-	check("after kill -9 of every server")
+}
 
-	// Grow the first dim of one object, write the new rows: old rows stay.
+// growDurableObject grows the first dim of w's object by 16 rows and
+// writes them, and makes w's model the grown one.
+func growDurableObject(ctx context.Context, t *testing.T, tmpdir string, w *durableObject, dims []uint64) {
+	t.Helper()
 	c2 := e2e.Connect(t, tmpdir)
-	o, err := c2.OpenObject(ctx, all[0].name)
+	o, err := c2.OpenObject(ctx, w.name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +124,7 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	gm := newModel(grown...)
-	copy(gm.data, all[0].model.data)
+	copy(gm.data, w.model.data)
 	tail := box([]uint64{dims[0], 0}, []uint64{16, dims[1]})
 	data := cells(int(tail.Volume()), 424242)
 	if err := o.Write(ctx, tail, data); err != nil {
@@ -107,11 +134,7 @@ func TestRegionDataSurvivesKillAndRestart(t *testing.T) {
 	if err := o.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	all[0].model = gm
-
-	e2e.MustRun(t, "down", "--tmpdir", tmpdir)
-	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)
-	check("after a clean restart")
+	w.model = gm
 }
 
 // A data server killed with transfers under way: the wait fails within its
@@ -177,9 +200,14 @@ func TestRegionDataServerKilledMidTransfer(t *testing.T) {
 		t.Fatalf("wait for a start with server 1 killed: got %v, want ErrUnavailable naming rank 1", err)
 	}
 
-	// The object is split in two blocks of rows, one per server: the
-	// block on the surviving server reads back whole, the other fails
-	// naming the dead server.
+	checkSurvivingHalf(t, o, dims)
+}
+
+// checkSurvivingHalf reads o's two blocks of rows, one per server: the
+// one on the surviving server reads back whole, the other fails naming
+// the dead server (rank 1).
+func checkSurvivingHalf(t *testing.T, o *client.Object, dims []uint64) {
+	t.Helper()
 	half := dims[0] / 2
 	var ok, failed int
 	for _, b := range []region.Box{box([]uint64{0, 0}, []uint64{half, dims[1]}), box([]uint64{half, 0}, []uint64{dims[0] - half, dims[1]})} {
