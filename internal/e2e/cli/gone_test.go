@@ -257,22 +257,7 @@ func TestFsckFindsOrphansAndCorruptBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dims := []uint64{64, 1024}
-	whole := region.Shape(dims...)
-	ids := map[string]uint64{}
-	for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
-		name := "kept-" + st.String()
-		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.ObjectStatic, Storage: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Write(ctx, whole, patternOf(dims, whole)); err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = o.ID()
-	}
+	ids := writeKeptObjects(ctx, t, ct, dims)
 	if out := e2e.MustRun(t, "fsck", "--tmpdir", tmpdir); !strings.Contains(out, "clean: 0 orphaned objects removed") {
 		t.Fatalf("fsck of a clean cluster:\n%s", out)
 	}
@@ -308,41 +293,15 @@ func TestFsckFindsOrphansAndCorruptBlocks(t *testing.T) {
 	waitLog(t, ctx, tmpdir, "start-up scrub: 1 of")
 
 	// Flip a byte of each object's stored data behind the servers' backs.
-	flip := func(path string, fromEnd int64) {
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		st, _ := f.Stat()
-		var b [1]byte
-		if _, err := f.ReadAt(b[:], st.Size()-fromEnd); err != nil {
-			t.Fatal(err)
-		}
-		b[0] ^= 0x5a
-		if _, err := f.WriteAt(b[:], st.Size()-fromEnd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	flip(offFiles[0], 1)
-	flip(regLog, 100)
+	flipByteFromEnd(t, offFiles[0], 1)
+	flipByteFromEnd(t, regLog, 100)
 
 	r := e2e.Run(t, nil, "fsck", "--tmpdir", tmpdir)
 	t.Logf("pdc fsck:\n%s%s", r.Stdout, r.Stderr)
 	if r.Err == nil {
 		t.Fatalf("fsck of a cluster with an orphan and corrupt blocks succeeded:\n%s", r.Stdout)
 	}
-	for _, want := range []string{
-		"orphan: rank ", fmt.Sprintf("object %d, whose metadata is gone: %s", uint64(orphanID), planted), "left (pdc fsck --remove deletes it)",
-		"corrupt: rank ", fmt.Sprintf(`object "kept-offset" (id %d): %s: block 63 at offset`, ids["kept-offset"], offFiles[0]),
-		fmt.Sprintf(`object "kept-region" (id %d): %s: block`, ids["kept-region"], regLog), "of written region [0+64, 0+1024]",
-		"stored data is corrupt",
-		"1 orphaned objects left, 2 corrupt blocks",
-	} {
-		if !strings.Contains(r.Stdout+r.Stderr, want) {
-			t.Errorf("fsck's report does not say %q:\n%s%s", want, r.Stdout, r.Stderr)
-		}
-	}
+	checkFsckReport(t, r, ids, orphanID, planted, offFiles[0], regLog)
 	r = e2e.Run(t, nil, "fsck", "--remove", "--tmpdir", tmpdir)
 	if r.Err == nil || !strings.Contains(r.Stdout, "removed") || !strings.Contains(r.Stderr, "0 orphaned objects left, 2 corrupt blocks") {
 		t.Fatalf("fsck --remove: %v\n%s%s", r.Err, r.Stdout, r.Stderr)
@@ -351,10 +310,70 @@ func TestFsckFindsOrphansAndCorruptBlocks(t *testing.T) {
 		t.Fatalf("fsck --remove left the orphan: %v", err)
 	}
 	// The flipped bytes put back, the cluster is clean.
-	flip(offFiles[0], 1)
-	flip(regLog, 100)
+	flipByteFromEnd(t, offFiles[0], 1)
+	flipByteFromEnd(t, regLog, 100)
 	if out := e2e.MustRun(t, "fsck", "--tmpdir", tmpdir); !strings.Contains(out, "clean: 0 orphaned objects removed, no corrupt blocks") {
 		t.Fatalf("fsck after repair:\n%s", out)
+	}
+}
+
+// writeKeptObjects creates and writes an object of dims in each storage
+// mode, named kept-<mode>, and returns their ids by name.
+func writeKeptObjects(ctx context.Context, t *testing.T, ct *client.Container, dims []uint64) map[string]uint64 {
+	t.Helper()
+	whole := region.Shape(dims...)
+	ids := map[string]uint64{}
+	for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
+		name := "kept-" + st.String()
+		o, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.ObjectStatic, Storage: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Write(ctx, whole, patternOf(dims, whole)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = o.ID()
+	}
+	return ids
+}
+
+// flipByteFromEnd flips the bits of a byte fromEnd bytes before the end of
+// the file at path, behind the servers' backs; twice puts it back.
+func flipByteFromEnd(t *testing.T, path string, fromEnd int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], st.Size()-fromEnd); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b[:], st.Size()-fromEnd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkFsckReport checks pdc fsck's report names the planted orphan and
+// the corrupt block of each object, by object, path and block.
+func checkFsckReport(t *testing.T, r e2e.Result, ids map[string]uint64, orphanID uint64, planted, offFile, regLog string) {
+	t.Helper()
+	for _, want := range []string{
+		"orphan: rank ", fmt.Sprintf("object %d, whose metadata is gone: %s", orphanID, planted), "left (pdc fsck --remove deletes it)",
+		"corrupt: rank ", fmt.Sprintf(`object "kept-offset" (id %d): %s: block 63 at offset`, ids["kept-offset"], offFile),
+		fmt.Sprintf(`object "kept-region" (id %d): %s: block`, ids["kept-region"], regLog), "of written region [0+64, 0+1024]",
+		"stored data is corrupt",
+		"1 orphaned objects left, 2 corrupt blocks",
+	} {
+		if !strings.Contains(r.Stdout+r.Stderr, want) {
+			t.Errorf("fsck's report does not say %q:\n%s%s", want, r.Stdout, r.Stderr)
+		}
 	}
 }
 

@@ -31,7 +31,6 @@ func TestRegionLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dims := []uint64{128, 4096} // 2 MiB of int32
-	rows := func(r0, n uint64) region.Box { return box([]uint64{r0, 0}, []uint64{n, dims[1]}) }
 	for _, p := range partitions {
 		for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
 			name := fmt.Sprintf("%s-%s", partName(p), st)
@@ -41,28 +40,7 @@ func TestRegionLanes(t *testing.T) {
 					t.Fatal(err)
 				}
 				m := newModel(dims...)
-				var ws []*client.Transfer
-				for r := uint64(0); r < dims[0]; r += 8 {
-					b := rows(r, 8) // 128 KiB
-					data := cells(int(b.Volume()), int32(r)*7+int32(p)*1000)
-					w, err := o.StartWrite(ctx, b, data)
-					if err != nil {
-						t.Fatal(err)
-					}
-					m.write(b, data)
-					ws = append(ws, w)
-				}
-				// A small region, which goes on the connection.
-				tiny := box([]uint64{3, 10}, []uint64{1, 100})
-				td := cells(100, -5)
-				w, err := o.StartWrite(ctx, tiny, td)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m.write(tiny, td)
-				if err := small.WaitAll(ctx, append(ws, w)); err != nil {
-					t.Fatal(err)
-				}
+				tiny := writeThroughLane(ctx, t, small, o, dims, int32(p)*1000, m)
 				inner := box([]uint64{20, 100}, []uint64{80, 2900})
 				id := cells(int(inner.Volume()), 1<<20)
 				if err := o.Write(ctx, inner, id); err != nil {
@@ -82,39 +60,7 @@ func TestRegionLanes(t *testing.T) {
 					t.Fatal("read on the connection differs from the model")
 				}
 
-				viaShm, err := shm.OpenObject(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var rs []*client.Transfer
-				var bufs [][]byte
-				var boxes []region.Box
-				for r := uint64(0); r < dims[0]; r += 16 {
-					boxes = append(boxes, rows(r, 16))
-				}
-				boxes = append(boxes, tiny, box([]uint64{10, 50}, []uint64{100, 3000}))
-				for _, b := range boxes {
-					buf := make([]byte, 4*b.Volume())
-					rd, err := viaShm.NewTransfer(ctx, buf, client.Read, region.Shape(b.Size...), b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					rs, bufs = append(rs, rd), append(bufs, buf)
-				}
-				if err := shm.StartAll(ctx, rs); err != nil {
-					t.Fatal(err)
-				}
-				if err := shm.WaitAll(ctx, rs[:5]); err != nil {
-					t.Fatal(err)
-				}
-				if err := shm.WaitAll(ctx, rs); err != nil {
-					t.Fatal(err)
-				}
-				for i, b := range boxes {
-					if !bytes.Equal(bufs[i], m.read(b)) {
-						t.Fatalf("read of %v through a lane differs from the model", b)
-					}
-				}
+				viaShm := checkLaneReads(ctx, t, shm, name, dims, tiny, m)
 				for _, x := range []*client.Object{o, viaStream, viaShm} {
 					if err := x.Close(ctx); err != nil {
 						t.Fatal(err)
@@ -132,6 +78,80 @@ func TestRegionLanes(t *testing.T) {
 	if w, r := stream.LaneBytes(); w != 0 || r != 0 {
 		t.Errorf("the stream client moved %d and %d bytes through a lane", w, r)
 	}
+}
+
+// writeThroughLane starts writes of o in 8-row bands, values from base,
+// and of a small region, which goes on the connection, waits for all of
+// them through c, and records them in m. It returns the small region.
+func writeThroughLane(ctx context.Context, t *testing.T, c *client.Client, o *client.Object, dims []uint64, base int32, m *model) region.Box {
+	t.Helper()
+	rows := func(r0, n uint64) region.Box { return box([]uint64{r0, 0}, []uint64{n, dims[1]}) }
+	var ws []*client.Transfer
+	for r := uint64(0); r < dims[0]; r += 8 {
+		b := rows(r, 8) // 128 KiB
+		data := cells(int(b.Volume()), int32(r)*7+base)
+		w, err := o.StartWrite(ctx, b, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.write(b, data)
+		ws = append(ws, w)
+	}
+	// A small region, which goes on the connection.
+	tiny := box([]uint64{3, 10}, []uint64{1, 100})
+	td := cells(100, -5)
+	w, err := o.StartWrite(ctx, tiny, td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.write(tiny, td)
+	if err := c.WaitAll(ctx, append(ws, w)); err != nil {
+		t.Fatal(err)
+	}
+	return tiny
+}
+
+// checkLaneReads opens the object through c, starts reads of 16-row
+// bands, the small region and an inner box with start_all, waits for them
+// in two overlapping groups, and checks each against m. It returns the
+// object for the caller to close.
+func checkLaneReads(ctx context.Context, t *testing.T, c *client.Client, name string, dims []uint64, tiny region.Box, m *model) *client.Object {
+	t.Helper()
+	rows := func(r0, n uint64) region.Box { return box([]uint64{r0, 0}, []uint64{n, dims[1]}) }
+	viaShm, err := c.OpenObject(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*client.Transfer
+	var bufs [][]byte
+	var boxes []region.Box
+	for r := uint64(0); r < dims[0]; r += 16 {
+		boxes = append(boxes, rows(r, 16))
+	}
+	boxes = append(boxes, tiny, box([]uint64{10, 50}, []uint64{100, 3000}))
+	for _, b := range boxes {
+		buf := make([]byte, 4*b.Volume())
+		rd, err := viaShm.NewTransfer(ctx, buf, client.Read, region.Shape(b.Size...), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, bufs = append(rs, rd), append(bufs, buf)
+	}
+	if err := c.StartAll(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, rs[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAll(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range boxes {
+		if !bytes.Equal(bufs[i], m.read(b)) {
+			t.Fatalf("read of %v through a lane differs from the model", b)
+		}
+	}
+	return viaShm
 }
 
 // TestRegionTransportUnknown: an unknown transport name fails Connect,

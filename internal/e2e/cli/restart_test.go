@@ -377,91 +377,15 @@ func TestCallsInFlightToADeadRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		name string
-		err  error
-	}
-	results := make(chan result)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				name := fmt.Sprintf("w%d-%d", w, i)
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := survivorWrite(cctx, ct, name)
-				cancel()
-				select {
-				case results <- result{name, err}:
-				case <-stop:
-					return
-				}
-			}
-		})
-	}
-	var stopOnce sync.Once
-	halt := func() {
-		stopOnce.Do(func() { close(stop) })
-		wg.Wait()
-	}
-	defer halt()
-	var acked []string
-	// collect takes results until n more writes are acknowledged; each
-	// failure must name victim (when there is one) as unavailable, at its
-	// old address or at newAddr (a call that failed as another found it
-	// restarted names it where it is now).
-	collect := func(n int, victim *cluster.Server, newAddr string) (failed int) {
-		t.Helper()
-		for want := len(acked) + n; len(acked) < want; {
-			var r result
-			select {
-			case r = <-results:
-			case <-ctx.Done():
-				t.Fatalf("%d of %d writes acknowledged before the deadline", len(acked), want)
-			}
-			switch {
-			case r.err == nil:
-				acked = append(acked, r.name)
-			case victim == nil:
-				t.Fatalf("write %s with every server up: %v", r.name, r.err)
-			case !errors.Is(r.err, pdc.ErrUnavailable) ||
-				!strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)) && !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, newAddr)):
-				t.Fatalf("write %s as %s restarted at %s: %v; want ErrUnavailable naming it", r.name, victim.Label(), newAddr, r.err)
-			default:
-				failed++
-			}
-		}
-		return failed
-	}
-	collect(8, nil, "")
+	iw := startInflightWriters(ctx, t, ct, writers)
+	defer iw.halt()
+	iw.collect(8, nil, "")
 	var failures int
 	for _, rank := range []int{0, 2} {
 		victim := killRank(t, tmpdir, rank)
 		// Writes started while it is dead fail: every object has a part
 		// on every data server. Take a few of those failures.
-		for f := 0; f < 2*writers; {
-			var r result
-			select {
-			case r = <-results:
-			case <-ctx.Done():
-				t.Fatal("no failures while a server was dead")
-			}
-			if r.err == nil {
-				// Finished before the kill took effect.
-				acked = append(acked, r.name)
-				continue
-			}
-			if !errors.Is(r.err, pdc.ErrUnavailable) || !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)) {
-				t.Fatalf("write %s with %s dead: %v; want ErrUnavailable naming it", r.name, victim.Label(), r.err)
-			}
-			f++
-			failures++
-		}
+		failures += iw.takeDeadFailures(2*writers, victim)
 		// The writers wait to hand over their results meanwhile.
 		restartServer(t, ctx, tmpdir, datadir, rank, size)
 		list, err := cluster.ReadList(tmpdir)
@@ -470,16 +394,122 @@ func TestCallsInFlightToADeadRank(t *testing.T) {
 		}
 		// Calls under way as it came back may still have failed on the
 		// old address; after a few more, none fails.
-		failures += collect(2*writers, &victim, list.Servers[rank].Addr)
-		collect(8, nil, "")
+		failures += iw.collect(2*writers, &victim, list.Servers[rank].Addr)
+		iw.collect(8, nil, "")
 	}
-	halt()
-	for _, name := range acked {
+	iw.halt()
+	for _, name := range iw.acked {
 		if bad, err := survivorRead(ctx, c, name); err != nil || bad != "" {
 			t.Fatalf("acknowledged %s: %v %s", name, err, bad)
 		}
 	}
-	t.Logf("%d writes acknowledged and read back, %d failed while a server was dead", len(acked), failures)
+	t.Logf("%d writes acknowledged and read back, %d failed while a server was dead", len(iw.acked), failures)
+}
+
+// inflightResult is the outcome of one create-and-write of a writer.
+type inflightResult struct {
+	name string
+	err  error
+}
+
+// inflightWriters create and write objects until halted; acked are the
+// writes acknowledged so far, in the order collected.
+type inflightWriters struct {
+	t       *testing.T
+	ctx     context.Context
+	results chan inflightResult
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+	acked   []string
+}
+
+// startInflightWriters starts writers goroutines, each creating and
+// writing objects in ct and handing over each result until halted.
+func startInflightWriters(ctx context.Context, t *testing.T, ct *client.Container, writers int) *inflightWriters {
+	iw := &inflightWriters{t: t, ctx: ctx, results: make(chan inflightResult), stop: make(chan struct{})}
+	for w := range writers {
+		iw.wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-iw.stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("w%d-%d", w, i)
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := survivorWrite(cctx, ct, name)
+				cancel()
+				select {
+				case iw.results <- inflightResult{name, err}:
+				case <-iw.stop:
+					return
+				}
+			}
+		})
+	}
+	return iw
+}
+
+// halt stops the writers and waits for them; it may be called again.
+func (iw *inflightWriters) halt() {
+	iw.once.Do(func() { close(iw.stop) })
+	iw.wg.Wait()
+}
+
+// collect takes results until n more writes are acknowledged; each
+// failure must name victim (when there is one) as unavailable, at its
+// old address or at newAddr (a call that failed as another found it
+// restarted names it where it is now).
+func (iw *inflightWriters) collect(n int, victim *cluster.Server, newAddr string) (failed int) {
+	t := iw.t
+	t.Helper()
+	for want := len(iw.acked) + n; len(iw.acked) < want; {
+		var r inflightResult
+		select {
+		case r = <-iw.results:
+		case <-iw.ctx.Done():
+			t.Fatalf("%d of %d writes acknowledged before the deadline", len(iw.acked), want)
+		}
+		switch {
+		case r.err == nil:
+			iw.acked = append(iw.acked, r.name)
+		case victim == nil:
+			t.Fatalf("write %s with every server up: %v", r.name, r.err)
+		case !errors.Is(r.err, pdc.ErrUnavailable) ||
+			!strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)) && !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, newAddr)):
+			t.Fatalf("write %s as %s restarted at %s: %v; want ErrUnavailable naming it", r.name, victim.Label(), newAddr, r.err)
+		default:
+			failed++
+		}
+	}
+	return failed
+}
+
+// takeDeadFailures takes results until n writes have failed with victim
+// dead, each naming it as unavailable at its address; writes that
+// finished before the kill took effect count as acknowledged.
+func (iw *inflightWriters) takeDeadFailures(n int, victim cluster.Server) int {
+	t := iw.t
+	t.Helper()
+	for f := 0; f < n; {
+		var r inflightResult
+		select {
+		case r = <-iw.results:
+		case <-iw.ctx.Done():
+			t.Fatal("no failures while a server was dead")
+		}
+		if r.err == nil {
+			// Finished before the kill took effect.
+			iw.acked = append(iw.acked, r.name)
+			continue
+		}
+		if !errors.Is(r.err, pdc.ErrUnavailable) || !strings.Contains(r.err.Error(), fmt.Sprintf("rank %d (%s)", victim.Rank, victim.Addr)) {
+			t.Fatalf("write %s with %s dead: %v; want ErrUnavailable naming it", r.name, victim.Label(), r.err)
+		}
+		f++
+	}
+	return n
 }
 
 // A cluster of metadata-only and data-only servers (rank 0 metadata only):
