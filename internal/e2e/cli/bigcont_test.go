@@ -204,7 +204,41 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 	}
 
 	// Go: the iterator, in increasing id order, every member once.
+	checkBigListGo(ctx, t, tmpdir, ct, b, want, bigPage)
+	// The CLI.
+	checkBigListCLI(t, tmpdir, b, bigPage)
+	// The C API (libpdc's core, in this process).
+	checkBigListCAPI(t, tmpdir, b, want, bigPage)
+
+	// Delete, with the CLI.
 	start = time.Now()
+	retryOpen(t, "pdc cont rm", func() error {
+		// --timeout bounds each page of the delete, not all of it,
+		// which took longer than 30 s on a loaded machine.
+		r := e2e.Run(t, nil, "cont", "rm", "--tmpdir", tmpdir, "--timeout", "20s", "--page-size", fmt.Sprint(bigPage), b.name)
+		if r.Err != nil {
+			return fmt.Errorf("%v: %s", r.Err, r.Stderr)
+		}
+		// Its own objects; those added to it from elsewhere stay.
+		if want := fmt.Sprintf("deleted container %s (%d objects)\n", b.name, b.n); r.Stdout != want {
+			return fmt.Errorf("pdc cont rm said %q, want %q", r.Stdout, want)
+		}
+		return nil
+	})
+	t.Logf("deleted %d objects in %v", b.members(), time.Since(start).Round(time.Millisecond))
+	checkGone(t, ctx, c, b, datadir)
+	// What the deleted container's id names on the servers: nothing.
+	if k, err := ct.Count(ctx); err != nil || k != 0 {
+		t.Fatalf("members left: %d, %v", k, err)
+	}
+}
+
+// checkBigListGo checks the Go client lists and counts every member of
+// b's container ct once, by pages of bigPage, more than 10 pages on each
+// server, and a client asking for the servers' page bound lists them too.
+func checkBigListGo(ctx context.Context, t *testing.T, tmpdir string, ct *client.Container, b *bigCont, want map[uint64]bool, bigPage int) {
+	t.Helper()
+	start := time.Now()
 	var last uint64
 	seen := 0
 	servers := map[int]int{}
@@ -256,8 +290,12 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 	if ids != b.members() {
 		t.Fatalf("ObjectIDs: %d, want %d", ids, b.members())
 	}
+}
 
-	// The CLI.
+// checkBigListCLI checks pdc obj ls and pdc cont info list and count
+// every member of b's container.
+func checkBigListCLI(t *testing.T, tmpdir string, b *bigCont, bigPage int) {
+	t.Helper()
 	out := e2e.MustRun(t, "obj", "ls", "--tmpdir", tmpdir, "--cont", b.name, "--page-size", fmt.Sprint(bigPage))
 	if lines := strings.Count(out, "\n"); lines != b.members()+1 {
 		t.Fatalf("pdc obj ls: %d lines, want a header and %d objects", lines, b.members())
@@ -266,8 +304,12 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("objects:  %d\n", b.members())) {
 		t.Fatalf("pdc cont info:\n%s", out)
 	}
+}
 
-	// The C API (libpdc's core, in this process).
+// checkBigListCAPI checks the C API's object iterator and
+// PDCcont_get_objids give every member of b's container.
+func checkBigListCAPI(t *testing.T, tmpdir string, b *bigCont, want map[uint64]bool, bigPage int) {
+	t.Helper()
 	var stderr strings.Builder
 	lib := capi.New(capi.Config{Stderr: &stderr, Getenv: func(k string) string {
 		return map[string]string{"PDC_TMPDIR": tmpdir}[k]
@@ -278,7 +320,7 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 		t.Fatalf("PDCinit, PDCcont_open: %s", stderr.String())
 	}
 	it, rc := lib.ObjIterStart(cont)
-	seen = 0
+	seen := 0
 	for more := it != 0; more; more = lib.IterNext(it) {
 		info, rc := lib.ObjIterInfo(it)
 		if rc != capi.Succeed || !want[info.MetaID] {
@@ -294,28 +336,6 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 		t.Fatalf("PDCcont_get_objids: %d ids (sorted %v), want %d: %s", len(got), slices.IsSorted(got), b.members(), stderr.String())
 	}
 	lib.Close(pid)
-
-	// Delete, with the CLI.
-	start = time.Now()
-	retryOpen(t, "pdc cont rm", func() error {
-		// --timeout bounds each page of the delete, not all of it,
-		// which took longer than 30 s on a loaded machine.
-		r := e2e.Run(t, nil, "cont", "rm", "--tmpdir", tmpdir, "--timeout", "20s", "--page-size", fmt.Sprint(bigPage), b.name)
-		if r.Err != nil {
-			return fmt.Errorf("%v: %s", r.Err, r.Stderr)
-		}
-		// Its own objects; those added to it from elsewhere stay.
-		if want := fmt.Sprintf("deleted container %s (%d objects)\n", b.name, b.n); r.Stdout != want {
-			return fmt.Errorf("pdc cont rm said %q, want %q", r.Stdout, want)
-		}
-		return nil
-	})
-	t.Logf("deleted %d objects in %v", b.members(), time.Since(start).Round(time.Millisecond))
-	checkGone(t, ctx, c, b, datadir)
-	// What the deleted container's id names on the servers: nothing.
-	if k, err := ct.Count(ctx); err != nil || k != 0 {
-		t.Fatalf("members left: %d, %v", k, err)
-	}
 }
 
 // checkGone checks that the big container and every object of it are
@@ -418,43 +438,8 @@ func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 	}
 	var f faults
 
-	// rmUntil starts pdc cont rm with small pages and returns once it has
-	// deleted down to left members: its process, and where its end is
-	// reported.
-	rmUntil := func(left int) (*exec.Cmd, chan error) {
-		t.Helper()
-		cmd := exec.Command(e2e.Bin(), "cont", "rm", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", b.name)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		// Polled: the delete's progress is no event this test can wait on.
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case err := <-exited:
-				t.Fatalf("pdc cont rm ended (%v) before it was killed; stderr:\n%s", err, stderr.String())
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			case <-tick.C:
-			}
-			k, err := ct.Count(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k <= left {
-				return cmd, exited
-			}
-		}
-	}
-
 	// 1. kill -9 of the client mid-delete.
-	cmd, exited := rmUntil(b.members() * 9 / 10)
+	cmd, exited := rmUntil(ctx, t, tmpdir, ct, b.name, b.members()*9/10)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +453,7 @@ func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, exited = rmUntil(k * 8 / 10)
+	_, exited = rmUntil(ctx, t, tmpdir, ct, b.name, k*8/10)
 	list, err := cluster.ReadList(tmpdir)
 	if err != nil {
 		t.Fatal(err)
@@ -507,6 +492,41 @@ func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 	// Any object lost or half-deleted fails the checks above.
 	t.Logf("faults: kill -9 of the client mid-delete %d, of servers %d; objects checked %d; lost 0; server deaths 0",
 		f.clientKills, f.serverKills, f.checked)
+}
+
+// rmUntil starts pdc cont rm of container name with small pages and
+// returns once it has deleted ct down to left members: its process, and
+// where its end is reported.
+func rmUntil(ctx context.Context, t *testing.T, tmpdir string, ct *client.Container, name string, left int) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd := exec.Command(e2e.Bin(), "cont", "rm", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", name)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Polled: the delete's progress is no event this test can wait on.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("pdc cont rm ended (%v) before it was killed; stderr:\n%s", err, stderr.String())
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-tick.C:
+		}
+		k, err := ct.Count(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k <= left {
+			return cmd, exited
+		}
+	}
 }
 
 // reopenDeleting finds the big container, being deleted: it no longer

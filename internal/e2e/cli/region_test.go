@@ -330,6 +330,18 @@ func TestRegionAsyncSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkStartAllOrder(ctx, t, c, o, dims)
+	checkStatusSequence(ctx, t, o, dims)
+	checkPipelinedStarts(ctx, t, c, ct)
+	checkPOSIXVisibleWithoutWait(ctx, t, ct, other)
+	checkCloseWaits(ctx, t, ct, other)
+}
+
+// checkStartAllOrder checks a start_all of row writes and reads of the
+// same rows, reads listed first, runs the writes first, the status
+// sequence before and after a wait, and waits in overlapping groups.
+func checkStartAllOrder(ctx context.Context, t *testing.T, c *client.Client, o *client.Object, dims []uint64) {
+	t.Helper()
 	// Rows written one transfer each, and reads of the same rows in the
 	// same start_all: writes go first, so the reads see them.
 	var writes, reads []*client.Transfer
@@ -375,6 +387,12 @@ func TestRegionAsyncSemantics(t *testing.T) {
 	if st, err := all[0].Status(ctx); err != nil || st != client.TransferNotFound {
 		t.Fatalf("second status after wait: %v %v, want not found", st, err)
 	}
+}
+
+// checkStatusSequence checks the status of a started read and of a done
+// write moves to complete once, by itself, and then to not found.
+func checkStatusSequence(ctx context.Context, t *testing.T, o *client.Object, dims []uint64) {
+	t.Helper()
 	// Status of a started transfer moves to complete once, by itself.
 	b := box([]uint64{5, 5}, []uint64{10, 10})
 	got := make([]byte, 4*b.Volume())
@@ -409,7 +427,12 @@ func TestRegionAsyncSemantics(t *testing.T) {
 	if st, err := wr.Status(ctx); err != nil || st != client.TransferNotFound {
 		t.Fatalf("status of a done write, again: %v %v, want not found", st, err)
 	}
+}
 
+// checkPipelinedStarts checks reads started right after the writes they
+// overlap, with no wait in between, see them.
+func checkPipelinedStarts(ctx context.Context, t *testing.T, c *client.Client, ct *client.Container) {
+	t.Helper()
 	// Starts are pipelined (Start does not wait for the server's answer):
 	// rows of a fresh object written one Start each, then each row read
 	// by a Start of its own, last row first, with no wait in between. Every read sees its
@@ -448,7 +471,12 @@ func TestRegionAsyncSemantics(t *testing.T) {
 			t.Fatalf("row %d, read by a start after the start of its write, differs", r)
 		}
 	}
+}
 
+// checkPOSIXVisibleWithoutWait checks a write to a POSIX object is
+// visible to another client without a wait.
+func checkPOSIXVisibleWithoutWait(ctx context.Context, t *testing.T, ct *client.Container, other *client.Client) {
+	t.Helper()
 	// POSIX consistency: start returns with the write done; another client
 	// reads it without anyone waiting.
 	p, err := ct.CreateObject(ctx, "posix", client.ObjectProps{Dims: []uint64{1000}, Type: region.Int32, Consistency: client.ConsistencyPOSIX})
@@ -467,7 +495,12 @@ func TestRegionAsyncSemantics(t *testing.T) {
 	if err != nil || !bytes.Equal(data, patternOf([]uint64{1000}, whole)) {
 		t.Fatalf("POSIX write not visible to another client without wait: %v", err)
 	}
+}
 
+// checkCloseWaits checks closing an object waits for the writes it has
+// under way.
+func checkCloseWaits(ctx context.Context, t *testing.T, ct *client.Container, other *client.Client) {
+	t.Helper()
 	// Closing an object waits for what it has under way.
 	q, err := ct.CreateObject(ctx, "closing", client.ObjectProps{Dims: []uint64{1 << 16}, Type: region.Int32})
 	if err != nil {
