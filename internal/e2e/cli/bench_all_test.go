@@ -30,17 +30,7 @@ func TestBenchAllQuick(t *testing.T) {
 	pdcBin := e2e.PlainBin(t)
 	run := func(args ...string) (string, string) {
 		t.Helper()
-		// bench all starts some 15 clusters: more than e2e.Run's two
-		// minutes on a loaded machine.
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, pdcBin, args...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("pdc %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
-		}
-		return out.String(), errb.String()
+		return runPlainPdc(t, pdcBin, args...)
 	}
 	_, stderr := run("bench", "all", "--quick", "--rounds", "2", "--out", report, "--cpuprofile", profs)
 	for _, w := range []string{"bench all: 8 benchmarks, 2 rounds each; before: load ", "cores", "after: load "} {
@@ -52,6 +42,45 @@ func TestBenchAllQuick(t *testing.T) {
 		t.Errorf("bench all missed target cases:\n%s", stderr)
 	}
 
+	checkBenchReport(t, report)
+	// Every case carries median, min and max in the file itself.
+	checkReportFields(t, report)
+
+	// A report compared with itself: nothing moved.
+	out, _ := run("bench", "compare", report, report)
+	if !strings.Contains(out, "same within noise") || strings.Contains(out, "faster") || strings.Contains(out, "slower") || strings.Contains(out, "only in") {
+		t.Errorf("compare of a report with itself:\n%s", out)
+	}
+	if !strings.Contains(out, "rpc: 64B sequential p50") {
+		t.Errorf("compare lacks the rpc case:\n%s", out)
+	}
+
+	// Profiles: the benchmark process's and every server's, gzipped.
+	checkBenchProfiles(t, profs)
+}
+
+// runPlainPdc runs pdcBin with args and returns its stdout and stderr,
+// failing the test if it fails.
+func runPlainPdc(t *testing.T, pdcBin string, args ...string) (string, string) {
+	t.Helper()
+	// bench all starts some 15 clusters: more than e2e.Run's two
+	// minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pdcBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pdc %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// checkBenchReport checks the report's header, its benchmarks in order,
+// each case's rounds, median within its range, and a case for every
+// target.
+func checkBenchReport(t *testing.T, report string) {
+	t.Helper()
 	f, err := os.Open(report)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +127,12 @@ func TestBenchAllQuick(t *testing.T) {
 			t.Errorf("no case matches target %s", p)
 		}
 	}
-	// Every case carries median, min and max in the file itself.
+}
+
+// checkReportFields checks every case carries median, min and max, of
+// values and ratios, and its rounds in the file itself.
+func checkReportFields(t *testing.T, report string) {
+	t.Helper()
 	raw, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
@@ -120,17 +154,12 @@ func TestBenchAllQuick(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// A report compared with itself: nothing moved.
-	out, _ := run("bench", "compare", report, report)
-	if !strings.Contains(out, "same within noise") || strings.Contains(out, "faster") || strings.Contains(out, "slower") || strings.Contains(out, "only in") {
-		t.Errorf("compare of a report with itself:\n%s", out)
-	}
-	if !strings.Contains(out, "rpc: 64B sequential p50") {
-		t.Errorf("compare lacks the rpc case:\n%s", out)
-	}
-
-	// Profiles: the benchmark process's and every server's, gzipped.
+// checkBenchProfiles checks profs holds a gzipped CPU profile of each
+// benchmark process and of every server.
+func checkBenchProfiles(t *testing.T, profs string) {
+	t.Helper()
 	var benchProfs, serverProfs int
 	ents, err := os.ReadDir(profs)
 	if err != nil {
