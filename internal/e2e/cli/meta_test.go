@@ -332,8 +332,16 @@ func checkBadCreates(ctx context.Context, t *testing.T, c *client.Client, ct *cl
 	expectErr(t, "over-long object name", err, pdc.ErrInvalid, "over the limit")
 	_, err = ct.CreateObject(ctx, "x\x00y", good)
 	expectErr(t, "NUL in object name", err, pdc.ErrInvalid, "NUL")
-	_, err = ct.CreateObject(ctx, "nodims", client.ObjectProps{Type: region.Float})
-	expectErr(t, "ndim 0", err, pdc.ErrInvalid, "0 dims")
+	// No dims is a shapeless object, as PDC makes from an unset property:
+	// metadata and tags, no data.
+	shapeless, err := ct.CreateObject(ctx, "nodims", client.ObjectProps{Type: region.Unknown})
+	if err != nil || len(shapeless.Info().Props.Dims) != 0 {
+		t.Fatalf("a shapeless object: %v", err)
+	}
+	err = shapeless.Write(ctx, region.Box{Off: []uint64{0}, Size: []uint64{4}}, make([]byte, 4))
+	expectErr(t, "a write to a shapeless object", err, pdc.ErrInvalid, "has no dims")
+	_, err = ct.CreateObject(ctx, "typeless", client.ObjectProps{Dims: []uint64{4}, Type: region.Unknown})
+	expectErr(t, "dims without a type", err, pdc.ErrInvalid, "unknown element type")
 	_, err = ct.CreateObject(ctx, "toomany", client.ObjectProps{Dims: make([]uint64, 33), Type: region.Float})
 	expectErr(t, "ndim 33", err, pdc.ErrInvalid, "33 dims")
 	_, err = ct.CreateObject(ctx, "zerodim", client.ObjectProps{Dims: []uint64{4, 0}, Type: region.Float})
