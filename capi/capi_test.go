@@ -380,7 +380,29 @@ func TestContainers(t *testing.T) {
 		t.Fatalf("remote info %+v, local %+v: %q", remote, info, q.lines())
 	}
 
-	// Lifetimes.
+	checkContainerLifeAndBadInput(t, p, id, prop, open)
+
+	// PDCclose closes the handles opened through the connection.
+	if p.Close(id) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if p.ContClose(again) != capi.Fail || p.PropClose(prop) != capi.Fail {
+		t.Fatal("handles outlived their connection")
+	}
+	if _, rc := p.ContGetInfo("scratch"); rc != capi.Fail {
+		t.Fatal("get_info without a connection")
+	}
+	ls := p.lines()
+	if len(ls) != 3 || !strings.Contains(ls[2], "call PDCinit first") {
+		t.Fatalf("reports: %q", ls)
+	}
+}
+
+// checkContainerLifeAndBadInput checks lifetimes, that a deleted
+// container's name goes while its handle open stays until closed, and
+// that bad input fails with its line.
+func checkContainerLifeAndBadInput(t *testing.T, p *proc, id, prop, open uint64) {
+	t.Helper()
 	if p.PropSetContLifetime(prop, 1) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
@@ -418,21 +440,6 @@ func TestContainers(t *testing.T) {
 			t.Fatalf("got handle %d; want a failure %q", got, c.want)
 		}
 		p.wantLine(t, c.want...)
-	}
-
-	// PDCclose closes the handles opened through the connection.
-	if p.Close(id) != capi.Succeed {
-		t.Fatal(p.lines())
-	}
-	if p.ContClose(again) != capi.Fail || p.PropClose(prop) != capi.Fail {
-		t.Fatal("handles outlived their connection")
-	}
-	if _, rc := p.ContGetInfo("scratch"); rc != capi.Fail {
-		t.Fatal("get_info without a connection")
-	}
-	ls := p.lines()
-	if len(ls) != 3 || !strings.Contains(ls[2], "call PDCinit first") {
-		t.Fatalf("reports: %q", ls)
 	}
 }
 
@@ -518,6 +525,14 @@ func TestContainerTags(t *testing.T) {
 	}
 	p.quiet(t)
 
+	checkBadContainerTags(t, p, id, ct, put)
+}
+
+// checkBadContainerTags checks that tag calls of bad input fail with
+// their line, and that tags of a deleted container are an error, not an
+// empty tag.
+func checkBadContainerTags(t *testing.T, p *proc, id, ct uint64, put func(name string, typ int, v []byte) int) {
+	t.Helper()
 	big := make([]byte, 1<<16+1)
 	for _, c := range []struct {
 		call func() int

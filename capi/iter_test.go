@@ -28,9 +28,52 @@ func TestIterators(t *testing.T) {
 		}
 	}
 
-	// The container handles this process has open, newest first, one
-	// entry per handle (PDC's semantics): a second open of "c" is listed
-	// too, with the same meta id.
+	checkContainerIterator(t, p, pid, cont, empty, cprop)
+	checkObjectIterator(t, p, cont)
+
+	// Another process: no local handles.
+	q := tc.node("node-b")
+	qcont := q.ContOpen("c", q.init(t))
+	qi, _ := q.ObjIterStart(qcont)
+	if info, rc := q.ObjIterInfo(qi); rc != capi.Succeed || info.LocalID != 0 || info.Name == "" {
+		t.Fatalf("from another process: %+v: %q", info, q.lines())
+	}
+	if _, rc := q.ObjIterInfo(qi); rc != capi.Succeed {
+		t.Fatal(q.lines())
+	}
+	q.IterEnd(qi)
+
+	// An empty container: no iterator, no failure.
+	if id, rc := p.ObjIterStart(empty); id != 0 || rc != capi.Succeed {
+		t.Fatalf("ObjIterStart of an empty container: %d, %d", id, rc)
+	}
+	p.quiet(t)
+	if id, rc := p.ObjIterStart(prop); id != 0 || rc != capi.Fail {
+		t.Fatalf("ObjIterStart of a property: %d, %d", id, rc)
+	}
+	p.wantLine(t, "PDCobj_iter_start(cont 4)", "is a object property, not a container")
+
+	// An iterator abandoned before its end goes with its connection.
+	oi, _ := p.ObjIterStart(cont)
+	if p.Close(pid) != capi.Succeed {
+		t.Fatal(p.lines())
+	}
+	if _, rc := p.ObjIterInfo(oi); rc != capi.Fail {
+		t.Fatal("an iterator outlived its connection")
+	}
+	p.wantLine(t, "PDCobj_iter_get_info(iterator ", "is a closed handle")
+	// iter_start that could not allocate its C struct ends it: quietly,
+	// though PDCclose released the iterator already.
+	p.IterEnd(oi)
+	p.quiet(t)
+}
+
+// checkContainerIterator walks the container handles this process has
+// open, newest first, one entry per handle (PDC's semantics): a second
+// open of "c" is listed too, with the same meta id. Past its end the
+// iterator is gone.
+func checkContainerIterator(t *testing.T, p *proc, pid, cont, empty, cprop uint64) {
+	t.Helper()
 	again := p.ContOpen("c", pid)
 	if again == 0 {
 		t.Fatal(p.lines())
@@ -66,8 +109,13 @@ func TestIterators(t *testing.T) {
 		t.Fatal("moved an ended iterator")
 	}
 	p.wantLine(t, "iter_next(iterator", "is a closed handle")
+}
 
-	// Objects, in meta id order; local ids of this process's open handles.
+// checkObjectIterator walks cont's objects: in meta id order, with the
+// local ids of this process's open handles, refused as a container
+// iterator.
+func checkObjectIterator(t *testing.T, p *proc, cont uint64) {
+	t.Helper()
 	oi, rc := p.ObjIterStart(cont)
 	if oi == 0 || rc != capi.Succeed {
 		t.Fatalf("ObjIterStart: %d, %d: %q", oi, rc, p.lines())
@@ -95,42 +143,6 @@ func TestIterators(t *testing.T) {
 	if !slices.Equal(objs, []string{"o1", "o2", "o3"}) {
 		t.Errorf("objects %q, want o1 o2 o3", objs)
 	}
-	p.quiet(t)
-
-	// Another process: no local handles.
-	q := tc.node("node-b")
-	qcont := q.ContOpen("c", q.init(t))
-	qi, _ := q.ObjIterStart(qcont)
-	if info, rc := q.ObjIterInfo(qi); rc != capi.Succeed || info.LocalID != 0 || info.Name == "" {
-		t.Fatalf("from another process: %+v: %q", info, q.lines())
-	}
-	if _, rc := q.ObjIterInfo(qi); rc != capi.Succeed {
-		t.Fatal(q.lines())
-	}
-	q.IterEnd(qi)
-
-	// An empty container: no iterator, no failure.
-	if id, rc := p.ObjIterStart(empty); id != 0 || rc != capi.Succeed {
-		t.Fatalf("ObjIterStart of an empty container: %d, %d", id, rc)
-	}
-	p.quiet(t)
-	if id, rc := p.ObjIterStart(prop); id != 0 || rc != capi.Fail {
-		t.Fatalf("ObjIterStart of a property: %d, %d", id, rc)
-	}
-	p.wantLine(t, "PDCobj_iter_start(cont 4)", "is a object property, not a container")
-
-	// An iterator abandoned before its end goes with its connection.
-	oi, _ = p.ObjIterStart(cont)
-	if p.Close(pid) != capi.Succeed {
-		t.Fatal(p.lines())
-	}
-	if _, rc := p.ObjIterInfo(oi); rc != capi.Fail {
-		t.Fatal("an iterator outlived its connection")
-	}
-	p.wantLine(t, "PDCobj_iter_get_info(iterator ", "is a closed handle")
-	// iter_start that could not allocate its C struct ends it: quietly,
-	// though PDCclose released the iterator already.
-	p.IterEnd(oi)
 	p.quiet(t)
 }
 

@@ -169,9 +169,74 @@ func startSlurm(t *testing.T) string {
 	host, _, _ = strings.Cut(host, ".")
 	sock := filepath.Join(dir, "munge.sock")
 	conf := filepath.Join(dir, "slurm.conf")
-	// config_overrides: the node is declared with more CPUs than a CI
-	// machine has, so that 3 servers and 4 clients run at once.
-	text := fmt.Sprintf(`ClusterName=pdctest
+	text := slurmConf(host, freePort(t), freePort(t), sock, dir)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	daemon := func(name string, args ...string) { t.Helper(); startDaemon(t, dir, conf, name, args...) }
+	daemon("munged", "-F", "-f", "-S", sock, "--key-file", filepath.Join(dir, "munge.key"),
+		"--pid-file", filepath.Join(dir, "munged.pid"), "--log-file", filepath.Join(dir, "log", "munged.log"),
+		"--seed-file", filepath.Join(dir, "munge.seed"))
+	waitFor(t, "munged's socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	daemon("slurmctld", "-D", "-f", conf)
+	daemon("slurmd", "-D", "-f", conf)
+	waitFor(t, "the Slurm node to be idle", func() bool {
+		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%t")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		out, err := cmd.Output()
+		return err == nil && strings.TrimSpace(string(out)) == "idle"
+	})
+	// Jobs a failed recipe left behind end with the daemons; cancel them
+	// first so that slurmd stops their tasks.
+	t.Cleanup(func() {
+		cmd := exec.Command("scancel", "--full", "--user", "root")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		_ = cmd.Run()
+	})
+	return conf
+}
+
+// startDaemon starts a Slurm or munge daemon with conf in the foreground,
+// its output in dir/log; the test's cleanup stops it, printing its logs if
+// the test failed.
+func startDaemon(t *testing.T, dir, conf, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+	log, err := os.Create(filepath.Join(dir, "log", name+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+		if t.Failed() {
+			for _, f := range []string{name + ".out", "slurmctld.log", "slurmd.log"} {
+				if b, err := os.ReadFile(filepath.Join(dir, "log", f)); err == nil && len(b) > 0 {
+					t.Logf("%s:\n%s", f, tail(b, 3000))
+				}
+			}
+		}
+	})
+}
+
+// slurmConf is a one-node Slurm's configuration. config_overrides: the
+// node is declared with more CPUs than a CI machine has, so that 3 servers
+// and 4 clients run at once.
+func slurmConf(host string, ctlPort, dPort int, sock, dir string) string {
+	return fmt.Sprintf(`ClusterName=pdctest
 SlurmctldHost=%[1]s
 SlurmctldPort=%[2]d
 SlurmdPort=%[3]d
@@ -199,61 +264,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 NodeName=%[1]s CPUs=8 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-`, host, freePort(t), freePort(t), sock, dir)
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	daemon := func(name string, args ...string) {
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
-		log, err := os.Create(filepath.Join(dir, "log", name+".out"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			log.Close()
-			if t.Failed() {
-				for _, f := range []string{name + ".out", "slurmctld.log", "slurmd.log"} {
-					if b, err := os.ReadFile(filepath.Join(dir, "log", f)); err == nil && len(b) > 0 {
-						t.Logf("%s:\n%s", f, tail(b, 3000))
-					}
-				}
-			}
-		})
-	}
-	daemon("munged", "-F", "-f", "-S", sock, "--key-file", filepath.Join(dir, "munge.key"),
-		"--pid-file", filepath.Join(dir, "munged.pid"), "--log-file", filepath.Join(dir, "log", "munged.log"),
-		"--seed-file", filepath.Join(dir, "munge.seed"))
-	waitFor(t, "munged's socket", func() bool { _, err := os.Stat(sock); return err == nil })
-	daemon("slurmctld", "-D", "-f", conf)
-	daemon("slurmd", "-D", "-f", conf)
-	waitFor(t, "the Slurm node to be idle", func() bool {
-		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%t")
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
-		out, err := cmd.Output()
-		return err == nil && strings.TrimSpace(string(out)) == "idle"
-	})
-	// Jobs a failed recipe left behind end with the daemons; cancel them
-	// first so that slurmd stops their tasks.
-	t.Cleanup(func() {
-		cmd := exec.Command("scancel", "--full", "--user", "root")
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
-		_ = cmd.Run()
-	})
-	return conf
+`, host, ctlPort, dPort, sock, dir)
 }
 
 // waitFor polls cond until it holds or a minute passes: the Slurm daemons

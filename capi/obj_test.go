@@ -14,6 +14,7 @@ const (
 	pdcInt    = 0 // PDC_INT
 	pdcDouble = 2 // PDC_DOUBLE
 	pdcInt64  = 8 // PDC_INT64
+	pdcString = 4 // PDC_STRING
 )
 
 // objSetup is a connection, a container and an object property with dims.
@@ -151,7 +152,15 @@ func TestObjects(t *testing.T) {
 	}
 	p.wantLine(t, "PDCobj_set_dims(5, 1, [8])")
 
-	// put_data and get_data.
+	checkPutGetData(t, p, q, qid, obj, cont)
+	checkBadObjectCalls(t, p, id, cont, prop, obj)
+}
+
+// checkPutGetData checks put_data and get_data across processes, sizes no
+// buffer has, flushes, and that a deleted object is gone for others while
+// its handle stays until closed.
+func checkPutGetData(t *testing.T, p, q *proc, qid, obj, cont uint64) {
+	t.Helper()
 	data := []byte("hello, objects")
 	po := p.ObjPutData("blob", unsafe.Pointer(&data[0]), uint64(len(data)), cont)
 	if po == 0 {
@@ -191,6 +200,12 @@ func TestObjects(t *testing.T) {
 	}
 	q.wantLine(t, `PDCobj_open("blob", pdc 1)`, "not found")
 
+}
+
+// checkBadObjectCalls checks that creates, opens and put_data of bad
+// input fail, each with its line, and that handles close once.
+func checkBadObjectCalls(t *testing.T, p *proc, id, cont, prop, obj uint64) {
+	t.Helper()
 	for _, c := range []struct {
 		call func() uint64
 		want []string
@@ -293,8 +308,23 @@ func TestRegionTransfers(t *testing.T) {
 	if obj == 0 {
 		t.Fatal(p.lines())
 	}
-	// Write rows 2..5, columns 1..6 (4x6) from a 1-D buffer of 24 ints,
-	// closing the regions at once.
+	checkWriteAndStatus(t, p, obj)
+	r2 := checkReadIntoOtherShape(t, p, obj)
+	// PDCobj_close of a region closes it, as PDC's VPIC-IO does.
+	if reg := p.RegionCreate(1, []uint64{0}, []uint64{4}); reg == 0 || p.ObjClose(reg) != capi.Succeed || p.RegionClose(reg) != capi.Fail {
+		t.Fatalf("PDCobj_close of a region: %q", p.lines())
+	}
+	p.wantLine(t, "closed handle")
+	ids, all := checkStartAll(t, p, obj, r2)
+	checkBadTransfers(t, p, obj, all)
+	checkBadTransferCounts(t, p, obj, ids, all)
+}
+
+// checkWriteAndStatus writes rows 2..5, columns 1..6 (4x6) from a 1-D
+// buffer of 24 ints, closing the regions at once, and follows the
+// transfer's status: not found, complete once, then not found.
+func checkWriteAndStatus(t *testing.T, p *proc, obj uint64) {
+	t.Helper()
 	wbuf := i32s(24, func(i int) int32 { return int32(100 + i) })
 	local := p.RegionCreate(1, []uint64{0}, []uint64{24})
 	remote := p.RegionCreate(2, []uint64{2, 1}, []uint64{4, 6})
@@ -317,9 +347,13 @@ func TestRegionTransfers(t *testing.T) {
 	if p.TransferClose(w) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
+}
 
-	// Read rows 3..4, columns 0..3 (2x4) into the middle of a 4x6 buffer at
-	// (1, 2): a different local shape.
+// checkReadIntoOtherShape reads rows 3..4, columns 0..3 (2x4) into the
+// middle of a 4x6 buffer at (1, 2): a different local shape. It returns
+// the remote region, left open.
+func checkReadIntoOtherShape(t *testing.T, p *proc, obj uint64) uint64 {
+	t.Helper()
 	rbuf := make([]byte, 4*24)
 	l2 := p.RegionCreate(2, []uint64{1, 2}, []uint64{2, 4})
 	r2 := p.RegionCreate(2, []uint64{3, 0}, []uint64{2, 4})
@@ -341,14 +375,14 @@ func TestRegionTransfers(t *testing.T) {
 			}
 		}
 	}
+	return r2
+}
 
-	// PDCobj_close of a region closes it, as PDC's VPIC-IO does.
-	if reg := p.RegionCreate(1, []uint64{0}, []uint64{4}); reg == 0 || p.ObjClose(reg) != capi.Succeed || p.RegionClose(reg) != capi.Fail {
-		t.Fatalf("PDCobj_close of a region: %q", p.lines())
-	}
-	p.wantLine(t, "closed handle")
-
-	// start_all / wait_all over several transfers, and the region info.
+// checkStartAll checks the region info of r2, then writes rows 0..4
+// with one start_all and one wait_all and reads them back whole. It
+// returns the closed transfers' ids and the buffer read.
+func checkStartAll(t *testing.T, p *proc, obj, r2 uint64) ([]uint64, []byte) {
+	t.Helper()
 	box, rc := p.RegionGetInfo(r2)
 	if rc != capi.Succeed || box.Off[0] != 3 || box.Size[1] != 4 {
 		t.Fatalf("region info %v", box)
@@ -380,8 +414,13 @@ func TestRegionTransfers(t *testing.T) {
 			t.Fatalf("element %d = %d", i, got)
 		}
 	}
+	return ids, all
+}
 
-	// Bad input.
+// checkBadTransfers checks that transfers and regions made of bad input
+// fail, each with its line.
+func checkBadTransfers(t *testing.T, p *proc, obj uint64, all []byte) {
+	t.Helper()
 	in := p.RegionCreate(2, []uint64{0, 0}, []uint64{2, 2})
 	out := p.RegionCreate(2, []uint64{9, 7}, []uint64{2, 2})
 	oneD := p.RegionCreate(1, []uint64{0}, []uint64{4})
@@ -416,14 +455,21 @@ func TestRegionTransfers(t *testing.T) {
 		}
 		p.wantLine(t, c.want...)
 	}
+}
+
+// checkBadTransferCounts checks transfers waited or started out of turn,
+// and the counts of start_all and wait_all: the line names the array and
+// the count as passed, a count past the limit is not read, and none at all
+// succeeds.
+func checkBadTransferCounts(t *testing.T, p *proc, obj uint64, ids []uint64, all []byte) {
+	t.Helper()
+	in := p.RegionCreate(2, []uint64{0, 0}, []uint64{2, 2})
 	if p.TransferWait(ids[0]) != capi.Fail || p.TransferStart(in) != capi.Fail || p.TransferStartAll(nil, 2) != capi.Fail {
 		t.Fatal("bad transfers")
 	}
 	if ls := p.lines(); len(ls) != 3 {
 		t.Fatalf("reports %q", ls)
 	}
-	// Counts: the line names the array and the count as passed, and a
-	// count past the limit is not read.
 	for _, c := range []struct {
 		call func() int
 		want []string

@@ -27,7 +27,7 @@ func TestDataQueries(t *testing.T) {
 	if obj == 0 {
 		t.Fatal(p.lines())
 	}
-	val := func(r, c uint64) float32 { return float32(r)*10 + float32(c)/10 }
+	val := fieldVal
 	buf := make([]float32, 30)
 	for i := range buf {
 		buf[i] = val(uint64(i/5), uint64(i%5))
@@ -39,45 +39,9 @@ func TestDataQueries(t *testing.T) {
 		t.Fatal(p.lines())
 	}
 
-	// want returns the coordinates and values of the elements in box
-	// (off, size) that match.
-	want := func(match func(float32) bool, off, size []uint64) ([]uint64, []float32) {
-		var coords []uint64
-		var vals []float32
-		for r := uint64(0); r < 6; r++ {
-			for c := uint64(0); c < 5; c++ {
-				if off != nil && (r < off[0] || r >= off[0]+size[0] || c < off[1] || c >= off[1]+size[1]) {
-					continue
-				}
-				if match(val(r, c)) {
-					coords = append(coords, r, c)
-					vals = append(vals, val(r, c))
-				}
-			}
-		}
-		return coords, vals
-	}
 	check := func(name string, q uint64, match func(float32) bool, off, size []uint64) {
 		t.Helper()
-		wc, wv := want(match, off, size)
-		n, rc := p.QueryNHits(q)
-		if rc != capi.Succeed || n != uint64(len(wv)) {
-			t.Fatalf("%s: nhits %d, want %d: %q", name, n, len(wv), p.lines())
-		}
-		sel, rc := p.QueryGetSelection(q)
-		if rc != capi.Succeed || sel.NDim != 2 || sel.NHits != n || !slices.Equal(sel.Coords, wc) {
-			t.Fatalf("%s: selection %+v, want %v: %q", name, sel, wc, p.lines())
-		}
-		var got []float32
-		rc = p.QueryGetData(obj, q, sel, func(b []byte) error {
-			for i := 0; i+4 <= len(b); i += 4 {
-				got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-			}
-			return nil
-		})
-		if rc != capi.Succeed || !slices.Equal(got, wv) {
-			t.Fatalf("%s: data %v, want %v: %q", name, got, wv, p.lines())
-		}
+		checkQuery(t, p, obj, name, q, match, off, size)
 	}
 	gt := p.QueryCreate(obj, 1, pdcFloat, f32(30))
 	lt := p.QueryCreate(obj, 2, pdcFloat, f32(10.25))
@@ -111,22 +75,76 @@ func TestDataQueries(t *testing.T) {
 	// and stays valid without gt.
 	check("AND after free", and, func(v float32) bool { return v > 30 && v <= 40.2 }, nil, nil)
 
-	// The values of another object (ints r*100+c) at the hits of a query.
+	other, sel1 := checkDataAtHits(t, p, cont, prop, local, remote, or)
+	checkBadQueries(t, p, obj, cont, other, lt, gt, sel1)
+}
+
+// fieldVal is element (r, c) of the test's 6x5 field.
+func fieldVal(r, c uint64) float32 { return float32(r)*10 + float32(c)/10 }
+
+// fieldMatches returns the coordinates and values of the elements of the
+// test's 6x5 field in box (off, size) that match.
+func fieldMatches(match func(float32) bool, off, size []uint64) ([]uint64, []float32) {
+	var coords []uint64
+	var vals []float32
+	for r := uint64(0); r < 6; r++ {
+		for c := uint64(0); c < 5; c++ {
+			if off != nil && (r < off[0] || r >= off[0]+size[0] || c < off[1] || c >= off[1]+size[1]) {
+				continue
+			}
+			if match(fieldVal(r, c)) {
+				coords = append(coords, r, c)
+				vals = append(vals, fieldVal(r, c))
+			}
+		}
+	}
+	return coords, vals
+}
+
+// checkQuery checks query q's hit count, its selection and the data at
+// its hits against fieldMatches.
+func checkQuery(t *testing.T, p *proc, obj uint64, name string, q uint64, match func(float32) bool, off, size []uint64) {
+	t.Helper()
+	wc, wv := fieldMatches(match, off, size)
+	n, rc := p.QueryNHits(q)
+	if rc != capi.Succeed || n != uint64(len(wv)) {
+		t.Fatalf("%s: nhits %d, want %d: %q", name, n, len(wv), p.lines())
+	}
+	sel, rc := p.QueryGetSelection(q)
+	if rc != capi.Succeed || sel.NDim != 2 || sel.NHits != n || !slices.Equal(sel.Coords, wc) {
+		t.Fatalf("%s: selection %+v, want %v: %q", name, sel, wc, p.lines())
+	}
+	var got []float32
+	rc = p.QueryGetData(obj, q, sel, func(b []byte) error {
+		for i := 0; i+4 <= len(b); i += 4 {
+			got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+		}
+		return nil
+	})
+	if rc != capi.Succeed || !slices.Equal(got, wv) {
+		t.Fatalf("%s: data %v, want %v: %q", name, got, wv, p.lines())
+	}
+}
+
+// checkDataAtHits creates another object (ints r*100+c) and checks its
+// values at the hits of query q. It returns the object and the selection.
+func checkDataAtHits(t *testing.T, p *proc, cont, prop, local, remote, q uint64) (uint64, capi.Selection) {
+	t.Helper()
 	if p.PropSetObjType(prop, pdcInt) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
 	other := p.ObjCreate(cont, "energy", prop)
 	ibuf := i32s(30, func(i int) int32 { return int32(i/5*100 + i%5) })
-	w = p.TransferCreate(unsafe.Pointer(&ibuf[0]), capi.AccessWrite, other, local, remote)
+	w := p.TransferCreate(unsafe.Pointer(&ibuf[0]), capi.AccessWrite, other, local, remote)
 	if other == 0 || w == 0 || p.TransferStart(w) != capi.Succeed || p.TransferWait(w) != capi.Succeed || p.TransferClose(w) != capi.Succeed {
 		t.Fatal(p.lines())
 	}
-	sel1, rc := p.QueryGetSelection(or)
+	sel1, rc := p.QueryGetSelection(q)
 	if rc != capi.Succeed || sel1.NHits == 0 {
 		t.Fatal(p.lines())
 	}
 	var got []int32
-	if p.QueryGetData(other, or, sel1, func(b []byte) error {
+	if p.QueryGetData(other, q, sel1, func(b []byte) error {
 		for i := 0; i+4 <= len(b); i += 4 {
 			got = append(got, int32(binary.LittleEndian.Uint32(b[i:])))
 		}
@@ -142,7 +160,13 @@ func TestDataQueries(t *testing.T) {
 		t.Fatalf("energy at the hits %v, want %v", got, wantE)
 	}
 
-	// Bad input: one line each.
+	return other, sel1
+}
+
+// checkBadQueries checks that queries and their data calls made of bad
+// input fail, one line each.
+func checkBadQueries(t *testing.T, p *proc, obj, cont, other, lt, gt uint64, sel1 capi.Selection) {
+	t.Helper()
 	for _, c := range []struct {
 		call func() bool
 		want []string

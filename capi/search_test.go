@@ -117,6 +117,15 @@ func TestQueryKVTagFindsObjectTags(t *testing.T) {
 		t.Errorf("after a DART delete, query_kvtag found %v", got)
 	}
 
+	checkBadKVTagQueries(t, p)
+}
+
+// checkBadKVTagQueries checks that query_kvtag of bad input fails with its
+// line, and that a size past the tag value limit fails before the value is
+// read.
+func checkBadKVTagQueries(t *testing.T, p *proc) {
+	t.Helper()
+	str := func(s string) []byte { return append([]byte(s), 0) }
 	if _, rc := p.queryKVTag("", int(region.String), str("x")); rc != capi.Fail {
 		t.Error("an empty name succeeded")
 	}

@@ -24,7 +24,6 @@ func TestObjectTags(t *testing.T) {
 		}
 		return p.ObjPutTag(obj, name, ptr, typ, uint64(len(v)))
 	}
-	const pdcString = 4
 	if put("units", pdcString, []byte("kelvin\x00")) != capi.Succeed || put("step", pdcInt64, []byte{42, 0, 0, 0, 0, 0, 0, 0}) != capi.Succeed ||
 		put("empty", pdcDouble, nil) != capi.Succeed || put("abcd", pdcString, []byte("1234\x00")) != capi.Succeed {
 		t.Fatal(p.lines())
@@ -63,7 +62,14 @@ func TestObjectTags(t *testing.T) {
 		}
 	}
 
-	// Replace, delete, and read what is not there.
+	checkTagChanges(t, p, id, cont, prop, obj, put)
+}
+
+// checkTagChanges replaces and deletes tags (a tag not set deletes without
+// a word, as in PDC; one of a deleted object fails), checks bad input, and
+// that tags of a deleted or closed object are errors, not empty tags.
+func checkTagChanges(t *testing.T, p *proc, id, cont, prop, obj uint64, put func(name string, typ int, v []byte) int) {
+	t.Helper()
 	if put("step", pdcInt64, []byte{7, 0, 0, 0, 0, 0, 0, 0}) != capi.Succeed {
 		t.Fatal(p.lines())
 	}

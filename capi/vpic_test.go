@@ -137,69 +137,8 @@ func TestVPICPrograms(t *testing.T) {
 	}
 	defer c.Close()
 
-	for _, p := range bench.Partitions {
-		t.Run(p.String(), func(t *testing.T) {
-			run := "c-" + p.String()
-			if r := vc.run(ctx, "pdc_vpicio", "-create", "-run", run, "-n", fmt.Sprint(n), "-size", fmt.Sprint(ranks), "-partition", p.String()); r.err != nil {
-				t.Fatalf("pdc_vpicio -create: %v\n%s%s", r.err, r.stdout, r.stderr)
-			}
-			vc.ranks(t, ctx, "pdc_vpicio", ranks, n, "-run", run)
-			vc.ranks(t, ctx, "pdc_bdcats", ranks, n, "-run", run, "-partition", p.String())
-			// Go's BD-CATS checks every value C wrote against its own formula.
-			for r := range uint64(ranks) {
-				rd, err := bench.OpenVPICRank(ctx, c, run, r, n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := rd.Read(ctx, c); err != nil {
-					t.Errorf("Go read of C's rank %d: %v", r, err)
-				}
-				if err := rd.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
-
-	// Go's VPIC-IO writes; C's BD-CATS reads.
-	ct, _, err := c.CreateContainer(ctx, "vpic", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bench.VPICCreate(ctx, ct, "go", ranks*n, client.RegionStatic); err != nil {
-		t.Fatal(err)
-	}
-	for r := range uint64(ranks) {
-		w, err := bench.OpenVPICRank(ctx, c, "go", r, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Fill()
-		if err := w.Write(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vc.ranks(t, ctx, "pdc_bdcats", ranks, n, "-run", "go", "-partition", "region-static")
-
-	// One value of "go"'s y changed: particle 4321 (rank 1's) now holds -1.5
-	// instead of 4321/4 + 1 = 1081.25.
-	y, err := c.OpenObject(ctx, "vpic-go-y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := y.Write(ctx, region.Box{Off: []uint64{4321}, Size: []uint64{1}}, binary.LittleEndian.AppendUint32(nil, math.Float32bits(-1.5))); err != nil {
-		t.Fatal(err)
-	}
-	if err := y.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// "half" is made and never written: it reads as zeros.
-	if err := bench.VPICCreate(ctx, ct, "half", ranks*n, client.RegionStatic); err != nil {
-		t.Fatal(err)
-	}
+	checkCWritesGoReads(t, ctx, vc, c, ranks, n)
+	checkGoWritesCReads(t, ctx, vc, c, ranks, n)
 
 	for _, tc := range []struct {
 		name string
@@ -248,6 +187,81 @@ func TestVPICPrograms(t *testing.T) {
 				t.Errorf("stderr lacks the line %q (in this order):\n%s", tc.want[i], r.stderr)
 			}
 		})
+	}
+}
+
+// checkCWritesGoReads runs C's VPIC-IO and BD-CATS under every partition
+// strategy, and Go's BD-CATS checks every value C wrote against its own
+// formula.
+func checkCWritesGoReads(t *testing.T, ctx context.Context, vc *vpicCluster, c *client.Client, ranks int, n uint64) {
+	t.Helper()
+	for _, p := range bench.Partitions {
+		t.Run(p.String(), func(t *testing.T) {
+			run := "c-" + p.String()
+			if r := vc.run(ctx, "pdc_vpicio", "-create", "-run", run, "-n", fmt.Sprint(n), "-size", fmt.Sprint(ranks), "-partition", p.String()); r.err != nil {
+				t.Fatalf("pdc_vpicio -create: %v\n%s%s", r.err, r.stdout, r.stderr)
+			}
+			vc.ranks(t, ctx, "pdc_vpicio", ranks, n, "-run", run)
+			vc.ranks(t, ctx, "pdc_bdcats", ranks, n, "-run", run, "-partition", p.String())
+			// Go's BD-CATS checks every value C wrote against its own formula.
+			for r := range uint64(ranks) {
+				rd, err := bench.OpenVPICRank(ctx, c, run, r, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rd.Read(ctx, c); err != nil {
+					t.Errorf("Go read of C's rank %d: %v", r, err)
+				}
+				if err := rd.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// checkGoWritesCReads has Go's VPIC-IO write run "go" for C's BD-CATS to
+// read, then changes one value of its y and makes run "half", never
+// written, for the failure cases.
+func checkGoWritesCReads(t *testing.T, ctx context.Context, vc *vpicCluster, c *client.Client, ranks int, n uint64) {
+	t.Helper()
+	ct, _, err := c.CreateContainer(ctx, "vpic", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.VPICCreate(ctx, ct, "go", uint64(ranks)*n, client.RegionStatic); err != nil {
+		t.Fatal(err)
+	}
+	for r := range uint64(ranks) {
+		w, err := bench.OpenVPICRank(ctx, c, "go", r, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Fill()
+		if err := w.Write(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc.ranks(t, ctx, "pdc_bdcats", ranks, n, "-run", "go", "-partition", "region-static")
+
+	// One value of "go"'s y changed: particle 4321 (rank 1's) now holds -1.5
+	// instead of 4321/4 + 1 = 1081.25.
+	y, err := c.OpenObject(ctx, "vpic-go-y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Write(ctx, region.Box{Off: []uint64{4321}, Size: []uint64{1}}, binary.LittleEndian.AppendUint32(nil, math.Float32bits(-1.5))); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// "half" is made and never written: it reads as zeros.
+	if err := bench.VPICCreate(ctx, ct, "half", uint64(ranks)*n, client.RegionStatic); err != nil {
+		t.Fatal(err)
 	}
 }
 

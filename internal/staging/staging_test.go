@@ -311,8 +311,15 @@ func TestLocalCopyRecord(t *testing.T) {
 	if d.Current("c", abs, rec) {
 		t.Fatal("current after a local edit")
 	}
-	// A torn or flipped record is ignored, not trusted.
-	rec = produced(t, root, "c", []byte("copy"))
+	checkCorruptCopyRecord(t, d, root, abs)
+	checkCopyLocks(t, d, root)
+}
+
+// checkCorruptCopyRecord: a torn or flipped copy record is ignored, not
+// trusted, and forgetting it twice is no error.
+func checkCorruptCopyRecord(t *testing.T, d Dir, root, abs string) {
+	t.Helper()
+	rec := produced(t, root, "c", []byte("copy"))
 	if err := d.Remember("c", abs, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +352,12 @@ func TestLocalCopyRecord(t *testing.T) {
 	if err := d.Forget("c"); err != nil {
 		t.Fatalf("second forget: %v", err)
 	}
-	// Consumers of one path serialise on its lock.
+}
+
+// checkCopyLocks: consumers of one path serialise on its lock, and a
+// holder that dies leaves its temporary file, which the next one clears.
+func checkCopyLocks(t *testing.T, d Dir, root string) {
+	t.Helper()
 	release, tmp, err := d.LockCopy(context.Background(), "c")
 	if err != nil {
 		t.Fatal(err)

@@ -406,8 +406,14 @@ func TestStageConsumeTimeout(t *testing.T) {
 		t.Errorf("consume interrupted while waiting: %v, last line %q; want an error naming %s that says it was canceled", r.Err, last, never)
 	}
 
-	// The servers are alive and serve a new wait for the same path, which
-	// the produce ends.
+	checkWaitAfterTimeouts(t, sc, consB, never)
+}
+
+// checkWaitAfterTimeouts: after consumes that timed out or were
+// interrupted, the servers are alive and serve a new wait for the same
+// path, which the produce ends.
+func checkWaitAfterTimeouts(t *testing.T, sc *stageCluster, consB, never string) {
+	t.Helper()
 	list, err := cluster.ReadList(sc.tmpdir)
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +423,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 			t.Fatalf("%s died", s.Label())
 		}
 	}
-	proc = startStage(t, sc.env("node-b"), "consume", "--timeout", "1m", "--consumer-dir", consB, never)
+	proc := startStage(t, sc.env("node-b"), "consume", "--timeout", "1m", "--consumer-dir", consB, never)
 	proc.awaitWaiting(t, never)
 	want := randBytes(7, 10_000)
 	writeFile(t, sc.prodA, never, want)
@@ -439,7 +445,16 @@ func TestStagePathEscapes(t *testing.T) {
 	writeFile(t, sc.base, "x", []byte("next to the producer dir\n"))
 	outsideBefore := listFiles(t, outside)
 
-	// Producer side.
+	checkProduceEscapes(t, sc, outside)
+	consB := checkConsumeEscapes(t, sc, outside)
+	consA := checkSwappedOwnerFile(t, sc, consB)
+	checkNothingOutside(t, sc, outside, outsideBefore, consA, consB)
+}
+
+// checkProduceEscapes: produces of paths that leave the producer dir, by
+// .., an absolute path or a symlink, are refused and record nothing.
+func checkProduceEscapes(t *testing.T, sc *stageCluster, outside string) {
+	t.Helper()
 	if err := os.Symlink("/etc/passwd", filepath.Join(sc.prodA, "passwd-link")); err != nil {
 		t.Fatal(err)
 	}
@@ -478,9 +493,13 @@ func TestStagePathEscapes(t *testing.T) {
 			t.Errorf("Produce(%s): %v, want ErrPermission", p, err)
 		}
 	}
+}
 
-	// Consumer side: legitimate files, produced, whose place in the
-	// consumer dir is a symlink out of it.
+// checkConsumeEscapes: legitimate files, produced, whose place in the
+// consumer dir is a symlink out of it (or whose path leaves it) are
+// refused without waiting. It returns node-b's consumer dir.
+func checkConsumeEscapes(t *testing.T, sc *stageCluster, outside string) string {
+	t.Helper()
 	for _, p := range []string{"evil-link", "evil-link2", "evil-dir/f", "swap"} {
 		writeFile(t, sc.prodA, p, []byte("produced "+p+"\n"))
 	}
@@ -518,10 +537,15 @@ func TestStagePathEscapes(t *testing.T) {
 			t.Errorf("Consume(%s): %v, want ErrPermission", p, err)
 		}
 	}
+	return consB
+}
 
-	// The owner's file, produced, then replaced by a symlink out of the
-	// producer dir: the owner refuses to serve it, and a consumer on its
-	// host refuses to link it.
+// checkSwappedOwnerFile: the owner's file, produced, then replaced by a
+// symlink out of the producer dir: the owner refuses to serve it, and a
+// consumer on its host refuses to link it. It returns node-a's consumer
+// dir.
+func checkSwappedOwnerFile(t *testing.T, sc *stageCluster, consB string) string {
+	t.Helper()
 	if err := os.Remove(filepath.Join(sc.prodA, "swap")); err != nil {
 		t.Fatal(err)
 	}
@@ -539,8 +563,13 @@ func TestStagePathEscapes(t *testing.T) {
 			t.Errorf("consume on %s of a swapped file left %s/swap: %v", host.name, host.dir, err)
 		}
 	}
+	return consA
+}
 
-	// Nothing was made or changed outside the dirs.
+// checkNothingOutside: nothing was made or changed outside the dirs, and
+// refused consumes left nothing in them.
+func checkNothingOutside(t *testing.T, sc *stageCluster, outside string, outsideBefore []string, consA, consB string) {
+	t.Helper()
 	if got := listFiles(t, outside); !slices.Equal(got, outsideBefore) {
 		t.Errorf("the dir outside holds %v, want %v", got, outsideBefore)
 	}
@@ -835,8 +864,15 @@ func TestStageChangedOrRemovedAtOwner(t *testing.T) {
 		}
 	}
 
-	// Produced again, the changed file is served.
-	appended := append(files["appended.dat"], '!')
+	checkProducedAgain(t, sc, consA, consB, append(files["appended.dat"], '!'))
+}
+
+// checkProducedAgain: produced again, the changed file (now appended) is
+// served on both hosts; a consumer on the owner's host whose consumer dir
+// is the producer dir finds it where it is; and a file consumed nowhere
+// yet is used in place.
+func checkProducedAgain(t *testing.T, sc *stageCluster, consA, consB string, appended []byte) {
+	t.Helper()
 	if out := sc.produce(t, "appended.dat"); !strings.Contains(out, "version 2") {
 		t.Fatalf("re-produce:\n%s", out)
 	}
@@ -1106,8 +1142,16 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
 		t.Fatal(err)
 	}
-	// With rank 1 down, the records it holds cannot be looked up and no
-	// file it owns can be consumed: both fail as unavailable, naming it.
+	checkOwnerDown(t, sc, consA, paths)
+	restartInPlace(t, ctx, sc, datadir)
+	checkOwnerBack(t, ctx, sc, c, consA, paths, data, before, victim.Addr)
+}
+
+// checkOwnerDown: with rank 1 down, the records it holds cannot be looked
+// up and no file it owns can be consumed: both fail as unavailable, naming
+// it, and leave nothing behind.
+func checkOwnerDown(t *testing.T, sc *stageCluster, consA string, paths []string) {
+	t.Helper()
 	held := 0
 	probe := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs("", consA))
 	for _, p := range paths[1:] {
@@ -1128,7 +1172,12 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 	if got := listFiles(t, consA); !slices.Equal(got, []string{paths[0]}) {
 		t.Fatalf("failed consumes left %v", got)
 	}
+}
 
+// restartInPlace restarts rank 1 with its data dir and waits until it
+// serves; the test's cleanup kills it.
+func restartInPlace(t *testing.T, ctx context.Context, sc *stageCluster, datadir string) {
+	t.Helper()
 	restarted := exec.Command(e2e.Bin(), "server", "--rank", "1", "--size", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir,
 		"--host", "node-b", "--stage-producer-dir", sc.prodB)
 	logs, err := restarted.StderrPipe()
@@ -1163,9 +1212,13 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the restarted server never said it was serving")
 	}
+}
 
-	// The client connected before the kill finds every record as it was
-	// and fetches each file from the restarted owner.
+// checkOwnerBack: the client connected before the kill finds every record
+// as it was and fetches each file from the restarted owner, not from the
+// dead server's address; a produce then makes version 2.
+func checkOwnerBack(t *testing.T, ctx context.Context, sc *stageCluster, c *client.Client, consA string, paths []string, data map[string][]byte, before map[string]client.StagedFile, deadAddr string) {
+	t.Helper()
 	for _, p := range paths {
 		rec, err := c.Lookup(ctx, p)
 		if err != nil {
@@ -1186,12 +1239,12 @@ func TestStageOwnerRestartedInPlace(t *testing.T) {
 		if got.How != want || got.Version != 1 {
 			t.Fatalf("consume %s after the restart: %s version %d, want %s version 1", p, got.How, got.Version, want)
 		}
-		if want == client.Fetched && got.Owner.Addr == victim.Addr {
-			t.Errorf("consume %s fetched from the dead server's address %s", p, victim.Addr)
+		if want == client.Fetched && got.Owner.Addr == deadAddr {
+			t.Errorf("consume %s fetched from the dead server's address %s", p, deadAddr)
 		}
 		sameFile(t, consA, p, data[p])
 	}
-	r = e2e.Run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
+	r := e2e.Run(t, sc.env("node-b"), "stage", "produce", "--producer-dir", sc.prodB, paths[1])
 	if r.Err != nil || !strings.Contains(r.Stdout, "produced "+paths[1]+" version 2 ") {
 		t.Fatalf("produce after the restart: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
