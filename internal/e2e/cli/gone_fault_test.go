@@ -247,11 +247,7 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 	b, out, in := e2e.ClientProc(t, tmpdir, "deleter", "PDC_E2E_OBJS="+strings.Join(names, " "))
 	in.Close()
 	cut := deleterCut{acked: map[string]bool{}}
-	for n := 0; n <= k; n++ {
-		if !out.Scan() {
-			t.Fatalf("cycle %d: the deleter ended (%v) after %d lines", cycle, out.Err(), n)
-		}
-		line := out.Text()
+	note := func(line string) {
 		switch {
 		case strings.HasPrefix(line, "deleted "):
 			cut.acked[strings.TrimPrefix(line, "deleted ")] = true
@@ -262,6 +258,12 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 		default:
 			t.Fatalf("cycle %d: the deleter said %q", cycle, line)
 		}
+	}
+	for n := 0; n <= k; n++ {
+		if !out.Scan() {
+			t.Fatalf("cycle %d: the deleter ended (%v) after %d lines", cycle, out.Err(), n)
+		}
+		note(out.Text())
 	}
 	var victim int
 	if killServer {
@@ -276,6 +278,13 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 	}
 	if err := b.Process.Kill(); err != nil {
 		t.Fatal(err)
+	}
+	// What the deleter said before it died is still in the pipe: it may
+	// have gone on past the k-th line, acknowledging more deletes or
+	// starting the container's, before the kill landed. Read it all
+	// before Wait closes the pipe.
+	for out.Scan() {
+		note(out.Text())
 	}
 	_ = b.Wait()
 	t.Logf("cycle %d: killed %s after %d deletes acknowledged (container delete started %v)",
