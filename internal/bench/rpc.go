@@ -167,13 +167,7 @@ func (b *rpcBench) pipelined(ctx context.Context) ([]Result, error) {
 			return nil, nil, err
 		}
 		return func(ctx context.Context) (int64, error) {
-			return callers(ctx, window, func() func() error {
-				msg, into := make([]byte, size), make([]byte, size)
-				return func() error {
-					_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				}
-			})
+			return pingers(ctx, c, window, size)
 		}, func() { c.Close() }, nil
 	})
 	if err != nil {
@@ -299,13 +293,7 @@ func (b *rpcBench) pool(ctx context.Context) ([]Result, error) {
 			return nil, nil, err
 		}
 		return func(ctx context.Context) (int64, error) {
-			return callers(ctx, rpcClients, func() func() error {
-				msg, into := make([]byte, size), make([]byte, size)
-				return func() error {
-					_, err := p.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-					return err
-				}
-			})
+			return pingers(ctx, p, rpcClients, size)
 		}, func() { p.Close() }, nil
 	})
 	if err != nil {
@@ -407,6 +395,23 @@ func during(ctx context.Context, d time.Duration, body func(ctx context.Context)
 
 // callers runs n goroutines, each repeating the op newOp gives it, until
 // ctx ends, and counts the ops.
+// pinger is a connection or a pool: what pingers calls.
+type pinger interface {
+	Call(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte) (rpc.Reply, error)
+}
+
+// pingers runs n callers of size-byte pings on c, each with buffers of
+// its own, as callers does.
+func pingers(ctx context.Context, c pinger, n, size int) (int64, error) {
+	return callers(ctx, n, func() func() error {
+		msg, into := make([]byte, size), make([]byte, size)
+		return func() error {
+			_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+			return err
+		}
+	})
+}
+
 func callers(ctx context.Context, n int, newOp func() func() error) (int64, error) {
 	var total atomic.Int64
 	var wg sync.WaitGroup
