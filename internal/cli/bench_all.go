@@ -112,7 +112,7 @@ network namespaces: pdc bench hosts).
 	if *rounds < 1 {
 		return fmt.Errorf("bench all: --rounds %d: want at least 1: %w", *rounds, errUsage)
 	}
-	todo, err := selectBenches(*only)
+	chosen, err := selectBenches(*only)
 	if err != nil {
 		return err
 	}
@@ -126,8 +126,8 @@ network namespaces: pdc bench hosts).
 	rep.Load.Before = bench.ReadLoad()
 	cpu0 := bench.ReadCPU()
 	t0 := time.Now()
-	fmt.Fprintf(e.stderr, "bench all: %d benchmarks, %d rounds each; before: %s\n", len(todo), *rounds, rep.Load.Before)
-	if err := runAll(ctx, e, &rep, todo, *quick, *rounds, *cpuprofile); err != nil {
+	fmt.Fprintf(e.stderr, "bench all: %d benchmarks, %d rounds each; before: %s\n", len(chosen), *rounds, rep.Load.Before)
+	if err := runAll(ctx, e, &rep, chosen, *quick, *rounds, *cpuprofile); err != nil {
 		return err
 	}
 	rep.Load.After, rep.Load.Others = bench.ReadLoad(), cpu0.Others(bench.ReadCPU())
@@ -156,27 +156,27 @@ func selectBenches(only string) ([]allBench, error) {
 	if only == "" {
 		return allBenches, nil
 	}
-	var todo []allBench
+	var chosen []allBench
 	for _, n := range strings.Split(only, ",") {
 		n = strings.TrimSpace(n)
 		i := slices.IndexFunc(allBenches, func(b allBench) bool { return b.name == n })
 		if i < 0 {
 			return nil, fmt.Errorf("bench all: --only: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, stage, query, search): %w", n, errUsage)
 		}
-		todo = append(todo, allBenches[i])
+		chosen = append(chosen, allBenches[i])
 	}
-	return todo, nil
+	return chosen, nil
 }
 
-// runAll runs the benchmarks todo one after the other, each's summaries
+// runAll runs the benchmarks chosen one after the other, each's summaries
 // and load going into its report in rep.
-func runAll(ctx context.Context, e *env, rep *bench.Report, todo []allBench, quick bool, rounds int, cpuprofile string) error {
+func runAll(ctx context.Context, e *env, rep *bench.Report, chosen []allBench, quick bool, rounds int, cpuprofile string) error {
 	sub := *e
 	var cur *bench.BenchmarkReport
 	sub.benchSink = func(name string, load bench.LoadSpan, ss []bench.Summary) {
 		cur.Load, cur.Cases = load, ss
 	}
-	for _, b := range todo {
+	for _, b := range chosen {
 		bargs := b.args
 		if quick {
 			bargs = b.quick
