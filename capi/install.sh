@@ -2,6 +2,9 @@
 # Installs libpdc into PREFIX (make capi uses build/capi):
 #
 #   PREFIX/lib/libpdc.so            the C library (cgo, -buildmode=c-shared)
+#   PREFIX/lib/libpdc_preload.so    staging for unmodified programs, through
+#                                   LD_PRELOAD (plain C; loads libpdc.so when
+#                                   a path in a staging dir needs it)
 #   PREFIX/include/*.h              pdc.h and PDC's header names
 #   PREFIX/include/dyad.h, dyad/    DYAD's header names (dyad_* over staging)
 #   PREFIX/lib/pkgconfig/pdc.pc     cc prog.c $(pkg-config --cflags --libs pdc)
@@ -26,6 +29,13 @@ prefix=$(cd "$prefix" && pwd)
 # cgo's generated header declares the internal pdcgo_ functions; the
 # interface is pdc.h.
 rm -f "$prefix/lib/libpdc.h"
+CC=${CC:-$("$GO" env CC)}
+# The interposer is plain C with no Go runtime (docs/design/0025): it is
+# loaded into every process of a job. Its NULL checks of arguments libc
+# declares nonnull must stay.
+# shellcheck disable=SC2086 # CC may carry flags, as cgo allows
+$CC -std=c11 -O2 -U_FORTIFY_SOURCE -fno-delete-null-pointer-checks -Wno-nonnull-compare -fPIC -shared \
+	-fvisibility=hidden -Wall -Wextra -Werror -o "$prefix/lib/libpdc_preload.so" capi/preload/pdc_preload.c -ldl -lpthread
 "$GO" build -o "$prefix/bin/pdc" ./cmd/pdc
 install -m 0644 capi/include/*.h "$prefix/include/"
 # DYAD's header names, for programs written against DYAD's headers.
@@ -100,7 +110,6 @@ if [ -n "$missing" ]; then
 fi
 # VPIC-IO and BD-CATS, built against the install as a user's program is
 # (with the C compiler cgo used for libpdc.so).
-CC=${CC:-$("$GO" env CC)}
 for p in vpicio bdcats; do
 	# shellcheck disable=SC2086 # CC may carry flags, as cgo allows
 	$CC -std=c11 -O2 -Wall -Wextra -Werror -I"$prefix/include" -o "$prefix/bin/pdc_$p" "capi/bench/$p.c" \

@@ -1,8 +1,10 @@
 package capi
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -84,4 +86,48 @@ func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64) (s
 		return "", err
 	}
 	return got.Local, nil
+}
+
+// StagePreloadConsume is the consume of libpdc_preload.so, the interposer:
+// StageConsume under the connection's timeout that returns 0 or the errno
+// the intercepted call (open, stat, ...) fails with, so that the program
+// sees a reason it knows. The failure is also reported, as every call's.
+func (l *Lib) StagePreloadConsume(pdcID uint64, path string) int {
+	var err error
+	l.run(fmt.Sprintf("pdc_stage_consume(pdc %d, %q) for LD_PRELOAD", pdcID, path), func() error {
+		_, err = l.stageConsume(pdcID, path, 0)
+		return err
+	})
+	return int(Errno(err))
+}
+
+// StagePreloadProduce is the interposer's produce: StageProduce returning 0
+// or the errno the intercepted close fails with.
+func (l *Lib) StagePreloadProduce(pdcID uint64, path string) int {
+	var err error
+	l.run(fmt.Sprintf("pdc_stage_produce(pdc %d, %q) for LD_PRELOAD", pdcID, path), func() error {
+		err = l.stageProduce(pdcID, path)
+		return err
+	})
+	return int(Errno(err))
+}
+
+// Errno is the errno a failed staging call stands for in an intercepted
+// libc call: ETIMEDOUT when the wait ran out, ENOENT for a path that is
+// not there, EINVAL for one the dirs refuse, EACCES for the cluster's
+// secret, EIO for the rest (servers, transport, checksum). nil is 0.
+func Errno(err error) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, pdc.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return syscall.ETIMEDOUT
+	case errors.Is(err, pdc.ErrNotFound):
+		return syscall.ENOENT
+	case errors.Is(err, pdc.ErrInvalid):
+		return syscall.EINVAL
+	case errors.Is(err, pdc.ErrPermission):
+		return syscall.EACCES
+	}
+	return syscall.EIO
 }

@@ -200,3 +200,16 @@ func pdcgo_stage_lookup(pdcID C.uint64_t, path *C.char, wait C.int, rel **C.char
 	}
 	return C.int(rc)
 }
+
+// The interposer's calls (capi/preload): no public header declares them;
+// libpdc_preload.so finds them with dlsym.
+
+//export pdcgo_preload_consume
+func pdcgo_preload_consume(pdcID C.uint64_t, path *C.char) C.int {
+	return C.int(lib.StagePreloadConsume(uint64(pdcID), str(path)))
+}
+
+//export pdcgo_preload_produce
+func pdcgo_preload_produce(pdcID C.uint64_t, path *C.char) C.int {
+	return C.int(lib.StagePreloadProduce(uint64(pdcID), str(path)))
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Tests libpdc_preload.so (docs/design/0025) against an install of libpdc
+# (capi/install.sh PREFIX): programs that know nothing of pdc -- cat, cp,
+# python3, a shell's echo, C programs using fopen/fread/fwrite -- run with
+# LD_PRELOAD against two real pdc servers standing for node-a (producer)
+# and node-b (consumer):
+#
+#   - cat and cp of files a producer on the other node makes later;
+#   - python3's open().read(); a C program's fopen/fread;
+#   - producers: a shell's `echo > file`, C's fwrite/fclose, and a C
+#     program that leaves its file (and its stream's buffer) to exit;
+#   - a forked child consuming after its parent did (the child cannot use
+#     the parent's Go runtime), two threads consuming at once;
+#   - a consume that times out fails the open with ETIMEDOUT and a line
+#     saying why, and does not wait past its timeout;
+#   - paths outside the dirs, and directories inside them, never load
+#     libpdc.
+#
+# usage: capi/tests/run_preload.sh PREFIX
+set -euo pipefail
+prefix=$(cd "${1:?usage: capi/tests/run_preload.sh PREFIX}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+CC=${CC:-gcc}
+pdc="$prefix/bin/pdc"
+preload="$prefix/lib/libpdc_preload.so"
+work=$(mktemp -d "${TMPDIR:-/tmp}/libpdc-preload-XXXXXX")
+cleanup() {
+	[ -f "$work/tmp/pdc_server_list" ] && "$pdc" down --tmpdir "$work/tmp" --timeout 10s >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+[ -f "$preload" ] || fail "$preload is not installed (capi/install.sh)"
+
+echo "== build the test programs with $CC (no pdc headers or library: they know nothing of pdc)"
+for t in preload_read preload_write preload_fork preload_threads preload_untouched; do
+	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -pthread -o "$work/$t" "$here/$t.c"
+done
+
+echo "== two servers standing for node-a and node-b"
+export PDC_TMPDIR="$work/tmp" PDC_DATA_LOC="$work/data" PDC_TIMEOUT=60
+mkdir -p "$work/prod-node-a" "$work/prod-node-b"
+"$pdc" up -n 2 --hosts node-a,node-b --stage-producer-dir "$work/prod-{host}" >"$work/up.out"
+prod="$work/prod-node-a"
+cons="$work/cons-node-b"
+mkdir -p "$cons"
+producer=(env PDC_HOST=node-a "PDC_STAGE_PRODUCER_DIR=$prod" "LD_PRELOAD=$preload")
+consumer=(env PDC_HOST=node-b "PDC_STAGE_CONSUMER_DIR=$cons" "LD_PRELOAD=$preload")
+
+# waiting PID NAME: waits until process PID (timeout) has a child that has
+# loaded libpdc, which the interposer does only when a path in a staging
+# dir needs a staging call: the consumer is then in its consume, waiting
+# for the file.
+waiting() {
+	local kids
+	for _ in $(seq 1200); do
+		kids=$(cat /proc/"$1"/task/*/children 2>/dev/null || true)
+		for k in $kids; do
+			grep -q '/libpdc\.so' "/proc/$k/maps" 2>/dev/null && return 0
+		done
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail "$2 did not start consuming (exited, or never loaded libpdc)"
+}
+
+# finish PID NAME: waits for a background consumer and fails with its
+# stderr if it failed.
+finish() {
+	wait "$1" || {
+		cat "$work/$2.err" >&2
+		fail "$2"
+	}
+}
+
+echo "== cat waits for a file a shell on node-a makes later with echo >"
+"${consumer[@]}" timeout 120 cat "$cons/shell/hello.txt" >"$work/cat.out" 2>"$work/cat.err" &
+cpid=$!
+waiting "$cpid" "cat"
+"${producer[@]}" timeout 60 bash -c "mkdir -p '$prod/shell' && echo 'hello from node-a' > '$prod/shell/hello.txt'"
+finish "$cpid" cat
+[ "$(cat "$work/cat.out")" = "hello from node-a" ] || fail "cat printed: $(cat "$work/cat.out")"
+
+echo "== cp waits for a 1 MiB file a C program on node-a writes later with fwrite and fclose"
+"${consumer[@]}" timeout 120 cp "$cons/c/one.bin" "$work/cp-copy.bin" 2>"$work/cp.err" &
+cpid=$!
+waiting "$cpid" "cp"
+mkdir -p "$prod/c"
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/one.bin" one.bin 1048576
+finish "$cpid" cp
+cmp "$prod/c/one.bin" "$work/cp-copy.bin" || fail "cp's copy differs"
+
+echo "== python3's open().read(), of a file whose producer leaves it to exit to close"
+py=$(command -v python3 || true)
+if [ -n "$py" ]; then
+	"${consumer[@]}" timeout 120 "$py" -c "import sys; sys.stdout.write(str(len(open(sys.argv[1], 'rb').read())))" \
+		"$cons/c/exit.bin" >"$work/py.out" 2>"$work/py.err" &
+	cpid=$!
+	waiting "$cpid" "python3"
+	"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/exit.bin" exit.bin 100000 exit
+	finish "$cpid" py
+	[ "$(cat "$work/py.out")" = 100000 ] || fail "python3 read $(cat "$work/py.out") bytes, want 100000"
+	cmp "$prod/c/exit.bin" "$cons/c/exit.bin" || fail "the consumed copy of exit.bin differs"
+else
+	echo "SKIP: no python3"
+fi
+
+echo "== a C program's fopen and fread; O_WRONLY in the consumer dir and reads in the producer dir are left alone"
+"${consumer[@]}" timeout 120 "$work/preload_read" "$cons/c/fread.bin" fread.bin 300000 >/dev/null 2>"$work/fread.err" &
+cpid=$!
+waiting "$cpid" "preload_read"
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/fread.bin" fread.bin 300000
+finish "$cpid" fread
+# A file written in the consumer dir is not consumed first (that would
+# wait for nobody); read back in the producer dir, nothing is produced
+# (libpdc is not loaded by reads there).
+"${consumer[@]}" PDC_TIMEOUT=1 timeout 60 bash -c "echo local > '$cons/local.txt'" || fail "a write in the consumer dir failed"
+"${producer[@]}" timeout 60 "$work/preload_untouched" 10 "$prod/c/one.bin" >/dev/null || fail "reads in the producer dir loaded libpdc"
+
+echo "== a forked child consumes after its parent did"
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/parent.bin" parent.bin 5000
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/child.bin" child.bin 5000
+# pdc, logging its arguments: the child must consume through it.
+printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' "$work/pdc-calls" "$pdc" >"$work/pdc-logged"
+chmod +x "$work/pdc-logged"
+"${consumer[@]}" PDC_BIN="$work/pdc-logged" timeout 120 "$work/preload_fork" "$cons/c/parent.bin" parent.bin "$cons/c/child.bin" child.bin 5000 \
+	>"$work/fork.out" 2>"$work/fork.err" || {
+	cat "$work/fork.err" >&2
+	fail "preload_fork"
+}
+grep -q "^child read " "$work/fork.out" || fail "the forked child did not read its file"
+grep -q "^stage consume --timeout .* --consumer-dir $cons c/child.bin$" "$work/pdc-calls" ||
+	fail "the forked child did not consume through pdc stage consume: $(cat "$work/pdc-calls" 2>/dev/null)"
+[ "$(wc -l <"$work/pdc-calls")" = 1 ] || fail "pdc ran more than once (the parent must use libpdc): $(cat "$work/pdc-calls")"
+
+echo "== two threads consume at once, before either file is produced"
+"${consumer[@]}" timeout 120 "$work/preload_threads" "$cons/t/1.bin" t1.bin "$cons/t/2.bin" t2.bin 70000 >/dev/null 2>"$work/threads.err" &
+cpid=$!
+waiting "$cpid" "preload_threads"
+mkdir -p "$prod/t"
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/t/2.bin" t2.bin 70000
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/t/1.bin" t1.bin 70000
+finish "$cpid" threads
+
+echo "== a consume that times out fails the open, saying so, within its timeout"
+start=$(date +%s)
+if "${consumer[@]}" PDC_TIMEOUT=1 timeout 60 cat "$cons/never.txt" >/dev/null 2>"$work/timeout.err"; then
+	fail "cat of a file never produced succeeded"
+fi
+took=$(($(date +%s) - start))
+[ "$took" -lt 30 ] || fail "a 1 s consume took ${took}s"
+grep -qF "cat: $cons/never.txt: Connection timed out" "$work/timeout.err" || { cat "$work/timeout.err" >&2; fail "cat did not fail with ETIMEDOUT"; }
+grep -qF 'libpdc: pdc_stage_consume(pdc ' "$work/timeout.err" || { cat "$work/timeout.err" >&2; fail "no line saying why the consume failed"; }
+grep -qF 'gave up after' "$work/timeout.err" || { cat "$work/timeout.err" >&2; fail "the line does not say it gave up"; }
+sed 's/^/  cat: /' "$work/timeout.err"
+
+echo "== paths outside the dirs, and directories inside them, never load libpdc"
+mkdir -p "$cons/adir"
+# No servers there: were libpdc used, the calls would fail.
+"${consumer[@]}" PDC_TMPDIR="$work/nowhere" timeout 60 "$work/preload_untouched" 20000 /etc/hostname "$cons/adir" "$cons" |
+	sed 's/^/  with the interposer: /'
+timeout 60 "$work/preload_untouched" 20000 /etc/hostname | sed 's/^/  without it:         /'
+"${consumer[@]}" PDC_TMPDIR="$work/nowhere" timeout 60 ls "$cons/adir" >/dev/null || fail "ls of a directory in the consumer dir"
+
+"$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
+echo "PASS: libpdc_preload.so tests"
