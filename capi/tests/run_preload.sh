@@ -14,7 +14,8 @@
 #   - a consume that times out fails the open with ETIMEDOUT and a line
 #     saying why, and does not wait past its timeout;
 #   - paths outside the dirs, and directories inside them, never load
-#     libpdc.
+#     libpdc;
+#   - pdc bench preload runs a round.
 #
 # usage: capi/tests/run_preload.sh PREFIX
 set -euo pipefail
@@ -166,4 +167,12 @@ timeout 60 "$work/preload_untouched" 20000 /etc/hostname | sed 's/^/  without it
 "${consumer[@]}" PDC_TMPDIR="$work/nowhere" timeout 60 ls "$cons/adir" >/dev/null || fail "ls of a directory in the consumer dir"
 
 "$pdc" down --tmpdir "$PDC_TMPDIR" >/dev/null
+
+echo "== pdc bench preload: one round of 1 KiB, each way, with its ratio"
+"$pdc" bench preload --c-prefix "$prefix" --dir "$work" --sizes 1KiB --rounds 1 >"$work/bench.out" 2>&1 || {
+	cat "$work/bench.out" >&2
+	fail "pdc bench preload"
+}
+sed 's/^/  /' "$work/bench.out"
+grep -qE '^1 KiB .* [0-9]+\.[0-9]{2}$' "$work/bench.out" || fail "pdc bench preload printed no 1 KiB line with a ratio"
 echo "PASS: libpdc_preload.so tests"

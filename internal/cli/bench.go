@@ -31,7 +31,7 @@ func init() {
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)\n  all    every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)\n  compare OLD.json NEW.json   what moved between two reports, calling a change only outside the noise\n\nEvery benchmark runs --rounds rounds (default 5), each measuring its ceiling again, and prints each\ncase's median [range]; the load average before and after goes to stderr. --cpuprofile DIR profiles\nthe benchmark and its servers; --case REGEX keeps the matching cases.")
+		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  preload producer -> consumer files through libpdc_preload.so (cp, cat under LD_PRELOAD) next to pdc stage, as ratios (make capi)\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)\n  all    every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)\n  compare OLD.json NEW.json   what moved between two reports, calling a change only outside the noise\n\nEvery benchmark runs --rounds rounds (default 5), each measuring its ceiling again, and prints each\ncase's median [range]; the load average before and after goes to stderr. --cpuprofile DIR profiles\nthe benchmark and its servers; --case REGEX keeps the matching cases.")
 		return fmt.Errorf("bench: say what to measure: %w", errUsage)
 	}
 	switch args[0] {
@@ -49,6 +49,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return benchSearch(ctx, e, args[1:])
 	case "stage":
 		return benchStage(ctx, e, args[1:])
+	case "preload":
+		return benchPreload(ctx, e, args[1:])
 	case "query":
 		return benchQuery(ctx, e, args[1:])
 	case "soak":
@@ -60,7 +62,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	case "compare":
 		return benchCompare(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, query, soak, hosts, all, compare): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, preload, query, soak, hosts, all, compare): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {
