@@ -361,8 +361,13 @@ static int spawn_pdc(const char *verb, const struct dir *d, const char *dirflag,
     }
     duration(timeout, sizeof timeout);
     char *argv[] = {bin, "stage", (char *)verb, "--timeout", timeout, (char *)dirflag, d->abs, (char *)rel, NULL};
+    /* Its report of success would land in the program's own output. */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int   rc = search ? posix_spawnp(&pid, bin, NULL, NULL, argv, environ) : posix_spawn(&pid, bin, NULL, NULL, argv, environ);
+    int   rc = search ? posix_spawnp(&pid, bin, &fa, NULL, argv, environ) : posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         fprintf(stderr, "libpdc_preload: pdc stage %s %s: cannot run %s (set PDC_BIN): %s\n", verb, rel, bin, strerror(rc));
         return EIO;
@@ -630,7 +635,8 @@ static void at_exit(void)
 
 static inline mode_t open_mode(int flags, va_list ap)
 {
-    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+    /* O_TMPFILE holds O_DIRECTORY's bit: test all of it. */
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
 
 #define OPEN_BODY(dirfd, call)                                 \

@@ -133,6 +133,8 @@ chmod +x "$work/pdc-logged"
 	fail "preload_fork"
 }
 grep -q "^child read " "$work/fork.out" || fail "the forked child did not read its file"
+# pdc's own report stays out of the program's output.
+[ "$(grep -vc -e '^child read ' -e '^parent read ' "$work/fork.out")" = 0 ] || fail "the program's output has more than its own lines: $(cat "$work/fork.out")"
 grep -q "^stage consume --timeout .* --consumer-dir $cons c/child.bin$" "$work/pdc-calls" ||
 	fail "the forked child did not consume through pdc stage consume: $(cat "$work/pdc-calls" 2>/dev/null)"
 [ "$(wc -l <"$work/pdc-calls")" = 1 ] || fail "pdc ran more than once (the parent must use libpdc): $(cat "$work/pdc-calls")"
