@@ -35,6 +35,8 @@ type options struct {
 	shared, sharedSet        bool
 	link, linkSet            bool
 	host                     string
+	namespace                string
+	namespaceSet             bool
 
 	regionMode    string
 	regionModeSet bool

@@ -68,6 +68,8 @@ type StagedFile struct {
 	ModTime  time.Time
 	CRC      uint32 // CRC-32C of the contents
 	Produced time.Time
+	// Namespace is the run it was produced in ("" the default one).
+	Namespace string
 }
 
 // How a consumed file got to the consumer dir.
@@ -113,6 +115,7 @@ type consumeOpts struct {
 	modeErr  error // an unknown mode's name: the consume fails at once
 	progress func(done, total int64)
 	waiting  func(path string)
+	after    uint64 // WithNewerThan
 }
 
 // WithTransport picks the DTL mode of the fetch: "stream", "pull", "push",
@@ -144,6 +147,7 @@ type stageConfig struct {
 	shared                   bool
 	link                     bool // hard links on the owner's node (WithLinkLocal)
 	host                     string
+	namespace                string // WithNamespace
 }
 
 // consumerDir is the consumer dir, resolved (and created) on first use.
@@ -191,6 +195,10 @@ func (o *options) stage() stageConfig {
 		v := strings.ToLower(os.Getenv(EnvLink))
 		st.link = v == "1" || v == "true" || v == "yes"
 	}
+	st.namespace = o.namespace
+	if !o.namespaceSet {
+		st.namespace = os.Getenv(EnvNamespace)
+	}
 	return st
 }
 
@@ -213,7 +221,7 @@ func (c *Client) receiver() (*dtl.Receiver, error) {
 
 func recordOf(f *wire.StageRecord) StagedFile {
 	return StagedFile{Path: f.Path, Version: f.Version, Host: f.Host, Size: int64(f.Size),
-		ModTime: time.Unix(0, f.MtimeNS), CRC: f.CRC, Produced: time.Unix(0, f.Produced)}
+		ModTime: time.Unix(0, f.MtimeNS), CRC: f.CRC, Produced: time.Unix(0, f.Produced), Namespace: f.Namespace}
 }
 
 func (c *Client) staged(r *wire.StageRecord) StagedFile {
@@ -316,7 +324,7 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 			return nil, fmt.Errorf("produce %s: %w", rel, err)
 		}
 		files = append(files, f)
-		rec.Owner, rec.Host = uint32(owner.Rank), owner.Host
+		rec.Owner, rec.Host, rec.Namespace = uint32(owner.Rank), owner.Host, c.stage.namespace
 		recs[i] = rec
 	}
 	if err := c.recordProduced(ctx, recs); err != nil {
@@ -343,7 +351,7 @@ func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) er
 	}
 	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + 64 }
 	return batch.InChunks(groups, size, func(rank int, part []int) error {
-		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part))}
+		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part)), Version: wire.StageVersion}
 		for j, i := range part {
 			in.Records[j] = recs[i]
 		}
@@ -433,7 +441,7 @@ func (c *Client) lookupRecord(ctx context.Context, rel string) (*wire.StageRecor
 	if err != nil {
 		return nil, err
 	}
-	return c.calls().StageLookup(ctx, rank, &wire.StageKey{Path: rel})
+	return c.calls().StageLookup(ctx, rank, &wire.StageKey{Path: rel, Namespace: c.stage.namespace, Version: wire.StageVersion})
 }
 
 // waitRecord waits on the metadata server for a version of rel newer than
@@ -443,7 +451,7 @@ func (c *Client) waitRecord(ctx context.Context, rel string, after uint64) (*wir
 	if err != nil {
 		return nil, err
 	}
-	return c.calls().StageWait(ctx, rank, &wire.StageKey{Path: rel, After: after})
+	return c.calls().StageWait(ctx, rank, &wire.StageKey{Path: rel, After: after, Namespace: c.stage.namespace, Version: wire.StageVersion})
 }
 
 // Consume makes a produced file available in the consumer dir
@@ -482,11 +490,11 @@ func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption
 
 func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, o *consumeOpts) (Consumed, error) {
 	rec, err := c.lookupRecord(ctx, rel)
-	if errors.Is(err, pdc.ErrNotFound) {
+	if errors.Is(err, pdc.ErrNotFound) || (err == nil && rec.Version <= o.after) {
 		if o.waiting != nil {
 			o.waiting(rel)
 		}
-		rec, err = c.waitRecord(ctx, rel, 0)
+		rec, err = c.waitRecord(ctx, rel, o.after)
 		if err != nil && ctx.Err() != nil {
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return Consumed{}, fmt.Errorf("canceled while waiting for it to be produced: %w", err)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s|inf] PATH..., lookup PATH...", run: runStage})
+	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s|inf] [--newer-than V] PATH..., lookup PATH..., ls [PREFIX], rm PATH...|--prefix P|--all; each in --namespace N", run: runStage})
 }
 
 type stageFlags struct {
@@ -23,6 +23,7 @@ type stageFlags struct {
 	shared                   *bool
 	link                     *bool
 	host                     *string
+	namespace                *string
 }
 
 func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
@@ -42,6 +43,8 @@ func addStageFlags(e *env, fs *flag.FlagSet) stageFlags {
 		shared:      fs.Bool("shared", envBool(e.getenv(client.EnvShared)), "the producer dirs are on storage every host sees: link or copy instead of fetching ($"+client.EnvShared+")"),
 		link:        fs.Bool("link", envBool(e.getenv(client.EnvLink)), "on the owner's node, hard-link the producer's file instead of a reflink or copy: never write to it then ($"+client.EnvLink+")"),
 		host:        fs.String("host", "", "this host's name as the servers know it (default $"+cluster.HostEnv+", else the kernel's)"),
+		namespace: fs.String("namespace", envNamespace(e), "the staging `namespace` of this run: files produced in one are consumed, listed and removed in it only; "+
+			"empty is the default namespace ($"+client.EnvNamespace+", else $DYAD_KVS_NAMESPACE)"),
 	}
 }
 
@@ -84,7 +87,7 @@ func withWait(ctx context.Context, d time.Duration) (context.Context, context.Ca
 func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := withWait(ctx, *f.cf.timeout)
 	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*f.cf.tmpdir), client.WithStageDirs(*f.producerDir, *f.consumerDir),
-		client.WithSharedStorage(*f.shared), client.WithLinkLocal(*f.link), client.WithHost(*f.host)}, f.cf.secretFile)...)
+		client.WithSharedStorage(*f.shared), client.WithLinkLocal(*f.link), client.WithHost(*f.host), client.WithNamespace(*f.namespace)}, f.cf.secretFile)...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
@@ -93,7 +96,7 @@ func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Contex
 }
 
 func runStage(ctx context.Context, e *env, args []string) error {
-	verb, rest, err := sub(args, "stage", "produce, consume, lookup")
+	verb, rest, err := sub(args, "stage", "produce, consume, lookup, ls, rm")
 	if err != nil {
 		return err
 	}
@@ -104,8 +107,12 @@ func runStage(ctx context.Context, e *env, args []string) error {
 		return runStageConsume(ctx, e, rest)
 	case "lookup":
 		return runStageLookup(ctx, e, rest)
+	case "ls":
+		return runStageList(ctx, e, rest)
+	case "rm":
+		return runStageRemove(ctx, e, rest)
 	}
-	return fmt.Errorf("stage: unknown verb %q (want produce, consume or lookup): %w", verb, errUsage)
+	return fmt.Errorf("stage: unknown verb %q (want produce, consume, lookup, ls or rm): %w", verb, errUsage)
 }
 
 func runStageProduce(ctx context.Context, e *env, args []string) error {
@@ -136,6 +143,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	mode := fs.String("mode", "", "DTL mode of fetches: stream, pull, push, shm or auto (default $PDC_DTL, else auto)")
 	bar := fs.Bool("progress", false, "draw a progress bar for a single file even when stderr is not a terminal")
 	parallel := fs.Int("parallel", 4, "files consumed at once, taken in the order given")
+	newer := fs.Uint64("newer-than", 0, "wait for a version newer than this `version` of each file, even if it has been produced (0: any version)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -151,7 +159,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	}
 	defer done()
 	paths := fs.Args()
-	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1}
+	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1, newer: *newer}
 	errs := make([]error, len(paths))
 	// The slot is taken here, not in the goroutine, so that files are
 	// consumed in the order given: a pipeline's consumer then gets each
@@ -194,6 +202,7 @@ type stageConsumer struct {
 	mode   string     // --mode
 	bar    bool       // --progress
 	single bool       // one file: a progress bar, and its error is the command's
+	newer  uint64     // --newer-than
 	mu     sync.Mutex // orders output lines
 }
 
@@ -208,6 +217,9 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	})}
 	if sc.mode != "" {
 		opts = append(opts, client.WithTransport(sc.mode))
+	}
+	if sc.newer > 0 {
+		opts = append(opts, client.WithNewerThan(sc.newer))
 	}
 	var pb *progress
 	if sc.single {

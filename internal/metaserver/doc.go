@@ -38,7 +38,8 @@
 //	'R' object-id seq             region map of a region-dynamic or region-local
 //	                              object: where a written region went (regions.go)
 //	'L' rank                      bytes this server has placed on data server rank
-//	'F' path                      staged file record (wire.StageRecord, stage.go)
+//	'F' path                      staged file record (wire.StageRecord, stage.go), default namespace
+//	'f' namespace 0 path          staged file record of a named namespace (store version 2)
 //	'G' object-id                 tombstone: a deleted object's data is still to go
 //	                              from some data server (gone.go)
 //

@@ -31,6 +31,11 @@ func keyOwner(k []byte) (uint32, bool) {
 	switch k[0] {
 	case 'C', 'F':
 		return placement.Key(string(k[1:]), 0), true
+	case 'f':
+		// A staged record of a namespace is placed by its path alone.
+		if path, ok := stagePathOfKey(k); ok {
+			return placement.Key(string(path), 0), true
+		}
 	case 'c', 'o', 'G':
 		if len(k) == 9 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true

@@ -260,6 +260,8 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodStageProduce, s.stageProduce, rpc.InlineUpTo(smallBatch))
 	srv.Handle(wire.MethodStageLookup, s.stageLookup, rpc.Inline())
 	srv.Handle(wire.MethodStageWait, s.stageWait) // blocks until a produce
+	srv.Handle(wire.MethodStageList, s.stageList)
+	srv.Handle(wire.MethodStageRemove, s.stageRemove)
 }
 
 // owns checks that this server owns placement key k. The thing the key

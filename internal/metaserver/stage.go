@@ -1,8 +1,10 @@
 package metaserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +17,52 @@ import (
 )
 
 // Staged files: the ownership record of each produced file lives here, on
-// the metadata server that owns hash(path), under 'F' + path. Consumers
-// that ask for a file not produced yet wait on the server (stageWaits)
-// until a produce of it commits, or their deadline passes.
+// the metadata server that owns hash(path), under 'F' + path in the
+// default namespace (where every record stored before namespaces is) and
+// 'f' + namespace + 0 + path in any other: the path alone places it, so a
+// path has one server in every namespace. Consumers that ask for a file
+// not produced yet wait on the server (stageWaits) until a produce of it
+// commits, or their deadline passes.
 
-func keyStage(path string) []byte { return append([]byte{'F'}, path...) }
+func keyStage(ns, path string) []byte { return append(stagePrefix(ns), path...) }
+
+// stagePrefix is the prefix of the keys of namespace ns's records.
+func stagePrefix(ns string) []byte {
+	if ns == "" {
+		return []byte{'F'}
+	}
+	k := append([]byte{'f'}, ns...)
+	return append(k, 0)
+}
+
+// stagePathOfKey is the path of a staged record's key ('F' or 'f').
+func stagePathOfKey(k []byte) ([]byte, bool) {
+	switch {
+	case len(k) > 1 && k[0] == 'F':
+		return k[1:], true
+	case len(k) > 1 && k[0] == 'f':
+		if i := bytes.IndexByte(k, 0); i > 1 {
+			return k[i+1:], true
+		}
+	}
+	return nil, false
+}
+
+// waitKey names a path of a namespace among the waits.
+func waitKey(ns, path string) string { return ns + "\x00" + path }
+
+// checkStageRequest refuses a request of a staging version this build does
+// not speak, or a bad namespace. Version 0 is a client from before
+// namespaces: its files are in the default namespace.
+func checkStageRequest(what string, v uint32, ns string) error {
+	if v != 0 && v != wire.StageVersion {
+		return fmt.Errorf("%s request of staging version %d; this server speaks version %d: %w", what, v, wire.StageVersion, pdc.ErrVersion)
+	}
+	if v == 0 && ns != "" {
+		return fmt.Errorf("%s request of staging version 0 names namespace %q: %w", what, ns, pdc.ErrInvalid)
+	}
+	return staging.CheckNamespace(ns)
+}
 
 // stages serves the records of staged files.
 type stages struct {
@@ -100,8 +143,8 @@ func (s *stages) stopWaits() {
 	}
 }
 
-func (s *stages) loadStage(path string) (*wire.StageRecord, error) {
-	v, ok, err := s.st.Get(keyStage(path))
+func (s *stages) loadStage(ns, path string) (*wire.StageRecord, error) {
+	v, ok, err := s.st.Get(keyStage(ns, path))
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +181,9 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		if err := s.ownsStage(r.Path); err != nil {
 			return nil, err
 		}
+		if err := checkStageRequest("produce", in.Version, r.Namespace); err != nil {
+			return nil, err
+		}
 		if r.Host == "" {
 			return nil, fmt.Errorf("staged file %s: no owner host: %w", r.Path, pdc.ErrInvalid)
 		}
@@ -148,12 +194,12 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	b := s.st.NewBatch()
 	defer b.Close()
 	now := time.Now().UnixNano()
-	next := map[string]uint64{}
+	next := map[string]uint64{} // by waitKey
 	for i := range in.Records {
 		r := &in.Records[i]
-		v, seen := next[r.Path]
+		v, seen := next[waitKey(r.Namespace, r.Path)]
 		if !seen {
-			old, err := s.loadStage(r.Path)
+			old, err := s.loadStage(r.Namespace, r.Path)
 			if err != nil {
 				s.mu.Unlock()
 				return nil, err
@@ -163,11 +209,11 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 			}
 		}
 		r.Version = v + 1
-		next[r.Path] = r.Version
+		next[waitKey(r.Namespace, r.Path)] = r.Version
 		if r.Produced == 0 {
 			r.Produced = now
 		}
-		b.Set(keyStage(r.Path), r.Marshal(nil))
+		b.Set(keyStage(r.Namespace, r.Path), r.Marshal(nil))
 	}
 	wait, err := s.st.CommitApply(b)
 	s.mu.Unlock()
@@ -177,9 +223,10 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err != nil {
 		return nil, err
 	}
-	for p := range next {
-		s.waits.produced(p)
+	for k := range next {
+		s.waits.produced(k)
 	}
+	in.Version = wire.StageVersion
 	return rpc.Respond(&in), nil
 }
 
@@ -192,19 +239,23 @@ func (s *stages) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err := s.ownsStage(k.Path); err != nil {
 		return nil, err
 	}
-	r, err := s.loadStage(k.Path)
+	if err := checkStageRequest("lookup", k.Version, k.Namespace); err != nil {
+		return nil, err
+	}
+	r, err := s.loadStage(k.Namespace, k.Path)
 	if err != nil {
 		return nil, err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("staged file %s has not been produced: %w", k.Path, pdc.ErrNotFound)
+		return nil, fmt.Errorf("staged file %s has not been produced%s: %w", k.Path, inNamespace(k.Namespace), pdc.ErrNotFound)
 	}
 	return rpc.Respond(r), nil
 }
 
 // stageWait answers a staged file's record once a version newer than
 // k.After exists, waiting on the server (not polled) until a produce of it
-// commits or the caller's deadline passes.
+// commits or the caller's deadline passes. Where the path's version is
+// k.After or older, or it has no record, that is its next produce.
 func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var k wire.StageKey
 	if err := decode(req, &k); err != nil {
@@ -213,17 +264,28 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if err := s.ownsStage(k.Path); err != nil {
 		return nil, err
 	}
-	for {
+	if err := checkStageRequest("wait", k.Version, k.Namespace); err != nil {
+		return nil, err
+	}
+	// seen is the record the wait found first, of version After or
+	// older, or none: any record produced after it answers too, so that
+	// the next produce of a path whose record was removed (versions count
+	// from 1 again) ends the wait.
+	var seen *wire.StageRecord
+	for first := true; ; first = false {
 		// Watch before reading, so that a produce committing in between
 		// is not missed.
-		ch, done := s.waits.watch(k.Path)
-		r, err := s.loadStage(k.Path)
-		if err != nil || (r != nil && r.Version > k.After) {
+		ch, done := s.waits.watch(waitKey(k.Namespace, k.Path))
+		r, err := s.loadStage(k.Namespace, k.Path)
+		if err != nil || (r != nil && (r.Version > k.After || !first && otherRecord(seen, r))) {
 			done()
 			if err != nil {
 				return nil, err
 			}
 			return rpc.Respond(r), nil
+		}
+		if first {
+			seen = r
 		}
 		select {
 		case <-ch:
@@ -231,12 +293,176 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 		case <-ctx.Done():
 			done()
 			if k.After > 0 {
-				return nil, fmt.Errorf("staged file %s: no version after %d was produced in time: %w", k.Path, k.After, pdc.CtxErr(ctx))
+				return nil, fmt.Errorf("staged file %s: no version after %d was produced%s in time: %w", k.Path, k.After, inNamespace(k.Namespace), pdc.CtxErr(ctx))
 			}
-			return nil, fmt.Errorf("staged file %s was not produced in time: %w", k.Path, pdc.CtxErr(ctx))
+			return nil, fmt.Errorf("staged file %s was not produced%s in time: %w", k.Path, inNamespace(k.Namespace), pdc.CtxErr(ctx))
 		case <-s.waits.stop:
 			done()
 			return nil, fmt.Errorf("waiting for staged file %s: the metadata server is shutting down: %w", k.Path, pdc.ErrUnavailable)
 		}
 	}
+}
+
+// otherRecord reports whether r is another produce than seen (nil: none).
+func otherRecord(seen, r *wire.StageRecord) bool {
+	return seen == nil || r.Version != seen.Version || r.Produced != seen.Produced
+}
+
+// inNamespace names a namespace in a message: nothing for the default one.
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in namespace %q", ns)
+}
+
+// stageList answers a page of the records of a namespace held here, in
+// path order, resuming after the client's cursor: the server keeps nothing
+// between pages, and every answer is bounded in records and bytes.
+func (s *stages) stageList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var q wire.StageListReq
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := checkStageRequest("list", q.Version, q.Namespace); err != nil {
+		return nil, err
+	}
+	if q.Version == 0 {
+		return nil, fmt.Errorf("list request of staging version 0: %w", pdc.ErrVersion)
+	}
+	out := wire.StageList{Version: wire.StageVersion}
+	limit, size := pageLimit(q.Limit, pageRecords), 0
+	err := s.scanStage(q.Namespace, q.Prefix, q.After, func(path string, v []byte) (bool, error) {
+		if path == "" {
+			out.Next = "" // the end
+			return false, nil
+		}
+		if len(out.Records) >= limit || size >= pageBytes {
+			return false, nil
+		}
+		var r wire.StageRecord
+		if err := r.Unmarshal(v); err != nil {
+			return false, fmt.Errorf("stored record of staged file %s: %w", path, pdc.ErrCorrupt)
+		}
+		out.Records = append(out.Records, r)
+		size += len(v) + 8
+		out.Next = path
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&out), nil
+}
+
+// scanStage calls fn on the records of namespace ns held here whose paths
+// start with prefix and sort after after, in path order, until fn says
+// stop. The cursor (StageList.Next) is cleared when the scan ran out of
+// records rather than being stopped.
+func (s *stages) scanStage(ns, prefix, after string, fn func(path string, v []byte) (bool, error)) error {
+	p := keyStage(ns, prefix)
+	lo := p
+	if after != "" {
+		if !strings.HasPrefix(after, prefix) {
+			return fmt.Errorf("list resumes after %q, outside the prefix %q: %w", after, prefix, pdc.ErrInvalid)
+		}
+		lo = append(keyStage(ns, after), 0) // the first key past after
+	}
+	it, err := s.st.NewIter(lo, prefixEnd(p))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		path, _ := stagePathOfKey(it.Key())
+		more, err := fn(string(path), it.Value())
+		if err != nil {
+			return err
+		}
+		if !more {
+			return it.Error()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	_, err = fn("", nil) // the end: fn clears its cursor
+	return err
+}
+
+// stageRemove removes the record of one path, or a bounded page of those
+// under a prefix (every one of the namespace with All), in one commit.
+// Waiting consumers are not woken: a removed path is one not produced,
+// which they wait for.
+func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var q wire.StageRemoveReq
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := checkStageRequest("remove", q.Version, q.Namespace); err != nil {
+		return nil, err
+	}
+	if q.Version == 0 {
+		return nil, fmt.Errorf("remove request of staging version 0: %w", pdc.ErrVersion)
+	}
+	whole := q.All || q.Prefix != ""
+	switch {
+	case whole == (q.Path != ""):
+		return nil, fmt.Errorf("remove: want one path, a prefix, or all of a namespace: %w", pdc.ErrInvalid)
+	case q.All && q.Prefix != "":
+		return nil, fmt.Errorf("remove: all of a namespace, or a prefix, not both: %w", pdc.ErrInvalid)
+	case !whole:
+		if err := s.ownsStage(q.Path); err != nil {
+			return nil, err
+		}
+	}
+	// Under the lock of produces, so that a version is never taken from
+	// a record this removal is deleting.
+	s.mu.Lock()
+	b := s.st.NewBatch()
+	defer b.Close()
+	out := wire.StageRemoved{Version: wire.StageVersion}
+	var err error
+	if !whole {
+		var r *wire.StageRecord
+		if r, err = s.loadStage(q.Namespace, q.Path); r != nil {
+			b.Delete(keyStage(q.Namespace, q.Path))
+			out.N = 1
+		}
+	} else {
+		limit := pageLimit(q.Limit, pageRecords)
+		err = s.scanStage(q.Namespace, q.Prefix, q.After, func(path string, _ []byte) (bool, error) {
+			if int(out.N) >= limit {
+				return false, nil
+			}
+			out.Next = path
+			if path != "" {
+				b.Delete(keyStage(q.Namespace, path))
+				out.N++
+			}
+			return true, nil
+		})
+	}
+	if err != nil || b.Empty() {
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return rpc.Respond(&out), nil
+	}
+	wait, err := s.st.CommitApply(b)
+	s.mu.Unlock()
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Respond(&out), nil
 }

@@ -166,8 +166,15 @@ func TestStageRecordsSurviveReopen(t *testing.T) {
 }
 
 func TestStageKeysMoveWithTheirOwner(t *testing.T) {
-	k := keyStage("dir/file")
-	if _, ok := keyOwner(k); !ok {
-		t.Fatal("a staged file's record has no owner: it would not move when the cluster resizes")
+	want, _ := keyOwner(keyStage("", "dir/file"))
+	for _, ns := range []string{"", "run-2"} {
+		k := keyStage(ns, "dir/file")
+		got, ok := keyOwner(k)
+		if !ok {
+			t.Fatalf("namespace %q: a staged file's record has no owner: it would not move when the cluster resizes", ns)
+		}
+		if got != want {
+			t.Fatalf("namespace %q: placed by %d, the default namespace's by %d: a path must have one server", ns, got, want)
+		}
 	}
 }

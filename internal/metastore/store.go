@@ -22,8 +22,16 @@ import (
 	"github.com/pdcgo/pdc/internal/vfs"
 )
 
-// storeVersion is the layout version of the keys in doc.go.
-const storeVersion = 1
+// storeVersion is the layout version of the keys in metaserver's doc.go.
+// Version 2 added staged records of named namespaces ('f' keys); a
+// version 1 store is a version 2 store without them, and is upgraded at
+// open by writing the version, so that an older build, which would not
+// move them when the cluster resizes, refuses the store instead.
+const storeVersion = 2
+
+// upgradable are the older layout versions a store is upgraded from in
+// place: none of their keys changed meaning.
+var upgradable = map[uint32]bool{1: true}
 
 // Store is the pebble database of one metadata server, with its log.
 type Store struct {
@@ -159,9 +167,18 @@ func (s *Store) checkVersion() error {
 	if err != nil {
 		return fmt.Errorf("metadata store %s: %w", s.dir, err)
 	}
-	defer closer.Close()
-	if len(v) != 4 || binary.BigEndian.Uint32(v) != storeVersion {
+	ok := len(v) == 4 && binary.BigEndian.Uint32(v) == storeVersion
+	old := len(v) == 4 && upgradable[binary.BigEndian.Uint32(v)]
+	if !ok && !old {
+		defer closer.Close()
 		return fmt.Errorf("metadata store %s has layout version %x; this build reads version %d: %w", s.dir, v, storeVersion, pdc.ErrVersion)
+	}
+	closer.Close()
+	if old {
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set([]byte{'V'}, binary.BigEndian.AppendUint32(nil, storeVersion), nil)
+		return s.commit(b)
 	}
 	return nil
 }

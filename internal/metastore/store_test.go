@@ -2,6 +2,7 @@ package metastore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/pdcgo/pdc"
 )
 
 func openTest(t testing.TB, dir string, d Durability) *Store {
@@ -288,5 +291,26 @@ func same(t *testing.T, when string, a, b *Store) {
 		if ok1 != ok2 || string(v1) != string(v2) {
 			t.Fatalf("%s: key %s is %q (%v) through the store, %q (%v) applied as written", when, k, v1, ok1, v2, ok2)
 		}
+	}
+}
+
+// A store of layout version 1 (before staging namespaces) opens and is
+// marked version 2, its keys kept; a newer layout is refused.
+func TestStoreLayoutUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilityProcess)
+	put(t, s, "V", "\x00\x00\x00\x01")
+	put(t, s, "Fkept", "record")
+	s.close()
+	s = openTest(t, dir, DurabilityProcess)
+	mustGet(t, s, "V", "\x00\x00\x00\x02")
+	mustGet(t, s, "Fkept", "record")
+	put(t, s, "V", "\x00\x00\x00\x03")
+	s.close()
+	if s, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); !errors.Is(err, pdc.ErrVersion) {
+		if err == nil {
+			s.close()
+		}
+		t.Fatalf("a store of layout version 3 opened: %v", err)
 	}
 }

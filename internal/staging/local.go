@@ -131,7 +131,7 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 	}
 	held, ino, mtime, ok := decodeCopy(b)
 	if !ok || held.Path != rec.Path || held.Version != rec.Version || held.CRC != rec.CRC ||
-		held.Size != rec.Size || held.Produced != rec.Produced || held.Host != rec.Host {
+		held.Size != rec.Size || held.Produced != rec.Produced || held.Host != rec.Host || held.Namespace != rec.Namespace {
 		return false
 	}
 	return uint64(st.Size) == rec.Size && st.Mtim.Nano() == mtime && (ino == 0 || ino == st.Ino)

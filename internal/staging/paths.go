@@ -44,6 +44,26 @@ func CheckRel(rel string) error {
 	return nil
 }
 
+// MaxNamespaceLen bounds a staging namespace's name.
+const MaxNamespaceLen = 128
+
+// CheckNamespace checks a staging namespace's name: "" is the default
+// namespace; any other is 1 to MaxNamespaceLen letters, digits and
+// ". _ - : + @", so that it is safe in a file name, a job script and a
+// store key alike.
+func CheckNamespace(ns string) error {
+	if len(ns) > MaxNamespaceLen {
+		return fmt.Errorf("staging namespace of %d bytes is longer than %d: %w", len(ns), MaxNamespaceLen, pdc.ErrInvalid)
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-:+@", c) >= 0) {
+			return fmt.Errorf("staging namespace %q: byte %q is not a letter, digit or one of . _ - : + @: %w", ns, c, pdc.ErrInvalid)
+		}
+	}
+	return nil
+}
+
 // Dir is a managed directory: a producer or consumer dir.
 type Dir struct {
 	// Path is the directory as given, made absolute.

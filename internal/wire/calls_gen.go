@@ -340,6 +340,24 @@ func (s Stub) StageWait(ctx context.Context, rank int, req *StageKey) (*StageRec
 	return resp, nil
 }
 
+// StageList answers a page of a namespace's staged files held here.
+func (s Stub) StageList(ctx context.Context, rank int, req *StageListReq) (*StageList, error) {
+	resp := new(StageList)
+	if err := s.Caller.Call(ctx, rank, MethodStageList, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// StageRemove removes staged files' records held here.
+func (s Stub) StageRemove(ctx context.Context, rank int, req *StageRemoveReq) (*StageRemoved, error) {
+	resp := new(StageRemoved)
+	if err := s.Caller.Call(ctx, rank, MethodStageRemove, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
 // DataStatus says where transfers stand, at once; a completed one is
 // forgotten.
 func (s Stub) DataStatus(ctx context.Context, rank int, req *DataIDs) (*DataResults, error) {

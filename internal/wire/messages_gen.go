@@ -2862,6 +2862,10 @@ type StageRecord struct {
 	Ino      uint64 // 7: its inode at produce, to tell a replaced file
 	CRC      uint32 // 8: CRC-32C (Castagnoli) of the contents
 	Produced int64  // 9: Unix nanoseconds of the produce
+	// Namespace is the run the file was produced in: "" is the default
+	// one, which records stored before namespaces belong to
+	// (StageVersion 2).
+	Namespace string // 10
 }
 
 func (m *StageRecord) Marshal(b []byte) []byte {
@@ -2874,6 +2878,7 @@ func (m *StageRecord) Marshal(b []byte) []byte {
 	b = putUint(b, 7, m.Ino)
 	b = putUint(b, 8, uint64(m.CRC))
 	b = putInt(b, 9, m.Produced)
+	b = putString(b, 10, m.Namespace)
 	return b
 }
 
@@ -2900,6 +2905,8 @@ func (m *StageRecord) Unmarshal(b []byte) error {
 			m.CRC = f.uint32()
 		case 9:
 			m.Produced = f.int64()
+		case 10:
+			m.Namespace = f.string()
 		}
 	}
 	return f.err
@@ -2910,12 +2917,16 @@ func (m *StageRecord) Unmarshal(b []byte) error {
 // assigned).
 type StageBatch struct {
 	Records []StageRecord // 1
+	// Version is StageVersion; 0 from clients before namespaces, whose
+	// records are all in the default namespace.
+	Version uint32 // 2
 }
 
 func (m *StageBatch) Marshal(b []byte) []byte {
 	for i := range m.Records {
 		b = putMsg(b, 1, &m.Records[i])
 	}
+	b = putUint(b, 2, uint64(m.Version))
 	return b
 }
 
@@ -2927,6 +2938,8 @@ func (m *StageBatch) Unmarshal(b []byte) error {
 		case 1:
 			m.Records = append(m.Records, StageRecord{})
 			f.sub(&m.Records[len(m.Records)-1])
+		case 2:
+			m.Version = f.uint32()
 		}
 	}
 	return f.err
@@ -2936,13 +2949,17 @@ func (m *StageBatch) Unmarshal(b []byte) error {
 // the caller already has: the wait lasts until a newer one is produced (0:
 // any version).
 type StageKey struct {
-	Path  string // 1
-	After uint64 // 2
+	Path      string // 1
+	After     uint64 // 2
+	Namespace string // 3: "" the default one
+	Version   uint32 // 4: StageVersion; 0 from clients before namespaces
 }
 
 func (m *StageKey) Marshal(b []byte) []byte {
 	b = putString(b, 1, m.Path)
 	b = putUint(b, 2, m.After)
+	b = putString(b, 3, m.Namespace)
+	b = putUint(b, 4, uint64(m.Version))
 	return b
 }
 
@@ -2955,6 +2972,168 @@ func (m *StageKey) Unmarshal(b []byte) error {
 			m.Path = f.string()
 		case 2:
 			m.After = f.uint64()
+		case 3:
+			m.Namespace = f.string()
+		case 4:
+			m.Version = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// StageListReq asks one metadata server for a page of the staged files'
+// records it holds in one namespace (MethodStageList), in path order.
+type StageListReq struct {
+	Version   uint32 // 1: StageVersion
+	Namespace string // 2
+	Prefix    string // 3: only paths that start with it ("" every path)
+	After     string // 4: resumes the listing past this path; "" starts it
+	// Limit bounds the records of the page; 0 or more than the server's
+	// bound takes the server's. A server also ends a page at its byte
+	// budget.
+	Limit uint32 // 5
+}
+
+func (m *StageListReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putString(b, 2, m.Namespace)
+	b = putString(b, 3, m.Prefix)
+	b = putString(b, 4, m.After)
+	b = putUint(b, 5, uint64(m.Limit))
+	return b
+}
+
+func (m *StageListReq) Unmarshal(b []byte) error {
+	*m = StageListReq{}
+	f := fields{b: b, msg: "StageListReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Namespace = f.string()
+		case 3:
+			m.Prefix = f.string()
+		case 4:
+			m.After = f.string()
+		case 5:
+			m.Limit = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// StageList answers StageListReq.
+type StageList struct {
+	Version uint32        // 1: StageVersion
+	Records []StageRecord // 2
+	// Next is After for the next page; "" when this page is the last.
+	Next string // 3
+}
+
+func (m *StageList) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	for i := range m.Records {
+		b = putMsg(b, 2, &m.Records[i])
+	}
+	b = putString(b, 3, m.Next)
+	return b
+}
+
+func (m *StageList) Unmarshal(b []byte) error {
+	*m = StageList{}
+	f := fields{b: b, msg: "StageList"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Records = append(m.Records, StageRecord{})
+			f.sub(&m.Records[len(m.Records)-1])
+		case 3:
+			m.Next = f.string()
+		}
+	}
+	return f.err
+}
+
+// StageRemoveReq removes staged files' records that one metadata server
+// holds in one namespace (MethodStageRemove): the record of Path, or, with
+// Prefix set or All, a bounded page of the records whose paths start with
+// Prefix (every one with All). Consumers waiting for a removed path keep
+// waiting for its next produce.
+type StageRemoveReq struct {
+	Version   uint32 // 1: StageVersion
+	Namespace string // 2
+	Path      string // 3
+	Prefix    string // 4
+	All       bool   // 5: every path of the namespace
+	After     string // 6: Prefix or All: resumes past this path
+	Limit     uint32 // 7: Prefix or All: as StageListReq's
+}
+
+func (m *StageRemoveReq) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putString(b, 2, m.Namespace)
+	b = putString(b, 3, m.Path)
+	b = putString(b, 4, m.Prefix)
+	b = putBool(b, 5, m.All)
+	b = putString(b, 6, m.After)
+	b = putUint(b, 7, uint64(m.Limit))
+	return b
+}
+
+func (m *StageRemoveReq) Unmarshal(b []byte) error {
+	*m = StageRemoveReq{}
+	f := fields{b: b, msg: "StageRemoveReq"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.Namespace = f.string()
+		case 3:
+			m.Path = f.string()
+		case 4:
+			m.Prefix = f.string()
+		case 5:
+			m.All = f.bool()
+		case 6:
+			m.After = f.string()
+		case 7:
+			m.Limit = f.uint32()
+		}
+	}
+	return f.err
+}
+
+// StageRemoved answers StageRemoveReq.
+type StageRemoved struct {
+	Version uint32 // 1: StageVersion
+	N       uint64 // 2: records removed
+	// Next is After for the next page of a Prefix or All removal; "" once
+	// no record is left to remove here.
+	Next string // 3
+}
+
+func (m *StageRemoved) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Version))
+	b = putUint(b, 2, m.N)
+	b = putString(b, 3, m.Next)
+	return b
+}
+
+func (m *StageRemoved) Unmarshal(b []byte) error {
+	*m = StageRemoved{}
+	f := fields{b: b, msg: "StageRemoved"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Version = f.uint32()
+		case 2:
+			m.N = f.uint64()
+		case 3:
+			m.Next = f.string()
 		}
 	}
 	return f.err

@@ -592,11 +592,11 @@ var metaTypes = []msgType{
 	{
 		name:   "StageRecord",
 		new:    func() wire.Message { return new(wire.StageRecord) },
-		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}},
+		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}, {10, kString}},
 		vals: []wire.Message{
 			&wire.StageRecord{},
 			&wire.StageRecord{Path: strings.Repeat("é/", 300), Version: math.MaxUint64, Owner: math.MaxUint32, MtimeNS: math.MinInt64},
-			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64},
+			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64, Namespace: "run-7"},
 		},
 	},
 	{
@@ -647,23 +647,65 @@ var metaTypes = []msgType{
 	{
 		name:   "StageBatch",
 		new:    func() wire.Message { return new(wire.StageBatch) },
-		fields: []field{{1, kMsg}},
+		fields: []field{{1, kMsg}, {2, kUint32}},
 		vals: []wire.Message{
 			&wire.StageBatch{},
 			&wire.StageBatch{Records: []wire.StageRecord{{}}},
 			&wire.StageBatch{Records: hundred(func(i int) wire.StageRecord {
 				return wire.StageRecord{Path: fmt.Sprint("f", i), Version: uint64(i), CRC: uint32(i)}
-			}, wire.StageRecord{Path: strings.Repeat("p", 300), Size: math.MaxUint64})},
+			}, wire.StageRecord{Path: strings.Repeat("p", 300), Size: math.MaxUint64}), Version: wire.StageVersion},
 		},
 	},
 	{
 		name:   "StageKey",
 		new:    func() wire.Message { return new(wire.StageKey) },
-		fields: []field{{1, kString}, {2, kUint64}},
+		fields: []field{{1, kString}, {2, kUint64}, {3, kString}, {4, kUint32}},
 		vals: []wire.Message{
 			&wire.StageKey{},
 			&wire.StageKey{Path: "x"},
-			&wire.StageKey{Path: strings.Repeat("d/", 500), After: math.MaxUint64},
+			&wire.StageKey{Path: strings.Repeat("d/", 500), After: math.MaxUint64, Namespace: strings.Repeat("n", 128), Version: math.MaxUint32},
+		},
+	},
+	{
+		name:   "StageListReq",
+		new:    func() wire.Message { return new(wire.StageListReq) },
+		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kUint32}},
+		vals: []wire.Message{
+			&wire.StageListReq{},
+			&wire.StageListReq{Version: 2, Namespace: "n"},
+			&wire.StageListReq{Version: math.MaxUint32, Namespace: "run-1", Prefix: "out/", After: strings.Repeat("d/", 500), Limit: math.MaxUint32},
+		},
+	},
+	{
+		name:   "StageList",
+		new:    func() wire.Message { return new(wire.StageList) },
+		fields: []field{{1, kUint32}, {2, kMsg}, {3, kString}},
+		vals: []wire.Message{
+			&wire.StageList{},
+			&wire.StageList{Records: []wire.StageRecord{{}}},
+			&wire.StageList{Version: 2, Records: hundred(func(i int) wire.StageRecord {
+				return wire.StageRecord{Path: fmt.Sprint("f", i), Version: uint64(i), Namespace: "n"}
+			}, wire.StageRecord{Path: strings.Repeat("p", 300)}), Next: "f99"},
+		},
+	},
+	{
+		name:   "StageRemoveReq",
+		new:    func() wire.Message { return new(wire.StageRemoveReq) },
+		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kBool}, {6, kString}, {7, kUint32}},
+		vals: []wire.Message{
+			&wire.StageRemoveReq{},
+			&wire.StageRemoveReq{Version: 2, Path: "a"},
+			&wire.StageRemoveReq{Version: math.MaxUint32, Namespace: "n", Path: "a", Prefix: "b/", All: true, After: strings.Repeat("d/", 500), Limit: math.MaxUint32},
+		},
+	},
+	{
+		name:   "StageRemoved",
+		new:    func() wire.Message { return new(wire.StageRemoved) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kString}},
+		vals: []wire.Message{
+			&wire.StageRemoved{},
+			&wire.StageRemoved{N: 1},
+			&wire.StageRemoved{Version: math.MaxUint32, N: math.MaxUint64, Next: strings.Repeat("d/", 500)},
 		},
 	},
 	{
@@ -781,6 +823,12 @@ var metaGolden = []struct {
 		"0a 01 61 10 01 18 02 22 01 68 28 03 30 01 38 04 40 05 48 02"},
 	{"StageBatch", &wire.StageBatch{Records: []wire.StageRecord{{Path: "a"}}}, "0a 03 0a 01 61"},
 	{"StageKey", &wire.StageKey{Path: "p", After: 2}, "0a 01 70 10 02"},
+	{"StageKey", &wire.StageKey{Path: "p", Namespace: "n", Version: 2}, "0a 01 70 1a 01 6e 20 02"},
+	{"StageListReq", &wire.StageListReq{Version: 2, Namespace: "n", Prefix: "a", After: "b", Limit: 3}, "08 02 12 01 6e 1a 01 61 22 01 62 28 03"},
+	{"StageList", &wire.StageList{Version: 2, Records: []wire.StageRecord{{Path: "a"}}, Next: "a"}, "08 02 12 03 0a 01 61 1a 01 61"},
+	{"StageRemoveReq", &wire.StageRemoveReq{Version: 2, Namespace: "n", Path: "p", Prefix: "q", All: true, After: "a", Limit: 3},
+		"08 02 12 01 6e 1a 01 70 22 01 71 28 01 32 01 61 38 03"},
+	{"StageRemoved", &wire.StageRemoved{Version: 2, N: 3, Next: "z"}, "08 02 10 03 1a 01 7a"},
 	{"DataItem", &wire.DataItem{Obj: 1, Write: true, Off: []uint64{2}, Size: []uint64{3}, Dims: []uint64{300}, DimsVersion: 4, Elem: 5, Storage: 2},
 		"08 01 10 01 1a 01 02 22 01 03 2a 02 ac 02 30 04 38 05 40 02"},
 	{"DataItem", &wire.DataItem{Obj: 1, Slot: 3}, "08 01 50 03"},
@@ -910,7 +958,7 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if want := 58 + len(slotTypes); len(metaTypes) != want {
+	if want := 62 + len(slotTypes); len(metaTypes) != want {
 		t.Fatalf("%d metadata message types, want %d", len(metaTypes), want)
 	}
 }

@@ -62,6 +62,8 @@ const (
 	MethodStageProduce   Method = 52 // StageBatch -> StageBatch: record produced files, versions assigned
 	MethodStageLookup    Method = 53 // StageKey -> StageRecord, at once (ErrNotFound if never produced)
 	MethodStageWait      Method = 54 // StageKey -> StageRecord, once a version newer than After exists
+	MethodStageList      Method = 57 // StageListReq -> StageList: a page of a namespace's staged files held here
+	MethodStageRemove    Method = 58 // StageRemoveReq -> StageRemoved: remove a path, or a page of a prefix, held here
 	MethodObjGone        Method = 60 // IDList -> IDList: which of these objects held here no longer exist (docs/design/0016)
 
 	// Data transport methods (64-79).
@@ -127,6 +129,8 @@ var methodNames = map[Method]string{
 	MethodStageProduce:   "stage_produce",
 	MethodStageLookup:    "stage_lookup",
 	MethodStageWait:      "stage_wait",
+	MethodStageList:      "stage_list",
+	MethodStageRemove:    "stage_remove",
 	MethodObjGone:        "obj_gone",
 	MethodDataStart:      "data_start",
 	MethodDataWait:       "data_wait",

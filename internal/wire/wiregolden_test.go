@@ -179,6 +179,10 @@ func goldenMessages() []struct {
 			Ino: 1 << 40, CRC: 0xcafef00d, Produced: 1_700_000_000_000_000_000}},
 		{"StageBatch", &wire.StageBatch{Records: []wire.StageRecord{{Path: "a", Version: 1}, {}, {Path: "b", MtimeNS: -2}}}},
 		{"StageKey", &wire.StageKey{Path: "p", After: 1 << 40}},
+		{"StageListReq", &wire.StageListReq{Version: 2, Namespace: "run-2", Prefix: "out/", After: "out/" + long, Limit: 300}},
+		{"StageList", &wire.StageList{Version: 2, Records: []wire.StageRecord{{Path: "a", Version: 1, Namespace: "run-2"}, {}}, Next: "a"}},
+		{"StageRemoveReq", &wire.StageRemoveReq{Version: 2, Namespace: "n", Path: "p", Prefix: "q/", All: true, After: "q/a", Limit: 300}},
+		{"StageRemoved", &wire.StageRemoved{Version: 2, N: 1 << 40, Next: "z"}},
 	}
 }
 

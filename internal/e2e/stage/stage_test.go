@@ -51,7 +51,8 @@ func stageUp(t *testing.T) *stageCluster {
 // variable is set, so that the test's own environment does not leak in.
 func (sc *stageCluster) env(host string, extra ...string) []string {
 	return append([]string{"PDC_TMPDIR=" + sc.tmpdir, "PDC_HOST=" + host,
-		"PDC_STAGE_PRODUCER_DIR=", "PDC_STAGE_CONSUMER_DIR=", "PDC_STAGE_SHARED=", "PDC_DTL="}, extra...)
+		"PDC_STAGE_PRODUCER_DIR=", "PDC_STAGE_CONSUMER_DIR=", "PDC_STAGE_SHARED=", "PDC_DTL=",
+		"PDC_STAGE_NAMESPACE=", "DYAD_KVS_NAMESPACE="}, extra...)
 }
 
 // produce runs pdc stage produce on node-a from its producer dir.

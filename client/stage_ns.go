@@ -1,0 +1,160 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/staging"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Staging namespaces (docs/design/0008): each run of a workflow can stage
+// its files in a namespace of its own, so that a re-run with the same file
+// names waits for its own files instead of finding the last run's.
+
+// EnvNamespace names the variable that gives the staging namespace
+// (DYAD's DYAD_KVS_NAMESPACE) to clients not given one by WithNamespace.
+const EnvNamespace = "PDC_STAGE_NAMESPACE"
+
+// WithNamespace sets the staging namespace every produce, consume, lookup,
+// listing and removal of this client works in (default
+// $PDC_STAGE_NAMESPACE; "" is the default namespace, where files staged
+// before namespaces are). A namespace is up to 128 letters, digits and
+// ". _ - : + @".
+func WithNamespace(ns string) Option {
+	return func(o *options) { o.namespace, o.namespaceSet = ns, true }
+}
+
+// Namespace is the staging namespace the client works in.
+func (c *Client) Namespace() string { return c.stage.namespace }
+
+// WithNewerThan makes a consume wait for a version of the file newer than
+// v, even if version v (or an older one) has been produced: a consumer
+// that has version v waits for the next produce. 0, the default, takes
+// any version. Versions count from 1 again after a path's record is
+// removed (RemoveStaged).
+func WithNewerThan(v uint64) ConsumeOption {
+	return func(o *consumeOpts) { o.after = v }
+}
+
+func (c *Client) checkNamespace() error {
+	return staging.CheckNamespace(c.stage.namespace)
+}
+
+// StagedCursor returns a cursor over the staged files of the client's
+// namespace whose paths start with prefix ("" every one), in path order,
+// a page per metadata server at a time (see Cursor).
+func (c *Client) StagedCursor(prefix string) *Cursor[StagedFile] {
+	cu := &Cursor[StagedFile]{cmp: func(a, b StagedFile) int { return strings.Compare(a.Path, b.Path) }}
+	if err := c.checkNamespace(); err != nil {
+		cu.err = fmt.Errorf("list staged files: %w", err)
+		return cu
+	}
+	for _, rank := range c.metaServers() {
+		after := ""
+		cu.streams = append(cu.streams, &stream[StagedFile]{fetch: func(ctx context.Context) ([]StagedFile, bool, error) {
+			q := wire.StageListReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, After: after}
+			if c.pageSize > 0 {
+				q.Limit = uint32(min(c.pageSize, 1<<30))
+			}
+			p, err := c.calls().StageList(ctx, rank, &q)
+			if err != nil {
+				return nil, false, fmt.Errorf("list staged files: %w", err)
+			}
+			if p.Next != "" && p.Next <= after {
+				return nil, false, fmt.Errorf("%s: stage_list: the page after %q ends at %q: %w", c.label(rank), after, p.Next, pdc.ErrProtocol)
+			}
+			out := make([]StagedFile, len(p.Records))
+			for i := range p.Records {
+				out[i] = c.staged(&p.Records[i])
+			}
+			after = p.Next
+			return out, p.Next == "", nil
+		}})
+	}
+	return cu
+}
+
+// AllStaged returns an iterator over the staged files of the client's
+// namespace whose paths start with prefix, in path order (StagedCursor).
+func (c *Client) AllStaged(ctx context.Context, prefix string) iter.Seq2[StagedFile, error] {
+	return c.StagedCursor(prefix).All(ctx)
+}
+
+// RemoveStaged removes the record of one staged file of the client's
+// namespace and reports how many went (0 or 1). The file itself stays in
+// the producer dir. Consumers waiting for the path keep waiting for its
+// next produce, which gets version 1.
+func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
+	rel, err := c.stageRel(path)
+	if err == nil {
+		err = c.checkNamespace()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("remove %s: %w", path, err)
+	}
+	rank, err := c.stageMeta(rel)
+	if err != nil {
+		return 0, fmt.Errorf("remove %s: %w", rel, err)
+	}
+	got, err := c.calls().StageRemove(ctx, rank, &wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Path: rel})
+	if err != nil {
+		return 0, fmt.Errorf("remove %s: %w", rel, err)
+	}
+	return int(got.N), nil
+}
+
+// RemoveStagedPrefix removes the records of the staged files of the
+// client's namespace whose paths start with prefix ("": every one of the
+// namespace), a page at a time on every metadata server at once, and
+// reports how many went. As RemoveStaged, it leaves the files alone; on an
+// error, the count is of those removed before it.
+func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, error) {
+	if err := c.checkNamespace(); err != nil {
+		return 0, fmt.Errorf("remove %q: %w", prefix, err)
+	}
+	ranks := c.metaServers()
+	var (
+		mu    sync.Mutex
+		total int
+		wg    sync.WaitGroup
+	)
+	errs := make([]error, len(ranks))
+	for i, rank := range ranks {
+		wg.Go(func() {
+			q := wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, All: prefix == ""}
+			if c.pageSize > 0 {
+				q.Limit = uint32(min(c.pageSize, 1<<30))
+			}
+			for {
+				got, err := c.calls().StageRemove(ctx, rank, &q)
+				if err != nil {
+					errs[i] = fmt.Errorf("remove %q: %w", prefix, err)
+					return
+				}
+				mu.Lock()
+				total += int(got.N)
+				mu.Unlock()
+				if got.Next == "" {
+					return
+				}
+				if got.Next <= q.After {
+					errs[i] = fmt.Errorf("%s: stage_remove: the page after %q ends at %q: %w", c.label(rank), q.After, got.Next, pdc.ErrProtocol)
+					return
+				}
+				q.After = got.Next
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,224 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func produceNS(t *testing.T, s *Service, ns string, paths ...string) []wire.StageRecord {
+	t.Helper()
+	in := wire.StageBatch{Version: wire.StageVersion}
+	for _, p := range paths {
+		in.Records = append(in.Records, wire.StageRecord{Path: p, Host: "node-a", Size: 3, CRC: 7, Namespace: ns})
+	}
+	resp, err := s.stageProduce(context.Background(), stageReq(&in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wire.StageBatch
+	if err := out.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	return out.Records
+}
+
+func listNS(t *testing.T, s *Service, ns, prefix string, limit uint32) []string {
+	t.Helper()
+	var got []string
+	q := wire.StageListReq{Version: wire.StageVersion, Namespace: ns, Prefix: prefix, Limit: limit}
+	for range 1000 {
+		resp, err := s.stageList(context.Background(), stageReq(&q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p wire.StageList
+		if err := p.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		if limit > 0 && len(p.Records) > int(limit) {
+			t.Fatalf("a page of %d records, limit %d", len(p.Records), limit)
+		}
+		for _, r := range p.Records {
+			got = append(got, fmt.Sprintf("%s@%d", r.Path, r.Version))
+		}
+		if p.Next == "" {
+			return got
+		}
+		q.After = p.Next
+	}
+	t.Fatal("the listing does not end")
+	return nil
+}
+
+func removeNS(t *testing.T, s *Service, q wire.StageRemoveReq) uint64 {
+	t.Helper()
+	q.Version = wire.StageVersion
+	var n uint64
+	for range 1000 {
+		resp, err := s.stageRemove(context.Background(), stageReq(&q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out wire.StageRemoved
+		if err := out.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		n += out.N
+		if out.Next == "" {
+			return n
+		}
+		q.After = out.Next
+	}
+	t.Fatal("the removal does not end")
+	return 0
+}
+
+// Namespaces keep their own records and versions; a record stored by a
+// client before namespaces is in the default one.
+func TestStageNamespaces(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	produceOn(t, s, "a", "a") // a client before namespaces: version 0 requests
+	if got := produceNS(t, s, "run-2", "a"); got[0].Version != 1 || got[0].Namespace != "run-2" {
+		t.Fatalf("first produce of a in run-2: %+v", got[0])
+	}
+	if got := produceNS(t, s, "", "a"); got[0].Version != 3 {
+		t.Fatalf("produce of a in the default namespace: version %d, want 3", got[0].Version)
+	}
+	look := func(ns, path string) (*wire.StageRecord, error) {
+		resp, err := s.stageLookup(context.Background(), stageReq(&wire.StageKey{Path: path, Namespace: ns, Version: wire.StageVersion}))
+		if err != nil {
+			return nil, err
+		}
+		var r wire.StageRecord
+		return &r, r.Unmarshal(resp.Header)
+	}
+	if r, err := look("run-2", "a"); err != nil || r.Version != 1 {
+		t.Fatalf("lookup in run-2: %+v %v", r, err)
+	}
+	if _, err := look("run-3", "a"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("lookup in a namespace never produced in: %v", err)
+	}
+	for _, bad := range []string{"a/b", "a\x00b", string(make([]byte, 200))} {
+		if _, err := look(bad, "a"); !errors.Is(err, pdc.ErrInvalid) {
+			t.Errorf("namespace %q: %v, want %v", bad, err, pdc.ErrInvalid)
+		}
+	}
+	_, err := s.stageLookup(context.Background(), stageReq(&wire.StageKey{Path: "a", Namespace: "run-2", Version: 9}))
+	if !errors.Is(err, pdc.ErrVersion) {
+		t.Errorf("a lookup of staging version 9: %v, want %v", err, pdc.ErrVersion)
+	}
+}
+
+// Listings and removals go a bounded page at a time, by prefix, in one
+// namespace only.
+func TestStageListAndRemovePages(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	var paths []string
+	for i := range 25 {
+		paths = append(paths, fmt.Sprintf("out/%02d", i))
+	}
+	produceNS(t, s, "n", append(paths, "outer", "x/y")...)
+	produceNS(t, s, "m", "out/00")
+	produceNS(t, s, "", "out/00")
+	if got := listNS(t, s, "n", "out/", 4); len(got) != 25 || got[0] != "out/00@1" || got[24] != "out/24@1" {
+		t.Fatalf("list of n out/ by 4: %v", got)
+	}
+	if got := listNS(t, s, "n", "", 0); len(got) != 27 {
+		t.Fatalf("list of n: %v", got)
+	}
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "out/03"}); n != 1 {
+		t.Fatalf("remove out/03: %d", n)
+	}
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "out/03"}); n != 0 {
+		t.Fatalf("remove out/03 again: %d", n)
+	}
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Prefix: "out/", Limit: 5}); n != 24 {
+		t.Fatalf("remove prefix out/ by 5: %d, want 24", n)
+	}
+	if got := listNS(t, s, "n", "", 0); len(got) != 2 || got[0] != "outer@1" || got[1] != "x/y@1" {
+		t.Fatalf("after removing out/: %v", got)
+	}
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", All: true}); n != 2 {
+		t.Fatalf("remove all of n: %d", n)
+	}
+	if got := listNS(t, s, "m", "", 0); len(got) != 1 {
+		t.Fatalf("namespace m after n was removed: %v", got)
+	}
+	if got := listNS(t, s, "", "", 0); len(got) != 1 {
+		t.Fatalf("the default namespace after n was removed: %v", got)
+	}
+	for _, q := range []wire.StageRemoveReq{{}, {Path: "a", Prefix: "b"}, {Prefix: "a", All: true}, {Path: "a", All: true}} {
+		q.Version = wire.StageVersion
+		if _, err := s.stageRemove(context.Background(), stageReq(&q)); !errors.Is(err, pdc.ErrInvalid) {
+			t.Errorf("remove %+v: %v, want %v", q, err, pdc.ErrInvalid)
+		}
+	}
+}
+
+// A wait for a version newer than one the path has ends at its next
+// produce, also when its record was removed in between and the produce
+// starts the versions again.
+func TestStageWaitNewerAcrossRemove(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	produceNS(t, s, "n", "a", "a") // version 2
+	type result struct {
+		r   wire.StageRecord
+		err error
+	}
+	wait := func(after uint64) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resp, err := s.stageWait(ctx, stageReq(&wire.StageKey{Path: "a", Namespace: "n", After: after, Version: wire.StageVersion}))
+			var res result
+			if res.err = err; err == nil {
+				res.err = res.r.Unmarshal(resp.Header)
+			}
+			ch <- res
+		}()
+		return ch
+	}
+	if r := <-wait(1); r.err != nil || r.r.Version != 2 {
+		t.Fatalf("wait newer than 1 with version 2 there: %+v", r)
+	}
+	w := wait(2)
+	awaitWaiters(t, s, waitKey("n", "a"))
+	produceNS(t, s, "m", "a") // another namespace does not end it
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "a"}); n != 1 {
+		t.Fatal("remove")
+	}
+	produceNS(t, s, "n", "a")
+	if r := <-w; r.err != nil || r.r.Version != 1 {
+		t.Fatalf("wait newer than 2 across a removal: %+v, want the next produce, version 1", r)
+	}
+}
+
+// awaitWaiters returns once someone waits on key.
+func awaitWaiters(t *testing.T, s *Service, key string) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range 60000 {
+		s.stages.waits.mu.Lock()
+		n := 0
+		if w := s.stages.waits.byPath[key]; w != nil {
+			n = w.waiters
+		}
+		s.stages.waits.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		<-tick.C
+	}
+	t.Fatalf("nobody waits on %q", key)
+}
