@@ -77,6 +77,9 @@ static int (*real_access)(const char *, int);
 static int (*real_faccessat)(int, const char *, int, int);
 static int (*real_eaccess)(const char *, int);
 static int (*real_euidaccess)(const char *, int);
+static int (*real_rename)(const char *, const char *);
+static int (*real_renameat)(int, const char *, int, const char *);
+static int (*real_renameat2)(int, const char *, int, const char *, unsigned int);
 
 /* next finds the real name; glibc's __xstat family exists only as old
  * versioned symbols since 2.33, which plain dlsym may not return. */
@@ -253,6 +256,9 @@ static void init(void)
     real_faccessat  = next("faccessat");
     real_eaccess    = next("eaccess");
     real_euidaccess = next("euidaccess");
+    real_rename     = next("rename");
+    real_renameat   = next("renameat");
+    real_renameat2  = next("renameat2");
     dir_init(&cons, "PDC_STAGE_CONSUMER_DIR", "DYAD_PATH_CONSUMER");
     dir_init(&prod, "PDC_STAGE_PRODUCER_DIR", "DYAD_PATH_PRODUCER");
     if (active)
@@ -928,4 +934,47 @@ EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int
 EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
     XSTAT_BODY(dirfd, real_fxstatat64, real_fxstatat64(ver, dirfd, path, st, flags));
+}
+
+/* renamed finishes a rename that returned rc: a regular file renamed into
+ * the producer dir is produced under its new name, as programs that write
+ * a temporary file and rename it into place (mv, atomic saves) mean it to
+ * appear whole. A failed produce fails the call, as for close. */
+static int renamed(int rc, int dirfd, const char *to)
+{
+    if (rc != 0 || to == NULL || !ready())
+        return rc;
+    char        abs[PATH_MAX];
+    const char *rel;
+    struct stat st;
+    if (!absolute(dirfd, to, abs) || (rel = within(&prod, abs)) == NULL || real_stat(abs, &st) != 0 || !S_ISREG(st.st_mode))
+        return rc;
+    int err = stage(false, rel);
+    if (err != 0) {
+        errno = err;
+        return -1;
+    }
+    return rc;
+}
+
+EXPORT int rename(const char *from, const char *to)
+{
+    pthread_once(&once, init);
+    return renamed(real_rename(from, to), AT_FDCWD, to);
+}
+
+EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+    pthread_once(&once, init);
+    return renamed(real_renameat(fromfd, from, tofd, to), tofd, to);
+}
+
+EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags)
+{
+    pthread_once(&once, init);
+    if (real_renameat2 == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return renamed(real_renameat2(fromfd, from, tofd, to, flags), tofd, to);
 }

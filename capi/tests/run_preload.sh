@@ -7,8 +7,9 @@
 #
 #   - cat and cp of files a producer on the other node makes later;
 #   - python3's open().read(); a C program's fopen/fread;
-#   - producers: a shell's `echo > file`, C's fwrite/fclose, and a C
-#     program that leaves its file (and its stream's buffer) to exit;
+#   - producers: a shell's `echo > file`, C's fwrite/fclose, a C program
+#     that leaves its file (and its stream's buffer) to exit, and mv of a
+#     temporary file into place;
 #   - a forked child consuming after its parent did (the child cannot use
 #     the parent's Go runtime), two threads consuming at once;
 #   - a consume that times out fails the open with ETIMEDOUT and a line
@@ -93,6 +94,15 @@ mkdir -p "$prod/c"
 "${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/one.bin" one.bin 1048576
 finish "$cpid" cp
 cmp "$prod/c/one.bin" "$work/cp-copy.bin" || fail "cp's copy differs"
+
+echo "== a file written under a temporary name and renamed into place (mv) is produced under its name"
+"${consumer[@]}" timeout 120 cat "$cons/mv/final.txt" >"$work/mv.out" 2>"$work/mv.err" &
+cpid=$!
+waiting "$cpid" "cat"
+mkdir -p "$prod/mv"
+"${producer[@]}" timeout 60 bash -c "echo 'moved into place' > '$prod/mv/.final.tmp' && mv '$prod/mv/.final.tmp' '$prod/mv/final.txt'"
+finish "$cpid" mv
+[ "$(cat "$work/mv.out")" = "moved into place" ] || fail "cat printed: $(cat "$work/mv.out")"
 
 echo "== python3's open().read(), of a file whose producer leaves it to exit to close"
 py=$(command -v python3 || true)
