@@ -6,7 +6,8 @@
 # and node-b (consumer):
 #
 #   - cat and cp of files a producer on the other node makes later;
-#   - python3's open().read(); a C program's fopen/fread;
+#   - python3's open().read(); a C program's fopen/fread; relative paths
+#     and openat's;
 #   - producers: a shell's `echo > file`, C's fwrite/fclose, a C program
 #     that leaves its file (and its stream's buffer) to exit, and mv of a
 #     temporary file into place;
@@ -148,6 +149,27 @@ grep -q "^child read " "$work/fork.out" || fail "the forked child did not read i
 grep -q "^stage consume --timeout .* --consumer-dir $cons c/child.bin$" "$work/pdc-calls" ||
 	fail "the forked child did not consume through pdc stage consume: $(cat "$work/pdc-calls" 2>/dev/null)"
 [ "$(wc -l <"$work/pdc-calls")" = 1 ] || fail "pdc ran more than once (the parent must use libpdc): $(cat "$work/pdc-calls")"
+
+echo "== a relative path (against the working directory) and openat's (against its dirfd)"
+mkdir -p "$prod/rel"
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/rel/r.bin" r.bin 3000
+"${producer[@]}" timeout 60 "$work/preload_write" "$prod/rel/at.bin" at.bin 4000
+"${consumer[@]}" timeout 60 bash -c "cd '$cons' && wc -c < rel/r.bin" >"$work/rel.out" 2>"$work/rel.err" || {
+	cat "$work/rel.err" >&2
+	fail "cat of a relative path in the consumer dir"
+}
+[ "$(cat "$work/rel.out")" = 3000 ] || fail "read $(cat "$work/rel.out") bytes of rel/r.bin, want 3000"
+if [ -n "$py" ]; then
+	"${consumer[@]}" timeout 60 "$py" -c "
+import os, sys
+d = os.open(sys.argv[1], os.O_RDONLY)
+f = os.open('rel/at.bin', os.O_RDONLY, dir_fd=d)
+print(len(os.read(f, 10000)))" "$cons" >"$work/at.out" 2>"$work/at.err" || {
+		cat "$work/at.err" >&2
+		fail "openat of a path in the consumer dir"
+	}
+	[ "$(cat "$work/at.out")" = 4000 ] || fail "read $(cat "$work/at.out") bytes of rel/at.bin, want 4000"
+fi
 
 echo "== two threads consume at once, before either file is produced"
 "${consumer[@]}" timeout 120 "$work/preload_threads" "$cons/t/1.bin" t1.bin "$cons/t/2.bin" t2.bin 70000 >/dev/null 2>"$work/threads.err" &
