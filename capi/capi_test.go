@@ -2,6 +2,7 @@ package capi_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -294,6 +295,40 @@ func TestInfiniteConsumeWaitsUntilProduced(t *testing.T) {
 	}
 	if <-res != capi.Succeed {
 		t.Fatal(cons.lines())
+	}
+}
+
+// A forked process's copy of the library (capi/shim loads one) numbers its
+// handles above its parent's, so that one it inherited is refused as the
+// parent's, never taken for its own.
+func TestForkedGenerationHandles(t *testing.T) {
+	tc := startCluster(t, "node-a")
+	p := tc.node("node-a")
+	p.ForkedGeneration(2)
+	id := p.init(t)
+	if id != 2<<32+1 {
+		t.Fatalf("first id of generation 2 is %d, want %d", id, uint64(2<<32+1))
+	}
+	p.ForkedGeneration(3) // too late: a handle exists
+	prop := p.PropCreate(capi.PropContCreate, id)
+	if prop != id+1 {
+		t.Fatalf("second id %d, want %d", prop, id+1)
+	}
+	for _, c := range []struct {
+		id   uint64
+		want string
+	}{
+		{1, "1 is a handle of the process this one was forked from: a forked process opens its own (PDCinit)"},
+		{2 << 32, "is a handle of the process this one was forked from"},
+		{id + 100, "is not a handle this process was given"},
+	} {
+		if p.PropClose(c.id) != capi.Fail {
+			t.Fatalf("PDCprop_close(%d) succeeded", c.id)
+		}
+		p.wantLine(t, fmt.Sprintf("PDCprop_close(%d)", c.id), c.want)
+	}
+	if p.PropClose(prop) != capi.Succeed {
+		t.Fatal(p.lines())
 	}
 }
 

@@ -133,6 +133,8 @@ func (l *Lib) lookupLocked(id uint64, want kind) (*handle, error) {
 	}
 	h, ok := l.mu.handles[id]
 	switch {
+	case !ok && id <= l.mu.base:
+		return nil, fmt.Errorf("%d is a handle of the process this one was forked from: a forked process opens its own (PDCinit): %w", id, pdc.ErrNotFound)
 	case !ok && id <= l.mu.next:
 		return nil, fmt.Errorf("%d is a closed handle: %w", id, pdc.ErrClosed)
 	case !ok:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs libpdc into PREFIX (make capi uses build/capi):
 #
-#   PREFIX/lib/libpdc.so            the C library (cgo, -buildmode=c-shared)
+#   PREFIX/lib/libpdc.so            the C library: a loader (capi/shim) in front of
+#   PREFIX/lib/libpdc_core.so       the library that does the work (cgo, -buildmode=c-shared)
 #   PREFIX/lib/libpdc_preload.so    staging for unmodified programs, through
 #                                   LD_PRELOAD (plain C; loads libpdc.so when
 #                                   a path in a staging dir needs it)
@@ -25,11 +26,29 @@ cd "$(dirname "$0")/.."
 mkdir -p "$prefix/lib/pkgconfig" "$prefix/include" "$prefix/bin"
 prefix=$(cd "$prefix" && pwd)
 
-"$GO" build -buildmode=c-shared -o "$prefix/lib/libpdc.so" ./capi/libpdc
+CC=${CC:-$("$GO" env CC)}
+# The library's work is done by libpdc_core.so (Go); libpdc.so, which
+# programs link, is a loader in front of it that gives a forked child a
+# fresh copy of the core (capi/shim/shim.c says why and how).
+"$GO" build -buildmode=c-shared -o "$prefix/lib/libpdc_core.so" ./capi/libpdc
 # cgo's generated header declares the internal pdcgo_ functions; the
 # interface is pdc.h.
-rm -f "$prefix/lib/libpdc.h"
-CC=${CC:-$("$GO" env CC)}
+rm -f "$prefix/lib/libpdc_core.h"
+# The loader's stubs are generated for x86-64; elsewhere the core is the
+# library itself, which works in every process that does not fork after
+# loading it.
+if [ "$(uname -m)" = x86_64 ]; then
+	stubs=$(mktemp --suffix .S)
+	trap 'rm -f "$stubs"' EXIT
+	capi/shim/gen-stubs.sh $(nm -D --defined-only "$prefix/lib/libpdc_core.so" |
+		awk '$2 == "T" && $3 ~ /^(PDC|pdc_|dyad_)/ {print $3}' | sort) >"$stubs"
+	# shellcheck disable=SC2086 # CC may carry flags, as cgo allows
+	$CC -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libpdc.so -o "$prefix/lib/libpdc.so" \
+		capi/shim/shim.c "$stubs" -ldl -lpthread
+else
+	echo "capi/install.sh: $(uname -m): libpdc.so is the core itself; a process that forks after loading it cannot use it in the child" >&2
+	cp "$prefix/lib/libpdc_core.so" "$prefix/lib/libpdc.so"
+fi
 # The interposer is plain C with no Go runtime (docs/design/0025): it is
 # loaded into every process of a job. Its NULL checks of arguments libc
 # declares nonnull must stay.

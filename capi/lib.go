@@ -61,6 +61,24 @@ type Lib struct {
 		sync.Mutex
 		next    uint64             // the last id handed out
 		handles map[uint64]*handle // open handles by id
+		// base: ids up to it belong to the processes this one was
+		// forked from (ForkedGeneration).
+		base uint64
+	}
+}
+
+// ForkedGeneration tells l that it is the copy of the library a process
+// forked gen times since its first loaded (libpdc.so's loader, capi/shim,
+// loads a fresh copy in a forked child). Its ids then start above gen<<32,
+// so that an id the child inherited from a parent is refused as one,
+// never taken for one of the child's own. Call it before the first
+// handle is made.
+func (l *Lib) ForkedGeneration(gen uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.next == 0 {
+		l.mu.base = uint64(gen) << 32
+		l.mu.next = l.mu.base
 	}
 }
 

@@ -12,6 +12,7 @@
 #include "dyad.h"
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 struct dyad_ctx {
     pdcid_t pdc;
@@ -127,9 +128,9 @@ static bool under(const char *path, const char *dir)
  * read. A relative path is relative to the managed dir, as in pdc_stage.h. */
 static const char *managed_dir(bool producer)
 {
-    const char *dir = getenv(producer ? "PDC_STAGE_PRODUCER_DIR" : "PDC_STAGE_CONSUMER_DIR");
+    const char *dir = pdcgo_getenv(producer ? "PDC_STAGE_PRODUCER_DIR" : "PDC_STAGE_CONSUMER_DIR");
     if (dir == NULL || dir[0] == '\0')
-        dir = getenv(producer ? "DYAD_PATH_PRODUCER" : "DYAD_PATH_CONSUMER");
+        dir = pdcgo_getenv(producer ? "DYAD_PATH_PRODUCER" : "DYAD_PATH_CONSUMER");
     return dir != NULL && dir[0] != '\0' ? dir : NULL;
 }
 
@@ -184,11 +185,11 @@ dyad_rc_t dyad_get_metadata(dyad_ctx_t *ctx, const char *fname, bool should_wait
     *mdata = NULL;
     if (untracked_by_all(fname))
         return DYAD_RC_UNTRACKED;
-    dyad_metadata_t *m = calloc(1, sizeof *m);
+    dyad_metadata_t *m = pdcgo_calloc(1, sizeof *m);
     if (m == NULL)
         return dyad_bad(DYAD_RC_SYSFAIL, "dyad_get_metadata", fname, "out of memory");
     if (pdcgo_stage_lookup(ctx->pdc, (char *)fname, should_wait, &m->fpath, &m->owner_rank) != 0) {
-        free(m);
+        pdcgo_free(m);
         return DYAD_RC_NOTFOUND;
     }
     *mdata = m;
@@ -199,8 +200,8 @@ dyad_rc_t dyad_free_metadata(dyad_metadata_t **mdata)
 {
     if (mdata == NULL || *mdata == NULL)
         return DYAD_RC_OK;
-    free((*mdata)->fpath);
-    free(*mdata);
+    pdcgo_free((*mdata)->fpath);
+    pdcgo_free(*mdata);
     *mdata = NULL;
     return DYAD_RC_OK;
 }
@@ -233,13 +234,13 @@ dyad_rc_t dyad_get_data(const dyad_ctx_t *ctx, const dyad_metadata_t *mdata, cha
         goto close;
     }
     /* One byte more, so that an empty file is a buffer too. */
-    char *buf = malloc((size_t)size + 1);
+    char *buf = pdcgo_malloc((size_t)size + 1);
     if (buf == NULL) {
         rc = dyad_bad(DYAD_RC_SYSFAIL, "dyad_get_data", fname, "out of memory");
         goto close;
     }
     if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        free(buf);
+        pdcgo_free(buf);
         dyad_bad(rc, "dyad_get_data", fname, "short read of the consumed copy");
         goto close;
     }
@@ -249,6 +250,6 @@ dyad_rc_t dyad_get_data(const dyad_ctx_t *ctx, const dyad_metadata_t *mdata, cha
 close:
     fclose(f);
 out:
-    free(local);
+    pdcgo_free(local);
     return rc;
 }

@@ -4,6 +4,7 @@ package main
 #cgo CFLAGS: -I${SRCDIR}/../include -Wall -Werror
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 */
 import "C"
 
@@ -23,7 +24,7 @@ var lib = capi.New(capi.Config{Getenv: getenv})
 func getenv(key string) string {
 	ck := C.CString(key)
 	defer C.free(unsafe.Pointer(ck))
-	v := C.getenv(ck)
+	v := C.pdcgo_getenv(ck)
 	if v == nil {
 		return ""
 	}
@@ -84,7 +85,9 @@ func pdcgo_cont_get_info(name *C.char, localID, metaID *C.uint64_t, outName **C.
 	info, rc := lib.ContGetInfo(str(name))
 	if rc == capi.Succeed {
 		*localID, *metaID = C.uint64_t(info.LocalID), C.uint64_t(info.MetaID)
-		*outName = C.CString(info.Name)
+		if err := outString(outName, info.Name); err != nil {
+			return C.int(lib.Report(fmt.Sprintf("PDCcont_get_info(%q)", str(name)), err))
+		}
 	}
 	return C.int(rc)
 }
@@ -128,7 +131,7 @@ func getTag(call string, get func(uint64, string) (capi.Tag, int), id C.uint64_t
 		return C.int(rc)
 	}
 	// malloc(0) may return NULL, which would read as "not set".
-	p := C.malloc(C.size_t(max(len(tag.Value), 1)))
+	p := cMalloc(max(len(tag.Value), 1))
 	if p == nil {
 		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d bytes", len(tag.Value))))
 	}
@@ -163,7 +166,9 @@ func pdcgo_stage_consume_local(pdcID C.uint64_t, path *C.char, timeout C.double,
 	*out = nil
 	local, rc := lib.StageConsumeLocal(uint64(pdcID), str(path), float64(timeout))
 	if rc == capi.Succeed {
-		*out = C.CString(local)
+		if err := outString(out, local); err != nil {
+			return C.int(lib.Report(fmt.Sprintf("pdc_stage_consume_local(pdc %d, %q)", uint64(pdcID), str(path)), err))
+		}
 	}
 	return C.int(rc)
 }
@@ -196,7 +201,10 @@ func pdcgo_cont_get_objids(cont C.uint64_t, nobj *C.int, ids **C.uint64_t) C.int
 func pdcgo_stage_lookup(pdcID C.uint64_t, path *C.char, wait C.int, rel **C.char, owner *C.uint32_t) C.int {
 	r, o, rc := lib.StageLookup(uint64(pdcID), str(path), wait != 0)
 	if rc == capi.Succeed {
-		*rel, *owner = C.CString(r), C.uint32_t(o)
+		if err := outString(rel, r); err != nil {
+			return C.int(lib.Report(fmt.Sprintf("pdc_stage_lookup(pdc %d, %q)", uint64(pdcID), str(path)), err))
+		}
+		*owner = C.uint32_t(o)
 	}
 	return C.int(rc)
 }

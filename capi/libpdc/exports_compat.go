@@ -3,10 +3,15 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 */
 import "C"
 
-import "github.com/pdcgo/pdc/capi"
+import (
+	"fmt"
+
+	"github.com/pdcgo/pdc/capi"
+)
 
 // PDC's functions that programs call and pdc_compat.c defines.
 
@@ -35,7 +40,9 @@ func pdcgo_query_text(h C.uint64_t, text **C.char, ndim *C.size_t, off, size **C
 	if rc != capi.Succeed {
 		return C.int(rc)
 	}
-	*text = C.CString(t)
+	if err := outString(text, t); err != nil {
+		return C.int(lib.Report(fmt.Sprintf("PDCquery_print(query %d)", uint64(h)), err))
+	}
 	*ndim, *off, *size = 0, nil, nil
 	if within != nil {
 		*ndim, *off, *size = C.size_t(len(within.Off)), cU64s(within.Off), cU64s(within.Size)

@@ -3,6 +3,7 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 */
 import "C"
 
@@ -27,7 +28,7 @@ func u64s(p *C.uint64_t, n int) []uint64 {
 // cU64s returns a malloc'd copy of v (at least one element, so that an
 // empty array is not NULL).
 func cU64s(v []uint64) *C.uint64_t {
-	p := (*C.uint64_t)(C.malloc(C.size_t(8 * max(len(v), 1))))
+	p := (*C.uint64_t)(cMalloc(8 * max(len(v), 1)))
 	if p != nil {
 		copy(unsafe.Slice((*uint64)(unsafe.Pointer(p)), len(v)), v)
 	}
@@ -129,7 +130,10 @@ func pdcgo_obj_del(id C.uint64_t) C.int { return C.int(lib.ObjDel(uint64(id))) }
 func pdcgo_obj_get_info(id C.uint64_t, name **C.char, metaID *C.uint64_t, server *C.int, pdcServer *C.uint32_t, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
 	info, rc := lib.ObjGetInfo(uint64(id))
 	if rc == capi.Succeed {
-		*name, *metaID, *server, *pdcServer = C.CString(info.Name), C.uint64_t(info.MetaID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
+		if err := outString(name, info.Name); err != nil {
+			return C.int(lib.Report(fmt.Sprintf("PDCobj_get_info(%d)", uint64(id)), err))
+		}
+		*metaID, *server, *pdcServer = C.uint64_t(info.MetaID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
 		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)
 		*typ, *part, *cons = C.int(info.Prop.Type), C.int(info.Prop.Partition), C.int(info.Prop.Consistency)
 	}

@@ -3,6 +3,7 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 #include <string.h>
 */
 import "C"
@@ -72,7 +73,7 @@ func pdcgo_query_get_selection(q C.uint64_t, ndim *C.size_t, nhits *C.uint64_t, 
 	}
 	var p unsafe.Pointer
 	if len(sel.Coords) > 0 {
-		p = C.malloc(C.size_t(len(sel.Coords) * 8))
+		p = cMalloc(len(sel.Coords) * 8)
 		if p == nil {
 			return C.int(lib.Report(fmt.Sprintf("PDCquery_get_selection(query %d)", uint64(q)),
 				fmt.Errorf("out of memory for %d coordinates", len(sel.Coords))))

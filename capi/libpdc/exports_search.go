@@ -3,6 +3,7 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 */
 import "C"
 
@@ -28,7 +29,7 @@ func idsOut(call string, got []uint64, rc int, n *C.int, ids **C.uint64_t) C.int
 	if len(got) == 0 {
 		return C.int(rc)
 	}
-	p := C.malloc(C.size_t(len(got) * 8))
+	p := cMalloc(len(got) * 8)
 	if p == nil {
 		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d ids", len(got))))
 	}

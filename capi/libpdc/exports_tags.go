@@ -3,6 +3,7 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include "host.h"
 */
 import "C"
 
@@ -69,7 +70,9 @@ func pdcgo_cont_iter_get_info(id C.uint64_t, localID, metaID *C.uint64_t, outNam
 	info, rc := lib.ContIterInfo(uint64(id))
 	if rc == capi.Succeed {
 		*localID, *metaID = C.uint64_t(info.LocalID), C.uint64_t(info.MetaID)
-		*outName = C.CString(info.Name)
+		if err := outString(outName, info.Name); err != nil {
+			return C.int(lib.Report("PDCcont_iter_get_info", err))
+		}
 	}
 	return C.int(rc)
 }
@@ -82,7 +85,10 @@ func pdcgo_cont_iter_get_info(id C.uint64_t, localID, metaID *C.uint64_t, outNam
 func pdcgo_obj_iter_get_info(id C.uint64_t, name **C.char, metaID, localID *C.uint64_t, server *C.int, pdcServer *C.uint32_t, ndim *C.size_t, dims **C.uint64_t, typ, part, cons *C.int) C.int {
 	info, rc := lib.ObjIterInfo(uint64(id))
 	if rc == capi.Succeed {
-		*name, *metaID, *localID, *server, *pdcServer = C.CString(info.Name), C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
+		if err := outString(name, info.Name); err != nil {
+			return C.int(lib.Report("PDCobj_iter_get_info", err))
+		}
+		*metaID, *localID, *server, *pdcServer = C.uint64_t(info.MetaID), C.uint64_t(info.LocalID), C.int(info.MetaServer), C.uint32_t(info.PDCMetaServer)
 		*ndim, *dims = C.size_t(len(info.Prop.Dims)), cU64s(info.Prop.Dims)
 		*typ, *part, *cons = C.int(info.Prop.Type), C.int(info.Prop.Partition), C.int(info.Prop.Consistency)
 	}

@@ -8,6 +8,7 @@
 
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 pdcid_t PDCinit(const char *pdc_name) { return pdcgo_init((char *)pdc_name); }
 
@@ -47,9 +48,9 @@ struct pdc_cont_info *PDCcont_get_info(const char *cont_name)
     char    *name = NULL;
     if (pdcgo_cont_get_info((char *)cont_name, &local_id, &meta_id, &name) != SUCCEED)
         return NULL;
-    struct pdc_cont_info *info = malloc(sizeof *info);
+    struct pdc_cont_info *info = pdcgo_malloc(sizeof *info);
     if (info == NULL) {
-        free(name);
+        pdcgo_free(name);
         fprintf(stderr, "libpdc: PDCcont_get_info(\"%s\"): out of memory\n", cont_name);
         return NULL;
     }

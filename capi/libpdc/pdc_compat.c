@@ -14,6 +14,7 @@
 #include "pdc.h"
 #include "pdc_prop_pkg.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 #define UNIMPLEMENTED(call, why) pdcgo_unimplemented((char *)(call), (char *)(why))
 
@@ -47,8 +48,8 @@ void PDCregion_free(struct pdc_region_info *region)
 {
     if (region == NULL)
         return;
-    free(region->offset);
-    free(region->size);
+    pdcgo_free(region->offset);
+    pdcgo_free(region->size);
     region->offset = NULL;
     region->size   = NULL;
 }
@@ -74,10 +75,10 @@ int PDC_region_overlap_detect(int ndim, uint64_t *offset1, uint64_t *size1, uint
         if (hi[i] <= lo[i])
             return 0;
     }
-    uint64_t *off = malloc(ndim * sizeof *off), *size = malloc(ndim * sizeof *size);
+    uint64_t *off = pdcgo_malloc(ndim * sizeof *off), *size = pdcgo_malloc(ndim * sizeof *size);
     if (off == NULL || size == NULL) {
-        free(off);
-        free(size);
+        pdcgo_free(off);
+        pdcgo_free(size);
         fprintf(stderr, "libpdc: PDC_region_overlap_detect: out of memory\n");
         return -1;
     }
@@ -103,26 +104,26 @@ void PDCquery_print(pdc_query_t *query)
     uint64_t *off = NULL, *size = NULL;
     if (pdcgo_query_text(query->handle, &text, &ndim, &off, &size) != SUCCEED)
         return;
-    printf("Value selection: \n%s\n", text);
+    pdcgo_printf("Value selection: \n%s\n", text);
     if (ndim > 0) {
-        printf("Spatial selection: \n  ndim      = %zu\n  start    count\n", ndim);
+        pdcgo_printf("Spatial selection: \n  ndim      = %zu\n  start    count\n", ndim);
         for (size_t i = 0; i < ndim; i++)
-            printf("  %5" PRIu64 "    %5" PRIu64 "\n", off[i], size[i]);
+            pdcgo_printf("  %5" PRIu64 "    %5" PRIu64 "\n", off[i], size[i]);
     }
-    printf("\n");
+    pdcgo_printf("\n");
     fflush(stdout);
-    free(text);
-    free(off);
-    free(size);
+    pdcgo_free(text);
+    pdcgo_free(off);
+    pdcgo_free(size);
 }
 
 static void print_coords(pdc_selection_t *sel, uint64_t from, uint64_t to)
 {
     for (uint64_t i = from; i < to; i++) {
-        printf(" ,(");
+        pdcgo_printf(" ,(");
         for (size_t d = 0; d < sel->ndim; d++)
-            printf(d ? ",%" PRIu64 : "%" PRIu64, sel->coords[i * sel->ndim + d]);
-        printf(")");
+            pdcgo_printf(d ? ",%" PRIu64 : "%" PRIu64, sel->coords[i * sel->ndim + d]);
+        pdcgo_printf(")");
     }
 }
 
@@ -152,16 +153,16 @@ void PDCselection_print(pdc_selection_t *sel)
 {
     if (!selection_ok(sel, "PDCselection_print"))
         return;
-    printf("== %" PRIu64 " hits, allocated %" PRIu64 " coordinates!\n== Coordinates:\n", sel->nhits,
+    pdcgo_printf("== %" PRIu64 " hits, allocated %" PRIu64 " coordinates!\n== Coordinates:\n", sel->nhits,
            sel->coords_alloc);
     if (sel->nhits > 20) {
         print_coords(sel, 0, 10);
-        printf(" , ... ");
+        pdcgo_printf(" , ... ");
         print_coords(sel, sel->nhits - 10, sel->nhits);
     }
     else
         print_coords(sel, 0, sel->nhits);
-    printf("\n\n");
+    pdcgo_printf("\n\n");
     fflush(stdout);
 }
 
@@ -169,10 +170,10 @@ void PDCselection_print_all(pdc_selection_t *sel)
 {
     if (!selection_ok(sel, "PDCselection_print_all"))
         return;
-    printf("== %" PRIu64 " hits, allocated %" PRIu64 " coordinates!\n== Coordinates:\n", sel->nhits,
+    pdcgo_printf("== %" PRIu64 " hits, allocated %" PRIu64 " coordinates!\n== Coordinates:\n", sel->nhits,
            sel->coords_alloc);
     print_coords(sel, 0, sel->nhits);
-    printf("\n\n");
+    pdcgo_printf("\n\n");
     fflush(stdout);
 }
 

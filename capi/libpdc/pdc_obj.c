@@ -2,7 +2,7 @@
  * The public functions of libpdc for object properties, objects, regions
  * and region transfers, defined against the public headers. Each calls
  * its Go counterpart in exports_obj.go. Structs handed to the caller are
- * one malloc'd block each (arrays and names inside it), so free(p) frees
+ * one malloc'd block each (arrays and names inside it), so pdcgo_free(p) frees
  * everything.
  */
 #include <stdio.h>
@@ -11,6 +11,7 @@
 
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 pdcid_t PDCprop_obj_dup(pdcid_t prop) { return pdcgo_prop_obj_dup(prop); }
 
@@ -68,14 +69,14 @@ struct pdc_obj_prop *PDCobj_prop_get_info(pdcid_t obj_prop)
     int       type = PDC_UNKNOWN, part = 0, cons = 0;
     if (pdcgo_obj_prop_get_info(obj_prop, &ndim, &dims, &type, &part, &cons) != SUCCEED)
         return NULL;
-    struct pdc_obj_prop *p = malloc(sizeof *p + ndim * sizeof(uint64_t));
+    struct pdc_obj_prop *p = pdcgo_malloc(sizeof *p + ndim * sizeof(uint64_t));
     if (p == NULL) {
-        free(dims);
+        pdcgo_free(dims);
         fprintf(stderr, "libpdc: PDCobj_prop_get_info(%llu): out of memory\n", (unsigned long long)obj_prop);
         return NULL;
     }
     fill_prop(p, obj_prop, ndim, dims, type, part, cons);
-    free(dims);
+    pdcgo_free(dims);
     return p;
 }
 
@@ -102,10 +103,10 @@ struct pdc_obj_info *PDCobj_get_info(pdcid_t obj)
     if (pdcgo_obj_get_info(obj, &name, &meta_id, &server, &pdc_server, &ndim, &dims, &type, &part, &cons) != SUCCEED)
         return NULL;
     size_t               nlen = strlen(name) + 1;
-    struct pdc_obj_info *info = malloc(sizeof *info + sizeof(struct pdc_obj_prop) + ndim * sizeof(uint64_t) + nlen);
+    struct pdc_obj_info *info = pdcgo_malloc(sizeof *info + sizeof(struct pdc_obj_prop) + ndim * sizeof(uint64_t) + nlen);
     if (info == NULL) {
-        free(name);
-        free(dims);
+        pdcgo_free(name);
+        pdcgo_free(dims);
         fprintf(stderr, "libpdc: PDCobj_get_info(%llu): out of memory\n", (unsigned long long)obj);
         return NULL;
     }
@@ -117,8 +118,8 @@ struct pdc_obj_info *PDCobj_get_info(pdcid_t obj)
     info->local_id           = obj;
     info->server_id          = server;
     info->metadata_server_id = pdc_server;
-    free(name);
-    free(dims);
+    pdcgo_free(name);
+    pdcgo_free(dims);
     return info;
 }
 
@@ -160,10 +161,10 @@ struct pdc_region_info *PDCregion_get_info(pdcid_t reg_id)
     uint64_t *offset = NULL, *size = NULL;
     if (pdcgo_region_get_info(reg_id, &ndim, &offset, &size) != SUCCEED)
         return NULL;
-    struct pdc_region_info *info = malloc(sizeof *info + 2 * ndim * sizeof(uint64_t));
+    struct pdc_region_info *info = pdcgo_malloc(sizeof *info + 2 * ndim * sizeof(uint64_t));
     if (info == NULL) {
-        free(offset);
-        free(size);
+        pdcgo_free(offset);
+        pdcgo_free(size);
         fprintf(stderr, "libpdc: PDCregion_get_info(%llu): out of memory\n", (unsigned long long)reg_id);
         return NULL;
     }
@@ -174,8 +175,8 @@ struct pdc_region_info *PDCregion_get_info(pdcid_t reg_id)
     info->size     = info->offset + ndim;
     memcpy(info->offset, offset, ndim * sizeof(uint64_t));
     memcpy(info->size, size, ndim * sizeof(uint64_t));
-    free(offset);
-    free(size);
+    pdcgo_free(offset);
+    pdcgo_free(size);
     return info;
 }
 

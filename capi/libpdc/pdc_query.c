@@ -9,13 +9,14 @@
 
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 /* wrap returns a new pdc_query_t for handle h (NULL for 0). */
 static pdc_query_t *wrap(uint64_t h, pdc_query_t *left, pdc_query_t *right, const char *call)
 {
     if (h == 0)
         return NULL;
-    pdc_query_t *q = malloc(sizeof *q);
+    pdc_query_t *q = pdcgo_malloc(sizeof *q);
     if (q == NULL) {
         pdcgo_query_free(h);
         fprintf(stderr, "libpdc: %s: out of memory\n", call);
@@ -87,7 +88,7 @@ void PDCquery_free(pdc_query_t *query)
     if (query == NULL)
         return;
     pdcgo_query_free(query->handle);
-    free(query);
+    pdcgo_free(query);
 }
 
 /* qset is a set of queries by address, keeping the order they were added
@@ -115,12 +116,12 @@ static int qset_add(struct qset *s, pdc_query_t *q)
     }
     if (2 * (s->n + 1) > s->cap) {
         size_t        cap  = s->cap > 0 ? 2 * s->cap : 16;
-        pdc_query_t **slot = calloc(cap, sizeof *slot);
-        pdc_query_t **all  = realloc(s->all, cap / 2 * sizeof *all);
+        pdc_query_t **slot = pdcgo_calloc(cap, sizeof *slot);
+        pdc_query_t **all  = pdcgo_realloc(s->all, cap / 2 * sizeof *all);
         if (all != NULL)
             s->all = all;
         if (slot == NULL || all == NULL) {
-            free(slot);
+            pdcgo_free(slot);
             return -1;
         }
         for (size_t i = 0; i < s->n; i++) {
@@ -129,7 +130,7 @@ static int qset_add(struct qset *s, pdc_query_t *q)
                 h = (h + 1) & (cap - 1);
             slot[h] = all[i];
         }
-        free(s->slot);
+        pdcgo_free(s->slot);
         s->slot = slot;
         s->cap  = cap;
     }
@@ -165,14 +166,14 @@ void PDCquery_free_all(pdc_query_t *query)
         fprintf(stderr, "libpdc: PDCquery_free_all(query %llu): out of memory: the queries are not freed\n",
                 (unsigned long long)query->handle);
     }
-    free(s.slot);
-    free(s.all);
+    pdcgo_free(s.slot);
+    pdcgo_free(s.all);
 }
 
 void PDCselection_free(pdc_selection_t *sel)
 {
     if (sel == NULL)
         return;
-    free(sel->coords);
+    pdcgo_free(sel->coords);
     memset(sel, 0, sizeof *sel);
 }

@@ -6,6 +6,7 @@
 
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 perr_t PDC_Client_query_kvtag(const pdc_kvtag_t *kvtag, int *n_res, uint64_t **pdc_ids)
 {
@@ -18,9 +19,9 @@ perr_t PDC_free_kvtag(pdc_kvtag_t **kvtag)
 {
     if (kvtag == NULL || *kvtag == NULL)
         return SUCCEED;
-    free((*kvtag)->name);
-    free((*kvtag)->value);
-    free(*kvtag);
+    pdcgo_free((*kvtag)->name);
+    pdcgo_free((*kvtag)->value);
+    pdcgo_free(*kvtag);
     *kvtag = NULL;
     return SUCCEED;
 }

@@ -9,6 +9,7 @@
 
 #include "pdc.h"
 #include "_cgo_export.h"
+#include "host.h"
 
 perr_t PDCobj_put_tag(pdcid_t obj_id, const char *tag_name, const void *tag_value, pdc_var_type_t value_type,
                       psize_t value_size)
@@ -52,7 +53,7 @@ cont_handle *PDCcont_iter_start(void)
     uint64_t id = pdcgo_cont_iter_start();
     if (id == 0)
         return NULL;
-    cont_handle *h = malloc(sizeof *h);
+    cont_handle *h = pdcgo_malloc(sizeof *h);
     if (h == NULL) {
         pdcgo_iter_end(id);
         fprintf(stderr, "libpdc: PDCcont_iter_start(): out of memory\n");
@@ -70,7 +71,7 @@ cont_handle *PDCcont_iter_next(cont_handle *chandle)
         return NULL;
     if (pdcgo_iter_next(chandle->id))
         return chandle;
-    free(chandle);
+    pdcgo_free(chandle);
     return NULL;
 }
 
@@ -84,9 +85,9 @@ struct pdc_cont_info *PDCcont_iter_get_info(cont_handle *chandle)
     char    *name = NULL;
     if (pdcgo_cont_iter_get_info(chandle->id, &local_id, &meta_id, &name) != SUCCEED)
         return NULL;
-    struct pdc_cont_info *info = malloc(sizeof *info);
+    struct pdc_cont_info *info = pdcgo_malloc(sizeof *info);
     if (info == NULL) {
-        free(name);
+        pdcgo_free(name);
         fprintf(stderr, "libpdc: PDCcont_iter_get_info(): out of memory\n");
         return NULL;
     }
@@ -101,7 +102,7 @@ obj_handle *PDCobj_iter_start(pdcid_t cont_id)
     uint64_t id = pdcgo_obj_iter_start(cont_id);
     if (id == 0)
         return NULL;
-    obj_handle *h = malloc(sizeof *h);
+    obj_handle *h = pdcgo_malloc(sizeof *h);
     if (h == NULL) {
         pdcgo_iter_end(id);
         fprintf(stderr, "libpdc: PDCobj_iter_start(cont %llu): out of memory\n", (unsigned long long)cont_id);
@@ -120,7 +121,7 @@ obj_handle *PDCobj_iter_next(obj_handle *ohandle, pdcid_t cont_id)
         return NULL;
     if (pdcgo_iter_next(ohandle->id))
         return ohandle;
-    free(ohandle);
+    pdcgo_free(ohandle);
     return NULL;
 }
 
@@ -140,10 +141,10 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
         return NULL;
     /* One block, as PDCobj_get_info: info, prop, dims, name. */
     size_t               nlen = strlen(name) + 1;
-    struct pdc_obj_info *info = malloc(sizeof *info + sizeof(struct pdc_obj_prop) + ndim * sizeof(uint64_t) + nlen);
+    struct pdc_obj_info *info = pdcgo_malloc(sizeof *info + sizeof(struct pdc_obj_prop) + ndim * sizeof(uint64_t) + nlen);
     if (info == NULL) {
-        free(name);
-        free(dims);
+        pdcgo_free(name);
+        pdcgo_free(dims);
         fprintf(stderr, "libpdc: PDCobj_iter_get_info(): out of memory\n");
         return NULL;
     }
@@ -163,7 +164,7 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
     info->local_id           = local_id;
     info->server_id          = server;
     info->metadata_server_id = pdc_server;
-    free(name);
-    free(dims);
+    pdcgo_free(name);
+    pdcgo_free(dims);
     return info;
 }

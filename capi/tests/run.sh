@@ -12,7 +12,8 @@
 #     data queries (query), object tags, container membership by id
 #     (objids), a container of 50000 objects listed and deleted (bigcont),
 #     sizes and counts out of bounds (limits), what PDC's own test programs
-#     expect (compat), then `pdc down`.
+#     expect (compat), children forked by a process that used libpdc (fork,
+#     fork.py: C and Python's multiprocessing), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
 #     (cont), and PDC's close_server to stop it; then close_server run
 #     right after `pdc_server.exe &`, which waits for it to start.
@@ -59,7 +60,7 @@ for t in stage_produce stage_consume stage_bad dyad_prod dyad_cons cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
-for t in obj_meta obj_region obj_bad create_bad query tags objids limits public bigcont compat; do
+for t in obj_meta obj_region obj_bad create_bad query tags objids limits public bigcont compat fork; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -160,6 +161,13 @@ expect 'pdc_stage_consume_local(pdc 1, "never-produced.bin", 0.2s, NULL): local_
 expect 'PDCclose(1): 1 is a closed handle'
 # 20 failing calls.
 reports stage_bad 20
+
+echo "== forked processes: children of a process that used libpdc use it too"
+run produce-forked "${producer[@]}" timeout 60 "$work/stage_produce" forked.bin 100000
+run fork "${consumer[@]}" timeout 120 "$work/fork" 3 forked.bin 100000
+grep -qF 'is a handle of the process this one was forked from' "$work/fork.err" || { cat "$work/fork.err" >&2; fail "a child's use of its parent's handle did not say so"; }
+# Python's multiprocessing, forked and spawned workers, over ctypes.
+run fork_py timeout 120 python3 "$here/fork.py" "$prefix/lib/libpdc.so"
 
 echo "== objects: created by one process, opened by another; regions and transfers; bad input"
 run obj_meta_create timeout 120 "$work/obj_meta" create "obj-$$"
