@@ -41,7 +41,7 @@ if [ "$(uname -m)" = x86_64 ]; then
 	stubs=$(mktemp --suffix .S)
 	trap 'rm -f "$stubs"' EXIT
 	capi/shim/gen-stubs.sh $(nm -D --defined-only "$prefix/lib/libpdc_core.so" |
-		awk '$2 == "T" && $3 ~ /^(PDC|pdc_|dyad_)/ {print $3}' | sort) >"$stubs"
+		awk '$2 == "T" && $3 ~ /^(PDC|pdc_|dyad_|pdcgo_preload_)/ {print $3}' | sort) >"$stubs"
 	# shellcheck disable=SC2086 # CC may carry flags, as cgo allows
 	$CC -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libpdc.so -o "$prefix/lib/libpdc.so" \
 		capi/shim/shim.c "$stubs" -ldl -lpthread

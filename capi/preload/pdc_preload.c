@@ -13,9 +13,11 @@
  * cp, cat), so a path outside the dirs costs a prefix comparison and
  * nothing loads. libpdc.so, with its Go runtime, is loaded with dlopen the
  * first time a path inside a dir needs a staging call. A process forked
- * after that cannot use the parent's Go runtime (its threads are gone in
- * the child): there the staging call runs `pdc stage consume/produce` as a
- * subprocess.
+ * after that uses libpdc too, with a connection of its own: libpdc.so's
+ * loader (capi/shim) gives it a fresh copy of the Go runtime. Where
+ * libpdc.so has no loader (not x86-64) the child cannot use the parent's
+ * Go runtime (its threads are gone): there the staging call runs `pdc
+ * stage consume/produce` as a subprocess.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -280,6 +282,11 @@ static inline bool ready(void)
 static void           *libpdc;
 static pid_t           libpdc_pid; /* the process libpdc's runtime runs in */
 static uint64_t        conn;       /* PDCinit's connection, 0 before */
+/* fork_safe: libpdc.so is the loader (capi/shim) that gives a forked
+ * child a fresh copy of the Go library, so a child uses it too, with a
+ * connection of its own. Without the loader the library itself exports
+ * the core's pdcgo_use_host. */
+static bool fork_safe;
 static uint64_t (*lib_init)(const char *);
 static int (*lib_consume)(uint64_t, char *);
 static int (*lib_produce)(uint64_t, char *);
@@ -321,6 +328,7 @@ static uint64_t connect_locked(int *err)
             *err = EIO;
             return 0;
         }
+        fork_safe  = dlsym(h, "pdcgo_use_host") == NULL;
         libpdc     = h;
         libpdc_pid = getpid();
     }
@@ -397,6 +405,10 @@ static int stage(bool consume, const char *rel)
     uint64_t c   = 0;
     bool     sub = false;
     pthread_mutex_lock(&lmu);
+    if (libpdc != NULL && libpdc_pid != getpid() && fork_safe) {
+        conn       = 0; /* the parent's: this process connects anew */
+        libpdc_pid = getpid();
+    }
     if (libpdc != NULL && libpdc_pid != getpid())
         sub = true; /* forked after libpdc started: its runtime is not here */
     else

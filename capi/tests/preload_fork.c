@@ -1,8 +1,9 @@
 /*
  * preload_fork: a process reads FIRST (which loads libpdc into it, through
  * libpdc_preload.so), then forks; the child reads SECOND. The child cannot
- * use the parent's Go runtime (its threads are gone): the interposer must
- * consume in another way there, not hang.
+ * use the parent's Go runtime (its threads are gone): the interposer
+ * consumes through the child's own copy of libpdc (libpdc.so's loader) or,
+ * without the loader, through `pdc stage consume`; it must not hang.
  *
  * usage: preload_fork FIRST NAME1 SECOND NAME2 SIZE
  */

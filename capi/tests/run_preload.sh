@@ -11,8 +11,10 @@
 #   - producers: a shell's `echo > file`, C's fwrite/fclose, a C program
 #     that leaves its file (and its stream's buffer) to exit, and mv of a
 #     temporary file into place;
-#   - a forked child consuming after its parent did (the child cannot use
-#     the parent's Go runtime), two threads consuming at once;
+#   - a forked child consuming after its parent did: through its own copy
+#     of libpdc (libpdc.so's loader gives it one), and through `pdc stage
+#     consume` when libpdc.so has no loader (as libpdc_core.so alone);
+#     two threads consuming at once;
 #   - a consume that times out fails the open with ETIMEDOUT and a line
 #     saying why, and does not wait past its timeout;
 #   - paths outside the dirs, and directories inside them, never load
@@ -133,20 +135,30 @@ finish "$cpid" fread
 "${producer[@]}" timeout 60 "$work/preload_untouched" 10 "$prod/c/one.bin" >/dev/null || fail "reads in the producer dir loaded libpdc"
 
 echo "== a forked child consumes after its parent did"
-"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/parent.bin" parent.bin 5000
-"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/child.bin" child.bin 5000
-# pdc, logging its arguments: the child must consume through it.
+for n in parent child parent2 child2; do
+	"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/$n.bin" "$n.bin" 5000
+done
+# pdc, logging its arguments: what runs it is seen.
 printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' "$work/pdc-calls" "$pdc" >"$work/pdc-logged"
 chmod +x "$work/pdc-logged"
-"${consumer[@]}" PDC_BIN="$work/pdc-logged" timeout 120 "$work/preload_fork" "$cons/c/parent.bin" parent.bin "$cons/c/child.bin" child.bin 5000 \
-	>"$work/fork.out" 2>"$work/fork.err" || {
-	cat "$work/fork.err" >&2
-	fail "preload_fork"
+# fork_read NAME1 NAME2 [ENV...]: preload_fork reads NAME1, forks, the child reads NAME2.
+fork_read() {
+	"${consumer[@]}" PDC_BIN="$work/pdc-logged" "${@:3}" timeout 120 "$work/preload_fork" "$cons/c/$1.bin" "$1.bin" "$cons/c/$2.bin" "$2.bin" 5000 \
+		>"$work/fork.out" 2>"$work/fork.err" || {
+		cat "$work/fork.err" >&2
+		fail "preload_fork $1 $2"
+	}
+	grep -q "^child read " "$work/fork.out" || fail "the forked child did not read $2"
 }
-grep -q "^child read " "$work/fork.out" || fail "the forked child did not read its file"
-# pdc's own report stays out of the program's output.
+# libpdc.so's loader gives the child its own copy of libpdc: no subprocess.
+fork_read parent child
+[ ! -e "$work/pdc-calls" ] || fail "the child ran pdc although libpdc.so can serve it: $(cat "$work/pdc-calls")"
+# A libpdc without the loader (the Go library alone) cannot serve a forked
+# child: the child consumes through pdc stage consume, and does not hang,
+# and pdc's own report stays out of the program's output.
+fork_read parent2 child2 PDC_LIBPDC="$prefix/lib/libpdc_core.so"
 [ "$(grep -vc -e '^child read ' -e '^parent read ' "$work/fork.out")" = 0 ] || fail "the program's output has more than its own lines: $(cat "$work/fork.out")"
-grep -q "^stage consume --timeout .* --consumer-dir $cons c/child.bin$" "$work/pdc-calls" ||
+grep -q "^stage consume --timeout .* --consumer-dir $cons c/child2.bin$" "$work/pdc-calls" ||
 	fail "the forked child did not consume through pdc stage consume: $(cat "$work/pdc-calls" 2>/dev/null)"
 [ "$(wc -l <"$work/pdc-calls")" = 1 ] || fail "pdc ran more than once (the parent must use libpdc): $(cat "$work/pdc-calls")"
 
