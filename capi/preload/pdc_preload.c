@@ -82,6 +82,8 @@ static int (*real_euidaccess)(const char *, int);
 static int (*real_rename)(const char *, const char *);
 static int (*real_renameat)(int, const char *, int, const char *);
 static int (*real_renameat2)(int, const char *, int, const char *, unsigned int);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
 
 /* next finds the real name; glibc's __xstat family exists only as old
  * versioned symbols since 2.33, which plain dlsym may not return. */
@@ -261,6 +263,8 @@ static void init(void)
     real_rename     = next("rename");
     real_renameat   = next("renameat");
     real_renameat2  = next("renameat2");
+    real_execve     = next("execve");
+    real_execvpe    = next("execvpe");
     dir_init(&cons, "PDC_STAGE_CONSUMER_DIR", "DYAD_PATH_CONSUMER");
     dir_init(&prod, "PDC_STAGE_PRODUCER_DIR", "DYAD_PATH_PRODUCER");
     if (active)
@@ -989,4 +993,129 @@ EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, uns
         return -1;
     }
     return renamed(real_renameat2(fromfd, from, tofd, to, flags), tofd, to);
+}
+
+/* ---- exec: tracked descriptors that cross it ---- */
+
+/* A shell runs `prog > file` by opening file, moving it to descriptor 1
+ * and exec'ing prog: the process that writes and closes the file is the
+ * exec'd image, which knows nothing of it. So an exec passes the tracked
+ * descriptors this process opened that survive it (no FD_CLOEXEC) in
+ * $PDC_PRELOAD_FDS, one "FD:DEV:INO:REL" a line, and the new image's
+ * interposer tracks them again (if FD is still that file). */
+#define FDS_ENV "PDC_PRELOAD_FDS"
+
+/* exec_env returns "PDC_PRELOAD_FDS=..." for an exec, malloc'd, or NULL
+ * when no tracked descriptor crosses it. */
+static char *exec_env(void)
+{
+    if (atomic_load(&ntracked) == 0)
+        return NULL;
+    pid_t  me  = getpid();
+    size_t cap = 4096, len = strlen(FDS_ENV "=");
+    char  *s   = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    memcpy(s, FDS_ENV "=", len + 1);
+    bool any = false;
+    pthread_mutex_lock(&tmu);
+    for (int fd = 0; fd < nfds; fd++) {
+        struct entry *e = fds[fd];
+        struct stat   st;
+        if (e == NULL || e->done || e->pid != me)
+            continue;
+        int fl = real_fcntl(fd, F_GETFD);
+        if (fl < 0 || (fl & FD_CLOEXEC) || fstat(fd, &st) != 0)
+            continue;
+        char   line[PATH_MAX + 96];
+        int    n = snprintf(line, sizeof line, "%d:%lu:%lu:%s\n", fd, (unsigned long)st.st_dev, (unsigned long)st.st_ino, e->rel);
+        if (n <= 0 || (size_t)n >= sizeof line)
+            continue;
+        if (len + (size_t)n + 1 > cap) {
+            char *grown = realloc(s, cap = (len + (size_t)n + 1) * 2);
+            if (grown == NULL)
+                break;
+            s = grown;
+        }
+        memcpy(s + len, line, (size_t)n + 1);
+        len += (size_t)n;
+        any = true;
+    }
+    pthread_mutex_unlock(&tmu);
+    if (!any) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* with_env returns envp without any $PDC_PRELOAD_FDS and with v added,
+ * malloc'd (the strings are envp's and v). */
+static char **with_env(char *const envp[], char *v)
+{
+    size_t n = 0;
+    while (envp != NULL && envp[n] != NULL)
+        n++;
+    char **out = malloc((n + 2) * sizeof *out);
+    if (out == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], FDS_ENV "=", strlen(FDS_ENV "=")) != 0)
+            out[k++] = envp[i];
+    out[k++] = v;
+    out[k]   = NULL;
+    return out;
+}
+
+static int exec_common(bool search, const char *file, char *const argv[], char *const envp[])
+{
+    pthread_once(&once, init);
+    int (*real)(const char *, char *const[], char *const[]) = search ? real_execvpe : real_execve;
+    char  *v   = busy ? NULL : exec_env();
+    char **env = v != NULL ? with_env(envp, v) : NULL;
+    if (env == NULL) {
+        free(v);
+        return real(file, argv, envp);
+    }
+    int rc    = real(file, argv, env);
+    int saved = errno; /* the exec failed: this image goes on */
+    free(env);
+    free(v);
+    errno = saved;
+    return rc;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) { return exec_common(false, path, argv, envp); }
+EXPORT int execv(const char *path, char *const argv[]) { return exec_common(false, path, argv, environ); }
+EXPORT int execvp(const char *file, char *const argv[]) { return exec_common(true, file, argv, environ); }
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) { return exec_common(true, file, argv, envp); }
+
+/* inherit tracks the descriptors an exec passed to this image. It runs
+ * at load, and costs a getenv when there are none. */
+__attribute__((constructor)) static void inherit(void)
+{
+    const char *v = getenv(FDS_ENV);
+    if (v == NULL)
+        return;
+    char *list = strdup(v);
+    unsetenv(FDS_ENV); /* this image's own execs pass what they pass */
+    pthread_once(&once, init);
+    if (list == NULL || prod.abs == NULL) {
+        free(list);
+        return;
+    }
+    char *save = NULL;
+    for (char *line = strtok_r(list, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        int           fd;
+        unsigned long dev, ino;
+        int           used = 0;
+        struct stat   st;
+        if (sscanf(line, "%d:%lu:%lu:%n", &fd, &dev, &ino, &used) != 3 || used == 0 || line[used] == '\0')
+            continue;
+        if (fstat(fd, &st) != 0 || (unsigned long)st.st_dev != dev || (unsigned long)st.st_ino != ino)
+            continue; /* closed or replaced on the way */
+        track(fd, line + used);
+    }
+    free(list);
 }

@@ -8,7 +8,8 @@
 #   - cat and cp of files a producer on the other node makes later;
 #   - python3's open().read(); a C program's fopen/fread; relative paths
 #     and openat's;
-#   - producers: a shell's `echo > file`, C's fwrite/fclose, a C program
+#   - producers: a shell's `echo > file` and `prog > file` (the file
+#     crosses exec), C's fwrite/fclose, a C program
 #     that leaves its file (and its stream's buffer) to exit, and mv of a
 #     temporary file into place;
 #   - a forked child consuming after its parent did: through its own copy
@@ -97,6 +98,22 @@ mkdir -p "$prod/c"
 "${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/one.bin" one.bin 1048576
 finish "$cpid" cp
 cmp "$prod/c/one.bin" "$work/cp-copy.bin" || fail "cp's copy differs"
+
+echo "== a shell's redirect of a program it execs: prog > file is produced when prog closes it or exits"
+mkdir -p "$prod/ext"
+# Forked and exec'd (the ; keeps bash from exec'ing directly), and
+# exec'd in place (the last command of -c); seq exits without closing.
+"${producer[@]}" timeout 60 bash -c "/bin/echo external > '$prod/ext/echo.txt'; true"
+"${producer[@]}" timeout 60 bash -c "seq 1 20000 > '$prod/ext/seq.txt'"
+"${consumer[@]}" PDC_TIMEOUT=30 timeout 60 cat "$cons/ext/echo.txt" >"$work/ext.out" 2>"$work/ext.err" || {
+	cat "$work/ext.err" >&2
+	fail "the output of /bin/echo > file was not produced"
+}
+[ "$(cat "$work/ext.out")" = external ] || fail "cat printed: $(cat "$work/ext.out")"
+"${consumer[@]}" PDC_TIMEOUT=30 timeout 60 cmp "$cons/ext/seq.txt" "$prod/ext/seq.txt" 2>"$work/ext.err" || {
+	cat "$work/ext.err" >&2
+	fail "the output of seq > file was not produced whole"
+}
 
 echo "== a file written under a temporary name and renamed into place (mv) is produced under its name"
 "${consumer[@]}" timeout 120 cat "$cons/mv/final.txt" >"$work/mv.out" 2>"$work/mv.err" &
