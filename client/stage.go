@@ -92,6 +92,9 @@ const (
 	Copied How = staging.Copied
 	// Fetched: moved from the owner's server through the DTL.
 	Fetched How = "fetched"
+	// Inline: a small file that came whole in its record, from the
+	// metadata server; the owner was not asked.
+	Inline How = "inline"
 )
 
 // Consumed says where a consumed file is and how it got there.
@@ -102,7 +105,8 @@ type Consumed struct {
 	How   How
 	// Mode is the DTL mode a fetch used.
 	Mode string
-	// Moved is the number of bytes fetched (0 unless How is Fetched).
+	// Moved is the number of bytes fetched (0 unless How is Fetched or
+	// Inline).
 	Moved int64
 }
 
@@ -349,7 +353,7 @@ func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) er
 		}
 		groups[rank] = append(groups[rank], i)
 	}
-	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + 64 }
+	size := func(i int) int { return len(recs[i].Path) + len(recs[i].Host) + len(recs[i].Data) + 64 }
 	return batch.InChunks(groups, size, func(rank int, part []int) error {
 		in := wire.StageBatch{Records: make([]wire.StageRecord, len(part)), Version: wire.StageVersion}
 		for j, i := range part {
@@ -463,7 +467,8 @@ func (c *Client) waitRecord(ctx context.Context, rel string, after uint64) (*wir
 // the owner's producer dir;
 // otherwise it is fetched from the owner's server through the DTL into a
 // temporary file, checked against the CRC-32C recorded at produce,
-// fsynced and renamed into place. Consumers of one file on one host fetch
+// fsynced and renamed into place; a small file comes whole in its record
+// (Inline), and the owner is not asked. Consumers of one file on one host fetch
 // it once: the others wait for the first and find its copy current.
 func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption) (Consumed, error) {
 	var o consumeOpts
@@ -517,6 +522,13 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 	if dir.Current(rel, dst, rec) {
 		return res, nil // another consumer on this host fetched it meanwhile
 	}
+	if held, ok := dir.Newer(rel, dst, rec); ok {
+		// Re-produced since the lookup, and another consumer on this host
+		// installed the newer version: keep it (the owner would refuse
+		// the old one; its inline bytes must not replace the new).
+		res.StagedFile = c.staged(&held)
+		return res, nil
+	}
 	if parent := filepath.Dir(dst); parent != dir.Real {
 		if err := os.MkdirAll(parent, 0o700); err != nil {
 			return res, err
@@ -529,6 +541,10 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 	if rec.Host == c.stage.host || c.stage.shared {
 		res.How, err = c.placeLocal(dir, rel, dst, tmp, rec, owner)
 		return res, err
+	}
+	if rec.Inline() {
+		res.How, res.Mode, res.Moved = Inline, "inline", int64(rec.Size)
+		return res, staging.PlaceInline(dir, rel, dst, tmp, rec)
 	}
 	res.How = Fetched
 	res.Mode, res.Moved, err = c.fetchStaged(ctx, dir, rel, dst, tmp, rec, owner, o)

@@ -328,6 +328,10 @@ func demoCheckConsumed(out io.Writer, prodDir string, files []demoFile, results 
 		if string(have) != string(want) {
 			return fmt.Errorf("staged %s arrived different from what was produced", files[i].name)
 		}
+		if r.c.How == client.Inline {
+			fmt.Fprintf(out, "consumer on node-b: %s %s %s, in its record (the owner on %s not asked), checksum verified\n", r.c.How, r.c.Path, humanBytes(uint64(r.c.Moved)), r.c.Owner.Host)
+			continue
+		}
 		fmt.Fprintf(out, "consumer on node-b: %s %s %s by %s from %s, checksum verified\n", r.c.How, r.c.Path, humanBytes(uint64(r.c.Moved)), r.c.Mode, r.c.Owner.Host)
 	}
 	return nil

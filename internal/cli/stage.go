@@ -244,8 +244,11 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 		return err
 	}
 	how := string(got.How)
-	if got.How == client.Fetched {
+	switch got.How {
+	case client.Fetched:
 		how = fmt.Sprintf("fetched %s from %s by %s", humanBytes(uint64(got.Moved)), got.Owner.Label(), got.Mode)
+	case client.Inline:
+		how = fmt.Sprintf("inline: %s in its record, the owner %s not asked", humanBytes(uint64(got.Moved)), got.Owner.Label())
 	}
 	fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
 		humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +56,8 @@ func waitKey(ns, path string) string { return ns + "\x00" + path }
 // not speak, or a bad namespace. Version 0 is a client from before
 // namespaces: its files are in the default namespace.
 func checkStageRequest(what string, v uint32, ns string) error {
-	if v != 0 && v != wire.StageVersion {
-		return fmt.Errorf("%s request of staging version %d; this server speaks version %d: %w", what, v, wire.StageVersion, pdc.ErrVersion)
+	if v != 0 && (v < wire.StageVersionNamespaces || v > wire.StageVersion) {
+		return fmt.Errorf("%s request of staging version %d; this server speaks versions %d to %d: %w", what, v, wire.StageVersionNamespaces, wire.StageVersion, pdc.ErrVersion)
 	}
 	if v == 0 && ns != "" {
 		return fmt.Errorf("%s request of staging version 0 names namespace %q: %w", what, ns, pdc.ErrInvalid)
@@ -187,6 +188,9 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		if r.Host == "" {
 			return nil, fmt.Errorf("staged file %s: no owner host: %w", r.Path, pdc.ErrInvalid)
 		}
+		if err := checkInline(r); err != nil {
+			return nil, err
+		}
 	}
 	// Versions are read, bumped and written under one lock, so that two
 	// produces of one path get different versions.
@@ -227,7 +231,31 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		s.waits.produced(k)
 	}
 	in.Version = wire.StageVersion
+	// The producer has the bytes: only the versions go back.
+	for i := range in.Records {
+		in.Records[i].Data = nil
+	}
 	return rpc.Respond(&in), nil
+}
+
+// checkInline refuses a record whose inline bytes could not be the file
+// it describes: too many, not Size of them, or not matching its CRC. A
+// consume installs them without asking the owner, so they are checked
+// before they are stored, as well as by the consumer.
+func checkInline(r *wire.StageRecord) error {
+	switch {
+	case len(r.Data) == 0:
+		return nil
+	case r.Format < wire.StageFormatInline:
+		return fmt.Errorf("staged file %s: record format %d carries no data, but has %d bytes: %w", r.Path, r.Format, len(r.Data), pdc.ErrInvalid)
+	case len(r.Data) > wire.StageInlineMax:
+		return fmt.Errorf("staged file %s: %d bytes inline; at most %d: %w", r.Path, len(r.Data), wire.StageInlineMax, pdc.ErrTooLarge)
+	case uint64(len(r.Data)) != r.Size:
+		return fmt.Errorf("staged file %s: %d bytes inline for a file of %d: %w", r.Path, len(r.Data), r.Size, pdc.ErrInvalid)
+	case crc32.Checksum(r.Data, staging.Table) != r.CRC:
+		return fmt.Errorf("staged file %s: its inline bytes do not match its CRC-32C %08x: %w", r.Path, r.CRC, pdc.ErrChecksum)
+	}
+	return nil
 }
 
 // stageLookup answers a staged file's record at once.
@@ -347,8 +375,9 @@ func (s *stages) stageList(ctx context.Context, req *rpc.Request) (*rpc.Response
 		if err := r.Unmarshal(v); err != nil {
 			return false, fmt.Errorf("stored record of staged file %s: %w", path, pdc.ErrCorrupt)
 		}
+		size += len(v) - len(r.Data) + 8
+		r.Data = nil // a listing describes the files; a consume gets them
 		out.Records = append(out.Records, r)
-		size += len(v) + 8
 		out.Next = path
 		return true, nil
 	})

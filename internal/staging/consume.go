@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -212,27 +213,65 @@ func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64
 		return n, fmt.Errorf("fetched %d bytes with CRC-32C %08x from %s, but version %d was produced as %d bytes with %08x: the file changed at the owner after it was produced: %w",
 			n, crc, fe.OwnerLabel, rec.Version, rec.Size, rec.CRC, pdc.ErrChecksum)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		return n, err
-	}
-	marked, err := Mark(f, st, rec)
-	if err != nil {
-		return n, err
-	}
-	// On tmpfs fsync does nothing: skip it, and the directory's.
-	durable := !dir.InMemory(st)
-	if durable {
-		if err := f.Sync(); err != nil {
-			return n, err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return n, err
-	}
 	ok = true
-	if err := install(dir, rel, tmp, dst, rec, marked, durable); err != nil {
-		return n, err
+	return n, finish(dir, f, rel, tmp, dst, rec)
+}
+
+// finish records the version rec describes on f, the complete and checked
+// temporary file tmp, makes it durable (unless dir is in memory), closes
+// it and installs it at dst. On an error tmp is removed.
+func finish(dir Dir, f *os.File, rel, tmp, dst string, rec *wire.StageRecord) error {
+	err := func() error {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		marked, err := Mark(f, st, rec)
+		if err != nil {
+			return err
+		}
+		// On tmpfs fsync does nothing: skip it, and the directory's.
+		durable := !dir.InMemory(st)
+		if durable {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
+		err = f.Close()
+		f = nil
+		if err != nil {
+			return err
+		}
+		return install(dir, rel, tmp, dst, rec, marked, durable)
+	}()
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(tmp)
 	}
-	return n, nil
+	return err
+}
+
+// PlaceInline writes the file that rec carries whole (rec.Inline) into its
+// temporary file tmp, after checking the bytes against the record's CRC,
+// and installs it at dst as Fetch does: the owner is not asked.
+func PlaceInline(dir Dir, rel, dst, tmp string, rec *wire.StageRecord) error {
+	if !rec.Inline() {
+		return fmt.Errorf("the record of version %d does not carry the file: %w", rec.Version, pdc.ErrInvalid)
+	}
+	if crc := crc32.Checksum(rec.Data, Table); crc != rec.CRC {
+		return fmt.Errorf("the record of version %d carries %d bytes with CRC-32C %08x, but the file was produced with %08x: %w",
+			rec.Version, len(rec.Data), crc, rec.CRC, pdc.ErrChecksum)
+	}
+	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(rec.Data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	return finish(dir, f, rel, tmp, dst, rec)
 }

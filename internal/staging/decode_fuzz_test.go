@@ -31,8 +31,10 @@ func FuzzDecodeCopy(f *testing.F) {
 			return
 		}
 		if enc := encodeCopy(&rec, ino, mtime); string(enc) != string(b) {
-			// Only a record body that is not canonical may differ.
-			if rec2, ino2, mtime2, ok := decodeCopy(enc); !ok || rec2 != rec || ino2 != ino || mtime2 != mtime {
+			// Only a record body that is not canonical, or carries data
+			// (which a copy's record leaves out), may differ.
+			rec.Data = nil
+			if rec2, ino2, mtime2, ok := decodeCopy(enc); !ok || !sameRecord(&rec2, &rec) || ino2 != ino || mtime2 != mtime {
 				t.Fatalf("%x decodes to %+v %d %d, which re-encodes to %x", b, rec, ino, mtime, enc)
 			}
 		}
@@ -59,8 +61,11 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("parsed %q, which IsFetchKey refuses", key)
 		}
 		rec2, err := parseKey(FetchKey(rec))
-		if err != nil || *rec2 != *rec {
+		rec.Data = nil // a key leaves the data out
+		if err != nil || !sameRecord(rec2, rec) {
 			t.Fatalf("key %q gives %+v, whose key gives %+v, %v", key, rec, rec2, err)
 		}
 	})
 }
+
+func sameRecord(a, b *wire.StageRecord) bool { return string(a.Marshal(nil)) == string(b.Marshal(nil)) }

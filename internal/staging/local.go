@@ -108,9 +108,32 @@ const copyAttr = "user.pdc.stage"
 // its record says so, and the file is still the one that record was
 // written for (size, modification time, and inode for a record file).
 func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
+	held, ok := d.Held(rel, abs)
+	return ok && held.Path == rec.Path && held.Version == rec.Version && held.CRC == rec.CRC &&
+		held.Size == rec.Size && held.Produced == rec.Produced && held.Host == rec.Host && held.Namespace == rec.Namespace
+}
+
+// Newer reports whether the copy at abs holds a later produce of rel (in
+// rec's namespace) than rec describes, and returns its record: a consume
+// that looked rec up before a re-produce must not put its older version
+// over the newer one another consumer installed meanwhile. Later is a
+// higher version produced later: versions start again at 1 for a path
+// produced again after its record was removed.
+func (d Dir) Newer(rel, abs string, rec *wire.StageRecord) (wire.StageRecord, bool) {
+	held, ok := d.Held(rel, abs)
+	if !ok || held.Path != rec.Path || held.Namespace != rec.Namespace || held.Version <= rec.Version || held.Produced <= rec.Produced {
+		return wire.StageRecord{}, false
+	}
+	return held, true
+}
+
+// Held returns the record of the version the copy at abs holds, if its
+// record is intact and the file is still the one it was written for
+// (size, modification time, and inode for a record file).
+func (d Dir) Held(rel, abs string) (wire.StageRecord, bool) {
 	var st unix.Stat_t
 	if err := unix.Stat(abs, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
+		return wire.StageRecord{}, false
 	}
 	var buf [512]byte
 	var b []byte
@@ -121,20 +144,19 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 	case err == unix.ERANGE: // a record with a long path
 		big := make([]byte, 64<<10)
 		if n, err = unix.Getxattr(abs, copyAttr, big); err != nil {
-			return false
+			return wire.StageRecord{}, false
 		}
 		b = big[:n]
 	default:
 		if b, err = vfs.ReadFile(vfs.OrDefault(d.FS), d.copyRecordPath(rel)); err != nil {
-			return false
+			return wire.StageRecord{}, false
 		}
 	}
 	held, ino, mtime, ok := decodeCopy(b)
-	if !ok || held.Path != rec.Path || held.Version != rec.Version || held.CRC != rec.CRC ||
-		held.Size != rec.Size || held.Produced != rec.Produced || held.Host != rec.Host || held.Namespace != rec.Namespace {
-		return false
+	if !ok || uint64(st.Size) != held.Size || st.Mtim.Nano() != mtime || (ino != 0 && ino != st.Ino) {
+		return wire.StageRecord{}, false
 	}
-	return uint64(st.Size) == rec.Size && st.Mtim.Nano() == mtime && (ino == 0 || ino == st.Ino)
+	return held, true
 }
 
 // Mark records, on f itself, that it holds the version rec describes; st
@@ -186,7 +208,9 @@ func (d Dir) Forget(rel string) error {
 }
 
 func encodeCopy(rec *wire.StageRecord, ino uint64, mtime int64) []byte {
-	body := rec.Marshal(nil)
+	short := *rec
+	short.Data = nil // the copy is the data
+	body := short.Marshal(nil)
 	b := append([]byte(copyMagic), 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(b[4:], uint32(len(body)))
 	b = append(b, body...)

@@ -28,7 +28,9 @@ const (
 func FetchKey(rec *wire.StageRecord) []byte {
 	b := append([]byte(keyPrefix), rec.Path...)
 	b = append(b, 0, keyVersion)
-	return rec.Marshal(b)
+	short := *rec
+	short.Data = nil // the owner serves the bytes from the file
+	return short.Marshal(b)
 }
 
 // IsFetchKey reports whether key is a staging key.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 
@@ -14,7 +16,9 @@ import (
 // OpenProduced opens the file rel of the producer dir dir (abs is its
 // path, from Resolve), takes its exclusive lock, so that no consume
 // copies it while it is described, and returns the file with the record
-// of what it holds: path, size, modification time, inode and CRC-32C.
+// of what it holds: path, size, modification time, inode and CRC-32C,
+// and a file of at most InlineMax bytes whole, so that its consumers need
+// not ask the owner for it.
 // The lock lasts until the caller closes the file, once the produce is
 // recorded; the caller sets the record's owner. On an error the file is
 // closed.
@@ -34,6 +38,13 @@ func OpenProduced(ctx context.Context, dir Dir, rel, abs string) (*os.File, wire
 	return f, rec, nil
 }
 
+// InlineMax is the largest file whose bytes travel in its record (at most
+// wire.StageInlineMax). Below it a consume is one round trip, the lookup,
+// instead of two; above, a fetch from the owner costs about as much as
+// the bytes themselves, while the record would grow the metadata store
+// and every lookup of it (docs/design/0008-staging.md, "Small files").
+const InlineMax = 16 << 10
+
 // describe locks f and reads what its record says.
 func describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, error) {
 	if err := Lock(ctx, f, true); err != nil {
@@ -46,9 +57,23 @@ func describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, er
 	if !st.Mode().IsRegular() {
 		return wire.StageRecord{}, fmt.Errorf("not a regular file (%s): %w", st.Mode().Type(), pdc.ErrInvalid)
 	}
+	rec := wire.StageRecord{Path: rel, Size: uint64(st.Size()), MtimeNS: st.ModTime().UnixNano(), Ino: Inode(st), Format: wire.StageVersion}
+	if st.Size() <= InlineMax {
+		// Read once: the bytes travel in the record, checksummed as read.
+		rec.Data = make([]byte, st.Size())
+		if _, err := f.ReadAt(rec.Data, 0); err != nil && !(err == io.EOF && st.Size() == 0) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return wire.StageRecord{}, fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		rec.CRC = crc32.Checksum(rec.Data, Table)
+		return rec, nil
+	}
 	crc, err := FileCRC(f, st.Size())
 	if err != nil {
 		return wire.StageRecord{}, err
 	}
-	return wire.StageRecord{Path: rel, Size: uint64(st.Size()), MtimeNS: st.ModTime().UnixNano(), Ino: Inode(st), CRC: crc}, nil
+	rec.CRC = crc
+	return rec, nil
 }

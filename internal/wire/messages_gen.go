@@ -2866,6 +2866,12 @@ type StageRecord struct {
 	// one, which records stored before namespaces belong to
 	// (StageVersion 2).
 	Namespace string // 10
+	// Format is the StageVersion of the producer that wrote the record: 0
+	// before inline data. From StageFormatInline, Data is the whole file
+	// if it is small (Inline): a consume writes it without asking the
+	// owner, after checking it against CRC.
+	Format uint32 // 11
+	Data   []byte // 12
 }
 
 func (m *StageRecord) Marshal(b []byte) []byte {
@@ -2879,6 +2885,8 @@ func (m *StageRecord) Marshal(b []byte) []byte {
 	b = putUint(b, 8, uint64(m.CRC))
 	b = putInt(b, 9, m.Produced)
 	b = putString(b, 10, m.Namespace)
+	b = putUint(b, 11, uint64(m.Format))
+	b = putBytes(b, 12, m.Data)
 	return b
 }
 
@@ -2907,6 +2915,10 @@ func (m *StageRecord) Unmarshal(b []byte) error {
 			m.Produced = f.int64()
 		case 10:
 			m.Namespace = f.string()
+		case 11:
+			m.Format = f.uint32()
+		case 12:
+			m.Data = f.bytes()
 		}
 	}
 	return f.err

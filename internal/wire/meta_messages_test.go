@@ -592,11 +592,13 @@ var metaTypes = []msgType{
 	{
 		name:   "StageRecord",
 		new:    func() wire.Message { return new(wire.StageRecord) },
-		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}, {10, kString}},
+		fields: []field{{1, kString}, {2, kUint64}, {3, kUint32}, {4, kString}, {5, kUint64}, {6, kInt64}, {7, kUint64}, {8, kUint32}, {9, kInt64}, {10, kString}, {11, kUint32}, {12, kBytes}},
 		vals: []wire.Message{
 			&wire.StageRecord{},
 			&wire.StageRecord{Path: strings.Repeat("é/", 300), Version: math.MaxUint64, Owner: math.MaxUint32, MtimeNS: math.MinInt64},
 			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 1 << 30, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64, Namespace: "run-7"},
+			&wire.StageRecord{Path: "a/b.dat", Version: 1, Owner: 2, Host: "node-a", Size: 3, MtimeNS: -1, Ino: 7, CRC: math.MaxUint32, Produced: math.MaxInt64, Namespace: "run-7",
+				Format: wire.StageFormatInline, Data: []byte("abc")},
 		},
 	},
 	{
@@ -821,6 +823,8 @@ var metaGolden = []struct {
 	{"DataLane", &wire.DataLane{ID: 1, Path: "p", Token: []byte{9}, Size: 2}, "08 01 12 01 70 1a 01 09 20 02"},
 	{"StageRecord", &wire.StageRecord{Path: "a", Version: 1, Owner: 2, Host: "h", Size: 3, MtimeNS: -1, Ino: 4, CRC: 5, Produced: 1},
 		"0a 01 61 10 01 18 02 22 01 68 28 03 30 01 38 04 40 05 48 02"},
+	{"StageRecord", &wire.StageRecord{Path: "a", Version: 1, Size: 1, CRC: 5, Format: wire.StageFormatInline, Data: []byte("x")},
+		"0a 01 61 10 01 28 01 40 05 58 03 62 01 78"},
 	{"StageBatch", &wire.StageBatch{Records: []wire.StageRecord{{Path: "a"}}}, "0a 03 0a 01 61"},
 	{"StageKey", &wire.StageKey{Path: "p", After: 2}, "0a 01 70 10 02"},
 	{"StageKey", &wire.StageKey{Path: "p", Namespace: "n", Version: 2}, "0a 01 70 1a 01 6e 20 02"},
@@ -1444,4 +1448,39 @@ func FuzzMetaMessages(f *testing.F) {
 			t.Fatalf("%s: encoding not stable:\n% x\n% x", mt.name, enc, enc2)
 		}
 	})
+}
+
+// A stage record written before records carried files (no Format, no
+// Data: the golden bytes of that format) still reads, as a record that
+// does not carry its file; one of the inline format carries it only if
+// Data is the whole file.
+func TestStageRecordFormats(t *testing.T) {
+	old, err := hex.DecodeString("0a01611001180222016828033001380440054802")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r wire.StageRecord
+	if err := r.Unmarshal(old); err != nil {
+		t.Fatal(err)
+	}
+	want := wire.StageRecord{Path: "a", Version: 1, Owner: 2, Host: "h", Size: 3, MtimeNS: -1, Ino: 4, CRC: 5, Produced: 1}
+	if !reflect.DeepEqual(r, want) || r.Inline() {
+		t.Fatalf("a record of the first format reads as %+v (inline %v), want %+v, not inline", r, r.Inline(), want)
+	}
+	for _, tc := range []struct {
+		r    wire.StageRecord
+		want bool
+	}{
+		{wire.StageRecord{Format: wire.StageFormatInline, Size: 3, Data: []byte("abc")}, true},
+		{wire.StageRecord{Format: wire.StageFormatInline}, true}, // an empty file
+		{wire.StageRecord{Format: wire.StageFormatInline, Size: 1 << 20}, false},
+		{wire.StageRecord{Format: wire.StageFormatInline, Size: 4, Data: []byte("abc")}, false},
+		{wire.StageRecord{Format: wire.StageVersionNamespaces, Size: 3, Data: []byte("abc")}, false},
+		{wire.StageRecord{Size: 3, Data: []byte("abc")}, false}, // no format: data is not trusted to be the file
+		{wire.StageRecord{}, false},
+	} {
+		if got := tc.r.Inline(); got != tc.want {
+			t.Errorf("%+v: Inline() = %v, want %v", tc.r, got, tc.want)
+		}
+	}
 }

@@ -35,8 +35,8 @@ func TestStageConsumeParallelInOrder(t *testing.T) {
 		t.Fatalf("consume: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	for i, p := range paths {
-		if !hasConsumed(r.Stdout, p, 1, filepath.Join(cons, p), "fetched") {
-			t.Errorf("consume did not report a fetch of %s:\n%s", p, r.Stdout)
+		if !hasConsumed(r.Stdout, p, 1, filepath.Join(cons, p), "inline") {
+			t.Errorf("consume did not report %s as come in its record (inline):\n%s", p, r.Stdout)
 		}
 		sameFile(t, cons, p, randBytes(uint64(100+i), 1000+i))
 	}
@@ -55,7 +55,7 @@ func TestStageConsumeNoTimeout(t *testing.T) {
 		writeFile(t, sc.prodA, rel, b)
 		sc.produce(t, rel)
 		r := proc.wait(t)
-		if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "fetched") {
+		if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "inline") {
 			t.Fatalf("consume --timeout %s: %v\nstdout:\n%s\nstderr:\n%s", tm, r.Err, r.Stdout, r.Stderr)
 		}
 		sameFile(t, cons, rel, b)

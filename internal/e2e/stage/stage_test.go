@@ -22,6 +22,7 @@ import (
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/internal/staging"
 )
 
 // stageCluster is a two-server cluster standing for two nodes: rank 0
@@ -251,6 +252,15 @@ func hasConsumed(out, rel string, version uint64, local, how string) bool {
 	return false
 }
 
+// moved is how a consumer on another host than the owner's gets a file of
+// n bytes: in its record if it is small, else fetched from the owner.
+func moved(n int) string {
+	if n <= staging.InlineMax {
+		return "inline"
+	}
+	return "fetched"
+}
+
 // realDir is dir with its symlinks resolved, as consume reports paths.
 func realDir(t *testing.T, dir string) string {
 	t.Helper()
@@ -313,8 +323,8 @@ func TestStageConsumersBeforeProducer(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("consumer of %s: %v\nstdout:\n%s\nstderr:\n%s", paths[i], r.Err, r.Stdout, r.Stderr)
 		}
-		if !hasConsumed(r.Stdout, paths[i], 1, filepath.Join(consB, paths[i]), "fetched") {
-			t.Errorf("consumer of %s did not report a fetch of version 1:\n%s", paths[i], r.Stdout)
+		if !hasConsumed(r.Stdout, paths[i], 1, filepath.Join(consB, paths[i]), moved(len(data[paths[i]]))) {
+			t.Errorf("consumer of %s did not report version 1 %s:\n%s", paths[i], moved(len(data[paths[i]])), r.Stdout)
 		}
 		sameFile(t, consB, paths[i], data[paths[i]])
 	}
@@ -323,8 +333,8 @@ func TestStageConsumersBeforeProducer(t *testing.T) {
 		t.Fatalf("consumer of all ten: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	for _, p := range paths {
-		if !hasConsumed(r.Stdout, p, 1, filepath.Join(consAll, p), "fetched") {
-			t.Errorf("consumer of all ten did not report a fetch of %s:\n%s", p, r.Stdout)
+		if !hasConsumed(r.Stdout, p, 1, filepath.Join(consAll, p), moved(len(data[p]))) {
+			t.Errorf("consumer of all ten did not report %s %s:\n%s", p, moved(len(data[p])), r.Stdout)
 		}
 		sameFile(t, consAll, p, data[p])
 	}
@@ -375,7 +385,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 	writeFile(t, sc.prodA, "there.dat", []byte("there\n"))
 	sc.produce(t, "there.dat")
 	r = sc.consume(t, "node-b", consB, "--timeout", "1s", "there.dat", never)
-	if r.Err == nil || !hasConsumed(r.Stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "fetched") ||
+	if r.Err == nil || !hasConsumed(r.Stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "inline") ||
 		!strings.Contains(r.Stderr, "1 of 2 files failed") || !strings.Contains(r.Stderr, "pdc: consume "+never+": ") ||
 		strings.Count(r.Stderr, "not produced") < 2 {
 		t.Errorf("consume of a produced and a missing file: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
@@ -429,7 +439,7 @@ func checkWaitAfterTimeouts(t *testing.T, sc *stageCluster, consB, never string)
 	want := randBytes(7, 10_000)
 	writeFile(t, sc.prodA, never, want)
 	sc.produce(t, never)
-	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, never, 1, filepath.Join(consB, never), "fetched") {
+	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, never, 1, filepath.Join(consB, never), "inline") {
 		t.Fatalf("consume after a timed-out one: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, never, want)
@@ -501,9 +511,12 @@ func checkProduceEscapes(t *testing.T, sc *stageCluster, outside string) {
 // refused without waiting. It returns node-b's consumer dir.
 func checkConsumeEscapes(t *testing.T, sc *stageCluster, outside string) string {
 	t.Helper()
-	for _, p := range []string{"evil-link", "evil-link2", "evil-dir/f", "swap"} {
+	for _, p := range []string{"evil-link", "evil-link2", "evil-dir/f"} {
 		writeFile(t, sc.prodA, p, []byte("produced "+p+"\n"))
 	}
+	// Too large to travel in its record: its consumers ask the owner,
+	// which must refuse it once swapped (checkSwappedOwnerFile).
+	writeFile(t, sc.prodA, "swap", randBytes(41, staging.InlineMax+1))
 	sc.produce(t, "evil-link", "evil-link2", "evil-dir/f", "swap")
 	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
 	if err := os.Symlink(filepath.Join(outside, "dangling"), filepath.Join(consB, "evil-link")); err != nil {
@@ -660,11 +673,21 @@ func TestStageReproduce(t *testing.T) {
 	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 3 ") {
 		t.Fatalf("third produce:\n%s", out)
 	}
-	if r := sc.consume(t, "node-b", consB, rel); r.Err != nil || !hasConsumed(r.Stdout, rel, 3, local, "fetched") {
+	// Small enough to come in its record.
+	if r := sc.consume(t, "node-b", consB, rel); r.Err != nil || !hasConsumed(r.Stdout, rel, 3, local, "inline") {
 		t.Fatalf("pdc stage consume of version 3: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, consB, rel, v3)
 	check("consume of version 3 again", 3, client.Cached, 0, v3)
+	// Small again, same size: the copy of version 3, which came inline,
+	// is not taken for version 4.
+	v4 := randBytes(4, len(v3))
+	writeFile(t, sc.prodA, rel, v4)
+	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 4 ") {
+		t.Fatalf("fourth produce:\n%s", out)
+	}
+	check("consume of version 4", 4, client.Inline, int64(len(v4)), v4)
+	check("consume of version 4 again", 4, client.Cached, 0, v4)
 	if got := listFiles(t, consB); !slices.Equal(got, []string{"run/", rel}) {
 		t.Errorf("the consumer dir holds %v", got)
 	}
@@ -942,7 +965,7 @@ func TestStageConsumerDirFull(t *testing.T) {
 		}
 	}
 	r := sc.consume(t, "node-b", full, "small.bin")
-	if r.Err != nil || !hasConsumed(r.Stdout, "small.bin", 1, filepath.Join(full, "small.bin"), "fetched") {
+	if r.Err != nil || !hasConsumed(r.Stdout, "small.bin", 1, filepath.Join(full, "small.bin"), "inline") {
 		t.Fatalf("consume of a small file into the dir after a failed one: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, full, "small.bin", small)
@@ -1011,7 +1034,13 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 	paths := []string{"a.dat", "b.dat", "c/d.dat", "e.dat", "f.dat", "g/h/i.dat"}
 	data := map[string][]byte{}
 	for i, p := range paths {
-		data[p] = randBytes(uint64(100+i), 1000*(i+1))
+		// Every other file small enough to travel in its record: its
+		// bytes must survive in the metadata store too.
+		n := 1000 * (i + 1)
+		if i%2 == 1 {
+			n += staging.InlineMax
+		}
+		data[p] = randBytes(uint64(100+i), n)
 		writeFile(t, sc.prodA, p, data[p])
 	}
 	sc.produce(t, paths...)
@@ -1072,8 +1101,12 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("consume %s after the restart: %v", p, err)
 		}
-		if got.How != client.Fetched || got.Version != before[p].Version {
-			t.Fatalf("consume %s after the restart: %+v", p, got)
+		how := client.Fetched
+		if len(data[p]) <= staging.InlineMax {
+			how = client.Inline
+		}
+		if got.How != how || got.Version != before[p].Version {
+			t.Fatalf("consume %s after the restart: %+v; want %s", p, got, how)
 		}
 		sameFile(t, consB, p, data[p])
 	}
