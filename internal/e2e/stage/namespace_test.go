@@ -46,7 +46,7 @@ func TestStageNamespaceRerun(t *testing.T) {
 	writeFile(t, sc.prodA, rel, run1)
 	sc.produceIn(t, "run-1", rel)
 	r := e2e.Run(t, sc.env("node-b", "PDC_STAGE_NAMESPACE=run-1"), "stage", "consume", "--consumer-dir", cons, rel)
-	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "fetched") {
+	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "inline") {
 		t.Fatalf("run 1's consume: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, cons, rel, run1)
@@ -63,7 +63,7 @@ func TestStageNamespaceRerun(t *testing.T) {
 		writeFile(t, sc.prodA, rel, run)
 		sc.produceIn(t, ns, rel)
 		r := proc.wait(t)
-		if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "fetched") {
+		if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "inline") {
 			t.Fatalf("the consume of %s in %s (%v): %v\nstdout:\n%s\nstderr:\n%s", rel, ns, how, r.Err, r.Stdout, r.Stderr)
 		}
 		sameFile(t, cons, rel, run)
@@ -185,7 +185,7 @@ func TestStageNewerThanAndRemoveWhileWaiting(t *testing.T) {
 	writeFile(t, sc.prodA, rel, b1)
 	sc.produceIn(t, ns, rel)
 	r := e2e.Run(t, env, "stage", "consume", "--consumer-dir", cons, "--newer-than", "0", rel)
-	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "fetched") {
+	if r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "inline") {
 		t.Fatalf("consume --newer-than 0: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 
@@ -194,7 +194,7 @@ func TestStageNewerThanAndRemoveWhileWaiting(t *testing.T) {
 	b2 := randBytes(2, 4000)
 	writeFile(t, sc.prodA, rel, b2)
 	sc.produceIn(t, ns, rel)
-	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, rel, 2, filepath.Join(cons, rel), "fetched") {
+	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, rel, 2, filepath.Join(cons, rel), "inline") {
 		t.Fatalf("consume --newer-than 1: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, cons, rel, b2)
@@ -219,7 +219,7 @@ func TestStageNewerThanAndRemoveWhileWaiting(t *testing.T) {
 	if out := sc.produceIn(t, ns, rel); !strings.Contains(out, "produced w.dat version 1 ") {
 		t.Fatalf("produce after the removal:\n%s", out)
 	}
-	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "fetched") {
+	if r := proc.wait(t); r.Err != nil || !hasConsumed(r.Stdout, rel, 1, filepath.Join(cons, rel), "inline") {
 		t.Fatalf("consume --newer-than 2 across the removal: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 	sameFile(t, cons, rel, b3)
