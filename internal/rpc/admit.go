@@ -15,6 +15,9 @@ import (
 func (s *Server) track(nc net.Conn) bool {
 	c := &serverConn{s: s, nc: nc, peer: netio.PeerKey(nc.RemoteAddr()), remote: nc.RemoteAddr().String(), local: nc.LocalAddr().String(),
 		inflight: make(map[uint64]*reqCtx)}
+	// Made before the connection is in s.mu.conns, where Stats reads its
+	// counters.
+	c.w = newFrameWriter(nc, s.cfg.StallTimeout)
 	s.mu.Lock()
 	select {
 	case <-s.closing:

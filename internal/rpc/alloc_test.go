@@ -6,14 +6,17 @@ import (
 )
 
 // startInline serves an inline echo, as pdc's ping is, and dials it.
-func startInline(tb testing.TB) *Conn {
+func startInline(tb testing.TB) *Conn { return startInlineWith(tb, nil) }
+
+// startInlineWith is startInline with obs as the server's Observer.
+func startInlineWith(tb testing.TB, obs Observer) *Conn {
 	tb.Helper()
 	ln, err := Listen("127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	secret := []byte("0123456789abcdef")
-	s := NewServer(ServerConfig{Secret: secret})
+	s := NewServer(ServerConfig{Secret: secret, Observer: obs})
 	s.Handle(methodInline, func(ctx context.Context, req *Request) (*Response, error) {
 		return &Response{Payload: [][]byte{req.Payload}}, nil
 	}, Inline(), WithPayload())

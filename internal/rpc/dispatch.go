@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -20,13 +21,15 @@ type inbound struct {
 	f       wire.Frame
 	owned   bool
 	inline  bool
-	payload []byte // the request's payload, if the handler does not own it
-	grant   int64  // of the payload budget, for payload
+	payload []byte    // the request's payload, if the handler does not own it
+	grant   int64     // of the payload budget, for payload
+	start   time.Time // when it was admitted; set only for an Observer
 }
 
 // dispatch handles one frame. A request comes back as run, to be run on
 // a goroutine of its own unless inline; an error closes the connection.
 func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err error) {
+	c.recvd.Add(wire.FrameSize + uint64(f.HeaderLen) + f.PayloadLen)
 	he, ok, err := c.route(f)
 	if !ok {
 		return nil, false, err
@@ -133,6 +136,9 @@ func (c *serverConn) admit(f wire.Frame, he handlerEntry, hdr, payload []byte, g
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
 	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant}
+	if s.obs != nil {
+		in.start = time.Now()
+	}
 	ctx := &in.ctx
 	ctx.init(c.ctx, f.Timeout)
 	req := &in.req
@@ -180,6 +186,7 @@ func (c *serverConn) tryHere(in *inbound, here Handler, streamed bool) (over boo
 		req.EndTurn()
 		broken := body.finish()
 		s.requests.Add(1)
+		s.served(f.Method, err, in.start)
 		ctx.release()
 		if broken == nil {
 			err = c.answer(f, resp, err)
@@ -236,6 +243,7 @@ func (in *inbound) run() {
 	resp, err := c.run(ctx, in.h, req, in.owned)
 	req.EndTurn()
 	s.requests.Add(1)
+	s.served(f.Method, err, in.start)
 	if !in.inline {
 		c.mu.Lock()
 		delete(c.inflight, f.ID)
@@ -331,6 +339,9 @@ func (c *serverConn) run(ctx context.Context, h Handler, req *Request, owned boo
 }
 
 func (c *serverConn) replyErr(f wire.Frame, code wire.Code, msg string) error {
+	if c.s.obs != nil {
+		c.s.obs.Refused(f.Method, code)
+	}
 	body := wire.ErrorBody{Code: code, Message: msg}
 	out := wire.Frame{Flags: wire.FlagResponse | wire.FlagError, Method: f.Method, ID: f.ID}
 	return c.w.write(c.ctx, out, body.Marshal(nil), nil)

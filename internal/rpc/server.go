@@ -63,6 +63,22 @@ type ServerConfig struct {
 	// OnSessionEnd, if set, is called when the last connection of a client
 	// (by the name it gave in its handshake) has closed.
 	OnSessionEnd func(client string)
+	// Observer, if set, is told of every request answered or refused.
+	Observer Observer
+}
+
+// Observer is told of each request at the one place every request passes
+// (dispatch), so that a server's request metrics are counted once. It
+// runs on the request path, on the goroutine that served the request:
+// it must not block, lock or allocate.
+type Observer interface {
+	// Served is called once a request's handler has returned, with the
+	// wire code of its outcome (wire.CodeOK for success) and the time
+	// since its frame was read (queueing included).
+	Served(m wire.Method, code wire.Code, elapsed time.Duration)
+	// Refused is called for a request answered with an error before any
+	// handler saw it: unknown method, payload not taken, busy, draining.
+	Refused(m wire.Method, code wire.Code)
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -117,6 +133,11 @@ type Server struct {
 	evicted  atomic.Uint64 // connections closed in their handshake to make room
 	slow     atomic.Uint64 // connections closed for a frame that stalled or crawled
 	waits    atomic.Uint64 // payloads that waited for the budget
+	obs      Observer      // cfg.Observer
+
+	// Bytes of frames read and written on connections that have closed;
+	// those of open ones are in their serverConns.
+	closedIn, closedOut atomic.Uint64
 
 	payloads *semaphore.Weighted // ServerConfig.PayloadBudget
 	held     atomic.Int64        // bytes of it taken
@@ -149,6 +170,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
+		obs:      cfg.Observer,
 		handlers: make(map[wire.Method]handlerEntry),
 		closing:  make(chan struct{}),
 		payloads: semaphore.NewWeighted(cfg.PayloadBudget),
@@ -171,12 +193,39 @@ type Stats struct {
 	Slow        uint64 // connections closed for a frame that stalled or crawled
 	BudgetWaits uint64 // payloads that waited for room in the payload budget
 	PayloadHeld int64  // bytes of the payload budget taken now
+	PayloadMax  int64  // the payload budget (ServerConfig.PayloadBudget)
+	Conns       int    // connections open now, authenticated or not
+	BytesIn     uint64 // bytes of frames read from connections since start
+	BytesOut    uint64 // bytes of frames written to connections since start
 }
 
-// Stats returns the server's counters. Safe for concurrent use.
+// Stats returns the server's counters. Safe for concurrent use; it takes
+// the server's lock for a moment to sum the open connections' bytes.
 func (s *Server) Stats() Stats {
-	return Stats{Clients: s.clients.Load(), Requests: s.requests.Load(), Refused: s.refused.Load(),
-		Evicted: s.evicted.Load(), Slow: s.slow.Load(), BudgetWaits: s.waits.Load(), PayloadHeld: s.held.Load()}
+	st := Stats{Clients: s.clients.Load(), Requests: s.requests.Load(), Refused: s.refused.Load(),
+		Evicted: s.evicted.Load(), Slow: s.slow.Load(), BudgetWaits: s.waits.Load(), PayloadHeld: s.held.Load(),
+		PayloadMax: s.cfg.PayloadBudget}
+	s.mu.Lock()
+	st.Conns = len(s.mu.conns)
+	st.BytesIn, st.BytesOut = s.closedIn.Load(), s.closedOut.Load()
+	for c := range s.mu.conns {
+		st.BytesIn += c.recvd.Load()
+		st.BytesOut += c.w.sent.Load()
+	}
+	s.mu.Unlock()
+	return st
+}
+
+// served tells the observer, if any, of a request its handler answered.
+func (s *Server) served(m wire.Method, err error, start time.Time) {
+	if s.obs == nil {
+		return
+	}
+	code := wire.CodeOK
+	if err != nil {
+		code = wire.CodeOf(err)
+	}
+	s.obs.Served(m, code, time.Since(start))
 }
 
 // Serve accepts connections on ln until the server is closed; it then

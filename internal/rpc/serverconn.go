@@ -43,6 +43,8 @@ type serverConn struct {
 	inflight map[uint64]*reqCtx // guarded by mu
 
 	turns turns // of TryHere requests
+
+	recvd atomic.Uint64 // bytes of frames read
 }
 
 func (c *serverConn) serve() {
@@ -51,7 +53,6 @@ func (c *serverConn) serve() {
 	// Until its client has authenticated, a connection reads through a
 	// small buffer: a peer that has proven nothing holds next to nothing.
 	c.r = newFrameReaderSize(c.nc, s.cfg.Limits, handshakeBufSize)
-	c.w = newFrameWriter(c.nc, s.cfg.StallTimeout)
 	defer c.finish()
 	// The connection is made ready to serve, and counted as a client's,
 	// before its client learns that it is in.
@@ -235,6 +236,10 @@ func (c *serverConn) finish() {
 	_ = c.nc.Close()
 	c.wg.Wait()
 	c.s.mu.Lock()
+	// Under the lock Stats sums under, so that no byte is counted twice
+	// or missed.
+	c.s.closedIn.Add(c.recvd.Load())
+	c.s.closedOut.Add(c.w.sent.Load())
 	delete(c.s.mu.conns, c)
 	c.s.uncountLocked(c)
 	c.s.mu.Unlock()

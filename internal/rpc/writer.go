@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,8 @@ type frameWriter struct {
 		err   error
 	}
 	writeFn func(fd uintptr) bool
+
+	sent atomic.Uint64 // bytes of frames taken to write
 
 	// dlMu orders write-deadline changes, so that an interrupt armed for
 	// one writer's context cannot outlive that writer.
@@ -95,6 +98,7 @@ func (w *frameWriter) appendFrame(f wire.Frame, hdr []byte, payload [][]byte) (i
 	for _, p := range payload {
 		w.mu.buf = append(w.mu.buf, p...)
 	}
+	w.sent.Add(wire.FrameSize + uint64(f.HeaderLen) + f.PayloadLen)
 	return len(w.mu.buf), nil
 }
 
@@ -373,6 +377,7 @@ func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, 
 	if err != nil {
 		return err
 	}
+	w.sent.Add(wire.FrameSize + uint64(f.HeaderLen) + f.PayloadLen)
 	return w.flush(ctx)
 }
 
@@ -397,6 +402,7 @@ func (w *frameWriter) writeFile(ctx context.Context, f wire.Frame, hdr []byte, f
 	_, err := netio.SendFile(context.WithoutCancel(ctx), w.nc, file, off, n)
 	interrupted := done()
 	if err == nil {
+		w.sent.Add(wire.FrameSize + uint64(f.HeaderLen) + f.PayloadLen)
 		if interrupted {
 			w.dlMu.Lock()
 			_ = w.nc.SetWriteDeadline(time.Time{})
