@@ -46,6 +46,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	minRecvRate := fs.String("min-recv-rate", "64KiB", "bytes per second below which a frame may not arrive for longer than --stall-timeout (0: no floor)")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address: HOST:PORT, or :PORT for loopback; off by default. The address bound is recorded in the tmpdir for pdc top")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
 	budget := fs.String("data-budget", "1GiB", "memory for region reads on a data server that their clients have not collected yet (writes in memory count against --payload-budget)")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
@@ -82,7 +83,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, Advertise: *advertise, Insecure: *insecure, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
 		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
-		NoIndex: !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
+		MetricsAddr: *metricsAddr,
+		NoIndex:     !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
 		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		PayloadBudget: payloadBudgetN, MaxConns: *maxConns, MaxConnsPerPeer: *maxPerPeer, MaxHandshakes: *maxHandshakes,
 		HandshakeTimeout: *handshakeTimeout, StallTimeout: *stallTimeout, MinRecvRate: rate,

@@ -19,6 +19,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/metrics"
 )
 
 func init() {
@@ -45,6 +46,7 @@ type upOptions struct {
 	hosts           []string // per rank, cycled; empty: each server's own
 	stageDir        string   // {rank} and {host} replaced per server
 	cpuprofile      string   // each server's --cpuprofile, {rank} replaced
+	metricsAddr     string   // HOST:PORT; a non-zero PORT is rank 0's, rank r's is PORT+r
 }
 
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
@@ -71,6 +73,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	hosts := fs.String("hosts", "", "comma-separated host names the servers report, one per rank, cycled (stands several nodes on one machine; default each server's $"+cluster.HostEnv+" or host name)")
 	fs.StringVar(&o.stageDir, "stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir each server serves staged files from; {rank} and {host} are replaced per server ($PDC_STAGE_PRODUCER_DIR)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "each server writes its CPU profile to this file when it stops cleanly (pdc down); {rank} is replaced per server")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve each server's Prometheus metrics over HTTP: HOST:PORT, or :PORT for loopback; rank r listens on PORT+r (port 0: each picks one). The addresses are recorded in the tmpdir (pdc_metrics.RANK), where pdc top and pdc status find them")
 	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -130,6 +133,11 @@ func upRestartDead(ctx context.Context, e *env, fs *flag.FlagSet, o upOptions) e
 func (o *upOptions) check(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if o.metricsAddr != "" {
+		if _, err := metrics.ListenAddr(o.metricsAddr); err != nil {
+			return fmt.Errorf("up: --metrics-addr: %w", err)
+		}
 	}
 	if o.unix && o.listen != "" {
 		return fmt.Errorf("up: --unix and --listen %q: choose one: %w", o.listen, errUsage)
@@ -382,6 +390,9 @@ func rankArgs(o upOptions, rank int) []string {
 		}
 		args = append(args, "--stage-producer-dir", dir)
 	}
+	if o.metricsAddr != "" {
+		args = append(args, "--metrics-addr", rankMetricsAddr(o.metricsAddr, rank))
+	}
 	if o.cpuprofile != "" {
 		f := strings.ReplaceAll(o.cpuprofile, "{rank}", strconv.Itoa(rank))
 		if abs, err := filepath.Abs(f); err == nil {
@@ -390,6 +401,20 @@ func rankArgs(o upOptions, rank int) []string {
 		args = append(args, "--cpuprofile", f)
 	}
 	return args
+}
+
+// rankMetricsAddr is rank's metrics address of up's --metrics-addr:
+// a port given is rank 0's, and each rank takes the next.
+func rankMetricsAddr(addr string, rank int) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // the server says what is wrong with it
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return addr
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+rank))
 }
 
 func printProcs(w io.Writer, procs []cluster.Proc) {

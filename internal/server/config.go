@@ -86,6 +86,10 @@ type Config struct {
 	// StageProducerDir is the producer dir whose produced files this
 	// server serves to consumers on other hosts ("": none).
 	StageProducerDir string
+	// MetricsAddr, if set, is where the server serves its Prometheus
+	// metrics over HTTP (/metrics): HOST:PORT, or :PORT for loopback.
+	// The address bound is recorded in the tmpdir (cluster.MetricsAddr).
+	MetricsAddr string
 	// Version is the build version reported by status.
 	Version string
 	// Logger. Default slog.Default().

@@ -13,6 +13,7 @@ import (
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dataserver"
 	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/metrics"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/slots"
@@ -55,8 +56,9 @@ type proc struct {
 	files  *staging.Files // nil without a producer dir
 
 	s        *Server
-	serveErr chan error    // the rpc server's Serve result, once it ends
-	list     *cluster.List // the complete cluster, once joined
+	reg      *metrics.Registry // nil without Config.MetricsAddr
+	serveErr chan error        // the rpc server's Serve result, once it ends
+	list     *cluster.List     // the complete cluster, once joined
 
 	undo []func()
 }
@@ -73,6 +75,9 @@ func (p *proc) run(ctx context.Context) error {
 		return err
 	}
 	if err := p.listen(ctx); err != nil {
+		return err
+	}
+	if err := p.serveMetrics(); err != nil {
 		return err
 	}
 	if err := p.join(ctx); err != nil {
@@ -293,7 +298,7 @@ func (p *proc) newServer(addr string) *Server {
 		Instance: s.self.Instance, Logger: p.log, OnSessionEnd: onSessionEnd,
 		PayloadBudget: cfg.PayloadBudget, MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer,
 		MaxHandshakes: cfg.MaxHandshakes, HandshakeTimeout: cfg.HandshakeTimeout, StallTimeout: cfg.StallTimeout,
-		MinRecvRate: cfg.MinRecvRate,
+		MinRecvRate: cfg.MinRecvRate, Observer: p.observer(),
 	})
 	if meta != nil {
 		meta.Register(s.rpc)

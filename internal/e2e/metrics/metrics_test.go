@@ -1,0 +1,115 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/internal/metrics"
+	"github.com/pdcgo/pdc/region"
+)
+
+// snap scrapes every server of the cluster of tmpdir, failing the test
+// if one cannot be.
+func snap(t *testing.T, ctx context.Context, tmpdir string) *metrics.ClusterSnapshot {
+	t.Helper()
+	s, err := metrics.Snap(ctx, http.DefaultClient, cluster.Dir{Path: tmpdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, smp := range s.Servers {
+		if smp.Err != nil {
+			t.Fatalf("rank %d: %v", smp.Server.Rank, smp.Err)
+		}
+	}
+	return s
+}
+
+// sum adds the value of name (with labels) over the servers.
+func sum(s *metrics.ClusterSnapshot, name string, labels ...string) float64 {
+	var v float64
+	for _, smp := range s.Servers {
+		v += smp.Families.Value(name, labels...)
+	}
+	return v
+}
+
+// TestMetricsMoveWithWork starts two servers with metrics, does known
+// work and checks that the request counts, latency histograms and bytes
+// of each scrape moved by what the work did.
+func TestMetricsMoveWithWork(t *testing.T) {
+	tmpdir := e2e.Up(t, 2, "--metrics-addr", "127.0.0.1:0")
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	before := snap(t, ctx, tmpdir)
+	for _, smp := range before.Servers {
+		f := smp.Families
+		if got := f.Label("pdc_server_info", "rank"); got != fmt.Sprint(smp.Server.Rank) {
+			t.Errorf("rank %d: pdc_server_info has rank %q", smp.Server.Rank, got)
+		}
+		if f.Value("go_goroutines") == 0 || f.Value("process_resident_memory_bytes") == 0 {
+			t.Errorf("rank %d: no Go runtime or process metrics", smp.Server.Rank)
+		}
+	}
+
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "metrics", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const objects, cellsPer = 20, 64 << 10 // int32 cells: 256 KiB a write
+	for i := range objects {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: []uint64{cellsPer}, Type: region.Int32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Write(ctx, region.Shape(cellsPer), make([]byte, 4*cellsPer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A request that fails: the outcome label carries its code.
+	if _, err := c.OpenContainer(ctx, "no-such-container"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("open a container that does not exist: %v, want pdc.ErrNotFound", err)
+	}
+	after := snap(t, ctx, tmpdir)
+
+	delta := func(name string, labels ...string) float64 {
+		return sum(after, name, labels...) - sum(before, name, labels...)
+	}
+	// Each create is one obj_create request (batches of one here).
+	if got := delta("pdc_rpc_requests_total", "method", "obj_create", "code", "ok"); got != objects {
+		t.Errorf("obj_create ok requests moved by %v, want %d", got, objects)
+	}
+	if got := delta("pdc_rpc_request_duration_seconds", "method", "obj_create"); got != objects {
+		t.Errorf("obj_create latency observations moved by %v, want %d", got, objects)
+	}
+	if got := delta("pdc_rpc_requests_total", "method", "cont_get", "code", "not_found"); got != 1 {
+		t.Errorf("cont_get requests answered not_found moved by %v, want 1", got)
+	}
+	// Every request counted has a latency observation, or was refused;
+	// none was refused here.
+	reqs, lat := delta("pdc_rpc_requests_total"), delta("pdc_rpc_request_duration_seconds")
+	if reqs < objects*2 || lat != reqs {
+		t.Errorf("requests moved by %v, latency observations by %v: want equal, and at least %d", reqs, lat, objects*2)
+	}
+	written := float64(objects * 4 * cellsPer)
+	in := delta("pdc_transport_received_bytes_total")
+	if in < written {
+		t.Errorf("bytes received moved by %v, less than the %v written", in, written)
+	}
+	if in > 2*written {
+		t.Errorf("bytes received moved by %v, more than twice the %v written", in, written)
+	}
+	if out := delta("pdc_transport_sent_bytes_total"); out <= 0 || out >= written {
+		t.Errorf("bytes sent moved by %v: want some (answers), and less than the %v written", out, written)
+	}
+	if got := sum(after, "pdc_rpc_clients"); got < 1 {
+		t.Errorf("pdc_rpc_clients %v with a client connected", got)
+	}
+}
