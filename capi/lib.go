@@ -226,6 +226,7 @@ func (l *Lib) clientOptions() []client.Option {
 		client.WithTmpDir(tmpdir),
 		client.WithStageDirs(l.envOr(client.EnvProducerDir, EnvDyadProducer), l.envOr(client.EnvConsumerDir, EnvDyadConsumer)),
 		client.WithSharedStorage(shared == "1" || shared == "true" || shared == "yes"),
+		client.WithNamespace(l.envOr(client.EnvNamespace, EnvDyadKVSNamespace)),
 	}
 	if host := env(EnvHost); host != "" {
 		opts = append(opts, client.WithHost(host))

@@ -55,7 +55,17 @@ func (l *Lib) StageConsumeLocal(pdcID uint64, path string, timeoutSeconds float6
 	return local, rc
 }
 
-func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64) (string, error) {
+// StageConsumeNewer is pdc_stage_consume_newer: StageConsume that waits
+// for a version of path newer than version, even if that one has been
+// produced (client.WithNewerThan).
+func (l *Lib) StageConsumeNewer(pdcID uint64, path string, version uint64, timeoutSeconds float64) int {
+	return l.run(fmt.Sprintf("pdc_stage_consume_newer(pdc %d, %q, version %d, %gs)", pdcID, path, version, timeoutSeconds), func() error {
+		_, err := l.stageConsume(pdcID, path, timeoutSeconds, client.WithNewerThan(version))
+		return err
+	})
+}
+
+func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64, more ...client.ConsumeOption) (string, error) {
 	if path == "" {
 		return "", errNoPath
 	}
@@ -72,7 +82,7 @@ func (l *Lib) stageConsume(pdcID uint64, path string, timeoutSeconds float64) (s
 	ctx, cancel := withTimeout(timeout)
 	defer cancel()
 	start := time.Now()
-	var opts []client.ConsumeOption
+	opts := more
 	if h.conn.dtl != "" {
 		opts = append(opts, client.WithTransport(h.conn.dtl))
 	}

@@ -15,8 +15,8 @@
  *                        pull; our mode names are accepted too
  *   DYAD_FSYNC_WRITE,    accepted; every produce is durable before it
  *   DYAD_ASYNC_PUBLISH   returns, so neither changes anything
- *   DYAD_KVS_NAMESPACE   accepted and not applied yet: every run shares
- *                        one namespace of staged paths
+ *   DYAD_KVS_NAMESPACE   as PDC_STAGE_NAMESPACE: the run's namespace of
+ *                        staged paths (dyad_init's kvs_namespace too)
  *
  * PDC_TMPDIR, PDC_HOST and PDC_TIMEOUT work as for PDCinit. A DYAD call
  * that fails prints one line to stderr naming the call, the path and the

@@ -10,6 +10,12 @@
  *   PDC_STAGE_SHARED        [DYAD_SHARED_STORAGE]  1: producer dirs are on storage
  *                                                  every node sees; link or copy
  *                                                  instead of fetching
+ *   PDC_STAGE_NAMESPACE     [DYAD_KVS_NAMESPACE]   the run's namespace: files
+ *                                                  produced in one are consumed
+ *                                                  in it only, so a re-run with
+ *                                                  the same names waits for its
+ *                                                  own files (default: the
+ *                                                  default namespace)
  *   PDC_HOST                                       this node's name, as the pdc
  *                                                  servers know it (default the
  *                                                  kernel's host name)
@@ -98,6 +104,18 @@ int pdc_stage_consume(pdcid_t pdc, const char *path, double timeout_seconds);
  * Returns 0, or -1 on failure.
  */
 int pdc_stage_consume_local(pdcid_t pdc, const char *path, double timeout_seconds, char **local_path);
+
+/*
+ * pdc_stage_consume_newer is pdc_stage_consume that waits for a version of
+ * path newer than version, even if that version (or an older one) has
+ * been produced: a consumer that has version V waits for the next produce.
+ * Where the path's record was removed (pdc stage rm), the versions count
+ * from 1 again and its next produce ends the wait. version 0 is
+ * pdc_stage_consume.
+ *
+ * Returns 0, or -1 on failure.
+ */
+int pdc_stage_consume_newer(pdcid_t pdc, const char *path, uint64_t version, double timeout_seconds);
 
 #ifdef __cplusplus
 }

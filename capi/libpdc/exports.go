@@ -155,6 +155,11 @@ func pdcgo_stage_consume(pdcID C.uint64_t, path *C.char, timeout C.double) C.int
 	return C.int(lib.StageConsume(uint64(pdcID), str(path), float64(timeout)))
 }
 
+//export pdcgo_stage_consume_newer
+func pdcgo_stage_consume_newer(pdcID C.uint64_t, path *C.char, version C.uint64_t, timeout C.double) C.int {
+	return C.int(lib.StageConsumeNewer(uint64(pdcID), str(path), uint64(version), float64(timeout)))
+}
+
 //export pdcgo_stage_consume_local
 func pdcgo_stage_consume_local(pdcID C.uint64_t, path *C.char, timeout C.double, out **C.char) C.int {
 	if out == nil {

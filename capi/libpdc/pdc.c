@@ -106,6 +106,11 @@ int pdc_stage_consume(pdcid_t pdc, const char *path, double timeout_seconds)
     return pdcgo_stage_consume(pdc, (char *)path, timeout_seconds);
 }
 
+int pdc_stage_consume_newer(pdcid_t pdc, const char *path, uint64_t version, double timeout_seconds)
+{
+    return pdcgo_stage_consume_newer(pdc, (char *)path, version, timeout_seconds);
+}
+
 int pdc_stage_consume_local(pdcid_t pdc, const char *path, double timeout_seconds, char **local_path)
 {
     return pdcgo_stage_consume_local(pdc, (char *)path, timeout_seconds, local_path);

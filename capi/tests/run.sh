@@ -56,7 +56,7 @@ run() {
 
 echo "== build the tests with $CC and pkg-config"
 cflags=$(pkg-config --cflags --libs pdc)
-for t in stage_produce stage_consume stage_bad dyad_prod dyad_cons cont; do
+for t in stage_produce stage_consume stage_bad stage_ns dyad_prod dyad_cons cont; do
 	# shellcheck disable=SC2086 # cflags is a list of flags
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -o "$work/$t" "$here/$t.c" $cflags -lm
 done
@@ -125,6 +125,45 @@ for i in $(seq 0 9); do
 	cmp "$work/prod-node-a/dyad/data$i.txt" "$work/dyad-cons/dyad/data$i.txt" || fail "DYAD consumer's copy of data$i.txt differs"
 done
 grep -qF 'libpdc: dyad_produce("x"): no DYAD context' "$work/dyad_cons.err" || { cat "$work/dyad_cons.err" >&2; fail "dyad_produce without a context did not say so"; }
+
+echo "== namespaces: a re-run in a new DYAD_KVS_NAMESPACE waits for its own files"
+# Run 1 produces in its namespace; run 2's consumer finds none of its files
+# (nor those of the default namespace, produced above).
+run dyad_prod-ns1 PDC_HOST=node-a "DYAD_PATH_PRODUCER=$work/prod-node-a" DYAD_KVS_NAMESPACE=rerun-1 timeout 60 "$work/dyad_prod" 3
+run stage_ns-absent PDC_HOST=node-b "DYAD_PATH_CONSUMER=$work/dyad-cons-2" DYAD_KVS_NAMESPACE=rerun-2 \
+	timeout 60 "$work/stage_ns" absent dyad/data0.txt
+# Run 2's pair, consumer first, in its own namespace.
+env PDC_HOST=node-b "DYAD_PATH_CONSUMER=$work/dyad-cons-2" DYAD_KVS_NAMESPACE=rerun-2 \
+	timeout 120 "$work/dyad_cons" 3 >"$work/dyad_cons2.out" 2>"$work/dyad_cons2.err" &
+cpid=$!
+for _ in $(seq 600); do
+	grep -q consuming "$work/dyad_cons2.out" 2>/dev/null && break
+	kill -0 "$cpid" 2>/dev/null || break
+	sleep 0.1
+done
+run dyad_prod-ns2 PDC_HOST=node-a "DYAD_PATH_PRODUCER=$work/prod-node-a" DYAD_KVS_NAMESPACE=rerun-2 timeout 60 "$work/dyad_prod" 3
+if ! wait "$cpid"; then
+	cat "$work/dyad_cons2.err" >&2
+	fail "the DYAD consumer in namespace rerun-2"
+fi
+[ "$(grep -c 'validation: OK' "$work/dyad_cons2.out")" = 3 ] || fail "the DYAD consumer in rerun-2 validated $(grep -c 'validation: OK' "$work/dyad_cons2.out") files, want 3"
+[ "$("$pdc" stage ls --namespace rerun-2 dyad/ | grep -c '^dyad/data')" = 3 ] || fail "pdc stage ls --namespace rerun-2 does not list its 3 files"
+# A consumer of a version newer than 1 waits for the next produce.
+env PDC_HOST=node-b "PDC_STAGE_CONSUMER_DIR=$work/dyad-cons-2" PDC_STAGE_NAMESPACE=rerun-2 \
+	timeout 120 "$work/stage_ns" newer dyad/data0.txt 1 >"$work/newer.out" 2>"$work/newer.err" &
+cpid=$!
+for _ in $(seq 600); do
+	grep -q waiting "$work/newer.out" 2>/dev/null && break
+	kill -0 "$cpid" 2>/dev/null || break
+	sleep 0.1
+done
+run dyad_prod-ns2-again PDC_HOST=node-a "DYAD_PATH_PRODUCER=$work/prod-node-a" DYAD_KVS_NAMESPACE=rerun-2 timeout 60 "$work/dyad_prod" 1
+if ! wait "$cpid"; then
+	cat "$work/newer.err" >&2
+	fail "pdc_stage_consume_newer"
+fi
+grep -q 'consumed dyad/data0.txt newer than 1' "$work/newer.out" || fail "pdc_stage_consume_newer did not consume"
+"$pdc" stage ls --namespace rerun-2 --json dyad/data0 | grep -q '"version":2' || fail "dyad/data0.txt is not at version 2 in rerun-2"
 
 echo "== bad input"
 run stage_bad "${producer[@]}" "PDC_STAGE_CONSUMER_DIR=$work/cons-node-a" timeout 120 "$work/stage_bad"
