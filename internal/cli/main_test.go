@@ -8,5 +8,5 @@ import (
 
 // Every test ends with the goroutines it started stopped. The commands'
 // end-to-end tests, with real servers, are in internal/e2e (commands,
-// durable, deletes, region, bench).
+// access, durable, deletes, region, bench).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

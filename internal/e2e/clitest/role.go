@@ -15,8 +15,9 @@ import (
 	"github.com/pdcgo/pdc/region"
 )
 
-// Role is the e2e.Role of every end-to-end package of the command line:
-// a test binary re-run as a client process (e2e.ClientProc) plays one of
+// Role is the e2e.Role of the command line's end-to-end packages whose
+// tests run client processes: a test binary re-run as a client process
+// (e2e.ClientProc) plays one of
 //
 //	writer: creates PDC_E2E_N objects one at a time in container "c", each
 //	        with tags, printing "ok NAME" once both are acknowledged and

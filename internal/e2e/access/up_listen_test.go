@@ -1,4 +1,4 @@
-package commands_test
+package access_test
 
 import (
 	"path/filepath"
