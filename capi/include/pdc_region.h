@@ -9,6 +9,7 @@
 #define PDC_REGION_H
 
 #include "pdc_public.h"
+#include "pdc_obj.h"
 
 /* Which way a region transfer moves data. */
 typedef enum {

@@ -66,6 +66,12 @@ for t in obj_meta obj_region obj_bad create_bad query tags objids limits public 
 done
 # PDC's public typedefs and enums have PDC's types and values.
 "$work/public" >/dev/null || fail "public"
+# Each header compiles on its own, as a program may include any one first.
+for h in "$prefix"/include/*.h; do
+	b=$(basename "$h")
+	echo "#include \"$b\"" | "$CC" -std=c11 -fsyntax-only -Wall -Werror -I"$prefix/include" -x c - ||
+		fail "$b does not compile on its own"
+done
 # The headers compile as C++ and with MPI's define too (without mpi.h they
 # must not need it: only ENABLE_MPI pulls it in).
 if command -v g++ >/dev/null 2>&1; then
