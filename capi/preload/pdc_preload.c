@@ -211,12 +211,23 @@ static struct entry  **fds;
 static int             nfds;
 static atomic_int      ntracked;
 
+/* table_pid is the process the table belongs to: set at init and by the
+ * fork handler in a child. A vfork child (Python's subprocess, posix_spawn
+ * users) shares the parent's memory and runs no fork handler: there
+ * getpid() differs, and the table must not be touched, or the child's
+ * dup2 onto 1 before exec would count as one of the parent's
+ * descriptors, and the parent's close would no longer be the last. */
+static pid_t table_pid;
+
+static inline bool own_table(void) { return getpid() == table_pid; }
+
 static void at_exit(void);
 static void fork_prepare(void) { pthread_mutex_lock(&tmu); }
 static void fork_parent(void) { pthread_mutex_unlock(&tmu); }
 static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
 static void fork_child(void)
 {
+    table_pid = getpid();
     pthread_mutex_unlock(&tmu);
     /* Another thread may have held it (loading libpdc) at the fork. */
     pthread_mutex_init(&lmu, NULL);
@@ -265,6 +276,7 @@ static void init(void)
     real_renameat2  = next("renameat2");
     real_execve     = next("execve");
     real_execvpe    = next("execvpe");
+    table_pid = getpid();
     dir_init(&cons, "PDC_STAGE_CONSUMER_DIR", "DYAD_PATH_CONSUMER");
     dir_init(&prod, "PDC_STAGE_PRODUCER_DIR", "DYAD_PATH_PRODUCER");
     if (active)
@@ -507,6 +519,8 @@ static int before_open(int dirfd, const char *path, int flags, struct op *op)
 
 static void track(int fd, const char *rel)
 {
+    if (!own_table())
+        return;
     char         *r = strdup(rel);
     struct entry *e = malloc(sizeof *e);
     if (r == NULL || e == NULL) {
@@ -598,7 +612,7 @@ static int closed(struct entry *e, int rc)
  * on is closed by the dup and may be produced. */
 static void dup_track(int from, int to)
 {
-    if (from == to || to < 0 || atomic_load(&ntracked) == 0)
+    if (from == to || to < 0 || atomic_load(&ntracked) == 0 || !own_table())
         return;
     pthread_mutex_lock(&tmu);
     struct entry *old = untrack_locked(to);
@@ -630,7 +644,7 @@ static void dup_track(int from, int to)
  * first, since exit flushes them only after this runs. */
 static void at_exit(void)
 {
-    if (atomic_load(&ntracked) == 0)
+    if (atomic_load(&ntracked) == 0 || !own_table())
         return;
     fflush(NULL);
     for (;;) {
@@ -801,7 +815,7 @@ EXPORT FILE *fopen64(const char *path, const char *mode)
 EXPORT int close(int fd)
 {
     pthread_once(&once, init);
-    if (atomic_load(&ntracked) == 0 || busy)
+    if (atomic_load(&ntracked) == 0 || busy || !own_table())
         return real_close(fd);
     pthread_mutex_lock(&tmu);
     struct entry *e = untrack_locked(fd);
@@ -812,7 +826,7 @@ EXPORT int close(int fd)
 EXPORT int fclose(FILE *f)
 {
     pthread_once(&once, init);
-    if (f == NULL || atomic_load(&ntracked) == 0 || busy)
+    if (f == NULL || atomic_load(&ntracked) == 0 || busy || !own_table())
         return real_fclose(f);
     int fd = fileno(f);
     pthread_mutex_lock(&tmu);
@@ -1009,7 +1023,7 @@ EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, uns
  * when no tracked descriptor crosses it. */
 static char *exec_env(void)
 {
-    if (atomic_load(&ntracked) == 0)
+    if (atomic_load(&ntracked) == 0 || !own_table())
         return NULL;
     pid_t  me  = getpid();
     size_t cap = 4096, len = strlen(FDS_ENV "=");

@@ -55,6 +55,7 @@ cons="$work/cons-node-b"
 mkdir -p "$cons"
 producer=(env PDC_HOST=node-a "PDC_STAGE_PRODUCER_DIR=$prod" "LD_PRELOAD=$preload")
 consumer=(env PDC_HOST=node-b "PDC_STAGE_CONSUMER_DIR=$cons" "LD_PRELOAD=$preload")
+py=$(command -v python3 || true)
 
 # waiting PID NAME: waits until process PID (timeout) has a child that has
 # loaded libpdc, which the interposer does only when a path in a staging
@@ -115,6 +116,23 @@ mkdir -p "$prod/ext"
 	fail "the output of seq > file was not produced whole"
 }
 
+echo "== a file that a child (Python's subprocess, vfork) writes to as well is produced at the parent's close"
+if [ -n "$py" ]; then
+	"${producer[@]}" timeout 60 "$py" -c "
+import subprocess, sys
+f = open(sys.argv[1], 'w')
+f.write('parent\n')
+f.flush()
+subprocess.run(['echo', 'child'], stdout=f, check=True)
+f.close()
+r = subprocess.run([sys.argv[2], 'stage', 'lookup', 'ext/sub.txt'], capture_output=True, text=True)
+sys.exit(r.returncode and 'not produced at close: ' + r.stderr)" "$prod/ext/sub.txt" "$pdc" 2>"$work/sub.err" || {
+		cat "$work/sub.err" >&2
+		fail "the file python3 and its subprocess wrote"
+	}
+	"${consumer[@]}" PDC_TIMEOUT=30 timeout 60 cmp "$cons/ext/sub.txt" "$prod/ext/sub.txt" || fail "the consumed copy of ext/sub.txt differs"
+fi
+
 echo "== a file written under a temporary name and renamed into place (mv) is produced under its name"
 "${consumer[@]}" timeout 120 cat "$cons/mv/final.txt" >"$work/mv.out" 2>"$work/mv.err" &
 cpid=$!
@@ -125,7 +143,6 @@ finish "$cpid" mv
 [ "$(cat "$work/mv.out")" = "moved into place" ] || fail "cat printed: $(cat "$work/mv.out")"
 
 echo "== python3's open().read(), of a file whose producer leaves it to exit to close"
-py=$(command -v python3 || true)
 if [ -n "$py" ]; then
 	"${consumer[@]}" timeout 120 "$py" -c "import sys; sys.stdout.write(str(len(open(sys.argv[1], 'rb').read())))" \
 		"$cons/c/exit.bin" >"$work/py.out" 2>"$work/py.err" &
