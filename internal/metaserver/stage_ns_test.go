@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -221,4 +222,57 @@ func awaitWaiters(t *testing.T, s *Service, key string) {
 		<-tick.C
 	}
 	t.Fatalf("nobody waits on %q", key)
+}
+
+// Staged records of every namespace move to their path's new owner when
+// the cluster grows, and are gone from the old one.
+func TestStageNamespacesMoveWithTheirOwner(t *testing.T) {
+	a, b := newSvc(t), newSvc(t)
+	defer a.Close()
+	defer b.Close()
+	var paths []string
+	for i := range 100 {
+		paths = append(paths, fmt.Sprintf("run/%d.dat", i))
+	}
+	produceNS(t, a, "n", paths...)
+	produceNS(t, a, "n", paths[:10]...) // version 2
+	produceNS(t, a, "", paths...)
+	ctx := context.Background()
+	a.ready.Store(false)
+	b.ready.Store(false)
+	a.SetPlacement(0, 2)
+	b.SetPlacement(1, 2)
+	if _, err := a.MoveForeign(ctx, func(ctx context.Context, index int, kvs *wire.KVBatch) error {
+		return b.importKVs(kvs)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a.SetReady()
+	b.SetReady()
+	onB := 0
+	for i, p := range paths {
+		owner, other := a, b
+		if placement.Owner(placement.Key(p, 0), 2) == 1 {
+			owner, other = b, a
+			onB++
+		}
+		for _, ns := range []string{"n", ""} {
+			want := uint64(1)
+			if ns == "n" && i < 10 {
+				want = 2
+			}
+			if r, err := owner.stages.loadStage(ns, p); err != nil || r == nil || r.Version != want || r.Namespace != ns {
+				t.Fatalf("%s in %q on its new owner: %+v, %v; want version %d", p, ns, r, err, want)
+			}
+			if r, _ := other.stages.loadStage(ns, p); r != nil {
+				t.Fatalf("%s in %q still on its old owner", p, ns)
+			}
+		}
+	}
+	if onB == 0 || onB == len(paths) {
+		t.Fatalf("%d of %d paths moved: the test proves nothing", onB, len(paths))
+	}
+	if got := len(listNS(t, a, "n", "", 7)) + len(listNS(t, b, "n", "", 7)); got != len(paths) {
+		t.Fatalf("namespace n lists %d records across both servers, want %d", got, len(paths))
+	}
 }
