@@ -527,6 +527,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	defer c.Close()
 	sts, err := c.Status(ctx)
 	printStatus(e.stdout, sts)
+	printMetricsAddrs(e.stdout, cluster.Dir{Path: *tmpdir})
 	if err != nil {
 		var down []string
 		for _, s := range sts {
@@ -572,6 +573,24 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 			s.Uptime.Round(time.Second), s.Clients, s.Requests)
 	}
 	tw.Flush()
+}
+
+// printMetricsAddrs lists where the servers that serve metrics
+// (--metrics-addr) serve them, if any do.
+func printMetricsAddrs(w io.Writer, dir cluster.Dir) {
+	list, err := dir.ReadList()
+	if err != nil {
+		return
+	}
+	addrs, err := dir.MetricsAddrs(list)
+	if err != nil || len(addrs) == 0 {
+		return
+	}
+	for _, s := range list.Servers {
+		if a, ok := addrs[s.Rank]; ok {
+			fmt.Fprintf(w, "rank %d metrics: http://%s%s\n", s.Rank, a, metrics.Path)
+		}
+	}
 }
 
 func runPing(ctx context.Context, e *env, args []string) error {

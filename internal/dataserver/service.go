@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/netio"
@@ -86,7 +84,7 @@ func (c *Config) setDefaults() {
 type Service struct {
 	cfg    Config
 	log    *slog.Logger
-	budget *semaphore.Weighted
+	budget *budget
 	queue  chan *transfer
 
 	ctx      context.Context // ends when the workers have stopped
@@ -241,7 +239,7 @@ func (p *payload) unref() {
 func New(cfg Config) *Service {
 	cfg.setDefaults()
 	s := &Service{cfg: cfg, log: cfg.Logger,
-		budget: semaphore.NewWeighted(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth),
+		budget: newBudget(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth),
 		slotsReady: make(chan struct{})}
 	if cfg.Store != nil {
 		s.SetSlots(Slots{Stores: map[int]*regionstore.Store{0: cfg.Store}})

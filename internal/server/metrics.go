@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metrics"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -70,5 +72,44 @@ func (p *proc) addSources() {
 		w.Gauge("pdc_rpc_payload_budget_bytes", "The payload budget (--payload-budget).", float64(st.PayloadMax))
 		w.Gauge("pdc_rpc_payload_held_bytes", "Bytes of request payloads held now, of the payload budget.", float64(st.PayloadHeld))
 		w.Counter("pdc_rpc_payload_budget_waits_total", "Payloads that waited for room in the payload budget.", float64(st.BudgetWaits))
+		if p.sender != nil {
+			ds := p.sender.Stats()
+			w.Counter("pdc_dtl_pulls_total", "Payloads exposed to a DTL pull or shm mapping and claimed.", float64(ds.Pulls))
+			w.Counter("pdc_dtl_pushes_total", "Payloads pushed over the DTL's push connections.", float64(ds.Pushes))
+			w.Counter("pdc_dtl_expired_total", "Payloads exposed for a pull and released unclaimed.", float64(ds.Expired))
+			w.Gauge("pdc_dtl_exposed", "Payloads exposed for a pull now.", float64(ds.Handles))
+			w.Gauge("pdc_dtl_push_connections", "DTL push connections open.", float64(ds.Endpoints))
+		}
+		if p.data != nil {
+			dst := p.data.Stats()
+			w.Gauge("pdc_data_transfers_in_flight", "Region transfers registered and not yet ended.", float64(dst.Transfers))
+			w.Gauge("pdc_data_transfers_queued", "Region transfers waiting for a worker.", float64(dst.Queued))
+			w.Gauge("pdc_data_budget_bytes", "The data budget (--data-budget).", float64(dst.BudgetMax))
+			w.Gauge("pdc_data_budget_used_bytes", "Bytes of the data budget taken now.", float64(dst.BudgetHeld))
+			var fs unix.Statfs_t
+			if err := unix.Statfs(p.cfg.DataDir, &fs); err == nil {
+				w.Gauge("pdc_data_fs_size_bytes", "Size of the file system that holds the data dir.", float64(fs.Blocks)*float64(fs.Bsize))
+				w.Gauge("pdc_data_fs_free_bytes", "Bytes free to unprivileged users on the file system that holds the data dir.", float64(fs.Bavail)*float64(fs.Bsize))
+			}
+		}
+		if p.meta != nil {
+			m := p.meta.Metrics()
+			ms := m.Store
+			w.Gauge("pdc_metastore_disk_bytes", "Disk the metadata store's pebble files take.", float64(ms.DiskBytes))
+			w.Gauge("pdc_metastore_memtable_bytes", "Bytes in the metadata store's memtables.", float64(ms.MemtableBytes))
+			w.Gauge("pdc_metastore_tables", "Sstables of the metadata store, by level (L0, or all).", float64(ms.L0Tables), "level", "0")
+			w.Gauge("pdc_metastore_tables", "Sstables of the metadata store, by level (L0, or all).", float64(ms.Tables), "level", "all")
+			w.Gauge("pdc_metastore_read_amplification", "Sublevels a read of the metadata store may look in.", float64(ms.ReadAmp))
+			w.Counter("pdc_metastore_compactions_total", "Compactions of the metadata store since it opened.", float64(ms.Compactions))
+			w.Gauge("pdc_metastore_compaction_debt_bytes", "Bytes pebble estimates it must compact to reach a stable shape.", float64(ms.CompactionDebt))
+			w.Counter("pdc_metastore_flushes_total", "Memtable flushes of the metadata store since it opened.", float64(ms.Flushes))
+			w.Counter("pdc_metastore_cache_hits_total", "Block cache hits of the metadata store.", float64(ms.CacheHits))
+			w.Counter("pdc_metastore_cache_misses_total", "Block cache misses of the metadata store.", float64(ms.CacheMisses))
+			w.Gauge("pdc_metastore_cache_bytes", "Bytes in the metadata store's block cache.", float64(ms.CacheBytes))
+			w.Counter("pdc_metastore_log_written_bytes_total", "Bytes written to the metadata store's log since it opened.", float64(ms.LogBytesWritten))
+			w.Counter("pdc_metastore_gets_total", "Point lookups in the metadata store since it opened.", float64(ms.Gets))
+			w.Gauge("pdc_dart_outbox_backlog_bytes", "Bytes of tag index changes committed and not yet tried at the servers that index them.", float64(m.OutboxBacklog))
+			w.Gauge("pdc_meta_tombstones", "Deleted objects whose data a data server may still hold.", float64(m.Tombstones))
+		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pdcgo/pdc/internal/bufpool"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/dataserver"
+	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/metrics"
 	"github.com/pdcgo/pdc/internal/regionstore"
@@ -57,8 +58,9 @@ type proc struct {
 
 	s        *Server
 	reg      *metrics.Registry // nil without Config.MetricsAddr
-	serveErr chan error        // the rpc server's Serve result, once it ends
-	list     *cluster.List     // the complete cluster, once joined
+	sender   *dtl.Sender
+	serveErr chan error    // the rpc server's Serve result, once it ends
+	list     *cluster.List // the complete cluster, once joined
 
 	undo []func()
 }
@@ -230,6 +232,7 @@ func (p *proc) listen(ctx context.Context) error {
 		return err
 	}
 	p.onClose(func() { sender.Close() })
+	p.sender = sender
 	sender.Register(s.rpc)
 	s.rpc.Handle(wire.MethodPing, s.ping, rpc.Inline(), rpc.WithPayload()) // it echoes one
 	s.rpc.Handle(wire.MethodStatus, s.status, rpc.Inline())

@@ -112,4 +112,54 @@ func TestMetricsMoveWithWork(t *testing.T) {
 	if got := sum(after, "pdc_rpc_clients"); got < 1 {
 		t.Errorf("pdc_rpc_clients %v with a client connected", got)
 	}
+	for _, name := range []string{"pdc_metastore_disk_bytes", "pdc_data_budget_bytes", "pdc_data_fs_size_bytes", "pdc_rpc_payload_budget_bytes"} {
+		if got := sum(after, name); got <= 0 {
+			t.Errorf("%s is %v, want more than 0", name, got)
+		}
+	}
+	// No transfer is left once every write has returned.
+	if got := sum(after, "pdc_data_transfers_in_flight") + sum(after, "pdc_data_budget_used_bytes"); got != 0 {
+		t.Errorf("transfers in flight and data budget used sum to %v after the writes returned", got)
+	}
+}
+
+// TestScrapeStaysBoundedWithObjects checks that what a scrape reads and
+// sends does not grow with the objects stored: every series is per
+// server, method, code or transport, none per object.
+func TestScrapeStaysBoundedWithObjects(t *testing.T) {
+	tmpdir := e2e.Up(t, 1, "--metrics-addr", "127.0.0.1:0")
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "many", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(from, n int) {
+		specs := make([]client.ObjectSpec, n)
+		for i := range specs {
+			specs[i] = client.ObjectSpec{Name: fmt.Sprintf("o%d", from+i), Props: client.ObjectProps{Dims: []uint64{16}, Type: region.Int32}}
+		}
+		if _, err := ct.CreateObjects(ctx, specs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	series := func() int {
+		n := 0
+		for _, smp := range snap(t, ctx, tmpdir).Servers {
+			for name, mf := range smp.Families {
+				if name[:3] == "go_" {
+					continue // the runtime's own, fixed in number too, but not ours to hold
+				}
+				n += len(mf.GetMetric())
+			}
+		}
+		return n
+	}
+	create(0, 100)
+	few := series()
+	create(100, 20000)
+	many := series()
+	if many != few {
+		t.Errorf("a scrape has %d series with 100 objects and %d with 20100: the series must not depend on the objects", few, many)
+	}
 }

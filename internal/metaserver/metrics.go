@@ -1,0 +1,20 @@
+package metaserver
+
+import "github.com/pdcgo/pdc/internal/metastore"
+
+// Metrics are a metadata service's figures for monitoring, read from
+// what it keeps in memory.
+type Metrics struct {
+	Store metastore.StoreMetrics
+	// OutboxBacklog is the bytes of tag index changes committed and not
+	// yet tried at the servers that index them (DART's outbox).
+	OutboxBacklog int
+	// Tombstones are deleted objects whose data some data server may
+	// still hold.
+	Tombstones int
+}
+
+// Metrics returns the service's figures.
+func (s *Service) Metrics() Metrics {
+	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones()}
+}
