@@ -519,15 +519,18 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, err
 	}
 	defer release()
-	if dir.Current(rel, dst, rec) {
-		return res, nil // another consumer on this host fetched it meanwhile
-	}
-	if held, ok := dir.Newer(rel, dst, rec); ok {
-		// Re-produced since the lookup, and another consumer on this host
-		// installed the newer version: keep it (the owner would refuse
-		// the old one; its inline bytes must not replace the new).
-		res.StagedFile = c.staged(&held)
-		return res, nil
+	if held, ok := dir.Held(rel, dst); ok {
+		if staging.SameProduce(&held, rec) {
+			return res, nil // another consumer on this host fetched it meanwhile
+		}
+		if staging.LaterProduce(&held, rec) {
+			// Re-produced since the lookup, and another consumer on this
+			// host installed the newer version: keep it (the owner would
+			// refuse the old one; its inline bytes must not replace the
+			// new).
+			res.StagedFile = c.staged(&held)
+			return res, nil
+		}
 	}
 	if parent := filepath.Dir(dst); parent != dir.Real {
 		if err := os.MkdirAll(parent, 0o700); err != nil {

@@ -63,7 +63,7 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 		return Direct, dir.Remember(rel, dst, rec)
 	}
 	how = Linked
-	if !link || os.Link(src, tmp) != nil {
+	if !link || linkTemp(src, tmp) != nil {
 		if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
 			os.Remove(tmp)
 			return "", err
@@ -89,7 +89,7 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 // that the copy costs no space or time until one side writes, else a copy
 // of the bytes. It returns how (Reflinked or Copied).
 func copyLocal(src *os.File, path string, n int64) (string, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := CreateTemp(path, false)
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +179,7 @@ type Fetching struct {
 // returns the bytes fetched.
 func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64, error) {
 	rel, dst, tmp, rec := fe.Rel, fe.Dst, fe.Tmp, fe.Rec
-	f, err := OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := CreateTemp(tmp, true)
 	if err != nil {
 		return 0, err
 	}
@@ -255,7 +255,9 @@ func finish(dir Dir, f *os.File, rel, tmp, dst string, rec *wire.StageRecord) er
 
 // PlaceInline writes the file that rec carries whole (rec.Inline) into its
 // temporary file tmp, after checking the bytes against the record's CRC,
-// and installs it at dst as Fetch does: the owner is not asked.
+// and installs it at dst as Fetch does: the owner is not asked. The file
+// is handled by its descriptor alone: a small file's consume is a few
+// system calls, and an *os.File would add one.
 func PlaceInline(dir Dir, rel, dst, tmp string, rec *wire.StageRecord) error {
 	if !rec.Inline() {
 		return fmt.Errorf("the record of version %d does not carry the file: %w", rec.Version, pdc.ErrInvalid)
@@ -264,14 +266,52 @@ func PlaceInline(dir Dir, rel, dst, tmp string, rec *wire.StageRecord) error {
 		return fmt.Errorf("the record of version %d carries %d bytes with CRC-32C %08x, but the file was produced with %08x: %w",
 			rec.Version, len(rec.Data), crc, rec.CRC, pdc.ErrChecksum)
 	}
-	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	fd, err := createTemp(tmp, false)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(rec.Data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", tmp, err)
+	marked, durable, err := writeInline(dir, fd, tmp, rec)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = &fs.PathError{Op: "close", Path: tmp, Err: cerr}
 	}
-	return finish(dir, f, rel, tmp, dst, rec)
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return install(dir, rel, tmp, dst, rec, marked, durable)
+}
+
+// writeInline writes rec's bytes to fd, the new file tmp, records their
+// version on it and fsyncs it unless dir is in memory. It reports whether
+// the record is on the file (marked) and whether the file system keeps
+// what is written only once synced (durable).
+func writeInline(dir Dir, fd int, tmp string, rec *wire.StageRecord) (marked, durable bool, err error) {
+	for b := rec.Data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("writing %s: %w", tmp, err)
+		}
+		b = b[n:]
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, false, &fs.PathError{Op: "stat", Path: tmp, Err: err}
+	}
+	switch err := unix.Fsetxattr(fd, copyAttr, encodeCopy(rec, 0, st.Mtim.Nano()), 0); err {
+	case nil:
+		marked = true
+	case unix.ENOTSUP, unix.EPERM: // no user attributes here: Remember, once in place
+	default:
+		return false, false, fmt.Errorf("record the version of %s: %w", tmp, err)
+	}
+	durable = !(dir.memory && st.Dev == dir.dev)
+	if durable {
+		if err := unix.Fsync(fd); err != nil {
+			return false, false, &fs.PathError{Op: "sync", Path: tmp, Err: err}
+		}
+	}
+	return marked, durable, nil
 }

@@ -60,13 +60,13 @@ func TestPlaceInline(t *testing.T) {
 	abs := filepath.Join(root, "s")
 	bad := *rec
 	bad.Data = []byte("a small fill")
-	if err := PlaceInline(d, "s", abs, TempName(abs), &bad); !errors.Is(err, pdc.ErrChecksum) {
+	if err := PlaceInline(d, "s", abs, filepath.Join(root, ".s.tmp"), &bad); !errors.Is(err, pdc.ErrChecksum) {
 		t.Fatalf("bytes not matching the CRC: %v, want %v", err, pdc.ErrChecksum)
 	}
 	if left, _ := os.ReadDir(root); len(left) != 0 {
 		t.Fatalf("a refused copy left %v", left)
 	}
-	if err := PlaceInline(d, "s", abs, TempName(abs), rec); err != nil {
+	if err := PlaceInline(d, "s", abs, filepath.Join(root, ".s.tmp"), rec); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(abs); err != nil || !bytes.Equal(got, data) || !d.Current("s", abs, rec) {

@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -40,60 +38,101 @@ func (d Dir) copyRecordPath(rel string) string {
 
 // LockCopy takes the consumer dir's exclusive lock for rel, so that the
 // consumers of one file on one host fetch it once: the others wait here,
-// then find the copy current. release drops it.
+// then find the copy current. It also makes a consume's check of the copy
+// and its rename one step among consumers on this host, so that one that
+// looked up an older version never puts it over a newer copy (Newer).
+// release drops it.
 //
-// tmp is the temporary file the holder may write next to rel's copy. Its
-// name stays in the lock file while the lock is held, so that the next
-// holder removes a temporary file that a consumer killed mid-way left.
+// tmp is the temporary file the holder may write next to rel's copy: one
+// name per path, written only under this lock, so that a file found there
+// is what a holder killed mid-way left; CreateTemp replaces it. The lock
+// file holds nothing: taking and dropping the lock is open, flock, close.
 func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp string, err error) {
 	dir := filepath.Join(d.Real, metaDir, "locks")
 	path := filepath.Join(dir, name(rel))
-	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if errors.Is(err, fs.ErrNotExist) {
+	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT, 0o600)
+	if err == unix.ENOENT {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
 		}
-		f, err = OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		fd, err = openRaw(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
+		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, &fs.PathError{Op: "open", Path: path, Err: err})
 	}
-	if err := Lock(ctx, f, true); err != nil {
-		f.Close()
-		return nil, "", fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
+	// Free at once, as it mostly is: no *os.File, whose making costs a
+	// system call of its own.
+	switch err := flock(fd, unix.LOCK_EX|unix.LOCK_NB); err {
+	case nil:
+		release = func() { unix.Close(fd) }
+	case unix.EWOULDBLOCK:
+		f := os.NewFile(uintptr(fd), path)
+		if err := Lock(ctx, f, true); err != nil {
+			f.Close()
+			return nil, "", fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
+		}
+		release = func() { f.Close() }
+	default:
+		unix.Close(fd)
+		return nil, "", fmt.Errorf("consumer dir %s: lock %s: %w", d.Path, path, err)
 	}
 	dst := filepath.Join(d.Real, filepath.FromSlash(rel))
-	clearLeftover(f, dst)
-	tmp = TempName(dst)
-	if _, err := f.WriteAt([]byte(filepath.Base(tmp)), 0); err != nil {
-		f.Close()
-		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
-	}
-	return func() {
-		_ = f.Truncate(0)
-		f.Close()
-	}, tmp, nil
+	return release, filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+name(rel)[:12]), nil
 }
 
-// TempName is a new name for a temporary file next to dst. Files are
-// created with O_EXCL, so a collision fails rather than clobbers.
-func TempName(dst string) string {
-	return filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.pdc-tmp-%012x", filepath.Base(dst), rand.Uint64()&(1<<48-1)))
+// CreateTemp creates the temporary file tmp that LockCopy named, for
+// writing (and reading if rw), replacing what a holder killed mid-way left
+// there. It does not follow a symlink at tmp.
+func CreateTemp(tmp string, rw bool) (*os.File, error) {
+	fd, err := createTemp(tmp, rw)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), tmp), nil
 }
 
-// clearLeftover removes the temporary file of dst that the lock file f
-// names: its last holder died before it could.
-func clearLeftover(f *os.File, dst string) {
-	b := make([]byte, 512)
-	n, _ := f.ReadAt(b, 0)
-	if n == 0 {
-		return
+func createTemp(tmp string, rw bool) (int, error) {
+	flag := unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW
+	if rw {
+		flag = unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW
 	}
-	left := string(b[:n])
-	if strings.HasPrefix(left, "."+filepath.Base(dst)+".pdc-tmp-") && !strings.ContainsRune(left, '/') {
-		_ = os.Remove(filepath.Join(filepath.Dir(dst), left))
+	fd, err := openRaw(tmp, flag, 0o600)
+	if err == unix.EEXIST {
+		// Left by a holder of the lock that died; the lock is ours.
+		if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT {
+			return -1, &fs.PathError{Op: "remove", Path: tmp, Err: err}
+		}
+		fd, err = openRaw(tmp, flag, 0o600)
 	}
-	_ = f.Truncate(0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "create", Path: tmp, Err: err}
+	}
+	return fd, nil
+}
+
+// linkTemp hard-links src at tmp, replacing a leftover there.
+func linkTemp(src, tmp string) error {
+	err := unix.Link(src, tmp)
+	if err == unix.EEXIST {
+		if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT {
+			return &fs.PathError{Op: "remove", Path: tmp, Err: err}
+		}
+		err = unix.Link(src, tmp)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "link", Old: src, New: tmp, Err: err}
+	}
+	return nil
+}
+
+// openRaw opens path, retrying on EINTR, and returns the descriptor.
+func openRaw(path string, flag int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // copyAttr is the extended attribute in which a local copy carries the
@@ -109,7 +148,13 @@ const copyAttr = "user.pdc.stage"
 // written for (size, modification time, and inode for a record file).
 func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 	held, ok := d.Held(rel, abs)
-	return ok && held.Path == rec.Path && held.Version == rec.Version && held.CRC == rec.CRC &&
+	return ok && SameProduce(&held, rec)
+}
+
+// SameProduce reports whether a copy's record, held, is of the produce rec
+// describes.
+func SameProduce(held, rec *wire.StageRecord) bool {
+	return held.Path == rec.Path && held.Version == rec.Version && held.CRC == rec.CRC &&
 		held.Size == rec.Size && held.Produced == rec.Produced && held.Host == rec.Host && held.Namespace == rec.Namespace
 }
 
@@ -121,10 +166,16 @@ func (d Dir) Current(rel, abs string, rec *wire.StageRecord) bool {
 // produced again after its record was removed.
 func (d Dir) Newer(rel, abs string, rec *wire.StageRecord) (wire.StageRecord, bool) {
 	held, ok := d.Held(rel, abs)
-	if !ok || held.Path != rec.Path || held.Namespace != rec.Namespace || held.Version <= rec.Version || held.Produced <= rec.Produced {
+	if !ok || !LaterProduce(&held, rec) {
 		return wire.StageRecord{}, false
 	}
 	return held, true
+}
+
+// LaterProduce reports whether a copy's record, held, is of a later
+// produce of the same path than rec (see Newer).
+func LaterProduce(held, rec *wire.StageRecord) bool {
+	return held.Path == rec.Path && held.Namespace == rec.Namespace && held.Version > rec.Version && held.Produced > rec.Produced
 }
 
 // Held returns the record of the version the copy at abs holds, if its

@@ -368,8 +368,8 @@ func checkCopyLocks(t *testing.T, d Dir, root string) {
 	if !errors.Is(err, pdc.ErrTimeout) {
 		t.Fatalf("second lock: %v", err)
 	}
-	// A holder that dies leaves its temporary file; the next one clears
-	// it.
+	// A holder that dies leaves its temporary file; the next one's
+	// CreateTemp replaces it, and the lock file holds nothing.
 	if filepath.Dir(tmp) != root {
 		t.Fatalf("temporary file %s is not next to the copy", tmp)
 	}
@@ -381,29 +381,39 @@ func checkCopyLocks(t *testing.T, d Dir, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tmp2 == tmp {
-		t.Fatal("the same temporary name twice")
+	defer release2()
+	if tmp2 != tmp {
+		t.Fatalf("temporary names %s, then %s: want one per path", tmp, tmp2)
 	}
-	release2()
-	if err := os.WriteFile(tmp2, []byte("partial"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Simulate a holder killed before release: write the name back.
-	f, err := os.OpenFile(filepath.Join(root, metaDir, "locks", name("c")), os.O_WRONLY, 0)
+	f, err := CreateTemp(tmp2, false)
 	if err != nil {
+		t.Fatalf("create over a leftover: %v", err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 0 {
+		t.Fatalf("the temporary file over a leftover: %v, %v; want a new, empty file", st, err)
+	}
+	f.Close()
+	if st, err := os.Stat(filepath.Join(root, metaDir, "locks", name("c"))); err != nil || st.Size() != 0 {
+		t.Fatalf("lock file: %v, %v; want it empty", st, err)
+	}
+	// A symlink put at the temporary name is replaced, not followed.
+	outside := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt([]byte(filepath.Base(tmp2)), 0); err != nil {
+	os.Remove(tmp2)
+	if err := os.Symlink(outside, tmp2); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = CreateTemp(tmp2, true); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	release3, _, err := d.LockCopy(context.Background(), "c")
-	if err != nil {
-		t.Fatal(err)
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
+		t.Fatalf("the symlink's target: %q, %v", b, err)
 	}
-	release3()
-	if _, err := os.Stat(tmp2); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("leftover temporary file: %v", err)
+	if st, err := os.Lstat(tmp2); err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("the temporary file: %v, %v; want a regular file", st, err)
 	}
 }
 

@@ -1,10 +1,12 @@
 package stage_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,5 +76,96 @@ func TestStageSmallFilesComeInTheirRecord(t *testing.T) {
 		}
 		sameFile(t, consB, "late.dat", next)
 	}
+	noTemp(t, consB)
+}
+
+// Consumers of one small file on one host, racing its re-produces: every
+// consume gets a whole version (its bytes name it), and the copy never
+// goes back to an older version than one it has held, although consumes
+// that looked the file up before a re-produce install after those that
+// looked it up after (their inline bytes must not replace the newer copy).
+func TestStageSmallFileConsumersRaceReproduce(t *testing.T) {
+	sc := stageUp(t)
+	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
+	const rel = "racy.dat"
+	body := func(v int) []byte { return fmt.Appendf(nil, "version %06d\n%s", v, strings.Repeat("x", 500+v%7)) }
+	version := func(b []byte) int {
+		var v int
+		if _, err := fmt.Sscanf(string(b), "version %d\n", &v); err != nil {
+			return -1
+		}
+		return v
+	}
+	prod := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs(sc.prodA, ""))
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	writeFile(t, sc.prodA, rel, body(1))
+	if _, err := prod.Produce(ctx, rel); err != nil {
+		t.Fatal(err)
+	}
+	const produces = 60
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		c := sc.client(t, "node-b", consB)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := c.Consume(ctx, rel)
+				if err != nil {
+					errs <- fmt.Errorf("consumer %d: %w", i, err)
+					return
+				}
+				b, err := os.ReadFile(got.Local)
+				if err != nil || version(b) < int(got.Version) {
+					errs <- fmt.Errorf("consumer %d got version %d; its copy then holds version %d (%v)", i, got.Version, version(b), err)
+					return
+				}
+			}
+		})
+	}
+	// The copy's version, read as it changes, never goes down.
+	wg.Go(func() {
+		last := 0
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, err := os.ReadFile(filepath.Join(consB, rel))
+			if err != nil {
+				continue // not consumed yet
+			}
+			v := version(b)
+			if v < last || !bytes.Equal(b, body(v)) {
+				errs <- fmt.Errorf("the copy went from version %d to %d (%d bytes)", last, v, len(b))
+				return
+			}
+			last = v
+		}
+	})
+	for v := 2; v <= produces; v++ {
+		writeFile(t, sc.prodA, rel, body(v))
+		if _, err := prod.Produce(ctx, rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c := sc.client(t, "node-b", consB)
+	got, err := c.Consume(ctx, rel)
+	if err != nil || got.Version != produces {
+		t.Fatalf("the last consume: %+v, %v; want version %d", got, err, produces)
+	}
+	sameFile(t, consB, rel, body(produces))
 	noTemp(t, consB)
 }
