@@ -93,7 +93,7 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 	}
 	defer stopEcho()
 	procs, err := up(ctx, e.stderr, upOptions{n: 1, tmpdir: tmpdir, datadir: filepath.Join(dir, "data"), roles: "both", secret: true, timeout: 60 * time.Second,
-		cpuprofile: run.serverProfile()})
+		cpuprofile: run.serverProfile(), metricsAddr: run.metricsAddr()})
 	if err != nil {
 		return fmt.Errorf("bench rpc: %w", err)
 	}

@@ -166,7 +166,7 @@ func ioClusterConfig(cfg bench.IOConfig, i, n int, unix bool, dir string) bench.
 func benchIOCluster(ctx context.Context, e *env, run *benchRun, dir string, n int, durability string, unix bool, cfg bench.IOConfig) error {
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
 	o := upOptions{n: n, tmpdir: tmpdir, datadir: datadir, roles: "both", secret: true, timeout: time.Minute, durability: durability, unix: unix,
-		cpuprofile: run.serverProfile()}
+		cpuprofile: run.serverProfile(), metricsAddr: run.metricsAddr()}
 	if _, err := up(ctx, e.stderr, o); err != nil {
 		return err
 	}
