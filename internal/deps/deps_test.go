@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -200,3 +201,29 @@ func TestChecker(t *testing.T) {
 		t.Errorf("chain upward = %v, want none", got)
 	}
 }
+
+// TestArchitectureNamesEveryPackage keeps docs/ARCHITECTURE.md's package
+// table whole: every package of the module is named in it, in backquotes,
+// or falls under an entry "`dir/*`".
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "| `") {
+			table.WriteString(line + "\n")
+		}
+	}
+	named := table.String()
+	for path := range list(t) {
+		p, _ := rel(path)
+		if strings.Contains(named, "`"+p+"`") || strings.Contains(named, "`"+strings.TrimSuffix(p, "/"+pathBase(p))+"/*`") {
+			continue
+		}
+		t.Errorf("docs/ARCHITECTURE.md's package table does not name %s", p)
+	}
+}
+
+func pathBase(p string) string { return p[strings.LastIndex(p, "/")+1:] }
