@@ -221,7 +221,7 @@ static pid_t table_pid;
 
 static inline bool own_table(void) { return getpid() == table_pid; }
 
-static void at_exit(void);
+static void at_exit(int status, void *arg);
 static void fork_prepare(void) { pthread_mutex_lock(&tmu); }
 static void fork_parent(void) { pthread_mutex_unlock(&tmu); }
 static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
@@ -282,7 +282,7 @@ static void init(void)
     if (active)
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (prod.abs != NULL)
-        atexit(at_exit);
+        on_exit(at_exit, NULL);
 }
 
 /* ready resolves the real functions and the dirs once; it says whether
@@ -641,10 +641,13 @@ static void dup_track(int from, int to)
 
 /* at_exit produces the files still open at exit, as close would have: a
  * program may leave its output to exit to close. Streams are flushed
- * first, since exit flushes them only after this runs. */
-static void at_exit(void)
+ * first, since exit flushes them only after this runs. A program that
+ * exits with a failure status may have stopped mid-output: its open files
+ * are not produced, so that no consumer takes a partial file as complete. */
+static void at_exit(int status, void *arg)
 {
-    if (atomic_load(&ntracked) == 0 || !own_table())
+    (void)arg;
+    if (status != 0 || atomic_load(&ntracked) == 0 || !own_table())
         return;
     fflush(NULL);
     for (;;) {
