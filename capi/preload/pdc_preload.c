@@ -421,7 +421,11 @@ static int stage(bool consume, const char *rel)
     uint64_t c   = 0;
     bool     sub = false;
     pthread_mutex_lock(&lmu);
-    if (libpdc != NULL && libpdc_pid != getpid() && fork_safe) {
+    /* A forked child (its fork handler ran: it owns the table) connects
+     * anew. A vfork child shares its parent's memory and runs no fork
+     * handler: it must neither change the parent's connection nor call
+     * into the parent's Go runtime, so it takes the subprocess below. */
+    if (libpdc != NULL && libpdc_pid != getpid() && fork_safe && own_table()) {
         conn       = 0; /* the parent's: this process connects anew */
         libpdc_pid = getpid();
     }

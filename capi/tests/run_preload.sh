@@ -42,7 +42,7 @@ fail() {
 [ -f "$preload" ] || fail "$preload is not installed (capi/install.sh)"
 
 echo "== build the test programs with $CC (no pdc headers or library: they know nothing of pdc)"
-for t in preload_read preload_write preload_fork preload_threads preload_untouched; do
+for t in preload_read preload_write preload_fork preload_vfork preload_threads preload_untouched; do
 	"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -pthread -o "$work/$t" "$here/$t.c"
 done
 
@@ -216,6 +216,22 @@ print(len(os.read(f, 10000)))" "$cons" >"$work/at.out" 2>"$work/at.err" || {
 	}
 	[ "$(cat "$work/at.out")" = 4000 ] || fail "read $(cat "$work/at.out") bytes of rel/at.bin, want 4000"
 fi
+
+echo "== a vfork child, sharing its parent's memory, leaves the parent's connection alone"
+for n in v1 v2 v3; do
+	"${producer[@]}" timeout 60 "$work/preload_write" "$prod/c/$n.bin" "$n.bin" 5000
+done
+"${consumer[@]}" PDC_BIN="$work/pdc-logged" timeout 120 "$work/preload_vfork" "$cons/c/v1.bin" v1.bin "$cons/c/v2.bin" v2.bin "$cons/c/v3.bin" v3.bin 5000 \
+	>"$work/vfork.out" 2>"$work/vfork.err" || {
+	cat "$work/vfork.err" >&2
+	fail "preload_vfork"
+}
+# The child cannot use the parent's Go runtime (its threads are the
+# parent's; its descriptors a copy): it consumes through pdc. The parent's
+# own consumes stay in libpdc.
+grep -q " --consumer-dir $cons c/v2.bin$" "$work/pdc-calls" ||
+	fail "the vfork child did not consume through pdc stage consume: $(cat "$work/pdc-calls")"
+! grep -q "c/v3.bin$" "$work/pdc-calls" || fail "the parent consumed through pdc after its vfork child: $(cat "$work/pdc-calls")"
 
 echo "== two threads consume at once, before either file is produced"
 "${consumer[@]}" timeout 120 "$work/preload_threads" "$cons/t/1.bin" t1.bin "$cons/t/2.bin" t2.bin 70000 >/dev/null 2>"$work/threads.err" &
