@@ -33,13 +33,14 @@ func TestPreloadExitStatus(t *testing.T) {
 	for _, c := range []struct {
 		status  string
 		produce bool
-	}{{"1", false}, {"0", true}, {"3", false}} {
+	}{{"1", false}, {"0", true}, {"3", false}, {"256", true}} {
 		log := filepath.Join(tmp, "log."+c.status)
 		cmd := exec.Command(prog, filepath.Join(prod, "out"+c.status), c.status)
 		cmd.Env = append(os.Environ(), "LD_PRELOAD="+preload, "PDC_LIBPDC="+fake, "PRELOAD_LOG="+log,
 			"PDC_STAGE_PRODUCER_DIR="+prod, "PDC_STAGE_CONSUMER_DIR=")
 		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); (c.status == "0" && err != nil) || (c.status != "0" && (!ok || ee.ExitCode() == 0)) {
+		// exit(256) is a status of 0 to the parent, and a success.
+		if ee, ok := err.(*exec.ExitError); (c.produce && err != nil) || (!c.produce && (!ok || ee.ExitCode() == 0)) {
 			t.Fatalf("exit %s: %v\n%s", c.status, err, out)
 		}
 		got, _ := os.ReadFile(log)

@@ -647,11 +647,12 @@ static void dup_track(int from, int to)
  * program may leave its output to exit to close. Streams are flushed
  * first, since exit flushes them only after this runs. A program that
  * exits with a failure status may have stopped mid-output: its open files
- * are not produced, so that no consumer takes a partial file as complete. */
+ * are not produced, so that no consumer takes a partial file as complete.
+ * (exit(256) is a success to the parent: the low 8 bits are the status.) */
 static void at_exit(int status, void *arg)
 {
     (void)arg;
-    if (status != 0 || atomic_load(&ntracked) == 0 || !own_table())
+    if ((status & 0377) != 0 || atomic_load(&ntracked) == 0 || !own_table())
         return;
     fflush(NULL);
     for (;;) {
