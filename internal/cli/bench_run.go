@@ -32,7 +32,7 @@ func addBenchOpts(fs *flag.FlagSet, name string) *benchOpts {
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds: each measures every case and its ceiling again; the median and the range over the rounds are reported")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles into this directory: this process's (NAME.bench.pprof) and each server's (NAME.cN.rankR.server.pprof), for go tool pprof")
 	fs.StringVar(&o.caseRE, "case", "", `keep only the cases whose "bench: case" matches this regular expression; benchmarks skip the work of cases it rules out where they can`)
-	fs.BoolVar(&o.metrics, "metrics", false, "the servers this benchmark starts serve Prometheus metrics (--metrics-addr 127.0.0.1:0): run with and without to measure what metrics cost")
+	fs.BoolVar(&o.metrics, "metrics", false, "bench rpc and io: the servers they start serve Prometheus metrics (--metrics-addr 127.0.0.1:0); run with and without to measure what metrics cost")
 	return o
 }
 

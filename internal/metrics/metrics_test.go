@@ -126,3 +126,21 @@ func BenchmarkServed(b *testing.B) {
 		o.Served(wire.MethodObjCreate, wire.CodeOK, 40*time.Microsecond)
 	}
 }
+
+func TestRequestsInFlight(t *testing.T) {
+	r := New()
+	o := r.Observer()
+	for range 3 {
+		o.Started(wire.MethodStageWait)
+	}
+	o.Served(wire.MethodStageWait, wire.CodeOK, time.Millisecond)
+	o.Refused(wire.MethodStageWait, wire.CodeUnavailable) // never started
+	o.Started(wire.Method(9999))
+	f := gather(t, r)
+	if got := f.Value("pdc_rpc_requests_in_flight", "method", "stage_wait"); got != 2 {
+		t.Errorf("stage_wait in flight %v, want 2", got)
+	}
+	if got := f.Value("pdc_rpc_requests_in_flight", "method", "other"); got != 1 {
+		t.Errorf("other in flight %v, want 1", got)
+	}
+}

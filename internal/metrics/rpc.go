@@ -91,8 +91,12 @@ func (h *histogram) observe(d time.Duration) {
 type rpcMetrics struct {
 	requests [maxMethods][maxCodes]atomic.Uint64
 	latency  [maxMethods]histogram
+	// started counts requests admitted: those of a method in flight are
+	// its started less its served (the requests less the refused).
+	started [maxMethods]atomic.Uint64
+	refused [maxMethods]atomic.Uint64
 
-	descRequests, descLatency *prometheus.Desc
+	descRequests, descLatency, descInFlight *prometheus.Desc
 }
 
 func newRPCMetrics() *rpcMetrics {
@@ -103,7 +107,15 @@ func newRPCMetrics() *rpcMetrics {
 		descLatency: prometheus.NewDesc("pdc_rpc_request_duration_seconds",
 			"Time from a request's arrival to its handler's return, by method (refused requests not included).",
 			[]string{"method"}, nil),
+		descInFlight: prometheus.NewDesc("pdc_rpc_requests_in_flight",
+			"Requests admitted and not yet answered, by method (stage_wait: consumers waiting for a produce).",
+			[]string{"method"}, nil),
 	}
+}
+
+// Started implements rpc.Observer.
+func (r *rpcMetrics) Started(m wire.Method) {
+	r.started[slot(int(min(m, maxMethods)), maxMethods)].Add(1)
 }
 
 func slot(n, bound int) int { return min(n, bound-1) }
@@ -118,12 +130,14 @@ func (r *rpcMetrics) Served(m wire.Method, code wire.Code, elapsed time.Duration
 // Refused implements rpc.Observer.
 func (r *rpcMetrics) Refused(m wire.Method, code wire.Code) {
 	mi := slot(int(min(m, maxMethods)), maxMethods)
+	r.refused[mi].Add(1)
 	r.requests[mi][slot(int(min(code, maxCodes)), maxCodes)].Add(1)
 }
 
 func (r *rpcMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- r.descRequests
 	ch <- r.descLatency
+	ch <- r.descInFlight
 }
 
 // Collect emits the methods and outcomes seen so far; numbers the wire
@@ -132,8 +146,26 @@ func (r *rpcMetrics) Collect(ch chan<- prometheus.Metric) {
 	type key struct{ method, code string }
 	var other map[key]uint64
 	var otherHist *histSnapshot
+	var otherInFlight float64
 	for m := range maxMethods {
 		name := methodName(m)
+		// Started first, then refused, then the answers: a request
+		// counted between the loads shows as one fewer in flight, never
+		// as a negative number.
+		started, refused := r.started[m].Load(), r.refused[m].Load()
+		var answered uint64
+		for c := range maxCodes {
+			answered += r.requests[m][c].Load()
+		}
+		if started > 0 {
+			n := float64(started) - float64(answered-refused)
+			n = max(n, 0)
+			if name == "other" {
+				otherInFlight += n
+			} else {
+				ch <- prometheus.MustNewConstMetric(r.descInFlight, prometheus.GaugeValue, n, name)
+			}
+		}
 		for c := range maxCodes {
 			n := r.requests[m][c].Load()
 			if n == 0 {
@@ -166,6 +198,9 @@ func (r *rpcMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if otherHist != nil {
 		ch <- otherHist.metric(r.descLatency, "other")
+	}
+	if otherInFlight > 0 {
+		ch <- prometheus.MustNewConstMetric(r.descInFlight, prometheus.GaugeValue, otherInFlight, "other")
 	}
 }
 

@@ -161,6 +161,9 @@ func (c *serverConn) admit(f wire.Frame, he handlerEntry, hdr, payload []byte, g
 	}
 	s.handlerWG.Add(1)
 	s.drainMu.RUnlock()
+	if s.obs != nil {
+		s.obs.Started(f.Method)
+	}
 	return in, nil
 }
 
@@ -204,6 +207,7 @@ func (c *serverConn) tryHere(in *inbound, here Handler, streamed bool) (over boo
 		payload, grant, err := c.payload(f)
 		if err != nil {
 			req.EndTurn()
+			s.served(f.Method, err, in.start)
 			ctx.release()
 			<-c.sem
 			s.handlerWG.Done()
@@ -226,8 +230,10 @@ func (c *serverConn) addInflight(in *inbound) error {
 		<-c.sem
 		_ = c.putBack(in.f, false, in.payload, in.grant) // the connection ends anyway
 		in.req.EndTurn()
+		err := fmt.Errorf("request id %d reused while in flight: %w", in.f.ID, pdc.ErrProtocol)
+		c.s.served(in.f.Method, err, in.start)
 		c.s.handlerWG.Done()
-		return fmt.Errorf("request id %d reused while in flight: %w", in.f.ID, pdc.ErrProtocol)
+		return err
 	}
 	c.inflight[in.f.ID] = &in.ctx
 	c.mu.Unlock()

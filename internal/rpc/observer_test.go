@@ -15,6 +15,7 @@ type countObserver struct {
 	served  map[[2]uint32]int // method, code
 	refused map[[2]uint32]int
 	zero    int // served with no elapsed time
+	started int
 }
 
 func newCountObserver() *countObserver {
@@ -28,6 +29,12 @@ func (o *countObserver) Served(m wire.Method, code wire.Code, d time.Duration) {
 	if d <= 0 {
 		o.zero++
 	}
+}
+
+func (o *countObserver) Started(m wire.Method) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started++
 }
 
 func (o *countObserver) Refused(m wire.Method, code wire.Code) {
@@ -86,6 +93,9 @@ func TestObserverSeesEveryRequest(t *testing.T) {
 			t.Errorf("refused method %d code %d: %d times, want %d", k[0], k[1], obs.refused[k], n)
 		}
 	}
+	if obs.started != 5 {
+		t.Errorf("%d requests started, want the 5 served", obs.started)
+	}
 	if obs.zero != 0 {
 		t.Errorf("%d requests served in no time: the start was not taken", obs.zero)
 	}
@@ -100,6 +110,7 @@ type nopObserver struct{ n [2]int64 }
 
 func (o *nopObserver) Served(m wire.Method, code wire.Code, d time.Duration) { o.n[0] += int64(d) }
 func (o *nopObserver) Refused(m wire.Method, code wire.Code)                 { o.n[1]++ }
+func (o *nopObserver) Started(m wire.Method)                                 { o.n[1]++ }
 
 // TestInlineRoundTripAllocsObserved holds the round trip's allocations
 // with an Observer to what they are without one.

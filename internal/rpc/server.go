@@ -72,6 +72,9 @@ type ServerConfig struct {
 // runs on the request path, on the goroutine that served the request:
 // it must not block, lock or allocate.
 type Observer interface {
+	// Started is called when a request is admitted, before its handler
+	// runs; Served follows, once, for every request Started saw.
+	Started(m wire.Method)
 	// Served is called once a request's handler has returned, with the
 	// wire code of its outcome (wire.CodeOK for success) and the time
 	// since its frame was read (queueing included).

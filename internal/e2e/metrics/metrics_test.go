@@ -117,6 +117,9 @@ func TestMetricsMoveWithWork(t *testing.T) {
 			t.Errorf("%s is %v, want more than 0", name, got)
 		}
 	}
+	if got := sum(after, "pdc_rpc_requests_in_flight", "method", "obj_create"); got != 0 {
+		t.Errorf("obj_create requests in flight %v after every create returned", got)
+	}
 	// No transfer is left once every write has returned.
 	if got := sum(after, "pdc_data_transfers_in_flight") + sum(after, "pdc_data_budget_used_bytes"); got != 0 {
 		t.Errorf("transfers in flight and data budget used sum to %v after the writes returned", got)
