@@ -137,6 +137,54 @@ static void clean(char *path)
     *out = '\0';
 }
 
+/* dotdot says whether path has a ".." component. */
+static bool dotdot(const char *path)
+{
+    for (const char *p = strstr(path, ".."); p != NULL; p = strstr(p + 1, ".."))
+        if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+            return true;
+    return false;
+}
+
+/* resolve_dotdot makes path (absolute, with a ".." component) what the
+ * kernel opens: ".." after a symbolic link leaves the link's target, not
+ * the link's directory, so lexical cleaning would name another file (one
+ * in a dir for one outside it, or the reverse). The directory part is
+ * resolved (it must exist for the open to succeed); the last component
+ * stays as given, as it does for a path without "..". */
+static bool resolve_dotdot(char path[PATH_MAX])
+{
+    char   buf[PATH_MAX];
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    char *slash = strrchr(path, '/');
+    char *last  = slash + 1;
+    if (strcmp(last, "..") == 0 || strcmp(last, ".") == 0) {
+        if (realpath(path, buf) == NULL) {
+            clean(path);
+            return true;
+        }
+        memcpy(path, buf, strlen(buf) + 1);
+        return true;
+    }
+    *slash = '\0';
+    const char *dir = slash == path ? "/" : path;
+    if (realpath(dir, buf) == NULL) {
+        *slash = '/';
+        clean(path); /* the open fails: no such directory */
+        return true;
+    }
+    size_t dn = strlen(buf), ln = strlen(last);
+    if (dn + 1 + ln >= PATH_MAX)
+        return false;
+    memmove(path + dn + 1, last, ln + 1);
+    memcpy(path, buf, dn);
+    path[dn] = '/';
+    clean(path);
+    return true;
+}
+
 /* absolute writes the clean absolute form of path, relative to dirfd
  * (AT_FDCWD: the working directory) into out. */
 static bool absolute(int dirfd, const char *path, char out[PATH_MAX])
@@ -163,6 +211,8 @@ static bool absolute(int dirfd, const char *path, char out[PATH_MAX])
     if (n + len >= PATH_MAX)
         return false;
     memcpy(out + n, path, len + 1);
+    if (dotdot(out))
+        return resolve_dotdot(out);
     clean(out);
     return true;
 }
