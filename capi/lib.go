@@ -55,7 +55,10 @@ type Config struct {
 type Lib struct {
 	cfg Config
 
-	outMu sync.Mutex // keeps report lines whole
+	outMu sync.Mutex // keeps report lines whole, guards last
+	// last is the most recent report line: bindings (python/pdc) turn
+	// it into an exception carrying the message, where C reads stderr.
+	last string
 
 	mu struct {
 		sync.Mutex
@@ -100,7 +103,17 @@ func (l *Lib) report(call string, err error) {
 	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 	l.outMu.Lock()
 	defer l.outMu.Unlock()
-	fmt.Fprintf(l.cfg.Stderr, "libpdc: %s: %s\n", call, msg)
+	l.last = fmt.Sprintf("libpdc: %s: %s", call, msg)
+	fmt.Fprintln(l.cfg.Stderr, l.last)
+}
+
+// LastReport returns the most recent report line (without its newline),
+// or "" if no call has failed. It is the process's last: with calls
+// failing at once on several threads, it is one of theirs.
+func (l *Lib) LastReport() string {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	return l.last
 }
 
 // run runs fn as the C function call (its name and arguments, for the

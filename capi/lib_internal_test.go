@@ -1,10 +1,13 @@
 package capi
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdcgo/pdc"
 )
 
 func TestParseTimeout(t *testing.T) {
@@ -63,4 +66,24 @@ func oops(t *thing) error {
 		return nil
 	}
 	return nil
+}
+
+// LastReport is the line a failing call printed, for bindings that raise
+// it as an exception (python/pdc): "" until a call fails, then the latest.
+func TestLastReport(t *testing.T) {
+	var out strings.Builder
+	l := New(Config{Stderr: &out})
+	if got := l.LastReport(); got != "" {
+		t.Fatalf("LastReport before any failure = %q", got)
+	}
+	l.run("PDCfirst(1)", func() error { return fmt.Errorf("open object %q: %w", "a", pdc.ErrNotFound) })
+	l.run("PDCok()", func() error { return nil })
+	l.run("PDCsecond(2)", func() error { return fmt.Errorf("line one\nline two: %w", pdc.ErrExists) })
+	want := "libpdc: PDCsecond(2): line one; line two: pdc: already exists"
+	if got := l.LastReport(); got != want {
+		t.Errorf("LastReport = %q, want %q", got, want)
+	}
+	if !strings.HasSuffix(out.String(), want+"\n") {
+		t.Errorf("stderr %q does not end with the last report", out.String())
+	}
 }

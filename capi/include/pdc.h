@@ -38,6 +38,8 @@
 #ifndef PDC_H
 #define PDC_H
 
+#include <stddef.h>
+
 #include "pdc_config.h"
 #include "pdc_public.h"
 #include "pdc_generic.h"
@@ -88,6 +90,16 @@ pdcid_t PDCinit(const char *pdc_name);
  * fails.
  */
 perr_t PDCclose(pdcid_t pdc);
+
+/*
+ * pdc_last_error copies the most recent report line (the one printed to
+ * stderr, without "\n") into buf, cut to len-1 bytes and NUL-terminated,
+ * and returns its full length; "" (0) if no call has failed. It is the
+ * process's last report: bindings (pdc's Python package) read it right
+ * after a call fails to raise an exception carrying the message. With
+ * calls failing on several threads at once it is one of them.
+ */
+size_t pdc_last_error(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,17 @@ func str(s *C.char) string { return C.GoString(s) } // NULL reads as ""
 //export pdcgo_init
 func pdcgo_init(name *C.char) C.uint64_t { return C.uint64_t(lib.Init(str(name))) }
 
+//export pdcgo_last_error
+func pdcgo_last_error(buf *C.char, n C.size_t) C.size_t {
+	msg := lib.LastReport()
+	if n > 0 {
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+		k := copy(dst[:n-1], msg)
+		dst[k] = 0
+	}
+	return C.size_t(len(msg))
+}
+
 //export pdcgo_close
 func pdcgo_close(id C.uint64_t) C.int { return C.int(lib.Close(uint64(id))) }
 

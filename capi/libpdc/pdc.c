@@ -14,6 +14,8 @@ pdcid_t PDCinit(const char *pdc_name) { return pdcgo_init((char *)pdc_name); }
 
 perr_t PDCclose(pdcid_t pdc) { return pdcgo_close(pdc); }
 
+size_t pdc_last_error(char *buf, size_t len) { return pdcgo_last_error(buf, len); }
+
 pdcid_t PDCprop_create(pdc_prop_type_t type, pdcid_t pdc) { return pdcgo_prop_create((int)type, pdc); }
 
 perr_t PDCprop_close(pdcid_t prop) { return pdcgo_prop_close(prop); }
