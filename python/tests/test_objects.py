@@ -1,0 +1,167 @@
+import numpy as np
+import pytest
+
+import pdc
+
+
+def test_connect_without_servers(tmp_path):
+    import os
+    old = os.environ.get("PDC_TIMEOUT")
+    os.environ["PDC_TIMEOUT"] = "1"
+    try:
+        with pytest.raises(pdc.Error) as e:
+            pdc.connect(tmpdir=str(tmp_path / "none"))
+    finally:
+        if old is None:
+            del os.environ["PDC_TIMEOUT"]
+        else:
+            os.environ["PDC_TIMEOUT"] = old
+    assert "libpdc: PDCinit" in str(e.value)
+
+
+def test_region_write_read(cont, conn):
+    x = cont.create_object("x", (256, 64), np.float32)
+    a = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    x[0:16, :] = a
+    x[100:200, 0:64] = 7.5
+    np.testing.assert_array_equal(x[0:16, :], a)
+    got = x[100:200, 0:64]
+    assert got.shape == (100, 64) and got.dtype == np.float32 and (got == 7.5).all()
+    assert x[3, 5] == a[3, 5]
+    np.testing.assert_array_equal(x[2, :], a[2])
+    np.testing.assert_array_equal(x[..., 1], x[0:256, 1])
+    out = np.empty((16, 64), np.float32)
+    assert x.read(np.s_[0:16, :], out=out) is out
+    np.testing.assert_array_equal(out, a)
+    # reopened by name from another connection handle
+    y = conn.object("x")
+    assert y.shape == (256, 64) and y.dtype == np.float32
+    np.testing.assert_array_equal(y[0:16], a)
+    info = y.info()
+    assert info["shape"] == (256, 64) and info["type"] == pdc.Type.FLOAT
+
+
+@pytest.mark.parametrize("t", list(pdc.Type))
+def test_every_pdc_type(cont, t):
+    o = cont.create_object("t-%s" % t.name, (4, 8), t)
+    assert o.type == t
+    dt = o.dtype
+    if dt.kind == "S":
+        a = np.array([bytes([65 + i % 26]) for i in range(32)], dt).reshape(4, 8)
+    elif dt.kind == "b":
+        a = (np.arange(32) % 3 == 0).reshape(4, 8)
+    else:
+        a = np.arange(32).astype(dt).reshape(4, 8)
+    o[:, :] = a
+    np.testing.assert_array_equal(o[:, :], a)
+
+
+def test_dtype_from_numpy(cont):
+    for dt, t in [(np.float64, pdc.Type.DOUBLE), (np.int32, pdc.Type.INT), (np.uint64, pdc.Type.UINT64),
+                  (np.int8, pdc.Type.INT8), (np.bool_, pdc.Type.BOOLEAN)]:
+        assert cont.create_object("d-%s" % np.dtype(dt), (10,), dt).type == t
+    with pytest.raises(pdc.Invalid, match="complex128"):
+        cont.create_object("c", (10,), np.complex128)
+
+
+def test_bad_input(cont, conn):
+    x = cont.create_object("bad", (32, 32), np.float64)
+    with pytest.raises(pdc.Invalid, match="steps"):
+        x[0:32:2, :]
+    with pytest.raises(pdc.Invalid, match="steps"):
+        x[::2] = 1.0
+    with pytest.raises(pdc.OutOfRange):
+        x[0:40, :]
+    with pytest.raises(IndexError):
+        x[32, 0]
+    with pytest.raises(pdc.OutOfRange):
+        x[0, 0, 0]
+    with pytest.raises(pdc.Invalid, match="cannot write"):
+        x[0:2, 0:2] = np.array([["a", "b"], ["c", "d"]])
+    with pytest.raises(pdc.Invalid, match="shape"):
+        x[0:2, 0:2] = np.zeros((3, 3))
+    with pytest.raises(pdc.Invalid, match="dtype"):
+        x.read(np.s_[0:2, 0:2], out=np.empty((2, 2), np.float32))
+    with pytest.raises(pdc.Invalid, match="contiguous"):
+        x.read(np.s_[0:2, 0:2], out=np.empty((2, 4))[:, ::2])
+    with pytest.raises(pdc.Invalid, match="elements"):
+        x.read(np.s_[0:2, 0:2], out=np.empty(5))
+    i = cont.create_object("ints", (8,), np.int32)
+    with pytest.raises(pdc.Invalid, match="float64 values into an object of int32"):
+        i[:] = np.ones(8, np.float64)
+    with pytest.raises(pdc.Invalid, match="would lose values"):
+        i[:] = np.ones(8, np.int64)
+    with pytest.raises(pdc.NotFound, match="no-such-object"):
+        conn.object("no-such-object")
+    with pytest.raises(pdc.Exists, match="bad"):
+        cont.create_object("bad", (4,), np.float64)
+    with pytest.raises(pdc.Invalid):
+        cont.create_object("zero", (0, 4), np.float64)
+    x.close()
+    x.close()
+    with pytest.raises(pdc.Closed):
+        x[0, 0]
+    # the servers still serve
+    y = conn.object("bad")
+    y[0, 0:2] = [1.0, 2.0]
+    np.testing.assert_array_equal(y[0, 0:2], [1.0, 2.0])
+
+
+def test_delete(cont, conn):
+    o = cont.create_object("gone", (4,), np.int64)
+    o[:] = np.arange(4)
+    o.delete()
+    with pytest.raises(pdc.NotFound):
+        conn.object("gone")
+
+
+def test_containers(conn):
+    c = conn.create_container("py-cont-a")
+    conn.create_container("py-cont-a").close()  # PDC's: the existing one
+    c.tags["owner"] = "me"
+    c2 = conn.container("py-cont-a")
+    assert c2.tags["owner"] == "me"
+    c2.close()
+    c.delete()
+    with pytest.raises(pdc.NotFound):
+        conn.container("py-cont-a")
+
+
+def test_tags_typed(cont):
+    o = cont.create_object("tagged", (4,), np.float32)
+    vals = {"s": "hello", "i": -12345678901, "f": 2.5, "b": b"\x00\x01raw", "t": True,
+            "f32": np.float32(1.5), "u16": np.uint16(65535), "i8": np.int8(-3), "u64": np.uint64(2**63 + 5)}
+    for k, v in vals.items():
+        o.tags[k] = v
+    for k, v in vals.items():
+        got = o.tags[k]
+        assert type(got) is type(v), (k, got)
+        assert got == v, k
+    with pytest.raises(KeyError):
+        o.tags["missing"]
+    del o.tags["s"]
+    assert o.tags.get("s") is None
+    with pytest.raises(pdc.Invalid, match="list"):
+        o.tags["bad"] = [1, 2]
+
+
+def test_set_dims(cont):
+    o = cont.create_object("grow", (4, 4), np.float64)
+    o.set_dims((8, 4))
+    assert o.shape == (8, 4)
+    o[4:8, :] = 1.0
+    assert (o[4:8] == 1.0).all()
+
+
+def test_async(cont):
+    o = cont.create_object("async", (64, 128), np.float64)
+    parts = [np.full((8, 128), i, np.float64) for i in range(8)]
+    ts = [o.start_write(np.s_[i * 8:(i + 1) * 8, :], p) for i, p in enumerate(parts)]
+    pdc.wait_all(ts)
+    rs = [o.start_read(np.s_[i * 8:(i + 1) * 8, :]) for i in range(8)]
+    pdc.wait_all(rs)
+    for i, r in enumerate(rs):
+        assert (r.result == i).all()
+    t = o.start_read(np.s_[0:8, :])
+    assert (t.wait() == 0).all()
+    pdc.wait_all(ts)  # already done: nothing to wait
