@@ -1,0 +1,35 @@
+"""A producer/consumer pair passing .npy files through pdc's staging.
+
+    # node-a (its pdc server serves PDC_STAGE_PRODUCER_DIR):
+    PDC_STAGE_PRODUCER_DIR=/scratch/prod python3 npy_stage.py produce 10
+    # node-b:
+    PDC_STAGE_CONSUMER_DIR=/scratch/cons python3 npy_stage.py consume 10
+"""
+
+import os
+import sys
+
+import numpy as np
+
+import pdc
+
+
+def main():
+    role, count = sys.argv[1], int(sys.argv[2])
+    if role == "produce":
+        root = os.environ["PDC_STAGE_PRODUCER_DIR"]
+        os.makedirs(os.path.join(root, "steps"), exist_ok=True)
+        for i in range(count):
+            with pdc.open(os.path.join(root, "steps", f"{i}.npy"), "wb") as f:  # produced on close
+                np.save(f, np.full(1000, i, np.float64))
+    else:
+        root = os.environ["PDC_STAGE_CONSUMER_DIR"]
+        for i in range(count):
+            with pdc.open(os.path.join(root, "steps", f"{i}.npy"), "rb", timeout=60) as f:  # waits for it
+                a = np.load(f)
+            assert (a == i).all(), i
+        print(f"npy_stage.py: consumed {count} files")
+
+
+if __name__ == "__main__":
+    main()
