@@ -127,7 +127,7 @@ func (in *Incoming) ReadFrom(r io.Reader) (int64, error) {
 	if in.pipe == nil {
 		b := Buf()
 		defer PutBuf(b)
-		return in.readDirect(r, b[:])
+		return in.readDirect(r, b[:directChunk(in.size-in.off)])
 	}
 	var total int64
 	for {
@@ -151,6 +151,15 @@ func (in *Incoming) ReadFrom(r io.Reader) (int64, error) {
 			return total, rerr
 		}
 	}
+}
+
+// directChunk is how much of a file of n bytes still to come is read
+// before it is written, without the pipeline: a quarter of it (at least
+// 64 KiB), so that the sender goes on filling the socket while the first
+// parts are checksummed and written, instead of the whole file arriving
+// before any of it is written.
+func directChunk(n int64) int {
+	return int(min(max(n/4, pieceMin), bufSize))
 }
 
 func (in *Incoming) readDirect(r io.Reader, buf []byte) (int64, error) {

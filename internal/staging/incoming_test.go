@@ -283,3 +283,54 @@ func TestInMemory(t *testing.T) {
 	t.Run("tmpfs", func(t *testing.T) { check("/dev/shm", true) })
 	t.Run("disk", func(t *testing.T) { check(os.TempDir(), false) })
 }
+
+// Without the pipeline, a file is written a quarter at a time as it
+// comes, not once all of it has: by the time the reader is asked for the
+// bytes past the first quarter, the file holds that quarter, so that the
+// sender goes on filling the socket while it is written.
+func TestIncomingWritesAsItComes(t *testing.T) {
+	old := pipeProcs
+	pipeProcs = 1 << 30 // never pipelined
+	t.Cleanup(func() { pipeProcs = old })
+	size := 1 << 20
+	data := randomBytes(5, size)
+	f := tempFile(t)
+	src := &watchedReader{b: data, f: f, at: size / 4, held: -1}
+	in := NewIncoming(f, int64(size), nil)
+	if _, err := in.ReadFrom(src); err != nil {
+		t.Fatal(err)
+	}
+	n, crc, err := in.Finish()
+	if err != nil || n != int64(size) || crc != crc32.Checksum(data, Table) {
+		t.Fatalf("%d bytes, CRC %08x, %v", n, crc, err)
+	}
+	if src.held < int64(size/4) {
+		t.Fatalf("the file held %d bytes when the reader was asked for byte %d; want the first quarter written by then", src.held, size/4)
+	}
+}
+
+// watchedReader hands out its bytes 64 KiB at a time and records how
+// much f holds when it is first asked for bytes from offset at on.
+type watchedReader struct {
+	b    []byte
+	off  int
+	f    *os.File
+	at   int
+	held int64
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	if w.off >= len(w.b) {
+		return 0, io.EOF
+	}
+	if w.off >= w.at && w.held < 0 {
+		st, err := w.f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		w.held = st.Size()
+	}
+	n := copy(p[:min(len(p), 64<<10)], w.b[w.off:])
+	w.off += n
+	return n, nil
+}
