@@ -724,3 +724,112 @@ def open(path: Union[str, os.PathLike], mode: str = "r", timeout: Optional[float
     f.close()
     if not reading:
         produce(path, conn)
+
+
+# --- iteration, .npy and HDF5 ------------------------------------------------
+
+_lib.lib.PDCobj_iter_start.restype = ctypes.c_void_p
+_lib.lib.PDCobj_iter_start.argtypes = [u64]
+_lib.lib.PDCobj_iter_null.restype = ctypes.c_bool
+_lib.lib.PDCobj_iter_null.argtypes = [ctypes.c_void_p]
+_lib.lib.PDCobj_iter_next.restype = ctypes.c_void_p
+_lib.lib.PDCobj_iter_next.argtypes = [ctypes.c_void_p, u64]
+_lib.lib.PDCobj_iter_get_info.restype = ctypes.c_void_p
+_lib.lib.PDCobj_iter_get_info.argtypes = [ctypes.c_void_p]
+
+
+def _object_names(cont: Container) -> list[str]:
+    """The names of the container's objects (in meta id order)."""
+    names = []
+    h = lib.PDCobj_iter_start(cont.id)
+    while h and not lib.PDCobj_iter_null(h):
+        p = lib.PDCobj_iter_get_info(h)
+        if not p:
+            raise _error(f"PDCobj_iter_get_info({cont.name!r})")
+        try:
+            names.append(_ObjInfo.from_address(p).name.decode())
+        finally:
+            _lib.free(p)
+        h = lib.PDCobj_iter_next(h, cont.id)
+    return names
+
+
+Container.object_names = _object_names  # type: ignore[attr-defined]
+
+
+def _rows(shape: Sequence[int], itemsize: int, chunk_bytes: int) -> int:
+    row = itemsize * int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else itemsize
+    return max(1, chunk_bytes // max(1, row))
+
+
+def from_npy(cont: Container, name: str, path: Union[str, os.PathLike], chunk_bytes: int = 64 << 20) -> Object:
+    """Creates object name from a .npy file, copied in chunks of rows (the
+    file is memory-mapped: it may be larger than memory)."""
+    a = np.load(os.fspath(path), mmap_mode="r")
+    return _import(cont, name, a, a.shape, a.dtype, chunk_bytes)
+
+
+def _import(cont: Container, name: str, src: Any, shape: tuple[int, ...], dtype: np.dtype, chunk_bytes: int) -> Object:
+    if len(shape) == 0:
+        raise Invalid(f"pdc: {name}: a scalar (0 dims) is not an object; store it as a tag")
+    native = dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
+    obj = cont.create_object(name, shape, native)
+    step = _rows(shape, native.itemsize, chunk_bytes)
+    for r in range(0, shape[0], step):
+        obj[r:min(r + step, shape[0])] = np.ascontiguousarray(src[r:r + step], dtype=native)
+    return obj
+
+
+def to_npy(obj: Object, path: Union[str, os.PathLike], chunk_bytes: int = 64 << 20) -> None:
+    """Writes the object to a .npy file, read in chunks of rows straight
+    into the file's memory map (no copy in Python)."""
+    shape = obj.shape
+    mm = np.lib.format.open_memmap(os.fspath(path), mode="w+", dtype=obj.dtype, shape=shape)
+    step = _rows(shape, obj.dtype.itemsize, chunk_bytes)
+    for r in range(0, shape[0], step):
+        obj.read(np.s_[r:min(r + step, shape[0])], out=mm[r:r + step])
+    mm.flush()
+    del mm
+
+
+def from_hdf5(path: Union[str, os.PathLike], dataset: str, cont: Container, name: str,
+              chunk_bytes: int = 64 << 20) -> Object:
+    """Creates object name from an HDF5 dataset (h5py), in chunks of rows;
+    the dataset's scalar and string attributes become tags (array
+    attributes are not copied)."""
+    import h5py  # only for HDF5
+
+    with h5py.File(os.fspath(path), "r") as f:
+        ds = f[dataset]
+        if not isinstance(ds, h5py.Dataset):
+            raise Invalid(f"pdc: {path}:{dataset}: not a dataset")
+        obj = _import(cont, name, ds, ds.shape, ds.dtype, chunk_bytes)
+        for k, v in ds.attrs.items():
+            if isinstance(v, np.ndarray) and v.ndim > 0:
+                continue
+            obj.tags[k] = v
+    return obj
+
+
+def to_hdf5(obj: Object, path: Union[str, os.PathLike], dataset: Optional[str] = None,
+            tags: Sequence[str] = (), chunk_bytes: int = 64 << 20) -> None:
+    """Writes the object to an HDF5 dataset (default its name), in chunks of
+    rows, with the named tags as attributes."""
+    import h5py
+
+    shape = obj.shape
+    step = _rows(shape, obj.dtype.itemsize, chunk_bytes)
+    with h5py.File(os.fspath(path), "a") as f:
+        ds = f.create_dataset(dataset or obj.name, shape=shape, dtype=obj.dtype)
+        buf = np.empty((min(step, shape[0]),) + shape[1:], obj.dtype)
+        for r in range(0, shape[0], step):
+            n = min(step, shape[0] - r)
+            obj.read(np.s_[r:r + n], out=buf[:n])
+            ds[r:r + n] = buf[:n]
+        for t in tags:
+            ds.attrs[t] = obj.tags[t]
+
+
+Object.to_npy = to_npy  # type: ignore[attr-defined]
+Object.to_hdf5 = to_hdf5  # type: ignore[attr-defined]
+__all__ += ["from_npy", "to_npy", "from_hdf5", "to_hdf5"]
