@@ -85,7 +85,9 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	budget *budget
-	queue  chan *transfer
+	// laneBytes counts the bytes of regions moved through shm lanes.
+	laneBytes struct{ in, out atomic.Uint64 }
+	queue     chan *transfer
 
 	ctx      context.Context // ends when the workers have stopped
 	cancel   context.CancelFunc

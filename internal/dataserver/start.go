@@ -256,6 +256,7 @@ func (s *Service) checkStart(req *rpc.Request, items []wire.DataItem, ln *server
 			if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
 				return fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(items), it.Obj, t.box, err)
 			}
+			s.laneBytes.in.Add(uint64(t.bytes()))
 			t.inLane, t.payOff = true, it.Lane-1
 		case it.Write:
 			writeBytes += uint64(t.bytes())
@@ -373,6 +374,7 @@ func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.D
 		if t.data, err = ln.span(it.Lane, t.bytes()); err != nil {
 			return nil, fmt.Errorf("transfer %d of %d (object %d region %v): %w", i+1, len(m.Items), it.Obj, t.box, err)
 		}
+		s.laneBytes.in.Add(uint64(t.bytes()))
 		t.inLane, t.payOff = true, it.Lane-1
 		ts[i] = t
 	}

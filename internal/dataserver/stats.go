@@ -47,12 +47,17 @@ type Stats struct {
 	// BudgetHeld is the bytes of the data budget taken; BudgetMax the
 	// budget (Config.MaxBytes).
 	BudgetHeld, BudgetMax int64
+	// LaneIn and LaneOut are the bytes of regions written and read
+	// through shared-memory lanes since start (the rest travel in the
+	// requests' payloads, on the connection).
+	LaneIn, LaneOut uint64
 }
 
 // Stats returns the service's load. It takes the service's lock for a
 // moment.
 func (s *Service) Stats() Stats {
-	st := Stats{Queued: len(s.queue), BudgetHeld: s.budget.held.Load(), BudgetMax: s.cfg.MaxBytes}
+	st := Stats{Queued: len(s.queue), BudgetHeld: s.budget.held.Load(), BudgetMax: s.cfg.MaxBytes,
+		LaneIn: s.laneBytes.in.Load(), LaneOut: s.laneBytes.out.Load()}
 	s.mu.Lock()
 	st.Transfers = len(s.mu.transfers)
 	s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/regionstore"
@@ -29,7 +30,7 @@ func (s *Service) wait(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 		// which the client takes as well.
 		if l, err := s.laneOf(req.Client, m.Lane); err == nil {
 			defer l.unref()
-			dst = &laneDst{lane: l, offs: m.LaneOffs}
+			dst = &laneDst{lane: l, offs: m.LaneOffs, moved: &s.laneBytes.out}
 		}
 	}
 	return s.collect(ctx, req.Client, m.IDs, false, dst)
@@ -38,8 +39,9 @@ func (s *Service) wait(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 // laneDst says where in a lane a wait's reads go: offs[i] is the wire
 // offset (plus one) of item i's bytes, 0 for the answer's payload.
 type laneDst struct {
-	lane *serverLane
-	offs []uint64
+	lane  *serverLane
+	offs  []uint64
+	moved *atomic.Uint64 // the service's bytes read into lanes
 }
 
 // toLane copies a read's bytes (the slices segs, or data) into its place
@@ -51,6 +53,7 @@ func (d *laneDst) toLane(i int, t *transfer, segs [][]byte, data []byte, r *wire
 		r.Code, r.Message = wire.CodeOf(err), fmt.Sprintf("object %d region %v: %v", t.item.Obj, t.box, err)
 		return
 	}
+	d.moved.Add(uint64(n))
 	if segs == nil {
 		segs = [][]byte{data}
 	}

@@ -86,6 +86,8 @@ func (p *proc) addSources() {
 			w.Gauge("pdc_data_transfers_queued", "Region transfers waiting for a worker.", float64(dst.Queued))
 			w.Gauge("pdc_data_budget_bytes", "The data budget (--data-budget).", float64(dst.BudgetMax))
 			w.Gauge("pdc_data_budget_used_bytes", "Bytes of the data budget taken now.", float64(dst.BudgetHeld))
+			w.Counter("pdc_transport_received_bytes_total", "Bytes received, by transport.", float64(dst.LaneIn), "transport", "lane")
+			w.Counter("pdc_transport_sent_bytes_total", "Bytes sent, by transport.", float64(dst.LaneOut), "transport", "lane")
 			var fs unix.Statfs_t
 			if err := unix.Statfs(p.cfg.DataDir, &fs); err == nil {
 				w.Gauge("pdc_data_fs_size_bytes", "Size of the file system that holds the data dir.", float64(fs.Blocks)*float64(fs.Bsize))

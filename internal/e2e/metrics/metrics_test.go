@@ -58,7 +58,8 @@ func TestMetricsMoveWithWork(t *testing.T) {
 		}
 	}
 
-	c := e2e.Connect(t, tmpdir)
+	// On the connection, where the bytes received are counted.
+	c := e2e.Connect(t, tmpdir, client.WithRegionTransport("stream"))
 	ct, _, err := c.CreateContainer(ctx, "metrics", client.Persistent)
 	if err != nil {
 		t.Fatal(err)
@@ -164,5 +165,41 @@ func TestScrapeStaysBoundedWithObjects(t *testing.T) {
 	many := series()
 	if many != few {
 		t.Errorf("a scrape has %d series with 100 objects and %d with 20100: the series must not depend on the objects", few, many)
+	}
+}
+
+// TestLaneBytes checks that region bytes moved through shared-memory
+// lanes are counted under transport="lane", exactly.
+func TestLaneBytes(t *testing.T) {
+	tmpdir := e2e.Up(t, 1, "--metrics-addr", "127.0.0.1:0")
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir, client.WithRegionTransport("shm"))
+	ct, _, err := c.CreateContainer(ctx, "lanes", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snap(t, ctx, tmpdir)
+	const objects, cellsPer = 4, 64 << 10
+	for i := range objects {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: []uint64{cellsPer}, Type: region.Int32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Write(ctx, region.Shape(cellsPer), make([]byte, 4*cellsPer)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Read(ctx, region.Shape(cellsPer/2), make([]byte, 4*cellsPer/2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := snap(t, ctx, tmpdir)
+	delta := func(name string, labels ...string) float64 {
+		return sum(after, name, labels...) - sum(before, name, labels...)
+	}
+	if got, want := delta("pdc_transport_received_bytes_total", "transport", "lane"), float64(objects*4*cellsPer); got != want {
+		t.Errorf("lane bytes received moved by %v, want the %v written", got, want)
+	}
+	if got, want := delta("pdc_transport_sent_bytes_total", "transport", "lane"), float64(objects*2*cellsPer); got != want {
+		t.Errorf("lane bytes sent moved by %v, want the %v read", got, want)
 	}
 }
