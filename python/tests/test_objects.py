@@ -165,3 +165,18 @@ def test_async(cont):
     t = o.start_read(np.s_[0:8, :])
     assert (t.wait() == 0).all()
     pdc.wait_all(ts)  # already done: nothing to wait
+
+
+def test_zero_copy(cont):
+    """A C-contiguous array of the object's dtype goes to libpdc as is; one
+    that is not (strided, other dtype) is copied once into one that is."""
+    o = cont.create_object("zc", (64, 32), np.float64)
+    a = np.ones((16, 32))
+    buf, _ = o._wbuf(np.s_[0:16, :], a)
+    assert buf is a or buf.base is a, "the caller's array was copied"
+    assert np.shares_memory(buf, a)
+    strided = np.ones((16, 64))[:, ::2]
+    buf, _ = o._wbuf(np.s_[0:16, :], strided)
+    assert buf.flags.c_contiguous and not np.shares_memory(buf, strided)
+    o[0:16, :] = strided
+    assert (o[0:16, :] == 1).all()
