@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -45,12 +46,53 @@ func (c *Client) checkNamespace() error {
 	return staging.CheckNamespace(c.stage.namespace)
 }
 
+// stagePrefix turns a prefix given to a listing or removal into one of
+// record paths, as stageRel does paths: "./" in front is dropped, and an
+// absolute prefix must lie inside the consumer or the producer dir, which
+// is cut off. A prefix naming a whole dir would select every record:
+// that is asked for with "" (RemoveStagedPrefix's callers: --all), so it
+// is refused here rather than taken for it.
+func (c *Client) stagePrefix(prefix string) (string, error) {
+	p := prefix
+	for strings.HasPrefix(p, "./") {
+		p = strings.TrimLeft(p[2:], "/")
+	}
+	if filepath.IsAbs(p) {
+		found := false
+		for _, dir := range []string{c.stage.consumerDir, c.stage.producerDir} {
+			if dir == "" {
+				continue
+			}
+			d := filepath.Clean(dir) + "/"
+			if rest, ok := strings.CutPrefix(p+"/", d); ok {
+				p, found = strings.TrimRight(rest, "/"), true
+				if strings.HasSuffix(prefix, "/") && p != "" {
+					p += "/"
+				}
+				break
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("prefix %s is absolute but inside neither the consumer dir (%q) nor the producer dir (%q): %w",
+				prefix, c.stage.consumerDir, c.stage.producerDir, pdc.ErrInvalid)
+		}
+	}
+	if p == "" && prefix != "" {
+		return "", fmt.Errorf("prefix %q names a whole staging dir: ask for every file of the namespace instead (pdc stage rm --all): %w", prefix, pdc.ErrInvalid)
+	}
+	return p, nil
+}
+
 // StagedCursor returns a cursor over the staged files of the client's
 // namespace whose paths start with prefix ("" every one), in path order,
 // a page per metadata server at a time (see Cursor).
 func (c *Client) StagedCursor(prefix string) *Cursor[StagedFile] {
 	cu := &Cursor[StagedFile]{cmp: func(a, b StagedFile) int { return strings.Compare(a.Path, b.Path) }}
-	if err := c.checkNamespace(); err != nil {
+	prefix, err := c.stagePrefix(prefix)
+	if err == nil {
+		err = c.checkNamespace()
+	}
+	if err != nil {
 		cu.err = fmt.Errorf("list staged files: %w", err)
 		return cu
 	}
@@ -114,8 +156,13 @@ func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 // reports how many went. As RemoveStaged, it leaves the files alone; on an
 // error, the count is of those removed before it.
 func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, error) {
-	if err := c.checkNamespace(); err != nil {
-		return 0, fmt.Errorf("remove %q: %w", prefix, err)
+	given := prefix
+	prefix, err := c.stagePrefix(given)
+	if err == nil {
+		err = c.checkNamespace()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("remove %q: %w", given, err)
 	}
 	ranks := c.metaServers()
 	var (
