@@ -41,6 +41,30 @@ func sum(s *metrics.ClusterSnapshot, name string, labels ...string) float64 {
 	return v
 }
 
+// metricsWork creates objects objects of cellsPer int32 cells and writes
+// each whole, on the connection (where the bytes received are counted),
+// then makes one request that fails (the outcome label carries its code).
+func metricsWork(t *testing.T, ctx context.Context, tmpdir string, objects int, cellsPer uint64) {
+	t.Helper()
+	c := e2e.Connect(t, tmpdir, client.WithRegionTransport("stream"))
+	ct, _, err := c.CreateContainer(ctx, "metrics", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range objects {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: []uint64{cellsPer}, Type: region.Int32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Write(ctx, region.Shape(cellsPer), make([]byte, 4*cellsPer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.OpenContainer(ctx, "no-such-container"); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("open a container that does not exist: %v, want pdc.ErrNotFound", err)
+	}
+}
+
 // TestMetricsMoveWithWork starts two servers with metrics, does known
 // work and checks that the request counts, latency histograms and bytes
 // of each scrape moved by what the work did.
@@ -57,27 +81,8 @@ func TestMetricsMoveWithWork(t *testing.T) {
 			t.Errorf("rank %d: no Go runtime or process metrics", smp.Server.Rank)
 		}
 	}
-
-	// On the connection, where the bytes received are counted.
-	c := e2e.Connect(t, tmpdir, client.WithRegionTransport("stream"))
-	ct, _, err := c.CreateContainer(ctx, "metrics", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const objects, cellsPer = 20, 64 << 10 // int32 cells: 256 KiB a write
-	for i := range objects {
-		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: []uint64{cellsPer}, Type: region.Int32})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Write(ctx, region.Shape(cellsPer), make([]byte, 4*cellsPer)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A request that fails: the outcome label carries its code.
-	if _, err := c.OpenContainer(ctx, "no-such-container"); !errors.Is(err, pdc.ErrNotFound) {
-		t.Fatalf("open a container that does not exist: %v, want pdc.ErrNotFound", err)
-	}
+	metricsWork(t, ctx, tmpdir, objects, cellsPer)
 	after := snap(t, ctx, tmpdir)
 
 	delta := func(name string, labels ...string) float64 {

@@ -2,6 +2,7 @@ package stage_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,17 +89,9 @@ func TestStageSmallFileConsumersRaceReproduce(t *testing.T) {
 	sc := stageUp(t)
 	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
 	const rel = "racy.dat"
-	body := func(v int) []byte { return fmt.Appendf(nil, "version %06d\n%s", v, strings.Repeat("x", 500+v%7)) }
-	version := func(b []byte) int {
-		var v int
-		if _, err := fmt.Sscanf(string(b), "version %d\n", &v); err != nil {
-			return -1
-		}
-		return v
-	}
 	prod := e2e.Connect(t, sc.tmpdir, client.WithHost("node-a"), client.WithStageDirs(sc.prodA, ""))
 	ctx := e2e.Ctx(t, 2*time.Minute)
-	writeFile(t, sc.prodA, rel, body(1))
+	writeFile(t, sc.prodA, rel, racyBody(1))
 	if _, err := prod.Produce(ctx, rel); err != nil {
 		t.Fatal(err)
 	}
@@ -108,49 +101,11 @@ func TestStageSmallFileConsumersRaceReproduce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 3 {
 		c := sc.client(t, "node-b", consB)
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				got, err := c.Consume(ctx, rel)
-				if err != nil {
-					errs <- fmt.Errorf("consumer %d: %w", i, err)
-					return
-				}
-				b, err := os.ReadFile(got.Local)
-				if err != nil || version(b) < int(got.Version) {
-					errs <- fmt.Errorf("consumer %d got version %d; its copy then holds version %d (%v)", i, got.Version, version(b), err)
-					return
-				}
-			}
-		})
+		wg.Go(func() { consumeUntil(ctx, c, rel, i, stop, errs) })
 	}
-	// The copy's version, read as it changes, never goes down.
-	wg.Go(func() {
-		last := 0
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			b, err := os.ReadFile(filepath.Join(consB, rel))
-			if err != nil {
-				continue // not consumed yet
-			}
-			v := version(b)
-			if v < last || !bytes.Equal(b, body(v)) {
-				errs <- fmt.Errorf("the copy went from version %d to %d (%d bytes)", last, v, len(b))
-				return
-			}
-			last = v
-		}
-	})
+	wg.Go(func() { watchVersions(filepath.Join(consB, rel), stop, errs) })
 	for v := 2; v <= produces; v++ {
-		writeFile(t, sc.prodA, rel, body(v))
+		writeFile(t, sc.prodA, rel, racyBody(v))
 		if _, err := prod.Produce(ctx, rel); err != nil {
 			t.Fatal(err)
 		}
@@ -166,6 +121,66 @@ func TestStageSmallFileConsumersRaceReproduce(t *testing.T) {
 	if err != nil || got.Version != produces {
 		t.Fatalf("the last consume: %+v, %v; want version %d", got, err, produces)
 	}
-	sameFile(t, consB, rel, body(produces))
+	sameFile(t, consB, rel, racyBody(produces))
 	noTemp(t, consB)
+}
+
+// racyBody is version v of the re-produced file: it names its version.
+func racyBody(v int) []byte {
+	return fmt.Appendf(nil, "version %06d\n%s", v, strings.Repeat("x", 500+v%7))
+}
+
+// racyVersion is the version a racyBody names, -1 if none.
+func racyVersion(b []byte) int {
+	var v int
+	if _, err := fmt.Sscanf(string(b), "version %d\n", &v); err != nil {
+		return -1
+	}
+	return v
+}
+
+// consumeUntil is consumer i: it consumes rel until stop, sending to errs
+// (and stopping) if a consume fails or its copy then holds an older
+// version than the consume reported.
+func consumeUntil(ctx context.Context, c *client.Client, rel string, i int, stop <-chan struct{}, errs chan<- error) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		got, err := c.Consume(ctx, rel)
+		if err != nil {
+			errs <- fmt.Errorf("consumer %d: %w", i, err)
+			return
+		}
+		b, err := os.ReadFile(got.Local)
+		if err != nil || racyVersion(b) < int(got.Version) {
+			errs <- fmt.Errorf("consumer %d got version %d; its copy then holds version %d (%v)", i, got.Version, racyVersion(b), err)
+			return
+		}
+	}
+}
+
+// watchVersions reads the copy at path until stop: its version, read as it
+// changes, never goes down, and it is always a whole version.
+func watchVersions(path string, stop <-chan struct{}, errs chan<- error) {
+	last := 0
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // not consumed yet
+		}
+		v := racyVersion(b)
+		if v < last || !bytes.Equal(b, racyBody(v)) {
+			errs <- fmt.Errorf("the copy went from version %d to %d (%d bytes)", last, v, len(b))
+			return
+		}
+		last = v
+	}
 }

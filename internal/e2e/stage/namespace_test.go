@@ -1,6 +1,7 @@
 package stage_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -91,6 +92,43 @@ func TestStageListAndRemove(t *testing.T) {
 	sc.produce(t, "out/a.dat")         // the default namespace
 	sc.produceIn(t, "other", "out/b.dat")
 
+	checkStageLs(t, sc, paths)
+	// A client listing and removing a page of one record at a time.
+	c := e2e.Connect(t, sc.tmpdir, client.WithHost("node-b"), client.WithNamespace("ls"), client.WithPageSize(1))
+	ctx := e2e.Ctx(t, time.Minute)
+	var listed []string
+	for f, err := range c.AllStaged(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, f.Path)
+	}
+	if strings.Join(listed, " ") != strings.Join(paths, " ") {
+		t.Fatalf("AllStaged by pages of 1: %v, want %v", listed, paths)
+	}
+	checkStageRm(t, ctx, sc, c)
+	// The other namespaces keep theirs.
+	if out := sc.stageRun(t, nil, "ls"); !regexpLine(out, "out/a.dat", "1") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("pdc stage ls of the default namespace:\n%s", out)
+	}
+	if out := sc.stageRun(t, nil, "ls", "--namespace", "other", "--json"); !strings.Contains(out, `"path":"out/b.dat"`) {
+		t.Fatalf("pdc stage ls of namespace other:\n%s", out)
+	}
+	r := e2e.Run(t, sc.env("node-b"), "stage", "rm", "--namespace", "ls", "--all", "--prefix", "x")
+	if r.Err == nil {
+		t.Fatalf("pdc stage rm with --all and --prefix succeeded:\n%s", r.Stdout)
+	}
+	r = e2e.Run(t, sc.env("node-b"), "stage", "ls", "--namespace", "bad/name")
+	if r.Err == nil || !strings.Contains(r.Stderr, "bad/name") {
+		t.Fatalf("pdc stage ls --namespace bad/name: %v\n%s", r.Err, r.Stderr)
+	}
+}
+
+// checkStageLs checks pdc stage ls of namespace "ls", which holds paths
+// (out/a.dat at version 2): by prefix as a table, and whole as JSON lines
+// with every documented field.
+func checkStageLs(t *testing.T, sc *stageCluster, paths []string) {
+	t.Helper()
 	out := sc.stageRun(t, nil, "ls", "--namespace", "ls", "out/")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "PATH") || !regexpLine(out, "out/a.dat", "2") ||
@@ -122,21 +160,12 @@ func TestStageListAndRemove(t *testing.T) {
 			t.Fatalf("pdc stage ls --json: produced: %v", err)
 		}
 	}
+}
 
-	// A client listing and removing a page of one record at a time.
-	c := e2e.Connect(t, sc.tmpdir, client.WithHost("node-b"), client.WithNamespace("ls"), client.WithPageSize(1))
-	ctx := e2e.Ctx(t, time.Minute)
-	var listed []string
-	for f, err := range c.AllStaged(ctx, "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		listed = append(listed, f.Path)
-	}
-	if strings.Join(listed, " ") != strings.Join(paths, " ") {
-		t.Fatalf("AllStaged by pages of 1: %v, want %v", listed, paths)
-	}
-
+// checkStageRm removes namespace "ls"'s records by path (pdc stage rm),
+// by prefix (c, by pages of one) and all, checking what is left each time.
+func checkStageRm(t *testing.T, ctx context.Context, sc *stageCluster, c *client.Client) {
+	t.Helper()
 	if out := sc.stageRun(t, nil, "rm", "--namespace", "ls", "out/a.dat", "nothing.dat"); !strings.Contains(out, `removed 1 staged record from namespace "ls"`) {
 		t.Fatalf("pdc stage rm of a path:\n%s", out)
 	}
@@ -155,21 +184,6 @@ func TestStageListAndRemove(t *testing.T) {
 	}
 	if _, err := c.Lookup(ctx, "x/y.dat"); !errors.Is(err, pdc.ErrNotFound) {
 		t.Fatalf("lookup of a removed file: %v", err)
-	}
-	// The other namespaces keep theirs.
-	if out := sc.stageRun(t, nil, "ls"); !regexpLine(out, "out/a.dat", "1") || strings.Count(out, "\n") != 2 {
-		t.Fatalf("pdc stage ls of the default namespace:\n%s", out)
-	}
-	if out := sc.stageRun(t, nil, "ls", "--namespace", "other", "--json"); !strings.Contains(out, `"path":"out/b.dat"`) {
-		t.Fatalf("pdc stage ls of namespace other:\n%s", out)
-	}
-	r := e2e.Run(t, sc.env("node-b"), "stage", "rm", "--namespace", "ls", "--all", "--prefix", "x")
-	if r.Err == nil {
-		t.Fatalf("pdc stage rm with --all and --prefix succeeded:\n%s", r.Stdout)
-	}
-	r = e2e.Run(t, sc.env("node-b"), "stage", "ls", "--namespace", "bad/name")
-	if r.Err == nil || !strings.Contains(r.Stderr, "bad/name") {
-		t.Fatalf("pdc stage ls --namespace bad/name: %v\n%s", r.Err, r.Stderr)
 	}
 }
 

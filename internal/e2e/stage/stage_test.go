@@ -606,6 +606,29 @@ func checkNothingOutside(t *testing.T, sc *stageCluster, outside string, outside
 	}
 }
 
+// produceVersion writes data to rel in node-a's producer dir and produces
+// it with pdc stage produce, which must report version v.
+func (sc *stageCluster) produceVersion(t *testing.T, rel string, data []byte, v int) {
+	t.Helper()
+	writeFile(t, sc.prodA, rel, data)
+	if out := sc.produce(t, rel); !strings.Contains(out, fmt.Sprintf("produced %s version %d ", rel, v)) {
+		t.Fatalf("produce of version %d:\n%s", v, out)
+	}
+}
+
+// appendFile appends b to the file at path.
+func appendFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A consumer holding the current version moves nothing; a re-produce
 // makes it fetch the new version.
 func TestStageReproduce(t *testing.T) {
@@ -616,10 +639,7 @@ func TestStageReproduce(t *testing.T) {
 	const rel = "run/data.bin"
 	local := filepath.Join(consB, rel)
 	v1 := randBytes(1, 300_000)
-	writeFile(t, sc.prodA, rel, v1)
-	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 1 ") {
-		t.Fatalf("first produce:\n%s", out)
-	}
+	sc.produceVersion(t, rel, v1, 1)
 
 	check := func(step string, version uint64, how client.How, moved int64, want []byte) {
 		t.Helper()
@@ -652,14 +672,7 @@ func TestStageReproduce(t *testing.T) {
 
 	// A copy changed or removed in the consumer dir is no longer current:
 	// the next consume fetches the version again.
-	f, err := os.OpenFile(local, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write([]byte("scribble")); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	appendFile(t, local, []byte("scribble"))
 	check("consume after the copy was changed", 2, client.Fetched, int64(len(v2)), v2)
 	if err := os.Remove(local); err != nil {
 		t.Fatal(err)
@@ -669,10 +682,7 @@ func TestStageReproduce(t *testing.T) {
 
 	// A third version of another size, consumed by the CLI.
 	v3 := append(v2[:1000:1000], randBytes(3, 5000)...)
-	writeFile(t, sc.prodA, rel, v3)
-	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 3 ") {
-		t.Fatalf("third produce:\n%s", out)
-	}
+	sc.produceVersion(t, rel, v3, 3)
 	// Small enough to come in its record.
 	if r := sc.consume(t, "node-b", consB, rel); r.Err != nil || !hasConsumed(r.Stdout, rel, 3, local, "inline") {
 		t.Fatalf("pdc stage consume of version 3: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
@@ -682,10 +692,7 @@ func TestStageReproduce(t *testing.T) {
 	// Small again, same size: the copy of version 3, which came inline,
 	// is not taken for version 4.
 	v4 := randBytes(4, len(v3))
-	writeFile(t, sc.prodA, rel, v4)
-	if out := sc.produce(t, rel); !strings.Contains(out, "produced "+rel+" version 4 ") {
-		t.Fatalf("fourth produce:\n%s", out)
-	}
+	sc.produceVersion(t, rel, v4, 4)
 	check("consume of version 4", 4, client.Inline, int64(len(v4)), v4)
 	check("consume of version 4 again", 4, client.Cached, 0, v4)
 	if got := listFiles(t, consB); !slices.Equal(got, []string{"run/", rel}) {
@@ -1025,28 +1032,13 @@ func TestStageEveryTransport(t *testing.T) {
 	}
 }
 
-// Records of produced files survive kill -9 of every server and a
-// restart: the same versions are found, the files are consumed, and the
-// next produce continues the versions.
-func TestStageRecordsSurviveRestart(t *testing.T) {
-	sc := stageUp(t)
-	datadir := e2e.ServerDataDir(t, sc.tmpdir)
-	paths := []string{"a.dat", "b.dat", "c/d.dat", "e.dat", "f.dat", "g/h/i.dat"}
-	data := map[string][]byte{}
-	for i, p := range paths {
-		// Every other file small enough to travel in its record: its
-		// bytes must survive in the metadata store too.
-		n := 1000 * (i + 1)
-		if i%2 == 1 {
-			n += staging.InlineMax
-		}
-		data[p] = randBytes(uint64(100+i), n)
-		writeFile(t, sc.prodA, p, data[p])
-	}
-	sc.produce(t, paths...)
-	// Some files twice: version 2.
-	sc.produce(t, paths[:3]...)
+// recordsBeforeKill looks up every path's record from node-b and checks
+// it: version 2 for the first three (produced twice), 1 for the others,
+// owned by rank 0 on node-a.
+func recordsBeforeKill(t *testing.T, sc *stageCluster, paths []string, data map[string][]byte) map[string]client.StagedFile {
+	t.Helper()
 	c := sc.client(t, "node-b", "")
+	defer c.Close()
 	before := map[string]client.StagedFile{}
 	for i, p := range paths {
 		r, err := c.Lookup(e2e.Ctx(t, 10*time.Second), p)
@@ -1062,24 +1054,15 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 			t.Fatalf("record of %s: %+v; want version %d owned by rank 0 on node-a", p, r, want)
 		}
 	}
-	c.Close()
+	return before
+}
 
-	// A consumer waiting when the servers die must not hang.
-	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
-	waiter := startStage(t, sc.env("node-b"), "consume", "--timeout", "1m", "--consumer-dir", consB, "late.dat")
-	waiter.awaitWaiting(t, "late.dat")
-
-	e2e.KillAll(t, sc.tmpdir)
-	r := waiter.wait(t)
-	t.Logf("a consumer waiting while the servers were killed: %v: %s", r.Err, strings.TrimSpace(r.Stderr))
-	if last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]); r.Err == nil ||
-		!strings.Contains(last, "consume late.dat") || !strings.Contains(last, "unavailable") || strings.Contains(last, "deadline") {
-		t.Errorf("a consumer waiting while the servers were killed: %v\nstdout:\n%s\nstderr:\n%s\nwant an error naming the file, before its deadline",
-			r.Err, r.Stdout, r.Stderr)
-	}
-	e2e.MustRun(t, append([]string{"up", "-n", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir}, sc.upArgs...)...)
-
-	c = sc.client(t, "node-b", consB)
+// checkRecordsAfterRestart checks that every record reads back as before
+// the kill, and that every file is consumed into consB whole: small ones
+// from their records, the others fetched.
+func checkRecordsAfterRestart(t *testing.T, sc *stageCluster, consB string, paths []string, data map[string][]byte, before map[string]client.StagedFile) {
+	t.Helper()
+	c := sc.client(t, "node-b", consB)
 	ctx := e2e.Ctx(t, time.Minute)
 	for _, p := range paths {
 		r, err := c.Lookup(ctx, p)
@@ -1110,6 +1093,47 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 		}
 		sameFile(t, consB, p, data[p])
 	}
+}
+
+// Records of produced files survive kill -9 of every server and a
+// restart: the same versions are found, the files are consumed, and the
+// next produce continues the versions.
+func TestStageRecordsSurviveRestart(t *testing.T) {
+	sc := stageUp(t)
+	datadir := e2e.ServerDataDir(t, sc.tmpdir)
+	paths := []string{"a.dat", "b.dat", "c/d.dat", "e.dat", "f.dat", "g/h/i.dat"}
+	data := map[string][]byte{}
+	for i, p := range paths {
+		// Every other file small enough to travel in its record: its
+		// bytes must survive in the metadata store too.
+		n := 1000 * (i + 1)
+		if i%2 == 1 {
+			n += staging.InlineMax
+		}
+		data[p] = randBytes(uint64(100+i), n)
+		writeFile(t, sc.prodA, p, data[p])
+	}
+	sc.produce(t, paths...)
+	// Some files twice: version 2.
+	sc.produce(t, paths[:3]...)
+	before := recordsBeforeKill(t, sc, paths, data)
+
+	// A consumer waiting when the servers die must not hang.
+	consB := realDir(t, filepath.Join(sc.base, "cons-node-b"))
+	waiter := startStage(t, sc.env("node-b"), "consume", "--timeout", "1m", "--consumer-dir", consB, "late.dat")
+	waiter.awaitWaiting(t, "late.dat")
+
+	e2e.KillAll(t, sc.tmpdir)
+	r := waiter.wait(t)
+	t.Logf("a consumer waiting while the servers were killed: %v: %s", r.Err, strings.TrimSpace(r.Stderr))
+	if last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]); r.Err == nil ||
+		!strings.Contains(last, "consume late.dat") || !strings.Contains(last, "unavailable") || strings.Contains(last, "deadline") {
+		t.Errorf("a consumer waiting while the servers were killed: %v\nstdout:\n%s\nstderr:\n%s\nwant an error naming the file, before its deadline",
+			r.Err, r.Stdout, r.Stderr)
+	}
+	e2e.MustRun(t, append([]string{"up", "-n", "2", "--tmpdir", sc.tmpdir, "--datadir", datadir}, sc.upArgs...)...)
+
+	checkRecordsAfterRestart(t, sc, consB, paths, data, before)
 	if out := sc.produce(t, "a.dat", "e.dat"); !strings.Contains(out, "produced a.dat version 3 ") || !strings.Contains(out, "produced e.dat version 2 ") {
 		t.Fatalf("produce after the restart does not continue the versions:\n%s", out)
 	}
