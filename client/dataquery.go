@@ -54,14 +54,7 @@ type Number interface {
 // any number for float objects (rounded to float32 for float32), whole
 // numbers in range for integer objects. A Pred is immutable and may be
 // shared.
-type Pred struct {
-	nodes []predNode // postfix
-}
-
-type predNode struct {
-	op  uint32 // wire.QueryGT..wire.QueryOR
-	val dataquery.Value
-}
+type Pred struct{ e dataquery.Expr }
 
 // Where compares each element with v by op.
 func Where[T Number](op Op, v T) Pred {
@@ -74,7 +67,7 @@ func Where[T Number](op Op, v T) Pred {
 	default:
 		val = dataquery.Value{Kind: dataquery.KindUint, U: uint64(v)}
 	}
-	return Pred{nodes: []predNode{{op: uint32(op), val: val}}}
+	return Pred{dataquery.Compare(uint32(op), val)}
 }
 
 // isFloat reports whether T is a float type.
@@ -110,19 +103,19 @@ func WhereTyped(op Op, t region.Type, value []byte) (Pred, error) {
 	if op < GT || op > EQ {
 		return Pred{}, fmt.Errorf("query operator %d: %w", int(op), pdc.ErrInvalid)
 	}
-	return Pred{nodes: []predNode{{op: uint32(op), val: v}}}, nil
+	return Pred{dataquery.Compare(uint32(op), v)}, nil
 }
 
 // And is p and q.
-func (p Pred) And(q Pred) Pred { return combine(p, q, wire.QueryAND) }
+func (p Pred) And(q Pred) Pred { return Pred{dataquery.Join(p.e, q.e, wire.QueryAND)} }
 
 // Or is p or q.
-func (p Pred) Or(q Pred) Pred { return combine(p, q, wire.QueryOR) }
+func (p Pred) Or(q Pred) Pred { return Pred{dataquery.Join(p.e, q.e, wire.QueryOR)} }
 
 // Len is the number of nodes of p: its comparisons and the ANDs and ORs
 // joining them. Servers evaluate predicates of at most 1024 nodes; p.And(p)
 // has twice as many as p, plus one.
-func (p Pred) Len() int { return len(p.nodes) }
+func (p Pred) Len() int { return len(p.e) }
 
 // And is every one of ps (which must not be empty).
 func And(ps ...Pred) Pred { return fold(ps, wire.QueryAND) }
@@ -131,69 +124,14 @@ func And(ps ...Pred) Pred { return fold(ps, wire.QueryAND) }
 func Or(ps ...Pred) Pred { return fold(ps, wire.QueryOR) }
 
 func fold(ps []Pred, op uint32) Pred {
-	if len(ps) == 0 {
-		return Pred{}
+	es := make([]dataquery.Expr, len(ps))
+	for i, p := range ps {
+		es[i] = p.e
 	}
-	out := ps[0]
-	for _, p := range ps[1:] {
-		out = combine(out, p, op)
-	}
-	return out
+	return Pred{dataquery.Fold(es, op)}
 }
 
-func combine(p, q Pred, op uint32) Pred {
-	if len(p.nodes) == 0 || len(q.nodes) == 0 {
-		return Pred{}
-	}
-	nodes := make([]predNode, 0, len(p.nodes)+len(q.nodes)+1)
-	nodes = append(nodes, p.nodes...)
-	nodes = append(nodes, q.nodes...)
-	return Pred{nodes: append(nodes, predNode{op: op})}
-}
-
-func (p Pred) String() string {
-	var st []string
-	for _, n := range p.nodes {
-		switch n.op {
-		case wire.QueryAND, wire.QueryOR:
-			if len(st) < 2 {
-				return "<invalid predicate>"
-			}
-			sep := " && "
-			if n.op == wire.QueryOR {
-				sep = " || "
-			}
-			a, b := st[len(st)-2], st[len(st)-1]
-			st = append(st[:len(st)-2], "("+a+sep+b+")")
-		default:
-			st = append(st, "x "+Op(n.op).String()+" "+n.val.String())
-		}
-	}
-	if len(st) != 1 {
-		return "<invalid predicate>"
-	}
-	return st[0]
-}
-
-// encode converts p for elements of type t.
-func (p Pred) encode(t region.Type) ([]wire.QueryNode, error) {
-	if len(p.nodes) == 0 {
-		return nil, fmt.Errorf("empty predicate: %w", pdc.ErrInvalid)
-	}
-	out := make([]wire.QueryNode, len(p.nodes))
-	for i, n := range p.nodes {
-		out[i].Op = n.op
-		if n.op == wire.QueryAND || n.op == wire.QueryOR {
-			continue
-		}
-		b, err := dataquery.Encode(t, n.val)
-		if err != nil {
-			return nil, err
-		}
-		out[i].Value = b
-	}
-	return out, nil
-}
+func (p Pred) String() string { return p.e.String() }
 
 // DataQueryOption changes what Object.Query covers or returns.
 type DataQueryOption func(*dataQueryOptions)
@@ -277,7 +215,7 @@ func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) 
 
 func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*QueryResult, error) {
 	typ := o.meta().Props.Type
-	nodes, err := pred.encode(typ)
+	nodes, err := pred.e.Encode(typ)
 	if err != nil {
 		return nil, err
 	}

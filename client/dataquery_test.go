@@ -32,14 +32,14 @@ func TestPredString(t *testing.T) {
 }
 
 func TestPredEncode(t *testing.T) {
-	nodes, err := Gt(1).Or(Eq(celsius(2.5))).encode(region.Double)
+	nodes, err := Gt(1).Or(Eq(celsius(2.5))).e.Encode(region.Double)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(nodes) != 3 || nodes[2].Op != wire.QueryOR || len(nodes[0].Value) != 8 || nodes[2].Value != nil {
 		t.Fatalf("nodes %+v", nodes)
 	}
-	if _, err := Eq(celsius(2.5)).encode(region.Int); !errors.Is(err, pdc.ErrInvalid) {
+	if _, err := Eq(celsius(2.5)).e.Encode(region.Int); !errors.Is(err, pdc.ErrInvalid) {
 		t.Fatalf("fraction over int: %v", err)
 	}
 	p, err := WhereTyped(GE, region.Int16, []byte{0xff, 0xff})

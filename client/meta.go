@@ -445,21 +445,9 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 	if len(ids) == 0 {
 		return nil
 	}
-	groups := map[int][]uint64{}
-	seen := make(map[uint64]struct{}, len(ids))
-	for _, id := range ids {
-		if id == 0 {
-			return fmt.Errorf("%s: object id 0 names no object: %w", what, pdc.ErrInvalid)
-		}
-		if _, dup := seen[id]; dup {
-			continue
-		}
-		seen[id] = struct{}{}
-		rank, err := ct.c.ownerOfKey(placement.KeyOf(id))
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		groups[rank] = append(groups[rank], id)
+	groups, err := batch.ByOwner(ids, func(id uint64) (int, error) { return ct.c.ownerOfKey(placement.KeyOf(id)) })
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	// Memberships live with the objects; the container, on its own
 	// server, must still be there.
@@ -470,28 +458,19 @@ func (ct *Container) members(ctx context.Context, ids []uint64, remove bool) err
 	if err := openable(m, nil); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	ranks := make([]int, 0, len(groups))
-	chunks := 0
-	for rank, g := range groups {
-		ranks = append(ranks, rank)
-		chunks += (len(g) + MaxBatch - 1) / MaxBatch
-	}
 	send := func(check bool) error {
-		return batch.FanOut(ranks, func(rank int) error {
-			g := groups[rank]
-			for start := 0; start < len(g); start += MaxBatch {
-				req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: g[start:min(start+MaxBatch, len(g))],
-					Remove: remove, Check: check}
-				if _, err := ct.c.calls().ObjMembers(ctx, rank, &req); err != nil {
-					return err
-				}
+		return batch.InChunks(groups, nil, func(rank int, part []int) error {
+			req := wire.Members{Version: wire.MembersVersion, ContID: ct.info.ID, ObjIDs: make([]uint64, len(part)), Remove: remove, Check: check}
+			for j, i := range part {
+				req.ObjIDs[j] = ids[i]
 			}
-			return nil
+			_, err := ct.c.calls().ObjMembers(ctx, rank, &req)
+			return err
 		})
 	}
 	// One request is checked whole by its server; more are all checked
 	// before any changes anything.
-	if chunks > 1 {
+	if batch.Requests(groups) > 1 {
 		if err := send(true); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -20,116 +20,34 @@ import (
 func WithPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
 
 // Cursor walks a listing that metadata servers hand out a page at a time:
-// the objects of a container (Container.ObjectCursor) or every container
-// (Client.ContainerCursor). It holds at most one page per metadata server
-// (a few hundred KiB), whatever the listing holds, and merges the servers'
-// pages into one order: containers by name, objects by id.
+// the objects of a container (Container.ObjectCursor), every container
+// (Client.ContainerCursor) or a namespace's staged files
+// (Client.StagedCursor). It holds at most one page per metadata server (a
+// few hundred KiB), whatever the listing holds, and merges the servers'
+// pages into one order: containers by name, objects by id, files by path.
 //
 // A cursor is not a snapshot: what is created or deleted while it walks
 // may be listed or not, but nothing is listed twice, and everything there
 // from the start to the end of the walk is listed once. Not safe for
 // concurrent use.
-type Cursor[T any] struct {
-	streams []*stream[T]
-	cmp     func(a, b T) int
-	err     error
-}
+type Cursor[T any] struct{ m *batch.Merge[T] }
 
-// stream is one metadata server's part of a listing.
-type stream[T any] struct {
-	buf  []T
-	done bool
-	// fetch gets the server's next page, keeping its own place; done
-	// says the server has no more.
-	fetch func(ctx context.Context) (items []T, done bool, err error)
-}
+func newCursor[T any](cmp func(a, b T) int) *Cursor[T] { return &Cursor[T]{m: batch.NewMerge(cmp)} }
 
 // Next returns the next item; false at the end. After an error every call
 // returns it again.
-func (cu *Cursor[T]) Next(ctx context.Context) (T, bool, error) {
-	var zero T
-	if cu.err != nil {
-		return zero, false, cu.err
-	}
-	// Each server with an empty page gets its next one; a page may come
-	// back empty and not last (its members were deleted meanwhile).
-	for {
-		var need []*stream[T]
-		for _, s := range cu.streams {
-			if len(s.buf) == 0 && !s.done {
-				need = append(need, s)
-			}
-		}
-		if len(need) == 0 {
-			break
-		}
-		if err := fetchAll(ctx, need); err != nil {
-			cu.err = err
-			return zero, false, err
-		}
-	}
-	var best *stream[T]
-	for _, s := range cu.streams {
-		if len(s.buf) > 0 && (best == nil || cu.cmp(s.buf[0], best.buf[0]) < 0) {
-			best = s
-		}
-	}
-	if best == nil {
-		return zero, false, nil
-	}
-	v := best.buf[0]
-	best.buf[0] = zero // the page is not kept alive by what it held
-	best.buf = best.buf[1:]
-	return v, true, nil
-}
-
-// fetchAll refills the streams, concurrently when there are several.
-func fetchAll[T any](ctx context.Context, ss []*stream[T]) error {
-	errs := make([]error, len(ss))
-	fill := func(i int) {
-		s := ss[i]
-		s.buf, s.done, errs[i] = s.fetch(ctx)
-	}
-	if len(ss) == 1 {
-		fill(0)
-		return errs[0]
-	}
-	var wg sync.WaitGroup
-	for i := range ss {
-		wg.Go(func() { fill(i) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (cu *Cursor[T]) Next(ctx context.Context) (T, bool, error) { return cu.m.Next(ctx) }
 
 // All returns an iterator over the rest of the listing. An error is the
 // last pair it yields.
-func (cu *Cursor[T]) All(ctx context.Context) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		for {
-			v, ok, err := cu.Next(ctx)
-			if err != nil {
-				yield(v, err)
-				return
-			}
-			if !ok || !yield(v, nil) {
-				return
-			}
-		}
-	}
-}
+func (cu *Cursor[T]) All(ctx context.Context) iter.Seq2[T, error] { return cu.m.All(ctx) }
 
 // objPage asks the metadata server of rank for a page of container
 // cont's members after id after.
 func (c *Client) objPage(ctx context.Context, rank int, q wire.ObjPageReq) (*wire.ObjPage, error) {
 	q.Version = wire.PageVersion
-	if q.Limit == 0 && c.pageSize > 0 {
-		q.Limit = uint32(min(c.pageSize, 1<<30))
+	if q.Limit == 0 {
+		q.Limit = c.pageLimit()
 	}
 	p, err := c.calls().ObjPage(ctx, rank, &q)
 	if err != nil {
@@ -145,10 +63,10 @@ func (c *Client) objPage(ctx context.Context, rank int, q wire.ObjPageReq) (*wir
 // increasing id order: those whose home it is and those added to it
 // (AddObjects).
 func (ct *Container) ObjectCursor() *Cursor[ObjectInfo] {
-	cu := &Cursor[ObjectInfo]{cmp: func(a, b ObjectInfo) int { return cmp.Compare(a.ID, b.ID) }}
+	cu := newCursor(func(a, b ObjectInfo) int { return cmp.Compare(a.ID, b.ID) })
 	for _, rank := range ct.c.metaServers() {
 		var after uint64
-		cu.streams = append(cu.streams, &stream[ObjectInfo]{fetch: func(ctx context.Context) ([]ObjectInfo, bool, error) {
+		cu.m.Add(func(ctx context.Context) ([]ObjectInfo, bool, error) {
 			p, err := ct.c.objPage(ctx, rank, wire.ObjPageReq{ContID: ct.info.ID, After: after})
 			if err != nil {
 				return nil, false, fmt.Errorf("container %q: list objects: %w", ct.info.Name, err)
@@ -159,7 +77,7 @@ func (ct *Container) ObjectCursor() *Cursor[ObjectInfo] {
 			}
 			after = p.Next
 			return out, p.Next == 0, nil
-		}})
+		})
 	}
 	return cu
 }
@@ -185,17 +103,17 @@ type member struct {
 
 // memberCursor returns a cursor over the ids of the container's members.
 func (ct *Container) memberCursor() *Cursor[member] {
-	cu := &Cursor[member]{cmp: func(a, b member) int { return cmp.Compare(a.id, b.id) }}
+	cu := newCursor(func(a, b member) int { return cmp.Compare(a.id, b.id) })
 	for _, rank := range ct.c.metaServers() {
 		var after uint64
-		cu.streams = append(cu.streams, &stream[member]{fetch: func(ctx context.Context) ([]member, bool, error) {
+		cu.m.Add(func(ctx context.Context) ([]member, bool, error) {
 			p, err := ct.c.objPage(ctx, rank, wire.ObjPageReq{ContID: ct.info.ID, After: after, IDsOnly: true})
 			if err != nil {
 				return nil, false, fmt.Errorf("container %q: list object ids: %w", ct.info.Name, err)
 			}
 			after = p.Next
 			return members(p), p.Next == 0, nil
-		}})
+		})
 	}
 	return cu
 }
@@ -257,31 +175,24 @@ func (ct *Container) Count(ctx context.Context) (int, error) {
 // ContainerCursor returns a cursor over every container of the cluster,
 // by name.
 func (c *Client) ContainerCursor() *Cursor[ContainerInfo] {
-	cu := &Cursor[ContainerInfo]{cmp: func(a, b ContainerInfo) int { return strings.Compare(a.Name, b.Name) }}
-	for _, rank := range c.metaServers() {
-		after := ""
-		cu.streams = append(cu.streams, &stream[ContainerInfo]{fetch: func(ctx context.Context) ([]ContainerInfo, bool, error) {
-			q := wire.ContPageReq{Version: wire.PageVersion, After: after}
-			if c.pageSize > 0 {
-				q.Limit = uint32(min(c.pageSize, 1<<30))
-			}
-			p, err := c.calls().ContPage(ctx, rank, &q)
-			if err != nil {
-				return nil, false, fmt.Errorf("list containers: %w", err)
-			}
-			if p.Next != "" && p.Next <= after {
-				return nil, false, fmt.Errorf("%s: cont_page: the page after %q ends at %q: %w", c.label(rank), after, p.Next, pdc.ErrProtocol)
-			}
-			out := make([]ContainerInfo, len(p.Items))
-			for i := range p.Items {
-				out[i] = c.contInfo(&p.Items[i])
-			}
-			after = p.Next
-			return out, p.Next == "", nil
-		}})
-	}
+	cu := newCursor(func(a, b ContainerInfo) int { return strings.Compare(a.Name, b.Name) })
+	cu.m.AddByName(c.metaServers(), c.label, c.pageLimit(), "list containers", "cont_page", func(ctx context.Context, rank int, after string, limit uint32) ([]ContainerInfo, string, error) {
+		p, err := c.calls().ContPage(ctx, rank, &wire.ContPageReq{Version: wire.PageVersion, After: after, Limit: limit})
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]ContainerInfo, len(p.Items))
+		for i := range p.Items {
+			out[i] = c.contInfo(&p.Items[i])
+		}
+		return out, p.Next, nil
+	})
 	return cu
 }
+
+// pageLimit is the page size to ask for (WithPageSize); 0 for the
+// server's bound.
+func (c *Client) pageLimit() uint32 { return uint32(min(max(c.pageSize, 0), 1<<30)) }
 
 // AllContainers returns an iterator over every container of the cluster,
 // by name, a page per metadata server at a time (see Cursor).

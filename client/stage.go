@@ -373,38 +373,10 @@ func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) er
 	})
 }
 
-// stageRel turns a path given to Lookup into its record path: relative
-// paths as they are (cleaned), absolute ones inside the consumer or the
-// producer dir.
-func (c *Client) stageRel(path string) (string, error) {
-	if !filepath.IsAbs(path) {
-		rel := filepath.ToSlash(filepath.Clean(path))
-		return rel, staging.CheckRel(rel)
-	}
-	var errs []error
-	for _, d := range []struct{ dir, kind string }{{c.stage.consumerDir, "consumer"}, {c.stage.producerDir, "producer"}} {
-		if d.dir == "" {
-			continue
-		}
-		dir, err := staging.OpenDir(d.dir, d.kind, false)
-		if err == nil {
-			var rel string
-			if rel, _, err = dir.Resolve(path); err == nil {
-				return rel, nil
-			}
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return "", fmt.Errorf("absolute path %s, but no producer or consumer dir is set to make it relative to: %w", path, pdc.ErrInvalid)
-	}
-	return "", errors.Join(errs...)
-}
-
 // Lookup returns the record of a produced file, or an error wrapping
 // pdc.ErrNotFound if it has not been produced.
 func (c *Client) Lookup(ctx context.Context, path string) (StagedFile, error) {
-	rel, err := c.stageRel(path)
+	rel, err := staging.RecordPath(path, c.stage.consumerDir, c.stage.producerDir)
 	if err != nil {
 		return StagedFile{}, fmt.Errorf("lookup: %w", err)
 	}
@@ -426,7 +398,7 @@ func (c *Client) WaitProduced(ctx context.Context, path string) (StagedFile, err
 			return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
 		}
 	}
-	rel, err := c.stageRel(path)
+	rel, err := staging.RecordPath(path, c.stage.consumerDir, c.stage.producerDir)
 	if err != nil {
 		return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
 	}
@@ -519,18 +491,12 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, err
 	}
 	defer release()
-	if held, ok := dir.Held(rel, dst); ok {
-		if staging.SameProduce(&held, rec) {
-			return res, nil // another consumer on this host fetched it meanwhile
-		}
-		if staging.LaterProduce(&held, rec) {
-			// Re-produced since the lookup, and another consumer on this
-			// host installed the newer version: keep it (the owner would
-			// refuse the old one; its inline bytes must not replace the
-			// new).
-			res.StagedFile = c.staged(&held)
-			return res, nil
-		}
+	if held, ok := dir.Serves(rel, dst, rec); ok {
+		// Another consumer on this host fetched it meanwhile, or, re-produced
+		// since the lookup, installed the newer version: keep it (the owner
+		// would refuse the old one; its inline bytes must not replace the new).
+		res.StagedFile = c.staged(&held)
+		return res, nil
 	}
 	if parent := filepath.Dir(dst); parent != dir.Real {
 		if err := os.MkdirAll(parent, 0o700); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -46,78 +45,31 @@ func (c *Client) checkNamespace() error {
 	return staging.CheckNamespace(c.stage.namespace)
 }
 
-// stagePrefix turns a prefix given to a listing or removal into one of
-// record paths, as stageRel does paths: "./" in front is dropped, and an
-// absolute prefix must lie inside the consumer or the producer dir, which
-// is cut off. A prefix naming a whole dir would select every record:
-// that is asked for with "" (RemoveStagedPrefix's callers: --all), so it
-// is refused here rather than taken for it.
-func (c *Client) stagePrefix(prefix string) (string, error) {
-	p := prefix
-	for strings.HasPrefix(p, "./") {
-		p = strings.TrimLeft(p[2:], "/")
-	}
-	if filepath.IsAbs(p) {
-		found := false
-		for _, dir := range []string{c.stage.consumerDir, c.stage.producerDir} {
-			if dir == "" {
-				continue
-			}
-			d := filepath.Clean(dir) + "/"
-			if rest, ok := strings.CutPrefix(p+"/", d); ok {
-				p, found = strings.TrimRight(rest, "/"), true
-				if strings.HasSuffix(prefix, "/") && p != "" {
-					p += "/"
-				}
-				break
-			}
-		}
-		if !found {
-			return "", fmt.Errorf("prefix %s is absolute but inside neither the consumer dir (%q) nor the producer dir (%q): %w",
-				prefix, c.stage.consumerDir, c.stage.producerDir, pdc.ErrInvalid)
-		}
-	}
-	if p == "" && prefix != "" {
-		return "", fmt.Errorf("prefix %q names a whole staging dir: ask for every file of the namespace instead (pdc stage rm --all): %w", prefix, pdc.ErrInvalid)
-	}
-	return p, nil
-}
-
 // StagedCursor returns a cursor over the staged files of the client's
 // namespace whose paths start with prefix ("" every one), in path order,
 // a page per metadata server at a time (see Cursor).
 func (c *Client) StagedCursor(prefix string) *Cursor[StagedFile] {
-	cu := &Cursor[StagedFile]{cmp: func(a, b StagedFile) int { return strings.Compare(a.Path, b.Path) }}
-	prefix, err := c.stagePrefix(prefix)
+	cu := newCursor(func(a, b StagedFile) int { return strings.Compare(a.Path, b.Path) })
+	prefix, err := staging.RecordPrefix(prefix, c.stage.consumerDir, c.stage.producerDir)
 	if err == nil {
 		err = c.checkNamespace()
 	}
 	if err != nil {
-		cu.err = fmt.Errorf("list staged files: %w", err)
+		cu.m.Fail(fmt.Errorf("list staged files: %w", err))
 		return cu
 	}
-	for _, rank := range c.metaServers() {
-		after := ""
-		cu.streams = append(cu.streams, &stream[StagedFile]{fetch: func(ctx context.Context) ([]StagedFile, bool, error) {
-			q := wire.StageListReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, After: after}
-			if c.pageSize > 0 {
-				q.Limit = uint32(min(c.pageSize, 1<<30))
-			}
-			p, err := c.calls().StageList(ctx, rank, &q)
-			if err != nil {
-				return nil, false, fmt.Errorf("list staged files: %w", err)
-			}
-			if p.Next != "" && p.Next <= after {
-				return nil, false, fmt.Errorf("%s: stage_list: the page after %q ends at %q: %w", c.label(rank), after, p.Next, pdc.ErrProtocol)
-			}
-			out := make([]StagedFile, len(p.Records))
-			for i := range p.Records {
-				out[i] = c.staged(&p.Records[i])
-			}
-			after = p.Next
-			return out, p.Next == "", nil
-		}})
-	}
+	cu.m.AddByName(c.metaServers(), c.label, c.pageLimit(), "list staged files", "stage_list", func(ctx context.Context, rank int, after string, limit uint32) ([]StagedFile, string, error) {
+		q := wire.StageListReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, After: after, Limit: limit}
+		p, err := c.calls().StageList(ctx, rank, &q)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]StagedFile, len(p.Records))
+		for i := range p.Records {
+			out[i] = c.staged(&p.Records[i])
+		}
+		return out, p.Next, nil
+	})
 	return cu
 }
 
@@ -132,7 +84,7 @@ func (c *Client) AllStaged(ctx context.Context, prefix string) iter.Seq2[StagedF
 // the producer dir. Consumers waiting for the path keep waiting for its
 // next produce, which gets version 1.
 func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
-	rel, err := c.stageRel(path)
+	rel, err := staging.RecordPath(path, c.stage.consumerDir, c.stage.producerDir)
 	if err == nil {
 		err = c.checkNamespace()
 	}
@@ -157,7 +109,7 @@ func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 // error, the count is of those removed before it.
 func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, error) {
 	given := prefix
-	prefix, err := c.stagePrefix(given)
+	prefix, err := staging.RecordPrefix(given, c.stage.consumerDir, c.stage.producerDir)
 	if err == nil {
 		err = c.checkNamespace()
 	}
@@ -174,9 +126,7 @@ func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, er
 	for i, rank := range ranks {
 		wg.Go(func() {
 			q := wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, All: prefix == ""}
-			if c.pageSize > 0 {
-				q.Limit = uint32(min(c.pageSize, 1<<30))
-			}
+			q.Limit = c.pageLimit()
 			for {
 				got, err := c.calls().StageRemove(ctx, rank, &q)
 				if err != nil {

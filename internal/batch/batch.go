@@ -2,8 +2,10 @@ package batch
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/limits"
 )
 
@@ -68,4 +70,37 @@ func Chunks(idx []int, size func(i int) int) [][]int {
 		n += b
 	}
 	return append(out, idx[start:])
+}
+
+// ByOwner groups the distinct ids by the rank owner gives each, as
+// indices into ids (each id's first), for InChunks. An id of 0 names
+// nothing and is refused.
+func ByOwner(ids []uint64, owner func(id uint64) (int, error)) (map[int][]int, error) {
+	groups := map[int][]int{}
+	seen := make(map[uint64]struct{}, len(ids))
+	for i, id := range ids {
+		if id == 0 {
+			return nil, fmt.Errorf("object id 0 names no object: %w", pdc.ErrInvalid)
+		}
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		rank, err := owner(id)
+		if err != nil {
+			return nil, err
+		}
+		groups[rank] = append(groups[rank], i)
+	}
+	return groups, nil
+}
+
+// Requests is how many requests InChunks makes for groups of items too
+// small to count their bytes.
+func Requests(groups map[int][]int) int {
+	n := 0
+	for _, g := range groups {
+		n += (len(g) + MaxItems - 1) / MaxItems
+	}
+	return n
 }

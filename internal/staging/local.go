@@ -172,6 +172,18 @@ func (d Dir) Newer(rel, abs string, rec *wire.StageRecord) (wire.StageRecord, bo
 	return held, true
 }
 
+// Serves reports whether the copy at abs, which another consumer on this
+// host may have installed since rec was looked up, can stand for rec: it
+// holds the same produce, or a later one (see Newer), whose record it
+// returns to report instead.
+func (d Dir) Serves(rel, abs string, rec *wire.StageRecord) (wire.StageRecord, bool) {
+	held, ok := d.Held(rel, abs)
+	if !ok || (!SameProduce(&held, rec) && !LaterProduce(&held, rec)) {
+		return wire.StageRecord{}, false
+	}
+	return held, true
+}
+
 // LaterProduce reports whether a copy's record, held, is of a later
 // produce of the same path than rec (see Newer).
 func LaterProduce(held, rec *wire.StageRecord) bool {

@@ -206,3 +206,68 @@ func within(dir, p string) (string, bool) {
 	}
 	return r, true
 }
+
+// RecordPath turns a path a user gives (to lookup, remove...) into its
+// record path: a relative path as it is (cleaned and checked), an absolute
+// one inside the consumer or the producer dir ("" for none), resolved
+// there.
+func RecordPath(path, consumerDir, producerDir string) (string, error) {
+	if !filepath.IsAbs(path) {
+		rel := filepath.ToSlash(filepath.Clean(path))
+		return rel, CheckRel(rel)
+	}
+	var errs []error
+	for _, d := range []struct{ dir, kind string }{{consumerDir, "consumer"}, {producerDir, "producer"}} {
+		if d.dir == "" {
+			continue
+		}
+		dir, err := OpenDir(d.dir, d.kind, false)
+		if err == nil {
+			var rel string
+			if rel, _, err = dir.Resolve(path); err == nil {
+				return rel, nil
+			}
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return "", fmt.Errorf("absolute path %s, but no producer or consumer dir is set to make it relative to: %w", path, pdc.ErrInvalid)
+	}
+	return "", errors.Join(errs...)
+}
+
+// RecordPrefix turns a prefix a user gives to a listing or removal into
+// one of record paths, as RecordPath does paths: "./" in front is dropped,
+// and an absolute prefix must lie inside the consumer or the producer dir,
+// which is cut off. A prefix naming a whole dir would select every
+// record: that is asked for with "" (pdc stage rm --all), so it is
+// refused here rather than taken for it.
+func RecordPrefix(prefix, consumerDir, producerDir string) (string, error) {
+	p := prefix
+	for strings.HasPrefix(p, "./") {
+		p = strings.TrimLeft(p[2:], "/")
+	}
+	if filepath.IsAbs(p) {
+		found := false
+		for _, dir := range []string{consumerDir, producerDir} {
+			if dir == "" {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(p+"/", filepath.Clean(dir)+"/"); ok {
+				p, found = strings.TrimRight(rest, "/"), true
+				if strings.HasSuffix(prefix, "/") && p != "" {
+					p += "/"
+				}
+				break
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("prefix %s is absolute but inside neither the consumer dir (%q) nor the producer dir (%q): %w",
+				prefix, consumerDir, producerDir, pdc.ErrInvalid)
+		}
+	}
+	if p == "" && prefix != "" {
+		return "", fmt.Errorf("prefix %q names a whole staging dir: ask for every file of the namespace instead (pdc stage rm --all): %w", prefix, pdc.ErrInvalid)
+	}
+	return p, nil
+}
