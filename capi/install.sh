@@ -69,10 +69,13 @@ if [ "${PDC_MPI:-0}" = 1 ]; then
 	grep -q '^#define ENABLE_MPI 1$' "$prefix/include/pdc_config.h" || { echo "capi/install.sh: could not set ENABLE_MPI" >&2; exit 1; }
 fi
 
+# The prefix is found from where pdc.pc is, not written in: pip builds
+# the Python package's copy (python/setup.py) in a build dir and installs
+# it elsewhere, and an install may be moved.
 cat >"$prefix/lib/pkgconfig/pdc.pc" <<EOF
 # libpdc: pdc's C library (PDC's C API and file staging over pdc servers).
 # Version is the PDC API release line it is compatible with.
-prefix=$prefix
+prefix=\${pcfiledir}/../..
 libdir=\${prefix}/lib
 includedir=\${prefix}/include
 

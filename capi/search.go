@@ -106,6 +106,34 @@ func (l *Lib) QueryKVTag(name string, typ int, value unsafe.Pointer, size uint64
 	return ids, rc
 }
 
+// QueryTags is pdc_query_tags: the objects with a tag matching q in the
+// language of `pdc query` (client.Query: KEY, KEY=VALUE, patterns and
+// KEY=LO..HI ranges), asked through the connection pdcID, sorted by id,
+// with their names if names is set. Unlike PDC_Client_query_kvtag it
+// names its connection and lets the client pick the index or a scan, as
+// `pdc query` does.
+func (l *Lib) QueryTags(pdcID uint64, q string, names bool) ([]client.Match, int) {
+	var ms []client.Match
+	rc := l.run(fmt.Sprintf("pdc_query_tags(pdc %d, %q)", pdcID, q), func() error {
+		if q == "" {
+			return fmt.Errorf("the query is empty (NULL): want KEY, KEY=VALUE, ab*=12* or n=10..20: %w", pdc.ErrInvalid)
+		}
+		h, err := l.get(pdcID, kindConn)
+		if err != nil {
+			return err
+		}
+		var opts []client.QueryOption
+		if names {
+			opts = append(opts, client.WithNames())
+		}
+		ctx, cancel := h.conn.ctx()
+		defer cancel()
+		ms, err = h.conn.c.Query(ctx, q, opts...)
+		return err
+	})
+	return ms, rc
+}
+
 func (l *Lib) search(q string, opts ...client.QueryOption) ([]uint64, error) {
 	p, err := l.searchConn()
 	if err != nil {

@@ -37,6 +37,18 @@ extern "C" {
  */
 perr_t PDC_Client_query_kvtag(const pdc_kvtag_t *kvtag, int *n_res, uint64_t **pdc_ids);
 
+/*
+ * pdc_query_tags (pdc's own) finds the objects with a tag matching query,
+ * in the language of `pdc query`: KEY, KEY=VALUE, either side exact,
+ * prefix*, *suffix or *infix*, and KEY=LO..HI for numbers ("step=10..20",
+ * either end may be left out). Unlike the functions above it names its
+ * connection pdc, and uses the DART index when it can answer, else every
+ * metadata server's tags. Results as above; if names is not NULL, *names
+ * is one malloc'd block of the *n_res objects' names, each ended by a NUL,
+ * in the order of *pdc_ids (NULL when there are none).
+ */
+perr_t pdc_query_tags(pdcid_t pdc, const char *query, int *n_res, uint64_t **pdc_ids, char **names);
+
 /* PDC_free_kvtag frees (*kvtag)->name, (*kvtag)->value and *kvtag, all
  * allocated with malloc, and sets *kvtag to NULL. */
 perr_t PDC_free_kvtag(pdc_kvtag_t **kvtag);

@@ -60,6 +60,42 @@ func pdcgo_query_kvtag(name *C.char, size C.uint32_t, typ C.int, value unsafe.Po
 	return idsOut(call, got, rc, n, ids)
 }
 
+// pdcgo_query_tags: names may be NULL (no names wanted); else *names is
+// one block of the names, each ended by a NUL, in the ids' order.
+//
+//export pdcgo_query_tags
+func pdcgo_query_tags(pdcID C.uint64_t, query *C.char, n *C.int, ids **C.uint64_t, names **C.char) C.int {
+	call := fmt.Sprintf("pdc_query_tags(pdc %d, %q)", uint64(pdcID), str(query))
+	if !outsOK(call, n, ids) {
+		return -1
+	}
+	if names != nil {
+		*names = nil
+	}
+	ms, rc := lib.QueryTags(uint64(pdcID), str(query), names != nil)
+	got := make([]uint64, len(ms))
+	size := 0
+	for i, m := range ms {
+		got[i] = m.ID
+		size += len(m.Name) + 1
+	}
+	if rc := idsOut(call, got, rc, n, ids); rc != 0 || names == nil || len(ms) == 0 {
+		return rc
+	}
+	p := cMalloc(size)
+	if p == nil {
+		C.pdcgo_free(unsafe.Pointer(*ids))
+		*n, *ids = 0, nil
+		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d names", len(ms))))
+	}
+	b := unsafe.Slice((*byte)(p), size)[:0]
+	for _, m := range ms {
+		b = append(append(b, m.Name...), 0)
+	}
+	*names = (*C.char)(p)
+	return 0
+}
+
 //export pdcgo_dart_insert
 func pdcgo_dart_insert(algo C.int, key, value *C.char, ref C.int, id C.uint64_t) C.int {
 	return C.int(lib.DARTInsert(int(algo), str(key), str(value), int(ref), uint64(id)))

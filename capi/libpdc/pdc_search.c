@@ -15,6 +15,11 @@ perr_t PDC_Client_query_kvtag(const pdc_kvtag_t *kvtag, int *n_res, uint64_t **p
     return pdcgo_query_kvtag(kvtag->name, kvtag->size, kvtag->type, kvtag->value, n_res, pdc_ids);
 }
 
+perr_t pdc_query_tags(pdcid_t pdc, const char *query, int *n_res, uint64_t **pdc_ids, char **names)
+{
+    return pdcgo_query_tags(pdc, (char *)query, n_res, pdc_ids, names);
+}
+
 perr_t PDC_free_kvtag(pdc_kvtag_t **kvtag)
 {
     if (kvtag == NULL || *kvtag == NULL)

@@ -833,3 +833,8 @@ def to_hdf5(obj: Object, path: Union[str, os.PathLike], dataset: Optional[str] =
 Object.to_npy = to_npy  # type: ignore[attr-defined]
 Object.to_hdf5 = to_hdf5  # type: ignore[attr-defined]
 __all__ += ["from_npy", "to_npy", "from_hdf5", "to_hdf5"]
+
+
+from ._query import Expr, Match, Query  # noqa: E402  (adds Connection.query, Object.query)
+
+__all__ += ["Expr", "Match", "Query"]

@@ -88,6 +88,16 @@ _SIGS = {
     "PDCregion_transfer_close": (c_int, [u64]),
     "pdc_stage_produce": (c_int, [u64, c_char_p]),
     "pdc_stage_consume": (c_int, [u64, c_char_p, ctypes.c_double]),
+    "pdc_query_tags": (c_int, [u64, c_char_p, P(c_int), P(P(u64)), P(c_void_p)]),
+    "PDCquery_create": (c_void_p, [u64, c_int, c_int, c_void_p]),
+    "PDCquery_and": (c_void_p, [c_void_p, c_void_p]),
+    "PDCquery_or": (c_void_p, [c_void_p, c_void_p]),
+    "PDCquery_sel_region": (c_int, [c_void_p, c_void_p]),
+    "PDCquery_get_nhits": (c_int, [c_void_p, P(u64)]),
+    "PDCquery_get_selection": (c_int, [c_void_p, c_void_p]),
+    "PDCquery_get_data": (c_int, [u64, c_void_p, c_void_p]),
+    "PDCquery_free": (None, [c_void_p]),
+    "PDCselection_free": (None, [c_void_p]),
 }
 
 path = find()
