@@ -21,7 +21,38 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure pdc next to this machine's ceilings (rpc)", run: runBench})
+	register(command{name: "bench", summary: "measure pdc next to this machine's ceilings", usage: "WHAT [flags]",
+		long: `Every benchmark runs --rounds rounds (default 5), each measuring its ceiling again, and prints each
+case's median [range]; the load average before and after goes to stderr. --cpuprofile DIR profiles
+the benchmark and its servers; --case REGEX keeps the matching cases.`,
+		examples: []string{"pdc bench rpc", "pdc bench all --out report.json", "pdc bench compare old.json new.json"},
+		verbs: []verb{
+			{name: "rpc", summary: "64-byte round trips: sequential, 64 in flight, 16 clients", usage: "[flags]", examples: []string{"pdc bench rpc --rounds 3"}},
+			{name: "meta", summary: "metadata: create, open, tags, batched and parallel creates, restart", usage: "[flags]", examples: []string{"pdc bench meta"}},
+			{name: "dtl", summary: "data transport: stream, pull, push, shm at 4 KiB to 1 GiB", usage: "[flags]", examples: []string{"pdc bench dtl --case shm"}},
+			{name: "io", summary: "region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions", usage: "[flags]", examples: []string{"pdc bench io"}},
+			{name: "vpic", summary: "VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)", usage: "[flags]", examples: []string{"pdc bench vpic", "pdc bench vpic --c"}},
+			{name: "search", summary: "kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost", usage: "[flags]", examples: []string{"pdc bench search"}},
+			{name: "stage", summary: "producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup", usage: "[flags]", examples: []string{"pdc bench stage"}},
+			{name: "preload", summary: "producer -> consumer files through libpdc_preload.so (cp, cat under LD_PRELOAD) next to pdc stage, as ratios (make capi)", usage: "[flags]", examples: []string{"pdc bench preload"}},
+			{name: "query", summary: "value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read", usage: "[flags]", examples: []string{"pdc bench query"}},
+			{name: "soak", summary: "the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)", usage: "[flags]", examples: []string{"pdc bench soak"}},
+			{name: "hosts", summary: "io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)", usage: "[flags]", examples: []string{"sudo pdc bench hosts"}},
+			{name: "all", summary: "every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)", usage: "[flags]", examples: []string{"pdc bench all --out report.json"}},
+			{name: "compare", summary: "what moved between two reports, calling a change only outside the noise", usage: "[flags] OLD.json NEW.json",
+				long: `Compares two reports of pdc bench all (or the --json lines of one benchmark;
+lines of one case from several runs appended to one file are that case's
+rounds, so an old binary without --rounds can be run five times) case by
+case: each side's median [range], the change of the median, and a
+verdict that calls a change only when the two ranges do not overlap
+("faster", "slower"; else "same within noise"). A case with a ceiling is
+judged on the ranges of its ratio too; where the figure and the ratio
+disagree, the verdict is "machine moved (ceiling X -> Y)": the machine got
+slower or faster as a whole. Cases in one report only are listed as such.
+The last column is the ratio to the ceiling, old -> new.
+`, examples: []string{"pdc bench compare old.json new.json"}, args: []argKind{argFile}},
+		},
+		run: runBench})
 	register(command{name: "bench-echo", summary: "raw echo server for the benchmarks' ceilings", run: runBenchEcho, hidden: true})
 	register(command{name: "bench-meta-client", summary: "one client process of bench meta", run: runBenchMetaClient, hidden: true})
 	register(command{name: "bench-raw-client", summary: "one raw ping-pong process: the ceiling of bench meta's parallel case", run: runBenchRawClient, hidden: true})
@@ -30,10 +61,6 @@ func init() {
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(e.stderr, "Usage: pdc bench <what> [flags]\n\nwhat:\n  rpc    64-byte round trips: sequential, 64 in flight, 16 clients\n  meta   metadata: create, open, tags, batched and parallel creates, restart\n  dtl    data transport: stream, pull, push, shm at 4 KiB to 1 GiB\n  io     region I/O: a 1 GiB object in 64 KiB to 16 MiB regions, every partition and storage; 64k small regions\n  vpic   VPIC-IO writes 8 particle variables from 1, 2, 4 processes; BD-CATS reads them back (--c: libpdc's C programs)\n  search kvtag queries of every form with 1, 100 and 10k matches, by the DART index and by scan; tag put cost\n  stage  producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup\n  preload producer -> consumer files through libpdc_preload.so (cp, cat under LD_PRELOAD) next to pdc stage, as ratios (make capi)\n  query  value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read\n  soak   the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)\n  hosts  io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)\n  all    every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)\n  compare OLD.json NEW.json   what moved between two reports, calling a change only outside the noise\n\nEvery benchmark runs --rounds rounds (default 5), each measuring its ceiling again, and prints each\ncase's median [range]; the load average before and after goes to stderr. --cpuprofile DIR profiles\nthe benchmark and its servers; --case REGEX keeps the matching cases.")
-		return fmt.Errorf("bench: say what to measure: %w", errUsage)
-	}
 	switch args[0] {
 	case "rpc":
 		return benchRPC(ctx, e, args[1:])

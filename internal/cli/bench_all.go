@@ -225,21 +225,6 @@ func missingTargets(ss []bench.Summary) []string {
 // benchCompare prints what moved between two reports.
 func benchCompare(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "bench compare", "OLD.json NEW.json")
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, `Usage: pdc bench compare OLD.json NEW.json
-
-Compares two reports of pdc bench all (or the --json lines of one benchmark;
-lines of one case from several runs appended to one file are that case's
-rounds, so an old binary without --rounds can be run five times) case by
-case: each side's median [range], the change of the median, and a
-verdict that calls a change only when the two ranges do not overlap
-("faster", "slower"; else "same within noise"). A case with a ceiling is
-judged on the ranges of its ratio too; where the figure and the ratio
-disagree, the verdict is "machine moved (ceiling X -> Y)": the machine got
-slower or faster as a whole. Cases in one report only are listed as such.
-The last column is the ratio to the ceiling, old -> new.
-`)
-	}
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}

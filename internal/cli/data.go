@@ -19,8 +19,12 @@ import (
 )
 
 func init() {
-	register(command{name: "put", summary: "write a file into an object's region", run: runPut})
-	register(command{name: "get", summary: "read an object's region into a file", run: runGet})
+	register(command{name: "put", summary: "write a file into an object's region", usage: "[flags] OBJECT FILE   (FILE - reads stdin)",
+		examples: []string{"pdc put temperature temperature.bin", "pdc put --region 0:512,0:1024 temperature top-half.bin"},
+		args:     []argKind{argObject, argFile}, run: runPut})
+	register(command{name: "get", summary: "read an object's region into a file", usage: "[flags] OBJECT FILE   (FILE - writes stdout)",
+		examples: []string{"pdc get temperature out.bin", "pdc get --region 0:1,0:1024 temperature - | od -f"},
+		args:     []argKind{argObject, argFile}, run: runGet})
 }
 
 // Data moves in blocks of whole rows of about this many bytes, a few in

@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", summary: "start a local cluster, use it, stop it: the tour", run: runDemo})
+	register(command{name: "demo", summary: "start a local cluster, use it, stop it: the tour", usage: "[flags]",
+		examples: []string{"pdc demo", "pdc demo -n 1 --keep"}, run: runDemo})
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {

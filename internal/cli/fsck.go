@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register(command{name: "fsck", summary: "check the data servers' files: orphaned data, blocks failing their checksums", run: runFsck})
+	register(command{name: "fsck", summary: "check the data servers' files: orphaned data, blocks failing their checksums", usage: "[flags]",
+		examples: []string{"pdc fsck", "pdc fsck --remove --no-verify"}, run: runFsck})
 }
 
 // runFsck has every data server scrub its files and prints what each

@@ -21,9 +21,45 @@ import (
 )
 
 func init() {
-	register(command{name: "cont", summary: "containers: create, ls, info, rm, tag, add, remove", run: runCont})
-	register(command{name: "obj", summary: "objects: create, ls, info, rm, set-dims, tag", run: runObj})
-	register(command{name: "checkpoint", summary: "checkpoint every metadata server's store now", run: runCheckpoint})
+	register(command{name: "cont", summary: "containers: make, list, inspect, delete, tag; add objects by reference", usage: "VERB [flags] NAME...",
+		examples: []string{"pdc cont create results", "pdc cont ls", "pdc cont rm --recursive results"},
+		verbs: []verb{
+			{name: "create", summary: "create containers, or find them if they exist", usage: "[--transient] [flags] NAME...",
+				examples: []string{"pdc cont create results", "pdc cont create --transient scratch"}},
+			{name: "ls", summary: "list every container", usage: "[flags]", examples: []string{"pdc cont ls"}},
+			{name: "info", summary: "show containers: id, lifetime, server, objects, tags", usage: "[flags] NAME...",
+				examples: []string{"pdc cont info results"}, args: []argKind{argContainer}},
+			{name: "rm", summary: "delete containers (one that holds objects only with --recursive, deleting them too)", usage: "[--recursive] [flags] NAME...",
+				examples: []string{"pdc cont rm empty", "pdc cont rm --recursive results"}, args: []argKind{argContainer}},
+			{name: "tag", summary: "put, get, remove or list a container's tags", usage: tagUsage,
+				examples: []string{"pdc cont tag put results run 42 int64", "pdc cont tag get results run", "pdc cont tag ls results"},
+				args:     []argKind{argVerb, argContainer, argTag}},
+			{name: "add", summary: "make objects members of a container by reference", usage: "[flags] CONTAINER OBJECT...",
+				examples: []string{"pdc cont add results temperature pressure"}, args: []argKind{argContainer, argObject}},
+			{name: "remove", summary: "take objects added by reference out of a container again", usage: "[flags] CONTAINER OBJECT...",
+				examples: []string{"pdc cont remove results pressure"}, args: []argKind{argContainer, argObject}},
+		},
+		run: runCont})
+	register(command{name: "obj", summary: "objects: create, list, inspect, delete, resize, tag", usage: "VERB [flags] NAME...",
+		examples: []string{"pdc obj create --cont results --dims 1024x1024 --type float64 temperature", "pdc obj ls --cont results", "pdc obj info temperature"},
+		verbs: []verb{
+			{name: "create", summary: "create objects in a container", usage: "--cont CONTAINER --dims DIMS [flags] NAME...",
+				examples: []string{"pdc obj create --cont results --dims 1024x1024 --type float64 temperature", "pdc obj create --cont results --dims unlimitedx3 --type int32 --storage region events"}},
+			{name: "ls", summary: "list a container's objects, in id order", usage: "--cont CONTAINER [flags]",
+				examples: []string{"pdc obj ls --cont results", "pdc obj ls --cont results | sort"}},
+			{name: "info", summary: "show objects: id, container, dims, type, partition, storage, server", usage: "[flags] NAME...",
+				examples: []string{"pdc obj info temperature", "pdc obj info --time-step 3 temperature"}, args: []argKind{argObject}},
+			{name: "rm", summary: "delete objects and their data", usage: "[flags] NAME...",
+				examples: []string{"pdc obj rm temperature"}, args: []argKind{argObject}},
+			{name: "set-dims", summary: "change an object's dims (grow an unlimited first dim)", usage: "[flags] NAME DIMS",
+				examples: []string{"pdc obj set-dims events 4096x3"}, args: []argKind{argObject, argNone}},
+			{name: "tag", summary: "put, get, remove or list an object's tags", usage: tagUsage,
+				examples: []string{"pdc obj tag put temperature units kelvin", "pdc obj tag put temperature step 12 int64", "pdc obj tag get temperature units", "pdc obj tag ls temperature"},
+				args:     []argKind{argVerb, argObject, argTag}},
+		},
+		run: runObj})
+	register(command{name: "checkpoint", summary: "checkpoint every metadata server's store now", usage: "[flags]",
+		examples: []string{"pdc checkpoint"}, run: runCheckpoint})
 }
 
 // clientFlags adds the flags every client command has.
@@ -103,15 +139,25 @@ func sub(args []string, what string, verbs string) (string, []string, error) {
 	return args[0], args[1:], nil
 }
 
+// tagUsage is the usage of cont tag and obj tag.
+const tagUsage = "put NAME KEY VALUE [TYPE] | get NAME KEY | rm NAME KEY | ls NAME"
+
 func runCont(ctx context.Context, e *env, args []string) error {
-	verb, rest, err := sub(args, "cont", "create, ls, info, rm, tag, add, remove")
-	if err != nil {
-		return err
-	}
+	verb, rest := args[0], args[1:]
 	fs := flags(e, "cont "+verb, "[flags] NAME...")
 	cf := addClientFlags(e, fs)
-	transient := fs.Bool("transient", false, "create: the container is transient, not persistent")
+	var transient, recursive *bool
+	switch verb {
+	case "create":
+		transient = fs.Bool("transient", false, "the containers are transient (deleted by pdc down), not persistent")
+	case "rm":
+		recursive = fs.Bool("recursive", false, "delete a container that holds objects, and its objects")
+	}
 	if help, err := parse(fs, rest); help || err != nil {
+		return err
+	}
+	names := fs.Args()
+	if err := checkTagArgs("cont", verb, names); err != nil {
 		return err
 	}
 	base := ctx
@@ -120,7 +166,6 @@ func runCont(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("cont %s: %w", verb, err)
 	}
 	defer done()
-	names := fs.Args()
 	switch verb {
 	case "create":
 		return contCreate(ctx, e, c, names, *transient)
@@ -129,7 +174,7 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	case "info":
 		return contInfo(ctx, e, c, names)
 	case "rm":
-		return contRm(base, e, c, names, *cf.timeout)
+		return contRm(base, e, c, names, *cf.timeout, *recursive)
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
 			return c.OpenContainer(ctx, name)
@@ -137,7 +182,7 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	case "add", "remove":
 		return contMembers(ctx, e, c, verb, names)
 	}
-	return fmt.Errorf("cont: unknown action %q (create, ls, info, rm, tag, add, remove): %w", verb, errUsage)
+	return fmt.Errorf("cont: unknown verb %q: %w", verb, errUsage)
 }
 
 // contCreate creates the containers names (or finds them).
@@ -181,12 +226,18 @@ func contLs(ctx context.Context, e *env, c *client.Client) error {
 }
 
 // contRm deletes the containers names. By name, so that a delete that
-// stopped half-way, whose container no longer opens, is finished. timeout
-// bounds each page of members deleted, not the whole delete: a container
-// of a million objects takes longer than 30 s.
-func contRm(base context.Context, e *env, c *client.Client, names []string, timeout time.Duration) error {
+// stopped half-way, whose container no longer opens, is finished. A
+// container that holds objects is deleted only if recursive: its objects
+// go with it. timeout bounds each page of members deleted, not the whole
+// delete: a container of a million objects takes longer than 30 s.
+func contRm(base context.Context, e *env, c *client.Client, names []string, timeout time.Duration, recursive bool) error {
 	if len(names) == 0 {
 		return fmt.Errorf("cont rm: give container names: %w", errUsage)
+	}
+	if !recursive {
+		if err := refuseNonEmpty(base, c, names, timeout); err != nil {
+			return err
+		}
 	}
 	for _, n := range names {
 		dctx, pace, stop := paced(base, timeout)
@@ -196,9 +247,46 @@ func contRm(base context.Context, e *env, c *client.Client, names []string, time
 		if err != nil {
 			return stalled(dctx, err)
 		}
-		fmt.Fprintf(e.stdout, "deleted container %s (%d objects)\n", n, members)
+		fmt.Fprintf(e.stdout, "deleted container %s and its %d %s\n", n, members, plural(members, "object", "objects"))
 	}
 	return nil
+}
+
+// refuseNonEmpty fails, naming them and their counts, if any of the
+// containers names holds objects. One whose delete stopped half-way is
+// not refused: its delete was asked for already.
+func refuseNonEmpty(ctx context.Context, c *client.Client, names []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var full []string
+	for _, n := range names {
+		ct, err := c.OpenContainer(ctx, n, client.EvenBeingDeleted())
+		if err != nil {
+			return fmt.Errorf("cont rm: %w", err)
+		}
+		if ct.Info().Deleting {
+			continue
+		}
+		k, err := ct.Count(ctx)
+		if err != nil {
+			return fmt.Errorf("cont rm: count the objects of %s: %w", n, err)
+		}
+		if k > 0 {
+			full = append(full, fmt.Sprintf("%s holds %d %s", n, k, plural(uint64(k), "object", "objects")))
+		}
+	}
+	if len(full) > 0 {
+		return fmt.Errorf("cont rm: %s; nothing deleted: pdc cont rm --recursive deletes the objects with their container: %w",
+			strings.Join(full, ", "), pdc.ErrInvalid)
+	}
+	return nil
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // contInfo prints what the containers names are, even those being
@@ -307,7 +395,11 @@ func runTag(ctx context.Context, e *env, args []string, open func(context.Contex
 		fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", args[2], v.Type, v)
 		return nil
 	case verb == "rm" && len(args) == 3:
-		return t.DeleteTag(ctx, args[2])
+		if err := t.DeleteTag(ctx, args[2]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed tag %s of %s %s\n", args[2], tagKind(kind), name)
+		return nil
 	case verb == "put" && (len(args) == 4 || len(args) == 5):
 		typ := "string"
 		if len(args) == 5 {
@@ -317,9 +409,20 @@ func runTag(ctx context.Context, e *env, args []string, open func(context.Contex
 		if err != nil {
 			return fmt.Errorf("%s tag put: %v: %w", kind, err, errUsage)
 		}
-		return t.PutTag(ctx, args[2], v)
+		if err := t.PutTag(ctx, args[2], v); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "put tag %s = %s (%s) on %s %s\n", args[2], v, v.Type, tagKind(kind), name)
+		return nil
 	}
 	return fmt.Errorf("%s tag: usage: %s tag put NAME KEY VALUE [TYPE] | get NAME KEY | rm NAME KEY | ls NAME: %w", kind, kind, errUsage)
+}
+
+func tagKind(kind string) string {
+	if kind == "cont" {
+		return "container"
+	}
+	return "object"
 }
 
 // parseTagValue reads a tag value written on the command line as type typ.
@@ -400,22 +503,47 @@ func formatDims(dims []uint64) string {
 }
 
 func runObj(ctx context.Context, e *env, args []string) error {
-	verb, rest, err := sub(args, "obj", "create, ls, info, rm, set-dims, tag")
-	if err != nil {
-		return err
-	}
+	verb, rest := args[0], args[1:]
 	fs := flags(e, "obj "+verb, "[flags] NAME...")
 	cf := addClientFlags(e, fs)
-	cont := fs.String("cont", "", "container (create, ls)")
-	dims := fs.String("dims", "", `create: dims such as 1024x1024 ("unlimited" first dim allowed)`)
-	typ := fs.String("type", "float32", "create: element type")
-	part := fs.String("partition", "object-static", "create: object-static, region-static, region-dynamic or region-local (or 0-3)")
-	storage := fs.String("storage", "offset", "create: how data servers store the data: offset (row-major file) or region (log of written regions)")
-	ts := fs.Uint("time-step", 0, "time step")
-	uid := fs.Uint("user-id", 0, "create: user id")
-	app := fs.String("app", "", "create: app name")
+	var f objFlags
+	var cont *string
+	switch verb {
+	case "create":
+		cont = fs.String("cont", "", "the container to create the objects in")
+		fs.StringVar(&f.dims, "dims", "", `dims such as 1024x1024 ("unlimited" first dim allowed)`)
+		fs.StringVar(&f.typ, "type", "float32", "element type")
+		fs.StringVar(&f.part, "partition", "object-static", "object-static, region-static, region-dynamic or region-local (or 0-3)")
+		fs.StringVar(&f.storage, "storage", "offset", "how data servers store the data: offset (row-major file) or region (log of written regions)")
+		fs.UintVar(&f.uid, "user-id", 0, "user id")
+		fs.StringVar(&f.app, "app", "", "app name")
+	case "ls":
+		cont = fs.String("cont", "", "the container whose objects to list")
+	}
+	if verb != "ls" {
+		fs.UintVar(&f.ts, "time-step", 0, "time step")
+	}
 	if help, err := parse(fs, rest); help || err != nil {
 		return err
+	}
+	names := fs.Args()
+	switch verb {
+	case "create":
+		if *cont == "" || f.dims == "" || len(names) == 0 {
+			return fmt.Errorf("obj create: give --cont, --dims and object names: %w", errUsage)
+		}
+	case "ls":
+		if *cont == "" {
+			return fmt.Errorf("obj ls: give --cont: %w", errUsage)
+		}
+	case "info", "rm", "set-dims":
+		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
+			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
+		}
+	case "tag":
+		if err := checkTagArgs("obj", verb, names); err != nil {
+			return err
+		}
 	}
 	base := ctx
 	c, ctx, done, err := cf.connect(ctx)
@@ -423,29 +551,44 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("obj %s: %w", verb, err)
 	}
 	defer done()
-	names := fs.Args()
 	switch verb {
 	case "create":
-		if *cont == "" || *dims == "" || len(names) == 0 {
-			return fmt.Errorf("obj create: give --cont, --dims and object names: %w", errUsage)
-		}
-		return objCreate(ctx, e, c, *cont, names, objFlags{dims: *dims, typ: *typ, part: *part, storage: *storage, ts: *ts, uid: *uid, app: *app})
+		return objCreate(ctx, e, c, *cont, names, f)
 	case "ls":
-		if *cont == "" {
-			return fmt.Errorf("obj ls: give --cont: %w", errUsage)
-		}
 		return objLs(ctx, base, e, c, *cont, *cf.timeout)
 	case "info", "rm", "set-dims":
-		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
-			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
-		}
-		return objEach(ctx, e, c, verb, names, uint32(*ts))
+		return objEach(ctx, e, c, verb, names, uint32(f.ts))
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
-			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(*ts)))
+			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(f.ts)))
 		}, "obj")
 	}
-	return fmt.Errorf("obj: unknown action %q (create, ls, info, rm, set-dims, tag): %w", verb, errUsage)
+	return fmt.Errorf("obj: unknown verb %q: %w", verb, errUsage)
+}
+
+// checkTagArgs checks the arguments of cont tag and obj tag before
+// anything connects.
+func checkTagArgs(kind, verb string, args []string) error {
+	if verb != "tag" {
+		return nil
+	}
+	ok := len(args) >= 2
+	if ok {
+		switch args[0] {
+		case "ls":
+			ok = len(args) == 2
+		case "get", "rm":
+			ok = len(args) == 3
+		case "put":
+			ok = len(args) == 4 || len(args) == 5
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%s tag: usage: pdc %s tag %s: %w", kind, kind, tagUsage, errUsage)
+	}
+	return nil
 }
 
 // objFlags are obj create's flags.

@@ -9,7 +9,8 @@ import (
 )
 
 func init() {
-	register(command{name: "query", summary: "find objects by tag: KEY, KEY=VALUE, ab*=12*, *cd=*34, *bc*=*23*, n=10..20", run: runQuery})
+	register(command{name: "query", summary: "find objects by tag: KEY, KEY=VALUE, ab*=12*, *cd=*34, *bc*=*23*, n=10..20", usage: "[flags] QUERY",
+		examples: []string{"pdc query units=kelvin", "pdc query 'run*=4*'", "pdc query --ids step=10..20"}, run: runQuery})
 }
 
 func runQuery(ctx context.Context, e *env, args []string) error {

@@ -8,15 +8,39 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"sort"
 	"strings"
 )
 
+// command is one command of the registry, from which help, the top-level
+// listing and completion are made (docs/design/0028-command-line.md).
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, env *env, args []string) error
-	hidden  bool
+	// usage is what follows "pdc NAME" in the usage line, e.g.
+	// "[flags] OBJECT FILE"; of a command with verbs, "VERB [flags] ...".
+	usage string
+	// examples are whole command lines, "pdc NAME ...", each optionally
+	// followed by "  # what it does".
+	examples []string
+	// verbs, if any, are dispatched by Run: pdc NAME VERB ...
+	verbs []verb
+	// long, if any, is a paragraph of help after the summary.
+	long   string
+	run    func(ctx context.Context, env *env, args []string) error
+	hidden bool
+	// args says what the positional arguments name, for completion
+	// (the last kind repeats).
+	args []argKind
+}
+
+// verb is one verb of a command such as cont or stage.
+type verb struct {
+	name     string
+	summary  string
+	usage    string // what follows "pdc CMD VERB"
+	examples []string
+	long     string // as command.long
+	args     []argKind
 }
 
 // env is what every subcommand gets: where to write and how to read the
@@ -27,6 +51,9 @@ type env struct {
 	// benchSink, if set, takes benchmarks' figures instead of their
 	// printing them (bench all).
 	benchSink benchSink
+	// flagSink, if set, takes the flag set of a command asked for help
+	// instead of its help being printed (completion, tests).
+	flagSink func(*flag.FlagSet)
 }
 
 var commands []command
@@ -52,59 +79,44 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("no command given: %w", errUsage)
 	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "--help":
-		usage(stdout)
-		return nil
-	case "version", "--version":
-		fmt.Fprintln(stdout, "pdc", Version())
-		return nil
-	}
-	for _, c := range commands {
-		if c.name == name {
-			return c.run(ctx, e, args[1:])
-		}
-	}
-	usage(stderr)
-	return fmt.Errorf("unknown command %q: %w", name, errUsage)
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "pdc: Proactive Data Containers and producer/consumer staging, in Go.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: pdc <command> [flags]")
-	fmt.Fprintln(w)
-	cs := append([]command(nil), commands...)
-	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
-	for _, c := range cs {
-		if !c.hidden {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `pdc <command> -h` for a command's flags.")
+	return e.dispatch(ctx, args)
 }
 
 // flags returns a flag set for a subcommand that reports errors as usage
-// errors instead of exiting.
+// errors instead of exiting, and answers -h and --help with the
+// command's help (help.go).
 func flags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("pdc "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	h := &helpFlag{}
+	h.show = func() {
+		if e.flagSink != nil {
+			e.flagSink(fs)
+			return
+		}
+		printHelp(e.stdout, name, synopsis, fs)
+	}
+	fs.Var(h, "h", "print this help")
+	fs.Var(h, "help", "print this help")
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: pdc %s %s\n\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(e.stderr, "Usage: pdc %s %s\nRun `pdc help %s` for its flags and examples.\n", name, usageOf(name, synopsis), name)
 	}
 	return fs
 }
 
-// parse parses args; -h is not an error.
+// parse parses args; -h and --help print the help and are not an error.
 func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
 		return false, fmt.Errorf("%s: %v: %w", fs.Name(), err, errUsage)
+	}
+	if f := fs.Lookup("help"); f != nil {
+		if h, ok := f.Value.(*helpFlag); ok && h.asked {
+			h.show()
+			return true, nil
+		}
 	}
 	return false, nil
 }

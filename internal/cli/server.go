@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	register(command{name: "server", summary: "run one server process (replaces pdc_server.exe)", run: runServer})
+	register(command{name: "server", summary: "run one server process (replaces pdc_server.exe)", usage: "[flags]",
+		examples: []string{"pdc server --rank 0 --size 2 --tmpdir /shared/pdc_tmp &", "srun -n 4 pdc server --tmpdir /shared/pdc_tmp --listen 0.0.0.0:0"}, run: runServer})
 }
 
 // readyFDEnv names the descriptor on which a server started by `pdc up`

@@ -14,7 +14,28 @@ import (
 )
 
 func init() {
-	register(command{name: "stage", summary: "move files from producers to consumers: produce PATH..., consume [--timeout 30s|inf] [--newer-than V] PATH..., lookup PATH..., ls [PREFIX], rm PATH...|--prefix P|--all; each in --namespace N", run: runStage})
+	register(command{name: "stage", summary: "move files from producers to consumers (DYAD-style staging), each run in its --namespace", usage: "VERB [flags] PATH...",
+		long: `Paths are relative to the producer dir (--producer-dir, $PDC_STAGE_PRODUCER_DIR) and land in the
+consumer dir (--consumer-dir, $PDC_STAGE_CONSUMER_DIR). A server serves the files of the producer dir
+it was started with: pdc up --stage-producer-dir DIR.`,
+		examples: []string{
+			"pdc stage produce --producer-dir /scratch/out step1.h5",
+			"pdc stage consume --consumer-dir /local/in --timeout inf step1.h5",
+			"pdc stage ls --namespace run42",
+		},
+		verbs: []verb{
+			{name: "produce", summary: "publish files of the producer dir for consumers", usage: "[flags] PATH...",
+				examples: []string{"pdc stage produce --producer-dir /scratch/out step1.h5 step2.h5"}, args: []argKind{argFile}},
+			{name: "consume", summary: "fetch files into the consumer dir, waiting for them to be produced", usage: "[--timeout 30s|inf] [--newer-than V] [flags] PATH...",
+				examples: []string{"pdc stage consume --consumer-dir /local/in step1.h5", "pdc stage consume --timeout inf --newer-than 3 step1.h5"}},
+			{name: "lookup", summary: "show who serves files: version, size, crc32c, owner, host", usage: "[flags] PATH...",
+				examples: []string{"pdc stage lookup step1.h5", "pdc stage lookup --json step1.h5"}},
+			{name: "ls", summary: "list the staged files of the namespace", usage: "[flags] [PREFIX]",
+				examples: []string{"pdc stage ls", "pdc stage ls --json out/"}},
+			{name: "rm", summary: "forget staged files (their records, not the producer's files)", usage: "[flags] PATH... | --prefix PREFIX | --all",
+				examples: []string{"pdc stage rm step1.h5", "pdc stage rm --namespace run42 --all"}},
+		},
+		run: runStage})
 }
 
 type stageFlags struct {

@@ -15,7 +15,8 @@ import (
 )
 
 func init() {
-	register(command{name: "top", summary: "a live view of the servers: requests, latency, bytes, transfers, stores (needs --metrics-addr)", run: runTop})
+	register(command{name: "top", summary: "a live view of the servers: requests, latency, bytes, transfers, stores (needs --metrics-addr)", usage: "[flags]",
+		examples: []string{"pdc up -n 2 --metrics-addr 127.0.0.1:0 && pdc top", "pdc top --once --json"}, run: runTop})
 }
 
 // Terminal control: clear the screen and put the cursor home, so that

@@ -23,10 +23,14 @@ import (
 )
 
 func init() {
-	register(command{name: "up", summary: "start a local cluster of N servers in the background", run: runUp})
-	register(command{name: "down", summary: "stop the cluster cleanly (replaces close_server)", run: runDown})
-	register(command{name: "status", summary: "show every server: rank, address, roles, pid, uptime, clients, requests", run: runStatus})
-	register(command{name: "ping", summary: "round-trip to every server", run: runPing})
+	register(command{name: "up", summary: "start a local cluster of N servers in the background", usage: "-n N [flags]",
+		examples: []string{"pdc up -n 4", "pdc up -n 2 --tmpdir /tmp/pdc --datadir /scratch/pdc_data", "pdc up --restart-dead"}, run: runUp})
+	register(command{name: "down", summary: "stop the cluster cleanly (replaces close_server)", usage: "[flags]",
+		examples: []string{"pdc down", "pdc down --tmpdir /tmp/pdc"}, run: runDown})
+	register(command{name: "status", summary: "show every server: rank, address, roles, pid, uptime, clients, requests", usage: "[flags]",
+		examples: []string{"pdc status", "pdc status --json"}, run: runStatus})
+	register(command{name: "ping", summary: "round-trip to every server", usage: "[flags]",
+		examples: []string{"pdc ping", "pdc ping --wait 30s"}, run: runPing})
 }
 
 type upOptions struct {

@@ -215,12 +215,12 @@ func TestLargeContainerListAndDelete(t *testing.T) {
 	retryOpen(t, "pdc cont rm", func() error {
 		// --timeout bounds each page of the delete, not all of it,
 		// which took longer than 30 s on a loaded machine.
-		r := e2e.Run(t, nil, "cont", "rm", "--tmpdir", tmpdir, "--timeout", "20s", "--page-size", fmt.Sprint(bigPage), b.name)
+		r := e2e.Run(t, nil, "cont", "rm", "--recursive", "--tmpdir", tmpdir, "--timeout", "20s", "--page-size", fmt.Sprint(bigPage), b.name)
 		if r.Err != nil {
 			return fmt.Errorf("%v: %s", r.Err, r.Stderr)
 		}
 		// Its own objects; those added to it from elsewhere stay.
-		if want := fmt.Sprintf("deleted container %s (%d objects)\n", b.name, b.n); r.Stdout != want {
+		if want := fmt.Sprintf("deleted container %s and its %d objects\n", b.name, b.n); r.Stdout != want {
 			return fmt.Errorf("pdc cont rm said %q, want %q", r.Stdout, want)
 		}
 		return nil
@@ -499,7 +499,7 @@ func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 // where its end is reported.
 func rmUntil(ctx context.Context, t *testing.T, tmpdir string, ct *client.Container, name string, left int) (*exec.Cmd, chan error) {
 	t.Helper()
-	cmd := exec.Command(e2e.Bin(), "cont", "rm", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", name)
+	cmd := exec.Command(e2e.Bin(), "cont", "rm", "--recursive", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", name)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

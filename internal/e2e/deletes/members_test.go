@@ -87,7 +87,7 @@ func TestContainerMembersSurviveKillAndResize(t *testing.T) {
 	e2e.MustRun(t, "up", "-n", "1", "--tmpdir", tmpdir, "--datadir", datadir)
 	wantLs(t, tmpdir, "box", left)
 	e2e.MustRun(t, "cont", "remove", "--tmpdir", tmpdir, "box", "o9")
-	e2e.MustRun(t, "cont", "rm", "--tmpdir", tmpdir, "box")
+	e2e.MustRun(t, "cont", "rm", "--recursive", "--tmpdir", tmpdir, "box")
 	wantLs(t, tmpdir, "home", slices.Concat([]string{"o0"}, left))
 	c := e2e.Connect(t, tmpdir)
 	for _, n := range left {

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every command and every verb answers -h, --help and pdc help with its
+// usage line, at least one example and (but a command with verbs) its
+// flags, exit 0, without a cluster: the tmpdir is empty and stays so
+// (issue 32, item 1). A command that connected first would fail here.
+func TestHelpEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PDC_TMPDIR", dir)
+	t.Setenv("PDC_DATA_LOC", filepath.Join(dir, "data"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for _, c := range visible() {
+		paths := [][]string{{c.name}}
+		for _, v := range c.verbs {
+			paths = append(paths, []string{c.name, v.name})
+		}
+		for _, p := range paths {
+			forms := [][]string{append(append([]string{}, p...), "-h"), append(append([]string{}, p...), "--help"), append([]string{"help"}, p...)}
+			for _, args := range forms {
+				n++
+				var out, errb bytes.Buffer
+				if err := Run(ctx, args, &out, &errb); err != nil || errb.Len() > 0 {
+					t.Errorf("pdc %s: err %v, stderr %q; want help and exit 0", strings.Join(args, " "), err, errb.String())
+					continue
+				}
+				s := out.String()
+				if want := "Usage: pdc " + strings.Join(p, " ") + " "; !strings.HasPrefix(s, want) {
+					t.Errorf("pdc %s: help does not begin with %q:\n%s", strings.Join(args, " "), want, s)
+				}
+				_, ex, ok := strings.Cut(s, "\nExamples:\n")
+				if !ok || !strings.Contains(strings.Split(ex, "\n\n")[0], "pdc "+c.name) {
+					t.Errorf("pdc %s: help has no example of pdc %s:\n%s", strings.Join(args, " "), c.name, s)
+				}
+				if verbs := len(p) == 1 && len(c.verbs) > 0; verbs != strings.Contains(s, "\nVerbs:\n") || !verbs && !strings.Contains(s, "\nFlags:\n") {
+					t.Errorf("pdc %s: want verbs listed for a command with verbs, else flags:\n%s", strings.Join(args, " "), s)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("walked %d help forms; the registry lost its commands or verbs", n)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
+		t.Errorf("asking for help touched the tmpdir: %v %v", ents, err)
+	}
+}
+
+// The top-level help lists every command and every verb, the summaries in
+// one column; unknown commands and verbs are usage errors that name what
+// is known.
+func TestTopLevelHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"--help"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	_, list, _ := strings.Cut(s, "Commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	col := -1
+	for _, line := range strings.Split(list, "\n") {
+		i := 2
+		for i < len(line) && line[i] != ' ' { // the command's name; none on a line of verbs
+			i++
+		}
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		if col == -1 {
+			col = i
+		}
+		if i != col {
+			t.Errorf("misaligned line (text at column %d, not %d): %q", i, col, line)
+		}
+	}
+	for _, c := range visible() {
+		if !strings.Contains(list, "  "+c.name+" ") {
+			t.Errorf("top-level help does not list %s", c.name)
+		}
+		for _, v := range c.verbs {
+			if !strings.Contains(list, v.name) {
+				t.Errorf("top-level help does not list %s %s", c.name, v.name)
+			}
+		}
+	}
+	for _, args := range [][]string{{"nosuch"}, {"cont", "nosuch"}, {"cont"}, {"help", "cont", "nosuch"}} {
+		err := Run(context.Background(), args, &out, &errb)
+		if ExitCode(err) != 2 {
+			t.Errorf("pdc %s: %v, exit %d; want a usage error", strings.Join(args, " "), err, ExitCode(err))
+		}
+		if args[0] == "cont" && !strings.Contains(err.Error(), "create, ls, info, rm") {
+			t.Errorf("pdc %s: %v; want the verbs named", strings.Join(args, " "), err)
+		}
+	}
+	if err := Run(context.Background(), []string{"cont", "create", "--nosuch"}, &out, &errb); !errors.Is(err, errUsage) {
+		t.Errorf("an unknown flag: %v; want a usage error", err)
+	}
+}
