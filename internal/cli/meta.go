@@ -147,7 +147,10 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "cont "+verb, "[flags] NAME...")
 	cf := addClientFlags(e, fs)
 	var transient, recursive *bool
+	asJSON := new(bool)
 	switch verb {
+	case "ls", "info":
+		asJSON = jsonFlag(fs)
 	case "create":
 		transient = fs.Bool("transient", false, "the containers are transient (deleted by pdc down), not persistent")
 	case "rm":
@@ -170,9 +173,9 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	case "create":
 		return contCreate(ctx, e, c, names, *transient)
 	case "ls":
-		return contLs(ctx, e, c)
+		return contLs(ctx, e, c, *asJSON)
 	case "info":
-		return contInfo(ctx, e, c, names)
+		return contInfo(ctx, e, c, names, *asJSON)
 	case "rm":
 		return contRm(base, e, c, names, *cf.timeout, *recursive)
 	case "tag":
@@ -209,7 +212,19 @@ func contCreate(ctx context.Context, e *env, c *client.Client, names []string, t
 }
 
 // contLs lists every container.
-func contLs(ctx context.Context, e *env, c *client.Client) error {
+func contLs(ctx context.Context, e *env, c *client.Client, asJSON bool) error {
+	if asJSON {
+		out := newJSONLines(e.stdout)
+		for ci, err := range c.AllContainers(ctx) {
+			if err != nil {
+				return err
+			}
+			if err := out.put(newContainerJSON(ci)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	tw := newTable(e.stdout, "NAME\tID\tLIFETIME\tSERVER\tCREATED")
 	defer tw.Flush()
 	for ci, err := range c.AllContainers(ctx) {
@@ -291,7 +306,7 @@ func plural(n uint64, one, many string) string {
 
 // contInfo prints what the containers names are, even those being
 // deleted.
-func contInfo(ctx context.Context, e *env, c *client.Client, names []string) error {
+func contInfo(ctx context.Context, e *env, c *client.Client, names []string, asJSON bool) error {
 	if len(names) == 0 {
 		return fmt.Errorf("cont info: give container names: %w", errUsage)
 	}
@@ -309,6 +324,17 @@ func contInfo(ctx context.Context, e *env, c *client.Client, names []string) err
 			return err
 		}
 		i := ct.Info()
+		if asJSON {
+			j := newContainerJSON(i)
+			if tags == nil {
+				tags = []string{}
+			}
+			j.Objects, j.Tags = &nobj, &tags
+			if err := newJSONLines(e.stdout).put(j); err != nil {
+				return err
+			}
+			continue
+		}
 		fmt.Fprintf(e.stdout, "name:     %s\nid:       %d\nlifetime: %s\nserver:   rank %d\ncreated:  %s\nobjects:  %d\ntags:     %s\n",
 			i.Name, i.ID, lifetimeName(i.Lifetime), i.Server, i.Created.Format(time.RFC3339), nobj, strings.Join(tags, ", "))
 		if i.Deleting {
@@ -508,6 +534,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	cf := addClientFlags(e, fs)
 	var f objFlags
 	var cont *string
+	asJSON := new(bool)
 	switch verb {
 	case "create":
 		cont = fs.String("cont", "", "the container to create the objects in")
@@ -519,6 +546,9 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		fs.StringVar(&f.app, "app", "", "app name")
 	case "ls":
 		cont = fs.String("cont", "", "the container whose objects to list")
+	}
+	if verb == "ls" || verb == "info" {
+		asJSON = jsonFlag(fs)
 	}
 	if verb != "ls" {
 		fs.UintVar(&f.ts, "time-step", 0, "time step")
@@ -555,9 +585,9 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	case "create":
 		return objCreate(ctx, e, c, *cont, names, f)
 	case "ls":
-		return objLs(ctx, base, e, c, *cont, *cf.timeout)
+		return objLs(ctx, base, e, c, *cont, *cf.timeout, *asJSON)
 	case "info", "rm", "set-dims":
-		return objEach(ctx, e, c, verb, names, uint32(f.ts))
+		return objEach(ctx, e, c, verb, names, uint32(f.ts), *asJSON)
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
 			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(f.ts)))
@@ -639,13 +669,17 @@ func objCreate(ctx context.Context, e *env, c *client.Client, cont string, names
 // memory (sort by name with sort(1)). timeout bounds each stretch without
 // an object, not the whole listing: a million objects take longer than
 // 30 s to print.
-func objLs(ctx, base context.Context, e *env, c *client.Client, cont string, timeout time.Duration) error {
+func objLs(ctx, base context.Context, e *env, c *client.Client, cont string, timeout time.Duration, asJSON bool) error {
 	ct, err := c.OpenContainer(ctx, cont)
 	if err != nil {
 		return err
 	}
-	tw := newTable(e.stdout, objectHeader)
-	defer tw.Flush()
+	row := func(o client.ObjectInfo) error { return newJSONLines(e.stdout).put(newObjectJSON(o)) }
+	if !asJSON {
+		tw := newTable(e.stdout, objectHeader)
+		defer tw.Flush()
+		row = func(o client.ObjectInfo) error { printObjectRow(tw, o); return nil }
+	}
 	lctx, pace, stop := paced(base, timeout)
 	defer stop()
 	for o, err := range ct.All(lctx) {
@@ -653,14 +687,16 @@ func objLs(ctx, base context.Context, e *env, c *client.Client, cont string, tim
 			return stalled(lctx, err)
 		}
 		pace()
-		printObjectRow(tw, o)
+		if err := row(o); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // objEach runs info or rm on each object of names, or set-dims on
 // names[0] with the dims names[1], at time step ts.
-func objEach(ctx context.Context, e *env, c *client.Client, verb string, names []string, ts uint32) error {
+func objEach(ctx context.Context, e *env, c *client.Client, verb string, names []string, ts uint32, asJSON bool) error {
 	targets := names
 	if verb == "set-dims" {
 		targets = names[:1]
@@ -684,8 +720,12 @@ func objEach(ctx context.Context, e *env, c *client.Client, verb string, names [
 			}
 			err = o.SetDims(ctx, d)
 			o.Close(ctx)
-		default:
-			printObject(e.stdout, o.Info())
+		case "info":
+			if asJSON {
+				err = newJSONLines(e.stdout).put(newObjectJSON(o.Info()))
+			} else {
+				printObject(e.stdout, o.Info())
+			}
 			o.Close(ctx)
 		}
 		if err != nil {

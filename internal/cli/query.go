@@ -19,6 +19,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	idsOnly := fs.Bool("ids", false, "print only the ids, one a line")
 	index := fs.Bool("index", false, "use only the DART index (fail if it cannot answer)")
 	scan := fs.Bool("scan", false, "scan every metadata server's tags, without the index")
+	asJSON := jsonFlag(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -35,6 +36,9 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	if *scan {
 		opts = append(opts, client.ScanOnly())
 	}
+	if *idsOnly && *asJSON {
+		return fmt.Errorf("query: --ids and --json exclude each other: %w", errUsage)
+	}
 	if !*idsOnly {
 		opts = append(opts, client.WithNames())
 	}
@@ -46,6 +50,15 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	ms, err := c.Query(ctx, fs.Arg(0), opts...)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := newJSONLines(e.stdout)
+		for _, m := range ms {
+			if err := out.put(matchJSON{ID: m.ID, Name: m.Name}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *idsOnly {
 		for _, m := range ms {

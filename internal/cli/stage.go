@@ -288,6 +288,7 @@ func firstErr(errs []error) int {
 func runStageLookup(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "stage lookup", "[flags] PATH...")
 	sf := addStageFlags(e, fs)
+	asJSON := jsonFlag(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -300,12 +301,21 @@ func runStageLookup(ctx context.Context, e *env, args []string) error {
 	}
 	defer done()
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tVERSION\tSIZE\tCRC32C\tOWNER\tHOST\tPRODUCED")
+	if !*asJSON {
+		fmt.Fprintln(tw, "PATH\tVERSION\tSIZE\tCRC32C\tOWNER\tHOST\tPRODUCED")
+	}
 	var errs []error
+	out := newJSONLines(e.stdout)
 	for _, p := range fs.Args() {
 		r, err := c.Lookup(ctx, p)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if *asJSON {
+			if err := out.put(newStagedJSON(r)); err != nil {
+				return err
+			}
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%08x\t%s\t%s\t%s\n", r.Path, r.Version, r.Size, r.CRC, r.Owner.Label(), r.Host,

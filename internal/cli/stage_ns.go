@@ -19,7 +19,8 @@ func envNamespace(e *env) string {
 	return e.getenv("DYAD_KVS_NAMESPACE")
 }
 
-// stagedJSON is a line of pdc stage ls --json; its field names are stable.
+// stagedJSON is a line of pdc stage ls --json and stage lookup --json; its
+// field names are stable.
 type stagedJSON struct {
 	Path      string `json:"path"`
 	Namespace string `json:"namespace"`
@@ -29,6 +30,11 @@ type stagedJSON struct {
 	Host      string `json:"host"`
 	CRC32C    string `json:"crc32c"`
 	Produced  string `json:"produced"` // RFC 3339, nanoseconds
+}
+
+func newStagedJSON(r client.StagedFile) stagedJSON {
+	return stagedJSON{Path: r.Path, Namespace: r.Namespace, Version: r.Version, Size: r.Size, Owner: r.Owner.Rank,
+		Host: r.Host, CRC32C: fmt.Sprintf("%08x", r.CRC), Produced: r.Produced.UTC().Format(time.RFC3339Nano)}
 }
 
 func runStageList(ctx context.Context, e *env, args []string) error {
@@ -57,8 +63,7 @@ func runStageList(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("stage ls: %w", err)
 		}
 		if *asJSON {
-			if err := enc.Encode(stagedJSON{Path: r.Path, Namespace: r.Namespace, Version: r.Version, Size: r.Size, Owner: r.Owner.Rank,
-				Host: r.Host, CRC32C: fmt.Sprintf("%08x", r.CRC), Produced: r.Produced.UTC().Format(time.RFC3339Nano)}); err != nil {
+			if err := enc.Encode(newStagedJSON(r)); err != nil {
 				return err
 			}
 			continue

@@ -519,6 +519,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)")
 	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for answers")
+	asJSON := jsonFlag(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -530,8 +531,17 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.Close()
 	sts, err := c.Status(ctx)
-	printStatus(e.stdout, sts)
-	printMetricsAddrs(e.stdout, cluster.Dir{Path: *tmpdir})
+	if *asJSON {
+		out := newJSONLines(e.stdout)
+		for _, s := range sts {
+			if jerr := out.put(newStatusJSON(s)); jerr != nil {
+				return jerr
+			}
+		}
+	} else {
+		printStatus(e.stdout, sts)
+		printMetricsAddrs(e.stdout, cluster.Dir{Path: *tmpdir})
+	}
 	if err != nil {
 		var down []string
 		for _, s := range sts {
