@@ -21,6 +21,10 @@ func TestReadme(t *testing.T) {
 	for _, err := range doctest.Check(blocks) {
 		t.Error(err)
 	}
+	// A marker the parser no longer sees would pass by running nothing.
+	if n := len(doctest.Sessions(blocks)); n < 3 {
+		t.Errorf("found %d sessions of runnable blocks in README.md and docs/*.md; want the README's 3 or more", n)
+	}
 	doctest.Run(t, doctest.Config{Root: root, Pdc: e2e.Bin()}, blocks)
 }
 
