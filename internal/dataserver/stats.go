@@ -51,6 +51,11 @@ type Stats struct {
 	// through shared-memory lanes since start (the rest travel in the
 	// requests' payloads, on the connection).
 	LaneIn, LaneOut uint64
+	// Objects is the objects with data in the stores of the slots the
+	// service holds; WrittenBytes the bytes of regions they stored since
+	// they opened (0 until SetSlots).
+	Objects      int64
+	WrittenBytes uint64
 }
 
 // Stats returns the service's load. It takes the service's lock for a
@@ -61,5 +66,14 @@ func (s *Service) Stats() Stats {
 	s.mu.Lock()
 	st.Transfers = len(s.mu.transfers)
 	s.mu.Unlock()
+	select {
+	case <-s.slotsReady:
+		for _, store := range s.slots.Stores {
+			rs := store.Stats()
+			st.Objects += rs.Objects
+			st.WrittenBytes += rs.WrittenBytes
+		}
+	default: // still starting
+	}
 	return st
 }

@@ -34,6 +34,19 @@ type ServerView struct {
 	Errors       float64 `json:"errors"`
 	ErrorsPerSec float64 `json:"errors_per_sec"`
 	Requests     float64 `json:"requests"`
+
+	// Objects is the objects with data on a data server; WrittenBytes
+	// the bytes of regions it stored since it started.
+	Objects      float64 `json:"objects"`
+	WrittenBytes float64 `json:"written_bytes"`
+	// StageProduces is the files produced (stage_produce answered ok),
+	// StageConsumes the records consumers found (stage_lookup and
+	// stage_wait answered ok), StageWaiters the consumers waiting now
+	// for a file not produced yet (stage_wait in flight): on the
+	// metadata servers that keep the staging records.
+	StageProduces float64 `json:"stage_produces"`
+	StageConsumes float64 `json:"stage_consumes"`
+	StageWaiters  float64 `json:"stage_waiters"`
 }
 
 // ClusterView is a view of the cluster between two snapshots.
@@ -88,6 +101,12 @@ func View(prev, cur *ClusterSnapshot) ClusterView {
 		sv.TransfersQueued = f.Value("pdc_data_transfers_queued")
 		sv.StoreBytes = f.Value("pdc_metastore_disk_bytes") + f.Value("pdc_data_stored_bytes")
 		sv.Clients = f.Value("pdc_rpc_clients")
+		sv.Objects = f.Value("pdc_data_objects")
+		sv.WrittenBytes = f.Value("pdc_data_written_bytes_total")
+		sv.StageProduces = f.Value("pdc_rpc_requests_total", "method", "stage_produce", "code", "ok")
+		sv.StageConsumes = f.Value("pdc_rpc_requests_total", "method", "stage_lookup", "code", "ok") +
+			f.Value("pdc_rpc_requests_total", "method", "stage_wait", "code", "ok")
+		sv.StageWaiters = f.Value("pdc_rpc_requests_in_flight", "method", "stage_wait")
 		v.Servers = append(v.Servers, sv)
 	}
 	return v
@@ -106,4 +125,54 @@ func (s *ClusterSnapshot) sample(rank int, instance string) *Sample {
 		}
 	}
 	return nil
+}
+
+// ErrorCount is requests of one method that one server answered with
+// one error code between two snapshots.
+type ErrorCount struct {
+	Time   time.Time `json:"time"` // of the later snapshot
+	Rank   int       `json:"rank"`
+	Method string    `json:"method"`
+	Code   string    `json:"code"`
+	Count  float64   `json:"count"`
+}
+
+// Errors are the requests answered with an error between prev and cur,
+// by server, method and code (from pdc_rpc_requests_total); with prev
+// nil, those since each server started. A server restarted between the
+// two counts from its start.
+func Errors(prev, cur *ClusterSnapshot) []ErrorCount {
+	var out []ErrorCount
+	for _, s := range cur.Servers {
+		if s.Err != nil {
+			continue
+		}
+		var old Families
+		if p := prev.sample(s.Server.Rank, s.Server.Instance); p != nil {
+			old = p.Families
+		}
+		mf := s.Families["pdc_rpc_requests_total"]
+		if mf == nil {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var method, code string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "method":
+					method = l.GetValue()
+				case "code":
+					code = l.GetValue()
+				}
+			}
+			if code == "ok" || m.Counter == nil {
+				continue
+			}
+			n := m.Counter.GetValue() - old.Value("pdc_rpc_requests_total", "method", method, "code", code)
+			if n > 0 {
+				out = append(out, ErrorCount{Time: s.Time, Rank: s.Server.Rank, Method: method, Code: code, Count: n})
+			}
+		}
+	}
+	return out
 }

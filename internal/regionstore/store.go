@@ -92,6 +92,11 @@ type Store struct {
 	fs     vfs.FS
 	files  *fileCache
 	closed atomic.Bool
+	// objects counts the objects that have files; written the bytes of
+	// regions stored since Open. Kept on the create, write and delete
+	// paths so that Stats reads them without walking the objects.
+	objects atomic.Int64
+	written atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -136,7 +141,22 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{opts: opts, fs: fsys, files: newFileCache(fsys, maxOpenFiles)}
 	s.mu.objects = map[uint64]*object{}
 	s.mu.onDisk = onDisk
+	s.objects.Store(int64(len(onDisk)))
 	return s, nil
+}
+
+// Stats is what a store holds, for metrics.
+type Stats struct {
+	// Objects is the objects that have files.
+	Objects int64
+	// WrittenBytes is the bytes of regions stored since Open (a region
+	// written twice counts twice).
+	WrittenBytes uint64
+}
+
+// Stats returns the store's counts; it takes no lock.
+func (s *Store) Stats() Stats {
+	return Stats{Objects: s.objects.Load(), WrittenBytes: s.written.Load()}
 }
 
 // listObjects returns the objects that have files in dir, by the names
@@ -386,6 +406,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 		o.reg = r
 	}
 	o.mode = l.Mode
+	s.objects.Add(1)
 	return nil
 }
 
@@ -399,7 +420,7 @@ func (s *Store) Write(obj uint64, l Layout, box region.Box, data []byte) error {
 	if err := check(obj, l, box, len(data)); err != nil {
 		return err
 	}
-	return s.write(obj, l, box, func(f vfs.File, o *object) error {
+	return s.write(obj, l, box, uint64(len(data)), func(f vfs.File, o *object) error {
 		if o.mode == ByOffset {
 			return o.off.write(f, l.Dims, box, data)
 		}
@@ -430,7 +451,7 @@ func (s *Store) WriteFrom(obj uint64, l Layout, box region.Box, r io.Reader, buf
 	if len(buf) == 0 {
 		return fmt.Errorf("region store: object %d: a write from a stream needs a buffer of a block at least: %w", obj, pdc.ErrInternal)
 	}
-	return s.write(obj, l, box, func(f vfs.File, o *object) error {
+	return s.write(obj, l, box, n, func(f vfs.File, o *object) error {
 		if o.mode == ByOffset {
 			return o.off.writeFrom(f, l.Dims, box, r, buf)
 		}
@@ -439,8 +460,8 @@ func (s *Store) WriteFrom(obj uint64, l Layout, box region.Box, r io.Reader, buf
 }
 
 // write does what Write and WriteFrom share around store, which puts the
-// bytes in the object's open file.
-func (s *Store) write(obj uint64, l Layout, box region.Box, store func(vfs.File, *object) error) error {
+// bytes in the object's open file; n is the region's bytes.
+func (s *Store) write(obj uint64, l Layout, box region.Box, n uint64, store func(vfs.File, *object) error) error {
 	o, err := s.object(obj)
 	if err != nil {
 		return err
@@ -485,6 +506,7 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, store func(vfs.File,
 	if err != nil {
 		return fmt.Errorf("region store: write object %d region %v: %s: %w", obj, box, path, err)
 	}
+	s.written.Add(n)
 	if o.mode == ByRegion && o.reg.size-o.reg.checkpointed > checkpointEvery {
 		if err := s.checkpoint(o, s.opts.Sync); err != nil {
 			return err
@@ -638,21 +660,31 @@ func (s *Store) delete(obj uint64, bury bool) error {
 		if _, ok := s.mu.onDisk[obj]; ok {
 			if err = s.removeFiles(obj); err == nil {
 				delete(s.mu.onDisk, obj)
+				s.objects.Add(-1)
 			}
 		}
 		s.mu.Unlock()
 		return err
 	}
+	// An entry never loaded has the files it had at Open: files are
+	// made only by a loaded entry.
+	_, listed := s.mu.onDisk[obj]
 	s.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s.closed.Load() {
 		return errClosed
 	}
+	hadFiles := o.mode != 0 || !o.loaded && listed
 	o.gone = o.gone || bury
 	o.maps.drop()
 	err := s.removeFiles(obj)
 	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
+	if hadFiles {
+		// Counted gone even if a file failed to go: the entry says
+		// it has none now, and a write makes it anew (and counts it).
+		s.objects.Add(-1)
+	}
 	return err
 }
 

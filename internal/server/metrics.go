@@ -86,6 +86,8 @@ func (p *proc) addSources() {
 			w.Gauge("pdc_data_transfers_queued", "Region transfers waiting for a worker.", float64(dst.Queued))
 			w.Gauge("pdc_data_budget_bytes", "The data budget (--data-budget).", float64(dst.BudgetMax))
 			w.Gauge("pdc_data_budget_used_bytes", "Bytes of the data budget taken now.", float64(dst.BudgetHeld))
+			w.Gauge("pdc_data_objects", "Objects with data in this data server's stores.", float64(dst.Objects))
+			w.Counter("pdc_data_written_bytes_total", "Bytes of regions this data server stored since it started (a region written twice counts twice).", float64(dst.WrittenBytes))
 			w.Counter("pdc_transport_received_bytes_total", "Bytes received, by transport.", float64(dst.LaneIn), "transport", "lane")
 			w.Counter("pdc_transport_sent_bytes_total", "Bytes sent, by transport.", float64(dst.LaneOut), "transport", "lane")
 			var fs unix.Statfs_t
