@@ -48,6 +48,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address: HOST:PORT, or :PORT for loopback; off by default. The address bound is recorded in the tmpdir for pdc top")
+	dashboardAddr := fs.String("dashboard", "", "serve the cluster's dashboard (pdc dashboard) from this server on this address: HOST:PORT, or :PORT for loopback; off by default")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
 	budget := fs.String("data-budget", "1GiB", "memory for region reads on a data server that their clients have not collected yet (writes in memory count against --payload-budget)")
 	durability := fs.String("durability", "process", "when a metadata change is acknowledged: process (in the kernel: survives a crash of the server) or sync (fsynced: survives power loss)")
@@ -90,6 +91,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		PayloadBudget: payloadBudgetN, MaxConns: *maxConns, MaxConnsPerPeer: *maxPerPeer, MaxHandshakes: *maxHandshakes,
 		HandshakeTimeout: *handshakeTimeout, StallTimeout: *stallTimeout, MinRecvRate: rate,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if *dashboardAddr != "" {
+		stop, err := serveDashboard(*dashboardAddr, cfg)
+		if err != nil {
+			return fmt.Errorf("server: --dashboard: %w", err)
+		}
+		defer stop()
 	}
 	return serve(ctx, e, cfg, *cpuprofile, *debugAddr)
 }

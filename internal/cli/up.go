@@ -51,6 +51,7 @@ type upOptions struct {
 	stageDir        string   // {rank} and {host} replaced per server
 	cpuprofile      string   // each server's --cpuprofile, {rank} replaced
 	metricsAddr     string   // HOST:PORT; a non-zero PORT is rank 0's, rank r's is PORT+r
+	dashboard       string   // rank 0's --dashboard
 }
 
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
@@ -78,6 +79,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.stageDir, "stage-producer-dir", e.getenv("PDC_STAGE_PRODUCER_DIR"), "producer dir each server serves staged files from; {rank} and {host} are replaced per server ($PDC_STAGE_PRODUCER_DIR)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "each server writes its CPU profile to this file when it stops cleanly (pdc down); {rank} is replaced per server")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve each server's Prometheus metrics over HTTP: HOST:PORT, or :PORT for loopback; rank r listens on PORT+r (port 0: each picks one). The addresses are recorded in the tmpdir (pdc_metrics.RANK), where pdc top and pdc status find them")
+	fs.StringVar(&o.dashboard, "dashboard", "", "rank 0 serves the cluster's web page (pdc dashboard) on HOST:PORT, or :PORT for loopback; turns on --metrics-addr 127.0.0.1:0 if not given")
 	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -102,6 +104,9 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	printProcs(e.stdout, procs)
+	if o.dashboard != "" {
+		printDashboard(e.stdout, o.dashboard, o.tmpdir, procs)
+	}
 	fmt.Fprintf(e.stdout, "%d servers up; tmpdir %s. Stop them with: pdc down --tmpdir %s\n", len(procs), o.tmpdir, o.tmpdir)
 	return nil
 }
@@ -141,6 +146,14 @@ func (o *upOptions) check(fs *flag.FlagSet) error {
 	if o.metricsAddr != "" {
 		if _, err := metrics.ListenAddr(o.metricsAddr); err != nil {
 			return fmt.Errorf("up: --metrics-addr: %w", err)
+		}
+	}
+	if o.dashboard != "" {
+		if _, err := metrics.ListenAddr(o.dashboard); err != nil {
+			return fmt.Errorf("up: --dashboard: %w", err)
+		}
+		if o.metricsAddr == "" {
+			o.metricsAddr = "127.0.0.1:0" // the page is fed by the metrics
 		}
 	}
 	if o.unix && o.listen != "" {
@@ -396,6 +409,9 @@ func rankArgs(o upOptions, rank int) []string {
 	}
 	if o.metricsAddr != "" {
 		args = append(args, "--metrics-addr", rankMetricsAddr(o.metricsAddr, rank))
+	}
+	if o.dashboard != "" && rank == 0 {
+		args = append(args, "--dashboard", o.dashboard)
 	}
 	if o.cpuprofile != "" {
 		f := strings.ReplaceAll(o.cpuprofile, "{rank}", strconv.Itoa(rank))
