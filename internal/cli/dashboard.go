@@ -14,7 +14,14 @@ import (
 )
 
 func init() {
-	register(command{name: "dashboard", summary: "serve a web page of the cluster: servers, load plots, objects, transfers, staging, errors (needs --metrics-addr)", run: runDashboard})
+	register(command{name: "dashboard", summary: "serve a web page of the cluster: servers, load plots, objects, transfers, staging, errors (needs --metrics-addr)",
+		usage: "[--addr HOST:PORT] [flags]",
+		long: "The page is served from the binary and polls /api/snapshot and /api/history (docs/design/0030-dashboard.md). " +
+			"It listens on loopback unless given a host; beyond loopback it needs the cluster secret, and the address printed carries its token. " +
+			"pdc up --dashboard ADDR has rank 0 serve the same page for as long as the cluster runs.",
+		examples: []string{"pdc up -n 2 --metrics-addr 127.0.0.1:0 && pdc dashboard  # then open http://127.0.0.1:7080/",
+			"pdc up -n 4 --dashboard 127.0.0.1:7080  # rank 0 serves it"},
+		run: runDashboard})
 }
 
 // defaultDashboardAddr is where pdc dashboard listens unless told.
@@ -28,11 +35,6 @@ func runDashboard(ctx context.Context, e *env, args []string) error {
 	insecure := fs.Bool("insecure", false, "serve beyond loopback without a token (anyone who reaches the address sees the cluster)")
 	interval := fs.Duration("interval", 2*time.Second, "time between snapshots of the servers' metrics")
 	history := fs.Duration("history", 5*time.Minute, "how far back the page's plots go")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stderr, "\nExample:\n  pdc up -n 2 --metrics-addr :0\n  pdc dashboard --addr 127.0.0.1:7080   # then open http://127.0.0.1:7080/\n")
-	}
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
