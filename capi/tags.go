@@ -128,6 +128,19 @@ func (l *Lib) ObjDelTag(id uint64, name string) int {
 	return l.delTag("PDCobj_del_tag", id, name, l.objTags)
 }
 
+// ObjTagNames is pdc_obj_tag_names: the names of the object's tags,
+// sorted.
+func (l *Lib) ObjTagNames(id uint64) ([]string, int) {
+	var names []string
+	rc := l.run(fmt.Sprintf("pdc_obj_tag_names(%d)", id), func() error {
+		return l.objDo(id, func(ctx context.Context, h *handle) (err error) {
+			names, err = h.obj.Tags(ctx)
+			return err
+		})
+	})
+	return names, rc
+}
+
 func (l *Lib) objTags(id uint64, fn func(ctx context.Context, t tagged, exists func(context.Context) error) error) error {
 	return l.objDo(id, func(ctx context.Context, h *handle) error {
 		return fn(ctx, h.obj, func(ctx context.Context) error {

@@ -117,6 +117,13 @@ perr_t PDCobj_get_tag(pdcid_t obj_id, const char *tag_name, void **tag_value, pd
 perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name);
 
 /*
+ * pdc_obj_tag_names (pdc's own) lists the object's tags: *n names, sorted,
+ * in *names, one malloc'd block of them each ended by a NUL (NULL when
+ * there are none; the caller frees it). PDC has no way to list tags.
+ */
+perr_t pdc_obj_tag_names(pdcid_t obj_id, int *n, char **names);
+
+/*
  * Object iterators, as the container iterators (pdc_cont.h), over the
  * objects of cont_id (created in it or added to it) in increasing meta id
  * order: PDCobj_iter_start returns NULL for an empty container, or on

@@ -74,25 +74,44 @@ func pdcgo_query_tags(pdcID C.uint64_t, query *C.char, n *C.int, ids **C.uint64_
 	}
 	ms, rc := lib.QueryTags(uint64(pdcID), str(query), names != nil)
 	got := make([]uint64, len(ms))
-	size := 0
 	for i, m := range ms {
 		got[i] = m.ID
-		size += len(m.Name) + 1
 	}
 	if rc := idsOut(call, got, rc, n, ids); rc != 0 || names == nil || len(ms) == 0 {
 		return rc
 	}
-	p := cMalloc(size)
-	if p == nil {
+	strs := make([]string, len(ms))
+	for i, m := range ms {
+		strs[i] = m.Name
+	}
+	if rc := namesOut(call, strs, names); rc != 0 {
 		C.pdcgo_free(unsafe.Pointer(*ids))
 		*n, *ids = 0, nil
-		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d names", len(ms))))
+		return rc
+	}
+	return 0
+}
+
+// namesOut sets *out to one block (malloc'd) of names, each ended by a
+// NUL; nil for none.
+func namesOut(call string, names []string, out **C.char) C.int {
+	*out = nil
+	if len(names) == 0 {
+		return 0
+	}
+	size := 0
+	for _, s := range names {
+		size += len(s) + 1
+	}
+	p := cMalloc(size)
+	if p == nil {
+		return C.int(lib.Report(call, fmt.Errorf("out of memory for %d names", len(names))))
 	}
 	b := unsafe.Slice((*byte)(p), size)[:0]
-	for _, m := range ms {
-		b = append(append(b, m.Name...), 0)
+	for _, s := range names {
+		b = append(append(b, s...), 0)
 	}
-	*names = (*C.char)(p)
+	*out = (*C.char)(p)
 	return 0
 }
 

@@ -8,8 +8,10 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/capi"
 )
 
@@ -28,6 +30,26 @@ func pdcgo_obj_get_tag(id C.uint64_t, name *C.char, value *unsafe.Pointer, typ *
 //export pdcgo_obj_del_tag
 func pdcgo_obj_del_tag(id C.uint64_t, name *C.char) C.int {
 	return C.int(lib.ObjDelTag(uint64(id), str(name)))
+}
+
+// pdcgo_obj_tag_names: *names as pdcgo_query_tags's.
+//
+//export pdcgo_obj_tag_names
+func pdcgo_obj_tag_names(id C.uint64_t, n *C.int, names **C.char) C.int {
+	call := fmt.Sprintf("pdc_obj_tag_names(%d)", uint64(id))
+	if n == nil || names == nil {
+		return C.int(lib.Report(call, fmt.Errorf("n and names must not be NULL: %w", pdc.ErrInvalid)))
+	}
+	*n, *names = 0, nil
+	got, rc := lib.ObjTagNames(uint64(id))
+	if rc != 0 {
+		return C.int(rc)
+	}
+	if rc := namesOut(call, got, names); rc != 0 {
+		return rc
+	}
+	*n = C.int(len(got))
+	return 0
 }
 
 //export pdcgo_obj_open_by_meta_id

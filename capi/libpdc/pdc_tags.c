@@ -168,3 +168,5 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
     pdcgo_free(dims);
     return info;
 }
+
+perr_t pdc_obj_tag_names(pdcid_t obj_id, int *n, char **names) { return pdcgo_obj_tag_names(obj_id, n, names); }

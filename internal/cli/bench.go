@@ -36,6 +36,7 @@ the benchmark and its servers; --case REGEX keeps the matching cases.`,
 			{name: "stage", summary: "producer -> consumer files of 1 KiB to 1 GiB on another host, by every transport; owner lookup", usage: "[flags]", examples: []string{"pdc bench stage"}},
 			{name: "preload", summary: "producer -> consumer files through libpdc_preload.so (cp, cat under LD_PRELOAD) next to pdc stage, as ratios (make capi)", usage: "[flags]", examples: []string{"pdc bench preload"}},
 			{name: "query", summary: "value queries (counts, selections, values) over a float32 object on the data servers, next to a plain read", usage: "[flags]", examples: []string{"pdc bench query"}},
+			{name: "python", summary: "regions written and read, and tags put, through the Python package next to the Go client, as ratios (pip install ./python)", usage: "[flags]", examples: []string{"pdc bench python", "pdc bench python --size 256MiB --rounds 3"}},
 			{name: "soak", summary: "the crash loop: kill -9 of servers and clients mid-operation, restarts, every acknowledged operation checked (500 cycles)", usage: "[flags]", examples: []string{"pdc bench soak"}},
 			{name: "hosts", summary: "io, vpic and stage between hosts: a bed of network namespaces, links unshaped and limited by tbf (root)", usage: "[flags]", examples: []string{"sudo pdc bench hosts"}},
 			{name: "all", summary: "every benchmark above but soak and hosts, at reduced sizes, into one report (--out FILE)", usage: "[flags]", examples: []string{"pdc bench all --out report.json"}},
@@ -80,6 +81,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return benchPreload(ctx, e, args[1:])
 	case "query":
 		return benchQuery(ctx, e, args[1:])
+	case "python":
+		return benchPython(ctx, e, args[1:])
 	case "soak":
 		return benchSoak(ctx, e, args[1:])
 	case "hosts":
@@ -89,7 +92,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	case "compare":
 		return benchCompare(ctx, e, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, preload, query, soak, hosts, all, compare): %w", args[0], errUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (known: rpc, meta, dtl, io, vpic, search, stage, preload, query, python, soak, hosts, all, compare): %w", args[0], errUsage)
 }
 
 func benchRPC(ctx context.Context, e *env, args []string) error {

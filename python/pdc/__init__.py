@@ -304,8 +304,30 @@ def _from_tag(t: int, raw: bytes) -> Any:
 class Tags:
     """A container's or object's tags as a mapping: values keep their type."""
 
-    def __init__(self, owner: "_Handle", put: Any, get: Any, delete: Any) -> None:
-        self._owner, self._put, self._get, self._del = owner, put, get, delete
+    def __init__(self, owner: "_Handle", put: Any, get: Any, delete: Any, names: Any = None) -> None:
+        self._owner, self._put, self._get, self._del, self._names = owner, put, get, delete, names
+
+    def keys(self) -> list[str]:
+        """The tags' names, sorted (objects only: PDC cannot list a container's)."""
+        if self._names is None:
+            raise Invalid(f"pdc: {self._owner.name!r}: a {self._owner._what}'s tags cannot be listed")
+        n, names = ctypes.c_int(), ctypes.c_void_p()
+        _check(self._names(self._owner.id, ctypes.byref(n), ctypes.byref(names)), f"pdc_obj_tag_names({self._owner.name!r})")
+        out, at = [], names.value
+        try:
+            for _ in range(n.value):
+                b = ctypes.string_at(at)
+                out.append(b.decode("utf-8", "surrogateescape"))
+                at += len(b) + 1
+        finally:
+            _lib.free(names)
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(k, self[k]) for k in self.keys()]
 
     def __setitem__(self, key: str, value: Any) -> None:
         t, raw = _tag_value(value)
@@ -467,7 +489,7 @@ class Object(_Handle):
 
     @property
     def tags(self) -> Tags:
-        return Tags(self, lib.PDCobj_put_tag, lib.PDCobj_get_tag, lib.PDCobj_del_tag)
+        return Tags(self, lib.PDCobj_put_tag, lib.PDCobj_get_tag, lib.PDCobj_del_tag, lib.pdc_obj_tag_names)
 
     def delete(self) -> None:
         """Deletes the object (its data too) and closes it."""
@@ -812,21 +834,24 @@ def from_hdf5(path: Union[str, os.PathLike], dataset: str, cont: Container, name
 
 
 def to_hdf5(obj: Object, path: Union[str, os.PathLike], dataset: Optional[str] = None,
-            tags: Sequence[str] = (), chunk_bytes: int = 64 << 20) -> None:
+            tags: Optional[Sequence[str]] = None, chunk_bytes: int = 64 << 20) -> None:
     """Writes the object to an HDF5 dataset (default its name), in chunks of
-    rows, with the named tags as attributes."""
+    rows, with its tags as attributes (tags=[...]: only those). The file is
+    created or added to; a dataset already there raises pdc.Exists."""
     import h5py
 
     shape = obj.shape
     step = _rows(shape, obj.dtype.itemsize, chunk_bytes)
     with h5py.File(os.fspath(path), "a") as f:
+        if (dataset or obj.name) in f:
+            raise Exists(f"pdc: {path}: already holds {dataset or obj.name}")
         ds = f.create_dataset(dataset or obj.name, shape=shape, dtype=obj.dtype)
         buf = np.empty((min(step, shape[0]),) + shape[1:], obj.dtype)
         for r in range(0, shape[0], step):
             n = min(step, shape[0] - r)
             obj.read(np.s_[r:r + n], out=buf[:n])
             ds[r:r + n] = buf[:n]
-        for t in tags:
+        for t in obj.tags.keys() if tags is None else tags:
             ds.attrs[t] = obj.tags[t]
 
 

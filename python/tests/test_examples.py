@@ -36,3 +36,11 @@ def test_npy_stage(cluster, tmp_path):
     out, err = cons.communicate(timeout=120)
     assert cons.returncode == 0, err
     assert "consumed 4 files" in out
+
+
+def test_hdf5_roundtrip(cluster, tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "hdf5_roundtrip.py"), str(tmp_path / "run.h5"),
+                        "--particles", "50000", "--run", "h5-example-%d" % os.getpid()],
+                       env=env(cluster), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "particles with energy > 0.9 MeV" in r.stdout and "checked against" in r.stdout, r.stdout

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/bench"
+	"github.com/pdcgo/pdc/region"
+)
+
+// bench python: the same regions written and read, and the same tags put,
+// through the Python package (python3 -m pdc bench, over libpdc) and
+// through the Go client, in the same rounds; Python's figure is reported
+// against Go's as its ceiling.
+
+func benchPython(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "bench python", "[flags]")
+	bo := addBenchOpts(fs, "python")
+	sizeFlag := fs.String("size", "1GiB", "object size")
+	regionFlag := fs.String("region", "1MiB", "region size (a multiple of 8 bytes dividing --size): the object is written and read one region at a time")
+	tags := fs.Int("tags", 10000, "tags put one at a time")
+	servers := fs.Int("servers", 2, "server processes")
+	python := pythonFlag(e, fs)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	size, err := parseSize(*sizeFlag)
+	if err != nil {
+		return fmt.Errorf("bench python: --size: %w", err)
+	}
+	reg, err := parseSize(*regionFlag)
+	if err != nil || reg < 8 || reg%8 != 0 || size < reg || size%reg != 0 {
+		return fmt.Errorf("bench python: --region %s: want a multiple of 8 bytes that divides --size %s: %w", *regionFlag, *sizeFlag, errUsage)
+	}
+	if *tags < 1 || *servers < 1 {
+		return fmt.Errorf("bench python: --tags and --servers: want at least 1: %w", errUsage)
+	}
+	run, err := bo.begin(e)
+	if err != nil {
+		return err
+	}
+	defer run.close()
+	dir, err := os.MkdirTemp("", "pdc-bench-python-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o := upOptions{n: *servers, tmpdir: filepath.Join(dir, "tmp"), datadir: filepath.Join(dir, "data"), roles: "both", secret: true,
+		timeout: time.Minute, cpuprofile: run.serverProfile()}
+	if _, err := up(ctx, e.stderr, o); err != nil {
+		return fmt.Errorf("bench python: %w", err)
+	}
+	defer down(context.Background(), io.Discard, o.tmpdir, time.Minute)
+	run.started(o.tmpdir)
+	pb := &pythonBench{e: e, python: *python, tmpdir: o.tmpdir, rows: uint64(size / reg), cols: uint64(reg / 8), tags: *tags, label: sizeLabel(reg)}
+	if err := pb.goSetup(ctx); err != nil {
+		return fmt.Errorf("bench python: %w", err)
+	}
+	defer pb.c.Close()
+	err = run.rounds(ctx, func(ctx context.Context, i int) ([]bench.Result, error) { return pb.round(ctx, i) })
+	if err != nil {
+		return fmt.Errorf("bench python: %w", err)
+	}
+	return run.finish()
+}
+
+type pythonBench struct {
+	e          *env
+	python     string
+	tmpdir     string
+	rows, cols uint64
+	tags       int
+	label      string
+	c          *client.Client
+	data, tobj *client.Object
+}
+
+// passTimes are one pass's seconds.
+type passTimes struct {
+	Write float64 `json:"write_s"`
+	Read  float64 `json:"read_s"`
+	Tags  float64 `json:"tags_s"`
+}
+
+func (p *pythonBench) goSetup(ctx context.Context) error {
+	c, err := client.Connect(ctx, client.WithTmpDir(p.tmpdir))
+	if err != nil {
+		return err
+	}
+	p.c = c
+	ct, _, err := c.CreateContainer(ctx, "bench-python", client.Persistent)
+	if err == nil {
+		// As libpdc creates the Python side's: PDC's default partition.
+		p.data, err = ct.CreateObject(ctx, "go-data", client.ObjectProps{Dims: []uint64{p.rows, p.cols}, Type: region.Double, Partition: client.RegionStatic})
+	}
+	if err == nil {
+		p.tobj, err = ct.CreateObject(ctx, "go-tags", client.ObjectProps{Dims: []uint64{1}, Type: region.Int64, Partition: client.RegionStatic})
+	}
+	if err != nil {
+		c.Close()
+	}
+	return err
+}
+
+// round runs the Go pass and the Python pass, in turns first.
+func (p *pythonBench) round(ctx context.Context, i int) ([]bench.Result, error) {
+	var g, py passTimes
+	var err error
+	if i%2 == 0 {
+		if g, err = p.goPass(ctx); err == nil {
+			py, err = p.pyPass(ctx)
+		}
+	} else {
+		if py, err = p.pyPass(ctx); err == nil {
+			g, err = p.goPass(ctx)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	mb := float64(p.rows*p.cols*8) / 1e6
+	// Issue 30's targets: 0.9 of Go's rate for regions, 0.8 for tags.
+	rate := func(name string, v, cv float64, unit, target string) bench.Result {
+		return bench.Result{Bench: "python", Case: name, Value: v, Unit: unit, Ceiling: "go client", CeilingValue: cv, Ratio: v / cv, Target: target}
+	}
+	return []bench.Result{
+		rate(fmt.Sprintf("write %s regions", p.label), mb/py.Write, mb/g.Write, "MB/s", "ratio >= 0.9"),
+		rate(fmt.Sprintf("read %s regions", p.label), mb/py.Read, mb/g.Read, "MB/s", "ratio >= 0.9"),
+		rate("tag puts one at a time", float64(p.tags)/py.Tags, float64(p.tags)/g.Tags, "puts/s", "ratio >= 0.8"),
+	}, nil
+}
+
+func (p *pythonBench) goPass(ctx context.Context) (passTimes, error) {
+	var t passTimes
+	buf := make([]byte, p.cols*8)
+	for i := range buf {
+		buf[i] = byte(i*7 + 1)
+	}
+	box := func(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, p.cols}} }
+	t0 := time.Now()
+	for r := range p.rows {
+		if err := p.data.Write(ctx, box(r), buf); err != nil {
+			return t, fmt.Errorf("go: write region %d: %w", r, err)
+		}
+	}
+	t1 := time.Now()
+	out := make([]byte, len(buf))
+	for r := range p.rows {
+		if err := p.data.Read(ctx, box(r), out); err != nil {
+			return t, fmt.Errorf("go: read region %d: %w", r, err)
+		}
+	}
+	t2 := time.Now()
+	for i := range p.tags {
+		if err := p.tobj.PutTag(ctx, "t"+strconv.Itoa(i), client.Int64(int64(i))); err != nil {
+			return t, fmt.Errorf("go: tag %d: %w", i, err)
+		}
+	}
+	t3 := time.Now()
+	if !bytes.Equal(out, buf) {
+		return t, fmt.Errorf("go: the last region read back differs from what was written: %w", pdc.ErrCorrupt)
+	}
+	return passTimes{Write: t1.Sub(t0).Seconds(), Read: t2.Sub(t1).Seconds(), Tags: t3.Sub(t2).Seconds()}, nil
+}
+
+// pyPass runs one Python process for the round's Python pass (its start
+// and connect are not timed).
+func (p *pythonBench) pyPass(ctx context.Context) (passTimes, error) {
+	var t passTimes
+	args := []string{"bench", "--tmpdir", p.tmpdir, "--container", "bench-python", "--object", "py-data", "--tag-object", "py-tags",
+		"--rows", strconv.FormatUint(p.rows, 10), "--cols", strconv.FormatUint(p.cols, 10), "--tags", strconv.Itoa(p.tags)}
+	cmd := pythonCmd(ctx, p.e, p.python, args, "PDC_TMPDIR="+p.tmpdir)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return t, fmt.Errorf("python: %s: %w: %s", cmd.Path, err, strings.TrimSpace(stderr.String()))
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout.String())), &t); err != nil || t.Write <= 0 || t.Read <= 0 || t.Tags <= 0 {
+		return t, fmt.Errorf("python: want one line of times, got %q (%v): %w", stdout.String(), err, pdc.ErrInternal)
+	}
+	return t, nil
+}
