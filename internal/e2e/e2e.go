@@ -177,11 +177,10 @@ var plain struct {
 
 // PlainBin is the path of a pdc binary built without the race detector,
 // built on first use (and shared, as Bin's is): Bin itself when the tests
-// run without it. It is for tests of what a long pdc run reports, such as
-// a benchmark run of some fifteen clusters, rather than of how servers
-// and clients behave under concurrency, which every other test checks
-// with the race detector: race-built, such a run costs several times the
-// CPU, on the 2 cores CI has.
+// run without it. It runs the commands that do not start servers (see
+// Run), and long runs such as a benchmark run of some fifteen clusters,
+// whose servers' concurrency is not what their tests check: race-built,
+// such a run costs several times the CPU, on the 2 cores CI has.
 func PlainBin(t *testing.T) string {
 	t.Helper()
 	if !Race {
@@ -203,11 +202,34 @@ type Result struct {
 	Err            error
 }
 
-// Run runs the pdc binary with env added to ours and waits for it.
+// Run runs pdc with env added to ours and waits for it: the race-built
+// binary for the commands that start servers (which then run race-built),
+// PlainBin for every other command.
+//
+// The servers are where the concurrency is: they live for the whole test,
+// serve many clients at once, and are what the race detector is for here.
+// A command such as pdc ls or pdc put is a client that lives for a moment;
+// its library is checked under -race in its own packages, in process. A
+// race-built command costs four times the CPU of a plain one just to
+// start (0.2 s against 0.05 s), and these tests run hundreds of them.
 func Run(t *testing.T, env []string, args ...string) Result {
 	t.Helper()
-	return RunBin(t, bin, env, args...)
+	return RunBin(t, CommandBin(t, args...), env, args...)
 }
+
+// CommandBin is the binary Run runs for the command line args.
+func CommandBin(t *testing.T, args ...string) string {
+	t.Helper()
+	if len(args) > 0 && startsServers[args[0]] {
+		return bin
+	}
+	return PlainBin(t)
+}
+
+// startsServers names the pdc commands that run servers of their own
+// binary for a test to use. pdc demo and pdc bench start servers too, but
+// for a long scripted run whose output is what their tests check.
+var startsServers = map[string]bool{"up": true, "server": true}
 
 // RunBin is Run with the pdc binary at path (Bin or PlainBin).
 func RunBin(t *testing.T, path string, env []string, args ...string) Result {

@@ -155,7 +155,7 @@ func ctx(t testing.TB) context.Context {
 }
 
 // Sizes of the suite; the last is skipped under -short.
-var Sizes = []int64{0, 1, 4 << 10, 1 << 20, 64 << 20, 5 << 30}
+var Sizes = []int64{0, 1, 4 << 10, 1 << 20, bigPayload, 5 << 30}
 
 // Fixture is what a suite runs against: a sender in a process of its
 // own, and a receiver in this one.
@@ -390,7 +390,7 @@ func cancels(t *testing.T, fx *Fixture) {
 	// A caller that gives up mid-payload.
 	c, cancelMid := context.WithCancel(ctx(t))
 	w := &cancelWriter{cancel: cancelMid}
-	_, err = r.Fetch(c, p.Addr, key("pattern", 256<<20), dtl.IntoWriter(w))
+	_, err = r.Fetch(c, p.Addr, key("pattern", 4*bigPayload), dtl.IntoWriter(w))
 	cancelMid()
 	if m != dtl.ModeShm && !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled mid-payload: got %v, want context.Canceled", err)
@@ -496,7 +496,7 @@ func peerDeath(t *testing.T, fx *Fixture) {
 		// The writer holds the first bytes until the sender is dead,
 		// so that most of the payload is still to come.
 		w := &signalWriter{started: started, killed: killed}
-		_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", 64<<20), dtl.IntoWriter(w))
+		_, err := dr2.Fetch(ctx(t), dp2.Addr, key("pattern", bigPayload), dtl.IntoWriter(w))
 		errc <- err
 	}()
 	<-started

@@ -434,7 +434,7 @@ func TestDemo(t *testing.T) {
 // A demo whose output is cut off (`pdc demo | head`) still stops the
 // servers it started.
 func TestDemoStopsItsServersWhenItsOutputCloses(t *testing.T) {
-	cmd := exec.Command(e2e.Bin(), "demo")
+	cmd := exec.Command(e2e.CommandBin(t, "demo"), "demo")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

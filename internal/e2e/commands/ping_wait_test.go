@@ -23,7 +23,7 @@ func TestPingWaitPastADeadClustersList(t *testing.T) {
 		t.Fatalf("ping --wait on a dead cluster's list should wait and say none came up, not ping its servers: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
 
-	ping := exec.Command(e2e.Bin(), "ping", "--tmpdir", tmpdir, "--wait", "2m")
+	ping := exec.Command(e2e.CommandBin(t, "ping"), "ping", "--tmpdir", tmpdir, "--wait", "2m")
 	var out, errb bytes.Buffer
 	ping.Stdout, ping.Stderr = &out, &errb
 	if err := ping.Start(); err != nil {

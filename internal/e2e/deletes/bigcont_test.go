@@ -499,7 +499,7 @@ func TestLargeContainerDeleteSurvivesKill(t *testing.T) {
 // where its end is reported.
 func rmUntil(ctx context.Context, t *testing.T, tmpdir string, ct *client.Container, name string, left int) (*exec.Cmd, chan error) {
 	t.Helper()
-	cmd := exec.Command(e2e.Bin(), "cont", "rm", "--recursive", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", name)
+	cmd := exec.Command(e2e.CommandBin(t, "cont"), "cont", "rm", "--recursive", "--tmpdir", tmpdir, "--page-size", "25", "--timeout", "5m", name)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

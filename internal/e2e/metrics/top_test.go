@@ -101,7 +101,7 @@ func TestTopRedrawsOnATerminal(t *testing.T) {
 	ptm, pts := openPTY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e2e.Bin(), "top", "--tmpdir", tmpdir, "--interval", "100ms", "-n", "3")
+	cmd := exec.CommandContext(ctx, e2e.CommandBin(t, "top"), "top", "--tmpdir", tmpdir, "--interval", "100ms", "-n", "3")
 	cmd.Stdout, cmd.Stderr = pts, pts
 	cmd.Env = append(os.Environ(), "TERM=xterm")
 	if err := cmd.Start(); err != nil {

@@ -173,7 +173,7 @@ type bgStage struct {
 
 func startStage(t *testing.T, env []string, args ...string) *bgStage {
 	t.Helper()
-	cmd := exec.Command(e2e.Bin(), append([]string{"stage"}, args...)...)
+	cmd := exec.Command(e2e.CommandBin(t, "stage"), append([]string{"stage"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	p := &bgStage{cmd: cmd, waiting: make(chan string, 128), done: make(chan struct{})}
 	cmd.Stdout = &p.Stdout
