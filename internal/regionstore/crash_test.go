@@ -23,14 +23,28 @@ const crashEnv = "PDC_REGIONSTORE_CRASH_DIR"
 // crashWorkload is what the child writes and the parent checks: a 1-D
 // object of 96 MiB written in overlapping chunks of up to 1 MiB (enough to
 // pass a checkpoint of the log) and a 2-D object in small boxes.
+// crashBig is the workload's large object: its writes (150 of up to 512
+// KiB) make a log of about 38 MiB, over two checkpoints' worth at
+// smallCheckpoints' 16 MiB.
+const crashBig = 32 << 20
+
+// smallCheckpoints makes the store checkpoint its log every 16 MiB until
+// the test ends, so that the crash tests reach a checkpoint with a
+// quarter of the writes the default 64 MiB would take.
+func smallCheckpoints(t *testing.T) {
+	old := checkpointEvery
+	checkpointEvery = 16 << 20
+	t.Cleanup(func() { checkpointEvery = old })
+}
+
 func crashWorkload(mode Mode, fn func(obj uint64, l Layout, box region.Box, data []byte) error) error {
 	r := rand.New(rand.NewPCG(7, uint64(mode)))
-	big := Layout{Dims: []uint64{96 << 20}, Elem: 1, Mode: mode}
+	big := Layout{Dims: []uint64{crashBig}, Elem: 1, Mode: mode}
 	small := Layout{Dims: []uint64{50, 40}, Elem: 8, Mode: mode}
 	for i := range 300 {
 		if i%2 == 0 {
 			off := r.Uint64N(big.Dims[0] - 1)
-			n := 1 + r.Uint64N(min(1<<20, big.Dims[0]-off))
+			n := 1 + r.Uint64N(min(512<<10, big.Dims[0]-off))
 			box := region.Box{Off: []uint64{off}, Size: []uint64{n}}
 			if err := fn(1, big, box, randData(r, int(n))); err != nil {
 				return err
@@ -56,6 +70,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	smallCheckpoints(t)
 	s := openStore(t, dir, false)
 	if err := crashWorkload(mode, s.Write); err != nil {
 		t.Fatal(err)
@@ -70,8 +85,9 @@ func TestCrashChild(t *testing.T) {
 // every acknowledged write back.
 func TestKill(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes 200 MiB")
+		t.Skip("writes 70 MiB")
 	}
+	smallCheckpoints(t)
 	for _, mode := range []Mode{ByOffset, ByRegion} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -104,7 +120,7 @@ func TestKill(t *testing.T) {
 				t.Fatalf("child did not finish: %s\n%s", strings.Join(lines, "\n"), stderr.String())
 			}
 
-			m := map[uint64][]byte{1: make([]byte, 96<<20), 2: make([]byte, 50*40*8)}
+			m := map[uint64][]byte{1: make([]byte, crashBig), 2: make([]byte, 50*40*8)}
 			layouts := map[uint64]Layout{}
 			_ = crashWorkload(mode, func(obj uint64, l Layout, box region.Box, data []byte) error {
 				layouts[obj] = l
