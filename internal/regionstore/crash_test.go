@@ -20,9 +20,6 @@ import (
 
 const crashEnv = "PDC_REGIONSTORE_CRASH_DIR"
 
-// crashWorkload is what the child writes and the parent checks: a 1-D
-// object of 96 MiB written in overlapping chunks of up to 1 MiB (enough to
-// pass a checkpoint of the log) and a 2-D object in small boxes.
 // crashBig is the workload's large object: its writes (150 of up to 512
 // KiB) make a log of about 38 MiB, over two checkpoints' worth at
 // smallCheckpoints' 16 MiB.
@@ -37,6 +34,10 @@ func smallCheckpoints(t *testing.T) {
 	t.Cleanup(func() { checkpointEvery = old })
 }
 
+// crashWorkload is what the child writes and the parent checks: a 1-D
+// object of crashBig bytes written in overlapping chunks of up to 512 KiB
+// (enough to pass a checkpoint of the log) and a 2-D object in small
+// boxes.
 func crashWorkload(mode Mode, fn func(obj uint64, l Layout, box region.Box, data []byte) error) error {
 	r := rand.New(rand.NewPCG(7, uint64(mode)))
 	big := Layout{Dims: []uint64{crashBig}, Elem: 1, Mode: mode}
