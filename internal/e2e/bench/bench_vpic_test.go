@@ -66,7 +66,7 @@ func TestBenchVPICClientChecksAfterDone(t *testing.T) {
 	if err := bench.VPICCreate(ctx, ct, "unwritten", 1000, client.RegionStatic); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, e2e.Bin(), "bench-vpic-client", "--tmpdir", tmpdir, "--run", "unwritten",
+	cmd := exec.CommandContext(ctx, e2e.CommandBin(t, "bench-vpic-client"), "bench-vpic-client", "--tmpdir", tmpdir, "--run", "unwritten",
 		"--rank", "0", "--n", "1000", "--phase", "read")
 	cmd.Stdin = strings.NewReader("go\n")
 	var stdout, stderr strings.Builder

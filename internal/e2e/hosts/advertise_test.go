@@ -52,10 +52,10 @@ func bedServers(t *testing.T, b *bed.Bed, nodes []*bed.Node, tmpdir string, args
 }
 
 // bedRun runs pdc on node n and returns its output and error.
-func bedRun(n *bed.Node, args ...string) (string, string, error) {
+func bedRun(t *testing.T, n *bed.Node, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := n.Command(ctx, e2e.Bin(), args...)
+	cmd := n.Command(ctx, e2e.CommandBin(t, args...), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -96,15 +96,15 @@ func TestWildcardClusterAcrossNodes(t *testing.T) {
 		{"obj", "create", "--cont", "c", "--dims", "65536", "--type", "uint8", "--partition", "region-static", "o"},
 		{"put", "o", in},
 	} {
-		if _, serr, err := bedRun(c, append(args, "--tmpdir", tmpdir)...); err != nil {
+		if _, serr, err := bedRun(t, c, append(args, "--tmpdir", tmpdir)...); err != nil {
 			t.Fatalf("pdc %q on %s: %v\n%s", args, c.Name, err, serr)
 		}
 	}
-	got, serr, err := bedRun(c, "get", "o", "-", "--tmpdir", tmpdir)
+	got, serr, err := bedRun(t, c, "get", "o", "-", "--tmpdir", tmpdir)
 	if err != nil || got != want {
 		t.Fatalf("pdc get on %s: %d bytes, %v\n%s", c.Name, len(got), err, serr)
 	}
-	if _, serr, err := bedRun(c, "down", "--tmpdir", tmpdir); err != nil {
+	if _, serr, err := bedRun(t, c, "down", "--tmpdir", tmpdir); err != nil {
 		t.Fatalf("pdc down from another node, with the secret: %v\n%s", err, serr)
 	}
 }
@@ -117,14 +117,14 @@ func TestInsecureShutdownOnlyFromItsHost(t *testing.T) {
 	tmpdir := filepath.Join(b.Shared, "pdc_tmp")
 	bedServers(t, b, b.Nodes[:1], tmpdir, "--listen", "0.0.0.0:0", "--insecure")
 	other := b.Nodes[1]
-	_, serr, err := bedRun(other, "down", "--tmpdir", tmpdir, "--timeout", "20s")
+	_, serr, err := bedRun(t, other, "down", "--tmpdir", tmpdir, "--timeout", "20s")
 	if err == nil || !strings.Contains(serr, "takes shutdown only from its own host") || !strings.Contains(serr, "permission denied") {
 		t.Fatalf("pdc down from %s: err %v, stderr %q; want a refusal: shutdown only from its own host", other.Name, err, serr)
 	}
-	if out, serr, err := bedRun(other, "ping", "--tmpdir", tmpdir); err != nil {
+	if out, serr, err := bedRun(t, other, "ping", "--tmpdir", tmpdir); err != nil {
 		t.Fatalf("after the refused shutdown the server does not answer: %v\n%s%s", err, out, serr)
 	}
-	if _, serr, err := bedRun(b.Nodes[0], "down", "--tmpdir", tmpdir); err != nil {
+	if _, serr, err := bedRun(t, b.Nodes[0], "down", "--tmpdir", tmpdir); err != nil {
 		t.Fatalf("pdc down on the server's own node: %v\n%s", err, serr)
 	}
 }

@@ -93,7 +93,7 @@ func (h *hosts) pdc(node *bed.Node, args ...string) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := node.Command(ctx, e2e.Bin(), args...)
+	cmd := node.Command(ctx, e2e.CommandBin(h.t, args...), args...)
 	cmd.Env = append(os.Environ(), "PDC_TMPDIR="+h.tmpdir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -43,7 +43,7 @@ func TestDashboard(t *testing.T) {
 	const objects, cells = 6, 4096 // int32 cells: 16 KiB a write
 	dashboardWork(t, ctx, tmpdir, base, objects, cells)
 	// A consumer waits for a file not produced yet.
-	waiter := exec.Command(e2e.Bin(), "stage", "consume", "--consumer-dir", filepath.Join(base, "cons-b"), "late")
+	waiter := exec.Command(e2e.CommandBin(t, "stage"), "stage", "consume", "--consumer-dir", filepath.Join(base, "cons-b"), "late")
 	waiter.Env = append(os.Environ(), stageEnv(tmpdir, "node-b")...)
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func dashboardURL(t *testing.T, tmpdir string) string {
 // the test ends.
 func startDashboard(t *testing.T, tmpdir string) string {
 	t.Helper()
-	cmd := exec.Command(e2e.Bin(), "dashboard", "--tmpdir", tmpdir, "--addr", "127.0.0.1:0", "--interval", "200ms")
+	cmd := exec.Command(e2e.CommandBin(t, "dashboard"), "dashboard", "--tmpdir", tmpdir, "--addr", "127.0.0.1:0", "--interval", "200ms")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestReadme(t *testing.T) {
 	if n := len(doctest.Sessions(blocks)); n < 3 {
 		t.Errorf("found %d sessions of runnable blocks in README.md and docs/*.md; want the README's 3 or more", n)
 	}
-	doctest.Run(t, doctest.Config{Root: root, Pdc: e2e.Bin()}, blocks)
+	doctest.Run(t, doctest.Config{Root: root, Pdc: e2e.PlainBin(t)}, blocks)
 }
 
 func moduleRoot(t *testing.T) string {
