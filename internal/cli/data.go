@@ -50,6 +50,8 @@ func addDataFlags(e *env, fs interface {
 			tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
 			secretFile: secretFileFlag(e, fs),
 			timeout:    fs.Duration("timeout", 30*time.Minute, "deadline for the whole command"),
+			verbose:    fs.Bool("verbose", false, verboseUsage),
+			e:          e,
 		},
 		region:   fs.String("region", "", "the object's region, start:end per dim (end exclusive), e.g. 0:1024,0:64; default: the whole object"),
 		progress: fs.Bool("progress", false, "draw a progress bar even when stderr is not a terminal"),
@@ -59,6 +61,7 @@ func addDataFlags(e *env, fs interface {
 func runPut(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "put", "[flags] OBJECT FILE   (FILE - reads stdin)")
 	df := addDataFlags(e, fs)
+	df.name = fs.Name()
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -71,6 +74,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 func runGet(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "get", "[flags] OBJECT FILE   (FILE - writes stdout)")
 	df := addDataFlags(e, fs)
+	df.name = fs.Name()
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}

@@ -68,6 +68,9 @@ type clientFlags struct {
 	secretFile *string
 	timeout    *time.Duration
 	pageSize   *int
+	verbose    *bool
+	e          *env
+	name       string // the command, for the verbose log
 }
 
 func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
@@ -76,11 +79,19 @@ func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
 		secretFile: secretFileFlag(e, fs),
 		timeout:    fs.Duration("timeout", 30*time.Second, "deadline for the whole command (a listing: for each stretch without an item)"),
 		pageSize:   fs.Int("page-size", 0, "items asked of each server per page of a listing or container delete (0: the servers' bound)"),
+		verbose:    fs.Bool("verbose", false, verboseUsage),
+		e:          e, name: fs.Name(),
 	}
 }
 
 func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	ctx, end, err := f.trace(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	cancel = func(cancel context.CancelFunc) context.CancelFunc { return func() { end(); cancel() } }(cancel)
 	opts := withSecretFile([]client.Option{client.WithTmpDir(*f.tmpdir)}, f.secretFile)
 	if f.pageSize != nil {
 		opts = append(opts, client.WithPageSize(*f.pageSize))

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -46,7 +45,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	stallTimeout := fs.Duration("stall-timeout", 60*time.Second, "close a connection that sends nothing of a frame it began, or takes nothing of one sent to it, for this long")
 	minRecvRate := fs.String("min-recv-rate", "64KiB", "bytes per second below which a frame may not arrive for longer than --stall-timeout (0: no floor)")
 	startup := fs.Duration("startup-timeout", 60*time.Second, "how long to wait for the other servers to start")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	lo := logFlags(fs)
+	fs.StringVar(&lo.file, "log-file", "", "write the log (and the process's standard error) to this file, rotated by size (--log-max-size, --log-keep); default standard error")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address: HOST:PORT, or :PORT for loopback; off by default. The address bound is recorded in the tmpdir for pdc top")
 	dashboardAddr := fs.String("dashboard", "", "serve the cluster's dashboard (pdc dashboard) from this server on this address: HOST:PORT, or :PORT for loopback; off by default")
 	debugAddr := fs.String("debug-addr", "", "serve pprof (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off by default")
@@ -63,10 +63,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("server: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("server: --log-level %q: want debug, info, warn or error: %w", *logLevel, errUsage)
+	logger, closeLog, err := lo.open(e)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
+	defer closeLog()
 	dur, err := metastore.ParseDurability(*durability)
 	if err != nil {
 		return fmt.Errorf("server: --durability: %w", err)
@@ -90,7 +91,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
 		PayloadBudget: payloadBudgetN, MaxConns: *maxConns, MaxConnsPerPeer: *maxPerPeer, MaxHandshakes: *maxHandshakes,
 		HandshakeTimeout: *handshakeTimeout, StallTimeout: *stallTimeout, MinRecvRate: rate,
-		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
+		Logger: logger, SlowRequest: lo.slow,
 	}
 	if *dashboardAddr != "" {
 		stop, err := serveDashboard(*dashboardAddr, cfg)

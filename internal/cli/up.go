@@ -52,6 +52,7 @@ type upOptions struct {
 	cpuprofile      string   // each server's --cpuprofile, {rank} replaced
 	metricsAddr     string   // HOST:PORT; a non-zero PORT is rank 0's, rank r's is PORT+r
 	dashboard       string   // rank 0's --dashboard
+	logArgs         []string // the log flags given, for every server
 }
 
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
@@ -80,6 +81,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "each server writes its CPU profile to this file when it stops cleanly (pdc down); {rank} is replaced per server")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve each server's Prometheus metrics over HTTP: HOST:PORT, or :PORT for loopback; rank r listens on PORT+r (port 0: each picks one). The addresses are recorded in the tmpdir (pdc_metrics.RANK), where pdc top and pdc status find them")
 	fs.StringVar(&o.dashboard, "dashboard", "", "rank 0 serves the cluster's web page (pdc dashboard) on HOST:PORT, or :PORT for loopback; turns on --metrics-addr 127.0.0.1:0 if not given")
+	lo := logFlags(fs)
 	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -99,6 +101,10 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if err := o.check(fs); err != nil {
 		return err
 	}
+	if err := lo.check(); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	o.logArgs = lo.args(fs)
 	procs, err := up(ctx, e.stderr, o)
 	if err != nil {
 		return err
@@ -188,6 +194,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 	if err != nil {
 		return nil, err
 	}
+	o.tmpdir = tmpdir // for rankArgs' log file
 	datadir, err := filepath.Abs(o.datadir)
 	if err != nil {
 		return nil, err
@@ -381,12 +388,13 @@ func serverArgs(o upOptions) []string {
 	if o.insecure {
 		args = append(args, "--insecure")
 	}
-	return args
+	return append(args, o.logArgs...)
 }
 
 // rankArgs are the flags up passes to one server.
 func rankArgs(o upOptions, rank int) []string {
-	var args []string
+	// The server writes its log itself, to rotate it.
+	args := []string{"--log-file", cluster.LogFile(o.tmpdir, rank)}
 	host := cluster.HostName()
 	if len(o.hosts) > 0 {
 		host = o.hosts[rank%len(o.hosts)]

@@ -138,6 +138,12 @@ func (cfg LocalConfig) ranks() ([]int, error) {
 	return ranks, nil
 }
 
+// LogFile is where the server of rank of the cluster in tmpdir logs
+// when StartLocal starts it.
+func LogFile(tmpdir string, rank int) string {
+	return filepath.Join(tmpdir, "logs", fmt.Sprintf("server-%d.log", rank))
+}
+
 // startServer starts the server of rank, logging to a file in logDir,
 // with a ready pipe as its descriptor 3.
 func startServer(cfg LocalConfig, rank int, logDir string) (*localServer, error) {
@@ -145,7 +151,7 @@ func startServer(cfg LocalConfig, rank int, logDir string) (*localServer, error)
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(logDir, fmt.Sprintf("server-%d.log", rank))
+	logPath := LogFile(filepath.Dir(logDir), rank)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err

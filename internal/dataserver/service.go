@@ -267,7 +267,7 @@ func New(cfg Config) *Service {
 
 // Register adds the data methods to srv.
 func (s *Service) Register(srv *rpc.Server) {
-	srv.Handle(wire.MethodDataStart, s.start, rpc.TryHere(s.startHere))
+	srv.Handle(wire.MethodDataStart, s.start, rpc.TryHere(s.startHere), rpc.Describe(wire.DescribeDataStart))
 	srv.Handle(wire.MethodDataWait, s.wait)
 	srv.Handle(wire.MethodDataStatus, s.status, rpc.Inline())
 	srv.Handle(wire.MethodDataFlush, s.flush)

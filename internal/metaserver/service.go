@@ -253,13 +253,13 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodTagList, s.tagList)
 	srv.Handle(wire.MethodCheckpoint, s.checkpointRPC)
 	srv.Handle(wire.MethodImport, s.importRPC)
-	srv.Handle(wire.MethodRegionAssign, s.regionAssign)
-	srv.Handle(wire.MethodRegionPlace, s.regionPlace)
-	srv.Handle(wire.MethodRegionQuery, s.regionQuery)
-	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll)
+	srv.Handle(wire.MethodRegionAssign, s.regionAssign, rpc.Describe(wire.DescribeRegionBatch))
+	srv.Handle(wire.MethodRegionPlace, s.regionPlace, rpc.Describe(wire.DescribeRegionBatch))
+	srv.Handle(wire.MethodRegionQuery, s.regionQuery, rpc.Describe(wire.DescribeRegionReq))
+	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll, rpc.Describe(wire.DescribeRegionBatch))
 	srv.Handle(wire.MethodStageProduce, s.stageProduce, rpc.InlineUpTo(smallBatch))
-	srv.Handle(wire.MethodStageLookup, s.stageLookup, rpc.Inline())
-	srv.Handle(wire.MethodStageWait, s.stageWait) // blocks until a produce
+	srv.Handle(wire.MethodStageLookup, s.stageLookup, rpc.Inline(), rpc.Describe(wire.DescribeStageKey))
+	srv.Handle(wire.MethodStageWait, s.stageWait, rpc.Describe(wire.DescribeStageKey)) // blocks until a produce
 	srv.Handle(wire.MethodStageList, s.stageList)
 	srv.Handle(wire.MethodStageRemove, s.stageRemove)
 }

@@ -101,6 +101,11 @@ func (c *Conn) Send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 // keeps it off the heap.
 func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]byte, into []byte, intoV [][]byte) (Pending, error) {
 	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
+	if c.hello.Trace {
+		if f.Trace = TraceOf(ctx); f.Trace == 0 {
+			f.Trace = NewTrace()
+		}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		f.Timeout = time.Until(d)
 		if f.Timeout <= 0 {

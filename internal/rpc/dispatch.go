@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -14,16 +15,17 @@ import (
 // inbound is a request read and admitted, to be run: its Request, its
 // context and what running it needs, in one allocation.
 type inbound struct {
-	req     Request
-	ctx     reqCtx
-	c       *serverConn
-	h       Handler
-	f       wire.Frame
-	owned   bool
-	inline  bool
-	payload []byte    // the request's payload, if the handler does not own it
-	grant   int64     // of the payload budget, for payload
-	start   time.Time // when it was admitted; set only for an Observer
+	req      Request
+	ctx      reqCtx
+	c        *serverConn
+	h        Handler
+	f        wire.Frame
+	owned    bool
+	inline   bool
+	payload  []byte    // the request's payload, if the handler does not own it
+	grant    int64     // of the payload budget, for payload
+	start    time.Time // when it was admitted; set only for an Observer or the request log
+	describe func(hdr []byte) []slog.Attr
 }
 
 // dispatch handles one frame. A request comes back as run, to be run on
@@ -38,6 +40,14 @@ func (c *serverConn) dispatch(f wire.Frame) (run *inbound, inline bool, err erro
 	streamed := he.here != nil && f.PayloadLen > 0
 	var payload []byte
 	var grant int64 // of the payload budget, for payload
+	if f.Flags&wire.FlagTrace != 0 {
+		// Read apart from the header, which is often empty: no buffer
+		// is made for the id alone.
+		if err := c.r.read(c.r.trace[:]); err != nil {
+			return nil, false, err
+		}
+		f.TakeTrace(&c.r.trace)
+	}
 	hdr, err := c.r.header(f)
 	if err == nil && !streamed {
 		payload, grant, err = c.payload(f)
@@ -135,15 +145,20 @@ func (c *serverConn) admit(f wire.Frame, he handlerEntry, hdr, payload []byte, g
 		return nil, c.replyErr(f, wire.CodeUnavailable,
 			fmt.Sprintf("server busy: %d requests in flight on this connection; retry or spread over more connections", s.cfg.MaxInFlight))
 	}
-	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant}
-	if s.obs != nil {
+	if f.Trace == 0 {
+		// From a client that sends none: the server's own, so that the
+		// request's log lines and the requests it sends on share one.
+		f.Trace = NewTrace()
+	}
+	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant, describe: he.describe}
+	if s.obs != nil || s.logsRequests() {
 		in.start = time.Now()
 	}
 	ctx := &in.ctx
-	ctx.init(c.ctx, f.Timeout)
+	ctx.init(c.ctx, f.Timeout, f.Trace)
 	req := &in.req
 	*req = Request{Method: f.Method, Header: hdr, Payload: payload, Client: c.client, Remote: c.remote, Local: c.local,
-		conn: c, id: f.ID, inline: he.inline}
+		Trace: f.Trace, conn: c, id: f.ID, inline: he.inline}
 	if he.owned {
 		req.Release = s.releaser(payload, grant)
 	}
@@ -189,7 +204,7 @@ func (c *serverConn) tryHere(in *inbound, here Handler, streamed bool) (over boo
 		req.EndTurn()
 		broken := body.finish()
 		s.requests.Add(1)
-		s.served(f.Method, err, in.start)
+		s.served(in, err)
 		ctx.release()
 		if broken == nil {
 			err = c.answer(f, resp, err)
@@ -207,7 +222,7 @@ func (c *serverConn) tryHere(in *inbound, here Handler, streamed bool) (over boo
 		payload, grant, err := c.payload(f)
 		if err != nil {
 			req.EndTurn()
-			s.served(f.Method, err, in.start)
+			s.served(in, err)
 			ctx.release()
 			<-c.sem
 			s.handlerWG.Done()
@@ -231,7 +246,7 @@ func (c *serverConn) addInflight(in *inbound) error {
 		_ = c.putBack(in.f, false, in.payload, in.grant) // the connection ends anyway
 		in.req.EndTurn()
 		err := fmt.Errorf("request id %d reused while in flight: %w", in.f.ID, pdc.ErrProtocol)
-		c.s.served(in.f.Method, err, in.start)
+		c.s.served(in, err)
 		c.s.handlerWG.Done()
 		return err
 	}
@@ -249,7 +264,7 @@ func (in *inbound) run() {
 	resp, err := c.run(ctx, in.h, req, in.owned)
 	req.EndTurn()
 	s.requests.Add(1)
-	s.served(f.Method, err, in.start)
+	s.served(in, err)
 	if !in.inline {
 		c.mu.Lock()
 		delete(c.inflight, f.ID)

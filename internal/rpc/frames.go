@@ -31,6 +31,7 @@ type frameReader struct {
 	lw     netio.LowWater
 	limits wire.Limits
 	prefix [wire.FrameSize]byte
+	trace  [wire.TraceSize]byte // a request's trace id (wire.FlagTrace)
 	pace   pace
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/pdcgo/pdc"
@@ -32,6 +33,10 @@ type Request struct {
 	// Local is the address the client reached this server at (the
 	// listener's own for a Unix socket).
 	Local string
+	// Trace is the id of the operation the request is part of: the
+	// client's (wire.FlagTrace), or one the server made for a client
+	// that sends none. The handler's context carries it (TraceOf).
+	Trace uint64
 	// Release, set for a handler that owns its payload (OwnsPayload,
 	// TryHere), gives the payload back: to bufpool, and its share
 	// of the server's payload budget. The handler calls it once nothing
@@ -102,6 +107,7 @@ type handlerEntry struct {
 	payload   bool    // requests may carry a payload
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
+	describe  func(hdr []byte) []slog.Attr
 }
 
 // A HandleOption qualifies a registration: where its handler runs and

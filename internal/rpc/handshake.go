@@ -27,6 +27,7 @@ func (c *serverConn) handshake(admit func()) error {
 		Instance:     s.cfg.Instance,
 		AuthRequired: len(s.cfg.Secret) > 0,
 		Nonce:        nonce,
+		Trace:        !s.noTrace,
 	}
 	if err := c.w.write(c.ctx, wire.Frame{Method: wire.MethodHello}, hello.Marshal(nil), nil); err != nil {
 		return err

@@ -15,6 +15,7 @@ type reqCtx struct {
 	parent      context.Context
 	deadline    time.Time
 	hasDeadline bool
+	trace       uint64 // the request's trace id (TraceOf)
 
 	mu       sync.Mutex
 	ctx      context.Context // made by Done; guarded by mu
@@ -23,8 +24,8 @@ type reqCtx struct {
 }
 
 // init makes r a new request's context; r is not in use yet.
-func (r *reqCtx) init(parent context.Context, timeout time.Duration) {
-	r.parent = parent
+func (r *reqCtx) init(parent context.Context, timeout time.Duration, trace uint64) {
+	r.parent, r.trace = parent, trace
 	if timeout > 0 {
 		r.deadline, r.hasDeadline = time.Now().Add(timeout), true
 	}
@@ -32,7 +33,12 @@ func (r *reqCtx) init(parent context.Context, timeout time.Duration) {
 
 func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline, r.hasDeadline }
 
-func (r *reqCtx) Value(key any) any { return r.parent.Value(key) }
+func (r *reqCtx) Value(key any) any {
+	if _, ok := key.(traceKey); ok && r.trace != 0 {
+		return r // a tracer: the id is not boxed per request
+	}
+	return r.parent.Value(key)
+}
 
 func (r *reqCtx) Done() <-chan struct{} {
 	r.mu.Lock()

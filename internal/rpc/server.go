@@ -65,6 +65,11 @@ type ServerConfig struct {
 	OnSessionEnd func(client string)
 	// Observer, if set, is told of every request answered or refused.
 	Observer Observer
+	// SlowRequest, if set, has a request that takes at least this long
+	// (queueing included) logged as a warning naming its method, trace
+	// id, what it is about (Describe) and how long it took. At debug
+	// level every request is logged so.
+	SlowRequest time.Duration
 }
 
 // Observer is told of each request at the one place every request passes
@@ -128,6 +133,8 @@ const (
 type Server struct {
 	cfg      ServerConfig
 	log      *slog.Logger
+	debug    bool // the log takes debug lines: every request is logged
+	noTrace  bool // tests: announce no trace support, as a server before 0031
 	handlers map[wire.Method]handlerEntry
 
 	clients  atomic.Int64
@@ -173,6 +180,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
+		debug:    cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 		obs:      cfg.Observer,
 		handlers: make(map[wire.Method]handlerEntry),
 		closing:  make(chan struct{}),
@@ -220,15 +228,21 @@ func (s *Server) Stats() Stats {
 }
 
 // served tells the observer, if any, of a request its handler answered.
-func (s *Server) served(m wire.Method, err error, start time.Time) {
-	if s.obs == nil {
-		return
+func (s *Server) served(in *inbound, err error) {
+	if in.start.IsZero() {
+		return // neither observed nor logged
 	}
-	code := wire.CodeOK
-	if err != nil {
-		code = wire.CodeOf(err)
+	elapsed := time.Since(in.start)
+	if s.obs != nil {
+		code := wire.CodeOK
+		if err != nil {
+			code = wire.CodeOf(err)
+		}
+		s.obs.Served(in.f.Method, code, elapsed)
 	}
-	s.obs.Served(m, code, time.Since(start))
+	if s.logsRequests() {
+		s.logRequest(in, err, elapsed)
+	}
 }
 
 // Serve accepts connections on ln until the server is closed; it then

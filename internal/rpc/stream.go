@@ -50,6 +50,11 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 	}
 
 	f := wire.Frame{Method: m, ID: c.nextID.Add(1)}
+	if c.hello.Trace {
+		if f.Trace = TraceOf(ctx); f.Trace == 0 {
+			f.Trace = NewTrace()
+		}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		if f.Timeout = time.Until(d); f.Timeout <= 0 {
 			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))

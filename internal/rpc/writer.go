@@ -86,14 +86,13 @@ func payloadLen(p [][]byte) int {
 // appendFrame adds a small frame to the pending buffer and reports how
 // many bytes are pending.
 func (w *frameWriter) appendFrame(f wire.Frame, hdr []byte, payload [][]byte) (int, error) {
-	f.HeaderLen = uint32(len(hdr))
-	f.PayloadLen = uint64(payloadLen(payload))
+	f.SetLens(len(hdr), uint64(payloadLen(payload)))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mu.err != nil {
 		return 0, w.mu.err
 	}
-	w.mu.buf = f.Append(w.mu.buf)
+	w.mu.buf = f.AppendTrace(f.Append(w.mu.buf))
 	w.mu.buf = append(w.mu.buf, hdr...)
 	for _, p := range payload {
 		w.mu.buf = append(w.mu.buf, p...)
@@ -358,14 +357,13 @@ func (w *frameWriter) writeBuffers(bufs net.Buffers) (int64, error) {
 // writeLarge waits for the token, then writes pending frames, f, hdr and the
 // payload from the caller's buffers in one writev sequence.
 func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, payload [][]byte) error {
-	f.HeaderLen = uint32(len(hdr))
-	f.PayloadLen = uint64(payloadLen(payload))
+	f.SetLens(len(hdr), uint64(payloadLen(payload)))
 	select {
 	case w.token <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", errNotSent, ctxErr(ctx))
 	}
-	prefix := f.Append(make([]byte, 0, wire.FrameSize+len(hdr)))
+	prefix := f.AppendTrace(f.Append(make([]byte, 0, wire.FrameSize+wire.TraceSize+len(hdr))))
 	prefix = append(prefix, hdr...)
 	extra := make([][]byte, 0, 1+len(payload))
 	extra = append(extra, prefix)
@@ -385,15 +383,14 @@ func (w *frameWriter) writeLarge(ctx context.Context, f wire.Frame, hdr []byte, 
 // n bytes of file from off (sendfile where the OS allows). A write cut
 // short fails the connection: the stream is torn.
 func (w *frameWriter) writeFile(ctx context.Context, f wire.Frame, hdr []byte, file *os.File, off, n int64) error {
-	f.HeaderLen = uint32(len(hdr))
-	f.PayloadLen = uint64(n)
+	f.SetLens(len(hdr), uint64(n))
 	select {
 	case w.token <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", errNotSent, ctxErr(ctx))
 	}
 	defer func() { <-w.token }()
-	prefix := f.Append(make([]byte, 0, wire.FrameSize+len(hdr)))
+	prefix := f.AppendTrace(f.Append(make([]byte, 0, wire.FrameSize+wire.TraceSize+len(hdr))))
 	prefix = append(prefix, hdr...)
 	if err := w.writePendingLocked(ctx, [][]byte{prefix}); err != nil {
 		return err

@@ -94,6 +94,9 @@ type Config struct {
 	Version string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// SlowRequest, if set, logs each request that takes at least this
+	// long as a warning (rpc.ServerConfig.SlowRequest).
+	SlowRequest time.Duration
 	// Ready, if set, is called once the cluster is complete.
 	Ready func(self cluster.Server, list *cluster.List)
 	// FS holds the stores and the cluster files. Default the operating

@@ -301,7 +301,7 @@ func (p *proc) newServer(addr string) *Server {
 		Instance: s.self.Instance, Logger: p.log, OnSessionEnd: onSessionEnd,
 		PayloadBudget: cfg.PayloadBudget, MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer,
 		MaxHandshakes: cfg.MaxHandshakes, HandshakeTimeout: cfg.HandshakeTimeout, StallTimeout: cfg.StallTimeout,
-		MinRecvRate: cfg.MinRecvRate, Observer: p.observer(),
+		MinRecvRate: cfg.MinRecvRate, Observer: p.observer(), SlowRequest: cfg.SlowRequest,
 	})
 	if meta != nil {
 		meta.Register(s.rpc)

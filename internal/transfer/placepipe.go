@@ -302,6 +302,7 @@ func (b *placeBatch) send(ctx context.Context, e *Engine) {
 	if b.kind == placeNone {
 		return
 	}
+	ctx = traced(ctx, b.ts)
 	conn, err := e.cl.Conn(ctx, b.rank)
 	if err != nil {
 		b.err = err

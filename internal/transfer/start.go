@@ -15,6 +15,7 @@ import (
 // parts of all of them go in one request per data server, writes first.
 // Transfers of objects with POSIX consistency are done when it returns.
 func (e *Engine) StartAll(ctx context.Context, ts []*Transfer) error {
+	ctx = traced(ctx, ts)
 	var listed map[*Transfer]bool
 	if len(ts) > 1 {
 		listed = make(map[*Transfer]bool, len(ts))

@@ -127,6 +127,9 @@ func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
 // sendStart sends refs' DataStart to server without waiting for its
 // answer; each part remembers the request that started it.
 func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) error {
+	if len(refs) > 0 && rpc.TraceOf(ctx) == 0 {
+		ctx = rpc.WithTrace(ctx, refs[0].t.trace)
+	}
 	bytes, writes := 0, false
 	for _, r := range refs {
 		if r.t.access == Write {

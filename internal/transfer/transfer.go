@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -85,6 +86,22 @@ type Transfer struct {
 	// server answered, for plan.
 	located   []Piece
 	isLocated bool
+	// trace is the id every request of the transfer carries (rpc.TraceOf
+	// of New's context, or a new one): its placement, start and wait, on
+	// every server, log one id (docs/design/0031).
+	trace uint64
+}
+
+// Trace is the trace id of the transfer's requests.
+func (t *Transfer) Trace() uint64 { return t.trace }
+
+// traced is ctx carrying the trace id of ts's first transfer, unless it
+// carries one already.
+func traced(ctx context.Context, ts []*Transfer) context.Context {
+	if len(ts) == 0 || rpc.TraceOf(ctx) != 0 {
+		return ctx
+	}
+	return rpc.WithTrace(ctx, ts[0].trace)
 }
 
 // part is the piece of a transfer held by one data server.
@@ -152,7 +169,11 @@ func New(ctx context.Context, o *Object, buf []byte, access Access, local, remot
 	}
 	lc := region.Box{Off: take(local.Off), Size: take(local.Size)}
 	rc := region.Box{Off: take(remote.Off), Size: take(remote.Size)}
-	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc}, nil
+	trace := rpc.TraceOf(ctx)
+	if trace == 0 {
+		trace = rpc.NewTrace()
+	}
+	return &Transfer{obj: o, access: access, buf: buf[:need], local: lc, shape: shape, remote: rc, trace: trace}, nil
 }
 
 func mulOK(a, b uint64) (uint64, bool) {

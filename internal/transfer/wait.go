@@ -16,6 +16,7 @@ import (
 // request per data server. Its error joins those of the transfers that
 // failed, whether in this wait or an earlier one.
 func (e *Engine) WaitAll(ctx context.Context, ts []*Transfer) error {
+	ctx = traced(ctx, ts)
 	if err := e.settle(ctx); err != nil {
 		return err
 	}

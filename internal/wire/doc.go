@@ -11,13 +11,17 @@
 //	off size field
 //	  0    2 magic "PD"
 //	  2    1 version (1)
-//	  3    1 flags (response, error, cancel)
+//	  3    1 flags (response, error, cancel, more, trace)
 //	  4    4 method
 //	  8    8 request id (chosen by the client; responses echo it)
 //	 16    4 header length
 //	 20    4 CRC-32C of bytes 0..19 and 24..39
 //	 24    8 payload length
 //	 32    8 timeout: the caller's remaining time in nanoseconds (0: none)
+//
+// A request with the trace flag begins its header with the 8-byte id of
+// the operation it is part of (docs/design/0031); a client sends it only
+// to a server whose Hello says it reads it.
 //
 // All integers are little-endian. The prefix layout is fixed for every
 // version, so a peer can always skip a frame of a version it does not speak

@@ -41,9 +41,19 @@ const (
 	// responses to the same request follow, and the last one does not
 	// carry the flag (the explicit end of the stream).
 	FlagMore Flags = 1 << 3
+	// FlagTrace marks a request whose header begins with the 8-byte
+	// trace id of the operation it is part of (TraceSize, little-endian;
+	// HeaderLen counts them). A client sets it only for a server whose
+	// Hello says it reads it (Hello.Trace): a server of an earlier build
+	// refuses the flag as unknown and closes the connection.
+	FlagTrace Flags = 1 << 4
 
-	knownFlags = FlagResponse | FlagError | FlagCancel | FlagMore
+	knownFlags = FlagResponse | FlagError | FlagCancel | FlagMore | FlagTrace
 )
+
+// TraceSize is the length of the trace id that begins the header of a
+// frame with FlagTrace.
+const TraceSize = 8
 
 // Frame is the decoded fixed prefix of a frame.
 type Frame struct {
@@ -56,6 +66,40 @@ type Frame struct {
 	// Timeout is the requester's remaining time when it sent the frame;
 	// zero means no deadline. Relative, so clocks need not agree.
 	Timeout time.Duration
+	// Trace is the id of the operation a request is part of, carried
+	// in its header's first bytes (FlagTrace), not in the prefix: Append
+	// and DecodeFrame do not touch it. SetLens and AppendTrace write it,
+	// SplitTrace reads it back.
+	Trace uint64
+}
+
+// SetLens sets f's lengths for a header of hdrLen bytes and a payload of
+// payloadLen, and, when f.Trace is set, FlagTrace and the trace id's
+// bytes in HeaderLen.
+func (f *Frame) SetLens(hdrLen int, payloadLen uint64) {
+	f.HeaderLen, f.PayloadLen = uint32(hdrLen), payloadLen
+	if f.Trace != 0 {
+		f.Flags |= FlagTrace
+		f.HeaderLen += TraceSize
+	}
+}
+
+// AppendTrace appends the bytes that begin f's header: its trace id if it
+// has FlagTrace, nothing otherwise.
+func (f *Frame) AppendTrace(dst []byte) []byte {
+	if f.Flags&FlagTrace == 0 {
+		return dst
+	}
+	return binary.LittleEndian.AppendUint64(dst, f.Trace)
+}
+
+// TakeTrace sets f.Trace from b, the first TraceSize bytes of the header
+// of a frame with FlagTrace (DecodeFrame has checked that the header
+// holds them), and takes them off f.HeaderLen: what is left of the header
+// is the message's.
+func (f *Frame) TakeTrace(b *[TraceSize]byte) {
+	f.Trace = binary.LittleEndian.Uint64(b[:])
+	f.HeaderLen -= TraceSize
 }
 
 // Append appends the encoded prefix of f to dst. The Version field is
@@ -133,6 +177,10 @@ func DecodeFrame(b []byte) (Frame, error) {
 	}
 	if f.Flags&FlagError != 0 && f.Flags&FlagResponse == 0 {
 		return Frame{}, fmt.Errorf("error flag on a request frame: %w", pdc.ErrProtocol)
+	}
+	if f.Flags&FlagTrace != 0 && (f.Flags != FlagTrace || f.HeaderLen < TraceSize) {
+		return Frame{}, fmt.Errorf("trace flag with flags %#02x and a header of %d bytes (only a request whose header holds the id): %w",
+			uint8(f.Flags), f.HeaderLen, pdc.ErrProtocol)
 	}
 	if f.Flags&FlagMore != 0 && f.Flags != FlagResponse|FlagMore {
 		return Frame{}, fmt.Errorf("more flag with flags %#02x (only a plain response is a stream chunk): %w",

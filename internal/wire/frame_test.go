@@ -57,6 +57,7 @@ var validFrames = []wire.Frame{
 	{Version: 1, Timeout: maxTimeout},
 	{Version: 1, Flags: wire.FlagCancel, Timeout: 3 * time.Second},
 	{Version: 1, Flags: wire.FlagResponse | wire.FlagMore, Method: wire.MethodStatus, ID: 3, HeaderLen: 9, PayloadLen: 1 << 20},
+	{Version: 1, Flags: wire.FlagTrace, Method: wire.MethodStatus, ID: 4, HeaderLen: wire.TraceSize, PayloadLen: 7},
 }
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -172,9 +173,10 @@ func TestDecodeFrameRejects(t *testing.T) {
 		{"zeros", make([]byte, wire.FrameSize), "magic"},
 		{"bad crc", with(func(b []byte) { b[20] ^= 1 }), "checksum"},
 		{"unsealed edit", with(func(b []byte) { b[16] = 1 }), "checksum"},
-		{"unknown flag 1<<4", rawFrame(1, 1<<4, 3, 1, 0, 0, 0), "unknown frame flags"},
+		{"unknown flag 1<<5", rawFrame(1, 1<<5, 3, 1, 0, 0, 0), "unknown frame flags"},
+		{"trace flag without room for the id", rawFrame(1, 1<<4, 3, 1, 0, 0, 0), "trace flag"},
 		{"unknown flag 1<<7", rawFrame(1, 1<<7, 3, 1, 0, 0, 0), "unknown frame flags"},
-		{"unknown flag with response", rawFrame(1, resp|1<<4, 3, 1, 0, 0, 0), "unknown frame flags"},
+		{"unknown flag with response", rawFrame(1, resp|1<<5, 3, 1, 0, 0, 0), "unknown frame flags"},
 		{"all flags", rawFrame(1, 0xff, 3, 1, 0, 0, 0), "unknown frame flags"},
 		{"cancel with header", rawFrame(1, cancel, 3, 1, 1, 0, 0), "cancel frame"},
 		{"cancel with payload", rawFrame(1, cancel, 3, 1, 0, 1, 0), "cancel frame"},
@@ -372,7 +374,8 @@ func FuzzFrameAppend(f *testing.F) {
 			HeaderLen: hdr, PayloadLen: payload, Timeout: time.Duration(timeout)}
 		got, err := wire.DecodeFrame(fr.Append(nil))
 		valid := fr.Flags == 0 || fr.Flags == wire.FlagResponse || fr.Flags == wire.FlagResponse|wire.FlagError ||
-			fr.Flags == wire.FlagResponse|wire.FlagMore || (fr.Flags == wire.FlagCancel && hdr == 0 && payload == 0)
+			fr.Flags == wire.FlagResponse|wire.FlagMore || (fr.Flags == wire.FlagCancel && hdr == 0 && payload == 0) ||
+			(fr.Flags == wire.FlagTrace && hdr >= wire.TraceSize)
 		if !valid {
 			if !errors.Is(err, pdc.ErrProtocol) {
 				t.Fatalf("%+v: got %+v, %v; want pdc.ErrProtocol", fr, got, err)
@@ -393,4 +396,40 @@ func FuzzFrameAppend(f *testing.F) {
 			t.Fatalf("Append(%+v) decoded as %+v, %v; want %+v", fr, got, err, want)
 		}
 	})
+}
+
+// A traced request's id rides at the front of its header, counted in
+// HeaderLen, and comes back off it; the flag is refused on anything but a
+// request whose header can hold the id.
+func TestFrameTrace(t *testing.T) {
+	f := wire.Frame{Method: wire.MethodStatus, ID: 9, Trace: 0xfeedfacecafebeef}
+	hdr := []byte("header")
+	f.SetLens(len(hdr), 3)
+	b := append(f.AppendTrace(f.Append(nil)), hdr...)
+	got, err := wire.DecodeFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Flags != wire.FlagTrace || got.HeaderLen != uint32(len(hdr)+wire.TraceSize) || got.Trace != 0 {
+		t.Fatalf("decoded %+v", got)
+	}
+	got.TakeTrace((*[wire.TraceSize]byte)(b[wire.FrameSize:]))
+	if rest := b[wire.FrameSize+wire.TraceSize:]; got.Trace != f.Trace || got.HeaderLen != uint32(len(rest)) || string(rest) != "header" {
+		t.Fatalf("taken: trace %#x, header %d bytes %q", got.Trace, got.HeaderLen, rest)
+	}
+	// No trace: no flag, no bytes.
+	plain := wire.Frame{Method: wire.MethodStatus, ID: 9}
+	plain.SetLens(len(hdr), 0)
+	if plain.Flags != 0 || plain.HeaderLen != uint32(len(hdr)) || len(plain.AppendTrace(nil)) != 0 {
+		t.Fatalf("untraced frame %+v", plain)
+	}
+	for _, bad := range []wire.Frame{
+		{Version: 1, Flags: wire.FlagTrace, Method: 3, ID: 1, HeaderLen: wire.TraceSize - 1},
+		{Version: 1, Flags: wire.FlagTrace | wire.FlagResponse, Method: 3, ID: 1, HeaderLen: 20},
+		{Version: 1, Flags: wire.FlagTrace | wire.FlagCancel, Method: 3, ID: 1},
+	} {
+		if _, err := wire.DecodeFrame(bad.Append(nil)); !errors.Is(err, pdc.ErrProtocol) {
+			t.Fatalf("%+v: got %v, want pdc.ErrProtocol", bad, err)
+		}
+	}
 }

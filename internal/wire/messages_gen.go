@@ -38,6 +38,7 @@ type Hello struct {
 	Instance     string // 4: random per server process; tells a restarted server from the old one
 	AuthRequired bool   // 5
 	Nonce        []byte // 6: the server's challenge
+	Trace        bool   // 7: the server reads requests with FlagTrace (docs/design/0031)
 }
 
 func (m *Hello) Marshal(b []byte) []byte {
@@ -47,6 +48,7 @@ func (m *Hello) Marshal(b []byte) []byte {
 	b = putString(b, 4, m.Instance)
 	b = putBool(b, 5, m.AuthRequired)
 	b = putBytes(b, 6, m.Nonce)
+	b = putBool(b, 7, m.Trace)
 	return b
 }
 
@@ -67,6 +69,8 @@ func (m *Hello) Unmarshal(b []byte) error {
 			m.AuthRequired = f.bool()
 		case 6:
 			m.Nonce = f.bytes()
+		case 7:
+			m.Trace = f.bool()
 		}
 	}
 	return f.err
