@@ -78,6 +78,7 @@ type Totals struct {
 	TransfersInFlight float64 `json:"transfers_in_flight"`
 	TransfersQueued   float64 `json:"transfers_queued"`
 	StageProduces     float64 `json:"stage_produces"`
+	StageBytes        float64 `json:"stage_bytes"`
 	StageConsumes     float64 `json:"stage_consumes"`
 	StageWaiters      float64 `json:"stage_waiters"`
 }
@@ -338,6 +339,7 @@ func (s *Server) add(cur *Snapshot, snap *metrics.ClusterSnapshot) {
 		t.TransfersInFlight += sv.TransfersInFlight
 		t.TransfersQueued += sv.TransfersQueued
 		t.StageProduces += sv.StageProduces
+		t.StageBytes += sv.StageBytes
 		t.StageConsumes += sv.StageConsumes
 		t.StageWaiters += sv.StageWaiters
 	}

@@ -12,9 +12,13 @@ type Metrics struct {
 	// Tombstones are deleted objects whose data some data server may
 	// still hold.
 	Tombstones int
+	// StagedFiles and StagedBytes are the files produces recorded on
+	// this server since it started, and their sizes.
+	StagedFiles, StagedBytes uint64
 }
 
 // Metrics returns the service's figures.
 func (s *Service) Metrics() Metrics {
-	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones()}
+	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones(),
+		StagedFiles: s.producedFiles.Load(), StagedBytes: s.producedBytes.Load()}
 }

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -72,6 +73,9 @@ type stages struct {
 	// produces of one path get different versions.
 	mu    sync.Mutex
 	waits stageWaits
+	// producedFiles and producedBytes count the files recorded by
+	// produces since start, and the sizes they recorded (metrics).
+	producedFiles, producedBytes atomic.Uint64
 }
 
 func newStages(c *core) *stages {
@@ -229,6 +233,10 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	}
 	for k := range next {
 		s.waits.produced(k)
+	}
+	for i := range in.Records {
+		s.producedFiles.Add(1)
+		s.producedBytes.Add(in.Records[i].Size)
 	}
 	in.Version = wire.StageVersion
 	// The producer has the bytes: only the versions go back.

@@ -39,12 +39,13 @@ type ServerView struct {
 	// the bytes of regions it stored since it started.
 	Objects      float64 `json:"objects"`
 	WrittenBytes float64 `json:"written_bytes"`
-	// StageProduces is the files produced (stage_produce answered ok),
+	// StageProduces is the files produced and StageBytes their sizes,
 	// StageConsumes the records consumers found (stage_lookup and
 	// stage_wait answered ok), StageWaiters the consumers waiting now
 	// for a file not produced yet (stage_wait in flight): on the
 	// metadata servers that keep the staging records.
 	StageProduces float64 `json:"stage_produces"`
+	StageBytes    float64 `json:"stage_bytes"`
 	StageConsumes float64 `json:"stage_consumes"`
 	StageWaiters  float64 `json:"stage_waiters"`
 }
@@ -103,7 +104,8 @@ func View(prev, cur *ClusterSnapshot) ClusterView {
 		sv.Clients = f.Value("pdc_rpc_clients")
 		sv.Objects = f.Value("pdc_data_objects")
 		sv.WrittenBytes = f.Value("pdc_data_written_bytes_total")
-		sv.StageProduces = f.Value("pdc_rpc_requests_total", "method", "stage_produce", "code", "ok")
+		sv.StageProduces = f.Value("pdc_stage_produced_files_total")
+		sv.StageBytes = f.Value("pdc_stage_produced_bytes_total")
 		sv.StageConsumes = f.Value("pdc_rpc_requests_total", "method", "stage_lookup", "code", "ok") +
 			f.Value("pdc_rpc_requests_total", "method", "stage_wait", "code", "ok")
 		sv.StageWaiters = f.Value("pdc_rpc_requests_in_flight", "method", "stage_wait")

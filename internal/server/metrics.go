@@ -113,6 +113,8 @@ func (p *proc) addSources() {
 			w.Counter("pdc_metastore_log_written_bytes_total", "Bytes written to the metadata store's log since it opened.", float64(ms.LogBytesWritten))
 			w.Counter("pdc_metastore_gets_total", "Point lookups in the metadata store since it opened.", float64(ms.Gets))
 			w.Gauge("pdc_dart_outbox_backlog_bytes", "Bytes of tag index changes committed and not yet tried at the servers that index them.", float64(m.OutboxBacklog))
+			w.Counter("pdc_stage_produced_files_total", "Files recorded by stage produces on this metadata server since it started.", float64(m.StagedFiles))
+			w.Counter("pdc_stage_produced_bytes_total", "Bytes of the files recorded by stage produces on this metadata server since it started.", float64(m.StagedBytes))
 			w.Gauge("pdc_meta_tombstones", "Deleted objects whose data a data server may still hold.", float64(m.Tombstones))
 		}
 	})

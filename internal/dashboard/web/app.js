@@ -63,6 +63,7 @@ function render(s) {
   set("total-xfers", t.transfers_in_flight, fmtNum(t.transfers_in_flight));
   set("total-queued", t.transfers_queued, fmtNum(t.transfers_queued));
   set("stage-produces", t.stage_produces, fmtNum(t.stage_produces));
+  set("stage-bytes", t.stage_bytes, fmtBytes(t.stage_bytes));
   set("stage-consumes", t.stage_consumes, fmtNum(t.stage_consumes));
   set("stage-waiters", t.stage_waiters, fmtNum(t.stage_waiters));
   set("total-errors", t.errors, fmtNum(t.errors));

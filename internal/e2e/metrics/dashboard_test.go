@@ -83,7 +83,7 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]float64{"total-objects": objects, "total-written": objects * 4 * cells,
-		"stage-produces": 1, "stage-consumes": snap.Totals.StageConsumes, "stage-waiters": 1, "total-up": 2} {
+		"stage-produces": 1, "stage-bytes": float64(len(stepOne)), "stage-consumes": snap.Totals.StageConsumes, "stage-waiters": 1, "total-up": 2} {
 		if got := valueOf(t, dom, id); got != want {
 			t.Errorf("#%s is %v, want %v", id, got, want)
 		}
@@ -101,6 +101,9 @@ func TestDashboard(t *testing.T) {
 	}
 	alone := startDashboard(t, tmpdir)
 	got := awaitSnapshot(t, alone, func(s dashboard.Snapshot) bool { return s.Totals.StageProduces == 2 })
+	if got.Totals.StageBytes != float64(len(stepOne)+len("late")) {
+		t.Errorf("pdc dashboard: %v bytes staged, want %d", got.Totals.StageBytes, len(stepOne)+len("late"))
+	}
 	if got.Totals.Objects != objects || got.Totals.WrittenBytes != objects*4*cells || got.Totals.StageWaiters != 0 || !hasError(got, "cont_get", "not_found") {
 		t.Errorf("pdc dashboard: totals %+v, errors %+v: want %d objects, %d bytes, no waiter and the cont_get not found", got.Totals, got.RecentErrors, objects, objects*4*cells)
 	}
@@ -150,6 +153,9 @@ func writeFile(t *testing.T, path string, b []byte) {
 	}
 }
 
+// stepOne is the staged file dashboardWork produces.
+const stepOne = "staged bytes"
+
 // dashboardWork creates objects objects of cells int32 cells and writes
 // each whole, makes one request that fails, and stages a file produced
 // on node-a and consumed on node-b.
@@ -172,7 +178,7 @@ func dashboardWork(t *testing.T, ctx context.Context, tmpdir, base string, objec
 	if _, err := c.OpenContainer(ctx, "no-such-container"); err == nil {
 		t.Fatal("opened a container that does not exist")
 	}
-	writeFile(t, filepath.Join(base, "prod-node-a", "step-1"), []byte("staged bytes"))
+	writeFile(t, filepath.Join(base, "prod-node-a", "step-1"), []byte(stepOne))
 	stage(t, tmpdir, "node-a", "produce", "--producer-dir", filepath.Join(base, "prod-node-a"), "step-1")
 	stage(t, tmpdir, "node-b", "consume", "--consumer-dir", filepath.Join(base, "cons-b"), "step-1")
 }
