@@ -452,6 +452,14 @@ class Object(_Handle):
         super().__init__(conn, name, h)
         self.type = Type(self._prop().type)
         self.dtype = _TO_NUMPY[self.type]
+        # The dims indexing resolves against (obj[:], bounds): those of the
+        # last look (open, obj.shape, set_dims), not asked of the servers
+        # per region, which cost a round trip each (a quarter of a 1 MiB
+        # write), as a C program's transfers use its handle's dims. An
+        # index past them looks again (another process may have grown the
+        # object); a shrink elsewhere is seen at the next obj.shape.
+        p = self._prop()
+        self._shape: Optional[tuple[int, ...]] = tuple(int(p.dims[i]) for i in range(p.ndim))
 
     def _prop(self) -> _ObjProp:
         p = lib.PDCobj_get_info(self.id)
@@ -465,9 +473,10 @@ class Object(_Handle):
         nd, dims = ctypes.c_int(), ctypes.POINTER(u64)()
         _check(lib.PDCobj_get_dims(self.id, ctypes.byref(nd), ctypes.byref(dims)), f"PDCobj_get_dims({self.name!r})")
         try:
-            return tuple(int(dims[i]) for i in range(nd.value))
+            self._shape = tuple(int(dims[i]) for i in range(nd.value))
         finally:
             _lib.free(ctypes.cast(dims, ctypes.c_void_p))
+        return self._shape
 
     @property
     def ndim(self) -> int:
@@ -476,7 +485,9 @@ class Object(_Handle):
     def set_dims(self, shape: Sequence[int]) -> None:
         """Changes the object's dims (PDCobj_set_dims)."""
         dims = _dims(shape)
+        self._shape = None
         _check(lib.PDCobj_set_dims(self.id, len(dims), (u64 * len(dims))(*dims)), f"PDCobj_set_dims({shape})")
+        self._shape = tuple(dims)
 
     def info(self) -> dict[str, Any]:
         """The object's name, shape, dtype, PDC type and server."""
@@ -506,7 +517,14 @@ class Object(_Handle):
     # regions
 
     def _box(self, key: Any) -> Box:
-        shape = self.shape
+        if self._shape is not None:
+            try:
+                return self._box_in(key, self._shape)
+            except OutOfRange:
+                pass  # the dims may have grown since: look again
+        return self._box_in(key, self.shape)
+
+    def _box_in(self, key: Any, shape: tuple[int, ...]) -> Box:
         if not isinstance(key, tuple):
             key = (key,)
         if any(k is Ellipsis for k in key):
@@ -558,6 +576,9 @@ class Object(_Handle):
         try:
             t = _checkid(lib.PDCregion_transfer_create(buf.ctypes.data, access, self.id, local, remote),
                          f"PDCregion_transfer_create({what})")
+        except OutOfRange:
+            self._shape = None  # shrunk by another process: the next index looks again
+            raise
         finally:
             lib.PDCregion_close(local)
             lib.PDCregion_close(remote)
@@ -666,6 +687,9 @@ class Transfer:
             if not self._started:
                 self.start()
             _check(lib.PDCregion_transfer_wait(self._id), f"PDCregion_transfer_wait({self.what})")
+        except OutOfRange:
+            self.obj._shape = None  # see Object.__init__
+            raise
         finally:
             self._close()
         return self.result
