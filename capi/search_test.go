@@ -78,7 +78,8 @@ func TestQueryKVTagFindsObjectTags(t *testing.T) {
 		return out
 	}
 	p := tc.node("node-a")
-	p.init(t)
+	pdcID := p.init(t)
+	checkQueryTags(t, p, pdcID, want)
 	str := func(s string) []byte { return append([]byte(s), 0) } // as C passes strlen+1
 	for _, tt := range []struct {
 		name  string
@@ -118,6 +119,42 @@ func TestQueryKVTagFindsObjectTags(t *testing.T) {
 	}
 
 	checkBadKVTagQueries(t, p)
+}
+
+// checkQueryTags checks pdc_query_tags (pdc query's language, ranges
+// included, with names) and pdc_obj_tag_names on the objects above.
+func checkQueryTags(t *testing.T, p *proc, pdcID uint64, want func(...string) []uint64) {
+	t.Helper()
+	for q, names := range map[string][]string{"count=10..50": {"o1", "o3"}, "ratio=..1": {"o2"}, "label=ab*": {"o1", "o2"}, "count=100..": nil} {
+		ms, rc := p.QueryTags(pdcID, q, true)
+		var ids []uint64
+		var got []string
+		for _, m := range ms {
+			ids, got = append(ids, m.ID), append(got, m.Name)
+		}
+		slices.Sort(got)
+		if rc != capi.Succeed || !slices.Equal(ids, want(names...)) || !slices.Equal(got, names) {
+			t.Errorf("pdc_query_tags(%q): %v %v rc %d, want %v %v (reports %q)", q, ids, got, rc, want(names...), names, p.lines())
+		}
+	}
+	if _, rc := p.QueryTags(pdcID, "count=5..x", false); rc != capi.Fail {
+		t.Error("pdc_query_tags of a bad range succeeded")
+	}
+	p.wantLine(t, `pdc_query_tags(pdc`, `"count=5..x"`)
+	if _, rc := p.QueryTags(pdcID+1000, "count", false); rc != capi.Fail {
+		t.Error("pdc_query_tags through no connection succeeded")
+	}
+	p.wantLine(t, "pdc_query_tags")
+	o := p.ObjOpen("o2", pdcID)
+	names, rc := p.ObjTagNames(o)
+	if o == 0 || rc != capi.Succeed || !slices.Equal(names, []string{"count", "label", "ratio"}) {
+		t.Errorf("pdc_obj_tag_names(o2): %q rc %d (reports %q)", names, rc, p.lines())
+	}
+	p.ObjClose(o)
+	if _, rc := p.ObjTagNames(o); rc != capi.Fail {
+		t.Error("pdc_obj_tag_names of a closed object succeeded")
+	}
+	p.wantLine(t, "pdc_obj_tag_names")
 }
 
 // checkBadKVTagQueries checks that query_kvtag of bad input fails with its
