@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -357,21 +358,49 @@ func (ct *Container) Delete(ctx context.Context, opts ...DeleteOption) error {
 // open or not, and returns how many it deleted. `pdc down` calls it before
 // stopping the servers: transient containers do not outlive the cluster.
 func (c *Client) DeleteTransient(ctx context.Context) (int, error) {
-	cs, err := c.Containers(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, ci := range cs {
-		if ci.Lifetime != Transient {
-			continue
+	tr := c.deleteTransient(ctx)
+	return tr.deleted, tr.err
+}
+
+// transientDeletes is what deleteTransient did.
+type transientDeletes struct {
+	deleted  int
+	left     []string // names of those found and not deleted
+	unlisted []string // labels of the metadata servers that could not list theirs
+	err      error    // the failures, joined
+}
+
+// deleteTransient deletes the transient containers server by server, so
+// that a dead metadata server leaves only its own unlisted, and goes on
+// past a container that cannot be deleted, naming it.
+func (c *Client) deleteTransient(ctx context.Context) transientDeletes {
+	var tr transientDeletes
+	var errs []error
+	for _, rank := range c.metaServers() {
+		var found []ContainerInfo
+		for ci, err := range c.containerCursor([]int{rank}).All(ctx) {
+			if err != nil {
+				tr.unlisted = append(tr.unlisted, c.label(rank))
+				errs = append(errs, err)
+				break
+			}
+			if ci.Lifetime == Transient {
+				found = append(found, ci)
+			}
 		}
-		if err := c.deleteContainer(ctx, ci, true); err != nil {
-			return n, fmt.Errorf("transient: %w", err)
+		for _, ci := range found {
+			if err := c.deleteContainer(ctx, ci, true); err != nil {
+				tr.left = append(tr.left, ci.Name)
+				errs = append(errs, err)
+				continue
+			}
+			tr.deleted++
 		}
-		n++
 	}
-	return n, nil
+	if err := errors.Join(errs...); err != nil {
+		tr.err = fmt.Errorf("transient: %w", err)
+	}
+	return tr
 }
 
 // Objects lists the container's objects (from every metadata server),

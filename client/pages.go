@@ -174,9 +174,12 @@ func (ct *Container) Count(ctx context.Context) (int, error) {
 
 // ContainerCursor returns a cursor over every container of the cluster,
 // by name.
-func (c *Client) ContainerCursor() *Cursor[ContainerInfo] {
+func (c *Client) ContainerCursor() *Cursor[ContainerInfo] { return c.containerCursor(c.metaServers()) }
+
+// containerCursor is ContainerCursor over the metadata servers ranks.
+func (c *Client) containerCursor(ranks []int) *Cursor[ContainerInfo] {
 	cu := newCursor(func(a, b ContainerInfo) int { return strings.Compare(a.Name, b.Name) })
-	cu.m.AddByName(c.metaServers(), c.label, c.pageLimit(), "list containers", "cont_page", func(ctx context.Context, rank int, after string, limit uint32) ([]ContainerInfo, string, error) {
+	cu.m.AddByName(ranks, c.label, c.pageLimit(), "list containers", "cont_page", func(ctx context.Context, rank int, after string, limit uint32) ([]ContainerInfo, string, error) {
 		p, err := c.calls().ContPage(ctx, rank, &wire.ContPageReq{Version: wire.PageVersion, After: after, Limit: limit})
 		if err != nil {
 			return nil, "", err

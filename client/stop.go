@@ -22,6 +22,12 @@ type Stopped struct {
 	// TransientErr why not all were (nil when they were).
 	Transient    int
 	TransientErr error
+	// TransientLeft names the transient containers found and not
+	// deleted, and TransientUnlisted labels the metadata servers whose
+	// transient containers could not be listed (both empty when
+	// TransientErr is nil): what a later delete has to remove.
+	TransientLeft     []string
+	TransientUnlisted []string
 }
 
 // StopCluster stops the whole cluster as `pdc down` does: it deletes the
@@ -33,7 +39,8 @@ type Stopped struct {
 // calls to servers afterwards; Close it.
 func (c *Client) StopCluster(ctx context.Context) (Stopped, error) {
 	var st Stopped
-	st.Transient, st.TransientErr = c.DeleteTransient(ctx)
+	tr := c.deleteTransient(ctx)
+	st.Transient, st.TransientErr, st.TransientLeft, st.TransientUnlisted = tr.deleted, tr.err, tr.left, tr.unlisted
 	host, _ := os.Hostname()
 	servers := c.Servers()
 	errs := make([]error, len(servers))

@@ -288,6 +288,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			dash = "-"
 		}
 		typ, text := flag.UnquoteUsage(f)
+		if p, ok := f.Value.(*passFlag); ok {
+			typ = p.typ
+		}
 		line := "  " + dash + f.Name
 		if typ != "" {
 			line += " " + typ

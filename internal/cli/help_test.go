@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +108,44 @@ func TestTopLevelHelp(t *testing.T) {
 	}
 	if err := Run(context.Background(), []string{"cont", "create", "--nosuch"}, &out, &errb); !errors.Is(err, errUsage) {
 		t.Errorf("an unknown flag: %v; want a usage error", err)
+	}
+}
+
+// Every flag of pdc server is a flag of pdc up, but the few up sets per
+// rank itself (upServerOnly), each of which is a server flag (issue 32,
+// item 5).
+func TestUpTakesEveryServerFlag(t *testing.T) {
+	e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	var up *flag.FlagSet
+	sub := *e
+	sub.flagSink = func(fs *flag.FlagSet) { up = fs }
+	if err := runUp(context.Background(), &sub, []string{"--help"}); err != nil || up == nil {
+		t.Fatalf("up --help: %v", err)
+	}
+	srv := serverFlagSet(e)
+	n := 0
+	srv.VisitAll(func(f *flag.Flag) {
+		n++
+		if up.Lookup(f.Name) == nil && upServerOnly[f.Name] == "" {
+			t.Errorf("pdc server --%s cannot be set through pdc up", f.Name)
+		}
+	})
+	if n < 20 {
+		t.Fatalf("pdc server has %d flags: its flag set was not read", n)
+	}
+	for name := range upServerOnly {
+		if srv.Lookup(name) == nil {
+			t.Errorf("upServerOnly names --%s, which pdc server does not have", name)
+		}
+	}
+	// Given to up, they reach every server; not given, up passes nothing.
+	_ = up.Parse([]string{"--max-conns", "100", "--stall-timeout=5s", "--debug-addr", "127.0.0.1:7000"})
+	o := upOptions{n: 2, debugAddr: "127.0.0.1:7000"}
+	o.pass = passedArgs(up)
+	args := strings.Join(append(serverArgs(o), rankArgs(o, 1)...), " ")
+	for _, want := range []string{"--max-conns=100", "--stall-timeout=5s", "--debug-addr 127.0.0.1:7001"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("server args %q lack %q", args, want)
+		}
 	}
 }

@@ -53,6 +53,8 @@ type upOptions struct {
 	metricsAddr     string   // HOST:PORT; a non-zero PORT is rank 0's, rank r's is PORT+r
 	dashboard       string   // rank 0's --dashboard
 	logArgs         []string // the log flags given, for every server
+	debugAddr       string   // as metricsAddr
+	pass            []string // server flags given to up, for every server (addServerFlags)
 }
 
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
@@ -83,9 +85,12 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.dashboard, "dashboard", "", "rank 0 serves the cluster's web page (pdc dashboard) on HOST:PORT, or :PORT for loopback; turns on --metrics-addr 127.0.0.1:0 if not given")
 	lo := logFlags(fs)
 	restartDead := fs.Bool("restart-dead", false, "restart the servers of the running cluster in --tmpdir that do not answer, with the flags it was started with")
+	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve each server's pprof (/debug/pprof/) over HTTP: HOST:PORT; rank r listens on PORT+r (port 0: each picks one)")
+	addServerFlags(e, fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	o.pass = passedArgs(fs)
 	if *restartDead {
 		return upRestartDead(ctx, e, fs, o)
 	}
@@ -388,7 +393,8 @@ func serverArgs(o upOptions) []string {
 	if o.insecure {
 		args = append(args, "--insecure")
 	}
-	return append(args, o.logArgs...)
+	args = append(args, o.logArgs...)
+	return append(args, o.pass...)
 }
 
 // rankArgs are the flags up passes to one server.
@@ -420,6 +426,9 @@ func rankArgs(o upOptions, rank int) []string {
 	}
 	if o.dashboard != "" && rank == 0 {
 		args = append(args, "--dashboard", o.dashboard)
+	}
+	if o.debugAddr != "" {
+		args = append(args, "--debug-addr", rankMetricsAddr(o.debugAddr, rank))
 	}
 	if o.cpuprofile != "" {
 		f := strings.ReplaceAll(o.cpuprofile, "{rank}", strconv.Itoa(rank))
@@ -519,7 +528,7 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 	// Transient containers end with the cluster. Best effort: a cluster
 	// with a dead server is still stopped.
 	if st.TransientErr != nil {
-		fmt.Fprintf(warn, "pdc down: transient containers not all deleted: %v\n", st.TransientErr)
+		warnTransientLeft(warn, tmpdir, st)
 	} else if st.Transient > 0 {
 		fmt.Fprintf(warn, "pdc down: deleted %d transient containers\n", st.Transient)
 	}
@@ -530,6 +539,27 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 		return 0, fmt.Errorf("down: %w", err)
 	}
 	return st.Servers, nil
+}
+
+// warnTransientLeft says which transient containers pdc down left, and
+// how to remove them once the cluster is up again.
+func warnTransientLeft(w io.Writer, tmpdir string, st client.Stopped) {
+	// The first failure says why; the rest, one a container, are named
+	// below.
+	first, _, more := strings.Cut(st.TransientErr.Error(), "\n")
+	if more {
+		first += " (and more)"
+	}
+	fmt.Fprintf(w, "pdc down: transient containers not all deleted (deleted %d): %s\n", st.Transient, first)
+	if len(st.TransientLeft) > 0 {
+		fmt.Fprintf(w, "pdc down: left: %s; once the cluster is up again, remove them with: pdc cont rm --recursive --tmpdir %s %s (or the next clean pdc down does)\n",
+			strings.Join(st.TransientLeft, ", "), tmpdir, strings.Join(st.TransientLeft, " "))
+	}
+	if len(st.TransientUnlisted) > 0 {
+		fmt.Fprintf(w, "pdc down: the transient containers of %s could not be listed; once the cluster is up again, "+
+			"list them with `pdc cont ls --tmpdir %s` and remove those marked transient with pdc cont rm --recursive\n",
+			strings.Join(st.TransientUnlisted, ", "), tmpdir)
+	}
 }
 
 // processExists reports whether pid is a running process. A zombie, dead

@@ -70,6 +70,9 @@ func (p *proc) run(ctx context.Context) error {
 	if err := p.checkSecret(); err != nil {
 		return err
 	}
+	if err := p.lockDataDir(); err != nil {
+		return err
+	}
 	if err := p.probe(ctx); err != nil {
 		return err
 	}

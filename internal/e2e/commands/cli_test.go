@@ -3,11 +3,15 @@ package commands_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
 )
 
@@ -84,6 +88,74 @@ func TestCommandLine(t *testing.T) {
 		}
 		if r := e2e.Run(t, nil, "obj", "info", "--tmpdir", tmpdir, "a"); r.Err == nil {
 			t.Errorf("object a outlived its container's rm --recursive")
+		}
+	})
+
+	t.Run("a data dir in use names its cluster", func(t *testing.T) {
+		list, err := cluster.ReadList(tmpdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e2e.Run(t, nil, "up", "-n", "1", "--tmpdir", filepath.Join(t.TempDir(), "tmp"), "--datadir", e2e.ServerDataDir(t, tmpdir), "--timeout", "30s")
+		abs, _ := filepath.Abs(tmpdir)
+		if r.Err == nil || !strings.Contains(r.Stderr, "the cluster in "+abs) || !strings.Contains(r.Stderr, fmt.Sprintf("pid %d", list.Servers[0].PID)) {
+			t.Errorf("up on a data dir in use: %v, stderr:\n%s\nwant it to name the cluster in %s and pid %d", r.Err, r.Stderr, abs, list.Servers[0].PID)
+		}
+	})
+
+	// Last: it stops the cluster.
+	t.Run("down with a dead rank names the transient containers left", func(t *testing.T) {
+		names := []string{"t0", "t1", "t2", "t3", "t4", "t5"}
+		e2e.MustRun(t, append([]string{"cont", "create", "--transient", "--tmpdir", tmpdir}, names...)...)
+		onLive := 0
+		for _, line := range strings.Split(strings.TrimSpace(e2e.MustRun(t, "cont", "ls", "--json", "--tmpdir", tmpdir)), "\n") {
+			var c struct {
+				Name   string `json:"name"`
+				Server int    `json:"server"`
+			}
+			if err := json.Unmarshal([]byte(line), &c); err != nil {
+				t.Fatalf("cont ls --json: %q: %v", line, err)
+			}
+			if c.Server == 0 && strings.HasPrefix(c.Name, "t") {
+				onLive++
+			}
+		}
+		list, err := cluster.ReadList(tmpdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := list.Servers[1]
+		if err := syscall.Kill(dead.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), dead.PID); err != nil {
+			t.Fatal(err)
+		}
+		r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
+		if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 servers") {
+			t.Fatalf("down with rank 1 dead: %v\n%s%s", r.Err, r.Stdout, r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, "the transient containers of "+dead.Label()+" could not be listed") {
+			t.Errorf("down does not say rank 1's transient containers are unknown:\n%s", r.Stderr)
+		}
+		// Those of rank 0 were deleted or are named, with the command.
+		var deleted int
+		var left []string
+		for _, line := range strings.Split(r.Stderr, "\n") {
+			if _, after, ok := strings.Cut(line, "(deleted "); ok {
+				fmt.Sscanf(after, "%d", &deleted)
+			}
+			if after, ok := strings.CutPrefix(line, "pdc down: left: "); ok {
+				l, _, _ := strings.Cut(after, ";")
+				left = strings.Split(l, ", ")
+				if !strings.Contains(line, "pdc cont rm --recursive --tmpdir "+tmpdir+" "+strings.Join(left, " ")) {
+					t.Errorf("down names no command to remove them: %q", line)
+				}
+			}
+		}
+		t.Logf("rank 0 held %d transient containers; down said:\n%s", onLive, r.Stderr)
+		if onLive == 0 || deleted+len(left) != onLive {
+			t.Errorf("rank 0 held %d transient containers; down deleted %d and named %q as left:\n%s", onLive, deleted, left, r.Stderr)
 		}
 	})
 }
