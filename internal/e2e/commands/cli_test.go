@@ -19,8 +19,9 @@ import (
 // without a cluster, and on one small cluster, commands that say what
 // they did or will not do.
 func TestCommandLine(t *testing.T) {
-	// The cases of the issue, as processes; every other command and verb
-	// is walked in process by internal/cli's TestHelpEverywhere.
+	// Cases of the issue, as processes; every command and verb is walked
+	// in process by internal/cli's TestHelpEverywhere (pdc obj -h and
+	// pdc stage -h among them).
 	t.Run("help without a cluster", func(t *testing.T) {
 		env := []string{"PDC_TMPDIR=" + t.TempDir()}
 		for _, tc := range []struct {
@@ -29,8 +30,6 @@ func TestCommandLine(t *testing.T) {
 			notWant string
 		}{
 			{[]string{"cont", "-h"}, []string{"Usage: pdc cont VERB", "create", "Examples:"}, ""},
-			{[]string{"obj", "-h"}, []string{"Usage: pdc obj VERB", "set-dims"}, ""},
-			{[]string{"stage", "-h"}, []string{"Usage: pdc stage VERB", "consume"}, ""},
 			{[]string{"obj", "tag", "-h"}, []string{"Usage: pdc obj tag put NAME KEY VALUE", "--time-step"}, "--dims"},
 			{[]string{"bench", "--help"}, []string{"Usage: pdc bench WHAT", "rpc", "preload", "soak", "compare"}, ""},
 		} {
@@ -77,6 +76,23 @@ func TestCommandLine(t *testing.T) {
 		out = e2e.MustRun(t, "cont", "tag", "put", "--tmpdir", tmpdir, "full", "units", "kelvin")
 		if out != "put tag units = kelvin (string) on container full\n" {
 			t.Errorf("cont tag put said %q", out)
+		}
+	})
+
+	t.Run("completion asks the cluster", func(t *testing.T) {
+		env := []string{"PDC_TMPDIR=" + tmpdir}
+		for _, tc := range []struct {
+			words []string
+			want  string
+		}{
+			{[]string{"obj", "info", ""}, "a\nb\n"},
+			{[]string{"obj", "tag", "get", "a", ""}, "step\n"},
+			{[]string{"cont", "tag", "rm", "--tmpdir", tmpdir, "full", "u"}, "units\n"},
+		} {
+			r := e2e.Run(t, env, append([]string{"__complete"}, tc.words...)...)
+			if r.Err != nil || r.Stdout != tc.want {
+				t.Errorf("complete %q: %v, %q; want %q", tc.words, r.Err, r.Stdout, tc.want)
+			}
 		}
 	})
 
