@@ -23,7 +23,7 @@ import (
 func init() {
 	register(command{name: "completion", summary: "print the shell completion script for bash, zsh or fish", usage: "bash|zsh|fish",
 		examples: []string{"source <(pdc completion bash)", "pdc completion zsh > \"${fpath[1]}/_pdc\"", "pdc completion fish > ~/.config/fish/completions/pdc.fish"},
-		run: runCompletion})
+		run:      runCompletion})
 	register(command{name: "__complete", summary: "candidates for the word being completed (the completion scripts ask it)", hidden: true, run: runComplete})
 }
 

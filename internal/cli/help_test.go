@@ -164,7 +164,7 @@ func TestComplete(t *testing.T) {
 	}{
 		{[]string{"c"}, "checkpoint completion cont"},
 		{[]string{"cont", ""}, "create ls info rm tag add remove"},
-		{[]string{"bench", "p"}, "preload"},
+		{[]string{"bench", "pr"}, "preload"},
 		{[]string{"cont", "rm", "--r"}, "--recursive"},
 		{[]string{"obj", "tag", ""}, "put get rm ls"},
 		{[]string{"obj", "tag", "--time-step", "3", "g"}, "get"},
