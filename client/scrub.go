@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/pdcgo/pdc/internal/batch"
 	"github.com/pdcgo/pdc/internal/placement"
@@ -16,6 +17,10 @@ type ScrubOptions struct {
 	Remove bool
 	// Verify checks every stored block against its checksum.
 	Verify bool
+	// Progress, if set, is called as each data server's report comes
+	// in, with the number in and of data servers asked, from the
+	// goroutine of that server's call: it must not block.
+	Progress func(done, total int)
 }
 
 // ScrubReport is what one data server's scrub found. The lists hold at
@@ -71,7 +76,11 @@ func (c *Client) Scrub(ctx context.Context, opts ScrubOptions) ([]ScrubReport, e
 	for i, r := range ranks {
 		at[r] = i
 	}
+	var answered atomic.Int64
 	err := batch.FanOut(ranks, func(rank int) error {
+		if opts.Progress != nil {
+			defer func() { opts.Progress(int(answered.Add(1)), len(ranks)) }()
+		}
 		w, err := c.calls().DataScrub(ctx, rank, &wire.ScrubReq{Remove: opts.Remove, Verify: opts.Verify})
 		if err != nil {
 			return fmt.Errorf("scrub %s: %w", c.label(rank), err)

@@ -53,6 +53,7 @@ type benchRun struct {
 	clusters int
 	tmpdirs  []string // clusters to stop before finishing
 	t0       time.Time
+	status   *status // on a terminal: the round under way
 }
 
 // begin validates the common flags, reads the load and starts the
@@ -85,6 +86,7 @@ func (o *benchOpts) begin(e *env) (*benchRun, error) {
 	}
 	r.before, r.cpu = bench.ReadLoad(), bench.ReadCPU()
 	fmt.Fprintf(e.stderr, "bench %s: %d rounds; before: %s\n", o.name, o.rounds, r.before)
+	r.status = newStatus(e.stderr, isTerminal(e.stderr), "bench "+o.name+": setting up")
 	return r, nil
 }
 
@@ -131,12 +133,13 @@ func (r *benchRun) started(tmpdir string) { r.tmpdirs = append(r.tmpdirs, tmpdir
 func (r *benchRun) rounds(ctx context.Context, round func(ctx context.Context, i int) ([]bench.Result, error)) error {
 	for i := range r.o.rounds {
 		t0 := time.Now()
+		r.status.set("bench %s: round %d of %d", r.o.name, i+1, r.o.rounds)
 		rs, err := round(ctx, i)
 		if err != nil {
 			return fmt.Errorf("round %d of %d: %w", i+1, r.o.rounds, err)
 		}
 		r.rs = append(r.rs, rs...)
-		fmt.Fprintf(r.e.stderr, "bench %s: round %d of %d: %d figures in %s\n", r.o.name, i+1, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
+		r.status.printf("bench %s: round %d of %d: %d figures in %s\n", r.o.name, i+1, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -147,12 +150,13 @@ func (r *benchRun) rounds(ctx context.Context, round func(ctx context.Context, i
 // object per case, which it could not keep for every case at once.
 func (r *benchRun) within(ctx context.Context, measure func(ctx context.Context, rounds int) ([]bench.Result, error)) error {
 	t0 := time.Now()
+	r.status.set("bench %s: %d rounds", r.o.name, r.o.rounds)
 	rs, err := measure(ctx, r.o.rounds)
 	if err != nil {
 		return err
 	}
 	r.rs = append(r.rs, rs...)
-	fmt.Fprintf(r.e.stderr, "bench %s: %d rounds: %d figures in %s\n", r.o.name, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
+	r.status.printf("bench %s: %d rounds: %d figures in %s\n", r.o.name, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -161,6 +165,7 @@ func (r *benchRun) add(rs ...bench.Result) { r.rs = append(r.rs, rs...) }
 
 // close stops the profile; idempotent.
 func (r *benchRun) close() {
+	r.status.stop()
 	if r.prof != nil {
 		pprof.StopCPUProfile()
 		r.prof.Close()

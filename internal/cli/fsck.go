@@ -35,7 +35,15 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("fsck: %w", err)
 	}
 	defer done()
-	reps, err := c.Scrub(ctx, client.ScrubOptions{Remove: *remove, Verify: !*noVerify})
+	what := "checking every block"
+	if *noVerify {
+		what = "looking for orphans"
+	}
+	st := newStatus(e.stderr, isTerminal(e.stderr), "fsck: "+what+" on the data servers")
+	reps, err := c.Scrub(ctx, client.ScrubOptions{Remove: *remove, Verify: !*noVerify, Progress: func(done, total int) {
+		st.set("fsck: %s: %d of %d data servers done", what, done, total)
+	}})
+	st.stop()
 	var orphans, left, corrupt uint64
 	for _, r := range reps {
 		verified := ""

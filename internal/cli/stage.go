@@ -180,7 +180,10 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	}
 	defer done()
 	paths := fs.Args()
-	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1, newer: *newer}
+	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1, newer: *newer, total: len(paths)}
+	// One file has its bar; several, a line counting them on a terminal.
+	sc.status = newStatus(e.stderr, !sc.single && isTerminal(e.stderr), fmt.Sprintf("consume: 0 of %d files", len(paths)))
+	defer sc.status.stop()
 	errs := make([]error, len(paths))
 	// The slot is taken here, not in the goroutine, so that files are
 	// consumed in the order given: a pipeline's consumer then gets each
@@ -224,7 +227,11 @@ type stageConsumer struct {
 	bar    bool       // --progress
 	single bool       // one file: a progress bar, and its error is the command's
 	newer  uint64     // --newer-than
+	total  int        // files to consume
+	status *status    // of several files, on a terminal
 	mu     sync.Mutex // orders output lines
+	ended  int        // files consumed or failed; guarded by mu
+	moved  uint64     // bytes of the files consumed; guarded by mu
 }
 
 // consume consumes the file p and prints what it got: a line on stdout,
@@ -233,7 +240,7 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	e := sc.e
 	opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
 		sc.mu.Lock()
-		fmt.Fprintf(e.stderr, "pdc stage consume: waiting for %s to be produced\n", rel)
+		sc.status.printf("pdc stage consume: waiting for %s to be produced\n", rel)
 		sc.mu.Unlock()
 	})}
 	if sc.mode != "" {
@@ -258,9 +265,14 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	sc.ended++
+	if err == nil {
+		sc.moved += uint64(got.Size)
+	}
+	sc.status.set("consume: %d of %d files, %s", sc.ended, sc.total, humanBytes(sc.moved))
 	if err != nil {
 		if !sc.single {
-			fmt.Fprintf(e.stderr, "pdc: %v\n", err)
+			sc.status.printf("pdc: %v\n", err)
 		}
 		return err
 	}
@@ -271,8 +283,10 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	case client.Inline:
 		how = fmt.Sprintf("inline: %s in its record, the owner %s not asked", humanBytes(uint64(got.Moved)), got.Owner.Label())
 	}
-	fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
-		humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))
+	sc.status.around(func() {
+		fmt.Fprintf(e.stdout, "consumed %s version %d (%s) -> %s: %s in %v\n", got.Path, got.Version,
+			humanBytes(uint64(got.Size)), got.Local, how, time.Since(start).Round(time.Microsecond))
+	})
 	return nil
 }
 

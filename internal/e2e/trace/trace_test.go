@@ -1,13 +1,20 @@
 package trace_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
@@ -38,9 +45,10 @@ func readLog(t *testing.T, path string) []record {
 // One cluster, logging JSON at debug level into files of at most 16 KiB:
 // a region write made by `pdc put --verbose` shows its trace id on the
 // client's standard error, and the same id names its placement on the
-// metadata server and its store on the data server; then enough requests
-// to fill the files several times over rotate them, keeping two.
-func TestTraceAndRotation(t *testing.T) {
+// metadata server and its store on the data server; enough requests to
+// fill the files several times over rotate them, keeping two; and long
+// commands draw their progress on a terminal, and none to a pipe.
+func TestTraceRotationProgress(t *testing.T) {
 	const maxSize = 16 << 10
 	tmpdir := e2e.Up(t, 2, "--log-format", "json", "--log-level", "debug", "--log-max-size", "16KiB", "--log-keep", "2")
 	logs := []string{cluster.LogFile(tmpdir, 0), cluster.LogFile(tmpdir, 1)}
@@ -116,4 +124,81 @@ func TestTraceAndRotation(t *testing.T) {
 		}
 		t.Logf("%d pings in the kept logs", pings)
 	})
+
+	t.Run("progress on a terminal, none to a pipe", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"fsck", "--tmpdir", tmpdir},
+			{"bench", "rpc", "--rounds", "1", "--duration", "20ms", "--case", "64 in flight"},
+		} {
+			name := strings.Join(args[:2], " ")
+			want := map[string]string{"fsck": "fsck: checking every block on the data servers", "bench": "bench rpc: round 1 of 1 ... "}[args[0]]
+			screen := onTerminal(t, args...)
+			if !strings.Contains(screen, "\r"+want) {
+				t.Errorf("pdc %s on a terminal drew no %q status line:\n%q", name, want, screen)
+			}
+			r := e2e.Run(t, nil, args...)
+			if r.Err != nil {
+				t.Fatalf("pdc %s: %v\n%s", name, r.Err, r.Stderr)
+			}
+			if out := r.Stdout + r.Stderr; strings.Contains(out, "\r") || strings.Contains(out, want) {
+				t.Errorf("pdc %s to a pipe drew progress:\n%q", name, out)
+			}
+		}
+	})
+}
+
+// onTerminal runs pdc with args on a pseudo-terminal and returns what it
+// drew there.
+func onTerminal(t *testing.T, args ...string) string {
+	t.Helper()
+	ptm, pts := openPTY(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e2e.CommandBin(t, args...), args...)
+	cmd.Stdout, cmd.Stderr = pts, pts
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pts.Close() // the child has it
+	var screen strings.Builder
+	r := bufio.NewReader(ptm)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			break // EIO once the child has exited and closed the terminal
+		}
+		screen.WriteByte(b)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pdc %s: %v\n%s", strings.Join(args, " "), err, screen.String())
+	}
+	return screen.String()
+}
+
+// openPTY opens a pseudo-terminal: the controlling side, and the
+// terminal's side for a child's output (as pdc top's test does).
+func openPTY(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if os.Getenv("PDC_PTY_REQUIRED") == "1" {
+			t.Fatalf("open /dev/ptmx with PDC_PTY_REQUIRED=1: %v", err)
+		}
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
+	var unlock int32
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		t.Fatalf("unlockpt: %v", e)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("ptsname: %v", err)
+	}
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptm.Close(); pts.Close() })
+	return ptm, pts
 }
