@@ -104,7 +104,7 @@ func printDashboard(w io.Writer, addr, tmpdir string, procs []cluster.Proc) {
 		}
 		return
 	}
-	u := "http://" + full + "/"
+	u := "http://" + dashboard.OpenAddr(full) + "/"
 	if !cluster.IsLoopback(full) {
 		if secret, err := cluster.SecretIn(tmpdir); err == nil && len(secret) > 0 {
 			u += "?token=" + dashboard.Token(secret)

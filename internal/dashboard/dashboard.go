@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -200,7 +201,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // URL is the dashboard's address to open, with its token if it needs
 // one.
 func (s *Server) URL() string {
-	u := "http://" + s.Addr() + "/"
+	u := "http://" + OpenAddr(s.Addr()) + "/"
 	if s.token != "" {
 		u += "?token=" + s.token
 	}
@@ -380,4 +381,19 @@ func merge(last, snap *metrics.ClusterSnapshot) *metrics.ClusterSnapshot {
 		}
 	}
 	return out
+}
+
+// OpenAddr is addr as a browser elsewhere reaches it: a wildcard host
+// (0.0.0.0, ::) is replaced by this host's name.
+func OpenAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			return net.JoinHostPort(name, port)
+		}
+	}
+	return addr
 }

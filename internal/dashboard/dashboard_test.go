@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,7 @@ func TestBeyondLoopbackNeedsTheSecret(t *testing.T) {
 		_, port, _ = strings.Cut(s.Addr(), ":")
 	}
 	base := "http://127.0.0.1:" + port + "/"
-	if s.URL() != "http://"+s.Addr()+"/?token="+Token(secret) {
+	if host, _ := os.Hostname(); s.URL() != "http://"+net.JoinHostPort(host, port)+"/?token="+Token(secret) {
 		t.Errorf("URL %q does not carry the token", s.URL())
 	}
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

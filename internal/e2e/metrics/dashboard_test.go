@@ -227,7 +227,7 @@ func dashboardURL(t *testing.T, tmpdir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`msg="serving the dashboard" url=(\S+)`).FindSubmatch(b)
+	m := regexp.MustCompile(`msg="serving the dashboard" url="?([^"\s]+)`).FindSubmatch(b)
 	if m == nil {
 		t.Fatalf("rank 0's log does not say where it serves the dashboard:\n%s", b)
 	}
