@@ -81,7 +81,18 @@ func (s *status) around(print func()) {
 	defer s.mu.Unlock()
 	s.clearLocked()
 	print()
-	s.drawLocked()
+	select {
+	case <-s.stopc: // stopping: the line stays cleared
+	default:
+		s.drawLocked()
+	}
+}
+
+// Write writes p, whole lines, to the status's writer around the status
+// line: a status is the writer for other output of its command.
+func (s *status) Write(p []byte) (n int, err error) {
+	s.around(func() { n, err = s.w.Write(p) })
+	return n, err
 }
 
 // printf writes a line to the status's writer, around the status line.

@@ -110,7 +110,11 @@ func runUp(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("up: %w", err)
 	}
 	o.logArgs = lo.args(fs)
-	procs, err := up(ctx, e.stderr, o)
+	// Servers that find the data of a cluster of another size move
+	// metadata before they are ready: on a terminal, say what is awaited.
+	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: starting %d servers", o.n))
+	procs, err := up(ctx, st, o)
+	st.stop()
 	if err != nil {
 		return err
 	}
@@ -363,7 +367,9 @@ func restartDeadServers(ctx context.Context, e *env, tmpdir string, timeout time
 	if timeout != 0 {
 		cfg.Timeout = timeout
 	}
+	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: restarting %d servers", len(dead)))
 	procs, err := startAndPing(ctx, cfg)
+	st.stop()
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,14 @@ func TestTraceRotationProgress(t *testing.T) {
 				t.Errorf("pdc %s to a pipe drew progress:\n%q", name, out)
 			}
 		}
+		// pdc up, which waits for servers that may move data first. (Its
+		// pipe is every other test's: the gate is the one checked above.)
+		dir := t.TempDir()
+		screen := onTerminal(t, "up", "-n", "1", "--tmpdir", filepath.Join(dir, "tmp"), "--datadir", filepath.Join(dir, "data"))
+		e2e.Cleanup(t, filepath.Join(dir, "tmp"))
+		if !strings.Contains(screen, "\rup: starting 1 servers ... ") {
+			t.Errorf("pdc up on a terminal drew no status line:\n%q", screen)
+		}
 	})
 }
 
