@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
 )
@@ -50,5 +51,24 @@ func authorize(token string, next http.Handler) http.Handler {
 			return
 		}
 		http.Error(w, "pdc dashboard: this dashboard needs the cluster's token: open the address pdc dashboard printed (it ends in ?token=)", http.StatusUnauthorized)
+	})
+}
+
+// loopbackOnly passes to next only requests addressed to a loopback name
+// (localhost, 127.0.0.1, ::1). A dashboard on loopback asks no token, so
+// without this a web page elsewhere whose name it makes resolve to
+// 127.0.0.1 (DNS rebinding) could read the cluster's view from the
+// browser of a user on this host.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "pdc dashboard: this dashboard answers on loopback only: open it as http://127.0.0.1:PORT/ or http://localhost:PORT/", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

@@ -184,7 +184,11 @@ func Serve(cfg Config) (*Server, error) {
 	s.ln = ln
 	s.mu.updated = make(chan struct{})
 	s.mu.cur = Snapshot{Poll: cfg.Interval, TmpDir: cfg.Dir.Path, Error: "no snapshot taken yet", Servers: []ServerState{}, RecentErrors: []metrics.ErrorCount{}}
-	s.srv = &http.Server{Handler: authorize(s.token, s.routes()), ReadHeaderTimeout: 10 * time.Second}
+	h := authorize(s.token, s.routes())
+	if cluster.IsLoopback(addr) {
+		h = loopbackOnly(h)
+	}
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
