@@ -88,13 +88,17 @@ func (l *File) Write(p []byte) (int, error) {
 	if l.mu.f == nil {
 		return 0, fmt.Errorf("log file %s: %w", l.path, os.ErrClosed)
 	}
+	var rotErr error
 	if l.mu.size > 0 && l.mu.size+int64(len(p)) > l.opts.MaxSize {
-		if err := l.rotateLocked(); err != nil {
-			return 0, err
-		}
+		// A rotation that failed part-way still leaves a file open (the
+		// new one, or the old one): the record goes there, not nowhere.
+		rotErr = l.rotateLocked()
 	}
 	n, err := l.mu.f.Write(p)
 	l.mu.size += int64(n)
+	if err == nil {
+		err = rotErr
+	}
 	return n, err
 }
 
@@ -103,8 +107,16 @@ func (l *File) Write(p []byte) (int, error) {
 func (l *File) rotateLocked() error {
 	name := func(i int) string { return l.path + "." + strconv.Itoa(i) }
 	var errs []error
+	// The live file gone (a user removed or moved it) is nothing to move
+	// aside: the new file takes its place.
+	notGone := func(err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
 	if l.opts.Keep < 0 {
-		errs = append(errs, os.Remove(l.path))
+		errs = append(errs, notGone(os.Remove(l.path)))
 	} else {
 		if err := os.Remove(name(l.opts.Keep)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
@@ -114,7 +126,7 @@ func (l *File) rotateLocked() error {
 				errs = append(errs, err)
 			}
 		}
-		errs = append(errs, os.Rename(l.path, name(1)))
+		errs = append(errs, notGone(os.Rename(l.path, name(1))))
 	}
 	// The old file stays open until the new one is: on any failure to
 	// open, records keep going somewhere.
