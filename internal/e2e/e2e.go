@@ -220,11 +220,15 @@ func Run(t *testing.T, env []string, args ...string) Result {
 // CommandBin is the binary Run runs for the command line args.
 func CommandBin(t *testing.T, args ...string) string {
 	t.Helper()
-	if len(args) > 0 && startsServers[args[0]] {
+	if len(args) > 0 && startsServers[args[0]] || raceCommands {
 		return bin
 	}
 	return PlainBin(t)
 }
+
+// raceCommands, from PDC_E2E_RACE_COMMANDS=1, runs every command
+// race-built, for a run that wants the detector on the commands too.
+var raceCommands = os.Getenv("PDC_E2E_RACE_COMMANDS") == "1"
 
 // startsServers names the pdc commands that run servers of their own
 // binary for a test to use. pdc demo and pdc bench start servers too, but
