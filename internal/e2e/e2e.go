@@ -36,7 +36,29 @@ type Role func(ctx context.Context, c *client.Client, role string, out *bufio.Wr
 // it plays its role with role and returns; otherwise it builds the pdc
 // binary, runs the tests, checks that they left no goroutine running
 // (goleak) and removes the binary. It returns the exit code for os.Exit.
-func Main(m *testing.M, role Role) int {
+//
+// The pdc binary of Main's tests is a plain build, even under -race; the
+// test binary itself, and so every client process it re-runs as, is
+// race-built. The packages whose point is the servers' concurrency under
+// many clients and faults use MainRace.
+func Main(m *testing.M, role Role) int { return run(m, role, raceEnv == "all") }
+
+// MainRace is Main with the servers race-built when the tests are: the
+// crash loop, and the packages where many client processes work one
+// cluster at once. A race-built server costs two to three times the CPU
+// of a plain one, and most end-to-end tests check what a user sees of a
+// cluster (durability, commands, access, errors), not its concurrency,
+// which the servers' own packages check under -race in process.
+func MainRace(m *testing.M, role Role) int { return run(m, role, raceEnv != "none") }
+
+// raceEnv is PDC_E2E_RACE: "all" builds every package's servers and
+// commands with the race detector (under -race), "none" none of them.
+var raceEnv = os.Getenv("PDC_E2E_RACE")
+
+// serversRace says whether bin is race-built.
+var serversRace bool
+
+func run(m *testing.M, role Role, race bool) int {
 	if r := os.Getenv(roleEnv); r != "" {
 		if role == nil {
 			fmt.Fprintf(os.Stderr, "client role %q: this test binary has no roles\n", r)
@@ -55,7 +77,8 @@ func Main(m *testing.M, role Role) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "pdc")
-	if err := build(bin, Race); err != nil {
+	serversRace = Race && race
+	if err := build(bin, serversRace); err != nil {
 		fmt.Fprintln(os.Stderr, "build pdc:", err)
 		return 1
 	}
@@ -166,7 +189,8 @@ func playRole(role Role, r string) error {
 	return role(ctx, c, r, out)
 }
 
-// Bin is the path of the pdc binary under test.
+// Bin is the path of the pdc binary the tests' servers run: race-built
+// under -race in the packages of MainRace, plain in the others.
 func Bin() string { return bin }
 
 var plain struct {
@@ -176,14 +200,14 @@ var plain struct {
 }
 
 // PlainBin is the path of a pdc binary built without the race detector,
-// built on first use (and shared, as Bin's is): Bin itself when the tests
-// run without it. It runs the commands that do not start servers (see
-// Run), and long runs such as a benchmark run of some fifteen clusters,
-// whose servers' concurrency is not what their tests check: race-built,
-// such a run costs several times the CPU, on the 2 cores CI has.
+// built on first use (and shared, as Bin's is): Bin itself when Bin is
+// plain. It runs the commands that do not start servers (see Run), and
+// long runs such as a benchmark run of some fifteen clusters, whose
+// servers' concurrency is not what their tests check: race-built, such a
+// run costs several times the CPU, on the 2 cores CI has.
 func PlainBin(t *testing.T) string {
 	t.Helper()
-	if !Race {
+	if !serversRace {
 		return bin
 	}
 	plain.once.Do(func() {
@@ -202,16 +226,15 @@ type Result struct {
 	Err            error
 }
 
-// Run runs pdc with env added to ours and waits for it: the race-built
-// binary for the commands that start servers (which then run race-built),
-// PlainBin for every other command.
+// Run runs pdc with env added to ours and waits for it: Bin for the
+// commands that start servers, PlainBin for every other command.
 //
-// The servers are where the concurrency is: they live for the whole test,
-// serve many clients at once, and are what the race detector is for here.
-// A command such as pdc ls or pdc put is a client that lives for a moment;
-// its library is checked under -race in its own packages, in process. A
-// race-built command costs four times the CPU of a plain one just to
-// start (0.2 s against 0.05 s), and these tests run hundreds of them.
+// In a MainRace package the servers are where the concurrency is: they
+// live for the whole test and serve many clients at once. A command such
+// as pdc ls or pdc put is a client that lives for a moment; its library
+// is checked under -race in its own packages, in process. A race-built
+// command costs four times the CPU of a plain one just to start (0.2 s
+// against 0.05 s), and these tests run hundreds of them.
 func Run(t *testing.T, env []string, args ...string) Result {
 	t.Helper()
 	return RunBin(t, CommandBin(t, args...), env, args...)
@@ -220,15 +243,11 @@ func Run(t *testing.T, env []string, args ...string) Result {
 // CommandBin is the binary Run runs for the command line args.
 func CommandBin(t *testing.T, args ...string) string {
 	t.Helper()
-	if len(args) > 0 && startsServers[args[0]] || raceCommands {
+	if len(args) > 0 && startsServers[args[0]] || raceEnv == "all" {
 		return bin
 	}
 	return PlainBin(t)
 }
-
-// raceCommands, from PDC_E2E_RACE_COMMANDS=1, runs every command
-// race-built, for a run that wants the detector on the commands too.
-var raceCommands = os.Getenv("PDC_E2E_RACE_COMMANDS") == "1"
 
 // startsServers names the pdc commands that run servers of their own
 // binary for a test to use. pdc demo and pdc bench start servers too, but

@@ -2,6 +2,7 @@
 
 package e2e
 
-// Race reports whether the tests, and so the pdc binary they run, were
-// built with the race detector.
+// Race reports whether the tests, and so the client processes they re-run
+// as and the servers of MainRace packages, were built with the race
+// detector.
 const Race = false

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// Race reports whether the tests, and so the pdc binary they run, were
-// built with the race detector.
+// Race reports whether the tests, and so the client processes they re-run
+// as and the servers of MainRace packages, were built with the race
+// detector.
 const Race = true
 
 // A race-built process sleeps atexit_sleep_ms (1 s by default) before it

@@ -12,12 +12,12 @@ import (
 	"github.com/pdcgo/pdc/internal/e2e"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2e.Main(m, nil)) }
+func TestMain(m *testing.M) { os.Exit(e2e.MainRace(m, nil)) }
 
 var (
-	// Under -race every server and client is race-built and slow: a few
-	// cycles here look for data races under faults; .ci/run's `pdc bench
-	// soak --cycles 20` (a normal build) gives the volume.
+	// Under -race every server and client is race-built (MainRace) and
+	// slow: a few cycles here look for data races under faults; .ci/run's
+	// `pdc bench soak --cycles 20` (a normal build) gives the volume.
 	cycles = flag.Int("crashloop.cycles", 8, "cycles of the crash loop (a soak: 500 and -timeout 0)")
 	seed   = flag.Uint64("crashloop.seed", 0, "seed of the crash loop's choices (default: from the clock, logged)")
 )
