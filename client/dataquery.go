@@ -10,7 +10,6 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dataquery"
-	"github.com/pdcgo/pdc/internal/transfer"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -175,13 +174,6 @@ func (r *QueryResult) Coord(i int) []uint64 {
 	return region.Delinearize(r.Dims, r.Selection[i], nil)
 }
 
-// maxZeroSelection bounds the bytes of the selection of never-written
-// elements a client makes itself, as a data server's answer is bounded.
-const maxZeroSelection = 1 << 30
-
-// queryBoxesPerCall bounds the boxes of one DataQuery message.
-const queryBoxesPerCall = 8192
-
 // Query finds the elements of the object that satisfy pred
 // (PDCquery_create ... PDCquery_get_nhits/get_selection/get_data). It is
 // evaluated on the data servers that hold the object's parts, in
@@ -238,7 +230,11 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	}
 	var parts []dataquery.Hits
 	if prog.MatchesZero() {
-		zero, err := zeroHits(area, pieces, dims, qo.ret, elem)
+		held := make([]region.Box, len(pieces))
+		for i, pc := range pieces {
+			held[i] = pc.Box
+		}
+		zero, err := dataquery.ZeroHits(area, held, dims, qo.ret, elem)
 		if err != nil {
 			return nil, err
 		}
@@ -248,16 +244,16 @@ func (o *Object) query(ctx context.Context, pred Pred, qo dataQueryOptions) (*Qu
 	if qo.within != nil {
 		within = &wire.QueryBox{Off: area.Off, Size: area.Size}
 	}
-	calls := queryCalls(pieces)
+	calls := dataquery.Calls(len(pieces), func(i int) (int, int, region.Box) { return pieces[i].Server, pieces[i].Slot, pieces[i].Box })
 	got := make([]dataquery.Hits, len(calls))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, cl := range calls {
 		g.Go(func() error {
 			m := wire.DataQuery{Version: wire.QueryVersion, Obj: o.meta().ID, Dims: o.meta().Props.Dims, DimsVersion: o.meta().DimsVersion,
-				Type: uint32(typ), Storage: uint32(o.meta().Props.Storage), Nodes: nodes, Boxes: cl.boxes, Within: within, Return: qo.ret,
-				Slot: uint32(cl.slot) + 1}
-			h, err := o.c.dataQueryCall(gctx, cl.server, &m)
+				Type: uint32(typ), Storage: uint32(o.meta().Props.Storage), Nodes: nodes, Boxes: cl.Boxes, Within: within, Return: qo.ret,
+				Slot: uint32(cl.Slot) + 1}
+			h, err := o.c.dataQueryCall(gctx, cl.Server, &m)
 			if err != nil {
 				return err
 			}
@@ -292,78 +288,6 @@ func (o *Object) queryArea(ctx context.Context, qo dataQueryOptions) ([]uint64, 
 		return nil, area, err
 	}
 	return slices.Clone(o.meta().Props.Dims), area, nil
-}
-
-// zeroHits are the hits of a predicate zero satisfies among the elements
-// of area no data server holds (region dynamic and local: never written),
-// which are zeros; none if the pieces cover area.
-func zeroHits(area region.Box, pieces []transfer.Piece, dims []uint64, ret uint32, elem int) ([]dataquery.Hits, error) {
-	var covered uint64
-	for _, pc := range pieces {
-		covered += pc.Box.Volume() // the pieces are disjoint
-	}
-	if covered >= area.Volume() {
-		return nil, nil
-	}
-	if ret >= wire.QuerySelection && (area.Volume()-covered)*uint64(8+elem) > maxZeroSelection {
-		return nil, fmt.Errorf("%d never-written elements match, more than one selection may hold: restrict the region or ask for the count: %w",
-			area.Volume()-covered, pdc.ErrTooLarge)
-	}
-	holes := []region.Box{area}
-	for _, pc := range pieces {
-		var next []region.Box
-		for _, h := range holes {
-			next = append(next, region.Subtract(h, pc.Box)...)
-		}
-		holes = next
-	}
-	var zero dataquery.Hits
-	for _, h := range holes {
-		zero.N += h.Volume()
-		if ret >= wire.QuerySelection {
-			region.Runs(region.Shape(dims...), h, func(r region.Run) bool {
-				for i := r.Off; i < r.Off+r.Len; i++ {
-					zero.Idx = append(zero.Idx, i)
-				}
-				return true
-			})
-		}
-	}
-	if ret == wire.QueryValues {
-		zero.Vals = make([]byte, len(zero.Idx)*elem)
-	}
-	return []dataquery.Hits{zero}, nil
-}
-
-// queryCall is one DataQuery: boxes of one data slot on its server.
-type queryCall struct {
-	server, slot int
-	boxes        []wire.QueryBox
-}
-
-// queryCalls groups the pieces by data slot, a server holding several
-// (placement.SlotHost), in calls of at most queryBoxesPerCall boxes.
-func queryCalls(pieces []transfer.Piece) []queryCall {
-	type holder struct{ server, slot int }
-	byServer := map[holder][]wire.QueryBox{}
-	var servers []holder
-	for _, pc := range pieces {
-		h := holder{pc.Server, pc.Slot}
-		if _, ok := byServer[h]; !ok {
-			servers = append(servers, h)
-		}
-		byServer[h] = append(byServer[h], wire.QueryBox{Off: pc.Box.Off, Size: pc.Box.Size})
-	}
-	var calls []queryCall
-	for _, s := range servers {
-		bs := byServer[s]
-		for len(bs) > 0 {
-			n := min(len(bs), queryBoxesPerCall)
-			calls = append(calls, queryCall{s.server, s.slot, bs[:n]})
-			bs = bs[n:]
-		}
-	}
-	return calls
 }
 
 func (c *Client) dataQueryCall(ctx context.Context, server int, m *wire.DataQuery) (dataquery.Hits, error) {
