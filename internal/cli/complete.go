@@ -36,8 +36,13 @@ const completeMax = 1000
 
 const bashScript = `# pdc completion for bash: source <(pdc completion bash)
 _pdc() {
-    local IFS=$'\n'
-    COMPREPLY=($(pdc __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
+    local IFS=$'\n' c
+    local -a cands
+    cands=($(pdc __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
+    COMPREPLY=()
+    for c in "${cands[@]}"; do
+        COMPREPLY+=("$(printf '%q' "$c")")
+    done
     if [ ${#COMPREPLY[@]} -eq 0 ]; then
         compopt -o default 2>/dev/null
     fi
@@ -139,6 +144,13 @@ func complete(ctx context.Context, e *env, words []string) []string {
 	if fs == nil {
 		return nil
 	}
+	return completeRest(ctx, e, fs, rest, kinds, name)
+}
+
+// completeRest completes the last of rest, the words after a command's
+// name (and verb) of flag set fs, whose positional arguments are kinds.
+func completeRest(ctx context.Context, e *env, fs *flag.FlagSet, rest []string, kinds []argKind, name string) []string {
+	cur := rest[len(rest)-1]
 	if strings.HasPrefix(cur, "-") {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) {
@@ -165,7 +177,7 @@ func complete(ctx context.Context, e *env, words []string) []string {
 		}
 		if i+1 == len(rest)-1 { // cur is this flag's value
 			if fname == "cont" {
-				return withPrefix(askCluster(ctx, e, given, func(ctx context.Context, cl *client.Client) []string { return containerNames(ctx, cl) }), cur)
+				return withPrefix(askCluster(ctx, e, given, containerNames), cur)
 			}
 			return nil
 		}
@@ -175,14 +187,13 @@ func complete(ctx context.Context, e *env, words []string) []string {
 	if len(kinds) == 0 {
 		return nil
 	}
-	kind := kinds[min(len(pos), len(kinds)-1)]
-	switch kind {
+	switch kinds[min(len(pos), len(kinds)-1)] {
 	case argVerb:
 		return withPrefix([]string{"put", "get", "rm", "ls"}, cur)
 	case argContainer:
-		return withPrefix(askCluster(ctx, e, given, func(ctx context.Context, cl *client.Client) []string { return containerNames(ctx, cl) }), cur)
+		return withPrefix(askCluster(ctx, e, given, containerNames), cur)
 	case argObject:
-		return withPrefix(askCluster(ctx, e, given, func(ctx context.Context, cl *client.Client) []string { return objectNames(ctx, cl) }), cur)
+		return withPrefix(askCluster(ctx, e, given, objectNames), cur)
 	case argTag:
 		// cont tag get NAME KEY, obj tag rm NAME KEY: the tags of NAME.
 		if len(pos) != 2 || pos[0] == "put" || pos[0] == "ls" {
@@ -190,26 +201,31 @@ func complete(ctx context.Context, e *env, words []string) []string {
 		}
 		onCont := strings.HasPrefix(name, "cont ")
 		return withPrefix(askCluster(ctx, e, given, func(ctx context.Context, cl *client.Client) []string {
-			var t tagger
-			var err error
-			if onCont {
-				t, err = cl.OpenContainer(ctx, pos[1])
-			} else {
-				var o *client.Object
-				o, err = cl.OpenObject(ctx, pos[1])
-				if err == nil {
-					defer o.Close(ctx)
-					t = o
-				}
-			}
-			if err != nil {
-				return nil
-			}
-			tags, _ := t.Tags(ctx)
-			return tags
+			return tagNames(ctx, cl, onCont, pos[1])
 		}), cur)
 	}
 	return nil
+}
+
+// tagNames are the tags of the container (onCont) or object named name.
+func tagNames(ctx context.Context, cl *client.Client, onCont bool, name string) []string {
+	var t tagger
+	if onCont {
+		ct, err := cl.OpenContainer(ctx, name)
+		if err != nil {
+			return nil
+		}
+		t = ct
+	} else {
+		o, err := cl.OpenObject(ctx, name)
+		if err != nil {
+			return nil
+		}
+		defer o.Close(ctx)
+		t = o
+	}
+	tags, _ := t.Tags(ctx)
+	return tags
 }
 
 // flagSetOf is the flag set of command c (with lead, its verb, before

@@ -184,10 +184,21 @@ func TestComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	if bash, err := exec.LookPath("bash"); err == nil {
-		cmd := exec.Command(bash, "-n")
-		cmd.Stdin = &out
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("bash -n of the completion script: %v\n%s", err, b)
-		}
+		checkBashCompletion(t, bash, out.String())
+	}
+}
+
+// checkBashCompletion runs the bash script's function against a pdc that
+// offers a name with a space: it must come back as one word, escaped.
+func checkBashCompletion(t *testing.T, bash, script string) {
+	t.Helper()
+	cmd := exec.Command(bash, "-c", script+`
+pdc() { printf 'with space\nplain\n'; }
+COMP_WORDS=(pdc obj info ""); COMP_CWORD=3
+_pdc
+printf '%s|' "${COMPREPLY[@]}"`)
+	b, err := cmd.CombinedOutput()
+	if err != nil || string(b) != `with\ space|plain|` {
+		t.Errorf("bash completion of a name with a space: %v, %q; want %q", err, b, `with\ space|plain|`)
 	}
 }
