@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -46,43 +47,7 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 	st.stop()
 	var orphans, left, corrupt uint64
 	for _, r := range reps {
-		verified := ""
-		if !*noVerify {
-			verified = fmt.Sprintf(", %d blocks checked", r.Verified)
-		}
-		fmt.Fprintf(e.stdout, "%s: %d objects, %s; %d orphaned, %d corrupt blocks%s\n",
-			r.Server.Label(), r.Objects, humanBytes(r.Bytes), r.NOrphans, r.NCorrupt, verified)
-		for _, o := range r.Orphans {
-			state := "left (pdc fsck --remove deletes it)"
-			if o.Removed {
-				state = "removed"
-			}
-			fmt.Fprintf(e.stdout, "orphan: %s: object %d, whose metadata is gone: %s (%s): %s\n",
-				r.Server.Label(), o.ID, strings.Join(o.Paths, ", "), humanBytes(o.Bytes), state)
-		}
-		if n := r.NOrphans - uint64(len(r.Orphans)); n > 0 {
-			fmt.Fprintf(e.stdout, "orphan: %s: %d more not listed\n", r.Server.Label(), n)
-		}
-		for _, b := range r.Corrupt {
-			name := "an object whose metadata is gone"
-			if b.Name != "" {
-				name = fmt.Sprintf("object %q", b.Name)
-			}
-			where := fmt.Sprintf("block %d at offset %d, elements %v to %v", b.Block, b.Offset, b.First, b.Last)
-			if b.Region.Ndim() > 0 {
-				where += fmt.Sprintf(" of written region %v", b.Region)
-			}
-			if b.First == nil {
-				where = "the whole file"
-			}
-			fmt.Fprintf(e.stdout, "corrupt: %s: %s (id %d): %s: %s: %s\n", r.Server.Label(), name, b.ID, b.Path, where, b.Message)
-		}
-		if n := r.NCorrupt - uint64(len(r.Corrupt)); n > 0 {
-			fmt.Fprintf(e.stdout, "corrupt: %s: %d more not listed\n", r.Server.Label(), n)
-		}
-		for _, m := range r.Errors {
-			fmt.Fprintf(e.stdout, "not checked: %s: %s\n", r.Server.Label(), m)
-		}
+		printScrub(e.stdout, r, !*noVerify)
 		orphans += r.NOrphans
 		corrupt += r.NCorrupt
 		for _, o := range r.Orphans {
@@ -105,4 +70,45 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "clean: %d orphaned objects removed, no corrupt blocks\n", orphans)
 	return nil
+}
+
+// printScrub prints what one data server's scrub found.
+func printScrub(w io.Writer, r client.ScrubReport, verify bool) {
+	verified := ""
+	if verify {
+		verified = fmt.Sprintf(", %d blocks checked", r.Verified)
+	}
+	fmt.Fprintf(w, "%s: %d objects, %s; %d orphaned, %d corrupt blocks%s\n",
+		r.Server.Label(), r.Objects, humanBytes(r.Bytes), r.NOrphans, r.NCorrupt, verified)
+	for _, o := range r.Orphans {
+		state := "left (pdc fsck --remove deletes it)"
+		if o.Removed {
+			state = "removed"
+		}
+		fmt.Fprintf(w, "orphan: %s: object %d, whose metadata is gone: %s (%s): %s\n",
+			r.Server.Label(), o.ID, strings.Join(o.Paths, ", "), humanBytes(o.Bytes), state)
+	}
+	if n := r.NOrphans - uint64(len(r.Orphans)); n > 0 {
+		fmt.Fprintf(w, "orphan: %s: %d more not listed\n", r.Server.Label(), n)
+	}
+	for _, b := range r.Corrupt {
+		name := "an object whose metadata is gone"
+		if b.Name != "" {
+			name = fmt.Sprintf("object %q", b.Name)
+		}
+		where := fmt.Sprintf("block %d at offset %d, elements %v to %v", b.Block, b.Offset, b.First, b.Last)
+		if b.Region.Ndim() > 0 {
+			where += fmt.Sprintf(" of written region %v", b.Region)
+		}
+		if b.First == nil {
+			where = "the whole file"
+		}
+		fmt.Fprintf(w, "corrupt: %s: %s (id %d): %s: %s: %s\n", r.Server.Label(), name, b.ID, b.Path, where, b.Message)
+	}
+	if n := r.NCorrupt - uint64(len(r.Corrupt)); n > 0 {
+		fmt.Fprintf(w, "corrupt: %s: %d more not listed\n", r.Server.Label(), n)
+	}
+	for _, m := range r.Errors {
+		fmt.Fprintf(w, "not checked: %s: %s\n", r.Server.Label(), m)
+	}
 }

@@ -49,110 +49,118 @@ func readLog(t *testing.T, path string) []record {
 // fill the files several times over rotate them, keeping two; and long
 // commands draw their progress on a terminal, and none to a pipe.
 func TestTraceRotationProgress(t *testing.T) {
-	const maxSize = 16 << 10
 	tmpdir := e2e.Up(t, 2, "--log-format", "json", "--log-level", "debug", "--log-max-size", "16KiB", "--log-keep", "2")
 	logs := []string{cluster.LogFile(tmpdir, 0), cluster.LogFile(tmpdir, 1)}
 
-	t.Run("a region write's id in the client and both servers", func(t *testing.T) {
-		e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "traced")
-		e2e.MustRun(t, "obj", "create", "--tmpdir", tmpdir, "--cont", "traced", "--dims", "1024", "--partition", "region-dynamic", "o")
-		file := filepath.Join(t.TempDir(), "in")
-		if err := os.WriteFile(file, make([]byte, 4*256), 0o600); err != nil {
+	t.Run("a region write's id in the client and both servers", func(t *testing.T) { checkRegionWriteTraced(t, tmpdir, logs) })
+
+	t.Run("logs rotate by size, two kept", func(t *testing.T) { checkRotation(t, tmpdir, logs) })
+
+	t.Run("progress on a terminal, none to a pipe", func(t *testing.T) { checkProgress(t, tmpdir) })
+}
+
+// maxSize is the cluster's --log-max-size.
+const maxSize = 16 << 10
+
+func checkRegionWriteTraced(t *testing.T, tmpdir string, logs []string) {
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "traced")
+	e2e.MustRun(t, "obj", "create", "--tmpdir", tmpdir, "--cont", "traced", "--dims", "1024", "--partition", "region-dynamic", "o")
+	file := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(file, make([]byte, 4*256), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e2e.Run(t, nil, "put", "--tmpdir", tmpdir, "--verbose", "o", "--region", "256:512", file)
+	if r.Err != nil {
+		t.Fatalf("pdc put: %v\n%s", r.Err, r.Stderr)
+	}
+	m := regexp.MustCompile(`trace=([0-9a-f]{16})`).FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("pdc put --verbose printed no trace id:\n%s", r.Stderr)
+	}
+	id := m[1]
+	seen := map[string]record{}
+	for _, path := range logs {
+		for _, rec := range readLog(t, path) {
+			if method, _ := rec["method"].(string); rec["trace"] == id {
+				seen[method] = rec
+			}
+		}
+	}
+	place, store := seen["region_place"], seen["data_start"]
+	if place == nil || store == nil {
+		t.Fatalf("trace %s: requests logged %v; want its region_place and its data_start", id, seen)
+	}
+	for _, rec := range []record{place, store} {
+		if rec["region"] != "[256:512]" || rec["object"] == nil || rec["duration"] == nil || rec["level"] != "DEBUG" {
+			t.Fatalf("trace %s: record %v does not name the object, region [256:512] and duration", id, rec)
+		}
+	}
+	if store["op"] != "write" {
+		t.Fatalf("data_start of trace %s: %v", id, store)
+	}
+}
+
+func checkRotation(t *testing.T, tmpdir string, logs []string) {
+	c := e2e.Connect(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	// A request logs some 200 bytes: 400 fill a file five times.
+	for range 400 {
+		if _, err := c.Ping(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		r := e2e.Run(t, nil, "put", "--tmpdir", tmpdir, "--verbose", "o", "--region", "256:512", file)
+	}
+	path := logs[0]
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Fatalf("%s.3 is there (%v); --log-keep 2 keeps two", path, err)
+	}
+	pings := 0
+	for _, p := range []string{path + ".2", path + ".1", path} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("not rotated: %v", err)
+		}
+		if fi.Size() > maxSize {
+			t.Fatalf("%s holds %d bytes, over --log-max-size %d", p, fi.Size(), maxSize)
+		}
+		for _, rec := range readLog(t, p) {
+			if rec["method"] == "ping" {
+				pings++
+			}
+		}
+	}
+	if pings < 2*maxSize/300 {
+		t.Fatalf("%d pings logged in the three files; the rotated ones should be full of them", pings)
+	}
+	t.Logf("%d pings in the kept logs", pings)
+}
+
+func checkProgress(t *testing.T, tmpdir string) {
+	for _, args := range [][]string{
+		{"fsck", "--tmpdir", tmpdir},
+		{"bench", "rpc", "--rounds", "1", "--duration", "20ms", "--case", "64 in flight"},
+	} {
+		name := strings.Join(args[:2], " ")
+		want := map[string]string{"fsck": "fsck: checking every block on the data servers", "bench": "bench rpc: round 1 of 1 ... "}[args[0]]
+		screen := onTerminal(t, args...)
+		if !strings.Contains(screen, "\r"+want) {
+			t.Errorf("pdc %s on a terminal drew no %q status line:\n%q", name, want, screen)
+		}
+		r := e2e.Run(t, nil, args...)
 		if r.Err != nil {
-			t.Fatalf("pdc put: %v\n%s", r.Err, r.Stderr)
+			t.Fatalf("pdc %s: %v\n%s", name, r.Err, r.Stderr)
 		}
-		m := regexp.MustCompile(`trace=([0-9a-f]{16})`).FindStringSubmatch(r.Stderr)
-		if m == nil {
-			t.Fatalf("pdc put --verbose printed no trace id:\n%s", r.Stderr)
+		if out := r.Stdout + r.Stderr; strings.Contains(out, "\r") || strings.Contains(out, want) {
+			t.Errorf("pdc %s to a pipe drew progress:\n%q", name, out)
 		}
-		id := m[1]
-		seen := map[string]record{}
-		for _, path := range logs {
-			for _, rec := range readLog(t, path) {
-				if method, _ := rec["method"].(string); rec["trace"] == id {
-					seen[method] = rec
-				}
-			}
-		}
-		place, store := seen["region_place"], seen["data_start"]
-		if place == nil || store == nil {
-			t.Fatalf("trace %s: requests logged %v; want its region_place and its data_start", id, seen)
-		}
-		for _, rec := range []record{place, store} {
-			if rec["region"] != "[256:512]" || rec["object"] == nil || rec["duration"] == nil || rec["level"] != "DEBUG" {
-				t.Fatalf("trace %s: record %v does not name the object, region [256:512] and duration", id, rec)
-			}
-		}
-		if store["op"] != "write" {
-			t.Fatalf("data_start of trace %s: %v", id, store)
-		}
-	})
-
-	t.Run("logs rotate by size, two kept", func(t *testing.T) {
-		c := e2e.Connect(t, tmpdir)
-		ctx := e2e.Ctx(t, time.Minute)
-		// A request logs some 200 bytes: 400 fill a file five times.
-		for range 400 {
-			if _, err := c.Ping(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		path := logs[0]
-		if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
-			t.Fatalf("%s.3 is there (%v); --log-keep 2 keeps two", path, err)
-		}
-		pings := 0
-		for _, p := range []string{path + ".2", path + ".1", path} {
-			fi, err := os.Stat(p)
-			if err != nil {
-				t.Fatalf("not rotated: %v", err)
-			}
-			if fi.Size() > maxSize {
-				t.Fatalf("%s holds %d bytes, over --log-max-size %d", p, fi.Size(), maxSize)
-			}
-			for _, rec := range readLog(t, p) {
-				if rec["method"] == "ping" {
-					pings++
-				}
-			}
-		}
-		if pings < 2*maxSize/300 {
-			t.Fatalf("%d pings logged in the three files; the rotated ones should be full of them", pings)
-		}
-		t.Logf("%d pings in the kept logs", pings)
-	})
-
-	t.Run("progress on a terminal, none to a pipe", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"fsck", "--tmpdir", tmpdir},
-			{"bench", "rpc", "--rounds", "1", "--duration", "20ms", "--case", "64 in flight"},
-		} {
-			name := strings.Join(args[:2], " ")
-			want := map[string]string{"fsck": "fsck: checking every block on the data servers", "bench": "bench rpc: round 1 of 1 ... "}[args[0]]
-			screen := onTerminal(t, args...)
-			if !strings.Contains(screen, "\r"+want) {
-				t.Errorf("pdc %s on a terminal drew no %q status line:\n%q", name, want, screen)
-			}
-			r := e2e.Run(t, nil, args...)
-			if r.Err != nil {
-				t.Fatalf("pdc %s: %v\n%s", name, r.Err, r.Stderr)
-			}
-			if out := r.Stdout + r.Stderr; strings.Contains(out, "\r") || strings.Contains(out, want) {
-				t.Errorf("pdc %s to a pipe drew progress:\n%q", name, out)
-			}
-		}
-		// pdc up, which waits for servers that may move data first. (Its
-		// pipe is every other test's: the gate is the one checked above.)
-		dir := t.TempDir()
-		screen := onTerminal(t, "up", "-n", "1", "--tmpdir", filepath.Join(dir, "tmp"), "--datadir", filepath.Join(dir, "data"))
-		e2e.Cleanup(t, filepath.Join(dir, "tmp"))
-		if !strings.Contains(screen, "\rup: starting 1 servers ... ") {
-			t.Errorf("pdc up on a terminal drew no status line:\n%q", screen)
-		}
-	})
+	}
+	// pdc up, which waits for servers that may move data first. (Its
+	// pipe is every other test's: the gate is the one checked above.)
+	dir := t.TempDir()
+	screen := onTerminal(t, "up", "-n", "1", "--tmpdir", filepath.Join(dir, "tmp"), "--datadir", filepath.Join(dir, "data"))
+	e2e.Cleanup(t, filepath.Join(dir, "tmp"))
+	if !strings.Contains(screen, "\rup: starting 1 servers ... ") {
+		t.Errorf("pdc up on a terminal drew no status line:\n%q", screen)
+	}
 }
 
 // onTerminal runs pdc with args on a pseudo-terminal and returns what it
