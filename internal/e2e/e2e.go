@@ -39,16 +39,17 @@ type Role func(ctx context.Context, c *client.Client, role string, out *bufio.Wr
 //
 // The pdc binary of Main's tests is a plain build, even under -race; the
 // test binary itself, and so every client process it re-runs as, is
-// race-built. The packages whose point is the servers' concurrency under
-// many clients and faults use MainRace.
+// race-built. The crash loop, whose point is the servers' concurrency
+// under many clients and faults, uses MainRace.
 func Main(m *testing.M, role Role) int { return run(m, role, raceEnv == "all") }
 
 // MainRace is Main with the servers race-built when the tests are: the
-// crash loop, and the packages where many client processes work one
-// cluster at once. A race-built server costs two to three times the CPU
-// of a plain one, and most end-to-end tests check what a user sees of a
-// cluster (durability, commands, access, errors), not its concurrency,
-// which the servers' own packages check under -race in process.
+// crash loop's, where client processes do every kind of work on one
+// cluster at once, through kills and restarts. A race-built server costs
+// two to three times the CPU of a plain one, and the other end-to-end
+// tests check what a user sees of a cluster (durability, region data,
+// staging, commands, access, errors), not its concurrency, which the
+// servers' own packages check under -race in process.
 func MainRace(m *testing.M, role Role) int { return run(m, role, raceEnv != "none") }
 
 // raceEnv is PDC_E2E_RACE: "all" builds every package's servers and

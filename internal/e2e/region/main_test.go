@@ -13,4 +13,4 @@ import (
 	"github.com/pdcgo/pdc/internal/e2e/clitest"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2e.MainRace(m, clitest.Role)) }
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clitest.Role)) }

@@ -14,7 +14,7 @@ import (
 	"github.com/pdcgo/pdc/internal/e2e"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2e.MainRace(m, clientRole)) }
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, clientRole)) }
 
 // clientRole is this test binary run as a client process (e2e.ClientProc).
 func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
