@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/metrics"
@@ -64,41 +61,12 @@ func TestTopOnceAndJSON(t *testing.T) {
 	}
 }
 
-// openPTY opens a pseudo-terminal: the controlling side, and the
-// terminal's side for a child's stdout.
-func openPTY(t *testing.T) (ptm, pts *os.File) {
-	t.Helper()
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		// CI has them and says so: there the test must run, not skip.
-		if os.Getenv("PDC_PTY_REQUIRED") == "1" {
-			t.Fatalf("open /dev/ptmx with PDC_PTY_REQUIRED=1: %v", err)
-		}
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
-	var unlock int32
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		t.Fatalf("unlockpt: %v", e)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ptm.Close(); pts.Close() })
-	return ptm, pts
-}
-
 // TestTopRedrawsOnATerminal runs pdc top on a pseudo-terminal and checks
 // that it draws each view over the last (clears the screen and homes
 // the cursor), and that every view has a line per server.
 func TestTopRedrawsOnATerminal(t *testing.T) {
 	tmpdir := e2e.Up(t, 2, "--metrics-addr", "127.0.0.1:0")
-	ptm, pts := openPTY(t)
+	ptm, pts := e2e.OpenPTY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e2e.CommandBin(t, "top"), "top", "--tmpdir", tmpdir, "--interval", "100ms", "-n", "3")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
@@ -167,7 +163,7 @@ func checkProgress(t *testing.T, tmpdir string) {
 // drew there.
 func onTerminal(t *testing.T, args ...string) string {
 	t.Helper()
-	ptm, pts := openPTY(t)
+	ptm, pts := e2e.OpenPTY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e2e.CommandBin(t, args...), args...)
@@ -189,32 +185,4 @@ func onTerminal(t *testing.T, args ...string) string {
 		t.Fatalf("pdc %s: %v\n%s", strings.Join(args, " "), err, screen.String())
 	}
 	return screen.String()
-}
-
-// openPTY opens a pseudo-terminal: the controlling side, and the
-// terminal's side for a child's output (as pdc top's test does).
-func openPTY(t *testing.T) (ptm, pts *os.File) {
-	t.Helper()
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if os.Getenv("PDC_PTY_REQUIRED") == "1" {
-			t.Fatalf("open /dev/ptmx with PDC_PTY_REQUIRED=1: %v", err)
-		}
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
-	var unlock int32
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		t.Fatalf("unlockpt: %v", e)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ptm.Close(); pts.Close() })
-	return ptm, pts
 }
