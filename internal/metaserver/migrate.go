@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -127,11 +128,32 @@ func (s *Service) Adopt(ctx context.Context, dir string, send Send) (int, error)
 	if err != nil {
 		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
-	done := fmt.Sprintf("%s.adopted-%s", dir, time.Now().UTC().Format("20060102T150405Z"))
+	done := adoptedName(fsys, dir, time.Now())
 	if err := fsys.Rename(dir, done); err != nil {
 		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
 	}
+	// Without this a crash could bring dir back; adopting it again would
+	// be harmless (imports are idempotent) but slow a restart.
+	if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
+		return n, fmt.Errorf("adopt metadata store %s: %w", dir, err)
+	}
 	return n, nil
+}
+
+// adoptedName returns the name an adopted store in dir is renamed to: one
+// no other adopted store has. A store of the same rank can be adopted,
+// recreated by a server of that rank and adopted again within a second
+// when starts are killed in a row (the slots kill test found it: the
+// rename then failed on the first one's directory and the server exited).
+func adoptedName(fsys vfs.FS, dir string, now time.Time) string {
+	base := fmt.Sprintf("%s.adopted-%s", dir, now.UTC().Format("20060102T150405Z"))
+	name := base
+	for i := 2; ; i++ {
+		if _, err := fsys.Stat(name); err != nil {
+			return name // free, or the rename will say what is wrong
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
 }
 
 // moveFrom sends entries of from and of its tag index (post) whose owner

@@ -3,9 +3,13 @@ package metaserver
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -69,5 +73,56 @@ func TestMoveForeignToANewOwner(t *testing.T) {
 	// Imports are refused once the cluster serves clients.
 	if _, err := b.importRPC(ctx, nil); err == nil {
 		t.Fatal("import accepted after the cluster became ready")
+	}
+}
+
+// A store of one rank adopted twice within a second (killed starts in a
+// row): the second adoption must not fail on the first one's directory.
+func TestAdoptTwiceInOneSecond(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "meta-1")
+	now := time.Date(2026, 11, 27, 23, 13, 42, 0, time.UTC)
+	fsys := vfs.OrDefault(nil)
+	var names []string
+	for round := range 3 {
+		old, err := Open(Config{Dir: dir, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.SetPlacement(0, 1)
+		old.SetReady()
+		if _, err := old.objCreate(ctx, createReq(fmt.Sprint("obj", round))); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+
+		name := adoptedName(fsys, dir, now)
+		names = append(names, name)
+		if err := fsys.Rename(dir, name); err != nil {
+			t.Fatalf("round %d: rename to %s: %v", round, name, err)
+		}
+	}
+	if names[0] == names[1] || names[1] == names[2] || names[0] == names[2] {
+		t.Fatalf("adopted names repeat: %q", names)
+	}
+
+	// And through Adopt itself, which renames with the clock.
+	s := newSvc(t)
+	defer s.Close()
+	s.ready.Store(false)
+	for round := range 2 {
+		old, err := Open(Config{Dir: dir, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.SetPlacement(0, 1)
+		old.SetReady()
+		if _, err := old.objCreate(ctx, createReq(fmt.Sprint("adopted", round))); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		if n, err := s.Adopt(ctx, dir, nil); err != nil || n == 0 {
+			t.Fatalf("round %d: adopted %d entries: %v", round, n, err)
+		}
 	}
 }
