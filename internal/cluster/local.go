@@ -96,10 +96,20 @@ func StartLocal(ctx context.Context, cfg LocalConfig) ([]Proc, error) {
 		}
 		all = append(all, s)
 	}
+	// A server that exits before the cluster is complete leaves the others
+	// waiting for it until the timeout: stop waiting for them at once.
+	waitCtx, stopWaiting := context.WithCancelCause(ctx)
+	defer stopWaiting(nil)
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, s := range all {
-		wg.Go(func() { errs[i] = s.awaitReady(ctx, cfg.Timeout) })
+		wg.Go(func() {
+			var exited bool
+			exited, errs[i] = s.awaitReady(ctx, waitCtx, cfg.Timeout)
+			if exited {
+				stopWaiting(fmt.Errorf("server rank %d exited", s.proc.Rank))
+			}
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -208,39 +218,47 @@ func (cfg LocalConfig) serverArgs(rank int) ([]string, error) {
 // awaitReady reads s's ready pipe: each server writes one line on it
 // once the cluster is complete, then closes it; a server that dies
 // closes it without one. It records the server's address, or says why
-// the server is not ready, with the end of its log.
-func (s *localServer) awaitReady(ctx context.Context, timeout time.Duration) error {
+// the server is not ready, with the end of its log, and whether it
+// exited. It gives up when waitCtx ends, as it does when another server
+// exits (its cause says so); ctx bounds only the wait for an exiting
+// server's last words.
+func (s *localServer) awaitReady(ctx, waitCtx context.Context, timeout time.Duration) (exited bool, err error) {
 	defer s.ready.Close()
-	stop := context.AfterFunc(ctx, func() { _ = s.ready.SetReadDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(waitCtx, func() { _ = s.ready.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	line, err := bufio.NewReader(s.ready).ReadString('\n')
 	f := strings.Fields(line)
 	if err == nil && len(f) == 3 && f[0] == "ready" {
 		s.proc.Addr = f[2]
-		return nil
+		return false, nil
+	}
+	cut := errors.Is(err, os.ErrDeadlineExceeded) // else the server closed the pipe: it died
+	if cut && ctx.Err() == nil {
+		return false, fmt.Errorf("server rank %d (pid %d) stopped waiting for the cluster: %w", s.proc.Rank, s.proc.PID, context.Cause(waitCtx))
 	}
 	what := "exited before the cluster was complete"
-	if ctx.Err() != nil {
+	if cut {
 		what = fmt.Sprintf("was not ready within %v", timeout)
 	} else {
+		exited = true
 		// The pipe closes as the server dies, before its last words (the
 		// error) reach its log: wait for the exit before reading it, or
 		// killAll would cut them off.
-		exited := make(chan struct{})
+		done := make(chan struct{})
 		go func() {
 			_ = s.cmd.Wait()
-			close(exited)
+			close(done)
 		}()
 		t := time.NewTimer(exitWait)
 		select {
-		case <-exited:
+		case <-done:
 		case <-t.C:
 		case <-ctx.Done():
 		}
 		t.Stop()
 	}
 	tail, _ := os.ReadFile(s.proc.Log)
-	return fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
+	return exited, fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
 		s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(string(tail), 5)))
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -345,6 +346,48 @@ func TestServerCannotBind(t *testing.T) {
 	last := lines[len(lines)-1]
 	if !strings.Contains(last, "cannot listen on "+ln.Addr().String()) || !strings.Contains(last, "address already in use") {
 		t.Fatalf("last line %q does not say why", last)
+	}
+}
+
+// A rank that exits while the cluster starts: the start fails at once,
+// naming it, and the ranks left waiting for it are stopped (they would
+// otherwise wait out the startup timeout, here far beyond the test's
+// deadline).
+func TestStartFailsWhenARankExits(t *testing.T) {
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	_, err := cluster.StartLocal(ctx, cluster.LocalConfig{
+		Binary: e2e.Bin(), N: 3, TmpDir: t.TempDir(), DataDir: t.TempDir(), Timeout: time.Hour,
+		RankArgs: func(rank int) []string {
+			if rank == 1 {
+				return []string{"--roles", "janitor"}
+			}
+			return nil
+		},
+	})
+	if err == nil {
+		t.Fatal("a cluster with a rank that cannot start started")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"server rank 1", "exited before the cluster was complete", "janitor",
+		"server rank 0", "server rank 2", "stopped waiting for the cluster: server rank 1 exited",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "not ready within") {
+		t.Errorf("the start waited out its timeout:\n%s", msg)
+	}
+	pids := regexp.MustCompile(`\(pid (\d+)\)`).FindAllStringSubmatch(msg, -1)
+	if len(pids) != 3 {
+		t.Fatalf("error names %d pids, want 3:\n%s", len(pids), msg)
+	}
+	for _, m := range pids {
+		pid, _ := strconv.Atoi(m[1])
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("server pid %d still runs after the failed start", pid)
+		}
 	}
 }
 
