@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,5 +133,65 @@ func TestAlternateSetUpOutsideWindow(t *testing.T) {
 	want := "raw set up,raw window,raw done,ours set up,ours window,ours done"
 	if got := strings.Join(events[:6], ","); got != want {
 		t.Errorf("first turn: %s, want %s", got, want)
+	}
+}
+
+// With a Base, every case's ceiling is the same calls against the base
+// server, in the same turns, and both servers are called.
+func TestRPCBenchAgainstABase(t *testing.T) {
+	cfg := startRPC(t)
+	var calls atomic.Int64
+	ln, err := rpc.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer(rpc.ServerConfig{})
+	srv.Handle(wire.MethodPing, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		calls.Add(1)
+		return PingHandler(ctx, req)
+	}, rpc.Inline(), rpc.WithPayload())
+	go srv.Serve(ln)
+	defer srv.Close()
+	cfg.Base, cfg.Label, cfg.BaseLabel, cfg.BaseTarget = rpc.Addr(ln.Addr()), "with X", "without X", "ratio >= 0.98"
+	cfg.Duration = 300 * time.Millisecond
+	rs, err := RPC(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 6 {
+		t.Fatalf("%d results, want 6", len(rs))
+	}
+	for _, r := range rs {
+		if r.Bench != "rpc (with X)" || r.Ceiling != "the same, without X" || r.Target != "ratio >= 0.98" || r.CeilingValue <= 0 || r.Value <= 0 {
+			t.Errorf("%+v", r)
+		}
+	}
+	if calls.Load() == 0 {
+		t.Error("the base server was never called")
+	}
+}
+
+// Each side goes first in every other round, so that a position's bias
+// is not charged to one side.
+func TestAlternateSwapsTheOrder(t *testing.T) {
+	var order []string
+	side := func(name string) measured {
+		return func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+			order = append(order, name)
+			return func(ctx context.Context) (int64, error) { return 1, nil }, func() {}, nil
+		}
+	}
+	a, b, err := alternate(context.Background(), time.Millisecond, side("ceiling"), side("ours"))
+	if err != nil || a != rounds || b != rounds {
+		t.Fatalf("alternate: %d, %d, %v", a, b, err)
+	}
+	for i := 0; i+1 < len(order); i += 2 {
+		first := "ceiling"
+		if i/2%2 == 1 {
+			first = "ours"
+		}
+		if order[i] != first || order[i] == order[i+1] {
+			t.Fatalf("turns %q: round %d should start with %s", order, i/2, first)
+		}
 	}
 }

@@ -29,6 +29,15 @@ type RPCConfig struct {
 	Size int
 	// Want, if set, skips the cases it rules out.
 	Want Want
+	// Base, if set, is another pdc RPC server (its secret BaseSecret) that
+	// every case's ceiling runs against instead of the raw echo server:
+	// the same calls, alternated with RPCAddr's in the same turns, so that
+	// the ratio is what RPCAddr's server costs over Base's (metrics, say).
+	// Label and BaseLabel name the two ("with metrics", "without"), and
+	// BaseTarget is every case's target.
+	Base                         string
+	BaseSecret                   []byte
+	Label, BaseLabel, BaseTarget string
 }
 
 // rounds is how many alternating turns the ceiling and pdc each get. The
@@ -47,7 +56,12 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 64
 	}
-	b := &rpcBench{cfg: cfg, size: cfg.Size, turn: cfg.Duration / rounds}
+	b := &rpcBench{cfg: cfg, size: cfg.Size, turn: cfg.Duration / rounds, bench: "rpc",
+		ours: rpcSide{cfg.RPCAddr, cfg.Secret}}
+	if cfg.Base != "" {
+		b.base = &rpcSide{cfg.Base, cfg.BaseSecret}
+		b.bench = "rpc (" + cfg.Label + ")"
+	}
 	var out []Result
 	// In this order: the pool's case reuses the ceiling the clients' case
 	// measured.
@@ -58,14 +72,24 @@ func RPC(ctx context.Context, cfg RPCConfig) ([]Result, error) {
 		}
 		out = append(out, rs...)
 	}
+	if b.base != nil {
+		for i := range out {
+			out[i].Ceiling, out[i].Target = "the same, "+cfg.BaseLabel, cfg.BaseTarget
+		}
+	}
 	return out, nil
 }
 
 // rpcBench is one run of the RPC benchmark; each of its cases is a method
 // that returns nothing when cfg.Want rules it out.
 type rpcBench struct {
-	cfg  RPCConfig
-	size int
+	cfg   RPCConfig
+	bench string // "rpc", and the label with a Base
+	size  int
+	// ours is the server measured; base, if set, the one measured as the
+	// ceiling (RPCConfig.Base), else the raw echo server is.
+	ours rpcSide
+	base *rpcSide
 	// turn is the length of one of the rounds of each side.
 	turn time.Duration
 	// rawM is the ceiling of the 16 clients' case, which the pool's case
@@ -87,12 +111,18 @@ func (b *rpcBench) poolName() string {
 	return fmt.Sprintf("%dB, %d goroutines, one client (pool of 2)", b.size, rpcClients)
 }
 
-// dial connects to the RPC server. Dials are not bounded by the measuring
+// rpcSide is a pdc RPC server a case runs against.
+type rpcSide struct {
+	addr   string
+	secret []byte
+}
+
+// dial connects to side's server. Dials are not bounded by the measuring
 // window: setting up is not what is measured.
-func (b *rpcBench) dial(ctx context.Context) (*rpc.Conn, error) {
+func (b *rpcBench) dial(ctx context.Context, side rpcSide) (*rpc.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return rpc.Dial(ctx, b.cfg.RPCAddr, rpc.DialOptions{Secret: b.cfg.Secret})
+	return rpc.Dial(ctx, side.addr, rpc.DialOptions{Secret: side.secret})
 }
 
 // sequential measures sequential round trips: p50 and p99 latency, and
@@ -100,53 +130,67 @@ func (b *rpcBench) dial(ctx context.Context) (*rpc.Conn, error) {
 func (b *rpcBench) sequential(ctx context.Context) ([]Result, error) {
 	size := b.size
 	name := fmt.Sprintf("%dB sequential", size)
-	if !b.cfg.Want.Any("rpc", name+" p50", name+" p99", name+" rate") {
+	if !b.cfg.Want.Any(b.bench, name+" p50", name+" p99", name+" rate") {
 		return nil, nil
 	}
+	ceiling := func(ctx context.Context, loop func(func() error) error) error {
+		return rawPingPong(ctx, b.cfg.RawAddr, size, loop)
+	}
+	if b.base != nil {
+		ceiling = b.sequentialAt(*b.base)
+	}
 	var rawLat, rpcLat []time.Duration
-	for range rounds {
-		lat, err := timed(ctx, b.turn, func(ctx context.Context, loop func(func() error) error) error {
-			return rawPingPong(ctx, b.cfg.RawAddr, size, loop)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raw ping-pong: %w", err)
-		}
-		rawLat = append(rawLat, lat...)
-		lat, err = timed(ctx, b.turn, func(ctx context.Context, loop func(func() error) error) error {
-			c, err := b.dial(ctx)
-			if err != nil {
-				return err
+	for i := range rounds {
+		for _, ours := range turnOrder(i) {
+			if !ours {
+				lat, err := timed(ctx, b.turn, ceiling)
+				if err != nil {
+					return nil, fmt.Errorf("ceiling: %w", err)
+				}
+				rawLat = append(rawLat, lat...)
+				continue
 			}
-			defer c.Close()
-			msg, into := make([]byte, size), make([]byte, size)
-			return loop(func() error {
-				_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
-				return err
-			})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rpc sequential: %w", err)
+			lat, err := timed(ctx, b.turn, b.sequentialAt(b.ours))
+			if err != nil {
+				return nil, fmt.Errorf("rpc sequential: %w", err)
+			}
+			rpcLat = append(rpcLat, lat...)
 		}
-		rpcLat = append(rpcLat, lat...)
 	}
 	d := b.cfg.Duration
-	r := latency("rpc", name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
+	r := latency(b.bench, name+" p50", us(pct(rpcLat, 50)), "us", "raw tcp ping-pong p50", us(pct(rawLat, 50)))
 	r.Target = "ratio >= 0.67 (p50 <= 1.5x raw)"
 	return []Result{r,
-		latency("rpc", name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))),
-		rate("rpc", name+" rate", float64(len(rpcLat))/d.Seconds(), "ops/s",
+		latency(b.bench, name+" p99", us(pct(rpcLat, 99)), "us", "raw tcp ping-pong p99", us(pct(rawLat, 99))),
+		rate(b.bench, name+" rate", float64(len(rpcLat))/d.Seconds(), "ops/s",
 			"raw tcp ping-pong rate", float64(len(rawLat))/d.Seconds()),
 	}, nil
+}
+
+// sequentialAt is one turn of the sequential case against side's server.
+func (b *rpcBench) sequentialAt(side rpcSide) func(ctx context.Context, loop func(func() error) error) error {
+	return func(ctx context.Context, loop func(func() error) error) error {
+		c, err := b.dial(ctx, side)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		msg, into := make([]byte, b.size), make([]byte, b.size)
+		return loop(func() error {
+			_, err := c.Call(context.Background(), wire.MethodPing, nil, [][]byte{msg}, into)
+			return err
+		})
+	}
 }
 
 // pipelined measures 64 calls in flight on one connection.
 func (b *rpcBench) pipelined(ctx context.Context) ([]Result, error) {
 	size, window := b.size, rpcWindow
 	name := fmt.Sprintf("%dB, %d in flight, 1 conn", size, window)
-	if !b.cfg.Want.Any("rpc", name) {
+	if !b.cfg.Want.Any(b.bench, name) {
 		return nil, nil
 	}
-	rawN, rpcN, err := alternate(ctx, b.turn, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+	ceiling := func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
 		nc, err := dialRaw(ctx, b.cfg.RawAddr)
 		if err != nil {
 			return nil, nil, err
@@ -156,42 +200,56 @@ func (b *rpcBench) pipelined(ctx context.Context) ([]Result, error) {
 			return nil, nil, err
 		}
 		return func(ctx context.Context) (int64, error) { return rawPipelined(ctx, nc, size, window) }, func() { nc.Close() }, nil
-	}, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-		c, err := b.dial(ctx)
+	}
+	if b.base != nil {
+		ceiling = b.pipelinedAt(*b.base)
+	}
+	rawN, rpcN, err := alternate(ctx, b.turn, ceiling, b.pipelinedAt(b.ours))
+	if err != nil {
+		return nil, fmt.Errorf("pipelined: %w", err)
+	}
+	r := rate(b.bench, name, perSec(rpcN, b.cfg.Duration), "ops/s",
+		fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, b.cfg.Duration))
+	r.Target = "ratio >= 0.50"
+	return []Result{r}, nil
+}
+
+// pipelinedAt sets up the pipelined case on one connection to side's
+// server.
+func (b *rpcBench) pipelinedAt(side rpcSide) measured {
+	return func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		c, err := b.dial(ctx, side)
 		if err != nil {
 			return nil, nil, err
 		}
-		msg, into := make([]byte, size), make([]byte, size)
+		msg, into := make([]byte, b.size), make([]byte, b.size)
 		if _, err := c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into); err != nil {
 			c.Close()
 			return nil, nil, err
 		}
 		return func(ctx context.Context) (int64, error) {
-			return pingers(ctx, c, window, size)
+			return pingers(ctx, c, rpcWindow, b.size)
 		}, func() { c.Close() }, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pipelined: %w", err)
 	}
-	r := rate("rpc", name, perSec(rpcN, b.cfg.Duration), "ops/s",
-		fmt.Sprintf("raw pipelined, %d in flight", window), perSec(rawN, b.cfg.Duration))
-	r.Target = "ratio >= 0.50"
-	return []Result{r}, nil
 }
 
 // clients measures 16 concurrent clients, each with its own connection,
 // whose ceiling the pool's case shares: it runs (and is reported) when
 // either is wanted.
 func (b *rpcBench) clients(ctx context.Context) ([]Result, error) {
-	if !b.cfg.Want.Any("rpc", b.clientsName(), b.poolName()) {
+	if !b.cfg.Want.Any(b.bench, b.clientsName(), b.poolName()) {
 		return nil, nil
 	}
-	rawM, rpcM, err := alternate(ctx, b.turn, b.rawClients, b.rpcClients)
+	ceiling := b.rawClients
+	if b.base != nil {
+		ceiling = b.clientsAt(*b.base)
+	}
+	rawM, rpcM, err := alternate(ctx, b.turn, ceiling, b.clientsAt(b.ours))
 	if err != nil {
 		return nil, fmt.Errorf("16 clients: %w", err)
 	}
 	b.rawM = rawM
-	r := rate("rpc", b.clientsName(), perSec(rpcM, b.cfg.Duration), "ops/s",
+	r := rate(b.bench, b.clientsName(), perSec(rpcM, b.cfg.Duration), "ops/s",
 		fmt.Sprintf("raw ping-pong, %d clients", rpcClients), perSec(rawM, b.cfg.Duration))
 	r.Target = ">= 100000 ops/s"
 	return []Result{r}, nil
@@ -233,8 +291,15 @@ func (b *rpcBench) rawClients(ctx context.Context) (func(ctx context.Context) (i
 	}, done, nil
 }
 
-// rpcClients sets up pdc's side of clients: 16 RPC connections.
-func (b *rpcBench) rpcClients(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+// clientsAt sets up pdc's side of clients: 16 RPC connections to side's
+// server.
+func (b *rpcBench) clientsAt(side rpcSide) measured {
+	return func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		return b.rpcClients(ctx, side)
+	}
+}
+
+func (b *rpcBench) rpcClients(ctx context.Context, side rpcSide) (func(ctx context.Context) (int64, error), func(), error) {
 	size := b.size
 	conns := make([]*rpc.Conn, 0, rpcClients)
 	done := func() {
@@ -244,7 +309,7 @@ func (b *rpcBench) rpcClients(ctx context.Context) (func(ctx context.Context) (i
 	}
 	msg, into := make([]byte, size), make([]byte, size)
 	for range rpcClients {
-		c, err := b.dial(ctx)
+		c, err := b.dial(ctx, side)
 		if err == nil {
 			conns = append(conns, c)
 			_, err = c.Call(ctx, wire.MethodPing, nil, [][]byte{msg}, into)
@@ -271,12 +336,32 @@ func (b *rpcBench) rpcClients(ctx context.Context) (func(ctx context.Context) (i
 // of one process would: the pool's connections carry several calls each.
 // Its ceiling is that of clients, which measured it.
 func (b *rpcBench) pool(ctx context.Context) ([]Result, error) {
-	if !b.cfg.Want.Any("rpc", b.poolName()) {
+	if !b.cfg.Want.Any(b.bench, b.poolName()) {
 		return nil, nil
 	}
+	var ceiling measured // the clients' case's, measured there
+	if b.base != nil {
+		ceiling = b.poolAt(*b.base)
+	}
+	baseP, rpcP, err := alternate(ctx, b.turn, ceiling, b.poolAt(b.ours))
+	if err != nil {
+		return nil, fmt.Errorf("16 goroutines, one client: %w", err)
+	}
+	if b.base == nil {
+		baseP = b.rawM
+	}
+	r := rate(b.bench, b.poolName(), perSec(rpcP, b.cfg.Duration), "ops/s",
+		fmt.Sprintf("raw ping-pong, %d clients", rpcClients), perSec(baseP, b.cfg.Duration))
+	r.Target = ">= 100000 ops/s"
+	return []Result{r}, nil
+}
+
+// poolAt sets up the pool's case: a pool of 2 connections to side's
+// server, warmed.
+func (b *rpcBench) poolAt(side rpcSide) measured {
 	size := b.size
-	_, rpcP, err := alternate(ctx, b.turn, nil, func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
-		p := rpc.NewPool(b.cfg.RPCAddr, 2, rpc.DialOptions{Secret: b.cfg.Secret})
+	return func(ctx context.Context) (func(ctx context.Context) (int64, error), func(), error) {
+		p := rpc.NewPool(side.addr, 2, rpc.DialOptions{Secret: side.secret})
 		// Warm: the pool's connections dialed before the window.
 		if _, err := callers(ctx, 2, func() func() error {
 			msg, into := make([]byte, size), make([]byte, size)
@@ -295,14 +380,7 @@ func (b *rpcBench) pool(ctx context.Context) ([]Result, error) {
 		return func(ctx context.Context) (int64, error) {
 			return pingers(ctx, p, rpcClients, size)
 		}, func() { p.Close() }, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("16 goroutines, one client: %w", err)
 	}
-	r := rate("rpc", b.poolName(), perSec(rpcP, b.cfg.Duration), "ops/s",
-		fmt.Sprintf("raw ping-pong, %d clients", rpcClients), perSec(b.rawM, b.cfg.Duration))
-	r.Target = ">= 100000 ops/s"
-	return []Result{r}, nil
 }
 
 // measured sets up one side of a comparison (connections dialed and used
@@ -322,21 +400,39 @@ func alternate(ctx context.Context, d time.Duration, ceiling, ours measured) (in
 		defer done()
 		return during(ctx, d, w)
 	}
-	for range rounds {
-		if ceiling != nil {
-			n, err := turn(ceiling)
-			if err != nil {
-				return 0, 0, fmt.Errorf("ceiling: %w", err)
+	for i := range rounds {
+		for _, isOurs := range turnOrder(i) {
+			if !isOurs {
+				if ceiling == nil {
+					continue
+				}
+				n, err := turn(ceiling)
+				if err != nil {
+					return 0, 0, fmt.Errorf("ceiling: %w", err)
+				}
+				a += n
+				continue
 			}
-			a += n
+			n, err := turn(ours)
+			if err != nil {
+				return 0, 0, err
+			}
+			b += n
 		}
-		n, err := turn(ours)
-		if err != nil {
-			return 0, 0, err
-		}
-		b += n
 	}
 	return a, b, nil
+}
+
+// turnOrder is the order of round i's two turns (true: ours): the
+// ceiling first in even rounds, ours first in odd ones. The second turn
+// of a pair runs measurably slower on sequential round trips (a server
+// woken from idle, threads placed anew), which a fixed order would
+// charge to one side.
+func turnOrder(i int) [2]bool {
+	if i%2 == 0 {
+		return [2]bool{false, true}
+	}
+	return [2]bool{true, false}
 }
 
 // errEnough ends a warm-up of callers.

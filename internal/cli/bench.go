@@ -100,6 +100,7 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 	bo := addBenchOpts(fs, "rpc")
 	dur := fs.Duration("duration", time.Second, "length of each case in each round")
 	size := fs.Int("size", 64, "message size in bytes")
+	cost := fs.Bool("metrics-cost", false, "measure what serving metrics costs: two servers, one serving Prometheus metrics (scraped every second) and one not, each case's calls alternated between them; the ceiling is the server without")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -114,6 +115,12 @@ func benchRPC(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	tmpdir := filepath.Join(dir, "tmp")
+	if *cost {
+		if err := benchMetricsCost(ctx, e, run, dir, *dur, *size); err != nil {
+			return fmt.Errorf("bench rpc: %w", err)
+		}
+		return run.finish()
+	}
 
 	// The ceiling's server and ours each run in a process of their own,
 	// as servers do for real.
