@@ -152,7 +152,8 @@ func runBenchMetaClient(ctx context.Context, e *env, args []string) error {
 }
 
 // benchRestart fills the server up to total objects, restarts it, and
-// reports the restart time and the server's memory per object.
+// reports the restart time, the server's memory per object and the time
+// a scrape of its metrics takes.
 func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, error) {
 	c, err := client.Connect(ctx, client.WithTmpDir(o.tmpdir))
 	if err != nil {
@@ -183,6 +184,9 @@ func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, 
 	if _, err := down(ctx, io.Discard, o.tmpdir, time.Minute); err != nil {
 		return nil, err
 	}
+	// Serving metrics, for the scrape figure; the empty restart, the
+	// ceiling, serves them too.
+	o.metricsAddr = "127.0.0.1:0"
 	t0 := time.Now()
 	procs, err := up(ctx, io.Discard, o)
 	if err != nil {
@@ -203,6 +207,10 @@ func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, 
 		_ = ob.Close(ctx)
 	}
 	rss := rssBytes(procs[0].PID)
+	r3, err := scrapeFigure(ctx, o.tmpdir, total)
+	if err != nil {
+		return nil, err
+	}
 	// The figures' ceilings: a restart of an empty server, and PDC's bound.
 	empty := emptyRestart(ctx, o)
 	r1 := bench.Result{Bench: "meta", Case: fmt.Sprintf("restart holding %d objects", total), Value: restart.Seconds(), Unit: "s",
@@ -215,7 +223,7 @@ func benchRestart(ctx context.Context, o upOptions, total int) ([]bench.Result, 
 	// from run to run, for bench compare.
 	r2 := bench.Result{Bench: "meta", Case: fmt.Sprintf("server memory per object (%d objects)", total), Value: per1,
 		Unit: "B", Ceiling: "target bound", CeilingValue: 1024, Ratio: 1024 / per1, Target: fmt.Sprintf("< 1 KiB (RSS %d MiB)", rss>>20)}
-	return []bench.Result{r1, r2}, nil
+	return []bench.Result{r1, r2, r3}, nil
 }
 
 func emptyRestart(ctx context.Context, o upOptions) time.Duration {
