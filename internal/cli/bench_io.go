@@ -28,6 +28,7 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	unix := fs.Bool("unix", false, "servers on Unix sockets, measured against a raw Unix socket")
 	transport := fs.String("transport", "stream", "how payloads travel: stream (the connection) or shm (shared memory, measured against memcpy)")
 	ext := externalFlags(fs)
+	cost := fs.Bool("metrics-cost", false, "measure what serving metrics costs: two clusters of the first --servers count, one serving Prometheus metrics (scraped every second) and one not, each round's cases run on both in turn; the ceiling is the cluster without")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -63,6 +64,12 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 			return bench.IO(ctx, cfg)
 		})
 		if err != nil {
+			return fmt.Errorf("bench io: %w", err)
+		}
+		return run.finish()
+	}
+	if *cost {
+		if err := benchIOMetricsCost(ctx, e, run, cfg, servers[0], *durability); err != nil {
 			return fmt.Errorf("bench io: %w", err)
 		}
 		return run.finish()
