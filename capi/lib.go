@@ -171,12 +171,16 @@ func seconds(secs float64, what string) (time.Duration, error) {
 	return max(time.Duration(secs*float64(time.Second)), 1), nil
 }
 
-// withTimeout bounds ctx by d; d == 0 is no limit.
+// withTimeout is a call's context, bounded by d (0: no limit). Its calls
+// wait for replies in poll(2) (client.WithBlockingWait): libpdc is called
+// on C's threads, where parking a goroutine costs two thread switches a
+// reply.
 func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx := client.WithBlockingWait(context.Background())
 	if d == 0 {
-		return context.WithCancel(context.Background())
+		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(context.Background(), d)
+	return context.WithTimeout(ctx, d)
 }
 
 // conn is the state of a connection (a pdc id from PDCinit).

@@ -21,3 +21,8 @@ func TraceOf(ctx context.Context) uint64 { return rpc.TraceOf(ctx) }
 
 // FormatTrace writes a trace id as the servers' logs do: 16 hex digits.
 func FormatTrace(id uint64) string { return rpc.FormatTrace(id) }
+
+// WithBlockingWait returns ctx under which calls wait for their replies
+// in a system call rather than by parking: for callers on threads of C's
+// (libpdc), see rpc.WithBlockingWait.
+func WithBlockingWait(ctx context.Context) context.Context { return rpc.WithBlockingWait(ctx) }

@@ -95,6 +95,13 @@ type Conn struct {
 	rs      readState
 
 	dlMu sync.Mutex // orders read-deadline changes
+	// readDeadline is the read deadline in unix nanoseconds (0: none),
+	// for a poll(2) to honour (pollReadable); set under dlMu.
+	readDeadline atomic.Int64
+	// pollMode: the reader holding the read token waits in poll(2)
+	// (WithBlockingWait); guarded by the token. wk wakes it.
+	pollMode bool
+	wk       waker
 
 	peerTimeout time.Duration // see DialOptions.PeerTimeout; 0: not watched
 	peer        *peerWatch    // nil: not watched
@@ -140,13 +147,14 @@ func newConn(ctx context.Context, nc net.Conn, opts DialOptions) (*Conn, error) 
 	c := &Conn{
 		nc:      nc,
 		label:   opts.Label,
-		br:      bufio.NewReaderSize(nc, readBufSize),
 		lw:      netio.NewLowWater(nc),
 		lim:     opts.Limits,
 		w:       newFrameWriter(nc, opts.StallTimeout),
 		readTok: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	c.br = bufio.NewReaderSize(connReader{c}, readBufSize)
+	c.w.beforeClose = c.wk.close
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.rc, _ = sc.SyscallConn()
 	}
@@ -224,7 +232,9 @@ func (c *Conn) drain() error {
 	// A deadline already past would stop the reads before they look; one
 	// just ahead lets them take what is there.
 	c.dlMu.Lock()
-	_ = c.nc.SetReadDeadline(time.Now().Add(2 * time.Millisecond))
+	dl := time.Now().Add(2 * time.Millisecond)
+	_ = c.nc.SetReadDeadline(dl)
+	c.readDeadline.Store(dl.UnixNano())
 	c.dlMu.Unlock()
 	defer c.clearDeadline()
 	for {
@@ -285,6 +295,7 @@ func (c *Conn) closeWith(why error) error {
 	}
 	err := c.mu.err
 	c.mu.Unlock()
+	c.wk.close()
 	_ = c.nc.Close()
 	c.readTok <- struct{}{} // a reader sees the close and gives the token up
 	c.failReading(err)
@@ -321,6 +332,7 @@ func (c *Conn) fail(err error) {
 	c.mu.Unlock()
 	c.w.fail(err)
 	c.peer.close()
+	c.wk.close()
 	_ = c.nc.Close()
 	for _, cl := range pending {
 		cl.err = err

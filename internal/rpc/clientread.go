@@ -32,6 +32,10 @@ type readState struct {
 // be nil (read until the connection ends).
 func (c *Conn) lead(ctx context.Context, own *call) {
 	defer c.peer.start().stop()
+	if c.rc != nil && blockingWait(ctx) {
+		c.pollMode = true
+		defer func() { c.pollMode = false }()
+	}
 	if ctx.Done() != nil {
 		fired := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
@@ -232,12 +236,15 @@ func (c *Conn) detach() {
 func (c *Conn) interrupt() {
 	c.dlMu.Lock()
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.readDeadline.Store(1)
 	c.dlMu.Unlock()
+	c.wk.wake()
 }
 
 func (c *Conn) clearDeadline() {
 	c.dlMu.Lock()
 	_ = c.nc.SetReadDeadline(time.Time{})
+	c.readDeadline.Store(0)
 	c.dlMu.Unlock()
 }
 

@@ -38,6 +38,9 @@ type frameWriter struct {
 	nc    net.Conn
 	raw   syscall.RawConn // nc's descriptor, when it has one
 	stall time.Duration   // a write that makes no progress for this long fails
+	// beforeClose, if set, runs before the writer closes nc: a client
+	// wakes a reader blocked in poll(2) on it (waker.close).
+	beforeClose func()
 
 	// token is held by the goroutine currently writing to nc.
 	token chan struct{}
@@ -213,7 +216,7 @@ func (w *frameWriter) writePendingLocked(ctx context.Context, extra [][]byte) er
 	}
 	w.mu.Unlock()
 	if err != nil {
-		_ = w.nc.Close()
+		w.closeConn()
 	}
 	return err
 }
@@ -413,8 +416,16 @@ func (w *frameWriter) writeFile(ctx context.Context, f wire.Frame, hdr []byte, f
 		err = fmt.Errorf("sending %d bytes of %s to %s: %w: %w", n, file.Name(), w.nc.RemoteAddr(), pdc.ErrUnavailable, err)
 	}
 	w.fail(fmt.Errorf("connection to %s: an earlier write failed: %w", w.nc.RemoteAddr(), pdc.ErrUnavailable))
-	_ = w.nc.Close()
+	w.closeConn()
 	return err
+}
+
+// closeConn closes nc after a failed write.
+func (w *frameWriter) closeConn() {
+	if w.beforeClose != nil {
+		w.beforeClose()
+	}
+	_ = w.nc.Close()
 }
 
 // fail makes every later write return err.
