@@ -121,18 +121,33 @@ func benchIOMetricsCost(ctx context.Context, e *env, run *benchRun, cfg bench.IO
 	}
 	cfg.RawTCP, cfg.Transport, cfg.Rounds, cfg.Progress = rawTCP, "stream", 1, nil
 	return run.rounds(ctx, func(ctx context.Context, round int) ([]bench.Result, error) {
-		var got [2][]bench.Result
-		for _, i := range [2][2]int{{0, 1}, {1, 0}}[round%2] {
-			c := cfg
-			c.TmpDir = sides[i].tmpdir
-			rs, err := bench.IO(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			got[i] = rs
-		}
-		return pairCost(got[1], got[0], "io (with metrics)", "the same, without metrics", "ratio >= 0.98 (metrics cost < 2%)"), nil
+		return ioCostRound(ctx, cfg, [2]string{sides[0].tmpdir, sides[1].tmpdir}, round, bench.IO)
 	})
+}
+
+// ioCostRound is one round of bench io --metrics-cost: the cases measured
+// by measure (bench.IO) on the cluster in tmpdirs[0], without metrics, and
+// on the one in tmpdirs[1], with them, the first going first in even
+// rounds, each case with metrics reported against the same case without.
+func ioCostRound(ctx context.Context, cfg bench.IOConfig, tmpdirs [2]string, round int,
+	measure func(context.Context, bench.IOConfig) ([]bench.Result, error)) ([]bench.Result, error) {
+	// Both sides' cases are named as they are reported, "io (with
+	// metrics): ...": --case (cfg.Want) then picks the cases measured by
+	// the names it keeps. Named "io: ...", a --case matching what is
+	// reported measured nothing, and one matching what is measured kept
+	// nothing.
+	cfg.Label = "with metrics"
+	var got [2][]bench.Result
+	for _, i := range [2][2]int{{0, 1}, {1, 0}}[round%2] {
+		c := cfg
+		c.TmpDir = tmpdirs[i]
+		rs, err := measure(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		got[i] = rs
+	}
+	return pairCost(got[1], got[0], "io ("+cfg.Label+")", "the same, without metrics", "ratio >= 0.98 (metrics cost < 2%)"), nil
 }
 
 // pairCost reports each result of with against the result of the same
