@@ -56,6 +56,10 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 	if err := ext.check(); err != nil {
 		return fmt.Errorf("bench io: %w", err)
 	}
+	if *cost && (ext.cluster != "" || *unix || *transport != "stream") {
+		// It would measure something else than asked, silently.
+		return fmt.Errorf("bench io: --metrics-cost starts clusters of its own, on TCP with payloads on the stream: it takes no --cluster, --unix or --transport other than stream: %w", errUsage)
+	}
 	if ext.cluster != "" {
 		// A cluster someone else started: measure it as it is.
 		cfg.TmpDir, cfg.RawTCP, cfg.Transport, cfg.Label = ext.cluster, ext.raw, *transport, ext.label

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pdcgo/pdc/internal/bench"
@@ -57,5 +59,22 @@ func TestIOCostCaseFilter(t *testing.T) {
 	}
 	if want := []string{"without", "with", "with", "without"}; !slices.Equal(order, want) {
 		t.Errorf("order %q, want %q", order, want)
+	}
+}
+
+// bench io --metrics-cost starts its own clusters and moves payloads on
+// the stream: flags that would measure something else are refused, not
+// silently dropped.
+func TestIOCostRefusesOtherModes(t *testing.T) {
+	for _, args := range [][]string{
+		{"--cluster", t.TempDir(), "--raw", "127.0.0.1:9"},
+		{"--unix"},
+		{"--transport", "shm"},
+	} {
+		var out, errb strings.Builder
+		err := Run(context.Background(), append([]string{"bench", "io", "--metrics-cost"}, args...), &out, &errb)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("bench io --metrics-cost %s: %v, want a usage error", strings.Join(args, " "), err)
+		}
 	}
 }
