@@ -218,18 +218,27 @@ func pinApart() (string, error) {
 	}
 	set.Clear(last)
 	// Every thread of this process: a thread made later takes its
-	// maker's mask. Twice, for threads made while the first pass ran.
-	for range 2 {
+	// maker's mask. Again until a pass finds no thread it had not seen,
+	// for threads made by unpinned ones while a pass ran.
+	seen := map[int]bool{}
+	for pass := 0; ; pass++ {
 		tids, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			return "", err
 		}
+		fresh := false
 		for _, t := range tids {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
-				if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-					return "", fmt.Errorf("pin this process apart from the servers: %w", err)
-				}
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || seen[tid] {
+				continue
 			}
+			seen[tid], fresh = true, true
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return "", fmt.Errorf("pin this process apart from the servers: %w", err)
+			}
+		}
+		if !fresh || pass == 100 {
+			break
 		}
 	}
 	if err := os.Setenv(cluster.ServerCPUsEnv, strconv.Itoa(last)); err != nil {
