@@ -259,7 +259,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodRegionQueryAll, s.regionQueryAll, rpc.Describe(wire.DescribeRegionBatch))
 	srv.Handle(wire.MethodStageProduce, s.stageProduce, rpc.InlineUpTo(smallBatch))
 	srv.Handle(wire.MethodStageLookup, s.stageLookup, rpc.Inline(), rpc.Describe(wire.DescribeStageKey))
-	srv.Handle(wire.MethodStageWait, s.stageWait, rpc.Describe(wire.DescribeStageKey)) // blocks until a produce
+	srv.Handle(wire.MethodStageWait, s.stageWait, rpc.Describe(wire.DescribeStageKey), rpc.Waits()) // blocks until a produce
 	srv.Handle(wire.MethodStageList, s.stageList)
 	srv.Handle(wire.MethodStageRemove, s.stageRemove)
 }

@@ -26,6 +26,7 @@ type inbound struct {
 	grant    int64     // of the payload budget, for payload
 	start    time.Time // when it was admitted; set only for an Observer or the request log
 	describe func(hdr []byte) []slog.Attr
+	waits    bool // the method waits by design (Waits): never a slow request
 }
 
 // dispatch handles one frame. A request comes back as run, to be run on
@@ -150,7 +151,7 @@ func (c *serverConn) admit(f wire.Frame, he handlerEntry, hdr, payload []byte, g
 		// request's log lines and the requests it sends on share one.
 		f.Trace = NewTrace()
 	}
-	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant, describe: he.describe}
+	in := &inbound{c: c, h: he.h, f: f, owned: he.owned, payload: payload, grant: grant, describe: he.describe, waits: he.waits}
 	if s.obs != nil || s.logsRequests() {
 		in.start = time.Now()
 	}

@@ -108,6 +108,7 @@ type handlerEntry struct {
 	inline    bool
 	inlineMax uint32 // run inline when the header is at most this long
 	describe  func(hdr []byte) []slog.Attr
+	waits     bool
 }
 
 // A HandleOption qualifies a registration: where its handler runs and

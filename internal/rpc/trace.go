@@ -74,6 +74,14 @@ func Describe(describe func(hdr []byte) []slog.Attr) HandleOption {
 	return func(e *handlerEntry) { e.describe = describe }
 }
 
+// Waits marks a method whose requests wait by design for as long as it
+// takes (a consumer waiting for a file to be produced): they are logged
+// at debug level as others are, but never as slow requests, which for
+// them would be every one.
+func Waits() HandleOption {
+	return func(e *handlerEntry) { e.waits = true }
+}
+
 // logsRequests reports whether requests are timed for the log.
 func (s *Server) logsRequests() bool {
 	return s.cfg.SlowRequest > 0 || s.debug
@@ -83,7 +91,7 @@ func (s *Server) logsRequests() bool {
 // warning if it took longer than SlowRequest.
 func (s *Server) logRequest(in *inbound, err error, elapsed time.Duration) {
 	level, msg := slog.LevelDebug, "request"
-	if s.cfg.SlowRequest > 0 && elapsed >= s.cfg.SlowRequest {
+	if s.cfg.SlowRequest > 0 && elapsed >= s.cfg.SlowRequest && !in.waits {
 		level, msg = slog.LevelWarn, "slow request"
 	} else if !s.debug {
 		return

@@ -80,3 +80,27 @@ func TestTraceCrossesServers(t *testing.T) {
 		t.Fatalf("a server that does not read trace ids saw %#x", got)
 	}
 }
+
+// A method that waits by design is never a slow request; others are.
+func TestWaitingMethodIsNotSlow(t *testing.T) {
+	const methodWaits wire.Method = 112
+	ts := startServer(t, "mem", ServerConfig{SlowRequest: time.Nanosecond}, func(ts *testServer) {
+		ts.Handle(methodWaits, func(ctx context.Context, req *Request) (*Response, error) {
+			time.Sleep(time.Millisecond) // past SlowRequest however fast the machine
+			return &Response{}, nil
+		}, Waits())
+	})
+	c := dial(t, ts.addr, DialOptions{})
+	if _, err := c.Call(ctx10(t), methodWaits, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if logs := ts.logs.String(); strings.Contains(logs, "slow request") {
+		t.Fatalf("a waiting method was logged as slow:\n%s", logs)
+	}
+	if _, err := c.Call(ctx10(t), methodEcho, []byte("e"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if logs := ts.logs.String(); !strings.Contains(logs, `msg="slow request" method=`) {
+		t.Fatalf("the other method was not logged as slow:\n%s", logs)
+	}
+}
