@@ -328,10 +328,12 @@ func (*pushRecv) Mode() Mode { return ModePush }
 
 func (t *pushSend) Send(ctx context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, _ *wire.FetchReply) error {
 	defer src.release()
+	n := uint64(src.Size())
 	if err := t.s.push(ctx, req, src); err != nil {
 		return fmt.Errorf("push to %s: %w", req.PushAddr, err)
 	}
 	t.s.pushes.Add(1)
+	t.s.pushBytes.Add(n)
 	return nil
 }
 

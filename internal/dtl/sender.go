@@ -93,6 +93,9 @@ type Sender struct {
 	pushes  atomic.Uint64
 	pulls   atomic.Uint64
 	expired atomic.Uint64
+	// Payload bytes sent by each transport (the stream's go in the rpc
+	// server's counts).
+	pullBytes, pushBytes, shmBytes atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -232,6 +235,8 @@ type SenderStats struct {
 	Pushes    uint64
 	Endpoints int    // push connections open
 	Evictions uint64 // push connections closed to keep the cache in bounds
+	// Payload bytes sent by pulls, pushes and shm mappings handed over.
+	PullBytes, PushBytes, ShmBytes uint64
 }
 
 // Stats reports the sender's counters.
@@ -241,7 +246,7 @@ func (s *Sender) Stats() SenderStats {
 	s.mu.Unlock()
 	open, ev := s.eps.stats()
 	return SenderStats{Handles: n, Expired: s.expired.Load(), Pulls: s.pulls.Load(), Pushes: s.pushes.Load(),
-		Endpoints: open, Evictions: ev}
+		Endpoints: open, Evictions: ev, PullBytes: s.pullBytes.Load(), PushBytes: s.pushBytes.Load(), ShmBytes: s.shmBytes.Load()}
 }
 
 // Close stops the side channels, releases every exposed payload and closes
@@ -576,6 +581,9 @@ func (s *Sender) sendPulled(nc net.Conn, e *exposed, r *request) bool {
 		if _, err = netio.WriteFull(ctx, nc, hdr); err == nil {
 			_, err = netio.SendFile(ctx, nc, src.File, src.Off, src.Len)
 		}
+	}
+	if err == nil {
+		s.pullBytes.Add(a.size)
 	}
 	return err == nil
 }

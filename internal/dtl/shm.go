@@ -117,6 +117,7 @@ func (s *Sender) serveShm(nc net.Conn) {
 		if err != nil {
 			return
 		}
+		s.shmBytes.Add(a.size)
 	}
 }
 

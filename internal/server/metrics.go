@@ -79,6 +79,9 @@ func (p *proc) addSources() {
 			w.Counter("pdc_dtl_expired_total", "Payloads exposed for a pull and released unclaimed.", float64(ds.Expired))
 			w.Gauge("pdc_dtl_exposed", "Payloads exposed for a pull now.", float64(ds.Handles))
 			w.Gauge("pdc_dtl_push_connections", "DTL push connections open.", float64(ds.Endpoints))
+			w.Counter("pdc_transport_sent_bytes_total", "Bytes sent, by transport.", float64(ds.PullBytes), "transport", "pull")
+			w.Counter("pdc_transport_sent_bytes_total", "Bytes sent, by transport.", float64(ds.PushBytes), "transport", "push")
+			w.Counter("pdc_transport_sent_bytes_total", "Bytes sent, by transport.", float64(ds.ShmBytes), "transport", "shm")
 		}
 		if p.data != nil {
 			dst := p.data.Stats()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -206,5 +207,26 @@ func TestLaneBytes(t *testing.T) {
 	}
 	if got, want := delta("pdc_transport_sent_bytes_total", "transport", "lane"), float64(objects*2*cellsPer); got != want {
 		t.Errorf("lane bytes sent moved by %v, want the %v read", got, want)
+	}
+}
+
+// TestStagedBytesByTransport checks that a staged file's bytes are counted
+// under the transport that moved them, exactly.
+func TestStagedBytesByTransport(t *testing.T) {
+	base := t.TempDir()
+	tmpdir := e2e.Up(t, 2, "--metrics-addr", "127.0.0.1:0", "--hosts", "node-a,node-b",
+		"--stage-producer-dir", filepath.Join(base, "prod-{host}"))
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	const size = 256 << 10
+	for _, mode := range []string{"pull", "push"} {
+		name := "step-" + mode
+		writeFile(t, filepath.Join(base, "prod-node-a", name), make([]byte, size))
+		stage(t, tmpdir, "node-a", "produce", "--producer-dir", filepath.Join(base, "prod-node-a"), name)
+		before := snap(t, ctx, tmpdir)
+		stage(t, tmpdir, "node-b", "consume", "--mode", mode, "--consumer-dir", filepath.Join(base, "cons-"+mode), name)
+		after := snap(t, ctx, tmpdir)
+		if got := sum(after, "pdc_transport_sent_bytes_total", "transport", mode) - sum(before, "pdc_transport_sent_bytes_total", "transport", mode); got != size {
+			t.Errorf("%s: bytes sent by %s moved by %v, want the file's %d", mode, mode, got, size)
+		}
 	}
 }
