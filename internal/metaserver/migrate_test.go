@@ -85,17 +85,7 @@ func TestAdoptTwiceInOneSecond(t *testing.T) {
 	fsys := vfs.OrDefault(nil)
 	var names []string
 	for round := range 3 {
-		old, err := Open(Config{Dir: dir, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old.SetPlacement(0, 1)
-		old.SetReady()
-		if _, err := old.objCreate(ctx, createReq(fmt.Sprint("obj", round))); err != nil {
-			t.Fatal(err)
-		}
-		old.Close()
-
+		leaveStore(t, dir, fmt.Sprint("obj", round))
 		name := adoptedName(fsys, dir, now)
 		names = append(names, name)
 		if err := fsys.Rename(dir, name); err != nil {
@@ -111,18 +101,25 @@ func TestAdoptTwiceInOneSecond(t *testing.T) {
 	defer s.Close()
 	s.ready.Store(false)
 	for round := range 2 {
-		old, err := Open(Config{Dir: dir, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old.SetPlacement(0, 1)
-		old.SetReady()
-		if _, err := old.objCreate(ctx, createReq(fmt.Sprint("adopted", round))); err != nil {
-			t.Fatal(err)
-		}
-		old.Close()
+		leaveStore(t, dir, fmt.Sprint("adopted", round))
 		if n, err := s.Adopt(ctx, dir, nil); err != nil || n == 0 {
 			t.Fatalf("round %d: adopted %d entries: %v", round, n, err)
 		}
 	}
+}
+
+// leaveStore leaves a metadata store in dir holding one object, name, as
+// a server that is gone would.
+func leaveStore(t *testing.T, dir, name string) {
+	t.Helper()
+	old, err := Open(Config{Dir: dir, CheckpointDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.SetPlacement(0, 1)
+	old.SetReady()
+	if _, err := old.objCreate(context.Background(), createReq(name)); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
 }
