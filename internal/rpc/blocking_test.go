@@ -3,10 +3,15 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
 )
 
 // The client's tests again, every wait a blocking one (WithBlockingWait):
@@ -96,6 +101,155 @@ func TestBlockingWaitEnds(t *testing.T) {
 				t.Fatalf("call past its deadline: %v", err)
 			}
 			c2.Close()
+		})
+	}
+}
+
+// heldProxy forwards one connection to a server, passing on what the
+// server sends only up to a limit the test sets: a reply cut off
+// mid-payload for as long as the test likes.
+type heldProxy struct {
+	addr string
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	limit  int64 // bytes from the server that may pass in all; < 0: any
+	passed int64
+	closed bool
+}
+
+func startHeldProxy(t *testing.T, server string) *heldProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &heldProxy{addr: ln.Addr().String(), limit: -1}
+	p.cond = sync.NewCond(&p.mu)
+	var wg sync.WaitGroup
+	conns := make(chan net.Conn, 2)
+	wg.Go(func() {
+		cn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		conns <- cn
+		sn, err := net.Dial("tcp", server)
+		if err != nil {
+			cn.Close()
+			return
+		}
+		conns <- sn
+		wg.Go(func() { _, _ = io.Copy(sn, cn); sn.Close() })
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := sn.Read(buf)
+			for off := 0; off < n; {
+				p.mu.Lock()
+				for !p.closed && p.limit >= 0 && p.passed >= p.limit {
+					p.cond.Wait()
+				}
+				k := int64(n - off)
+				if p.limit >= 0 {
+					k = min(k, p.limit-p.passed)
+				}
+				p.passed += k
+				closed := p.closed
+				p.mu.Unlock()
+				if closed {
+					cn.Close()
+					return
+				}
+				if _, err := cn.Write(buf[off : off+int(k)]); err != nil {
+					return
+				}
+				off += int(k)
+			}
+			if err != nil {
+				cn.Close()
+				return
+			}
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		p.closed = true
+		p.cond.Broadcast()
+		p.mu.Unlock()
+		for len(conns) > 0 {
+			(<-conns).Close()
+		}
+		wg.Wait()
+		for len(conns) > 0 {
+			(<-conns).Close()
+		}
+	})
+	return p
+}
+
+// hold lets n more bytes from the server through, then holds the rest.
+func (p *heldProxy) hold(n int64) {
+	p.mu.Lock()
+	p.limit = p.passed + n
+	p.mu.Unlock()
+}
+
+// release lets everything through.
+func (p *heldProxy) release() {
+	p.mu.Lock()
+	p.limit = -1
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// A caller that gives up mid-payload leaves the rest of its reply to be
+// skipped by the next reader, with the receive mark still raised for the
+// payload. Skipped a buffer at a time, the last of it is less than the
+// mark: a wait in poll(2) for the mark would wait for bytes that never
+// come, and the next call would never get its reply.
+func TestSkipAfterAbandonedPayload(t *testing.T) {
+	const methodBig wire.Method = 140
+	big := make([]byte, 1<<20+300<<10)
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			ts := startServer(t, "tcp", ServerConfig{}, func(ts *testServer) {
+				ts.Handle(methodBig, func(ctx context.Context, req *Request) (*Response, error) {
+					started <- struct{}{}
+					return &Response{Payload: [][]byte{big}}, nil
+				})
+			})
+			px := startHeldProxy(t, ts.addr)
+			c := dial(t, px.addr, DialOptions{})
+			ctx := ctx10(t)
+			if blocking {
+				ctx = WithBlockingWait(ctx)
+			}
+			px.hold(256 << 10)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Call(cctx, methodBig, nil, nil, nil)
+				errc <- err
+			}()
+			<-started
+			// Once its reply is claimed, the caller reads its payload, of
+			// which the proxy holds back the most.
+			for claimed := false; !claimed; time.Sleep(time.Millisecond) {
+				c.mu.Lock()
+				claimed = len(c.mu.pending) == 0
+				c.mu.Unlock()
+			}
+			cancel()
+			if err := <-errc; !errors.Is(err, pdc.ErrCanceled) {
+				t.Fatalf("call given up: %v", err)
+			}
+			px.release()
+			if rep, err := c.Call(ctx, methodEcho, []byte("after"), nil, nil); err != nil || string(rep.Header) != "after" {
+				t.Fatalf("the call after a reply given up mid-payload: %q, %v", rep.Header, err)
+			}
 		})
 	}
 }

@@ -100,6 +100,13 @@ func (c *Conn) readFrame() (*call, error) {
 			return nil, err
 		}
 	}
+	if rs.skip > 0 {
+		// The mark may still be up for a payload whose caller left
+		// mid-way (detach). Discard reads a buffer at a time, so the
+		// last reads would wait for more than is left to come: a wait
+		// in poll(2) for ever, a parked read unless the rest arrived.
+		c.lw.Expect(0)
+	}
 	for rs.skip > 0 {
 		n, err := c.br.Discard(int(min(rs.skip, 1<<30)))
 		rs.skip -= uint64(n)
