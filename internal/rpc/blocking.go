@@ -67,6 +67,7 @@ type waker struct {
 	has    bool // fd is open
 	users  int  // callers polling with it
 	closed bool // the connection has ended: no new users
+	woken  bool // fd has been written and not read since
 }
 
 // acquire returns the eventfd for a poll, making it if need be; false
@@ -85,8 +86,37 @@ func (w *waker) acquire() (int, bool) {
 		}
 		w.fd, w.has = fd, true
 	}
+	if w.woken {
+		// A wake no poll took: an interrupt that came between polls,
+		// which the reader has seen by its deadline (or will, as
+		// readDeadline says), or with nobody reading. Left there, it
+		// would end the next poll for nothing and park the read after
+		// it. A wake from now on is this caller's.
+		w.take()
+	}
 	w.users++
 	return w.fd, true
+}
+
+// take reads the eventfd back to not woken. w.mu is held.
+func (w *waker) take() {
+	var b [8]byte
+	_, _ = unix.Read(w.fd, b[:])
+	w.woken = false
+}
+
+// taken is a poller's take of the wake that ended its poll.
+func (w *waker) taken() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.take()
+}
+
+// signal writes the eventfd. w.mu is held and the eventfd open.
+func (w *waker) signal() {
+	one := [8]byte{1}
+	_, _ = unix.Write(w.fd, one[:])
+	w.woken = true
 }
 
 func (w *waker) release() {
@@ -103,8 +133,7 @@ func (w *waker) wake() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.has {
-		one := [8]byte{1}
-		_, _ = unix.Write(w.fd, one[:])
+		w.signal()
 	}
 }
 
@@ -119,8 +148,7 @@ func (w *waker) close() {
 		return
 	}
 	if w.users > 0 {
-		one := [8]byte{1}
-		_, _ = unix.Write(w.fd, one[:])
+		w.signal()
 		return
 	}
 	_ = unix.Close(w.fd)
@@ -153,8 +181,7 @@ func (c *Conn) pollReadable() {
 				continue
 			}
 			if fds[1].Revents != 0 {
-				var b [8]byte
-				_, _ = unix.Read(efd, b[:])
+				c.wk.taken()
 			}
 			return
 		}

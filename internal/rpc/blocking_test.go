@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -251,5 +253,28 @@ func TestSkipAfterAbandonedPayload(t *testing.T) {
 				t.Fatalf("the call after a reply given up mid-payload: %q, %v", rep.Header, err)
 			}
 		})
+	}
+}
+
+// A wake that no poll took (an interrupt that came while the reader was
+// between polls, or with nobody reading) must not stay in the eventfd:
+// the next poll would return at once for nothing, and the read after it
+// park on the runtime's poller, the hand-off the blocking wait avoids.
+func TestWakeNoPollTookIsNotLeftOver(t *testing.T) {
+	var w waker
+	defer w.close()
+	if _, ok := w.acquire(); !ok {
+		t.Skip("no eventfd")
+	}
+	w.release()
+	w.wake()
+	fd, ok := w.acquire()
+	if !ok {
+		t.Fatal("no eventfd")
+	}
+	defer w.release()
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 0); err != nil || n != 0 {
+		t.Fatalf("a poll after a wake nobody took: %d ready (%v), want none", n, err)
 	}
 }
