@@ -63,6 +63,9 @@ func (s *syncBuffer) String() string {
 // before the server starts serving.
 func startServer(t *testing.T, network string, cfg ServerConfig, extra ...func(*testServer)) *testServer {
 	t.Helper()
+	if network == "mem" && blockingAlways.Load() {
+		network = "tcp" // a blocking wait needs a socket to poll (TestBlockingWait)
+	}
 	ln := listen(t, network)
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
