@@ -85,6 +85,15 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 // readStream reads the answer to request f: chunks, then the final frame.
 // srvErr is the server's error answer; err breaks the connection.
 func (c *Conn) readStream(req wire.Frame, chunk ChunkFunc) (rep Reply, srvErr, err error) {
+	// What is left of a reply whose caller gave up part-way comes first:
+	// nobody's now, skipped (readFrame resumes it).
+	if c.rs.inFrame {
+		if got, err := c.readFrame(); err != nil {
+			return Reply{}, nil, c.lost(req.Method, err)
+		} else if got != nil {
+			got.done <- struct{}{}
+		}
+	}
 	var prefix [wire.FrameSize]byte
 	for {
 		if _, err := io.ReadFull(c.br, prefix[:]); err != nil {
@@ -96,6 +105,14 @@ func (c *Conn) readStream(req wire.Frame, chunk ChunkFunc) (rep Reply, srvErr, e
 		}
 		if err != nil {
 			return Reply{}, nil, fmt.Errorf("server %s: %s: %w", c.label, req.Method, err)
+		}
+		if f.Flags&wire.FlagResponse != 0 && f.Flags&wire.FlagMore == 0 && f.ID < req.ID {
+			// The late reply of a call that gave up before it came (the
+			// stream started with no call waiting): nobody's.
+			if err := c.skip(uint64(f.HeaderLen) + f.PayloadLen); err != nil {
+				return Reply{}, nil, c.lost(req.Method, err)
+			}
+			continue
 		}
 		if f.Flags&wire.FlagResponse == 0 || f.ID != req.ID {
 			return Reply{}, nil, fmt.Errorf("server %s: %s: frame for request %d (flags %#02x) in the stream of request %d: %w",
@@ -157,4 +174,16 @@ func (e *errReader) Read(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, err
+}
+
+// skip reads and drops n bytes of the connection.
+func (c *Conn) skip(n uint64) error {
+	for n > 0 {
+		k, err := c.br.Discard(int(min(n, 1<<30)))
+		n -= uint64(k)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

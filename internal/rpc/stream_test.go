@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -261,4 +262,71 @@ func TestResponseDone(t *testing.T) {
 		t.Fatalf("got %q: the buffer was released before it was sent", rep.Payload)
 	}
 	<-done
+}
+
+// A stream on a connection where a call gave up its reply part-way, and
+// another gave up before its reply came at all: the stream skips what is
+// left of the first and the whole of the second, which are nobody's, and
+// reads its own answer.
+func TestStreamAfterAbandonedReplies(t *testing.T) {
+	const methodBig wire.Method = 141
+	big := make([]byte, 1<<20+300<<10)
+	started := make(chan struct{}, 2)
+	release := make(chan struct{})
+	ts := startServer(t, "tcp", ServerConfig{}, registerStreams, func(ts *testServer) {
+		ts.Handle(methodBig, func(ctx context.Context, req *Request) (*Response, error) {
+			started <- struct{}{}
+			if len(req.Header) > 0 { // the late one: answers after its caller left
+				<-release
+			}
+			return &Response{Payload: [][]byte{big}}, nil
+		})
+	})
+	px := startHeldProxy(t, ts.addr)
+	c := dial(t, px.addr, DialOptions{})
+	ctx := ctx10(t)
+
+	// The late reply: its caller gives up before it is sent.
+	lctx, lcancel := context.WithCancel(ctx)
+	lerr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(lctx, methodBig, []byte("late"), nil, nil)
+		lerr <- err
+	}()
+	<-started
+	lcancel()
+	if err := <-lerr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("late call given up: %v", err)
+	}
+
+	// The reply given up part-way.
+	px.hold(256 << 10)
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(cctx, methodBig, nil, nil, nil)
+		errc <- err
+	}()
+	<-started
+	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		claimed = len(c.mu.pending) == 0
+		c.mu.Unlock()
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("call given up: %v", err)
+	}
+	px.release()
+	close(release)
+
+	var chunks int
+	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
+		chunks++
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if err != nil || string(rep.Header) != "end" || chunks != 3 {
+		t.Fatalf("stream after replies given up: %d chunks, %q, %v", chunks, rep.Header, err)
+	}
 }
