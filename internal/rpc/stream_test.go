@@ -330,3 +330,75 @@ func TestStreamAfterAbandonedReplies(t *testing.T) {
 		t.Fatalf("stream after replies given up: %d chunks, %q, %v", chunks, rep.Header, err)
 	}
 }
+
+// A call whose reply another caller was reading when that caller left,
+// and which then gives up with nobody reading, discards the rest of its
+// reply itself, after interrupting a read that is no longer there: the
+// read deadline it set is still in the past. A later reader must not take
+// it for its own context's end: a stream started then would fail and
+// close its connection.
+func TestStreamAfterGiveUpWithNobodyReading(t *testing.T) {
+	const methodBig wire.Method = 142
+	big := make([]byte, 1<<20+300<<10)
+	ts := startServer(t, "tcp", ServerConfig{}, registerStreams, func(ts *testServer) {
+		ts.Handle(methodBig, func(ctx context.Context, req *Request) (*Response, error) {
+			return &Response{Payload: [][]byte{big}}, nil
+		})
+	})
+	px := startHeldProxy(t, ts.addr)
+	c := dial(t, px.addr, DialOptions{})
+	ctx := ctx10(t)
+
+	// A's reply is read part-way by B, which then leaves.
+	px.hold(256 << 10)
+	a, err := c.Send(ctx, methodBig, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithCancel(ctx)
+	berr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(bctx, methodBlock, nil, nil, nil)
+		berr <- err
+	}()
+	<-ts.blocked
+	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		_, pending := c.mu.pending[a.f.ID]
+		c.mu.Unlock()
+		claimed = !pending
+	}
+	bcancel()
+	if err := <-berr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("B given up: %v", err)
+	}
+
+	// A gives up while nobody reads: the test holds the read token until
+	// A has asked for its frame to be dropped.
+	c.readTok <- struct{}{}
+	actx, acancel := context.WithCancel(ctx)
+	acancel()
+	aerr := make(chan error, 1)
+	go func() {
+		_, err := a.Wait(actx)
+		aerr <- err
+	}()
+	for !a.cl.abandoned.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	<-c.readTok
+	if err := <-aerr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("A given up: %v", err)
+	}
+	px.release()
+
+	var chunks int
+	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
+		chunks++
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if err != nil || string(rep.Header) != "end" || chunks != 3 {
+		t.Fatalf("stream after a reply given up with nobody reading: %d chunks, %q, %v", chunks, rep.Header, err)
+	}
+}
