@@ -91,8 +91,9 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 // srvErr is the server's error answer; err breaks the connection.
 func (c *Conn) readStream(req wire.Frame, chunk ChunkFunc) (rep Reply, srvErr, err error) {
 	// What is left of a reply whose caller gave up part-way comes first:
-	// nobody's now, skipped (readFrame resumes it).
-	if c.rs.inFrame {
+	// nobody's now, skipped (readFrame resumes it). That may be part of
+	// a prefix alone, read by a reader that stopped before the rest came.
+	if c.rs.inFrame || c.rs.nPrefix > 0 {
 		if got, err := c.readFrame(); err != nil {
 			return Reply{}, nil, c.lost(req.Method, err)
 		} else if got != nil {

@@ -402,3 +402,59 @@ func TestStreamAfterGiveUpWithNobodyReading(t *testing.T) {
 		t.Fatalf("stream after a reply given up with nobody reading: %d chunks, %q, %v", chunks, rep.Header, err)
 	}
 }
+
+// A late reply whose prefix has only partly arrived when a reader stops
+// (here Broken, which reads what has arrived) leaves those bytes in the
+// read state with no frame started. The stream must resume the prefix,
+// not read a new one from the middle of it.
+func TestStreamAfterPartialPrefix(t *testing.T) {
+	const methodLate wire.Method = 143
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	ts := startServer(t, "tcp", ServerConfig{}, registerStreams, func(ts *testServer) {
+		ts.Handle(methodLate, func(ctx context.Context, req *Request) (*Response, error) {
+			started <- struct{}{}
+			<-release // answers after its caller left
+			return &Response{Header: []byte("late")}, nil
+		})
+	})
+	px := startHeldProxy(t, ts.addr)
+	c := dial(t, px.addr, DialOptions{})
+	ctx := ctx10(t)
+
+	lctx, lcancel := context.WithCancel(ctx)
+	lerr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(lctx, methodLate, nil, nil, nil)
+		lerr <- err
+	}()
+	<-started
+	lcancel()
+	if err := <-lerr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("late call given up: %v", err)
+	}
+
+	// 5 bytes of the late reply's prefix come; Broken reads them.
+	px.hold(5)
+	close(release)
+	for n := 0; n == 0; time.Sleep(time.Millisecond) {
+		c.lastRead.Store(0) // idle: Broken looks at the socket
+		if c.Broken() {
+			t.Fatal("Broken with a reply on its way")
+		}
+		c.readTok <- struct{}{}
+		n = c.rs.nPrefix
+		<-c.readTok
+	}
+	px.release()
+
+	var chunks int
+	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
+		chunks++
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if err != nil || string(rep.Header) != "end" || chunks != 3 {
+		t.Fatalf("stream after part of a prefix: %d chunks, %q, %v", chunks, rep.Header, err)
+	}
+}
