@@ -183,8 +183,11 @@ func (p *Pending) await(ctx context.Context) (Reply, error) {
 		if cl.keep {
 			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, f.Method, ctxErr(ctx))
 		}
+		// Still in flight until its frame is dropped: giveUp may yet
+		// interrupt whoever reads it, and a stream must not start first.
+		rep, err := c.giveUp(ctx, f, cl)
 		c.inFlight.Add(-1)
-		return c.giveUp(ctx, f, cl)
+		return rep, err
 	}
 	for {
 		select {

@@ -458,3 +458,80 @@ func TestStreamAfterPartialPrefix(t *testing.T) {
 		t.Fatalf("stream after part of a prefix: %d chunks, %q, %v", chunks, rep.Header, err)
 	}
 }
+
+// A call giving up whose reply is being read is still in flight until its
+// frame has been dropped: it is about to interrupt the reader, which
+// would cut a stream short. A stream started meanwhile is refused.
+func TestStreamRefusedWhileACallGivesUp(t *testing.T) {
+	const methodBig wire.Method = 144
+	big := make([]byte, 1<<20+300<<10)
+	ts := startServer(t, "tcp", ServerConfig{}, registerStreams, func(ts *testServer) {
+		ts.Handle(methodBig, func(ctx context.Context, req *Request) (*Response, error) {
+			return &Response{Payload: [][]byte{big}}, nil
+		})
+	})
+	px := startHeldProxy(t, ts.addr)
+	c := dial(t, px.addr, DialOptions{})
+	ctx := ctx10(t)
+
+	// A's reply is claimed, and read part-way, by B, which then leaves.
+	px.hold(256 << 10)
+	a, err := c.Send(ctx, methodBig, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithCancel(ctx)
+	berr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(bctx, methodBlock, nil, nil, nil)
+		berr <- err
+	}()
+	<-ts.blocked
+	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		_, pending := c.mu.pending[a.f.ID]
+		c.mu.Unlock()
+		claimed = !pending
+	}
+	bcancel()
+	if err := <-berr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("B given up: %v", err)
+	}
+
+	// A gives up; the test holds the read token, so A waits for it with
+	// its frame still claimed.
+	c.readTok <- struct{}{}
+	actx, acancel := context.WithCancel(ctx)
+	acancel()
+	aerr := make(chan error, 1)
+	go func() {
+		_, err := a.Wait(actx)
+		aerr <- err
+	}()
+	for !a.cl.abandoned.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	// A context already ended: a stream let through would wait for the
+	// token and give up with it; one refused says why.
+	sctx, scancel := context.WithCancel(ctx)
+	scancel()
+	_, err = c.CallStream(sctx, methodStream, streamHdr(1, 1), nil, func(_ []byte, r io.Reader, _ uint64) error {
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	<-c.readTok
+	if !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("stream while a call gives up: got %v, want pdc.ErrInvalid", err)
+	}
+	if err := <-aerr; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("A given up: %v", err)
+	}
+	px.release()
+	// Once it has, the stream goes.
+	if _, err := c.CallStream(ctx, methodStream, streamHdr(1, 1), nil, func(_ []byte, r io.Reader, _ uint64) error {
+		_, err := io.Copy(io.Discard, r)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
