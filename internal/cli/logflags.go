@@ -31,7 +31,7 @@ func logFlags(fs *flag.FlagSet) *logOptions {
 	o := &logOptions{}
 	fs.StringVar(&o.levelText, "log-level", "info", "debug, info, warn or error; debug logs every request with its trace id")
 	fs.StringVar(&o.format, "log-format", logging.Text, "log records as text or json")
-	fs.DurationVar(&o.slow, "slow", 0, "log every request that takes at least this long (e.g. 100ms) as a warning naming its method, trace id, object and region; 0: off")
+	fs.DurationVar(&o.slow, "slow", 0, "log every request that takes at least this long (e.g. 100ms) as a warning naming its method, trace id, object and region (not a consumer's stage_wait, which waits by design); 0: off")
 	fs.StringVar(&o.maxSize, "log-max-size", "64MiB", "with a log file: rotate it past this size")
 	fs.IntVar(&o.keep, "log-keep", 3, "with a log file: rotated files kept (FILE.1 the newest)")
 	return o

@@ -83,7 +83,7 @@ func TestTraceCrossesServers(t *testing.T) {
 
 // A method that waits by design is never a slow request; others are.
 func TestWaitingMethodIsNotSlow(t *testing.T) {
-	const methodWaits wire.Method = 112
+	const methodWaits wire.Method = 142
 	ts := startServer(t, "mem", ServerConfig{SlowRequest: time.Nanosecond}, func(ts *testServer) {
 		ts.Handle(methodWaits, func(ctx context.Context, req *Request) (*Response, error) {
 			time.Sleep(time.Millisecond) // past SlowRequest however fast the machine

@@ -222,10 +222,19 @@ func TestStagedBytesByTransport(t *testing.T) {
 		name := "step-" + mode
 		writeFile(t, filepath.Join(base, "prod-node-a", name), make([]byte, size))
 		stage(t, tmpdir, "node-a", "produce", "--producer-dir", filepath.Join(base, "prod-node-a"), name)
-		before := snap(t, ctx, tmpdir)
+		sent := func() float64 { return sum(snap(t, ctx, tmpdir), "pdc_transport_sent_bytes_total", "transport", mode) }
+		before := sent()
 		stage(t, tmpdir, "node-b", "consume", "--mode", mode, "--consumer-dir", filepath.Join(base, "cons-"+mode), name)
-		after := snap(t, ctx, tmpdir)
-		if got := sum(after, "pdc_transport_sent_bytes_total", "transport", mode) - sum(before, "pdc_transport_sent_bytes_total", "transport", mode); got != size {
+		// The sender counts a pull once its last write returned, which
+		// can be just after the consumer has the bytes: a moment later.
+		tick := time.NewTicker(10 * time.Millisecond)
+		got := sent() - before
+		for got < size && ctx.Err() == nil {
+			<-tick.C
+			got = sent() - before
+		}
+		tick.Stop()
+		if got != size {
 			t.Errorf("%s: bytes sent by %s moved by %v, want the file's %d", mode, mode, got, size)
 		}
 	}
