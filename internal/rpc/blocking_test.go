@@ -229,25 +229,15 @@ func TestSkipAfterAbandonedPayload(t *testing.T) {
 				ctx = WithBlockingWait(ctx)
 			}
 			px.hold(256 << 10)
-			cctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			errc := make(chan error, 1)
-			go func() {
-				_, err := c.Call(cctx, methodBig, nil, nil, nil)
-				errc <- err
-			}()
-			<-started
 			// Once its reply is claimed, the caller reads its payload, of
 			// which the proxy holds back the most.
-			for claimed := false; !claimed; time.Sleep(time.Millisecond) {
-				c.mu.Lock()
-				claimed = len(c.mu.pending) == 0
-				c.mu.Unlock()
-			}
-			cancel()
-			if err := <-errc; !errors.Is(err, pdc.ErrCanceled) {
-				t.Fatalf("call given up: %v", err)
-			}
+			giveUp(t, ctx, "call", func(ctx context.Context) error {
+				_, err := c.Call(ctx, methodBig, nil, nil, nil)
+				return err
+			}, func() {
+				<-started
+				awaitClaimed(c, 0)
+			})
 			px.release()
 			if rep, err := c.Call(ctx, methodEcho, []byte("after"), nil, nil); err != nil || string(rep.Header) != "after" {
 				t.Fatalf("the call after a reply given up mid-payload: %q, %v", rep.Header, err)
@@ -264,7 +254,7 @@ func TestWakeNoPollTookIsNotLeftOver(t *testing.T) {
 	var w waker
 	defer w.close()
 	if _, ok := w.acquire(); !ok {
-		t.Skip("no eventfd")
+		t.Fatal("no eventfd: eventfd(2) failed")
 	}
 	w.release()
 	w.wake()
@@ -276,5 +266,53 @@ func TestWakeNoPollTookIsNotLeftOver(t *testing.T) {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	if n, err := unix.Poll(fds, 0); err != nil || n != 0 {
 		t.Fatalf("a poll after a wake nobody took: %d ready (%v), want none", n, err)
+	}
+}
+
+// giveUp runs call under a context of its own, waits for until, ends
+// the context, and checks that the call gave up.
+func giveUp(t *testing.T, ctx context.Context, what string, call func(context.Context) error, until func()) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- call(cctx) }()
+	until()
+	cancel()
+	if err := <-errc; !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("%s given up: %v", what, err)
+	}
+}
+
+// awaitClaimed returns once a reader has claimed the reply to request id
+// (0: every request's): it is no longer pending.
+func awaitClaimed(c *Conn, id uint64) {
+	for {
+		c.mu.Lock()
+		_, pending := c.mu.pending[id]
+		claimed := !pending
+		if id == 0 {
+			claimed = len(c.mu.pending) == 0
+		}
+		c.mu.Unlock()
+		if claimed {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkStream runs a stream of 3 chunks of 100 bytes on c and checks it
+// came whole.
+func checkStream(t *testing.T, ctx context.Context, c *Conn, what string) {
+	t.Helper()
+	var chunks int
+	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
+		chunks++
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if err != nil || string(rep.Header) != "end" || chunks != 3 {
+		t.Fatalf("%s: %d chunks, %q, %v", what, chunks, rep.Header, err)
 	}
 }

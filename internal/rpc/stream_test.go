@@ -287,48 +287,24 @@ func TestStreamAfterAbandonedReplies(t *testing.T) {
 	ctx := ctx10(t)
 
 	// The late reply: its caller gives up before it is sent.
-	lctx, lcancel := context.WithCancel(ctx)
-	lerr := make(chan error, 1)
-	go func() {
-		_, err := c.Call(lctx, methodBig, []byte("late"), nil, nil)
-		lerr <- err
-	}()
-	<-started
-	lcancel()
-	if err := <-lerr; !errors.Is(err, pdc.ErrCanceled) {
-		t.Fatalf("late call given up: %v", err)
-	}
+	giveUp(t, ctx, "late call", func(ctx context.Context) error {
+		_, err := c.Call(ctx, methodBig, []byte("late"), nil, nil)
+		return err
+	}, func() { <-started })
 
 	// The reply given up part-way.
 	px.hold(256 << 10)
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Call(cctx, methodBig, nil, nil, nil)
-		errc <- err
-	}()
-	<-started
-	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		claimed = len(c.mu.pending) == 0
-		c.mu.Unlock()
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, pdc.ErrCanceled) {
-		t.Fatalf("call given up: %v", err)
-	}
+	giveUp(t, ctx, "call", func(ctx context.Context) error {
+		_, err := c.Call(ctx, methodBig, nil, nil, nil)
+		return err
+	}, func() {
+		<-started
+		awaitClaimed(c, 0)
+	})
 	px.release()
 	close(release)
 
-	var chunks int
-	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
-		chunks++
-		_, err := io.Copy(io.Discard, r)
-		return err
-	})
-	if err != nil || string(rep.Header) != "end" || chunks != 3 {
-		t.Fatalf("stream after replies given up: %d chunks, %q, %v", chunks, rep.Header, err)
-	}
+	checkStream(t, ctx, c, "stream after replies given up")
 }
 
 // A call whose reply another caller was reading when that caller left,
@@ -355,23 +331,13 @@ func TestStreamAfterGiveUpWithNobodyReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bctx, bcancel := context.WithCancel(ctx)
-	berr := make(chan error, 1)
-	go func() {
-		_, err := c.Call(bctx, methodBlock, nil, nil, nil)
-		berr <- err
-	}()
-	<-ts.blocked
-	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		_, pending := c.mu.pending[a.f.ID]
-		c.mu.Unlock()
-		claimed = !pending
-	}
-	bcancel()
-	if err := <-berr; !errors.Is(err, pdc.ErrCanceled) {
-		t.Fatalf("B given up: %v", err)
-	}
+	giveUp(t, ctx, "B", func(ctx context.Context) error {
+		_, err := c.Call(ctx, methodBlock, nil, nil, nil)
+		return err
+	}, func() {
+		<-ts.blocked
+		awaitClaimed(c, a.f.ID)
+	})
 
 	// A gives up while nobody reads: the test holds the read token until
 	// A has asked for its frame to be dropped.
@@ -392,15 +358,7 @@ func TestStreamAfterGiveUpWithNobodyReading(t *testing.T) {
 	}
 	px.release()
 
-	var chunks int
-	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
-		chunks++
-		_, err := io.Copy(io.Discard, r)
-		return err
-	})
-	if err != nil || string(rep.Header) != "end" || chunks != 3 {
-		t.Fatalf("stream after a reply given up with nobody reading: %d chunks, %q, %v", chunks, rep.Header, err)
-	}
+	checkStream(t, ctx, c, "stream after a reply given up with nobody reading")
 }
 
 // A late reply whose prefix has only partly arrived when a reader stops
@@ -422,17 +380,10 @@ func TestStreamAfterPartialPrefix(t *testing.T) {
 	c := dial(t, px.addr, DialOptions{})
 	ctx := ctx10(t)
 
-	lctx, lcancel := context.WithCancel(ctx)
-	lerr := make(chan error, 1)
-	go func() {
-		_, err := c.Call(lctx, methodLate, nil, nil, nil)
-		lerr <- err
-	}()
-	<-started
-	lcancel()
-	if err := <-lerr; !errors.Is(err, pdc.ErrCanceled) {
-		t.Fatalf("late call given up: %v", err)
-	}
+	giveUp(t, ctx, "late call", func(ctx context.Context) error {
+		_, err := c.Call(ctx, methodLate, nil, nil, nil)
+		return err
+	}, func() { <-started })
 
 	// 5 bytes of the late reply's prefix come; Broken reads them.
 	px.hold(5)
@@ -448,15 +399,7 @@ func TestStreamAfterPartialPrefix(t *testing.T) {
 	}
 	px.release()
 
-	var chunks int
-	rep, err := c.CallStream(ctx, methodStream, streamHdr(3, 100), nil, func(hdr []byte, r io.Reader, n uint64) error {
-		chunks++
-		_, err := io.Copy(io.Discard, r)
-		return err
-	})
-	if err != nil || string(rep.Header) != "end" || chunks != 3 {
-		t.Fatalf("stream after part of a prefix: %d chunks, %q, %v", chunks, rep.Header, err)
-	}
+	checkStream(t, ctx, c, "stream after part of a prefix")
 }
 
 // A call giving up whose reply is being read is still in flight until its
@@ -480,23 +423,13 @@ func TestStreamRefusedWhileACallGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bctx, bcancel := context.WithCancel(ctx)
-	berr := make(chan error, 1)
-	go func() {
-		_, err := c.Call(bctx, methodBlock, nil, nil, nil)
-		berr <- err
-	}()
-	<-ts.blocked
-	for claimed := false; !claimed; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		_, pending := c.mu.pending[a.f.ID]
-		c.mu.Unlock()
-		claimed = !pending
-	}
-	bcancel()
-	if err := <-berr; !errors.Is(err, pdc.ErrCanceled) {
-		t.Fatalf("B given up: %v", err)
-	}
+	giveUp(t, ctx, "B", func(ctx context.Context) error {
+		_, err := c.Call(ctx, methodBlock, nil, nil, nil)
+		return err
+	}, func() {
+		<-ts.blocked
+		awaitClaimed(c, a.f.ID)
+	})
 
 	// A gives up; the test holds the read token, so A waits for it with
 	// its frame still claimed.
