@@ -233,8 +233,7 @@ func (c *Conn) drain() error {
 	// just ahead lets them take what is there.
 	c.dlMu.Lock()
 	dl := time.Now().Add(2 * time.Millisecond)
-	_ = c.nc.SetReadDeadline(dl)
-	c.readDeadline.Store(dl.UnixNano())
+	c.setReadDeadlineLocked(dl)
 	c.dlMu.Unlock()
 	defer c.clearDeadline()
 	for {

@@ -242,17 +242,26 @@ func (c *Conn) detach() {
 // interrupt makes a blocked read return at once; the reader checks why.
 func (c *Conn) interrupt() {
 	c.dlMu.Lock()
-	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
-	c.readDeadline.Store(1)
+	c.setReadDeadlineLocked(time.Unix(1, 0))
 	c.dlMu.Unlock()
 	c.wk.wake()
 }
 
 func (c *Conn) clearDeadline() {
 	c.dlMu.Lock()
-	_ = c.nc.SetReadDeadline(time.Time{})
-	c.readDeadline.Store(0)
+	c.setReadDeadlineLocked(time.Time{})
 	c.dlMu.Unlock()
+}
+
+// setReadDeadlineLocked sets the socket's read deadline, and the copy a
+// poll(2) honours (pollReadable). The caller holds dlMu.
+func (c *Conn) setReadDeadlineLocked(t time.Time) {
+	_ = c.nc.SetReadDeadline(t)
+	if t.IsZero() {
+		c.readDeadline.Store(0)
+	} else {
+		c.readDeadline.Store(t.UnixNano())
+	}
 }
 
 // failReading is fail for a holder of the read token: it also fails the

@@ -72,8 +72,7 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 	// A caller that gave up while nobody read (giveUp) interrupted a read
 	// that was no longer there: its deadline may still be set, past. The
 	// stream's reads end with ctx, not with that.
-	_ = c.nc.SetReadDeadline(time.Time{})
-	c.readDeadline.Store(0)
+	c.setReadDeadlineLocked(time.Time{})
 	done := netio.Interrupt(ctx, c.nc, true)
 	c.dlMu.Unlock()
 	rep, srvErr, err := c.readStream(f, chunk)
