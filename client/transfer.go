@@ -103,11 +103,7 @@ func (o *Object) StartRead(ctx context.Context, box region.Box, buf []byte) (*Tr
 }
 
 func (o *Object) startWhole(ctx context.Context, a Access, box region.Box, buf []byte) (*Transfer, error) {
-	elem := uint64(o.elem())
-	if box.Check() == nil && uint64(len(buf)) != box.Volume()*elem {
-		return nil, fmt.Errorf("object %q: region %v is %d bytes, the buffer %d: %w", o.meta().Name, box, box.Volume()*elem, len(buf), pdc.ErrInvalid)
-	}
-	t, err := o.NewTransfer(ctx, buf, a, region.Shape(uint64(len(buf))/elem), box)
+	t, err := o.newWhole(ctx, a, box, buf)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +111,15 @@ func (o *Object) startWhole(ctx context.Context, a Access, box region.Box, buf [
 		return nil, err
 	}
 	return t, nil
+}
+
+// newWhole is a transfer of the object's box from or into all of buf.
+func (o *Object) newWhole(ctx context.Context, a Access, box region.Box, buf []byte) (*Transfer, error) {
+	elem := uint64(o.elem())
+	if box.Check() == nil && uint64(len(buf)) != box.Volume()*elem {
+		return nil, fmt.Errorf("object %q: region %v is %d bytes, the buffer %d: %w", o.meta().Name, box, box.Volume()*elem, len(buf), pdc.ErrInvalid)
+	}
+	return o.NewTransfer(ctx, buf, a, region.Shape(uint64(len(buf))/elem), box)
 }
 
 // Write writes buf, box's elements in row-major order, to the object's box
@@ -129,12 +134,14 @@ func (o *Object) Read(ctx context.Context, box region.Box, buf []byte) error {
 	return o.transferNow(ctx, Read, box, buf)
 }
 
+// transferNow is a whole-region transfer that returns once done: one
+// request per data server (Transfer.Do), not a start and then a wait.
 func (o *Object) transferNow(ctx context.Context, a Access, box region.Box, buf []byte) error {
-	t, err := o.startWhole(ctx, a, box, buf)
+	t, err := o.newWhole(ctx, a, box, buf)
 	if err != nil {
 		return err
 	}
-	return t.Wait(ctx)
+	return t.Do(ctx)
 }
 
 // PutData writes the whole object from data (PDCobj_put_data).

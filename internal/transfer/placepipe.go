@@ -446,7 +446,7 @@ func (e *Engine) startBatch(ctx context.Context, b *placeBatch, reps []rpc.Reply
 	if ready = fit; len(ready) == 0 {
 		return
 	}
-	err := e.startNow(ctx, ready)
+	err := e.startNow(ctx, ready, false)
 	if err == nil {
 		return
 	}

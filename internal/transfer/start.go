@@ -16,6 +16,50 @@ import (
 // Transfers of objects with POSIX consistency are done when it returns.
 func (e *Engine) StartAll(ctx context.Context, ts []*Transfer) error {
 	ctx = traced(ctx, ts)
+	if err := startable(ts); err != nil {
+		return err
+	}
+	if len(ts) == 1 && deferrable(ts[0]) {
+		return e.startPlacing(ctx, ts[0])
+	}
+	if err := e.settle(ctx); err != nil {
+		return err
+	}
+	return e.startNow(ctx, ts, false)
+}
+
+// DoAll starts ts and returns once they are done: what StartAll and then
+// WaitAll do, but each data server gets one request that it answers once
+// the transfers are done (as a start with POSIX consistency), sent from
+// the caller's goroutine. That is a round trip less than a start and its
+// wait, and no hand-off to the placer: for a caller that waits at once
+// (Object.Write, a Python assignment), the start's asynchrony buys
+// nothing.
+func (e *Engine) DoAll(ctx context.Context, ts []*Transfer) error {
+	ctx = traced(ctx, ts)
+	if err := startable(ts); err != nil {
+		return err
+	}
+	if err := e.settle(ctx); err != nil {
+		return err
+	}
+	if err := e.startNow(ctx, ts, true); err != nil {
+		// A waited start leaves no part under way, even cut short: the
+		// parts a server answered are done, the others ended with err
+		// (markStarted). Nothing holds the transfers' buffers any more.
+		_ = finishWaitedStarts(ts, true)
+		if len(ts) == 1 {
+			err = fmt.Errorf("object %q region %v: %w", ts[0].obj.Meta().Name, ts[0].remote, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// startable refuses ts if one of them is under way or listed twice, and
+// clears the errors of those that ran before: a transfer started again
+// ends as this run does.
+func startable(ts []*Transfer) error {
 	var listed map[*Transfer]bool
 	if len(ts) > 1 {
 		listed = make(map[*Transfer]bool, len(ts))
@@ -32,24 +76,20 @@ func (e *Engine) StartAll(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	for _, t := range ts {
-		// A transfer started again ends as this run does.
 		t.mu.Lock()
 		t.err = nil
 		t.mu.Unlock()
 	}
-	if len(ts) == 1 && deferrable(ts[0]) {
-		return e.startPlacing(ctx, ts[0])
-	}
-	if err := e.settle(ctx); err != nil {
-		return err
-	}
-	return e.startNow(ctx, ts)
+	return nil
 }
 
 // startNow is StartAll once the transfers queued before are started:
 // locate the regions that need their metadata servers, plan every
 // transfer, send its parts to their data servers, and note what went.
-func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
+// With waited (DoAll), or for objects with POSIX consistency, each
+// server answers once its parts are done, and the transfers are
+// finished when it returns.
+func (e *Engine) startNow(ctx context.Context, ts []*Transfer, waited bool) error {
 	if len(ts) > 1 {
 		if err := e.locateBatch(ctx, ts); err != nil {
 			return err
@@ -61,7 +101,7 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 		}
 	}
 	groups, servers := startGroups(ts)
-	posix := false
+	posix := waited
 	for _, t := range ts {
 		posix = posix || t.obj.Meta().POSIX
 	}
@@ -71,7 +111,7 @@ func (e *Engine) startNow(ctx context.Context, ts []*Transfer) error {
 		return err
 	}
 	if posix {
-		return finishPOSIX(ts)
+		return finishWaitedStarts(ts, waited)
 	}
 	return nil
 }
@@ -213,20 +253,22 @@ func markStarted(ts []*Transfer, err error) {
 	}
 }
 
-// finishPOSIX finishes the transfers of ts with POSIX consistency, whose
-// starts were waited, and returns the first one's error.
-func finishPOSIX(ts []*Transfer) error {
+// finishWaitedStarts finishes the transfers of ts whose starts were
+// waited (all, or those with POSIX consistency) and returns their errors.
+func finishWaitedStarts(ts []*Transfer, all bool) error {
+	var errs []error
 	for _, t := range ts {
-		if t.obj.Meta().POSIX {
+		if all || t.obj.Meta().POSIX {
 			t.finish()
+			if err := t.Err(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	for _, t := range ts {
-		if err := t.Err(); err != nil && t.obj.Meta().POSIX {
-			return err
-		}
+	if !all && len(errs) > 0 {
+		return errs[0]
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // placeAll has the metadata servers place the region-dynamic and

@@ -218,6 +218,12 @@ func (t *Transfer) Start(ctx context.Context) error {
 	return t.obj.e.StartAll(ctx, []*Transfer{t})
 }
 
+// Do starts the transfer and returns once it is done: Start and Wait in
+// one request (see Engine.DoAll).
+func (t *Transfer) Do(ctx context.Context) error {
+	return t.obj.e.DoAll(ctx, []*Transfer{t})
+}
+
 // Wait returns once the transfer is done (PDCregion_transfer_wait), with
 // how it ended: a transfer that failed fails every Wait, the later ones
 // at once.

@@ -337,3 +337,91 @@ func TestDeleteRemovesData(t *testing.T) {
 		t.Fatalf("deleted container left its object's data %v", f)
 	}
 }
+
+// Rows written one by one (Object.Write: one waited request each) while a
+// data server is killed: the write that meets the dead server fails
+// within its deadline naming it, never hangs; the rows of the other
+// server go on being written; and after `pdc up --restart-dead` every
+// row a write acknowledged reads back, on both servers.
+func TestRegionWritesAcrossAKill(t *testing.T) {
+	tmpdir := e2e.Up(t, 2)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "across", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Region static: the first half of the rows on one server, the rest
+	// on the other.
+	dims := []uint64{64, 4096}
+	o, err := ct.CreateObject(ctx, "rows", client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(r uint64) region.Box { return clitest.Box([]uint64{r, 0}, []uint64{1, dims[1]}) }
+	acked := clitest.NewModel(t, dims...)
+	ackedRows := map[uint64]bool{}
+	var victim client.Server
+	var failedOnVictim, afterKill int
+	for pass := range 2 {
+		for r := range dims[0] {
+			if pass == 0 && r == dims[0]*3/4 {
+				// Kill the server holding the second half of the rows,
+				// with a quarter of them written.
+				for _, s := range c.Servers() {
+					if s.Rank == 1 {
+						victim = s
+					}
+				}
+				if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data := clitest.Cells(int(dims[1]), int32(pass*100000+int(r)*1000))
+			wctx := e2e.Ctx(t, 20*time.Second)
+			err := o.Write(wctx, row(r), data)
+			switch {
+			case err == nil:
+				acked.Write(row(r), data)
+				ackedRows[r] = true
+				if victim.PID != 0 {
+					afterKill++
+				}
+			case victim.PID != 0 && errors.Is(err, pdc.ErrUnavailable) && strings.Contains(err.Error(), "rank 1") && wctx.Err() == nil:
+				failedOnVictim++
+			default:
+				t.Fatalf("pass %d row %d: %v (deadline passed: %v)", pass, r, err, wctx.Err() != nil)
+			}
+		}
+	}
+	if failedOnVictim == 0 || afterKill == 0 {
+		t.Fatalf("after the kill %d writes failed naming rank 1 and %d succeeded; want some of each", failedOnVictim, afterKill)
+	}
+	e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+	c2 := e2e.Connect(t, tmpdir)
+	o2, err := c2.OpenObject(ctx, "rows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := o2.GetData(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every acknowledged row holds its last acknowledged value: on the
+	// killed server, those written before the kill (no write reached it
+	// after).
+	want := acked.Data()
+	rowBytes := 4 * int(dims[1])
+	if len(ackedRows) != int(dims[0])*3/4 {
+		t.Fatalf("%d rows acknowledged, want the %d before the kill and on the live server", len(ackedRows), dims[0]*3/4)
+	}
+	for r := range dims[0] {
+		w, g := want[r*uint64(rowBytes):(r+1)*uint64(rowBytes)], got[r*uint64(rowBytes):(r+1)*uint64(rowBytes)]
+		if ackedRows[r] && !bytes.Equal(w, g) {
+			t.Fatalf("row %d was acknowledged and reads back different after the restart", r)
+		}
+	}
+}
