@@ -120,14 +120,21 @@ func (l *Lib) LastReport() string {
 // report) and returns its perr_t. It reports fn's error, and a panic as an
 // internal error: a bug in libpdc must not abort the C program.
 func (l *Lib) run(call string, fn func() error) (rc int) {
+	return l.runLazy(func() string { return call }, fn)
+}
+
+// runLazy is run for the calls made once per element of a loop (a row
+// written, a tag put): call names it only when there is something to
+// report, so a call that succeeds formats nothing.
+func (l *Lib) runLazy(call func() string, fn func() error) (rc int) {
 	defer func() {
 		if r := recover(); r != nil {
-			l.report(call, fmt.Errorf("a bug in libpdc, please report this line: %v: %w", r, pdc.ErrInternal))
+			l.report(call(), fmt.Errorf("a bug in libpdc, please report this line: %v: %w", r, pdc.ErrInternal))
 			rc = Fail
 		}
 	}()
 	if err := fn(); err != nil {
-		l.report(call, err)
+		l.report(call(), err)
 		return Fail
 	}
 	return Succeed

@@ -124,6 +124,52 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 	})
 }
 
+// TransferNow is pdc_region_transfer_now: PDCregion_transfer_create of
+// buf, shaped as size, to the object's box (offset, size), then start,
+// wait and close, in one call and one request per data server
+// (client.Transfer.Do). For callers that wait at once, as Python's
+// obj[i] = a does: the four calls and two regions they would make, and a
+// round trip, are saved.
+func (l *Lib) TransferNow(objID uint64, buf unsafe.Pointer, access int, ndim uint64, offset, size []uint64) int {
+	call := func() string {
+		return fmt.Sprintf("pdc_region_transfer_now(obj %d, %p, %s, %d, %s, %s)", objID, buf, accessName(access), ndim, fmtDims(offset), fmtDims(size))
+	}
+	return l.runLazy(call, func() error {
+		if access != AccessRead && access != AccessWrite {
+			return fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
+		}
+		if buf == nil {
+			return fmt.Errorf("buf is NULL: %w", pdc.ErrInvalid)
+		}
+		if offset == nil || size == nil {
+			return fmt.Errorf("offset or size is NULL, or ndim %d is not 1 to %d: %w", ndim, region.MaxDims, pdc.ErrInvalid)
+		}
+		remote, err := region.New(slices.Clone(offset), slices.Clone(size))
+		if err != nil {
+			return err
+		}
+		return l.objDo(objID, func(ctx context.Context, h *handle) error {
+			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
+			local := region.Shape(remote.Size...)
+			need, ok := bufferBytes(local, elem)
+			if !ok || need > maxBuffer {
+				return fmt.Errorf("region %v needs a buffer of more than %d bytes: %w", remote, uint64(maxBuffer), pdc.ErrTooLarge)
+			}
+			t, err := h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local, remote)
+			if err != nil {
+				return err
+			}
+			// Do returns with nothing holding buf, even when it fails or
+			// runs out of time: the close only releases the transfer.
+			err = t.Do(ctx)
+			if cerr := t.Close(ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+			return err
+		})
+	})
+}
+
 // bufferBytes is the size of the buffer a local region describes (HDF5's
 // memory space): from its origin to its end in every dim, in elements of
 // elem bytes. ok is false if it does not fit in 64 bits.

@@ -90,6 +90,18 @@ perr_t PDCregion_transfer_status(pdcid_t transfer_request_id, pdc_transfer_statu
 perr_t PDCregion_transfer_close(pdcid_t transfer_request_id);
 
 /*
+ * pdc_region_transfer_now (pdc's own) moves elements between buf and the
+ * object's region (offset, size; ndim dims) and returns once they are
+ * there: PDCregion_transfer_create with buf shaped as size, then _start,
+ * _wait and _close, in one call and one request per data server. For a
+ * program that waits for each transfer as soon as it starts it, this
+ * saves the four calls, the two regions and a round trip. buf is used
+ * only until it returns, even when it fails.
+ */
+perr_t pdc_region_transfer_now(pdcid_t obj_id, void *buf, pdc_access_t access_type, psize_t ndim,
+                               const uint64_t *offset, const uint64_t *size);
+
+/*
  * PDCregion_free frees region->offset and region->size (not region), as
  * PDC's. PDC_region_overlap_detect returns 1 if the boxes (offset1,
  * size1) and (offset2, size2) of ndim dims overlap, with the overlap in

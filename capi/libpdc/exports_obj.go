@@ -216,6 +216,15 @@ func pdcgo_region_transfer_create(buf unsafe.Pointer, access C.int, obj, local, 
 	return C.uint64_t(lib.TransferCreate(buf, int(access), uint64(obj), uint64(local), uint64(remote)))
 }
 
+// pdcgo_region_transfer_now: buf as pdcgo_region_transfer_create's, held
+// only until it returns.
+//
+//export pdcgo_region_transfer_now
+func pdcgo_region_transfer_now(obj C.uint64_t, buf unsafe.Pointer, access C.int, ndim C.uint64_t, offset, size *C.uint64_t) C.int {
+	n := int(min(uint64(ndim), region.MaxDims+1))
+	return C.int(lib.TransferNow(uint64(obj), buf, int(access), uint64(ndim), u64s(offset, n), u64s(size, n)))
+}
+
 //export pdcgo_region_transfer_start
 func pdcgo_region_transfer_start(id C.uint64_t) C.int { return C.int(lib.TransferStart(uint64(id))) }
 

@@ -188,6 +188,12 @@ pdcid_t PDCregion_transfer_create(void *buf, pdc_access_t access_type, pdcid_t o
 
 perr_t PDCregion_transfer_start(pdcid_t transfer_request_id) { return pdcgo_region_transfer_start(transfer_request_id); }
 
+perr_t pdc_region_transfer_now(pdcid_t obj_id, void *buf, pdc_access_t access_type, psize_t ndim, const uint64_t *offset,
+                               const uint64_t *size)
+{
+    return pdcgo_region_transfer_now(obj_id, buf, (int)access_type, ndim, (uint64_t *)offset, (uint64_t *)size);
+}
+
 perr_t PDCregion_transfer_start_all(pdcid_t *transfer_request_id, int size)
 {
     return pdcgo_region_transfer_start_all(transfer_request_id, size);

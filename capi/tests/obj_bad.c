@@ -53,6 +53,10 @@ int main(void)
     CHECK(PDCobj_get_data(obj, NULL, 64) == FAIL, "get_data into NULL");
     CHECK(PDCobj_get_info(cont) == NULL, "get_info of a container");
     CHECK(PDCobj_set_dims(obj, 1, &four) == FAIL, "set_dims changes ndim");
+    CHECK(pdc_region_transfer_now(obj, buf, PDC_WRITE, 2, far, two2) == FAIL, "transfer_now outside dims");
+    CHECK(pdc_region_transfer_now(obj, NULL, PDC_READ, 2, zero2, two2) == FAIL, "transfer_now into NULL");
+    CHECK(pdc_region_transfer_now(obj, buf, (pdc_access_t)9, 2, zero2, two2) == FAIL, "transfer_now access 9");
+    CHECK(pdc_region_transfer_now(cont, buf, PDC_WRITE, 2, zero2, two2) == FAIL, "transfer_now on a container");
 
     /* The process goes on: the object still works. */
     pdcid_t ok = PDCregion_transfer_create(buf, PDC_WRITE, obj, in, in);

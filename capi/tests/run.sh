@@ -231,8 +231,12 @@ expect 'PDCregion_transfer_start(5): 5 is a object, not a region transfer'
 expect 'PDCregion_transfer_wait(9): object "o" region [0+2, 0+2]: transfer not started'
 expect 'PDCregion_transfer_status(9, NULL): completed is NULL'
 expect 'PDCobj_set_dims(5, 1, [4]):'
+expect 'pdc_region_transfer_now(obj 5, '
+expect 'region [3+2, 3+2] ends at 5 in dimension 0, past the object'
+expect 'access 9: want PDC_READ (1) or PDC_WRITE (2)'
+expect '3 is a container, not a object'
 expect 'PDCobj_close(5): 5 is a closed handle'
-reports obj_bad 24
+reports obj_bad 28
 
 echo "== names, dims and tag values the servers would refuse fail at create and put"
 run create_bad timeout 120 "$work/create_bad"
