@@ -562,6 +562,18 @@ class Object(_Handle):
                 raise Invalid(f"pdc: {self.name}: index {k!r} in dim {d}: use integers and slices")
         return tuple(off), tuple(size), tuple(out)
 
+    def _now(self, buf: np.ndarray, box: Box, access: int) -> None:
+        """Moves the region and returns once done: one libpdc call, one
+        request per data server (pdc_region_transfer_now)."""
+        off, size, _ = box
+        nd = len(off)
+        rc = lib.pdc_region_transfer_now(self.id, buf.ctypes.data, access, nd, (u64 * nd)(*off), (u64 * nd)(*size))
+        if rc != 0:
+            err = _error(f"pdc_region_transfer_now({self.name}[{_fmt(off, size)}])")
+            if isinstance(err, OutOfRange):
+                self._shape = None  # shrunk by another process: the next index looks again
+            raise err
+
     def _transfer(self, buf: np.ndarray, box: Box, access: int) -> "Transfer":
         off, size, _ = box
         nd = len(off)
@@ -607,12 +619,12 @@ class Object(_Handle):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         buf, box = self._wbuf(key, value)
-        self._transfer(buf, box, 2).wait()
+        self._now(buf, box, 2)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         box = self._box(key)
         out = np.empty(box[1], self.dtype)
-        self._transfer(out, box, 1).wait()
+        self._now(out, box, 1)
         return out.reshape(box[2])
 
     def write(self, key: Any, value: Any) -> None:
@@ -625,7 +637,7 @@ class Object(_Handle):
         region's number of elements, filled in place (no copy)."""
         box = self._box(key)
         buf = self._outbuf(box, out)
-        self._transfer(buf, box, 1).wait()
+        self._now(buf, box, 1)
         return out if out is not None else buf.reshape(box[2])
 
     def _outbuf(self, box: Box, out: Optional[np.ndarray]) -> np.ndarray:

@@ -86,6 +86,7 @@ _SIGS = {
     "PDCregion_transfer_wait": (c_int, [u64]),
     "PDCregion_transfer_wait_all": (c_int, [P(u64), c_int]),
     "PDCregion_transfer_close": (c_int, [u64]),
+    "pdc_region_transfer_now": (c_int, [u64, c_void_p, c_int, ctypes.c_ulonglong, P(u64), P(u64)]),
     "pdc_stage_produce": (c_int, [u64, c_char_p]),
     "pdc_stage_consume": (c_int, [u64, c_char_p, ctypes.c_double]),
     "pdc_query_tags": (c_int, [u64, c_char_p, P(c_int), P(P(u64)), P(c_void_p)]),

@@ -181,6 +181,30 @@ def test_dims_changed_by_another_connection(cluster, cont):
         assert o[:].shape == (2, 4)
 
 
+def test_region_of_an_object_deleted_elsewhere(cluster):
+    """Assignments and reads fail in libpdc (one call each,
+    pdc_region_transfer_now) with NotFound naming the object and region
+    once another connection deleted the object; the arrays are the
+    caller's again."""
+    tmpdir = str(cluster["tmpdir"])
+    c1 = pdc.connect(tmpdir=tmpdir)
+    o = c1.create_container("deleted-elsewhere").create_object("gone", (8, 4), np.float64)
+    o[:] = 1.0
+    with pdc.connect(tmpdir=tmpdir) as c2:
+        c2.object("gone").delete()
+    row = np.full(4, 3.0)
+    with pytest.raises(pdc.NotFound, match=r'object "gone" region \[6\+1, 0\+4\]'):
+        o[6] = row
+    out = np.zeros(4)
+    with pytest.raises(pdc.NotFound, match=r'object "gone" region \[2\+1, 0\+4\]'):
+        o.read(np.s_[2], out=out)
+    row[:] = 5.0  # the buffers are no longer libpdc's
+    assert (out == 0).all()
+    # Closing flushes what c1 wrote to "gone", which is no more: said so.
+    with pytest.raises(pdc.NotFound, match="was deleted"):
+        c1.close()
+
+
 def test_async(cont):
     o = cont.create_object("async", (64, 128), np.float64)
     parts = [np.full((8, 128), i, np.float64) for i in range(8)]
