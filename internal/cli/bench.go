@@ -55,6 +55,7 @@ The last column is the ratio to the ceiling, old -> new.
 		},
 		run: runBench})
 	register(command{name: "bench-echo", summary: "raw echo server for the benchmarks' ceilings", run: runBenchEcho, hidden: true})
+	register(command{name: "bench-python-go", summary: "the Go pass of bench python, in a process of its own", run: runBenchPythonGo, hidden: true})
 	register(command{name: "bench-meta-client", summary: "one client process of bench meta", run: runBenchMetaClient, hidden: true})
 	register(command{name: "bench-raw-client", summary: "one raw ping-pong process: the ceiling of bench meta's parallel case", run: runBenchRawClient, hidden: true})
 	register(command{name: "bench-dtl-peer", summary: "transport sender process of bench dtl", run: runBenchDTLPeer, hidden: true})
