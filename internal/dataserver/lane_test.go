@@ -408,3 +408,47 @@ func (e *env) laneConns() int {
 	defer e.svc.lanes.mu.Unlock()
 	return len(e.svc.lanes.conns)
 }
+
+// TestLaneWaitedStartReads: a waited start puts its reads' bytes in the
+// lane where their items say (what the client's Transfer.Do asks for),
+// answers the others in the payload, and a start that is not waited may
+// not name places for reads.
+func TestLaneWaitedStartReads(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	id, mem := getLane(t, c, 1<<20)
+	dims := []uint64{128, 64}
+	rows := func(r0, n uint64) region.Box { return box([]uint64{r0, 0}, []uint64{n, 64}) }
+	data := pattern(128*256, 7)
+	if got := read(t, c, 8, dims, region.Shape(dims...)); len(got) != len(data) {
+		t.Fatalf("read %d bytes of a %d-byte object", len(got), len(data))
+	}
+	w := item(8, true, dims, rows(0, 128).Off, rows(0, 128).Size)
+	if _, err := c.Call(ctx, wire.MethodDataStart, (&wire.DataStart{Items: []wire.DataItem{w}, Wait: true}).Marshal(nil), [][]byte{data}, nil); err != nil {
+		t.Fatal(err)
+	}
+	inLane, inPayload := item(8, false, dims, rows(0, 64).Off, rows(0, 64).Size), item(8, false, dims, rows(64, 64).Off, rows(64, 64).Size)
+	inLane.Lane = 4096 + 1
+	m := wire.DataStart{Items: []wire.DataItem{inLane, inPayload}, Lane: id, Wait: true}
+	rep, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := results(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
+	half := len(data) / 2
+	if r := res.Items[0]; !r.InLane || r.Size != uint64(half) || len(parts[0]) != 0 || !bytes.Equal(mem[4096:4096+half], data[:half]) {
+		t.Fatalf("the read with a place in the lane: %+v, %d payload bytes, lane bytes right: %v", r, len(parts[0]), bytes.Equal(mem[4096:4096+half], data[:half]))
+	}
+	if r := res.Items[1]; r.InLane || !bytes.Equal(parts[1], data[half:]) {
+		t.Fatalf("the read without a place: %+v, payload right: %v", r, bytes.Equal(parts[1], data[half:]))
+	}
+	m.Wait = false
+	if _, err := c.Call(ctx, wire.MethodDataStart, m.Marshal(nil), nil, nil); !errors.Is(err, pdc.ErrInvalid) || !strings.Contains(err.Error(), "not waited") {
+		t.Fatalf("a read with a lane place in a start not waited: %v, want ErrInvalid", err)
+	}
+}

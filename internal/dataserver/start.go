@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -202,15 +203,23 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	var laneMsg *payload
 	if m.Lane != 0 {
 		l, err := s.laneOf(req.Client, m.Lane)
-		if err != nil {
+		switch {
+		case err == nil:
+			ln, laneMsg = l, &payload{lane: l}
+			laneMsg.refs.Store(1)
+			defer laneMsg.unref()
+		case writesInLane(m.Items):
 			return nil, err
 		}
-		ln, laneMsg = l, &payload{lane: l}
-		laneMsg.refs.Store(1)
-		defer laneMsg.unref()
+		// A lane that holds only places for reads, and that the client
+		// has just replaced: the reads go in the answer, as a wait's do.
 	}
 	ts := make([]*transfer, len(m.Items))
 	if err := s.checkStart(req, m.Items, ln, ts); err != nil {
+		return nil, err
+	}
+	dst, err := readsToLane(m, ln, &s.laneBytes.out)
+	if err != nil {
 		return nil, err
 	}
 	// Writes first, so that reads of the same request see them.
@@ -234,7 +243,42 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err := s.enqueueStart(ctx, req, order, ts); err != nil {
 		return nil, err
 	}
-	return s.started(ctx, req.Client, ts, m.Wait)
+	return s.startedInto(ctx, req.Client, ts, m.Wait, dst)
+}
+
+// writesInLane says whether a write of items has its bytes in a lane.
+func writesInLane(items []wire.DataItem) bool {
+	for _, it := range items {
+		if it.Write && it.Lane != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readsToLane is where a waited start's reads go in the client's lane ln:
+// a read item's Lane is its place there (plus one), as a DataWait's
+// LaneOffs are. nil if none has one, or ln is gone (the answer carries
+// them). Only a waited start may name places for reads: the answer of
+// another carries no bytes.
+func readsToLane(m wire.DataStart, ln *serverLane, moved *atomic.Uint64) (*laneDst, error) {
+	var offs []uint64
+	for i, it := range m.Items {
+		if it.Write || it.Lane == 0 {
+			continue
+		}
+		if !m.Wait {
+			return nil, fmt.Errorf("transfer %d of %d is a read with a place in a lane, in a start that is not waited: %w", i+1, len(m.Items), pdc.ErrInvalid)
+		}
+		if offs == nil {
+			offs = make([]uint64, len(m.Items))
+		}
+		offs[i] = it.Lane
+	}
+	if offs == nil || ln == nil {
+		return nil, nil
+	}
+	return &laneDst{lane: ln, offs: offs, moved: moved}, nil
 }
 
 // checkStart checks the items of a start, into ts; a write whose bytes
@@ -396,6 +440,12 @@ func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.D
 // started answers a DataStart whose transfers ts are registered: with
 // their ids, or, if the client asked to wait, with how they ended.
 func (s *Service) started(ctx context.Context, client string, ts []*transfer, wait bool) (*rpc.Response, error) {
+	return s.startedInto(ctx, client, ts, wait, nil)
+}
+
+// startedInto is started, with the reads of a waited start put in the
+// client's lane where dst says.
+func (s *Service) startedInto(ctx context.Context, client string, ts []*transfer, wait bool, dst *laneDst) (*rpc.Response, error) {
 	ids := make([]uint64, len(ts))
 	for i, t := range ts {
 		ids[i] = t.id
@@ -403,7 +453,7 @@ func (s *Service) started(ctx context.Context, client string, ts []*transfer, wa
 	if !wait {
 		return rpc.Respond(&wire.DataIDs{IDs: ids}), nil
 	}
-	resp, err := s.collect(ctx, client, ids, true, nil)
+	resp, err := s.collect(ctx, client, ids, true, dst)
 	if err != nil {
 		// Unlike a DataWait, the client has no ids to wait again with.
 		s.forget(client, ts)

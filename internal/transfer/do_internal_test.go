@@ -12,8 +12,8 @@ import (
 
 // TestDoAll: transfers done in one waited request per server are done
 // when DoAll returns (a write then reads it back, by TCP and through a
-// lane), untracked by their object, and may run again; one under way is
-// refused.
+// lane, which the read's bytes take too), untracked by their object, and
+// may run again; one under way is refused.
 func TestDoAll(t *testing.T) {
 	for _, mode := range []dtl.Mode{dtl.ModeStream, dtl.ModeShm} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -38,11 +38,16 @@ func TestDoAll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			before := e.lanes.read.Load()
 			if err := r.Do(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatal("read back differs from what DoAll wrote")
+			}
+			// With a lane, the read came through it, in the start's answer.
+			if got, want := e.lanes.read.Load()-before, map[dtl.Mode]int64{dtl.ModeShm: 2 * n}[mode]; got != want {
+				t.Fatalf("%d bytes read through the lane, want %d", got, want)
 			}
 			if s, err := r.Status(ctx); err != nil || s != Complete {
 				t.Fatalf("status after Do: %v, %v; want Complete", s, err)

@@ -102,11 +102,10 @@ type lanes struct {
 }
 
 // lane returns the lane to server with a reference the caller drops, or
-// nil if payloads to it go on the connection: always when no part of refs
-// that moves the way a (Write: in starts, Read: in waits) is of laneMin
-// bytes or more. An error only in shm mode, where there must be a lane.
-func (e *Engine) lane(ctx context.Context, server int, refs []partRef, a Access) (*clientLane, error) {
-	n := laneSized(refs, a)
+// nil if payloads to it go on the connection: always when n, the lane
+// bytes the caller's parts would take (laneSized), is 0. An error only in
+// shm mode, where there must be a lane.
+func (e *Engine) lane(ctx context.Context, server int, n int) (*clientLane, error) {
 	if e.lanes.mode == dtl.ModeStream || n == 0 {
 		return nil, nil
 	}

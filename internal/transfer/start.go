@@ -173,14 +173,22 @@ func (e *Engine) startOn(ctx context.Context, server int, all []partRef, posix b
 }
 
 // startWaited starts refs on server and waits until the server has done
-// them (POSIX consistency). A server that finds the dims out of date gets
-// the request again, once, without the regions now outside them, which
-// end alone.
+// them (POSIX consistency, DoAll). A server that finds the dims out of date
+// gets the request again, once, without the regions now outside them,
+// which end alone. A connection found broken under the request (reset,
+// closed) gets it again once, on a new one: a waited start is whole in
+// itself, its writes put the same bytes in the same places and its reads
+// read, so a second copy of one that did arrive changes nothing, and the
+// caller hears about the second. A server that is gone fails that too.
 func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) error {
 	if err := e.makeRoom(ctx, server, refs, 0); err != nil {
 		return err
 	}
 	res, err := e.startCall(ctx, server, refs)
+	var se *pdc.ServerError
+	if errors.Is(err, pdc.ErrUnavailable) && !errors.As(err, &se) && ctx.Err() == nil {
+		res, err = e.startCall(ctx, server, refs)
+	}
 	if errors.Is(err, pdc.ErrStale) {
 		ok, rerr := refreshDims(ctx, refs)
 		if rerr != nil {
@@ -213,7 +221,8 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 	if err := pdc.CtxErr(ctx); err != nil {
 		return wire.DataResults{}, err // and takes no lane space
 	}
-	ln, err := e.lane(ctx, server, refs, Write)
+	// The reads' bytes may come through the lane too: the start is waited.
+	ln, err := e.lane(ctx, server, laneSized(refs, Write)+laneSized(refs, Read))
 	if err != nil {
 		return wire.DataResults{}, err
 	}
@@ -221,8 +230,17 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 	if ln != nil {
 		ln.unref() // use holds its own
 	}
-	res, _, err := e.dataCall(ctx, server, wire.MethodDataStart, &m, payload, true, readParts(refs))
-	use.settled(err)
+	conn, err := e.cl.StartConn(ctx, server)
+	if err != nil {
+		use.settled(err)
+		return wire.DataResults{}, err
+	}
+	d, err := e.dataSendOn(ctx, conn, server, wire.MethodDataStart, &m, payload, true, readParts(refs), use)
+	if err != nil {
+		use.settled(err)
+		return wire.DataResults{}, err
+	}
+	res, _, err := d.recv(ctx) // settles use
 	return res, err
 }
 
@@ -387,6 +405,18 @@ func buildStart(refs []partRef, wait bool, ln *clientLane) (wire.DataStart, [][]
 			Dims: o.Meta().Dims, DimsVersion: o.Meta().DimsVersion, Elem: uint32(o.elem()), Storage: uint32(o.Meta().Storage),
 			Slot: uint32(p.slot) + 1}
 		if r.t.access != Write {
+			// A waited start's answer carries the reads: into the lane
+			// where it has room, as a wait's (dataPending.recv).
+			if wait && use != nil && len(p.data) >= laneMin {
+				if sp, ok := use.alloc(len(p.data)); ok {
+					ln.warm.Ensure(ln.mem, sp.End())
+					if use.offs == nil {
+						use.offs = make([]uint64, len(refs))
+					}
+					use.offs[i] = uint64(sp.Off) + 1
+					m.Items[i].Lane = use.offs[i]
+				}
+			}
 			continue
 		}
 		if use != nil && len(p.data) >= laneMin {

@@ -149,7 +149,7 @@ func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
-	ln, err := e.lane(ctx, server, refs, Write)
+	ln, err := e.lane(ctx, server, laneSized(refs, Write))
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
@@ -274,7 +274,7 @@ func (e *Engine) restart(ctx context.Context, server int, refs []partRef) (wire.
 	if err := pdc.CtxErr(ctx); err != nil {
 		return wire.DataIDs{}, err // and takes no lane space
 	}
-	ln, err := e.lane(ctx, server, refs, Write)
+	ln, err := e.lane(ctx, server, laneSized(refs, Write))
 	if err != nil {
 		return wire.DataIDs{}, err
 	}

@@ -89,7 +89,7 @@ func (e *Engine) waitOn(ctx context.Context, server int, all []partRef) error {
 	conn, err := e.cl.Conn(ctx, server)
 	var ln *clientLane
 	if err == nil {
-		ln, err = e.lane(ctx, server, all, Read)
+		ln, err = e.lane(ctx, server, laneSized(all, Read))
 	}
 	if ln != nil {
 		defer ln.unref()

@@ -316,7 +316,9 @@ type DataItem struct {
 	Elem        uint32   // 7: bytes per element
 	Storage     uint32   // 8: regionstore.Mode
 	// A write whose bytes are in the request's lane (DataStart.Lane), not
-	// its payload: their offset there plus one; 0 for the payload.
+	// its payload: their offset there plus one; 0 for the payload. In a
+	// waited start, a read's place in the lane for its bytes, the same way
+	// (a server that no longer has the lane answers them in the payload).
 	Lane uint64 // 9
 	// Slot is the data slot the region is in, plus one; 0 names the
 	// server's own slot. A server may hold slots of servers of an earlier,
