@@ -215,6 +215,7 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 	b, out, in := e2e.ClientProc(t, tmpdir, "deleter", "PDC_E2E_OBJS="+strings.Join(names, " "))
 	in.Close()
 	cut := deleterCut{acked: map[string]bool{}}
+	serverKilled := false
 	note := func(line string) {
 		switch {
 		case strings.HasPrefix(line, "deleted "):
@@ -223,6 +224,9 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 			cut.contStarted = true
 		case line == "deleted-cont":
 			cut.contDone = true
+		case serverKilled && strings.HasPrefix(line, "error ") && strings.Contains(line, "server unavailable"):
+			// The server went first: the deleter may see it go before
+			// its own kill lands.
 		default:
 			t.Fatalf("cycle %d: the deleter said %q", cycle, line)
 		}
@@ -243,6 +247,7 @@ func (dk *deleteKill) killDeleter(cycle int, names []string, k int, killServer b
 		if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		serverKilled = true
 	}
 	if err := b.Process.Kill(); err != nil {
 		t.Fatal(err)
