@@ -32,6 +32,15 @@ func SmallFS(t testing.TB, size int64) string {
 	return dir
 }
 
+// GrowFS makes the SmallFS at dir size bytes large, keeping what it
+// holds: an operator adding space.
+func GrowFS(t testing.TB, dir string, size int64) {
+	t.Helper()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.FormatInt(size, 10)+",mode=0755"); err != nil {
+		t.Fatalf("grow the tmpfs at %s to %d bytes: %v", dir, size, err)
+	}
+}
+
 // Free is the space left on the file system holding dir, in bytes.
 func Free(t testing.TB, dir string) int64 {
 	t.Helper()
