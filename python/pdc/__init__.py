@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import math
 import os
 import threading
 from contextlib import contextmanager
@@ -29,6 +30,18 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib, u64
+
+# This process's id, kept by a fork hook instead of asked of the kernel on
+# every call (a system call: a few microseconds of a tag put).
+_pid = os.getpid()
+
+
+def _after_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 __all__ = [
     "Error", "NotFound", "Exists", "Invalid", "OutOfRange", "Timeout", "Closed", "Unavailable",
@@ -193,20 +206,20 @@ class Connection:
                         del os.environ["PDC_TMPDIR"]
                     else:
                         os.environ["PDC_TMPDIR"] = old
-        self._pid = os.getpid()
+        self._pid = _pid
 
     @property
     def id(self) -> int:
         if self._id == 0:
             raise Closed("pdc: connection closed")
-        if self._pid != os.getpid():
+        if self._pid != _pid:
             raise Closed("pdc: connection made in process %d, before a fork: "
                          "call pdc.connect in the child" % self._pid)
         return self._id
 
     def close(self) -> None:
         """Closes the connection and every handle opened through it (idempotent)."""
-        if self._id != 0 and self._pid == os.getpid():
+        if self._id != 0 and self._pid == _pid:
             h, self._id = self._id, 0
             _check(lib.PDCclose(h), "PDCclose")
         self._id = 0
@@ -415,7 +428,7 @@ class Container(_Handle):
     def close(self) -> None:
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == os.getpid():
+            if self.conn._id and self.conn._pid == _pid:
                 _check(lib.PDCcont_close(h), f"PDCcont_close({self.name!r})")
 
 
@@ -511,7 +524,7 @@ class Object(_Handle):
         """Closes the object, which flushes it (idempotent)."""
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == os.getpid():
+            if self.conn._id and self.conn._pid == _pid:
                 _check(lib.PDCobj_close(h), f"PDCobj_close({self.name!r})")
 
     # regions
@@ -606,7 +619,7 @@ class Object(_Handle):
             if a.ndim > 0 and not np.can_cast(a.dtype, self.dtype, "safe"):
                 raise Invalid(f"pdc: {self.name}: writing {a.dtype} into {self.dtype} would lose values: "
                               f"convert with arr.astype({self.dtype}) first")
-        n = int(np.prod(box[1]))
+        n = math.prod(box[1])
         if a.size == n and a.shape in (box[2], box[1]) or a.ndim == 1 and a.size == n:
             a = a.reshape(box[1]) if a.shape != box[1] else a
         else:
@@ -649,8 +662,8 @@ class Object(_Handle):
             raise Invalid(f"pdc: {self.name}: out has dtype {out.dtype}; the object holds {self.dtype}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise Invalid(f"pdc: {self.name}: out must be C-contiguous and writable (pdc reads into it in place)")
-        if out.size != int(np.prod(box[1])):
-            raise Invalid(f"pdc: {self.name}: out has {out.size} elements; the region {box[2]} has {int(np.prod(box[1]))}")
+        if out.size != math.prod(box[1]):
+            raise Invalid(f"pdc: {self.name}: out has {out.size} elements; the region {box[2]} has {math.prod(box[1])}")
         return out
 
     def start_write(self, key: Any, value: Any) -> "Transfer":
@@ -747,7 +760,7 @@ _default_lock = threading.Lock()
 def _conn() -> Connection:
     global _default
     with _default_lock:
-        if _default is None or _default._id == 0 or _default._pid != os.getpid():
+        if _default is None or _default._id == 0 or _default._pid != _pid:
             _default = Connection()
         return _default
 
