@@ -142,8 +142,13 @@ func (l *Lib) runLazy(call func() string, fn func() error) (rc int) {
 
 // runID is run for a function that returns a handle: 0 on failure.
 func (l *Lib) runID(call string, fn func() (uint64, error)) uint64 {
+	return l.runIDLazy(func() string { return call }, fn)
+}
+
+// runIDLazy is runID with the call named only to report it (runLazy).
+func (l *Lib) runIDLazy(call func() string, fn func() (uint64, error)) uint64 {
 	var id uint64
-	if l.run(call, func() (err error) { id, err = fn(); return err }) != Succeed {
+	if l.runLazy(call, func() (err error) { id, err = fn(); return err }) != Succeed {
 		return 0
 	}
 	return id

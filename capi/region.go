@@ -16,7 +16,9 @@ import (
 // offset[i] in each of ndim dims. offset and size are nil for NULL. A region
 // belongs to no connection: PDCclose does not close it.
 func (l *Lib) RegionCreate(ndim uint64, offset, size []uint64) uint64 {
-	return l.runID(fmt.Sprintf("PDCregion_create(%d, %s, %s)", ndim, fmtDims(offset), fmtDims(size)), func() (uint64, error) {
+	return l.runIDLazy(func() string {
+		return fmt.Sprintf("PDCregion_create(%d, %s, %s)", ndim, fmtDims(offset), fmtDims(size))
+	}, func() (uint64, error) {
 		if offset == nil || size == nil {
 			return 0, fmt.Errorf("offset or size is NULL, or ndim %d is not 1 to %d: %w", ndim, region.MaxDims, pdc.ErrInvalid)
 		}
@@ -35,7 +37,7 @@ var noConn = &conn{name: "(none)"}
 // RegionClose is PDCregion_close. Transfers created with the region keep
 // their own copy of it.
 func (l *Lib) RegionClose(id uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_close(%d)", id), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_close(%d)", id) }, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		_, err := l.lookupLocked(id, kindRegion)
@@ -84,8 +86,10 @@ const (
 // until wait (or close): the caller keeps it valid until then. The regions
 // may be closed right after.
 func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, remoteID uint64) uint64 {
-	call := fmt.Sprintf("PDCregion_transfer_create(%p, %s, obj %d, local %d, remote %d)", buf, accessName(access), objID, localID, remoteID)
-	return l.runID(call, func() (uint64, error) {
+	call := func() string {
+		return fmt.Sprintf("PDCregion_transfer_create(%p, %s, obj %d, local %d, remote %d)", buf, accessName(access), objID, localID, remoteID)
+	}
+	return l.runIDLazy(call, func() (uint64, error) {
 		if access != AccessRead && access != AccessWrite {
 			return 0, fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
 		}
@@ -247,7 +251,7 @@ func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(ctx context.Conte
 // TransferStart is PDCregion_transfer_start. With PDC_CONSISTENCY_POSIX it
 // returns once the transfer is done.
 func (l *Lib) TransferStart(id uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_start(%d)", id), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_start(%d)", id) }, func() error {
 		return l.transfersStart([]uint64{id})
 	})
 }
@@ -261,7 +265,7 @@ const MaxTransfers = 1 << 24
 // data server.
 func (l *Lib) TransferStartAll(ids unsafe.Pointer, n int) int {
 	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
-	return l.run(fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_start_all(%s, %d)", fmtHandles(ids, hs), n) }, func() error {
 		if err != nil {
 			return err
 		}
@@ -278,7 +282,7 @@ func (l *Lib) transfersStart(ids []uint64) error {
 // TransferWait is PDCregion_transfer_wait: it returns once the transfer
 // is done (a read's data in the buffer).
 func (l *Lib) TransferWait(id uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_wait(%d)", id), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_wait(%d)", id) }, func() error {
 		return l.transfersWait([]uint64{id})
 	})
 }
@@ -287,7 +291,7 @@ func (l *Lib) TransferWait(id uint64) int {
 // TransferStartAll.
 func (l *Lib) TransferWaitAll(ids unsafe.Pointer, n int) int {
 	hs, err := idArray(ids, n, MaxTransfers, "transfer_request_id", "size")
-	return l.run(fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtHandles(ids, hs), n), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_wait_all(%s, %d)", fmtHandles(ids, hs), n) }, func() error {
 		if err != nil {
 			return err
 		}
@@ -313,7 +317,7 @@ const (
 // one never started.
 func (l *Lib) TransferStatus(id uint64) (int, int) {
 	status := TransferNotFound
-	rc := l.run(fmt.Sprintf("PDCregion_transfer_status(%d)", id), func() error {
+	rc := l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_status(%d)", id) }, func() error {
 		return l.transfersDo([]uint64{id}, true, func(ctx context.Context, p *conn, ts []*client.Transfer) error {
 			s, err := ts[0].Status(ctx)
 			status = int(s)
@@ -326,7 +330,7 @@ func (l *Lib) TransferStatus(id uint64) (int, int) {
 // TransferClose is PDCregion_transfer_close: it waits for the transfer if
 // it was started and not waited, and releases it (and the buffer).
 func (l *Lib) TransferClose(id uint64) int {
-	return l.run(fmt.Sprintf("PDCregion_transfer_close(%d)", id), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("PDCregion_transfer_close(%d)", id) }, func() error {
 		if _, err := l.get(id, kindTransfer); err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func checkTagValue(name string, value unsafe.Pointer, typ int, size uint64) ([]b
 }
 
 func (l *Lib) putTag(call string, id uint64, name string, value unsafe.Pointer, typ int, size uint64, of tagsOf) int {
-	return l.run(fmt.Sprintf("%s(%d, %q, type %d, %d bytes)", call, id, name, typ, size), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("%s(%d, %q, type %d, %d bytes)", call, id, name, typ, size) }, func() error {
 		b, err := checkTagValue(name, value, typ, size)
 		if err != nil {
 			return err
@@ -71,7 +71,7 @@ func (l *Lib) putTag(call string, id uint64, name string, value unsafe.Pointer, 
 // a target that is gone is an error.
 func (l *Lib) getTag(call string, id uint64, name string, of tagsOf) (Tag, int) {
 	var tag Tag
-	rc := l.run(fmt.Sprintf("%s(%d, %q)", call, id, name), func() error {
+	rc := l.runLazy(func() string { return fmt.Sprintf("%s(%d, %q)", call, id, name) }, func() error {
 		if err := checkTag(name); err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (l *Lib) getTag(call string, id uint64, name string, of tagsOf) (Tag, int) 
 }
 
 func (l *Lib) delTag(call string, id uint64, name string, of tagsOf) int {
-	return l.run(fmt.Sprintf("%s(%d, %q)", call, id, name), func() error {
+	return l.runLazy(func() string { return fmt.Sprintf("%s(%d, %q)", call, id, name) }, func() error {
 		if err := checkTag(name); err != nil {
 			return err
 		}
