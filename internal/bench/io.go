@@ -151,10 +151,30 @@ type ioBench struct {
 	// src is what is written; dst is where reads and the raw ceiling
 	// land: both sides write into the same, already touched, memory.
 	src, dst []byte
-	// ceiling names the raw transfer rawOnce times.
+	// ceiling names the raw transfer rawOnce times; fetch moves buf's
+	// bytes that way.
 	ceiling string
-	rawOnce func() (time.Duration, error)
+	fetch   func(buf []byte) error
 	out     []Result
+}
+
+// rawOnce times the raw transfer of the object's bytes in one request.
+func (b *ioBench) rawOnce() (time.Duration, error) {
+	t0 := time.Now()
+	err := b.fetch(b.dst)
+	return time.Since(t0), err
+}
+
+// rawEach times the raw transfer of the object's bytes in one request
+// per region of rs bytes, each waited before the next.
+func (b *ioBench) rawEach(rs int64) (time.Duration, error) {
+	t0 := time.Now()
+	for off := int64(0); off < int64(len(b.dst)); off += rs {
+		if err := b.fetch(b.dst[off:min(off+rs, int64(len(b.dst)))]); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0), nil
 }
 
 // dialCeiling connects the raw ceiling (TCP, a Unix socket or shared
@@ -180,11 +200,7 @@ func (b *ioBench) dialCeiling(ctx context.Context) (func(), error) {
 		b.src[i] = byte(i*31 + i>>12)
 	}
 	b.dst = make([]byte, b.size)
-	b.rawOnce = func() (time.Duration, error) {
-		t0 := time.Now()
-		err := rawFetch(ctx, raw, b.dst)
-		return time.Since(t0), err
-	}
+	b.fetch = func(buf []byte) error { return rawFetch(ctx, raw, buf) }
 	if cfg.Transport != "shm" {
 		return func() { raw.Close() }, nil
 	}
@@ -194,11 +210,7 @@ func (b *ioBench) dialCeiling(ctx context.Context) (func(), error) {
 		raw.Close()
 		return nil, fmt.Errorf("raw shm: %w", err)
 	}
-	b.rawOnce = func() (time.Duration, error) {
-		t0 := time.Now()
-		err := rs.fetch(ctx, b.dst)
-		return time.Since(t0), err
-	}
+	b.fetch = func(buf []byte) error { return rs.fetch(ctx, buf) }
 	return func() { rs.Close(); raw.Close() }, nil
 }
 
@@ -228,6 +240,14 @@ func (b *ioBench) cases(ctx context.Context) error {
 				}
 				if err := b.oneCase(ctx, o, name, rs); err != nil {
 					return err
+				}
+				// Regions moved one at a time (Object.Write, Read), as a
+				// program that waits for each does: in the first
+				// partition and storage only, at 1 MiB and up.
+				if part == b.cfg.Partitions[0] && st == b.cfg.Storages[0] && rs >= 1<<20 {
+					if err := b.eachCase(ctx, o, name, rs); err != nil {
+						return err
+					}
 				}
 				if err := o.Delete(ctx); err != nil {
 					return err
@@ -296,6 +316,66 @@ func (b *ioBench) round(ctx context.Context, o *client.Object, name string, rs i
 		b.emit(r)
 	}
 	return nil
+}
+
+// eachCase measures Rounds writes and reads of o one region of rs bytes
+// at a time, each waited before the next (Object.Write, Object.Read),
+// next to the raw transfer of the same regions one request each.
+func (b *ioBench) eachCase(ctx context.Context, o *client.Object, name string, rs int64) error {
+	each := func(a client.Access) string {
+		return fmt.Sprintf("%s %s one region at a time, %s", a, sizeName(b.size), name)
+	}
+	if !b.cfg.Want.Any(b.bench, each(client.Write), each(client.Read)) {
+		return nil
+	}
+	for range b.cfg.Rounds {
+		w, err := moveEach(ctx, o, client.Write, b.src, rs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", each(client.Write), err)
+		}
+		wRaw, err := b.rawEach(rs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.ceiling, err)
+		}
+		clear(b.dst)
+		r, err := moveEach(ctx, o, client.Read, b.dst, rs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", each(client.Read), err)
+		}
+		if i := firstDiff(b.src, b.dst); i >= 0 {
+			return fmt.Errorf("%s: read back byte %d as %d, wrote %d", each(client.Read), i, b.dst[i], b.src[i])
+		}
+		rRaw, err := b.rawEach(rs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.ceiling, err)
+		}
+		for _, c := range []struct {
+			a      client.Access
+			d, raw time.Duration
+		}{{client.Write, w, wRaw}, {client.Read, r, rRaw}} {
+			b.emit(rate(b.bench, each(c.a), gbps(b.size, []time.Duration{c.d}), "GB/s", b.ceiling+", a request per region", gbps(b.size, []time.Duration{c.raw})))
+		}
+	}
+	return nil
+}
+
+// moveEach moves buf to or from o one region of rs bytes at a time.
+func moveEach(ctx context.Context, o *client.Object, a client.Access, buf []byte, rs int64) (time.Duration, error) {
+	t0 := time.Now()
+	for off := int64(0); off < int64(len(buf)); off += rs {
+		end := min(off+rs, int64(len(buf)))
+		box := region.Box{Off: []uint64{uint64(off)}, Size: []uint64{uint64(end - off)}}
+		var err error
+		if a == client.Write {
+			err = o.Write(ctx, box, buf[off:end])
+		} else {
+			err = o.Read(ctx, box, buf[off:end])
+		}
+		if err != nil {
+			return 0, fmt.Errorf("region %v: %w", box, err)
+		}
+	}
+	return time.Since(t0), nil
 }
 
 // moveAll starts one transfer per region of buf and waits for all of them.
