@@ -307,7 +307,7 @@ func (l *Lib) contDo(id uint64, fn func(ctx context.Context, h *handle) error) e
 // contLocked runs fn on the container handle h under its lock, within
 // ctx: for a call that has its deadline already.
 func contLocked(ctx context.Context, h *handle, fn func(ctx context.Context, h *handle) error) error {
-	if err := h.lock(ctx, fmt.Sprintf("container %d (%q)", h.id, h.cont.Name())); err != nil {
+	if err := h.lock(ctx, func() string { return fmt.Sprintf("container %d (%q)", h.id, h.cont.Name()) }); err != nil {
 		return err
 	}
 	defer h.unlock()

@@ -37,7 +37,7 @@ func busyLib(t *testing.T, out *strings.Builder) (*Lib, []*handle) {
 // hold takes h's lock as a call under way would, until the test ends.
 func hold(t *testing.T, h *handle) {
 	t.Helper()
-	if err := h.lock(context.Background(), "test"); err != nil {
+	if err := h.lock(context.Background(), func() string { return "test" }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.unlock)

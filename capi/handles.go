@@ -97,7 +97,7 @@ func (l *Lib) add(h *handle) (uint64, error) {
 // lock takes h's lock, waiting for the calls ahead of this one on h at
 // most until ctx ends: a call's deadline starts before it waits, so the
 // wait counts. what names h in the error.
-func (h *handle) lock(ctx context.Context, what string) error {
+func (h *handle) lock(ctx context.Context, what func() string) error {
 	select {
 	case h.sem <- struct{}{}:
 		return nil
@@ -112,7 +112,7 @@ func (h *handle) lock(ctx context.Context, what string) error {
 			err = pdc.ErrTimeout
 		}
 		return fmt.Errorf("%s is busy with another call, still under way at this call's deadline (%s %s): %w",
-			what, EnvTimeout, describe(h.conn.timeout), err)
+			what(), EnvTimeout, describe(h.conn.timeout), err)
 	}
 }
 

@@ -323,7 +323,7 @@ func (l *Lib) close(id uint64) error {
 	defer cancel()
 	var errs []error
 	for _, t := range xfers {
-		err := t.xferObj.lock(ctx, t.xferObj.objWhat())
+		err := t.xferObj.lock(ctx, t.xferObj.objWhat)
 		if err == nil {
 			err = t.xfer.Close(ctx)
 			t.xferObj.unlock()
@@ -333,7 +333,7 @@ func (l *Lib) close(id uint64) error {
 		}
 	}
 	for _, o := range objs {
-		err := o.lock(ctx, o.objWhat())
+		err := o.lock(ctx, o.objWhat)
 		if err == nil {
 			if !o.objClosed { // else PDCobj_close closed it
 				o.objClosed = true

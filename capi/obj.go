@@ -344,7 +344,7 @@ func (l *Lib) objDo(id uint64, fn func(ctx context.Context, h *handle) error) er
 // objLocked runs fn on the object handle h under its lock, within ctx: for
 // a call that has its deadline already. A handle closed meanwhile fails.
 func objLocked(ctx context.Context, h *handle, fn func(ctx context.Context, h *handle) error) error {
-	if err := h.lock(ctx, h.objWhat()); err != nil {
+	if err := h.lock(ctx, h.objWhat); err != nil {
 		return err
 	}
 	defer h.unlock()

@@ -233,7 +233,7 @@ func (l *Lib) transfersDo(ids []uint64, closedOK bool, fn func(ctx context.Conte
 	ctx, cancel := p.ctx()
 	defer cancel()
 	for _, o := range objs {
-		if err := o.lock(ctx, o.objWhat()); err != nil {
+		if err := o.lock(ctx, o.objWhat); err != nil {
 			return err
 		}
 		defer o.unlock()

@@ -489,28 +489,33 @@ type tagTarget struct {
 	kind   uint32
 	id     uint64
 	server int
-	what   string
+	noun   string // "object" or "container"
+	name   string
 }
+
+// what names the target in an error; formatted only then, a tag put
+// being a call programs make by the thousand.
+func (t tagTarget) what() string { return fmt.Sprintf("%s %q", t.noun, t.name) }
 
 func (t tagTarget) put(ctx context.Context, name string, v TagValue) error {
 	if err := checkTag(name, v); err != nil {
-		return fmt.Errorf("put tag on %s: %w", t.what, err)
+		return fmt.Errorf("put tag on %s: %w", t.what(), err)
 	}
 	return t.c.putTags(ctx, t.server, []wire.TagPut{{Kind: t.kind, ID: t.id, Name: name, Type: int32(v.Type), Value: v.Value}},
-		func(int) string { return fmt.Sprintf("%q on %s", name, t.what) })
+		func(int) string { return fmt.Sprintf("%q on %s", name, t.what()) })
 }
 
 func (t tagTarget) get(ctx context.Context, name string) (TagValue, error) {
 	v, err := t.c.calls().TagGet(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name})
 	if err != nil {
-		return TagValue{}, fmt.Errorf("get tag %q of %s: %w", name, t.what, err)
+		return TagValue{}, fmt.Errorf("get tag %q of %s: %w", name, t.what(), err)
 	}
 	return TagValue{Type: region.Type(v.Type), Value: v.Value}, nil
 }
 
 func (t tagTarget) del(ctx context.Context, name string) error {
 	if err := t.c.calls().TagDelete(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id, Name: name}); err != nil {
-		return fmt.Errorf("delete tag %q of %s: %w", name, t.what, err)
+		return fmt.Errorf("delete tag %q of %s: %w", name, t.what(), err)
 	}
 	return nil
 }
@@ -518,17 +523,17 @@ func (t tagTarget) del(ctx context.Context, name string) error {
 func (t tagTarget) list(ctx context.Context) ([]string, error) {
 	n, err := t.c.calls().TagList(ctx, t.server, &wire.TagKey{Kind: t.kind, ID: t.id})
 	if err != nil {
-		return nil, fmt.Errorf("list tags of %s: %w", t.what, err)
+		return nil, fmt.Errorf("list tags of %s: %w", t.what(), err)
 	}
 	return n.Names, nil
 }
 
 func (o *Object) tags() tagTarget {
-	return tagTarget{o.c, tagObject, o.meta().ID, o.meta().Server, fmt.Sprintf("object %q", o.meta().Name)}
+	return tagTarget{o.c, tagObject, o.meta().ID, o.meta().Server, "object", o.meta().Name}
 }
 
 func (ct *Container) tags() tagTarget {
-	return tagTarget{ct.c, tagContainer, ct.info.ID, ct.info.Server, fmt.Sprintf("container %q", ct.info.Name)}
+	return tagTarget{ct.c, tagContainer, ct.info.ID, ct.info.Server, "container", ct.info.Name}
 }
 
 // PutTag sets a tag on the object, replacing any value it had.
