@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -14,12 +15,17 @@ import (
 // What --json prints: one JSON object per line, a line per item of a
 // listing. The field names are stable: scripts read them
 // (docs/CLI.md lists them; a test decodes each). Add fields, never rename.
+//
+// Ids are 64-bit and most are above 2^53, which JSON readers that hold
+// numbers as doubles (jq, JavaScript) round: each id also comes as a
+// decimal string (id_str, container_str) that they keep exact.
 
 // containerJSON is a line of pdc cont ls --json and cont info --json
 // (which adds objects and tags).
 type containerJSON struct {
 	Name     string    `json:"name"`
 	ID       uint64    `json:"id"`
+	IDStr    string    `json:"id_str"`
 	Lifetime string    `json:"lifetime"` // persistent or transient
 	Server   int       `json:"server"`   // rank of its metadata server
 	Created  string    `json:"created"`  // RFC 3339
@@ -29,29 +35,32 @@ type containerJSON struct {
 }
 
 func newContainerJSON(ci client.ContainerInfo) containerJSON {
-	return containerJSON{Name: ci.Name, ID: ci.ID, Lifetime: lifetimeName(ci.Lifetime), Server: ci.Server,
+	return containerJSON{Name: ci.Name, ID: ci.ID, IDStr: strconv.FormatUint(ci.ID, 10), Lifetime: lifetimeName(ci.Lifetime), Server: ci.Server,
 		Created: ci.Created.UTC().Format(time.RFC3339), Deleting: ci.Deleting}
 }
 
 // objectJSON is a line of pdc obj ls --json and obj info --json.
 type objectJSON struct {
-	Name        string `json:"name"`
-	ID          uint64 `json:"id"`
-	Container   uint64 `json:"container"` // id of its home container
-	Dims        string `json:"dims"`      // as --dims takes them: 1024x1024, unlimitedx3
-	Type        string `json:"type"`
-	Partition   string `json:"partition"`
-	Storage     string `json:"storage"`
-	Consistency uint32 `json:"consistency"`
-	TimeStep    uint32 `json:"time_step"`
-	UserID      uint32 `json:"user_id"`
-	App         string `json:"app"`
-	Server      int    `json:"server"`  // rank of its metadata server
-	Created     string `json:"created"` // RFC 3339
+	Name         string `json:"name"`
+	ID           uint64 `json:"id"`
+	IDStr        string `json:"id_str"`
+	Container    uint64 `json:"container"` // id of its home container
+	ContainerStr string `json:"container_str"`
+	Dims         string `json:"dims"` // as --dims takes them: 1024x1024, unlimitedx3
+	Type         string `json:"type"`
+	Partition    string `json:"partition"`
+	Storage      string `json:"storage"`
+	Consistency  uint32 `json:"consistency"`
+	TimeStep     uint32 `json:"time_step"`
+	UserID       uint32 `json:"user_id"`
+	App          string `json:"app"`
+	Server       int    `json:"server"`  // rank of its metadata server
+	Created      string `json:"created"` // RFC 3339
 }
 
 func newObjectJSON(o client.ObjectInfo) objectJSON {
-	return objectJSON{Name: o.Name, ID: o.ID, Container: o.ContainerID, Dims: formatDims(o.Props.Dims), Type: o.Props.Type.String(),
+	return objectJSON{Name: o.Name, ID: o.ID, IDStr: strconv.FormatUint(o.ID, 10), Container: o.ContainerID,
+		ContainerStr: strconv.FormatUint(o.ContainerID, 10), Dims: formatDims(o.Props.Dims), Type: o.Props.Type.String(),
 		Partition: o.Props.Partition.String(), Storage: o.Props.Storage.String(), Consistency: uint32(o.Props.Consistency),
 		TimeStep: o.Props.TimeStep, UserID: o.Props.UserID, App: o.Props.AppName, Server: o.Server,
 		Created: o.Created.UTC().Format(time.RFC3339)}
@@ -99,8 +108,9 @@ func newStatusJSON(s client.ServerStatus) statusJSON {
 
 // matchJSON is a line of pdc query --json.
 type matchJSON struct {
-	ID   uint64 `json:"id"`
-	Name string `json:"name"`
+	ID    uint64 `json:"id"`
+	IDStr string `json:"id_str"`
+	Name  string `json:"name"`
 }
 
 // jsonLines writes values one a line.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/pdcgo/pdc/client"
@@ -54,7 +55,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		out := newJSONLines(e.stdout)
 		for _, m := range ms {
-			if err := out.put(matchJSON{ID: m.ID, Name: m.Name}); err != nil {
+			if err := out.put(matchJSON{ID: m.ID, IDStr: strconv.FormatUint(m.ID, 10), Name: m.Name}); err != nil {
 				return err
 			}
 		}
