@@ -55,10 +55,13 @@ type Config struct {
 type Lib struct {
 	cfg Config
 
-	outMu sync.Mutex // keeps report lines whole, guards last
+	outMu sync.Mutex // keeps report lines whole, guards last and silent
 	// last is the most recent report line: bindings (python/pdc) turn
 	// it into an exception carrying the message, where C reads stderr.
 	last string
+	// silent: the lines are kept for LastReport but not printed
+	// (SetReports), for bindings that raise them instead.
+	silent bool
 
 	mu struct {
 		sync.Mutex
@@ -104,7 +107,17 @@ func (l *Lib) report(call string, err error) {
 	l.outMu.Lock()
 	defer l.outMu.Unlock()
 	l.last = fmt.Sprintf("libpdc: %s: %s", call, msg)
-	fmt.Fprintln(l.cfg.Stderr, l.last)
+	if !l.silent {
+		fmt.Fprintln(l.cfg.Stderr, l.last)
+	}
+}
+
+// SetReports is pdc_report_errors: whether failing calls print their
+// line on stderr (the default) or only keep it for LastReport.
+func (l *Lib) SetReports(print bool) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	l.silent = !print
 }
 
 // LastReport returns the most recent report line (without its newline),

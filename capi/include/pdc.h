@@ -101,6 +101,15 @@ perr_t PDCclose(pdcid_t pdc);
  */
 size_t pdc_last_error(char *buf, size_t len);
 
+/*
+ * pdc_report_errors (pdc's own) says whether a failing call prints its
+ * report line on stderr (on, the default) or only keeps it for
+ * pdc_last_error (0): for bindings that raise every failure as an
+ * exception, where the line on stderr would say it twice, and say it for
+ * failures the program expects and handles.
+ */
+void pdc_report_errors(int on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,6 +47,9 @@ func pdcgo_last_error(buf *C.char, n C.size_t) C.size_t {
 	return C.size_t(len(msg))
 }
 
+//export pdcgo_report_errors
+func pdcgo_report_errors(on C.int) { lib.SetReports(on != 0) }
+
 //export pdcgo_close
 func pdcgo_close(id C.uint64_t) C.int { return C.int(lib.Close(uint64(id))) }
 

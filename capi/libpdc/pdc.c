@@ -16,6 +16,8 @@ perr_t PDCclose(pdcid_t pdc) { return pdcgo_close(pdc); }
 
 size_t pdc_last_error(char *buf, size_t len) { return pdcgo_last_error(buf, len); }
 
+void pdc_report_errors(int on) { pdcgo_report_errors(on); }
+
 pdcid_t PDCprop_create(pdc_prop_type_t type, pdcid_t pdc) { return pdcgo_prop_create((int)type, pdc); }
 
 perr_t PDCprop_close(pdcid_t prop) { return pdcgo_prop_close(prop); }

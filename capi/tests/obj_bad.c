@@ -58,6 +58,13 @@ int main(void)
     CHECK(pdc_region_transfer_now(obj, buf, (pdc_access_t)9, 2, zero2, two2) == FAIL, "transfer_now access 9");
     CHECK(pdc_region_transfer_now(cont, buf, PDC_WRITE, 2, zero2, two2) == FAIL, "transfer_now on a container");
 
+    /* Reports kept, not printed: a binding raises them instead. */
+    char last[512];
+    pdc_report_errors(0);
+    CHECK(PDCobj_open("missing-quietly", pdc) == 0, "opened a missing object");
+    CHECK(pdc_last_error(last, sizeof last) > 0 && strstr(last, "missing-quietly") != NULL, "last error %s", last);
+    pdc_report_errors(1);
+
     /* The process goes on: the object still works. */
     pdcid_t ok = PDCregion_transfer_create(buf, PDC_WRITE, obj, in, in);
     CHECK(ok != 0 && PDCregion_transfer_start(ok) == SUCCEED && PDCregion_transfer_wait(ok) == SUCCEED, "a good transfer");

@@ -199,6 +199,7 @@ class Connection:
             if tmpdir is not None:
                 os.environ["PDC_TMPDIR"] = os.fspath(tmpdir)
             try:
+                lib.pdc_report_errors(_lib.report_errors)
                 self._id = _checkid(lib.PDCinit(name.encode()), f"PDCinit({name!r})")
             finally:
                 if tmpdir is not None:

@@ -56,6 +56,7 @@ _SIGS = {
     "PDCinit": (u64, [c_char_p]),
     "PDCclose": (c_int, [u64]),
     "pdc_last_error": (ctypes.c_size_t, [c_char_p, ctypes.c_size_t]),
+    "pdc_report_errors": (None, [c_int]),
     "PDCprop_create": (u64, [c_int, u64]),
     "PDCprop_close": (c_int, [u64]),
     "PDCprop_set_cont_lifetime": (c_int, [u64, c_int]),
@@ -108,6 +109,13 @@ for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+# Every failure becomes an exception carrying libpdc's line
+# (last_error): printed on stderr too, it would say it twice, and say it
+# for a NotFound the program catches. PDC_REPORT_ERRORS=1 keeps the lines.
+# Set at each connect (not here: the first call loads libpdc's core, and a
+# process forked after that gets a core of its own, with the default).
+report_errors = 1 if os.environ.get("PDC_REPORT_ERRORS") == "1" else 0
 
 _libc = ctypes.CDLL(None)
 free = _libc.free

@@ -181,6 +181,14 @@ def test_dims_changed_by_another_connection(cluster, cont):
         assert o[:].shape == (2, 4)
 
 
+def test_errors_are_exceptions_not_lines(cluster, cont, capfd):
+    """A failure the program catches prints nothing: libpdc keeps its line
+    for the exception instead of writing it on stderr."""
+    with pytest.raises(pdc.NotFound, match="nowhere-to-be-found"):
+        cont.conn.object("nowhere-to-be-found")
+    assert "libpdc:" not in capfd.readouterr().err
+
+
 def test_region_of_an_object_deleted_elsewhere(cluster):
     """Assignments and reads fail in libpdc (one call each,
     pdc_region_transfer_now) with NotFound naming the object and region
