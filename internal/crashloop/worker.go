@@ -216,7 +216,8 @@ func (w *worker) write(ctx context.Context) error {
 	if _, own := w.next[name]; once && (!own || w.next[name] == dims[0]) {
 		return w.readObject(ctx, o, dims, name)
 	}
-	// One write, or two started together and waited together.
+	// One write done at once, or two started together and waited
+	// together.
 	k := 1 + w.r.IntN(2)
 	var ts []*client.Transfer
 	var ns []uint64
@@ -238,6 +239,14 @@ func (w *worker) write(ctx context.Context) error {
 		n, err := w.log.invoke(Record{Kind: kindWrite, Obj: name, Box: &b, WID: wid})
 		if err != nil {
 			return err
+		}
+		if k == 1 {
+			// Alone: one request that the server answers once stored
+			// (Object.Write, Transfer.Do).
+			if err := o.Write(ctx, b, buf); err != nil {
+				return w.log.fail(n, err)
+			}
+			return w.log.done(n, Record{})
 		}
 		t, err := o.StartWrite(ctx, b, buf)
 		if err != nil {
