@@ -163,14 +163,22 @@ type Server struct {
 	wg        sync.WaitGroup // accept loops and connections
 	handlerWG sync.WaitGroup // running handlers, for Shutdown
 
+	// admitWait, if set (tests), is called when a connection's admission
+	// waits for the end of its client's last session.
+	admitWait func(client string)
+
 	mu struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*serverConn]struct{}
 		sessions  map[string]int // open connections per client name
-		open      int            // connections counted against the bounds
-		peers     map[string]int // of them, by peer (netio.PeerKey)
-		shaking   list.List      // of *serverConn in their handshake, oldest first
+		// ending holds, per client, a channel closed once OnSessionEnd
+		// for its last session has returned: its next session is
+		// admitted only then.
+		ending  map[string]chan struct{}
+		open    int            // connections counted against the bounds
+		peers   map[string]int // of them, by peer (netio.PeerKey)
+		shaking list.List      // of *serverConn in their handshake, oldest first
 	}
 }
 
@@ -191,6 +199,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*serverConn]struct{})
 	s.mu.sessions = make(map[string]int)
+	s.mu.ending = make(map[string]chan struct{})
 	s.mu.peers = make(map[string]int)
 	return s
 }

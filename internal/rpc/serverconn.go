@@ -64,6 +64,21 @@ func (c *serverConn) serve() {
 			s.mu.shaking.Remove(c.shaking)
 			c.shaking = nil
 		}
+		// A client that connects again while the end of its last
+		// session is handled (OnSessionEnd drops what it held: a data
+		// server's transfers and lane) waits for that: the end must not
+		// take what the new session makes.
+		for ending := s.mu.ending[c.client]; ending != nil && c.ctx.Err() == nil; ending = s.mu.ending[c.client] {
+			s.mu.Unlock()
+			if s.admitWait != nil {
+				s.admitWait(c.client)
+			}
+			select {
+			case <-ending:
+			case <-c.ctx.Done():
+			}
+			s.mu.Lock()
+		}
 		s.mu.sessions[c.client]++
 		s.mu.Unlock()
 		s.clients.Add(1)
@@ -125,13 +140,30 @@ func (c *serverConn) endSession() {
 	s.mu.Lock()
 	s.mu.sessions[c.client]--
 	last := s.mu.sessions[c.client] == 0
+	var done, prev chan struct{}
 	if last {
 		delete(s.mu.sessions, c.client)
+		if s.cfg.OnSessionEnd != nil {
+			// Until it returns, a new connection of the client waits
+			// (see serve); an earlier end still running goes first.
+			done, prev = make(chan struct{}), s.mu.ending[c.client]
+			s.mu.ending[c.client] = done
+		}
 	}
 	s.mu.Unlock()
-	if last && s.cfg.OnSessionEnd != nil {
-		s.cfg.OnSessionEnd(c.client)
+	if done == nil {
+		return
 	}
+	if prev != nil {
+		<-prev
+	}
+	s.cfg.OnSessionEnd(c.client)
+	s.mu.Lock()
+	if s.mu.ending[c.client] == done {
+		delete(s.mu.ending, c.client)
+	}
+	s.mu.Unlock()
+	close(done)
 }
 
 // maxIdleWorkers bounds the goroutines a connection keeps waiting to read.
