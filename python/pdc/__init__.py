@@ -31,18 +31,6 @@ import numpy as np
 from . import _lib
 from ._lib import lib, u64
 
-# This process's id, kept by a fork hook instead of asked of the kernel on
-# every call (a system call: a few microseconds of a tag put).
-_pid = os.getpid()
-
-
-def _after_fork() -> None:
-    global _pid
-    _pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_after_fork)
-
 __all__ = [
     "Error", "NotFound", "Exists", "Invalid", "OutOfRange", "Timeout", "Closed", "Unavailable",
     "Type", "connect", "Connection", "Container", "Object", "Transfer", "wait_all",
@@ -207,20 +195,20 @@ class Connection:
                         del os.environ["PDC_TMPDIR"]
                     else:
                         os.environ["PDC_TMPDIR"] = old
-        self._pid = _pid
+        self._pid = os.getpid()
 
     @property
     def id(self) -> int:
         if self._id == 0:
             raise Closed("pdc: connection closed")
-        if self._pid != _pid:
+        if self._pid != os.getpid():
             raise Closed("pdc: connection made in process %d, before a fork: "
                          "call pdc.connect in the child" % self._pid)
         return self._id
 
     def close(self) -> None:
         """Closes the connection and every handle opened through it (idempotent)."""
-        if self._id != 0 and self._pid == _pid:
+        if self._id != 0 and self._pid == os.getpid():
             h, self._id = self._id, 0
             _check(lib.PDCclose(h), "PDCclose")
         self._id = 0
@@ -429,7 +417,7 @@ class Container(_Handle):
     def close(self) -> None:
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == _pid:
+            if self.conn._id and self.conn._pid == os.getpid():
                 _check(lib.PDCcont_close(h), f"PDCcont_close({self.name!r})")
 
 
@@ -525,7 +513,7 @@ class Object(_Handle):
         """Closes the object, which flushes it (idempotent)."""
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == _pid:
+            if self.conn._id and self.conn._pid == os.getpid():
                 _check(lib.PDCobj_close(h), f"PDCobj_close({self.name!r})")
 
     # regions
@@ -761,7 +749,7 @@ _default_lock = threading.Lock()
 def _conn() -> Connection:
     global _default
     with _default_lock:
-        if _default is None or _default._id == 0 or _default._pid != _pid:
+        if _default is None or _default._id == 0 or _default._pid != os.getpid():
             _default = Connection()
         return _default
 
