@@ -90,11 +90,8 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		return fmt.Sprintf("PDCregion_transfer_create(%p, %s, obj %d, local %d, remote %d)", buf, accessName(access), objID, localID, remoteID)
 	}
 	return l.runIDLazy(call, func() (uint64, error) {
-		if access != AccessRead && access != AccessWrite {
-			return 0, fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
-		}
-		if buf == nil {
-			return 0, fmt.Errorf("buf is NULL: %w", pdc.ErrInvalid)
+		if err := checkAccessBuf(access, buf); err != nil {
+			return 0, err
 		}
 		local, err := l.get(localID, kindRegion)
 		if err != nil {
@@ -108,17 +105,7 @@ func (l *Lib) TransferCreate(buf unsafe.Pointer, access int, objID, localID, rem
 		var oh *handle
 		err = l.objDo(objID, func(ctx context.Context, h *handle) error {
 			oh = h
-			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
-			need, ok := bufferBytes(local.box, elem)
-			if !ok {
-				return fmt.Errorf("local region %v spans a buffer of more than 2^64 bytes (%d-byte elements up to its end in each dim): %w",
-					local.box, elem, pdc.ErrTooLarge)
-			}
-			if need > maxBuffer {
-				return fmt.Errorf("local region %v needs a buffer of %d bytes (%d-byte elements up to its end in each dim), over the limit of %d bytes: %w",
-					local.box, need, elem, uint64(maxBuffer), pdc.ErrTooLarge)
-			}
-			t, err = h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local.box, remote.box)
+			t, err = newTransfer(ctx, h, buf, access, local.box, remote.box)
 			return err
 		})
 		if err != nil {
@@ -139,11 +126,8 @@ func (l *Lib) TransferNow(objID uint64, buf unsafe.Pointer, access int, ndim uin
 		return fmt.Sprintf("pdc_region_transfer_now(obj %d, %p, %s, %d, %s, %s)", objID, buf, accessName(access), ndim, fmtDims(offset), fmtDims(size))
 	}
 	return l.runLazy(call, func() error {
-		if access != AccessRead && access != AccessWrite {
-			return fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
-		}
-		if buf == nil {
-			return fmt.Errorf("buf is NULL: %w", pdc.ErrInvalid)
+		if err := checkAccessBuf(access, buf); err != nil {
+			return err
 		}
 		if offset == nil || size == nil {
 			return fmt.Errorf("offset or size is NULL, or ndim %d is not 1 to %d: %w", ndim, region.MaxDims, pdc.ErrInvalid)
@@ -153,13 +137,7 @@ func (l *Lib) TransferNow(objID uint64, buf unsafe.Pointer, access int, ndim uin
 			return err
 		}
 		return l.objDo(objID, func(ctx context.Context, h *handle) error {
-			elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
-			local := region.Shape(remote.Size...)
-			need, ok := bufferBytes(local, elem)
-			if !ok || need > maxBuffer {
-				return fmt.Errorf("region %v needs a buffer of more than %d bytes: %w", remote, uint64(maxBuffer), pdc.ErrTooLarge)
-			}
-			t, err := h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local, remote)
+			t, err := newTransfer(ctx, h, buf, access, region.Shape(remote.Size...), remote)
 			if err != nil {
 				return err
 			}
@@ -172,6 +150,34 @@ func (l *Lib) TransferNow(objID uint64, buf unsafe.Pointer, access int, ndim uin
 			return err
 		})
 	})
+}
+
+// checkAccessBuf checks a transfer's access and buffer from C.
+func checkAccessBuf(access int, buf unsafe.Pointer) error {
+	if access != AccessRead && access != AccessWrite {
+		return fmt.Errorf("access %d: want PDC_READ (1) or PDC_WRITE (2): %w", access, pdc.ErrInvalid)
+	}
+	if buf == nil {
+		return fmt.Errorf("buf is NULL: %w", pdc.ErrInvalid)
+	}
+	return nil
+}
+
+// newTransfer is a transfer of object h between buf, shaped as local's
+// end in every dim, and the object's remote box, with buf's size checked.
+// The caller holds h's lock.
+func newTransfer(ctx context.Context, h *handle, buf unsafe.Pointer, access int, local, remote region.Box) (*client.Transfer, error) {
+	elem := uint64(max(h.obj.Info().Props.Type.Size(), 1))
+	need, ok := bufferBytes(local, elem)
+	if !ok {
+		return nil, fmt.Errorf("local region %v spans a buffer of more than 2^64 bytes (%d-byte elements up to its end in each dim): %w",
+			local, elem, pdc.ErrTooLarge)
+	}
+	if need > maxBuffer {
+		return nil, fmt.Errorf("local region %v needs a buffer of %d bytes (%d-byte elements up to its end in each dim), over the limit of %d bytes: %w",
+			local, need, elem, uint64(maxBuffer), pdc.ErrTooLarge)
+	}
+	return h.obj.NewTransfer(ctx, unsafe.Slice((*byte)(buf), need), client.Access(access), local, remote)
 }
 
 // bufferBytes is the size of the buffer a local region describes (HDF5's
