@@ -189,9 +189,9 @@ func (s *Service) registerLocked(t *transfer, here bool) error {
 	for _, f := range t.followers {
 		s.mu.next++
 		f.id = s.mu.next
-		s.mu.transfers[f.id] = f
+		s.mu.transfers.put(f.id, f)
 	}
-	s.mu.transfers[t.id] = t
+	s.mu.transfers.put(t.id, t)
 	return nil
 }
 

@@ -110,7 +110,7 @@ type Service struct {
 	mu struct {
 		sync.Mutex
 		next      uint64
-		transfers map[uint64]*transfer              // by id; see lookup
+		transfers idTable                           // by id; see lookup
 		writes    map[uint64]map[*transfer]struct{} // pending writes per object (leaders)
 		queued    map[uint64]int                    // of those, how many the workers have
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
@@ -144,7 +144,7 @@ type Service struct {
 // client's name too cost a tenth of a small region's server time); a
 // client never sees another's transfers. s.mu is held.
 func (s *Service) lookup(client string, id uint64) *transfer {
-	if t := s.mu.transfers[id]; t != nil && t.client == client {
+	if t := s.mu.transfers.get(id); t != nil && t.client == client {
 		return t
 	}
 	return nil
@@ -248,7 +248,7 @@ func New(cfg Config) *Service {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.quit, s.stop = context.WithCancel(context.Background())
-	s.mu.transfers = map[uint64]*transfer{}
+	s.mu.transfers = newIDTable()
 	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.queued = map[uint64]int{}
 	s.mu.layouts = map[uint64]layoutSeen{}
@@ -329,13 +329,13 @@ func (s *Service) endedLocked(id uint64, client string) {
 func (s *Service) SessionEnded(client string) {
 	s.mu.Lock()
 	var gone []*transfer
-	for id, t := range s.mu.transfers {
+	s.mu.transfers.each(func(id uint64, t *transfer) {
 		if t.client == client {
-			delete(s.mu.transfers, id)
+			s.mu.transfers.del(id)
 			gone = append(gone, t)
 			s.endedLocked(id, client)
 		}
-	}
+	})
 	s.mu.Unlock()
 	s.drop(client, gone)
 	s.dropLanes(client)

@@ -1431,7 +1431,7 @@ func TestQueuedOverlappingWritesKeepTheirOrder(t *testing.T) {
 	// The second write waits for the first, or (wrongly) a free worker
 	// has stored it meanwhile: let that happen before the first goes on.
 	e.svc.mu.Lock()
-	later := e.svc.mu.transfers[ids[1]]
+	later := e.svc.mu.transfers.get(ids[1])
 	parked := len(later.deps) > 0
 	e.svc.mu.Unlock()
 	if !parked {

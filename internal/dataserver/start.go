@@ -505,8 +505,8 @@ func (s *Service) forget(client string, ts []*transfer) {
 	var gone []*transfer
 	s.mu.Lock()
 	for _, t := range ts {
-		if t.id != 0 && s.mu.transfers[t.id] == t {
-			delete(s.mu.transfers, t.id)
+		if t.id != 0 && s.mu.transfers.get(t.id) == t {
+			s.mu.transfers.del(t.id)
 			gone = append(gone, t)
 		}
 	}

@@ -64,7 +64,7 @@ func (s *Service) Stats() Stats {
 	st := Stats{Queued: len(s.queue), BudgetHeld: s.budget.held.Load(), BudgetMax: s.cfg.MaxBytes,
 		LaneIn: s.laneBytes.in.Load(), LaneOut: s.laneBytes.out.Load()}
 	s.mu.Lock()
-	st.Transfers = len(s.mu.transfers)
+	st.Transfers = s.mu.transfers.len()
 	s.mu.Unlock()
 	select {
 	case <-s.slotsReady:

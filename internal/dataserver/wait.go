@@ -146,7 +146,7 @@ func (s *Service) take(client string, ids []uint64, ts []*transfer, items []wire
 	defer s.mu.Unlock()
 	for i, t := range ts {
 		r := &items[i]
-		if t == nil || s.mu.transfers[t.id] != t {
+		if t == nil || s.mu.transfers.get(t.id) != t {
 			if s.mu.ended[ids[i]] == client {
 				// Its client's connections all closed (a reset, a
 				// partition) between its start and this wait.
@@ -159,7 +159,7 @@ func (s *Service) take(client string, ids []uint64, ts []*transfer, items []wire
 			r.Message = fmt.Sprintf("transfer %d not found on this server: never started, or already waited", ids[i])
 			continue
 		}
-		delete(s.mu.transfers, t.id)
+		s.mu.transfers.del(t.id)
 		if t.err != nil {
 			r.Code = wire.CodeOf(t.err)
 			r.Message = t.err.Error()
@@ -399,7 +399,7 @@ func (s *Service) status(_ context.Context, req *rpc.Request) (*rpc.Response, er
 			r.Code, r.Message = wire.CodeOf(t.err), t.err.Error()
 		}
 		if t.item.Write {
-			delete(s.mu.transfers, id)
+			s.mu.transfers.del(id)
 		}
 	}
 	return rpc.Respond(&res), nil
