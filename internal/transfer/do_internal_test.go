@@ -53,7 +53,7 @@ func TestDoAll(t *testing.T) {
 				t.Fatalf("status after Do: %v, %v; want Complete", s, err)
 			}
 			o.mu.Lock()
-			pending := len(o.mu.pending)
+			pending := o.mu.npending
 			o.mu.Unlock()
 			if pending != 0 {
 				t.Fatalf("%d transfers still tracked after Do", pending)

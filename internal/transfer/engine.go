@@ -137,8 +137,13 @@ type Object struct {
 
 	mu struct {
 		sync.Mutex
-		pending map[*Transfer]struct{} // started, not yet waited
-		wrote   map[int]bool           // data servers written since the last flush
+		// pending lists the transfers started and not yet waited,
+		// linked through Transfer.pend: a list rather than a set, since
+		// 65536 regions started at once spent 7% of the client's CPU
+		// hashing them in and out of a map.
+		pending  *Transfer
+		npending int
+		wrote    map[int]bool // data servers written since the last flush
 	}
 }
 

@@ -8,16 +8,30 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
+// track lists t among o's pending transfers (started), or takes it off.
 func (o *Object) track(t *Transfer, started bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.mu.pending == nil {
-		o.mu.pending = map[*Transfer]struct{}{}
-	}
-	if started {
-		o.mu.pending[t] = struct{}{}
-	} else {
-		delete(o.mu.pending, t)
+	p := &t.pend
+	switch {
+	case started && !p.in:
+		p.in, p.prev, p.next = true, nil, o.mu.pending
+		if p.next != nil {
+			p.next.pend.prev = t
+		}
+		o.mu.pending = t
+		o.mu.npending++
+	case !started && p.in:
+		if p.prev != nil {
+			p.prev.pend.next = p.next
+		} else {
+			o.mu.pending = p.next
+		}
+		if p.next != nil {
+			p.next.pend.prev = p.prev
+		}
+		*p = pendLink{}
+		o.mu.npending--
 	}
 }
 
@@ -56,8 +70,8 @@ func (o *Object) Flush(ctx context.Context) error {
 // waitPending waits for the object's started, unwaited transfers.
 func (o *Object) waitPending(ctx context.Context) error {
 	o.mu.Lock()
-	ts := make([]*Transfer, 0, len(o.mu.pending))
-	for t := range o.mu.pending {
+	ts := make([]*Transfer, 0, o.mu.npending)
+	for t := o.mu.pending; t != nil; t = t.pend.next {
 		ts = append(ts, t)
 	}
 	o.mu.Unlock()

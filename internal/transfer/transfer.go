@@ -78,6 +78,7 @@ type Transfer struct {
 	linear []byte // the elements in remote's row-major order
 	packed bool   // linear is a copy (local is not contiguous in buf)
 	parts  []part
+	mark   uint64 // the startable call that saw it last
 	// onePart holds parts when there is one, as for every region of an
 	// object-static object: one allocation per region fewer.
 	onePart [1]part
@@ -86,10 +87,19 @@ type Transfer struct {
 	// server answered, for plan.
 	located   []Piece
 	isLocated bool
+	// pend links the transfer into its object's pending list; guarded
+	// by the object's mu, not the transfer's.
+	pend pendLink
 	// trace is the id every request of the transfer carries (rpc.TraceOf
 	// of New's context, or a new one): its placement, start and wait, on
 	// every server, log one id (docs/design/0031).
 	trace uint64
+}
+
+// pendLink is a transfer's place in its object's pending list.
+type pendLink struct {
+	prev, next *Transfer
+	in         bool
 }
 
 // Trace is the trace id of the transfer's requests.
