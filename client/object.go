@@ -296,7 +296,10 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 
 // Close waits for the object's transfers under way, fsyncs the data they
 // wrote and releases the handle. Idempotent. If ctx ends before that is
-// done, Close returns the error and may be called again.
+// done, Close returns the error and may be called again. An object that
+// another client deleted meanwhile has nothing left to make durable: its
+// handle closes without an error, as a file's descriptor does after
+// another process removed the file.
 func (o *Object) Close(ctx context.Context) error {
 	o.closeMu.Lock()
 	defer o.closeMu.Unlock()
@@ -304,6 +307,9 @@ func (o *Object) Close(ctx context.Context) error {
 		return nil
 	}
 	err := o.Flush(ctx)
+	if errors.Is(err, pdc.ErrNotFound) && o.deleted(ctx) {
+		err = nil
+	}
 	if cerr := o.c.calls().ObjClose(ctx, o.meta().Server, &wire.IDArg{ID: o.meta().ID}); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -312,6 +318,14 @@ func (o *Object) Close(ctx context.Context) error {
 	}
 	o.closed = true
 	return err
+}
+
+// deleted reports whether the object's metadata server no longer has
+// it: a data server's "not found" is then the deletion's, not a lost
+// write's.
+func (o *Object) deleted(ctx context.Context) bool {
+	_, err := o.Refresh(ctx)
+	return errors.Is(err, pdc.ErrNotFound)
 }
 
 // Delete deletes the object's metadata, tags and data, and removes it

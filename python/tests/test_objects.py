@@ -208,9 +208,10 @@ def test_region_of_an_object_deleted_elsewhere(cluster):
         o.read(np.s_[2], out=out)
     row[:] = 5.0  # the buffers are no longer libpdc's
     assert (out == 0).all()
-    # Closing flushes what c1 wrote to "gone", which is no more: said so.
-    with pytest.raises(pdc.NotFound, match="was deleted"):
-        c1.close()
+    # Closing flushes what c1 wrote; "gone" has nothing left to flush,
+    # and its handle closes as a file's does after another process
+    # removed the file.
+    c1.close()
 
 
 def test_async(cont):

@@ -24,6 +24,7 @@ import (
 //	race   write it again and again, saying "racing" after the first
 //	       write, until a write fails: "race err NOTFOUND MSG N" (N
 //	       writes succeeded), or for at most 20 s: "race ok"
+//	close  close the handle: "close ok" or "close err NOTFOUND MSG"
 //
 // NOTFOUND is whether the error is pdc.ErrNotFound.
 func staleHandleRole(ctx context.Context, c *client.Client, out *bufio.Writer) error {
@@ -50,6 +51,8 @@ func staleHandleRole(ctx context.Context, c *client.Client, out *bufio.Writer) e
 			say("write", o.Write(ctx, whole, buf))
 		case "read":
 			say("read", o.Read(ctx, whole, buf))
+		case "close":
+			say("close", o.Close(ctx))
 		case "race":
 			// Bounded, so that writes that never fail (a delete that does
 			// not stop them) end the race with "race ok N".

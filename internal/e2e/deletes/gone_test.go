@@ -41,7 +41,7 @@ func expectLine(t *testing.T, out *bufio.Scanner, prefix string, mentions ...str
 // neither write nor read it afterwards: data servers refuse the object
 // (pdc.ErrNotFound naming it), writes racing the delete either land
 // before it or fail so, and no file of the object is left on any data
-// server (issue 25, case 6).
+// server (issue 25, case 6). The handle still closes without an error.
 func TestDeletedObjectRefusedAndRemoved(t *testing.T) {
 	tmpdir := e2e.Up(t, 2)
 	datadir := e2e.ServerDataDir(t, tmpdir)
@@ -84,6 +84,12 @@ func TestDeletedObjectRefusedAndRemoved(t *testing.T) {
 		t.Log(expectLine(t, out, "write err true", name, "deleted"))
 		fmt.Fprintln(in, "read")
 		expectLine(t, out, "read err true", name)
+		// The handle wrote before the delete, and closing flushes what it
+		// wrote: the object is gone, and closing it is not an error, as
+		// closing a file's descriptor is not after another process
+		// removed the file.
+		fmt.Fprintln(in, "close")
+		expectLine(t, out, "close ok")
 		if files := clitest.ObjectFiles(t, datadir, o.ID()); len(files) > 0 {
 			t.Fatalf("object %q was deleted, its files are left: %v", name, files)
 		}
