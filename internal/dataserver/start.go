@@ -500,18 +500,31 @@ func (s *Service) acquire(ctx context.Context, ts []*transfer, unbudgeted bool) 
 }
 
 // forget drops registered transfers of client whose results nobody will
-// collect; their budget and buffers go back once their I/O is done.
+// collect, with their followers (registered with them, and no more
+// collectable: a request that failed part way gives forget its transfers
+// up to the one that failed, whose followers come after it); their budget
+// and buffers go back once their I/O is done.
 func (s *Service) forget(client string, ts []*transfer) {
 	var gone []*transfer
 	s.mu.Lock()
 	for _, t := range ts {
-		if t.id != 0 && s.mu.transfers.get(t.id) == t {
-			s.mu.transfers.del(t.id)
-			gone = append(gone, t)
+		gone = s.forgetLocked(t, gone)
+		for _, f := range t.followers {
+			gone = s.forgetLocked(f, gone)
 		}
 	}
 	s.mu.Unlock()
 	s.drop(client, gone)
+}
+
+// forgetLocked drops t if it is registered, adding it to gone. s.mu is
+// held.
+func (s *Service) forgetLocked(t *transfer, gone []*transfer) []*transfer {
+	if t.id != 0 && s.mu.transfers.get(t.id) == t {
+		s.mu.transfers.del(t.id)
+		gone = append(gone, t)
+	}
+	return gone
 }
 
 // drop gives back what forgotten transfers hold once their I/O is done; a

@@ -1,0 +1,78 @@
+package dataserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// transfersLeft waits a little for the service's registered transfers to
+// drop to want, and returns how many there are.
+func transfersLeft(s *Service, want int) int {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n := s.Stats().Transfers
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFailedEnqueueForgetsFollowers: a start whose merged writes cannot
+// be queued before the client's deadline fails, and leaves none of its
+// transfers registered: the client never learns their ids, so nothing
+// would ever collect them while its session lasts.
+func TestFailedEnqueueForgetsFollowers(t *testing.T) {
+	const max = 1 << 20
+	cfg := Config{MaxBytes: max, Workers: 1, QueueDepth: 1}
+	g := newGate(&cfg, 1)
+	defer g.release()
+	e := newEnv(t, cfg)
+	ctx := testCtx(t)
+	c := e.dial("c")
+	dims := []uint64{1024}
+	row := []uint64{256}
+	// One write held by the worker, another filling the queue.
+	held, err := start(ctx, c, []wire.DataItem{item(1, true, dims, []uint64{0}, row)}, pattern(nbytes(row), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	queued, err := start(ctx, c, []wire.DataItem{item(2, true, dims, []uint64{0}, row)}, pattern(nbytes(row), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three writes that continue each other: one leader and two
+	// followers, which find no room in the queue before the deadline.
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = start(sctx, c, []wire.DataItem{
+		item(3, true, dims, []uint64{0}, row),
+		item(3, true, dims, []uint64{256}, row),
+		item(3, true, dims, []uint64{512}, row),
+	}, pattern(3*nbytes(row), 3))
+	if err == nil {
+		t.Fatal("a start that found no room in the queue before its deadline succeeded")
+	}
+	if err := <-e.started; err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	<-e.started
+	if err := <-e.started; err == nil {
+		t.Fatal("the server's side of the start that timed out succeeded")
+	}
+	g.release()
+	for _, ids := range [][]uint64{held, queued} {
+		res, _, err := wait(ctx, c, ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, res)
+	}
+	if n := transfersLeft(e.svc, 0); n != 0 {
+		t.Fatalf("%d transfers still registered after every start answered was waited and the failed one was forgotten", n)
+	}
+}
