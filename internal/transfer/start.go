@@ -20,6 +20,7 @@ func (e *Engine) StartAll(ctx context.Context, ts []*Transfer) error {
 	if err := startable(ts); err != nil {
 		return err
 	}
+	defer releaseAll(ts)
 	if len(ts) == 1 && deferrable(ts[0]) {
 		return e.startPlacing(ctx, ts[0])
 	}
@@ -41,6 +42,7 @@ func (e *Engine) DoAll(ctx context.Context, ts []*Transfer) error {
 	if err := startable(ts); err != nil {
 		return err
 	}
+	defer releaseAll(ts)
 	if err := e.settle(ctx); err != nil {
 		return err
 	}
@@ -57,9 +59,11 @@ func (e *Engine) DoAll(ctx context.Context, ts []*Transfer) error {
 	return nil
 }
 
-// startable refuses ts if one of them is under way or listed twice, and
-// clears the errors of those that ran before: a transfer started again
-// ends as this run does.
+// startable refuses ts if one of them is under way (or a wait is still
+// finishing it) or listed twice, and clears the errors of those that ran
+// before: a transfer started again ends as this run does. It marks ts
+// busy: the caller releases them (releaseAll) when it returns, so that a
+// wait meanwhile (a Flush's) leaves their parts to it.
 func startable(ts []*Transfer) error {
 	// A transfer listed twice is seen holding this call's mark already:
 	// marks rather than a set of the transfers seen, which for 65536
@@ -67,16 +71,17 @@ func startable(ts []*Transfer) error {
 	mark := startMarks.Add(1)
 	for _, t := range ts {
 		t.mu.Lock()
-		state, twice := t.state, t.mark == mark
+		state, twice, busy := t.state, t.mark == mark, t.busy
 		t.mark = mark
 		t.mu.Unlock()
-		if state == stateStarted || twice {
+		if state == stateStarted || twice || busy {
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.Meta().Name, t.remote, pdc.ErrInvalid)
 		}
 	}
 	for _, t := range ts {
 		t.mu.Lock()
 		t.err = nil
+		t.busy = true
 		t.mu.Unlock()
 	}
 	return nil

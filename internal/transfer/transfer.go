@@ -79,6 +79,13 @@ type Transfer struct {
 	packed bool   // linear is a copy (local is not contiguous in buf)
 	parts  []part
 	mark   uint64 // the startable call that saw it last
+	// busy says a call is using the parts: a start until it returns, or
+	// a wait collecting them (a Flush's among them) until it has
+	// finished the transfer. Another wait of the transfer waits for
+	// that call to be done (released) rather than ask the servers for
+	// ids that call collects, or finish the transfer under it.
+	busy     bool
+	released chan struct{} // closed when busy ends; made by a call waiting for that
 	// onePart holds parts when there is one, as for every region of an
 	// object-static object: one allocation per region fewer.
 	onePart [1]part

@@ -14,16 +14,49 @@ import (
 
 // WaitAll waits for transfers together (PDCregion_transfer_wait_all): one
 // request per data server. Its error joins those of the transfers that
-// failed, whether in this wait or an earlier one.
+// failed, whether in this wait or an earlier one. A transfer that another
+// call is finishing meanwhile (a Flush, a wait of another goroutine, its
+// start) is waited for until that call is done, and ends as it did.
 func (e *Engine) WaitAll(ctx context.Context, ts []*Transfer) error {
 	ctx = traced(ctx, ts)
 	if err := e.settle(ctx); err != nil {
 		return err
 	}
-	waiting, ended, err := waitable(ts)
+	waiting, others, ended, err := waitable(ts)
 	if err != nil {
 		return err
 	}
+	err = e.waitFor(ctx, waiting, ended)
+	releaseAll(waiting)
+	if len(others) == 0 {
+		return err
+	}
+	errs := []error{err}
+	var again []*Transfer
+	for _, t := range others {
+		if werr := t.awaitRelease(ctx); werr != nil {
+			return errors.Join(err, fmt.Errorf("object %q region %v: %w", t.obj.Meta().Name, t.remote, werr))
+		}
+		t.mu.Lock()
+		state, terr := t.state, t.err
+		t.mu.Unlock()
+		switch {
+		case state == stateStarted:
+			again = append(again, t) // that call did not finish it
+		case terr != nil:
+			errs = append(errs, terr)
+		}
+	}
+	if len(again) > 0 {
+		errs = append(errs, e.WaitAll(ctx, again))
+	}
+	return errors.Join(errs...)
+}
+
+// waitFor waits for the transfers waiting, which this call holds busy,
+// and finishes those that are done; ended are the errors of the
+// transfers listed that had ended before.
+func (e *Engine) waitFor(ctx context.Context, waiting []*Transfer, ended []error) error {
 	if err := collectStarts(ctx, waiting); err != nil {
 		return err
 	}
@@ -32,43 +65,84 @@ func (e *Engine) WaitAll(ctx context.Context, ts []*Transfer) error {
 	for s := range groups {
 		servers = append(servers, s)
 	}
-	err = batch.FanOut(servers, func(server int) error { return e.waitOn(ctx, server, groups[server]) })
+	err := batch.FanOut(servers, func(server int) error { return e.waitOn(ctx, server, groups[server]) })
 	return finishWaited(waiting, ended, err)
 }
 
-// waitable sorts ts into the transfers to wait for, each once, and the
-// errors of those that had ended before, as they did. A transfer never
-// started is an error.
-func waitable(ts []*Transfer) (waiting []*Transfer, ended []error, err error) {
+// waitable sorts ts into the transfers to wait for, each once, which it
+// marks busy (the caller releases them); those another call holds busy
+// (others); and the errors of those that had ended before, as they did. A
+// transfer never started is an error.
+func waitable(ts []*Transfer) (waiting, others []*Transfer, ended []error, err error) {
 	var listed map[*Transfer]bool // a transfer listed twice is waited once
 	if len(ts) > 1 {
 		listed = make(map[*Transfer]bool, len(ts))
 	}
 	for _, t := range ts {
-		t.mu.Lock()
-		state, terr := t.state, t.err
-		t.mu.Unlock()
-		switch state {
-		case stateCreated:
-			return nil, nil, fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.Meta().Name, t.remote, pdc.ErrInvalid)
-		case stateDone, stateClosed:
-			if terr != nil && (listed == nil || !listed[t]) {
-				ended = append(ended, terr)
-				if listed != nil {
-					listed[t] = true
-				}
-			}
+		if listed != nil && listed[t] {
 			continue
 		}
 		if listed != nil {
-			if listed[t] {
-				continue
-			}
 			listed[t] = true
 		}
-		waiting = append(waiting, t)
+		t.mu.Lock()
+		state, terr, busy := t.state, t.err, t.busy
+		if state == stateStarted && !busy {
+			t.busy = true
+		}
+		t.mu.Unlock()
+		switch {
+		case state == stateCreated:
+			releaseAll(waiting)
+			return nil, nil, nil, fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.Meta().Name, t.remote, pdc.ErrInvalid)
+		case state == stateDone || state == stateClosed:
+			if terr != nil {
+				ended = append(ended, terr)
+			}
+		case busy:
+			others = append(others, t)
+		default:
+			waiting = append(waiting, t)
+		}
 	}
-	return waiting, ended, nil
+	return waiting, others, ended, nil
+}
+
+// release ends the call that held t busy, waking those waiting for it.
+func (t *Transfer) release() {
+	t.mu.Lock()
+	t.busy = false
+	if ch := t.released; ch != nil {
+		close(ch)
+		t.released = nil
+	}
+	t.mu.Unlock()
+}
+
+func releaseAll(ts []*Transfer) {
+	for _, t := range ts {
+		t.release()
+	}
+}
+
+// awaitRelease waits until no call holds t busy, or ctx ends.
+func (t *Transfer) awaitRelease(ctx context.Context) error {
+	t.mu.Lock()
+	for t.busy {
+		if t.released == nil {
+			t.released = make(chan struct{})
+		}
+		ch := t.released
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return pdc.CtxErr(ctx)
+		}
+		t.mu.Lock()
+	}
+	t.mu.Unlock()
+	return nil
 }
 
 // waitOn waits for the parts all on server. Every chunk's wait is sent

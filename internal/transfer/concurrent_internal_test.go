@@ -1,0 +1,125 @@
+package transfer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/region"
+)
+
+// TestConcurrentStartWaitDoFlush: goroutines start, wait and do
+// transfers of one object while another flushes it; every write that
+// returned nil reads back.
+func TestConcurrentStartWaitDoFlush(t *testing.T) {
+	for _, mode := range []dtl.Mode{dtl.ModeStream, dtl.ModeShm} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx, e, _ := testEngine(t, mode)
+			const rows, row = 8, 32 << 10
+			o := testObject(ctx, t, e, "o", []uint64{rows * row}, false)
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			stop := make(chan struct{})
+			for g := range rows {
+				wg.Go(func() {
+					box := region.Box{Off: []uint64{uint64(g * row)}, Size: []uint64{row}}
+					for it := range 20 {
+						want := bytes.Repeat([]byte{byte(g), byte(it)}, row/2)
+						w, err := New(ctx, o, want, Write, region.Shape(row), box)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if it%2 == 0 {
+							err = e.DoAll(ctx, []*Transfer{w})
+						} else {
+							if err = e.StartAll(ctx, []*Transfer{w}); err == nil {
+								err = e.WaitAll(ctx, []*Transfer{w})
+							}
+						}
+						if err != nil {
+							errs <- fmt.Errorf("g%d it%d write: %w", g, it, err)
+							return
+						}
+						got := make([]byte, row)
+						r, err := New(ctx, o, got, Read, region.Shape(row), box)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if err := r.Do(ctx); err != nil {
+							errs <- fmt.Errorf("g%d it%d read: %w", g, it, err)
+							return
+						}
+						if !bytes.Equal(got, want) {
+							errs <- fmt.Errorf("g%d it%d: read back differs", g, it)
+							return
+						}
+					}
+				})
+			}
+			var fwg sync.WaitGroup
+			fwg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := o.Flush(ctx); err != nil {
+						errs <- fmt.Errorf("flush: %w", err)
+						return
+					}
+				}
+			})
+			wg.Wait()
+			close(stop)
+			fwg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestListedTwice: a transfer listed twice in StartAll or DoAll is
+// refused, and stays usable.
+func TestListedTwice(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeStream)
+	o := testObject(ctx, t, e, "o", []uint64{64}, false)
+	buf := bytes.Repeat([]byte{7}, 32)
+	w, err := New(ctx, o, buf, Write, region.Shape(32), region.Shape(32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := New(ctx, o, buf, Write, region.Shape(32), region.Box{Off: []uint64{32}, Size: []uint64{32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DoAll(ctx, []*Transfer{w, w2, w}); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("DoAll of one listed twice: %v", err)
+	}
+	if err := e.StartAll(ctx, []*Transfer{w2, w, w2}); !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("StartAll of one listed twice: %v", err)
+	}
+	if err := e.DoAll(ctx, []*Transfer{w, w2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StartAll(ctx, []*Transfer{w, w2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitAll(ctx, []*Transfer{w, w2, w}); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	n := o.mu.npending
+	o.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d pending", n)
+	}
+}
