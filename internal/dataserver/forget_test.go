@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -74,5 +75,54 @@ func TestFailedEnqueueForgetsFollowers(t *testing.T) {
 	}
 	if n := transfersLeft(e.svc, 0); n != 0 {
 		t.Fatalf("%d transfers still registered after every start answered was waited and the failed one was forgotten", n)
+	}
+}
+
+// TestCanceledWaitedStartLeavesNothing: a waited start of writes and
+// reads (merged into leaders and followers) whose client gives up while
+// the I/O is held, and one whose client's connections all close, leave
+// no transfer registered once the I/O is done.
+func TestCanceledWaitedStartLeavesNothing(t *testing.T) {
+	for _, how := range []string{"cancel", "close"} {
+		t.Run(how, func(t *testing.T) {
+			const max = 1 << 20
+			cfg := Config{MaxBytes: max, Workers: 1}
+			g := newGate(&cfg, 1)
+			defer g.release()
+			e := newEnv(t, cfg)
+			dims := []uint64{4096}
+			row := []uint64{256}
+			c, err := rpc.Dial(testCtx(t), e.addr, rpc.DialOptions{ClientName: "c"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := startWait(ctx, c, []wire.DataItem{
+					item(1, true, dims, []uint64{0}, row),
+					item(1, true, dims, []uint64{256}, row),
+					item(1, false, dims, []uint64{512}, row),
+					item(1, false, dims, []uint64{768}, row),
+				}, pattern(2*nbytes(row), 1))
+				done <- err
+			}()
+			<-g.entered
+			if how == "cancel" {
+				cancel()
+			} else {
+				_ = c.Close()
+				<-e.ended
+			}
+			if err := <-done; err == nil {
+				t.Fatal("a waited start given up succeeded")
+			}
+			g.release()
+			if n := transfersLeft(e.svc, 0); n != 0 {
+				t.Fatalf("%d transfers still registered", n)
+			}
+		})
 	}
 }
