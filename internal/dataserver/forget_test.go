@@ -2,6 +2,8 @@ package dataserver
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +126,74 @@ func TestCanceledWaitedStartLeavesNothing(t *testing.T) {
 				t.Fatalf("%d transfers still registered", n)
 			}
 		})
+	}
+}
+
+// TestSessionsEndWhileOthersStart: clients start, wait for some and
+// leave the rest as their connections close, concurrently, over many
+// pages of ids: every wait answered is right, and once every session
+// has ended nothing is registered.
+func TestSessionsEndWhileOthersStart(t *testing.T) {
+	e := newEnv(t, Config{MaxBytes: 8 << 20})
+	ctx := testCtx(t)
+	dims := []uint64{1 << 16}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for k := range 6 {
+		wg.Go(func() {
+			for round := range 15 {
+				c, err := rpc.Dial(ctx, e.addr, rpc.DialOptions{ClientName: fmt.Sprintf("c%d", k)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				var items []wire.DataItem
+				n := 1 + (round*37+k*11)%300 // across page boundaries
+				row := uint64(8)
+				for i := range n {
+					off := uint64(k*4096) + uint64(i)*row%4096
+					items = append(items, item(uint64(10+k), i%3 != 2, dims, []uint64{off}, []uint64{row}))
+				}
+				var payload []byte
+				for _, it := range items {
+					if it.Write {
+						payload = append(payload, pattern(nbytes(it.Size), byte(round))...)
+					}
+				}
+				ids, err := start(ctx, c, items, payload)
+				if err != nil {
+					errs <- fmt.Errorf("c%d round %d start: %w", k, round, err)
+					_ = c.Close()
+					return
+				}
+				if round%2 == 0 {
+					res, _, err := wait(ctx, c, ids...)
+					if err != nil {
+						errs <- fmt.Errorf("c%d round %d wait: %w", k, round, err)
+					} else {
+						for i, r := range res.Items {
+							if r.Code != wire.CodeOK {
+								errs <- fmt.Errorf("c%d round %d item %d: %v %s", k, round, i, r.Code, r.Message)
+								break
+							}
+						}
+					}
+				} else if round%3 == 0 && len(ids) > 1 {
+					// Half of them waited, the rest left to the session's end.
+					if _, _, err := wait(ctx, c, ids[:len(ids)/2]...); err != nil {
+						errs <- fmt.Errorf("c%d round %d half wait: %w", k, round, err)
+					}
+				}
+				_ = c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := transfersLeft(e.svc, 0); n != 0 {
+		t.Fatalf("%d transfers registered after every session ended", n)
 	}
 }
