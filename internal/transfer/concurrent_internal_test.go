@@ -123,3 +123,55 @@ func TestListedTwice(t *testing.T) {
 		t.Fatalf("%d pending", n)
 	}
 }
+
+// TestStatusWhileFlushing: goroutines follow their writes with Status
+// while another flushes the object: neither sees an error.
+func TestStatusWhileFlushing(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeStream)
+	const rows, row = 4, 32 << 10
+	o := testObject(ctx, t, e, "o", []uint64{rows * row}, false)
+	var wg, fwg sync.WaitGroup
+	errs := make(chan error, 64)
+	stop := make(chan struct{})
+	fwg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := o.Flush(ctx); err != nil {
+				errs <- fmt.Errorf("flush: %w", err)
+				return
+			}
+		}
+	})
+	for g := range rows {
+		wg.Go(func() {
+			box := region.Box{Off: []uint64{uint64(g * row)}, Size: []uint64{row}}
+			for it := range 30 {
+				w, err := New(ctx, o, bytes.Repeat([]byte{byte(g), byte(it)}, row/2), Write, region.Shape(row), box)
+				if err == nil {
+					err = e.StartAll(ctx, []*Transfer{w})
+				}
+				for err == nil {
+					var s Status
+					if s, err = w.Status(ctx); err == nil && s == Complete {
+						break
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("g%d it%d: %w", g, it, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	fwg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

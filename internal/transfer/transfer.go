@@ -253,7 +253,7 @@ func (t *Transfer) Wait(ctx context.Context) error {
 // for a transfer never started, the status is NotFound.
 func (t *Transfer) Status(ctx context.Context) (Status, error) {
 	t.mu.Lock()
-	state := t.state
+	state, busy := t.state, t.busy
 	t.mu.Unlock()
 	switch state {
 	case stateCreated, stateClosed:
@@ -264,11 +264,51 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 		t.mu.Unlock()
 		return Complete, nil
 	}
-	if t.obj.e.placing.holds(t) {
-		return Pending, nil // not sent yet: no need to wait for it
+	if busy || t.obj.e.placing.holds(t) {
+		// Not sent yet, or another call (a wait, a Flush) is collecting
+		// it: no need to ask.
+		return Pending, nil
 	}
-	if err := collectStarts(ctx, []*Transfer{t}); err != nil {
+	// Held while the servers are asked: a wait meanwhile (a Flush's)
+	// would ask them for the ids this forgets.
+	if !t.claim() {
+		return Pending, nil
+	}
+	pending, err := t.askStatus(ctx)
+	t.release()
+	if err != nil {
 		return 0, err
+	}
+	if pending {
+		return Pending, nil
+	}
+	// Done on every server: collect (a read's bytes come with the wait).
+	if err := t.Wait(ctx); err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	t.state = stateClosed
+	t.mu.Unlock()
+	return Complete, nil
+}
+
+// claim marks t busy if it is started and no other call holds it.
+func (t *Transfer) claim() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != stateStarted || t.busy {
+		return false
+	}
+	t.busy = true
+	return true
+}
+
+// askStatus asks the servers of t's parts not yet done where they stand
+// (Status), and reports whether one is still pending; a done write is
+// done for good, the server having forgotten it.
+func (t *Transfer) askStatus(ctx context.Context) (bool, error) {
+	if err := collectStarts(ctx, []*Transfer{t}); err != nil {
+		return false, err
 	}
 	byServer := map[int][]int{} // indices of parts not yet done
 	for i, p := range t.parts {
@@ -284,10 +324,10 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 		}
 		res, err := t.obj.e.calls().DataStatus(ctx, server, &wire.DataIDs{IDs: ids})
 		if err != nil {
-			return 0, fmt.Errorf("object %q region %v: status: %w", t.obj.Meta().Name, t.remote, err)
+			return false, fmt.Errorf("object %q region %v: status: %w", t.obj.Meta().Name, t.remote, err)
 		}
 		if len(res.Items) != len(ids) {
-			return 0, fmt.Errorf("object %q region %v: status: %s answered %d results for %d transfers: %w",
+			return false, fmt.Errorf("object %q region %v: status: %s answered %d results for %d transfers: %w",
 				t.obj.Meta().Name, t.remote, t.obj.e.cl.Label(server), len(res.Items), len(ids), pdc.ErrProtocol)
 		}
 		for i, r := range res.Items {
@@ -305,17 +345,7 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 			}
 		}
 	}
-	if pending {
-		return Pending, nil
-	}
-	// Done on every server: collect (a read's bytes come with the wait).
-	if err := t.Wait(ctx); err != nil {
-		return 0, err
-	}
-	t.mu.Lock()
-	t.state = stateClosed
-	t.mu.Unlock()
-	return Complete, nil
+	return pending, nil
 }
 
 // Close releases the transfer, waiting for it first if it was started and
