@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -173,5 +174,37 @@ func TestStatusWhileFlushing(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestCloseCutShortForgetsTheTransfer: a transfer closed with a context
+// that has ended is no longer the object's to wait for: a Flush after it
+// neither waits for it nor fails with its error.
+func TestCloseCutShortForgetsTheTransfer(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeStream)
+	o := testObject(ctx, t, e, "o", []uint64{1 << 20}, false)
+	for i := range 20 {
+		w := startWrite(ctx, t, o, region.Box{Off: []uint64{uint64(i) << 10}, Size: []uint64{1 << 10}}, make([]byte, 1<<10))
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := w.Close(done); err == nil {
+			continue // done before it looked at its context
+		}
+		if !w.Closed() {
+			// Still on its way: Close may be called again.
+			if err := w.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		o.mu.Lock()
+		n := o.mu.npending
+		o.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("round %d: a transfer closed is still pending on its object", i)
+		}
+		if err := o.Flush(ctx); err != nil {
+			t.Fatalf("round %d: flush after a transfer was closed cut short: %v", i, err)
+		}
 	}
 }

@@ -369,6 +369,11 @@ func (t *Transfer) Close(ctx context.Context) error {
 	t.mu.Lock()
 	t.state = stateClosed
 	t.mu.Unlock()
+	if started {
+		// Not finished if the wait was cut short: nobody waits for it
+		// now, a Flush of its object included.
+		t.obj.track(t, false)
+	}
 	return err
 }
 
