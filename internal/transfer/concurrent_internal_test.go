@@ -208,3 +208,57 @@ func TestCloseCutShortForgetsTheTransfer(t *testing.T) {
 		}
 	}
 }
+
+// TestDoAllAcrossObjects: one DoAll, and one StartAll and WaitAll, of
+// writes and reads of two objects (one with POSIX consistency) leave
+// both objects with nothing pending and read back what was written.
+func TestDoAllAcrossObjects(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeShm)
+	const n = 64 << 10
+	a := testObject(ctx, t, e, "a", []uint64{2 * n}, false)
+	b := testObject(ctx, t, e, "b", []uint64{2 * n}, true)
+	first := region.Box{Off: []uint64{0}, Size: []uint64{n}}
+	second := region.Box{Off: []uint64{n}, Size: []uint64{n}}
+	pa, pb := bytes.Repeat([]byte("a"), n), bytes.Repeat([]byte("b"), n)
+	mk := func(o *Object, buf []byte, acc Access, box region.Box) *Transfer {
+		tr, err := New(ctx, o, buf, acc, region.Shape(n), box)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	if err := e.DoAll(ctx, []*Transfer{mk(a, pa, Write, first), mk(b, pb, Write, first)}); err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := make([]byte, n), make([]byte, n)
+	ts := []*Transfer{mk(b, pb, Write, second), mk(a, ra, Read, first), mk(a, pa, Write, second), mk(b, rb, Read, first)}
+	if err := e.StartAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitAll(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ra, pa) || !bytes.Equal(rb, pb) {
+		t.Fatal("read back differs")
+	}
+	all := make([]byte, 2*n)
+	ra2 := mk(a, all[:n], Read, second)
+	rb2 := mk(b, all[n:], Read, second)
+	if err := e.DoAll(ctx, []*Transfer{ra2, rb2}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(all[:n], pa) || !bytes.Equal(all[n:], pb) {
+		t.Fatal("second halves read back differ")
+	}
+	for _, o := range []*Object{a, b} {
+		o.mu.Lock()
+		n := o.mu.npending
+		o.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("object %s: %d pending", o.Meta().Name, n)
+		}
+		if err := o.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
