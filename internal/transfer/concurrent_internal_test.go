@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/dtl"
@@ -260,5 +261,66 @@ func TestDoAllAcrossObjects(t *testing.T) {
 		if err := o.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDoAllCutShortThenAgain: DoAll writes and reads cut short by their
+// context at random points leave the engine sound: a buffer is the
+// caller's again when DoAll returns (nothing writes it after), and the
+// next calls, through the same lane, move the right bytes.
+func TestDoAllCutShortThenAgain(t *testing.T) {
+	for _, mode := range []dtl.Mode{dtl.ModeShm, dtl.ModeStream} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx, e, _ := testEngine(t, mode)
+			const n = 1 << 20
+			o := testObject(ctx, t, e, "o", []uint64{4 * n}, false)
+			whole := region.Shape(4 * n)
+			want := make([]byte, 4*n)
+			cutShort := 0
+			defer func() { t.Logf("%d reads cut short", cutShort) }()
+			for round := range 30 {
+				for i := range want {
+					want[i] = byte(round + i>>12)
+				}
+				w, err := New(ctx, o, want, Write, whole, whole)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Do(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// A read cut short; its buffer must stay as DoAll left it.
+				cut := make([]byte, 4*n)
+				r, err := New(ctx, o, cut, Read, whole, whole)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cctx, cancel := context.WithTimeout(ctx, time.Duration(round%10)*200*time.Microsecond)
+				err = r.Do(cctx)
+				cancel()
+				if err != nil {
+					cutShort++
+				}
+				snap := bytes.Clone(cut)
+				time.Sleep(5 * time.Millisecond)
+				if !bytes.Equal(snap, cut) {
+					t.Fatalf("round %d: the buffer of a read cut short (%v) changed after Do returned", round, err)
+				}
+				if err == nil && !bytes.Equal(cut, want) {
+					t.Fatalf("round %d: a read that succeeded differs", round)
+				}
+				got := make([]byte, 4*n)
+				r2, err := New(ctx, o, got, Read, whole, whole)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r2.Do(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("round %d: read back after a read cut short differs", round)
+				}
+			}
+		})
 	}
 }
