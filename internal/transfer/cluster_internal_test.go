@@ -67,6 +67,13 @@ func (tc *testCluster) Addr(rank int) (addr, host string, err error) {
 // error fails the test, when the test ends.
 func testEngine(t *testing.T, mode dtl.Mode) (ctx context.Context, e *Engine, shut func()) {
 	t.Helper()
+	return testEngineVia(t, mode, nil)
+}
+
+// testEngineVia is testEngine with the engine's connections dialed to
+// via(the server's address) instead, if via is set: a proxy's.
+func testEngineVia(t *testing.T, mode dtl.Mode, via func(addr string) string) (ctx context.Context, e *Engine, shut func()) {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	sctx, stop := context.WithCancel(ctx)
@@ -98,7 +105,11 @@ func testEngine(t *testing.T, mode dtl.Mode) (ctx context.Context, e *Engine, sh
 	}
 	tc := &testCluster{servers: list.Servers}
 	for _, s := range list.Servers {
-		tc.pools = append(tc.pools, rpc.NewPool(s.Addr, 2, rpc.DialOptions{Secret: secret, ClientName: t.Name(), Label: s.Addr}))
+		addr := s.Addr
+		if via != nil {
+			addr = via(addr)
+		}
+		tc.pools = append(tc.pools, rpc.NewPool(addr, 2, rpc.DialOptions{Secret: secret, ClientName: t.Name(), Label: s.Addr}))
 	}
 	e = NewEngine(tc, Config{Mode: mode})
 	closed := false

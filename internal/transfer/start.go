@@ -183,17 +183,22 @@ func (e *Engine) startOn(ctx context.Context, server int, all []partRef, posix b
 // them (POSIX consistency, DoAll). A server that finds the dims out of date
 // gets the request again, once, without the regions now outside them,
 // which end alone. A connection found broken under the request (reset,
-// closed) gets it again once, on a new one: a waited start is whole in
-// itself, its writes put the same bytes in the same places and its reads
-// read, so a second copy of one that did arrive changes nothing, and the
-// caller hears about the second. A server that is gone fails that too.
+// closed) gets it again once, on a new one, if a second copy cannot undo
+// anything: when the request only reads, or when none of it was written
+// to the old connection (sendFailed). A request of writes that may have
+// gone out whole is not sent again: the server may still read the first
+// copy from the old connection after a later write of the caller's to
+// the same place, and store the old bytes over the new ones. The caller
+// hears that the server was unavailable and decides.
 func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) error {
 	if err := e.makeRoom(ctx, server, refs, 0); err != nil {
 		return err
 	}
 	res, err := e.startCall(ctx, server, refs)
 	var se *pdc.ServerError
-	if errors.Is(err, pdc.ErrUnavailable) && !errors.As(err, &se) && ctx.Err() == nil {
+	var unsent notSent
+	if errors.Is(err, pdc.ErrUnavailable) && !errors.As(err, &se) && ctx.Err() == nil &&
+		(errors.As(err, &unsent) || !writes(refs)) {
 		res, err = e.startCall(ctx, server, refs)
 	}
 	if errors.Is(err, pdc.ErrStale) {
@@ -231,7 +236,7 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 	// The reads' bytes may come through the lane too: the start is waited.
 	ln, err := e.lane(ctx, server, laneSized(refs, Write)+laneSized(refs, Read))
 	if err != nil {
-		return wire.DataResults{}, err
+		return wire.DataResults{}, notSent{err}
 	}
 	m, payload, use := buildStart(refs, true, ln)
 	if ln != nil {
@@ -240,15 +245,32 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 	conn, err := e.cl.StartConn(ctx, server)
 	if err != nil {
 		use.settled(err)
-		return wire.DataResults{}, err
+		return wire.DataResults{}, notSent{err}
 	}
 	d, err := e.dataSendOn(ctx, conn, server, wire.MethodDataStart, &m, payload, true, readParts(refs), use)
 	if err != nil {
+		// rpc.Conn.Send fails only before any byte went out, or when
+		// ctx ended (which no retry follows).
 		use.settled(err)
-		return wire.DataResults{}, err
+		return wire.DataResults{}, notSent{err}
 	}
 	res, _, err := d.recv(ctx) // settles use
 	return res, err
+}
+
+// notSent is an error met before any byte of a request was written.
+type notSent struct{ error }
+
+func (e notSent) Unwrap() error { return e.error }
+
+// writes reports whether refs carry a write.
+func writes(refs []partRef) bool {
+	for _, r := range refs {
+		if r.t.access == Write {
+			return true
+		}
+	}
+	return false
 }
 
 // markStarted marks ts started, and tracked by their objects, after their
