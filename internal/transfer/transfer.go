@@ -352,9 +352,10 @@ func (t *Transfer) askStatus(ctx context.Context) (bool, error) {
 // not yet waited (PDCregion_transfer_close).
 //
 // If ctx ends before the transfer is done, a transfer still queued (not
-// yet sent) is dropped and ends with Close's error; one already on its way
-// stays started, so that its buffer is known to be still in use: Close
-// returns the error and may be called again.
+// yet sent) is dropped and ends with Close's error; one the placer is
+// sending, or that another call (a Flush, a wait of another goroutine) is
+// collecting, stays started, so that its buffer is known to be still in
+// use: Close returns the error and may be called again.
 func (t *Transfer) Close(ctx context.Context) error {
 	t.mu.Lock()
 	started := t.state == stateStarted
@@ -367,6 +368,13 @@ func (t *Transfer) Close(ctx context.Context) error {
 		}
 	}
 	t.mu.Lock()
+	if started && err != nil && t.busy {
+		// Cut short while another call (a Flush, a wait of another
+		// goroutine) collects it: that call still reads into its buffer,
+		// and finishes it. It stays started.
+		t.mu.Unlock()
+		return err
+	}
 	t.state = stateClosed
 	t.mu.Unlock()
 	if started {

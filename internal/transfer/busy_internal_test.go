@@ -1,0 +1,174 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/dtl"
+	"github.com/pdcgo/pdc/region"
+)
+
+// holdProxy forwards connections to a server; while held, what the server
+// sends is not passed on until it is let go.
+type holdProxy struct {
+	ln   net.Listener
+	gate sync.RWMutex // held (write-locked) while answers are held back
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func startHoldProxy(t *testing.T, target string) *holdProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdProxy{ln: ln}
+	p.wg.Go(func() {
+		for {
+			cn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sn, err := net.Dial("tcp", target)
+			if err != nil {
+				cn.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, cn, sn)
+			p.mu.Unlock()
+			p.wg.Go(func() { _, _ = io.Copy(sn, cn); sn.Close() })
+			p.wg.Go(func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := sn.Read(buf)
+					if n > 0 {
+						p.gate.RLock()
+						_, werr := cn.Write(buf[:n])
+						p.gate.RUnlock()
+						if werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						cn.Close()
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// TestCloseCutShortWhileFlushCollects: a Flush is collecting a started
+// read (its wait's answer held back) when Close of the read is cut short
+// by its context. The read is still another call's: its buffer is still
+// being read into. Close must leave it started (it returns its error and
+// may be called again), not report it closed while the Flush's wait
+// still writes the buffer.
+func TestCloseCutShortWhileFlushCollects(t *testing.T) {
+	var p *holdProxy
+	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
+		p = startHoldProxy(t, addr)
+		return p.ln.Addr().String()
+	})
+	const n = 64 << 10
+	o := testObject(ctx, t, e, "o", []uint64{n}, false)
+	whole := region.Shape(n)
+	want := bytes.Repeat([]byte{9}, n)
+	w, err := New(ctx, o, want, Write, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	buf := make([]byte, n)
+	r, err := New(ctx, o, buf, Read, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CollectStarts(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	p.gate.Lock() // the Flush's wait gets no answer until let go
+	held := true
+	defer func() {
+		if held {
+			p.gate.Unlock()
+		}
+	}()
+	flushed := make(chan error, 1)
+	go func() { flushed <- o.Flush(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		busy := r.busy
+		r.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Flush never took the read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // its wait is on the wire
+
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	cerr := r.Close(done)
+	closed := r.Closed()
+	snap := bytes.Clone(buf)
+	p.gate.Unlock()
+	held = false
+	if err := <-flushed; err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	if cerr == nil {
+		t.Fatal("Close cut short while a Flush held the read returned nil")
+	}
+	if closed {
+		changed := !bytes.Equal(snap, buf)
+		t.Fatalf("Close (%v) reported the read closed while a Flush was still collecting it; buffer written after Close returned: %v", cerr, changed)
+	}
+	// Still started: Close again, and the bytes are there.
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf, want) {
+		t.Fatal("read back differs")
+	}
+	o.mu.Lock()
+	np := o.mu.npending
+	o.mu.Unlock()
+	if np != 0 {
+		t.Fatalf("%d pending", np)
+	}
+}
