@@ -172,3 +172,86 @@ func TestCloseCutShortWhileFlushCollects(t *testing.T) {
 		t.Fatalf("%d pending", np)
 	}
 }
+
+// TestWaitWhileFlushFinishes: a Flush is finishing a started read whose
+// local region is not contiguous in its buffer (its bytes are copied
+// into the buffer after the transfer is marked done) when the goroutine
+// that started it waits for it. The wait returns only once the bytes are
+// in the buffer: the transfer is still the Flush's until it is released.
+func TestWaitWhileFlushFinishes(t *testing.T) {
+	var p *holdProxy
+	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
+		p = startHoldProxy(t, addr)
+		return p.ln.Addr().String()
+	})
+	const rows, cols = 4096, 1024
+	o := testObject(ctx, t, e, "o", []uint64{rows * cols}, false)
+	remote := region.Shape(rows * cols)
+	want := make([]byte, rows*cols)
+	for i := range want {
+		want[i] = byte(i/cols + i)
+	}
+	w, err := New(ctx, o, want, Write, remote, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for round := range 5 {
+		// Every row of the buffer has one element more than the region
+		// takes: the read's bytes are packed, and copied in by finish.
+		buf := make([]byte, rows*(cols+1))
+		local := region.Box{Off: []uint64{0, 1}, Size: []uint64{rows, cols}}
+		r, err := New(ctx, o, buf, Read, local, remote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.CollectStarts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p.gate.Lock()
+		flushed := make(chan error, 1)
+		go func() { flushed <- o.Flush(ctx) }()
+		for {
+			r.mu.Lock()
+			busy := r.busy
+			r.mu.Unlock()
+			if busy {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(10 * time.Millisecond) // its wait is on the wire
+		p.gate.Unlock()
+		for {
+			r.mu.Lock()
+			state := r.state
+			r.mu.Unlock()
+			if state != stateStarted {
+				break
+			}
+		}
+		werr := r.Wait(ctx)
+		got := make([]byte, 0, rows*cols)
+		for i := range rows {
+			got = append(got, buf[i*(cols+1)+1:(i+1)*(cols+1)]...)
+		}
+		if err := <-flushed; err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: Wait returned before the Flush finishing the read had copied its bytes into the buffer", round)
+		}
+	}
+}

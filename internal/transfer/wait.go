@@ -95,12 +95,15 @@ func waitable(ts []*Transfer) (waiting, others []*Transfer, ended []error, err e
 		case state == stateCreated:
 			releaseAll(waiting)
 			return nil, nil, nil, fmt.Errorf("object %q region %v: transfer not started: %w", t.obj.Meta().Name, t.remote, pdc.ErrInvalid)
+		case busy:
+			// Even if done: the call that finished it may still be
+			// copying a read's bytes into its buffer (finish), and it
+			// ends as that call leaves it.
+			others = append(others, t)
 		case state == stateDone || state == stateClosed:
 			if terr != nil {
 				ended = append(ended, terr)
 			}
-		case busy:
-			others = append(others, t)
 		default:
 			waiting = append(waiting, t)
 		}
