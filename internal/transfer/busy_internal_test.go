@@ -179,6 +179,27 @@ func TestCloseCutShortWhileFlushCollects(t *testing.T) {
 // that started it waits for it. The wait returns only once the bytes are
 // in the buffer: the transfer is still the Flush's until it is released.
 func TestWaitWhileFlushFinishes(t *testing.T) {
+	whileFlushFinishes(t, func(ctx context.Context, r *Transfer) error { return r.Wait(ctx) })
+}
+
+// TestStatusWhileFlushFinishes: as TestWaitWhileFlushFinishes, with
+// Status: it reports the read complete only once its bytes are in the
+// buffer.
+func TestStatusWhileFlushFinishes(t *testing.T) {
+	whileFlushFinishes(t, func(ctx context.Context, r *Transfer) error {
+		for {
+			s, err := r.Status(ctx)
+			if err != nil || s == Complete {
+				return err
+			}
+		}
+	})
+}
+
+// whileFlushFinishes has a Flush finish a packed read and calls done(r)
+// as soon as the read is marked done; once done returns nil the read's
+// bytes must be in its buffer.
+func whileFlushFinishes(t *testing.T, done func(context.Context, *Transfer) error) {
 	var p *holdProxy
 	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
 		p = startHoldProxy(t, addr)
@@ -239,7 +260,7 @@ func TestWaitWhileFlushFinishes(t *testing.T) {
 				break
 			}
 		}
-		werr := r.Wait(ctx)
+		werr := done(ctx, r)
 		got := make([]byte, 0, rows*cols)
 		for i := range rows {
 			got = append(got, buf[i*(cols+1)+1:(i+1)*(cols+1)]...)
@@ -251,7 +272,7 @@ func TestWaitWhileFlushFinishes(t *testing.T) {
 			t.Fatal(werr)
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("round %d: Wait returned before the Flush finishing the read had copied its bytes into the buffer", round)
+			t.Fatalf("round %d: the read was reported done before the Flush finishing it had copied its bytes into the buffer", round)
 		}
 	}
 }

@@ -259,10 +259,9 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 	case stateCreated, stateClosed:
 		return NotFound, nil
 	case stateDone:
-		t.mu.Lock()
-		t.state = stateClosed
-		t.mu.Unlock()
-		return Complete, nil
+		// Pending while the call that finished it holds it: it may
+		// still be copying a read's bytes into the buffer (finish).
+		return t.report(), nil
 	}
 	if busy || t.obj.e.placing.holds(t) {
 		// Not sent yet, or another call (a wait, a Flush) is collecting
@@ -286,10 +285,24 @@ func (t *Transfer) Status(ctx context.Context) (Status, error) {
 	if err := t.Wait(ctx); err != nil {
 		return 0, err
 	}
+	return t.report(), nil
+}
+
+// report reports a done transfer complete and marks that reported
+// (closed), checked and set at once: one that another call holds (a start
+// of it again, a call still copying a read's bytes) is pending, and one
+// already reported (by a Status meanwhile) is not found.
+func (t *Transfer) report() Status {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.state == stateClosed:
+		return NotFound
+	case t.state != stateDone || t.busy:
+		return Pending
+	}
 	t.state = stateClosed
-	t.mu.Unlock()
-	return Complete, nil
+	return Complete
 }
 
 // claim marks t busy if it is started and no other call holds it.
