@@ -196,6 +196,12 @@ func TestStatusWhileFlushFinishes(t *testing.T) {
 	})
 }
 
+// TestCloseWhileFlushFinishes: as TestWaitWhileFlushFinishes, with
+// Close: the buffer is the caller's again only once the bytes are in it.
+func TestCloseWhileFlushFinishes(t *testing.T) {
+	whileFlushFinishes(t, func(ctx context.Context, r *Transfer) error { return r.Close(ctx) })
+}
+
 // whileFlushFinishes has a Flush finish a packed read and calls done(r)
 // as soon as the read is marked done; once done returns nil the read's
 // bytes must be in its buffer.

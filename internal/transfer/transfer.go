@@ -371,8 +371,19 @@ func (t *Transfer) askStatus(ctx context.Context) (bool, error) {
 // use: Close returns the error and may be called again.
 func (t *Transfer) Close(ctx context.Context) error {
 	t.mu.Lock()
-	started := t.state == stateStarted
+	started, busy := t.state == stateStarted, t.busy
 	t.mu.Unlock()
+	if !started && busy {
+		// Done, but the call that finished it (a Flush, a wait of
+		// another goroutine) may still be copying a read's bytes into
+		// its buffer.
+		if err := t.awaitRelease(ctx); err != nil {
+			return fmt.Errorf("object %q region %v: %w", t.obj.Meta().Name, t.remote, err)
+		}
+		t.mu.Lock()
+		started = t.state == stateStarted // a start may have held it
+		t.mu.Unlock()
+	}
 	var err error
 	if started {
 		err = t.Wait(ctx)
