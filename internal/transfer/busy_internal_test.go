@@ -282,3 +282,88 @@ func whileFlushFinishes(t *testing.T, done func(context.Context, *Transfer) erro
 		}
 	}
 }
+
+// dropAll closes every connection the proxy carries, as a network that
+// fails does.
+func (p *holdProxy) dropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestCloseCutShortThenStartAgain: Close cut short while the start's
+// answer is still to come leaves that start uncollected; it fails (the
+// connection is lost), and the transfer is started again on a new
+// connection, where it succeeds. The old start's failure is not the new
+// run's: its wait succeeds and the bytes read back.
+func TestCloseCutShortThenStartAgain(t *testing.T) {
+	var p *holdProxy
+	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
+		p = startHoldProxy(t, addr)
+		return p.ln.Addr().String()
+	})
+	const n = 64 << 10
+	o := testObject(ctx, t, e, "o", []uint64{n}, false)
+	whole := region.Shape(n)
+	want := bytes.Repeat([]byte{5}, n)
+	w, err := New(ctx, o, want, Write, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx); err != nil { // the connections are up
+		t.Fatal(err)
+	}
+	p.gate.Lock()
+	if err := w.Start(ctx); err != nil {
+		p.gate.Unlock()
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	cerr := w.Close(cctx)
+	cancel()
+	p.dropAll()
+	p.gate.Unlock()
+	if cerr == nil {
+		t.Skip("the start was answered before Close looked")
+	}
+	if !w.Closed() {
+		// Left started: closed again, it ends as its start did.
+		_ = w.Close(ctx)
+		if !w.Closed() {
+			t.Fatal("Close with a live context left the transfer open")
+		}
+	}
+	// Started again, on a new connection.
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The new start went out, on a new connection, and is answered.
+	if sc := w.parts[0].start; sc == nil || sc.collect(ctx) != nil {
+		t.Skip("the new start did not go out on a working connection")
+	}
+	// Someone collects the starts meanwhile (a read's start, the
+	// client's close): the old one among them.
+	if err := e.CollectStarts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(ctx); err != nil {
+		t.Fatalf("the write started again fails with the error of the start Close gave up on: %v", err)
+	}
+	got := make([]byte, n)
+	r, err := New(ctx, o, got, Read, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("read back differs")
+	}
+}

@@ -366,9 +366,10 @@ func (t *Transfer) askStatus(ctx context.Context) (bool, error) {
 //
 // If ctx ends before the transfer is done, a transfer still queued (not
 // yet sent) is dropped and ends with Close's error; one the placer is
-// sending, or that another call (a Flush, a wait of another goroutine) is
-// collecting, stays started, so that its buffer is known to be still in
-// use: Close returns the error and may be called again.
+// sending, one whose start is not yet answered, or one that another call
+// (a Flush, a wait of another goroutine) is collecting, stays started, so
+// that its buffer is known to be still in use: Close returns the error
+// and may be called again.
 func (t *Transfer) Close(ctx context.Context) error {
 	t.mu.Lock()
 	started, busy := t.state == stateStarted, t.busy
@@ -392,10 +393,12 @@ func (t *Transfer) Close(ctx context.Context) error {
 		}
 	}
 	t.mu.Lock()
-	if started && err != nil && t.busy {
+	if started && err != nil && (t.busy || t.startUnanswered()) {
 		// Cut short while another call (a Flush, a wait of another
 		// goroutine) collects it: that call still reads into its buffer,
-		// and finishes it. It stays started.
+		// and finishes it. Or before a start of its parts was answered:
+		// whoever collects that answer later writes it into the parts,
+		// those of a run started again included. It stays started.
 		t.mu.Unlock()
 		return err
 	}
@@ -407,6 +410,21 @@ func (t *Transfer) Close(ctx context.Context) error {
 		t.obj.track(t, false)
 	}
 	return err
+}
+
+// startUnanswered reports whether a start of t's parts is still to be
+// collected. The caller holds t.mu, and no call holds t busy.
+func (t *Transfer) startUnanswered() bool {
+	for i := range t.parts {
+		if sc := t.parts[i].start; sc != nil {
+			select {
+			case <-sc.done:
+			default:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Closed reports whether Close has released the transfer (its buffer is
