@@ -367,3 +367,79 @@ func TestCloseCutShortThenStartAgain(t *testing.T) {
 		t.Fatal("read back differs")
 	}
 }
+
+// TestClosedTwiceWhileQueued: a transfer closed while still queued for
+// the placer, started again and closed again before the placer got to
+// either run, is not sent: it stays closed, and nothing reads into its
+// buffer.
+func TestClosedTwiceWhileQueued(t *testing.T) {
+	var p *holdProxy
+	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
+		p = startHoldProxy(t, addr)
+		return p.ln.Addr().String()
+	})
+	const n = 64 << 10
+	o := testObject(ctx, t, e, "o", []uint64{2 * n}, false)
+	first := region.Box{Off: []uint64{0}, Size: []uint64{n}}
+	second := region.Box{Off: []uint64{n}, Size: []uint64{n}}
+	want := bytes.Repeat([]byte{3}, n)
+	w, err := New(ctx, o, want, Write, region.Shape(n), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx); err != nil { // the connections are up
+		t.Fatal(err)
+	}
+
+	p.gate.Lock()
+	held := true
+	defer func() {
+		if held {
+			p.gate.Unlock()
+		}
+	}()
+	// The placer is held: a read started after a write waits for the
+	// write's start to be answered before it is sent.
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := make([]byte, n)
+	r0, err := New(ctx, o, other, Read, region.Shape(n), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r0.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, n)
+	r, err := New(ctx, o, buf, Read, region.Shape(n), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := r.Close(done); err == nil || !r.Closed() {
+			t.Skipf("the placer was not held: Close %v, closed %v", err, r.Closed())
+		}
+	}
+	p.gate.Unlock()
+	held = false
+	if err := e.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Closed() {
+		t.Fatal("a transfer closed before it was sent was sent after all: it is started again")
+	}
+	if err := o.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []*Transfer{w, r0} {
+		if err := tr.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -55,10 +55,11 @@ type placer struct {
 	// whenever doneN grows.
 	queuedN, doneN uint64
 	moved          chan struct{}
-	// current is the batch being started; dropped are the queued
-	// transfers Close took back.
+	// current is the batch being started; dropped counts, per queued
+	// transfer, its first entries in queued that Close took back (one
+	// closed there may be started again and queued once more).
 	current *placeBatch
-	dropped map[*Transfer]bool
+	dropped map[*Transfer]int
 	// kick wakes the placer when a transfer is queued.
 	kick    chan struct{}
 	running bool
@@ -281,8 +282,7 @@ func (e *Engine) sendPlacements(ctx context.Context) {
 		}
 		b := &placeBatch{rank: rank, kind: kind, n: n}
 		for _, t := range pl.queued[:n] {
-			if pl.dropped[t] {
-				delete(pl.dropped, t)
+			if pl.undrop(t) {
 				continue
 			}
 			b.ts = append(b.ts, t)
@@ -474,13 +474,13 @@ func (e *Engine) unqueue(t *Transfer, err error) bool {
 	pl := &e.placing
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if slices.Contains(pl.queued, t) {
+	if pl.queuedRuns(t) > 0 {
 		// Left in the queue, so that settle's count stays in order;
 		// the batch that takes it leaves it out.
 		if pl.dropped == nil {
-			pl.dropped = map[*Transfer]bool{}
+			pl.dropped = map[*Transfer]int{}
 		}
-		pl.dropped[t] = true
+		pl.dropped[t]++
 		t.setErr(fmt.Errorf("object %q region %v: closed before it was sent: %w", t.obj.Meta().Name, t.remote, err))
 		return true
 	}
@@ -506,8 +506,8 @@ func (pl *placer) holds(t *Transfer) bool {
 }
 
 func (pl *placer) holdsLocked(t *Transfer) bool {
-	if slices.Contains(pl.queued, t) {
-		return !pl.dropped[t]
+	if pl.queuedRuns(t) > 0 {
+		return true
 	}
 	for _, b := range pl.sent {
 		if slices.Contains(b.ts, t) {
@@ -515,6 +515,30 @@ func (pl *placer) holdsLocked(t *Transfer) bool {
 		}
 	}
 	return pl.current != nil && slices.Contains(pl.current.ts, t)
+}
+
+// queuedRuns counts t's entries in the queue that Close has not taken
+// back. The caller holds pl.mu.
+func (pl *placer) queuedRuns(t *Transfer) int {
+	n := 0
+	for _, q := range pl.queued {
+		if q == t {
+			n++
+		}
+	}
+	return n - pl.dropped[t]
+}
+
+// undrop reports whether an entry of t met in the queue, in order, is
+// one Close took back, and counts it off. The caller holds pl.mu.
+func (pl *placer) undrop(t *Transfer) bool {
+	if pl.dropped[t] == 0 {
+		return false
+	}
+	if pl.dropped[t]--; pl.dropped[t] == 0 {
+		delete(pl.dropped, t)
+	}
+	return true
 }
 
 // dropPlacements ends every transfer the placer holds, on Close.
@@ -528,7 +552,7 @@ func (e *Engine) dropPlacements() {
 		n += b.n
 	}
 	for _, t := range pl.queued {
-		if !pl.dropped[t] {
+		if !pl.undrop(t) {
 			ts = append(ts, t)
 		}
 	}
