@@ -247,12 +247,18 @@ func whileFlushFinishes(t *testing.T, done func(context.Context, *Transfer) erro
 		p.gate.Lock()
 		flushed := make(chan error, 1)
 		go func() { flushed <- o.Flush(ctx) }()
+		deadline := time.Now().Add(10 * time.Second)
 		for {
 			r.mu.Lock()
 			busy := r.busy
 			r.mu.Unlock()
 			if busy {
 				break
+			}
+			if time.Now().After(deadline) {
+				p.gate.Unlock()
+				<-flushed
+				t.Fatal("the Flush never took the read")
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
