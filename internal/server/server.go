@@ -44,6 +44,8 @@ type Server struct {
 		members map[int]cluster.Server // rank 0: registrations so far
 	}
 	complete chan struct{} // closed when the list is complete
+	// listMu orders the writes of the server list file (publishList).
+	listMu sync.Mutex
 
 	// Rank 0 coordinates the rounds of the start; slots is its record of
 	// them, written by finishRound under the rounds' lock.
@@ -111,10 +113,7 @@ func (s *Server) rendezvous(ctx context.Context, secret []byte) error {
 			s.mu.Unlock()
 			return fmt.Errorf("only %d of %d servers registered within %v: %w", n, s.cfg.Size, s.cfg.StartupTimeout, pdc.ErrTimeout)
 		}
-		s.mu.Lock()
-		list := s.mu.list
-		s.mu.Unlock()
-		return s.tmpDir().WriteList(list)
+		return s.publishList()
 	}
 
 	req := wire.RegisterRequest{Server: s.self.Info(), Size: uint32(s.cfg.Size)}
@@ -292,7 +291,7 @@ func (s *Server) rejoinAsRank0(running *cluster.List) error {
 	}
 	s.mu.Unlock()
 	close(s.complete)
-	if err := s.tmpDir().WriteList(list); err != nil {
+	if err := s.publishList(); err != nil {
 		return err
 	}
 	if err := s.tmpDir().WriteRendezvous(cluster.Rendezvous{
@@ -313,6 +312,21 @@ func (s *Server) rejoin(in cluster.Server) error {
 	s.mu.list = list
 	s.mu.Unlock()
 	s.log.Warn("rank rejoined after its server died", "rejoined", in.Rank, "old", old.Addr, "new", in.Addr)
+	return s.publishList()
+}
+
+// publishList writes the server list as it is now. Writes are one at a
+// time, each of the newest list: a rank that rejoins while rank 0, itself
+// restarted, publishes the list it started from must not have its new
+// address overwritten by that older list, or clients reading the file
+// dial the dead one (rank 0 and rank 1 restarted together,
+// TestRestartDeadCycles).
+func (s *Server) publishList() error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	s.mu.Lock()
+	list := s.mu.list
+	s.mu.Unlock()
 	return s.tmpDir().WriteList(list)
 }
 
