@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,9 +24,17 @@ import (
 type testCluster struct {
 	servers []cluster.Server
 	pools   []*rpc.Pool
+	// noData, when set, makes the cluster say it has no data server
+	// (a failure of plan, for tests).
+	noData atomic.Bool
 }
 
-func (tc *testCluster) DataServers() []int { return []int{0} }
+func (tc *testCluster) DataServers() []int {
+	if tc.noData.Load() {
+		return nil
+	}
+	return []int{0}
+}
 
 func (tc *testCluster) Call(ctx context.Context, rank int, m wire.Method, req, resp wire.Message) error {
 	var hdr []byte

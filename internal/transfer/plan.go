@@ -18,6 +18,10 @@ import (
 func (t *Transfer) plan(ctx context.Context) error {
 	o := t.obj
 	elem := uint64(o.elem())
+	// A run that fails to plan must not keep the parts of the run before:
+	// all done, they would pass for this one's, and its wait succeed
+	// with nothing sent (TestStartAgainPlanFails).
+	t.parts = t.parts[:0]
 	// The elements in remote's row-major order: the buffer itself when the
 	// local region is contiguous in it.
 	t.linear, t.packed = nil, false

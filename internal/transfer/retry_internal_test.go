@@ -159,3 +159,32 @@ func TestWaitedStartAnswerLost(t *testing.T) {
 		t.Fatal("the write the server did (its answer lost) is not what reads back")
 	}
 }
+
+// TestStartAgainPlanFails: a transfer done once and started again, whose
+// second run cannot be planned (here: the cluster says it has no data
+// server), fails its wait. The parts of the first run, all done, must not
+// pass for the second's.
+func TestStartAgainPlanFails(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeStream)
+	const n = 4096
+	o := testObject(ctx, t, e, "again", []uint64{n}, false)
+	whole := region.Shape(n)
+	tr, err := New(ctx, o, bytes.Repeat([]byte{7}, n), Write, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.cl.(*testCluster).noData.Store(true)
+	err = tr.Start(ctx) // queued for the placer, which plans it
+	if err == nil {
+		err = tr.Wait(ctx)
+	}
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("a second run that could not be planned: %v; want pdc.ErrUnavailable", err)
+	}
+}
