@@ -188,3 +188,38 @@ func TestStartAgainPlanFails(t *testing.T) {
 		t.Fatalf("a second run that could not be planned: %v; want pdc.ErrUnavailable", err)
 	}
 }
+
+// TestStartedTwiceAtOnce: two goroutines doing one transfer at the same
+// moment: one runs it, the other is refused as already started (or runs
+// it after), never both at once over the same parts.
+func TestStartedTwiceAtOnce(t *testing.T) {
+	ctx, e, _ := testEngine(t, dtl.ModeStream)
+	const n = 4096
+	o := testObject(ctx, t, e, "twice", []uint64{n}, false)
+	whole := region.Shape(n)
+	tr, err := New(ctx, o, bytes.Repeat([]byte{3}, n), Write, whole, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		errs := make(chan error, 2)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { errs <- tr.Do(ctx) })
+		}
+		wg.Wait()
+		close(errs)
+		ok := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, pdc.ErrInvalid):
+				t.Fatalf("a Do racing another: %v; want nil or pdc.ErrInvalid", err)
+			}
+		}
+		if ok == 0 {
+			t.Fatal("both Do calls were refused")
+		}
+	}
+}

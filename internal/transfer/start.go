@@ -68,20 +68,27 @@ func startable(ts []*Transfer) error {
 	// A transfer listed twice is seen holding this call's mark already:
 	// marks rather than a set of the transfers seen, which for 65536
 	// regions cost more than the rest of this check.
+	// Each is checked and held in one lock, so that two calls starting
+	// one transfer at once cannot both pass; those held are let go if a
+	// later one is refused.
 	mark := startMarks.Add(1)
-	for _, t := range ts {
+	for i, t := range ts {
 		t.mu.Lock()
 		state, twice, busy := t.state, t.mark == mark, t.busy
 		t.mark = mark
+		ok := state != stateStarted && !twice && !busy
+		if ok {
+			t.busy = true
+		}
 		t.mu.Unlock()
-		if state == stateStarted || twice || busy {
+		if !ok {
+			releaseAll(ts[:i])
 			return fmt.Errorf("object %q region %v: transfer already started: %w", t.obj.Meta().Name, t.remote, pdc.ErrInvalid)
 		}
 	}
 	for _, t := range ts {
 		t.mu.Lock()
 		t.err = nil
-		t.busy = true
 		t.mu.Unlock()
 	}
 	return nil
