@@ -310,7 +310,8 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		}
 	}()
 	recs := make([]wire.StageRecord, len(paths))
-	first := make(map[string]int, len(paths)) // the first index of each path
+	first := make(map[string]int, len(paths))        // the first index of each path
+	same := make(map[staging.FileID]int, len(paths)) // and of each file
 	for i, p := range paths {
 		rel, abs, err := dir.Resolve(p)
 		if err != nil {
@@ -323,11 +324,24 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 			continue
 		}
 		first[rel] = i
-		f, rec, err := staging.OpenProduced(ctx, dir, rel, abs)
+		f, id, err := staging.OpenUnlocked(dir, abs)
 		if err != nil {
 			return nil, fmt.Errorf("produce %s: %w", rel, err)
 		}
+		if j, dup := same[id]; dup {
+			// The file locked under another path (a hard link, a
+			// symlink): its own lock would wait for that one.
+			f.Close()
+			recs[i] = recs[j]
+			recs[i].Path = rel
+			continue
+		}
 		files = append(files, f)
+		rec, err := staging.Describe(ctx, f, rel)
+		if err != nil {
+			return nil, fmt.Errorf("produce %s: %w", rel, err)
+		}
+		same[id] = i
 		rec.Owner, rec.Host, rec.Namespace = uint32(owner.Rank), owner.Host, c.stage.namespace
 		recs[i] = rec
 	}

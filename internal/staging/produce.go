@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -23,19 +24,45 @@ import (
 // recorded; the caller sets the record's owner. On an error the file is
 // closed.
 func OpenProduced(ctx context.Context, dir Dir, rel, abs string) (*os.File, wire.StageRecord, error) {
-	f, err := os.Open(abs)
+	f, _, err := OpenUnlocked(dir, abs)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, wire.StageRecord{}, fmt.Errorf("no such file in the producer dir %s: %w", dir.Path, pdc.ErrNotFound)
-		}
 		return nil, wire.StageRecord{}, err
 	}
-	rec, err := describe(ctx, f, rel)
+	rec, err := Describe(ctx, f, rel)
 	if err != nil {
 		f.Close()
 		return nil, wire.StageRecord{}, err
 	}
 	return f, rec, nil
+}
+
+// FileID names a file by its device and inode: two paths with one ID
+// (hard links, or a symlink and its target) are one file.
+type FileID struct{ Dev, Ino uint64 }
+
+// OpenUnlocked opens the produced file at abs, as OpenProduced does, but
+// does not lock it yet: it returns the file's ID, so that a produce
+// naming one file under two paths locks it once. A flock belongs to an
+// open file, so a second open of a file this produce has locked would
+// wait for that lock, its own, until its deadline. Describe locks it.
+func OpenUnlocked(dir Dir, abs string) (*os.File, FileID, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, FileID{}, fmt.Errorf("no such file in the producer dir %s: %w", dir.Path, pdc.ErrNotFound)
+		}
+		return nil, FileID{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, FileID{}, err
+	}
+	id := FileID{Ino: inode(st)}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.Dev = sys.Dev
+	}
+	return f, id, nil
 }
 
 // InlineMax is the largest file whose bytes travel in its record (at most
@@ -45,8 +72,9 @@ func OpenProduced(ctx context.Context, dir Dir, rel, abs string) (*os.File, wire
 // and every lookup of it (docs/design/0008-staging.md, "Small files").
 const InlineMax = 16 << 10
 
-// describe locks f and reads what its record says.
-func describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, error) {
+// Describe locks f, a file OpenUnlocked opened, and reads what its
+// record says. The lock lasts until the caller closes f.
+func Describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, error) {
 	if err := Lock(ctx, f, true); err != nil {
 		return wire.StageRecord{}, err
 	}
