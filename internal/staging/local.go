@@ -76,8 +76,23 @@ func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp stri
 		unix.Close(fd)
 		return nil, "", fmt.Errorf("consumer dir %s: lock %s: %w", d.Path, path, err)
 	}
-	dst := filepath.Join(d.Real, filepath.FromSlash(rel))
-	return release, filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".pdc-tmp-"+name(rel)[:12]), nil
+	return release, tempName(filepath.Join(d.Real, filepath.FromSlash(rel)), rel), nil
+}
+
+// nameMax is the longest file name (a path element) Linux file systems
+// take.
+const nameMax = 255
+
+// tempName is the temporary file of rel's copy dst: ".<name>.pdc-tmp-"
+// and a hash of rel, next to it. A name too long to carry all that is cut
+// short (the hash keeps it rel's), so that a file whose name is as long as
+// the file system allows still has a temporary file.
+func tempName(dst, rel string) string {
+	base, suffix := filepath.Base(dst), ".pdc-tmp-"+name(rel)[:12]
+	if keep := nameMax - 1 - len(suffix); len(base) > keep {
+		base = base[:keep]
+	}
+	return filepath.Join(filepath.Dir(dst), "."+base+suffix)
 }
 
 // CreateTemp creates the temporary file tmp that LockCopy named, for

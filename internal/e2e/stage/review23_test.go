@@ -1,8 +1,10 @@
 package stage_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,5 +36,25 @@ func TestStageProduceOneFileUnderTwoPaths(t *testing.T) {
 		if len(recs) != 2 || recs[0].Path != "orig.dat" || recs[1].Path != other || recs[1].Size != 5000 || recs[1].CRC != recs[0].CRC {
 			t.Fatalf("produce of orig.dat and %s: %+v", other, recs)
 		}
+	}
+}
+
+// A file whose name is as long as the file system allows (255 bytes) can
+// be produced, so it must be consumable: the consumer's temporary file
+// next to it must not need a longer name.
+func TestStageConsumeLongestName(t *testing.T) {
+	sc := stageUp(t)
+	long := strings.Repeat("n", 255)
+	for i, size := range []int{100, 1 << 20} { // inline, and fetched
+		rel := fmt.Sprintf("d%d/%s", i, long)
+		want := randBytes(uint64(10+i), size)
+		writeFile(t, sc.prodA, rel, want)
+		sc.produce(t, rel)
+		consB := realDir(t, filepath.Join(sc.base, "cons-b"))
+		r := sc.consume(t, "node-b", consB, rel)
+		if r.Err != nil {
+			t.Fatalf("consume of a %d-byte file with a 255-byte name: %v\nstdout:\n%s\nstderr:\n%s", size, r.Err, r.Stdout, r.Stderr)
+		}
+		sameFile(t, consB, rel, want)
 	}
 }
