@@ -63,6 +63,12 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 		return Direct, dir.Remember(rel, dst, rec)
 	}
 	how = Linked
+	if dt, err := os.Lstat(dst); err == nil && link && os.SameFile(dt, st) {
+		// Linked already (the file was produced again unchanged): a
+		// rename of one link over another of the same inode does nothing,
+		// and would leave the temporary link behind.
+		return Linked, dir.Remember(rel, dst, rec)
+	}
 	if !link || linkTemp(src, tmp) != nil {
 		if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
 			os.Remove(tmp)
