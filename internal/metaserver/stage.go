@@ -202,10 +202,15 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	b := s.st.NewBatch()
 	defer b.Close()
 	now := time.Now().UnixNano()
-	next := map[string]uint64{} // by waitKey
+	// The last version of each path (by waitKey) and when it was produced.
+	type last struct {
+		version  uint64
+		produced int64
+	}
+	next := map[string]last{}
 	for i := range in.Records {
 		r := &in.Records[i]
-		v, seen := next[waitKey(r.Namespace, r.Path)]
+		l, seen := next[waitKey(r.Namespace, r.Path)]
 		if !seen {
 			old, err := s.loadStage(r.Namespace, r.Path)
 			if err != nil {
@@ -213,14 +218,21 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 				return nil, err
 			}
 			if old != nil {
-				v = old.Version
+				l = last{old.Version, old.Produced}
 			}
 		}
-		r.Version = v + 1
-		next[waitKey(r.Namespace, r.Path)] = r.Version
+		r.Version = l.version + 1
 		if r.Produced == 0 {
 			r.Produced = now
 		}
+		// A later version is produced later (consumers tell a newer copy
+		// by both, staging.LaterProduce), even where the clock is behind
+		// the one that stamped the last: stepped back, or another
+		// server's before a resize moved the record here.
+		if r.Produced <= l.produced {
+			r.Produced = l.produced + 1
+		}
+		next[waitKey(r.Namespace, r.Path)] = last{r.Version, r.Produced}
 		b.Set(keyStage(r.Namespace, r.Path), r.Marshal(nil))
 	}
 	wait, err := s.st.CommitApply(b)
