@@ -60,34 +60,57 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 		return "", err
 	}
 	if src == dst {
-		return Direct, dir.Remember(rel, dst, rec)
+		return Direct, rememberChecked(dir, rel, dst, rec, st)
 	}
-	how = Linked
 	if dt, err := os.Lstat(dst); err == nil && link && os.SameFile(dt, st) {
 		// Linked already (the file was produced again unchanged): a
 		// rename of one link over another of the same inode does nothing,
 		// and would leave the temporary link behind.
-		return Linked, dir.Remember(rel, dst, rec)
+		return Linked, rememberChecked(dir, rel, dst, rec, st)
 	}
-	if !link || linkTemp(src, tmp) != nil {
-		if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+	if link && linkTemp(src, tmp) == nil {
+		if err := Rename(tmp, dst); err != nil {
 			os.Remove(tmp)
 			return "", err
 		}
-		f, err := os.Open(tmp)
-		if err == nil {
-			err = verifyCRC(f, rec, "the copy")
-			f.Close()
-		}
-		if err != nil {
-			os.Remove(tmp)
+		if err := SyncDir(filepath.Dir(dst)); err != nil {
 			return "", err
 		}
+		return Linked, rememberChecked(dir, rel, dst, rec, st)
+	}
+	if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = verifyCRC(f, rec, "the copy")
+		f.Close()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
 	}
 	if err := install(dir, rel, tmp, dst, rec, false, true); err != nil {
 		return "", err
 	}
 	return how, nil
+}
+
+// rememberChecked records that dst, the producer's file itself (direct
+// use, or a hard link), holds the version rec describes, as it was when
+// checked (stat st): the producer may write it again at any time, and a
+// record taken from a later stat would vouch for bytes never checked. A
+// file changed since fails the consume, as it would have failed the check.
+func rememberChecked(dir Dir, rel, dst string, rec *wire.StageRecord, st fs.FileInfo) error {
+	if err := dir.rememberAs(rel, dst, rec, st); err != nil {
+		return err
+	}
+	now, err := os.Stat(dst)
+	if err != nil {
+		return err
+	}
+	return Matches(rec, now)
 }
 
 // copyLocal copies n bytes of src into a new file at path, fsynced: a

@@ -260,7 +260,13 @@ func (d Dir) Remember(rel, abs string, rec *wire.StageRecord) error {
 	if err != nil {
 		return err
 	}
-	err = unix.Setxattr(abs, copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
+	return d.rememberAs(rel, abs, rec, st)
+}
+
+// rememberAs is Remember for the file abs as it was when stat st was
+// taken: a file changed since does not match the record.
+func (d Dir) rememberAs(rel, abs string, rec *wire.StageRecord, st fs.FileInfo) error {
+	err := unix.Setxattr(abs, copyAttr, encodeCopy(rec, 0, st.ModTime().UnixNano()), 0)
 	if err == nil {
 		return nil
 	}

@@ -1,10 +1,12 @@
 package staging
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A hard-linked copy (asked for) of a file produced again unchanged (a
@@ -39,6 +41,47 @@ func TestPlaceLocalLinkAgainLeavesNoTemp(t *testing.T) {
 		}
 		if _, err := os.Lstat(tmp); err == nil {
 			t.Fatalf("version %d: the temporary link %s is left in the consumer dir", v, filepath.Base(tmp))
+		}
+	}
+}
+
+// A consumer whose dir is the producer dir (direct use), or which links
+// the producer's file, records on the file the version it checked. A
+// producer writing the file again just after the check must not leave it
+// recorded as the version checked: the record then vouches for bytes
+// that are not that version's, and every later consume of it returns at
+// once with them.
+func TestPlaceLocalDirectRecordsWhatItChecked(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, "producer", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := bytes.Repeat([]byte{'a'}, 4096), bytes.Repeat([]byte{'b'}, 4096)
+	dst := filepath.Join(d.Real, "f")
+	bad := 0
+	for i := 0; i < 3000 && bad == 0; i++ {
+		rec := produced(t, d.Real, "f", a)
+		rec.Version, rec.Produced = uint64(i+1), int64(i+1)
+		delay := time.Duration(i%40) * time.Microsecond
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(delay)
+			f, err := os.OpenFile(dst, os.O_WRONLY, 0)
+			if err == nil {
+				f.WriteAt(b, 0)
+				f.Close()
+			}
+		}()
+		_, err := PlaceLocal(d, d, "f", dst, filepath.Join(d.Real, ".f.tmp"), rec, false)
+		<-done
+		if err != nil || !d.Current("f", dst, rec) {
+			continue
+		}
+		if got, _ := os.ReadFile(dst); !bytes.Equal(got, a) {
+			bad++
+			t.Errorf("try %d: the file is recorded as version %d, which was all 'a', but holds %q...", i, rec.Version, got[:8])
 		}
 	}
 }
