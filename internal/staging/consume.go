@@ -41,7 +41,7 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 	if err != nil {
 		return "", err
 	}
-	sf, err := os.Open(src)
+	sf, err := OpenRead(src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("version %d was removed from the producer dir %s after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)

@@ -347,6 +347,23 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 }
 
+// OpenRead opens a file that should be a staged (regular) file for
+// reading, as OpenFile does, without waiting: an open of a FIFO for
+// reading blocks until a writer comes, beyond any context, so it is
+// opened non-blocking, then made blocking again for its reads. The
+// callers refuse what is not a regular file.
+func OpenRead(path string) (*os.File, error) {
+	fd, err := openRaw(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // SyncDir fsyncs a directory, making a rename in it durable.
 func SyncDir(dir string) error {
 	f, err := OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/pdcgo/pdc"
@@ -93,7 +92,7 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	if err := f.dir.checkLinks(rec.Path, abs); err != nil {
 		return dtl.Source{}, fmt.Errorf("staged file %s (version %d): %w", rec.Path, rec.Version, err)
 	}
-	file, err := OpenFile(abs, os.O_RDONLY, 0)
+	file, err := OpenRead(abs)
 	if err != nil {
 		return dtl.Source{}, f.gone(&rec, err)
 	}

@@ -46,7 +46,7 @@ type FileID struct{ Dev, Ino uint64 }
 // open file, so a second open of a file this produce has locked would
 // wait for that lock, its own, until its deadline. Describe locks it.
 func OpenUnlocked(dir Dir, abs string) (*os.File, FileID, error) {
-	f, err := os.Open(abs)
+	f, err := OpenRead(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, FileID{}, fmt.Errorf("no such file in the producer dir %s: %w", dir.Path, pdc.ErrNotFound)

@@ -3,6 +3,8 @@ package staging
 import (
 	"bytes"
 	"context"
+	"github.com/pdcgo/pdc/internal/wire"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,5 +85,67 @@ func TestPlaceLocalDirectRecordsWhatItChecked(t *testing.T) {
 			bad++
 			t.Errorf("try %d: the file is recorded as version %d, which was all 'a', but holds %q...", i, rec.Version, got[:8])
 		}
+	}
+}
+
+// A named pipe in the producer dir is not a file to stage: producing it,
+// or serving it to a consumer whose key names it, fails at once. An open
+// of a FIFO for reading blocks until a writer comes, beyond any context:
+// produce (which the interposer runs at a close, so the program hung in
+// close) and the owner's server (a worker stuck for ever) waited there.
+func TestFIFOIsRefusedNotWaitedFor(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, "producer", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(d.Real, "pipe")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	// Whatever is left waiting on the FIFO is let go at the end.
+	t.Cleanup(func() {
+		for range 4 {
+			if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+				unix.Close(fd)
+			}
+		}
+	})
+	files, err := NewFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &wire.StageRecord{Path: "pipe", Version: 1, Host: "h", Size: 0}
+	for _, c := range []struct {
+		what string
+		run  func(ctx context.Context) error
+	}{
+		{"produce", func(ctx context.Context) error {
+			f, _, err := OpenProduced(ctx, d, "pipe", fifo)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"the owner's resolver", func(ctx context.Context) error {
+			src, err := files.Resolve(ctx, FetchKey(rec))
+			if err == nil {
+				src.Release()
+			}
+			return err
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		done := make(chan error, 1)
+		go func() { done <- c.run(ctx) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s of a FIFO: no error", c.what)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s of a FIFO still waiting 5 s later (its context ended after 1 s)", c.what)
+		}
+		cancel()
 	}
 }
