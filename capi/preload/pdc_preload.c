@@ -608,8 +608,13 @@ static void track(int fd, const char *rel)
 static int after_open(int fd, const struct op *op)
 {
     if (fd >= 0 && op->produce != NULL) {
-        int saved = errno;
-        track(fd, op->produce);
+        int         saved = errno;
+        struct stat st;
+        /* Only a regular file is produced: a FIFO (or a device) written
+         * in the producer dir is not a file to stage, and its produce
+         * would fail its close. */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            track(fd, op->produce);
         errno = saved;
     }
     return fd;

@@ -116,6 +116,24 @@ mkdir -p "$prod/ext"
 	fail "the output of seq > file was not produced whole"
 }
 
+echo "== a FIFO in the producer dir is written through and not produced: its close neither hangs nor fails"
+if [ -n "$py" ]; then
+	mkfifo "$prod/ext/fifo"
+	timeout 60 cat "$prod/ext/fifo" >"$work/fifo.out" &
+	fpid=$!
+	"${producer[@]}" timeout 30 "$py" -c "
+import sys
+f = open(sys.argv[1], 'w')
+f.write('through the pipe\\n')
+f.close()" "$prod/ext/fifo" 2>"$work/fifo.err" || {
+		cat "$work/fifo.err" >&2
+		fail "a write to a FIFO in the producer dir failed or hung at its close"
+	}
+	wait "$fpid" || fail "the FIFO's reader failed"
+	[ "$(cat "$work/fifo.out")" = "through the pipe" ] || fail "the FIFO's reader got: $(cat "$work/fifo.out")"
+	rm -f "$prod/ext/fifo"
+fi
+
 echo "== a file that a child (Python's subprocess, vfork) writes to as well is produced at the parent's close"
 if [ -n "$py" ]; then
 	"${producer[@]}" timeout 60 "$py" -c "
