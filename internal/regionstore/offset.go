@@ -286,13 +286,25 @@ func (o *offsetFile) cut(f vfs.File, dims []uint64) error {
 		}
 		o.area.crcs.truncate(first)
 	}
+	// The block the new end cuts gets the CRC of what it keeps, unless
+	// it is corrupt: a fresh CRC would make its damaged bytes read as
+	// good data. Its old CRC, left, keeps it reading as corrupt.
+	var buf []byte
+	if keep%blockSize != 0 {
+		buf = make([]byte, blockSize)
+		err := o.area.load(f, keep/blockSize, buf, true)
+		if errors.Is(err, pdc.ErrCorrupt) {
+			buf = nil
+		} else if err != nil {
+			return err
+		}
+	}
 	if err := f.Truncate(o.area.base + keep); err != nil {
 		return err
 	}
 	o.dataLen = keep
-	if keep%blockSize != 0 {
+	if buf != nil {
 		b := keep / blockSize
-		buf := make([]byte, blockSize)
 		if err := o.area.load(f, b, buf, false); err != nil {
 			return err
 		}

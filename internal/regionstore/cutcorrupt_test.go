@@ -1,0 +1,43 @@
+package regionstore
+
+import (
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/region"
+)
+
+// A shrink of the dims that ends inside a corrupt block keeps the block's
+// bytes before the new end: they must still read as corrupt, not be given
+// a fresh CRC that makes the damaged bytes read as good data.
+func TestCutKeepsCorruptionDetected(t *testing.T) {
+	dir := t.TempDir()
+	l := Layout{Dims: []uint64{2 * blockSizeU()}, Elem: 1, Mode: ByOffset}
+	s := openStore(t, dir, false)
+	data := randData(rand.New(rand.NewPCG(7, 8)), int(2*blockSize))
+	if err := s.Write(5, l, region.Shape(l.Dims...), data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "0000000000000005.off")
+	dataAt := offHeaderSize + tableBytes(tableFor(2*blockSize))
+	flipByte(t, path, dataAt+100) // in block 0
+	s = openStore(t, dir, false)
+	defer func() { _ = s.Close() }()
+	got := make([]byte, blockSize/2)
+	box := region.Box{Off: []uint64{0}, Size: []uint64{uint64(len(got))}}
+	if err := s.Read(5, l, box, got); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("read of a flipped block: %v, want ErrCorrupt", err)
+	}
+	// Shrink to half a block: the cut rechecksums block 0.
+	small := Layout{Dims: []uint64{uint64(len(got))}, Elem: 1, Mode: ByOffset, Version: 2}
+	if err := s.Read(5, small, box, got); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("read of a flipped block after a shrink into it: %v (byte 100 is %#x, written %#x), want ErrCorrupt",
+			err, got[100], data[100])
+	}
+}
