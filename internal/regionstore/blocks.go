@@ -536,18 +536,23 @@ type partPending struct {
 }
 
 // settle gives the blocks of a group whose data write failed part way
-// the CRC of what they now hold, where that is the new one: a failed
-// write leaves each block old or new, as a killed one does.
+// the CRC of what they now hold, unless that is still the old one. A
+// pwrite cut short (a full disk) leaves the block it stopped in neither
+// old nor new: the failed write's bytes there are some old, some new,
+// and the block's other bytes, acknowledged before, are as they were.
+// Left with its old CRC the block would fail its check, and those
+// acknowledged bytes with it.
 func (a *area) settle(f vfs.File, p *pending) {
 	buf := make([]byte, blockSize)
 	for _, r := range p.runs {
-		for i, c := range r.crcs {
+		for i := range r.crcs {
 			b := r.block + int64(i)
 			blk := buf[:a.blockLen(b)]
-			if a.load(f, b, blk, false) == nil && crc32.Checksum(blk, a.sum) == c {
-				a.crcs.set(b, c)
-				_ = a.writeCRCs(f, b, b)
+			if a.load(f, b, blk, false) != nil || a.verify(b, blk) == nil {
+				continue
 			}
+			a.crcs.set(b, crc32.Checksum(blk, a.sum))
+			_ = a.writeCRCs(f, b, b)
 		}
 	}
 }

@@ -1,0 +1,70 @@
+package regionstore
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+
+	"github.com/pdcgo/pdc/internal/vfs"
+	"github.com/pdcgo/pdc/region"
+)
+
+// A write cut short by a full disk inside a block it covers in part
+// leaves that block neither old nor new. The block's other bytes were
+// acknowledged before and the failed write never touched them: they must
+// still read back, without a checksum error.
+func TestShortWriteKeepsRestOfBlock(t *testing.T) {
+	for _, mode := range []Mode{ByOffset, ByRegion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			fsys := vfs.NewFaulty(mem)
+			s, err := Open(Options{Dir: faultDir, FS: fsys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := Layout{Dims: []uint64{2 * blockSizeU()}, Elem: 1, Mode: mode}
+			data := randData(rand.New(rand.NewPCG(1, 2)), int(2*blockSize))
+			if err := s.Write(7, l, region.Shape(l.Dims...), data); err != nil {
+				t.Fatal(err)
+			}
+			// Bytes [2048, 3072) of block 0: the pending slot's record,
+			// then the data, cut short.
+			var ops []string
+			fsys.OnOp(func(op vfs.Op, path string) { ops = append(ops, op.String()) })
+			box := region.Box{Off: []uint64{blockSizeU() / 2}, Size: []uint64{blockSizeU() / 4}}
+			remove := fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, After: 1, Count: 1, Err: syscall.ENOSPC, Short: true})
+			err = s.Write(7, l, box, bytes.Repeat([]byte{0xEE}, int(box.Size[0])))
+			remove()
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write under a short ENOSPC: %v (ops %v)", err, ops)
+			}
+			check := func(s *Store, when string) {
+				t.Helper()
+				got := make([]byte, blockSize/2)
+				if err := s.Read(7, l, region.Box{Off: []uint64{0}, Size: []uint64{uint64(len(got))}}, got); err != nil {
+					t.Fatalf("%s: read of acknowledged bytes beside a short write in their block: %v", when, err)
+				}
+				if !bytes.Equal(got, data[:len(got)]) {
+					t.Fatalf("%s: acknowledged bytes beside a short write in their block changed", when)
+				}
+			}
+			check(s, "at once")
+			crashed := mem.Clone()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for when, fs := range map[string]vfs.FS{"reopened": mem, "after a crash": crashed} {
+				s, err := Open(Options{Dir: faultDir, FS: fs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(s, when)
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
