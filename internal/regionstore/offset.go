@@ -190,6 +190,7 @@ func runSegs(outer, sub region.Box, elem int, buf []byte) []seg {
 func (o *offsetFile) write(f vfs.File, dims []uint64, box region.Box, data []byte) error {
 	segs := runSegs(region.Shape(dims...), box, o.elem, data)
 	if err := o.area.write(f, segs); err != nil {
+		o.storedSome(f)
 		return err
 	}
 	last := segs[len(segs)-1]
@@ -200,15 +201,20 @@ func (o *offsetFile) write(f vfs.File, dims []uint64, box region.Box, data []byt
 func (o *offsetFile) writeFrom(f vfs.File, dims []uint64, box region.Box, r io.Reader, buf []byte) error {
 	end, err := o.area.writeRunsFrom(f, region.Shape(dims...), box, o.elem, r, buf)
 	if err != nil {
-		// What was stored before the failure is data like any other:
-		// a cut must drop it, and a view must see it.
-		if st, serr := f.Stat(); serr == nil {
-			o.dataLen = max(o.dataLen, st.Size()-o.area.base)
-		}
+		o.storedSome(f)
 		return err
 	}
 	o.dataLen = max(o.dataLen, end)
 	return nil
+}
+
+// storedSome counts in dataLen what a write that failed part way (a
+// full disk after some of its groups, a broken stream) stored: it is
+// data like any other, which a cut must drop and a view must see.
+func (o *offsetFile) storedSome(f vfs.File) {
+	if st, err := f.Stat(); err == nil {
+		o.dataLen = max(o.dataLen, st.Size()-o.area.base)
+	}
 }
 
 func (o *offsetFile) read(f vfs.File, dims []uint64, box region.Box, into []byte) error {

@@ -68,3 +68,44 @@ func TestShortWriteKeepsRestOfBlock(t *testing.T) {
 		})
 	}
 }
+
+// What a by-offset Write stored before it failed part way is in the file
+// like any other element, as for a broken WriteFrom: a shrink of the dims
+// below it drops it, so it reads as zeros when they grow back.
+func TestFailedWriteDroppedByShrink(t *testing.T) {
+	fsys := vfs.NewFaulty(vfs.NewMem())
+	s, err := Open(Options{Dir: faultDir, FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	const row = 1 << 20
+	l := Layout{Dims: []uint64{8, row}, Elem: 1, Mode: ByOffset}
+	if err := s.Write(7, l, region.Box{Off: []uint64{0, 0}, Size: []uint64{2, row}}, bytes.Repeat([]byte{1}, 2*row)); err != nil {
+		t.Fatal(err)
+	}
+	// Rows 2-7 go in groups of 1 MiB (a slot record and two pwrites
+	// each): the first group, row 2, is stored, the second fails.
+	remove := fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: ".off", After: 4, Count: 1, Err: syscall.ENOSPC})
+	err = s.Write(7, l, region.Box{Off: []uint64{2, 0}, Size: []uint64{6, row}}, bytes.Repeat([]byte{9}, 6*row))
+	remove()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write under ENOSPC: %v", err)
+	}
+	got := make([]byte, row)
+	rowBox := region.Box{Off: []uint64{2, 0}, Size: []uint64{1, row}}
+	if err := s.Read(7, l, rowBox, got); err != nil || got[0] != 9 {
+		t.Fatalf("row 2, stored before the failure: %v, byte 0 is %d; want 9 (the case needs the first group stored)", err, got[0])
+	}
+	small := l
+	small.Dims = []uint64{2, row}
+	if err := s.Read(7, small, region.Box{Off: []uint64{0, 0}, Size: []uint64{1, row}}, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(7, l, rowBox, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, make([]byte, row)) {
+		t.Errorf("row 2, outside dims shrunk to 2 rows and grown back, reads %d... and not zeros", got[0])
+	}
+}
