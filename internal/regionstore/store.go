@@ -498,6 +498,7 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, n uint64, store func
 	path := o.off.pathOr(o.reg)
 	err = s.withFile(path, func(f vfs.File) error {
 		err := store(f, o)
+		o.maps.written()
 		if err == nil && s.opts.Sync {
 			err = f.Sync()
 		}

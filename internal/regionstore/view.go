@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -48,6 +49,10 @@ type fileMap struct {
 	free func() error // unmaps data
 	refs int
 	dead bool
+	// copied: the file could not be mapped (MemFS; ENODEV from mmap on
+	// some FUSE and network file systems) and data is a copy read from
+	// it, which later writes do not change: the next write drops it.
+	copied bool
 }
 
 // mapState is an object's current mapping.
@@ -87,13 +92,43 @@ func (ms *mapState) acquire(f vfs.File, size int64, lazy bool) (*fileMap, error)
 		return nil, ErrUnmapped
 	}
 	ms.unidle()
-	data, free, err := vfs.MapOrRead(f, int(size))
+	data, free, mapped, err := mapOrRead(f, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
 	ms.retire()
-	ms.cur = &fileMap{data: data, free: free, refs: 1}
+	ms.cur = &fileMap{data: data, free: free, refs: 1, copied: !mapped}
 	return ms.cur, nil
+}
+
+// mapOrRead is vfs.MapOrRead that says whether it mapped the file or
+// read a copy of it.
+func mapOrRead(f vfs.File, n int) (data []byte, free func() error, mapped bool, err error) {
+	if m, ok := f.(vfs.Mapper); ok {
+		data, err := m.Map(n, false)
+		if err == nil {
+			return data, func() error { return m.Unmap(data) }, true, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return nil, nil, false, err
+		}
+	}
+	data = make([]byte, n)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, false, err
+	}
+	return data, func() error { return nil }, false, nil
+}
+
+// written drops the current mapping if it is a copy of the file: a write
+// changed the file under it. A real mapping shows the write.
+func (ms *mapState) written() {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.cur != nil && ms.cur.copied {
+		ms.unidle()
+		ms.retire()
+	}
 }
 
 // retire takes the current mapping out of use: unmapped now if no view
