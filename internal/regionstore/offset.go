@@ -272,7 +272,7 @@ func (o *offsetFile) needsCut(dims []uint64) bool {
 
 // cut drops the data past the first dim of dims: elements outside the
 // dims are gone, and read as zeros if the dim grows again. A crash in the
-// middle may leave the last block's CRC stale (ErrCorrupt on reading it).
+// middle leaves every block it keeps reading as before.
 func (o *offsetFile) cut(f vfs.File, dims []uint64) error {
 	keep := o.rowsBytes(dims[0])
 	if o.dataLen <= keep {
@@ -292,29 +292,40 @@ func (o *offsetFile) cut(f vfs.File, dims []uint64) error {
 		}
 		o.area.crcs.truncate(first)
 	}
-	// The block the new end cuts gets the CRC of what it keeps, unless
-	// it is corrupt: a fresh CRC would make its damaged bytes read as
-	// good data. Its old CRC, left, keeps it reading as corrupt.
-	var buf []byte
-	if keep%blockSize != 0 {
-		buf = make([]byte, blockSize)
-		err := o.area.load(f, keep/blockSize, buf, true)
-		if errors.Is(err, pdc.ErrCorrupt) {
-			buf = nil
-		} else if err != nil {
+	// The block the new end cuts gets the CRC of what it keeps, named in
+	// the pending slot before the truncate: a process killed between the
+	// two leaves the block matching its old CRC or the new one, which
+	// opening the file puts in the table (pending.go). Unless it is
+	// corrupt: a fresh CRC would make its damaged bytes read as good
+	// data. Its old CRC, left, keeps it reading as corrupt.
+	b, part := keep/blockSize, keep%blockSize
+	var c uint32
+	set := false
+	if part != 0 {
+		buf := make([]byte, blockSize)
+		err := o.area.load(f, b, buf, true)
+		switch {
+		case errors.Is(err, pdc.ErrCorrupt):
+		case err != nil:
 			return err
+		default:
+			clear(buf[part:]) // what the block holds once cut
+			c, set = crc32.Checksum(buf, o.area.sum), true
+			if p := o.area.pend; p != nil {
+				p.reset()
+				p.add(&o.area, b, c)
+				if err := p.write(f); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if err := f.Truncate(o.area.base + keep); err != nil {
 		return err
 	}
 	o.dataLen = keep
-	if buf != nil {
-		b := keep / blockSize
-		if err := o.area.load(f, b, buf, false); err != nil {
-			return err
-		}
-		o.area.crcs.set(b, crc32.Checksum(buf, o.area.sum))
+	if set {
+		o.area.crcs.set(b, c)
 		if err := o.area.writeCRCs(f, b, b); err != nil {
 			return err
 		}
