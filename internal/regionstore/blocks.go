@@ -552,7 +552,13 @@ func (a *area) settle(f vfs.File, p *pending) {
 				continue
 			}
 			a.crcs.set(b, crc32.Checksum(blk, a.sum))
+			// Now, for a crash to find it (the slot names the CRC the
+			// block would have had whole); and, if the disk refuses
+			// that too, again at the next flush.
 			_ = a.writeCRCs(f, b, b)
+			if p.at != 0 {
+				p.markDirty(a, b, b)
+			}
 		}
 	}
 }

@@ -186,15 +186,20 @@ func (p *pending) written(f vfs.File, a *area) error {
 		return a.writeCRCs(f, lo, hi)
 	}
 	for _, r := range p.runs {
-		lo, hi := r.block, r.block+int64(len(r.crcs))-1
-		if n := len(p.dirty); n > 0 && p.dirty[n-1].a == a && lo <= p.dirty[n-1].hi+1 && hi >= p.dirty[n-1].lo-1 {
-			d := &p.dirty[n-1]
-			d.lo, d.hi = min(d.lo, lo), max(d.hi, hi)
-			continue
-		}
-		p.dirty = append(p.dirty, dirtyRun{a: a, lo: lo, hi: hi})
+		p.markDirty(a, r.block, r.block+int64(len(r.crcs))-1)
 	}
 	return nil
+}
+
+// markDirty notes that a's table entries [lo, hi] changed in memory: the
+// file's table gets them before the slot is reused, and on flush.
+func (p *pending) markDirty(a *area, lo, hi int64) {
+	if n := len(p.dirty); n > 0 && p.dirty[n-1].a == a && lo <= p.dirty[n-1].hi+1 && hi >= p.dirty[n-1].lo-1 {
+		d := &p.dirty[n-1]
+		d.lo, d.hi = min(d.lo, lo), max(d.hi, hi)
+		return
+	}
+	p.dirty = append(p.dirty, dirtyRun{a: a, lo: lo, hi: hi})
 }
 
 // flushTables writes the table entries the slot names to the file.
