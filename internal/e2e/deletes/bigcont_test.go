@@ -62,6 +62,7 @@ func makeBig(t *testing.T, ctx context.Context, tmpdir string, n int) *bigCont {
 	props := client.ObjectProps{Dims: []uint64{16}, Type: region.Int64}
 	const batch = 10000
 	var some []*client.Object // the first objects of each batch, kept open for data and tags
+	var all []*client.Object
 	for start := 0; start < n; start += batch {
 		specs := make([]client.ObjectSpec, 0, batch)
 		for i := start; i < min(start+batch, n); i++ {
@@ -75,6 +76,7 @@ func makeBig(t *testing.T, ctx context.Context, tmpdir string, n int) *bigCont {
 			b.ids[o.ID()] = o.Name()
 		}
 		some = append(some, objs[:bigTagged*batch/n+1]...)
+		all = append(all, objs...)
 	}
 	for i, o := range some[:bigTagged] {
 		if err := o.PutTag(ctx, "kind", client.String("big")); err != nil {
@@ -106,6 +108,15 @@ func makeBig(t *testing.T, ctx context.Context, tmpdir string, n int) *bigCont {
 	}
 	if err := c.SyncIndex(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Closed one by one, not left to the client's close: a metadata
+	// server releases a session's opens once it has seen its connections
+	// close, which may come after the delete that follows (it then finds
+	// the objects open: a failure of CI's under load).
+	for _, o := range all {
+		if err := o.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return b
 }
