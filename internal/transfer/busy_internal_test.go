@@ -333,7 +333,7 @@ func TestCloseCutShortThenStartAgain(t *testing.T) {
 	p.dropAll()
 	p.gate.Unlock()
 	if cerr == nil {
-		t.Skip("the start was answered before Close looked")
+		t.Fatal("Close with an ended context closed a transfer whose start the held proxy had not let be answered")
 	}
 	if !w.Closed() {
 		// Left started: closed again, it ends as its start did.
@@ -351,7 +351,7 @@ func TestCloseCutShortThenStartAgain(t *testing.T) {
 	}
 	// The new start went out, on a new connection, and is answered.
 	if sc := w.parts[0].start; sc == nil || sc.collect(ctx) != nil {
-		t.Skip("the new start did not go out on a working connection")
+		t.Fatal("the new start did not go out, or was not answered, on a new connection")
 	}
 	// Someone collects the starts meanwhile (a read's start, the
 	// client's close): the old one among them.
@@ -429,7 +429,7 @@ func TestClosedTwiceWhileQueued(t *testing.T) {
 		done, cancel := context.WithCancel(ctx)
 		cancel()
 		if err := r.Close(done); err == nil || !r.Closed() {
-			t.Skipf("the placer was not held: Close %v, closed %v", err, r.Closed())
+			t.Fatalf("a transfer queued behind the held placer: Close %v, closed %v; want an error and closed (taken back from the queue)", err, r.Closed())
 		}
 	}
 	p.gate.Unlock()
