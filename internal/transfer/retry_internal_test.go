@@ -3,8 +3,6 @@ package transfer
 import (
 	"bytes"
 	"errors"
-	"io"
-	"net"
 	"sync"
 	"testing"
 
@@ -12,99 +10,6 @@ import (
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/region"
 )
-
-// cutProxy forwards connections to a server; once armed, the first bytes
-// the server sends on any connection (the answer to a request it has
-// done) are not passed on: both sides of that connection are closed
-// instead, as a network that fails after the request arrived does.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	armed bool
-	cuts  int
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target}
-	p.wg.Go(func() {
-		for {
-			cn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			sn, err := net.Dial("tcp", target)
-			if err != nil {
-				cn.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, cn, sn)
-			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(sn, cn); sn.Close() })
-			p.wg.Go(func() { p.back(cn, sn) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// back passes on what the server sends, unless armed.
-func (p *cutProxy) back(cn, sn net.Conn) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := sn.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			cut := p.armed
-			if cut {
-				p.armed = false
-				p.cuts++
-			}
-			p.mu.Unlock()
-			if cut {
-				cn.Close()
-				sn.Close()
-				return
-			}
-			if _, werr := cn.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			cn.Close()
-			return
-		}
-	}
-}
-
-func (p *cutProxy) arm() {
-	p.mu.Lock()
-	p.armed = true
-	p.mu.Unlock()
-}
-
-func (p *cutProxy) cut() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cuts
-}
 
 // TestWaitedStartAnswerLost: the connection fails after the data server
 // has done a waited start, before its answer arrives. A read is asked
@@ -114,9 +19,9 @@ func (p *cutProxy) cut() int {
 // The caller is told the server was unavailable (and the write did land,
 // as the server did it).
 func TestWaitedStartAnswerLost(t *testing.T) {
-	var p *cutProxy
+	var p *testProxy
 	ctx, e, _ := testEngineVia(t, dtl.ModeStream, func(addr string) string {
-		p = startCutProxy(t, addr)
+		p = startTestProxy(t, addr)
 		return p.ln.Addr().String()
 	})
 	const n = 64 << 10
@@ -134,23 +39,23 @@ func TestWaitedStartAnswerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p.arm()
+	p.armCut()
 	got := make([]byte, n)
 	if err := do(got, Read); err != nil {
 		t.Fatalf("a read whose answer was lost, asked again: %v", err)
 	}
-	if p.cut() != 1 || !bytes.Equal(got, first) {
-		t.Fatalf("%d answers cut; read back equal: %v", p.cut(), bytes.Equal(got, first))
+	if p.cuts() != 1 || !bytes.Equal(got, first) {
+		t.Fatalf("%d answers cut; read back equal: %v", p.cuts(), bytes.Equal(got, first))
 	}
 
-	p.arm()
+	p.armCut()
 	second := bytes.Repeat([]byte{2}, n)
 	err := do(second, Write)
 	if !errors.Is(err, pdc.ErrUnavailable) {
 		t.Fatalf("a write whose answer was lost: %v; want pdc.ErrUnavailable", err)
 	}
-	if p.cut() != 2 {
-		t.Fatalf("%d answers cut, want 2", p.cut())
+	if p.cuts() != 2 {
+		t.Fatalf("%d answers cut, want 2", p.cuts())
 	}
 	if err := do(got, Read); err != nil {
 		t.Fatal(err)
