@@ -47,7 +47,8 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	if err := s.admitIDs(ctx, []uint64{m.Obj}); err != nil {
 		return nil, err
 	}
-	if err := s.afterOwnWrites(ctx, req.Client, &m); err != nil {
+	floor, _ := store.Version(m.Obj) // the query's own read reports a store that cannot answer
+	if err := s.afterOwnWrites(ctx, req.Client, &m, floor); err != nil {
 		return nil, err
 	}
 
@@ -86,7 +87,7 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 // afterOwnWrites waits, like a read, for the writes to the query's object
 // that the same client started before it, once the object is known not
 // deleted and the query's layout is recorded.
-func (s *Service) afterOwnWrites(ctx context.Context, client string, m *wire.DataQuery) error {
+func (s *Service) afterOwnWrites(ctx context.Context, client string, m *wire.DataQuery, floor uint64) error {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -96,7 +97,7 @@ func (s *Service) afterOwnWrites(ctx context.Context, client string, m *wire.Dat
 		s.mu.Unlock()
 		return err
 	}
-	err := s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion})
+	err := s.observeLayout(wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion}, floor)
 	var deps []*transfer
 	for w := range s.mu.writes[m.Obj] {
 		if w.client == client {
@@ -261,7 +262,7 @@ func (s *Service) checkQuery(m *wire.DataQuery) (*checkedQuery, error) {
 		}
 		return b, nil
 	}
-	q := &checkedQuery{prog: prog, layout: regionstore.Layout{Dims: m.Dims, Elem: prog.Elem(), Mode: mode}}
+	q := &checkedQuery{prog: prog, layout: regionstore.Layout{Dims: m.Dims, Elem: prog.Elem(), Mode: mode, Version: m.DimsVersion}}
 	var within region.Box
 	if m.Within != nil {
 		if within, err = inBox("query region", *m.Within); err != nil {

@@ -162,7 +162,7 @@ func (s *Service) registerLocked(t *transfer, here bool) error {
 	if err := s.deadLocked(t.item.Obj); err != nil {
 		return err
 	}
-	if err := s.observeLayout(t.item); err != nil {
+	if err := s.observeLayout(t.item, t.floor); err != nil {
 		return err
 	}
 	s.mu.next++

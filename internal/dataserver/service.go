@@ -169,6 +169,9 @@ type transfer struct {
 
 	// store holds the item's data slot (DataItem.Slot).
 	store *regionstore.Store
+	// floor is the dims version the object's files were used with: an
+	// older one is stale (floorVersions).
+	floor uint64
 
 	// A run of writes, or of reads, of one request that continue each
 	// other along the first dim is done as one I/O: the first (the
@@ -482,8 +485,13 @@ func (s *Service) check(client string, it wire.DataItem, t *transfer) (*transfer
 }
 
 // observeLayout refuses a layout older than one already seen for the
-// object and remembers a newer one. Called with mu held.
-func (s *Service) observeLayout(it wire.DataItem) error {
+// object, or than floor, the version its files say it was used with, and
+// remembers a newer one. Called with mu held.
+func (s *Service) observeLayout(it wire.DataItem, floor uint64) error {
+	if it.DimsVersion < floor {
+		return fmt.Errorf("object %d: dims version %d is older than version %d its stored data was written with: %w",
+			it.Obj, it.DimsVersion, floor, pdc.ErrStale)
+	}
 	seen, ok := s.mu.layouts[it.Obj]
 	if ok && it.DimsVersion < seen.version {
 		return fmt.Errorf("object %d: dims version %d is older than version %d (dims %v) already used here: %w",

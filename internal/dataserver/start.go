@@ -129,6 +129,7 @@ func (s *Service) checkHere(req *rpc.Request, items []wire.DataItem, ts []*trans
 	if pos != uint64(req.BodyLen) {
 		return fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", pos, req.BodyLen, pdc.ErrInvalid)
 	}
+	floorVersions(ts)
 	return nil
 }
 
@@ -310,7 +311,26 @@ func (s *Service) checkStart(req *rpc.Request, items []wire.DataItem, ln *server
 	if writeBytes != uint64(len(req.Payload)) {
 		return fmt.Errorf("the writes cover %d bytes, the request carries %d: %w", writeBytes, len(req.Payload), pdc.ErrInvalid)
 	}
+	floorVersions(ts)
 	return nil
+}
+
+// floorVersions gives each of ts the dims version its object's files were
+// last used with: after a restart, the only record of the newest dims,
+// below which a start is refused as stale as it is below the newest seen
+// since (observeLayout). The store is asked once per run of transfers of
+// one object. A store that cannot answer leaves 0: its own call on the
+// object reports why.
+func floorVersions(ts []*transfer) {
+	var last *transfer
+	for _, t := range ts {
+		if last != nil && last.item.Obj == t.item.Obj && last.store == t.store {
+			t.floor = last.floor
+			continue
+		}
+		t.floor, _ = t.store.Version(t.item.Obj)
+		last = t
+	}
 }
 
 // bindPayload points each write of ts at its bytes: in body, held by
@@ -422,6 +442,7 @@ func (s *Service) storeFromLane(ctx context.Context, req *rpc.Request, m *wire.D
 		t.inLane, t.payOff = true, it.Lane-1
 		ts[i] = t
 	}
+	floorVersions(ts)
 	merge(ts, nil, ln.mem)
 	for i, t := range ts {
 		err := s.enqueue(ctx, t, true)

@@ -147,7 +147,7 @@ func FuzzOffsetFile(f *testing.F) {
 func FuzzIndexCheckpoint(f *testing.F) {
 	dir := f.TempDir()
 	path := filepath.Join(dir, "0000000000000001.reg")
-	l, err := createRegionLog(vfs.Default, path, 1, 2, false)
+	l, err := createRegionLog(vfs.Default, path, 1, 2, 0, false)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 //
 //	header   64 bytes (4 KiB from version 3): magic "pdcreg\x00\x00",
 //	         version u32, elem u32, ndim u32, CRC u32 of the bytes before
-//	         it, zero-padded; from version 3 the pending slot at byte 1024
+//	         it, zero-padded; from version 3 the dims version's slots at
+//	         byte 512 (dimsmark.go) and the pending slot at byte 1024
 //	records  one after another, each
 //	  crc      u32   CRC of the rest of the fixed part and the box
 //	  kind     u8    1 data, 2 clip; then 3 zero bytes
@@ -119,7 +120,8 @@ type regionLog struct {
 	// ends is, per dim, the furthest end of a piece's live box: kept by
 	// add, clip and loading, since outside reads it under a read lock.
 	ends []uint64
-	pend pending // version 3 on; at 0 before
+	pend pending  // version 3 on; at 0 before
+	mark dimsMark // version 3 on; at 0 before
 }
 
 // newRegVersion is the version new logs get: regVersion, but a variable so

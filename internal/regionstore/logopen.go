@@ -13,10 +13,15 @@ import (
 )
 
 // createRegionLog makes an empty log.
-func createRegionLog(fsys vfs.FS, path string, elem, ndim int, durable bool) (*regionLog, error) {
+func createRegionLog(fsys vfs.FS, path string, elem, ndim int, dimsVersion uint64, durable bool) (*regionLog, error) {
 	version := newRegVersion
 	hdr := make([]byte, regHeaderLen(version))
 	copy(hdr, encodeRegHeader(version, elem, ndim))
+	var mark dimsMark
+	if version >= 3 {
+		mark = newMark(markAt, dimsVersion)
+		mark.put(hdr)
+	}
 	err := replaceFile(fsys, path, durable, func(f vfs.File) error {
 		_, err := f.Write(hdr)
 		return err
@@ -25,7 +30,7 @@ func createRegionLog(fsys vfs.FS, path string, elem, ndim int, durable bool) (*r
 		return nil, err
 	}
 	l := &regionLog{fs: fsys, version: version, hdrLen: int64(len(hdr)), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim, size: int64(len(hdr)),
-		ends: make([]uint64, ndim)}
+		ends: make([]uint64, ndim), mark: mark}
 	if l.pagedBlocks() {
 		l.pend.at = pendAt
 	}
@@ -52,6 +57,9 @@ func loadRegionLog(fsys vfs.FS, path string, f vfs.File, durable bool) (*regionL
 	l := &regionLog{fs: fsys, version: version, hdrLen: regHeaderLen(version), sum: sumTable(version), path: path, idxPath: idxPathOf(path), elem: elem, ndim: ndim}
 	if l.pagedBlocks() {
 		l.pend.at = pendAt
+		if l.mark, err = loadMark(f, markAt); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		// Before anything reads the records' CRC tables.
 		if _, err := recoverPending(f, l.pend.at, l.sum); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

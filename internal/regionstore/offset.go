@@ -20,9 +20,10 @@ import (
 //	header  4 KiB: magic "pdcoff\x00\x00", version u32, elem u32, ndim u32,
 //	        pad u32, table blocks u64, trailing dims (ndim-1)×u64, CRC u32
 //	        of the bytes before it; all little-endian, zero-padded; the
-//	        pending slot at byte 1024 (pending.go, in files of every
-//	        version: builds before it leave those bytes zero and ignore
-//	        them)
+//	        dims version's slots at byte 512 (dimsmark.go) and the
+//	        pending slot at byte 1024 (pending.go), in files of every
+//	        version: builds before them leave those bytes zero and
+//	        ignore them
 //	table   4 bytes per 4 KiB data block: the block's CRC, 0 if never
 //	        written; sized for "table blocks", rounded up to 4 KiB
 //	data    element i of the object (row-major over its current dims) at
@@ -58,7 +59,8 @@ type offsetFile struct {
 	blocks   int64    // table capacity, in blocks
 	dataLen  int64    // bytes of the data area the file holds
 	area     area
-	pend     pending // in the header page (pending.go)
+	pend     pending  // in the header page (pending.go)
+	mark     dimsMark // in the header page (dimsmark.go)
 }
 
 func tableBytes(blocks int64) int64 { return (4*blocks + 4095) &^ 4095 }
@@ -67,6 +69,7 @@ func newOffsetFile(version uint32, path string, elem int, dims []uint64, blocks 
 	o := &offsetFile{version: version, path: path, elem: elem, ndim: len(dims), trailing: slices.Clone(dims[1:]), blocks: blocks}
 	o.area = area{sum: sumTable(version), base: offHeaderSize + tableBytes(blocks), size: blocks * blockSize, crcAt: offHeaderSize, pend: &o.pend}
 	o.pend.at = pendAt
+	o.mark = newMark(markAt, 0)
 	return o
 }
 
@@ -82,7 +85,9 @@ func (o *offsetFile) encodeHeader() []byte {
 		b = binary.LittleEndian.AppendUint64(b, d)
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, o.area.sum))
-	return b[:offHeaderSize]
+	b = b[:offHeaderSize]
+	o.mark.put(b)
+	return b
 }
 
 // maxTableBlocks bounds a decoded table (2^40 blocks: 64 PiB of data).
@@ -116,7 +121,11 @@ func decodeOffsetHeader(path string, b []byte) (*offsetFile, error) {
 			return nil, fmt.Errorf("%s: dim %d is 0: %w", path, i, pdc.ErrCorrupt)
 		}
 	}
-	return newOffsetFile(version, path, int(elem), dims, int64(blocks)), nil
+	o := newOffsetFile(version, path, int(elem), dims, int64(blocks))
+	if len(b) >= markAt+2*markSlot {
+		o.mark = decodeMark(markAt, b)
+	}
+	return o, nil
 }
 
 // loadOffsetFile reads the header and the used part of the table.
@@ -347,6 +356,7 @@ func (o *offsetFile) relayout(fsys vfs.FS, old vfs.File, dims []uint64, blocks i
 	// The new file keeps the old one's format: copyBlocks moves checksums
 	// as they are.
 	n := newOffsetFile(o.version, o.path, o.elem, dims, blocks)
+	n.mark = newMark(markAt, o.mark.version)
 	err := replaceFile(fsys, o.path, true, func(f vfs.File) error {
 		if _, err := f.WriteAt(n.encodeHeader(), 0); err != nil {
 			return err

@@ -30,14 +30,15 @@ func TestShrinkCrashes(t *testing.T) {
 				m    *fmodel
 				pend *fwrite
 				rows uint64 // a shrink under way to rows, 0 if none
+				ver  uint64 // the shrink's dims version
 			}
 			var points []point
 			var pend *fwrite
 			var shrinkTo uint64
-			fsys.OnOp(func(op vfs.Op, path string) {
-				points = append(points, point{mem.Clone(), m.clone(), pend, shrinkTo})
-			})
 			var ver uint64 = 1
+			fsys.OnOp(func(op vfs.Op, path string) {
+				points = append(points, point{mem.Clone(), m.clone(), pend, shrinkTo, ver})
+			})
 			for i := range 40 {
 				if i%5 == 4 {
 					rows := 1 + r.Uint64N(47)
@@ -71,7 +72,7 @@ func TestShrinkCrashes(t *testing.T) {
 					t.Fatal(err)
 				}
 				if p.rows != 0 {
-					small := Layout{Dims: []uint64{p.rows, 64}, Elem: 4, Mode: mode}
+					small := Layout{Dims: []uint64{p.rows, 64}, Elem: 4, Mode: mode, Version: p.ver}
 					if err := s.Read(7, small, region.Box{Off: []uint64{0, 0}, Size: []uint64{1, 1}}, make([]byte, 4)); err != nil {
 						t.Fatalf("seed %d crash %d: resume shrink: %v", seed, i, err)
 					}

@@ -53,17 +53,19 @@ type Layout struct {
 	Dims []uint64 // the object's dims now; the first may grow
 	Elem int      // bytes per element
 	Mode Mode
-	// Version orders dims changes (0: unordered). A call with dims older
-	// than the newest applied to the object, that would change its files,
-	// is refused with pdc.ErrStale: applying them would cut or relayout
-	// the object back, losing what was written under the newer dims.
+	// Version orders dims changes: 0 for the dims an object was created
+	// with, one more for each change (the metadata server's count). A
+	// call with dims older than the newest applied to the object, that
+	// would change its files, is refused with pdc.ErrStale: applying them
+	// would cut or relayout the object back, losing what was written
+	// under the newer dims.
 	Version uint64
 }
 
 // stale refuses l if applying its dims to o would undo newer ones.
 // Requires o.mu held, and the object loaded.
 func stale(o *object, l Layout) error {
-	if l.Version != 0 && l.Version < o.version && needsDims(o, l.Dims) {
+	if l.Version < o.version && needsDims(o, l.Dims) {
 		return fmt.Errorf("region store: object %d: dims %v (version %d) are older than the object's (version %d): %w",
 			o.id, l.Dims, l.Version, o.version, pdc.ErrStale)
 	}
@@ -118,7 +120,8 @@ type object struct {
 	off    *offsetFile
 	reg    *regionLog
 	maps   mapState // the by-offset file's mapping, for views
-	// version is the newest Layout.Version applied (0 after open).
+	// version is the newest Layout.Version applied, kept in the file's
+	// dims mark as well (raiseVersion).
 	version uint64
 	// gone: the object was deleted (Bury); every call on it fails.
 	gone bool
@@ -259,7 +262,66 @@ func (s *Store) load(o *object) error {
 		}
 		o.mode = ByRegion
 	}
+	if m := o.mark(); m != nil {
+		o.version = max(o.version, m.version)
+	}
 	o.loaded = true
+	return nil
+}
+
+// Version is the newest dims version object obj was used with here, as
+// its files keep it: a call with older dims that changes them is refused
+// as stale. 0 for an object without files, or whose files were made by a
+// build that did not keep it.
+func (s *Store) Version(obj uint64) (uint64, error) {
+	o, err := s.object(obj)
+	if err != nil {
+		return 0, err
+	}
+	o.mu.RLock()
+	if o.loaded {
+		defer o.mu.RUnlock()
+		return o.version, nil
+	}
+	o.mu.RUnlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	if err := s.load(o); err != nil {
+		return 0, err
+	}
+	return o.version, nil
+}
+
+// mark is the dims mark of the object's file; nil if it has none.
+func (o *object) mark() *dimsMark {
+	switch o.mode {
+	case ByOffset:
+		return &o.off.mark
+	case ByRegion:
+		return &o.reg.mark
+	}
+	return nil
+}
+
+// raiseVersion makes version the object's newest dims version, in its
+// file before in memory: a call that goes on to apply the version's dims
+// must not leave them in the file with the older version marked. Requires
+// o.mu held exclusively.
+func (s *Store) raiseVersion(o *object, version uint64) error {
+	if version <= o.version {
+		return nil
+	}
+	if m := o.mark(); m != nil {
+		path := o.off.pathOr(o.reg)
+		err := s.withFile(path, func(f vfs.File) error { return m.raise(f, version, s.opts.Sync) })
+		if err != nil {
+			return fmt.Errorf("region store: object %d: %s: %w", o.id, path, err)
+		}
+	}
+	o.version = version
 	return nil
 }
 
@@ -389,6 +451,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 	case ByOffset:
 		path := s.path(o.id, ".off")
 		n := newOffsetFile(newVersion, path, l.Elem, l.Dims, tableFor(need))
+		n.mark = newMark(markAt, max(o.version, l.Version))
 		err := replaceFile(s.fs, path, s.opts.Sync, func(f vfs.File) error {
 			_, err := f.WriteAt(n.encodeHeader(), 0)
 			return err
@@ -399,7 +462,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 		o.off = n
 	case ByRegion:
 		path := s.path(o.id, ".reg")
-		r, err := createRegionLog(s.fs, path, l.Elem, len(l.Dims), s.opts.Sync)
+		r, err := createRegionLog(s.fs, path, l.Elem, len(l.Dims), max(o.version, l.Version), s.opts.Sync)
 		if err != nil {
 			return fmt.Errorf("region store: object %d: create %s: %w", o.id, path, err)
 		}
@@ -491,10 +554,12 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, n uint64, store func
 	if err := stale(o, l); err != nil {
 		return err
 	}
+	if err := s.raiseVersion(o, l.Version); err != nil {
+		return err
+	}
 	if err := s.setDims(o, l.Dims, need); err != nil {
 		return err
 	}
-	o.version = max(o.version, l.Version)
 	path := o.off.pathOr(o.reg)
 	err = s.withFile(path, func(f vfs.File) error {
 		err := store(f, o)

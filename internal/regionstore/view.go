@@ -307,11 +307,10 @@ func (s *Store) applyDimsLocked(o *object, l Layout) error {
 	if err := stale(o, l); err != nil {
 		return err
 	}
-	if err := s.setDims(o, l.Dims, 0); err != nil {
+	if err := s.raiseVersion(o, l.Version); err != nil {
 		return err
 	}
-	o.version = max(o.version, l.Version)
-	return nil
+	return s.setDims(o, l.Dims, 0)
 }
 
 // view makes the view; o.mu is read-locked. lazy: see ViewMapped.

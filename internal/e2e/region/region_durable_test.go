@@ -425,3 +425,74 @@ func TestRegionWritesAcrossAKill(t *testing.T) {
 		}
 	}
 }
+
+// A client still holding an object's old, smaller dims after a data
+// server restart must not cut the rows another client wrote under the
+// newer dims: the server refuses the old dims as stale (the newest dims
+// version is kept in the object's file), the client refreshes them and
+// its write goes through.
+func TestOlderDimsAfterRestartKeepNewerRows(t *testing.T) {
+	tmpdir := e2e.Up(t, 1)
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	a := e2e.Connect(t, tmpdir)
+	ct, _, err := a.CreateContainer(ctx, "stale", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{8, 16}
+	for _, st := range []client.Storage{client.StorageByOffset, client.StorageByRegion} {
+		name := fmt.Sprintf("stale-%s", st)
+		old, err := ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Int32, Storage: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := clitest.Box([]uint64{0, 0}, dims)
+		if err := old.Write(ctx, all, clitest.Cells(int(all.Volume()), 1)); err != nil {
+			t.Fatal(err)
+		}
+
+		b := e2e.Connect(t, tmpdir)
+		grownObj, err := b.OpenObject(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grown := []uint64{16, 16}
+		if err := grownObj.SetDims(ctx, grown); err != nil {
+			t.Fatal(err)
+		}
+		tail := clitest.Box([]uint64{8, 0}, []uint64{8, 16})
+		tailData := clitest.Cells(int(tail.Volume()), 5000)
+		if err := grownObj.Write(ctx, tail, tailData); err != nil {
+			t.Fatal(err)
+		}
+
+		// The same cluster (its secret, its datadir) with its rank
+		// restarted, as a client sees a server that crashed and came back.
+		e2e.KillAll(t, tmpdir)
+		e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+
+		// a still holds dims {8, 16}, from before the grow.
+		row := clitest.Box([]uint64{0, 0}, []uint64{1, 16})
+		rowData := clitest.Cells(16, 9000)
+		if err := old.Write(ctx, row, rowData); err != nil {
+			t.Fatalf("%s: write with the old dims after the restart: %v (the client should refresh them and write)", name, err)
+		}
+
+		fresh := e2e.Connect(t, tmpdir)
+		o, err := fresh.OpenObject(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, tail.Volume()*4)
+		if err := o.Read(ctx, tail, got); err != nil {
+			t.Fatalf("%s: read rows 8-15: %v", name, err)
+		}
+		if !bytes.Equal(got, tailData) {
+			t.Fatalf("%s: rows 8-15, written under the grown dims and waited, differ after a write with the old dims", name)
+		}
+		got = make([]byte, 16*4)
+		if err := o.Read(ctx, row, got); err != nil || !bytes.Equal(got, rowData) {
+			t.Fatalf("%s: row 0, written with the refreshed dims: %v", name, err)
+		}
+	}
+}
