@@ -450,7 +450,12 @@ func (g *groupMerge) add(f vfs.File, s seg, p *pending) error {
 }
 
 // open starts merging block b, of which a segment covers k bytes from
-// off: it loads the block into scratch, growing scratch when full.
+// off: it loads the block into scratch, growing scratch when full. The
+// block is checked first: a corrupt one merged with the write's bytes
+// would get a fresh CRC over its damaged ones, which would then read as
+// good data; the write fails instead, and the block stays reported
+// corrupt until a write covers it whole. A block a short write left
+// mixed has the CRC of what it holds (settle), so a retry passes.
 func (g *groupMerge) open(f vfs.File, b, off, k int64, p *pending) error {
 	g.finish(p)
 	a := g.a
@@ -462,7 +467,10 @@ func (g *groupMerge) open(f vfs.File, b, off, k int64, p *pending) error {
 	}
 	g.shared = append(g.shared, partPending{b: b, lo: off, hi: off + k, buf: g.scratch[g.used : g.used+bl : g.used+bl]})
 	g.cur = true
-	return a.load(f, b, g.shared[len(g.shared)-1].buf, false)
+	if err := a.load(f, b, g.shared[len(g.shared)-1].buf, true); err != nil {
+		return fmt.Errorf("the write covers part of it, and its other bytes cannot be kept: %w", err)
+	}
+	return nil
 }
 
 // finish closes the block merged last: its CRC into the slot, and its
