@@ -18,6 +18,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -42,8 +43,14 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
+	return newEnvFS(t, cfg, nil)
+}
+
+// newEnvFS is newEnv with the store's files in fsys (nil: the OS's).
+func newEnvFS(t *testing.T, cfg Config, fsys vfs.FS) *env {
+	t.Helper()
 	dir := t.TempDir()
-	store, err := regionstore.Open(regionstore.Options{Dir: dir})
+	store, err := regionstore.Open(regionstore.Options{Dir: dir, FS: fsys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,11 @@ type object struct {
 	// version is the newest Layout.Version applied, kept in the file's
 	// dims mark as well (raiseVersion).
 	version uint64
+	// known is version+1 once the object is loaded, 0 before (or for a
+	// version too large to count so): Version reads it without waiting
+	// for mu, which a write, a relayout or a verify holds through its
+	// I/O. Written with mu held exclusively.
+	known atomic.Uint64
 	// gone: the object was deleted (Bury); every call on it fails.
 	gone bool
 }
@@ -266,6 +271,7 @@ func (s *Store) load(o *object) error {
 		o.version = max(o.version, m.version)
 	}
 	o.loaded = true
+	o.known.Store(o.version + 1)
 	return nil
 }
 
@@ -278,12 +284,12 @@ func (s *Store) Version(obj uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	o.mu.RLock()
-	if o.loaded {
-		defer o.mu.RUnlock()
-		return o.version, nil
+	// A data server asks at every start: it must not wait for a call
+	// holding the object. A version being raised meanwhile is the
+	// caller's to see at its own call on the object.
+	if k := o.known.Load(); k != 0 {
+		return k - 1, nil
 	}
-	o.mu.RUnlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s.closed.Load() {
@@ -322,6 +328,7 @@ func (s *Store) raiseVersion(o *object, version uint64) error {
 		}
 	}
 	o.version = version
+	o.known.Store(version + 1)
 	return nil
 }
 
@@ -746,6 +753,7 @@ func (s *Store) delete(obj uint64, bury bool) error {
 	o.maps.drop()
 	err := s.removeFiles(obj)
 	o.loaded, o.mode, o.off, o.reg = true, 0, nil, nil
+	o.known.Store(o.version + 1)
 	if hadFiles {
 		// Counted gone even if a file failed to go: the entry says
 		// it has none now, and a write makes it anew (and counts it).
