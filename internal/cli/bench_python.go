@@ -79,6 +79,9 @@ func benchPython(ctx context.Context, e *env, args []string) error {
 	return run.finish()
 }
 
+// tagObject is the object both passes put their tags on.
+const tagObject = "bench-tags"
+
 type pythonBench struct {
 	e          *env
 	python     string
@@ -109,7 +112,11 @@ func (p *pythonBench) goSetup(ctx context.Context) error {
 		_, err = ct.CreateObject(ctx, "go-data", client.ObjectProps{Dims: []uint64{p.rows, p.cols}, Type: region.Double, Partition: client.RegionStatic})
 	}
 	if err == nil {
-		_, err = ct.CreateObject(ctx, "go-tags", client.ObjectProps{Dims: []uint64{1}, Type: region.Int64, Partition: client.RegionStatic})
+		// One object for both passes' tags: the same metadata server
+		// answers both, as it would not for two objects of different
+		// names (each name has its own owner), and each pass overwrites
+		// the same tags.
+		_, err = ct.CreateObject(ctx, tagObject, client.ObjectProps{Dims: []uint64{1}, Type: region.Int64, Partition: client.RegionStatic})
 	}
 	return err
 }
@@ -160,7 +167,7 @@ func runBenchPythonGo(ctx context.Context, e *env, args []string) error {
 	tmpdir := fs.String("tmpdir", "", "the cluster's tmpdir")
 	rows := fs.Uint64("rows", 0, "regions (rows of the object go-data)")
 	cols := fs.Uint64("cols", 0, "doubles per region")
-	tags := fs.Int("tags", 0, "tags put one at a time on go-tags")
+	tags := fs.Int("tags", 0, "tags put one at a time on "+tagObject)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -173,7 +180,7 @@ func runBenchPythonGo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tobj, err := c.OpenObject(ctx, "go-tags")
+	tobj, err := c.OpenObject(ctx, tagObject)
 	if err != nil {
 		return err
 	}
@@ -220,7 +227,7 @@ func goPassIn(ctx context.Context, data, tobj *client.Object, rows, cols uint64,
 // pyPass runs one Python process for the round's Python pass (its start
 // and connect are not timed).
 func (p *pythonBench) pyPass(ctx context.Context) (passTimes, error) {
-	args := []string{"bench", "--tmpdir", p.tmpdir, "--container", "bench-python", "--object", "py-data", "--tag-object", "py-tags",
+	args := []string{"bench", "--tmpdir", p.tmpdir, "--container", "bench-python", "--object", "py-data", "--tag-object", tagObject,
 		"--rows", strconv.FormatUint(p.rows, 10), "--cols", strconv.FormatUint(p.cols, 10), "--tags", strconv.Itoa(p.tags)}
 	return passOutput(pythonCmd(ctx, p.e, p.python, args, "PDC_TMPDIR="+p.tmpdir), "python")
 }
