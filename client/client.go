@@ -124,6 +124,13 @@ type Client struct {
 
 	xfer *transfer.Engine // region transfers
 
+	// opened holds the ranks this client has opened or created objects
+	// on: Close asks each to release its opens (closeOpens).
+	opened struct {
+		sync.Mutex
+		ranks map[int]struct{}
+	}
+
 	closeOnce sync.Once
 }
 
@@ -438,10 +445,13 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 
 // Close closes every connection and stops the goroutine that places
 // region-dynamic and region-local transfers; those it has not started
-// end with pdc.ErrClosed. Idempotent.
+// end with pdc.ErrClosed. Objects this client left open are closed on
+// their metadata servers before it returns, so that their container can
+// be deleted right after. Idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.xfer.StopPlacer()
+		c.closeOpens()
 		c.mu.Lock()
 		for _, p := range c.pools {
 			p.Close()
@@ -462,6 +472,46 @@ func (c *Client) Close() error {
 // closeDrain bounds Close's collection of unanswered starts, which fail at
 // once on closed connections.
 const closeDrain = 5 * time.Second
+
+// noteOpens records that a call of method m to rank may leave objects
+// open there under this client's session.
+func (c *Client) noteOpens(rank int, m wire.Method) {
+	if m != wire.MethodObjOpen && m != wire.MethodObjCreate {
+		return
+	}
+	c.opened.Lock()
+	defer c.opened.Unlock()
+	if c.opened.ranks == nil {
+		c.opened.ranks = make(map[int]struct{})
+	}
+	c.opened.ranks[rank] = struct{}{}
+}
+
+// closeOpens asks every metadata server this client opened objects on to
+// release its opens before its connections close. The servers release
+// them anyway when its last connection ends, but that comes after Close
+// has returned: a container delete right after (another process's, once
+// this one has exited) would find the objects still open and be refused.
+// A server that does not answer within closeOpensWait ends the session
+// as before.
+func (c *Client) closeOpens() {
+	c.opened.Lock()
+	ranks := make([]int, 0, len(c.opened.ranks))
+	for r := range c.opened.ranks {
+		ranks = append(ranks, r)
+	}
+	c.opened.ranks = nil
+	c.opened.Unlock()
+	if len(ranks) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeOpensWait)
+	defer cancel()
+	_ = batch.FanOut(ranks, func(rank int) error { return c.calls().ObjCloseAll(ctx, rank) })
+}
+
+// closeOpensWait bounds closeOpens.
+const closeOpensWait = 2 * time.Second
 
 // clusterView is the client as the transfer engine sees it
 // (transfer.Cluster).

@@ -196,6 +196,7 @@ func (c *Client) call(ctx context.Context, rank int, m wire.Method, req wire.Mes
 	if err != nil {
 		return err
 	}
+	c.noteOpens(rank, m)
 	rep, err := conn.Call(ctx, m, hdr, nil, nil)
 	if err != nil {
 		return err

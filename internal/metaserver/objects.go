@@ -407,6 +407,14 @@ func (s *objects) objClose(ctx context.Context, req *rpc.Request) (*rpc.Response
 	return &rpc.Response{}, nil
 }
 
+// objCloseAll releases every open of the calling client: it is closing,
+// and a container delete right after its Close (by another process, say)
+// must not find its objects still open while its connections wind down.
+func (s *objects) objCloseAll(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	s.opens.endSession(req.Client)
+	return &rpc.Response{}, nil
+}
+
 func (s *objects) objList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if err := s.serving(); err != nil {
 		return nil, err

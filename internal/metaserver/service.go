@@ -239,6 +239,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodObjGone, s.objGone)
 	srv.Handle(wire.MethodObjSetDims, s.objSetDims, rpc.Inline())
 	srv.Handle(wire.MethodObjClose, s.objClose, rpc.Inline())
+	srv.Handle(wire.MethodObjCloseAll, s.objCloseAll, rpc.Inline())
 	srv.Handle(wire.MethodObjOpenCount, s.objOpenCount, rpc.Inline())
 	srv.Handle(wire.MethodObjDeleteCont, s.objDeleteCont)
 	srv.Handle(wire.MethodObjMembers, s.objMembers)

@@ -152,6 +152,13 @@ func (s Stub) ObjClose(ctx context.Context, rank int, req *IDArg) error {
 	return s.Caller.Call(ctx, rank, MethodObjClose, req, nil)
 }
 
+// ObjCloseAll closes every object the calling client has open here, as
+// the end of its session would: sent by a closing client, so that its
+// opens are gone when its Close returns.
+func (s Stub) ObjCloseAll(ctx context.Context, rank int) error {
+	return s.Caller.Call(ctx, rank, MethodObjCloseAll, nil, nil)
+}
+
 // ObjOpenCount counts the open objects of a container (IDArg) here.
 func (s Stub) ObjOpenCount(ctx context.Context, rank int, req *IDArg) (*Count, error) {
 	resp := new(Count)

@@ -44,6 +44,7 @@ const (
 	MethodObjMembers     Method = 32 // Members -> MembersReply: add or remove container memberships of objects held here
 	MethodObjPage        Method = 33 // ObjPageReq -> ObjPage: a page of a container's members held here
 	MethodObjPurge       Method = 34 // ObjPurge -> Count: delete a page of a container's members held here
+	MethodObjCloseAll    Method = 35 // (empty) -> (empty): close every object the calling client has open here (Client.Close)
 	MethodTagPut         Method = 40 // TagBatch -> TagResults
 	MethodTagGet         Method = 41 // TagKey -> TagValue
 	MethodTagDelete      Method = 42 // TagKey -> (empty)
@@ -110,6 +111,7 @@ var methodNames = map[Method]string{
 	MethodObjMembers:     "obj_members",
 	MethodObjPage:        "obj_page",
 	MethodObjPurge:       "obj_purge",
+	MethodObjCloseAll:    "obj_close_all",
 	MethodTagPut:         "tag_put",
 	MethodTagGet:         "tag_get",
 	MethodTagDelete:      "tag_delete",
