@@ -389,17 +389,22 @@ func lifetimeName(l client.Lifetime) string {
 	return "persistent"
 }
 
-// parseDims reads "1024x1024" (a "*" or "unlimited" first dim is Unlimited).
+// parseDims reads dims written 1024x1024 or 1024,1024 (as --region
+// separates dims); a "*" or "unlimited" first dim is Unlimited.
 func parseDims(s string) ([]uint64, error) {
 	var dims []uint64
-	for i, p := range strings.Split(s, "x") {
+	sep := "x"
+	if strings.Contains(s, ",") {
+		sep = ","
+	}
+	for i, p := range strings.Split(s, sep) {
 		if i == 0 && (p == "*" || p == "unlimited") {
 			dims = append(dims, client.Unlimited)
 			continue
 		}
 		d, err := strconv.ParseUint(p, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("dims %q: %q is not a size", s, p)
+			return nil, fmt.Errorf("dims %q: %q is not a size; write dims as 1024x1024 or 1024,1024", s, p)
 		}
 		if d == client.Unlimited {
 			// The C API's PDC_SIZE_UNLIMITED, but spelled as a number it
