@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +38,10 @@ type DialOptions struct {
 	// StallTimeout fails a write that makes no progress for this long.
 	// Default 60s.
 	StallTimeout time.Duration
+	// supersede are earlier connections to the same server that the
+	// caller has given up on: the server ends them before it accepts this
+	// one (Pool.dial; see Conn.Fences).
+	supersede []*Conn
 	// PeerTimeout is how long the server's host may leave what it was
 	// sent unacknowledged (and a connection request unanswered) before
 	// the connection fails with pdc.ErrUnavailable: a host that is down or
@@ -84,6 +89,12 @@ type Conn struct {
 	lim   wire.Limits
 	w     *frameWriter
 	hello wire.Hello
+	// id is the server's id of the connection (AuthOK.Conn; 0 from a
+	// server before fencing). fenced lists the earlier connections this
+	// one's handshake ended on the server (see Fences). Set by the
+	// handshake, read-only after.
+	id     uint64
+	fenced []uint64
 
 	nextID    atomic.Uint64
 	inFlight  atomic.Int64 // calls waiting for a reply
@@ -173,6 +184,16 @@ func newConn(ctx context.Context, nc net.Conn, opts DialOptions) (*Conn, error) 
 
 // Label names the server in errors.
 func (c *Conn) Label() string { return c.label }
+
+// Fences reports whether old, an earlier connection to the same server
+// process that failed, was ended by the server before c was accepted,
+// with every request old carried there either handled before c's
+// handshake finished or dropped: nothing sent on old can be handled
+// after anything sent on c. A request whose answer was lost with old may
+// then be sent again on c without an old copy landing after it.
+func (c *Conn) Fences(old *Conn) bool {
+	return old != nil && old.id != 0 && old.hello.Instance == c.hello.Instance && slices.Contains(c.fenced, old.id)
+}
 
 // idlePeek is how long a connection must have been quiet before Broken
 // checks the socket itself.

@@ -69,6 +69,8 @@ func (c *serverConn) handshake(admit func()) error {
 		ok.MAC = serverProof(s.cfg.Secret, nonce, auth.Nonce)
 	}
 	admit()
+	ok.Conn = c.id
+	ok.Fenced = c.fence(auth.Supersedes)
 	out := wire.Frame{Flags: wire.FlagResponse, Method: wire.MethodAuth, ID: f.ID}
 	return c.w.write(c.ctx, out, ok.Marshal(nil), nil)
 }
@@ -106,11 +108,30 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) (err error) {
 	if len(opts.Secret) > 0 {
 		auth.MAC = clientProof(opts.Secret, c.hello.Nonce, auth.Nonce)
 	}
+	for _, o := range opts.supersede {
+		// Only the same server process knows them: a restarted one has
+		// dropped whatever the old connections carried.
+		if o.id != 0 && o.hello.Instance == c.hello.Instance && len(auth.Supersedes) < maxSupersede {
+			auth.Supersedes = append(auth.Supersedes, o.id)
+		}
+	}
 	if err := c.w.write(ctx, wire.Frame{Method: wire.MethodAuth}, auth.Marshal(nil), nil); err != nil {
 		return h.fail("send auth", err)
 	}
-	return h.readAuthReply(auth.Nonce)
+	ok, err := h.readAuthReply(auth.Nonce)
+	if err != nil {
+		return err
+	}
+	c.id = ok.Conn
+	if ok.Fenced {
+		c.fenced = auth.Supersedes
+	}
+	return nil
 }
+
+// maxSupersede bounds the connections one handshake fences: a pool holds
+// a few.
+const maxSupersede = 64
 
 // clientHandshake is a Conn's side of the handshake in progress.
 type clientHandshake struct {
@@ -183,36 +204,36 @@ func (h *clientHandshake) readHello() error {
 // readAuthReply reads the server's answer to our auth frame: a refusal,
 // or its acceptance, which proves the server knows the secret when it
 // asked for one (a server that did not ask proves nothing).
-func (h *clientHandshake) readAuthReply(clientNonce []byte) error {
+func (h *clientHandshake) readAuthReply(clientNonce []byte) (wire.AuthOK, error) {
 	c, r := h.c, h.r
 	f, err := r.next()
 	if err != nil {
-		return h.fail("read auth reply", err)
+		return wire.AuthOK{}, h.fail("read auth reply", err)
 	}
 	hdr, _, err := r.body(f)
 	if err != nil {
-		return h.fail("read auth reply", err)
+		return wire.AuthOK{}, h.fail("read auth reply", err)
 	}
 	if f.Flags&wire.FlagError != 0 {
 		var eb wire.ErrorBody
 		if err := eb.Unmarshal(hdr); err != nil {
-			return h.fail("decode auth reply", err)
+			return wire.AuthOK{}, h.fail("decode auth reply", err)
 		}
 		msg := eb.Message
 		if eb.Code == wire.CodePermission && len(h.secret) == 0 {
 			// Sent without a proof so that the server logs the refusal.
 			msg += " (this client has none: give it the cluster's secret file, or the cluster's PDC_TMPDIR)"
 		}
-		return &pdc.ServerError{Server: c.label, Method: "auth", Msg: msg, Err: eb.Code.Err()}
+		return wire.AuthOK{}, &pdc.ServerError{Server: c.label, Method: "auth", Msg: msg, Err: eb.Code.Err()}
 	}
 	var ok wire.AuthOK
 	if err := ok.Unmarshal(hdr); err != nil {
-		return h.fail("decode auth reply", err)
+		return wire.AuthOK{}, h.fail("decode auth reply", err)
 	}
 	if c.hello.AuthRequired && !hmac.Equal(ok.MAC, serverProof(h.secret, c.hello.Nonce, clientNonce)) {
-		return h.fail("auth", fmt.Errorf("server did not prove it knows the cluster secret: %w", pdc.ErrPermission))
+		return wire.AuthOK{}, h.fail("auth", fmt.Errorf("server did not prove it knows the cluster secret: %w", pdc.ErrPermission))
 	}
-	return nil
+	return ok, nil
 }
 
 // maxHelloHeader bounds the hello a server sends before it has proven

@@ -104,14 +104,24 @@ func (p *Pool) dial(ctx context.Context, i int) (*Conn, error) {
 		return nil, p.closedErr()
 	default:
 	}
-	if c := s.conn.Load(); c != nil && !c.Broken() {
-		return c, nil
+	old := s.conn.Load()
+	if old != nil && !old.Broken() {
+		return old, nil
+	}
+	// The pool's failed connections are ended on the server before the
+	// new one is accepted, so that a request the server has yet to handle
+	// on one of them cannot land after one sent on the new (Conn.Fences).
+	opts := p.opts
+	for j := range p.slots {
+		if o := p.slots[j].conn.Load(); o != nil && (o == old || o.failed()) {
+			opts.supersede = append(opts.supersede, o)
+		}
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
-	c, err := Dial(dctx, p.addr, p.opts)
+	c, err := Dial(dctx, p.addr, opts)
 	if err != nil {
 		if p.ctx.Err() != nil {
 			return nil, p.closedErr()

@@ -179,6 +179,11 @@ type Server struct {
 		open    int            // connections counted against the bounds
 		peers   map[string]int // of them, by peer (netio.PeerKey)
 		shaking list.List      // of *serverConn in their handshake, oldest first
+		// byID holds the admitted connections by their id (AuthOK.Conn),
+		// until their handlers are done, for a client's later connection
+		// to fence (serverConn.fence); lastID is the last id given.
+		byID   map[uint64]*serverConn
+		lastID uint64
 	}
 }
 
@@ -201,6 +206,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s.mu.sessions = make(map[string]int)
 	s.mu.ending = make(map[string]chan struct{})
 	s.mu.peers = make(map[string]int)
+	s.mu.byID = make(map[uint64]*serverConn)
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/netio"
@@ -45,6 +46,11 @@ type serverConn struct {
 	turns turns // of TryHere requests
 
 	recvd atomic.Uint64 // bytes of frames read
+
+	// id names the connection to its client (AuthOK.Conn), from its
+	// admission; over is closed once its handlers are done.
+	id   uint64
+	over chan struct{}
 }
 
 func (c *serverConn) serve() {
@@ -80,6 +86,9 @@ func (c *serverConn) serve() {
 			s.mu.Lock()
 		}
 		s.mu.sessions[c.client]++
+		s.mu.lastID++
+		c.id, c.over = s.mu.lastID, make(chan struct{})
+		s.mu.byID[c.id] = c
 		s.mu.Unlock()
 		s.clients.Add(1)
 		c.authenticated()
@@ -138,6 +147,8 @@ func (c *serverConn) endSession() {
 	c.wg.Wait()
 	s := c.s
 	s.mu.Lock()
+	delete(s.mu.byID, c.id)
+	close(c.over)
 	s.mu.sessions[c.client]--
 	last := s.mu.sessions[c.client] == 0
 	var done, prev chan struct{}
@@ -280,4 +291,43 @@ func (c *serverConn) finish() {
 
 func isClosedErr(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, pdc.ErrClosed) || isConnReset(err)
+}
+
+// fence ends the connections ids of c's client that its client has given
+// up on (Auth.Supersedes), and waits, within the handshake's time, for
+// their handlers to be done: a request the server was reading or handling
+// on one of them is then either handled (and, by a data server, ordered
+// before anything c brings) or dropped, never handled after a request
+// sent on c. It reports whether every one of them is over. c is counted
+// in its client's session already, so that ending the others does not end
+// the session (and drop what it holds).
+func (c *serverConn) fence(ids []uint64) bool {
+	s := c.s
+	var olds []*serverConn
+	s.mu.Lock()
+	for _, id := range ids {
+		// A connection of another client name is not this client's to
+		// end: it counts as over, as an id this server never gave does.
+		if o := s.mu.byID[id]; o != nil && o != c && o.client == c.client {
+			olds = append(olds, o)
+		}
+	}
+	s.mu.Unlock()
+	if len(olds) == 0 {
+		return true
+	}
+	t := time.NewTimer(s.cfg.HandshakeTimeout)
+	defer t.Stop()
+	for _, o := range olds {
+		o.cancel()
+		_ = o.nc.Close()
+		select {
+		case <-o.over:
+		case <-c.ctx.Done():
+			return false
+		case <-t.C:
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/batch"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -201,12 +202,20 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 	if err := e.makeRoom(ctx, server, refs, 0); err != nil {
 		return err
 	}
-	res, err := e.startCall(ctx, server, refs)
+	res, err := e.startCall(ctx, server, refs, nil)
 	var se *pdc.ServerError
 	var unsent notSent
-	if errors.Is(err, pdc.ErrUnavailable) && !errors.As(err, &se) && ctx.Err() == nil &&
-		(errors.As(err, &unsent) || !writes(refs)) {
-		res, err = e.startCall(ctx, server, refs)
+	var sent sentOn
+	if errors.Is(err, pdc.ErrUnavailable) && !errors.As(err, &se) && ctx.Err() == nil {
+		switch {
+		case errors.As(err, &unsent) || !writes(refs):
+			res, err = e.startCall(ctx, server, refs, nil)
+		case errors.As(err, &sent):
+			// Writes go again only on a connection that fenced the old
+			// one: the server has then either stored the first copy, in
+			// order before this one, or dropped it.
+			res, err = e.startCall(ctx, server, refs, &sent)
+		}
 	}
 	if errors.Is(err, pdc.ErrStale) {
 		ok, rerr := refreshDims(ctx, refs)
@@ -216,7 +225,7 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 		if refs = ok; len(refs) == 0 {
 			return nil
 		}
-		res, err = e.startCall(ctx, server, refs)
+		res, err = e.startCall(ctx, server, refs, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
@@ -235,8 +244,10 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 }
 
 // startCall is one waited DataStart of refs on server, through the lane
-// if there is one.
-func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wire.DataResults, error) {
+// if there is one. again, if set, is an earlier call of the same refs
+// whose answer was lost: the call is made only on a connection that
+// fenced again's, and otherwise fails with again's error.
+func (e *Engine) startCall(ctx context.Context, server int, refs []partRef, again *sentOn) (wire.DataResults, error) {
 	if err := pdc.CtxErr(ctx); err != nil {
 		return wire.DataResults{}, err // and takes no lane space
 	}
@@ -254,6 +265,10 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 		use.settled(err)
 		return wire.DataResults{}, notSent{err}
 	}
+	if again != nil && !conn.Fences(again.conn) {
+		use.settled(again.error)
+		return wire.DataResults{}, again.error
+	}
 	d, err := e.dataSendOn(ctx, conn, server, wire.MethodDataStart, &m, payload, true, readParts(refs), use)
 	if err != nil {
 		// rpc.Conn.Send fails only before any byte went out, or when
@@ -262,13 +277,24 @@ func (e *Engine) startCall(ctx context.Context, server int, refs []partRef) (wir
 		return wire.DataResults{}, notSent{err}
 	}
 	res, _, err := d.recv(ctx) // settles use
-	return res, err
+	if err != nil {
+		return res, sentOn{err, conn}
+	}
+	return res, nil
 }
 
 // notSent is an error met before any byte of a request was written.
 type notSent struct{ error }
 
 func (e notSent) Unwrap() error { return e.error }
+
+// sentOn is an error met after a request went out on conn.
+type sentOn struct {
+	error
+	conn *rpc.Conn
+}
+
+func (e sentOn) Unwrap() error { return e.error }
 
 // writes reports whether refs carry a write.
 func writes(refs []partRef) bool {

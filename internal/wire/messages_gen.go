@@ -81,12 +81,18 @@ type Auth struct {
 	Nonce  []byte // 1: the client's challenge to the server
 	MAC    []byte // 2: proof that the client knows the secret; empty without one
 	Client string // 3: who is connecting, for the server's logs
+	// Supersedes names earlier connections of this client to this server
+	// (AuthOK.Conn) that it has given up on: the server closes each and
+	// lets what it was doing for them end before it accepts this one, so
+	// that no request sent on them is handled after one sent on this.
+	Supersedes []uint64 // 4
 }
 
 func (m *Auth) Marshal(b []byte) []byte {
 	b = putBytes(b, 1, m.Nonce)
 	b = putBytes(b, 2, m.MAC)
 	b = putString(b, 3, m.Client)
+	b = putPackedUints(b, 4, m.Supersedes)
 	return b
 }
 
@@ -101,6 +107,8 @@ func (m *Auth) Unmarshal(b []byte) error {
 			m.MAC = f.bytes()
 		case 3:
 			m.Client = f.string()
+		case 4:
+			m.Supersedes = f.packedUints(m.Supersedes)
 		}
 	}
 	return f.err
@@ -108,11 +116,15 @@ func (m *Auth) Unmarshal(b []byte) error {
 
 // AuthOK accepts a connection.
 type AuthOK struct {
-	MAC []byte // 1: the server's proof that it knows the secret, when one is in use
+	MAC    []byte // 1: the server's proof that it knows the secret, when one is in use
+	Conn   uint64 // 2: the server's id of this connection; 0 from servers before fencing
+	Fenced bool   // 3: every connection named in Auth.Supersedes is over here
 }
 
 func (m *AuthOK) Marshal(b []byte) []byte {
 	b = putBytes(b, 1, m.MAC)
+	b = putUint(b, 2, m.Conn)
+	b = putBool(b, 3, m.Fenced)
 	return b
 }
 
@@ -123,6 +135,10 @@ func (m *AuthOK) Unmarshal(b []byte) error {
 		switch f.num {
 		case 1:
 			m.MAC = f.bytes()
+		case 2:
+			m.Conn = f.uint64()
+		case 3:
+			m.Fenced = f.bool()
 		}
 	}
 	return f.err
