@@ -487,6 +487,20 @@ func (c *Client) noteOpens(rank int, m wire.Method) {
 	c.opened.ranks[rank] = struct{}{}
 }
 
+// objectBatch is batch.Objects of method m, noting first (noteOpens) the
+// ranks it may leave objects open on: a batch of more than one request to
+// a server is sent on a connection of its own, not through call.
+func (c *Client) objectBatch(ctx context.Context, m wire.Method, keys []uint32, size func(i int) int, build func(idx []int) wire.ObjBatch) ([]wire.ObjResult, error) {
+	if m == wire.MethodObjOpen || m == wire.MethodObjCreate {
+		for _, k := range keys {
+			if rank, err := c.ownerOfKey(k); err == nil {
+				c.noteOpens(rank, m)
+			}
+		}
+	}
+	return batch.Objects(ctx, (*clusterView)(c), m, keys, size, build)
+}
+
 // closeOpens asks every metadata server this client opened objects on to
 // release its opens before its connections close. The servers release
 // them anyway when its last connection ends, but that comes after Close

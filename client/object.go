@@ -127,7 +127,7 @@ func (ct *Container) CreateObjects(ctx context.Context, specs []ObjectSpec) ([]*
 		p := &items[i].Props
 		return len(items[i].Name) + len(p.AppName) + len(p.DataLoc) + len(p.Tags) + 10*len(p.Dims) + 48
 	}
-	res, err := batch.Objects(ctx, (*clusterView)(ct.c), wire.MethodObjCreate, keys, size, func(idx []int) wire.ObjBatch {
+	res, err := ct.c.objectBatch(ctx, wire.MethodObjCreate, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Creates: items}
 		}
@@ -180,7 +180,7 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 		keys[i] = placement.Key(n, items[i].TimeStep)
 	}
 	size := func(i int) int { return len(items[i].Name) + len(items[i].AppName) + 32 }
-	res, err := batch.Objects(ctx, (*clusterView)(c), wire.MethodObjOpen, keys, size, func(idx []int) wire.ObjBatch {
+	res, err := c.objectBatch(ctx, wire.MethodObjOpen, keys, size, func(idx []int) wire.ObjBatch {
 		if len(idx) == len(items) {
 			return wire.ObjBatch{Opens: items}
 		}
@@ -195,7 +195,7 @@ func (c *Client) OpenObjects(ctx context.Context, names []string, opts ...OpenOp
 
 // OpenObjectID opens an object by id.
 func (c *Client) OpenObjectID(ctx context.Context, id uint64) (*Object, error) {
-	res, err := batch.Objects(ctx, (*clusterView)(c), wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, nil, func([]int) wire.ObjBatch {
+	res, err := c.objectBatch(ctx, wire.MethodObjOpen, []uint32{placement.KeyOf(id)}, nil, func([]int) wire.ObjBatch {
 		return wire.ObjBatch{Opens: []wire.ObjKey{{ID: id}}}
 	})
 	objs, err := c.objects(res, err, "open", func(int) string { return fmt.Sprint(id) })
