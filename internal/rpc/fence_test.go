@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // cutProxy forwards connections to a server and, when cut, closes its
@@ -141,5 +142,52 @@ func TestFenceOnlyOwnConnections(t *testing.T) {
 	}
 	if mine.Fences(nil) {
 		t.Fatal("Fences(nil) is true")
+	}
+}
+
+// A handler of the old connection that does not end when its connection
+// is closed (stuck in I/O, say) does not keep the client from
+// connecting: within the handshake's time the server gives up on the
+// fence and accepts the new connection, unfenced, so that the client
+// can go on with what does not need the fence.
+func TestUnendingHandlerLeavesTheNewConnectionUnfenced(t *testing.T) {
+	const methodStuck = 151
+	const handshake = 2 * time.Second
+	held, release := make(chan struct{}), make(chan struct{})
+	ts := startServer(t, "tcp", ServerConfig{HandshakeTimeout: handshake}, func(ts *testServer) {
+		ts.Handle(methodStuck, func(ctx context.Context, req *Request) (*Response, error) {
+			close(held)
+			<-release // not ctx: it does not end with its connection
+			return nil, nil
+		})
+	})
+	t.Cleanup(func() { close(release) }) // before the server's cleanup waits for it
+	p := startCutProxy(t, ts.addr)
+	pool := NewPool(p.addr, 1, DialOptions{ClientName: "fence-test", HandshakeTimeout: handshake})
+	defer pool.Close()
+	ctx := ctx10(t)
+	c1, err := pool.First(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c1.Call(ctx, methodStuck, nil, nil, nil)
+		failed <- err
+	}()
+	<-held
+	p.cut()
+	if err := <-failed; err == nil {
+		t.Fatal("the call on the cut connection succeeded")
+	}
+	c2, err := pool.First(ctx)
+	if err != nil {
+		t.Fatalf("no new connection while the old one's handler runs on: %v", err)
+	}
+	if c2.Fences(c1) {
+		t.Fatal("the new connection reports fenced an old one whose handler still runs")
+	}
+	if _, err := c2.Call(ctx, methodEcho, []byte("after"), nil, nil); err != nil {
+		t.Fatal(err)
 	}
 }

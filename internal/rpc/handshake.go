@@ -16,7 +16,8 @@ import (
 // client it is in.
 func (c *serverConn) handshake(admit func()) error {
 	s := c.s
-	_ = c.nc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	start := time.Now()
+	_ = c.nc.SetDeadline(start.Add(s.cfg.HandshakeTimeout))
 	defer c.nc.SetDeadline(time.Time{})
 
 	nonce := newNonce()
@@ -70,7 +71,10 @@ func (c *serverConn) handshake(admit func()) error {
 	}
 	admit()
 	ok.Conn = c.id
-	ok.Fenced = c.fence(auth.Supersedes)
+	// The fence gives up at half the handshake's time, leaving the rest
+	// for the answer: a client whose old handler will not end (stuck in
+	// I/O) is then accepted unfenced rather than not at all.
+	ok.Fenced = c.fence(auth.Supersedes, start.Add(s.cfg.HandshakeTimeout/2))
 	out := wire.Frame{Flags: wire.FlagResponse, Method: wire.MethodAuth, ID: f.ID}
 	return c.w.write(c.ctx, out, ok.Marshal(nil), nil)
 }

@@ -294,14 +294,14 @@ func isClosedErr(err error) bool {
 }
 
 // fence ends the connections ids of c's client that its client has given
-// up on (Auth.Supersedes), and waits, within the handshake's time, for
+// up on (Auth.Supersedes), and waits, until by at the latest, for
 // their handlers to be done: a request the server was reading or handling
 // on one of them is then either handled (and, by a data server, ordered
 // before anything c brings) or dropped, never handled after a request
 // sent on c. It reports whether every one of them is over. c is counted
 // in its client's session already, so that ending the others does not end
 // the session (and drop what it holds).
-func (c *serverConn) fence(ids []uint64) bool {
+func (c *serverConn) fence(ids []uint64, by time.Time) bool {
 	s := c.s
 	var olds []*serverConn
 	s.mu.Lock()
@@ -316,11 +316,13 @@ func (c *serverConn) fence(ids []uint64) bool {
 	if len(olds) == 0 {
 		return true
 	}
-	t := time.NewTimer(s.cfg.HandshakeTimeout)
-	defer t.Stop()
 	for _, o := range olds {
 		o.cancel()
 		_ = o.nc.Close()
+	}
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	for _, o := range olds {
 		select {
 		case <-o.over:
 		case <-c.ctx.Done():
