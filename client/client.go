@@ -68,7 +68,11 @@ func WithPoolSize(n int) Option { return func(o *options) { o.poolSize = n } }
 // starting to write the server list, instead of failing at once.
 func WithWait() Option { return func(o *options) { o.wait = true } }
 
-// WithName sets the name servers log for this client (default pid@host).
+// WithName sets the name servers know this client by (default
+// pid@host/random). Servers keep a client's session under its name: its
+// open objects, its registered transfers, its shared-memory lane. Give
+// each Client a name of its own: two live clients of one name share a
+// session, and the first to close ends the other's opens.
 func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // DefaultTmpDir is $PDC_TMPDIR, or ./pdc_tmp.
