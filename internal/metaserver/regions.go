@@ -242,20 +242,23 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 	s.lifeMu.RLock()
 	defer s.lifeMu.RUnlock()
 	boxes := make([]region.Box, len(in.Items))
-	seen := map[uint64]bool{}
+	// Each object is loaded once; each region is checked against its dims.
+	objs := map[uint64]*wire.ObjectMeta{}
 	for i, it := range in.Items {
 		if len(it.Candidates) == 0 {
 			return nil, fmt.Errorf("region %d of %d: no data server to choose from: %w", i+1, len(in.Items), pdc.ErrInvalid)
 		}
-		if !seen[it.Obj] {
-			if _, _, err := s.objectRegion(it.Obj, it.Off, it.Size); err != nil {
+		m := objs[it.Obj]
+		if m == nil {
+			var err error
+			if m, _, err = s.loadObjByID(it.Obj); err != nil {
 				return nil, fmt.Errorf("region %d of %d: %w", i+1, len(in.Items), err)
 			}
-			seen[it.Obj] = true
+			objs[it.Obj] = m
 		}
 		boxes[i] = region.Box{Off: it.Off, Size: it.Size}
-		if err := boxes[i].Check(); err != nil {
-			return nil, fmt.Errorf("region %d of %d (object %d): %w", i+1, len(in.Items), it.Obj, err)
+		if err := boxes[i].Within(m.Props.Dims); err != nil {
+			return nil, fmt.Errorf("region %d of %d: object %q: %w", i+1, len(in.Items), m.Name, err)
 		}
 	}
 	s.mu.Lock()

@@ -296,3 +296,33 @@ func TestOverwritePlacedInPlace(t *testing.T) {
 		t.Fatalf("a refused placement changed the map: %s", got)
 	}
 }
+
+// Every region of a placement batch is checked against its object's
+// dims, not only the first of each object: a later one past the object's
+// end, or of another number of dims, refuses the batch whole and records
+// nothing.
+func TestPlaceChecksEveryRegionOfAnObject(t *testing.T) {
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	obj := createOne(t, s, "o", []uint64{100})
+	for _, bad := range []wire.RegionReq{
+		{Obj: obj, Off: []uint64{90}, Size: []uint64{1000}, Candidates: []uint64{1}, Elem: 4},
+		{Obj: obj, Off: []uint64{0, 0}, Size: []uint64{10, 10}, Candidates: []uint64{1}, Elem: 4},
+	} {
+		b := wire.RegionBatch{Items: []wire.RegionReq{
+			{Obj: obj, Off: []uint64{0}, Size: []uint64{10}, Candidates: []uint64{0}, Elem: 4},
+			bad,
+		}}
+		_, err := s.regionPlace(context.Background(), &rpc.Request{Header: b.Marshal(nil), Client: "c"})
+		if err == nil {
+			t.Fatalf("a batch whose second region %v+%v lies outside the object's dims [100] was placed", bad.Off, bad.Size)
+		}
+		n := 0
+		if err := s.scan(regionPrefix(obj), func(_, _ []byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got := queryBox(t, s, obj, region.Box{Off: []uint64{0}, Size: []uint64{100}}); n != 0 || len(got) != 0 {
+			t.Fatalf("a refused batch left %d region records, and a query finds %s", n, piecesString(got))
+		}
+	}
+}
