@@ -277,15 +277,20 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 		}
 		out[i] = ps
 	}
+	wait := func() error { return nil }
 	if len(p.adds) > 0 {
 		for r, l := range p.loads {
 			p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l))
 		}
-		if err := s.st.Commit(p.b); err != nil {
+		var err error
+		if wait, err = s.st.CommitApply(p.b); err != nil {
 			p.undo()
 			return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
 		}
 	}
+	// The batch is applied: the state follows the store even if the sync
+	// fails, or the next placement would take the same sequence numbers
+	// and overwrite records the store holds.
 	for r, l := range p.loads {
 		s.state.loads[r] = l
 	}
@@ -295,6 +300,9 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 	for o, gone := range p.gone {
 		m := s.state.maps[o]
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
+	}
+	if err := wait(); err != nil {
+		return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
 	}
 	return out, nil
 }

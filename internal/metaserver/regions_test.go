@@ -326,3 +326,53 @@ func TestPlaceChecksEveryRegionOfAnObject(t *testing.T) {
 		}
 	}
 }
+
+// A placement whose commit applied but whose fsync failed is in the store
+// all the same: the region map in memory follows it, so that the next
+// placement does not take its sequence numbers again and overwrite its
+// records. Before, the map dropped the merged record of [0, 20) while the
+// store kept it (and had deleted the two it replaced); the next placement
+// wrote its own record under the same key, and after a reopen the bytes
+// of [0, 20), acknowledged on server 0, had no record: they read as zeros.
+func TestPlacementWithFailedSyncKeepsTheMap(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	obj := createOne(t, s, "o", []uint64{100})
+	place := func(off, size, cand uint64) ([]wire.RegionPiece, error) {
+		b := wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj, Off: []uint64{off}, Size: []uint64{size}, Candidates: []uint64{cand}, Elem: 4}}}
+		resp, err := s.regionPlace(context.Background(), &rpc.Request{Header: b.Marshal(nil), Client: "c"})
+		if err != nil {
+			return nil, err
+		}
+		var out wire.RegionLocatedAll
+		if err := out.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		return out.Items[0].Pieces, nil
+	}
+	for _, off := range []uint64{0, 10} {
+		if _, err := place(off, 10, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// All of [0, 20) is on server 0: one record replaces the two.
+	restore := failSyncs(s)
+	if _, err := place(0, 20, 1); err == nil {
+		t.Fatal("a placement whose fsync failed succeeded")
+	}
+	restore()
+	if _, err := place(50, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := "[0+20]@0 [50+10]@1 "
+	if got := piecesString(queryBox(t, s, obj, region.Box{Off: []uint64{0}, Size: []uint64{100}})); got != want {
+		t.Fatalf("before a reopen the map holds %s, want %s", got, want)
+	}
+	s.Close()
+	s = openAt(t, dir)
+	defer s.Close()
+	got := piecesString(queryBox(t, s, obj, region.Box{Off: []uint64{0}, Size: []uint64{100}}))
+	if got != want {
+		t.Fatalf("after a reopen the map holds %s, want %s", got, want)
+	}
+}
