@@ -378,10 +378,11 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 	// Delivered only once durable here: an index entry must never name a
 	// tag that a crash could still take back. A record whose sync failed
 	// stays in the store (if it outlives a crash, the next start delivers
-	// it) but is not delivered now, and the next put of its keys writes
-	// their dictionary entries again.
+	// it) and is held: it is delivered, in its order, once a later change
+	// is durable, which makes it durable too. The next put of its keys
+	// writes their dictionary entries again.
 	if err = wait(); err != nil {
-		s.ix.ob.Drop(recs)
+		s.ix.ob.Hold(recs)
 		s.ix.mu.Lock()
 		s.ix.forget(ixd.keys)
 		s.ix.mu.Unlock()

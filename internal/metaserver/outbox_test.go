@@ -201,3 +201,33 @@ func (c *testCluster) createWithRemoteKey(owner int) (uint64, string) {
 		}
 	}
 }
+
+// TestUnsyncedChangeIsNotDeliveredAfterNewerOnes: a tag change whose sync
+// failed is applied all the same, and once the store recovers (its log
+// rotates, which flushes everything applied) its outbox record is as
+// durable as the rest. The tag is then deleted, and the delete's record
+// delivered. The next start must not deliver the first change's record
+// after it: the index would name a tag that no longer exists.
+func TestUnsyncedChangeIsNotDeliveredAfterNewerOnes(t *testing.T) {
+	c := newTestCluster(t, 2)
+	id, key := c.createWithRemoteKey(0)
+	restore := failSyncs(c.svcs[0])
+	if err := c.tryPut(id, key, "value"); err == nil {
+		t.Fatal("a put whose sync failed was acknowledged")
+	}
+	restore()
+	// The put was applied: the tag is there, and the delete finds it.
+	c.del(id, key)
+	q := key + "=value"
+	if got := c.query(q, false); len(got) != 0 {
+		t.Fatalf("after the delete the index finds %v", got)
+	}
+	c.close()
+	c.open()
+	if got := c.query(q, true); len(got) != 0 {
+		t.Fatalf("after a restart a scan finds %v for a deleted tag", got)
+	}
+	if got := c.query(q, false); len(got) != 0 {
+		t.Fatalf("after a restart the index finds %v for a deleted tag", got)
+	}
+}

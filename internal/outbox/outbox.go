@@ -67,6 +67,7 @@ type Record struct {
 	size  int // bytes of ops or split, counted in the backlog until tried
 	// Guarded by outbox.mu:
 	ready, dropped bool
+	held           bool // committed, its sync failed: ready once a later one is
 	done           bool // tried everywhere: tried is closed
 	unacked        int  // items not yet acknowledged
 	untried        int  // items not yet tried
@@ -289,10 +290,43 @@ func (ob *Outbox) Release(recs []*Record) {
 	}
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
+	var last uint64
 	for _, r := range recs {
 		r.ready = true
+		last = max(last, r.seq)
+	}
+	// Records held before these are durable now: the store syncs in
+	// order (see Hold).
+	for _, r := range ob.mu.pending {
+		if r.seq >= last {
+			break
+		}
+		if r.held {
+			r.ready = true
+		}
 	}
 	ob.queueLocked()
+}
+
+// Hold keeps records whose commit was applied but whose sync failed. They
+// are in the store, and durable once a record committed after them is:
+// the store syncs its log in order, and recovers from a failed sync only
+// by making everything applied durable. They count as tried at once, so
+// that no fence waits for them, and they are delivered in their place with
+// the next records released (or, if none is, at the next start). Dropped,
+// such a record would stay in the store and be delivered at the next start
+// after newer changes of the same entries, undoing them: the index would
+// name a tag deleted since.
+func (ob *Outbox) Hold(recs []*Record) {
+	if len(recs) == 0 {
+		return
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	for _, r := range recs {
+		r.held = true
+		ob.triedLocked(r)
+	}
 }
 
 // Drop forgets records whose commit failed.
@@ -541,8 +575,8 @@ func (ob *Outbox) done(q *destQueue, items []*item) error {
 		// after this is durable either, so after a crash the records
 		// acknowledged from now on come back with this one, and are
 		// delivered again in their order. Records committed from now on
-		// are never delivered (commitChanges drops those whose sync
-		// failed).
+		// are held until a later one is durable (commitChanges holds
+		// those whose sync failed).
 		ob.log.Error("could not sync the record of delivered tag index updates", "err", err)
 	}
 	return nil
