@@ -446,21 +446,36 @@ func (s *core) openIndex() error {
 	if err := s.ix.post.Reset(); err != nil {
 		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.Dir(), err)
 	}
+	rebuild := s.ix.on && hasTags
 	b := s.st.NewBatch()
 	defer b.Close()
 	// Entries of index format 1, one pebble key each.
 	b.DeleteRange([]byte{tagindex.Prefix0}, []byte{tagindex.Prefix0 + 1})
 	b.DeleteRange([]byte{'Q'}, []byte{'R'})
 	b.DeleteRange([]byte{'q'}, []byte{'r'})
-	b.Set(keyIndexConfig, cfg)
+	if !rebuild {
+		b.Set(keyIndexConfig, cfg)
+	}
 	if err := s.st.Commit(b); err != nil {
 		return fmt.Errorf("metadata store %s: reset the index: %w", s.st.Dir(), err)
 	}
-	if !s.ix.on || !hasTags {
+	if !rebuild {
 		return nil
 	}
 	s.log.Info("rebuilding this server's part of the tag index", "suffix tree", s.ix.suffix, "was", fmt.Sprintf("%x", got))
-	return s.reindexAll()
+	if err := s.reindexAll(); err != nil {
+		return err
+	}
+	// Recorded only once every tag is queued: a start that stops during
+	// the rebuild (killed, or a commit failed) leaves the old record, and
+	// the next start rebuilds again.
+	b2 := s.st.NewBatch()
+	defer b2.Close()
+	b2.Set(keyIndexConfig, cfg)
+	if err := s.st.Commit(b2); err != nil {
+		return fmt.Errorf("metadata store %s: record the rebuilt index: %w", s.st.Dir(), err)
+	}
+	return nil
 }
 
 var errStop = fmt.Errorf("stop")
