@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -31,6 +32,10 @@ type slotState struct {
 	servers []slots.Server
 	plans   map[int]*wire.SlotPlan
 	next    slots.Table
+	// stamped: every holder has stamped its slots with the plan's epoch
+	// (the slot table is written), so a rank that restarts holds them at
+	// that generation (rejoinRound).
+	stamped atomic.Bool
 }
 
 // finishRound computes rank 0's answers to a round every server reported.
@@ -78,12 +83,19 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		if err := s.dataDir().SetTable(s.slots.next); err != nil {
 			return nil, fmt.Errorf("rank 0: %w", err)
 		}
+		s.slots.stamped.Store(true)
 	}
 	return out, nil
 }
 
 // rejoinRound answers a server that restarted while the cluster serves:
-// it holds what its plan gave it, in place, and moves nothing.
+// it holds what its plan gave it, in place, and moves nothing. Each slot
+// is held at the generation its copy has now: the plan's epoch once every
+// holder stamped it, and before that (a restart during the start) the
+// generation planned or that epoch. A copy older than that under the
+// restarted server's data dir (it restarted on another node, which has an
+// out-of-date copy left behind) is not the one the cluster wrote to, and
+// is refused (openSlots).
 func (s *Server) rejoinRound(round uint32, rank int) *wire.StartRound {
 	if round != wire.RoundPlan {
 		return &wire.StartRound{Round: round}
@@ -92,15 +104,22 @@ func (s *Server) rejoinRound(round uint32, rank int) *wire.StartRound {
 	if p == nil {
 		return &wire.StartRound{Round: round, Plan: &wire.SlotPlan{}}
 	}
+	stamped := s.slots.stamped.Load()
+	gen := func(planned uint64) uint64 {
+		if stamped {
+			return p.Epoch
+		}
+		return planned
+	}
 	q := &wire.SlotPlan{Epoch: p.Epoch, Own: p.Own, Missing: p.Missing}
 	for _, c := range p.Hold {
-		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: p.Epoch})
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: gen(c.Gen)})
 	}
 	for _, c := range p.Receive {
-		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: p.Epoch})
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: gen(c.Gen)})
 	}
 	for _, f := range p.Fresh {
-		q.Hold = append(q.Hold, wire.SlotCopy{Slot: uint32(f), Gen: p.Epoch})
+		q.Hold = append(q.Hold, wire.SlotCopy{Slot: uint32(f), Gen: gen(0)})
 	}
 	return &wire.StartRound{Round: round, Plan: q}
 }
@@ -258,7 +277,9 @@ func (s *Server) sendSlot(ctx context.Context, m wire.SlotSend, call slots.Call,
 func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*regionstore.Store, dataserver.Slots, error) {
 	sl := dataserver.Slots{Own: int(plan.Own) - 1, Stores: map[int]*regionstore.Store{}, Missing: map[int]error{}}
 	var stores []*regionstore.Store
-	open := func(slot int, fresh bool) error {
+	// gen is the generation the plan holds the slot at: a copy older than
+	// that is out of date.
+	open := func(slot int, gen uint64, fresh bool) error {
 		dir := s.dataDir().Slot(slot)
 		if fresh {
 			if err := s.dataDir().MakeSlot(slot); err != nil {
@@ -267,6 +288,13 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		} else if !s.dataDir().HasSlot(slot) {
 			sl.Missing[slot] = fmt.Errorf("its dir %s is not under this server's data dir (did the server restart on another node?): %w", dir, pdc.ErrUnavailable)
 			s.log.Error("a data slot this server holds is not in its data dir", "slot", slot, "dir", dir)
+			return nil
+		} else if have := s.dataDir().Gen(slot); have < gen {
+			sl.Missing[slot] = fmt.Errorf("its copy %s under this server's data dir is of generation %d, and the cluster holds it at generation %d: "+
+				"an out-of-date copy (did the server restart on another node?); restart the server where its data dir has the current copy: %w",
+				dir, have, gen, pdc.ErrUnavailable)
+			s.log.Error("a data slot this server holds is out of date in its data dir: requests in it fail", "slot", slot, "dir", dir,
+				"generation", have, "want", gen)
 			return nil
 		}
 		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
@@ -281,7 +309,7 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		return nil
 	}
 	for _, c := range plan.Hold {
-		if err := open(int(c.Slot), false); err != nil {
+		if err := open(int(c.Slot), c.Gen, false); err != nil {
 			return stores, sl, err
 		}
 	}
@@ -289,12 +317,12 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		if recv == nil || !recv.Committed(int(c.Slot)) {
 			return stores, sl, fmt.Errorf("data slot %d was to be sent here and did not arrive: %w", c.Slot, pdc.ErrInternal)
 		}
-		if err := open(int(c.Slot), false); err != nil {
+		if err := open(int(c.Slot), c.Gen, false); err != nil {
 			return stores, sl, err
 		}
 	}
 	for _, f := range plan.Fresh {
-		if err := open(int(f), true); err != nil {
+		if err := open(int(f), 0, true); err != nil {
 			return stores, sl, err
 		}
 	}

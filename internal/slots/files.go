@@ -211,6 +211,16 @@ func encodeMarker(slot int, gen uint64) []byte {
 	return frame(markerMagic, markerVersion, body)
 }
 
+// Gen returns the generation of the data dir's copy of slot, as Scan
+// reports it: 0 if its marker cannot be read or is of another slot.
+func (d DataDir) Gen(slot int) uint64 {
+	s, gen, err := d.Marker(d.Slot(slot))
+	if err != nil || s != slot {
+		return 0
+	}
+	return gen
+}
+
 // SetMarker records slot and gen in slot dir dir (a path in d),
 // crash-safely.
 func (d DataDir) SetMarker(dir string, slot int, gen uint64) error {

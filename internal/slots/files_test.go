@@ -47,6 +47,37 @@ func TestMarkerRoundTripAndLegacy(t *testing.T) {
 	}
 }
 
+// Gen reads a copy's generation as Scan does: 0 for a dir without a
+// marker, a marker that cannot be read, or one of another slot.
+func TestGenAsScanReadsIt(t *testing.T) {
+	root := t.TempDir()
+	d := dd(root)
+	if err := os.Mkdir(d.Slot(3), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Gen(3); g != 0 {
+		t.Fatalf("legacy dir: generation %d", g)
+	}
+	if err := d.SetMarker(d.Slot(3), 3, 9); err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Gen(3); g != 9 {
+		t.Fatalf("generation %d, want 9", g)
+	}
+	if err := d.SetMarker(d.Slot(3), 4, 9); err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Gen(3); g != 0 {
+		t.Fatalf("marker of another slot: generation %d", g)
+	}
+	if err := os.WriteFile(filepath.Join(d.Slot(3), markerFile), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Gen(3); g != 0 {
+		t.Fatalf("unreadable marker: generation %d", g)
+	}
+}
+
 func TestTableRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	if tb, err := dd(dir).Table(); err != nil || tb.Epoch != 0 || len(tb.Gens) != 0 {
