@@ -195,6 +195,10 @@ func (c *Conn) Fences(old *Conn) bool {
 	return old != nil && old.id != 0 && old.hello.Instance == c.hello.Instance && slices.Contains(c.fenced, old.id)
 }
 
+// Instance is the instance of the server this connection reached, as its
+// hello said: a server restarted at the same address is another one.
+func (c *Conn) Instance() string { return c.hello.Instance }
+
 // idlePeek is how long a connection must have been quiet before Broken
 // checks the socket itself.
 const idlePeek = 10 * time.Millisecond

@@ -9,18 +9,6 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// dataCall makes a data call whose answer, when results is set, is a
-// DataResults with one result per item and the bytes of the reads that
-// succeeded in its payload, in order; items holds each item's part for a
-// read, nil for a write. Without results the answer is DataIDs.
-func (e *Engine) dataCall(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (wire.DataResults, wire.DataIDs, error) {
-	d, err := e.dataSend(ctx, server, m, req, payload, results, items)
-	if err != nil {
-		return wire.DataResults{}, wire.DataIDs{}, err
-	}
-	return d.recv(ctx)
-}
-
 // dataPending is a data call sent whose answer is still to be received.
 type dataPending struct {
 	e       *Engine
@@ -31,21 +19,12 @@ type dataPending struct {
 	lane    *laneUse // where the reads with a lane offset go
 }
 
-// dataSend sends a data call (see dataCall); its answer is received by
-// recv, which must be called once.
-func (e *Engine) dataSend(ctx context.Context, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part) (*dataPending, error) {
-	get := e.cl.Conn
-	if m == wire.MethodDataStart {
-		get = e.cl.StartConn
-	}
-	conn, err := get(ctx, server)
-	if err != nil {
-		return nil, err
-	}
-	return e.dataSendOn(ctx, conn, server, m, req, payload, results, items, nil)
-}
-
-// dataSendOn is dataSend on a given connection to server.
+// dataSendOn sends a data call on conn, a connection to server: its
+// answer, received by recv (which must be called once), is, when results
+// is set, a DataResults with one result per item and the bytes of the
+// reads that succeeded in its payload, in order; items holds each item's
+// part for a read, nil for a write. Without results the answer is
+// DataIDs.
 func (e *Engine) dataSendOn(ctx context.Context, conn *rpc.Conn, server int, m wire.Method, req wire.Message, payload [][]byte, results bool, items []*part, use *laneUse) (*dataPending, error) {
 	// The reads' bytes go straight into their places when all of them
 	// came; otherwise they come in one buffer and are copied apart. Not

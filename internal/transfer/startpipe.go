@@ -47,6 +47,7 @@ type startCall struct {
 	bytes  int  // written bytes it carries
 	writes bool // it carries writes
 	pend   *rpc.Pending
+	inst   string   // the instance of the server pend went to
 	lane   *laneUse // the lane spans its writes are in, until answered
 
 	tok  chan struct{} // held by the goroutine collecting it
@@ -162,7 +163,7 @@ func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) erro
 		use.settled(err) // it may have gone out in part: the lane is the server's
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
-	sc := &startCall{e: e, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, lane: use,
+	sc := &startCall{e: e, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, inst: conn.Instance(), lane: use,
 		tok: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, r := range refs {
 		r.part().start = sc
@@ -238,6 +239,7 @@ func (sc *startCall) answer(ctx context.Context) error {
 	}
 	sc.pend = nil // answered: a failure from here on is the start's
 	var ids wire.DataIDs
+	inst := sc.inst
 	if err == nil {
 		err = ids.Unmarshal(rep.Header)
 	}
@@ -253,7 +255,7 @@ func (sc *startCall) answer(ctx context.Context) error {
 		refs = ok
 		ids = wire.DataIDs{}
 		if len(refs) > 0 {
-			ids, err = e.restart(ctx, server, refs)
+			ids, inst, err = e.restart(ctx, server, refs)
 		}
 	}
 	if err != nil {
@@ -263,28 +265,37 @@ func (sc *startCall) answer(ctx context.Context) error {
 		return fmt.Errorf("%s answered %d ids for %d transfers: %w", e.cl.Label(server), len(ids.IDs), len(refs), pdc.ErrProtocol)
 	}
 	for i, r := range refs {
-		r.part().id = ids.IDs[i]
+		r.part().id, r.part().inst = ids.IDs[i], inst
 	}
 	return nil
 }
 
 // restart starts refs on server again, and waits for the answer, after
-// the server found their dims out of date.
-func (e *Engine) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, error) {
+// the server found their dims out of date. It returns their ids and the
+// instance of the server that gave them.
+func (e *Engine) restart(ctx context.Context, server int, refs []partRef) (wire.DataIDs, string, error) {
 	if err := pdc.CtxErr(ctx); err != nil {
-		return wire.DataIDs{}, err // and takes no lane space
+		return wire.DataIDs{}, "", err // and takes no lane space
+	}
+	conn, err := e.cl.StartConn(ctx, server)
+	if err != nil {
+		return wire.DataIDs{}, "", err
 	}
 	ln, err := e.lane(ctx, server, laneSized(refs, Write))
 	if err != nil {
-		return wire.DataIDs{}, err
+		return wire.DataIDs{}, "", err
 	}
 	m, payload, use := buildStart(refs, false, ln)
 	if ln != nil {
 		ln.unref() // use holds its own
 	}
-	_, ids, err := e.dataCall(ctx, server, wire.MethodDataStart, &m, payload, false, nil)
+	var ids wire.DataIDs
+	d, err := e.dataSendOn(ctx, conn, server, wire.MethodDataStart, &m, payload, false, nil, nil)
+	if err == nil {
+		_, ids, err = d.recv(ctx)
+	}
 	use.settled(err)
-	return ids, err
+	return ids, conn.Instance(), err
 }
 
 // collectStarts collects the answers of the starts of ts's parts. A start

@@ -129,7 +129,11 @@ type part struct {
 	data   []byte // box's elements in row-major order
 	direct bool   // data is a slice of linear
 	id     uint64
-	done   bool
+	// inst is the instance of the server that gave id (rpc.Conn.Instance):
+	// ids are the server process's own, and a server restarted since
+	// numbers its transfers afresh, so a wait goes to no other.
+	inst string
+	done bool
 	// start is the request that started the part, until its answer (the
 	// part's id) has been collected; nil for a part started synchronously.
 	start *startCall
@@ -330,12 +334,31 @@ func (t *Transfer) askStatus(ctx context.Context) (bool, error) {
 		}
 	}
 	pending := false
-	for server, parts := range byServer {
-		ids := make([]uint64, len(parts))
-		for i, p := range parts {
-			ids[i] = t.parts[p].id
+	for server, all := range byServer {
+		conn, err := t.obj.e.cl.Conn(ctx, server)
+		if err != nil {
+			return false, fmt.Errorf("object %q region %v: status: %w", t.obj.Meta().Name, t.remote, err)
 		}
-		res, err := t.obj.e.calls().DataStatus(ctx, server, &wire.DataIDs{IDs: ids})
+		// Parts another instance of the server started are not asked
+		// about: the one there now gives their ids to its own transfers.
+		// The wait that follows ends them (startedElsewhere).
+		parts := all[:0]
+		ids := make([]uint64, 0, len(all))
+		for _, p := range all {
+			if t.parts[p].inst == conn.Instance() {
+				parts = append(parts, p)
+				ids = append(ids, t.parts[p].id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		req := wire.DataIDs{IDs: ids}
+		var res wire.DataResults
+		rep, err := conn.Call(ctx, wire.MethodDataStatus, req.Marshal(nil), nil, nil)
+		if err == nil {
+			err = res.Unmarshal(rep.Header)
+		}
 		if err != nil {
 			return false, fmt.Errorf("object %q region %v: status: %w", t.obj.Meta().Name, t.remote, err)
 		}

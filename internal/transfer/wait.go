@@ -164,6 +164,13 @@ func (e *Engine) waitOn(ctx context.Context, server int, all []partRef) error {
 	// whichever the server finishes first; spread over the pool, an
 	// answer could wait unread behind another connection's.
 	conn, err := e.cl.Conn(ctx, server)
+	var gone error
+	if err == nil {
+		all, gone = e.startedElsewhere(ctx, server, conn.Instance(), all)
+		if len(all) == 0 {
+			return gone
+		}
+	}
 	var ln *clientLane
 	if err == nil {
 		ln, err = e.lane(ctx, server, laneSized(all, Read))
@@ -193,7 +200,37 @@ func (e *Engine) waitOn(ctx context.Context, server int, all []partRef) error {
 	for w.ended < len(chunks) {
 		w.end(ctx)
 	}
+	if gone != nil {
+		return gone
+	}
 	return w.first
+}
+
+// startedElsewhere ends, unavailable, the parts of all that another
+// instance of server (inst is the one that answers now) started: it died
+// and was restarted, which knows nothing of them, and gives their ids to
+// transfers of its own, so that a wait for them there would be answered
+// with another's result. It returns the others, and the error of those it
+// ended (nil if none).
+func (e *Engine) startedElsewhere(ctx context.Context, server int, inst string, all []partRef) ([]partRef, error) {
+	var gone []partRef
+	for _, r := range all {
+		if r.part().inst != inst {
+			gone = append(gone, r)
+		}
+	}
+	if len(gone) == 0 {
+		return all, nil
+	}
+	kept := make([]partRef, 0, len(all)-len(gone))
+	for _, r := range all {
+		if r.part().inst == inst {
+			kept = append(kept, r)
+		}
+	}
+	err := fmt.Errorf("they were started on another instance of the server (%s), which is gone (it restarted): start them again: %w",
+		gone[0].part().inst, pdc.ErrUnavailable)
+	return kept, e.endWait(ctx, server, gone, nil, err)
 }
 
 // waitRun is the chunks of one server's wait, sent and answered in order.
