@@ -152,14 +152,6 @@ func (t *Transfer) awaitRelease(ctx context.Context) error {
 // at once: the server answers each as soon as its transfers are done, so
 // reading one answer overlaps the server's work on the next.
 func (e *Engine) waitOn(ctx context.Context, server int, all []partRef) error {
-	chunks := chunk(len(all), waitChunkBytes, func(i int) int {
-		if r := all[i]; r.t.access == Read {
-			return len(r.part().data)
-		}
-		return 0
-	})
-	w := waitRun{e: e, server: server, all: all, chunks: chunks,
-		sent: make([]*dataPending, len(chunks)), errs: make([]error, len(chunks))}
 	// All on one connection: its answers are read as they come,
 	// whichever the server finishes first; spread over the pool, an
 	// answer could wait unread behind another connection's.
@@ -171,6 +163,16 @@ func (e *Engine) waitOn(ctx context.Context, server int, all []partRef) error {
 			return gone
 		}
 	}
+	// Chunked once the parts of another instance are set aside: the
+	// chunks index the parts waited for here.
+	chunks := chunk(len(all), waitChunkBytes, func(i int) int {
+		if r := all[i]; r.t.access == Read {
+			return len(r.part().data)
+		}
+		return 0
+	})
+	w := waitRun{e: e, server: server, all: all, chunks: chunks,
+		sent: make([]*dataPending, len(chunks)), errs: make([]error, len(chunks))}
 	var ln *clientLane
 	if err == nil {
 		ln, err = e.lane(ctx, server, laneSized(all, Read))

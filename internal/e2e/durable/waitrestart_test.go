@@ -146,3 +146,79 @@ func TestStatusAfterTheDataServerRestarted(t *testing.T) {
 		}
 	}
 }
+
+// One wait of transfers of both instances of a data server: a read
+// started before the server restarted and reads started after. The first
+// ends unavailable; the others are waited for on the new server and read
+// their own bytes. (The wait used to cut its chunks before it set aside
+// the parts of the old instance, and then sliced the shorter list with
+// them: it panicked, or gave a part another's result.)
+func TestWaitAllAcrossADataServerRestart(t *testing.T) {
+	const size = 1
+	tmpdir := e2e.Up(t, size)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "waitall-restart", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cols = 1024
+	o, err := ct.CreateObject(ctx, "x", client.ObjectProps{Dims: []uint64{2, cols}, Type: region.Int32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, cols}} }
+	rows := [2][]byte{make([]byte, 4*cols), make([]byte, 4*cols)}
+	for r := range rows {
+		for i := range cols {
+			binary.LittleEndian.PutUint32(rows[r][4*i:], uint32(r*1_000_000+i+1))
+		}
+		if err := o.Write(ctx, row(uint64(r)), rows[r]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r0, err := o.StartRead(ctx, row(0), make([]byte, 4*cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r0.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // its start is answered
+	killRank(t, tmpdir, 0)
+	clitest.RestartServer(t, ctx, tmpdir, datadir, 0, size)
+	all := []*client.Transfer{r0}
+	var bufs [][]byte
+	for range 4 {
+		buf := make([]byte, 4*cols)
+		var tr *client.Transfer
+		for attempt := 0; ; attempt++ {
+			tr, err = o.StartRead(ctx, row(1), buf)
+			if err == nil || attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, tr)
+		bufs = append(bufs, buf)
+	}
+	err = c.WaitAll(ctx, all)
+	if !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("a wait of a read started before its data server restarted, with reads started after: %v, want unavailable", err)
+	}
+	t.Logf("the wait: %v", err)
+	if werr := r0.Wait(ctx); !errors.Is(werr, pdc.ErrUnavailable) {
+		t.Fatalf("the read started before the restart: %v, want unavailable", werr)
+	}
+	for i, tr := range all[1:] {
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatalf("read %d of row 1, started on the new server: %v", i, err)
+		}
+		if !bytes.Equal(bufs[i], rows[1]) {
+			t.Fatalf("read %d of row 1, started on the new server, read other bytes", i)
+		}
+	}
+}
