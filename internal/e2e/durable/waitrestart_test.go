@@ -73,6 +73,12 @@ func TestWaitAfterTheDataServerRestarted(t *testing.T) {
 		}
 		others = append(others, tr)
 	}
+	// A read waited for on the connection the starts went on: once it is
+	// answered, the new server has registered every start before it, and
+	// has given their ids (r0's among them) to them.
+	if err := o.Read(ctx, row(1), make([]byte, 4*cols)); err != nil {
+		t.Fatal(err)
+	}
 	err = r0.Wait(ctx)
 	if err == nil && !bytes.Equal(got, rows[0]) {
 		t.Fatalf("a read started before its data server restarted was answered after, with no error, with other bytes (row 1's: %v)", bytes.Equal(got, rows[1]))
