@@ -677,8 +677,14 @@ def _fmt(off: Sequence[int], size: Sequence[int]) -> str:
     return ", ".join(f"{o}:{o + s}" for o, s in zip(off, size))
 
 
+# The buffers of transfers dropped unwaited whose close failed: libpdc may
+# still use them (Transfer.__del__).
+_held: list[np.ndarray] = []
+
+
 class Transfer:
-    """A region transfer (PDCregion_transfer_*), which keeps its buffer alive."""
+    """A region transfer (PDCregion_transfer_*), which keeps its buffer
+    alive until it is waited, or closed when dropped."""
 
     def __init__(self, obj: Object, h: int, buf: np.ndarray, what: str) -> None:
         self.obj, self._id, self.buf, self.what = obj, h, buf, what
@@ -707,6 +713,24 @@ class Transfer:
         finally:
             self._close()
         return self.result
+
+    def __del__(self) -> None:
+        # Dropped before its wait, the transfer may still use the buffer,
+        # which goes with this object: a write's bytes leave after start
+        # returns, a read's land at the wait PDCobj_close or PDCclose does.
+        # Close it here, which waits for it; a close that fails keeps the
+        # buffer for good. A connection closed or of the parent of a fork
+        # uses the buffer no more.
+        try:
+            conn = self.obj.conn
+            if self._id == 0 or conn._id == 0 or conn._pid != os.getpid():
+                return
+            try:
+                self._close()
+            except Error:
+                _held.append(self.buf)
+        except Exception:
+            pass  # at interpreter exit: nothing runs transfers any more
 
     def _close(self) -> None:
         if self._id != 0:

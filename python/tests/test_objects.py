@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -241,3 +245,37 @@ def test_zero_copy(cont):
     assert buf.flags.c_contiguous and not np.shares_memory(buf, strided)
     o[0:16, :] = strided
     assert (o[0:16, :] == 1).all()
+
+
+_DROPPED = """
+import gc, sys
+import numpy as np
+import pdc
+
+with pdc.connect() as c:
+    cont = c.create_container(sys.argv[1])
+    n = 1 << 20  # 8 MiB: a buffer of its own in malloc, unmapped or reused once freed
+    o = cont.create_object("dropped", (n,), np.float64)
+    o[:] = np.arange(n, dtype=np.float64)
+    o.start_read(np.s_[:])  # the transfer and its buffer, dropped unwaited
+    o.start_write(np.s_[0:4], np.full(4, -1, np.int32))  # a converted copy, dropped too
+    gc.collect()
+    junk = [np.full(1 << 17, 7.0) for _ in range(8)]
+    o.close()  # waits for the transfers
+    back = c.object("dropped")[:]
+    want = np.arange(n, dtype=np.float64)
+    want[0:4] = -1
+    assert (back == want).all(), back[:8]
+    assert (np.concatenate(junk) == 7.0).all()
+print("ok")
+"""
+
+
+def test_transfer_dropped_unwaited(cluster):
+    """A transfer dropped before its wait is closed (waited) then, not
+    left to write a read's bytes into its freed buffer at the object's
+    close, which corrupted the heap (glibc aborted the process)."""
+    r = subprocess.run([sys.executable, "-c", _DROPPED, "py-dropped-%d" % os.getpid()],
+                       env=dict(os.environ, PDC_TMPDIR=str(cluster["tmpdir"])),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr[-2000:])
