@@ -94,7 +94,8 @@ perr_t PDCclose(pdcid_t pdc);
 /*
  * pdc_last_error copies the most recent report line (the one printed to
  * stderr, without "\n") into buf, cut to len-1 bytes and NUL-terminated,
- * and returns its full length; "" (0) if no call has failed. It is the
+ * and returns its full length; "" (0) if no call has failed. With buf
+ * NULL (or len 0) it only returns the length. It is the
  * process's last report: bindings (pdc's Python package) read it right
  * after a call fails to raise an exception carrying the message. With
  * calls failing on several threads at once it is one of them.

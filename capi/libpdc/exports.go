@@ -36,12 +36,15 @@ func str(s *C.char) string { return C.GoString(s) } // NULL reads as ""
 //export pdcgo_init
 func pdcgo_init(name *C.char) C.uint64_t { return C.uint64_t(lib.Init(str(name))) }
 
+// pdcgo_last_error: a NULL buf asks for the length only, whatever n says;
+// of buf it touches only the line and its NUL, whatever n says past them.
+//
 //export pdcgo_last_error
 func pdcgo_last_error(buf *C.char, n C.size_t) C.size_t {
 	msg := lib.LastReport()
-	if n > 0 {
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		k := copy(dst[:n-1], msg)
+	if buf != nil && n > 0 {
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), min(uint64(n), uint64(len(msg))+1))
+		k := copy(dst[:len(dst)-1], msg)
 		dst[k] = 0
 	}
 	return C.size_t(len(msg))

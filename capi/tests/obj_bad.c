@@ -63,6 +63,11 @@ int main(void)
     pdc_report_errors(0);
     CHECK(PDCobj_open("missing-quietly", pdc) == 0, "opened a missing object");
     CHECK(pdc_last_error(last, sizeof last) > 0 && strstr(last, "missing-quietly") != NULL, "last error %s", last);
+    /* Its length alone: buf NULL, whatever len says; a len past the line
+     * copies the line and its NUL, no more. */
+    size_t n = pdc_last_error(NULL, 0);
+    CHECK(n == strlen(last) && pdc_last_error(NULL, sizeof last) == n, "length of the last error");
+    CHECK(pdc_last_error(last, (size_t)-1) == n && strlen(last) == n, "last error with len SIZE_MAX");
     pdc_report_errors(1);
 
     /* The process goes on: the object still works. */
