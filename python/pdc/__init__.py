@@ -452,8 +452,11 @@ class Object(_Handle):
 
     def __init__(self, conn: Connection, name: str, h: int) -> None:
         super().__init__(conn, name, h)
-        self.type = Type(self._prop().type)
-        self.dtype = _TO_NUMPY[self.type]
+        # An object created without dims and type (C's PDCobj_create allows
+        # it: an object for its tags) has PDC_UNKNOWN (-1): no type, no data.
+        t = self._prop().type
+        self.type: Optional[Type] = Type(t) if t in Type._value2member_map_ else None
+        self.dtype: Optional[np.dtype] = _TO_NUMPY[self.type] if self.type is not None else None
         # The dims indexing resolves against (obj[:], bounds): those of the
         # last look (open, obj.shape, set_dims), not asked of the servers
         # per region, which cost a round trip each (a quarter of a 1 MiB
@@ -519,6 +522,9 @@ class Object(_Handle):
     # regions
 
     def _box(self, key: Any) -> Box:
+        if self.type is None:
+            raise Invalid(f"pdc: {self.name}: the object has no element type (made without dims and type, "
+                          "for its tags): it holds no data")
         if self._shape is not None:
             try:
                 return self._box_in(key, self._shape)

@@ -279,3 +279,25 @@ def test_transfer_dropped_unwaited(cluster):
                        env=dict(os.environ, PDC_TMPDIR=str(cluster["tmpdir"])),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+def test_object_without_type(conn, cont):
+    """An object C made without dims and type (PDC_UNKNOWN) opens, for its
+    tags; its data calls raise pdc.Invalid. It raised a bare ValueError
+    ("-1 is not a valid Type") and left the handle open."""
+    lib = pdc._lib.lib
+    name = "untyped-%d" % os.getpid()
+    prop = lib.PDCprop_create(1, conn.id)
+    assert prop != 0
+    try:
+        assert lib.PDCobj_create(cont.id, name.encode(), prop) != 0
+    finally:
+        lib.PDCprop_close(prop)
+    o = conn.object(name)
+    assert o.type is None and o.dtype is None and o.shape == ()
+    o.tags["step"] = 3
+    assert o.tags["step"] == 3
+    for call in (lambda: o[0], lambda: o.read(), lambda: o.__setitem__(0, 1.0), lambda: o.start_read()):
+        with pytest.raises(pdc.Invalid, match="no element type"):
+            call()
+    o.close()
