@@ -291,15 +291,16 @@ def _from_tag(t: int, raw: bytes) -> Any:
         return raw.rstrip(b"\0").decode("utf-8", "surrogateescape")
     if t in (Type.VOID_PTR, Type.CHAR):
         return raw
+    # A value not of its type's size (C may put one of 0 bytes) is its bytes.
+    dt = _TO_NUMPY.get(Type(t)) if t in Type._value2member_map_ else None
+    if dt is None or len(raw) != dt.itemsize:
+        return raw
     if t == Type.INT64:
         return int.from_bytes(raw, "little", signed=True)
     if t == Type.DOUBLE:
         return float(np.frombuffer(raw, np.float64)[0])
     if t == Type.BOOLEAN:
         return bool(raw[0])
-    dt = _TO_NUMPY.get(Type(t)) if t in Type._value2member_map_ else None
-    if dt is None or len(raw) != dt.itemsize:
-        return raw
     return np.frombuffer(raw, dt)[0]
 
 

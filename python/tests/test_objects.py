@@ -301,3 +301,14 @@ def test_object_without_type(conn, cont):
         with pytest.raises(pdc.Invalid, match="no element type"):
             call()
     o.close()
+
+
+def test_tags_empty_fixed_width(cont):
+    """C may put a tag of a fixed-width type with no bytes (size 0): it
+    reads as its bytes, b"", as a FLOAT one did; an INT64 one read as 0, a
+    value nobody wrote, and DOUBLE and BOOLEAN ones raised IndexError."""
+    lib = pdc._lib.lib
+    o = cont.create_object("empty-tags", (4,), np.float64)
+    for t in (pdc.Type.INT64, pdc.Type.DOUBLE, pdc.Type.BOOLEAN, pdc.Type.FLOAT):
+        assert lib.PDCobj_put_tag(o.id, t.name.encode(), None, int(t), 0) == 0
+        assert o.tags[t.name] == b"", t
