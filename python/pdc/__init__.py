@@ -455,7 +455,11 @@ class Object(_Handle):
         super().__init__(conn, name, h)
         # An object created without dims and type (C's PDCobj_create allows
         # it: an object for its tags) has PDC_UNKNOWN (-1): no type, no data.
-        t = self._prop().type
+        try:
+            t, shape = self._prop()
+        except BaseException:
+            self.close()  # the handle just opened is not left behind
+            raise
         self.type: Optional[Type] = Type(t) if t in Type._value2member_map_ else None
         self.dtype: Optional[np.dtype] = _TO_NUMPY[self.type] if self.type is not None else None
         # The dims indexing resolves against (obj[:], bounds): those of the
@@ -464,15 +468,18 @@ class Object(_Handle):
         # write), as a C program's transfers use its handle's dims. An
         # index past them looks again (another process may have grown the
         # object); a shrink elsewhere is seen at the next obj.shape.
-        p = self._prop()
-        self._shape: Optional[tuple[int, ...]] = tuple(int(p.dims[i]) for i in range(p.ndim))
+        self._shape: Optional[tuple[int, ...]] = shape
 
-    def _prop(self) -> _ObjProp:
+    def _prop(self) -> tuple[int, tuple[int, ...]]:
+        """The object's PDC type and dims, as its server has them now."""
         p = lib.PDCobj_get_info(self.id)
         if not p:
             raise _error(f"PDCobj_get_info({self.name!r})")
-        info = _ObjInfo.from_address(p)
-        return _ObjProp.from_address(info.obj_pt)
+        try:
+            prop = _ObjProp.from_address(_ObjInfo.from_address(p).obj_pt)
+            return int(prop.type), tuple(int(prop.dims[i]) for i in range(prop.ndim))
+        finally:
+            _lib.free(p)  # one block, name and property included (pdc_obj.h)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -500,9 +507,13 @@ class Object(_Handle):
         p = lib.PDCobj_get_info(self.id)
         if not p:
             raise _error(f"PDCobj_get_info({self.name!r})")
-        i = _ObjInfo.from_address(p)
+        try:
+            i = _ObjInfo.from_address(p)
+            server_id, meta_id = int(i.server_id), int(i.meta_id)
+        finally:
+            _lib.free(p)
         return {"name": self.name, "shape": self.shape, "dtype": self.dtype, "type": self.type,
-                "server_id": i.server_id, "meta_id": int(i.meta_id)}
+                "server_id": server_id, "meta_id": meta_id}
 
     @property
     def tags(self) -> Tags:
