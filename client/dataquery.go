@@ -191,6 +191,17 @@ func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) 
 	for _, opt := range opts {
 		opt(&qo)
 	}
+	// Like a read, the query comes after this client's writes started
+	// before it: every queued start placed and sent, and every start
+	// answered, so that the data servers have registered the writes
+	// (which the query then waits for) and the metadata server has
+	// recorded where a region-dynamic or region-local write goes.
+	if err := o.c.xfer.Settle(ctx); err != nil {
+		return nil, fmt.Errorf("object %q: query %s: %w", o.meta().Name, pred, err)
+	}
+	if err := o.c.xfer.CollectStarts(ctx); err != nil {
+		return nil, fmt.Errorf("object %q: query %s: %w", o.meta().Name, pred, err)
+	}
 	res, err := o.query(ctx, pred, qo)
 	if errors.Is(err, pdc.ErrStale) {
 		// Another client changed the dims: look again, once.
