@@ -202,6 +202,16 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 	if err := e.makeRoom(ctx, server, refs, 0); err != nil {
 		return err
 	}
+	// An earlier start of writes to the same objects, if refused as
+	// stale, is sent again when collected: before these writes, which
+	// it would otherwise overwrite.
+	if dims := refsDims(refs); dims != nil {
+		for _, sc := range e.starts.writing(server, dims, true) {
+			if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
+				return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), pdc.CtxErr(ctx))
+			}
+		}
+	}
 	res, err := e.startCall(ctx, server, refs, nil)
 	var se *pdc.ServerError
 	var unsent notSent
@@ -241,6 +251,20 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 		}
 	}
 	return nil
+}
+
+// refsDims is, for each object that refs write, its dims version.
+func refsDims(refs []partRef) map[uint64]uint64 {
+	var out map[uint64]uint64
+	for _, r := range refs {
+		if r.t.access == Write {
+			if out == nil {
+				out = map[uint64]uint64{}
+			}
+			out[r.t.obj.Meta().ID] = r.t.obj.Meta().DimsVersion
+		}
+	}
+	return out
 }
 
 // startCall is one waited DataStart of refs on server, through the lane

@@ -20,12 +20,21 @@ import (
 // status or a close of one of its transfers, or by a later start that must
 // be registered after it.
 //
-// Two rules keep what a program sees as it was with one round trip per
+// These rules keep what a program sees as it was with one round trip per
 // start:
 //   - a start that reads waits first for the answers to this client's
 //     earlier starts on that server that write, so that the reads are
 //     registered after the writes they may overlap (the server orders a
 //     read after the registered writes it overlaps);
+//   - a start refused for out-of-date dims is sent again when its answer
+//     is collected, so answers are collected in the order the starts
+//     went (collecting one collects the earlier ones on its server
+//     first), and a start that writes an object with other dims than an
+//     earlier unanswered start that wrote it there waits for that one's
+//     answer first, and a waited start (DoAll, POSIX) that writes an
+//     object waits for the answers of every earlier unanswered start
+//     that wrote it there: else the earlier, refused, would be sent
+//     again after the later was stored, and overwrite it;
 //   - at most startWindowBytes of written bytes and startWindowCalls
 //     requests per server are unanswered: the server's memory for a
 //     client's payloads stays bounded by what it has acknowledged. The
@@ -49,6 +58,9 @@ type startCall struct {
 	pend   *rpc.Pending
 	inst   string   // the instance of the server pend went to
 	lane   *laneUse // the lane spans its writes are in, until answered
+	// dims holds, for each object it writes, the dims version it was
+	// sent with.
+	dims map[uint64]uint64
 
 	tok  chan struct{} // held by the goroutine collecting it
 	done chan struct{} // closed once collected
@@ -125,6 +137,52 @@ func (q *startQueue) before(server int, bytes int, reads bool) []*startCall {
 	return out
 }
 
+// earlier lists server's unanswered starts sent before sc.
+func (q *startQueue) earlier(sc *startCall) []*startCall {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.byServer[sc.server]
+	for i, x := range l {
+		if x == sc {
+			return append([]*startCall(nil), l[:i]...)
+		}
+	}
+	return nil
+}
+
+// writing lists server's unanswered starts that write one of the objects
+// of dims (object -> dims version): all of them if any, else those with
+// another dims version.
+func (q *startQueue) writing(server int, dims map[uint64]uint64, any bool) []*startCall {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*startCall
+	for _, sc := range q.byServer[server] {
+		for obj, v := range dims {
+			if w, ok := sc.dims[obj]; ok && (any || w != v) {
+				out = append(out, sc)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// writtenDims is, for each object that m writes, the dims version it
+// carries.
+func writtenDims(m *wire.DataStart) map[uint64]uint64 {
+	var out map[uint64]uint64
+	for _, it := range m.Items {
+		if it.Write {
+			if out == nil {
+				out = map[uint64]uint64{}
+			}
+			out[it.Obj] = it.DimsVersion
+		}
+	}
+	return out
+}
+
 // sendStart sends refs' DataStart to server without waiting for its
 // answer; each part remembers the request that started it.
 func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) error {
@@ -158,13 +216,23 @@ func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) erro
 	if ln != nil {
 		ln.unref() // use holds its own
 	}
+	// With the dims versions it carries known: an earlier start that
+	// wrote the same objects with other dims is answered first, so that,
+	// refused as stale, it goes again before this one.
+	dims := writtenDims(&m)
+	for _, sc := range e.starts.writing(server, dims, false) {
+		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
+			use.done() // nothing went out: the spans are ours again
+			return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), pdc.CtxErr(ctx))
+		}
+	}
 	p, err := conn.Send(ctx, wire.MethodDataStart, m.Marshal(nil), payload, nil)
 	if err != nil {
 		use.settled(err) // it may have gone out in part: the lane is the server's
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
 	sc := &startCall{e: e, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, inst: conn.Instance(), lane: use,
-		tok: make(chan struct{}, 1), done: make(chan struct{})}
+		dims: dims, tok: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, r := range refs {
 		r.part().start = sc
 	}
@@ -192,8 +260,20 @@ func (e *Engine) makeRoom(ctx context.Context, server int, refs []partRef, bytes
 
 // collect waits for the start's answer once and gives its transfers their
 // ids, or, if it failed, ends them with its error. Every caller gets the
-// same result.
+// same result. The starts sent to its server before it are collected
+// first: one refused as stale is sent again as it is collected, which
+// must not come after a later start to the same place.
 func (sc *startCall) collect(ctx context.Context) error {
+	select {
+	case <-sc.done:
+		return sc.err
+	default:
+	}
+	for _, x := range sc.e.starts.earlier(sc) {
+		if err := x.collect(ctx); err != nil && ctx.Err() != nil {
+			return fmt.Errorf("start on %s: %w", sc.e.cl.Label(sc.server), pdc.CtxErr(ctx))
+		}
+	}
 	select {
 	case <-sc.done:
 		return sc.err
