@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ func memfdCopy(name string, src *os.File, off, n int64) (*os.File, error) {
 }
 
 func newMemfd(name string) (*os.File, error) {
+	// The name only labels the file (/proc/<pid>/fd); memfd_create refuses
+	// one with a NUL byte, which a key may hold (every staging key does).
+	if i := strings.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
 	if len(name) > 200 {
 		name = name[:200]
 	}
