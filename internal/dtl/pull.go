@@ -74,6 +74,14 @@ func (t *pullRecv) Receive(ctx context.Context, tr *Transfer, rep *wire.FetchRep
 		t.r.mu.bulk[st.peer] = rep.Addr
 		t.r.mu.Unlock()
 	}
+	if st.pipe != nil && rep.Addr != "" && rep.Addr != st.pipe.addr {
+		// The pull went ahead to the bulk address learned before: the
+		// sender has since moved (restarted at the same RPC address), and
+		// whatever listens there now never exposes this payload. Pull it
+		// where the answer says.
+		t.r.bulkConns.put(st.pipe, false)
+		st.pipe = nil
+	}
 	if st.pipe == nil {
 		return t.r.pull(ctx, rep, tr.sink)
 	}
