@@ -203,8 +203,12 @@ func (o *Object) Query(ctx context.Context, pred Pred, opts ...DataQueryOption) 
 		return nil, fmt.Errorf("object %q: query %s: %w", o.meta().Name, pred, err)
 	}
 	res, err := o.query(ctx, pred, qo)
-	if errors.Is(err, pdc.ErrStale) {
-		// Another client changed the dims: look again, once.
+	if errors.Is(err, pdc.ErrStale) || errors.Is(err, pdc.ErrOutOfRange) && qo.within == nil {
+		// Another client changed the dims: look again, once. A data
+		// server says so (stale); a metadata server asked where the
+		// regions of a region-dynamic or region-local object went says
+		// the whole object, as this handle last saw it, is past its end.
+		// Within, out of range, is the caller's to fix.
 		if _, rerr := o.Refresh(ctx); rerr != nil {
 			return nil, rerr
 		}
