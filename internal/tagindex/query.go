@@ -244,14 +244,20 @@ func ParseNumber(s string) (*Number, error) {
 	if err != nil || math.IsNaN(f) {
 		return nil, fmt.Errorf("%q is not a number: %w", s, pdc.ErrInvalid)
 	}
-	return &Number{kind: numFloat, f: f}, nil
+	return Float(f), nil
 }
 
 // Int returns an integer Number.
 func Int(i int64) *Number { return &Number{kind: numInt, i: i} }
 
-// Float returns a float Number.
-func Float(f float64) *Number { return &Number{kind: numFloat, f: f} }
+// Float returns a float Number. Negative zero is zero: it compares equal
+// to it, and written out ("-0") it would read back as the integer 0.
+func Float(f float64) *Number {
+	if f == 0 {
+		f = 0
+	}
+	return &Number{kind: numFloat, f: f}
+}
 
 func (n *Number) String() string {
 	switch n.kind {
