@@ -2,6 +2,7 @@ package durable_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -21,69 +22,29 @@ import (
 // the wait must fail, not be answered with another transfer's result (a
 // read with another region's bytes, a write "stored" that never was).
 func TestWaitAfterTheDataServerRestarted(t *testing.T) {
-	const size = 1
-	tmpdir := e2e.Up(t, size)
-	datadir := e2e.ServerDataDir(t, tmpdir)
-	ctx := e2e.Ctx(t, time.Minute)
-	c := e2e.Connect(t, tmpdir)
-	ct, _, err := c.CreateContainer(ctx, "wait-restart", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const cols = 1024
-	o, err := ct.CreateObject(ctx, "x", client.ObjectProps{Dims: []uint64{2, cols}, Type: region.Int32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, cols}} }
-	rows := [2][]byte{make([]byte, 4*cols), make([]byte, 4*cols)}
-	for r := range rows {
-		for i := range cols {
-			binary.LittleEndian.PutUint32(rows[r][4*i:], uint32(r*1_000_000+i+1))
-		}
-		if err := o.Write(ctx, row(uint64(r)), rows[r]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rc := newRestartCase(t, "wait-restart", true)
+	ctx := rc.ctx
 	// Row 0 is read, the read started: its answer (the transfer's id) is
-	// in before the server dies. A read waited for on the connection the
-	// start went on makes sure of it without collecting r0 (a Status
-	// would take r0's result if the server had done it, and r0 would
-	// then rightly succeed).
-	got := make([]byte, 4*cols)
-	r0, err := o.StartRead(ctx, row(0), got)
+	// in before the server dies, and r0 is not collected (a Status would
+	// take r0's result if the server had done it, and r0 would then
+	// rightly succeed).
+	got := make([]byte, 4*restartCols)
+	r0, err := rc.o.StartRead(ctx, row(0), got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Read(ctx, row(1), make([]byte, 4*cols)); err != nil {
-		t.Fatal(err)
-	}
-	killRank(t, tmpdir, 0)
-	clitest.RestartServer(t, ctx, tmpdir, datadir, 0, size)
-	// The client goes on with the new server: reads of row 1.
+	rc.settled(t)
+	rc.restart(t)
+	// The client goes on with the new server: reads of row 1, given ids
+	// there (r0's among them) once settled.
 	var others []*client.Transfer
 	for range 32 {
-		var tr *client.Transfer
-		for attempt := 0; ; attempt++ {
-			tr, err = o.StartRead(ctx, row(1), make([]byte, 4*cols))
-			if err == nil || attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		others = append(others, tr)
+		others = append(others, rc.startRead(t, 1, make([]byte, 4*restartCols)))
 	}
-	// A read waited for on the connection the starts went on: once it is
-	// answered, the new server has registered every start before it, and
-	// has given their ids (r0's among them) to them.
-	if err := o.Read(ctx, row(1), make([]byte, 4*cols)); err != nil {
-		t.Fatal(err)
-	}
+	rc.settled(t)
 	err = r0.Wait(ctx)
-	if err == nil && !bytes.Equal(got, rows[0]) {
-		t.Fatalf("a read started before its data server restarted was answered after, with no error, with other bytes (row 1's: %v)", bytes.Equal(got, rows[1]))
+	if err == nil && !bytes.Equal(got, rc.rows[0]) {
+		t.Fatalf("a read started before its data server restarted was answered after, with no error, with other bytes (row 1's: %v)", bytes.Equal(got, rc.rows[1]))
 	}
 	if err == nil {
 		t.Fatal("a read started before its data server restarted was answered by the new server")
@@ -101,21 +62,8 @@ func TestWaitAfterTheDataServerRestarted(t *testing.T) {
 // same: it ends unavailable, and the other write is not taken from its
 // own wait.
 func TestStatusAfterTheDataServerRestarted(t *testing.T) {
-	const size = 1
-	tmpdir := e2e.Up(t, size)
-	datadir := e2e.ServerDataDir(t, tmpdir)
-	ctx := e2e.Ctx(t, time.Minute)
-	c := e2e.Connect(t, tmpdir)
-	ct, _, err := c.CreateContainer(ctx, "status-restart", client.Persistent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const cols = 1024
-	o, err := ct.CreateObject(ctx, "x", client.ObjectProps{Dims: []uint64{2, cols}, Type: region.Int32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, cols}} }
+	rc := newRestartCase(t, "status-restart", false)
+	ctx, o, cols := rc.ctx, rc.o, restartCols
 	// A few transfers first: the write's id is not the new server's first.
 	for range 8 {
 		if err := o.Write(ctx, row(1), make([]byte, 4*cols)); err != nil {
@@ -126,9 +74,8 @@ func TestStatusAfterTheDataServerRestarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	killRank(t, tmpdir, 0)
-	clitest.RestartServer(t, ctx, tmpdir, datadir, 0, size)
+	rc.settled(t)
+	rc.restart(t)
 	// The client's first call finds the server restarted; the next go to
 	// the new one.
 	if err := o.Read(ctx, row(1), make([]byte, 4*cols)); err != nil && !errors.Is(err, pdc.ErrUnavailable) {
@@ -142,7 +89,7 @@ func TestStatusAfterTheDataServerRestarted(t *testing.T) {
 		}
 		others = append(others, tr)
 	}
-	time.Sleep(200 * time.Millisecond) // they are on the new server
+	rc.settled(t) // they are on the new server
 	st, err := w0.Status(ctx)
 	if err == nil {
 		t.Fatalf("the status of a write started before its data server restarted, asked after: %v, no error", st)
@@ -162,58 +109,22 @@ func TestStatusAfterTheDataServerRestarted(t *testing.T) {
 // the parts of the old instance, and then sliced the shorter list with
 // them: it panicked, or gave a part another's result.)
 func TestWaitAllAcrossADataServerRestart(t *testing.T) {
-	const size = 1
-	tmpdir := e2e.Up(t, size)
-	datadir := e2e.ServerDataDir(t, tmpdir)
-	ctx := e2e.Ctx(t, time.Minute)
-	c := e2e.Connect(t, tmpdir)
-	ct, _, err := c.CreateContainer(ctx, "waitall-restart", client.Persistent)
+	rc := newRestartCase(t, "waitall-restart", true)
+	ctx := rc.ctx
+	r0, err := rc.o.StartRead(ctx, row(0), make([]byte, 4*restartCols))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const cols = 1024
-	o, err := ct.CreateObject(ctx, "x", client.ObjectProps{Dims: []uint64{2, cols}, Type: region.Int32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, cols}} }
-	rows := [2][]byte{make([]byte, 4*cols), make([]byte, 4*cols)}
-	for r := range rows {
-		for i := range cols {
-			binary.LittleEndian.PutUint32(rows[r][4*i:], uint32(r*1_000_000+i+1))
-		}
-		if err := o.Write(ctx, row(uint64(r)), rows[r]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r0, err := o.StartRead(ctx, row(0), make([]byte, 4*cols))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r0.Status(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // its start is answered
-	killRank(t, tmpdir, 0)
-	clitest.RestartServer(t, ctx, tmpdir, datadir, 0, size)
+	rc.settled(t) // its start is answered, r0 not collected
+	rc.restart(t)
 	all := []*client.Transfer{r0}
 	var bufs [][]byte
 	for range 4 {
-		buf := make([]byte, 4*cols)
-		var tr *client.Transfer
-		for attempt := 0; ; attempt++ {
-			tr, err = o.StartRead(ctx, row(1), buf)
-			if err == nil || attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, tr)
+		buf := make([]byte, 4*restartCols)
+		all = append(all, rc.startRead(t, 1, buf))
 		bufs = append(bufs, buf)
 	}
-	err = c.WaitAll(ctx, all)
+	err = rc.c.WaitAll(ctx, all)
 	if !errors.Is(err, pdc.ErrUnavailable) {
 		t.Fatalf("a wait of a read started before its data server restarted, with reads started after: %v, want unavailable", err)
 	}
@@ -225,8 +136,82 @@ func TestWaitAllAcrossADataServerRestart(t *testing.T) {
 		if err := tr.Wait(ctx); err != nil {
 			t.Fatalf("read %d of row 1, started on the new server: %v", i, err)
 		}
-		if !bytes.Equal(bufs[i], rows[1]) {
+		if !bytes.Equal(bufs[i], rc.rows[1]) {
 			t.Fatalf("read %d of row 1, started on the new server, read other bytes", i)
+		}
+	}
+}
+
+// restartCase is the cluster of one server these tests restart, and an
+// object of two rows of cols int32s, each row written with its own values
+// (rows) when written is set.
+type restartCase struct {
+	ctx             context.Context
+	tmpdir, datadir string
+	c               *client.Client
+	o               *client.Object
+	rows            [2][]byte
+}
+
+const restartCols = 1024
+
+func newRestartCase(t *testing.T, name string, written bool) *restartCase {
+	t.Helper()
+	rc := &restartCase{tmpdir: e2e.Up(t, 1)}
+	rc.datadir = e2e.ServerDataDir(t, rc.tmpdir)
+	rc.ctx = e2e.Ctx(t, time.Minute)
+	rc.c = e2e.Connect(t, rc.tmpdir)
+	ct, _, err := rc.c.CreateContainer(rc.ctx, name, client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.o, err = ct.CreateObject(rc.ctx, "x", client.ObjectProps{Dims: []uint64{2, restartCols}, Type: region.Int32}); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rc.rows {
+		rc.rows[r] = make([]byte, 4*restartCols)
+		for i := range restartCols {
+			binary.LittleEndian.PutUint32(rc.rows[r][4*i:], uint32(r*1_000_000+i+1))
+		}
+		if written {
+			if err := rc.o.Write(rc.ctx, row(uint64(r)), rc.rows[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return rc
+}
+
+func row(r uint64) region.Box { return region.Box{Off: []uint64{r, 0}, Size: []uint64{1, restartCols}} }
+
+// settled returns once every start sent before it is answered: a read
+// waited for on the connection the starts went on, which (unlike a Status)
+// collects none of them.
+func (rc *restartCase) settled(t *testing.T) {
+	t.Helper()
+	if err := rc.o.Read(rc.ctx, row(1), make([]byte, 4*restartCols)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart kills the server and starts it again in place.
+func (rc *restartCase) restart(t *testing.T) {
+	t.Helper()
+	killRank(t, rc.tmpdir, 0)
+	clitest.RestartServer(t, rc.ctx, rc.tmpdir, rc.datadir, 0, 1)
+}
+
+// startRead starts a read of row r on the new server, trying again once
+// if the first call is the one that finds the old server gone.
+func (rc *restartCase) startRead(t *testing.T, r uint64, buf []byte) *client.Transfer {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		tr, err := rc.o.StartRead(rc.ctx, row(r), buf)
+		if err == nil {
+			return tr
+		}
+		if attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) {
+			t.Fatal(err)
 		}
 	}
 }
