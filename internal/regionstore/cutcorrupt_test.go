@@ -16,20 +16,7 @@ import (
 // bytes before the new end: they must still read as corrupt, not be given
 // a fresh CRC that makes the damaged bytes read as good data.
 func TestCutKeepsCorruptionDetected(t *testing.T) {
-	dir := t.TempDir()
-	l := Layout{Dims: []uint64{2 * blockSizeU()}, Elem: 1, Mode: ByOffset}
-	s := openStore(t, dir, false)
-	data := randData(rand.New(rand.NewPCG(7, 8)), int(2*blockSize))
-	if err := s.Write(5, l, region.Shape(l.Dims...), data); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "0000000000000005.off")
-	dataAt := offHeaderSize + tableBytes(tableFor(2*blockSize))
-	flipByte(t, path, dataAt+100) // in block 0
-	s = openStore(t, dir, false)
+	s, l, data := corruptBlock0(t)
 	defer func() { _ = s.Close() }()
 	got := make([]byte, blockSize/2)
 	box := region.Box{Off: []uint64{0}, Size: []uint64{uint64(len(got))}}
@@ -49,18 +36,7 @@ func TestCutKeepsCorruptionDetected(t *testing.T) {
 // bytes outside the write would then read as good data. It is refused,
 // naming the block; a write of the whole block replaces it.
 func TestPartialWriteKeepsCorruptionDetected(t *testing.T) {
-	dir := t.TempDir()
-	l := Layout{Dims: []uint64{2 * blockSizeU()}, Elem: 1, Mode: ByOffset}
-	s := openStore(t, dir, false)
-	data := randData(rand.New(rand.NewPCG(7, 8)), int(2*blockSize))
-	if err := s.Write(5, l, region.Shape(l.Dims...), data); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	flipByte(t, filepath.Join(dir, "0000000000000005.off"), offHeaderSize+tableBytes(tableFor(2*blockSize))+100)
-	s = openStore(t, dir, false)
+	s, l, data := corruptBlock0(t)
 	defer func() { _ = s.Close() }()
 	// One byte of block 0, far from the flipped one.
 	err := s.Write(5, l, region.Box{Off: []uint64{2000}, Size: []uint64{1}}, []byte{7})
@@ -82,4 +58,23 @@ func TestPartialWriteKeepsCorruptionDetected(t *testing.T) {
 	if err := s.Read(5, l, whole, back); err != nil || !bytes.Equal(back, fresh) {
 		t.Fatalf("read of the rewritten block: %v", err)
 	}
+}
+
+// corruptBlock0 stores two blocks of object 5 by offset, flips byte 100
+// (in block 0) in the file, and reopens the store: the object's layout
+// and what was written are returned with it.
+func corruptBlock0(t *testing.T) (*Store, Layout, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	l := Layout{Dims: []uint64{2 * blockSizeU()}, Elem: 1, Mode: ByOffset}
+	s := openStore(t, dir, false)
+	data := randData(rand.New(rand.NewPCG(7, 8)), int(2*blockSize))
+	if err := s.Write(5, l, region.Shape(l.Dims...), data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(dir, "0000000000000005.off"), offHeaderSize+tableBytes(tableFor(2*blockSize))+100)
+	return openStore(t, dir, false), l, data
 }
