@@ -62,16 +62,6 @@ type Layout struct {
 	Version uint64
 }
 
-// stale refuses l if applying its dims to o would undo newer ones.
-// Requires o.mu held, and the object loaded.
-func stale(o *object, l Layout) error {
-	if l.Version < o.version && needsDims(o, l.Dims) {
-		return fmt.Errorf("region store: object %d: dims %v (version %d) are older than the object's (version %d): %w",
-			o.id, l.Dims, l.Version, o.version, pdc.ErrStale)
-	}
-	return nil
-}
-
 // Options configure a Store.
 type Options struct {
 	// Dir holds the object files. Required; created if missing.
@@ -272,63 +262,6 @@ func (s *Store) load(o *object) error {
 	}
 	o.loaded = true
 	o.known.Store(o.version + 1)
-	return nil
-}
-
-// Version is the newest dims version object obj was used with here, as
-// its files keep it: a call with older dims that changes them is refused
-// as stale. 0 for an object without files, or whose files were made by a
-// build that did not keep it.
-func (s *Store) Version(obj uint64) (uint64, error) {
-	o, err := s.object(obj)
-	if err != nil {
-		return 0, err
-	}
-	// A data server asks at every start: it must not wait for a call
-	// holding the object. A version being raised meanwhile is the
-	// caller's to see at its own call on the object.
-	if k := o.known.Load(); k != 0 {
-		return k - 1, nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if s.closed.Load() {
-		return 0, errClosed
-	}
-	if err := s.load(o); err != nil {
-		return 0, err
-	}
-	return o.version, nil
-}
-
-// mark is the dims mark of the object's file; nil if it has none.
-func (o *object) mark() *dimsMark {
-	switch o.mode {
-	case ByOffset:
-		return &o.off.mark
-	case ByRegion:
-		return &o.reg.mark
-	}
-	return nil
-}
-
-// raiseVersion makes version the object's newest dims version, in its
-// file before in memory: a call that goes on to apply the version's dims
-// must not leave them in the file with the older version marked. Requires
-// o.mu held exclusively.
-func (s *Store) raiseVersion(o *object, version uint64) error {
-	if version <= o.version {
-		return nil
-	}
-	if m := o.mark(); m != nil {
-		path := o.off.pathOr(o.reg)
-		err := s.withFile(path, func(f vfs.File) error { return m.raise(f, version, s.opts.Sync) })
-		if err != nil {
-			return fmt.Errorf("region store: object %d: %s: %w", o.id, path, err)
-		}
-	}
-	o.version = version
-	o.known.Store(version + 1)
 	return nil
 }
 
