@@ -172,13 +172,22 @@ func (q *startQueue) writing(server int, dims map[uint64]uint64, any bool) []*st
 // carries.
 func writtenDims(m *wire.DataStart) map[uint64]uint64 {
 	var out map[uint64]uint64
-	for _, it := range m.Items {
-		if it.Write {
-			if out == nil {
-				out = map[uint64]uint64{}
-			}
-			out[it.Obj] = it.DimsVersion
+	var last *wire.DataItem
+	for i := range m.Items {
+		it := &m.Items[i]
+		if !it.Write {
+			continue
 		}
+		// A request's items come in runs of one object (thousands of
+		// regions of it): one map store per run, not per region.
+		if last != nil && it.Obj == last.Obj && it.DimsVersion == last.DimsVersion {
+			continue
+		}
+		if out == nil {
+			out = map[uint64]uint64{}
+		}
+		out[it.Obj] = it.DimsVersion
+		last = it
 	}
 	return out
 }
