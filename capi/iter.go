@@ -218,3 +218,38 @@ func (l *Lib) IterEnd(id uint64) {
 		delete(l.mu.handles, id)
 	}
 }
+
+// ContObjNames is pdc_cont_obj_names: the names of every object in the
+// container, in meta id order. A binding cannot tell from
+// PDCobj_iter_next's NULL whether the walk ended or failed; this call
+// says which.
+func (l *Lib) ContObjNames(contID uint64) ([]string, int) {
+	var names []string
+	rc := l.run(fmt.Sprintf("pdc_cont_obj_names(cont %d)", contID), func() error {
+		var cur *client.Cursor[client.ObjectInfo]
+		var p *conn
+		err := l.contDo(contID, func(ctx context.Context, h *handle) error {
+			cur, p = h.cont.ObjectCursor(), h.conn
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := p.ctx()
+		defer cancel()
+		for {
+			info, ok, err := cur.Next(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+			names = append(names, info.Name)
+		}
+	})
+	if rc != 0 {
+		return nil, rc
+	}
+	return names, rc
+}

@@ -47,6 +47,17 @@ func TestIterators(t *testing.T) {
 	if id, rc := p.ObjIterStart(empty); id != 0 || rc != capi.Succeed {
 		t.Fatalf("ObjIterStart of an empty container: %d, %d", id, rc)
 	}
+	if names, rc := p.ContObjNames(empty); len(names) != 0 || rc != capi.Succeed {
+		t.Fatalf("ContObjNames of an empty container: %q, %d", names, rc)
+	}
+	if names, rc := q.ContObjNames(qcont); len(names) == 0 || rc != capi.Succeed {
+		t.Fatalf("ContObjNames: %q, %d: %q", names, rc, q.lines())
+	}
+	p.quiet(t)
+	if names, rc := p.ContObjNames(prop); names != nil || rc != capi.Fail {
+		t.Fatalf("ContObjNames of a property: %q, %d", names, rc)
+	}
+	p.wantLine(t, "pdc_cont_obj_names(cont 4)", "is a object property, not a container")
 	p.quiet(t)
 	if id, rc := p.ObjIterStart(prop); id != 0 || rc != capi.Fail {
 		t.Fatalf("ObjIterStart of a property: %d, %d", id, rc)

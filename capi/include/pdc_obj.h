@@ -124,6 +124,14 @@ perr_t PDCobj_del_tag(pdcid_t obj_id, const char *tag_name);
 perr_t pdc_obj_tag_names(pdcid_t obj_id, int *n, char **names);
 
 /*
+ * pdc_cont_obj_names (pdc's own) lists the container's objects: *n names,
+ * in meta id order, in *names as pdc_obj_tag_names's. Unlike
+ * PDCobj_iter_next, whose NULL means both "no more" and "failed", it
+ * returns FAIL when the listing could not be finished.
+ */
+perr_t pdc_cont_obj_names(pdcid_t cont_id, int *n, char **names);
+
+/*
  * Object iterators, as the container iterators (pdc_cont.h), over the
  * objects of cont_id (created in it or added to it) in increasing meta id
  * order: PDCobj_iter_start returns NULL for an empty container, or on

@@ -52,6 +52,26 @@ func pdcgo_obj_tag_names(id C.uint64_t, n *C.int, names **C.char) C.int {
 	return 0
 }
 
+// pdcgo_cont_obj_names: *names as pdcgo_query_tags's.
+//
+//export pdcgo_cont_obj_names
+func pdcgo_cont_obj_names(id C.uint64_t, n *C.int, names **C.char) C.int {
+	call := fmt.Sprintf("pdc_cont_obj_names(cont %d)", uint64(id))
+	if n == nil || names == nil {
+		return C.int(lib.Report(call, fmt.Errorf("n and names must not be NULL: %w", pdc.ErrInvalid)))
+	}
+	*n, *names = 0, nil
+	got, rc := lib.ContObjNames(uint64(id))
+	if rc != 0 {
+		return C.int(rc)
+	}
+	if rc := namesOut(call, got, names); rc != 0 {
+		return rc
+	}
+	*n = C.int(len(got))
+	return 0
+}
+
 //export pdcgo_obj_open_by_meta_id
 func pdcgo_obj_open_by_meta_id(cont, metaID, prop C.uint64_t) C.uint64_t {
 	return C.uint64_t(lib.ObjOpenMetaID(uint64(cont), uint64(metaID), uint64(prop)))

@@ -170,3 +170,5 @@ struct pdc_obj_info *PDCobj_iter_get_info(obj_handle *ohandle)
 }
 
 perr_t pdc_obj_tag_names(pdcid_t obj_id, int *n, char **names) { return pdcgo_obj_tag_names(obj_id, n, names); }
+
+perr_t pdc_cont_obj_names(pdcid_t cont_id, int *n, char **names) { return pdcgo_cont_obj_names(cont_id, n, names); }

@@ -106,6 +106,20 @@ def _checkid(h: int, call: str) -> int:
     return h
 
 
+def _take_names(addr: Optional[int], n: int) -> list[str]:
+    """The n NUL-ended names of a block libpdc malloc'd at addr, which is freed."""
+    out, at = [], addr
+    try:
+        for _ in range(n):
+            b = ctypes.string_at(at)
+            out.append(b.decode("utf-8", "surrogateescape"))
+            at += len(b) + 1
+    finally:
+        if addr:
+            _lib.free(addr)
+    return out
+
+
 # --- types ------------------------------------------------------------------
 
 class Type(enum.IntEnum):
@@ -168,10 +182,17 @@ def pdc_type(dtype: Any) -> Type:
 
 # --- connections --------------------------------------------------------------
 
-def _name(s: Union[str, bytes, os.PathLike]) -> bytes:
-    if isinstance(s, bytes):
-        return s
-    return os.fsencode(s)
+def _name(s: Union[str, bytes, os.PathLike], what: str = "name") -> bytes:
+    b = s if isinstance(s, bytes) else os.fsencode(s)
+    return _cstr(b, what)
+
+
+def _cstr(b: bytes, what: str) -> bytes:
+    # C strings end at the first NUL: "a\0b" would reach the servers as
+    # "a", and the call act on another name than the one given.
+    if b"\0" in b:
+        raise Invalid(f"{what} {b!r} has a NUL byte, which a C string cannot hold")
+    return b
 
 
 _env_lock = threading.Lock()
@@ -188,7 +209,7 @@ class Connection:
                 os.environ["PDC_TMPDIR"] = os.fspath(tmpdir)
             try:
                 lib.pdc_report_errors(_lib.report_errors)
-                self._id = _checkid(lib.PDCinit(name.encode()), f"PDCinit({name!r})")
+                self._id = _checkid(lib.PDCinit(_cstr(name.encode(), "connection name")), f"PDCinit({name!r})")
             finally:
                 if tmpdir is not None:
                     if old is None:
@@ -241,7 +262,7 @@ class Connection:
 
     def produce(self, path: Union[str, os.PathLike]) -> None:
         """Publishes the staged file path (complete) to consumers (pdc_stage_produce)."""
-        _check(lib.pdc_stage_produce(self.id, _name(path)), f"pdc_stage_produce({path!r})")
+        _check(lib.pdc_stage_produce(self.id, _name(path, "path")), f"pdc_stage_produce({path!r})")
 
     def consume(self, path: Union[str, os.PathLike], timeout: Optional[float] = None) -> None:
         """Waits until path is produced and brings it here (pdc_stage_consume).
@@ -251,7 +272,7 @@ class Connection:
         t = 0.0 if timeout is None else float(timeout)
         if timeout is not None and not t > 0:
             raise Invalid(f"pdc: consume({path!r}): timeout {timeout!r} is not a positive number of seconds")
-        _check(lib.pdc_stage_consume(self.id, _name(path), t), f"pdc_stage_consume({path!r})")
+        _check(lib.pdc_stage_consume(self.id, _name(path, "path"), t), f"pdc_stage_consume({path!r})")
 
 
 def connect(tmpdir: Optional[str] = None, name: str = "python") -> Connection:
@@ -316,15 +337,7 @@ class Tags:
             raise Invalid(f"pdc: {self._owner.name!r}: a {self._owner._what}'s tags cannot be listed")
         n, names = ctypes.c_int(), ctypes.c_void_p()
         _check(self._names(self._owner.id, ctypes.byref(n), ctypes.byref(names)), f"pdc_obj_tag_names({self._owner.name!r})")
-        out, at = [], names.value
-        try:
-            for _ in range(n.value):
-                b = ctypes.string_at(at)
-                out.append(b.decode("utf-8", "surrogateescape"))
-                at += len(b) + 1
-        finally:
-            _lib.free(names)
-        return out
+        return _take_names(names.value, n.value)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -335,11 +348,11 @@ class Tags:
     def __setitem__(self, key: str, value: Any) -> None:
         t, raw = _tag_value(value)
         buf = ctypes.create_string_buffer(raw, len(raw))
-        _check(self._put(self._owner.id, key.encode(), buf, int(t), len(raw)), f"put_tag({key!r})")
+        _check(self._put(self._owner.id, _cstr(key.encode(), "tag name"), buf, int(t), len(raw)), f"put_tag({key!r})")
 
     def __getitem__(self, key: str) -> Any:
         val, typ, size = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_ulonglong()
-        _check(self._get(self._owner.id, key.encode(), ctypes.byref(val), ctypes.byref(typ), ctypes.byref(size)),
+        _check(self._get(self._owner.id, _cstr(key.encode(), "tag name"), ctypes.byref(val), ctypes.byref(typ), ctypes.byref(size)),
                f"get_tag({key!r})")
         if not val.value:
             raise KeyError(key)
@@ -356,7 +369,7 @@ class Tags:
             return default
 
     def __delitem__(self, key: str) -> None:
-        _check(self._del(self._owner.id, key.encode()), f"del_tag({key!r})")
+        _check(self._del(self._owner.id, _cstr(key.encode(), "tag name")), f"del_tag({key!r})")
 
 
 # --- containers and objects ------------------------------------------------
@@ -830,30 +843,13 @@ def open(path: Union[str, os.PathLike], mode: str = "r", timeout: Optional[float
 
 # --- iteration, .npy and HDF5 ------------------------------------------------
 
-_lib.lib.PDCobj_iter_start.restype = ctypes.c_void_p
-_lib.lib.PDCobj_iter_start.argtypes = [u64]
-_lib.lib.PDCobj_iter_null.restype = ctypes.c_bool
-_lib.lib.PDCobj_iter_null.argtypes = [ctypes.c_void_p]
-_lib.lib.PDCobj_iter_next.restype = ctypes.c_void_p
-_lib.lib.PDCobj_iter_next.argtypes = [ctypes.c_void_p, u64]
-_lib.lib.PDCobj_iter_get_info.restype = ctypes.c_void_p
-_lib.lib.PDCobj_iter_get_info.argtypes = [ctypes.c_void_p]
-
-
 def _object_names(cont: Container) -> list[str]:
     """The names of the container's objects (in meta id order)."""
-    names = []
-    h = lib.PDCobj_iter_start(cont.id)
-    while h and not lib.PDCobj_iter_null(h):
-        p = lib.PDCobj_iter_get_info(h)
-        if not p:
-            raise _error(f"PDCobj_iter_get_info({cont.name!r})")
-        try:
-            names.append(_ObjInfo.from_address(p).name.decode())
-        finally:
-            _lib.free(p)
-        h = lib.PDCobj_iter_next(h, cont.id)
-    return names
+    # Not PDCobj_iter_*: their NULL means both "no more" and "failed", so
+    # a listing cut short by a server would look complete.
+    n, names = ctypes.c_int(), ctypes.c_void_p()
+    _check(lib.pdc_cont_obj_names(cont.id, ctypes.byref(n), ctypes.byref(names)), f"pdc_cont_obj_names({cont.name!r})")
+    return _take_names(names.value, n.value)
 
 
 Container.object_names = _object_names  # type: ignore[attr-defined]

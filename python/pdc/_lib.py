@@ -92,6 +92,7 @@ _SIGS = {
     "pdc_stage_consume": (c_int, [u64, c_char_p, ctypes.c_double]),
     "pdc_query_tags": (c_int, [u64, c_char_p, P(c_int), P(P(u64)), P(c_void_p)]),
     "pdc_obj_tag_names": (c_int, [u64, P(c_int), P(c_void_p)]),
+    "pdc_cont_obj_names": (c_int, [u64, P(c_int), P(c_void_p)]),
     "PDCquery_create": (c_void_p, [u64, c_int, c_int, c_void_p]),
     "PDCquery_and": (c_void_p, [c_void_p, c_void_p]),
     "PDCquery_or": (c_void_p, [c_void_p, c_void_p]),

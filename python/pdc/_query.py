@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from . import Box, Connection, Invalid, Object, _check, _error, _lib
+from . import Box, Connection, Invalid, Object, _check, _cstr, _error, _lib
 from ._lib import lib, u64
 
 __all__ = ["Match", "Expr", "Query"]
@@ -29,7 +29,7 @@ def _query_tags(conn: Connection, query: str) -> list[Match]:
     if not isinstance(query, str) or not query:
         raise Invalid(f"pdc: query {query!r}: want a non-empty string such as 'step=10..20' or 'name=ab*'")
     n, ids, names = ctypes.c_int(), ctypes.POINTER(u64)(), ctypes.c_void_p()
-    _check(lib.pdc_query_tags(conn.id, query.encode(), ctypes.byref(n), ctypes.byref(ids), ctypes.byref(names)),
+    _check(lib.pdc_query_tags(conn.id, _cstr(query.encode(), "query"), ctypes.byref(n), ctypes.byref(ids), ctypes.byref(names)),
            f"pdc_query_tags({query!r})")
     try:
         got = [int(ids[i]) for i in range(n.value)]
