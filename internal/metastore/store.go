@@ -437,6 +437,9 @@ func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
 	if err := s.db.Checkpoint(dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
+	if err := copyIdentity(s.fs, s.dir, dest); err != nil {
+		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
+	}
 	pruneCheckpoints(s.fs, dir, keepCheckpoints)
 	return dest, nil
 }
