@@ -95,6 +95,10 @@ type Server struct {
 	// StageDir is the producer dir the server serves staged files from
 	// ("" if it serves none).
 	StageDir string
+	// MetaStore is the id of the metadata store the server serves ("" if
+	// it holds no metadata): the same id across restarts of its rank
+	// means the same metadata.
+	MetaStore string
 }
 
 // Label names the server as errors do: "rank 2 (127.0.0.1:4000)".

@@ -78,6 +78,11 @@ type Server struct {
 	Instance string    `json:"instance"`
 	Start    time.Time `json:"start"`
 	StageDir string    `json:"stage_dir,omitempty"`
+	// MetaStore is the id of the metadata store the server serves ("" if
+	// it holds no metadata, or is of a build from before store ids): a
+	// rank that restarts while the cluster serves must open that store
+	// again, not an empty one on a node that does not have it.
+	MetaStore string `json:"meta_store,omitempty"`
 }
 
 // Label names the server in messages: "rank 2 (127.0.0.1:4000)".
@@ -87,13 +92,13 @@ func (s Server) Label() string { return fmt.Sprintf("rank %d (%s)", s.Rank, s.Ad
 func (s Server) Info() wire.ServerInfo {
 	r, _ := ParseRoles(s.Roles)
 	return wire.ServerInfo{Rank: uint32(s.Rank), Addr: s.Addr, Roles: r, PID: uint32(s.PID), Host: s.Host,
-		Instance: s.Instance, StartUnix: s.Start.UnixNano(), StageDir: s.StageDir}
+		Instance: s.Instance, StartUnix: s.Start.UnixNano(), StageDir: s.StageDir, MetaStore: s.MetaStore}
 }
 
 // ServerFromInfo converts a wire ServerInfo.
 func ServerFromInfo(i wire.ServerInfo) Server {
 	return Server{Rank: int(i.Rank), Addr: i.Addr, Roles: RoleString(i.Roles), PID: int(i.PID), Host: i.Host,
-		Instance: i.Instance, Start: time.Unix(0, i.StartUnix), StageDir: i.StageDir}
+		Instance: i.Instance, Start: time.Unix(0, i.StartUnix), StageDir: i.StageDir, MetaStore: i.MetaStore}
 }
 
 // List is a complete cluster: Size servers, ranks 0 to Size-1, in order.

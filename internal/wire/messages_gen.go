@@ -154,6 +154,7 @@ type ServerInfo struct {
 	Instance  string // 6
 	StartUnix int64  // 7: start time, Unix nanoseconds
 	StageDir  string // 8: the producer dir it serves staged files from ("" if none)
+	MetaStore string // 9: the id of the metadata store it serves ("" if none)
 }
 
 func (m *ServerInfo) Marshal(b []byte) []byte {
@@ -165,6 +166,7 @@ func (m *ServerInfo) Marshal(b []byte) []byte {
 	b = putString(b, 6, m.Instance)
 	b = putInt(b, 7, m.StartUnix)
 	b = putString(b, 8, m.StageDir)
+	b = putString(b, 9, m.MetaStore)
 	return b
 }
 
@@ -189,6 +191,8 @@ func (m *ServerInfo) Unmarshal(b []byte) error {
 			m.StartUnix = f.int64()
 		case 8:
 			m.StageDir = f.string()
+		case 9:
+			m.MetaStore = f.string()
 		}
 	}
 	return f.err

@@ -37,7 +37,7 @@ var goldenMeta = wire.ObjectMeta{ID: 1<<63 + 5, Name: "obj/" + long, ContID: 9, 
 var goldenCont = wire.ContainerMeta{ID: 77, Name: "cont", Lifetime: 1, CreatedUnix: 1_700_000_000, Deleting: true}
 
 var goldenServer = wire.ServerInfo{Rank: 3, Addr: "unix:/run/pdc/" + long, Roles: wire.RoleBoth, PID: math.MaxUint32,
-	Host: "node3", Instance: "inst", StartUnix: math.MinInt64, StageDir: "/stage"}
+	Host: "node3", Instance: "inst", StartUnix: math.MinInt64, StageDir: "/stage", MetaStore: "0123456789abcdef0123456789abcdef"}
 
 var goldenItem = wire.DataItem{Obj: 12, Write: true, Off: []uint64{0, 128, 1 << 35}, Size: []uint64{16, 0, 300},
 	Dims: []uint64{1 << 40, 256, 512}, DimsVersion: 2, Elem: 8, Storage: 1, Lane: 4097, Slot: 3}
