@@ -14,6 +14,7 @@ import (
 	"github.com/pdcgo/pdc/internal/dataserver"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/metaserver"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/metrics"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -51,6 +52,9 @@ type proc struct {
 	data *dataserver.Service // nil without the data role
 	recv *slots.Receiver     // nil without the data role
 	objs *objects
+	// metaID is the id of meta's store: the server list records it, and
+	// a rank that rejoins must come back with it (checkMetaStore).
+	metaID string
 	// The region stores, one per data slot this server holds, are opened
 	// once the cluster knows who holds which (moveData).
 	stores []*regionstore.Store
@@ -74,6 +78,9 @@ func (p *proc) run(ctx context.Context) error {
 		return err
 	}
 	if err := p.probe(ctx); err != nil {
+		return err
+	}
+	if err := p.checkMetaStore(ctx); err != nil {
 		return err
 	}
 	if err := p.open(); err != nil {
@@ -168,7 +175,7 @@ func (p *proc) open() error {
 	cfg, log := p.cfg, p.log
 	if cfg.Roles&wire.RoleMetadata != 0 {
 		meta, err := metaserver.Open(metaserver.Config{
-			Dir:           filepath.Join(cfg.DataDir, fmt.Sprintf("meta-%d", cfg.Rank)),
+			Dir:           metaDir(cfg),
 			CheckpointDir: filepath.Join(cfg.DataDir, "checkpoints", fmt.Sprintf("meta-%d", cfg.Rank)),
 			Durability:    cfg.Durability,
 			FS:            cfg.FS,
@@ -181,6 +188,14 @@ func (p *proc) open() error {
 		}
 		p.meta = meta
 		p.onClose(func() { closeBounded(log, "metadata store", cfg.ShutdownTimeout, meta.Close) })
+		id, made, err := metastore.EnsureIdentity(cfg.FS, metaDir(cfg), cfg.Rank)
+		if err != nil {
+			return err
+		}
+		if made {
+			log.Info("metadata store identity recorded", "store", id.ID, "dir", metaDir(cfg))
+		}
+		p.metaID = id.ID
 	}
 	p.objs = newObjects()
 	p.onClose(func() {
@@ -289,6 +304,7 @@ func (p *proc) newServer(addr string) *Server {
 	s.self = cluster.Server{
 		Rank: cfg.Rank, Addr: addr, Roles: cluster.RoleString(cfg.Roles),
 		PID: os.Getpid(), Host: host, Instance: newInstance(), Start: s.start, StageDir: stageDir,
+		MetaStore: p.metaID,
 	}
 	s.mu.members = map[int]cluster.Server{cfg.Rank: s.self}
 	onSessionEnd := func(client string) {

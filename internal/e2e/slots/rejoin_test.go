@@ -81,6 +81,17 @@ func TestRejoinOnAnotherNodeRefusesAnOutOfDateCopy(t *testing.T) {
 	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), victim.PID); err != nil {
 		t.Fatal(err)
 	}
+	// Its metadata store goes with it (as on a file system both nodes
+	// see): without it, rank 1 refuses to start on node c at all
+	// (TestMetadataRankRestartedWithoutItsStoreRefuses), and this test is
+	// about its data slots.
+	storeOnC := filepath.Join(tc.datadir, "c", "meta-1")
+	if _, err := os.Stat(storeOnC); err == nil {
+		t.Fatalf("%s is there before the move", storeOnC)
+	}
+	if err := exec.Command("cp", "-a", filepath.Join(tc.datadir, victim.Host, "meta-1"), storeOnC).Run(); err != nil {
+		t.Fatal(err)
+	}
 	clitest.RestartServer(t, ctx, tc.tmpdir, filepath.Join(tc.datadir, "c"), 1, 2, "--host", "c")
 
 	good, failed, wrong := d.check(ctx, tc.connect())
