@@ -91,9 +91,9 @@ func TestTornLogTailIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := int64(len(walMagic))
+	end := int64(walHeaderLen)
 	for _, r := range recs {
-		end += 8 + int64(len(r))
+		end += walRecHeaderLen + int64(len(r))
 	}
 	f, err := os.OpenFile(filepath.Join(dir, walFile), os.O_WRONLY, 0)
 	if err != nil {

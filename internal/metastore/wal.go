@@ -3,6 +3,7 @@ package metastore
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -45,12 +46,40 @@ import (
 // write-back, or the file cut by someone else) fails that commit instead
 // of the process, and the next commit starts a new file.
 //
-// File: the header walMagic, then records: u32 length, u32 CRC-32C of the
-// payload, payload (a pebble batch), then zeros to the end of the file.
-// A zero length, or a torn or corrupt record, ends the replay; nothing
-// after it was acknowledged.
+// File (version 2): a header of walHeaderLen bytes (walMagic, u32 flags,
+// the 16-byte boot id of the machine that wrote it, u32 CRC-32C of what
+// precedes it), then records: u32 length n, u32 CRC-32C of the next 8+n
+// bytes, u64 mark, n bytes of payload (a pebble batch); then zeros to the
+// end of the file. Offsets are bytes from the start of the file, which
+// holds one run of the log: it is replaced (reset) at open, at rotation
+// and after a fault or a failed fsync, each time with everything before
+// durable in pebble.
+//
+// A record's mark is the offset up to which the log was acknowledged as
+// durable when the record was written: with sync durability what was
+// fsynced, with process durability everything before the record (it was
+// in the page cache, which is what process durability rests on). The
+// replay ends at the first zero length, torn or corrupt record; the mark
+// tells whether that is the tail a crash may leave, to be dropped, or a
+// record that was acknowledged and is lost, which must stop the start
+// (see parseWALv2).
+//
+// Version 1 (walMagicV1) had 8-byte record headers without a mark; such a
+// log, left by an older pdc, is still replayed, up to its first bad
+// record as that version did.
 
-const walMagic = "PDCWAL1\n"
+const (
+	walMagic   = "PDCWAL2\n"
+	walMagicV1 = "PDCWAL1\n"
+
+	walHeaderLen    = 32
+	walRecHeaderLen = 16
+	walRecHeaderV1  = 8
+
+	// walFlagSync: the file was written with sync durability, so its
+	// marks are fsynced offsets.
+	walFlagSync = 1
+)
 
 const walFile = "pdc.wal"
 
@@ -74,15 +103,22 @@ type wal struct {
 	size   int64      // bytes used in the current file; guarded by mu
 	broken error      // a store into the mapping faulted: start a new file; guarded by mu
 	buf    []byte     // a record with its header, for pwrite; guarded by mu
+	// origin is the logical offset of the current file's first byte, and
+	// fileSync the durability its header names; guarded by mu.
+	origin   int64
+	fileSync bool
 
 	written atomic.Int64 // logical bytes written over all files
 	// syncFailed is set with err: the next commit starts a new file, once
 	// pebble holds everything durably, and clears both.
 	syncFailed atomic.Bool
 
-	syncMu  sync.Mutex
-	cond    *sync.Cond
-	synced  int64 // logical bytes known durable; guarded by syncMu
+	syncMu sync.Mutex
+	cond   *sync.Cond
+	// synced is the logical bytes known durable. Changed only under
+	// syncMu; read without it for the marks of records, so that a commit
+	// takes no second lock.
+	synced  atomic.Int64
 	syncing bool  // a goroutine is in fsync; guarded by syncMu
 	err     error // a failed fsync fails every later wait; guarded by syncMu
 }
@@ -118,34 +154,187 @@ func readWALFS(fsys vfs.FS, path string) ([][]byte, error) {
 	return parseWAL(path, data)
 }
 
-// parseWAL returns the intact records of a log's bytes (which they alias),
-// up to the first zero length, torn or corrupt record.
+// parseWAL returns the records of a log's bytes (which they alias) up to
+// the first zero length, torn or corrupt record. It fails, wrapping
+// pdc.ErrCorrupt, if that record is provably one that was acknowledged
+// (parseWALv2).
 func parseWAL(path string, data []byte) ([][]byte, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
-	if !bytes.HasPrefix(data, []byte(walMagic)) {
-		if len(data) < len(walMagic) && bytes.HasPrefix([]byte(walMagic), data) {
-			return nil, nil // torn while the header was written
-		}
-		return nil, fmt.Errorf("metadata log %s: not a pdc log or an unknown version (header %q): %w", path, data[:min(len(data), 8)], pdc.ErrVersion)
+	switch {
+	case bytes.HasPrefix(data, []byte(walMagic)):
+		return parseWALv2(path, data)
+	case bytes.HasPrefix(data, []byte(walMagicV1)):
+		return parseWALv1(data), nil
+	case len(data) < len(walMagic) && bytes.HasPrefix([]byte(walMagic), data):
+		return nil, nil // torn while the header was written
 	}
+	return nil, fmt.Errorf("metadata log %s: not a pdc log or an unknown version (header %q): %w", path, data[:min(len(data), 8)], pdc.ErrVersion)
+}
+
+// parseWALv1 reads a log of version 1. Its records carry no mark, so a bad
+// record cannot be told from a torn tail: the replay ends there, as that
+// version's own did.
+func parseWALv1(data []byte) [][]byte {
 	var recs [][]byte
-	p := data[len(walMagic):]
-	for len(p) >= 8 {
+	p := data[len(walMagicV1):]
+	for len(p) >= walRecHeaderV1 {
 		n := binary.LittleEndian.Uint32(p)
 		sum := binary.LittleEndian.Uint32(p[4:])
-		if n == 0 || uint64(n) > uint64(len(p)-8) {
+		if n == 0 || uint64(n) > uint64(len(p)-walRecHeaderV1) {
 			break // the unused, zeroed end of the file, or a torn tail
 		}
-		rec := p[8 : 8+n]
+		rec := p[walRecHeaderV1 : walRecHeaderV1+n]
 		if crc32.Checksum(rec, castagnoli) != sum {
 			break // torn or corrupt tail
 		}
 		recs = append(recs, rec)
-		p = p[8+n:]
+		p = p[walRecHeaderV1+n:]
+	}
+	return recs
+}
+
+// parseWALv2 reads a log of version 2. Where the records end at a bad one
+// at offset x, the rest of the file is searched for a whole record whose
+// mark is past x: it was written once x was durable, so x held an
+// acknowledged change, which is lost (a flipped bit, a bad sector). That
+// fails the replay: going on would drop every acknowledged change after x
+// without a word.
+//
+// Without such a record the end is a torn tail: the records after the
+// last acknowledged one, which a crash may leave in part, or with sync
+// durability even out of order (the disk writes back what was not
+// fsynced in any order), and which are dropped. With process durability
+// marks only count if the machine has not restarted since the file was
+// written (same boot id): a power loss may lose any part of what was not
+// written back, and process durability does not promise to survive one.
+func parseWALv2(path string, data []byte) ([][]byte, error) {
+	if len(data) < walHeaderLen {
+		return nil, nil // torn while the header was written (never, once linked)
+	}
+	h := data[:walHeaderLen]
+	if crc32.Checksum(h[:walHeaderLen-4], castagnoli) != binary.LittleEndian.Uint32(h[walHeaderLen-4:]) {
+		return nil, fmt.Errorf("metadata log %s: the header (bytes 0-%d) fails its checksum: %w; to recover, %s",
+			path, walHeaderLen-1, pdc.ErrCorrupt, walRecovery(path, 0))
+	}
+	flags := binary.LittleEndian.Uint32(h[8:])
+	var recs [][]byte
+	off := walHeaderLen
+	for {
+		rec, _, ok := walRecordAt(data, off)
+		if !ok {
+			break
+		}
+		recs = append(recs, rec)
+		off += walRecHeaderLen + len(rec)
+	}
+	if flags&walFlagSync == 0 {
+		var boot [16]byte
+		copy(boot[:], h[12:28])
+		if now, ok := bootID(); !ok || boot == ([16]byte{}) || now != boot {
+			return recs, nil
+		}
+	}
+	if later, ok := laterAcked(data, off); ok {
+		return nil, fmt.Errorf("metadata log %s: the record at byte %d is damaged, and it had been acknowledged as durable (the intact record at byte %d was written after it was); "+
+			"starting would lose every change logged from byte %d on: %w; to recover, %s",
+			path, off, later, off, pdc.ErrCorrupt, walRecovery(path, off))
 	}
 	return recs, nil
+}
+
+// walRecovery says what an operator can do about a log damaged at off.
+func walRecovery(path string, off int) string {
+	return fmt.Sprintf("check the disk, then restore the metadata store's directory %s from a copy, "+
+		"or, to start without the changes logged from byte %d on, keep a copy of the log for analysis and cut it there (truncate -s %d %s)",
+		filepath.Dir(path), off, off, path)
+}
+
+// walRecordAt returns the payload and mark of the record at off, if it is
+// whole and passes its CRC.
+func walRecordAt(data []byte, off int) (rec []byte, mark uint64, ok bool) {
+	if len(data)-off < walRecHeaderLen {
+		return nil, 0, false
+	}
+	p := data[off:]
+	n := binary.LittleEndian.Uint32(p)
+	if n == 0 || uint64(n) > uint64(len(p)-walRecHeaderLen) {
+		return nil, 0, false // the unused, zeroed end of the file, or torn
+	}
+	end := walRecHeaderLen + int(n)
+	if crc32.Checksum(p[8:end], castagnoli) != binary.LittleEndian.Uint32(p[4:]) {
+		return nil, 0, false
+	}
+	return p[walRecHeaderLen:end], binary.LittleEndian.Uint64(p[8:]), true
+}
+
+// laterAcked searches data after the bad record at x for a whole record
+// with a mark past x, and returns its offset. Every offset is a candidate
+// (the bad record's length may be what is damaged), but only a header
+// whose mark lies in (x, its own offset] is checksummed, runs of zeros are
+// skipped 8 bytes at a time, and the bytes checksummed are capped at the
+// file's size: a payload made to look like records (it holds values
+// clients sent) costs at most one more pass, never a quadratic one. If
+// the cap is reached nothing is proven, and the end counts as torn.
+func laterAcked(data []byte, x int) (int, bool) {
+	budget := len(data)
+	for o := x + walRecHeaderLen; o+walRecHeaderLen <= len(data); o++ {
+		p := data[o:]
+		n := binary.LittleEndian.Uint32(p)
+		if n == 0 {
+			q := o + 4
+			for q+8 <= len(data) && binary.LittleEndian.Uint64(data[q:]) == 0 {
+				q += 8
+			}
+			o = max(o, q-4) // a record's length has a nonzero byte
+			continue
+		}
+		if uint64(n) > uint64(len(p)-walRecHeaderLen) {
+			continue
+		}
+		if mark := binary.LittleEndian.Uint64(p[8:]); mark <= uint64(x) || mark > uint64(o) {
+			continue
+		}
+		if budget -= 8 + int(n); budget < 0 {
+			return 0, false
+		}
+		if _, _, ok := walRecordAt(data, o); ok {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// bootID returns the id of the running boot of the machine, and whether
+// it is known; a variable so that tests can restart the machine.
+var bootID = sync.OnceValues(readBootID)
+
+func readBootID() (id [16]byte, ok bool) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return id, false
+	}
+	h, err := hex.DecodeString(string(bytes.ReplaceAll(bytes.TrimSpace(b), []byte("-"), nil)))
+	if err != nil || len(h) != len(id) {
+		return id, false
+	}
+	copy(id[:], h)
+	return id, true
+}
+
+// walHeader returns a file's header for a log of the given durability.
+func walHeader(syncMode bool) []byte {
+	h := make([]byte, walHeaderLen)
+	copy(h, walMagic)
+	if syncMode {
+		binary.LittleEndian.PutUint32(h[8:], walFlagSync)
+	}
+	if id, ok := bootID(); ok {
+		copy(h[12:28], id[:])
+	}
+	binary.LittleEndian.PutUint32(h[walHeaderLen-4:], crc32.Checksum(h[:walHeaderLen-4], castagnoli))
+	return h
 }
 
 // replayRecord applies one record of the log (a pebble batch) to db.
@@ -235,10 +424,10 @@ func (w *wal) reset(minRoom int) error {
 		_ = w.fs.Remove(tmp)
 		return fmt.Errorf("metadata log %s: %w", w.path, err)
 	}
-	if _, err := f.Write([]byte(walMagic)); err != nil {
+	if _, err := f.Write(walHeader(w.sync)); err != nil {
 		return fail(err)
 	}
-	capacity, err := reserve(f, max(walRotateBytes, int64(minRoom)+8), int64(minRoom)+8)
+	capacity, err := reserve(f, max(walRotateBytes, int64(minRoom)+walRecHeaderLen), int64(minRoom)+walRecHeaderLen)
 	if err != nil {
 		return fail(err)
 	}
@@ -249,7 +438,7 @@ func (w *wal) reset(minRoom int) error {
 	// log must be writable, or later commits would go to an unlinked file.
 	var m []byte
 	if mf, ok := f.(vfs.Mapper); ok {
-		m, err = mf.Map(len(walMagic)+int(capacity), true)
+		m, err = mf.Map(walHeaderLen+int(capacity), true)
 		if errors.Is(err, errors.ErrUnsupported) {
 			m, err = nil, nil
 		}
@@ -267,14 +456,15 @@ func (w *wal) reset(minRoom int) error {
 	// The new file is the one linked now: go on with it, even if the
 	// rename may not be durable yet (and then report).
 	w.unmap()
-	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, int64(len(walMagic)), nil
+	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, walHeaderLen, nil
+	w.origin, w.fileSync = w.written.Load()-walHeaderLen, w.sync
 	if syncErr != nil {
 		return syncErr
 	}
 	// Everything before is durable in pebble: a failed fsync of the old
 	// file no longer matters.
 	w.syncMu.Lock()
-	w.synced = w.written.Load()
+	w.synced.Store(w.written.Load())
 	if w.syncFailed.Load() {
 		w.err = nil
 		w.syncFailed.Store(false)
@@ -288,7 +478,7 @@ func (w *wal) reset(minRoom int) error {
 // the disk has no room for want. It returns the bytes of records the file
 // holds.
 func reserve(f vfs.File, want, need int64) (int64, error) {
-	hdr := int64(len(walMagic))
+	hdr := int64(walHeaderLen)
 	floor := max(need, walMinBytes)
 	for n := max(want, need); ; n = max(n/2, floor) {
 		err := f.Fallocate(hdr, n)
@@ -337,7 +527,27 @@ func (w *wal) unmap() {
 
 // room reports whether a record of n bytes fits. The caller holds mu.
 func (w *wal) room(n int) bool {
-	return w.broken == nil && !w.syncFailed.Load() && w.size+8+int64(n) <= w.cap+int64(len(walMagic))
+	return w.broken == nil && !w.syncFailed.Load() && w.size+walRecHeaderLen+int64(n) <= w.cap+walHeaderLen
+}
+
+// mark returns the mark of a record written now (the file's offset up to
+// which the log is acknowledged as durable). The caller holds mu.
+func (w *wal) mark() uint64 {
+	if !w.fileSync {
+		return uint64(w.size)
+	}
+	// Before the file's start if the rename that made it did not reach
+	// the disk (reset): then nothing in it is known durable.
+	return uint64(min(max(w.synced.Load()-w.origin, walHeaderLen), w.size))
+}
+
+// frame writes the header of a record of payload rec, with mark, into
+// p[:walRecHeaderLen], the length last.
+func frame(p, rec []byte, mark uint64) {
+	binary.LittleEndian.PutUint64(p[8:], mark)
+	sum := crc32.Update(crc32.Checksum(p[8:walRecHeaderLen], castagnoli), castagnoli, rec)
+	binary.LittleEndian.PutUint32(p[4:], sum)
+	binary.LittleEndian.PutUint32(p, uint32(len(rec)))
 }
 
 // append writes one record; the caller holds mu and has checked room. It
@@ -352,8 +562,8 @@ func (w *wal) append(rec []byte) (int64, error) {
 		w.broken = err
 		return 0, err
 	}
-	w.size += 8 + int64(len(rec))
-	return w.written.Add(8 + int64(len(rec))), nil
+	w.size += walRecHeaderLen + int64(len(rec))
+	return w.written.Add(walRecHeaderLen + int64(len(rec))), nil
 }
 
 // store copies rec with its header into the mapping, the length last, so
@@ -368,9 +578,8 @@ func (w *wal) store(rec []byte) (err error) {
 		}
 	}()
 	p := w.m[w.size:]
-	copy(p[8:], rec)
-	binary.LittleEndian.PutUint32(p[4:], crc32.Checksum(rec, castagnoli))
-	binary.LittleEndian.PutUint32(p, uint32(len(rec)))
+	copy(p[walRecHeaderLen:], rec)
+	frame(p, rec, w.mark())
 	return nil
 }
 
@@ -387,14 +596,13 @@ func (w *wal) faultErrno() error {
 // appendWrite is append for a log that is not mapped: one pwrite of the
 // record with its header.
 func (w *wal) appendWrite(rec []byte) (int64, error) {
-	n := 8 + len(rec)
+	n := walRecHeaderLen + len(rec)
 	if cap(w.buf) < n {
 		w.buf = make([]byte, n, max(n, 64<<10))
 	}
 	b := w.buf[:n]
-	binary.LittleEndian.PutUint32(b, uint32(len(rec)))
-	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(rec, castagnoli))
-	copy(b[8:], rec)
+	copy(b[walRecHeaderLen:], rec)
+	frame(b, rec, w.mark())
 	if _, err := w.f.WriteAt(b, w.size); err != nil {
 		// A part may be written; the next record overwrites it, and until
 		// then its CRC ends the replay.
@@ -409,7 +617,7 @@ func (w *wal) appendWrite(rec []byte) (int64, error) {
 func (w *wal) waitSynced(off int64) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
-	for w.synced < off && w.err == nil {
+	for w.synced.Load() < off && w.err == nil {
 		if w.syncing {
 			w.cond.Wait()
 			continue
@@ -433,12 +641,12 @@ func (w *wal) waitSynced(off int64) error {
 			// are durable. The next commit moves to a new file instead.
 			w.err = fmt.Errorf("fsync metadata log %s: %w", w.path, err)
 			w.syncFailed.Store(true)
-		} else if target > w.synced {
-			w.synced = target
+		} else if target > w.synced.Load() {
+			w.synced.Store(target)
 		}
 		w.cond.Broadcast()
 	}
-	if w.synced >= off {
+	if w.synced.Load() >= off {
 		// Durable before a later sync failed: the record of a change is
 		// dropped only if it may not be (commitChanges), and dropping a
 		// durable one would deliver it at the next start after newer ones.
