@@ -3,6 +3,7 @@ package durable_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -443,5 +444,93 @@ func TestTransientContainersEndWithTheCluster(t *testing.T) {
 	}
 	if _, err := c.OpenObject(ctx, "kept"); err != nil {
 		t.Fatalf("persistent object after restart: %v", err)
+	}
+}
+
+// A metadata server killed with SIGKILL whose log (pdc.wal) then has a
+// byte flipped in an early acknowledged record, as a bad sector would,
+// refuses to start, naming the log and the record's offset, rather than
+// serve a store without the acknowledged changes after it. Cut at that
+// offset, as the error says an operator may, the log lets it start.
+func TestDamagedMetadataLogIsRefused(t *testing.T) {
+	for _, durability := range []string{"process", "sync"} {
+		t.Run(durability, func(t *testing.T) {
+			tmpdir := e2e.Up(t, 2, "--durability", durability)
+			datadir := e2e.ServerDataDir(t, tmpdir)
+			s := startSurvivor(t, tmpdir)
+			for i := range 12 {
+				s.mustWrite(fmt.Sprintf("obj-%d", i))
+			}
+			killRank(t, tmpdir, 1)
+			walPath := filepath.Join(datadir, "meta-1", "pdc.wal")
+			offs := walRecords(t, walPath)
+			if len(offs) < 4 {
+				t.Fatalf("%s holds %d records, want a few", walPath, len(offs))
+			}
+			bad := offs[1]
+			flipByte(t, walPath, bad+20)
+
+			ctx := e2e.Ctx(t, time.Minute)
+			cmd := exec.CommandContext(ctx, e2e.Bin(), "server", "--rank", "1", "--size", "2", "--tmpdir", tmpdir, "--datadir", datadir, "--durability", durability)
+			out, err := cmd.CombinedOutput()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("the server started with an acknowledged record of its log damaged (%v):\n%s", err, out)
+			}
+			for _, want := range []string{walPath, fmt.Sprintf("byte %d ", bad), "truncate -s"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the refusal does not mention %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(string(out), "serving") {
+				t.Fatalf("the server served before it refused:\n%s", out)
+			}
+
+			if err := os.Truncate(walPath, int64(bad)); err != nil {
+				t.Fatal(err)
+			}
+			clitest.RestartServer(t, ctx, tmpdir, datadir, 1, 2, "--durability", durability)
+			s.mustWrite("after-the-cut")
+		})
+	}
+}
+
+// walRecords returns the offsets of the whole records of the metadata log
+// at path (version 2: a 32-byte header, records of a 16-byte header and
+// their payload).
+func walRecords(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "PDCWAL2\n") {
+		t.Fatalf("%s: header %q, want version 2", path, data[:min(len(data), 8)])
+	}
+	var offs []int
+	for off := 32; off+16 <= len(data); {
+		n := int(binary.LittleEndian.Uint32(data[off:]))
+		if n == 0 || off+16+n > len(data) {
+			break
+		}
+		offs = append(offs, off)
+		off += 16 + n
+	}
+	return offs
+}
+
+func flipByte(t *testing.T, path string, off int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, int64(off)); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, int64(off)); err != nil {
+		t.Fatal(err)
 	}
 }
