@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/vfs"
@@ -167,16 +168,22 @@ func storeFaultCase(t *testing.T, name string, r vfs.Rule, d Durability) (inject
 		s2.close()
 		return injected, 2 * len(acked)
 	}
-	// The fault is gone: commits work again (the first may find pebble
-	// still pausing before a retry, and fail with the old error).
+	// The fault is gone: commits work again. The first ones may find
+	// pebble still pausing before it retries the failed file, and fail
+	// with the old error; how long that takes is pebble's and the
+	// machine's, so the test waits for it under a generous deadline (a
+	// hundred tries in a row used to pass or fail with the load).
 	var err error
-	for try := 0; try < 100; try++ {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		b := s.db.NewBatch()
 		_ = b.Set(faultKey(i), faultValue(i), nil)
 		err = s.commit(b)
 		b.Close()
 		if err == nil {
 			acked = append(acked, i)
+			break
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 	}
