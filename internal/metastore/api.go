@@ -2,6 +2,7 @@ package metastore
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -65,15 +66,26 @@ func (b Batch) Close() { _ = b.b.Close() }
 // (internal/postings) that add their own changes to a commit.
 func (b Batch) Pebble() *pebble.Batch { return b.b }
 
+// ErrUnsynced marks the error of a commit that was applied but whose sync
+// failed (DurabilitySync). Such a change is visible and ordered like any
+// other, and cannot be taken back: it may or may not survive a crash,
+// and it is durable once a commit made after it is, because the log is
+// synced in order and, after a failed sync, the next commit first makes
+// everything applied durable in pebble. A commit error without it means
+// that nothing of the batch was applied.
+var ErrUnsynced = errors.New("applied, not known to be durable")
+
 // Commit logs and applies b, and returns once the change is as durable as
 // the store promises: in the kernel, or with DurabilitySync fsynced.
-// Changes commit in the order of the calls. Safe for concurrent use.
+// Changes commit in the order of the calls. An error wrapping
+// ErrUnsynced leaves the change applied. Safe for concurrent use.
 func (s *Store) Commit(b Batch) error { return s.commit(b.b) }
 
 // CommitApply logs and applies b, like Commit, but returns before waiting
 // for the sync that DurabilitySync asks for: the caller calls wait, out of
 // any lock it holds, before it acknowledges the change. The change is
-// visible to readers (and ordered) once CommitApply returns.
+// visible to readers (and ordered) once CommitApply returns; wait's error
+// wraps ErrUnsynced.
 func (s *Store) CommitApply(b Batch) (wait func() error, err error) { return s.commitApply(b.b) }
 
 // CommitPebble is CommitApply for a pebble batch: the commit function of

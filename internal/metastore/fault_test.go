@@ -341,3 +341,48 @@ func TestStoreOpenFaults(t *testing.T) {
 	}
 	t.Logf("%d opens failed cleanly, %d opened whole, over %d operations of an open", failed, opened, ops)
 }
+
+// A commit whose fsync fails is applied all the same, and says so
+// (ErrUnsynced); a commit that fails before it is applied does not. The
+// next commit that succeeds makes the unsynced one durable too: what is
+// built on the store (tombstones of deletes, retried creates) relies on
+// both.
+func TestUnsyncedCommitIsAppliedAndMadeDurableByTheNext(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	defer s.close()
+	commit := func(i int) error {
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(faultKey(i), faultValue(i), nil)
+		return s.commit(b)
+	}
+	if err := commit(0); err != nil {
+		t.Fatal(err)
+	}
+	remove := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Path: walFile, Count: 1, Err: syscall.EIO})
+	err := commit(1)
+	remove()
+	if !errors.Is(err, ErrUnsynced) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("commit with a failed fsync: %v; want EIO and ErrUnsynced", err)
+	}
+	checkAcked(t, s, []int{1}, "after the failed fsync")
+
+	restore := s.FailCommits()
+	err = commit(2)
+	restore()
+	if err == nil || errors.Is(err, ErrUnsynced) {
+		t.Fatalf("commit that could not be logged: %v; want an error without ErrUnsynced", err)
+	}
+	if _, ok, _ := s.get(faultKey(2)); ok {
+		t.Fatal("a commit that failed before it was logged is applied")
+	}
+
+	if err := commit(3); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, []int{0, 1, 3}, "after a power loss that followed the next commit")
+}

@@ -318,7 +318,12 @@ func (s *Store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 		return nil, err
 	}
 	if w.sync {
-		return func() error { return w.waitSynced(off) }, nil
+		return func() error {
+			if err := w.waitSynced(off); err != nil {
+				return fmt.Errorf("%w (%w)", err, ErrUnsynced)
+			}
+			return nil
+		}, nil
 	}
 	return noWait, nil
 }
