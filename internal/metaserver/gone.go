@@ -61,7 +61,10 @@ type tombs struct {
 		sync.Mutex
 		peers   DataPeers               // nil until started
 		pending map[uint64]map[int]bool // id -> data ranks that confirmed
-		closed  bool
+		// held are the ids of deletes applied but not known durable (their
+		// sync failed): pushed once a later commit is durable.
+		held   map[uint64]struct{}
+		closed bool
 	}
 	wake chan struct{} // capacity 1
 
@@ -77,6 +80,7 @@ type tombs struct {
 func (t *tombs) init(s *core) {
 	t.s = s
 	t.mu.pending = map[uint64]map[int]bool{}
+	t.mu.held = map[uint64]struct{}{}
 	t.wake = make(chan struct{}, 1)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 }
@@ -104,6 +108,9 @@ func (s *Service) StartTombstones(peers DataPeers) error {
 	}
 	t.mu.peers = peers
 	for _, id := range ids {
+		if _, held := t.mu.held[id]; held {
+			continue
+		}
 		if t.mu.pending[id] == nil {
 			t.mu.pending[id] = map[int]bool{}
 		}
@@ -146,6 +153,56 @@ func (t *tombs) added(ids []uint64) {
 	}
 	t.mu.Unlock()
 	t.poke()
+}
+
+// hold records that the deletes of ids were applied but their sync
+// failed: the objects are gone here, and a crash may still bring them
+// back with their records. Pushed now, the tombstones would have the data
+// servers drop data that such an object would then name; never pushed
+// until a restart, they would leave a deleted object's data on the data
+// servers for as long as this server runs. The retrier makes them durable
+// with a commit of their own and then pushes them.
+func (t *tombs) hold(ids []uint64) {
+	t.mu.Lock()
+	for _, id := range ids {
+		t.mu.held[id] = struct{}{}
+	}
+	t.mu.Unlock()
+	t.poke()
+}
+
+// settle commits the held tombstones again and, once that commit is
+// durable (which makes every commit before it durable too, the deletes
+// among them), moves them to the pending ones to push. It reports whether
+// some are left held.
+func (t *tombs) settle() (left bool, err error) {
+	t.mu.Lock()
+	ids := make([]uint64, 0, len(t.mu.held))
+	for id := range t.mu.held {
+		ids = append(ids, id)
+	}
+	t.mu.Unlock()
+	if len(ids) == 0 {
+		return false, nil
+	}
+	slices.Sort(ids)
+	b := t.s.st.NewBatch()
+	defer b.Close()
+	for _, id := range ids {
+		b.Set(keyGone(id), []byte{goneVersion})
+	}
+	if err := t.s.st.Commit(b); err != nil {
+		return true, fmt.Errorf("make the tombstones of %d deletes durable: %w", len(ids), err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		delete(t.mu.held, id)
+		if t.mu.pending[id] == nil {
+			t.mu.pending[id] = map[int]bool{}
+		}
+	}
+	return len(t.mu.held) > 0, nil
 }
 
 // await pushes the tombstones of ids and waits up to goneWait (or ctx)
@@ -268,7 +325,11 @@ func (t *tombs) retry() {
 				continue
 			}
 		}
-		if t.pending() == 0 {
+		held, serr := t.settle()
+		if serr != nil {
+			t.s.log.Warn("deleted objects' data stays on the data servers until their deletes are durable; retrying", "err", serr.Error())
+		}
+		if t.pending() == 0 && !held {
 			failing = false
 			continue // the timer is stopped or fired: reset below only on work
 		}
@@ -279,13 +340,18 @@ func (t *tombs) retry() {
 		}
 		t.mu.Unlock()
 		slices.Sort(ids)
-		err := t.push(t.ctx, ids)
+		var err error
+		if len(ids) > 0 {
+			err = t.push(t.ctx, ids)
+		}
 		if t.ctx.Err() != nil {
 			return
 		}
-		failing = err != nil
-		if failing {
+		failing = err != nil || held
+		if err != nil {
 			t.s.log.Debug("tombstones still to push", "objects", len(ids), "err", err.Error())
+		}
+		if failing {
 			wait = min(2*wait, goneRetryMax)
 		} else {
 			wait = goneRetryMin
@@ -308,6 +374,15 @@ func (t *tombs) pending() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.mu.pending)
+}
+
+// HeldTombstones is how many deleted objects' tombstones wait for their
+// delete to be durable before they are pushed.
+func (s *Service) HeldTombstones() int {
+	t := &s.tombs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.mu.held)
 }
 
 // maxGoneQuery bounds the ids of one MethodObjGone request.

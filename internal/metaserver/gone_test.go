@@ -2,6 +2,7 @@ package metaserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -165,5 +166,84 @@ func TestTombstonesReachEveryDataServer(t *testing.T) {
 	}
 	if got := data.confirmed(1); !slices.Equal(got, []uint64{a}) {
 		t.Fatalf("data server 1 got %v, want [%d]", got, a)
+	}
+}
+
+// A delete whose commit was applied but whose fsync failed has deleted
+// the object here (a retried delete finds nothing), so its data must go
+// from the data servers without a restart of the metadata server; but
+// not before the delete is durable, or a crash could bring back an
+// object whose data was dropped. Before, its tombstone was pushed only
+// by the next start, which loaded it from the store: the data stayed for
+// as long as the server ran. Both an object delete and a container
+// delete.
+func TestDeleteWithFailedSyncRemovesTheDataOnceDurable(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"object", "container"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openAt(t, dir)
+			data := newFakeData()
+			if err := s.StartTombstones(data); err != nil {
+				t.Fatal(err)
+			}
+			var b wire.ObjBatch
+			for _, n := range []string{"a", "b"} {
+				b.Creates = append(b.Creates, wire.ObjCreate{ContID: 7, Name: n, Props: wire.ObjectProps{Dims: []uint64{4}, Type: 1}})
+			}
+			resp, err := s.objCreate(ctx, &rpc.Request{Header: b.Marshal(nil), Client: "c"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res wire.ObjResults
+			if err := res.Unmarshal(resp.Header); err != nil {
+				t.Fatal(err)
+			}
+			ids := []uint64{res.Items[0].Meta.ID, res.Items[1].Meta.ID}
+			want := []uint64{ids[0]}
+			restore := failSyncs(s)
+			if kind == "object" {
+				_, err = s.objDelete(ctx, &rpc.Request{Header: (&wire.ObjKey{ID: ids[0]}).Marshal(nil)})
+			} else {
+				want = slices.Sorted(slices.Values(ids))
+				_, err = s.objDeleteCont(ctx, &rpc.Request{Header: (&wire.IDArg{ID: 7, Force: true}).Marshal(nil)})
+			}
+			if err == nil {
+				t.Fatal("a delete whose fsync failed succeeded")
+			}
+			// Not pushed while the delete may not survive a crash.
+			time.Sleep(700 * time.Millisecond)
+			if got := data.confirmed(0); len(got) != 0 {
+				t.Fatalf("tombstones %v pushed while their delete was not durable", got)
+			}
+			restore()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				got0, got1 := data.confirmed(0), data.confirmed(1)
+				slices.Sort(got0)
+				slices.Sort(got1)
+				if slices.Equal(got0, want) && slices.Equal(got1, want) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the data servers got tombstones %v and %v once the store syncs again, want %v", got0, got1, want)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// After a restart the delete holds, and nothing is left to push.
+			s = openAt(t, dir)
+			defer s.Close()
+			for _, id := range want {
+				if err := s.objExists(id); !errors.Is(err, pdc.ErrNotFound) {
+					t.Fatalf("deleted object %d after a restart: %v", id, err)
+				}
+			}
+			if left := tombstones(t, s); len(left) != 0 {
+				t.Fatalf("tombstones left after every data server confirmed: %v", left)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -392,8 +393,16 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 	if len(recs) == 0 || !s.ix.ob.Overloaded() {
 		return nil
 	}
-	return s.ix.ob.WaitTried(ctx, recs)
+	if err := s.ix.ob.WaitTried(ctx, recs); err != nil {
+		return fmt.Errorf("%w (%w)", err, errCommitted)
+	}
+	return nil
 }
+
+// errCommitted marks an error of commitChanges that came once its commit
+// was durable: the change is made, and what follows from it (a delete's
+// tombstones) must happen all the same.
+var errCommitted = errors.New("the change is made")
 
 // indexFence answers once every tag change this server acknowledged before
 // the request has its index entries tried at their servers (applied,

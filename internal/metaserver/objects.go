@@ -483,31 +483,42 @@ func (s *objects) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		}
 		return s.deleteObjsBatch(b, ms, idents)
 	})
+	ids := make([]uint64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
 	// Forgotten whatever the error: a commit whose sync failed is applied
 	// all the same.
-	if len(ms) > 0 {
-		gone := make([]uint64, len(ms))
-		for i, m := range ms {
-			gone[i] = m.ID
-		}
-		s.live.forget(gone)
+	if len(ids) > 0 {
+		s.live.forget(ids)
 	}
-	if err != nil {
+	what := func(err error) error {
 		if len(ms) == 0 {
 			return fmt.Errorf("remove %d memberships: %w", len(unlink), err)
 		}
 		return fmt.Errorf("delete %d objects: %w", len(ms), err)
 	}
-	ids := make([]uint64, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-		s.opens.forget(m.ID)
+	unsynced := errors.Is(err, metastore.ErrUnsynced)
+	if err != nil && !unsynced && !errors.Is(err, errCommitted) {
+		return what(err) // nothing was applied
+	}
+	// Applied: the state in memory follows the store whatever the error.
+	for _, id := range ids {
+		s.opens.forget(id)
 	}
 	s.regions.forget(ids)
 	// The objects are deleted: their data goes from the data servers,
-	// now or, for those that cannot be reached, later (gone.go). The
-	// caller holds lifeMu: the push waits for no data server here.
-	s.tombs.added(ids)
+	// now or, for those that cannot be reached, later (gone.go), or, if
+	// the delete may not survive a crash, once it is durable. The caller
+	// holds lifeMu: the push waits for no data server here.
+	if unsynced {
+		s.tombs.hold(ids)
+	} else {
+		s.tombs.added(ids)
+	}
+	if err != nil {
+		return what(err)
+	}
 	return nil
 }
 
