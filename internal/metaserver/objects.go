@@ -26,6 +26,8 @@ type objects struct {
 	*core
 	// claims holds the identities of objects being created.
 	claims claims
+	// unsure holds the creates applied but not acknowledged.
+	unsure unsureCreates
 	// opens counts each client's opens of objects.
 	opens openTable
 	// tombs pushes deleted objects' tombstones to the data servers.
@@ -37,6 +39,7 @@ type objects struct {
 func newObjects(c *core, r *regions) *objects {
 	o := &objects{core: c, regions: r}
 	o.claims.creating = map[string]struct{}{}
+	o.unsure.recs = map[string][]byte{}
 	o.opens.init()
 	o.tombs.init(c)
 	return o
@@ -78,6 +81,51 @@ func (cl *claims) release(idents []string) {
 		if id != "" {
 			delete(cl.creating, id)
 		}
+	}
+}
+
+// unsureCreates remembers the objects whose create was applied but whose
+// sync failed, by identity, with the record committed. The client was
+// told the create failed, and may send it again: that retry must not find
+// the object it made as someone else's and answer "exists". A create of
+// the same record (same container and properties) takes the object over,
+// makes it durable with its own commit, and answers with its id. Held in
+// memory only: after a restart a create that survived is an object like
+// any other.
+type unsureCreates struct {
+	mu   sync.Mutex
+	recs map[string][]byte // identity -> its record as committed; guarded by mu
+}
+
+// maxUnsure bounds the creates remembered; past it the set starts over,
+// and a retry of a create forgotten answers "exists".
+const maxUnsure = 1 << 16
+
+func (u *unsureCreates) add(ident string, rec []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.recs) >= maxUnsure {
+		clear(u.recs)
+	}
+	u.recs[ident] = rec
+}
+
+func (u *unsureCreates) get(ident string) []byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.recs[ident]
+}
+
+// remove forgets the identities of c's items made: acknowledged now,
+// or made anew after the object an entry names was deleted.
+func (u *unsureCreates) remove(c *creation, made []int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.recs) == 0 {
+		return
+	}
+	for _, i := range made {
+		delete(u.recs, c.idents[i])
 	}
 }
 
@@ -202,6 +250,7 @@ func (s *objects) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		out:    &out, // a pointer: the answer escapes, the rest need not
 		metas:  make([]*wire.ObjectMeta, n),
 		idents: make([]string, n),
+		taken:  make([]bool, n),
 		keys:   make([][]byte, n),
 		order:  make([]int, n),
 	}
@@ -240,6 +289,7 @@ type creation struct {
 	out    *wire.ObjResults
 	metas  []*wire.ObjectMeta // by item: the record to create, nil once refused
 	idents []string           // by item: the identity claimed, or ""
+	taken  []bool             // by item: an unsure create of it is taken over (unsureCreates)
 	keys   [][]byte           // by item: its record's key
 	order  []int              // the items in key order
 	gen    uint64             // the live set's generation before the commit
@@ -285,6 +335,13 @@ func (c *creation) refuseStored() error {
 	defer it.Close()
 	for _, i := range c.order {
 		if m := c.metas[i]; m != nil && it.SeekPrefixGE(c.keys[i]) && bytes.Equal(it.Key(), c.keys[i]) {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			if c.takeOver(i, v) {
+				continue
+			}
 			p := &m.Props
 			c.refuse(i, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
 				m.Name, p.TimeStep, p.UserID, p.AppName, pdc.ErrExists))
@@ -293,12 +350,40 @@ func (c *creation) refuseStored() error {
 	return nil
 }
 
+// takeOver reports whether item i, whose identity the store holds with
+// record stored, is a create sent again after one that was applied but
+// told it failed (unsureCreates), and if so makes it that object. The
+// stored record must be the one that create committed (nothing changed
+// it since) and the item must ask for the same: another create of the
+// identity, or one with other properties, finds the object as it is.
+func (c *creation) takeOver(i int, stored []byte) bool {
+	rec := c.s.unsure.get(c.idents[i])
+	if rec == nil || !bytes.Equal(rec, stored) {
+		return false
+	}
+	var old wire.ObjectMeta
+	if err := old.Unmarshal(rec); err != nil {
+		return false
+	}
+	m := *c.metas[i]
+	m.ID, m.CreatedUnix = old.ID, old.CreatedUnix
+	if !bytes.Equal(m.Marshal(nil), rec) {
+		return false
+	}
+	c.metas[i], c.taken[i] = &old, true
+	return true
+}
+
 // commit gives the items left their ids and commits their records, id
 // keys and memberships in one batch.
 func (c *creation) commit() error {
-	n := 0
-	for _, m := range c.metas {
-		if m != nil {
+	n, taken := 0, 0
+	for i, m := range c.metas {
+		switch {
+		case m == nil:
+		case c.taken[i]:
+			taken++
+		default:
 			n++
 		}
 	}
@@ -318,8 +403,12 @@ func (c *creation) commit() error {
 	made := c.order[:0:0]
 	for _, i := range c.order {
 		if m := c.metas[i]; m != nil {
-			m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
-			seq++
+			// An object taken over keeps its id; its keys are written
+			// again as they are, so that this commit's sync covers it.
+			if !c.taken[i] {
+				m.ID = placement.ID(placement.Key(m.Name, m.Props.TimeStep), seq)
+				seq++
+			}
 			batch.Set(c.keys[i], m.Marshal(nil))
 			made = append(made, i)
 		}
@@ -335,10 +424,21 @@ func (c *creation) commit() error {
 		batch.Set(keyMember(c.metas[i].ContID, c.metas[i].ID), nil)
 	}
 	c.gen = c.s.live.generation()
-	if n > 0 {
-		if err := c.s.st.Commit(batch); err != nil {
-			return fmt.Errorf("create %d objects: %w", n, err)
+	if len(made) == 0 {
+		return nil
+	}
+	err := c.s.st.Commit(batch)
+	switch {
+	case err == nil:
+		c.s.unsure.remove(c, made)
+	case errors.Is(err, metastore.ErrUnsynced):
+		// Made, but the client hears it failed: a retry takes it over.
+		for _, i := range made {
+			c.s.unsure.add(c.idents[i], c.metas[i].Marshal(nil))
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("create %d objects: %w", n+taken, err)
 	}
 	return nil
 }
