@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
 )
 
 // fakeData records the tombstones each data server confirmed; the ranks in
@@ -245,5 +247,61 @@ func TestDeleteWithFailedSyncRemovesTheDataOnceDurable(t *testing.T) {
 				t.Fatalf("tombstones left after every data server confirmed: %v", left)
 			}
 		})
+	}
+}
+
+// A delete whose commit is durable but whose wait for a full outbox ends
+// (its context, while the server its index changes go to is stalled)
+// answers with that error; the objects are deleted all the same, so
+// their tombstones must be pushed. Before, the error skipped the push,
+// and the data stayed on the data servers until the next start.
+func TestDeleteAnsweredLateStillRemovesTheData(t *testing.T) {
+	c := newTestCluster(t, 2)
+	owner := c.svcs[0]
+	data := newFakeData()
+	if err := owner.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	victim, key := c.createWithRemoteKey(0)
+	c.put(victim, key, "value")
+	var ids []uint64
+	for i := 0; len(ids) < 20; i++ {
+		if name := fmt.Sprintf("fill%d", i); c.owner(name) == owner {
+			ids = append(ids, c.create(name))
+		}
+	}
+	// Stall server 1 and fill the outbox past its bound. Once over it, a
+	// put waits for server 1 (holding lifeMu for reading, which a delete
+	// needs for writing): each waits only briefly here.
+	gate := make(chan struct{})
+	c.mu.Lock()
+	c.gate, c.gated = gate, 1
+	c.mu.Unlock()
+	defer close(gate)
+	for i := 0; !owner.ix.ob.Overloaded(); i++ {
+		if i == 5000 {
+			t.Fatal("the outbox never went over its bound")
+		}
+		v := fmt.Sprintf("%04d-", i) + strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", 5)
+		b := wire.TagBatch{Puts: []wire.TagPut{{ID: ids[i%len(ids)], Name: "long-value", Type: int32(region.String), Value: []byte(v)}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, _ = owner.tagPut(ctx, &rpc.Request{Header: b.Marshal(nil)})
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := owner.objDelete(ctx, &rpc.Request{Header: (&wire.ObjKey{ID: victim}).Marshal(nil)})
+	cancel()
+	if err == nil {
+		t.Fatal("the delete did not wait for the stalled server: the test proves nothing")
+	}
+	if err := owner.objExists(victim); !errors.Is(err, pdc.ErrNotFound) {
+		t.Fatalf("after a delete answered late the object is %v, want deleted", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.Contains(data.confirmed(0), victim) || !slices.Contains(data.confirmed(1), victim) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the data servers got tombstones %v and %v, want %d among them", data.confirmed(0), data.confirmed(1), victim)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
