@@ -376,13 +376,13 @@ func (t *tombs) pending() int {
 	return len(t.mu.pending)
 }
 
-// HeldTombstones is how many deleted objects' tombstones wait for their
-// delete to be durable before they are pushed.
-func (s *Service) HeldTombstones() int {
-	t := &s.tombs
+// isHeld reports whether id's delete was applied but is not yet known
+// durable (hold).
+func (t *tombs) isHeld(id uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.mu.held)
+	_, held := t.mu.held[id]
+	return held
 }
 
 // maxGoneQuery bounds the ids of one MethodObjGone request.
@@ -403,6 +403,11 @@ func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		err := s.objExists(id)
 		switch {
 		case err == nil:
+		case errors.Is(err, pdc.ErrNotFound) && s.tombs.isHeld(id):
+			// Deleted here, but a crash could still bring it back: a data
+			// server told it is gone would refuse it for as long as it
+			// runs, and a scrub asked to remove orphans would drop its
+			// data. Its tombstone comes once the delete is durable.
 		case errors.Is(err, pdc.ErrNotFound):
 			out.IDs = append(out.IDs, id)
 		default:

@@ -305,3 +305,45 @@ func TestDeleteAnsweredLateStillRemovesTheData(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A data server asking about an object whose delete was applied but not
+// synced is not told it is gone until the delete is durable: a crash
+// could still bring the object back, and a data server told "gone"
+// refuses it for as long as it runs (a scrub removing orphans would drop
+// its data). Before, it was told at once.
+func TestObjectIsNotReportedGoneUntilItsDeleteIsDurable(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	if err := s.StartTombstones(newFakeData()); err != nil {
+		t.Fatal(err)
+	}
+	id := createOne(t, s, "a", []uint64{4})
+	gone := func() []uint64 {
+		t.Helper()
+		resp, err := s.objGone(ctx, &rpc.Request{Header: (&wire.IDList{IDs: []uint64{id}}).Marshal(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l wire.IDList
+		if err := l.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		return l.IDs
+	}
+	restore := failSyncs(s)
+	if _, err := s.objDelete(ctx, &rpc.Request{Header: (&wire.ObjKey{ID: id}).Marshal(nil)}); err == nil {
+		t.Fatal("a delete whose fsync failed succeeded")
+	}
+	if g := gone(); len(g) != 0 {
+		t.Fatalf("an object whose delete is not durable is reported gone: %v", g)
+	}
+	restore()
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.Equal(gone(), []uint64{id}) {
+		if time.Now().After(deadline) {
+			t.Fatal("the object is not reported gone once its delete is durable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
