@@ -81,6 +81,17 @@ var ErrUnsynced = errors.New("applied, not known to be durable")
 // ErrUnsynced leaves the change applied. Safe for concurrent use.
 func (s *Store) Commit(b Batch) error { return s.commit(b.b) }
 
+// Settle returns once the changes applied by commits whose sync failed
+// are durable: at once if no sync failed since the log last started
+// afresh, else once a commit of its own (the layout version, unchanged)
+// is durable, which makes everything applied before it durable too. It
+// is for an answer that acknowledges a change without making one: a
+// retry that finds its change applied by a commit whose sync failed.
+// Changes whose committers still wait for their sync are theirs to
+// acknowledge, and Settle does not wait for them. Its error wraps
+// ErrUnsynced.
+func (s *Store) Settle() error { return s.settle() }
+
 // CommitApply logs and applies b, like Commit, but returns before waiting
 // for the sync that DurabilitySync asks for: the caller calls wait, out of
 // any lock it holds, before it acknowledges the change. The change is

@@ -386,3 +386,33 @@ func TestUnsyncedCommitIsAppliedAndMadeDurableByTheNext(t *testing.T) {
 	defer crashed.close()
 	checkAcked(t, crashed, []int{0, 1, 3}, "after a power loss that followed the next commit")
 }
+
+// Settle makes what a commit whose fsync failed applied durable, with a
+// commit of its own, and fails while the disk still fails: a retry that
+// finds its change applied may acknowledge it only then.
+func TestSettleMakesAnUnsyncedCommitDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	defer s.close()
+	if err := s.Settle(); err != nil {
+		t.Fatalf("settle with nothing to sync: %v", err)
+	}
+	remove := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Path: walFile, Err: syscall.EIO})
+	b := s.db.NewBatch()
+	_ = b.Set(faultKey(1), faultValue(1), nil)
+	if err := s.commit(b); !errors.Is(err, ErrUnsynced) {
+		t.Fatalf("commit with a failed fsync: %v; want ErrUnsynced", err)
+	}
+	b.Close()
+	if err := s.Settle(); !errors.Is(err, ErrUnsynced) {
+		t.Fatalf("settle while the disk fails: %v; want ErrUnsynced", err)
+	}
+	remove()
+	if err := s.Settle(); err != nil {
+		t.Fatalf("settle once the disk works: %v", err)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, []int{1}, "after a power loss that followed the settle")
+}

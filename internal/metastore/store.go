@@ -330,6 +330,31 @@ func (s *Store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 
 func noWait() error { return nil }
 
+func (s *Store) settle() error {
+	w := s.log
+	if !w.sync {
+		return nil
+	}
+	w.syncMu.Lock()
+	failed := w.err != nil
+	w.syncMu.Unlock()
+	if !failed {
+		return nil
+	}
+	// The failed log is never synced again: only a commit, which starts
+	// a new one once pebble holds everything, can make the rest durable.
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set([]byte{'V'}, binary.BigEndian.AppendUint32(nil, storeVersion), nil)
+	if err := s.commit(b); err != nil {
+		if !errors.Is(err, ErrUnsynced) {
+			err = fmt.Errorf("%w (%w)", err, ErrUnsynced)
+		}
+		return err
+	}
+	return nil
+}
+
 // flush makes pebble write its memtables and waits for it, until ctx ends
 // or a write of pebble's fails: on a full disk pebble retries a flush until
 // space is freed, and a caller waiting for that would hang.
