@@ -82,6 +82,11 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 		if m.Deleting {
 			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
 		}
+		// It may be this client's own create, sent again after its sync
+		// failed: answered only once it is durable.
+		if err := s.st.Settle(); err != nil {
+			return nil, fmt.Errorf("create container %q: %w", c.Name, err)
+		}
 		return rpc.Respond(&wire.ContReply{Meta: *m}), nil
 	} else if !isNotFound(err) {
 		return nil, err

@@ -59,7 +59,14 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
-	if m.Check || len(change) == 0 {
+	if m.Check {
+		return rpc.Respond(&out), nil
+	}
+	if len(change) == 0 {
+		// Changed perhaps by this request's first copy, whose sync failed.
+		if err := s.st.Settle(); err != nil {
+			return nil, fmt.Errorf("container %d: %w", m.ContID, err)
+		}
 		return rpc.Respond(&out), nil
 	}
 	b := s.st.NewBatch()

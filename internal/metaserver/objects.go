@@ -733,6 +733,9 @@ func (s *objects) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 		if err := s.deleteObjs(ctx, ms, idents, unlink); err != nil {
 			return nil, err
 		}
+	} else if err := s.st.Settle(); err != nil {
+		// Deleted perhaps by this request's first copy, whose sync failed.
+		return nil, err
 	}
 	s.lifeMu.Unlock()
 	unlocked = true

@@ -312,6 +312,10 @@ func (s *containers) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.R
 		return nil, err
 	}
 	if m.Deleting {
+		// Marked perhaps by this request's first copy, whose sync failed.
+		if err := s.st.Settle(); err != nil {
+			return nil, fmt.Errorf("container %q: mark as being deleted: %w", m.Name, err)
+		}
 		return rpc.Respond(m), nil
 	}
 	m.Deleting = true
@@ -388,6 +392,9 @@ func (s *objects) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 		if err := s.deleteObjs(ctx, ms, idents, unlink); err != nil {
 			return nil, fmt.Errorf("container %d: %w", q.ContID, err)
 		}
+	} else if err := s.st.Settle(); err != nil {
+		// Purged perhaps by this request's first copy, whose sync failed.
+		return nil, fmt.Errorf("container %d: %w", q.ContID, err)
 	}
 	s.lifeMu.Unlock()
 	unlocked = true

@@ -88,3 +88,47 @@ func TestRetriedCreateAfterFailedSyncSucceeds(t *testing.T) {
 	defer s.Close()
 	check("after a restart")
 }
+
+// A request sent again after its first copy's commit was applied but its
+// fsync failed finds its change made and nothing to do. It must not be
+// answered with success while the change may still be lost in a crash:
+// that success would acknowledge it. Before, each of these answered at
+// once, with the disk still failing.
+func TestRetryFindingItsChangeIsAnsweredOnceDurable(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	id := createOne(t, s, "a", []uint64{4}) // ids are reserved ahead, in a commit of their own
+	call := func(h func(context.Context, *rpc.Request) (*rpc.Response, error), m interface{ Marshal([]byte) []byte }) func() error {
+		return func() error {
+			_, err := h(ctx, &rpc.Request{Header: m.Marshal(nil), Client: "c"})
+			return err
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"container create", call(s.contCreate, &wire.ContCreate{Name: "c"})},
+		{"container marked as being deleted", call(s.contDeleting, &wire.ContKey{Name: "c"})},
+		{"membership added", func() error {
+			_, err := members(s, wire.Members{ContID: 99, ObjIDs: []uint64{id}})
+			return err
+		}},
+		{"membership purged", call(s.objPurge, &wire.ObjPurge{Version: wire.PageVersion, ContID: 99, IDs: []uint64{id}})},
+		{"container's objects deleted", call(s.objDeleteCont, &wire.IDArg{ID: 1, Force: true})},
+	}
+	for _, st := range steps {
+		restore := failSyncs(s)
+		if err := st.do(); err == nil {
+			t.Fatalf("%s: succeeded with a failed fsync", st.name)
+		}
+		if err := st.do(); err == nil {
+			t.Fatalf("%s, sent again: succeeded while the first copy's change is not durable", st.name)
+		}
+		restore()
+		if err := st.do(); err != nil {
+			t.Fatalf("%s, sent again once the disk works: %v", st.name, err)
+		}
+	}
+}
