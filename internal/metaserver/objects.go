@@ -112,21 +112,26 @@ func (u *unsureCreates) add(ident string, rec []byte) {
 
 func (u *unsureCreates) get(ident string) []byte {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.recs[ident]
+	rec := u.recs[ident]
+	u.mu.Unlock()
+	return rec
 }
 
-// remove forgets the identities of c's items made: acknowledged now,
-// or made anew after the object an entry names was deleted.
-func (u *unsureCreates) remove(c *creation, made []int) {
+// empty reports whether no create is remembered: the usual case, in
+// which a create that succeeds has nothing to forget.
+func (u *unsureCreates) empty() bool {
+	u.mu.Lock()
+	n := len(u.recs)
+	u.mu.Unlock()
+	return n == 0
+}
+
+// remove forgets ident: its create is acknowledged now, or made anew after
+// the object its entry names was deleted.
+func (u *unsureCreates) remove(ident string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(u.recs) == 0 {
-		return
-	}
-	for _, i := range made {
-		delete(u.recs, c.idents[i])
-	}
+	delete(u.recs, ident)
 }
 
 func (s *core) loadObjByID(id uint64) (*wire.ObjectMeta, []byte, error) {
@@ -250,7 +255,6 @@ func (s *objects) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		out:    &out, // a pointer: the answer escapes, the rest need not
 		metas:  make([]*wire.ObjectMeta, n),
 		idents: make([]string, n),
-		taken:  make([]bool, n),
 		keys:   make([][]byte, n),
 		order:  make([]int, n),
 	}
@@ -264,10 +268,13 @@ func (s *objects) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	c.check(b.Creates)
 	s.claims.claim(&c)
 	defer s.claims.release(c.idents)
-	if err := c.refuseStored(); err != nil {
+	// The set is passed, not reached through c: reached through c, the
+	// mutex's leaking receiver sends c's slices, made on this stack for a
+	// small batch, to the heap.
+	if err := c.refuseStored(&s.unsure); err != nil {
 		return nil, err
 	}
-	if err := c.commit(); err != nil {
+	if err := c.commit(&s.unsure); err != nil {
 		return nil, err
 	}
 	for i, m := range c.metas {
@@ -289,7 +296,7 @@ type creation struct {
 	out    *wire.ObjResults
 	metas  []*wire.ObjectMeta // by item: the record to create, nil once refused
 	idents []string           // by item: the identity claimed, or ""
-	taken  []bool             // by item: an unsure create of it is taken over (unsureCreates)
+	taken  map[int]bool       // items that take over an unsure create (unsureCreates); nil if none
 	keys   [][]byte           // by item: its record's key
 	order  []int              // the items in key order
 	gen    uint64             // the live set's generation before the commit
@@ -327,7 +334,7 @@ func (c *creation) check(creates []wire.ObjCreate) {
 // refuseStored refuses the items the store already holds. A prefix seek
 // (the whole key is the prefix) consults each table's bloom filter, so a
 // new identity, the usual case, reads no table blocks.
-func (c *creation) refuseStored() error {
+func (c *creation) refuseStored(unsure *unsureCreates) error {
 	it, err := c.s.st.NewIter([]byte{'O'}, []byte{'P'})
 	if err != nil {
 		return err
@@ -339,7 +346,11 @@ func (c *creation) refuseStored() error {
 			if err != nil {
 				return err
 			}
-			if c.takeOver(i, v) {
+			if old := unsure.takeOver(c.idents[i], *m, v); old != nil {
+				if c.taken == nil {
+					c.taken = map[int]bool{} // rare: made only when needed
+				}
+				c.metas[i], c.taken[i] = old, true
 				continue
 			}
 			p := &m.Props
@@ -350,33 +361,31 @@ func (c *creation) refuseStored() error {
 	return nil
 }
 
-// takeOver reports whether item i, whose identity the store holds with
-// record stored, is a create sent again after one that was applied but
-// told it failed (unsureCreates), and if so makes it that object. The
+// takeOver returns the object that item m, whose identity ident the store
+// holds with record stored, takes over: that of a create sent before and
+// answered with an error though applied (unsureCreates), or nil. The
 // stored record must be the one that create committed (nothing changed
-// it since) and the item must ask for the same: another create of the
-// identity, or one with other properties, finds the object as it is.
-func (c *creation) takeOver(i int, stored []byte) bool {
-	rec := c.s.unsure.get(c.idents[i])
+// it since) and m must ask for the same: another create of the identity,
+// or one with other properties, finds the object as it is.
+func (u *unsureCreates) takeOver(ident string, m wire.ObjectMeta, stored []byte) *wire.ObjectMeta {
+	rec := u.get(ident)
 	if rec == nil || !bytes.Equal(rec, stored) {
-		return false
+		return nil
 	}
-	var old wire.ObjectMeta
+	old := new(wire.ObjectMeta)
 	if err := old.Unmarshal(rec); err != nil {
-		return false
+		return nil
 	}
-	m := *c.metas[i]
 	m.ID, m.CreatedUnix = old.ID, old.CreatedUnix
 	if !bytes.Equal(m.Marshal(nil), rec) {
-		return false
+		return nil
 	}
-	c.metas[i], c.taken[i] = &old, true
-	return true
+	return old
 }
 
 // commit gives the items left their ids and commits their records, id
 // keys and memberships in one batch.
-func (c *creation) commit() error {
+func (c *creation) commit(unsure *unsureCreates) error {
 	n, taken := 0, 0
 	for i, m := range c.metas {
 		switch {
@@ -430,11 +439,15 @@ func (c *creation) commit() error {
 	err := c.s.st.Commit(batch)
 	switch {
 	case err == nil:
-		c.s.unsure.remove(c, made)
+		if !unsure.empty() {
+			for _, i := range made {
+				unsure.remove(c.idents[i])
+			}
+		}
 	case errors.Is(err, metastore.ErrUnsynced):
 		// Made, but the client hears it failed: a retry takes it over.
 		for _, i := range made {
-			c.s.unsure.add(c.idents[i], c.metas[i].Marshal(nil))
+			unsure.add(c.idents[i], c.metas[i].Marshal(nil))
 		}
 	}
 	if err != nil {
