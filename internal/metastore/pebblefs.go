@@ -170,9 +170,20 @@ func (p *pebbleFS) wait(stop bool) {
 }
 
 // critical reports whether pebble takes a failed write of name as fatal.
-func critical(name string) bool {
+func (p *pebbleFS) critical(name string) bool {
 	base := filepath.Base(name)
-	return !strings.HasSuffix(base, ".sst") && !strings.HasSuffix(base, ".blob")
+	return p.own(name) && !strings.HasSuffix(base, ".sst") && !strings.HasSuffix(base, ".blob")
+}
+
+// own reports whether name is the store's directory or in it. Pebble
+// writes elsewhere only for a checkpoint, whose failures it returns to
+// the caller rather than ending the process: retrying them would hang
+// the checkpoint (and refuse every commit) until the disk took them, and
+// a failed fsync of one would stop the store's writes until a restart.
+// Nor does a failed write there say the store's own disk is full.
+func (p *pebbleFS) own(name string) bool {
+	rel, err := filepath.Rel(p.dir, name)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // retry runs op, a write of a critical file, until it succeeds. While
@@ -220,11 +231,11 @@ func (p *pebbleFS) stuck(err error) {
 }
 
 func (p *pebbleFS) wrap(f vfs.File, name string) *pebbleFile {
-	return &pebbleFile{p: p, f: f, name: name, critical: critical(name)}
+	return &pebbleFile{p: p, f: f, name: name, critical: p.critical(name), foreign: !p.own(name)}
 }
 
 func (p *pebbleFS) Create(name string, _ pebblevfs.DiskWriteCategory) (pebblevfs.File, error) {
-	if !critical(name) {
+	if !p.critical(name) && p.own(name) {
 		p.mu.Lock()
 		failed := p.err != nil
 		p.mu.Unlock()
@@ -244,9 +255,9 @@ func (p *pebbleFS) Create(name string, _ pebblevfs.DiskWriteCategory) (pebblevfs
 		return err
 	}
 	var err error
-	if critical(name) {
+	if p.critical(name) {
 		err = p.retry(name, create)
-	} else if err = create(); err != nil {
+	} else if err = create(); err != nil && p.own(name) {
 		p.setErr(fmt.Errorf("metadata store: create %s: %w", name, err))
 	}
 	if err != nil {
@@ -296,7 +307,7 @@ func (p *pebbleFS) Remove(name string) error    { return p.fs.Remove(name) }
 func (p *pebbleFS) RemoveAll(name string) error { return p.fs.RemoveAll(name) }
 
 func (p *pebbleFS) Rename(oldname, newname string) error {
-	if critical(newname) {
+	if p.critical(newname) {
 		return p.retry(newname, func() error { return p.fs.Rename(oldname, newname) })
 	}
 	return p.fs.Rename(oldname, newname)
@@ -348,6 +359,7 @@ type pebbleFile struct {
 	f        vfs.File
 	name     string
 	critical bool
+	foreign  bool // outside the store's directory (a checkpoint's)
 	failed   bool // a write of this table failed
 }
 
@@ -386,7 +398,7 @@ func (f *pebbleFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (f *pebbleFile) noteErr(err error) {
-	if err != nil {
+	if err != nil && !f.foreign {
 		f.failed = true
 		f.p.setErr(fmt.Errorf("metadata store: pebble cannot write %s: %w", f.name, err))
 	}
@@ -415,7 +427,7 @@ func (f *pebbleFile) Sync() error {
 	err := f.f.Sync()
 	if !f.critical {
 		f.noteErr(err)
-		if err == nil && !f.failed {
+		if err == nil && !f.failed && !f.foreign {
 			f.p.clearErr() // a table written whole: the disk takes writes again
 		}
 		return err
@@ -453,6 +465,9 @@ type pebbleDir struct {
 }
 
 func (d *pebbleDir) Sync() error {
+	if !d.p.own(d.name) {
+		return d.p.fs.SyncDir(d.name)
+	}
 	return d.p.retry(d.name, func() error { return d.p.fs.SyncDir(d.name) })
 }
 

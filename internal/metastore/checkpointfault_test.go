@@ -1,0 +1,96 @@
+package metastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc/internal/vfs"
+)
+
+// A checkpoint whose directory cannot be written (full, failing) fails
+// with the error, at once, and the store goes on taking writes. It did
+// not: pebble writes a checkpoint's OPTIONS and marker files through the
+// store's file system, which retried them as the store's own critical
+// files, forever, refusing every commit meanwhile, and a failed fsync of
+// one left the store refusing writes until a restart.
+func TestCheckpointFaultLeavesStoreWorking(t *testing.T) {
+	for _, r := range []vfs.Rule{
+		{Ops: vfs.OpWrite, Path: "/cp/", Err: syscall.ENOSPC},
+		{Ops: vfs.OpCreate, Path: "/cp/", Err: syscall.ENOSPC},
+		{Ops: vfs.OpSync, Path: "/cp/", Err: syscall.EIO},
+	} {
+		t.Run(fmt.Sprintf("%v %s", r.Ops, errName(r.Err)), func(t *testing.T) {
+			mem := vfs.NewMem()
+			fsys := vfs.NewFaulty(mem)
+			s := mustOpenFS(t, fsys, DurabilitySync)
+			defer s.close()
+			for i := range 10 {
+				b := s.NewBatch()
+				b.Set(faultKey(i), faultValue(i))
+				if err := s.Commit(b); err != nil {
+					t.Fatal(err)
+				}
+				b.Close()
+			}
+			remove := fsys.Inject(r)
+			cpDir := path.Join(path.Dir(faultDir), "cp")
+			type result struct {
+				p   string
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				p, err := s.checkpoint(ctx, cpDir)
+				done <- result{p, err}
+			}()
+			var res result
+			select {
+			case res = <-done:
+			case <-time.After(20 * time.Second):
+				remove()
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					leaveStuck() // stuck for good, as the store was
+				}
+				t.Fatal("a checkpoint into a failing directory did not return in 20 s")
+			}
+			if res.err == nil || !errors.Is(res.err, r.Err) {
+				t.Fatalf("checkpoint into a failing directory: %q, %v; want the injected %v", res.p, res.err, r.Err)
+			}
+			remove()
+			// Nothing half-written is left to be taken for a checkpoint.
+			if names, err := mem.List(cpDir); err == nil && len(names) > 0 {
+				t.Fatalf("a failed checkpoint left %v in %s", names, cpDir)
+			} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			b := s.NewBatch()
+			b.Set(faultKey(10), faultValue(10))
+			err := s.Commit(b)
+			b.Close()
+			if err != nil {
+				t.Fatalf("commit after a failed checkpoint: %v", err)
+			}
+			p, err := s.checkpoint(context.Background(), cpDir)
+			if err != nil {
+				t.Fatalf("checkpoint once the fault is gone: %v", err)
+			}
+			cp, err := openStoreFS(mem, p, DurabilitySync, 1<<20, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cp.close()
+			checkAcked(t, cp, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, "the checkpoint")
+		})
+	}
+}
