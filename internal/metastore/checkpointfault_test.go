@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/vfs"
 )
 
@@ -92,5 +95,61 @@ func TestCheckpointFaultLeavesStoreWorking(t *testing.T) {
 			defer cp.close()
 			checkAcked(t, cp, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, "the checkpoint")
 		})
+	}
+}
+
+// A store directory that lost pebble's manifest marker (an empty file,
+// which some copy tools drop) is refused with an error naming what is
+// missing. Pebble took such a directory for a new store and opened it
+// empty, deleting its tables as obsolete: a metadata server restored
+// from such a copy of a checkpoint knew no object, and pdc fsck --remove
+// then deleted the data of every one.
+func TestStoreWithoutManifestMarkerRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir+"/db", DurabilityProcess)
+	for i := range 100 {
+		put(t, s, fmt.Sprint("k", i), fmt.Sprint("v", i))
+	}
+	cp, err := s.checkpoint(context.Background(), dir+"/cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "after", "checkpoint")
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{cp, dir + "/db"} {
+		names, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var marker string
+		for _, n := range names {
+			if strings.HasPrefix(n.Name(), "marker.manifest.") {
+				marker = filepath.Join(d, n.Name())
+			}
+		}
+		if marker == "" {
+			t.Fatalf("no manifest marker in %s: %v", d, names)
+		}
+		if err := os.Remove(marker); err != nil {
+			t.Fatal(err)
+		}
+		s, err := openStore(d, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
+		if err == nil {
+			_, ok, _ := s.get([]byte("k1"))
+			s.close()
+			t.Fatalf("%s without its manifest marker opened (k1 found: %v)", d, ok)
+		}
+		if !errors.Is(err, pdc.ErrCorrupt) || !strings.Contains(err.Error(), d) || !strings.Contains(err.Error(), "marker.manifest") {
+			t.Fatalf("open %s without its manifest marker: %v; want pdc.ErrCorrupt naming the directory and the marker", d, err)
+		}
+		// Nothing was deleted: put back, the marker opens the store whole.
+		if err := os.WriteFile(marker, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s = openTest(t, d, DurabilityProcess)
+		mustGet(t, s, "k99", "v99")
+		s.close()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,9 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
+	if err := checkComplete(fsys, dir); err != nil {
+		return nil, err
+	}
 	pfs := newPebbleFS(fsys, dir)
 	// Pebble may end the process when it cannot create its files (it
 	// treats a failed MANIFEST write as fatal): refuse to open on a disk
@@ -106,6 +110,38 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkComplete refuses a store directory that holds tables or a log
+// but not pebble's manifest marker: pebble takes a directory without the
+// marker for a new store, opens it empty and deletes its tables as
+// obsolete. The marker is an empty file, which a copy (of a checkpoint,
+// say) can drop; a server opened on such a copy would know no object,
+// and pdc fsck --remove would then delete the data of every one. A store
+// whose creation was cut short has a MANIFEST but no tables and no log
+// yet, and opens.
+func checkComplete(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return fmt.Errorf("metadata store: %w", err)
+	}
+	var held []string
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "marker.manifest."):
+			return nil
+		case n == walFile || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob"):
+			held = append(held, n)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	if len(held) > 3 {
+		held = append(held[:3], "...")
+	}
+	return fmt.Errorf("metadata store %s holds %s but not pebble's manifest marker (marker.manifest.*): it is incomplete (a partial copy?) and would open empty; "+
+		"put the whole directory back: %w", dir, strings.Join(held, ", "), pdc.ErrCorrupt)
 }
 
 // openLog replays what the log holds that pebble had not flushed, flushes
