@@ -10,6 +10,7 @@ import (
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/e2e/clitest"
+	"github.com/pdcgo/pdc/internal/vfs/vfstest"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -101,4 +102,35 @@ func copyNonEmpty(t *testing.T, src, dst string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pdc checkpoint into a full disk fails at once, saying so, and the
+// metadata server goes on taking writes; once space is freed a checkpoint
+// works, and the cluster stops. The checkpoint's writes were retried as
+// the store's own, forever: pdc checkpoint hung until its deadline, every
+// metadata write meanwhile was refused, and pdc down hung on the
+// checkpoint a server takes as it stops.
+func TestCheckpointOnAFullDisk(t *testing.T) {
+	tmpdir := e2e.Up(t, 1)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	small := vfstest.SmallFS(t, 1<<20)
+	cpDir := filepath.Join(datadir, "checkpoints")
+	if err := os.Symlink(small, cpDir); err != nil {
+		t.Fatal(err)
+	}
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "before")
+	filler := vfstest.Fill(t, small, 0)
+
+	start := time.Now()
+	r := e2e.Run(t, nil, "checkpoint", "--tmpdir", tmpdir, "--timeout", "20s")
+	took := time.Since(start)
+	if r.Err == nil || took > 10*time.Second || !strings.Contains(r.Stderr, "no space left") || !strings.Contains(r.Stderr, cpDir) {
+		t.Fatalf("pdc checkpoint into a full disk: %v after %v; want a quick failure saying the disk under %s is full:\n%s%s",
+			r.Err, took.Round(time.Millisecond), cpDir, r.Stdout, r.Stderr)
+	}
+	e2e.MustRun(t, "cont", "create", "--tmpdir", tmpdir, "--timeout", "10s", "after")
+
+	filler.Release(t)
+	e2e.MustRun(t, "checkpoint", "--tmpdir", tmpdir)
+	e2e.MustRun(t, "down", "--tmpdir", tmpdir, "--timeout", "20s")
 }
