@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/regionstore"
@@ -97,8 +98,18 @@ func (r *scrubRun) list(stores []*regionstore.Store) error {
 	return nil
 }
 
+// askWait bounds the wait for one answer about orphans.
+const askWait = time.Minute
+
 // findOrphans asks the metadata servers which of the objects are gone, in
 // batches; a batch that cannot be asked about is reported and skipped.
+//
+// A metadata server that is stopped or wedged, rather than dead, takes
+// the question and never answers. Each question is therefore bounded, by
+// askWait and by half the time the caller has left, so that the report of
+// what this server found (and which metadata server did not answer)
+// reaches the caller before its deadline; after one goes unanswered the
+// rest are not asked, each of them would wait as long.
 func (r *scrubRun) findOrphans(ctx context.Context) {
 	objs, ids, rep := r.s.cfg.Objects, r.ids, r.rep
 	if objs == nil {
@@ -106,9 +117,21 @@ func (r *scrubRun) findOrphans(ctx context.Context) {
 	}
 	for lo := 0; objs != nil && lo < len(ids); lo += askBatch {
 		hi := min(lo+askBatch, len(ids))
-		gone, err := objs.Gone(ctx, ids[lo:hi])
+		wait := askWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl)/2)
+		}
+		qctx, cancel := context.WithTimeout(ctx, wait)
+		gone, err := objs.Gone(qctx, ids[lo:hi])
+		unanswered := err != nil && qctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if err == nil && len(gone) != hi-lo {
 			err = fmt.Errorf("asked about %d objects, told about %d: %w", hi-lo, len(gone), pdc.ErrInternal)
+		}
+		if unanswered {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("objects %d to %d of %d not checked for orphans: no answer within %v: %v",
+				lo+1, len(ids), len(ids), wait.Round(time.Millisecond), err))
+			return
 		}
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("objects %d to %d of %d not checked for orphans: %v", lo+1, hi, len(ids), err))

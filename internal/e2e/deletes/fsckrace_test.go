@@ -167,3 +167,71 @@ func countFiles(t *testing.T, datadir string) int {
 	}
 	return len(files)
 }
+
+// pdc fsck with a metadata server that does not answer (stopped, not
+// dead) reports what the other data servers found, names that server and
+// removes nothing, within its --timeout. The data servers waited on it
+// until the deadline: fsck printed nothing but "deadline exceeded" for
+// every server, after --timeout (30 minutes by default).
+func TestFsckWithAStoppedMetadataServer(t *testing.T) {
+	const size = 3
+	tmpdir := e2e.Up(t, size)
+	datadir := e2e.ServerDataDir(t, tmpdir)
+	ctx := e2e.Ctx(t, time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "kept", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := []uint64{16, 256}
+	whole := region.Shape(dims...)
+	for i := range 6 {
+		o, err := ct.CreateObject(ctx, fmt.Sprint("obj-", i), client.ObjectProps{Dims: dims, Type: region.Int32, Partition: client.RegionStatic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Write(ctx, whole, clitest.PatternOf(dims, whole)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	// The data servers have asked every metadata server about these
+	// objects already: their connections to server 1 are up, and a
+	// question on one gets no answer rather than a refused dial.
+	e2e.MustRun(t, "fsck", "--no-verify", "--tmpdir", tmpdir)
+
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := list.Servers[1]
+	if err := syscall.Kill(stopped.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(stopped.PID, syscall.SIGCONT) })
+	files := countFiles(t, datadir)
+	start := time.Now()
+	r := e2e.Run(t, nil, "fsck", "--remove", "--tmpdir", tmpdir, "--timeout", "20s")
+	took := time.Since(start)
+	t.Logf("pdc fsck --remove with %s stopped, after %v: %v\n%s%s", stopped.Label(), took.Round(time.Millisecond), r.Err, r.Stdout, r.Stderr)
+	if r.Err == nil || strings.Contains(r.Stdout, "orphan:") {
+		t.Fatalf("fsck --remove with %s stopped succeeded or found orphans", stopped.Label())
+	}
+	for _, rank := range []int{0, 2} {
+		s := list.Servers[rank]
+		if !strings.Contains(r.Stdout, s.Label()+": 6 objects") ||
+			!strings.Contains(r.Stdout, "not checked: "+s.Label()+": objects 1 to 6 of 6 not checked for orphans: no answer within") ||
+			!strings.Contains(r.Stdout, "metadata server 1 of 3: server "+stopped.Label()) {
+			t.Errorf("fsck's report does not give what %s found and that metadata server 1 did not answer", s.Label())
+		}
+	}
+	if took > 18*time.Second {
+		t.Errorf("fsck took %v of its 20 s", took.Round(time.Millisecond))
+	}
+	if n := countFiles(t, datadir); n != files {
+		t.Fatalf("%d data files before fsck --remove, %d after", files, n)
+	}
+}
