@@ -153,3 +153,29 @@ func TestStoreWithoutManifestMarkerRefused(t *testing.T) {
 		s.close()
 	}
 }
+
+// The checkpoint just written is never the one pruned, even if its name
+// sorts first: a clock stepped back (NTP, a migrated VM) named it before
+// the ones kept, and pdc checkpoint returned the path of a checkpoint it
+// had just removed.
+func TestCheckpointKeptWhenClockSteppedBack(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir+"/db", DurabilityProcess)
+	defer s.close()
+	put(t, s, "k", "v")
+	for _, later := range []string{"29990101T000000.000000001Z", "29990101T000000.000000002Z", "29990101T000000.000000003Z"} {
+		if err := os.MkdirAll(filepath.Join(dir, "cp", later), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := s.checkpoint(context.Background(), dir+"/cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the checkpoint returned was removed: %v", err)
+	}
+	cp := openTest(t, p, DurabilityProcess)
+	defer cp.close()
+	mustGet(t, cp, "k", "v")
+}

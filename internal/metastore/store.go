@@ -506,7 +506,7 @@ func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
 	if err := copyIdentity(s.fs, s.dir, dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
-	pruneCheckpoints(s.fs, dir, keepCheckpoints)
+	pruneCheckpoints(s.fs, dir, keepCheckpoints, filepath.Base(dest))
 	return dest, nil
 }
 
@@ -514,22 +514,23 @@ func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
 const keepCheckpoints = 3
 
 // pruneCheckpoints removes all but the newest keep checkpoints in dir (their
-// names sort by time).
-func pruneCheckpoints(fsys vfs.FS, dir string, keep int) {
+// names sort by time), never the one named last, just written: after the
+// clock stepped back its name sorts before older ones.
+func pruneCheckpoints(fsys vfs.FS, dir string, keep int, last string) {
 	entries, err := fsys.List(dir)
 	if err != nil {
 		return
 	}
 	var names []string
 	for _, e := range entries {
-		if e != "" && e[0] >= '0' && e[0] <= '9' {
+		if e != "" && e[0] >= '0' && e[0] <= '9' && e != last {
 			if st, err := fsys.Stat(filepath.Join(dir, e)); err == nil && st.IsDir() {
 				names = append(names, e)
 			}
 		}
 	}
 	sort.Strings(names)
-	for len(names) > keep {
+	for len(names) > keep-1 {
 		_ = fsys.RemoveAll(filepath.Join(dir, names[0]))
 		names = names[1:]
 	}
