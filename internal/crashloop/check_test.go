@@ -229,3 +229,151 @@ func TestReadLogDropsTornLine(t *testing.T) {
 		t.Fatalf("got %+v, %v", recs, err)
 	}
 }
+
+// opOn logs an operation through a handle to incarnation id of o, acked
+// at ack if ack > 0.
+func (h *hist) opOn(call, ack int64, r Record, ok Record) {
+	r.Obj = "o"
+	n := h.inv(call, r)
+	if ack > 0 {
+		h.ok(n, ack, ok)
+	}
+}
+
+// readBackID is readBack of incarnation id with the first dim rows (nil
+// v: the object is not found).
+func readBackID(t0 int64, id uint64, rows uint64, tag uint64, v []uint64) []Record {
+	h := &hist{proc: 15}
+	n := h.inv(t0, Record{Kind: kindOpen, Obj: "o"})
+	if v == nil {
+		h.ok(n, t0+1, Record{Found: false})
+		return h.recs
+	}
+	h.ok(n, t0+1, Record{Found: true, ID: id, Dims: []uint64{rows}})
+	n = h.inv(t0+2, Record{Kind: kindGetTag, Obj: "o", ID: id, Tag: "t0"})
+	h.ok(n, t0+3, Record{WID: tag})
+	box := region.Shape(rows)
+	n = h.inv(t0+4, Record{Kind: kindRead, Obj: "o", ID: id, Box: &box})
+	h.ok(n, t0+5, Record{Vals: v})
+	return h.recs
+}
+
+// The deletes, set dims and tag deletes: what pdc promises of them
+// linearizes, and what it does not is caught.
+func TestCheckerDeletesAndDims(t *testing.T) {
+	w1, w2 := writeID(1, 0, 1), writeID(1, 0, 2)
+	const id1, id2 = 100, 200
+	props := map[string]*ObjProps{"o": {Dims: dims4}}
+	box := func(off, size uint64) *region.Box { return &region.Box{Off: []uint64{off}, Size: []uint64{size}} }
+	created := func(h *hist, call int64, id uint64) {
+		h.opOn(call, call+1, Record{Kind: kindCreate, Props: props["o"]}, Record{ID: id})
+	}
+	cases := []struct {
+		name       string
+		work       func(h *hist)
+		back       []Record
+		violations bool
+		strict     bool // RegrowReadsZeros
+	}{
+		{"a delete, then a create of the same name, reads zeros", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindDelete, ID: id1}, Record{})
+			created(h, 50, id2)
+		}, readBackID(1000, id2, 4, 0, vals(0, 0, 1, 2, 3)), false, true},
+		{"a write through the deleted incarnation's handle lands in the new one", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(30, 40, Record{Kind: kindDelete, ID: id1}, Record{})
+			created(h, 50, id2)
+			h.opOn(60, 70, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+		}, readBackID(1000, id2, 4, 0, vals(w1, 0, 1, 2, 3)), true, true},
+		{"a write acknowledged through a handle after the delete", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(30, 40, Record{Kind: kindDelete, ID: id1}, Record{})
+			h.opOn(60, 70, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+		}, readBackID(1000, 0, 0, 0, nil), true, true},
+		{"an acknowledged delete undone", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(30, 40, Record{Kind: kindDelete, ID: id1}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), true, true},
+		{"an unacknowledged delete that did not happen", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(30, 0, Record{Kind: kindDelete, ID: id1}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(w1, 0, 1, 2, 3)), false, true},
+		{"an unacknowledged create seen by the read-back", func(h *hist) {
+			h.opOn(1, 0, Record{Kind: kindCreate, Props: props["o"]}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), false, true},
+		{"a shrink and a regrow read zeros where it cut", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{8}}, Record{})
+			h.opOn(70, 80, Record{Kind: kindWrite, ID: id1, Box: box(6, 1), WID: w2}, Record{})
+		}, readBackID(1000, id1, 8, 0, append(append(vals(w1, 0, 1), 0, 0, 0, 0), vals(w2, 6)[0], 0)), false, true},
+		{"a regrow that brings cut cells back", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{4}}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(w1, 0, 1, 2, 3)), true, true},
+		{"a regrow that brings cut cells back, allowed until it is fixed", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{4}}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(w1, 0, 1, 2, 3)), false, false},
+		{"a cell cut and regrown brings back a value older than its last", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(22, 24, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w2}, Record{})
+			h.opOn(30, 40, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{4}}, Record{})
+		}, readBackID(1000, id1, 4, 0, append(vals(w2, 0, 1), vals(w1, 2, 3)...)), true, false},
+		{"a write under newer dims cut by a client with older ones", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{8}}, Record{})
+			h.opOn(30, 40, Record{Kind: kindWrite, ID: id1, Box: box(4, 4), WID: w1}, Record{})
+			h.opOn(50, 60, Record{Kind: kindWrite, ID: id1, Box: box(0, 4), WID: w2}, Record{})
+		}, readBackID(1000, id1, 8, 0, append(vals(w2, 0, 1, 2, 3), 0, 0, 0, 0)), true, true},
+		{"a write past the dims acknowledged (older dims), not seen", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(30, 40, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{4}}, Record{})
+		}, readBackID(1000, id1, 4, 0, append(vals(w1, 0, 1), 0, 0)), false, true},
+		{"a write past the dims seen after a regrow", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{2}}, Record{})
+			h.opOn(30, 40, Record{Kind: kindWrite, ID: id1, Box: &all4, WID: w1}, Record{})
+			h.opOn(50, 60, Record{Kind: kindSetDims, ID: id1, Dims: []uint64{4}}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(w1, 0, 1, 2, 3)), true, true},
+		{"a tag deleted", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindPutTag, ID: id1, Tag: "t0", WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindDelTag, ID: id1, Tag: "t0"}, Record{})
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), false, true},
+		{"a deleted tag back", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindPutTag, ID: id1, Tag: "t0", WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindDelTag, ID: id1, Tag: "t0"}, Record{})
+		}, readBackID(1000, id1, 4, w1, vals(0, 0, 1, 2, 3)), true, true},
+		{"a tag of the deleted incarnation on the new one", func(h *hist) {
+			created(h, 1, id1)
+			h.opOn(10, 20, Record{Kind: kindPutTag, ID: id1, Tag: "t0", WID: w1}, Record{})
+			h.opOn(30, 40, Record{Kind: kindDelete, ID: id1}, Record{})
+			created(h, 50, id2)
+		}, readBackID(1000, id2, 4, w1, vals(0, 0, 1, 2, 3)), true, true},
+	}
+	for _, tc := range cases {
+		c := newChecker()
+		c.strict = tc.strict
+		h := &hist{proc: 0}
+		tc.work(h)
+		c.Add(1, [][]Record{h.recs}, props)
+		c.Verify(1, tc.back)
+		if got := c.Stats.Violations() > 0; got != tc.violations {
+			t.Errorf("%s: violations %v, want %v: %+v\n%s", tc.name, got, tc.violations, c.Stats, strings.Join(c.Problems, "\n"))
+		}
+	}
+}

@@ -14,12 +14,15 @@ import (
 
 // Operation kinds.
 const (
-	kindCreate = "create" // create object Obj
-	kindOpen   = "open"   // does Obj exist (a read of its existence)
-	kindWrite  = "write"  // write WID's cells over Box of Obj
-	kindRead   = "read"   // read Box of Obj: Vals
-	kindPutTag = "puttag" // put tag Tag of Obj to WID
-	kindGetTag = "gettag" // read tag Tag of Obj: WID, 0 if absent
+	kindCreate  = "create"  // create object Obj: ID
+	kindOpen    = "open"    // does Obj exist (a read of its existence): ID, Dims
+	kindWrite   = "write"   // write WID's cells over Box of Obj
+	kindRead    = "read"    // read Box of Obj: Vals
+	kindPutTag  = "puttag"  // put tag Tag of Obj to WID
+	kindGetTag  = "gettag"  // read tag Tag of Obj: WID, 0 if absent
+	kindDelete  = "delete"  // delete object ID (Obj)
+	kindSetDims = "setdims" // set the dims of object ID to Dims
+	kindDelTag  = "deltag"  // delete tag Tag of Obj
 )
 
 // Events of an operation.
@@ -43,6 +46,14 @@ type Record struct {
 	Box   *region.Box `json:"box,omitempty"`   // write, read
 	Tag   string      `json:"tag,omitempty"`
 	WID   uint64      `json:"wid,omitempty"` // write, puttag: the value written; gettag ok: read
+	// ID names the object's incarnation (an id is never reused, so a
+	// delete and a create of the same name make another): on the
+	// invocation of an operation through a handle (write, read, tag
+	// operations, delete, set dims), on the acknowledgement of a create
+	// or an open that found it.
+	ID uint64 `json:"id,omitempty"`
+	// Dims are the dims set (set dims), or seen (open ok).
+	Dims []uint64 `json:"dims,omitempty"`
 
 	// On an outcome.
 	Found bool     `json:"found,omitempty"` // open ok

@@ -2,6 +2,9 @@ package crashloop
 
 import (
 	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -65,4 +68,39 @@ func now() int64 {
 		return 0
 	}
 	return ts.Nano()
+}
+
+// maxGrowth bounds set dims: the first dim of an object stays between 1
+// and maxGrowth times the one it was created with. Only the first dim
+// changes, so a cell's row-major index (and the value written there)
+// does not depend on the dims it was written under.
+const maxGrowth = 2
+
+// objectName names an object created by write wid with the given shape,
+// partition and storage (indexes of shapes, partitions, storages): any
+// process can create it again, after a delete, as it was.
+func objectName(wid uint64, shape, part, storage int) string {
+	return fmt.Sprintf("o%x-%d%d%d", wid, shape, part, storage)
+}
+
+// propsOfName returns the props an objectName stands for; ok is false for
+// other names.
+func propsOfName(name string) (p ObjProps, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || len(name)-i != 4 {
+		return p, false
+	}
+	sh, pa, st := int(name[i+1]-'0'), int(name[i+2]-'0'), int(name[i+3]-'0')
+	if sh < 0 || sh >= len(shapes) || pa < 0 || pa >= len(partitions) || st < 0 || st >= len(storages) {
+		return p, false
+	}
+	return ObjProps{Dims: shapes[sh], Partition: pa, Storage: st}, true
+}
+
+// spanDims are the dims of every cell an object of props may ever have:
+// its first dim grown by maxGrowth. Cell indexes are row-major in them.
+func spanDims(props *ObjProps) []uint64 {
+	d := slices.Clone(props.Dims)
+	d[0] *= maxGrowth
+	return d
 }
