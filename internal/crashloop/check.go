@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -98,6 +99,7 @@ type Stats struct {
 	Unacked      int // updates whose client was killed or that failed: allowed either way
 	Reads        int // reads checked (clients' and the read-backs')
 	Registers    int // cell, existence and tag histories checked
+	Undecided    int // of those, histories the checker gave up on (checkTimeout)
 	Lost         int // registers read back older than an acknowledged value
 	Zeroed       int // cells read back as zeros after an acknowledged write
 	Corrupt      int // cells holding a value no write put there, or read errors
@@ -366,23 +368,50 @@ func (r *reg) add(o *op, kind int, v uint64) {
 	r.ops = append(r.ops, porcupine.Operation{ClientId: o.proc, Input: regIn{kind, o.acked, v}, Call: o.call, Return: o.ret})
 }
 
-// check reports whether the history is linearizable. Updates that never
-// returned may be linearized after every read, which is "never took
-// effect". A write or create whose value no read returned and that was
-// not acknowledged is dropped first: in any linearization it is followed
-// by another write, a cut, a delete or by nothing, so without it the rest
-// is as valid. Without this, every write that failed while a server was
-// down would multiply the orders the checker tries.
-func (r *reg) check() bool {
+// checkTimeout bounds the check of one register; one not decided by
+// then is counted (Stats.Undecided), not taken as a violation.
+const checkTimeout = 10 * time.Second
+
+// check reports whether the history is linearizable, or that it could
+// not tell in time. Updates that never returned may be linearized after
+// every read, which is "never took effect". Before the check:
+//   - A write or create whose value no read returned and that was not
+//     acknowledged is dropped: in any linearization it is followed by
+//     another write, a cut, a delete or by nothing, so without it the
+//     rest is as valid. Without this, every write that failed while a
+//     server was down would multiply the orders the checker tries.
+//   - Of the unacknowledged deletes of one incarnation (a worker tries
+//     again while its server is down) only the first is kept: each may
+//     take effect anywhere after its call while the incarnation lives,
+//     and the first can wherever a later one can.
+func (r *reg) check() porcupine.CheckResult {
 	seen := map[uint64]bool{}
 	for _, o := range r.ops {
 		if in := o.Input.(regIn); in.op == regRead {
 			seen[in.v] = true
 		}
 	}
+	first := map[regIn]int64{}
+	for _, o := range r.ops {
+		in := o.Input.(regIn)
+		if o.Return == math.MaxInt64 && (in.op == regKill || in.op == regDelete) {
+			if t, ok := first[in]; !ok || o.Call < t {
+				first[in] = o.Call
+			}
+		}
+	}
 	ops := slices.DeleteFunc(slices.Clone(r.ops), func(o porcupine.Operation) bool {
 		in := o.Input.(regIn)
-		return o.Return == math.MaxInt64 && (in.op == regWrite || in.op == regCreate) && !seen[in.v]
+		if o.Return != math.MaxInt64 {
+			return false
+		}
+		switch in.op {
+		case regWrite, regCreate:
+			return !seen[in.v]
+		case regKill, regDelete:
+			return o.Call != first[in]
+		}
+		return false
 	})
 	init := r.init
 	m := porcupine.Model{
@@ -395,7 +424,7 @@ func (r *reg) check() bool {
 			return ok, next
 		},
 	}
-	return porcupine.CheckOperations(m, ops)
+	return porcupine.CheckOperationsTimeout(m, ops, checkTimeout)
 }
 
 // RegrowReadsZeros is whether the rows a shrink of the first dim cut read
@@ -906,9 +935,16 @@ func (c *Checker) countCell(backVals []uint64, cell uint64) {
 	c.Stats.Lost++
 }
 
+// checkReg checks r; a register not decided in time passes, counted.
 func (c *Checker) checkReg(r *reg) bool {
 	c.Stats.Registers++
-	return r.check()
+	switch r.check() {
+	case porcupine.Illegal:
+		return false
+	case porcupine.Unknown:
+		c.Stats.Undecided++
+	}
+	return true
 }
 
 func describe(hist []*op, keep func(*op) bool) string {
