@@ -1,6 +1,8 @@
 // Package crashloop is pdc's crash-loop harness: real `pdc server`
 // processes and several client processes doing mixed work (creates, tag
-// puts, region writes and overwrites in every partition and storage mode),
+// puts and deletes, region writes and overwrites in every partition and
+// storage mode, set dims that grow and shrink objects, object deletes and
+// creates again of the same name),
 // random kill -9 of servers and of clients mid-operation, restarts, and a
 // check of every acknowledged operation against a history model with
 // github.com/anishathalye/porcupine.
@@ -19,8 +21,15 @@
 //     kills what is left (or stops the cluster cleanly), restarts it, and
 //     reads back, as one more logged process, every object touched in the
 //     cycle and a sample of the others: existence, tags, and every cell.
-//   - The checker (check.go): a register per cell of every object, per
-//     object name (exists or not) and per tag. Writes acknowledged take
+//   - The checker (check.go): a register per object name (which
+//     incarnation of it exists: an id is never reused, so a delete and a
+//     create make another, with no tags, its first dims and zeros), and per
+//     incarnation a register per tag, one for its first dim, and one per
+//     cell. A set dims cuts the cells past the new first dim (they read as
+//     zeros once it grows back, see RegrowReadsZeros); a delete ends the
+//     incarnation: no operation through a handle to it succeeds after it,
+//     and nothing of it shows in the next. Only the first dim changes, so a
+//     cell's index does not depend on the dims. Writes acknowledged take
 //     effect between invocation and acknowledgement; writes not
 //     acknowledged (the client was killed, or the write failed) may take
 //     effect at any moment after their invocation until every server of

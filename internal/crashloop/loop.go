@@ -135,12 +135,13 @@ func (r *Result) Failed() bool { return r.Violations() > 0 || r.ServerDeaths > 0
 
 // Summary is the result in one line.
 func (r *Result) Summary() string {
-	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts), %d unacknowledged allowed, %d reads; "+
+	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads; "+
 		"faults: %d server kills, %d client kills, %d crash stops, %d clean stops, %d resizes; "+
-		"violations: %d lost, %d zeroed, %d corrupt; %d server deaths, %d data races",
-		r.Cycles, r.Duration.Round(time.Millisecond), r.Acked(), r.AckedWrites, r.AckedCreates, r.AckedTags, r.Unacked, r.Reads,
+		"violations: %d lost, %d zeroed, %d corrupt (%d registers undecided); %d server deaths, %d data races",
+		r.Cycles, r.Duration.Round(time.Millisecond), r.Acked(), r.AckedWrites, r.AckedCreates, r.AckedTags,
+		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads,
 		r.ServerKills, r.ClientKills, r.CrashStops, r.CleanStops, r.Resizes,
-		r.Lost, r.Zeroed, r.Corrupt, r.ServerDeaths, r.RaceReports) + r.where()
+		r.Lost, r.Zeroed, r.Corrupt, r.Undecided, r.ServerDeaths, r.RaceReports) + r.where()
 }
 
 func (r *Result) where() string {
@@ -618,12 +619,13 @@ func (l *loop) readObject(ctx context.Context, c *client.Client, log *opLog, nam
 	case err != nil:
 		return log.fail(n, err)
 	}
-	if err := log.done(n, Record{Found: true}); err != nil {
+	dims := o.Info().Props.Dims
+	if err := log.done(n, Record{Found: true, ID: o.ID(), Dims: dims}); err != nil {
 		return err
 	}
 	for t := range 3 {
 		tag := fmt.Sprintf("t%d", t)
-		n, err := log.invoke(Record{Kind: kindGetTag, Obj: name, Tag: tag})
+		n, err := log.invoke(Record{Kind: kindGetTag, Obj: name, ID: o.ID(), Tag: tag})
 		if err != nil {
 			return err
 		}
@@ -642,10 +644,9 @@ func (l *loop) readObject(ctx context.Context, c *client.Client, log *opLog, nam
 			return err
 		}
 	}
-	dims := o.Info().Props.Dims
 	whole := region.Shape(dims...)
 	buf := make([]byte, 8*whole.Volume())
-	n, err = log.invoke(Record{Kind: kindRead, Obj: name, Box: &whole})
+	n, err = log.invoke(Record{Kind: kindRead, Obj: name, ID: o.ID(), Box: &whole})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -73,7 +74,9 @@ type worker struct {
 	seq   uint64
 	names []string                  // the objects to work on: cfg.Objects and those created
 	objs  map[string]*client.Object // opened
-	dims  map[string][]uint64
+	// gone are the names this process last saw deleted (by its delete, or
+	// an open that did not find them), to create again.
+	gone map[string]bool
 	// next is, per region-dynamic or -local object this process created,
 	// the first row (of dim 0) it has not written; without
 	// DynamicOverwrites these are the only such objects it writes.
@@ -93,7 +96,7 @@ func Work(ctx context.Context, c *client.Client, cfg WorkerConfig) error {
 	}
 	defer l.close()
 	w := &worker{cfg: cfg, c: c, log: l, r: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Proc))),
-		names: append([]string(nil), cfg.Objects...), objs: map[string]*client.Object{}, dims: map[string][]uint64{},
+		names: append([]string(nil), cfg.Objects...), objs: map[string]*client.Object{}, gone: map[string]bool{},
 		next: map[string]uint64{}}
 	for ctx.Err() == nil {
 		if err := w.step(ctx); err != nil {
@@ -128,14 +131,22 @@ func (w *worker) step(ctx context.Context) error {
 	}
 	p := w.r.IntN(100)
 	switch {
-	case len(w.names) == 0 || (p < 15 && w.cfg.Create > 0):
+	case len(w.names) == 0 || (p < 12 && w.cfg.Create > 0):
 		return w.create(octx)
-	case p < 55:
+	case p < 16 && len(w.gone) > 0:
+		return w.recreate(octx)
+	case p < 50:
 		return w.write(octx)
-	case p < 75:
+	case p < 68:
 		return w.read(octx)
-	default:
+	case p < 84:
 		return w.putTag(octx)
+	case p < 89:
+		return w.delTag(octx)
+	case p < 96:
+		return w.setDims(octx)
+	default:
+		return w.deleteObject(octx)
 	}
 }
 
@@ -145,32 +156,50 @@ func (w *worker) create(ctx context.Context) error {
 		return nil
 	}
 	w.cfg.Create--
-	wid := w.nextWID()
-	name := fmt.Sprintf("o%x", wid)
-	part, st := w.r.IntN(len(partitions)), w.r.IntN(len(storages))
-	dims := shapes[w.r.IntN(len(shapes))]
-	n, err := w.log.invoke(Record{Kind: kindCreate, Obj: name, WID: wid, Props: &ObjProps{Dims: dims, Partition: part, Storage: st}})
+	name := objectName(w.nextWID(), w.r.IntN(len(shapes)), w.r.IntN(len(partitions)), w.r.IntN(len(storages)))
+	w.names = append(w.names, name)
+	return w.createNamed(ctx, name)
+}
+
+// recreate creates again, as it was created first, an object this
+// process saw deleted.
+func (w *worker) recreate(ctx context.Context) error {
+	names := sortedKeys(w.gone)
+	return w.createNamed(ctx, names[w.r.IntN(len(names))])
+}
+
+func (w *worker) createNamed(ctx context.Context, name string) error {
+	props, ok := propsOfName(name)
+	if !ok {
+		delete(w.gone, name)
+		return nil
+	}
+	n, err := w.log.invoke(Record{Kind: kindCreate, Obj: name, Props: &props})
 	if err != nil {
 		return err
 	}
-	o, err := w.ct.CreateObject(ctx, name, client.ObjectProps{Dims: dims, Type: region.Uint64, Partition: partitions[part], Storage: storages[st]})
+	o, err := w.ct.CreateObject(ctx, name, client.ObjectProps{Dims: props.Dims, Type: region.Uint64,
+		Partition: partitions[props.Partition], Storage: storages[props.Storage]})
 	if err != nil {
 		return w.log.fail(n, err)
 	}
-	w.objs[name], w.dims[name] = o, dims
-	w.names = append(w.names, name)
-	if dynamic(partitions[part]) {
-		w.next[name] = 0
+	w.objs[name] = o
+	delete(w.gone, name)
+	if dynamic(partitions[props.Partition]) {
+		if _, seen := w.next[name]; !seen && !w.cfg.DynamicOverwrites {
+			w.next[name] = 0
+		}
 	}
-	return w.log.done(n, Record{})
+	return w.log.done(n, Record{ID: o.ID()})
 }
 
 // object picks an object, opening it (an existence read) if need be; nil
-// if that failed.
+// if that failed. dims are the handle's, which another process's set
+// dims may have made stale.
 func (w *worker) object(ctx context.Context) (*client.Object, []uint64, string, error) {
 	name := w.names[w.r.IntN(len(w.names))]
 	if o := w.objs[name]; o != nil {
-		return o, w.dims[name], name, nil
+		return o, o.Info().Props.Dims, name, nil
 	}
 	n, err := w.log.invoke(Record{Kind: kindOpen, Obj: name})
 	if err != nil {
@@ -179,13 +208,31 @@ func (w *worker) object(ctx context.Context) (*client.Object, []uint64, string, 
 	o, err := w.c.OpenObject(ctx, name)
 	switch {
 	case errors.Is(err, pdc.ErrNotFound):
+		w.gone[name] = true
 		return nil, nil, "", w.log.done(n, Record{Found: false})
 	case err != nil:
 		return nil, nil, "", w.log.fail(n, err)
 	}
 	dims := o.Info().Props.Dims
-	w.objs[name], w.dims[name] = o, dims
-	return o, dims, name, w.log.done(n, Record{Found: true})
+	w.objs[name] = o
+	delete(w.gone, name)
+	return o, dims, name, w.log.done(n, Record{Found: true, ID: o.ID(), Dims: dims})
+}
+
+// failed logs the failure of operation n on object name; a handle to a
+// deleted object is dropped, to be opened again.
+func (w *worker) failed(n uint64, name string, err error) error {
+	if errors.Is(err, pdc.ErrNotFound) {
+		delete(w.objs, name)
+	}
+	return w.log.fail(n, err)
+}
+
+// once reports whether each cell of o is written at most once, by the
+// process that created it (see WorkerConfig.DynamicOverwrites): such an
+// object is neither deleted nor resized.
+func (w *worker) once(o *client.Object) bool {
+	return !w.cfg.DynamicOverwrites && dynamic(o.Info().Props.Partition)
 }
 
 // box picks a box in dims: the whole object one time in five, else any
@@ -212,7 +259,7 @@ func (w *worker) write(ctx context.Context) error {
 	if o == nil || err != nil {
 		return err
 	}
-	once := !w.cfg.DynamicOverwrites && dynamic(o.Info().Props.Partition)
+	once := w.once(o)
 	if _, own := w.next[name]; once && (!own || w.next[name] == dims[0]) {
 		return w.readObject(ctx, o, dims, name)
 	}
@@ -236,7 +283,7 @@ func (w *worker) write(ctx context.Context) error {
 		wid := w.nextWID()
 		buf := make([]byte, 8*b.Volume())
 		fillCells(buf, dims, b, wid)
-		n, err := w.log.invoke(Record{Kind: kindWrite, Obj: name, Box: &b, WID: wid})
+		n, err := w.log.invoke(Record{Kind: kindWrite, Obj: name, ID: o.ID(), Box: &b, WID: wid})
 		if err != nil {
 			return err
 		}
@@ -244,13 +291,13 @@ func (w *worker) write(ctx context.Context) error {
 			// Alone: one request that the server answers once stored
 			// (Object.Write, Transfer.Do).
 			if err := o.Write(ctx, b, buf); err != nil {
-				return w.log.fail(n, err)
+				return w.failed(n, name, err)
 			}
 			return w.log.done(n, Record{})
 		}
 		t, err := o.StartWrite(ctx, b, buf)
 		if err != nil {
-			if err := w.log.fail(n, err); err != nil {
+			if err := w.failed(n, name, err); err != nil {
 				return err
 			}
 			continue
@@ -259,7 +306,7 @@ func (w *worker) write(ctx context.Context) error {
 	}
 	for i, t := range ts {
 		if err := t.Wait(ctx); err != nil {
-			if err := w.log.fail(ns[i], err); err != nil {
+			if err := w.failed(ns[i], name, err); err != nil {
 				return err
 			}
 			continue
@@ -282,13 +329,13 @@ func (w *worker) read(ctx context.Context) error {
 func (w *worker) readObject(ctx context.Context, o *client.Object, dims []uint64, name string) error {
 	b := w.box(dims, 256)
 	buf := make([]byte, 8*b.Volume())
-	n, err := w.log.invoke(Record{Kind: kindRead, Obj: name, Box: &b})
+	n, err := w.log.invoke(Record{Kind: kindRead, Obj: name, ID: o.ID(), Box: &b})
 	if err != nil {
 		return err
 	}
 	if err := o.Read(ctx, b, buf); err != nil {
 		// Servers die under the workers: a failed read observed nothing.
-		return w.log.fail(n, err)
+		return w.failed(n, name, err)
 	}
 	return w.log.done(n, Record{Vals: cellsOf(buf)})
 }
@@ -300,13 +347,69 @@ func (w *worker) putTag(ctx context.Context) error {
 	}
 	tag := fmt.Sprintf("t%d", w.r.IntN(3))
 	wid := w.nextWID()
-	n, err := w.log.invoke(Record{Kind: kindPutTag, Obj: name, Tag: tag, WID: wid})
+	n, err := w.log.invoke(Record{Kind: kindPutTag, Obj: name, ID: o.ID(), Tag: tag, WID: wid})
 	if err != nil {
 		return err
 	}
 	if err := o.PutTag(ctx, tag, client.Uint64(wid)); err != nil {
-		return w.log.fail(n, err)
+		return w.failed(n, name, err)
 	}
+	return w.log.done(n, Record{})
+}
+
+func (w *worker) delTag(ctx context.Context) error {
+	o, _, name, err := w.object(ctx)
+	if o == nil || err != nil {
+		return err
+	}
+	tag := fmt.Sprintf("t%d", w.r.IntN(3))
+	n, err := w.log.invoke(Record{Kind: kindDelTag, Obj: name, ID: o.ID(), Tag: tag})
+	if err != nil {
+		return err
+	}
+	if err := o.DeleteTag(ctx, tag); err != nil {
+		return w.failed(n, name, err)
+	}
+	return w.log.done(n, Record{})
+}
+
+// setDims grows or shrinks the first dim of an object, between 1 and
+// maxGrowth times its size at create.
+func (w *worker) setDims(ctx context.Context) error {
+	o, dims, name, err := w.object(ctx)
+	if o == nil || err != nil || w.once(o) {
+		return err
+	}
+	props, ok := propsOfName(name)
+	if !ok {
+		return nil
+	}
+	nd := slices.Clone(dims)
+	nd[0] = 1 + w.r.Uint64N(maxGrowth*props.Dims[0])
+	n, err := w.log.invoke(Record{Kind: kindSetDims, Obj: name, ID: o.ID(), Dims: nd})
+	if err != nil {
+		return err
+	}
+	if err := o.SetDims(ctx, nd); err != nil {
+		return w.failed(n, name, err)
+	}
+	return w.log.done(n, Record{})
+}
+
+func (w *worker) deleteObject(ctx context.Context) error {
+	o, _, name, err := w.object(ctx)
+	if o == nil || err != nil || w.once(o) {
+		return err
+	}
+	n, err := w.log.invoke(Record{Kind: kindDelete, Obj: name, ID: o.ID()})
+	if err != nil {
+		return err
+	}
+	if err := o.Delete(ctx); err != nil {
+		return w.failed(n, name, err)
+	}
+	delete(w.objs, name)
+	w.gone[name] = true
 	return w.log.done(n, Record{})
 }
 
