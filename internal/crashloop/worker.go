@@ -219,12 +219,13 @@ func (w *worker) object(ctx context.Context) (*client.Object, []uint64, string, 
 	return o, dims, name, w.log.done(n, Record{Found: true, ID: o.ID(), Dims: dims})
 }
 
-// failed logs the failure of operation n on object name; a handle to a
-// deleted object is dropped, to be opened again.
+// failed logs the failure of operation n on object name and drops the
+// handle, to be opened again: the object may be deleted, and while its
+// server is down, each operation tried through the handle would be one
+// more that may take effect at any moment, for the checker to place
+// (an open that fails is not an update).
 func (w *worker) failed(n uint64, name string, err error) error {
-	if errors.Is(err, pdc.ErrNotFound) {
-		delete(w.objs, name)
-	}
+	delete(w.objs, name)
 	return w.log.fail(n, err)
 }
 
