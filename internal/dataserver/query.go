@@ -48,6 +48,10 @@ func (s *Service) query(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		return nil, err
 	}
 	floor, _ := store.Version(m.Obj) // the query's own read reports a store that cannot answer
+	qt := &transfer{item: wire.DataItem{Obj: m.Obj, Dims: m.Dims, DimsVersion: m.DimsVersion}, floor: floor}
+	if err := s.confirmDims(ctx, []*transfer{qt}); err != nil {
+		return nil, err
+	}
 	if err := s.afterOwnWrites(ctx, req.Client, &m, floor); err != nil {
 		return nil, err
 	}

@@ -93,6 +93,23 @@ func (s *Service) canStartHere(ctx context.Context, req *rpc.Request, m *wire.Da
 			return false, false
 		}
 	}
+	if s.mayCut(m.Items) {
+		// Dims that may cut stored data: their metadata server is asked
+		// here, on the reader, as for an object seen for the first
+		// time, so that this start is not overtaken by the next ones.
+		// A refusal, or a question that takes longer, goes to start,
+		// which asks again and reports it.
+		ts := make([]*transfer, len(m.Items))
+		for i, it := range m.Items {
+			ts[i] = &transfer{item: it}
+		}
+		actx, cancel := context.WithTimeout(ctx, firstTouchHere)
+		err := s.confirmDims(actx, ts)
+		cancel()
+		if err != nil {
+			return false, false
+		}
+	}
 	return inLane, !s.queuedFor(m.Items)
 }
 
@@ -217,6 +234,9 @@ func (s *Service) start(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	}
 	ts := make([]*transfer, len(m.Items))
 	if err := s.checkStart(req, m.Items, ln, ts); err != nil {
+		return nil, err
+	}
+	if err := s.confirmDims(ctx, ts); err != nil {
 		return nil, err
 	}
 	dst, err := readsToLane(m, ln, &s.laneBytes.out)

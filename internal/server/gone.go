@@ -192,3 +192,42 @@ func (o *objects) Gone(ctx context.Context, ids []uint64) ([]bool, error) {
 	}
 	return out, nil
 }
+
+// DimsVersions asks the objects' metadata servers for their current dims
+// versions (dataserver.DimsVersions): 0 for an object that no longer
+// exists.
+func (o *objects) DimsVersions(ctx context.Context, ids []uint64) ([]uint64, error) {
+	select {
+	case <-o.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the cluster to start: %w", pdc.CtxErr(ctx))
+	}
+	count := o.peers.count()
+	if count == 0 {
+		return nil, fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
+	}
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		q := wire.ObjBatch{Opens: []wire.ObjKey{{ID: id, Peek: true}}}
+		hdr, err := o.peers.Ask(ctx, placement.OwnerOfID(id, count), wire.MethodObjOpen, q.Marshal(nil))
+		if err != nil {
+			return nil, fmt.Errorf("dims of object %d: %w", id, err)
+		}
+		var res wire.ObjResults
+		if err := res.Unmarshal(hdr); err != nil {
+			return nil, fmt.Errorf("dims of object %d: %w", id, err)
+		}
+		if len(res.Items) != 1 {
+			return nil, fmt.Errorf("dims of object %d: %d answers: %w", id, len(res.Items), pdc.ErrProtocol)
+		}
+		switch r := res.Items[0]; {
+		case r.Code == wire.CodeOK:
+			out[i] = r.Meta.DimsVersion
+		case errors.Is(r.Code.Err(), pdc.ErrNotFound):
+			// Deleted: the start is refused for that.
+		default:
+			return nil, fmt.Errorf("dims of object %d: %s: %w", id, r.Message, r.Code.Err())
+		}
+	}
+	return out, nil
+}
