@@ -431,8 +431,8 @@ func (r *reg) check() porcupine.CheckResult {
 // as zeros once the dims grow back, whatever came between. They do not
 // yet: a data server learns dims only from the transfers it serves, so a
 // shrink and a regrow with no transfer of the object on that server
-// between them leave the cut rows' old values in place
-// (TestShrinkThenGrowReadsZeros in internal/e2e/region, and
+// between them leave the cut rows' old values in place (set dims 27,
+// write every row, set dims 8 then 26: rows 8-25 read their old values;
 // internal/regionstore's doc: "a shrink that no call ever carries cannot
 // drop anything"). Until that is fixed the checker lets a cell cut by a
 // shrink read, after a regrow and before it is written again, either
