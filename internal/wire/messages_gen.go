@@ -2546,6 +2546,9 @@ type SlotInventory struct {
 	Copies []SlotCopy // 2
 	// MetaDirs are the ranks of the metadata stores (meta-<rank>) in it.
 	MetaDirs []uint64 // 3
+	// Path is the data dir, absolute, as the reporting server names it:
+	// for messages to the operator ("" from older builds).
+	Path string // 4
 }
 
 func (m *SlotInventory) Marshal(b []byte) []byte {
@@ -2554,6 +2557,7 @@ func (m *SlotInventory) Marshal(b []byte) []byte {
 		b = putMsg(b, 2, &m.Copies[i])
 	}
 	b = putPackedUints(b, 3, m.MetaDirs)
+	b = putString(b, 4, m.Path)
 	return b
 }
 
@@ -2569,6 +2573,8 @@ func (m *SlotInventory) Unmarshal(b []byte) error {
 			f.sub(&m.Copies[len(m.Copies)-1])
 		case 3:
 			m.MetaDirs = f.packedUints(m.MetaDirs)
+		case 4:
+			m.Path = f.string()
 		}
 	}
 	return f.err

@@ -19,10 +19,10 @@ var slotTypes = []msgType{
 	{
 		name:   "SlotInventory",
 		new:    func() wire.Message { return new(wire.SlotInventory) },
-		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}},
-		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}},
+		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}},
+		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}, Path: "/p"},
 			&wire.SlotInventory{DirID: strings.Repeat("f", 32), Copies: []wire.SlotCopy{{Slot: 1, Gen: 2}, {}, {Slot: math.MaxUint32, Gen: math.MaxUint64}},
-				MetaDirs: []uint64{0, 7, math.MaxUint64}}},
+				MetaDirs: []uint64{0, 7, math.MaxUint64}, Path: "/data/" + strings.Repeat("p", 300)}},
 	},
 	{
 		name:   "SlotSend",

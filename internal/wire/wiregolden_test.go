@@ -161,7 +161,7 @@ func goldenMessages() []struct {
 
 		// slot_messages.go
 		{"SlotCopy", &goldenSlotCopy},
-		{"SlotInventory", &wire.SlotInventory{DirID: "dir-1", Copies: []wire.SlotCopy{goldenSlotCopy, {}}, MetaDirs: []uint64{0, 2, 300}}},
+		{"SlotInventory", &wire.SlotInventory{DirID: "dir-1", Copies: []wire.SlotCopy{goldenSlotCopy, {}}, MetaDirs: []uint64{0, 2, 300}, Path: "/data/" + long}},
 		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 1 << 40, To: 300}},
 		{"SlotMissing", &wire.SlotMissing{Slot: 2, Why: "no copy"}},
 		{"SlotPlan", &wire.SlotPlan{Epoch: 1 << 40, Own: 3, Hold: []wire.SlotCopy{goldenSlotCopy, {}}, Receive: []wire.SlotCopy{{Slot: 1}},
