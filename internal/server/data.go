@@ -50,15 +50,15 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		servers := make([]slots.Server, len(list.Servers))
 		for i, m := range list.Servers {
 			r, _ := cluster.ParseRoles(m.Roles)
-			servers[i] = slots.Server{Rank: m.Rank, Data: r&wire.RoleData != 0, Meta: r&wire.RoleMetadata != 0}
+			servers[i] = slots.Server{Rank: m.Rank, Data: r&wire.RoleData != 0, Meta: r&wire.RoleMetadata != 0, Host: m.Host}
 			if rep := reports[m.Rank]; rep != nil && rep.Inventory != nil {
 				servers[i].Inventory = *rep.Inventory
 			}
 		}
 		s.slots.servers = servers
-		adopt, warns := slots.Adopt(servers)
-		for _, w := range warns {
-			s.log.Warn(w)
+		adopt, err := slots.Adopt(servers)
+		if err != nil {
+			return nil, err
 		}
 		for rank, dirs := range adopt {
 			out[rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs}}

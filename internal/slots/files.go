@@ -314,7 +314,7 @@ func encodeTable(t Table) []byte {
 	return frame(tableMagic, tableVersion, body)
 }
 
-// Scan lists what the data dir holds: its id, its complete slot dirs
+// Scan lists what the data dir holds: its id and absolute path, its complete slot dirs
 // with their generations, and its metadata stores (meta-<rank>). It first
 // removes what a start killed midway left: partial copies being received
 // (.incoming) and copies already committed by their new holder (.sent).
@@ -323,6 +323,9 @@ func encodeTable(t Table) []byte {
 func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
 	if inv.DirID, err = d.ID(); err != nil {
 		return inv, nil, err
+	}
+	if inv.Path, err = filepath.Abs(d.path); err != nil {
+		inv.Path = d.path
 	}
 	names, err := d.fs.List(d.path)
 	if err != nil {

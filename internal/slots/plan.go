@@ -3,7 +3,11 @@ package slots
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
+
+	"github.com/pdcgo/pdc"
 
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -14,6 +18,7 @@ type Server struct {
 	Rank      int
 	Data      bool // has the data role
 	Meta      bool // has the metadata role
+	Host      string
 	Inventory wire.SlotInventory
 }
 
@@ -195,9 +200,18 @@ func missingWhy(slot int, need uint64, copies []copyAt, owner map[string]int) st
 // store: among those sharing its data dir, the one at the store's rank mod
 // their number (with one shared data dir, as pdc up makes, the metadata
 // server of index rank mod count). servers are in rank order. It returns
-// the ranks of the stores each metadata server adopts, and a warning for
-// each store no metadata server sees.
-func Adopt(servers []Server) (map[int][]uint64, []string) {
+// the ranks of the stores each metadata server adopts.
+//
+// A store that no metadata server sees (the servers sharing its data dir
+// hold no metadata: the roles changed, or no metadata server runs on the
+// node of that node-local data dir) cannot be adopted: the cluster would
+// answer "not found" for everything in it, a client could create an
+// object of the same name again, and a scrub would count its objects'
+// data as orphans. Adopt then returns an error naming every such store,
+// the data dir and rank that reported it, and what the operator can do;
+// the start must not go on. (A data slot out of reach is different: its
+// objects are known, and reads of them fail naming the slot; see Plan.)
+func Adopt(servers []Server) (map[int][]uint64, error) {
 	isMeta := map[int]bool{}
 	dirOf := map[int]string{}
 	byDir := map[string][]int{} // metadata servers by data dir, in rank order
@@ -209,7 +223,7 @@ func Adopt(servers []Server) (map[int][]uint64, []string) {
 		}
 	}
 	out := map[int][]uint64{}
-	var warns []string
+	var orphans []string
 	seen := map[string]bool{}
 	for _, s := range servers {
 		d := s.Inventory.DirID
@@ -223,14 +237,40 @@ func Adopt(servers []Server) (map[int][]uint64, []string) {
 			}
 			cands := byDir[d]
 			if len(cands) == 0 {
-				warns = append(warns, fmt.Sprintf("the metadata store meta-%d under the data dir of rank %d is adopted by no metadata server: none shares that data dir; its objects are not found until a cluster with one starts", r, s.Rank))
+				orphans = append(orphans, orphan(s, r))
 				continue
 			}
 			a := cands[int(r%uint64(len(cands)))]
 			out[a] = append(out[a], r)
 		}
 	}
-	return out, warns
+	if len(orphans) > 0 {
+		return nil, fmt.Errorf("%s: no metadata server of this cluster has the data dir it is in, so every object, container and tag in it would answer \"not found\" "+
+			"(a client could create one of them again, and `pdc fsck --remove` would delete their data); the start is refused. "+
+			"Start the cluster with a metadata server on the node that holds that data dir (a server with the metadata role and that --datadir; with pdc up, --roles both), "+
+			"or move the store into the data dir of a metadata server of this cluster that has no store of that name, "+
+			"or, to abandon its metadata deliberately, remove it (the path above): %w",
+			strings.Join(orphans, "; "), pdc.ErrInvalid)
+	}
+	return out, nil
+}
+
+// orphan names store r, under the data dir s reported, that no metadata
+// server adopts.
+func orphan(s Server, r uint64) string {
+	where := fmt.Sprintf("the data dir of rank %d", s.Rank)
+	if s.Inventory.Path != "" {
+		where = fmt.Sprintf("data dir %s (rank %d", s.Inventory.Path, s.Rank)
+		if s.Host != "" {
+			where += ", host " + s.Host
+		}
+		where += ")"
+	}
+	what := fmt.Sprintf("the metadata store meta-%d in %s would be adopted by no metadata server", r, where)
+	if s.Inventory.Path != "" {
+		what += fmt.Sprintf(" (path %s)", filepath.Join(s.Inventory.Path, fmt.Sprintf("meta-%d", r)))
+	}
+	return what
 }
 
 // Held is what each server of a running cluster holds, as the last start

@@ -1,10 +1,12 @@
 package slots
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -141,22 +143,52 @@ func TestAdoptBySeer(t *testing.T) {
 	srv := servers([]string{"D", "D"}, nil)
 	srv[0].Inventory.MetaDirs = []uint64{0, 1, 2, 3, 4}
 	srv[1].Inventory.MetaDirs = []uint64{0, 1, 2, 3, 4}
-	got, warns := Adopt(srv)
-	if !reflect.DeepEqual(got, map[int][]uint64{0: {2, 4}, 1: {3}}) || len(warns) != 0 {
-		t.Fatalf("adopt %v %v", got, warns)
+	got, err := Adopt(srv)
+	if !reflect.DeepEqual(got, map[int][]uint64{0: {2, 4}, 1: {3}}) || err != nil {
+		t.Fatalf("adopt %v %v", got, err)
 	}
 	// Node-local dirs: only a server on node b sees b's stores. Rank 1
 	// runs on node a now: its store on node b is adopted there.
 	srv = servers([]string{"a", "a", "b"}, nil)
 	srv[2].Inventory.MetaDirs = []uint64{1, 2, 3}
 	srv[1].Data = false
-	got, _ = Adopt(srv)
-	if !reflect.DeepEqual(got, map[int][]uint64{2: {1, 3}}) {
-		t.Fatalf("adopt %v", got)
+	got, err = Adopt(srv)
+	if !reflect.DeepEqual(got, map[int][]uint64{2: {1, 3}}) || err != nil {
+		t.Fatalf("adopt %v %v", got, err)
 	}
+}
+
+// A store that no metadata server sees (none shares its data dir: node b
+// runs only a data server now) is adopted by nobody: Adopt refuses the
+// start, naming every such store, where it is and what to do, rather than
+// leave its objects "not found".
+func TestAdoptRefusesAStoreNoMetadataServerSees(t *testing.T) {
+	srv := servers([]string{"a", "a", "b"}, nil)
+	srv[2].Inventory.MetaDirs = []uint64{1, 2, 3}
+	srv[2].Inventory.Path = "/nodes/b/data"
+	srv[2].Host = "b"
+	srv[1].Data = false
 	srv[2].Meta = false
-	if got, warns = Adopt(srv); len(got) != 0 || len(warns) != 3 {
-		t.Fatalf("adopt %v, warnings %q", got, warns)
+	got, err := Adopt(srv)
+	if got != nil || !errors.Is(err, pdc.ErrInvalid) {
+		t.Fatalf("adopt %v, %v; want an error", got, err)
+	}
+	for _, want := range []string{"meta-2 in data dir /nodes/b/data (rank 2, host b)", "/nodes/b/data/meta-1", "/nodes/b/data/meta-3",
+		"metadata server on the node that holds that data dir", "move the store", "remove it"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	// Store 1's rank is a metadata server, on node a: it opens its own
+	// store there; the one on node b is still adopted by nobody.
+	srv[2].Inventory.MetaDirs = []uint64{1}
+	if _, err := Adopt(srv); err == nil || !strings.Contains(err.Error(), "meta-1 in data dir /nodes/b/data") {
+		t.Fatalf("adopt: %v", err)
+	}
+	// With a metadata server on node b, every store there is adopted.
+	srv[2].Meta = true
+	if got, err := Adopt(srv); err != nil || !reflect.DeepEqual(got, map[int][]uint64{2: {1}}) {
+		t.Fatalf("adopt %v, %v", got, err)
 	}
 }
 
