@@ -93,6 +93,7 @@ func (p *proc) run(ctx context.Context) error {
 		return err
 	}
 	if err := p.join(ctx); err != nil {
+		p.answerRounds()
 		return err
 	}
 	if err := p.startServices(ctx); err != nil {
@@ -442,6 +443,22 @@ func (p *proc) serve(ctx context.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// answerRounds lets rank 0, whose start failed, send the other servers
+// the failed round's answer before it goes: without it they lost the
+// connection ("EOF") rather than hear why the start was refused. It
+// waits for the running requests (a round's answer once it is decided)
+// for up to two seconds.
+func (p *proc) answerRounds() {
+	if p.cfg.Rank != 0 || p.s == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.s.rpc.Shutdown(sctx); err != nil {
+		p.log.Warn("start failed: " + err.Error())
+	}
 }
 
 // shutdown lets running requests finish, within Config.ShutdownTimeout,
