@@ -162,6 +162,11 @@ func (s *Store) HighWater() uint64 { return s.highWater() }
 // import of records that carry ids).
 func (s *Store) ObserveSeq(seq uint32) { s.observeSeq(seq) }
 
+// RaiseSeq makes later sequence numbers larger than seq, durably: the
+// new high-water mark is committed before it returns, so a crash or a
+// restart before the next id is handed out keeps it.
+func (s *Store) RaiseSeq(seq uint32) error { return s.raiseSeq(seq) }
+
 // Checkpoint writes a consistent copy of the store into a new directory
 // under dir and returns its path; it keeps the newest few. ctx bounds the
 // wait for the flush.

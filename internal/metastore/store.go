@@ -283,6 +283,28 @@ func (s *Store) observeSeq(seq uint32) {
 	s.seqMu.Unlock()
 }
 
+// raiseSeq makes later ids larger than seq, and reserves them on disk.
+func (s *Store) raiseSeq(seq uint32) error {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	if uint64(seq) < s.nextSeq {
+		return nil
+	}
+	next := uint64(seq) + 1
+	if next > s.reserved {
+		b := s.db.NewBatch()
+		_ = b.Set([]byte{'S'}, binary.BigEndian.AppendUint64(nil, next), nil)
+		err := s.commit(b)
+		b.Close()
+		if err != nil {
+			return fmt.Errorf("reserve ids above %d: %w", seq, err)
+		}
+		s.reserved = next
+	}
+	s.nextSeq = next
+	return nil
+}
+
 // get returns a copy of the value of key, or nil and false.
 func (s *Store) get(key []byte) ([]byte, bool, error) {
 	s.gets.Add(1)

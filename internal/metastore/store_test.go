@@ -189,6 +189,35 @@ func TestIDsAreNotReusedAfterCrash(t *testing.T) {
 	}
 }
 
+// RaiseSeq keeps later ids above the given one across a crash that
+// comes before any id is handed out, and never lowers the sequence.
+func TestRaiseSeqIsDurable(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, DurabilityProcess)
+	if err := s.RaiseSeq(3 * seqBlock); err != nil {
+		t.Fatal(err)
+	}
+	crash(s)
+	s = openTest(t, dir, DurabilityProcess)
+	defer s.close()
+	if err := s.RaiseSeq(5); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.nextSeqNum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 3*seqBlock {
+		t.Fatalf("after RaiseSeq(%d) and a crash, id sequence %d handed out", 3*seqBlock, n)
+	}
+	if err := s.RaiseSeq(n + 7); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.nextSeqNum(); err != nil || m != n+8 {
+		t.Fatalf("after RaiseSeq(%d): %d, %v", n+7, m, err)
+	}
+}
+
 func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir+"/db", DurabilityProcess)
