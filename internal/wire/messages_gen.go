@@ -2549,6 +2549,10 @@ type SlotInventory struct {
 	// Path is the data dir, absolute, as the reporting server names it:
 	// for messages to the operator ("" from older builds).
 	Path string // 4
+	// MaxSeq is the highest id sequence number (an id's low 32 bits)
+	// among the object files of its slot dirs: ids the metadata servers
+	// must not hand out again (a store put back from a checkpoint would).
+	MaxSeq uint64 // 5
 }
 
 func (m *SlotInventory) Marshal(b []byte) []byte {
@@ -2558,6 +2562,7 @@ func (m *SlotInventory) Marshal(b []byte) []byte {
 	}
 	b = putPackedUints(b, 3, m.MetaDirs)
 	b = putString(b, 4, m.Path)
+	b = putUint(b, 5, m.MaxSeq)
 	return b
 }
 
@@ -2575,6 +2580,8 @@ func (m *SlotInventory) Unmarshal(b []byte) error {
 			m.MetaDirs = f.packedUints(m.MetaDirs)
 		case 4:
 			m.Path = f.string()
+		case 5:
+			m.MaxSeq = f.uint64()
 		}
 	}
 	return f.err
@@ -2660,6 +2667,10 @@ type SlotPlan struct {
 	// Adopt are the ranks of the metadata stores in its data dir that it
 	// adopts (RoundInventory).
 	Adopt []uint64 // 9
+	// SeqFloor is, to a metadata server (RoundInventory), the highest id
+	// sequence number among the data files the data dirs hold: it hands
+	// out only ids above it.
+	SeqFloor uint64 // 10
 }
 
 func (m *SlotPlan) Marshal(b []byte) []byte {
@@ -2682,6 +2693,7 @@ func (m *SlotPlan) Marshal(b []byte) []byte {
 		b = putMsg(b, 8, &m.Aside[i])
 	}
 	b = putPackedUints(b, 9, m.Adopt)
+	b = putUint(b, 10, m.SeqFloor)
 	return b
 }
 
@@ -2713,6 +2725,8 @@ func (m *SlotPlan) Unmarshal(b []byte) error {
 			f.sub(&m.Aside[len(m.Aside)-1])
 		case 9:
 			m.Adopt = f.packedUints(m.Adopt)
+		case 10:
+			m.SeqFloor = f.uint64()
 		}
 	}
 	return f.err

@@ -19,10 +19,10 @@ var slotTypes = []msgType{
 	{
 		name:   "SlotInventory",
 		new:    func() wire.Message { return new(wire.SlotInventory) },
-		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}},
+		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}, {5, kUint64}},
 		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}, Path: "/p"},
 			&wire.SlotInventory{DirID: strings.Repeat("f", 32), Copies: []wire.SlotCopy{{Slot: 1, Gen: 2}, {}, {Slot: math.MaxUint32, Gen: math.MaxUint64}},
-				MetaDirs: []uint64{0, 7, math.MaxUint64}, Path: "/data/" + strings.Repeat("p", 300)}},
+				MetaDirs: []uint64{0, 7, math.MaxUint64}, Path: "/data/" + strings.Repeat("p", 300), MaxSeq: math.MaxUint64}},
 	},
 	{
 		name:   "SlotSend",
@@ -40,12 +40,12 @@ var slotTypes = []msgType{
 		name: "SlotPlan",
 		new:  func() wire.Message { return new(wire.SlotPlan) },
 		fields: []field{{1, kUint64}, {2, kUint32}, {3, kMsg}, {4, kMsg}, {5, kPacked}, {6, kMsg}, {7, kMsg}, {8, kMsg},
-			{9, kPacked}},
+			{9, kPacked}, {10, kUint64}},
 		vals: []wire.Message{&wire.SlotPlan{}, &wire.SlotPlan{Epoch: 2, Own: 1, Hold: []wire.SlotCopy{{Slot: 0, Gen: 1}}, Fresh: []uint64{4}},
 			&wire.SlotPlan{Epoch: math.MaxUint64, Own: math.MaxUint32, Hold: []wire.SlotCopy{{}, {Slot: 2, Gen: 3}},
 				Receive: []wire.SlotCopy{{Slot: 3, Gen: 3}}, Fresh: []uint64{0, math.MaxUint64},
 				Missing: []wire.SlotMissing{{Slot: 5, Why: "w"}}, Send: []wire.SlotSend{{Slot: 1, Gen: 2, To: 3}, {}},
-				Aside: []wire.SlotCopy{{Slot: 9, Gen: 1}}, Adopt: []uint64{2, 3}}},
+				Aside: []wire.SlotCopy{{Slot: 9, Gen: 1}}, Adopt: []uint64{2, 3}, SeqFloor: math.MaxUint64}},
 	},
 	{
 		name:   "StartRound",
