@@ -56,6 +56,11 @@ func (s *Store) Files() ([]ObjectFiles, error) {
 	return out, nil
 }
 
+// ObjectOf returns the id of the object whose file is named name (a
+// name in a store's directory), and false for a name that is not an
+// object's file.
+func ObjectOf(name string) (uint64, bool) { return objectOf(name) }
+
 // objectOf parses the id out of an object's file name (%016x and one of
 // fileExts).
 func objectOf(name string) (uint64, bool) {

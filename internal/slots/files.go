@@ -17,6 +17,8 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -314,10 +316,12 @@ func encodeTable(t Table) []byte {
 	return frame(tableMagic, tableVersion, body)
 }
 
-// Scan lists what the data dir holds: its id and absolute path, its complete slot dirs
-// with their generations, and its metadata stores (meta-<rank>). It first
-// removes what a start killed midway left: partial copies being received
-// (.incoming) and copies already committed by their new holder (.sent).
+// Scan lists what the data dir holds: its id and absolute path, its
+// complete slot dirs with their generations, its metadata stores
+// (meta-<rank>), and the highest id sequence number among the object
+// files of those slots. It first removes what a start killed midway
+// left: partial copies being received (.incoming) and copies already
+// committed by their new holder (.sent).
 // A slot dir whose marker cannot be read is reported as generation 0 (so
 // never preferred to a readable copy), with a warning in warns.
 func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
@@ -371,8 +375,29 @@ func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
 			gen = 0
 		}
 		inv.Copies = append(inv.Copies, wire.SlotCopy{Slot: uint32(slot), Gen: gen})
+		seq, err := d.maxSeq(path)
+		if err != nil {
+			return inv, warns, err
+		}
+		inv.MaxSeq = max(inv.MaxSeq, seq)
 	}
 	return inv, warns, nil
+}
+
+// maxSeq returns the highest id sequence number among the object files
+// in the slot dir at path (0: none).
+func (d DataDir) maxSeq(path string) (uint64, error) {
+	names, err := d.fs.List(path)
+	if err != nil {
+		return 0, fmt.Errorf("scan data slot %s: %w", path, err)
+	}
+	var top uint64
+	for _, name := range names {
+		if id, ok := regionstore.ObjectOf(name); ok {
+			top = max(top, uint64(placement.SeqOf(id)))
+		}
+	}
+	return top, nil
 }
 
 // SetAside renames slot's copy out of the way, keeping it, and returns

@@ -144,12 +144,21 @@ func TestScanCleansUpAndReports(t *testing.T) {
 	mk("data-007")
 	mk("meta-2")
 	mk("meta-x")
+	// Object files: the highest id sequence number among the slots' is
+	// reported; files set aside, and other names, do not count.
+	for _, f := range []string{"data-0/0000000100000005.off", "data-1/00000002000000ff.reg", "data-3/0000000300000010.idx.tmp",
+		"data-3/00000004fffffff0.junk", "data-6.aside-1-2/00000005fffffff0.off"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	inv, warns, err := dd(dir).Scan()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []wire.SlotCopy{{Slot: 0, Gen: 4}, {Slot: 1}, {Slot: 2}, {Slot: 3}}
-	if !reflect.DeepEqual(inv.Copies, want) || !reflect.DeepEqual(inv.MetaDirs, []uint64{2}) || len(inv.DirID) != 32 {
+	if !reflect.DeepEqual(inv.Copies, want) || !reflect.DeepEqual(inv.MetaDirs, []uint64{2}) || len(inv.DirID) != 32 ||
+		inv.MaxSeq != 0xff || inv.Path != dir {
 		t.Fatalf("inventory %+v", inv)
 	}
 	if len(warns) != 2 {
