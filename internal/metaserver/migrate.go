@@ -424,6 +424,14 @@ func moveRecord(k, v []byte, marks map[int]int, self, count int, sendNow func(ow
 	return sent, from.Commit(b)
 }
 
+// KeepIDsAbove makes every id this server hands out from now on have a
+// sequence number above seq, durably. At start, seq is the highest one
+// among the ids whose data files the data servers hold: a store put back
+// from a checkpoint would otherwise hand out again the ids of objects
+// created after it, whose files are still there, and a new object would
+// read an old one's bytes instead of zeros (ids are never reused, 0016).
+func (s *Service) KeepIDsAbove(seq uint32) error { return s.st.RaiseSeq(seq) }
+
 // importKVs stores entries moved here, keeping later ids above theirs.
 func (s *Service) importKVs(b *wire.KVBatch) error {
 	batch := s.st.NewBatch()

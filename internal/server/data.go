@@ -60,8 +60,16 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		if err != nil {
 			return nil, err
 		}
-		for rank, dirs := range adopt {
-			out[rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs}}
+		// Ids of objects whose data files a data dir holds are not handed
+		// out again, even by a store put back from a checkpoint.
+		var floor uint64
+		for _, sv := range servers {
+			floor = max(floor, sv.Inventory.MaxSeq)
+		}
+		for _, sv := range servers {
+			if dirs := adopt[sv.Rank]; sv.Meta && (len(dirs) > 0 || floor > 0) {
+				out[sv.Rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs, SeqFloor: floor}}
+			}
 		}
 	case wire.RoundPlan:
 		table, err := s.dataDir().Table()

@@ -377,6 +377,11 @@ func (p *proc) join(ctx context.Context) error {
 		var adopt []uint64
 		if a.Plan != nil {
 			adopt = a.Plan.Adopt
+			if f := a.Plan.SeqFloor; f > 0 {
+				if err := p.meta.KeepIDsAbove(uint32(min(f, 1<<32-1))); err != nil {
+					return err
+				}
+			}
 		}
 		if err := s.moveMetadata(ctx, p.list, p.secret, adopt); err != nil {
 			return err
