@@ -25,6 +25,13 @@ import (
 // path has one server in every namespace. Consumers that ask for a file
 // not produced yet wait on the server (stageWaits) until a produce of it
 // commits, or their deadline passes.
+//
+// A produce's record is applied (visible to readers) before its fsync
+// under sync durability, and stays applied when that fsync fails
+// (metastore.ErrUnsynced): a power loss may then take it back, and the
+// path's next produce would get its version again for other bytes. So a
+// consumer is given a record only once it is durable (stages.unsure):
+// no version a consumer saw is ever handed out again.
 
 func keyStage(ns, path string) []byte { return append(stagePrefix(ns), path...) }
 
@@ -71,8 +78,9 @@ type stages struct {
 	*core
 	// mu orders the version bumps of staged files' records: two
 	// produces of one path get different versions.
-	mu    sync.Mutex
-	waits stageWaits
+	mu     sync.Mutex
+	waits  stageWaits
+	unsure unsureStages
 	// producedFiles and producedBytes count the files recorded by
 	// produces since start, and the sizes they recorded (metrics).
 	producedFiles, producedBytes atomic.Uint64
@@ -81,6 +89,7 @@ type stages struct {
 func newStages(c *core) *stages {
 	s := &stages{core: c}
 	s.waits.init()
+	s.unsure.byKey = map[string]*unsureProduce{}
 	return s
 }
 
@@ -145,6 +154,149 @@ func (s *stages) stopWaits() {
 	if !s.waits.stopped {
 		s.waits.stopped = true
 		close(s.waits.stop)
+	}
+}
+
+// unsureStages holds the paths (by waitKey) whose last produce is applied
+// but not known to be durable: its fsync has not returned, or failed and
+// nothing has made up for it since.
+type unsureStages struct {
+	mu     sync.Mutex
+	byKey  map[string]*unsureProduce // guarded by mu
+	failed int                       // entries of failed produces; guarded by mu
+	n      atomic.Int64              // len(byKey), read without mu
+}
+
+// unsureProduce is one produce commit whose fsync is awaited.
+type unsureProduce struct {
+	done chan struct{} // closed once the produce's fsync returned
+	// failed is set before done is closed: the fsync failed, and the
+	// record stays applied.
+	failed bool
+	// covers are the failed produces committed before this one: its
+	// successful fsync makes them durable too (the log is synced in
+	// order).
+	covers map[string]*unsureProduce
+}
+
+// add marks keys as being produced by a commit about to be applied. It is
+// called under stages.mu, before the commit, so that a reader that sees
+// the commit's records sees the mark.
+func (u *unsureStages) add(keys []string) *unsureProduce {
+	p := &unsureProduce{done: make(chan struct{})}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.failed > 0 {
+		p.covers = map[string]*unsureProduce{}
+		for k, q := range u.byKey {
+			if q.failed {
+				p.covers[k] = q
+			}
+		}
+	}
+	for _, k := range keys {
+		if q := u.byKey[k]; q != nil && q.failed {
+			u.failed--
+		}
+		u.byKey[k] = p
+	}
+	u.n.Store(int64(len(u.byKey)))
+	return p
+}
+
+// finish ends p's wait: synced (or never applied), its keys and those it
+// covers are durable; else it stays marked as failed.
+func (u *unsureStages) finish(keys []string, p *unsureProduce, failed bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if failed {
+		p.failed = true
+		for _, k := range keys {
+			if u.byKey[k] == p {
+				u.failed++
+			}
+		}
+	} else {
+		for _, k := range keys {
+			u.dropLocked(k, p)
+		}
+		for k, q := range p.covers {
+			u.dropLocked(k, q)
+		}
+		p.covers = nil
+	}
+	close(p.done)
+}
+
+// settled drops p's mark on key once a Settle made it durable.
+func (u *unsureStages) settled(key string, p *unsureProduce) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.dropLocked(key, p)
+}
+
+// dropLocked removes key's mark if it is p's. It requires u.mu.
+func (u *unsureStages) dropLocked(key string, p *unsureProduce) {
+	if u.byKey[key] != p {
+		return
+	}
+	if p.failed {
+		u.failed--
+	}
+	delete(u.byKey, key)
+	u.n.Store(int64(len(u.byKey)))
+}
+
+// get returns the produce whose durability key's record waits for, or nil.
+func (u *unsureStages) get(key string) *unsureProduce {
+	if u.n.Load() == 0 {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.byKey[key]
+}
+
+// awaitDurable returns once the record of path (waitKey key) last read is
+// durable: at once if no produce of it is unsure, else once that
+// produce's fsync returns, and if it failed, once Settle has made it
+// durable. An error means the record cannot be answered: the store cannot
+// sync (wrapping metastore.ErrUnsynced), or ctx ended, or the server is
+// shutting down. The caller reads the record again after it.
+func (s *stages) awaitDurable(ctx context.Context, path, key string) error {
+	p := s.unsure.get(key)
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("staged file %s: its produce's fsync: %w", path, pdc.CtxErr(ctx))
+	case <-s.waits.stop:
+		return fmt.Errorf("staged file %s: the metadata server is shutting down: %w", path, pdc.ErrUnavailable)
+	}
+	if !p.failed {
+		return nil
+	}
+	if err := s.st.Settle(); err != nil {
+		return fmt.Errorf("staged file %s: its last produce is not known to be durable: %w", path, err)
+	}
+	s.unsure.settled(key, p)
+	return nil
+}
+
+// loadDurable is loadStage of a record a consumer may be given: durable
+// (awaitDurable).
+func (s *stages) loadDurable(ctx context.Context, ns, path string) (*wire.StageRecord, error) {
+	key := waitKey(ns, path)
+	for {
+		r, err := s.loadStage(ns, path)
+		if err != nil || s.unsure.get(key) == nil {
+			return r, err
+		}
+		if err := s.awaitDurable(ctx, path, key); err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -235,16 +387,27 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		next[waitKey(r.Namespace, r.Path)] = last{r.Version, r.Produced}
 		b.Set(keyStage(r.Namespace, r.Path), r.Marshal(nil))
 	}
+	keys := make([]string, 0, len(next))
+	for k := range next {
+		keys = append(keys, k)
+	}
+	// Readers answer the records only once durable (awaitDurable).
+	p := s.unsure.add(keys)
 	wait, err := s.st.CommitApply(b)
 	s.mu.Unlock()
-	if err == nil {
-		err = wait()
+	if err != nil {
+		s.unsure.finish(keys, p, false) // not applied
+		return nil, err
+	}
+	err = wait()
+	s.unsure.finish(keys, p, err != nil)
+	// The waiters are woken also when the fsync failed: the records are
+	// applied, and a waiter, settling them, gets them or the error.
+	for _, k := range keys {
+		s.waits.produced(k)
 	}
 	if err != nil {
 		return nil, err
-	}
-	for k := range next {
-		s.waits.produced(k)
 	}
 	for i := range in.Records {
 		s.producedFiles.Add(1)
@@ -290,7 +453,7 @@ func (s *stages) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err := checkStageRequest("lookup", k.Version, k.Namespace); err != nil {
 		return nil, err
 	}
-	r, err := s.loadStage(k.Namespace, k.Path)
+	r, err := s.loadDurable(ctx, k.Namespace, k.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -320,11 +483,20 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 	// the next produce of a path whose record was removed (versions count
 	// from 1 again) ends the wait.
 	var seen *wire.StageRecord
-	for first := true; ; first = false {
+	key := waitKey(k.Namespace, k.Path)
+	for first := true; ; {
 		// Watch before reading, so that a produce committing in between
 		// is not missed.
-		ch, done := s.waits.watch(waitKey(k.Namespace, k.Path))
+		ch, done := s.waits.watch(key)
 		r, err := s.loadStage(k.Namespace, k.Path)
+		if err == nil && s.unsure.get(key) != nil {
+			// Not durable yet: wait for it, then read again.
+			done()
+			if err := s.awaitDurable(ctx, k.Path, key); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err != nil || (r != nil && (r.Version > k.After || !first && otherRecord(seen, r))) {
 			done()
 			if err != nil {
@@ -333,7 +505,7 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 			return rpc.Respond(r), nil
 		}
 		if first {
-			seen = r
+			seen, first = r, false
 		}
 		select {
 		case <-ch:

@@ -1,0 +1,229 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/vfs"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// openSyncOn opens a metadata server with sync durability on fsys.
+func openSyncOn(t *testing.T, fsys vfs.FS) *Service {
+	t.Helper()
+	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, Durability: metastore.DurabilitySync,
+		NoIndex: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetPlacement(0, 1)
+	s.SetReady()
+	return s
+}
+
+// produceCRC produces path with a record of checksum crc (standing for
+// its bytes) and returns the stored record.
+func produceCRC(s *Service, path string, crc uint32) (*wire.StageRecord, error) {
+	in := wire.StageBatch{Version: wire.StageVersion, Records: []wire.StageRecord{{Path: path, Host: "node-a", Size: 3, CRC: crc}}}
+	resp, err := s.stageProduce(context.Background(), stageReq(&in))
+	if err != nil {
+		return nil, err
+	}
+	var out wire.StageBatch
+	if err := out.Unmarshal(resp.Header); err != nil {
+		return nil, err
+	}
+	return &out.Records[0], nil
+}
+
+func waitOn(ctx context.Context, s *Service, path string, after uint64) (*wire.StageRecord, error) {
+	resp, err := s.stageWait(ctx, stageReq(&wire.StageKey{Path: path, After: after, Version: wire.StageVersion}))
+	if err != nil {
+		return nil, err
+	}
+	var r wire.StageRecord
+	return &r, r.Unmarshal(resp.Header)
+}
+
+// sameVersionOtherProduce fails t if a record a consumer was given before
+// a power loss and one given after name one version of one path for two
+// different produces: a consumer holding the first could not tell them
+// apart by version (WithNewerThan, pdc stage consume --newer-than).
+func sameVersionOtherProduce(t *testing.T, before, after []*wire.StageRecord) {
+	t.Helper()
+	for _, b := range before {
+		for _, a := range after {
+			if a.Path == b.Path && a.Version == b.Version && (a.CRC != b.CRC || a.Produced != b.Produced) {
+				t.Fatalf("version %d of %s named the produce of CRC %08x before the power loss and that of CRC %08x after",
+					a.Version, a.Path, b.CRC, a.CRC)
+			}
+		}
+	}
+}
+
+// A consumer is only ever given a produce's record once it is durable: a
+// produce whose fsync failed may be lost in a power loss, and the next
+// produce of its path would then get its version again for other bytes,
+// so that a consumer holding version N (waiting for one newer than N)
+// would take the new N for the one it has. Before, a lookup answered the
+// applied record at once.
+func TestStageFailedSyncProduceIsNotAnsweredUntilDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openSyncOn(t, mem)
+	if _, err := produceCRC(s, "p", 1); err != nil {
+		t.Fatal(err)
+	}
+	restore := failSyncs(s)
+	if _, err := produceCRC(s, "p", 2); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose fsync failed: %v, want an error wrapping ErrUnsynced", err)
+	}
+	var seen []*wire.StageRecord
+	r, err := lookupOn(s, "p")
+	if err == nil {
+		seen = append(seen, r)
+	} else if !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("lookup while the produce is not durable: %v, want an error wrapping ErrUnsynced", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	r, err = waitOn(ctx, s, "p", 1)
+	cancel()
+	if err == nil {
+		seen = append(seen, r)
+	} else if !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("wait for a version after 1 while the produce of 2 is not durable: %v, want an error wrapping ErrUnsynced", err)
+	}
+
+	// Power loss: only what was synced is left.
+	crashed := mem.CrashClone()
+	restore()
+	crash(s)
+	s = openSyncOn(t, crashed)
+	defer s.Close()
+	var after []*wire.StageRecord
+	if r, err := lookupOn(s, "p"); err != nil {
+		t.Fatal(err)
+	} else {
+		after = append(after, r)
+	}
+	r, err = produceCRC(s, "p", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = append(after, r)
+	sameVersionOtherProduce(t, seen, after)
+}
+
+// As above, for a produce whose fsync has not returned yet: its record is
+// applied (visible to readers) before the fsync, and a power loss then
+// loses it. A lookup in that window waits for the fsync.
+func TestStageLookupDuringAProducesSyncWaitsForIt(t *testing.T) {
+	mem := vfs.NewMem()
+	f := vfs.NewFaulty(mem)
+	s := openSyncOn(t, f)
+	defer func() { f.OnOp(nil) }()
+	if _, err := produceCRC(s, "p", 1); err != nil {
+		t.Fatal(err)
+	}
+	// The next fsync of the log stops until released.
+	var once sync.Once
+	inSync, release := make(chan struct{}), make(chan struct{})
+	f.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, "pdc.wal") {
+			once.Do(func() {
+				close(inSync)
+				<-release
+			})
+		}
+	})
+	produced := make(chan error, 1)
+	go func() {
+		_, err := produceCRC(s, "p", 2)
+		produced <- err
+	}()
+	<-inSync
+	looked := make(chan *wire.StageRecord, 1)
+	go func() {
+		r, err := lookupOn(s, "p")
+		if err != nil {
+			t.Error(err)
+		}
+		looked <- r
+	}()
+	var seen []*wire.StageRecord
+	select {
+	case r := <-looked:
+		seen = append(seen, r)
+	case <-time.After(200 * time.Millisecond):
+		// Waiting for the fsync, as it should.
+	}
+	crashed := mem.CrashClone() // power loss before the fsync
+	close(release)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 {
+		if r := <-looked; r == nil || r.Version != 2 || r.CRC != 2 {
+			t.Fatalf("lookup after the produce's fsync: %+v, want version 2", r)
+		}
+	}
+	s.Close()
+	s = openSyncOn(t, crashed)
+	defer s.Close()
+	r, err := produceCRC(s, "p", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameVersionOtherProduce(t, seen, []*wire.StageRecord{r})
+}
+
+// Consumers waiting for a path when its produce's fsync fails are woken
+// and told: with the error while the store cannot make the record durable,
+// with the record once it can. Before, nothing woke them: they waited for
+// the path's next produce, or their deadline, while a lookup found it.
+func TestStageWaitersOfAProduceWhoseSyncFailed(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	type result struct {
+		r   *wire.StageRecord
+		err error
+	}
+	wait := func() chan result {
+		ch := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := waitOn(ctx, s, "p", 0)
+			ch <- result{r, err}
+		}()
+		return ch
+	}
+	w := wait()
+	awaitWaiters(t, s, waitKey("", "p"))
+	restore := failSyncs(s)
+	if _, err := produceCRC(s, "p", 2); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose fsync failed: %v", err)
+	}
+	select {
+	case got := <-w:
+		if got.err == nil || errors.Is(got.err, pdc.ErrTimeout) {
+			t.Fatalf("a waiter while the store cannot sync: %+v %v, want the store's error", got.r, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter of a produce whose fsync failed was not woken")
+	}
+	restore()
+	if got := <-wait(); got.err != nil || got.r.Version != 1 || got.r.CRC != 2 {
+		t.Fatalf("a wait once the store syncs again: %+v %v, want version 1", got.r, got.err)
+	}
+	// The retried produce is answered like any: the next version.
+	if r, err := produceCRC(s, "p", 2); err != nil || r.Version != 2 {
+		t.Fatalf("retried produce: %+v %v, want version 2", r, err)
+	}
+}
