@@ -576,6 +576,24 @@ func (s *stages) stageList(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if err != nil {
 		return nil, err
 	}
+	// A listed version is one a consumer may name (--newer-than): only
+	// durable ones are listed, as a lookup answers.
+	kept := out.Records[:0]
+	for _, r := range out.Records {
+		if s.unsure.get(waitKey(q.Namespace, r.Path)) != nil {
+			d, err := s.loadDurable(ctx, q.Namespace, r.Path)
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				continue // removed meanwhile
+			}
+			d.Data = nil
+			r = *d
+		}
+		kept = append(kept, r)
+	}
+	out.Records = kept
 	return rpc.Respond(&out), nil
 }
 

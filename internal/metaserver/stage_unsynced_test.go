@@ -227,3 +227,37 @@ func TestStageWaitersOfAProduceWhoseSyncFailed(t *testing.T) {
 		t.Fatalf("retried produce: %+v %v, want version 2", r, err)
 	}
 }
+
+// A listing shows only durable versions, as a lookup answers: a version
+// listed may be named by a consumer (pdc stage ls, then consume
+// --newer-than). Before, it listed the record of a produce whose fsync
+// failed.
+func TestStageListShowsOnlyDurableVersions(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	if _, err := produceCRC(s, "p", 1); err != nil {
+		t.Fatal(err)
+	}
+	restore := failSyncs(s)
+	if _, err := produceCRC(s, "p", 2); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose fsync failed: %v", err)
+	}
+	list := func() (*wire.StageList, error) {
+		resp, err := s.stageList(context.Background(), stageReq(&wire.StageListReq{Version: wire.StageVersion}))
+		if err != nil {
+			return nil, err
+		}
+		var out wire.StageList
+		return &out, out.Unmarshal(resp.Header)
+	}
+	if got, err := list(); err == nil {
+		t.Fatalf("a listing while the produce of version 2 is not durable: %+v, want an error", got.Records)
+	} else if !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a listing while the produce of version 2 is not durable: %v, want an error wrapping ErrUnsynced", err)
+	}
+	restore()
+	got, err := list()
+	if err != nil || len(got.Records) != 1 || got.Records[0].Version != 2 || got.Records[0].CRC != 2 {
+		t.Fatalf("a listing once the store syncs: %+v %v, want version 2", got, err)
+	}
+}
