@@ -257,17 +257,14 @@ func (u *unsureStages) get(key string) *unsureProduce {
 	return u.byKey[key]
 }
 
-// awaitDurable returns once the record of path (waitKey key) last read is
-// durable: at once if no produce of it is unsure, else once that
-// produce's fsync returns, and if it failed, once Settle has made it
-// durable. An error means the record cannot be answered: the store cannot
-// sync (wrapping metastore.ErrUnsynced), or ctx ended, or the server is
-// shutting down. The caller reads the record again after it.
-func (s *stages) awaitDurable(ctx context.Context, path, key string) error {
-	p := s.unsure.get(key)
-	if p == nil {
-		return nil
-	}
+// awaitDurable returns once what was read of path (waitKey key) before
+// p, the produce unsure of it then (get), was seen is durable: once p's
+// fsync returns, and if it failed, once Settle has made it durable. A
+// record read before p's commit is durable then too: the log is synced in
+// order, and Settle makes everything applied durable. An error means the
+// record cannot be answered: the store cannot sync (wrapping
+// metastore.ErrUnsynced), or ctx ended, or the server is shutting down.
+func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsureProduce) error {
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -285,19 +282,22 @@ func (s *stages) awaitDurable(ctx context.Context, path, key string) error {
 	return nil
 }
 
-// loadDurable is loadStage of a record a consumer may be given: durable
-// (awaitDurable).
+// loadDurable is loadStage of a record a consumer may be given: one
+// known to be durable (awaitDurable). The record is the one read first,
+// so that produces of the path following each other cannot keep it
+// waiting.
 func (s *stages) loadDurable(ctx context.Context, ns, path string) (*wire.StageRecord, error) {
 	key := waitKey(ns, path)
-	for {
-		r, err := s.loadStage(ns, path)
-		if err != nil || s.unsure.get(key) == nil {
-			return r, err
-		}
-		if err := s.awaitDurable(ctx, path, key); err != nil {
+	r, err := s.loadStage(ns, path)
+	if err != nil {
+		return nil, err
+	}
+	if p := s.unsure.get(key); p != nil {
+		if err := s.awaitDurable(ctx, path, key, p); err != nil {
 			return nil, err
 		}
 	}
+	return r, nil
 }
 
 func (s *stages) loadStage(ns, path string) (*wire.StageRecord, error) {
@@ -483,20 +483,11 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 	// the next produce of a path whose record was removed (versions count
 	// from 1 again) ends the wait.
 	var seen *wire.StageRecord
-	key := waitKey(k.Namespace, k.Path)
-	for first := true; ; {
+	for first := true; ; first = false {
 		// Watch before reading, so that a produce committing in between
 		// is not missed.
-		ch, done := s.waits.watch(key)
-		r, err := s.loadStage(k.Namespace, k.Path)
-		if err == nil && s.unsure.get(key) != nil {
-			// Not durable yet: wait for it, then read again.
-			done()
-			if err := s.awaitDurable(ctx, k.Path, key); err != nil {
-				return nil, err
-			}
-			continue
-		}
+		ch, done := s.waits.watch(waitKey(k.Namespace, k.Path))
+		r, err := s.loadDurable(ctx, k.Namespace, k.Path)
 		if err != nil || (r != nil && (r.Version > k.After || !first && otherRecord(seen, r))) {
 			done()
 			if err != nil {
@@ -505,7 +496,7 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 			return rpc.Respond(r), nil
 		}
 		if first {
-			seen, first = r, false
+			seen = r
 		}
 		select {
 		case <-ch:

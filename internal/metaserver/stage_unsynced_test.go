@@ -15,10 +15,15 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// openSyncOn opens a metadata server with sync durability on fsys.
+// openSyncOn opens a metadata server with sync durability on fsys (nil:
+// the operating system's, in a temporary dir).
 func openSyncOn(t *testing.T, fsys vfs.FS) *Service {
 	t.Helper()
-	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, Durability: metastore.DurabilitySync,
+	dir, cp := "meta", "checkpoints"
+	if fsys == nil {
+		dir, cp = t.TempDir(), t.TempDir()
+	}
+	s, err := Open(Config{Dir: dir, CheckpointDir: cp, FS: fsys, Durability: metastore.DurabilitySync,
 		NoIndex: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -259,5 +264,66 @@ func TestStageListShowsOnlyDurableVersions(t *testing.T) {
 	got, err := list()
 	if err != nil || len(got.Records) != 1 || got.Records[0].Version != 2 || got.Records[0].CRC != 2 {
 		t.Fatalf("a listing once the store syncs: %+v %v, want version 2", got, err)
+	}
+}
+
+// Lookups and waits while produces of the same path follow each other
+// under sync durability each get a record, in order, without waiting
+// for more than the fsync of the produce they met.
+func TestStageLookupsDuringProduces(t *testing.T) {
+	s := openSyncOn(t, nil)
+	defer s.Close()
+	const producers, produces = 4, 40
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range producers {
+		wg.Go(func() {
+			for range produces {
+				if _, err := produceCRC(s, "p", 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var lookers sync.WaitGroup
+	for i := range 4 {
+		lookers.Go(func() {
+			var last uint64
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var r *wire.StageRecord
+				var err error
+				if i%2 == 0 {
+					r, err = lookupOn(s, "p")
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					r, err = waitOn(ctx, s, "p", 0)
+					cancel()
+				}
+				if errors.Is(err, pdc.ErrNotFound) && last == 0 {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Version < last {
+					t.Errorf("read version %d after %d", r.Version, last)
+					return
+				}
+				last = r.Version
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	lookers.Wait()
+	if r, err := lookupOn(s, "p"); err != nil || r.Version != producers*produces {
+		t.Fatalf("last version: %+v %v, want %d", r, err, producers*produces)
 	}
 }
