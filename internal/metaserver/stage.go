@@ -177,7 +177,18 @@ type unsureProduce struct {
 	// successful fsync makes them durable too (the log is synced in
 	// order).
 	covers map[string]*unsureProduce
+	// replaced are the marks this one took the place of, put back if
+	// its commit is not applied (notApplied, set before done is closed).
+	replaced   map[string]*unsureProduce
+	notApplied bool
 }
+
+// How a produce's commit ended, for unsureStages.finish.
+const (
+	produceSynced     = iota // applied and durable
+	produceUnsynced          // applied, its fsync failed
+	produceNotApplied        // nothing applied
+)
 
 // add marks keys as being produced by a commit about to be applied. It is
 // called under stages.mu, before the commit, so that a reader that sees
@@ -195,8 +206,14 @@ func (u *unsureStages) add(keys []string) *unsureProduce {
 		}
 	}
 	for _, k := range keys {
-		if q := u.byKey[k]; q != nil && q.failed {
-			u.failed--
+		if q := u.byKey[k]; q != nil {
+			if q.failed {
+				u.failed--
+			}
+			if p.replaced == nil {
+				p.replaced = map[string]*unsureProduce{}
+			}
+			p.replaced[k] = q
 		}
 		u.byKey[k] = p
 	}
@@ -204,28 +221,66 @@ func (u *unsureStages) add(keys []string) *unsureProduce {
 	return p
 }
 
-// finish ends p's wait: synced (or never applied), its keys and those it
-// covers are durable; else it stays marked as failed.
-func (u *unsureStages) finish(keys []string, p *unsureProduce, failed bool) {
+// finish ends p's wait. Synced, its keys and those it covers are
+// durable; unsynced, its keys stay marked, as failed; not applied, the
+// marks it replaced that still stand are put back.
+func (u *unsureStages) finish(keys []string, p *unsureProduce, how int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if failed {
+	switch how {
+	case produceUnsynced:
 		p.failed = true
 		for _, k := range keys {
 			if u.byKey[k] == p {
 				u.failed++
 			}
 		}
-	} else {
+	case produceSynced:
 		for _, k := range keys {
 			u.dropLocked(k, p)
 		}
 		for k, q := range p.covers {
 			u.dropLocked(k, q)
 		}
+	case produceNotApplied:
+		p.notApplied = true
+		for _, k := range keys {
+			u.dropLocked(k, p)
+			if u.byKey[k] == nil {
+				u.restoreLocked(k, p.replaced[k])
+			}
+		}
+		u.n.Store(int64(len(u.byKey)))
 		p.covers = nil
+		close(p.done)
+		return // replaced is kept: a later produce may restore p's
 	}
+	p.covers, p.replaced = nil, nil
 	close(p.done)
+}
+
+// restoreLocked puts q's mark back on key: the mark a produce whose
+// commit was not applied replaced, if q's record may still not be
+// durable. It requires u.mu.
+func (u *unsureStages) restoreLocked(key string, q *unsureProduce) {
+	for q != nil {
+		select {
+		case <-q.done:
+			switch {
+			case q.failed:
+				u.failed++
+				u.byKey[key] = q
+				return
+			case q.notApplied:
+				q = q.replaced[key] // what it replaced
+			default:
+				return // durable
+			}
+		default: // its finish drops or keeps it
+			u.byKey[key] = q
+			return
+		}
+	}
 }
 
 // settled drops p's mark on key once a Settle made it durable.
@@ -396,11 +451,14 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	wait, err := s.st.CommitApply(b)
 	s.mu.Unlock()
 	if err != nil {
-		s.unsure.finish(keys, p, false) // not applied
+		s.unsure.finish(keys, p, produceNotApplied)
 		return nil, err
 	}
-	err = wait()
-	s.unsure.finish(keys, p, err != nil)
+	how := produceSynced
+	if err = wait(); err != nil {
+		how = produceUnsynced
+	}
+	s.unsure.finish(keys, p, how)
 	// The waiters are woken also when the fsync failed: the records are
 	// applied, and a waiter, settling them, gets them or the error.
 	for _, k := range keys {

@@ -327,3 +327,68 @@ func TestStageLookupsDuringProduces(t *testing.T) {
 		t.Fatalf("last version: %+v %v, want %d", r, err, producers*produces)
 	}
 }
+
+// A produce whose commit fails outright (nothing applied) leaves the mark
+// of an earlier produce of its path whose fsync failed: that record is
+// still not durable, and is not answered until it is. Before, the failed
+// commit took the mark away, and a lookup answered the record.
+func TestStageFailedCommitKeepsAnEarlierUnsureProduce(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	restoreSyncs := failSyncs(s)
+	if _, err := produceCRC(s, "p", 1); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose fsync failed: %v", err)
+	}
+	restoreCommits := failCommits(t, s)
+	if _, err := produceCRC(s, "p", 2); err == nil || errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose commit failed: %v, want an error not wrapping ErrUnsynced", err)
+	}
+	restoreCommits()
+	if r, err := lookupOn(s, "p"); err == nil {
+		t.Fatalf("lookup while the produce of version 1 is not durable: %+v, want an error", r)
+	} else if !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("lookup while the produce of version 1 is not durable: %v, want an error wrapping ErrUnsynced", err)
+	}
+	restoreSyncs()
+	if r, err := lookupOn(s, "p"); err != nil || r.Version != 1 || r.CRC != 1 {
+		t.Fatalf("lookup once the store syncs: %+v %v, want version 1", r, err)
+	}
+}
+
+// The marks of unsure produces, step by step: a commit not applied puts
+// back what it replaced, through others not applied either, unless that
+// became durable meanwhile.
+func TestUnsureStagesMarks(t *testing.T) {
+	var u unsureStages
+	u.byKey = map[string]*unsureProduce{}
+	k := []string{"k"}
+	q := u.add(k)
+	u.finish(k, q, produceUnsynced)
+	p1 := u.add(k)
+	p2 := u.add(k) // before p1's commit is known not applied
+	u.finish(k, p1, produceNotApplied)
+	u.finish(k, p2, produceNotApplied)
+	if got := u.get("k"); got != q || u.failed != 1 {
+		t.Fatalf("after two commits not applied: mark %p (failed %d), want the failed produce's %p (failed 1)", got, u.failed, q)
+	}
+	// A produce synced after it covers it, on its key and others.
+	o := u.add([]string{"o"})
+	u.finish([]string{"o"}, o, produceUnsynced)
+	r := u.add(k)
+	u.finish(k, r, produceSynced)
+	if u.get("k") != nil || u.get("o") != nil || u.failed != 0 || u.n.Load() != 0 {
+		t.Fatalf("after a synced produce: k %p, o %p, failed %d, n %d; want no marks", u.get("k"), u.get("o"), u.failed, u.n.Load())
+	}
+	// One in flight when a commit replacing it is not applied stays
+	// marked until its own fsync returns.
+	f := u.add(k)
+	g := u.add(k)
+	u.finish(k, g, produceNotApplied)
+	if u.get("k") != f {
+		t.Fatal("the mark of a produce in flight was not put back")
+	}
+	u.finish(k, f, produceSynced)
+	if u.get("k") != nil {
+		t.Fatal("a synced produce left its mark")
+	}
+}
