@@ -320,20 +320,29 @@ func (u *unsureStages) get(key string) *unsureProduce {
 // record cannot be answered: the store cannot sync (wrapping
 // metastore.ErrUnsynced), or ctx ended, or the server is shutting down.
 func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsureProduce) error {
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return fmt.Errorf("staged file %s: its produce's fsync: %w", path, pdc.CtxErr(ctx))
-	case <-s.waits.stop:
-		return fmt.Errorf("staged file %s: the metadata server is shutting down: %w", path, pdc.ErrUnavailable)
+	for p != nil {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return fmt.Errorf("staged file %s: its produce's fsync: %w", path, pdc.CtxErr(ctx))
+		case <-s.waits.stop:
+			return fmt.Errorf("staged file %s: the metadata server is shutting down: %w", path, pdc.ErrUnavailable)
+		}
+		switch {
+		case p.notApplied:
+			// It made nothing durable: the mark it replaced is back, if
+			// that is still unsure.
+			p = s.unsure.get(key)
+		case p.failed:
+			if err := s.st.Settle(); err != nil {
+				return fmt.Errorf("staged file %s: its last produce is not known to be durable: %w", path, err)
+			}
+			s.unsure.settled(key, p)
+			return nil
+		default:
+			return nil
+		}
 	}
-	if !p.failed {
-		return nil
-	}
-	if err := s.st.Settle(); err != nil {
-		return fmt.Errorf("staged file %s: its last produce is not known to be durable: %w", path, err)
-	}
-	s.unsure.settled(key, p)
 	return nil
 }
 

@@ -392,3 +392,26 @@ func TestUnsureStagesMarks(t *testing.T) {
 		t.Fatal("a synced produce left its mark")
 	}
 }
+
+// A reader that met a produce in flight whose commit is then not applied
+// waits on for the mark that produce replaced: the record it read may be
+// that of an earlier produce whose fsync failed, which the one not
+// applied made no more durable.
+func TestStageReaderOfAProduceNotApplied(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	restore := failSyncs(s)
+	defer restore()
+	if _, err := produceCRC(s, "p", 1); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a produce whose fsync failed: %v", err)
+	}
+	key := waitKey("", "p")
+	keys := []string{key}
+	inFlight := s.stages.unsure.add(keys) // a produce about to commit
+	got := make(chan error, 1)
+	go func() { got <- s.stages.awaitDurable(context.Background(), "p", key, inFlight) }()
+	s.stages.unsure.finish(keys, inFlight, produceNotApplied)
+	if err := <-got; !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a reader of version 1 that met a produce not applied: %v, want an error wrapping ErrUnsynced", err)
+	}
+}
