@@ -440,3 +440,38 @@ func TestCopyRecordFile(t *testing.T) {
 		}
 	}
 }
+
+// A copy is current only for the produce it was made from, not for
+// another produce given the same version (a metadata server that lost the
+// first in a power loss hands its version out again; a removed path
+// starts again at 1): the record's CRC and produce time are compared as
+// well, so such a copy is fetched again, never kept as the new version.
+func TestCopyOfOneProduceIsNotAnotherOfTheSameVersion(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root, "consumer", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := produced(t, root, "c", []byte("copy"))
+	rec.Version, rec.Produced = 2, 1000
+	abs := filepath.Join(root, "c")
+	if err := d.Remember("c", abs, rec); err != nil {
+		t.Fatal(err)
+	}
+	otherBytes := *rec
+	otherBytes.CRC ^= 1
+	otherBytes.Produced = 2000
+	sameBytes := *rec // produced again, unchanged, under the same version
+	sameBytes.Produced = 2000
+	earlier := *rec // a clock behind the first produce's
+	earlier.CRC ^= 1
+	earlier.Produced = 500
+	for name, other := range map[string]*wire.StageRecord{"other bytes": &otherBytes, "same bytes": &sameBytes, "earlier clock": &earlier} {
+		if d.Current("c", abs, other) {
+			t.Errorf("a copy of version 2 is current for another produce of version 2 (%s)", name)
+		}
+		if _, ok := d.Serves("c", abs, other); ok {
+			t.Errorf("a copy of version 2 serves another produce of version 2 (%s)", name)
+		}
+	}
+}
