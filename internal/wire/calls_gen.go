@@ -411,6 +411,12 @@ func (s Stub) DataGone(ctx context.Context, rank int, req *IDList) error {
 	return s.Caller.Call(ctx, rank, MethodDataGone, req, nil)
 }
 
+// DataCut returns once an object's stored data is cut to the dims of a
+// shrink or relayout, and its dims version raised, here.
+func (s Stub) DataCut(ctx context.Context, rank int, req *DimsCut) error {
+	return s.Caller.Call(ctx, rank, MethodDataCut, req, nil)
+}
+
 // DataScrub finds orphaned files and blocks failing their checksums.
 func (s Stub) DataScrub(ctx context.Context, rank int, req *ScrubReq) (*ScrubReport, error) {
 	resp := new(ScrubReport)

@@ -917,6 +917,39 @@ func (m *IDList) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// DimsCut is a shrink or relayout of an object's dims that its metadata
+// server pushes to the data servers (MethodDataCut) before any later
+// dims version can reach them: each applies it as if a transfer had
+// carried it (docs/design/0006-region-io.md, "Dims versions").
+type DimsCut struct {
+	Obj         uint64   // 1
+	DimsVersion uint64   // 2
+	Dims        []uint64 // 3
+}
+
+func (m *DimsCut) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Obj)
+	b = putUint(b, 2, m.DimsVersion)
+	b = putPackedUints(b, 3, m.Dims)
+	return b
+}
+
+func (m *DimsCut) Unmarshal(b []byte) error {
+	*m = DimsCut{}
+	f := fields{b: b, msg: "DimsCut"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Obj = f.uint64()
+		case 2:
+			m.DimsVersion = f.uint64()
+		case 3:
+			m.Dims = f.packedUints(m.Dims)
+		}
+	}
+	return f.err
+}
+
 // ScrubReq asks a data server to scrub its store (MethodDataScrub).
 type ScrubReq struct {
 	// Remove deletes the files of objects whose metadata is gone.

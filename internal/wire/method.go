@@ -83,6 +83,7 @@ const (
 	MethodDataDeleteObjs Method = 95 // ObjIDs -> (empty) once the data of every object named is removed
 	MethodDataGone       Method = 92 // IDList -> (empty) once these deleted objects' data is removed here and refused from now on
 	MethodDataScrub      Method = 93 // ScrubReq -> ScrubReport: orphaned files and blocks failing their checksums
+	MethodDataCut        Method = 94 // DimsCut -> (empty) once the object's data here is cut to the dims and their version raised (docs/design/0006)
 )
 
 var methodNames = map[Method]string{
@@ -146,6 +147,7 @@ var methodNames = map[Method]string{
 	MethodDataDeleteObjs: "data_delete_objs",
 	MethodDataGone:       "data_gone",
 	MethodDataScrub:      "data_scrub",
+	MethodDataCut:        "data_cut",
 }
 
 func (m Method) String() string {

@@ -97,6 +97,7 @@ func goldenMessages() []struct {
 
 		// gone_messages.go
 		{"IDList", &wire.IDList{IDs: []uint64{0, 1, 1 << 63}}},
+		{"DimsCut", &wire.DimsCut{Obj: 1 << 50, DimsVersion: 300, Dims: []uint64{0, 1 << 41, 7}}},
 		{"ScrubReq", &wire.ScrubReq{Remove: true, Verify: true, Max: 1000}},
 		{"ScrubOrphan", &wire.ScrubOrphan{ID: 5, Paths: []string{"a", "", long}, Bytes: 1 << 40, Removed: true}},
 		{"ScrubBad", &wire.ScrubBad{ID: 6, Path: "/d/obj-6", Block: 300, Offset: 1 << 34, First: []uint64{0, 1}, Last: []uint64{9, 1 << 20},
