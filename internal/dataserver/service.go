@@ -280,6 +280,7 @@ func (s *Service) Register(srv *rpc.Server) {
 	srv.Handle(wire.MethodDataLane, s.makeLane)
 	srv.Handle(wire.MethodDataGone, s.gone)
 	srv.Handle(wire.MethodDataScrub, s.scrub)
+	srv.Handle(wire.MethodDataCut, s.cut)
 }
 
 // Close stops the workers once the queued transfers are done, and fails
