@@ -42,6 +42,8 @@
 //	'f' namespace 0 path          staged file record of a named namespace (store version 2)
 //	'G' object-id                 tombstone: a deleted object's data is still to go
 //	                              from some data server (gone.go)
+//	'K' object-id                 pending dims cut: a shrink or relayout some data
+//	                              server may not have applied (cut.go)
 //
 // Containers and membership: an object is a member of its home container
 // and of any container it was added to by reference (MethodObjMembers,

@@ -119,8 +119,9 @@ func (s *Service) StartTombstones(peers DataPeers) error {
 	if len(ids) > 0 {
 		s.log.Info("pushing tombstones of deleted objects left in the store to the data servers", "objects", len(ids))
 	}
-	t.wg.Add(1)
+	t.wg.Add(2)
 	go t.retry()
+	go s.objects.deliverLeft()
 	t.poke()
 	return nil
 }

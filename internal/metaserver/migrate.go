@@ -37,7 +37,7 @@ func keyOwner(k []byte) (uint32, bool) {
 		if path, ok := stagePathOfKey(k); ok {
 			return placement.Key(string(path), 0), true
 		}
-	case 'c', 'o', 'G':
+	case 'c', 'o', 'G', 'K':
 		if len(k) == 9 {
 			return placement.KeyOf(binary.BigEndian.Uint64(k[1:])), true
 		}

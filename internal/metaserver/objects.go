@@ -32,6 +32,8 @@ type objects struct {
 	opens openTable
 	// tombs pushes deleted objects' tombstones to the data servers.
 	tombs tombs
+	// cuts orders the pending cuts of shrinks (cut.go).
+	cuts cuts
 	// regions forgets the region maps of deleted objects.
 	regions *regions
 }
@@ -777,26 +779,75 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err := decode(req, &d); err != nil {
 		return nil, err
 	}
+	// A cut of an earlier shrink that some data server has not applied
+	// must reach them all before this version can (cut.go): delivered
+	// here first, without holding lifeMu, as it may wait for a data
+	// server.
+	early := s.deliverCut(ctx, d.ID)
+	m, cut, err := s.setDims(ctx, &d, early)
+	if err != nil {
+		return nil, err
+	}
+	if cut != nil {
+		// Committed: the set dims has succeeded. A data server that did
+		// not apply the cut gets it before the object's next set dims.
+		if err := s.deliverCut(ctx, d.ID); err != nil {
+			s.log.Warn("dims cut not yet applied by every data server; the object's next set dims delivers it first",
+				"object", d.ID, "version", cut.DimsVersion, "err", err.Error())
+		}
+	}
+	return rpc.Respond(m), nil
+}
+
+// setDims commits d under lifeMu, with a pending cut if the new dims may
+// cut stored data, which it returns. A pending cut of an earlier change
+// still there is delivered first; early is why the delivery before the
+// lock failed, if it did.
+func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, error) {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	m, ident, err := s.loadObjByID(d.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	what := fmt.Sprintf("set dims of object %q", m.Name)
 	if len(d.Dims) != len(m.Props.Dims) {
-		return nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
+		return nil, nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
 	}
 	if err := checkDims(what, d.Dims, region.Type(m.Props.Type).Size()); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	s.cuts.mu.Lock()
+	defer s.cuts.mu.Unlock()
+	c, err := s.pendingCut(d.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if c != nil {
+		// Committed by a concurrent set dims still pushing it, or left
+		// undelivered: pushed here, holding the locks, bounded by cutWait.
+		if err := s.pushCut(ctx, c); err != nil {
+			return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w (%v): %w",
+				what, c.Dims, c.DimsVersion, err, early, pdc.ErrUnavailable)
+		}
+	}
+	var cut *wire.DimsCut
+	if needsCut(m.Props.Dims, d.Dims) && s.hasPeers() {
+		cut = &wire.DimsCut{Obj: m.ID, DimsVersion: m.DimsVersion + 1, Dims: d.Dims}
 	}
 	m.Props.Dims = d.Dims
 	m.DimsVersion++
 	b := s.st.NewBatch()
 	defer b.Close()
 	b.Set(keyObj(ident), m.Marshal(nil))
-	if err := s.st.Commit(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	switch {
+	case cut != nil:
+		b.Set(keyCut(m.ID), encodeCut(cut))
+	case c != nil:
+		b.Delete(keyCut(m.ID)) // delivered above
 	}
-	return rpc.Respond(m), nil
+	if err := s.st.Commit(b); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, cut, nil
 }

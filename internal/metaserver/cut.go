@@ -1,0 +1,193 @@
+package metaserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// Dims cuts (docs/design/0006-region-io.md, "Dims versions"). A data
+// server learns an object's dims only from the transfers it serves, so a
+// shrink that no transfer carried cut nothing there, and a regrow after
+// it read the old rows back (set dims 27, write every row, set dims 8,
+// then 26: rows 8-25 read their old values). Now a set dims that shrinks
+// the first dim or changes another commits, with the object's record, a
+// pending cut ('K' id: the version and dims), pushes it to every data
+// server (MethodDataCut) before it answers, and drops it once all of them
+// applied it. A cut that could not be pushed (a data server down, this
+// server killed between the commit and the push) stays in the store: a
+// later set dims of the object delivers it first and is refused with
+// pdc.ErrUnavailable if it cannot, so that no newer dims version can
+// reach a data server before the cut; start pushes those left, in the
+// background. A transfer carrying the cut's own version (the object's
+// newest) cuts as it always did.
+
+// keyCut is the pending cut of object id: a shrink or relayout some data
+// server may not have applied. The value is cutVersion and a
+// wire.DimsCut.
+func keyCut(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'K'}, id) }
+
+// cutVersion is the format of a pending cut's value.
+const cutVersion = 1
+
+const (
+	// cutWait bounds a push of a cut to the data servers.
+	cutWait = 10 * time.Second
+	// cutRetryMin and cutRetryMax bound the back-off between pushes of
+	// cuts left at start.
+	cutRetryMin = 500 * time.Millisecond
+	cutRetryMax = 15 * time.Second
+)
+
+var errNoPeers = errors.New("no data servers known yet")
+
+// cuts orders the commits that write or drop pending cuts.
+type cuts struct {
+	// mu is held to read and then write or drop a 'K' key: a push that
+	// drops the cut it delivered must not drop a newer one committed
+	// meanwhile.
+	mu sync.Mutex
+}
+
+// hasPeers reports whether the data servers are known (StartTombstones):
+// a metadata server serves no set dims before, but one run alone in a
+// test has none to push to.
+func (s *objects) hasPeers() bool {
+	s.tombs.mu.Lock()
+	defer s.tombs.mu.Unlock()
+	return s.tombs.mu.peers != nil
+}
+
+// needsCut reports whether changing an object's dims from old to dims
+// may cut or move data stored on the data servers: a shrink of the first
+// dim or a change of another.
+func needsCut(old, dims []uint64) bool {
+	if len(old) != len(dims) || len(dims) == 0 {
+		return true
+	}
+	return dims[0] < old[0] || !slices.Equal(dims[1:], old[1:])
+}
+
+func encodeCut(c *wire.DimsCut) []byte { return c.Marshal([]byte{cutVersion}) }
+
+func decodeCut(v []byte) (*wire.DimsCut, error) {
+	if len(v) == 0 || v[0] != cutVersion {
+		return nil, fmt.Errorf("pending dims cut of format %v: %w", v[:min(len(v), 1)], pdc.ErrCorrupt)
+	}
+	var c wire.DimsCut
+	if err := c.Unmarshal(v[1:]); err != nil {
+		return nil, fmt.Errorf("pending dims cut: %w", err)
+	}
+	return &c, nil
+}
+
+// pendingCut returns object id's pending cut, nil if none.
+func (s *objects) pendingCut(id uint64) (*wire.DimsCut, error) {
+	v, ok, err := s.st.Get(keyCut(id))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return decodeCut(v)
+}
+
+// deliverCut pushes object id's pending cut, if any, to every data
+// server and drops it once all of them applied it. An error names a
+// data server that did not.
+func (s *objects) deliverCut(ctx context.Context, id uint64) error {
+	c, err := s.pendingCut(id)
+	if err != nil || c == nil {
+		return err
+	}
+	if err := s.pushCut(ctx, c); err != nil {
+		return err
+	}
+	s.cuts.mu.Lock()
+	defer s.cuts.mu.Unlock()
+	now, err := s.pendingCut(id)
+	if err != nil || now == nil || now.DimsVersion != c.DimsVersion {
+		return err
+	}
+	b := s.st.NewBatch()
+	defer b.Close()
+	b.Delete(keyCut(id))
+	// A cut dropped and found again after a crash is only pushed again:
+	// it needs no sync of its own.
+	if err := s.st.Commit(b); err != nil {
+		return fmt.Errorf("drop the delivered dims cut of object %d: %w", id, err)
+	}
+	return nil
+}
+
+// pushCut sends c to every data server, at once, and waits for all.
+func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut) error {
+	s.tombs.mu.Lock()
+	peers := s.tombs.mu.peers
+	s.tombs.mu.Unlock()
+	if peers == nil {
+		return fmt.Errorf("cut object %d to dims %v: %w: %w", c.Obj, c.Dims, errNoPeers, pdc.ErrUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cutWait)
+	defer cancel()
+	hdr := c.Marshal(nil)
+	ranks := peers.DataRanks()
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, rank := range ranks {
+		wg.Go(func() {
+			if err := peers.CallData(ctx, rank, wire.MethodDataCut, hdr); err != nil {
+				errs[i] = fmt.Errorf("data server rank %d: cut object %d to dims %v (version %d): %w", rank, c.Obj, c.Dims, c.DimsVersion, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// deliverLeft pushes the cuts left in the store (by a crash, by data
+// servers that could not be reached, moved here with their objects) until
+// each is delivered or the service closes.
+func (s *objects) deliverLeft() {
+	defer s.tombs.wg.Done()
+	var ids []uint64
+	err := s.scan([]byte{'K'}, func(k, _ []byte) error {
+		if len(k) == 9 {
+			ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("load pending dims cuts: " + err.Error())
+		return
+	}
+	if len(ids) > 0 {
+		s.log.Info("pushing dims cuts left in the store to the data servers", "objects", len(ids))
+	}
+	wait := cutRetryMin
+	for len(ids) > 0 {
+		var left []uint64
+		var last error
+		for _, id := range ids {
+			if err := s.deliverCut(s.tombs.ctx, id); err != nil {
+				left, last = append(left, id), err
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		s.log.Warn("dims cuts not yet applied by every data server; retrying", "objects", len(left), "err", last.Error())
+		ids = left
+		select {
+		case <-s.tombs.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, cutRetryMax)
+	}
+}

@@ -1,0 +1,199 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// fakeCuts records the dims cuts each data server applied; the ranks in
+// down fail.
+type fakeCuts struct {
+	mu   sync.Mutex
+	down map[int]bool
+	got  map[int][]wire.DimsCut
+}
+
+func newFakeCuts(down ...int) *fakeCuts {
+	f := &fakeCuts{down: map[int]bool{}, got: map[int][]wire.DimsCut{}}
+	for _, r := range down {
+		f.down[r] = true
+	}
+	return f
+}
+
+func (f *fakeCuts) DataRanks() []int { return []int{0, 1} }
+
+func (f *fakeCuts) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[rank] {
+		return fmt.Errorf("rank %d: %w", rank, pdc.ErrUnavailable)
+	}
+	if m != wire.MethodDataCut {
+		return nil // tombstones
+	}
+	var c wire.DimsCut
+	if err := c.Unmarshal(hdr); err != nil {
+		return err
+	}
+	f.got[rank] = append(f.got[rank], c)
+	return nil
+}
+
+func (f *fakeCuts) setDown(rank int, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[rank] = down
+}
+
+func (f *fakeCuts) versions(rank int) []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []uint64
+	for _, c := range f.got[rank] {
+		out = append(out, c.DimsVersion)
+	}
+	return out
+}
+
+func setDimsReq(id uint64, dims ...uint64) *rpc.Request {
+	return &rpc.Request{Header: (&wire.SetDims{ID: id, Dims: dims}).Marshal(nil), Client: "c"}
+}
+
+// A shrink is pushed to every data server before the set dims answers;
+// grows are not. One a data server did not apply stays pending, across a
+// restart of the metadata server: the object's next set dims is refused,
+// naming that server, until the cut reaches it, and start pushes it in
+// the background once it is back.
+func TestPendingCutHoldsBackNewerDims(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openAt(t, dir)
+	data := newFakeCuts(1)
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.objCreate(ctx, createReq("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	a := res.Items[0].Meta.ID
+	pending := func(s *Service) uint64 {
+		t.Helper()
+		c, err := s.pendingCut(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			return 0
+		}
+		return c.DimsVersion
+	}
+	// A grow cuts nothing: nothing is pushed.
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 27)); err != nil {
+		t.Fatal(err)
+	}
+	if v := data.versions(0); len(v) != 0 || pending(s) != 0 {
+		t.Fatalf("a grow pushed cuts %v, left pending version %d", v, pending(s))
+	}
+	// The shrink succeeds with rank 1 down; rank 0 has it, and it stays
+	// pending for rank 1.
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 8)); err != nil {
+		t.Fatalf("shrink with a data server down: %v", err)
+	}
+	if v := data.versions(0); !slices.Equal(v, []uint64{2}) {
+		t.Fatalf("rank 0 applied cuts of versions %v, want [2]", v)
+	}
+	if v := pending(s); v != 2 {
+		t.Fatalf("pending cut of version %d, want 2", v)
+	}
+	_, err = s.objSetDims(ctx, setDimsReq(a, 26))
+	if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("regrow before the cut reached rank 1: %v, want ErrUnavailable naming rank 1", err)
+	}
+	m, _, err := s.loadObjByID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DimsVersion != 2 || m.Props.Dims[0] != 8 {
+		t.Fatalf("after the refused regrow: dims %v version %d, want [8] version 2", m.Props.Dims, m.DimsVersion)
+	}
+	// Across a restart, with rank 1 still down, the cut is still pending.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, dir)
+	defer s.Close()
+	if v := pending(s); v != 2 {
+		t.Fatalf("pending cut after a restart: version %d, want 2", v)
+	}
+	data.setDown(1, false)
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); pending(s) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cut left pending was not pushed at start")
+		}
+	}
+	if v := data.versions(1); !slices.Equal(v, []uint64{2}) {
+		t.Fatalf("rank 1 applied cuts of versions %v, want [2]", v)
+	}
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 26)); err != nil {
+		t.Fatalf("regrow once every data server has the cut: %v", err)
+	}
+	if pending(s) != 0 {
+		t.Fatal("a grow left a pending cut")
+	}
+}
+
+// A set dims delivers, before committing, a cut left pending by the one
+// before it, so that a data server that came back gets the cut before
+// the newer version.
+func TestSetDimsDeliversPendingCutFirst(t *testing.T) {
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	data := newFakeCuts(1)
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.objCreate(ctx, createReq("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	a := res.Items[0].Meta.ID
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 2)); err != nil {
+		t.Fatal(err)
+	}
+	data.setDown(1, false)
+	// The next shrink delivers version 1's cut to rank 1 before its own
+	// (version 2).
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if v := data.versions(1); !slices.Equal(v, []uint64{1, 2}) {
+		t.Fatalf("rank 1 applied cuts of versions %v, want [1 2]", v)
+	}
+	if c, err := s.pendingCut(a); err != nil || c != nil {
+		t.Fatalf("pending cut %v, %v; want none", c, err)
+	}
+}
