@@ -428,16 +428,18 @@ func (r *reg) check() porcupine.CheckResult {
 }
 
 // RegrowReadsZeros is whether the rows a shrink of the first dim cut read
-// as zeros once the dims grow back, whatever came between. They do not
-// yet: a data server learns dims only from the transfers it serves, so a
-// shrink and a regrow with no transfer of the object on that server
-// between them leave the cut rows' old values in place (set dims 27,
-// write every row, set dims 8 then 26: rows 8-25 read their old values;
-// internal/regionstore's doc: "a shrink that no call ever carries cannot
-// drop anything"). Until that is fixed the checker lets a cell cut by a
-// shrink read, after a regrow and before it is written again, either
-// zeros or what it held before the cut.
-var RegrowReadsZeros = false
+// as zeros once the dims grow back, whatever came between. They do: a
+// shrink is pushed to the data servers before its set dims answers, and a
+// later set dims of the object is refused until every data server has it
+// (docs/design/0006-region-io.md, "Dims versions"). Before, a data server
+// learned dims only from the transfers it served, so a shrink and a
+// regrow with no transfer of the object between them left the cut rows'
+// old values in place (set dims 27, write every row, set dims 8 then 26:
+// rows 8-25 read their old values), and the checker let a cell cut by a
+// shrink read, after a regrow and before it was written again, either
+// zeros or what it held before the cut. Set it to false to check a build
+// from before.
+var RegrowReadsZeros = true
 
 // placeholder is the value of an object name's register for an
 // incarnation whose create was not acknowledged (its id is not known

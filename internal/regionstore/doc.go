@@ -23,7 +23,8 @@
 // Dims: the store learns an object's dims from each call. Elements inside
 // both the old and the new dims keep their values; elements outside the
 // new dims are dropped, so they read as zeros if the dims grow back. A
-// shrink that no call ever carries cannot drop anything.
+// shrink that no call carries drops nothing by itself: the metadata server
+// pushes it (Cut) before any newer dims can come.
 //
 // The formats are described in offset.go and logfile.go.
 package regionstore
