@@ -824,11 +824,16 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if c != nil {
-		// Committed by a concurrent set dims still pushing it, or left
-		// undelivered: pushed here, holding the locks, bounded by cutWait.
-		if err := s.pushCut(ctx, c); err != nil {
-			return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w (%v): %w",
-				what, c.Dims, c.DimsVersion, err, early, pdc.ErrUnavailable)
+		// Left undelivered by the push just tried (early), refused at
+		// once; committed since by a concurrent set dims still pushing
+		// it, pushed here, holding the locks, bounded by cutWait.
+		err := early
+		if err == nil {
+			err = s.pushCut(ctx, c)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
+				what, c.Dims, c.DimsVersion, err, pdc.ErrUnavailable)
 		}
 	}
 	var cut *wire.DimsCut
