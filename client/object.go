@@ -282,8 +282,14 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 		return err
 	}
 	// Transfers started before go out with the dims they were started
-	// with, as a shrink must not overtake them.
+	// with, as a shrink must not overtake them: they are registered on
+	// their data servers first, since the metadata server pushes a shrink
+	// to the data servers before it answers, and a start registered after
+	// it there would be refused as stale.
 	if err := o.c.xfer.Settle(ctx); err != nil {
+		return fmt.Errorf("object %q: %w", o.meta().Name, err)
+	}
+	if err := o.c.xfer.CollectStarts(ctx); err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	m, err := o.c.calls().ObjSetDims(ctx, o.meta().Server, &wire.SetDims{ID: o.meta().ID, Dims: dims})
