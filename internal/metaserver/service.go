@@ -234,10 +234,11 @@ func (s *Service) Register(srv *rpc.Server) {
 	// updates for other servers to the outbox, so they run inline too;
 	// only over the outbox's bound does one wait for deliveries, which
 	// holds up its own connection: the writer that is too fast.
-	// A delete waits for the data servers to drop the object's data.
+	// A delete waits for the data servers to drop the object's data, and
+	// a set dims that shrinks for them to cut it (cut.go).
 	srv.Handle(wire.MethodObjDelete, s.objDelete)
 	srv.Handle(wire.MethodObjGone, s.objGone)
-	srv.Handle(wire.MethodObjSetDims, s.objSetDims, rpc.Inline())
+	srv.Handle(wire.MethodObjSetDims, s.objSetDims)
 	srv.Handle(wire.MethodObjClose, s.objClose, rpc.Inline())
 	srv.Handle(wire.MethodObjCloseAll, s.objCloseAll, rpc.Inline())
 	srv.Handle(wire.MethodObjOpenCount, s.objOpenCount, rpc.Inline())
