@@ -183,10 +183,12 @@ func (s *objects) deliverLeft() {
 		}
 		s.log.Warn("dims cuts not yet applied by every data server; retrying", "objects", len(left), "err", last.Error())
 		ids = left
+		t := time.NewTimer(wait)
 		select {
 		case <-s.tombs.ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(wait):
+		case <-t.C:
 		}
 		wait = min(2*wait, cutRetryMax)
 	}
