@@ -125,8 +125,14 @@ func (s *objects) deliverCut(ctx context.Context, id uint64) error {
 	return nil
 }
 
-// pushCut sends c to every data server, at once, and waits for all.
+// pushCut sends c to every data server, at once, and waits for all. A
+// cut goes out only once it is durable: one committed by a set dims whose
+// fsync failed is applied but may be lost in a crash, and the data
+// servers would then have cut rows under dims that hold them again.
 func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut) error {
+	if err := s.st.Settle(); err != nil {
+		return fmt.Errorf("cut object %d to dims %v (version %d): not yet durable, so not pushed: %w", c.Obj, c.Dims, c.DimsVersion, err)
+	}
 	s.tombs.mu.Lock()
 	peers := s.tombs.mu.peers
 	s.tombs.mu.Unlock()

@@ -1,0 +1,86 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/vfs"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// crashAtCut is fakeCuts that takes a power-loss image of the metadata
+// server's file system the first time a data server applies a cut: what
+// the metadata server would find if it lost power right then.
+type crashAtCut struct {
+	*fakeCuts
+	mem     *vfs.MemFS
+	once    sync.Once
+	crashed *vfs.MemFS
+}
+
+func (f *crashAtCut) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
+	if err := f.fakeCuts.CallData(ctx, rank, m, hdr); err != nil || m != wire.MethodDataCut {
+		return err
+	}
+	f.once.Do(func() { f.crashed = f.mem.CrashClone() })
+	return nil
+}
+
+// A shrink whose fsync failed is applied (visible) but may be lost in a
+// power loss; its pending cut must not reach a data server before it is
+// durable. Else the next set dims of the object pushes the cut, the data
+// servers cut the rows past the shrink, and a power loss before any
+// later commit brings back the old dims with those rows gone: rows that
+// were written and acknowledged, under dims that are the object's again.
+func TestUnsyncedShrinkIsNotPushedBeforeDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openSyncOn(t, mem)
+	ctx := context.Background()
+	data := &crashAtCut{fakeCuts: newFakeCuts(), mem: mem}
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.objCreate(ctx, createReq("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	a := res.Items[0].Meta.ID
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 27)); err != nil {
+		t.Fatal(err)
+	}
+	restore := failSyncs(s)
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 8)); !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("a shrink whose fsync failed: %v, want an error wrapping ErrUnsynced", err)
+	}
+	// The next set dims (a regrow), with the log still failing its
+	// syncs, delivers the shrink's pending cut first; power is lost as
+	// the first data server applies it, or after the set dims if none
+	// does.
+	_, _ = s.objSetDims(ctx, setDimsReq(a, 26))
+	if data.crashed == nil {
+		data.crashed = mem.CrashClone()
+	}
+	restore()
+	crash(s)
+	s = openSyncOn(t, data.crashed)
+	defer s.Close()
+	m, _, err := s.loadObjByID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank := range 2 {
+		for _, v := range data.versions(rank) {
+			if v > m.DimsVersion {
+				t.Errorf("data server %d applied the cut of dims version %d, and after a power loss the object has dims %v of version %d: the rows it cut are lost under dims that hold them",
+					rank, v, m.Props.Dims, m.DimsVersion)
+			}
+		}
+	}
+}
