@@ -782,11 +782,25 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	// A cut of an earlier shrink that some data server has not applied
 	// must reach them all before this version can (cut.go): delivered
 	// here first, without holding lifeMu, as it may wait for a data
-	// server.
-	early := s.deliverCut(ctx, d.ID)
-	m, cut, err := s.setDims(ctx, &d, early)
-	if err != nil {
-		return nil, err
+	// server. A cut committed meanwhile by a concurrent set dims is
+	// delivered so too, and the commit tried again (errCutRaced): each
+	// round follows a set dims that committed.
+	var m *wire.ObjectMeta
+	var cut *wire.DimsCut
+	for {
+		early := s.deliverCut(ctx, d.ID)
+		var err error
+		m, cut, err = s.setDims(ctx, &d, early)
+		if errors.Is(err, errCutRaced) {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("set dims of object %d: %w", d.ID, pdc.CtxErr(ctx))
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	if cut != nil {
 		// Committed: the set dims has succeeded. A data server that did
@@ -799,10 +813,14 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	return rpc.Respond(m), nil
 }
 
+// errCutRaced is setDims finding a pending cut committed since the
+// delivery before the lock: the caller delivers it and tries again.
+var errCutRaced = errors.New("a pending dims cut was committed meanwhile")
+
 // setDims commits d under lifeMu, with a pending cut if the new dims may
 // cut stored data, which it returns. A pending cut of an earlier change
-// still there is delivered first; early is why the delivery before the
-// lock failed, if it did.
+// still there refuses it: with early, why the delivery before the lock
+// failed, or with errCutRaced if that found none to deliver.
 func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, error) {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
@@ -826,15 +844,14 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	if c != nil {
 		// Left undelivered by the push just tried (early), refused at
 		// once; committed since by a concurrent set dims still pushing
-		// it, pushed here, holding the locks, bounded by cutWait.
-		err := early
-		if err == nil {
-			err = s.pushCut(ctx, c)
+		// it, delivered by the caller out of the locks: a push here
+		// would hold every create and delete of this server for as long
+		// as a data server that does not answer is waited for (cutWait).
+		if early == nil {
+			return nil, nil, errCutRaced
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
-				what, c.Dims, c.DimsVersion, err, pdc.ErrUnavailable)
-		}
+		return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
+			what, c.Dims, c.DimsVersion, early, pdc.ErrUnavailable)
 	}
 	var cut *wire.DimsCut
 	if needsCut(m.Props.Dims, d.Dims) && s.hasPeers() {
@@ -848,8 +865,6 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	switch {
 	case cut != nil:
 		b.Set(keyCut(m.ID), encodeCut(cut))
-	case c != nil:
-		b.Delete(keyCut(m.ID)) // delivered above
 	}
 	if err := s.st.Commit(b); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
