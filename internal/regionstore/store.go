@@ -120,6 +120,9 @@ type object struct {
 	known atomic.Uint64
 	// gone: the object was deleted (Bury); every call on it fails.
 	gone bool
+	// entrySynced: a flush synced the directory since Open, so the
+	// by-offset file's name is durable too, not only its bytes.
+	entrySynced bool
 }
 
 // Open opens the store in opts.Dir. Objects' files are read when first
@@ -409,6 +412,7 @@ func (s *Store) create(o *object, l Layout, need int64) error {
 		o.reg = r
 	}
 	o.mode = l.Mode
+	o.entrySynced = s.opts.Sync // replaceFile synced the directory
 	s.objects.Add(1)
 	return nil
 }
@@ -621,6 +625,14 @@ func (s *Store) flush(o *object) error {
 		})
 		if err != nil {
 			return fmt.Errorf("region store: sync object %d: %s: %w", o.id, o.off.path, err)
+		}
+		// A file created without Options.Sync has a name that a power
+		// loss may take with it, bytes and all: flushed, it must stay.
+		if !o.entrySynced {
+			if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+				return fmt.Errorf("region store: sync object %d: directory %s: %w", o.id, s.opts.Dir, err)
+			}
+			o.entrySynced = true
 		}
 	case ByRegion:
 		return s.checkpoint(o, true)
