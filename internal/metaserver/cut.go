@@ -52,7 +52,9 @@ var errNoPeers = errors.New("no data servers known yet")
 type cuts struct {
 	// mu is held to read and then write or drop a 'K' key: a push that
 	// drops the cut it delivered must not drop a newer one committed
-	// meanwhile.
+	// meanwhile. setDims holds it through its commit's fsync, so a cut
+	// read under it to be pushed is durable, or its sync failed
+	// (pushCut settles the store first).
 	mu sync.Mutex
 }
 
@@ -101,7 +103,13 @@ func (s *objects) pendingCut(id uint64) (*wire.DimsCut, error) {
 // server and drops it once all of them applied it. An error names a
 // data server that did not.
 func (s *objects) deliverCut(ctx context.Context, id uint64) error {
+	// Read under the cut lock, which setDims holds through its commit's
+	// fsync: a cut is visible once applied, before that fsync returns,
+	// and one pushed then is lost with its set dims by a power loss
+	// after the data servers applied it.
+	s.cuts.mu.Lock()
 	c, err := s.pendingCut(id)
+	s.cuts.mu.Unlock()
 	if err != nil || c == nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/vfs"
@@ -81,6 +82,70 @@ func TestUnsyncedShrinkIsNotPushedBeforeDurable(t *testing.T) {
 				t.Errorf("data server %d applied the cut of dims version %d, and after a power loss the object has dims %v of version %d: the rows it cut are lost under dims that hold them",
 					rank, v, m.Props.Dims, m.DimsVersion)
 			}
+		}
+	}
+}
+
+// A shrink's commit is visible before its fsync returns. A concurrent set
+// dims of the object that meets the pending cut in that window must not
+// push it: a power loss before the fsync takes the shrink back, and the
+// data servers would have cut rows under dims that hold them.
+func TestShrinkInItsFsyncIsNotPushed(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := openSyncOn(t, fsys)
+	ctx := context.Background()
+	data := newFakeCuts()
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.objCreate(ctx, createReq("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ObjResults
+	if err := res.Unmarshal(resp.Header); err != nil {
+		t.Fatal(err)
+	}
+	a := res.Items[0].Meta.ID
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 27)); err != nil {
+		t.Fatal(err)
+	}
+	// The next fsync blocks until released.
+	var armed sync.Once
+	syncing, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, _ string) {
+		if op == vfs.OpSync {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = s.objSetDims(ctx, setDimsReq(a, 8)) })
+	<-syncing
+	wg.Go(func() { _, _ = s.objSetDims(ctx, setDimsReq(a, 26)) })
+	time.Sleep(300 * time.Millisecond)
+	// Power loss now, with the shrink's fsync not done.
+	crashed := mem.CrashClone()
+	pushed := append(data.versions(0), data.versions(1)...)
+	close(release)
+	wg.Wait()
+	fsys.OnOp(nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSyncOn(t, crashed)
+	defer s.Close()
+	m, _, err := s.loadObjByID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range pushed {
+		if v > m.DimsVersion {
+			t.Fatalf("a data server applied the cut of dims version %d before its fsync; after a power loss the object has dims %v of version %d",
+				v, m.Props.Dims, m.DimsVersion)
 		}
 	}
 }
