@@ -127,9 +127,10 @@ func TestShrinkInItsFsyncIsNotPushed(t *testing.T) {
 	<-syncing
 	wg.Go(func() { _, _ = s.objSetDims(ctx, setDimsReq(a, 26)) })
 	time.Sleep(300 * time.Millisecond)
-	// Power loss now, with the shrink's fsync not done.
-	crashed := mem.CrashClone()
+	// Power loss now, with the shrink's fsync not done. The pushes are
+	// read first: each was made before the power-loss image.
 	pushed := append(data.versions(0), data.versions(1)...)
+	crashed := mem.CrashClone()
 	close(release)
 	wg.Wait()
 	fsys.OnOp(nil)
