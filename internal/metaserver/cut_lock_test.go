@@ -41,15 +41,7 @@ func TestConcurrentShrinksDoNotPushUnderLifeMu(t *testing.T) {
 	if err := s.StartTombstones(data); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.objCreate(ctx, createReq("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res wire.ObjResults
-	if err := res.Unmarshal(resp.Header); err != nil {
-		t.Fatal(err)
-	}
-	a := res.Items[0].Meta.ID
+	a := createOne(t, s, "a", []uint64{4})
 	if _, err := s.objSetDims(ctx, setDimsReq(a, 27)); err != nil {
 		t.Fatal(err)
 	}

@@ -83,15 +83,7 @@ func TestPendingCutHoldsBackNewerDims(t *testing.T) {
 	if err := s.StartTombstones(data); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.objCreate(ctx, createReq("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res wire.ObjResults
-	if err := res.Unmarshal(resp.Header); err != nil {
-		t.Fatal(err)
-	}
-	a := res.Items[0].Meta.ID
+	a := createOne(t, s, "a", []uint64{4})
 	pending := func(s *Service) uint64 {
 		t.Helper()
 		c, err := s.pendingCut(a)
@@ -121,7 +113,7 @@ func TestPendingCutHoldsBackNewerDims(t *testing.T) {
 	if v := pending(s); v != 2 {
 		t.Fatalf("pending cut of version %d, want 2", v)
 	}
-	_, err = s.objSetDims(ctx, setDimsReq(a, 26))
+	_, err := s.objSetDims(ctx, setDimsReq(a, 26))
 	if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 1") {
 		t.Fatalf("regrow before the cut reached rank 1: %v, want ErrUnavailable naming rank 1", err)
 	}
@@ -172,15 +164,7 @@ func TestSetDimsDeliversPendingCutFirst(t *testing.T) {
 	if err := s.StartTombstones(data); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.objCreate(ctx, createReq("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res wire.ObjResults
-	if err := res.Unmarshal(resp.Header); err != nil {
-		t.Fatal(err)
-	}
-	a := res.Items[0].Meta.ID
+	a := createOne(t, s, "a", []uint64{4})
 	if _, err := s.objSetDims(ctx, setDimsReq(a, 2)); err != nil {
 		t.Fatal(err)
 	}
