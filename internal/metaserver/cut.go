@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
 )
 
-// Dims cuts (docs/design/0006-region-io.md, "Dims versions"). A data
+// Set dims and the cuts it pushes (docs/design/0006-region-io.md, "Dims
+// versions"). A data
 // server learns an object's dims only from the transfers it serves, so a
 // shrink that no transfer carried cut nothing there, and a regrow after
 // it read the old rows back (set dims 27, write every row, set dims 8,
@@ -206,4 +209,102 @@ func (s *objects) deliverLeft() {
 		}
 		wait = min(2*wait, cutRetryMax)
 	}
+}
+
+func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var d wire.SetDims
+	if err := decode(req, &d); err != nil {
+		return nil, err
+	}
+	// A cut of an earlier shrink that some data server has not applied
+	// must reach them all before this version can (cut.go): delivered
+	// here first, without holding lifeMu, as it may wait for a data
+	// server. A cut committed meanwhile by a concurrent set dims is
+	// delivered so too, and the commit tried again (errCutRaced): each
+	// round follows a set dims that committed.
+	var m *wire.ObjectMeta
+	var cut *wire.DimsCut
+	for {
+		early := s.deliverCut(ctx, d.ID)
+		var err error
+		m, cut, err = s.setDims(ctx, &d, early)
+		if errors.Is(err, errCutRaced) {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("set dims of object %d: %w", d.ID, pdc.CtxErr(ctx))
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	if cut != nil {
+		// Committed: the set dims has succeeded. A data server that did
+		// not apply the cut gets it before the object's next set dims.
+		if err := s.deliverCut(ctx, d.ID); err != nil {
+			s.log.Warn("dims cut not yet applied by every data server; the object's next set dims delivers it first",
+				"object", d.ID, "version", cut.DimsVersion, "err", err.Error())
+		}
+	}
+	return rpc.Respond(m), nil
+}
+
+// errCutRaced is setDims finding a pending cut committed since the
+// delivery before the lock: the caller delivers it and tries again.
+var errCutRaced = errors.New("a pending dims cut was committed meanwhile")
+
+// setDims commits d under lifeMu, with a pending cut if the new dims may
+// cut stored data, which it returns. A pending cut of an earlier change
+// still there refuses it: with early, why the delivery before the lock
+// failed, or with errCutRaced if that found none to deliver.
+func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, error) {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	m, ident, err := s.loadObjByID(d.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	what := fmt.Sprintf("set dims of object %q", m.Name)
+	if len(d.Dims) != len(m.Props.Dims) {
+		return nil, nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
+	}
+	if err := checkDims(what, d.Dims, region.Type(m.Props.Type).Size()); err != nil {
+		return nil, nil, err
+	}
+	s.cuts.mu.Lock()
+	defer s.cuts.mu.Unlock()
+	c, err := s.pendingCut(d.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if c != nil {
+		// Left undelivered by the push just tried (early), refused at
+		// once; committed since by a concurrent set dims still pushing
+		// it, delivered by the caller out of the locks: a push here
+		// would hold every create and delete of this server for as long
+		// as a data server that does not answer is waited for (cutWait).
+		if early == nil {
+			return nil, nil, errCutRaced
+		}
+		return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
+			what, c.Dims, c.DimsVersion, early, pdc.ErrUnavailable)
+	}
+	var cut *wire.DimsCut
+	if needsCut(m.Props.Dims, d.Dims) && s.hasPeers() {
+		cut = &wire.DimsCut{Obj: m.ID, DimsVersion: m.DimsVersion + 1, Dims: d.Dims}
+	}
+	m.Props.Dims = d.Dims
+	m.DimsVersion++
+	b := s.st.NewBatch()
+	defer b.Close()
+	b.Set(keyObj(ident), m.Marshal(nil))
+	switch {
+	case cut != nil:
+		b.Set(keyCut(m.ID), encodeCut(cut))
+	}
+	if err := s.st.Commit(b); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, cut, nil
 }
