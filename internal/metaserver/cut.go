@@ -16,9 +16,8 @@ import (
 )
 
 // Set dims and the cuts it pushes (docs/design/0006-region-io.md, "Dims
-// versions"). A data
-// server learns an object's dims only from the transfers it serves, so a
-// shrink that no transfer carried cut nothing there, and a regrow after
+// versions"). A data server learns an object's dims only from the
+// transfers it serves, so a shrink that no transfer carried cut nothing there, and a regrow after
 // it read the old rows back (set dims 27, write every row, set dims 8,
 // then 26: rows 8-25 read their old values). Now a set dims that shrinks
 // the first dim or changes another commits, with the object's record, a
