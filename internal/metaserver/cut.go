@@ -17,19 +17,19 @@ import (
 
 // Set dims and the cuts it pushes (docs/design/0006-region-io.md, "Dims
 // versions"). A data server learns an object's dims only from the
-// transfers it serves, so a shrink that no transfer carried cut nothing there, and a regrow after
-// it read the old rows back (set dims 27, write every row, set dims 8,
-// then 26: rows 8-25 read their old values). Now a set dims that shrinks
-// the first dim or changes another commits, with the object's record, a
-// pending cut ('K' id: the version and dims), pushes it to every data
-// server (MethodDataCut) before it answers, and drops it once all of them
-// applied it. A cut that could not be pushed (a data server down, this
-// server killed between the commit and the push) stays in the store: a
-// later set dims of the object delivers it first and is refused with
-// pdc.ErrUnavailable if it cannot, so that no newer dims version can
-// reach a data server before the cut; start pushes those left, in the
-// background. A transfer carrying the cut's own version (the object's
-// newest) cuts as it always did.
+// transfers it serves, so a shrink that no transfer carried cut nothing
+// there, and a regrow after it read the old rows back (set dims 27, write
+// every row, set dims 8, then 26: rows 8-25 read their old values). Now a
+// set dims that shrinks the first dim or changes another commits, with the
+// object's record, a pending cut ('K' id: the version and dims), pushes it
+// to every data server (MethodDataCut) before it answers, and drops it
+// once all of them applied it. A cut that could not be pushed (a data
+// server down, this server killed between the commit and the push) stays
+// in the store: a later set dims of the object delivers it first and is
+// refused with pdc.ErrUnavailable if it cannot, so that no newer dims
+// version can reach a data server before the cut; start pushes those left,
+// in the background. A transfer carrying the cut's own version (the
+// object's newest) cuts as it always did.
 
 // keyCut is the pending cut of object id: a shrink or relayout some data
 // server may not have applied. The value is cutVersion and a
