@@ -495,6 +495,11 @@ func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 // locate returns the disjoint parts of a region that data servers hold,
 // each with its server, the newest write winning where writes overlap.
 func (s *regions) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
+	// Under the read lock, as placements are: a delete committed between
+	// the check and the look would leave an empty map, which a client
+	// reads as zeros without asking any data server.
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
 	_, box, err := s.objectRegion(in.Obj, in.Off, in.Size)
 	if err != nil {
 		return nil, err
