@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -335,5 +336,72 @@ func checkScrubVerify(ctx context.Context, t *testing.T, e *env, dims []uint64, 
 	if b := bad[1]; b.ID != 3 || b.Path != regPath || b.Block != rep.Verified-33 || !slices.Equal(b.RegionOff, []uint64{0, 0}) ||
 		!slices.Equal(b.RegionSize, dims) || !slices.Equal(b.Last, []uint64{31, 1023}) {
 		t.Fatalf("corrupt by-region block: %+v", b)
+	}
+}
+
+// A read started before a tombstone and done after it fails as deleted
+// rather than reading zeros, also for an object whose files were there
+// when the server started and were not touched since: the tombstone then
+// removes them without the store having an entry for the object.
+func TestReadAcrossTombstone(t *testing.T) {
+	for _, mode := range []regionstore.Mode{regionstore.ByOffset, regionstore.ByRegion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dims := []uint64{8, 8}
+			whole := region.Shape(dims...)
+			it := func(obj uint64, write bool) wire.DataItem {
+				i := item(obj, write, dims, whole.Off, whole.Size)
+				i.Storage = uint32(mode)
+				return i
+			}
+			dir := t.TempDir()
+			// The data of objects 3 and 4, stored before a restart.
+			before := newEnvAt(t, Config{}, nil, filepath.Join(dir, "before"))
+			for _, obj := range []uint64{3, 4} {
+				if _, _, err := startWait(testCtx(t), before.dial("w"), []wire.DataItem{it(obj, true)}, pattern(nbytes(dims), byte(obj))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := before.store.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			objs := newFakeObjects()
+			e := newEnvAt(t, Config{Objects: objs}, nil, filepath.Join(dir, "before"))
+			c := e.dial("c")
+			ctx := testCtx(t)
+			var ids []uint64
+			for _, obj := range []uint64{3, 4} {
+				id, err := start(ctx, c, []wire.DataItem{it(obj, false)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id...)
+			}
+			// Object 3 is written again after the restart (the store has
+			// an entry for it); object 4 is not.
+			if _, _, err := startWait(ctx, c, []wire.DataItem{it(3, true)}, pattern(nbytes(dims), 3)); err != nil {
+				t.Fatal(err)
+			}
+			gone := wire.IDList{IDs: []uint64{3, 4}}
+			if _, err := e.dial("meta").Call(ctx, wire.MethodDataGone, gone.Marshal(nil), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			res, parts, err := wait(ctx, c, ids...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res.Items {
+				obj := 3 + i
+				if r.Code == wire.CodeOK {
+					if !bytes.Equal(parts[i], pattern(nbytes(dims), byte(obj))) {
+						t.Errorf("object %d: a read across its tombstone answered other bytes than it held (zeros: %v)", obj, !slices.ContainsFunc(parts[i], func(b byte) bool { return b != 0 }))
+					}
+					continue
+				}
+				if r.Code != wire.CodeNotFound {
+					t.Errorf("object %d: read across its tombstone: %v %s, want its bytes or not found", obj, r.Code, r.Message)
+				}
+			}
+		})
 	}
 }

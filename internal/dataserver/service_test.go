@@ -49,7 +49,13 @@ func newEnv(t *testing.T, cfg Config) *env {
 // newEnvFS is newEnv with the store's files in fsys (nil: the OS's).
 func newEnvFS(t *testing.T, cfg Config, fsys vfs.FS) *env {
 	t.Helper()
-	dir := t.TempDir()
+	return newEnvAt(t, cfg, fsys, t.TempDir())
+}
+
+// newEnvAt is newEnvFS with the store in dir, which may hold files
+// already: a server restarted on its data.
+func newEnvAt(t *testing.T, cfg Config, fsys vfs.FS, dir string) *env {
+	t.Helper()
 	store, err := regionstore.Open(regionstore.Options{Dir: dir, FS: fsys})
 	if err != nil {
 		t.Fatal(err)
