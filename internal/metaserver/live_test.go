@@ -3,6 +3,8 @@ package metaserver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -131,4 +133,64 @@ func TestTagsOfADeletedObject(t *testing.T) {
 	s = openAt(t, dir)
 	defer s.Close()
 	check(s, b) // known from the store, after a restart
+}
+
+// Reads of an object's tags racing its delete answer what it held or
+// that it is gone, never a state it was not in: no tags at all (a list)
+// or a missing tag (a get), which a client takes for the object's tags.
+func TestTagReadsRacingDelete(t *testing.T) {
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	var emptyLists, missingTags int
+	for round := range 300 {
+		obj := createOne(t, s, fmt.Sprint("o", round), []uint64{1})
+		if err := tagPutErr(t, s, tagPutReq(obj, "t", 1)); err != nil {
+			t.Fatal(err)
+		}
+		deleted := make(chan error, 1)
+		go func() {
+			_, err := s.objDelete(ctx, &rpc.Request{Header: (&wire.ObjKey{ID: obj}).Marshal(nil)})
+			deleted <- err
+		}()
+		key := (&wire.TagKey{Kind: kindObject, ID: obj, Name: "t"}).Marshal(nil)
+		for listGone, getGone := false, false; !listGone || !getGone; {
+			if !listGone {
+				resp, err := s.tagList(ctx, &rpc.Request{Header: key})
+				switch {
+				case errors.Is(err, pdc.ErrNotFound):
+					listGone = true
+				case err != nil:
+					t.Fatal(err)
+				default:
+					var names wire.TagNames
+					if err := names.Unmarshal(resp.Header); err != nil {
+						t.Fatal(err)
+					}
+					if len(names.Names) == 0 {
+						emptyLists++
+					}
+				}
+			}
+			if !getGone {
+				_, err := s.tagGet(ctx, &rpc.Request{Header: key})
+				switch {
+				case err == nil:
+				case !errors.Is(err, pdc.ErrNotFound):
+					t.Fatal(err)
+				case strings.Contains(err.Error(), `tag "t" of`):
+					missingTags++
+					getGone = true
+				default:
+					getGone = true
+				}
+			}
+		}
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if emptyLists+missingTags > 0 {
+		t.Fatalf("reads racing a delete: %d tag lists answered none, %d gets answered the tag missing, for an object that had it", emptyLists, missingTags)
+	}
 }

@@ -85,8 +85,12 @@ type core struct {
 	// that need them to exist. Deletes and read-modify-write updates (set
 	// dims, lifetime) hold it for writing; tag writes, region placements
 	// and membership changes hold it for reading, so that none can land on
-	// an object deleted between its check and its commit. It spans the
-	// services because it orders writes of several against one another.
+	// an object deleted between its check and its commit. Reads that check
+	// an object exists and then read what hangs off it (tag gets and lists,
+	// region queries) hold it for reading too: a delete between the two
+	// would answer "no tags" or "no regions" (read as zeros) for an object
+	// that had them. It spans the services because it orders writes of
+	// several against one another.
 	lifeMu sync.RWMutex
 }
 

@@ -134,6 +134,10 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
+	// Under the read lock: a delete committed between the check and the
+	// read would make the tag look missing on an object that had it.
+	s.lifeMu.RLock()
+	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
@@ -250,6 +254,8 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
+	s.lifeMu.RLock() // as in tagGet
+	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, err
 	}
