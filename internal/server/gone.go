@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/placement"
-	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -18,111 +18,21 @@ import (
 // metadata servers about objects they see for the first time (objects).
 
 // dataPeers reaches the cluster's data servers by rank
-// (metaserver.DataPeers). A server that restarts comes back at a new
-// address: a call that cannot reach one reads the server list again and
-// retries once.
+// (metaserver.DataPeers).
 type dataPeers struct {
-	tmpdir string
-	secret []byte
-
-	mu     sync.Mutex
-	ranks  []int             // guarded by mu
-	list   *cluster.List     // guarded by mu
-	pools  map[int]*rpc.Pool // by rank; guarded by mu
-	closed bool              // guarded by mu
+	peerPools
+	ranks []int // of the data servers; set at construction
 }
 
 func newDataPeers(tmpdir string, secret []byte, list *cluster.List) *dataPeers {
-	p := &dataPeers{tmpdir: tmpdir, secret: secret, list: list, pools: map[int]*rpc.Pool{}}
-	for _, m := range list.Servers {
-		if r, _ := cluster.ParseRoles(m.Roles); r&wire.RoleData != 0 {
-			p.ranks = append(p.ranks, m.Rank)
-		}
-	}
-	return p
+	return &dataPeers{peerPools: newPeerPools(tmpdir, secret, list), ranks: ranksWith(list, wire.RoleData)}
 }
 
-func (p *dataPeers) DataRanks() []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]int(nil), p.ranks...)
-}
-
-func (p *dataPeers) pool(rank int) (*rpc.Pool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, fmt.Errorf("server is stopping: %w", pdc.ErrClosed)
-	}
-	if rank < 0 || rank >= len(p.list.Servers) {
-		return nil, fmt.Errorf("no server of rank %d among %d: %w", rank, len(p.list.Servers), pdc.ErrInvalid)
-	}
-	pl := p.pools[rank]
-	if pl == nil {
-		m := p.list.Servers[rank]
-		pl = rpc.NewPool(m.Addr, 1, rpc.DialOptions{Secret: p.secret, Label: m.Label()})
-		p.pools[rank] = pl
-	}
-	return pl, nil
-}
-
-// refresh reads the server list again and drops the pool of rank if its
-// address changed; it reports whether it did.
-func (p *dataPeers) refresh(rank int) bool {
-	list, err := cluster.ReadList(p.tmpdir)
-	if err != nil {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// p.list is read under mu: pushes to several servers refresh at once.
-	if p.closed || list.Size != p.list.Size {
-		return false
-	}
-	// Against the address the pool dials, not the list kept: another
-	// rank's refresh may have adopted this rank's new address already.
-	changed := dialsElsewhere(p.pools[rank], p.list.Servers[rank].Addr, list.Servers[rank].Addr)
-	p.list = list
-	if !changed {
-		return false
-	}
-	if pl := p.pools[rank]; pl != nil {
-		pl.Close()
-		delete(p.pools, rank)
-	}
-	return true
-}
-
-// dialsElsewhere reports whether a server now at addr is not where pl
-// (or, with no pool yet, the list it was read from: was) dials.
-func dialsElsewhere(pl *rpc.Pool, was, addr string) bool {
-	if pl != nil {
-		return pl.Addr() != addr
-	}
-	return was != addr
-}
+func (p *dataPeers) DataRanks() []int { return slices.Clone(p.ranks) }
 
 func (p *dataPeers) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
-	for attempt := 0; ; attempt++ {
-		pl, err := p.pool(rank)
-		if err != nil {
-			return err
-		}
-		_, err = pl.Call(ctx, m, hdr, nil, nil)
-		if err == nil || attempt > 0 || !errors.Is(err, pdc.ErrUnavailable) || !p.refresh(rank) {
-			return err
-		}
-	}
-}
-
-func (p *dataPeers) Close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for _, pl := range p.pools {
-		pl.Close()
-	}
-	p.pools = nil
+	_, err := p.ask(ctx, rank, m, hdr)
+	return err
 }
 
 // objects asks the metadata servers which objects are gone
