@@ -9,10 +9,12 @@ import (
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
-// DimsVersions is implemented by an Objects that can tell objects'
-// current dims versions, as their metadata servers count them. A data
-// server that has it refuses, as stale, a start whose dims may cut stored
-// data and are older than the metadata server's.
+// Lives is implemented by an Objects that can tell, with each object's
+// life, its current dims and their version, as its metadata server counts
+// them. A data server that has it learns them with the question it asks
+// about an object it sees for the first time (admit), and refuses, as
+// stale, a start older than them; and it confirms with it a start whose
+// dims may cut stored data (confirmDims).
 //
 // Without it a data server compared a start's dims version only with the
 // versions earlier starts brought it. When several set dims came with no
@@ -20,12 +22,28 @@ import (
 // handle holding the oldest was stored, although it came after the
 // regrow, and a later transfer through a handle holding the shrink, older
 // than the regrow but newer than the write's, cut the rows the write had
-// put there (TestStaleShrinkCutsNewerWrite in internal/e2e/region).
-type DimsVersions interface {
-	// DimsVersions returns each object's current dims version; 0 for
-	// one that no longer exists. An error means some could not be asked
-	// about.
-	DimsVersions(ctx context.Context, ids []uint64) ([]uint64, error)
+// put there (TestStaleShrinkCutsNewerWrite in internal/e2e/region). And
+// after a restart a start at dims version 0 to an object without files
+// here was taken whatever its dims (TestStaleFirstTouchAfterRestart).
+type Lives interface {
+	// Lives tells each object's life. An error means some could not be
+	// asked about.
+	Lives(ctx context.Context, ids []uint64) ([]Life, error)
+}
+
+// Life is what an object's metadata server tells of it.
+type Life struct {
+	// Gone: the object was deleted (as Objects.Gone says).
+	Gone bool
+	// Found: the metadata server holds the object's record, and Dims
+	// and DimsVersion are its. An object neither found nor gone is one
+	// whose delete is not yet durable there (a crash may bring it
+	// back), or one whose record is not there yet (metadata servers
+	// answer only once the records of a resize moved, so none is
+	// expected): its dims are not known.
+	Found       bool
+	Dims        []uint64
+	DimsVersion uint64
 }
 
 // mayCutLocked reports whether a start with it's layout, whose object's
@@ -34,6 +52,8 @@ type DimsVersions interface {
 // other in the rest than the newest seen, or, with none seen since this
 // server started, a version newer than its files' (once per object). A
 // grow, the dims of a new object, and a version already seen never may.
+// The dims an object's metadata server told with its first-touch question
+// (Lives) count as seen, so after a restart that question confirms them.
 // s.mu is held.
 func (s *Service) mayCutLocked(it wire.DataItem, floor uint64) bool {
 	seen, ok := s.mu.layouts[it.Obj]
@@ -51,7 +71,7 @@ func (s *Service) mayCutLocked(it wire.DataItem, floor uint64) bool {
 // mayCut is mayCutLocked for a start whose files were not asked yet
 // (startHere): with none seen, any dims changed since create may cut.
 func (s *Service) mayCut(items []wire.DataItem) bool {
-	if _, ok := s.cfg.Objects.(DimsVersions); !ok {
+	if _, ok := s.cfg.Objects.(Lives); !ok {
 		return false
 	}
 	s.mu.Lock()
@@ -66,12 +86,12 @@ func (s *Service) mayCut(items []wire.DataItem) bool {
 
 // confirmDims refuses, as stale, a start of ts whose dims may cut stored
 // data (mayCutLocked) and are older than its object's metadata server's.
-// The question costs a round trip only after a shrink, or once per object
-// after a restart. A set dims between the question and the start's
-// registration is not seen: its version reaches this server with the
-// next transfer that carries it.
+// The question costs a round trip only after a shrink newer than the
+// dims the object's first touch learned. A set dims between the question
+// and the start's registration is not seen: its version reaches this
+// server with the next transfer that carries it.
 func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
-	asker, ok := s.cfg.Objects.(DimsVersions)
+	asker, ok := s.cfg.Objects.(Lives)
 	if !ok {
 		return nil
 	}
@@ -91,7 +111,7 @@ func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	now, err := asker.DimsVersions(ctx, ids)
+	now, err := asker.Lives(ctx, ids)
 	if err == nil && len(now) != len(ids) {
 		err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(now), pdc.ErrInternal)
 	}
@@ -99,9 +119,19 @@ func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 		return fmt.Errorf("confirm the dims of %d objects: %w", len(ids), err)
 	}
 	for i, id := range ids {
-		if versions[i] < now[i] {
+		switch l := now[i]; {
+		case l.Gone:
+			return errDeleted(id)
+		case !l.Found:
+			// Not known deleted, and its dims not known: a start
+			// that may cut must not go on unconfirmed (it did, as if
+			// the object had no newer dims). A later start may be
+			// confirmed.
+			return fmt.Errorf("object %d: its metadata server does not hold it and does not know it deleted (its delete is not yet durable, or it is moving between metadata servers); cannot confirm dims version %d: %w",
+				id, versions[i], pdc.ErrUnavailable)
+		case versions[i] < l.DimsVersion:
 			return fmt.Errorf("object %d: dims version %d is older than version %d its metadata server has: %w",
-				id, versions[i], now[i], pdc.ErrStale)
+				id, versions[i], l.DimsVersion, pdc.ErrStale)
 		}
 	}
 	return nil

@@ -107,25 +107,55 @@ const lifeAskWait = 30 * time.Second
 func (s *Service) ask(ids []uint64, mine []*lifeCheck) {
 	ctx, cancel := context.WithTimeout(s.quit, lifeAskWait)
 	defer cancel()
-	gone, err := s.cfg.Objects.Gone(ctx, ids)
-	if err == nil && len(gone) != len(ids) {
-		err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(gone), pdc.ErrInternal)
-	}
+	lives, err := s.lives(ctx, ids)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, id := range ids {
 		c := mine[i]
 		delete(s.mu.checks, id)
 		switch {
-		case c.buried || err == nil && gone[i]:
+		case c.buried || err == nil && lives[i].Gone:
 			s.mu.lives[id] = lifeDead
 		case err == nil:
 			s.mu.lives[id] = lifeAlive
+			if l := lives[i]; l.Found {
+				// The dims its metadata server has: a start older than
+				// them is stale, whether or not a transfer brought them
+				// (after a restart, none has).
+				if seen, ok := s.mu.layouts[id]; !ok || l.DimsVersion > seen.version {
+					s.mu.layouts[id] = layoutSeen{version: l.DimsVersion, dims: l.Dims}
+				}
+			}
 		default:
 			c.err = err
 		}
 		close(c.done)
 	}
+}
+
+// lives asks the metadata servers about the objects ids: with their dims
+// if Objects can tell them (Lives), else only whether they are gone.
+func (s *Service) lives(ctx context.Context, ids []uint64) ([]Life, error) {
+	var out []Life
+	if asker, ok := s.cfg.Objects.(Lives); ok {
+		var err error
+		if out, err = asker.Lives(ctx, ids); err != nil {
+			return nil, err
+		}
+	} else {
+		gone, err := s.cfg.Objects.Gone(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out = make([]Life, len(gone))
+		for i, g := range gone {
+			out[i].Gone = g
+		}
+	}
+	if len(out) != len(ids) {
+		return nil, fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(out), pdc.ErrInternal)
+	}
+	return out, nil
 }
 
 func (s *Service) admitIDs(ctx context.Context, ids []uint64) error {

@@ -46,7 +46,9 @@ type Config struct {
 	// Objects, if set, is asked whether an object seen here for the first
 	// time still exists: operations on deleted objects are refused
 	// (gone.go). Without it every object is taken to exist, until a
-	// tombstone says otherwise.
+	// tombstone says otherwise. One that is also a Lives tells the
+	// objects' dims with that question, and confirms dims that may cut
+	// stored data (dimscheck.go).
 	Objects Objects
 
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a

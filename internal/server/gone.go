@@ -9,6 +9,8 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dataserver"
+	"github.com/pdcgo/pdc/internal/limits"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -103,10 +105,13 @@ func (o *objects) Gone(ctx context.Context, ids []uint64) ([]bool, error) {
 	return out, nil
 }
 
-// DimsVersions asks the objects' metadata servers for their current dims
-// versions (dataserver.DimsVersions): 0 for an object that no longer
-// exists.
-func (o *objects) DimsVersions(ctx context.Context, ids []uint64) ([]uint64, error) {
+// Lives asks the objects' metadata servers for their records
+// (dataserver.Lives): one open with Peek per metadata server, in place of
+// the Gone question, which it answers too. An object a metadata server
+// does not find is asked about as Gone asks: only one it answers gone is
+// deleted; another (its delete not yet durable) is neither found nor
+// gone, so that a start whose dims may cut data is not taken unconfirmed.
+func (o *objects) Lives(ctx context.Context, ids []uint64) ([]dataserver.Life, error) {
 	select {
 	case <-o.ready:
 	case <-ctx.Done():
@@ -116,28 +121,88 @@ func (o *objects) DimsVersions(ctx context.Context, ids []uint64) ([]uint64, err
 	if count == 0 {
 		return nil, fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
 	}
-	out := make([]uint64, len(ids))
+	groups := map[int][]int{} // metadata server index -> positions in ids
 	for i, id := range ids {
-		q := wire.ObjBatch{Opens: []wire.ObjKey{{ID: id, Peek: true}}}
-		hdr, err := o.peers.Ask(ctx, placement.OwnerOfID(id, count), wire.MethodObjOpen, q.Marshal(nil))
+		idx := placement.OwnerOfID(id, count)
+		groups[idx] = append(groups[idx], i)
+	}
+	out := make([]dataserver.Life, len(ids))
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for idx, pos := range groups {
+		wg.Go(func() {
+			// Each goroutine writes only out's items at its positions.
+			if err := o.livesAt(ctx, idx, ids, pos, out); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("metadata server %d of %d: %w", idx, count, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// livesAt asks metadata server idx about the objects ids[pos], into out.
+func (o *objects) livesAt(ctx context.Context, idx int, ids []uint64, pos []int, out []dataserver.Life) error {
+	var missing []int // positions of objects not found
+	for len(pos) > 0 {
+		n := min(len(pos), limits.MaxBatchItems)
+		q := wire.ObjBatch{Opens: make([]wire.ObjKey, n)}
+		for j, i := range pos[:n] {
+			q.Opens[j] = wire.ObjKey{ID: ids[i], Peek: true}
+		}
+		hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjOpen, q.Marshal(nil))
 		if err != nil {
-			return nil, fmt.Errorf("dims of object %d: %w", id, err)
+			return err
 		}
 		var res wire.ObjResults
 		if err := res.Unmarshal(hdr); err != nil {
-			return nil, fmt.Errorf("dims of object %d: %w", id, err)
+			return err
 		}
-		if len(res.Items) != 1 {
-			return nil, fmt.Errorf("dims of object %d: %d answers: %w", id, len(res.Items), pdc.ErrProtocol)
+		if len(res.Items) == 0 || len(res.Items) > n {
+			return fmt.Errorf("asked about %d objects, %d answers: %w", n, len(res.Items), pdc.ErrProtocol)
 		}
-		switch r := res.Items[0]; {
-		case r.Code == wire.CodeOK:
-			out[i] = r.Meta.DimsVersion
-		case errors.Is(r.Code.Err(), pdc.ErrNotFound):
-			// Deleted: the start is refused for that.
-		default:
-			return nil, fmt.Errorf("dims of object %d: %s: %w", id, r.Message, r.Code.Err())
+		// An answer may stop short (too large a reply): the rest are
+		// asked again.
+		for j, r := range res.Items {
+			i := pos[j]
+			switch {
+			case r.Code == wire.CodeOK:
+				out[i] = dataserver.Life{Found: true, Dims: r.Meta.Props.Dims, DimsVersion: r.Meta.DimsVersion}
+			case errors.Is(r.Code.Err(), pdc.ErrNotFound):
+				missing = append(missing, i)
+			default:
+				return fmt.Errorf("object %d: %s: %w", ids[i], r.Message, r.Code.Err())
+			}
 		}
+		pos = pos[len(res.Items):]
 	}
-	return out, nil
+	if len(missing) == 0 {
+		return nil
+	}
+	q := wire.IDList{IDs: make([]uint64, len(missing))}
+	for j, i := range missing {
+		q.IDs[j] = ids[i]
+	}
+	hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjGone, q.Marshal(nil))
+	if err != nil {
+		return err
+	}
+	var gone wire.IDList
+	if err := gone.Unmarshal(hdr); err != nil {
+		return err
+	}
+	set := make(map[uint64]bool, len(gone.IDs))
+	for _, id := range gone.IDs {
+		set[id] = true
+	}
+	for _, i := range missing {
+		out[i] = dataserver.Life{Gone: set[ids[i]]}
+	}
+	return nil
 }
