@@ -276,6 +276,13 @@ func (o *Object) Dims(ctx context.Context) ([]uint64, error) {
 
 // SetDims changes the object's dims (same number of dims; each > 0; only
 // the first may be Unlimited; at most 2^63-1 bytes).
+//
+// Transfers this handle started before are not overtaken: its writes are
+// stored first, and its reads of regions the new dims no longer hold are
+// waited first (their Wait then returns the rows as they were). A read
+// is otherwise served at its wait, with the newest dims: one that still
+// fits them reads what the object holds then; one started through
+// another handle or client that no longer fits fails with pdc.ErrStale.
 func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 	what := fmt.Sprintf("set dims of object %q", o.meta().Name)
 	if err := limits.Dims(what, dims, o.meta().Props.Type.Size()); err != nil {
@@ -290,6 +297,12 @@ func (o *Object) SetDims(ctx context.Context, dims []uint64) error {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	if err := o.c.xfer.CollectStarts(ctx); err != nil {
+		return fmt.Errorf("object %q: %w", o.meta().Name, err)
+	}
+	// Reads started through this handle that the new dims cut are
+	// waited first (their bytes are the rows as they were): waited
+	// after the cut, they would fail as stale.
+	if err := o.x.WaitReadsOutside(ctx, dims); err != nil {
 		return fmt.Errorf("object %q: %w", o.meta().Name, err)
 	}
 	m, err := o.c.calls().ObjSetDims(ctx, o.meta().Server, &wire.SetDims{ID: o.meta().ID, Dims: dims})

@@ -80,3 +80,29 @@ func (o *Object) waitPending(ctx context.Context) error {
 	}
 	return o.e.WaitAll(ctx, ts)
 }
+
+// WaitReadsOutside waits for the object's started, unwaited reads of
+// regions that do not fit in dims, so that they read the rows as they are
+// before a set dims to dims cuts them (as a write started before it is
+// stored first): a read is served at its wait, and one waited after the
+// cut, no longer fitting the object's dims, would fail as stale. Their
+// own errors are theirs, reported by their waits; only ctx's is
+// returned.
+func (o *Object) WaitReadsOutside(ctx context.Context, dims []uint64) error {
+	o.mu.Lock()
+	var ts []*Transfer
+	for t := o.mu.pending; t != nil; t = t.pend.next {
+		if t.access == Read && t.remote.Within(dims) != nil {
+			ts = append(ts, t)
+		}
+	}
+	o.mu.Unlock()
+	if len(ts) == 0 {
+		return nil
+	}
+	err := o.e.WaitAll(ctx, ts)
+	if ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
