@@ -427,7 +427,8 @@ func (w *wal) reset(minRoom int) error {
 	if _, err := f.Write(walHeader(w.sync)); err != nil {
 		return fail(err)
 	}
-	capacity, err := reserve(f, max(walRotateBytes, int64(minRoom)+walRecHeaderLen), int64(minRoom)+walRecHeaderLen)
+	need := int64(minRoom) + walRecHeaderLen
+	capacity, err := reserve(f, roomFor(dir, max(walRotateBytes, need)), need)
 	if err != nil {
 		return fail(err)
 	}
@@ -496,6 +497,19 @@ func reserve(f vfs.File, want, need int64) (int64, error) {
 			return 0, fmt.Errorf("reserve %d bytes: %w", n+hdr, err)
 		}
 	}
+}
+
+// roomFor is want, or half the space left on dir's file system if that
+// is less. A reservation larger than the free space takes every free
+// block before it fails and gives them back, and meanwhile a write of
+// anything else on that disk (a data server's, another store's) fails for
+// room; two stores starting on a small disk failed their starts so.
+func roomFor(dir string, want int64) int64 {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return want
+	}
+	return min(want, int64(st.Bavail)*int64(st.Bsize)/2)
 }
 
 var zeroBlock = make([]byte, 1<<20)
