@@ -499,17 +499,21 @@ func reserve(f vfs.File, want, need int64) (int64, error) {
 	}
 }
 
-// roomFor is want, or half the space left on dir's file system if that
-// is less. A reservation larger than the free space takes every free
-// block before it fails and gives them back, and meanwhile a write of
-// anything else on that disk (a data server's, another store's) fails for
-// room; two stores starting on a small disk failed their starts so.
+// roomFor is want, or a quarter of the space left on dir's file system
+// if that is less. A reservation larger than the free space takes every
+// free block before it fails and gives them back, and meanwhile a write
+// of anything else on that disk (a data server's, another store's) fails
+// for room; two stores starting on a small disk failed their starts so.
+// And what a full log holds must be flushed into tables, in new space,
+// before the log's own space comes back: a log that took most of a
+// nearly full disk would hold more than the disk can take once an
+// operator frees some, and the store would stay full.
 func roomFor(dir string, want int64) int64 {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil {
 		return want
 	}
-	return min(want, int64(st.Bavail)*int64(st.Bsize)/2)
+	return min(want, int64(st.Bavail)*int64(st.Bsize)/4)
 }
 
 var zeroBlock = make([]byte, 1<<20)
