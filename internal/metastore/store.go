@@ -28,11 +28,17 @@ import (
 // version 1 store is a version 2 store without them, and is upgraded at
 // open by writing the version, so that an older build, which would not
 // move them when the cluster resizes, refuses the store instead.
-const storeVersion = 2
+// Version 3 added pending dims cuts ('K' keys): a build before them would
+// neither push them at start nor refuse a set dims while one is pending,
+// so a newer dims version could reach a data server before a shrink's
+// cut and a regrow read the rows the shrink dropped; nor would it move
+// them on a resize. A version 1 or 2 store has none and is upgraded the
+// same way.
+const storeVersion = 3
 
 // upgradable are the older layout versions a store is upgraded from in
 // place: none of their keys changed meaning.
-var upgradable = map[uint32]bool{1: true}
+var upgradable = map[uint32]bool{1: true, 2: true}
 
 // Store is the pebble database of one metadata server, with its log.
 type Store struct {
@@ -207,6 +213,10 @@ func (s *Store) checkVersion() error {
 	old := len(v) == 4 && upgradable[binary.BigEndian.Uint32(v)]
 	if !ok && !old {
 		defer closer.Close()
+		if len(v) == 4 && binary.BigEndian.Uint32(v) > storeVersion {
+			return fmt.Errorf("metadata store %s has layout version %d, written by a newer pdc; this build reads versions up to %d: %w",
+				s.dir, binary.BigEndian.Uint32(v), storeVersion, pdc.ErrVersion)
+		}
 		return fmt.Errorf("metadata store %s has layout version %x; this build reads version %d: %w", s.dir, v, storeVersion, pdc.ErrVersion)
 	}
 	closer.Close()

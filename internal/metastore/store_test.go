@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -323,23 +324,30 @@ func same(t *testing.T, when string, a, b *Store) {
 	}
 }
 
-// A store of layout version 1 (before staging namespaces) opens and is
-// marked version 2, its keys kept; a newer layout is refused.
+// A store of layout version 1 (before staging namespaces) or 2 (before
+// pending dims cuts) opens and is marked version 3, its keys kept; a
+// newer layout is refused, saying so.
 func TestStoreLayoutUpgrade(t *testing.T) {
+	for _, from := range []string{"\x00\x00\x00\x01", "\x00\x00\x00\x02"} {
+		dir := t.TempDir()
+		s := openTest(t, dir, DurabilityProcess)
+		put(t, s, "V", from)
+		put(t, s, "Fkept", "record")
+		s.close()
+		s = openTest(t, dir, DurabilityProcess)
+		mustGet(t, s, "V", "\x00\x00\x00\x03")
+		mustGet(t, s, "Fkept", "record")
+		s.close()
+	}
 	dir := t.TempDir()
 	s := openTest(t, dir, DurabilityProcess)
-	put(t, s, "V", "\x00\x00\x00\x01")
-	put(t, s, "Fkept", "record")
+	put(t, s, "V", "\x00\x00\x00\x04")
 	s.close()
-	s = openTest(t, dir, DurabilityProcess)
-	mustGet(t, s, "V", "\x00\x00\x00\x02")
-	mustGet(t, s, "Fkept", "record")
-	put(t, s, "V", "\x00\x00\x00\x03")
-	s.close()
-	if s, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler)); !errors.Is(err, pdc.ErrVersion) {
-		if err == nil {
-			s.close()
-		}
-		t.Fatalf("a store of layout version 3 opened: %v", err)
+	s, err := openStore(dir, DurabilityProcess, 1<<20, slog.New(slog.DiscardHandler))
+	if err == nil {
+		s.close()
+	}
+	if !errors.Is(err, pdc.ErrVersion) || !strings.Contains(err.Error(), "layout version 4, written by a newer pdc") {
+		t.Fatalf("a store of layout version 4 opened or was refused without saying why: %v", err)
 	}
 }
