@@ -27,9 +27,10 @@ import (
 // server down, this server killed between the commit and the push) stays
 // in the store: a later set dims of the object delivers it first and is
 // refused with pdc.ErrUnavailable if it cannot, so that no newer dims
-// version can reach a data server before the cut; start pushes those left,
-// in the background. A transfer carrying the cut's own version (the
-// object's newest) cuts as it always did.
+// version can reach a data server before the cut; meanwhile a retrier
+// pushes it with a back-off until every data server has applied it, those
+// left in the store at start too. A transfer carrying the cut's own
+// version (the object's newest) cuts as it always did.
 
 // keyCut is the pending cut of object id: a shrink or relayout some data
 // server may not have applied. The value is cutVersion and a
@@ -43,9 +44,12 @@ const (
 	// cutWait bounds a push of a cut to the data servers.
 	cutWait = 10 * time.Second
 	// cutRetryMin and cutRetryMax bound the back-off between pushes of
-	// cuts left at start.
+	// cuts some data server has not applied.
 	cutRetryMin = 500 * time.Millisecond
 	cutRetryMax = 15 * time.Second
+	// cutPushers bounds the cuts one round of the retrier pushes at once:
+	// each may wait up to cutWait for a data server that does not answer.
+	cutPushers = 16
 )
 
 var errNoPeers = errors.New("no data servers known yet")
@@ -58,6 +62,40 @@ type cuts struct {
 	// read under it to be pushed is durable, or its sync failed
 	// (pushCut settles the store first).
 	mu sync.Mutex
+
+	// left are the objects whose pending cut some data server may not
+	// have applied, for the retrier: each with the mark it was last
+	// recorded under, so that a round forgets only what it delivered.
+	leftMu sync.Mutex
+	left   map[uint64]uint64
+	mark   uint64
+	retry  retrier
+	// failing is whether the retrier's last round left cuts undelivered
+	// (only the retrier reads and writes it).
+	failing bool
+}
+
+func (c *cuts) init() {
+	c.left = map[uint64]uint64{}
+	c.retry = newRetrier(cutRetryMin, cutRetryMax)
+}
+
+// markLeft has the retrier push the pending cut of object id, which some
+// data server may not have applied. It never waits.
+func (c *cuts) markLeft(id uint64) {
+	c.leftMu.Lock()
+	c.mark++
+	c.left[id] = c.mark
+	c.leftMu.Unlock()
+	c.retry.poke()
+}
+
+// PendingCuts is how many objects have a dims cut some data server may
+// not have applied.
+func (s *Service) PendingCuts() int {
+	s.cuts.leftMu.Lock()
+	defer s.cuts.leftMu.Unlock()
+	return len(s.cuts.left)
 }
 
 // hasPeers reports whether the data servers are known (StartTombstones):
@@ -166,11 +204,10 @@ func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut) error {
 	return errors.Join(errs...)
 }
 
-// deliverLeft pushes the cuts left in the store (by a crash, by data
-// servers that could not be reached, moved here with their objects) until
-// each is delivered or the service closes.
-func (s *objects) deliverLeft() {
-	defer s.tombs.wg.Done()
+// loadCuts lists the objects with a pending cut in the store: left by a
+// crash, by data servers that could not be reached, or moved here with
+// their objects.
+func (s *objects) loadCuts() ([]uint64, error) {
 	var ids []uint64
 	err := s.scan([]byte{'K'}, func(k, _ []byte) error {
 		if len(k) == 9 {
@@ -179,35 +216,74 @@ func (s *objects) deliverLeft() {
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("load pending dims cuts: " + err.Error())
-		return
+		return nil, fmt.Errorf("load pending dims cuts: %w", err)
 	}
+	return ids, nil
+}
+
+// startCuts starts the retrier of pending cuts (StartTombstones), with
+// those of ids, loaded from the store, to push.
+func (s *objects) startCuts(ids []uint64) {
 	if len(ids) > 0 {
 		s.log.Info("pushing dims cuts left in the store to the data servers", "objects", len(ids))
 	}
-	wait := cutRetryMin
-	for len(ids) > 0 {
-		var left []uint64
-		var last error
-		for _, id := range ids {
-			if err := s.deliverCut(s.tombs.ctx, id); err != nil {
-				left, last = append(left, id), err
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		s.log.Warn("dims cuts not yet applied by every data server; retrying", "objects", len(left), "err", last.Error())
-		ids = left
-		t := time.NewTimer(wait)
-		select {
-		case <-s.tombs.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, cutRetryMax)
+	for _, id := range ids {
+		s.cuts.markLeft(id)
 	}
+	s.tombs.wg.Go(func() { s.cuts.retry.run(s.tombs.ctx, s.cutRound) })
+}
+
+// cutRound delivers the cuts marked left (the retrier's round), a few at
+// once, and forgets those delivered unless marked again meanwhile. It
+// asks to be tried again while some data server has not applied one.
+func (s *objects) cutRound(ctx context.Context) (again bool) {
+	s.cuts.leftMu.Lock()
+	marks := make(map[uint64]uint64, len(s.cuts.left))
+	ids := make([]uint64, 0, len(s.cuts.left))
+	for id, m := range s.cuts.left {
+		marks[id] = m
+		ids = append(ids, id)
+	}
+	s.cuts.leftMu.Unlock()
+	if len(ids) == 0 {
+		return false
+	}
+	slices.Sort(ids)
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, cutPushers)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = s.deliverCut(ctx, id)
+		})
+	}
+	wg.Wait()
+	var last error
+	failed := 0
+	s.cuts.leftMu.Lock()
+	for i, id := range ids {
+		if errs[i] != nil {
+			failed, last = failed+1, errs[i]
+			continue
+		}
+		if s.cuts.left[id] == marks[id] {
+			delete(s.cuts.left, id)
+		}
+	}
+	s.cuts.leftMu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+	case failed > 0 && !s.cuts.failing:
+		s.log.Warn("dims cuts not yet applied by every data server; retrying", "objects", failed, "err", last.Error())
+	case failed > 0:
+		s.log.Debug("dims cuts still to push", "objects", failed, "err", last.Error())
+	case s.cuts.failing:
+		s.log.Info("dims cuts left undelivered are now applied by every data server", "objects", len(ids))
+	}
+	s.cuts.failing = failed > 0
+	return failed > 0
 }
 
 func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -225,6 +301,9 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	var cut *wire.DimsCut
 	for {
 		early := s.deliverCut(ctx, d.ID)
+		if early != nil {
+			s.cuts.markLeft(d.ID)
+		}
 		var err error
 		m, cut, err = s.setDims(ctx, &d, early)
 		if errors.Is(err, errCutRaced) {
@@ -240,10 +319,12 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	if cut != nil {
 		// Committed: the set dims has succeeded. A data server that did
-		// not apply the cut gets it before the object's next set dims.
+		// not apply the cut gets it from the retrier, and before the
+		// object's next set dims in any case.
 		if err := s.deliverCut(ctx, d.ID); err != nil {
-			s.log.Warn("dims cut not yet applied by every data server; the object's next set dims delivers it first",
+			s.log.Warn("dims cut not yet applied by every data server; retrying in the background",
 				"object", d.ID, "version", cut.DimsVersion, "err", err.Error())
+			s.cuts.markLeft(d.ID)
 		}
 	}
 	return rpc.Respond(m), nil
@@ -303,6 +384,13 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 		b.Set(keyCut(m.ID), encodeCut(cut))
 	}
 	if err := s.st.Commit(b); err != nil {
+		if cut != nil {
+			// Applied perhaps, its sync failed (metastore.ErrUnsynced): the
+			// retrier pushes the cut once the store is durable again
+			// (pushCut settles it first), and drops the mark if the commit
+			// was not applied.
+			s.cuts.markLeft(m.ID)
+		}
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return m, cut, nil

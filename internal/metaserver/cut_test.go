@@ -174,7 +174,7 @@ func TestSetDimsDeliversPendingCutFirst(t *testing.T) {
 	if _, err := s.objSetDims(ctx, setDimsReq(a, 1)); err != nil {
 		t.Fatal(err)
 	}
-	// The pusher of cuts left at start may have pushed version 1 too,
+	// The retrier of pending cuts may have pushed version 1 too,
 	// even after version 2 (it read the cut before this set dims dropped
 	// it): pushing a cut twice is harmless, and one older than the
 	// data server's is ignored there. What counts is that 1 came first.
@@ -184,5 +184,45 @@ func TestSetDimsDeliversPendingCutFirst(t *testing.T) {
 	}
 	if c, err := s.pendingCut(a); err != nil || c != nil {
 		t.Fatalf("pending cut %v, %v; want none", c, err)
+	}
+}
+
+// A cut a data server missed (it was down at the shrink) reaches it once
+// it is back, with no further set dims of the object and no restart of
+// the metadata server: until then its files hold the rows the shrink
+// dropped, which a transfer through a handle that never learned the
+// shrink reads back.
+func TestPendingCutIsRetriedWhileRunning(t *testing.T) {
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	data := newFakeCuts(1)
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever start pushes, it has found in the store by now.
+	time.Sleep(200 * time.Millisecond)
+	a := createOne(t, s, "a", []uint64{27})
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 8)); err != nil {
+		t.Fatalf("shrink with a data server down: %v", err)
+	}
+	if v := data.versions(1); len(v) != 0 {
+		t.Fatalf("rank 1, down, applied cuts of versions %v", v)
+	}
+	data.setDown(1, false)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := s.pendingCut(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil && s.PendingCuts() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 1 back for 10 s, the cut still pending (%v; %d marked); rank 1 applied %v", c, s.PendingCuts(), data.versions(1))
+		}
+	}
+	if v := slices.Compact(data.versions(1)); !slices.Equal(v, []uint64{1}) {
+		t.Fatalf("rank 1 applied cuts of versions %v, want [1]", v)
 	}
 }

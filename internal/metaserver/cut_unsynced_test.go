@@ -3,7 +3,9 @@ package metaserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +134,68 @@ func TestShrinkInItsFsyncIsNotPushed(t *testing.T) {
 			t.Fatalf("a data server applied the cut of dims version %d before its fsync; after a power loss the object has dims %v of version %d",
 				v, m.Props.Dims, m.DimsVersion)
 		}
+	}
+}
+
+// The retrier of pending cuts takes the cut of a shrink whose fsync
+// failed, and must push it only once the store has made it durable: a
+// power loss while syncs still fail brings back the old dims, under
+// which the rows a pushed cut dropped were acknowledged. Once syncs work
+// again it pushes the cut, with no further set dims of the object.
+func TestRetrierPushesUnsyncedShrinkOnceDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := openSyncOn(t, fsys)
+	ctx := context.Background()
+	data := &crashAtCut{fakeCuts: newFakeCuts(), mem: mem}
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	a := createOne(t, s, "a", []uint64{4})
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 27)); err != nil {
+		t.Fatal(err)
+	}
+	// Every fsync fails (EIO) until restored: the log's, and pebble's
+	// that a fresh log would need first.
+	restore := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Err: syscall.EIO})
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 8)); !errors.Is(err, metastore.ErrUnsynced) {
+		restore()
+		t.Fatalf("a shrink whose fsync failed: %v, want an error wrapping ErrUnsynced", err)
+	}
+	// A few rounds of the retrier (0.5 s, 1 s) with syncs still failing.
+	time.Sleep(2 * time.Second)
+	pushed := append(data.versions(0), data.versions(1)...)
+	restore()
+	if len(pushed) > 0 {
+		t.Fatalf("cuts of versions %v pushed while the shrink (version 2) was not durable", pushed)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := s.pendingCut(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil && s.PendingCuts() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after syncs work again, the shrink's cut is still pending (%v); pushed %v, %v", c, data.versions(0), data.versions(1))
+		}
+	}
+	for rank := range 2 {
+		if v := slices.Compact(data.versions(rank)); !slices.Equal(v, []uint64{2}) {
+			t.Errorf("rank %d applied cuts of versions %v, want [2]", rank, v)
+		}
+	}
+	// Power lost as the first data server applied the cut: the shrink
+	// was durable by then.
+	crash(s)
+	s = openSyncOn(t, data.crashed)
+	defer s.Close()
+	m, _, err := s.loadObjByID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DimsVersion < 2 {
+		t.Fatalf("a data server applied the cut of version 2; after a power loss then the object has dims %v of version %d", m.Props.Dims, m.DimsVersion)
 	}
 }

@@ -66,7 +66,7 @@ type tombs struct {
 		held   map[uint64]struct{}
 		closed bool
 	}
-	wake chan struct{} // capacity 1
+	retry retrier
 
 	// pushMu makes one push at a time per rank go out, so that a slow
 	// rank is not sent the same tombstones twice at once.
@@ -81,7 +81,7 @@ func (t *tombs) init(s *core) {
 	t.s = s
 	t.mu.pending = map[uint64]map[int]bool{}
 	t.mu.held = map[uint64]struct{}{}
-	t.wake = make(chan struct{}, 1)
+	t.retry = newRetrier(goneRetryMin, goneRetryMax)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 }
 
@@ -99,6 +99,10 @@ func (s *Service) StartTombstones(peers DataPeers) error {
 	})
 	if err != nil {
 		return fmt.Errorf("load tombstones: %w", err)
+	}
+	cutIDs, err := s.objects.loadCuts()
+	if err != nil {
+		return err
 	}
 	t := &s.tombs
 	t.mu.Lock()
@@ -119,19 +123,13 @@ func (s *Service) StartTombstones(peers DataPeers) error {
 	if len(ids) > 0 {
 		s.log.Info("pushing tombstones of deleted objects left in the store to the data servers", "objects", len(ids))
 	}
-	t.wg.Add(2)
-	go t.retry()
-	go s.objects.deliverLeft()
+	t.wg.Go(func() { t.retry.run(t.ctx, t.round) })
 	t.poke()
+	s.objects.startCuts(cutIDs)
 	return nil
 }
 
-func (t *tombs) poke() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
-}
+func (t *tombs) poke() { t.retry.poke() }
 
 // close stops the retrier; tombstones not yet confirmed stay in the store.
 func (t *tombs) close() {
@@ -307,64 +305,29 @@ func (t *tombs) pushTo(ctx context.Context, peers DataPeers, rank int, ids []uin
 	return nil
 }
 
-// retry pushes the pending tombstones when poked, and again after a
-// back-off while some data server does not confirm.
-func (t *tombs) retry() {
-	defer t.wg.Done()
-	wait := goneRetryMin
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	failing := false
-	for {
-		select {
-		case <-t.ctx.Done():
-			return
-		case <-t.wake:
-		case <-timer.C:
-			if !failing {
-				timer.Reset(goneRetryMax)
-				continue
-			}
-		}
-		held, serr := t.settle()
-		if serr != nil {
-			t.s.log.Warn("deleted objects' data stays on the data servers until their deletes are durable; retrying", "err", serr.Error())
-		}
-		if t.pending() == 0 && !held {
-			failing = false
-			continue // the timer is stopped or fired: reset below only on work
-		}
-		t.mu.Lock()
-		ids := make([]uint64, 0, len(t.mu.pending))
-		for id := range t.mu.pending {
-			ids = append(ids, id)
-		}
-		t.mu.Unlock()
-		slices.Sort(ids)
-		var err error
-		if len(ids) > 0 {
-			err = t.push(t.ctx, ids)
-		}
-		if t.ctx.Err() != nil {
-			return
-		}
-		failing = err != nil || held
-		if err != nil {
-			t.s.log.Debug("tombstones still to push", "objects", len(ids), "err", err.Error())
-		}
-		if failing {
-			wait = min(2*wait, goneRetryMax)
-		} else {
-			wait = goneRetryMin
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(wait)
+// round settles the held tombstones and pushes the pending ones (the
+// retrier's round); it asks to be tried again while some data server does
+// not confirm or some deletes are not yet durable.
+func (t *tombs) round(ctx context.Context) (again bool) {
+	held, serr := t.settle()
+	if serr != nil {
+		t.s.log.Warn("deleted objects' data stays on the data servers until their deletes are durable; retrying", "err", serr.Error())
 	}
+	t.mu.Lock()
+	ids := make([]uint64, 0, len(t.mu.pending))
+	for id := range t.mu.pending {
+		ids = append(ids, id)
+	}
+	t.mu.Unlock()
+	if len(ids) == 0 {
+		return held
+	}
+	slices.Sort(ids)
+	err := t.push(ctx, ids)
+	if err != nil {
+		t.s.log.Debug("tombstones still to push", "objects", len(ids), "err", err.Error())
+	}
+	return err != nil || held
 }
 
 // PendingTombstones is how many deleted objects' data some data server

@@ -12,6 +12,9 @@ type Metrics struct {
 	// Tombstones are deleted objects whose data some data server may
 	// still hold.
 	Tombstones int
+	// DimsCuts are objects whose shrink or relayout some data server may
+	// not have applied yet.
+	DimsCuts int
 	// StagedFiles and StagedBytes are the files produces recorded on
 	// this server since it started, and their sizes.
 	StagedFiles, StagedBytes uint64
@@ -19,6 +22,6 @@ type Metrics struct {
 
 // Metrics returns the service's figures.
 func (s *Service) Metrics() Metrics {
-	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones(),
+	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones(), DimsCuts: s.PendingCuts(),
 		StagedFiles: s.producedFiles.Load(), StagedBytes: s.producedBytes.Load()}
 }

@@ -43,6 +43,7 @@ func newObjects(c *core, r *regions) *objects {
 	o.unsure.recs = map[string][]byte{}
 	o.opens.init()
 	o.tombs.init(c)
+	o.cuts.init()
 	return o
 }
 

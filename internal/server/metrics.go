@@ -119,6 +119,7 @@ func (p *proc) addSources() {
 			w.Counter("pdc_stage_produced_files_total", "Files recorded by stage produces on this metadata server since it started.", float64(m.StagedFiles))
 			w.Counter("pdc_stage_produced_bytes_total", "Bytes of the files recorded by stage produces on this metadata server since it started.", float64(m.StagedBytes))
 			w.Gauge("pdc_meta_tombstones", "Deleted objects whose data a data server may still hold.", float64(m.Tombstones))
+			w.Gauge("pdc_meta_dims_cuts", "Objects whose shrink or relayout a data server may not have applied yet.", float64(m.DimsCuts))
 		}
 	})
 }
