@@ -69,8 +69,12 @@ type tombs struct {
 	retry retrier
 
 	// pushMu makes one push at a time per rank go out, so that a slow
-	// rank is not sent the same tombstones twice at once.
-	pushMu sync.Map // rank -> *sync.Mutex
+	// rank is not sent the same tombstones twice at once. It is a
+	// channel, taken under the pusher's context: a push to a rank that
+	// does not answer (stopped, firewalled) holds it until the call
+	// fails, and a delete waiting behind it must still answer within its
+	// own bound (goneWait).
+	pushMu sync.Map // rank -> chan struct{}, capacity 1
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -276,9 +280,14 @@ func (t *tombs) push(ctx context.Context, ids []uint64) error {
 
 // pushTo sends rank the tombstones of ids it has not confirmed.
 func (t *tombs) pushTo(ctx context.Context, peers DataPeers, rank int, ids []uint64) error {
-	mu, _ := t.pushMu.LoadOrStore(rank, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	v, _ := t.pushMu.LoadOrStore(rank, make(chan struct{}, 1))
+	mu := v.(chan struct{})
+	select {
+	case mu <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("data server rank %d: remove the data of deleted objects: waiting for the push under way to it: %w", rank, pdc.CtxErr(ctx))
+	}
+	defer func() { <-mu }()
 	var todo []uint64
 	t.mu.Lock()
 	for _, id := range ids {
