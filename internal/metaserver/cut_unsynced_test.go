@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -197,5 +198,48 @@ func TestRetrierPushesUnsyncedShrinkOnceDurable(t *testing.T) {
 	}
 	if m.DimsVersion < 2 {
 		t.Fatalf("a data server applied the cut of version 2; after a power loss then the object has dims %v of version %d", m.Props.Dims, m.DimsVersion)
+	}
+}
+
+// A data server confirms dims that may cut its data (a shrink newer than
+// any it saw) with an open (Peek) before it applies them. An open must
+// not answer the dims of a set dims whose fsync failed while they may
+// still be lost: the data server would cut the rows past the shrink, and
+// a power loss would bring the old dims back with those rows empty.
+func TestOpenHandsOutNoUnsyncedDims(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := openSyncOn(t, fsys)
+	defer s.Close()
+	ctx := context.Background()
+	a := createOne(t, s, "a", []uint64{27})
+	restore := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Err: syscall.EIO})
+	if _, err := s.objSetDims(ctx, setDimsReq(a, 8)); !errors.Is(err, metastore.ErrUnsynced) {
+		restore()
+		t.Fatalf("a shrink whose fsync failed: %v, want an error wrapping ErrUnsynced", err)
+	}
+	peek := func() (*wire.ObjectMeta, error) {
+		b := wire.ObjBatch{Opens: []wire.ObjKey{{ID: a, Peek: true}}}
+		resp, err := s.objOpen(ctx, &rpc.Request{Header: b.Marshal(nil), Client: "ds"})
+		if err != nil {
+			return nil, err
+		}
+		var res wire.ObjResults
+		if err := res.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		return &res.Items[0].Meta, nil
+	}
+	m, err := peek()
+	restore()
+	if err == nil {
+		t.Fatalf("an open with the shrink not durable answered dims %v (version %d)", m.Props.Dims, m.DimsVersion)
+	}
+	if !errors.Is(err, metastore.ErrUnsynced) {
+		t.Fatalf("an open with the shrink not durable: %v, want an error wrapping ErrUnsynced", err)
+	}
+	// Once a commit makes it durable, the open answers it.
+	if m, err = peek(); err != nil || m.DimsVersion != 1 || m.Props.Dims[0] != 8 {
+		t.Fatalf("an open once syncs work again: %+v, %v; want dims [8] version 1", m, err)
 	}
 }
