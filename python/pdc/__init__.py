@@ -197,6 +197,23 @@ def _cstr(b: bytes, what: str) -> bytes:
 
 _env_lock = threading.Lock()
 
+# This process's pid, for the fork checks of every call on a handle.
+# os.getpid() is a system call (0.4 us here, more with the caches cold
+# after a round trip), paid once per tag put; the hook keeps _pid right for
+# every fork Python runs on (os.fork, multiprocessing, C code that calls
+# PyOS_AfterFork_Child). After a fork it does not see, libpdc's loader
+# still gives the child a core of its own, which refuses the parent's
+# handles ("a handle of the process this one was forked from").
+_pid = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class Connection:
     """A connection to pdc servers (PDCinit). Use pdc.connect."""
@@ -216,20 +233,20 @@ class Connection:
                         del os.environ["PDC_TMPDIR"]
                     else:
                         os.environ["PDC_TMPDIR"] = old
-        self._pid = os.getpid()
+        self._pid = _pid
 
     @property
     def id(self) -> int:
         if self._id == 0:
             raise Closed("pdc: connection closed")
-        if self._pid != os.getpid():
+        if self._pid != _pid:
             raise Closed("pdc: connection made in process %d, before a fork: "
                          "call pdc.connect in the child" % self._pid)
         return self._id
 
     def close(self) -> None:
         """Closes the connection and every handle opened through it (idempotent)."""
-        if self._id != 0 and self._pid == os.getpid():
+        if self._id != 0 and self._pid == _pid:
             h, self._id = self._id, 0
             _check(lib.PDCclose(h), "PDCclose")
         self._id = 0
@@ -431,7 +448,7 @@ class Container(_Handle):
     def close(self) -> None:
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == os.getpid():
+            if self.conn._id and self.conn._pid == _pid:
                 _check(lib.PDCcont_close(h), f"PDCcont_close({self.name!r})")
 
 
@@ -541,7 +558,7 @@ class Object(_Handle):
         """Closes the object, which flushes it (idempotent)."""
         if self._id != 0:
             h, self._id = self._id, 0
-            if self.conn._id and self.conn._pid == os.getpid():
+            if self.conn._id and self.conn._pid == _pid:
                 _check(lib.PDCobj_close(h), f"PDCobj_close({self.name!r})")
 
     # regions
@@ -754,7 +771,7 @@ class Transfer:
         # uses the buffer no more.
         try:
             conn = self.obj.conn
-            if self._id == 0 or conn._id == 0 or conn._pid != os.getpid():
+            if self._id == 0 or conn._id == 0 or conn._pid != _pid:
                 return
             try:
                 self._close()
@@ -804,7 +821,7 @@ _default_lock = threading.Lock()
 def _conn() -> Connection:
     global _default
     with _default_lock:
-        if _default is None or _default._id == 0 or _default._pid != os.getpid():
+        if _default is None or _default._id == 0 or _default._pid != _pid:
             _default = Connection()
         return _default
 
