@@ -22,6 +22,7 @@ import ctypes
 import enum
 import math
 import os
+import struct
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence, Union
@@ -300,6 +301,11 @@ def connect(tmpdir: Optional[str] = None, name: str = "python") -> Connection:
 
 # --- tags ---------------------------------------------------------------------
 
+_INT64, _DOUBLE = int(Type.INT64), int(Type.DOUBLE)
+_I64_LIMIT = 1 << 63
+_pack_double = struct.Struct("=d").pack  # as np.float64(v).tobytes()
+
+
 def _tag_value(v: Any) -> tuple[Type, bytes]:
     if isinstance(v, np.generic):
         if isinstance(v, np.bytes_):
@@ -363,9 +369,23 @@ class Tags:
         return [(k, self[k]) for k in self.keys()]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        t, raw = _tag_value(value)
-        buf = ctypes.create_string_buffer(raw, len(raw))
-        _check(self._put(self._owner.id, _cstr(key.encode(), "tag name"), buf, int(t), len(raw)), f"put_tag({key!r})")
+        # Once per tag in a loop of puts, so kept lean: the value's bytes go
+        # as they are (libpdc copies them before it returns), a plain int or
+        # float skips _tag_value's tests, and the call is named only when it
+        # failed.
+        name = key.encode()
+        if b"\0" in name:
+            _cstr(name, "tag name")
+        tv = type(value)
+        if tv is int and -_I64_LIMIT <= value < _I64_LIMIT:
+            t, raw = _INT64, value.to_bytes(8, "little", signed=True)
+        elif tv is float:
+            t, raw = _DOUBLE, _pack_double(value)
+        else:
+            tt, raw = _tag_value(value)
+            t = int(tt)
+        if self._put(self._owner.id, name, raw, t, len(raw)) != 0:
+            raise _error(f"put_tag({key!r})")
 
     def __getitem__(self, key: str) -> Any:
         val, typ, size = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_ulonglong()

@@ -1,3 +1,4 @@
+import math
 import os
 import subprocess
 import sys
@@ -337,3 +338,37 @@ def test_object_info_is_freed(cont, monkeypatch):
     o.info()
     o.close()
     assert got and all(p in freed for p in got), (got, freed)
+
+
+def test_tag_puts_keep_types_and_errors(conn, cont):
+    """Tag puts take a lean path for plain ints and floats: the bytes and
+    types stored, and the errors raised, are those of every other value."""
+    o = cont.create_object("lean-tags", (1,), np.int64)
+    vals = {"min": -2**63, "max": 2**63 - 1, "zero": 0, "neg0": -0.0, "inf": float("inf"), "tiny": 5e-324,
+            "true": True, "false": False, "enum": pdc.Type.INT64, "np": np.int64(-7), "f64": np.float64(0.1)}
+    for k, v in vals.items():
+        o.tags[k] = v
+    for k, v in vals.items():
+        got = o.tags[k]
+        # INT64 and DOUBLE tags read back as int and float, whatever put them.
+        want_type = {pdc.Type: int, np.int64: int, np.float64: float}.get(type(v), type(v))
+        assert type(got) is want_type and got == v, (k, got)
+    assert str(o.tags["neg0"]) == "-0.0"
+    o.tags["nan"] = float("nan")
+    assert math.isnan(o.tags["nan"])
+    for big in (2**63, -2**63 - 1):
+        with pytest.raises(pdc.Invalid, match="64 bits"):
+            o.tags["big"] = big
+    with pytest.raises(pdc.Invalid, match="NUL"):
+        o.tags["a\0b"] = 1
+    assert o.tags.get("big") is None and o.tags.get("a") is None
+    # A failure is libpdc's line, naming the call, in the matching class.
+    with pytest.raises(pdc.Invalid, match="PDCobj_put_tag.*tag name"):
+        o.tags["n" * 100000] = 1
+    # The servers' own refusal: the object deleted through another handle.
+    conn.object("lean-tags").delete()
+    with pytest.raises(pdc.NotFound, match="PDCobj_put_tag"):
+        o.tags["after"] = 1.5
+    o.close()
+    with pytest.raises(pdc.Closed):
+        o.tags["closed"] = 1
