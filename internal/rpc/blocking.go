@@ -155,35 +155,69 @@ func (w *waker) close() {
 	w.has = false
 }
 
+// lazyInterrupt is how long a reader in poll(2) waits for its reply
+// before it arms the interrupt that ends the wait with its context (lead).
+// A context that ends sooner is seen when the wait ends, at most this late.
+const lazyInterrupt = time.Millisecond
+
 // pollReadable blocks in poll(2) until the socket has bytes to read (as
 // many as its low-water mark asks for), the read deadline passes, or the
 // waker is woken. The read that follows then returns at once, with data
 // or with the deadline's error. The caller holds the read token.
+//
+// While the reader's interrupt is not armed (lead), the first wait lasts
+// at most lazyInterrupt: past it, a context already ended sets the read
+// deadline in the past, so that the read returns the deadline's error as
+// if interrupted; else the interrupt is armed and the wait goes on.
 func (c *Conn) pollReadable() {
 	efd, ok := c.wk.acquire()
 	if !ok {
 		return
 	}
 	defer c.wk.release()
-	_ = c.rc.Control(func(fd uintptr) {
-		fds := [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
-		for {
-			timeout := -1
-			if dl := c.readDeadline.Load(); dl != 0 {
-				left := time.Until(time.Unix(0, dl))
-				if left <= 0 {
-					return
+	for {
+		lazy := c.pollCtx != nil && c.interruptStop == nil
+		timedOut := false
+		_ = c.rc.Control(func(fd uintptr) {
+			fds := [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
+			for {
+				timeout := -1
+				if dl := c.readDeadline.Load(); dl != 0 {
+					left := time.Until(time.Unix(0, dl))
+					if left <= 0 {
+						return
+					}
+					timeout = int(min((left+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
 				}
-				timeout = int(min((left+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
+				if lazy && (timeout < 0 || timeout > int(lazyInterrupt/time.Millisecond)) {
+					timeout = int(lazyInterrupt / time.Millisecond)
+				}
+				fds[0].Revents, fds[1].Revents = 0, 0
+				n, err := unix.Poll(fds[:], timeout)
+				if err == unix.EINTR {
+					continue
+				}
+				if fds[1].Revents != 0 {
+					c.wk.taken()
+				}
+				timedOut = lazy && err == nil && n == 0
+				return
 			}
-			fds[0].Revents, fds[1].Revents = 0, 0
-			if _, err := unix.Poll(fds[:], timeout); err == unix.EINTR {
-				continue
-			}
-			if fds[1].Revents != 0 {
-				c.wk.taken()
-			}
+		})
+		if !timedOut {
 			return
 		}
-	})
+		ctx := c.pollCtx
+		if ctx.Err() != nil {
+			c.dlMu.Lock()
+			c.setReadDeadlineLocked(time.Unix(1, 0))
+			c.dlMu.Unlock()
+			return
+		}
+		if ctx.Done() == nil {
+			c.pollCtx = nil // it cannot end: nothing to arm
+			continue
+		}
+		c.armInterrupt(ctx)
+	}
 }

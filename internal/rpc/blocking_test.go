@@ -316,3 +316,70 @@ func checkStream(t *testing.T, ctx context.Context, c *Conn, what string) {
 		t.Fatalf("%s: %d chunks, %q, %v", what, chunks, rep.Header, err)
 	}
 }
+
+// A reader in poll(2) arms the interrupt that ends its wait with its
+// context only once its reply is late (lazyInterrupt): a call answered at
+// once arms none, and a context that ends before or after that, by a
+// cancel or by its deadline, still ends the wait.
+func TestBlockingWaitLazyInterrupt(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	c := dial(t, ts.addr, DialOptions{})
+	base := WithBlockingWait(context.Background())
+	if r, err := c.Call(base, methodEcho, []byte("x"), nil, nil); err != nil || string(r.Header) != "x" {
+		t.Fatalf("echo: %q, %v", r.Header, err)
+	}
+	if c.interruptStop != nil || c.interruptFired != nil || c.pollCtx != nil {
+		t.Fatal("the reader's interrupt outlived its call")
+	}
+	for _, tc := range []struct {
+		name   string
+		after  time.Duration // cancel after it; 0: a deadline of within instead
+		within time.Duration
+		want   error
+	}{
+		{name: "cancel at once", want: pdc.ErrCanceled},
+		{name: "cancel before the interrupt is armed", after: lazyInterrupt / 4, want: pdc.ErrCanceled},
+		{name: "cancel after", after: 20 * lazyInterrupt, want: pdc.ErrCanceled},
+		{name: "deadline before the interrupt is armed", within: lazyInterrupt / 2, want: pdc.ErrTimeout},
+		{name: "deadline after", within: 30 * lazyInterrupt, want: pdc.ErrTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(base)
+			if tc.within > 0 {
+				ctx, cancel = context.WithTimeout(base, tc.within)
+			}
+			defer cancel()
+			errc := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := c.Call(ctx, methodBlock, nil, nil, nil)
+				errc <- err
+			}()
+			if tc.within == 0 {
+				if tc.after == 0 {
+					<-ts.blocked
+				} else {
+					time.Sleep(tc.after)
+				}
+				cancel()
+			}
+			select {
+			case err := <-errc:
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("got %v, want %v", err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the wait did not end with its context (%v after the call)", time.Since(start))
+			}
+			if r, err := c.Call(base, methodEcho, []byte("after"), nil, nil); err != nil || string(r.Header) != "after" {
+				t.Fatalf("the call after: %q, %v", r.Header, err)
+			}
+			if c.interruptStop != nil || c.pollCtx != nil {
+				t.Fatal("the reader's interrupt outlived its call")
+			}
+		})
+	}
+	for len(ts.blocked) > 0 {
+		<-ts.blocked
+	}
+}

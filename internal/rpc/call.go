@@ -190,31 +190,45 @@ func (p *Pending) await(ctx context.Context) (Reply, error) {
 		return rep, err
 	}
 	for {
+		// First without ctx: a context made for the call (libpdc's) makes
+		// its Done channel when first asked, and a caller that finds the
+		// token free, as one alone on its connection does, need not ask.
+		tok := false
 		select {
 		case <-cl.done:
 			c.inFlight.Add(-1)
 			return c.finish(ctx, f.Method, cl)
 		case c.readTok <- struct{}{}:
-			select {
-			case <-cl.done:
-				// Delivered just before we took the token.
-				<-c.readTok
-				c.inFlight.Add(-1)
-				return c.finish(ctx, f.Method, cl)
-			default:
-			}
-			c.lead(ctx, cl)
-			<-c.readTok
+			tok = true
+		default:
+		}
+		if !tok {
 			select {
 			case <-cl.done:
 				c.inFlight.Add(-1)
 				return c.finish(ctx, f.Method, cl)
-			default:
-			}
-			if ctx.Err() != nil {
+			case c.readTok <- struct{}{}:
+			case <-ctx.Done():
 				return over()
 			}
-		case <-ctx.Done():
+		}
+		select {
+		case <-cl.done:
+			// Delivered just before we took the token.
+			<-c.readTok
+			c.inFlight.Add(-1)
+			return c.finish(ctx, f.Method, cl)
+		default:
+		}
+		c.lead(ctx, cl)
+		<-c.readTok
+		select {
+		case <-cl.done:
+			c.inFlight.Add(-1)
+			return c.finish(ctx, f.Method, cl)
+		default:
+		}
+		if ctx.Err() != nil {
 			return over()
 		}
 	}

@@ -113,6 +113,12 @@ type Conn struct {
 	// (WithBlockingWait); guarded by the token. wk wakes it.
 	pollMode bool
 	wk       waker
+	// The reader's interrupt (lead), guarded by the token: pollCtx is the
+	// context of a reader in pollMode, whose interrupt is armed lazily;
+	// interruptStop and interruptFired are its interrupt once armed.
+	pollCtx        context.Context
+	interruptStop  func() bool
+	interruptFired chan struct{}
 
 	peerTimeout time.Duration // see DialOptions.PeerTimeout; 0: not watched
 	peer        *peerWatch    // nil: not watched

@@ -33,24 +33,17 @@ type readState struct {
 func (c *Conn) lead(ctx context.Context, own *call) {
 	defer c.peer.start().stop()
 	if c.rc != nil && blockingWait(ctx) {
-		c.pollMode = true
-		defer func() { c.pollMode = false }()
+		// The interrupt that ends the wait with ctx is armed only if the
+		// reply is slow to come (pollReadable): a reply within
+		// lazyInterrupt costs no AfterFunc, which on a context made for
+		// the call (libpdc's) allocated the context's table of children
+		// and the interrupt's channel, every round trip.
+		c.pollMode, c.pollCtx = true, ctx
+		defer func() { c.pollMode, c.pollCtx = false, nil }()
+	} else if ctx.Done() != nil {
+		c.armInterrupt(ctx)
 	}
-	if ctx.Done() != nil {
-		fired := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			c.interrupt()
-			close(fired)
-		})
-		defer func() {
-			if !stop() {
-				// The interrupt ran or is running: once it has, clear it
-				// for the next reader.
-				<-fired
-				c.clearDeadline()
-			}
-		}()
-	}
+	defer c.disarmInterrupt()
 	for {
 		got, err := c.readFrame()
 		if err != nil {
@@ -237,6 +230,29 @@ func (c *Conn) detach() {
 	rs.cl, rs.hdr, rs.payload, rs.segs, rs.nHdr, rs.nPay = nil, nil, nil, nil, 0, 0
 	cl.detached = true
 	cl.done <- struct{}{}
+}
+
+// armInterrupt makes ctx's end interrupt the reader (the caller, who
+// holds the read token) until disarmInterrupt.
+func (c *Conn) armInterrupt(ctx context.Context) {
+	fired := make(chan struct{})
+	c.interruptFired = fired
+	c.interruptStop = context.AfterFunc(ctx, func() {
+		c.interrupt()
+		close(fired)
+	})
+}
+
+// disarmInterrupt undoes armInterrupt, if it ran.
+func (c *Conn) disarmInterrupt() {
+	stop, fired := c.interruptStop, c.interruptFired
+	c.interruptStop, c.interruptFired = nil, nil
+	if stop != nil && !stop() {
+		// The interrupt ran or is running: once it has, clear it for the
+		// next reader.
+		<-fired
+		c.clearDeadline()
+	}
 }
 
 // interrupt makes a blocked read return at once; the reader checks why.
