@@ -201,12 +201,15 @@ func seconds(secs float64, what string) (time.Duration, error) {
 // on C's threads, where parking a goroutine costs two thread switches a
 // reply.
 func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx := client.WithBlockingWait(context.Background())
 	if d == 0 {
-		return context.WithCancel(ctx)
+		return context.WithCancel(blockingBackground)
 	}
-	return context.WithTimeout(ctx, d)
+	return context.WithTimeout(blockingBackground, d)
 }
+
+// blockingBackground is the parent of every call's context: made once, not
+// once a call.
+var blockingBackground = client.WithBlockingWait(context.Background())
 
 // conn is the state of a connection (a pdc id from PDCinit).
 type conn struct {
