@@ -204,7 +204,7 @@ func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	if d == 0 {
 		return context.WithCancel(blockingBackground)
 	}
-	return context.WithTimeout(blockingBackground, d)
+	return withDeadlineLazy(blockingBackground, time.Now().Add(d))
 }
 
 // blockingBackground is the parent of every call's context: made once, not
