@@ -190,8 +190,10 @@ def _name(s: Union[str, bytes, os.PathLike], what: str = "name") -> bytes:
 
 def _cstr(b: bytes, what: str) -> bytes:
     # C strings end at the first NUL: "a\0b" would reach the servers as
-    # "a", and the call act on another name than the one given.
-    if b"\0" in b:
+    # "a", and the call act on another name than the one given. (0 in b,
+    # not b"\0" in b: bytes.__contains__ first tries its argument as an
+    # int, and a bytes one costs a TypeError formatted and dropped.)
+    if 0 in b:
         raise Invalid(f"{what} {b!r} has a NUL byte, which a C string cannot hold")
     return b
 
@@ -374,7 +376,7 @@ class Tags:
         # float skips _tag_value's tests, and the call is named only when it
         # failed.
         name = key.encode()
-        if b"\0" in name:
+        if 0 in name:
             _cstr(name, "tag name")
         tv = type(value)
         if tv is int and -_I64_LIMIT <= value < _I64_LIMIT:
