@@ -386,7 +386,13 @@ class Tags:
         else:
             tt, raw = _tag_value(value)
             t = int(tt)
-        if self._put(self._owner.id, name, raw, t, len(raw)) != 0:
+        # The owner's id property's checks (handle or connection closed, a
+        # fork), inline: two property calls were a third of this method.
+        o = self._owner
+        h, c = o._id, o.conn
+        if h == 0 or c._id == 0 or c._pid != _pid:
+            h = o.id  # raises the check's pdc.Closed
+        if self._put(h, name, raw, t, len(raw)) != 0:
             raise _error(f"put_tag({key!r})")
 
     def __getitem__(self, key: str) -> Any:

@@ -372,3 +372,21 @@ def test_tag_puts_keep_types_and_errors(conn, cont):
     o.close()
     with pytest.raises(pdc.Closed):
         o.tags["closed"] = 1
+
+
+def test_tag_puts_check_handles(cluster, monkeypatch):
+    """A tag put checks its handle as every call does: a connection
+    closed, or made before a fork, refuses it with pdc.Closed."""
+    conn = pdc.connect(tmpdir=str(cluster["tmpdir"]))
+    cont = conn.create_container("py-tag-checks-%d" % os.getpid())
+    o = cont.create_object("checked", (1,), np.int64)
+    o.tags["ok"] = 1
+    monkeypatch.setattr(pdc, "_pid", pdc._pid + 1)  # as in a forked child
+    with pytest.raises(pdc.Closed, match="before a fork"):
+        o.tags["forked"] = 1
+    monkeypatch.undo()
+    o.tags["ok"] = 2
+    assert o.tags["ok"] == 2
+    conn.close()
+    with pytest.raises(pdc.Closed, match="connection closed"):
+        o.tags["closed"] = 1
