@@ -42,6 +42,10 @@ func blockingWait(ctx context.Context) bool {
 // blockingAlways makes every wait a blocking one: for tests.
 var blockingAlways atomic.Bool
 
+// eventfdFails makes a waker's eventfd(2) fail, as with no descriptors
+// left: for tests.
+var eventfdFails atomic.Bool
+
 // connReader is what a Conn's buffered reader reads from: the socket,
 // after a wait in poll(2) while the reader holding the read token asked
 // for one (Conn.pollMode).
@@ -81,6 +85,10 @@ func (w *waker) acquire() (int, bool) {
 	}
 	if !w.has {
 		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err == nil && eventfdFails.Load() {
+			_ = unix.Close(fd)
+			err = unix.EMFILE
+		}
 		if err != nil {
 			return 0, false
 		}
@@ -172,6 +180,11 @@ const lazyInterrupt = time.Millisecond
 func (c *Conn) pollReadable() {
 	efd, ok := c.wk.acquire()
 	if !ok {
+		// The read that follows parks on the runtime's poller: only the
+		// interrupt ends it with the context.
+		if ctx := c.pollCtx; ctx != nil && c.interruptStop == nil && ctx.Done() != nil {
+			c.armInterrupt(ctx)
+		}
 		return
 	}
 	defer c.wk.release()

@@ -331,6 +331,20 @@ func TestBlockingWaitLazyInterrupt(t *testing.T) {
 	if c.interruptStop != nil || c.interruptFired != nil || c.pollCtx != nil {
 		t.Fatal("the reader's interrupt outlived its call")
 	}
+	for _, noEventfd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eventfd fails=%v", noEventfd), func(t *testing.T) {
+			eventfdFails.Store(noEventfd)
+			defer eventfdFails.Store(false)
+			lazyInterruptCases(t, ts, dial(t, ts.addr, DialOptions{}), base)
+		})
+	}
+	for len(ts.blocked) > 0 {
+		<-ts.blocked
+	}
+}
+
+// lazyInterruptCases are TestBlockingWaitLazyInterrupt's calls on c.
+func lazyInterruptCases(t *testing.T, ts *testServer, c *Conn, base context.Context) {
 	for _, tc := range []struct {
 		name   string
 		after  time.Duration // cancel after it; 0: a deadline of within instead
@@ -378,8 +392,5 @@ func TestBlockingWaitLazyInterrupt(t *testing.T) {
 				t.Fatal("the reader's interrupt outlived its call")
 			}
 		})
-	}
-	for len(ts.blocked) > 0 {
-		<-ts.blocked
 	}
 }
