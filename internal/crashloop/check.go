@@ -27,8 +27,12 @@ type op struct {
 	wid   uint64   // update: the value written; gettag: the value read
 	id    uint64   // the object's incarnation (Record.ID)
 	dims  []uint64 // set dims: set; open: seen
-	found bool     // open
+	found bool     // open; a search's observation of one incarnation's tag
 	vals  []uint64 // read
+	// spec is the search (search), hits the ids it found; an
+	// observation (searchcheck.go) has spec, tag, id and found.
+	spec *SearchSpec
+	hits []uint64
 }
 
 func (o *op) update() bool {
@@ -55,6 +59,14 @@ func (o *op) String() string {
 	}
 	if o.kind == kindWrite || o.kind == kindPutTag || o.kind == kindGetTag {
 		s += fmt.Sprintf(" wid %#x", o.wid)
+	}
+	if o.kind == kindSearch {
+		s += " " + o.spec.String()
+		if o.obj != "" {
+			s += fmt.Sprintf(" found it: %v", o.found)
+		} else {
+			s += fmt.Sprintf(" hits %#x", o.hits)
+		}
 	}
 	if !o.acked && o.update() {
 		s += " (not acknowledged)"
@@ -96,13 +108,14 @@ type Stats struct {
 	AckedTagDels int // tag deletes
 	Unacked      int // updates whose client was killed or that failed: allowed either way
 	Reads        int // reads checked (clients' and the read-backs')
+	Searches     int // tag searches checked (clients' and the read-backs')
 	Registers    int // cell, existence and tag histories checked
 	Undecided    int // of those, histories the checker gave up on (checkTimeout)
 	Lost         int // registers read back older than an acknowledged value
 	Zeroed       int // cells read back as zeros after an acknowledged write
 	Corrupt      int // cells holding a value no write put there, or read errors
 	// Where the violations were: "partition P storage S", "tag",
-	// "existence", "read-back".
+	// "search", "existence", "read-back".
 	Where map[string]int
 }
 
@@ -118,8 +131,10 @@ func (s Stats) Violations() int { return s.Lost + s.Zeroed + s.Corrupt }
 // use.
 type Checker struct {
 	// strict is RegrowReadsZeros when the checker was made.
-	strict   bool
-	objs     map[string]*objState
+	strict bool
+	objs   map[string]*objState
+	// ids names the object of every incarnation id the logs named.
+	ids      map[uint64]string
 	Stats    Stats
 	Problems []string // the first violations, described
 }
@@ -128,7 +143,7 @@ type Checker struct {
 const maxProblems = 20
 
 func newChecker() *Checker {
-	return &Checker{strict: RegrowReadsZeros, objs: map[string]*objState{}, Stats: Stats{Where: map[string]int{}}}
+	return &Checker{strict: RegrowReadsZeros, objs: map[string]*objState{}, ids: map[uint64]string{}, Stats: Stats{Where: map[string]int{}}}
 }
 
 func (c *Checker) problem(format string, args ...any) {
@@ -169,7 +184,7 @@ func ops(recs []Record) []*op {
 	for _, r := range recs {
 		if r.Ev == evInvoke {
 			o := &op{proc: r.Proc, n: r.Op, kind: r.Kind, obj: r.Obj, box: r.Box, tag: r.Tag, call: r.T, ret: math.MaxInt64,
-				wid: r.WID, id: r.ID, dims: r.Dims}
+				wid: r.WID, id: r.ID, dims: r.Dims, spec: r.Search}
 			byN[r.Op] = o
 			out = append(out, o)
 			continue
@@ -188,6 +203,8 @@ func ops(recs []Record) []*op {
 			o.vals = r.Vals
 		case kindGetTag:
 			o.wid = r.WID
+		case kindSearch:
+			o.hits = r.Hits
 		}
 	}
 	return slices.DeleteFunc(out, func(o *op) bool { return !o.update() && !o.acked })
@@ -195,8 +212,16 @@ func ops(recs []Record) []*op {
 
 // Add takes the logs of one cycle's clients.
 func (c *Checker) Add(cycle int, logs [][]Record, props map[string]*ObjProps) {
+	var searches []*op
 	for _, recs := range logs {
 		for _, o := range ops(recs) {
+			if o.kind == kindSearch {
+				searches = append(searches, o)
+				continue
+			}
+			if o.id != 0 {
+				c.ids[o.id] = o.obj
+			}
 			s := c.obj(o.obj)
 			if p := props[o.obj]; p != nil && s.props == nil {
 				s.props = p
@@ -204,6 +229,20 @@ func (c *Checker) Add(cycle int, logs [][]Record, props map[string]*ObjProps) {
 			s.pending = append(s.pending, o)
 			s.touched = cycle
 		}
+	}
+	// The searches, once every operation they may have seen is known.
+	live := map[string][]*op{}
+	for n, s := range c.objs {
+		if len(s.pending) > 0 {
+			live[n] = s.pending
+		}
+	}
+	scope := c.liveScope(live)
+	for _, o := range searches {
+		c.checkSearch(cycle, o, scope, func(name string, obs *op) {
+			s := c.objs[name]
+			s.pending = append(s.pending, obs)
+		})
 	}
 }
 
@@ -233,7 +272,15 @@ func (c *Checker) Verify(cycle int, readback []Record) {
 	c.Stats.Cycles++
 	byObj := map[string][]*op{}
 	failed := map[string]string{}
+	var searches []*op
 	for _, o := range ops(readback) {
+		if o.kind == kindSearch {
+			searches = append(searches, o)
+			continue
+		}
+		if o.id != 0 {
+			c.ids[o.id] = o.obj
+		}
 		byObj[o.obj] = append(byObj[o.obj], o)
 	}
 	// A read-back read that failed is a violation: acknowledged data
@@ -245,8 +292,26 @@ func (c *Checker) Verify(cycle int, readback []Record) {
 			inv[r.Op] = r
 		case evFail:
 			i := inv[r.Op]
+			if i.Kind == kindSearch {
+				c.Stats.Corrupt++
+				c.Stats.Where["read-back"]++
+				c.problem("cycle %d: read-back search %s failed: %s", cycle, i.Search, r.Err)
+				continue
+			}
 			failed[i.Obj] = fmt.Sprintf("%s %s: %s", i.Kind, i.Obj, r.Err)
 		}
+	}
+	// The read-back's searches, against what was read back and what the
+	// cycle did.
+	live := map[string][]*op{}
+	for n, back := range byObj {
+		if _, ok := failed[n]; !ok {
+			live[n] = append(slices.Clone(c.obj(n).pending), back...)
+		}
+	}
+	scope := c.liveScope(live)
+	for _, o := range searches {
+		c.checkSearch(cycle, o, scope, func(name string, obs *op) { byObj[name] = append(byObj[name], obs) })
 	}
 	names := make([]string, 0, len(byObj))
 	for n := range byObj {
@@ -304,6 +369,7 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 func (c *Checker) countOps(pending, back []*op) {
 	for _, o := range pending {
 		switch {
+		case o.kind == kindSearch: // counted as a whole (Searches)
 		case !o.update():
 			c.Stats.Reads++
 		case !o.acked:
@@ -322,7 +388,11 @@ func (c *Checker) countOps(pending, back []*op) {
 			c.Stats.AckedTagDels++
 		}
 	}
-	c.Stats.Reads += len(back)
+	for _, o := range back {
+		if o.kind != kindSearch {
+			c.Stats.Reads++
+		}
+	}
 }
 
 // countCell classifies a cell that is not linearizable by what the

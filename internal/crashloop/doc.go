@@ -2,7 +2,7 @@
 // processes and several client processes doing mixed work (creates, tag
 // puts and deletes, region writes and overwrites in every partition and
 // storage mode, set dims that grow and shrink objects, object deletes and
-// creates again of the same name),
+// creates again of the same name, tag reads and tag searches),
 // random kill -9 of servers and of clients mid-operation, restarts, and a
 // check of every acknowledged operation against a history model with
 // github.com/anishathalye/porcupine.
@@ -20,7 +20,8 @@
 //     starts the workers, kills a worker and a server at random moments,
 //     kills what is left (or stops the cluster cleanly), restarts it, and
 //     reads back, as one more logged process, every object touched in the
-//     cycle and a sample of the others: existence, tags, and every cell.
+//     cycle and a sample of the others: existence, tags, and every cell;
+//     then it searches for every tag and for some of the values read.
 //   - The checker (check.go): a register per object name (which
 //     incarnation of it exists: an id is never reused, so a delete and a
 //     create make another, with no tags, its first dims and zeros), and per
@@ -36,6 +37,10 @@
 //     their cycle is dead, or never. A read must return a value some
 //     linearization allows: never zeros after an acknowledged write, never
 //     an older value than the last acknowledged one, never an error.
+//     A tag search (search.go, searchcheck.go) is a read, per
+//     incarnation and tag it may have seen, of whether the value
+//     matched; objects with no operation in the cycle hold what was read
+//     back, and searches are checked against that directly.
 //     Because the cycle's read-back follows every write of the cycle (all
 //     clients and servers are dead by then), it pins each register, and
 //     each cycle is checked on its own from the values read back before.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -135,11 +136,11 @@ func (r *Result) Failed() bool { return r.Violations() > 0 || r.ServerDeaths > 0
 
 // Summary is the result in one line.
 func (r *Result) Summary() string {
-	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads; "+
+	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads, %d searches; "+
 		"faults: %d server kills, %d client kills, %d crash stops, %d clean stops, %d resizes; "+
 		"violations: %d lost, %d zeroed, %d corrupt (%d registers undecided); %d server deaths, %d data races",
 		r.Cycles, r.Duration.Round(time.Millisecond), r.Acked(), r.AckedWrites, r.AckedCreates, r.AckedTags,
-		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads,
+		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads, r.Searches,
 		r.ServerKills, r.ClientKills, r.CrashStops, r.CleanStops, r.Resizes,
 		r.Lost, r.Zeroed, r.Corrupt, r.Undecided, r.ServerDeaths, r.RaceReports) + r.where()
 }
@@ -539,9 +540,9 @@ func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, be
 	}
 	l.checkServers(cycle, list, nil)
 	l.scanRaces(cycle, dir)
-	fmt.Fprintf(l.cfg.Out, "cycle %d/%d: %d servers, %s; checked %d acknowledged, %d unacknowledged, %d reads; violations %d; %v\n",
+	fmt.Fprintf(l.cfg.Out, "cycle %d/%d: %d servers, %s; checked %d acknowledged, %d unacknowledged, %d reads, %d searches; violations %d; %v\n",
 		cycle, l.cfg.Cycles, len(list.Servers), strings.Join(note, ", "), after.Acked()-before.Acked(), after.Unacked-before.Unacked,
-		after.Reads-before.Reads, after.Violations()-before.Violations(), time.Since(began).Round(time.Millisecond))
+		after.Reads-before.Reads, after.Searches-before.Searches, after.Violations()-before.Violations(), time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -601,7 +602,55 @@ func (l *loop) readBack(ctx context.Context, cycle int, dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := l.searchBack(ctx, c, log, recs); err != nil {
+		return err
+	}
+	if recs, err = readLog(path); err != nil {
+		return err
+	}
 	l.chk.Verify(cycle, recs)
+	return nil
+}
+
+// readBackSearches is how many of the tag values read back are looked
+// for again by a search each.
+const readBackSearches = 16
+
+// searchBack searches, after the objects are read back (recs), for what
+// every tag holds (each key alone, every text, every number: what the
+// index holds after the restart must agree with the tags read back) and
+// for a few of the values read, by the forms of searchFor.
+func (l *loop) searchBack(ctx context.Context, c *client.Client, log *opLog, recs []Record) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var specs []SearchSpec
+	for _, tag := range tagNames {
+		specs = append(specs, SearchSpec{KeyKind: patExact, Key: tag})
+		if numericTag(tag) {
+			specs = append(specs, SearchSpec{KeyKind: patExact, Key: tag, Range: true, Lo: 1, Hi: math.MaxUint64})
+		} else {
+			specs = append(specs, SearchSpec{KeyKind: patExact, Key: tag, ValKind: patPrefix, Val: "v"})
+		}
+	}
+	inv := map[uint64]Record{}
+	var read []tagPut
+	for _, r := range recs {
+		switch {
+		case r.Ev == evInvoke:
+			inv[r.Op] = r
+		case r.Ev == evOK && inv[r.Op].Kind == kindGetTag && r.WID != 0:
+			read = append(read, tagPut{inv[r.Op].Tag, r.WID})
+		}
+	}
+	l.r.Shuffle(len(read), func(i, j int) { read[i], read[j] = read[j], read[i] })
+	for _, p := range read[:min(len(read), readBackSearches)] {
+		specs = append(specs, searchFor(l.r, p.tag, p.wid))
+	}
+	for _, spec := range specs {
+		if err := search(ctx, c, log, spec); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -623,24 +672,8 @@ func (l *loop) readObject(ctx context.Context, c *client.Client, log *opLog, nam
 	if err := log.done(n, Record{Found: true, ID: o.ID(), Dims: dims}); err != nil {
 		return err
 	}
-	for t := range 3 {
-		tag := fmt.Sprintf("t%d", t)
-		n, err := log.invoke(Record{Kind: kindGetTag, Obj: name, ID: o.ID(), Tag: tag})
-		if err != nil {
-			return err
-		}
-		v, err := o.GetTag(ctx, tag)
-		switch {
-		case errors.Is(err, pdc.ErrNotFound):
-			err = log.done(n, Record{})
-		case err != nil:
-			err = log.fail(n, err)
-		case v.Type != region.Uint64 || len(v.Value) != 8:
-			err = log.fail(n, fmt.Errorf("tag %s is %v of %d bytes, not a uint64", tag, v.Type, len(v.Value)))
-		default:
-			err = log.done(n, Record{WID: leUint64(v.Value)})
-		}
-		if err != nil {
+	for _, tag := range tagNames {
+		if err := getTag(ctx, log, o, name, tag); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -229,7 +231,15 @@ func (v *objCheck) tags(in *inc) {
 		case kindDelTag:
 			tagReg(o.tag).add(o, regWrite, 0)
 		case kindGetTag:
-			tagReg(o.tag).add(o, regRead, o.wid)
+			if o.wid == 0 {
+				// Not found: the tag, or the object through a handle
+				// to it once deleted.
+				tagReg(o.tag).add(o, regAbsent, 0)
+			} else {
+				tagReg(o.tag).add(o, regRead, o.wid)
+			}
+		case kindSearch:
+			tagReg(o.tag).addMatch(o)
 		}
 	}
 	for _, t := range sortedKeys(tags) {
@@ -240,9 +250,15 @@ func (v *objCheck) tags(in *inc) {
 			}
 		}
 		if !c.checkReg(r) {
+			// The searches' fault, if the tag's history passes without
+			// them.
+			where := "tag"
+			if plain := r.without(regMatch); len(plain.ops) < len(r.ops) && plain.check() != porcupine.Illegal {
+				where = "search"
+			}
 			c.Stats.Lost++
-			c.Stats.Where["tag"]++
-			c.problem("cycle %d: object %s id %#x: tag %s not linearizable:\n%s", v.cycle, v.label, in.id, t,
+			c.Stats.Where[where]++
+			c.problem("cycle %d: object %s id %#x: tag %s not linearizable (%s):\n%s", v.cycle, v.label, in.id, t, where,
 				describe(v.hist, func(o *op) bool { return o.id == in.id && (o.tag == t || o.kind == kindDelete) }))
 		}
 	}

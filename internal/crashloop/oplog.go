@@ -23,6 +23,7 @@ const (
 	kindDelete  = "delete"  // delete object ID (Obj)
 	kindSetDims = "setdims" // set the dims of object ID to Dims
 	kindDelTag  = "deltag"  // delete tag Tag of Obj
+	kindSearch  = "search"  // search tags (Search): Hits
 )
 
 // Events of an operation.
@@ -54,10 +55,13 @@ type Record struct {
 	ID uint64 `json:"id,omitempty"`
 	// Dims are the dims set (set dims), or seen (open ok).
 	Dims []uint64 `json:"dims,omitempty"`
+	// Search is the search (search).
+	Search *SearchSpec `json:"search,omitempty"`
 
 	// On an outcome.
 	Found bool     `json:"found,omitempty"` // open ok
 	Vals  []uint64 `json:"vals,omitempty"`  // read ok: the cells' raw values
+	Hits  []uint64 `json:"hits,omitempty"`  // search ok: the ids found
 	Err   string   `json:"err,omitempty"`   // fail
 }
 

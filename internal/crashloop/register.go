@@ -36,12 +36,30 @@ const (
 	regKill          // the object is deleted
 	regCreate        // of an object name: in.v exists, if nothing does
 	regDelete        // of an object name: in.v no longer exists, if it did
+	regMatch         // of a tag: a search saw its value match spec (in.v 1) or not (0)
+	regAbsent        // of a tag: a read found no tag, or no object
 )
 
 type regIn struct {
 	op    int
 	acked bool
 	v     uint64
+	// spec and tag are a search's (regMatch).
+	spec *SearchSpec
+	tag  string
+}
+
+// seesValue reports whether a read in could have seen value v.
+func (in regIn) seesValue(v uint64) bool {
+	switch in.op {
+	case regRead:
+		return in.v == v
+	case regAbsent:
+		return v == 0
+	case regMatch:
+		return in.spec.match(in.tag, v) == (in.v == 1)
+	}
+	return false
 }
 
 // step is a register's model. An acknowledged write, cut or create must
@@ -79,6 +97,11 @@ func step(s state, in regIn) (bool, state) {
 		} else {
 			s.out = false
 		}
+	case regAbsent:
+		return s.dead || s.v == 0, s
+	case regMatch:
+		// A deleted object's tags match nothing.
+		return (!s.dead && in.spec.match(in.tag, s.v)) == (in.v == 1), s
 	case regKill:
 		s.v, s.dead = 0, true
 	case regCreate:
@@ -104,7 +127,21 @@ type reg struct {
 }
 
 func (r *reg) add(o *op, kind int, v uint64) {
-	r.ops = append(r.ops, porcupine.Operation{ClientId: o.proc, Input: regIn{kind, o.acked, v}, Call: o.call, Return: o.ret})
+	r.ops = append(r.ops, porcupine.Operation{ClientId: o.proc, Input: regIn{op: kind, acked: o.acked, v: v}, Call: o.call, Return: o.ret})
+}
+
+// addMatch adds search observation o (a read of whether the tag's value
+// matched).
+func (r *reg) addMatch(o *op) {
+	in := regIn{op: regMatch, acked: true, v: b2u(o.found), spec: o.spec, tag: o.tag}
+	r.ops = append(r.ops, porcupine.Operation{ClientId: o.proc, Input: in, Call: o.call, Return: o.ret})
+}
+
+// without is r without its operations of kind.
+func (r *reg) without(kind int) *reg {
+	n := *r
+	n.ops = slices.DeleteFunc(slices.Clone(r.ops), func(o porcupine.Operation) bool { return o.Input.(regIn).op == kind })
+	return &n
 }
 
 // checkTimeout bounds the check of one register; one not decided by
@@ -114,7 +151,8 @@ const checkTimeout = 10 * time.Second
 // check reports whether the history is linearizable, or that it could
 // not tell in time. Updates that never returned may be linearized after
 // every read, which is "never took effect". Before the check:
-//   - A write or create whose value no read returned and that was not
+//   - A write or create whose value no read returned (nor could have: a
+//     search sees whether a value matched) and that was not
 //     acknowledged is dropped: in any linearization it is followed by
 //     another write, a cut, a delete or by nothing, so without it the
 //     rest is as valid. Without this, every write that failed while a
@@ -125,9 +163,21 @@ const checkTimeout = 10 * time.Second
 //     and the first can wherever a later one can.
 func (r *reg) check() porcupine.CheckResult {
 	seen := map[uint64]bool{}
+	var matches []regIn
 	for _, o := range r.ops {
-		if in := o.Input.(regIn); in.op == regRead {
+		switch in := o.Input.(regIn); in.op {
+		case regRead:
 			seen[in.v] = true
+		case regAbsent:
+			seen[0] = true
+		case regMatch:
+			matches = append(matches, in)
+		}
+	}
+	// A search sees a value it could have matched, or not matched.
+	for _, o := range r.ops {
+		if in := o.Input.(regIn); (in.op == regWrite || in.op == regCreate) && !seen[in.v] {
+			seen[in.v] = slices.ContainsFunc(matches, func(m regIn) bool { return m.seesValue(in.v) })
 		}
 	}
 	first := map[regIn]int64{}

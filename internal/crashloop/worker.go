@@ -81,6 +81,14 @@ type worker struct {
 	// the first row (of dim 0) it has not written; without
 	// DynamicOverwrites these are the only such objects it writes.
 	next map[string]uint64
+	// puts are the tag puts this process tried, for its searches to look
+	// for (and around).
+	puts []tagPut
+}
+
+type tagPut struct {
+	tag string
+	wid uint64
 }
 
 // Work runs the mixed workload of one client process with c until ctx
@@ -135,14 +143,18 @@ func (w *worker) step(ctx context.Context) error {
 		return w.create(octx)
 	case p < 16 && len(w.gone) > 0:
 		return w.recreate(octx)
-	case p < 50:
+	case p < 44:
 		return w.write(octx)
-	case p < 68:
+	case p < 56:
 		return w.read(octx)
-	case p < 84:
+	case p < 72:
 		return w.putTag(octx)
-	case p < 89:
+	case p < 77:
 		return w.delTag(octx)
+	case p < 80:
+		return w.getTag(octx)
+	case p < 90:
+		return w.search(octx)
 	case p < 96:
 		return w.setDims(octx)
 	default:
@@ -346,13 +358,14 @@ func (w *worker) putTag(ctx context.Context) error {
 	if o == nil || err != nil {
 		return err
 	}
-	tag := fmt.Sprintf("t%d", w.r.IntN(3))
+	tag := tagNames[w.r.IntN(len(tagNames))]
 	wid := w.nextWID()
 	n, err := w.log.invoke(Record{Kind: kindPutTag, Obj: name, ID: o.ID(), Tag: tag, WID: wid})
 	if err != nil {
 		return err
 	}
-	if err := o.PutTag(ctx, tag, client.Uint64(wid)); err != nil {
+	w.puts = append(w.puts, tagPut{tag, wid})
+	if err := o.PutTag(ctx, tag, tagValue(tag, wid)); err != nil {
 		return w.failed(n, name, err)
 	}
 	return w.log.done(n, Record{})
@@ -363,7 +376,7 @@ func (w *worker) delTag(ctx context.Context) error {
 	if o == nil || err != nil {
 		return err
 	}
-	tag := fmt.Sprintf("t%d", w.r.IntN(3))
+	tag := tagNames[w.r.IntN(len(tagNames))]
 	n, err := w.log.invoke(Record{Kind: kindDelTag, Obj: name, ID: o.ID(), Tag: tag})
 	if err != nil {
 		return err
@@ -372,6 +385,70 @@ func (w *worker) delTag(ctx context.Context) error {
 		return w.failed(n, name, err)
 	}
 	return w.log.done(n, Record{})
+}
+
+func (w *worker) getTag(ctx context.Context) error {
+	o, _, name, err := w.object(ctx)
+	if o == nil || err != nil {
+		return err
+	}
+	tag := tagNames[w.r.IntN(len(tagNames))]
+	return getTag(ctx, w.log, o, name, tag)
+}
+
+// getTag reads tag of o (object name) and logs it.
+func getTag(ctx context.Context, l *opLog, o *client.Object, name, tag string) error {
+	n, err := l.invoke(Record{Kind: kindGetTag, Obj: name, ID: o.ID(), Tag: tag})
+	if err != nil {
+		return err
+	}
+	v, err := o.GetTag(ctx, tag)
+	if errors.Is(err, pdc.ErrNotFound) {
+		return l.done(n, Record{})
+	}
+	if err != nil {
+		return l.fail(n, err)
+	}
+	wid, err := tagWID(tag, v)
+	if err != nil {
+		return l.fail(n, err)
+	}
+	return l.done(n, Record{WID: wid})
+}
+
+// search looks for one of the tag values this process put (or, 1 in 8,
+// one nobody did), by one of the forms of searchFor.
+func (w *worker) search(ctx context.Context) error {
+	var spec SearchSpec
+	if len(w.puts) == 0 || w.r.IntN(8) == 0 {
+		wid := writeID(1+w.r.IntN(w.cfg.Cycle), w.r.IntN(16), 1+w.r.Uint64N(1024))
+		spec = searchFor(w.r, tagNames[w.r.IntN(len(tagNames))], wid)
+	} else {
+		p := w.puts[len(w.puts)-1-w.r.IntN(min(len(w.puts), 16))]
+		spec = searchFor(w.r, p.tag, p.wid)
+	}
+	return search(ctx, w.c, w.log, spec)
+}
+
+// search runs spec and logs it.
+func search(ctx context.Context, c *client.Client, l *opLog, spec SearchSpec) error {
+	n, err := l.invoke(Record{Kind: kindSearch, Search: &spec})
+	if err != nil {
+		return err
+	}
+	var opts []client.QueryOption
+	if spec.Scan {
+		opts = append(opts, client.ScanOnly())
+	}
+	ms, err := c.Query(ctx, spec.Query(), opts...)
+	if err != nil {
+		return l.fail(n, err)
+	}
+	hits := make([]uint64, len(ms))
+	for i, m := range ms {
+		hits[i] = m.ID
+	}
+	return l.done(n, Record{Hits: hits})
 }
 
 // setDims grows or shrinks the first dim of an object, between 1 and
