@@ -88,8 +88,8 @@ type objState struct {
 	props  *ObjProps // nil until a create was logged
 	exists bool      // pinned by the last read-back
 	id     uint64    // the incarnation read back, if it exists (0: not known)
-	rows   uint64    // its first dim as read back
-	// cells are its cells as read back, over spanDims (rows past its
+	dims   []uint64  // its dims as read back
+	// cells are its cells as read back, over spanDims (those outside its
 	// dims are out); nil before the first read-back.
 	cells   []state
 	tags    map[string]uint64

@@ -377,3 +377,93 @@ func TestCheckerDeletesAndDims(t *testing.T) {
 		}
 	}
 }
+
+// A set dims that changes a trailing dim: elements keep their
+// coordinates (docs/design/0006), what falls outside is cut, and a value
+// moved to another coordinate is caught.
+func TestCheckerTrailingDims(t *testing.T) {
+	w1 := writeID(1, 0, 1)
+	const id1 = 100
+	props := map[string]*ObjProps{"o": {Dims: []uint64{2, 2}}} // span 4 x 3
+	span := spanDims(props["o"])
+	if len(span) != 2 || span[0] != 4 || span[1] != 3 {
+		t.Fatalf("span %v", span)
+	}
+	// cells of the coordinates (row, col) in span, and the values w1 put
+	// there.
+	cell := func(r, c uint64) uint64 { return r*span[1] + c }
+	at := func(wid uint64, rc ...[2]uint64) []uint64 {
+		var out []uint64
+		for _, p := range rc {
+			if wid == 0 {
+				out = append(out, 0)
+				continue
+			}
+			out = append(out, cellValue(wid, cell(p[0], p[1])))
+		}
+		return out
+	}
+	back := func(dims []uint64, v []uint64) []Record {
+		h := &hist{proc: 15}
+		n := h.inv(1000, Record{Kind: kindOpen, Obj: "o"})
+		h.ok(n, 1001, Record{Found: true, ID: id1, Dims: dims})
+		box := region.Shape(dims...)
+		n = h.inv(1002, Record{Kind: kindRead, Obj: "o", ID: id1, Box: &box})
+		h.ok(n, 1003, Record{Vals: v})
+		return h.recs
+	}
+	whole := region.Shape(2, 2)
+	written := func(h *hist) {
+		h.opOn(1, 2, Record{Kind: kindCreate, Props: props["o"]}, Record{ID: id1})
+		h.opOn(10, 20, Record{Kind: kindWrite, ID: id1, Box: &whole, WID: w1}, Record{})
+	}
+	setDims := func(h *hist, call int64, dims ...uint64) {
+		h.opOn(call, call+1, Record{Kind: kindSetDims, ID: id1, Dims: dims}, Record{})
+	}
+	cases := []struct {
+		name       string
+		work       func(h *hist)
+		back       []Record
+		violations bool
+	}{
+		{"a wider row keeps every element's coordinates", func(h *hist) {
+			written(h)
+			setDims(h, 30, 2, 3)
+		}, back([]uint64{2, 3}, []uint64{
+			at(w1, [2]uint64{0, 0})[0], at(w1, [2]uint64{0, 1})[0], 0,
+			at(w1, [2]uint64{1, 0})[0], at(w1, [2]uint64{1, 1})[0], 0,
+		}), false},
+		{"a wider row read as the old bytes in row-major order", func(h *hist) {
+			written(h)
+			setDims(h, 30, 2, 3)
+		}, back([]uint64{2, 3}, []uint64{
+			at(w1, [2]uint64{0, 0})[0], at(w1, [2]uint64{0, 1})[0], at(w1, [2]uint64{1, 0})[0],
+			at(w1, [2]uint64{1, 1})[0], 0, 0,
+		}), true},
+		{"a narrower row, then back, reads zeros where it cut", func(h *hist) {
+			written(h)
+			setDims(h, 30, 2, 1)
+			setDims(h, 40, 2, 2)
+		}, back([]uint64{2, 2}, []uint64{at(w1, [2]uint64{0, 0})[0], 0, at(w1, [2]uint64{1, 0})[0], 0}), false},
+		{"a narrower row, then back, brings the cut column back", func(h *hist) {
+			written(h)
+			setDims(h, 30, 2, 1)
+			setDims(h, 40, 2, 2)
+		}, back([]uint64{2, 2}, at(w1, [2]uint64{0, 0}, [2]uint64{0, 1}, [2]uint64{1, 0}, [2]uint64{1, 1})), true},
+		{"the dims read back are not the last set", func(h *hist) {
+			written(h)
+			setDims(h, 30, 2, 3)
+		}, back([]uint64{2, 2}, at(w1, [2]uint64{0, 0}, [2]uint64{0, 1}, [2]uint64{1, 0}, [2]uint64{1, 1})), true},
+	}
+	for _, tc := range cases {
+		c := newChecker()
+		c.strict = true
+		h := &hist{proc: 0}
+		tc.work(h)
+		c.Add(1, [][]Record{h.recs}, props)
+		c.Verify(1, tc.back)
+		if got := c.Stats.Violations() > 0; got != tc.violations {
+			t.Errorf("%s: violations %v, want %v: %+v\n%s", tc.name, got, tc.violations, c.Stats, strings.Join(c.Problems, "\n"))
+		}
+	}
+}

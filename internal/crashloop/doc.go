@@ -25,12 +25,13 @@
 //   - The checker (check.go): a register per object name (which
 //     incarnation of it exists: an id is never reused, so a delete and a
 //     create make another, with no tags, its first dims and zeros), and per
-//     incarnation a register per tag, one for its first dim, and one per
-//     cell. A set dims cuts the cells past the new first dim (they read as
-//     zeros once it grows back, see RegrowReadsZeros); a delete ends the
-//     incarnation: no operation through a handle to it succeeds after it,
-//     and nothing of it shows in the next. Only the first dim changes, so a
-//     cell's index does not depend on the dims. Writes acknowledged take
+//     incarnation a register per tag, one for its dims, and one per
+//     cell. A set dims (of any dim) cuts the cells outside the new dims
+//     (they read as zeros once it grows back, see RegrowReadsZeros); a
+//     delete ends the incarnation: no operation through a handle to it
+//     succeeds after it, and nothing of it shows in the next. Elements
+//     keep their coordinates when the dims change, so a cell is named by
+//     its coordinates (its index in spanDims), whatever the dims. Writes acknowledged take
 //     effect between invocation and acknowledgement; writes not
 //     acknowledged (the client was killed, or the write failed) may take
 //     effect at any moment after their invocation until every server of

@@ -90,7 +90,7 @@ func (v *objCheck) incarnations() []uint64 {
 type inc struct {
 	id    uint64
 	ops   []int // indexes of v.hist
-	rows  uint64
+	dims  []uint64
 	cells []state
 	tags  map[string]uint64
 }
@@ -106,10 +106,10 @@ func (v *objCheck) incarnation(id uint64) *inc {
 		}
 	}
 	if s.exists && s.id == id && s.cells != nil {
-		in.rows, in.cells, in.tags = s.rows, s.cells, s.tags
+		in.dims, in.cells, in.tags = s.dims, s.cells, s.tags
 		return in
 	}
-	in.rows, in.cells, in.tags = s.props.Dims[0], freshCells(s.props), map[string]uint64{}
+	in.dims, in.cells, in.tags = s.props.Dims, freshCells(s.props), map[string]uint64{}
 	return in
 }
 
@@ -118,9 +118,8 @@ func (v *objCheck) incarnation(id uint64) *inc {
 func freshCells(props *ObjProps) []state {
 	span := spanDims(props)
 	cells := make([]state, region.Shape(span...).Volume())
-	stride := uint64(len(cells)) / span[0]
-	for i := props.Dims[0] * stride; i < uint64(len(cells)); i++ {
-		cells[i].out = true
+	for i := range cells {
+		cells[i].out = outside(span, props.Dims, uint64(i))
 	}
 	return cells
 }
@@ -152,9 +151,9 @@ func (v *objCheck) pin() {
 		s.tags, s.cells = map[string]uint64{}, nil
 	}
 	s.id = open.id
-	s.rows = s.props.Dims[0]
-	if len(open.dims) > 0 {
-		s.rows = open.dims[0]
+	s.dims = s.props.Dims
+	if len(open.dims) == len(s.dims) {
+		s.dims = open.dims
 	}
 	for _, o := range v.back {
 		if o.kind == kindGetTag {
@@ -178,8 +177,7 @@ func (v *objCheck) backCells(read *op) []state {
 	if read == nil || !fits(span, *read.box) || uint64(len(read.vals)) != read.box.Volume() {
 		return nil
 	}
-	stride := n / span[0]
-	if read.box.Off[0] != 0 || read.box.Volume() != read.box.Size[0]*stride {
+	if !slices.Equal(read.box.Off, make([]uint64, len(span))) {
 		return nil
 	}
 	cells := make([]state, n)
@@ -189,10 +187,12 @@ func (v *objCheck) backCells(read *op) []state {
 		cells[cell].v = wid
 		k++
 	})
-	for i := read.box.Size[0] * stride; i < n; i++ {
-		cells[i].out = true
-		if !v.c.strict {
-			cells[i].ghost = anyGhost
+	for i := range cells {
+		if outside(span, read.box.Size, uint64(i)) {
+			cells[i].out = true
+			if !v.c.strict {
+				cells[i].ghost = anyGhost
+			}
 		}
 	}
 	return cells
@@ -268,15 +268,15 @@ func (v *objCheck) tags(in *inc) {
 // dims, read by opens.
 func (v *objCheck) dims(in *inc) {
 	c := v.c
-	r := reg{init: state{v: in.rows}}
+	r := reg{init: state{v: dimsValue(in.dims)}}
 	reads := 0
 	for _, i := range in.ops {
 		o := v.hist[i]
 		switch {
 		case o.kind == kindSetDims && len(o.dims) > 0:
-			r.add(o, regWrite, o.dims[0])
+			r.add(o, regWrite, dimsValue(o.dims))
 		case o.kind == kindOpen && len(o.dims) > 0:
-			r.add(o, regRead, o.dims[0])
+			r.add(o, regRead, dimsValue(o.dims))
 			reads++
 		case o.kind == kindDelete:
 			r.add(o, regKill, 0)
@@ -288,7 +288,7 @@ func (v *objCheck) dims(in *inc) {
 	if !c.checkReg(&r) {
 		c.Stats.Lost++
 		c.Stats.Where["dims"]++
-		c.problem("cycle %d: object %s id %#x: dims not linearizable (from %d rows):\n%s", v.cycle, v.label, in.id, in.rows,
+		c.problem("cycle %d: object %s id %#x: dims not linearizable (from %v):\n%s", v.cycle, v.label, in.id, in.dims,
 			describe(v.hist, func(o *op) bool {
 				return o.id == in.id && (o.kind == kindSetDims || o.kind == kindOpen || o.kind == kindDelete)
 			}))
@@ -321,7 +321,6 @@ func (v *objCheck) where() string {
 func (v *objCheck) touches(in *inc) (per [][]touch, backVals []uint64) {
 	c, span := v.c, spanDims(v.s.props)
 	n := uint64(len(in.cells))
-	stride := n / span[0]
 	per = make([][]touch, n)
 	for _, i := range in.ops {
 		o := v.hist[i]
@@ -334,12 +333,13 @@ func (v *objCheck) touches(in *inc) (per [][]touch, backVals []uint64) {
 			}
 			forCells(span, *o.box, func(cell uint64) { per[cell] = append(per[cell], touch{i, o.wid}) })
 		case kindSetDims, kindDelete:
-			cut := uint64(0)
-			if o.kind == kindSetDims && len(o.dims) > 0 {
-				cut = o.dims[0] * stride
+			// A delete cuts every cell; a set dims those outside them.
+			cut := func(uint64) bool { return true }
+			if o.kind == kindSetDims && len(o.dims) == len(span) {
+				cut = func(cell uint64) bool { return outside(span, o.dims, cell) }
 			}
 			for cell := range per {
-				per[cell] = append(per[cell], touch{i, b2u(uint64(cell) >= cut)})
+				per[cell] = append(per[cell], touch{i, b2u(cut(uint64(cell)))})
 			}
 		case kindRead:
 			if uint64(len(o.vals)) != o.box.Volume() || !fits(span, *o.box) {

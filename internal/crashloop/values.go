@@ -40,10 +40,10 @@ func decodeCell(v, cell uint64) (wid uint64, ok bool) {
 }
 
 // fillCells fills buf with the values of write wid over box of an object
-// of the given dims.
-func fillCells(buf []byte, dims []uint64, box region.Box, wid uint64) {
+// whose spanDims are span.
+func fillCells(buf []byte, span []uint64, box region.Box, wid uint64) {
 	i := 0
-	forCells(dims, box, func(cell uint64) {
+	forCells(span, box, func(cell uint64) {
 		binary.LittleEndian.PutUint64(buf[8*i:], cellValue(wid, cell))
 		i++
 	})
@@ -71,10 +71,15 @@ func now() int64 {
 }
 
 // maxGrowth bounds set dims: the first dim of an object stays between 1
-// and maxGrowth times the one it was created with. Only the first dim
-// changes, so a cell's row-major index (and the value written there)
-// does not depend on the dims it was written under.
-const maxGrowth = 2
+// and maxGrowth times the one it was created with, each other dim
+// between 1 and trailingGrowth times its own. Elements keep their
+// coordinates when the dims change (a by-offset file is laid out again,
+// docs/design/0006), so a cell is named by its coordinates: its index is
+// row-major in spanDims, whatever dims it was written under.
+const (
+	maxGrowth      = 2
+	trailingGrowth = 1.5
+)
 
 // objectName names an object created by write wid with the given shape,
 // partition and storage (indexes of shapes, partitions, storages): any
@@ -98,9 +103,33 @@ func propsOfName(name string) (p ObjProps, ok bool) {
 }
 
 // spanDims are the dims of every cell an object of props may ever have:
-// its first dim grown by maxGrowth. Cell indexes are row-major in them.
+// its first dim grown by maxGrowth, the others by trailingGrowth. Cell
+// indexes are row-major in them.
 func spanDims(props *ObjProps) []uint64 {
 	d := slices.Clone(props.Dims)
 	d[0] *= maxGrowth
+	for i := 1; i < len(d); i++ {
+		d[i] = uint64(float64(d[i]) * trailingGrowth)
+	}
 	return d
+}
+
+// outside reports whether cell (row-major in span) lies outside dims.
+func outside(span, dims []uint64, cell uint64) bool {
+	for i := len(span) - 1; i >= 0; i-- {
+		if cell%span[i] >= dims[i] {
+			return true
+		}
+		cell /= span[i]
+	}
+	return false
+}
+
+// dimsValue is dims as the value of a register (each dim under 2^16).
+func dimsValue(dims []uint64) uint64 {
+	var v uint64
+	for i, d := range dims {
+		v |= d << (16 * i)
+	}
+	return v
 }

@@ -276,6 +276,11 @@ func (w *worker) write(ctx context.Context) error {
 	if _, own := w.next[name]; once && (!own || w.next[name] == dims[0]) {
 		return w.readObject(ctx, o, dims, name)
 	}
+	props, ok := propsOfName(name)
+	if !ok || len(props.Dims) != len(dims) {
+		return nil
+	}
+	span := spanDims(&props)
 	// One write done at once, or two started together and waited
 	// together.
 	k := 1 + w.r.IntN(2)
@@ -295,7 +300,7 @@ func (w *worker) write(ctx context.Context) error {
 		}
 		wid := w.nextWID()
 		buf := make([]byte, 8*b.Volume())
-		fillCells(buf, dims, b, wid)
+		fillCells(buf, span, b, wid)
 		n, err := w.log.invoke(Record{Kind: kindWrite, Obj: name, ID: o.ID(), Box: &b, WID: wid})
 		if err != nil {
 			return err
@@ -452,7 +457,8 @@ func search(ctx context.Context, c *client.Client, l *opLog, spec SearchSpec) er
 }
 
 // setDims grows or shrinks the first dim of an object, between 1 and
-// maxGrowth times its size at create.
+// maxGrowth times its size at create, and one time in three each other
+// dim, between 1 and trailingGrowth times its own.
 func (w *worker) setDims(ctx context.Context) error {
 	o, dims, name, err := w.object(ctx)
 	if o == nil || err != nil || w.once(o) {
@@ -463,7 +469,13 @@ func (w *worker) setDims(ctx context.Context) error {
 		return nil
 	}
 	nd := slices.Clone(dims)
-	nd[0] = 1 + w.r.Uint64N(maxGrowth*props.Dims[0])
+	span := spanDims(&props)
+	nd[0] = 1 + w.r.Uint64N(span[0])
+	for i := 1; i < len(nd) && len(nd) == len(span); i++ {
+		if w.r.IntN(3) == 0 {
+			nd[i] = 1 + w.r.Uint64N(span[i])
+		}
+	}
 	n, err := w.log.invoke(Record{Kind: kindSetDims, Obj: name, ID: o.ID(), Dims: nd})
 	if err != nil {
 		return err
