@@ -31,11 +31,11 @@
 //     delete ends the incarnation: no operation through a handle to it
 //     succeeds after it, and nothing of it shows in the next. Elements
 //     keep their coordinates when the dims change, so a cell is named by
-//     its coordinates (its index in spanDims), whatever the dims. Writes acknowledged take
-//     effect between invocation and acknowledgement; writes not
-//     acknowledged (the client was killed, or the write failed) may take
-//     effect at any moment after their invocation until every server of
-//     their cycle is dead, or never. A read must return a value some
+//     its coordinates (its index in spanDims), whatever the dims. Writes
+//     acknowledged take effect between invocation and acknowledgement;
+//     writes not acknowledged (the client was killed, or the write
+//     failed) may take effect at any moment after their invocation until
+//     every server of their cycle is dead, or never. A read must return a value some
 //     linearization allows: never zeros after an acknowledged write, never
 //     an older value than the last acknowledged one, never an error.
 //     A tag search (search.go, searchcheck.go) is a read, per

@@ -384,10 +384,11 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 		return err
 	}
 	note = append(note, stop)
+	before := l.chk.Stats
 	if err := l.checkLogs(cycle, ps); err != nil {
 		return err
 	}
-	return l.restartAndReadBack(ctx, cycle, dir, began, note)
+	return l.restartAndReadBack(ctx, cycle, dir, began, before, note)
 }
 
 // startWorkers starts the cycle's workers, with the objects the checker
@@ -516,7 +517,8 @@ func (l *loop) checkLogs(cycle int, ps []*proc) error {
 // restartAndReadBack restarts the cluster, maybe with another server
 // count, reads everything back for the checker, checks the servers and
 // prints the cycle's line.
-func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, began time.Time, note []string) error {
+// before is the checker's stats before the cycle's logs.
+func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, began time.Time, before Stats, note []string) error {
 	if len(l.cfg.ServerCounts) > 0 {
 		n := l.cfg.ServerCounts[l.r.IntN(len(l.cfg.ServerCounts))]
 		if n != l.n {
@@ -529,7 +531,6 @@ func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, be
 		return err
 	}
 	l.res.Restarts++
-	before := l.chk.Stats
 	if err := l.readBack(ctx, cycle, dir); err != nil {
 		return err
 	}
