@@ -31,8 +31,9 @@ type op struct {
 	vals  []uint64 // read
 	// spec is the search (search), hits the ids it found; an
 	// observation (searchcheck.go) has spec, tag, id and found.
-	spec *SearchSpec
-	hits []uint64
+	spec  *SearchSpec
+	hits  []uint64
+	names []string
 }
 
 func (o *op) update() bool {
@@ -204,7 +205,7 @@ func ops(recs []Record) []*op {
 		case kindGetTag:
 			o.wid = r.WID
 		case kindSearch:
-			o.hits = r.Hits
+			o.hits, o.names = r.Hits, r.Names
 		}
 	}
 	return slices.DeleteFunc(out, func(o *op) bool { return !o.update() && !o.acked })

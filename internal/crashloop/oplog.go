@@ -62,6 +62,7 @@ type Record struct {
 	Found bool     `json:"found,omitempty"` // open ok
 	Vals  []uint64 `json:"vals,omitempty"`  // read ok: the cells' raw values
 	Hits  []uint64 `json:"hits,omitempty"`  // search ok: the ids found
+	Names []string `json:"names,omitempty"` // search ok, if it asked for names: theirs
 	Err   string   `json:"err,omitempty"`   // fail
 }
 

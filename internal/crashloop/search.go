@@ -110,6 +110,8 @@ type SearchSpec struct {
 	// Scan asks every metadata server to scan its tags (client.ScanOnly)
 	// instead of the planner's choice (the DART index when it can).
 	Scan bool `json:"scan,omitempty"`
+	// Names asks for the objects' names too (client.WithNames).
+	Names bool `json:"names,omitempty"`
 }
 
 // Query is the query text.
@@ -164,9 +166,10 @@ func (s *SearchSpec) match(tag string, wid uint64) bool {
 // searchFor builds a search of one of every form around the value of put
 // wid of tag: the exact value; a prefix, suffix or infix of its text;
 // the exact value under a key pattern; a narrow range of numbers; or (1
-// in 16) the key alone. One in five scans instead of using the index.
+// in 16) the key alone. One in five scans instead of using the index,
+// one in three asks for names.
 func searchFor(r *rand.Rand, tag string, wid uint64) SearchSpec {
-	s := SearchSpec{KeyKind: patExact, Key: tag, Scan: r.IntN(5) == 0}
+	s := SearchSpec{KeyKind: patExact, Key: tag, Scan: r.IntN(5) == 0, Names: r.IntN(3) == 0}
 	if r.IntN(16) == 0 {
 		return s
 	}

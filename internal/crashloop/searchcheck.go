@@ -39,6 +39,8 @@ type liveObj struct {
 	// vals are, per incarnation and tag, the values it may hold: as read
 	// back before, and every one put.
 	vals map[idTag][]uint64
+	// deleted is, per incarnation, when the first delete of it began.
+	deleted map[uint64]int64
 }
 
 // liveScope returns the liveObj of each object whose operations are
@@ -47,7 +49,7 @@ func (c *Checker) liveScope(hists map[string][]*op) map[string]*liveObj {
 	scope := map[string]*liveObj{}
 	for name, hist := range hists {
 		s := c.obj(name)
-		lo := &liveObj{vals: map[idTag][]uint64{}}
+		lo := &liveObj{vals: map[idTag][]uint64{}, deleted: map[uint64]int64{}}
 		if s.exists && s.id != 0 {
 			lo.ids = append(lo.ids, s.id)
 			if s.cells != nil { // else it starts without tags (objCheck.incarnation)
@@ -65,9 +67,14 @@ func (c *Checker) liveScope(hists map[string][]*op) map[string]*liveObj {
 			if !slices.Contains(lo.ids, o.id) {
 				lo.ids = append(lo.ids, o.id)
 			}
-			if o.kind == kindPutTag {
+			switch o.kind {
+			case kindPutTag:
 				k := idTag{o.id, o.tag}
 				lo.vals[k] = append(lo.vals[k], o.wid)
+			case kindDelete:
+				if t, ok := lo.deleted[o.id]; !ok || o.call < t {
+					lo.deleted[o.id] = o.call
+				}
 			}
 		}
 		scope[name] = lo
@@ -99,13 +106,34 @@ func (c *Checker) checkSearch(cycle int, o *op, scope map[string]*liveObj, add f
 		c.Stats.Where["search"]++
 		c.problem("cycle %d: %s: "+format, append([]any{cycle, o}, args...)...)
 	}
+	if spec.Names && len(o.names) != len(o.hits) {
+		violation(false, "asked for names, got %d for %d hits", len(o.names), len(o.hits))
+	}
 	var others []uint64 // hits of objects in scope, of incarnations not in it
-	for _, id := range o.hits {
+	for i, id := range o.hits {
 		name, ok := c.ids[id]
 		if !ok {
 			violation(false, "found id %#x, which no operation of the loop named", id)
 			continue
 		}
+		if spec.Names && i < len(o.names) {
+			// The names come from the objects' owners after the search:
+			// none for an object deleted meanwhile.
+			lo := scope[name]
+			var began int64 = -1
+			if lo != nil {
+				if t, ok := lo.deleted[id]; ok {
+					began = t
+				}
+			}
+			switch got := o.names[i]; {
+			case got == "" && (began < 0 || began > o.ret):
+				violation(false, "found object %s id %#x without its name, and no delete of it had begun", name, id)
+			case got != "" && got != name:
+				violation(false, "found object %s id %#x named %q", name, id, got)
+			}
+		}
+
 		s := c.objs[name]
 		switch {
 		case scope[name] != nil:

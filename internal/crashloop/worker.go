@@ -359,6 +359,9 @@ func (w *worker) readObject(ctx context.Context, o *client.Object, dims []uint64
 }
 
 func (w *worker) putTag(ctx context.Context) error {
+	if w.r.IntN(4) == 0 {
+		return w.putTags(ctx)
+	}
 	o, _, name, err := w.object(ctx)
 	if o == nil || err != nil {
 		return err
@@ -374,6 +377,51 @@ func (w *worker) putTag(ctx context.Context) error {
 		return w.failed(n, name, err)
 	}
 	return w.log.done(n, Record{})
+}
+
+// putTags puts a tag on each of up to 6 objects in one batch
+// (Client.PutTags: one request per metadata server, and one commit and
+// index record there for all of its objects). If it fails, which of the
+// puts took effect is not known: none is acknowledged.
+func (w *worker) putTags(ctx context.Context) error {
+	var puts []client.TagPut
+	var ns []uint64
+	var names []string
+	for range 2 + w.r.IntN(5) {
+		o, _, name, err := w.object(ctx)
+		if err != nil {
+			return err
+		}
+		if o == nil || slices.Contains(names, name) {
+			continue
+		}
+		tag := tagNames[w.r.IntN(len(tagNames))]
+		wid := w.nextWID()
+		n, err := w.log.invoke(Record{Kind: kindPutTag, Obj: name, ID: o.ID(), Tag: tag, WID: wid})
+		if err != nil {
+			return err
+		}
+		w.puts = append(w.puts, tagPut{tag, wid})
+		puts = append(puts, client.TagPut{Object: o, Name: tag, Value: tagValue(tag, wid)})
+		ns, names = append(ns, n), append(names, name)
+	}
+	if len(puts) == 0 {
+		return nil
+	}
+	if err := w.c.PutTags(ctx, puts); err != nil {
+		for i, n := range ns {
+			if err := w.failed(n, names[i], err); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range ns {
+		if err := w.log.done(n, Record{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *worker) delTag(ctx context.Context) error {
@@ -445,15 +493,21 @@ func search(ctx context.Context, c *client.Client, l *opLog, spec SearchSpec) er
 	if spec.Scan {
 		opts = append(opts, client.ScanOnly())
 	}
+	if spec.Names {
+		opts = append(opts, client.WithNames())
+	}
 	ms, err := c.Query(ctx, spec.Query(), opts...)
 	if err != nil {
 		return l.fail(n, err)
 	}
-	hits := make([]uint64, len(ms))
+	r := Record{Hits: make([]uint64, len(ms))}
 	for i, m := range ms {
-		hits[i] = m.ID
+		r.Hits[i] = m.ID
+		if spec.Names {
+			r.Names = append(r.Names, m.Name)
+		}
 	}
-	return l.done(n, Record{Hits: hits})
+	return l.done(n, r)
 }
 
 // setDims grows or shrinks the first dim of an object, between 1 and
