@@ -3,6 +3,7 @@ package crashloop
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -117,17 +119,20 @@ func (c *Config) validate() error {
 // Result is what a crash loop did and found.
 type Result struct {
 	Stats
-	ServerKills  int // servers killed with SIGKILL mid-work
-	ClientKills  int // client processes killed with SIGKILL mid-work (besides those at each cycle's end)
-	CrashStops   int // cycles ended by SIGKILL of every server
-	CleanStops   int // cycles ended by pdc down
-	Restarts     int
-	Resizes      int // restarts with another server count
-	ServerDeaths int // servers that died without being killed
-	WorkerErrors int // client processes that exited with an error of their own
-	RaceReports  int // data races the race detector reported in a server or client (race builds)
-	Problems     []string
-	Duration     time.Duration
+	ServerKills int // servers killed with SIGKILL mid-work
+	// ServerRestarts are servers killed mid-work and restarted while the
+	// clients still work (pdc up --restart-dead).
+	ServerRestarts int
+	ClientKills    int // client processes killed with SIGKILL mid-work (besides those at each cycle's end)
+	CrashStops     int // cycles ended by SIGKILL of every server
+	CleanStops     int // cycles ended by pdc down
+	Restarts       int
+	Resizes        int // restarts with another server count
+	ServerDeaths   int // servers that died without being killed
+	WorkerErrors   int // client processes that exited with an error of their own
+	RaceReports    int // data races the race detector reported in a server or client (race builds)
+	Problems       []string
+	Duration       time.Duration
 }
 
 // Failed reports whether anything was lost, zeroed or corrupt, or a
@@ -137,11 +142,11 @@ func (r *Result) Failed() bool { return r.Violations() > 0 || r.ServerDeaths > 0
 // Summary is the result in one line.
 func (r *Result) Summary() string {
 	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads, %d searches; "+
-		"faults: %d server kills, %d client kills, %d crash stops, %d clean stops, %d resizes; "+
+		"faults: %d server kills (%d restarted mid-cycle), %d client kills, %d crash stops, %d clean stops, %d resizes; "+
 		"violations: %d lost, %d zeroed, %d corrupt (%d registers undecided); %d server deaths, %d data races",
 		r.Cycles, r.Duration.Round(time.Millisecond), r.Acked(), r.AckedWrites, r.AckedCreates, r.AckedTags,
 		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads, r.Searches,
-		r.ServerKills, r.ClientKills, r.CrashStops, r.CleanStops, r.Resizes,
+		r.ServerKills, r.ServerRestarts, r.ClientKills, r.CrashStops, r.CleanStops, r.Resizes,
 		r.Lost, r.Zeroed, r.Corrupt, r.Undecided, r.ServerDeaths, r.RaceReports) + r.where()
 }
 
@@ -379,6 +384,10 @@ func (l *loop) cycle(ctx context.Context, cycle int) error {
 	if err != nil {
 		return err
 	}
+	// A server restarted meanwhile has another pid.
+	if list, err = cluster.ReadList(l.tmpdir); err != nil {
+		return err
+	}
 	stop, err := l.stopAll(ctx, cycle, ps, list, killedServer)
 	if err != nil {
 		return err
@@ -413,7 +422,8 @@ func (l *loop) startWorkers(ctx context.Context, dir string, cycle int) ([]*proc
 }
 
 // injectFaults lets the workers work for cfg.Work, killing a client and a
-// server (each with a chance of 6 in 10) at random moments of it. It
+// server (each with a chance of 6 in 10) at random moments of it, and
+// one time in two restarting the server killed at a later moment. It
 // returns the servers killed and what it did.
 func (l *loop) injectFaults(ctx context.Context, ps []*proc, list *cluster.List) (map[int]bool, []string, error) {
 	type fault struct {
@@ -427,27 +437,42 @@ func (l *loop) injectFaults(ctx context.Context, ps []*proc, list *cluster.List)
 	if l.r.IntN(10) < 6 {
 		p := ps[l.r.IntN(len(ps))]
 		at := time.Duration(l.r.Int64N(int64(l.cfg.Work)))
-		faults = append(faults, fault{at, fmt.Sprintf("client %d", p.i), func() { p.kill(); l.res.ClientKills++ }})
+		faults = append(faults, fault{at, fmt.Sprintf("killed client %d", p.i), func() { p.kill(); l.res.ClientKills++ }})
 	}
+	var restartErr error
 	if l.r.IntN(10) < 6 {
 		s := list.Servers[l.r.IntN(len(list.Servers))]
 		at := time.Duration(l.r.Int64N(int64(l.cfg.Work)))
-		faults = append(faults, fault{at, fmt.Sprintf("server %d", s.Rank), func() {
+		faults = append(faults, fault{at, fmt.Sprintf("killed server %d", s.Rank), func() {
 			_ = syscall.Kill(s.PID, syscall.SIGKILL)
 			killedServer[s.PID] = true
 			l.res.ServerKills++
 		}})
+		if l.r.IntN(2) == 0 {
+			// Restarted while the clients work: it rejoins the cluster,
+			// delivers what it owes the others and is owed, and the
+			// clients find it again.
+			back := at + time.Duration(l.r.Int64N(int64(l.cfg.Work-at)+1))
+			faults = append(faults, fault{back, fmt.Sprintf("restarted server %d", s.Rank), func() {
+				if err := l.pdc(ctx, "up", "--restart-dead", "--tmpdir", l.tmpdir, "--timeout", "1m"); err != nil {
+					restartErr = err
+					return
+				}
+				l.res.ServerRestarts++
+			}})
+		}
 	}
-	if len(faults) == 2 && faults[1].at < faults[0].at {
-		faults[0], faults[1] = faults[1], faults[0]
-	}
+	slices.SortStableFunc(faults, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
 	t0 := time.Now()
 	for _, f := range faults {
 		if err := wait(ctx, f.at-time.Since(t0)); err != nil {
 			return nil, nil, err
 		}
 		f.do()
-		note = append(note, fmt.Sprintf("killed %s at %v", f.what, f.at.Round(time.Millisecond)))
+		note = append(note, fmt.Sprintf("%s at %v", f.what, f.at.Round(time.Millisecond)))
+		if restartErr != nil {
+			return nil, nil, restartErr
+		}
 	}
 	if err := wait(ctx, l.cfg.Work-time.Since(t0)); err != nil {
 		return nil, nil, err
