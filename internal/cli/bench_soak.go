@@ -111,7 +111,8 @@ func runBenchSoakWorker(ctx context.Context, e *env, args []string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir))
+	// Small pages: a listing walks in many steps while the others work.
+	c, err := client.Connect(ctx, client.WithTmpDir(*tmpdir), client.WithPageSize(5))
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,10 @@ type op struct {
 	spec  *SearchSpec
 	hits  []uint64
 	names []string
+	// listed is what a list found; listing marks an open that is a
+	// list's observation of one object.
+	listed  []Listed
+	listing bool
 }
 
 func (o *op) update() bool {
@@ -46,6 +50,9 @@ func (o *op) update() bool {
 
 func (o *op) String() string {
 	s := fmt.Sprintf("p%d#%d %s", o.proc, o.n, o.kind)
+	if o.listing {
+		s = fmt.Sprintf("p%d#%d list (an open)", o.proc, o.n)
+	}
 	if o.box != nil {
 		s += fmt.Sprintf(" %v", *o.box)
 	}
@@ -110,13 +117,14 @@ type Stats struct {
 	Unacked      int // updates whose client was killed or that failed: allowed either way
 	Reads        int // reads checked (clients' and the read-backs')
 	Searches     int // tag searches checked (clients' and the read-backs')
+	Lists        int // container listings checked (clients' and the read-backs')
 	Registers    int // cell, existence and tag histories checked
 	Undecided    int // of those, histories the checker gave up on (checkTimeout)
 	Lost         int // registers read back older than an acknowledged value
 	Zeroed       int // cells read back as zeros after an acknowledged write
 	Corrupt      int // cells holding a value no write put there, or read errors
 	// Where the violations were: "partition P storage S", "tag",
-	// "search", "existence", "read-back".
+	// "search", "list", "existence", "read-back".
 	Where map[string]int
 }
 
@@ -206,6 +214,8 @@ func ops(recs []Record) []*op {
 			o.wid = r.WID
 		case kindSearch:
 			o.hits, o.names = r.Hits, r.Names
+		case kindList:
+			o.listed = r.Listed
 		}
 	}
 	return slices.DeleteFunc(out, func(o *op) bool { return !o.update() && !o.acked })
@@ -216,7 +226,7 @@ func (c *Checker) Add(cycle int, logs [][]Record, props map[string]*ObjProps) {
 	var searches []*op
 	for _, recs := range logs {
 		for _, o := range ops(recs) {
-			if o.kind == kindSearch {
+			if o.kind == kindSearch || o.kind == kindList {
 				searches = append(searches, o)
 				continue
 			}
@@ -239,11 +249,16 @@ func (c *Checker) Add(cycle int, logs [][]Record, props map[string]*ObjProps) {
 		}
 	}
 	scope := c.liveScope(live)
+	add := func(name string, obs *op) {
+		s := c.objs[name]
+		s.pending = append(s.pending, obs)
+	}
 	for _, o := range searches {
-		c.checkSearch(cycle, o, scope, func(name string, obs *op) {
-			s := c.objs[name]
-			s.pending = append(s.pending, obs)
-		})
+		if o.kind == kindList {
+			c.checkList(cycle, o, scope, add)
+			continue
+		}
+		c.checkSearch(cycle, o, scope, add)
 	}
 }
 
@@ -275,7 +290,7 @@ func (c *Checker) Verify(cycle int, readback []Record) {
 	failed := map[string]string{}
 	var searches []*op
 	for _, o := range ops(readback) {
-		if o.kind == kindSearch {
+		if o.kind == kindSearch || o.kind == kindList {
 			searches = append(searches, o)
 			continue
 		}
@@ -293,10 +308,10 @@ func (c *Checker) Verify(cycle int, readback []Record) {
 			inv[r.Op] = r
 		case evFail:
 			i := inv[r.Op]
-			if i.Kind == kindSearch {
+			if i.Kind == kindSearch || i.Kind == kindList {
 				c.Stats.Corrupt++
 				c.Stats.Where["read-back"]++
-				c.problem("cycle %d: read-back search %s failed: %s", cycle, i.Search, r.Err)
+				c.problem("cycle %d: read-back %s %v failed: %s", cycle, i.Kind, i.Search, r.Err)
 				continue
 			}
 			failed[i.Obj] = fmt.Sprintf("%s %s: %s", i.Kind, i.Obj, r.Err)
@@ -311,8 +326,13 @@ func (c *Checker) Verify(cycle int, readback []Record) {
 		}
 	}
 	scope := c.liveScope(live)
+	add := func(name string, obs *op) { byObj[name] = append(byObj[name], obs) }
 	for _, o := range searches {
-		c.checkSearch(cycle, o, scope, func(name string, obs *op) { byObj[name] = append(byObj[name], obs) })
+		if o.kind == kindList {
+			c.checkList(cycle, o, scope, add)
+			continue
+		}
+		c.checkSearch(cycle, o, scope, add)
 	}
 	names := make([]string, 0, len(byObj))
 	for n := range byObj {
@@ -370,7 +390,7 @@ func (c *Checker) verifyObj(cycle int, s *objState, back []*op) {
 func (c *Checker) countOps(pending, back []*op) {
 	for _, o := range pending {
 		switch {
-		case o.kind == kindSearch: // counted as a whole (Searches)
+		case o.kind == kindSearch || o.listing: // counted as a whole (Searches, Lists)
 		case !o.update():
 			c.Stats.Reads++
 		case !o.acked:
@@ -390,7 +410,7 @@ func (c *Checker) countOps(pending, back []*op) {
 		}
 	}
 	for _, o := range back {
-		if o.kind != kindSearch {
+		if o.kind != kindSearch && !o.listing {
 			c.Stats.Reads++
 		}
 	}

@@ -141,11 +141,11 @@ func (r *Result) Failed() bool { return r.Violations() > 0 || r.ServerDeaths > 0
 
 // Summary is the result in one line.
 func (r *Result) Summary() string {
-	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads, %d searches; "+
+	return fmt.Sprintf("%d cycles in %v: %d acknowledged operations checked (%d writes, %d creates, %d tag puts, %d deletes, %d set dims, %d tag deletes), %d unacknowledged allowed, %d reads, %d searches, %d listings; "+
 		"faults: %d server kills (%d restarted mid-cycle), %d client kills, %d crash stops, %d clean stops, %d resizes; "+
 		"violations: %d lost, %d zeroed, %d corrupt (%d registers undecided); %d server deaths, %d data races",
 		r.Cycles, r.Duration.Round(time.Millisecond), r.Acked(), r.AckedWrites, r.AckedCreates, r.AckedTags,
-		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads, r.Searches,
+		r.AckedDeletes, r.AckedDims, r.AckedTagDels, r.Unacked, r.Reads, r.Searches, r.Lists,
 		r.ServerKills, r.ServerRestarts, r.ClientKills, r.CrashStops, r.CleanStops, r.Resizes,
 		r.Lost, r.Zeroed, r.Corrupt, r.Undecided, r.ServerDeaths, r.RaceReports) + r.where()
 }
@@ -645,7 +645,8 @@ const readBackSearches = 16
 // searchBack searches, after the objects are read back (recs), for what
 // every tag holds (each key alone, every text, every number: what the
 // index holds after the restart must agree with the tags read back) and
-// for a few of the values read, by the forms of searchFor.
+// for a few of the values read, by the forms of searchFor; then it lists
+// the container.
 func (l *loop) searchBack(ctx context.Context, c *client.Client, log *opLog, recs []Record) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -677,7 +678,12 @@ func (l *loop) searchBack(ctx context.Context, c *client.Client, log *opLog, rec
 			return err
 		}
 	}
-	return nil
+	// And the container's listing must agree with the objects read back.
+	ct, err := c.OpenContainer(ctx, container)
+	if err != nil {
+		return err
+	}
+	return list(ctx, ct, log)
 }
 
 func (l *loop) readObject(ctx context.Context, c *client.Client, log *opLog, name string) error {

@@ -129,10 +129,11 @@ func (v *objCheck) pin() {
 	s := v.s
 	var open, read *op
 	for _, o := range v.back {
-		switch o.kind {
-		case kindOpen:
+		switch {
+		case o.listing:
+		case o.kind == kindOpen:
 			open = o
-		case kindRead:
+		case o.kind == kindRead:
 			read = o
 		}
 	}

@@ -24,6 +24,7 @@ const (
 	kindSetDims = "setdims" // set the dims of object ID to Dims
 	kindDelTag  = "deltag"  // delete tag Tag of Obj
 	kindSearch  = "search"  // search tags (Search): Hits
+	kindList    = "list"    // list the container's objects: Listed
 )
 
 // Events of an operation.
@@ -63,7 +64,16 @@ type Record struct {
 	Vals  []uint64 `json:"vals,omitempty"`  // read ok: the cells' raw values
 	Hits  []uint64 `json:"hits,omitempty"`  // search ok: the ids found
 	Names []string `json:"names,omitempty"` // search ok, if it asked for names: theirs
-	Err   string   `json:"err,omitempty"`   // fail
+	// Listed are the objects a list found.
+	Listed []Listed `json:"listed,omitempty"`
+	Err    string   `json:"err,omitempty"` // fail
+}
+
+// Listed is an object a listing found.
+type Listed struct {
+	Name string   `json:"n"`
+	ID   uint64   `json:"id"`
+	Dims []uint64 `json:"d"`
 }
 
 // ObjProps is what the checker needs to know of an object.

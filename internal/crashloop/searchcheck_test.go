@@ -219,3 +219,93 @@ func TestSearchSpec(t *testing.T) {
 		}
 	}
 }
+
+// list logs a listing at [call, ret] that found ls.
+func (h *hist) list(call, ret int64, ls ...Listed) {
+	n := h.inv(call, Record{Kind: kindList})
+	h.ok(n, ret, Record{Listed: ls})
+}
+
+// What a listing may and may not find, given the creates and deletes
+// around it, and of an object left alone in a cycle.
+func TestCheckerLists(t *testing.T) {
+	const id1, id2 = 100, 200
+	props := map[string]*ObjProps{"o": {Dims: dims4}}
+	created := func(h *hist, call, ack int64, id uint64) {
+		h.opOn(call, ack, Record{Kind: kindCreate, Props: props["o"]}, Record{ID: id})
+	}
+	o1 := Listed{Name: "o", ID: id1, Dims: dims4}
+	cases := []struct {
+		name       string
+		work       func(h *hist)
+		back       []Record
+		violations bool
+	}{
+		{"listed once created", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.list(10, 20, o1)
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), false},
+		{"not listed once created", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.list(10, 20)
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), true},
+		{"listed with other dims", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.list(10, 20, Listed{Name: "o", ID: id1, Dims: []uint64{3}})
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), true},
+		{"listed after its delete", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.opOn(10, 20, Record{Kind: kindDelete, ID: id1}, Record{})
+			h.list(30, 40, o1)
+		}, readBackID(1000, 0, 0, 0, nil), true},
+		{"neither incarnation listed while one is deleted and the other created", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.opOn(10, 20, Record{Kind: kindDelete, ID: id1}, Record{})
+			created(h, 30, 40, id2)
+			h.list(15, 35)
+		}, readBackID(1000, id2, 4, 0, vals(0, 0, 1, 2, 3)), false},
+		{"both incarnations listed while one is deleted and the other created", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.opOn(10, 20, Record{Kind: kindDelete, ID: id1}, Record{})
+			created(h, 30, 40, id2)
+			h.list(15, 35, o1, Listed{Name: "o", ID: id2, Dims: dims4})
+		}, readBackID(1000, id2, 4, 0, vals(0, 0, 1, 2, 3)), false},
+		{"an object no operation named", func(h *hist) {
+			created(h, 1, 2, id1)
+			h.list(10, 20, o1, Listed{Name: "p", ID: 5, Dims: dims4})
+		}, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)), true},
+	}
+	for _, tc := range cases {
+		c := newChecker()
+		h := &hist{proc: 0}
+		tc.work(h)
+		c.Add(1, [][]Record{h.recs}, props)
+		c.Verify(1, tc.back)
+		if got := c.Stats.Violations() > 0; got != tc.violations {
+			t.Errorf("%s: violations %v, want %v: %+v\n%s", tc.name, got, tc.violations, c.Stats, strings.Join(c.Problems, "\n"))
+		}
+	}
+	// An object left alone in cycle 2 must be listed as read back.
+	for _, tc := range []struct {
+		name       string
+		ls         []Listed
+		violations bool
+	}{
+		{"listed", []Listed{o1}, false},
+		{"not listed", nil, true},
+		{"listed with other dims", []Listed{{Name: "o", ID: id1, Dims: []uint64{5}}}, true},
+	} {
+		c := newChecker()
+		h := &hist{proc: 0}
+		created(h, 1, 2, id1)
+		c.Add(1, [][]Record{h.recs}, props)
+		c.Verify(1, readBackID(1000, id1, 4, 0, vals(0, 0, 1, 2, 3)))
+		b := &hist{proc: 15}
+		b.list(3000, 3001, tc.ls...)
+		c.Add(2, nil, props)
+		c.Verify(2, b.recs)
+		if got := c.Stats.Violations() > 0; got != tc.violations || c.Stats.Lists != 1 {
+			t.Errorf("cycle 2, %s: violations %v, want %v: %+v\n%s", tc.name, got, tc.violations, c.Stats, strings.Join(c.Problems, "\n"))
+		}
+	}
+}

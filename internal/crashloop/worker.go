@@ -153,8 +153,10 @@ func (w *worker) step(ctx context.Context) error {
 		return w.delTag(octx)
 	case p < 80:
 		return w.getTag(octx)
-	case p < 90:
+	case p < 87:
 		return w.search(octx)
+	case p < 90:
+		return list(octx, w.ct, w.log)
 	case p < 96:
 		return w.setDims(octx)
 	default:
@@ -481,6 +483,23 @@ func (w *worker) search(ctx context.Context) error {
 		spec = searchFor(w.r, p.tag, p.wid)
 	}
 	return search(ctx, w.c, w.log, spec)
+}
+
+// list lists ct's objects and logs what it found.
+func list(ctx context.Context, ct *client.Container, l *opLog) error {
+	n, err := l.invoke(Record{Kind: kindList})
+	if err != nil {
+		return err
+	}
+	infos, err := ct.Objects(ctx)
+	if err != nil {
+		return l.fail(n, err)
+	}
+	r := Record{Listed: make([]Listed, len(infos))}
+	for i, info := range infos {
+		r.Listed[i] = Listed{Name: info.Name, ID: info.ID, Dims: info.Props.Dims}
+	}
+	return l.done(n, r)
 }
 
 // search runs spec and logs it.
