@@ -58,7 +58,7 @@ func TestCrashLoop(t *testing.T) {
 	}
 	// The loop must have done what it is for.
 	if res.Acked() == 0 || res.AckedWrites == 0 || res.AckedCreates == 0 || res.AckedTags == 0 || res.Reads == 0 ||
-		res.AckedDeletes == 0 || res.AckedDims == 0 || res.AckedTagDels == 0 ||
+		res.AckedDeletes == 0 || res.AckedDims == 0 || res.AckedTagDels == 0 || res.Searches == 0 || res.Lists == 0 ||
 		res.CrashStops == 0 || (*cycles >= 8 && (res.ServerKills == 0 || res.ClientKills == 0 || res.Resizes == 0)) {
 		t.Fatalf("the loop checked or injected too little: %s", res.Summary())
 	}
