@@ -111,8 +111,11 @@ func (p fakePeers) Call(ctx context.Context, index int, m wire.Method, hdr []byt
 	if down {
 		return fmt.Errorf("index %d is down: %w", index, pdc.ErrUnavailable)
 	}
-	_, err := p.c.svcs[index].indexApply(ctx, &rpc.Request{Method: m, Header: hdr})
-	return err
+	if _, err := p.c.svcs[index].indexApply(ctx, &rpc.Request{Method: m, Header: hdr}); err != nil {
+		// As the wire brings it: the server answered.
+		return &pdc.ServerError{Server: fmt.Sprint("index ", index), Method: m.String(), Msg: err.Error(), Err: err}
+	}
+	return nil
 }
 
 func (c *testCluster) owner(name string) *Service {
@@ -214,6 +217,11 @@ func (c *testCluster) query(q string, scan bool) []uint64 {
 			c.t.Fatal(err)
 		}
 	}
+	return c.lookup(q, scan)
+}
+
+// lookup is query without the fences before it.
+func (c *testCluster) lookup(q string, scan bool) []uint64 {
 	pq, err := tagindex.Parse(q)
 	if err != nil {
 		c.t.Fatal(err)

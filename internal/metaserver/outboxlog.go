@@ -3,8 +3,11 @@ package metaserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/outbox"
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/wire"
@@ -56,8 +59,43 @@ func (p outboxPeers) Apply(ctx context.Context, dest int, ops *postings.Ops) err
 	if p.peers == nil {
 		return fmt.Errorf("no route to metadata server %d", dest)
 	}
-	m := wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}
-	return p.peers.Call(ctx, dest, wire.MethodIndexApply, m.Marshal(nil))
+	hdr := (&wire.IndexOps{Version: wire.IndexOpsPacked, Packed: ops.Bytes()}).Marshal(nil)
+	for pause := startingPause; ; pause = min(2*pause, startingPauseMax) {
+		err := p.peers.Call(ctx, dest, wire.MethodIndexApply, hdr)
+		if !starting(err) {
+			return err
+		}
+		// The server is back but still starting (indexApply): this try
+		// is not over until it takes the changes. A fence counts a try
+		// that failed as done, and the server answers queries as soon
+		// as it has started: a query fenced by a refusal here would look
+		// there before the changes arrive (a search right after a
+		// restarted server rejoined missed a tag acknowledged while it
+		// was down; found by the crash loop).
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// The pauses between the tries of a delivery to a server that is still
+// starting.
+const (
+	startingPause    = 5 * time.Millisecond
+	startingPauseMax = 100 * time.Millisecond
+)
+
+// starting reports whether err is a server's refusal of a call while it
+// starts: it answered (a *pdc.ServerError), and unavailable. A server
+// that could not be reached (down, or at an address that changed) is not
+// waited for.
+func starting(err error) bool {
+	var se *pdc.ServerError
+	return errors.As(err, &se) && errors.Is(se.Err, pdc.ErrUnavailable)
 }
 
 // recordOps returns the index changes of a stored outbox record, of any
