@@ -454,7 +454,14 @@ func (l *loop) injectFaults(ctx context.Context, ps []*proc, list *cluster.List)
 			// clients find it again.
 			back := at + time.Duration(l.r.Int64N(int64(l.cfg.Work-at)+1))
 			faults = append(faults, fault{back, fmt.Sprintf("restarted server %d", s.Rank), func() {
-				if err := l.pdc(ctx, "up", "--restart-dead", "--tmpdir", l.tmpdir, "--timeout", "1m"); err != nil {
+				// Once it is gone: until then its data dir is in use.
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				err := cluster.WaitExit(wctx, s.PID)
+				cancel()
+				if err == nil {
+					err = l.pdc(ctx, "up", "--restart-dead", "--tmpdir", l.tmpdir, "--timeout", "1m")
+				}
+				if err != nil {
 					restartErr = err
 					return
 				}
