@@ -12,6 +12,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // ownerVersion is the version of the owner file's format.
@@ -42,6 +43,9 @@ func (p *proc) lockDataDir() error {
 	fsys := vfs.OrDefault(cfg.FS)
 	lockPath, recPath := ownerPaths(cfg.DataDir, cfg.Rank)
 	l, err := fsys.Lock(lockPath)
+	if errors.Is(err, fs.ErrExist) && p.awaitPredecessor(fsys, recPath) {
+		l, err = fsys.Lock(lockPath)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
@@ -63,6 +67,55 @@ func (p *proc) lockDataDir() error {
 		return fmt.Errorf("data dir %s: record its owner: %w", cfg.DataDir, err)
 	}
 	return nil
+}
+
+// predecessorWait bounds how long a server waits for the previous
+// server of its rank to finish exiting.
+const predecessorWait = 10 * time.Second
+
+// awaitPredecessor waits, if the lock on this rank's share is held by the
+// previous server of this rank and cluster on this host, for that process
+// to end, and reports whether it did. A server killed with -9 holds its
+// lock until the kernel has taken down its address space, which for one
+// with large mappings takes a while: a restart of a dead rank right after
+// the kill (pdc up --restart-dead) found the lock held and failed. The
+// wait is on the process itself (a pidfd), not a retry loop.
+func (p *proc) awaitPredecessor(fsys vfs.FS, recPath string) bool {
+	var o owner
+	b, err := vfs.ReadFile(fsys, recPath)
+	if err != nil || json.Unmarshal(b, &o) != nil || o.Version != ownerVersion {
+		return false
+	}
+	tmpdir, _ := filepath.Abs(p.cfg.TmpDir)
+	host, _ := os.Hostname()
+	if p.cfg.Host != "" {
+		host = p.cfg.Host
+	}
+	if o.Rank != p.cfg.Rank || o.TmpDir != tmpdir || o.Host != host || o.PID <= 0 || o.PID == os.Getpid() {
+		return false
+	}
+	fd, err := unix.PidfdOpen(o.PID, 0)
+	if err == unix.ESRCH {
+		return true // gone since the lock was tried
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	p.log.Info("waiting for the previous server of this rank to exit", "pid", o.PID, "up_to", predecessorWait.String())
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(predecessorWait)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
 }
 
 // inUseError says which cluster holds rank's share of dataDir, as far as
