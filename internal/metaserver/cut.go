@@ -90,6 +90,16 @@ func (c *cuts) markLeft(id uint64) {
 	c.retry.poke()
 }
 
+// forget drops the marks of deleted objects, whose pending cuts their
+// delete dropped. It never waits.
+func (c *cuts) forget(ids []uint64) {
+	c.leftMu.Lock()
+	for _, id := range ids {
+		delete(c.left, id)
+	}
+	c.leftMu.Unlock()
+}
+
 // PendingCuts is how many objects have a dims cut some data server may
 // not have applied.
 func (s *Service) PendingCuts() int {

@@ -630,6 +630,7 @@ func (s *objects) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents 
 		s.opens.forget(id)
 	}
 	s.regions.forget(ids)
+	s.cuts.forget(ids)
 	// The objects are deleted: their data goes from the data servers,
 	// now or, for those that cannot be reached, later (gone.go), or, if
 	// the delete may not survive a crash, once it is durable. The caller
@@ -700,6 +701,9 @@ func (s *objects) deleteObjsBatch(b metastore.Batch, ms []*wire.ObjectMeta, iden
 		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("object %q: %w", m.Name, err)
 		}
+		// Its pending dims cut, if any: nothing is left to cut, and one
+		// left behind would be pushed until every data server applied it.
+		b.Delete(keyCut(m.ID))
 		b.Set(keyGone(m.ID), []byte{goneVersion})
 	}
 	return changes, nil
