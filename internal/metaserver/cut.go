@@ -393,7 +393,10 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	case cut != nil:
 		b.Set(keyCut(m.ID), encodeCut(cut))
 	}
-	if err := s.st.Commit(b); err != nil {
+	s.dimsCommits.Add(1)
+	err = s.st.Commit(b)
+	s.dimsCommits.Add(-1)
+	if err != nil {
 		if cut != nil {
 			// Applied perhaps, its sync failed (metastore.ErrUnsynced): the
 			// retrier pushes the cut once the store is durable again

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pdcgo/pdc"
@@ -33,6 +34,10 @@ type objects struct {
 	tombs tombs
 	// cuts orders the pending cuts of shrinks (cut.go).
 	cuts cuts
+	// dimsCommits counts the set dims commits that have not returned:
+	// applied, and visible, before their fsync is done. An open that may
+	// have read one waits for it (objOpen).
+	dimsCommits atomic.Int32
 	// regions forgets the region maps of deleted objects.
 	regions *regions
 }
@@ -484,13 +489,36 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		return nil, fmt.Errorf("open batch of %d objects; want 1 to %d: %w", len(b.Opens), limits.MaxBatchItems, pdc.ErrInvalid)
 	}
 	// The records handed out are durable: a set dims whose fsync failed
-	// is applied but may be lost in a crash, and a data server that
-	// confirms a shrink's dims with an open (Peek) would cut the rows past
+	// or is still under way is applied but may be lost in a crash, and a
+	// data server that confirms a shrink's dims with an open (Peek), or a
+	// client writing through the dims it opened, would cut the rows past
 	// it, which a crash would then bring back under the old dims, empty.
-	// At once unless a sync failed and no commit has made up for it.
-	if err := s.st.Settle(); err != nil {
-		return nil, fmt.Errorf("open %d objects: %w", len(b.Opens), err)
+	out := s.resolveOpens(&b)
+	if s.dimsCommits.Load() > 0 {
+		// A set dims, which holds lifeMu through its commit, may be in
+		// its fsync with a record read here: read again once it is done.
+		// Rare; opens otherwise take no lock.
+		s.lifeMu.RLock()
+		out = s.resolveOpens(&b)
+		s.lifeMu.RUnlock()
 	}
+	// Read before the look above, a set dims's record is one whose commit
+	// returned: durable, or its sync failed, which Settle makes up for (at
+	// once unless a sync failed and no commit has made up for it).
+	if err := s.st.Settle(); err != nil {
+		return nil, fmt.Errorf("open %d objects: the store cannot make its records durable, so it hands none out: %w", len(b.Opens), err)
+	}
+	for i := range out.Items {
+		if r := &out.Items[i]; r.Code == wire.CodeOK && !b.Opens[i].Peek {
+			s.opens.open(req.Client, r.Meta.ID, r.Meta.ContID)
+		}
+	}
+	return rpc.Respond(&out), nil
+}
+
+// resolveOpens looks up the objects of an open batch, in order, until the
+// answer holds openReplyBytes.
+func (s *objects) resolveOpens(b *wire.ObjBatch) wire.ObjResults {
 	out := wire.ObjResults{Items: make([]wire.ObjResult, len(b.Opens))}
 	size := 0
 	for i := range b.Opens {
@@ -503,11 +531,8 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		m, _, err := s.resolveObj(&b.Opens[i])
 		out.Items[i] = result(m, err)
 		size += resultSize(&out.Items[i])
-		if err == nil && !b.Opens[i].Peek {
-			s.opens.open(req.Client, m.ID, m.ContID)
-		}
 	}
-	return rpc.Respond(&out), nil
+	return out
 }
 
 // openReplyBytes bounds the answer of an open batch: it answers the items
