@@ -393,9 +393,11 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	case cut != nil:
 		b.Set(keyCut(m.ID), encodeCut(cut))
 	}
+	s.dimsMu.Lock()
 	s.dimsCommits.Add(1)
 	err = s.st.Commit(b)
 	s.dimsCommits.Add(-1)
+	s.dimsMu.Unlock()
 	if err != nil {
 		if cut != nil {
 			// Applied perhaps, its sync failed (metastore.ErrUnsynced): the

@@ -35,9 +35,12 @@ type objects struct {
 	// cuts orders the pending cuts of shrinks (cut.go).
 	cuts cuts
 	// dimsCommits counts the set dims commits that have not returned:
-	// applied, and visible, before their fsync is done. An open that may
-	// have read one waits for it (objOpen).
+	// applied, and visible, before their fsync is done. dimsMu is held
+	// for writing around each: an open that may have read one reads
+	// again under it for reading (objOpen), so waits for that commit
+	// only, not for lifeMu's other holders.
 	dimsCommits atomic.Int32
+	dimsMu      sync.RWMutex
 	// regions forgets the region maps of deleted objects.
 	regions *regions
 }
@@ -495,12 +498,11 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	// it, which a crash would then bring back under the old dims, empty.
 	out := s.resolveOpens(&b)
 	if s.dimsCommits.Load() > 0 {
-		// A set dims, which holds lifeMu through its commit, may be in
-		// its fsync with a record read here: read again once it is done.
-		// Rare; opens otherwise take no lock.
-		s.lifeMu.RLock()
+		// A set dims may be in its fsync with a record read here: read
+		// again once it is done. Rare; opens otherwise take no lock.
+		s.dimsMu.RLock()
 		out = s.resolveOpens(&b)
-		s.lifeMu.RUnlock()
+		s.dimsMu.RUnlock()
 	}
 	// Read before the look above, a set dims's record is one whose commit
 	// returned: durable, or its sync failed, which Settle makes up for (at
