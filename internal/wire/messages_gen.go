@@ -2586,6 +2586,15 @@ type SlotInventory struct {
 	// among the object files of its slot dirs: ids the metadata servers
 	// must not hand out again (a store put back from a checkpoint would).
 	MaxSeq uint64 // 5
+	// MetaStores are the identities of the metadata stores in it: those
+	// of MetaDirs, and those already adopted (meta-<rank>.adopted-*).
+	MetaStores []MetaStoreSeen // 6
+	// Stores is its record of the cluster's metadata stores (the file
+	// metadata-stores), as stored; empty: it has none.
+	Stores []byte // 7
+	// Abandon are the ranks whose recorded metadata store the server was
+	// told to abandon if no server finds it (--abandon-store).
+	Abandon []uint64 // 8
 }
 
 func (m *SlotInventory) Marshal(b []byte) []byte {
@@ -2596,6 +2605,11 @@ func (m *SlotInventory) Marshal(b []byte) []byte {
 	b = putPackedUints(b, 3, m.MetaDirs)
 	b = putString(b, 4, m.Path)
 	b = putUint(b, 5, m.MaxSeq)
+	for i := range m.MetaStores {
+		b = putMsg(b, 6, &m.MetaStores[i])
+	}
+	b = putBytes(b, 7, m.Stores)
+	b = putPackedUints(b, 8, m.Abandon)
 	return b
 }
 
@@ -2615,6 +2629,45 @@ func (m *SlotInventory) Unmarshal(b []byte) error {
 			m.Path = f.string()
 		case 5:
 			m.MaxSeq = f.uint64()
+		case 6:
+			m.MetaStores = append(m.MetaStores, MetaStoreSeen{})
+			f.sub(&m.MetaStores[len(m.MetaStores)-1])
+		case 7:
+			m.Stores = f.bytes()
+		case 8:
+			m.Abandon = f.packedUints(m.Abandon)
+		}
+	}
+	return f.err
+}
+
+// MetaStoreSeen is a metadata store found under a data dir.
+type MetaStoreSeen struct {
+	Rank uint64 // 1: of its name, meta-<rank>
+	ID   string // 2: its identity (STORE-ID); empty: it has none
+	// Adopted: its entries went to their owners at an earlier start, and
+	// it was renamed meta-<rank>.adopted-*.
+	Adopted bool // 3
+}
+
+func (m *MetaStoreSeen) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Rank)
+	b = putString(b, 2, m.ID)
+	b = putBool(b, 3, m.Adopted)
+	return b
+}
+
+func (m *MetaStoreSeen) Unmarshal(b []byte) error {
+	*m = MetaStoreSeen{}
+	f := fields{b: b, msg: "MetaStoreSeen"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Rank = f.uint64()
+		case 2:
+			m.ID = f.string()
+		case 3:
+			m.Adopted = f.bool()
 		}
 	}
 	return f.err
@@ -2704,6 +2757,10 @@ type SlotPlan struct {
 	// sequence number among the data files the data dirs hold: it hands
 	// out only ids above it.
 	SeqFloor uint64 // 10
+	// Stores is, to the lowest rank that reports a data dir
+	// (RoundInventory), the record of the cluster's metadata stores to
+	// write there before any metadata moves.
+	Stores []byte // 11
 }
 
 func (m *SlotPlan) Marshal(b []byte) []byte {
@@ -2727,6 +2784,7 @@ func (m *SlotPlan) Marshal(b []byte) []byte {
 	}
 	b = putPackedUints(b, 9, m.Adopt)
 	b = putUint(b, 10, m.SeqFloor)
+	b = putBytes(b, 11, m.Stores)
 	return b
 }
 
@@ -2760,6 +2818,8 @@ func (m *SlotPlan) Unmarshal(b []byte) error {
 			m.Adopt = f.packedUints(m.Adopt)
 		case 10:
 			m.SeqFloor = f.uint64()
+		case 11:
+			m.Stores = f.bytes()
 		}
 	}
 	return f.err

@@ -162,12 +162,14 @@ func goldenMessages() []struct {
 
 		// slot_messages.go
 		{"SlotCopy", &goldenSlotCopy},
-		{"SlotInventory", &wire.SlotInventory{DirID: "dir-1", Copies: []wire.SlotCopy{goldenSlotCopy, {}}, MetaDirs: []uint64{0, 2, 300}, Path: "/data/" + long, MaxSeq: 1<<32 - 1}},
+		{"SlotInventory", &wire.SlotInventory{DirID: "dir-1", Copies: []wire.SlotCopy{goldenSlotCopy, {}}, MetaDirs: []uint64{0, 2, 300}, Path: "/data/" + long, MaxSeq: 1<<32 - 1,
+			MetaStores: []wire.MetaStoreSeen{{Rank: 300, ID: "0123456789abcdef0123456789abcdef", Adopted: true}, {}}, Stores: []byte("pdcmstor" + long), Abandon: []uint64{1, 300}}},
+		{"MetaStoreSeen", &wire.MetaStoreSeen{Rank: 2, ID: "id", Adopted: true}},
 		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 1 << 40, To: 300}},
 		{"SlotMissing", &wire.SlotMissing{Slot: 2, Why: "no copy"}},
 		{"SlotPlan", &wire.SlotPlan{Epoch: 1 << 40, Own: 3, Hold: []wire.SlotCopy{goldenSlotCopy, {}}, Receive: []wire.SlotCopy{{Slot: 1}},
 			Fresh: []uint64{5, 6}, Missing: []wire.SlotMissing{{Slot: 7, Why: "lost"}, {}}, Send: []wire.SlotSend{{Slot: 1, To: 2}, {}},
-			Aside: []wire.SlotCopy{{Gen: 9}}, Adopt: []uint64{0, 1}, SeqFloor: 1 << 31}},
+			Aside: []wire.SlotCopy{{Gen: 9}}, Adopt: []uint64{0, 1}, SeqFloor: 1 << 31, Stores: []byte{0, 1, 2}}},
 		{"StartRound", &wire.StartRound{Round: wire.RoundPlan, Rank: 300, Instance: "inst",
 			Inventory: &wire.SlotInventory{DirID: "d", MetaDirs: []uint64{1}},
 			Plan:      &wire.SlotPlan{Epoch: 2, Fresh: []uint64{1}}}},
