@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/regionstore"
 	"github.com/pdcgo/pdc/internal/vfs"
@@ -37,6 +38,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	data-<slot>.aside-<gen>-<epoch>/
 //	                      an older or duplicate copy, kept for the operator
 //	data-slots            rank 0's slot table
+//	metadata-stores       the cluster's record of its metadata stores
+//	                      (stores.go), written by every start
 //
 // The marker and the table are framed: magic (8 bytes), version u32, body
 // length u32, body, CRC-32C u32 of all before it; little-endian.
@@ -331,6 +334,9 @@ func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
 	if inv.Path, err = filepath.Abs(d.path); err != nil {
 		inv.Path = d.path
 	}
+	if inv.Stores, err = d.Stores(); err != nil {
+		return inv, nil, fmt.Errorf("%w (remove the file to start without it: the start then expects no metadata store, as a first one)", err)
+	}
 	names, err := d.fs.List(d.path)
 	if err != nil {
 		return inv, nil, fmt.Errorf("scan data dir: %w", err)
@@ -357,8 +363,22 @@ func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
 			continue
 		}
 		if r, ok := strings.CutPrefix(name, "meta-"); ok {
+			adopted := false
+			if i := strings.Index(r, ".adopted-"); i >= 0 {
+				// Renamed once adopted (metaserver.Adopt).
+				r, adopted = r[:i], true
+			}
 			if n, err := strconv.Atoi(r); err == nil && n >= 0 && strconv.Itoa(n) == r {
-				inv.MetaDirs = append(inv.MetaDirs, uint64(n))
+				if !adopted {
+					inv.MetaDirs = append(inv.MetaDirs, uint64(n))
+				}
+				id, err := metastore.ReadIdentity(d.fs, path)
+				switch {
+				case err == nil:
+					inv.MetaStores = append(inv.MetaStores, wire.MetaStoreSeen{Rank: uint64(n), ID: id.ID, Adopted: adopted})
+				case !errors.Is(err, fs.ErrNotExist):
+					warns = append(warns, fmt.Sprintf("metadata store %s: %v", path, err))
+				}
 			}
 			continue
 		}
