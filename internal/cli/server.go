@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pdcgo/pdc/client"
@@ -34,6 +35,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	tmpdir := fs.String("tmpdir", e.tmpDirDefault(), "directory for the server list and secret ($PDC_TMPDIR)")
 	datadir := fs.String("datadir", e.dataDirDefault(), "directory for stored data ($PDC_DATA_LOC)")
 	roles := fs.String("roles", "both", "what this server does: metadata, data or both")
+	var abandon rankList
+	fs.Var(&abandon, "abandon-store", "let a full start go on without the cluster's metadata store meta-RANK, for each RANK of `RANKS` (comma-separated), if no server finds it "+
+		"(its node not started, its data dir gone), which is refused otherwise, naming the store; the cluster forgets it, and its objects, containers and tags are lost to it. "+
+		"Does nothing to a store that is found")
 	secretFile := fs.String("secret-file", e.getenv(client.EnvSecretFile), "cluster secret file ($"+client.EnvSecretFile+"; default: tmpdir/"+cluster.SecretFile+" if it exists)")
 	maxHeader := fs.Uint("max-header", wire.DefaultMaxHeader, "largest frame header accepted, bytes")
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
@@ -85,7 +90,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, Advertise: *advertise, Insecure: *insecure, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
-		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
+		AbandonStores: abandon,
+		SecretFile:    *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
 		MetricsAddr: *metricsAddr,
 		NoIndex:     !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
 		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
@@ -168,4 +174,29 @@ func serve(ctx context.Context, e *env, cfg server.Config, cpuprofile, debugAddr
 		defer stop()
 	}
 	return server.Run(ctx, cfg)
+}
+
+// rankList is a flag of ranks, comma-separated; given again, it adds.
+type rankList []int
+
+func (l *rankList) String() string {
+	if l == nil {
+		return ""
+	}
+	s := make([]string, len(*l))
+	for i, r := range *l {
+		s[i] = strconv.Itoa(r)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *rankList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || r < 0 {
+			return fmt.Errorf("%q is not a rank", f)
+		}
+		*l = append(*l, r)
+	}
+	return nil
 }

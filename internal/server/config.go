@@ -39,6 +39,11 @@ type Config struct {
 	DataDir string
 	// Roles of this server. Default both.
 	Roles wire.Role
+	// AbandonStores are the ranks whose metadata stores a full start may
+	// go on without, deliberately, if no server finds them: the cluster
+	// then forgets them (slots.CheckStores). A store that is found is
+	// kept whatever this says.
+	AbandonStores []int
 	// SecretFile, if set, must hold the cluster secret. If empty, the
 	// tmpdir's secret file is used when it exists.
 	SecretFile string
@@ -131,6 +136,11 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("no data dir given: %w", pdc.ErrInvalid)
+	}
+	for _, r := range c.AbandonStores {
+		if r < 0 || r >= 1<<30 {
+			return fmt.Errorf("--abandon-store %d: want the rank of a metadata store (meta-RANK): %w", r, pdc.ErrInvalid)
+		}
 	}
 	if c.Roles == 0 {
 		c.Roles = wire.RoleBoth

@@ -32,6 +32,9 @@ type slotState struct {
 	servers []slots.Server
 	plans   map[int]*wire.SlotPlan
 	next    slots.Table
+	// stores is the record of the cluster's metadata stores to write
+	// once the metadata has moved (slots.StoresPlan.After).
+	stores []byte
 	// stamped: every holder has stamped its slots with the plan's epoch
 	// (the slot table is written), so a rank that restarts holds them at
 	// that generation (rejoinRound).
@@ -66,10 +69,29 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		for _, sv := range servers {
 			floor = max(floor, sv.Inventory.MaxSeq)
 		}
+		// The metadata stores the cluster has must all be here; the record
+		// of them goes to every data dir before any metadata moves.
+		stores, err := slots.CheckStores(servers)
+		if err != nil {
+			return nil, err
+		}
+		s.slots.stores = slots.EncodeStores(stores.After)
+		for _, e := range stores.Abandoned {
+			s.log.Warn("abandoned a metadata store of the cluster, as told (--abandon-store): its objects, containers and tags are lost to the cluster",
+				"store", fmt.Sprintf("meta-%d", e.Rank), "id", e.ID, "host", e.Host, "datadir", e.Path)
+		}
+		record := slots.EncodeStores(stores.Before)
+		dirs := map[string]bool{}
 		for _, sv := range servers {
-			if dirs := adopt[sv.Rank]; sv.Meta && (len(dirs) > 0 || floor > 0) {
-				out[sv.Rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Adopt: dirs, SeqFloor: floor}}
+			p := &wire.StartRound{Round: round, Plan: &wire.SlotPlan{}}
+			if d := sv.Inventory.DirID; !dirs[d] {
+				dirs[d] = true
+				p.Plan.Stores = record
 			}
+			if adopted := adopt[sv.Rank]; sv.Meta && (len(adopted) > 0 || floor > 0) {
+				p.Plan.Adopt, p.Plan.SeqFloor = adopted, floor
+			}
+			out[sv.Rank] = p
 		}
 	case wire.RoundPlan:
 		table, err := s.dataDir().Table()
@@ -78,6 +100,15 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		}
 		plans, next := slots.Plan(s.slots.servers, table)
 		s.slots.plans, s.slots.next = plans, next
+		// Every server has moved its metadata (the barrier): the stores
+		// adopted are renamed, and expected no more.
+		dirs := map[string]bool{}
+		for _, sv := range s.slots.servers {
+			if d := sv.Inventory.DirID; !dirs[d] && plans[sv.Rank] != nil {
+				dirs[d] = true
+				plans[sv.Rank].Stores = s.slots.stores
+			}
+		}
 		var moves, missing int
 		for rank, p := range plans {
 			out[rank] = &wire.StartRound{Round: round, Plan: p}
@@ -171,6 +202,11 @@ func (s *Server) moveData(ctx context.Context, list *cluster.List, secret []byte
 	plan := a.Plan
 	if plan == nil {
 		plan = &wire.SlotPlan{}
+	}
+	if len(plan.Stores) > 0 {
+		if err := s.dataDir().SetStores(plan.Stores); err != nil {
+			return nil, err
+		}
 	}
 	if recv != nil {
 		recv.Expect(plan)

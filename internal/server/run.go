@@ -360,11 +360,23 @@ func (p *proc) join(ctx context.Context) error {
 	for _, w := range warns {
 		p.log.Warn(w)
 	}
+	for _, r := range cfg.AbandonStores {
+		inv.Abandon = append(inv.Abandon, uint64(r))
+	}
 	ictx, icancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	a, err := s.takeRound(ictx, &wire.StartRound{Round: wire.RoundInventory, Inventory: &inv}, p.secret)
 	icancel()
 	if err != nil {
 		return err
+	}
+	// The cluster's record of its metadata stores (slots.CheckStores),
+	// to the lowest rank of each data dir: written before any metadata
+	// moves, so that a store that takes entries now is expected by every
+	// later start.
+	if a.Plan != nil && len(a.Plan.Stores) > 0 {
+		if err := s.dataDir().SetStores(a.Plan.Stores); err != nil {
+			return err
+		}
 	}
 	if p.data != nil {
 		// Data servers ask the metadata servers about objects they see
