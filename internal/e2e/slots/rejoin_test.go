@@ -50,9 +50,10 @@ func TestRejoinOnAnotherNodeRefusesAnOutOfDateCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node c is left out: slot 1 is held on b, and written to. The
-	// objects whose metadata the start with three servers put on node c
-	// are out of reach: the others are the test's.
-	tc.up(2, "a,b")
+	// metadata store the start with three servers put on node c is
+	// abandoned (a start without it is refused otherwise): its objects
+	// are out of reach, and the others are the test's.
+	e2e.MustRun(t, append(tc.upArgs(2, "a,b"), "--abandon-store", "2")...)
 	c := tc.connect()
 	reach := d.objs[:0:0]
 	for _, do := range d.objs {
