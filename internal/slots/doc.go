@@ -32,4 +32,10 @@
 // plus perhaps a partial copy (.incoming, removed at the next start) or a
 // second complete one (set aside at the next start); the next start, with
 // any number of servers, plans again from what it finds.
+//
+// Metadata stores are not slots, but their fate at start is decided here
+// too: Adopt gives each store no metadata server opens to one that sees
+// it, and CheckStores refuses a start that does not find a store the
+// cluster has (its record, metadata-stores, in every data dir), unless
+// the operator abandons it (stores.go).
 package slots
