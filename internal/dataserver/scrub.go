@@ -40,6 +40,11 @@ func (s *Service) Scrub(ctx context.Context, opts ScrubOptions) (*wire.ScrubRepo
 	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
+	if opts.Remove && s.cfg.RemoveGuard != nil {
+		if err := s.cfg.RemoveGuard(); err != nil {
+			return nil, fmt.Errorf("remove orphaned files: refused: %w", err)
+		}
+	}
 	r := &scrubRun{s: s, opts: opts, rep: &wire.ScrubReport{}, byID: map[uint64][]heldFiles{}}
 	stores, err := s.allStores()
 	if err != nil {

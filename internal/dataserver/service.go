@@ -50,6 +50,12 @@ type Config struct {
 	// objects' dims with that question, and confirms dims that may cut
 	// stored data (dimscheck.go).
 	Objects Objects
+	// RemoveGuard, if set, is asked before a scrub removes orphaned
+	// files: an error refuses it, and the scrub fails with that error
+	// before it removes anything (the server refuses while the cluster
+	// records a metadata store that no metadata server serves: the data
+	// of its objects would look orphaned).
+	RemoveGuard func() error
 
 	// beforeIO, if set, runs in a worker before each transfer's I/O: a
 	// testing knob.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/slots"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -93,3 +95,47 @@ func (p *proc) checkMetaStore(ctx context.Context) error {
 // clusterDir is the cluster's tmpdir on the server's FS, before the
 // Server exists.
 func (p *proc) clusterDir() cluster.Dir { return cluster.Dir{Path: p.cfg.TmpDir, FS: p.cfg.FS} }
+
+// storesServed returns an error naming every metadata store that the
+// cluster's record (in this server's data dir, written at the start)
+// says the cluster has and no metadata server of the running cluster
+// serves: the data of its objects would look orphaned to a scrub, and
+// `pdc fsck --remove` would delete it. A start refuses such a store
+// (slots.CheckStores) and a rank rejoining without its store refuses to
+// start (checkMetaStore), so this is a second line: it guards the
+// removal, which cannot be undone.
+func (p *proc) storesServed() error {
+	d := slots.NewDataDir(p.cfg.FS, p.cfg.DataDir)
+	b, err := d.Stores()
+	if err != nil || b == nil {
+		return err // none: a cluster of an older build, as before
+	}
+	path := filepath.Join(p.cfg.DataDir, "metadata-stores")
+	rec, err := slots.DecodeStores(path, b)
+	if err != nil {
+		return err
+	}
+	served := map[string]bool{}
+	if p.s != nil {
+		p.s.mu.Lock()
+		list := p.s.mu.list
+		p.s.mu.Unlock()
+		if list != nil {
+			for _, m := range list.Servers {
+				served[m.MetaStore] = true
+			}
+		}
+	}
+	var unserved []string
+	for _, e := range rec.Have {
+		if !served[e.ID] {
+			unserved = append(unserved, fmt.Sprintf("meta-%d (id %s, last seen in data dir %s on host %s)", e.Rank, e.ID, e.Path, e.Host))
+		}
+	}
+	if len(unserved) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the cluster records (%s) metadata stores that no metadata server of it serves: %s; "+
+		"the data of their objects would look orphaned. Restart the cluster with them (a full start finds them, or names what is missing): %w",
+		path, strings.Join(unserved, "; "), pdc.ErrUnavailable)
+}

@@ -210,7 +210,8 @@ func (p *proc) open() error {
 	})
 	if cfg.Roles&wire.RoleData != 0 {
 		p.recv = slots.NewDataDir(cfg.FS, cfg.DataDir).NewReceiver(log)
-		p.data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank, Objects: p.objs})
+		p.data = dataserver.New(dataserver.Config{Logger: log, MaxBytes: cfg.DataBudget, Rank: cfg.Rank, Objects: p.objs,
+			RemoveGuard: p.storesServed})
 		// Keep as much free payload memory warm as may be in flight.
 		retain := cfg.DataBudget
 		if retain <= 0 {

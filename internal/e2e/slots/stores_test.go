@@ -13,6 +13,7 @@ import (
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/metastore"
+	"github.com/pdcgo/pdc/internal/slots"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -151,4 +152,33 @@ func TestStartWithoutTheNodeOfAStoreRefuses(t *testing.T) {
 		t.Fatalf("%s made again: dims %v, %v; want [8]", again, dims, err)
 	}
 	_ = o.Close(ctx)
+	e2e.MustRun(t, "fsck", "--remove", "--tmpdir", tc.tmpdir)
+
+	// Defence in depth: while the record names a store that no
+	// metadata server of the running cluster serves (here written by
+	// hand), pdc fsck --remove removes nothing.
+	recPath := filepath.Join(tc.datadir, "a", "metadata-stores")
+	b, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := slots.DecodeStores(recPath, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := slots.StoreEntry{Rank: 7, ID: strings.Repeat("7", 32), Host: "c", Path: filepath.Join(tc.datadir, "c")}
+	rec.Have = append(rec.Have, ghost)
+	if err := os.WriteFile(recPath, slots.EncodeStores(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := e2e.Run(t, nil, "fsck", "--remove", "--tmpdir", tc.tmpdir)
+	if res.Err == nil || !strings.Contains(res.Stderr, "meta-7 (id "+ghost.ID) || !strings.Contains(res.Stderr, "refused") {
+		t.Fatalf("pdc fsck --remove with a store no server serves: %v\n%s%s", res.Err, res.Stdout, res.Stderr)
+	}
+	t.Logf("pdc fsck --remove refused:\n%s", res.Stderr)
+	e2e.MustRun(t, "fsck", "--tmpdir", tc.tmpdir) // looking is fine
+	if err := os.WriteFile(recPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2e.MustRun(t, "fsck", "--remove", "--tmpdir", tc.tmpdir)
 }
