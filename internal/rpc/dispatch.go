@@ -297,11 +297,25 @@ func (in *inbound) run() {
 		defer resp.Done()
 	}
 	out := wire.Frame{Flags: wire.FlagResponse, Method: f.Method, ID: f.ID}
-	if in.inline {
-		_ = c.w.queue(c.ctx, out, resp.Header, resp.Payload)
-		return
+	_ = c.reply(in.inline, out, resp.Header, resp.Payload)
+}
+
+// reply sends out, the answer with hdr and payload, queued if inline. An
+// answer whose payload cannot be read (errPayloadFault) goes as that
+// error instead, so that the client learns it at once rather than at its
+// deadline.
+func (c *serverConn) reply(inline bool, out wire.Frame, hdr []byte, payload [][]byte) error {
+	send := c.w.write
+	if inline {
+		send = c.w.queue
 	}
-	_ = c.w.write(c.ctx, out, resp.Header, resp.Payload)
+	err := send(c.ctx, out, hdr, payload)
+	if errors.Is(err, errPayloadFault) {
+		body := wire.ErrorBody{Code: wire.CodeOf(err), Message: err.Error()}
+		out.Flags |= wire.FlagError
+		err = send(c.ctx, out, body.Marshal(nil), nil)
+	}
+	return err
 }
 
 // answer writes the answer of a request served on the reading goroutine
@@ -322,7 +336,7 @@ func (c *serverConn) answer(f wire.Frame, resp *Response, err error) error {
 	if resp != nil && resp.Done != nil {
 		defer resp.Done()
 	}
-	if werr := c.w.write(c.ctx, out, hdr, payload); werr != nil && !errors.Is(werr, errNotSent) {
+	if werr := c.reply(false, out, hdr, payload); werr != nil && !errors.Is(werr, errNotSent) {
 		return werr
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -95,13 +96,41 @@ func (w *frameWriter) appendFrame(f wire.Frame, hdr []byte, payload [][]byte) (i
 	if w.mu.err != nil {
 		return 0, w.mu.err
 	}
+	start := len(w.mu.buf)
 	w.mu.buf = f.AppendTrace(f.Append(w.mu.buf))
 	w.mu.buf = append(w.mu.buf, hdr...)
-	for _, p := range payload {
-		w.mu.buf = append(w.mu.buf, p...)
+	if len(payload) > 0 {
+		buf, err := appendPayload(w.mu.buf, payload)
+		if err != nil {
+			w.mu.buf = w.mu.buf[:start] // the stream stays whole: the frame was never queued
+			return 0, err
+		}
+		w.mu.buf = buf
 	}
 	w.sent.Add(wire.FrameSize + uint64(f.HeaderLen) + f.PayloadLen)
 	return len(w.mu.buf), nil
+}
+
+// errPayloadFault is the error of a frame whose payload could not be read:
+// it lies in a file mapping whose file was cut since (a data server's view
+// of an object shrunk meanwhile). The frame is not sent; the request is
+// answered with this error instead (serverConn.reply).
+var errPayloadFault = errors.New("the answer's bytes could not be read")
+
+// appendPayload appends payload to buf. A payload slice may be a mapping
+// of a file cut since it was made: the copy then faults, which fails this
+// frame rather than killing the process.
+func appendPayload(buf []byte, payload [][]byte) (out []byte, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("%w (%v): the data changed while being sent; read again: %w", errPayloadFault, p, pdc.ErrStale)
+		}
+	}()
+	for _, p := range payload {
+		buf = append(buf, p...)
+	}
+	return buf, nil
 }
 
 // queue adds a small frame to the pending buffer without writing it; a
