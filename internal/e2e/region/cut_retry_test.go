@@ -11,7 +11,6 @@ import (
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
-	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -35,22 +34,10 @@ func TestMissedCutDeliveredOnceBack(t *testing.T) {
 	// Region static over two data servers in blocks of 14 rows: rows
 	// 14-26 are on the victim. The object's metadata is on the other
 	// server, so that its shrink is answered while the victim is down.
-	var o *client.Object
-	for k := 0; o == nil; k++ {
-		obj, err := ct.CreateObject(ctx, "o"+string(rune('a'+k)), client.ObjectProps{Dims: []uint64{27, 64}, Type: region.Uint64,
-			Partition: client.RegionStatic, Storage: client.StorageByOffset})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if placement.OwnerOfID(obj.ID(), 2) != victimRank {
-			o = obj
-		}
-	}
+	o := objectAwayFrom(ctx, t, ct, "o", client.ObjectProps{Dims: []uint64{27, 64}, Type: region.Uint64,
+		Partition: client.RegionStatic, Storage: client.StorageByOffset}, victimRank)
 	whole := region.Shape(27, 64)
-	buf := make([]byte, 8*whole.Volume())
-	for i := range whole.Volume() {
-		binary.LittleEndian.PutUint64(buf[8*i:], i+1)
-	}
+	buf := counted(whole)
 	if err := o.Write(ctx, whole, buf); err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,7 @@ func TestShrinkWhileDataServerDown(t *testing.T) {
 	}
 	const victimRank = 1
 	whole := region.Shape(27, 64)
-	buf := make([]byte, 8*whole.Volume())
-	for i := range whole.Volume() {
-		binary.LittleEndian.PutUint64(buf[8*i:], i+1)
-	}
+	buf := counted(whole)
 	// Objects whose metadata the surviving server holds, so that their
 	// set dims are answered while the victim is down.
 	var names []string
