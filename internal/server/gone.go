@@ -54,55 +54,76 @@ func (o *objects) start(peers *metaPeers) {
 }
 
 func (o *objects) Gone(ctx context.Context, ids []uint64) ([]bool, error) {
+	out := make([]bool, len(ids))
+	err := o.perOwner(ctx, ids, func(idx int, pos []int) error {
+		gone, err := o.goneAt(ctx, idx, ids, pos)
+		if err != nil {
+			return err
+		}
+		for _, i := range pos {
+			out[i] = gone[ids[i]]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// perOwner waits for the cluster to start, then calls ask at once for
+// each metadata server, with the positions in ids of the objects it
+// holds; each call writes only its own positions of its caller's answer.
+func (o *objects) perOwner(ctx context.Context, ids []uint64, ask func(idx int, pos []int) error) error {
 	select {
 	case <-o.ready:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the cluster to start: %w", pdc.CtxErr(ctx))
+		return fmt.Errorf("waiting for the cluster to start: %w", pdc.CtxErr(ctx))
 	}
 	count := o.peers.count()
 	if count == 0 {
-		return nil, fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
+		return fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
 	}
 	groups := map[int][]int{} // metadata server index -> positions in ids
 	for i, id := range ids {
 		idx := placement.OwnerOfID(id, count)
 		groups[idx] = append(groups[idx], i)
 	}
-	out := make([]bool, len(ids))
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
 	for idx, pos := range groups {
 		wg.Go(func() {
-			q := wire.IDList{IDs: make([]uint64, len(pos))}
-			for j, i := range pos {
-				q.IDs[j] = ids[i]
-			}
-			hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjGone, q.Marshal(nil))
-			var gone wire.IDList
-			if err == nil {
-				err = gone.Unmarshal(hdr)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
+			if err := ask(idx, pos); err != nil {
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("metadata server %d of %d: %w", idx, count, err))
-				return
-			}
-			set := make(map[uint64]bool, len(gone.IDs))
-			for _, id := range gone.IDs {
-				set[id] = true
-			}
-			for _, i := range pos {
-				out[i] = set[ids[i]]
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// goneAt asks metadata server idx which of the objects ids[pos] are gone.
+func (o *objects) goneAt(ctx context.Context, idx int, ids []uint64, pos []int) (map[uint64]bool, error) {
+	q := wire.IDList{IDs: make([]uint64, len(pos))}
+	for j, i := range pos {
+		q.IDs[j] = ids[i]
+	}
+	hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjGone, q.Marshal(nil))
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	var gone wire.IDList
+	if err := gone.Unmarshal(hdr); err != nil {
+		return nil, err
+	}
+	set := make(map[uint64]bool, len(gone.IDs))
+	for _, id := range gone.IDs {
+		set[id] = true
+	}
+	return set, nil
 }
 
 // Lives asks the objects' metadata servers for their records
@@ -112,36 +133,9 @@ func (o *objects) Gone(ctx context.Context, ids []uint64) ([]bool, error) {
 // deleted; another (its delete not yet durable) is neither found nor
 // gone, so that a start whose dims may cut data is not taken unconfirmed.
 func (o *objects) Lives(ctx context.Context, ids []uint64) ([]dataserver.Life, error) {
-	select {
-	case <-o.ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the cluster to start: %w", pdc.CtxErr(ctx))
-	}
-	count := o.peers.count()
-	if count == 0 {
-		return nil, fmt.Errorf("the cluster has no metadata server: %w", pdc.ErrUnavailable)
-	}
-	groups := map[int][]int{} // metadata server index -> positions in ids
-	for i, id := range ids {
-		idx := placement.OwnerOfID(id, count)
-		groups[idx] = append(groups[idx], i)
-	}
 	out := make([]dataserver.Life, len(ids))
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for idx, pos := range groups {
-		wg.Go(func() {
-			// Each goroutine writes only out's items at its positions.
-			if err := o.livesAt(ctx, idx, ids, pos, out); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("metadata server %d of %d: %w", idx, count, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := o.perOwner(ctx, ids, func(idx int, pos []int) error { return o.livesAt(ctx, idx, ids, pos, out) })
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -185,24 +179,12 @@ func (o *objects) livesAt(ctx context.Context, idx int, ids []uint64, pos []int,
 	if len(missing) == 0 {
 		return nil
 	}
-	q := wire.IDList{IDs: make([]uint64, len(missing))}
-	for j, i := range missing {
-		q.IDs[j] = ids[i]
-	}
-	hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjGone, q.Marshal(nil))
+	gone, err := o.goneAt(ctx, idx, ids, missing)
 	if err != nil {
 		return err
 	}
-	var gone wire.IDList
-	if err := gone.Unmarshal(hdr); err != nil {
-		return err
-	}
-	set := make(map[uint64]bool, len(gone.IDs))
-	for _, id := range gone.IDs {
-		set[id] = true
-	}
 	for _, i := range missing {
-		out[i] = dataserver.Life{Gone: set[ids[i]]}
+		out[i] = dataserver.Life{Gone: gone[ids[i]]}
 	}
 	return nil
 }
