@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/batch"
@@ -237,14 +239,19 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 	if plan.Scan {
 		return nil, errNoIndex
 	}
-	if err := c.SyncIndex(ctx); err != nil {
-		return nil, fmt.Errorf("query %q: %w", q, err)
-	}
 	var mine []int
 	for p, s := range plan.Servers {
 		if p%size == rank {
 			mine = append(mine, s)
 		}
+	}
+	// A plan's second step looks where the first step's keys lead.
+	need := mine
+	if plan.Then {
+		need = nil
+	}
+	if err := c.syncIndex(ctx, need); err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
 	}
 	run := &indexRun{c: c, q: q, noSuffix: noSuffix, r: &tagindex.Result{}}
 	var keys []string
@@ -347,17 +354,66 @@ func (c *Client) dropIndexPlan(pq *tagindex.Query, noSuffix bool) (retry bool) {
 // ---- explicit DART calls (PDC's insert/delete_obj_ref_into/from_dart)
 
 // SyncIndex returns once every metadata server has delivered the index
-// updates of the tag changes it acknowledged before the call (or tried to:
-// a server that is down is retried in the background). Servers acknowledge
-// a tag put or delete before its index entries reach the servers that hold
-// them, so that a put costs about what it costs without the index; every
-// indexed query syncs first, so it finds every tag acknowledged before it,
-// from any process.
+// updates of the tag changes it acknowledged before the call. Servers
+// acknowledge a tag put or delete before its index entries reach the
+// servers that hold them, so that a put costs about what it costs without
+// the index; every indexed query syncs first, so it finds every tag
+// acknowledged before it, from any process.
+//
+// A server that is down fails the sync at once (ErrUnavailable). A server
+// this client reaches that another could not deliver to (the two cut off
+// from each other, or it restarted at an address the other has not read
+// yet) is waited for, with the sync tried again after growing pauses,
+// until ctx ends: then it fails with ErrUnavailable naming both, rather
+// than let a query miss what waits for it.
 func (c *Client) SyncIndex(ctx context.Context) error {
-	return c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		return c.calls().IndexFence(ctx, rank)
-	})
+	return c.syncIndex(ctx, nil)
 }
+
+// syncIndex is SyncIndex for a query that looks only at the metadata
+// servers (by index) in need; nil: at every one.
+func (c *Client) syncIndex(ctx context.Context, need []int) error {
+	meta := c.metaServers()
+	start := time.Now()
+	for pause := syncPause; ; pause = min(2*pause, syncPauseMax) {
+		var mu sync.Mutex
+		var waiting []string
+		err := batch.FanOut(meta, func(rank int) error {
+			rep, err := c.calls().IndexFence(ctx, rank)
+			if err != nil {
+				return err
+			}
+			for _, d := range rep.Undelivered {
+				if d >= uint64(len(meta)) || (need != nil && !slices.Contains(need, int(d))) {
+					continue
+				}
+				mu.Lock()
+				waiting = append(waiting, fmt.Sprintf("rank %d to rank %d", rank, meta[d]))
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil || len(waiting) == 0 {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			slices.Sort(waiting)
+			return fmt.Errorf("tag index updates acknowledged by metadata servers still wait to be delivered (%s) after %v: %w",
+				strings.Join(waiting, ", "), time.Since(start).Round(time.Millisecond), pdc.ErrUnavailable)
+		}
+	}
+}
+
+// The pauses between the tries of a sync that waits for deliveries
+// between servers.
+const (
+	syncPause    = 5 * time.Millisecond
+	syncPauseMax = 200 * time.Millisecond
+)
 
 // IndexInsert adds index entries that make object id found by queries on
 // key and the text value, as PDC_Client_insert_obj_ref_into_dart does. Tags

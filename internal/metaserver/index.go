@@ -405,10 +405,11 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 var errCommitted = errors.New("the change is made")
 
 // indexFence answers once every tag change this server acknowledged before
-// the request has its index entries tried at their servers (applied,
-// unless a server is down): a client fences every metadata server before
-// an indexed query, so that it finds every tag acknowledged before it,
-// from any process.
+// the request has its index entries delivered to their servers, naming
+// the servers they could not be delivered to: a client fences every
+// metadata server before an indexed query, so that it finds every tag
+// acknowledged before it, from any process, or knows which servers would
+// not have them.
 func (s *core) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	if !s.ix.on {
 		return &rpc.Response{}, nil
@@ -416,10 +417,15 @@ func (s *core) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if !s.awaitReady() {
 		return nil, fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
 	}
-	if err := s.ix.ob.Fence(ctx); err != nil {
+	undelivered, err := s.ix.ob.Fence(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return &rpc.Response{}, nil
+	rep := wire.IndexFenceReply{Undelivered: make([]uint64, len(undelivered))}
+	for i, d := range undelivered {
+		rep.Undelivered[i] = uint64(d)
+	}
+	return &rpc.Response{Header: rep.Marshal(nil)}, nil
 }
 
 // openIndex checks how the store's index was built. A store whose index

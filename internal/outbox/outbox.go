@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -202,66 +203,88 @@ func (ob *Outbox) Overloaded() bool {
 }
 
 // Fence returns once every record committed before it was called has been
-// tried at each of its destinations, or ctx ends: after it, a query sees
-// the index entries of every tag change acknowledged before the fence.
+// delivered to each of its destinations, or ctx ends, with the
+// destinations where it could not be: undelivered lists those where a
+// delivery of such a record, tried after the fence began, failed. A
+// fence that names none guarantees that a query sees the index entries
+// of every tag change acknowledged before it.
 //
-// Records whose delivery failed count as tried, so that a destination
-// that is down does not stall every query; but each such destination is
-// tried once more, at once, after the fence began: a destination back
-// from a partition or a restart gets what waited for it before the query
-// looks, rather than at the deliverer's next retry (a query right after
-// a partition healed missed acknowledged tags).
-func (ob *Outbox) Fence(ctx context.Context) error {
-	type retry struct {
-		q    *destQueue
-		want uint64
-	}
+// A destination that is down does not stall the fence: its deliveries
+// fail at once, and the fence names it. Each is tried once more after
+// the fence began, at once: a destination back from a partition or a
+// restart gets what waited for it before the query looks, rather than at
+// the deliverer's next retry (a query right after a partition healed
+// missed acknowledged tags). Counting a failed try as done instead would
+// let a query look at a destination the client reaches but this server
+// did not (a restarted server not yet in the server list when the retry
+// read it; found by the crash loop), and stop at the first delivery of
+// a backlog longer than one.
+func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	ob.mu.Lock()
+	end := ob.mu.next // records before end were committed before the fence
 	var waits []chan struct{}
 	for _, r := range ob.mu.open {
 		if !r.done {
 			waits = append(waits, r.tried)
 		}
 	}
-	var retries []retry
-	for _, q := range ob.mu.queues {
-		if q.failing && len(q.items) > 0 {
-			want := q.attempts + 1
-			if q.sending {
-				want++ // the attempt under way began before the fence
-			}
-			retries = append(retries, retry{q, want})
-		}
-	}
 	ob.mu.Unlock()
-	if len(waits) == 0 && len(retries) == 0 {
-		return nil
-	}
 	defer ob.hurry()()
 	for _, w := range waits {
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
+			return nil, fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
 		}
 	}
-	for _, r := range retries {
+	// Every record before end has been tried now: it waits in the queues
+	// of the destinations that failed, or have not had all of a backlog.
+	type watch struct {
+		dest int
+		q    *destQueue
+		base uint64 // attempts begun before this point
+	}
+	var watches []watch
+	ob.mu.Lock()
+	for d, q := range ob.mu.queues {
+		if q.holdsBefore(end) {
+			base := q.attempts
+			if q.sending {
+				base++ // the attempt under way began before
+			}
+			watches = append(watches, watch{d, q, base})
+		}
+	}
+	ob.mu.Unlock()
+	for _, w := range watches {
 		for {
 			ob.mu.Lock()
-			if r.q.attempts >= r.want || len(r.q.items) == 0 {
-				ob.mu.Unlock()
+			held := w.q.holdsBefore(end)
+			failed := w.q.failing && w.q.attempts > w.base
+			tick := w.q.tick
+			ob.mu.Unlock()
+			if !held {
 				break
 			}
-			tick := r.q.tick
-			ob.mu.Unlock()
+			if failed {
+				undelivered = append(undelivered, w.dest)
+				break
+			}
 			select {
 			case <-tick:
 			case <-ctx.Done():
-				return fmt.Errorf("waiting for tag index updates: %w", ctx.Err())
+				return nil, fmt.Errorf("waiting for tag index updates for metadata server %d: %w", w.dest, ctx.Err())
 			}
 		}
 	}
-	return nil
+	slices.Sort(undelivered)
+	return undelivered, nil
+}
+
+// holdsBefore reports whether q holds an item of a record before seq.
+// The caller holds outbox.mu.
+func (q *destQueue) holdsBefore(seq uint64) bool {
+	return len(q.items) > 0 && q.items[0].rec.seq < seq
 }
 
 // attempted counts a delivery tried to q, and whether it is under way.

@@ -262,9 +262,14 @@ func (s Stub) IndexApply(ctx context.Context, rank int, req *IndexOps) error {
 }
 
 // IndexFence returns once the index updates of every tag change
-// acknowledged before it were tried.
-func (s Stub) IndexFence(ctx context.Context, rank int) error {
-	return s.Caller.Call(ctx, rank, MethodIndexFence, nil, nil)
+// acknowledged before it were delivered, or a delivery tried after it
+// began failed (IndexFenceReply.Undelivered).
+func (s Stub) IndexFence(ctx context.Context, rank int) (*IndexFenceReply, error) {
+	resp := new(IndexFenceReply)
+	if err := s.Caller.Call(ctx, rank, MethodIndexFence, nil, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // Checkpoint writes a checkpoint of this server's metadata.

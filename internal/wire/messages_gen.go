@@ -2421,6 +2421,32 @@ func (m *IndexOp) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// IndexFenceReply answers IndexFence. Servers before it answer with an
+// empty header: every delivery tried.
+type IndexFenceReply struct {
+	// Undelivered lists the metadata servers, by index among them, that
+	// index updates acknowledged before the fence could not be delivered
+	// to: a query there would miss them.
+	Undelivered []uint64 // 1
+}
+
+func (m *IndexFenceReply) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.Undelivered)
+	return b
+}
+
+func (m *IndexFenceReply) Unmarshal(b []byte) error {
+	*m = IndexFenceReply{}
+	f := fields{b: b, msg: "IndexFenceReply"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Undelivered = f.packedUints(m.Undelivered)
+		}
+	}
+	return f.err
+}
+
 // IndexOps is a batch of index changes, applied in order and atomically by
 // the server that holds their entries; also the record of an index update
 // waiting in a metadata server's outbox.

@@ -51,7 +51,7 @@ const (
 	MethodTagList        Method = 43 // TagKey (name ignored) -> TagNames
 	MethodTagQuery       Method = 44 // TagQuery -> TagQueryResult: one step of a kvtag query on this server
 	MethodIndexApply     Method = 45 // IndexOps -> (empty): change this server's part of the DART index
-	MethodIndexFence     Method = 47 // (empty) -> (empty) once the index updates of every tag change acknowledged before it were tried
+	MethodIndexFence     Method = 47 // (empty) -> IndexFenceReply once the index updates of every tag change acknowledged before it were delivered, or failed after it
 	MethodCheckpoint     Method = 48 // -> Checkpoint
 	MethodImport         Method = 49 // KVBatch -> (empty): metadata moving to its new owner
 	MethodMigrated       Method = 7  // (to rank 0) -> (empty) once every server has moved its metadata

@@ -157,6 +157,7 @@ func goldenMessages() []struct {
 		{"TagQueryResult", &wire.TagQueryResult{Count: 1 << 20, Strings: 3, Flags: wire.QuerySawText | wire.QuerySawNumber, Unsupported: true}},
 		{"IndexOp", &wire.IndexOp{Key: []byte("key"), Value: []byte(long), Del: true}},
 		{"TagChange", &goldenTagChange},
+		{"IndexFenceReply", &wire.IndexFenceReply{Undelivered: []uint64{0, 3, 1 << 40}}},
 		{"IndexOps", &wire.IndexOps{Version: 3, Ops: []wire.IndexOp{{Key: []byte("k")}, {}}, Object: 1 << 44, Packed: []byte(long),
 			Changes: []wire.TagChange{goldenTagChange, {}}, Suffix: true, Count: 4, Self: 2}},
 
