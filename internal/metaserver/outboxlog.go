@@ -66,12 +66,12 @@ func (p outboxPeers) Apply(ctx context.Context, dest int, ops *postings.Ops) err
 			return err
 		}
 		// The server is back but still starting (indexApply): this try
-		// is not over until it takes the changes. A fence counts a try
-		// that failed as done, and the server answers queries as soon
-		// as it has started: a query fenced by a refusal here would look
-		// there before the changes arrive (a search right after a
-		// restarted server rejoined missed a tag acknowledged while it
-		// was down; found by the crash loop).
+		// is not over until it takes the changes. It answers queries as
+		// soon as it has started, so a fence waiting for this try would
+		// otherwise name it undelivered and have the query wait a pause
+		// longer; before fences named them, a query fenced by such a
+		// refusal looked there before the changes arrived (found by the
+		// crash loop).
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
