@@ -9,6 +9,11 @@ type Metrics struct {
 	// OutboxBacklog is the bytes of tag index changes committed and not
 	// yet tried at the servers that index them (DART's outbox).
 	OutboxBacklog int
+	// OutboxQueued is, by metadata server index, the bytes of tag index
+	// changes waiting to be delivered there, tried or not; OutboxFailing
+	// the servers whose last delivery failed.
+	OutboxQueued  map[int]int
+	OutboxFailing []int
 	// Tombstones are deleted objects whose data some data server may
 	// still hold.
 	Tombstones int
@@ -22,6 +27,8 @@ type Metrics struct {
 
 // Metrics returns the service's figures.
 func (s *Service) Metrics() Metrics {
-	return Metrics{Store: s.st.Metrics(), OutboxBacklog: s.ix.ob.Stats().Backlog, Tombstones: s.PendingTombstones(), DimsCuts: s.PendingCuts(),
+	ob := s.ix.ob.Stats()
+	return Metrics{Store: s.st.Metrics(), OutboxBacklog: ob.Backlog, OutboxQueued: ob.Queued, OutboxFailing: ob.Failing,
+		Tombstones: s.PendingTombstones(), DimsCuts: s.PendingCuts(),
 		StagedFiles: s.producedFiles.Load(), StagedBytes: s.producedBytes.Load()}
 }

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/pdcgo/pdc/internal/postings"
 )
@@ -50,15 +51,26 @@ type Stats struct {
 	Backlog int
 	// Dests are the destinations with a deliverer, in no order.
 	Dests []int
+	// Queued is, by destination, the bytes of index changes waiting to
+	// be delivered there: unlike Backlog, it counts changes whose try
+	// failed (a destination down or cut off).
+	Queued map[int]int
+	// Failing are the destinations whose last delivery failed, in order.
+	Failing []int
 }
 
 // Stats returns a snapshot of the outbox.
 func (ob *Outbox) Stats() Stats {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	st := Stats{Backlog: ob.mu.backlog}
-	for d := range ob.mu.queues {
+	st := Stats{Backlog: ob.mu.backlog, Queued: map[int]int{}}
+	for d, q := range ob.mu.queues {
 		st.Dests = append(st.Dests, d)
+		st.Queued[d] = q.size
+		if q.failing {
+			st.Failing = append(st.Failing, d)
+		}
 	}
+	slices.Sort(st.Failing)
 	return st
 }

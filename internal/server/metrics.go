@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -10,6 +11,7 @@ import (
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metrics"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/wire"
 )
 
 // observer makes the metrics registry, if the server serves metrics,
@@ -116,10 +118,35 @@ func (p *proc) addSources() {
 			w.Counter("pdc_metastore_log_written_bytes_total", "Bytes written to the metadata store's log since it opened.", float64(ms.LogBytesWritten))
 			w.Counter("pdc_metastore_gets_total", "Point lookups in the metadata store since it opened.", float64(ms.Gets))
 			w.Gauge("pdc_dart_outbox_backlog_bytes", "Bytes of tag index changes committed and not yet tried at the servers that index them.", float64(m.OutboxBacklog))
+			// By the rank of the destination: an operator sees which
+			// server a cut or a dead rank keeps index updates from (and
+			// which queries wait for it).
+			metaRanks := p.metaRanks()
+			for d, n := range m.OutboxQueued {
+				to := strconv.Itoa(d)
+				if d < len(metaRanks) {
+					to = strconv.Itoa(metaRanks[d])
+				}
+				w.Gauge("pdc_dart_outbox_queued_bytes", "Bytes of tag index changes waiting to be delivered to a metadata server, tried or not, by its rank.", float64(n), "to", to)
+				failing := 0.0
+				if slices.Contains(m.OutboxFailing, d) {
+					failing = 1
+				}
+				w.Gauge("pdc_dart_outbox_failing", "1 while the last delivery of tag index changes to a metadata server (by rank) failed.", failing, "to", to)
+			}
 			w.Counter("pdc_stage_produced_files_total", "Files recorded by stage produces on this metadata server since it started.", float64(m.StagedFiles))
 			w.Counter("pdc_stage_produced_bytes_total", "Bytes of the files recorded by stage produces on this metadata server since it started.", float64(m.StagedBytes))
 			w.Gauge("pdc_meta_tombstones", "Deleted objects whose data a data server may still hold.", float64(m.Tombstones))
 			w.Gauge("pdc_meta_dims_cuts", "Objects whose shrink or relayout a data server may not have applied yet.", float64(m.DimsCuts))
 		}
 	})
+}
+
+// metaRanks lists the ranks of the metadata servers, by their index
+// among them; nil before the server joined its cluster.
+func (p *proc) metaRanks() []int {
+	if p.list == nil {
+		return nil
+	}
+	return ranksWith(p.list, wire.RoleMetadata)
 }

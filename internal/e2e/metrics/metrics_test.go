@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/e2e"
 	"github.com/pdcgo/pdc/internal/metrics"
+	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -237,5 +239,94 @@ func TestStagedBytesByTransport(t *testing.T) {
 		if got != size {
 			t.Errorf("%s: bytes sent by %s moved by %v, want the file's %d", mode, mode, got, size)
 		}
+	}
+}
+
+// TestOutboxShowsWhatWaitsForADeadRank: with a metadata server down, the
+// tag index updates waiting for it show on the server that holds them,
+// by the rank they wait for, and are gone once it is back. The backlog
+// gauge alone read 0 then: updates whose try failed count as tried.
+func TestOutboxShowsWhatWaitsForADeadRank(t *testing.T) {
+	tmpdir := e2e.Up(t, 2, "--metrics-addr", "127.0.0.1:0")
+	ctx := e2e.Ctx(t, 2*time.Minute)
+	c := e2e.Connect(t, tmpdir)
+	ct, _, err := c.CreateContainer(ctx, "outbox", client.Persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj *client.Object
+	for i := 0; obj == nil; i++ {
+		o, err := ct.CreateObject(ctx, fmt.Sprintf("o%d", i), client.ObjectProps{Dims: []uint64{1}, Type: region.Int32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Info().Server == 0 {
+			obj = o
+		}
+	}
+	list, err := cluster.ReadList(tmpdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := list.Servers[1].PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitExit(ctx, pid); err != nil {
+		t.Fatal(err)
+	}
+	// Tags whose key's entries rank 1 holds.
+	part := tagindex.For(2)
+	put := 0
+	for i := 0; put < 20; i++ {
+		key := fmt.Sprintf("%c%c-key", 'a'+i%26, 'a'+i/26%26)
+		if part.Owner(key) != 1 {
+			continue
+		}
+		if err := obj.PutTag(ctx, key, client.String("v")); err != nil {
+			t.Fatal(err)
+		}
+		put++
+	}
+	rank0 := func() metrics.Families {
+		t.Helper()
+		s, err := metrics.Snap(ctx, http.DefaultClient, cluster.Dir{Path: tmpdir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, smp := range s.Servers {
+			if smp.Server.Rank == 0 {
+				if smp.Err != nil {
+					t.Fatal(smp.Err)
+				}
+				return smp.Families
+			}
+		}
+		t.Fatal("rank 0 not scraped")
+		return nil
+	}
+	// A sync fences rank 0 (which tries its deliveries) and fails at
+	// rank 1.
+	if err := c.SyncIndex(ctx); !errors.Is(err, pdc.ErrUnavailable) {
+		t.Fatalf("index sync with rank 1 down: %v, want pdc.ErrUnavailable", err)
+	}
+	f := rank0()
+	if got := f.Value("pdc_dart_outbox_failing", "to", "1"); got != 1 {
+		t.Errorf("rank 1 down: pdc_dart_outbox_failing{to=\"1\"} is %v on rank 0, want 1", got)
+	}
+	if got := f.Value("pdc_dart_outbox_queued_bytes", "to", "1"); got <= 0 {
+		t.Errorf("rank 1 down, %d tags put for it: pdc_dart_outbox_queued_bytes{to=\"1\"} is %v on rank 0", put, got)
+	}
+
+	e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
+	if err := c.SyncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f = rank0()
+	if got := f.Value("pdc_dart_outbox_failing", "to", "1"); got != 0 {
+		t.Errorf("rank 1 back and synced: pdc_dart_outbox_failing{to=\"1\"} is %v", got)
+	}
+	if got := f.Value("pdc_dart_outbox_queued_bytes", "to", "1"); got != 0 {
+		t.Errorf("rank 1 back and synced: pdc_dart_outbox_queued_bytes{to=\"1\"} is %v", got)
 	}
 }
