@@ -377,6 +377,11 @@ type ServerStatus struct {
 	Requests  uint64 // requests served since start
 	Uptime    time.Duration
 	Version   string
+	// IndexWaiting are the ranks of the metadata servers that tag index
+	// updates this server acknowledged wait for: its deliveries there
+	// fail (down, or cut off from it). Indexed queries that look there
+	// wait for them, or fail at their deadline.
+	IndexWaiting []int
 }
 
 // Status asks every server for its status, concurrently. It returns one
@@ -419,6 +424,9 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 	st.Requests = ws.Requests
 	st.Uptime = time.Duration(ws.UptimeNS)
 	st.Version = ws.Version
+	for _, r := range ws.IndexWaiting {
+		st.IndexWaiting = append(st.IndexWaiting, int(r))
+	}
 	return st
 }
 

@@ -82,11 +82,14 @@ type statusJSON struct {
 	Clients       uint64  `json:"clients"`
 	Requests      uint64  `json:"requests"`
 	Version       string  `json:"version,omitempty"`
+	// IndexWaiting: ranks this server's tag index updates wait for.
+	IndexWaiting []int `json:"index_waiting,omitempty"`
 }
 
 func newStatusJSON(s client.ServerStatus) statusJSON {
 	j := statusJSON{Rank: s.Rank, Addr: s.Addr, Roles: s.Roles, PID: s.PID, Host: s.Host, State: "up",
-		UptimeSeconds: s.Uptime.Seconds(), Clients: s.Clients, Requests: s.Requests, Version: s.Version}
+		UptimeSeconds: s.Uptime.Seconds(), Clients: s.Clients, Requests: s.Requests, Version: s.Version,
+		IndexWaiting: s.IndexWaiting}
 	if s.Err != nil {
 		j.Error = s.Err.Error()
 		switch {

@@ -647,6 +647,21 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 			s.Uptime.Round(time.Second), s.Clients, s.Requests)
 	}
 	tw.Flush()
+	for _, s := range sts {
+		if len(s.IndexWaiting) > 0 {
+			fmt.Fprintf(w, "rank %d cannot deliver tag index updates to rank %s; indexed queries that need them wait until they are delivered, or fail\n",
+				s.Rank, joinInts(s.IndexWaiting, ", "))
+		}
+	}
+}
+
+// joinInts joins ns with sep.
+func joinInts(ns []int, sep string) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, sep)
 }
 
 // printMetricsAddrs lists where the servers that serve metrics

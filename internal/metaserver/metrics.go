@@ -25,6 +25,10 @@ type Metrics struct {
 	StagedFiles, StagedBytes uint64
 }
 
+// IndexFailing lists the metadata servers, by index, whose last delivery
+// of tag index updates from this server failed.
+func (s *Service) IndexFailing() []int { return s.ix.ob.Stats().Failing }
+
 // Metrics returns the service's figures.
 func (s *Service) Metrics() Metrics {
 	ob := s.ix.ob.Stats()

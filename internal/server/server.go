@@ -460,13 +460,33 @@ func (s *Server) ping(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 func (s *Server) status(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	st := s.rpc.Stats()
 	return rpc.Respond(&wire.Status{
-		Server:   s.self.Info(),
-		Size:     uint32(s.cfg.Size),
-		Clients:  uint64(st.Clients),
-		Requests: st.Requests,
-		Version:  s.cfg.Version,
-		UptimeNS: int64(time.Since(s.start)),
+		Server:       s.self.Info(),
+		Size:         uint32(s.cfg.Size),
+		Clients:      uint64(st.Clients),
+		Requests:     st.Requests,
+		Version:      s.cfg.Version,
+		UptimeNS:     int64(time.Since(s.start)),
+		IndexWaiting: s.indexWaiting(),
 	}), nil
+}
+
+// indexWaiting lists the ranks of the metadata servers whose last
+// delivery of tag index updates from here failed.
+func (s *Server) indexWaiting() []uint64 {
+	s.mu.Lock()
+	list := s.mu.list
+	s.mu.Unlock()
+	if s.meta == nil || list == nil {
+		return nil
+	}
+	ranks := ranksWith(list, wire.RoleMetadata)
+	var out []uint64
+	for _, d := range s.meta.IndexFailing() {
+		if d < len(ranks) {
+			out = append(out, uint64(ranks[d]))
+		}
+	}
+	return out
 }
 
 func (s *Server) shutdown(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {

@@ -231,6 +231,10 @@ type Status struct {
 	Requests uint64     // 4: requests served since start
 	Version  string     // 5: build version
 	UptimeNS int64      // 6
+	// IndexWaiting are the ranks of the metadata servers that tag index
+	// updates this server acknowledged wait for: its last delivery to
+	// each failed (down, or cut off from this server).
+	IndexWaiting []uint64 // 7
 }
 
 func (m *Status) Marshal(b []byte) []byte {
@@ -240,6 +244,7 @@ func (m *Status) Marshal(b []byte) []byte {
 	b = putUint(b, 4, m.Requests)
 	b = putString(b, 5, m.Version)
 	b = putInt(b, 6, m.UptimeNS)
+	b = putPackedUints(b, 7, m.IndexWaiting)
 	return b
 }
 
@@ -260,6 +265,8 @@ func (m *Status) Unmarshal(b []byte) error {
 			m.Version = f.string()
 		case 6:
 			m.UptimeNS = f.int64()
+		case 7:
+			m.IndexWaiting = f.packedUints(m.IndexWaiting)
 		}
 	}
 	return f.err

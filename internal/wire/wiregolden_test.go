@@ -71,7 +71,7 @@ func goldenMessages() []struct {
 		{"AuthOK", &wire.AuthOK{MAC: bytes.Repeat([]byte{0xcd}, 200)}},
 		{"ServerInfo", &goldenServer},
 		{"ServerList", &wire.ServerList{Servers: []wire.ServerInfo{goldenServer, {}, {Rank: 1, Addr: "h:1"}}}},
-		{"Status", &wire.Status{Server: goldenServer, Size: 4, Clients: 1 << 33, Requests: 99, Version: "v1.2", UptimeNS: -5}},
+		{"Status", &wire.Status{Server: goldenServer, Size: 4, Clients: 1 << 33, Requests: 99, Version: "v1.2", UptimeNS: -5, IndexWaiting: []uint64{0, 1 << 40}}},
 		{"RegisterRequest", &wire.RegisterRequest{Server: goldenServer, Size: 8}},
 		{"KVBatch", &wire.KVBatch{Keys: [][]byte{[]byte("k1"), {}, []byte(long)}, Values: [][]byte{{}, []byte("v2"), {0}}}},
 

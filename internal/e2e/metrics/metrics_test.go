@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -244,7 +245,7 @@ func TestStagedBytesByTransport(t *testing.T) {
 
 // TestOutboxShowsWhatWaitsForADeadRank: with a metadata server down, the
 // tag index updates waiting for it show on the server that holds them,
-// by the rank they wait for, and are gone once it is back. The backlog
+// by the rank they wait for (metrics, and pdc status), and are gone once it is back. The backlog
 // gauge alone read 0 then: updates whose try failed count as tried.
 func TestOutboxShowsWhatWaitsForADeadRank(t *testing.T) {
 	tmpdir := e2e.Up(t, 2, "--metrics-addr", "127.0.0.1:0")
@@ -317,6 +318,11 @@ func TestOutboxShowsWhatWaitsForADeadRank(t *testing.T) {
 	if got := f.Value("pdc_dart_outbox_queued_bytes", "to", "1"); got <= 0 {
 		t.Errorf("rank 1 down, %d tags put for it: pdc_dart_outbox_queued_bytes{to=\"1\"} is %v on rank 0", put, got)
 	}
+	// pdc status says so, under its table.
+	const waits = "rank 0 cannot deliver tag index updates to rank 1"
+	if r := e2e.Run(t, nil, "status", "--tmpdir", tmpdir); !strings.Contains(r.Stdout, waits) {
+		t.Errorf("pdc status with rank 1 down and index updates waiting for it does not say %q:\n%s%s", waits, r.Stdout, r.Stderr)
+	}
 
 	e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
 	if err := c.SyncIndex(ctx); err != nil {
@@ -328,5 +334,8 @@ func TestOutboxShowsWhatWaitsForADeadRank(t *testing.T) {
 	}
 	if got := f.Value("pdc_dart_outbox_queued_bytes", "to", "1"); got != 0 {
 		t.Errorf("rank 1 back and synced: pdc_dart_outbox_queued_bytes{to=\"1\"} is %v", got)
+	}
+	if out := e2e.MustRun(t, "status", "--tmpdir", tmpdir); strings.Contains(out, "cannot deliver") {
+		t.Errorf("pdc status with every rank back and synced:\n%s", out)
 	}
 }
