@@ -206,8 +206,8 @@ func (s Stub) ObjPurge(ctx context.Context, rank int, req *ObjPurge) (*Count, er
 
 // ObjGone asks which of these objects held here no longer exist
 // (docs/design/0016).
-func (s Stub) ObjGone(ctx context.Context, rank int, req *IDList) (*IDList, error) {
-	resp := new(IDList)
+func (s Stub) ObjGone(ctx context.Context, rank int, req *IDList) (*GoneIDs, error) {
+	resp := new(GoneIDs)
 	if err := s.Caller.Call(ctx, rank, MethodObjGone, req, resp); err != nil {
 		return nil, err
 	}

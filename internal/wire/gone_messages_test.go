@@ -16,6 +16,9 @@ var goneSamples = []wire.Message{
 	&wire.IDList{},
 	&wire.IDList{IDs: []uint64{1}},
 	&wire.IDList{IDs: []uint64{0, math.MaxUint64, 1 << 40}},
+	&wire.GoneIDs{},
+	&wire.GoneIDs{Never: []uint64{1}},
+	&wire.GoneIDs{IDs: []uint64{0, math.MaxUint64, 1 << 40}, Never: []uint64{1 << 40}},
 	&wire.ScrubReq{},
 	&wire.ScrubReq{Remove: true},
 	&wire.ScrubReq{Remove: true, Verify: true, Max: math.MaxUint32},
@@ -67,7 +70,7 @@ func FuzzGoneMessages(f *testing.F) {
 		f.Add(v.Marshal(nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []wire.Message{new(wire.IDList), new(wire.ScrubReq), new(wire.ScrubOrphan), new(wire.ScrubBad), new(wire.ScrubReport)} {
+		for _, m := range []wire.Message{new(wire.IDList), new(wire.GoneIDs), new(wire.ScrubReq), new(wire.ScrubOrphan), new(wire.ScrubBad), new(wire.ScrubReport)} {
 			if m.Unmarshal(b) != nil {
 				continue
 			}
@@ -78,4 +81,24 @@ func FuzzGoneMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A data server of a build before GoneIDs reads MethodObjGone's answer as
+// an IDList: it sees every id GoneIDs names, Never among them, as gone.
+func TestGoneIDsReadAsIDList(t *testing.T) {
+	g := wire.GoneIDs{IDs: []uint64{3, 1 << 40, 9}, Never: []uint64{1 << 40}}
+	var old wire.IDList
+	if err := old.Unmarshal(g.Marshal(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(old.IDs, g.IDs) {
+		t.Fatalf("read as an IDList: %v, want %v", old.IDs, g.IDs)
+	}
+	var back wire.GoneIDs
+	if err := back.Unmarshal((&wire.IDList{IDs: g.IDs}).Marshal(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.IDs, g.IDs) || back.Never != nil {
+		t.Fatalf("an IDList read as GoneIDs: %+v", back)
+	}
 }

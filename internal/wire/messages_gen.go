@@ -901,8 +901,8 @@ func (m *FetchReply) Unmarshal(b []byte) error {
 // Deleted objects and the data scrub (docs/design/0016).
 
 // IDList is a list of object ids: the objects a metadata server is asked
-// about (MethodObjGone) and the ones it answers are gone, or the objects
-// a data server must forget (MethodDataGone).
+// about (MethodObjGone; it answers with GoneIDs), or the objects a data
+// server must forget (MethodDataGone).
 type IDList struct {
 	IDs []uint64 // 1
 }
@@ -919,6 +919,39 @@ func (m *IDList) Unmarshal(b []byte) error {
 		switch f.num {
 		case 1:
 			m.IDs = f.packedUints(m.IDs)
+		}
+	}
+	return f.err
+}
+
+// GoneIDs is a metadata server's answer to MethodObjGone: the ids asked
+// about that it holds no object of. IDs names every one of them, as
+// servers answered before Never existed, so that a data server of such a
+// build refuses them all as deleted; Never names those among them that
+// the metadata server has never had an object of (ids it has not handed
+// out yet, or whose create has not committed): such an object may still
+// be created, so a data server refuses it for now without remembering it
+// as deleted. It has field 1 of IDList, the answer's type before.
+type GoneIDs struct {
+	IDs   []uint64 // 1
+	Never []uint64 // 2
+}
+
+func (m *GoneIDs) Marshal(b []byte) []byte {
+	b = putPackedUints(b, 1, m.IDs)
+	b = putPackedUints(b, 2, m.Never)
+	return b
+}
+
+func (m *GoneIDs) Unmarshal(b []byte) error {
+	*m = GoneIDs{}
+	f := fields{b: b, msg: "GoneIDs"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.IDs = f.packedUints(m.IDs)
+		case 2:
+			m.Never = f.packedUints(m.Never)
 		}
 	}
 	return f.err

@@ -97,6 +97,7 @@ func goldenMessages() []struct {
 
 		// gone_messages.go
 		{"IDList", &wire.IDList{IDs: []uint64{0, 1, 1 << 63}}},
+		{"GoneIDs", &wire.GoneIDs{IDs: []uint64{0, 1, 1 << 63}, Never: []uint64{1 << 63, 5}}},
 		{"DimsCut", &wire.DimsCut{Obj: 1 << 50, DimsVersion: 300, Dims: []uint64{0, 1 << 41, 7}}},
 		{"ScrubReq", &wire.ScrubReq{Remove: true, Verify: true, Max: 1000}},
 		{"ScrubOrphan", &wire.ScrubOrphan{ID: 5, Paths: []string{"a", "", long}, Bytes: 1 << 40, Removed: true}},
