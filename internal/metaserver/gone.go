@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
@@ -362,7 +363,8 @@ func (t *tombs) isHeld(id uint64) bool {
 const maxGoneQuery = 1 << 16
 
 // objGone is MethodObjGone: a data server asks which of the objects it
-// holds data of (or is asked to store) no longer exist.
+// holds data of (or is asked to store) do not exist, and which of those
+// were never created (wire.GoneIDs).
 func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	var m wire.IDList
 	if err := decode(req, &m); err != nil {
@@ -371,8 +373,10 @@ func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if len(m.IDs) > maxGoneQuery {
 		return nil, fmt.Errorf("asked about %d objects at once, over the limit of %d: %w", len(m.IDs), maxGoneQuery, pdc.ErrTooLarge)
 	}
-	var out wire.IDList
+	var out wire.GoneIDs
 	for _, id := range m.IDs {
+		// Asked before the look: see births.unborn.
+		unborn := s.births.unborn(s.st, placement.SeqOf(id))
 		err := s.objExists(id)
 		switch {
 		case err == nil:
@@ -381,6 +385,13 @@ func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			// server told it is gone would refuse it for as long as it
 			// runs, and a scrub asked to remove orphans would drop its
 			// data. Its tombstone comes once the delete is durable.
+		case errors.Is(err, pdc.ErrNotFound) && unborn:
+			// Not created yet (a guessed id, or a create not yet
+			// committed): told "gone" alone, a data server would refuse
+			// the object for as long as it runs once it is created.
+			// Named in IDs too, for data servers that do not read Never.
+			out.IDs = append(out.IDs, id)
+			out.Never = append(out.Never, id)
 		case errors.Is(err, pdc.ErrNotFound):
 			out.IDs = append(out.IDs, id)
 		default:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
@@ -345,5 +346,64 @@ func TestObjectIsNotReportedGoneUntilItsDeleteIsDurable(t *testing.T) {
 			t.Fatal("the object is not reported gone once its delete is durable")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// MethodObjGone tells ids never created from those of deleted objects:
+// an id not handed out yet, or one of a create whose commit has not
+// returned, is named in Never as well as in IDs (which data servers of
+// earlier builds read alone); a deleted object's in IDs only; a live
+// one's in neither.
+func TestObjGoneTellsNeverCreatedFromDeleted(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	if err := s.StartTombstones(newFakeData()); err != nil {
+		t.Fatal(err)
+	}
+	live := createOne(t, s, "live", []uint64{4})
+	dead := createOne(t, s, "dead", []uint64{4})
+	if _, err := s.objDelete(ctx, &rpc.Request{Header: (&wire.ObjKey{ID: dead}).Marshal(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	key := placement.KeyOf(live)
+	next := placement.ID(key, uint32(s.st.HighWater()))
+	far := placement.ID(key, 1<<31)
+	ask := func(ids ...uint64) wire.GoneIDs {
+		t.Helper()
+		resp, err := s.objGone(ctx, &rpc.Request{Header: (&wire.IDList{IDs: ids}).Marshal(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g wire.GoneIDs
+		if err := g.Unmarshal(resp.Header); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := ask(live, dead, next, far)
+	if want := []uint64{dead, next, far}; !slices.Equal(g.IDs, want) {
+		t.Errorf("gone: %v, want %v", g.IDs, want)
+	}
+	if want := []uint64{next, far}; !slices.Equal(g.Never, want) {
+		t.Errorf("never created: %v, want %v", g.Never, want)
+	}
+
+	// A create under way: its sequence numbers are handed out, its
+	// commit has not returned.
+	first, err := s.births.begin(s.st, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creating := placement.ID(key, first+1)
+	g = ask(creating)
+	if !slices.Equal(g.Never, []uint64{creating}) || !slices.Equal(g.IDs, []uint64{creating}) {
+		t.Errorf("an id of a create under way: gone %v, never created %v; want it in both", g.IDs, g.Never)
+	}
+	// Its commit failed: the id is never used, and is gone for good.
+	s.births.end(first)
+	g = ask(creating)
+	if len(g.Never) != 0 || !slices.Equal(g.IDs, []uint64{creating}) {
+		t.Errorf("an id of a failed create: gone %v, never created %v; want it gone only", g.IDs, g.Never)
 	}
 }

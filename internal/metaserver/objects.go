@@ -43,6 +43,8 @@ type objects struct {
 	dimsMu      sync.RWMutex
 	// regions forgets the region maps of deleted objects.
 	regions *regions
+	// births tells ids not created yet from those of deleted objects.
+	births births
 }
 
 func newObjects(c *core, r *regions) *objects {
@@ -409,9 +411,10 @@ func (c *creation) commit(unsure *unsureCreates) error {
 	var seq uint32
 	if n > 0 {
 		var err error
-		if seq, err = c.s.st.NextSeqs(n); err != nil {
+		if seq, err = c.s.births.begin(c.s.st, n); err != nil {
 			return err
 		}
+		defer c.s.births.end(seq)
 		c.s.fresh.add(seq, n)
 	}
 	// Each kind of key is added in order: the memtable inserts a batch's
