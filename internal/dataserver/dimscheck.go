@@ -35,6 +35,12 @@ type Lives interface {
 type Life struct {
 	// Gone: the object was deleted (as Objects.Gone says).
 	Gone bool
+	// Never: the metadata server has never had the object: its id is
+	// not handed out yet, or its create has not committed (a client
+	// guessed the id). The object does not exist now and may exist
+	// later, so it is refused without being remembered as deleted; the
+	// next operation on it asks again. Never is not Gone.
+	Never bool
 	// Found: the metadata server holds the object's record, and Dims
 	// and DimsVersion are its. An object neither found nor gone is one
 	// whose delete is not yet durable there (a crash may bring it
@@ -126,6 +132,8 @@ func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 		switch l := now[i]; {
 		case l.Gone:
 			return errDeleted(id)
+		case l.Never:
+			return errNeverCreated(id)
 		case !l.Found:
 			// Not known deleted, and its dims not known: a start
 			// that may cut must not go on unconfirmed (it did, as if

@@ -24,9 +24,10 @@ import (
 // Objects tells a data server which objects still exist: the metadata
 // servers holding them are asked.
 type Objects interface {
-	// Gone reports, for each id, whether the object no longer exists (it
-	// was deleted; ids are never reused). An error means some of them
-	// could not be asked about (a metadata server is down or starting).
+	// Gone reports, for each id, whether the object does not exist: it
+	// was deleted (ids are never reused), or, without Lives to tell them
+	// apart, it was never created. An error means some of them could not
+	// be asked about (a metadata server is down or starting).
 	Gone(ctx context.Context, ids []uint64) ([]bool, error)
 }
 
@@ -47,11 +48,20 @@ type lifeCheck struct {
 	// buried: a tombstone came while the question was out; the answer
 	// must not make the object alive. Guarded by Service.mu.
 	buried bool
+	// never: the answer was that the object was never created; err says
+	// so. Set before done is closed.
+	never bool
 }
 
 // errDeleted is the error of an operation on a deleted object.
 func errDeleted(obj uint64) error {
 	return fmt.Errorf("object %d was deleted: %w", obj, pdc.ErrNotFound)
+}
+
+// errNeverCreated is the error of an operation on an object its metadata
+// server has not created (yet).
+func errNeverCreated(obj uint64) error {
+	return fmt.Errorf("object %d does not exist: its metadata server has not created it: %w", obj, pdc.ErrNotFound)
 }
 
 // admitNow is admit without waiting: it reports whether every object of
@@ -116,6 +126,11 @@ func (s *Service) ask(ids []uint64, mine []*lifeCheck) {
 		switch {
 		case c.buried || err == nil && lives[i].Gone:
 			s.mu.lives[id] = lifeDead
+		case err == nil && lives[i].Never:
+			// Not remembered: the object may be created later, and
+			// ids are predictable, so an operation on one that does not
+			// exist yet must not refuse it once it does.
+			c.never, c.err = true, errNeverCreated(id)
 		case err == nil:
 			s.mu.lives[id] = lifeAlive
 			if l := lives[i]; l.Found {
@@ -205,6 +220,9 @@ func (s *Service) admitIDs(ctx context.Context, ids []uint64) error {
 		case <-c.done:
 		case <-ctx.Done():
 			return fmt.Errorf("object %d: waiting to learn whether it still exists: %w", theirIDs[i], ctxErr(ctx, ctx.Err()))
+		}
+		if c.never {
+			return c.err
 		}
 		if c.err != nil {
 			return fmt.Errorf("object %d: cannot tell whether it still exists: %w", theirIDs[i], c.err)

@@ -405,3 +405,41 @@ func TestReadAcrossTombstone(t *testing.T) {
 		})
 	}
 }
+
+// An object its metadata server has never created (a client guessed its
+// id) is refused without being remembered as deleted: once it is
+// created, the next start asks again and is taken. It was refused as
+// deleted for as long as the data server ran.
+func TestNeverCreatedIsNotRemembered(t *testing.T) {
+	objs := newLivesObjects()
+	e := newEnv(t, Config{Objects: objs})
+	c := e.dial("c")
+	ctx := testCtx(t)
+	dims := []uint64{8, 8}
+	whole := region.Shape(dims...)
+	objs.mu.Lock()
+	objs.dims[5] = Life{Never: true}
+	objs.mu.Unlock()
+	for _, write := range []bool{true, false} {
+		var payload [][]byte
+		if write {
+			payload = [][]byte{pattern(nbytes(dims), 1)}
+		}
+		_, err := start(ctx, c, []wire.DataItem{item(5, write, dims, whole.Off, whole.Size)}, payload...)
+		if !errors.Is(err, pdc.ErrNotFound) || !strings.Contains(err.Error(), "object 5 does not exist") {
+			t.Fatalf("start (write %v) of an object not created: %v, want ErrNotFound naming it", write, err)
+		}
+	}
+	if files := storeFiles(t, e, 5); len(files) > 0 {
+		t.Fatalf("an object not created got files: %v", files)
+	}
+	// A write asks on the connection's reader and again in start.
+	if asked := objs.questionsAsked(); asked < 2 {
+		t.Fatalf("asked %d questions about an object not created in 2 starts, want one each at least", asked)
+	}
+	objs.set(5, 0, dims...)
+	write(t, c, 5, dims, whole, pattern(nbytes(dims), 2))
+	if got := read(t, c, 5, dims, whole); !bytes.Equal(got, pattern(nbytes(dims), 2)) {
+		t.Fatal("read back other bytes")
+	}
+}

@@ -56,7 +56,7 @@ func (o *objects) start(peers *metaPeers) {
 func (o *objects) Gone(ctx context.Context, ids []uint64) ([]bool, error) {
 	out := make([]bool, len(ids))
 	err := o.perOwner(ctx, ids, func(idx int, pos []int) error {
-		gone, err := o.goneAt(ctx, idx, ids, pos)
+		gone, _, err := o.goneAt(ctx, idx, ids, pos)
 		if err != nil {
 			return err
 		}
@@ -105,33 +105,40 @@ func (o *objects) perOwner(ctx context.Context, ids []uint64, ask func(idx int, 
 	return errors.Join(errs...)
 }
 
-// goneAt asks metadata server idx which of the objects ids[pos] are gone.
-func (o *objects) goneAt(ctx context.Context, idx int, ids []uint64, pos []int) (map[uint64]bool, error) {
+// goneAt asks metadata server idx which of the objects ids[pos] do not
+// exist (gone), and which of those were never created (never, a subset of
+// gone; empty from a metadata server of a build that cannot tell).
+func (o *objects) goneAt(ctx context.Context, idx int, ids []uint64, pos []int) (gone, never map[uint64]bool, err error) {
 	q := wire.IDList{IDs: make([]uint64, len(pos))}
 	for j, i := range pos {
 		q.IDs[j] = ids[i]
 	}
 	hdr, err := o.peers.Ask(ctx, idx, wire.MethodObjGone, q.Marshal(nil))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var gone wire.IDList
-	if err := gone.Unmarshal(hdr); err != nil {
-		return nil, err
+	var res wire.GoneIDs
+	if err := res.Unmarshal(hdr); err != nil {
+		return nil, nil, err
 	}
-	set := make(map[uint64]bool, len(gone.IDs))
-	for _, id := range gone.IDs {
-		set[id] = true
+	gone = make(map[uint64]bool, len(res.IDs))
+	for _, id := range res.IDs {
+		gone[id] = true
 	}
-	return set, nil
+	never = make(map[uint64]bool, len(res.Never))
+	for _, id := range res.Never {
+		never[id] = true
+	}
+	return gone, never, nil
 }
 
 // Lives asks the objects' metadata servers for their records
 // (dataserver.Lives): one open with Peek per metadata server, in place of
 // the Gone question, which it answers too. An object a metadata server
-// does not find is asked about as Gone asks: only one it answers gone is
-// deleted; another (its delete not yet durable) is neither found nor
-// gone, so that a start whose dims may cut data is not taken unconfirmed.
+// does not find is asked about as Gone asks: only one it answers gone,
+// and not never created, is deleted; one never created is Never; another
+// (its delete not yet durable) is neither found nor gone, so that a start
+// whose dims may cut data is not taken unconfirmed.
 func (o *objects) Lives(ctx context.Context, ids []uint64) ([]dataserver.Life, error) {
 	out := make([]dataserver.Life, len(ids))
 	err := o.perOwner(ctx, ids, func(idx int, pos []int) error { return o.livesAt(ctx, idx, ids, pos, out) })
@@ -179,12 +186,13 @@ func (o *objects) livesAt(ctx context.Context, idx int, ids []uint64, pos []int,
 	if len(missing) == 0 {
 		return nil
 	}
-	gone, err := o.goneAt(ctx, idx, ids, missing)
+	gone, never, err := o.goneAt(ctx, idx, ids, missing)
 	if err != nil {
 		return err
 	}
 	for _, i := range missing {
-		out[i] = dataserver.Life{Gone: gone[ids[i]]}
+		id := ids[i]
+		out[i] = dataserver.Life{Gone: gone[id] && !never[id], Never: never[id]}
 	}
 	return nil
 }
