@@ -73,8 +73,8 @@ type tombs struct {
 	// rank is not sent the same tombstones twice at once. It is a
 	// channel, taken under the pusher's context: a push to a rank that
 	// does not answer (stopped, firewalled) holds it until the call
-	// fails, and a delete waiting behind it must still answer within its
-	// own bound (goneWait).
+	// fails (dataCallWait), and a delete waiting behind it must still
+	// answer within its own bound (goneWait).
 	pushMu sync.Map // rank -> chan struct{}, capacity 1
 
 	ctx    context.Context
@@ -301,7 +301,10 @@ func (t *tombs) pushTo(ctx context.Context, peers DataPeers, rank int, ids []uin
 		n := min(len(todo), goneBatch)
 		part := todo[:n]
 		todo = todo[n:]
-		if err := peers.CallData(ctx, rank, wire.MethodDataGone, (&wire.IDList{IDs: part}).Marshal(nil)); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, dataCallWait)
+		err := peers.CallData(cctx, rank, wire.MethodDataGone, (&wire.IDList{IDs: part}).Marshal(nil))
+		cancel()
+		if err != nil {
 			return fmt.Errorf("data server rank %d: remove the data of %d deleted objects: %w", rank, len(part), err)
 		}
 		t.mu.Lock()

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// dataCallWait bounds each call of a push to one data server: a batch of
+// tombstones, a cut. A data server that takes connections and answers
+// nothing (stopped, wedged; its kernel acknowledges what it is sent, so
+// the connection does not fail) held a retrier's round for as long as it
+// stayed so, and with it every push to the other data servers of later
+// rounds. A call cut by it is tried again in a later round.
+const dataCallWait = 10 * time.Second
+
 // retrier runs rounds of a push to the data servers when poked, and again
 // after a back-off while rounds fail: tombstones of deleted objects
 // (gone.go) and pending dims cuts (cut.go) each have one. Idle, it waits
