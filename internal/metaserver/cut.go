@@ -48,7 +48,8 @@ const (
 	cutRetryMin = 500 * time.Millisecond
 	cutRetryMax = 15 * time.Second
 	// cutPushers bounds the cuts one round of the retrier pushes at once:
-	// each may wait up to cutWait for a data server that does not answer.
+	// each may wait up to cutWait for a data server that does not answer,
+	// after which the round sends that one no more (stalledRanks).
 	cutPushers = 16
 )
 
@@ -151,8 +152,9 @@ func (s *objects) pendingCut(id uint64) (*wire.DimsCut, error) {
 
 // deliverCut pushes object id's pending cut, if any, to every data
 // server and drops it once all of them applied it. An error names a
-// data server that did not.
-func (s *objects) deliverCut(ctx context.Context, id uint64) error {
+// data server that did not. stalled, if not nil, is the retrier round's
+// data servers that did not answer (pushCut).
+func (s *objects) deliverCut(ctx context.Context, id uint64, stalled *stalledRanks) error {
 	// Read under the cut lock, which setDims holds through its commit's
 	// fsync: a cut is visible once applied, before that fsync returns,
 	// and one pushed then is lost with its set dims by a power loss
@@ -163,7 +165,7 @@ func (s *objects) deliverCut(ctx context.Context, id uint64) error {
 	if err != nil || c == nil {
 		return err
 	}
-	if err := s.pushCut(ctx, c); err != nil {
+	if err := s.pushCut(ctx, c, stalled); err != nil {
 		return err
 	}
 	s.cuts.mu.Lock()
@@ -187,7 +189,14 @@ func (s *objects) deliverCut(ctx context.Context, id uint64) error {
 // cut goes out only once it is durable: one committed by a set dims whose
 // fsync failed is applied but may be lost in a crash, and the data
 // servers would then have cut rows under dims that hold them again.
-func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut) error {
+//
+// stalled, if not nil, collects the data servers that did not answer
+// within the bound, and c is not sent to those it holds already: a
+// retrier round pushes many cuts, a few at once, and one data server
+// that takes connections and answers nothing (stopped) held each of them
+// for the bound in turn, and the other data servers' cuts behind them.
+// Such a cut stays pending for the next round.
+func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut, stalled *stalledRanks) error {
 	if err := s.st.Settle(); err != nil {
 		return fmt.Errorf("cut object %d to dims %v (version %d): not yet durable, so not pushed: %w", c.Obj, c.Dims, c.DimsVersion, err)
 	}
@@ -197,21 +206,59 @@ func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut) error {
 	if peers == nil {
 		return fmt.Errorf("cut object %d to dims %v: %w: %w", c.Obj, c.Dims, errNoPeers, pdc.ErrUnavailable)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cutWait)
+	pctx := ctx
+	ctx, cancel := context.WithTimeout(ctx, min(cutWait, dataCallWait))
 	defer cancel()
 	hdr := c.Marshal(nil)
 	ranks := peers.DataRanks()
 	errs := make([]error, len(ranks))
 	var wg sync.WaitGroup
 	for i, rank := range ranks {
+		if stalled.has(rank) {
+			errs[i] = fmt.Errorf("data server rank %d: cut object %d to dims %v (version %d): not sent, it did not answer an earlier cut of this round: %w",
+				rank, c.Obj, c.Dims, c.DimsVersion, pdc.ErrUnavailable)
+			continue
+		}
 		wg.Go(func() {
 			if err := peers.CallData(ctx, rank, wire.MethodDataCut, hdr); err != nil {
 				errs[i] = fmt.Errorf("data server rank %d: cut object %d to dims %v (version %d): %w", rank, c.Obj, c.Dims, c.DimsVersion, err)
+				if ctx.Err() != nil && pctx.Err() == nil {
+					stalled.add(rank)
+				}
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// stalledRanks are the data servers that did not answer a push within
+// its bound during one retrier round; the nil set holds none. Safe for
+// concurrent use.
+type stalledRanks struct {
+	mu    sync.Mutex
+	ranks map[int]bool // guarded by mu
+}
+
+func (s *stalledRanks) has(rank int) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ranks[rank]
+}
+
+func (s *stalledRanks) add(rank int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ranks == nil {
+		s.ranks = map[int]bool{}
+	}
+	s.ranks[rank] = true
 }
 
 // loadCuts lists the objects with a pending cut in the store: left by a
@@ -261,12 +308,13 @@ func (s *objects) cutRound(ctx context.Context) (again bool) {
 	slices.Sort(ids)
 	errs := make([]error, len(ids))
 	sem := make(chan struct{}, cutPushers)
+	var stalled stalledRanks
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = s.deliverCut(ctx, id)
+			errs[i] = s.deliverCut(ctx, id, &stalled)
 		})
 	}
 	wg.Wait()
@@ -310,7 +358,7 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	var m *wire.ObjectMeta
 	var cut *wire.DimsCut
 	for {
-		early := s.deliverCut(ctx, d.ID)
+		early := s.deliverCut(ctx, d.ID, nil)
 		if early != nil {
 			s.cuts.markLeft(d.ID)
 		}
@@ -331,7 +379,7 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		// Committed: the set dims has succeeded. A data server that did
 		// not apply the cut gets it from the retrier, and before the
 		// object's next set dims in any case.
-		if err := s.deliverCut(ctx, d.ID); err != nil {
+		if err := s.deliverCut(ctx, d.ID, nil); err != nil {
 			s.log.Warn("dims cut not yet applied by every data server; retrying in the background",
 				"object", d.ID, "version", cut.DimsVersion, "err", err.Error())
 			s.cuts.markLeft(d.ID)

@@ -226,3 +226,87 @@ func TestPendingCutIsRetriedWhileRunning(t *testing.T) {
 		t.Fatalf("rank 1 applied cuts of versions %v, want [1]", v)
 	}
 }
+
+// stoppingCuts is a fakeCuts whose rank 1 can be stopped: a call to it
+// then waits for the caller's deadline, as one to a data server that
+// takes connections and answers nothing (SIGSTOP) does.
+type stoppingCuts struct {
+	*fakeCuts
+	smu     sync.Mutex
+	stopped bool
+	calls   int // calls to rank 1 while stopped
+}
+
+func (f *stoppingCuts) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
+	f.smu.Lock()
+	stopped := rank == 1 && f.stopped && m == wire.MethodDataCut
+	if stopped {
+		f.calls++
+	}
+	f.smu.Unlock()
+	if stopped {
+		<-ctx.Done()
+		return fmt.Errorf("rank 1: %w", ctx.Err())
+	}
+	return f.fakeCuts.CallData(ctx, rank, m, hdr)
+}
+
+func (f *stoppingCuts) setStopped(stopped bool) (calls int) {
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	f.stopped = stopped
+	return f.calls
+}
+
+// A data server that answers nothing holds a retrier round of pending
+// cuts for one bound, not once per few cuts: a round calls it only for
+// the cuts under way when the first calls to it ran out of time (at most
+// cutPushers), sends it none of the others, and delivers all of them to
+// the other data servers. Each wave of cutPushers cuts waited for it in
+// turn, the other data servers' cuts behind them, and it was called for
+// every cut.
+func TestStoppedDataServerHoldsACutRoundOnce(t *testing.T) {
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	data := &stoppingCuts{fakeCuts: newFakeCuts(0, 1)}
+	if err := s.StartTombstones(data); err != nil {
+		t.Fatal(err)
+	}
+	// Shrinks with both data servers down: every cut stays pending.
+	const n = 3*cutPushers + 1
+	var ids []uint64
+	for i := range n {
+		id := createOne(t, s, fmt.Sprint("o", i), []uint64{27})
+		if _, err := s.objSetDims(ctx, setDimsReq(id, 8)); err != nil {
+			t.Fatalf("shrink with the data servers down: %v", err)
+		}
+		ids = append(ids, id)
+	}
+	data.setStopped(true)
+	data.setDown(1, false)
+	data.setDown(0, false)
+	s.cuts.retry.poke()
+	for deadline := time.Now().Add(2 * time.Minute); len(data.versions(0)) < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 0 applied %d of %d cuts while rank 1 was stopped", len(data.versions(0)), n)
+		}
+	}
+	calls := data.setStopped(false)
+	t.Logf("rank 1, stopped, was called %d times for %d cuts", calls, n)
+	// A round that began before rank 0 was back calls it too: at most
+	// two rounds, each calling it for the cuts of its first wave.
+	if calls >= n {
+		t.Errorf("rank 1, stopped, was called %d times while %d cuts were delivered to rank 0; want it called for the first cuts of a round only", calls, n)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); s.PendingCuts() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 1 running again, %d cuts still pending; it applied %d", s.PendingCuts(), len(data.versions(1)))
+		}
+	}
+	for _, id := range ids {
+		if c, err := s.pendingCut(id); err != nil || c != nil {
+			t.Fatalf("object %d: pending cut %v (%v) once every data server applied it", id, c, err)
+		}
+	}
+}
