@@ -65,7 +65,7 @@ const (
 	MethodStageWait      Method = 54 // StageKey -> StageRecord, once a version newer than After exists
 	MethodStageList      Method = 57 // StageListReq -> StageList: a page of a namespace's staged files held here
 	MethodStageRemove    Method = 58 // StageRemoveReq -> StageRemoved: remove a path, or a page of a prefix, held here
-	MethodObjGone        Method = 60 // IDList -> IDList: which of these objects held here no longer exist (docs/design/0016)
+	MethodObjGone        Method = 60 // IDList -> GoneIDs: which of these objects held here do not exist, and which were never created (docs/design/0016)
 
 	// Data transport methods (64-79).
 	MethodFetch Method = 64 // FetchRequest -> FetchReply (stream mode: payload chunks first)
