@@ -245,6 +245,13 @@ func (c *Client) indexQuery(ctx context.Context, pq *tagindex.Query, q string, o
 			mine = append(mine, s)
 		}
 	}
+	if len(mine) == 0 {
+		// A rank of a collective query with no server of the plan to
+		// ask: it looks nowhere, so it waits for no delivery (a nil need
+		// would make it wait for every one, and fail the query during
+		// a cut that no server of the plan is behind).
+		return &tagindex.Result{}, nil
+	}
 	// A plan's second step looks where the first step's keys lead.
 	need := mine
 	if plan.Then {

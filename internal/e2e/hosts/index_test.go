@@ -60,3 +60,32 @@ func TestIndexDeliveryAcrossCut(t *testing.T) {
 	// acknowledged before it, however long the cut was.
 	c.ok(find)
 }
+
+// TestCollectiveQueryAcrossCut: with two servers cut off from each other,
+// a collective query whose plan asks only the third server answers, on
+// every rank. The rank with no server to ask used to wait, as if it asked
+// every server, for the entries waiting between the two cut ones, and
+// failed the query at its deadline.
+func TestCollectiveQueryAcrossCut(t *testing.T) {
+	b := bed.Start(t, 4)
+	h := startHosts(t, b, 3)
+	c := h.client(b.Nodes[3], 10*time.Second)
+	c.ok("setup")
+	n1, n2 := b.Nodes[0], b.Nodes[1]
+	if err := n1.Cut(n2); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	if l := c.do(fmt.Sprintf("tag 1 %d", n)); !strings.HasPrefix(l, "ok ") {
+		t.Fatalf("tag puts with ranks 0 and 1 cut from each other (the client reaches both): %s", l)
+	}
+	checked := c.ok(fmt.Sprintf("findlast 1 %d", n))
+	t.Logf("collective queries of keys at rank 2 during the cut: %s", checked)
+	if checked == "0" {
+		t.Fatal("no key of the 60 has its entries at rank 2 alone")
+	}
+	if err := n1.Uncut(n2); err != nil {
+		t.Fatal(err)
+	}
+	c.ok(fmt.Sprintf("find 1 %d", n))
+}

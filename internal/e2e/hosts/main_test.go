@@ -15,14 +15,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/e2e"
+	"github.com/pdcgo/pdc/internal/tagindex"
 	"github.com/pdcgo/pdc/region"
 )
 
@@ -53,6 +56,9 @@ const bands = 4
 //	read K         read every object whole and compare with pattern K
 //	tag K N        create N objects t-K-I and tag each with key tagKey(K, I)
 //	find K N       query each key tagKey(K, I) and check it finds t-K-I
+//	findlast K N   the same, by a collective query of two ranks, for the
+//	               keys whose entries live on the last metadata server
+//	               only; answers with how many it checked
 func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
 	if role != "ops" {
 		return fmt.Errorf("unknown role %q", role)
@@ -119,6 +125,8 @@ func (o *ops) do(ctx context.Context, f []string) (string, error) {
 		return o.doTag(ctx, arg(1), arg(2))
 	case "find":
 		return o.doFind(ctx, arg(1), arg(2))
+	case "findlast":
+		return o.doFindLast(ctx, arg(1), arg(2))
 	}
 	return "", fmt.Errorf("unknown command %q", f[0])
 }
@@ -226,6 +234,86 @@ func (o *ops) doFind(ctx context.Context, k, n int) (string, error) {
 		return "", fmt.Errorf("queries missed: %s", strings.Join(missing, " "))
 	}
 	return "", nil
+}
+
+// doFindLast checks that a collective query of two ranks finds each of
+// the n tags of round k whose index entries live on the last metadata
+// server alone: its plan asks that one server, so the second rank has no
+// server to ask. It returns how many tags it checked.
+func (o *ops) doFindLast(ctx context.Context, k, n int) (string, error) {
+	var meta int
+	for _, s := range o.c.Servers() {
+		if s.Roles == "metadata" || s.Roles == "both" {
+			meta++
+		}
+	}
+	const size = 2
+	checked := 0
+	for i := range n {
+		pq, err := tagindex.Parse(tagKey(k, i))
+		if err != nil {
+			return "", err
+		}
+		if plan := tagindex.For(meta).Plan(pq, true); plan.Scan || plan.Then || !slices.Equal(plan.Servers, []int{meta - 1}) {
+			continue
+		}
+		g := newGather(size)
+		got := make([][]client.Match, size)
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		for r := range size {
+			wg.Go(func() {
+				got[r], errs[r] = o.c.QueryCollective(ctx, tagKey(k, i), r, size, g.rank(r), client.WithNames())
+			})
+		}
+		wg.Wait()
+		for r := range size {
+			if errs[r] != nil {
+				return "", fmt.Errorf("rank %d of %d, %s: %w", r, size, tagKey(k, i), errs[r])
+			}
+			if len(got[r]) != 1 || got[r][0].Name != fmt.Sprintf("t-%d-%d", k, i) {
+				return "", fmt.Errorf("rank %d of %d, %s: found %v", r, size, tagKey(k, i), got[r])
+			}
+		}
+		checked++
+	}
+	return strconv.Itoa(checked), nil
+}
+
+// gather is an in-process MPI_Allgather for the ranks of a collective
+// query.
+type gather struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	size  int
+	round int
+	n     int
+	parts [][]byte
+	out   [][]byte
+}
+
+func newGather(size int) *gather {
+	g := &gather{size: size, parts: make([][]byte, size)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gather) rank(r int) client.AllGather {
+	return func(_ context.Context, part []byte) ([][]byte, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		round := g.round
+		g.parts[r] = part
+		if g.n++; g.n == g.size {
+			g.out, g.parts, g.n = g.parts, make([][]byte, g.size), 0
+			g.round++
+			g.cond.Broadcast()
+		}
+		for g.round == round {
+			g.cond.Wait()
+		}
+		return g.out, nil
+	}
 }
 
 // tagKey is the key of tag I of round K: keys start with different
