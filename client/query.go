@@ -425,14 +425,19 @@ const (
 // IndexInsert adds index entries that make object id found by queries on
 // key and the text value, as PDC_Client_insert_obj_ref_into_dart does. Tags
 // put with PutTag are indexed already; this is for PDC programs that call
-// it after PDCobj_put_tag, and is idempotent.
+// it after PDCobj_put_tag, and is idempotent. Like a query it first waits
+// for the index updates of tag changes acknowledged before it (SyncIndex,
+// for the servers it writes to), so that none arrives after it and undoes
+// it; while one cannot be delivered it fails with pdc.ErrUnavailable when
+// ctx ends.
 func (c *Client) IndexInsert(ctx context.Context, key, value string, id uint64) error {
 	return c.indexRef(ctx, key, value, id, false)
 }
 
 // IndexDelete removes the index entries of key and the text value for
 // object id, every suffix entry with them, as
-// PDC_Client_delete_obj_ref_from_dart does; the tag itself stays.
+// PDC_Client_delete_obj_ref_from_dart does; the tag itself stays. It
+// waits as IndexInsert does.
 func (c *Client) IndexDelete(ctx context.Context, key, value string, id uint64) error {
 	return c.indexRef(ctx, key, value, id, true)
 }
@@ -466,6 +471,14 @@ func (c *Client) indexRef(ctx context.Context, key, value string, id uint64, del
 	servers := make([]int, 0, len(byServer))
 	for s := range byServer {
 		servers = append(servers, s)
+	}
+	// These go to the entries' servers directly, while a tag change
+	// acknowledged before may still have its entries for them in an
+	// outbox: delivered after, it would undo this (a removal after a put
+	// came back once a cut between two servers healed). The fence
+	// orders them.
+	if err := c.syncIndex(ctx, servers); err != nil {
+		return fmt.Errorf("%s the index: %q=%q for object %d: %w", what, key, value, id, err)
 	}
 	err := batch.FanOut(servers, func(index int) error {
 		m := wire.IndexOps{Version: tagindex.EntryVersion, Ops: byServer[index]}

@@ -59,6 +59,10 @@ const bands = 4
 //	findlast K N   the same, by a collective query of two ranks, for the
 //	               keys whose entries live on the last metadata server
 //	               only; answers with how many it checked
+//	dartdel K I    remove, through the DART API, tag tagKey(K, I)=v from
+//	               the index
+//	dartgone K L   check that an index query finds none of the tags of
+//	               round K with an index in the list L (a,b,c)
 func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
 	if role != "ops" {
 		return fmt.Errorf("unknown role %q", role)
@@ -127,6 +131,10 @@ func (o *ops) do(ctx context.Context, f []string) (string, error) {
 		return o.doFind(ctx, arg(1), arg(2))
 	case "findlast":
 		return o.doFindLast(ctx, arg(1), arg(2))
+	case "dartdel":
+		return o.doDARTDelete(ctx, arg(1), arg(2))
+	case "dartgone":
+		return o.doDARTGone(ctx, arg(1), f[2])
 	}
 	return "", fmt.Errorf("unknown command %q", f[0])
 }
@@ -232,6 +240,40 @@ func (o *ops) doFind(ctx context.Context, k, n int) (string, error) {
 	}
 	if len(missing) > 0 {
 		return "", fmt.Errorf("queries missed: %s", strings.Join(missing, " "))
+	}
+	return "", nil
+}
+
+// doDARTDelete removes tag i of round k from the index, as
+// PDC_Client_delete_obj_ref_from_dart does.
+func (o *ops) doDARTDelete(ctx context.Context, k, i int) (string, error) {
+	obj, err := o.c.OpenObject(ctx, fmt.Sprintf("t-%d-%d", k, i))
+	if err != nil {
+		return "", err
+	}
+	return "", o.c.IndexDelete(ctx, tagKey(k, i), "v", obj.ID())
+}
+
+// doDARTGone checks that an index query finds none of the tags of round
+// k with the indices in list.
+func (o *ops) doDARTGone(ctx context.Context, k int, list string) (string, error) {
+	var found []string
+	for _, f := range strings.Split(list, ",") {
+		i, err := strconv.Atoi(f)
+		if err != nil {
+			return "", err
+		}
+		q := tagKey(k, i) + "=v"
+		ms, err := o.c.Query(ctx, q, client.IndexOnly(), client.WithNames())
+		if err != nil {
+			return "", err
+		}
+		if len(ms) > 0 {
+			found = append(found, fmt.Sprintf("%s:%v", q, ms))
+		}
+	}
+	if len(found) > 0 {
+		return "", fmt.Errorf("queries found what the index no longer holds: %s", strings.Join(found, " "))
 	}
 	return "", nil
 }
