@@ -375,6 +375,10 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 	}
 	// Under ix.mu: this server's entries change in commit order.
 	s.ix.post.Publish(ixd.local)
+	var held uint64 // without records: the bound of those held before
+	if len(recs) == 0 {
+		held = s.ix.ob.Next()
+	}
 	s.ix.mu.Unlock()
 	// Delivered only once durable here: an index entry must never name a
 	// tag that a crash could still take back. A record whose sync failed
@@ -389,8 +393,15 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 		s.ix.mu.Unlock()
 		return err
 	}
+	if len(recs) == 0 {
+		// Records held, their sync failed, before this change are
+		// durable now, and this is acknowledged: it may be the put sent
+		// again of one of them, which changes nothing for the index.
+		s.ix.ob.ReleaseHeld(held)
+		return nil
+	}
 	s.ix.ob.Release(recs)
-	if len(recs) == 0 || !s.ix.ob.Overloaded() {
+	if !s.ix.ob.Overloaded() {
 		return nil
 	}
 	if err := s.ix.ob.WaitTried(ctx, recs); err != nil {

@@ -320,15 +320,49 @@ func (ob *Outbox) Release(recs []*Record) {
 	}
 	// Records held before these are durable now: the store syncs in
 	// order (see Hold).
+	ob.readyHeldLocked(last)
+	ob.queueLocked()
+}
+
+// Next returns the sequence number the next record will take. Taken
+// where records are added (under ix.mu, so that sequence order is commit
+// order), it bounds the records committed before what the caller commits:
+// for ReleaseHeld.
+func (ob *Outbox) Next() uint64 {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return ob.mu.next
+}
+
+// ReleaseHeld makes the held records before seq (Next, taken when a
+// change without records of its own was committed) deliverable, once
+// that change is durable: they are durable too (see Hold). Release does
+// this for the records before those it releases; a commit without index
+// changes calls ReleaseHeld. A tag put sent again after one whose sync
+// failed is such a commit (the first one's change is applied, so it
+// changes nothing for the index), and it is acknowledged: the first one's
+// record, held, must be delivered before a fence counts everything
+// delivered, or a query misses the tag.
+func (ob *Outbox) ReleaseHeld(seq uint64) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	if ob.readyHeldLocked(seq) {
+		ob.queueLocked()
+	}
+}
+
+// readyHeldLocked makes the held records before seq ready, and reports
+// whether there were any.
+func (ob *Outbox) readyHeldLocked(seq uint64) (any bool) {
 	for _, r := range ob.mu.pending {
-		if r.seq >= last {
+		if r.seq >= seq {
 			break
 		}
-		if r.held {
-			r.ready = true
+		if r.held && !r.ready {
+			r.ready, any = true, true
 		}
 	}
-	ob.queueLocked()
+	return any
 }
 
 // Hold keeps records whose commit was applied but whose sync failed. They
@@ -336,7 +370,8 @@ func (ob *Outbox) Release(recs []*Record) {
 // the store syncs its log in order, and recovers from a failed sync only
 // by making everything applied durable. They count as tried at once, so
 // that no fence waits for them, and they are delivered in their place with
-// the next records released (or, if none is, at the next start). Dropped,
+// the next records released, or once a later commit without records is
+// durable (ReleaseHeld), or else at the next start. Dropped,
 // such a record would stay in the store and be delivered at the next start
 // after newer changes of the same entries, undoing them: the index would
 // name a tag deleted since.

@@ -379,3 +379,33 @@ func TestFenceNamesWhatItCouldNotDeliver(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseHeld: a record held (its commit applied, its sync failed) is
+// delivered once a later commit without records of its own is durable,
+// before a fence counts everything delivered. The put sent again after
+// one whose sync failed is such a commit; its record used to stay held
+// until some later record was released, and a query missed the tag.
+func TestReleaseHeld(t *testing.T) {
+	log := newMemLog()
+	peers := &gatePeers{applied: map[string]bool{}}
+	ob := openStarted(t, log, 0, 2, peers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	split := make([]postings.Ops, 2)
+	split[1].Set([]byte("entry"), []byte{'v'})
+	rec := ob.AddSplit(split)
+	log.set(RecordKey(rec.Seq(), 0))
+	ob.Hold([]*Record{rec})
+	bound := ob.Next() // a commit after it, without records
+	ob.ReleaseHeld(bound)
+	undelivered, err := ob.Fence(ctx)
+	if err != nil || len(undelivered) != 0 {
+		t.Fatalf("fence: %v, %v", undelivered, err)
+	}
+	peers.mu.Lock()
+	defer peers.mu.Unlock()
+	if !peers.applied["entry"] {
+		t.Fatal("the fence counted everything delivered with the held record not")
+	}
+}
