@@ -385,6 +385,19 @@ func (ob *Outbox) Hold(recs []*Record) {
 		r.held = true
 		ob.triedLocked(r)
 	}
+	// A later record released already (its committer's sync succeeded
+	// first, once the log moved past the failed one) is durable, so
+	// these are too: left unready, they would keep it queued behind
+	// them, untried, and every fence would wait for it.
+	var last uint64
+	for _, r := range ob.mu.pending {
+		if r.ready && !r.held && !r.dropped {
+			last = r.seq
+		}
+	}
+	if ob.readyHeldLocked(last) {
+		ob.queueLocked()
+	}
 }
 
 // Drop forgets records whose commit failed.

@@ -409,3 +409,38 @@ func TestReleaseHeld(t *testing.T) {
 		t.Fatal("the fence counted everything delivered with the held record not")
 	}
 }
+
+// TestHoldAfterALaterRelease: a record held after a later one was
+// released (their committers raced: the later commit's sync, after the
+// log moved past the failed one, succeeded before the earlier committer
+// held its record) is durable, and goes with it. The later record used
+// to stay queued behind the held one, untried, until some other record
+// was released: every fence waited for it until its deadline, and every
+// indexed query through this server failed.
+func TestHoldAfterALaterRelease(t *testing.T) {
+	log := newMemLog()
+	peers := &gatePeers{applied: map[string]bool{}}
+	ob := openStarted(t, log, 0, 2, peers)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	add := func(k string) *Record {
+		split := make([]postings.Ops, 2)
+		split[1].Set([]byte(k), []byte{'v'})
+		rec := ob.AddSplit(split)
+		log.set(RecordKey(rec.Seq(), 0))
+		return rec
+	}
+	held, later := add("held"), add("later")
+	ob.Release([]*Record{later})
+	ob.Hold([]*Record{held})
+	undelivered, err := ob.Fence(ctx)
+	if err != nil || len(undelivered) != 0 {
+		t.Fatalf("fence: %v, %v", undelivered, err)
+	}
+	peers.mu.Lock()
+	defer peers.mu.Unlock()
+	if !peers.applied["held"] || !peers.applied["later"] {
+		t.Fatalf("the fence counted everything delivered, yet applied: %v", peers.applied)
+	}
+}
