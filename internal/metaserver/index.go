@@ -428,6 +428,22 @@ func (s *core) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if !s.awaitReady() {
 		return nil, fmt.Errorf("metadata server is still starting after %v: %w", startupWait, pdc.ErrUnavailable)
 	}
+	if s.ix.ob.Holds() {
+		// Changes applied whose sync failed hold their index updates
+		// until a later change is durable (outbox.Hold). One acknowledged
+		// since may stand on such a change without making one of its own
+		// here: a container delete sent again finds its first copy's
+		// purge done. So the fence makes them durable and delivers them,
+		// and the index shows what the tags show. While the log still
+		// fails they stay held: an index entry must never name a change
+		// a crash may take back.
+		s.ix.mu.Lock()
+		held := s.ix.ob.Next()
+		s.ix.mu.Unlock()
+		if err := s.st.Settle(); err == nil {
+			s.ix.ob.ReleaseHeld(held)
+		}
+	}
 	undelivered, err := s.ix.ob.Fence(ctx)
 	if err != nil {
 		return nil, err

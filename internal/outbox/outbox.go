@@ -351,6 +351,19 @@ func (ob *Outbox) ReleaseHeld(seq uint64) {
 	}
 }
 
+// Holds reports whether records are held (see Hold) and not yet
+// deliverable.
+func (ob *Outbox) Holds() bool {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	for _, r := range ob.mu.pending {
+		if r.held && !r.ready {
+			return true
+		}
+	}
+	return false
+}
+
 // readyHeldLocked makes the held records before seq ready, and reports
 // whether there were any.
 func (ob *Outbox) readyHeldLocked(seq uint64) (any bool) {
