@@ -253,6 +253,14 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 				base++ // the attempt under way began before
 			}
 			watches = append(watches, watch{d, q, base})
+			// The wake-up sent as the fence began may have been spent
+			// by an attempt that counted for the first phase: without
+			// another, the deliverer sleeps out its pause (up to 2 s)
+			// before the attempt this phase waits for.
+			select {
+			case q.hurry <- struct{}{}:
+			default:
+			}
 		}
 	}
 	ob.mu.Unlock()
