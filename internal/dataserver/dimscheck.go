@@ -74,6 +74,12 @@ func (s *Service) mayCutLocked(it wire.DataItem, floor uint64) bool {
 	return it.Dims[0] < seen.dims[0] || !slices.Equal(it.Dims[1:], seen.dims[1:])
 }
 
+// mustConfirm says whether confirmDims has a question to ask about a
+// start of items whose files were not asked yet (startHere).
+func (s *Service) mustConfirm(items []wire.DataItem) bool {
+	return s.mayCut(items) || s.unleased(items)
+}
+
 // mayCut is mayCutLocked for a start whose files were not asked yet
 // (startHere): with none seen, any dims changed since create may cut.
 func (s *Service) mayCut(items []wire.DataItem) bool {
@@ -91,9 +97,11 @@ func (s *Service) mayCut(items []wire.DataItem) bool {
 }
 
 // confirmDims refuses, as stale, a start of ts whose dims may cut stored
-// data (mayCutLocked) and are older than its object's metadata server's.
-// The question costs a round trip only after a shrink newer than the
-// dims the object's first touch learned. A set dims between the question
+// data (mayCutLocked), or a write whose object's dims lease ended
+// (lease.go), and are older than its object's metadata server's; the
+// question renews the leases of the objects it finds. It costs a round
+// trip only after a shrink newer than the dims the object's first touch
+// learned, or once per object and lease while it is written. A set dims between the question
 // and the start's registration is seen there if it can matter: one that
 // may cut stored data is pushed here (MethodDataCut) before it is
 // answered, and the push and the registration are ordered by s.mu (the
@@ -106,9 +114,10 @@ func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 		return nil
 	}
 	var ids, versions []uint64
+	now := s.now()
 	s.mu.Lock()
 	for _, t := range ts {
-		if t == nil || !s.mayCutLocked(t.item, t.floor) {
+		if t == nil || !s.mayCutLocked(t.item, t.floor) && (!t.item.Write || s.heldLocked(t.item.Obj, now)) {
 			continue
 		}
 		if i := slices.Index(ids, t.item.Obj); i >= 0 {
@@ -121,15 +130,23 @@ func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	now, err := asker.Lives(ctx, ids)
-	if err == nil && len(now) != len(ids) {
-		err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(now), pdc.ErrInternal)
+	sent := s.now()
+	lives, err := asker.Lives(ctx, ids)
+	if err == nil && len(lives) != len(ids) {
+		err = fmt.Errorf("asked about %d objects, told about %d: %w", len(ids), len(lives), pdc.ErrInternal)
 	}
 	if err != nil {
 		return fmt.Errorf("confirm the dims of %d objects: %w", len(ids), err)
 	}
+	s.mu.Lock()
 	for i, id := range ids {
-		switch l := now[i]; {
+		if lives[i].Found {
+			s.confirmedLocked(id, sent, lives[i])
+		}
+	}
+	s.mu.Unlock()
+	for i, id := range ids {
+		switch l := lives[i]; {
 		case l.Gone:
 			return errDeleted(id)
 		case l.Never:

@@ -117,6 +117,7 @@ const lifeAskWait = 30 * time.Second
 func (s *Service) ask(ids []uint64, mine []*lifeCheck) {
 	ctx, cancel := context.WithTimeout(s.quit, lifeAskWait)
 	defer cancel()
+	sent := s.now()
 	lives, err := s.lives(ctx, ids)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -136,10 +137,8 @@ func (s *Service) ask(ids []uint64, mine []*lifeCheck) {
 			if l := lives[i]; l.Found {
 				// The dims its metadata server has: a start older than
 				// them is stale, whether or not a transfer brought them
-				// (after a restart, none has).
-				if seen, ok := s.mu.layouts[id]; !ok || l.DimsVersion > seen.version {
-					s.mu.layouts[id] = layoutSeen{version: l.DimsVersion, dims: l.Dims}
-				}
+				// (after a restart, none has). Their lease begins.
+				s.confirmedLocked(id, sent, l)
 			}
 		default:
 			c.err = err
@@ -318,6 +317,7 @@ func (s *Service) bury(ctx context.Context, ids []uint64, purge bool) error {
 	s.mu.Lock()
 	for _, id := range ids {
 		delete(s.mu.layouts, id)
+		delete(s.mu.confirmed, id)
 	}
 	s.mu.Unlock()
 	return errors.Join(errs...)

@@ -154,7 +154,8 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 
 // registerLocked gives t and its followers their ids and records them,
 // with the earlier writes t must wait for (t.deps), unless the service
-// is closing, the object is deleted or t's layout is not the object's.
+// is closing, the object is deleted, t's layout is not the object's, or t
+// is a write whose object's dims lease has ended (lease.go).
 func (s *Service) registerLocked(t *transfer, here bool) error {
 	if s.mu.closed {
 		return errClosing
@@ -164,6 +165,11 @@ func (s *Service) registerLocked(t *transfer, here bool) error {
 	}
 	if err := s.observeLayout(t.item, t.floor); err != nil {
 		return err
+	}
+	if t.item.Write {
+		if err := s.leasedLocked(t.item); err != nil {
+			return err
+		}
 	}
 	s.mu.next++
 	t.id = s.mu.next

@@ -68,6 +68,8 @@ type Config struct {
 	queryChunk int64
 	// laneHello, if set, replaces laneHelloTimeout: a testing knob.
 	laneHello time.Duration
+	// lease, if set, replaces wire.DimsLease: a testing knob.
+	lease time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -85,6 +87,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.lease <= 0 {
+		c.lease = wire.DimsLease
 	}
 }
 
@@ -115,6 +120,10 @@ type Service struct {
 	slotsOnce  sync.Once
 	slotsReady chan struct{}
 
+	// epoch is when the service was made: leases are measured from it on
+	// the monotonic clock (lease.go).
+	epoch time.Time
+
 	mu struct {
 		sync.Mutex
 		next      uint64
@@ -124,6 +133,9 @@ type Service struct {
 		layouts   map[uint64]layoutSeen             // newest dims seen per object
 		lives     map[uint64]life                   // what is known of objects' lives (gone.go)
 		checks    map[uint64]*lifeCheck             // questions about lives under way
+		// confirmed: when the question that last confirmed each
+		// object's dims with its metadata server was sent (lease.go).
+		confirmed map[uint64]time.Duration
 		// ended: ids of transfers forgotten when their client's last
 		// connection closed (SessionEnded), so that a wait for one on a
 		// new connection is told the truth (unavailable), not "never
@@ -253,7 +265,7 @@ func New(cfg Config) *Service {
 	cfg.setDefaults()
 	s := &Service{cfg: cfg, log: cfg.Logger,
 		budget: newBudget(cfg.MaxBytes), queue: make(chan *transfer, cfg.QueueDepth),
-		slotsReady: make(chan struct{})}
+		slotsReady: make(chan struct{}), epoch: time.Now()}
 	if cfg.Store != nil {
 		s.SetSlots(Slots{Stores: map[int]*regionstore.Store{0: cfg.Store}})
 	}
@@ -263,6 +275,7 @@ func New(cfg Config) *Service {
 	s.mu.writes = map[uint64]map[*transfer]struct{}{}
 	s.mu.queued = map[uint64]int{}
 	s.mu.layouts = map[uint64]layoutSeen{}
+	s.mu.confirmed = map[uint64]time.Duration{}
 	s.mu.lives = map[uint64]life{}
 	s.mu.checks = map[uint64]*lifeCheck{}
 	s.lanes.byID = map[uint64]*serverLane{}

@@ -93,10 +93,11 @@ func (s *Service) canStartHere(ctx context.Context, req *rpc.Request, m *wire.Da
 			return false, false
 		}
 	}
-	if s.mayCut(m.Items) {
-		// Dims that may cut stored data: their metadata server is asked
-		// here, on the reader, as for an object seen for the first
-		// time, so that this start is not overtaken by the next ones.
+	if s.mustConfirm(m.Items) {
+		// Dims that may cut stored data, or whose lease ended: their
+		// metadata server is asked here, on the reader, as for an
+		// object seen for the first time, so that this start is not
+		// overtaken by the next ones.
 		// A refusal, or a question that takes longer, goes to start,
 		// which asks again and reports it.
 		ts := make([]*transfer, len(m.Items))

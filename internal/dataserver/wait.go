@@ -509,6 +509,7 @@ func (s *Service) deleteData(ctx context.Context, ids []uint64) error {
 	s.mu.Lock()
 	for _, id := range ids {
 		delete(s.mu.layouts, id)
+		delete(s.mu.confirmed, id)
 	}
 	s.mu.Unlock()
 	return nil
