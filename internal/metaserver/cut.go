@@ -74,11 +74,37 @@ type cuts struct {
 	// failing is whether the retrier's last round left cuts undelivered
 	// (only the retrier reads and writes it).
 	failing bool
+
+	// leaseWait is how long a set dims whose cut some data server did
+	// not apply waits, from its commit, before it answers:
+	// wire.DimsLeaseWait, which tests may shorten.
+	leaseWait time.Duration
 }
 
 func (c *cuts) init() {
 	c.left = map[uint64]uint64{}
 	c.retry = newRetrier(cutRetryMin, cutRetryMax)
+	c.leaseWait = wire.DimsLeaseWait
+}
+
+// awaitLeases returns once every data server's dims lease confirmed
+// before a cut committed at committed has ended (wire.DimsLeaseWait
+// after it): a data server the cut did not reach acknowledges no write
+// at the dims the cut replaced after that. An error means ctx ended
+// first.
+func (c *cuts) awaitLeases(ctx context.Context, committed time.Time) error {
+	wait := time.Until(committed.Add(c.leaseWait))
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return pdc.CtxErr(ctx)
+	}
 }
 
 // markLeft has the retrier push the pending cut of object id, which some
@@ -357,13 +383,14 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	// round follows a set dims that committed.
 	var m *wire.ObjectMeta
 	var cut *wire.DimsCut
+	var committed time.Time
 	for {
 		early := s.deliverCut(ctx, d.ID, nil)
 		if early != nil {
 			s.cuts.markLeft(d.ID)
 		}
 		var err error
-		m, cut, err = s.setDims(ctx, &d, early)
+		m, cut, committed, err = s.setDims(ctx, &d, early)
 		if errors.Is(err, errCutRaced) {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("set dims of object %d: %w", d.ID, pdc.CtxErr(ctx))
@@ -383,6 +410,15 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			s.log.Warn("dims cut not yet applied by every data server; retrying in the background",
 				"object", d.ID, "version", cut.DimsVersion, "err", err.Error())
 			s.cuts.markLeft(d.ID)
+			// A data server the cut did not reach may still take writes
+			// at the dims it replaced while its lease on them holds
+			// (dataserver/lease.go): the set dims is answered once
+			// none can, so that no write is acknowledged at the older
+			// dims after it.
+			if err := s.cuts.awaitLeases(ctx, committed); err != nil {
+				return nil, fmt.Errorf("set dims of object %d: committed, its cut not applied by every data server, and the wait for their dims leases to end was cut short: %w",
+					d.ID, err)
+			}
 		}
 	}
 	return rpc.Respond(m), nil
@@ -393,28 +429,28 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 var errCutRaced = errors.New("a pending dims cut was committed meanwhile")
 
 // setDims commits d under lifeMu, with a pending cut if the new dims may
-// cut stored data, which it returns. A pending cut of an earlier change
+// cut stored data, which it returns with when the commit was applied. A pending cut of an earlier change
 // still there refuses it: with early, why the delivery before the lock
 // failed, or with errCutRaced if that found none to deliver.
-func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, error) {
+func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, time.Time, error) {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	m, ident, err := s.loadObjByID(d.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	what := fmt.Sprintf("set dims of object %q", m.Name)
 	if len(d.Dims) != len(m.Props.Dims) {
-		return nil, nil, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %d dims given, the object has %d: %w", what, len(d.Dims), len(m.Props.Dims), pdc.ErrInvalid)
 	}
 	if err := checkDims(what, d.Dims, region.Type(m.Props.Type).Size()); err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	s.cuts.mu.Lock()
 	defer s.cuts.mu.Unlock()
 	c, err := s.pendingCut(d.ID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if c != nil {
 		// Left undelivered by the push just tried (early), refused at
@@ -423,9 +459,9 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 		// would hold every create and delete of this server for as long
 		// as a data server that does not answer is waited for (cutWait).
 		if early == nil {
-			return nil, nil, errCutRaced
+			return nil, nil, time.Time{}, errCutRaced
 		}
-		return nil, nil, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
+		return nil, nil, time.Time{}, fmt.Errorf("%s: its dims %v (version %d) have not reached every data server, and a newer version must not reach them first: %w: %w",
 			what, c.Dims, c.DimsVersion, early, pdc.ErrUnavailable)
 	}
 	var cut *wire.DimsCut
@@ -454,7 +490,9 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 			// was not applied.
 			s.cuts.markLeft(m.ID)
 		}
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", what, err)
 	}
-	return m, cut, nil
+	// Read after the commit applied: a question answered before it
+	// confirmed the older dims (awaitLeases).
+	return m, cut, time.Now(), nil
 }
