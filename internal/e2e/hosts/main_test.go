@@ -63,6 +63,11 @@ const bands = 4
 //	               the index
 //	dartgone K L   check that an index query finds none of the tags of
 //	               round K with an index in the list L (a,b,c)
+//	screate N      create object "s" of N int32 cells (object-static)
+//	sopen          open object "s" (a handle of this process)
+//	swrite K LO HI write cells LO..HI of "s" with pattern K
+//	sread K LO HI  read cells LO..HI of "s" and compare with pattern K
+//	sdims N        set the dims of "s" to [N]
 func clientRole(ctx context.Context, c *client.Client, role string, out *bufio.Writer) error {
 	if role != "ops" {
 		return fmt.Errorf("unknown role %q", role)
@@ -106,6 +111,7 @@ type ops struct {
 	c    *client.Client
 	ct   *client.Container
 	objs []*client.Object
+	s    *client.Object // the one-dim object of the s commands
 }
 
 func (o *ops) do(ctx context.Context, f []string) (string, error) {
@@ -135,6 +141,8 @@ func (o *ops) do(ctx context.Context, f []string) (string, error) {
 		return o.doDARTDelete(ctx, arg(1), arg(2))
 	case "dartgone":
 		return o.doDARTGone(ctx, arg(1), f[2])
+	case "screate", "sopen", "swrite", "sread", "sdims":
+		return o.doS(ctx, f[0], arg(1), uint64(arg(2)), uint64(arg(3)))
 	}
 	return "", fmt.Errorf("unknown command %q", f[0])
 }
@@ -274,6 +282,43 @@ func (o *ops) doDARTGone(ctx context.Context, k int, list string) (string, error
 	}
 	if len(found) > 0 {
 		return "", fmt.Errorf("queries found what the index no longer holds: %s", strings.Join(found, " "))
+	}
+	return "", nil
+}
+
+// doS runs the commands on the one-dim object "s" (see clientRole).
+func (o *ops) doS(ctx context.Context, cmd string, k int, lo, hi uint64) (string, error) {
+	if cmd != "screate" && cmd != "sopen" && o.s == nil {
+		return "", fmt.Errorf("%s before screate or sopen", cmd)
+	}
+	var err error
+	switch cmd {
+	case "screate":
+		var ct *client.Container
+		if ct, _, err = o.c.CreateContainer(ctx, "s", client.Persistent); err == nil {
+			o.s, err = ct.CreateObject(ctx, "s", client.ObjectProps{Dims: []uint64{uint64(k)}, Type: region.Int32, Partition: client.ObjectStatic})
+		}
+	case "sopen":
+		o.s, err = o.c.OpenObject(ctx, "s")
+	case "sdims":
+		err = o.s.SetDims(ctx, []uint64{uint64(k)})
+	case "swrite":
+		err = o.s.Write(ctx, region.Box{Off: []uint64{lo}, Size: []uint64{hi - lo}}, pattern(k, o.s.ID(), lo, hi-lo))
+	case "sread":
+		buf := make([]byte, 4*(hi-lo))
+		if err = o.s.Read(ctx, region.Box{Off: []uint64{lo}, Size: []uint64{hi - lo}}, buf); err == nil {
+			if want := pattern(k, o.s.ID(), lo, hi-lo); !bytes.Equal(buf, want) {
+				i := 0
+				for buf[i] == want[i] {
+					i++
+				}
+				err = fmt.Errorf("cell %d of s holds %d, not %d of pattern %d",
+					lo+uint64(i/4), binary.LittleEndian.Uint32(buf[i/4*4:]), binary.LittleEndian.Uint32(want[i/4*4:]), k)
+			}
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", cmd, err)
 	}
 	return "", nil
 }
