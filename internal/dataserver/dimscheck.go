@@ -101,13 +101,13 @@ func (s *Service) mayCut(items []wire.DataItem) bool {
 // (lease.go), and are older than its object's metadata server's; the
 // question renews the leases of the objects it finds. It costs a round
 // trip only after a shrink newer than the dims the object's first touch
-// learned, or once per object and lease while it is written. A set dims between the question
-// and the start's registration is seen there if it can matter: one that
-// may cut stored data is pushed here (MethodDataCut) before it is
-// answered, and the push and the registration are ordered by s.mu (the
-// older start is refused, or the cut waits for its write); a grow cuts
-// nothing, and a write under it registered here first refuses the start
-// (TestDimsChangedWhileConfirming).
+// learned, or once per object and lease while it is written. A set dims
+// between the question and the start's registration is seen there if it
+// can matter: one that may cut stored data is pushed here (MethodDataCut)
+// before it is answered, and the push and the registration are ordered
+// by s.mu (the older start is refused, or the cut waits for its write); a
+// grow cuts nothing, and a write under it registered here first refuses
+// the start (TestDimsChangedWhileConfirming).
 func (s *Service) confirmDims(ctx context.Context, ts []*transfer) error {
 	asker, ok := s.cfg.Objects.(Lives)
 	if !ok {
