@@ -59,6 +59,16 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
+	if m.Check || len(change) == 0 {
+		// Answered without a commit, which would be durable only after
+		// the creates of the objects: no object in its create's fsync is
+		// said to be a member, or able to be one.
+		for _, id := range m.ObjIDs {
+			if err := s.creates.wait(ctx, id); err != nil {
+				return nil, fmt.Errorf("container %d: wait for the create of object %d to be durable: %w", m.ContID, id, err)
+			}
+		}
+	}
 	if m.Check {
 		return rpc.Respond(&out), nil
 	}

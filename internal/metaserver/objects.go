@@ -417,6 +417,7 @@ func (c *creation) commit(unsure *unsureCreates) error {
 		defer c.s.births.end(seq)
 		c.s.fresh.add(seq, n)
 	}
+	first := seq
 	// Each kind of key is added in order: the memtable inserts a batch's
 	// keys one after another starting from where the last one went, so a
 	// sorted run costs a step per key instead of a search from the top.
@@ -449,7 +450,15 @@ func (c *creation) commit(unsure *unsureCreates) error {
 	if len(made) == 0 {
 		return nil
 	}
+	// Reads that hand out an object wait for its commit (inFlight). An
+	// object taken over needs no entry: the commit that applied it failed
+	// its sync, and this one, a commit after it, first makes it durable.
+	var f *flight
+	if n > 0 {
+		f = c.s.creates.start(first, n)
+	}
 	err := c.s.st.Commit(batch)
+	c.s.creates.end(f)
 	switch {
 	case err == nil:
 		if !unsure.empty() {
@@ -507,9 +516,19 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		out = s.resolveOpens(&b)
 		s.dimsMu.RUnlock()
 	}
-	// Read before the look above, a set dims's record is one whose commit
-	// returned: durable, or its sync failed, which Settle makes up for (at
-	// once unless a sync failed and no commit has made up for it).
+	// An object whose create is in its fsync likewise: a crash would take
+	// it back, after the client wrote to it, tagged it, or handed its id
+	// on. Rare too: opens otherwise load one counter.
+	for i := range out.Items {
+		if r := &out.Items[i]; r.Code == wire.CodeOK {
+			if err := s.creates.wait(ctx, r.Meta.ID); err != nil {
+				return nil, fmt.Errorf("open %d objects: wait for the create of object %q to be durable: %w", len(b.Opens), r.Meta.Name, err)
+			}
+		}
+	}
+	// Read before the looks above, a record is one whose commit returned:
+	// durable, or its sync failed, which Settle makes up for (at once
+	// unless a sync failed and no commit has made up for it).
 	if err := s.st.Settle(); err != nil {
 		return nil, fmt.Errorf("open %d objects: the store cannot make its records durable, so it hands none out: %w", len(b.Opens), err)
 	}

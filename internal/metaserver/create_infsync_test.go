@@ -1,0 +1,137 @@
+package metaserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/placement"
+	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/vfs"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+// A create's commit is visible before its fsync returns. Nothing answered
+// in that window may hand out what it made: a client that opened the
+// object (or a data server that confirmed it, Peek) writes to it, tags it,
+// adds it to containers, and a power loss before the fsync takes the
+// create back, leaving those on an object that never existed.
+//
+// Each probe runs during the create's fsync with a context already done:
+// a probe that must wait for the fsync fails at once instead, so whatever
+// it answers, it answers during the fsync, without a timer. The power-loss
+// image, taken then, must lack what the create made (else the fsync held
+// was not the create's), so a probe that answered with it handed out what
+// a crash takes back. A probe that waits answers once the fsync is done.
+func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
+	objID := func(s *Service, name string) uint64 {
+		return placement.ID(placement.Key(name, 0), uint32(s.st.HighWater()))
+	}
+	createObj := func(s *Service) error {
+		cb := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: "b", Props: wire.ObjectProps{Dims: []uint64{4}, Type: 1}}}}
+		_, err := s.objCreate(context.Background(), &rpc.Request{Header: cb.Marshal(nil), Client: "c"})
+		return err
+	}
+	objGone := func(s *Service, id uint64) bool {
+		_, _, err := s.loadObjByID(id)
+		return errors.Is(err, pdc.ErrNotFound)
+	}
+	open := func(k wire.ObjKey, client string) func(ctx context.Context, s *Service, id uint64) error {
+		return func(ctx context.Context, s *Service, id uint64) error {
+			if k.Name == "" {
+				k.ID = id
+			}
+			b := wire.ObjBatch{Opens: []wire.ObjKey{k}}
+			resp, err := s.objOpen(ctx, &rpc.Request{Header: b.Marshal(nil), Client: client})
+			if err != nil {
+				return err
+			}
+			var res wire.ObjResults
+			if err := res.Unmarshal(resp.Header); err != nil {
+				return err
+			}
+			if err := res.Items[0].Code.Err(); err != nil {
+				return err
+			}
+			if got := res.Items[0].Meta.ID; got != id {
+				t.Errorf("open answered object %d; the create makes %d", got, id)
+			}
+			return nil
+		}
+	}
+	members := func(cont uint64, check bool) func(ctx context.Context, s *Service, id uint64) error {
+		return func(ctx context.Context, s *Service, id uint64) error {
+			m := wire.Members{Version: wire.MembersVersion, ContID: cont, ObjIDs: []uint64{id}, Check: check}
+			_, err := s.objMembers(ctx, &rpc.Request{Header: m.Marshal(nil), Client: "c2"})
+			return err
+		}
+	}
+	tests := []struct {
+		name   string
+		create func(*Service) error
+		id     func(*Service) uint64
+		gone   func(*Service, uint64) bool
+		probe  func(ctx context.Context, s *Service, id uint64) error
+	}{
+		{"open by name", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, open(wire.ObjKey{Name: "b"}, "c2")},
+		{"open by id", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, open(wire.ObjKey{}, "c2")},
+		{"data server peek", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, open(wire.ObjKey{Peek: true}, "ds")},
+		{"add to its home container", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(1, false)},
+		{"check a membership", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(7, true)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			fsys := vfs.NewFaulty(mem)
+			s := openSyncOn(t, fsys)
+			// A first create reserves a block of ids, with an fsync of
+			// its own, so that the fsync held below is the create's.
+			createOne(t, s, "a", []uint64{4})
+			id := tc.id(s)
+			var armed sync.Once
+			syncing, release := make(chan struct{}), make(chan struct{})
+			fsys.OnOp(func(op vfs.Op, _ string) {
+				if op == vfs.OpSync {
+					armed.Do(func() {
+						close(syncing)
+						<-release
+					})
+				}
+			})
+			created := make(chan error, 1)
+			go func() { created <- tc.create(s) }()
+			<-syncing
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			early := tc.probe(done, s, id)
+			late := make(chan error, 1)
+			go func() { late <- tc.probe(context.Background(), s, id) }()
+			// Power loss now, with the create's fsync not done.
+			crashed := mem.CrashClone()
+			close(release)
+			if err := <-created; err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if err := <-late; err != nil {
+				t.Errorf("a probe that waited for the create's fsync: %v", err)
+			}
+			fsys.OnOp(nil)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openSyncOn(t, crashed)
+			defer s.Close()
+			if !tc.gone(s, id) {
+				t.Fatalf("the power-loss image holds %d: it was not taken during the create's fsync", id)
+			}
+			switch {
+			case early == nil:
+				t.Fatalf("during the create's fsync the probe answered %d; after a power loss then it does not exist", id)
+			case !errors.Is(early, context.Canceled):
+				t.Fatalf("during the create's fsync the probe failed with %v; want it to wait for the fsync (context canceled)", early)
+			}
+		})
+	}
+}
