@@ -100,7 +100,12 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 	defer b.Close()
 	b.Set(keyCont(c.Name), m.Marshal(nil))
 	b.Set(keyContID(m.ID), []byte(c.Name))
-	if err := s.st.Commit(b); err != nil {
+	// Gets wait for the commit (inFlight); a create of the same name
+	// waits for createMu.
+	f := s.creates.start(seq, 1)
+	err = s.st.Commit(b)
+	s.creates.end(f)
+	if err != nil {
 		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
 	return rpc.Respond(&wire.ContReply{Meta: m, Created: true}), nil
@@ -114,6 +119,11 @@ func (s *containers) contGet(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	m, err := s.resolveCont(&k)
 	if err != nil {
 		return nil, err
+	}
+	// A container whose create is in its fsync is not handed out: objects
+	// created in it would outlive it if a power loss took it back.
+	if err := s.creates.wait(ctx, m.ID); err != nil {
+		return nil, fmt.Errorf("container %q: wait for its create to be durable: %w", m.Name, err)
 	}
 	return rpc.Respond(m), nil
 }

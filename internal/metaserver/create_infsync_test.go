@@ -16,8 +16,9 @@ import (
 // A create's commit is visible before its fsync returns. Nothing answered
 // in that window may hand out what it made: a client that opened the
 // object (or a data server that confirmed it, Peek) writes to it, tags it,
-// adds it to containers, and a power loss before the fsync takes the
-// create back, leaving those on an object that never existed.
+// adds it to containers, a client that got the container creates objects
+// in it, and a power loss before the fsync takes the create back, leaving
+// those on an object or a container that never existed.
 //
 // Each probe runs during the create's fsync with a context already done:
 // a probe that must wait for the fsync fails at once instead, so whatever
@@ -34,8 +35,16 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 		_, err := s.objCreate(context.Background(), &rpc.Request{Header: cb.Marshal(nil), Client: "c"})
 		return err
 	}
+	createCont := func(s *Service) error {
+		_, err := s.contCreate(context.Background(), &rpc.Request{Header: (&wire.ContCreate{Name: "k"}).Marshal(nil), Client: "c"})
+		return err
+	}
 	objGone := func(s *Service, id uint64) bool {
 		_, _, err := s.loadObjByID(id)
+		return errors.Is(err, pdc.ErrNotFound)
+	}
+	contGone := func(s *Service, id uint64) bool {
+		_, err := s.resolveCont(&wire.ContKey{ID: id})
 		return errors.Is(err, pdc.ErrNotFound)
 	}
 	open := func(k wire.ObjKey, client string) func(ctx context.Context, s *Service, id uint64) error {
@@ -68,6 +77,25 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 			return err
 		}
 	}
+	contGet := func(k wire.ContKey) func(ctx context.Context, s *Service, id uint64) error {
+		return func(ctx context.Context, s *Service, id uint64) error {
+			if k.Name == "" {
+				k.ID = id
+			}
+			resp, err := s.contGet(ctx, &rpc.Request{Header: k.Marshal(nil), Client: "c2"})
+			if err != nil {
+				return err
+			}
+			var m wire.ContainerMeta
+			if err := m.Unmarshal(resp.Header); err != nil {
+				return err
+			}
+			if m.ID != id {
+				t.Errorf("container get answered container %d; the create makes %d", m.ID, id)
+			}
+			return nil
+		}
+	}
 	tests := []struct {
 		name   string
 		create func(*Service) error
@@ -80,6 +108,8 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 		{"data server peek", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, open(wire.ObjKey{Peek: true}, "ds")},
 		{"add to its home container", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(1, false)},
 		{"check a membership", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(7, true)},
+		{"container by name", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{Name: "k"})},
+		{"container by id", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

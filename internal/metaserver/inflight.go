@@ -9,11 +9,12 @@ import (
 	"github.com/pdcgo/pdc/internal/placement"
 )
 
-// inFlight holds the creates of objects whose commit has not returned:
-// applied, so visible to every read, but with sync durability perhaps
-// not yet fsynced, so that a power loss could still take them back. A
-// read that hands out what a create made (an open, a membership answered
-// without a commit of its own) waits for that create's commit first.
+// inFlight holds the creates of objects and containers whose commit has
+// not returned: applied, so visible to every read, but with sync
+// durability perhaps not yet fsynced, so that a power loss could still
+// take them back. A read that hands out what a create made (an open, a
+// container get, a membership answered without a commit of its own)
+// waits for that create's commit first.
 // Reads that commit something of their own need not: the log is synced
 // in order, so their commit is durable only once the create is.
 //
@@ -71,8 +72,9 @@ func (f *inFlight) end(c *flight) {
 	close(c.done)
 }
 
-// wait returns once the create of the object id, if it is in flight, has
-// returned from its commit, or ctx's error if ctx ends first.
+// wait returns once the create of the object or container id, if it is
+// in flight, has returned from its commit, or ctx's error if ctx ends
+// first.
 // Call it after reading the record of id: a create whose record was read
 // was started before, so it is found here unless it is done. Another
 // store's ids (an object imported at start) may share a sequence number

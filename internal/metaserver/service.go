@@ -80,8 +80,8 @@ type core struct {
 	// live remembers objects seen to exist, for the checks of tag writes
 	// and reads.
 	live liveSet
-	// creates holds the creates of objects in their commit, for the
-	// reads that must not hand them out before.
+	// creates holds the creates of objects and containers in their
+	// commit, for the reads that must not hand them out before.
 	creates inFlight
 
 	// lifeMu orders the end of objects and containers against the writes
