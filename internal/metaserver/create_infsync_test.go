@@ -3,6 +3,8 @@ package metaserver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -96,6 +98,46 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 			return nil
 		}
 	}
+	// listed answers nil if a listing handed out id, else an error.
+	listed := func(ids []uint64, id uint64) error {
+		if slices.Contains(ids, id) {
+			return nil
+		}
+		return fmt.Errorf("%d not listed", id)
+	}
+	objPage := func(idsOnly bool) func(ctx context.Context, s *Service, id uint64) error {
+		return func(ctx context.Context, s *Service, id uint64) error {
+			q := wire.ObjPageReq{Version: wire.PageVersion, ContID: 1, IDsOnly: idsOnly}
+			resp, err := s.objPage(ctx, &rpc.Request{Header: q.Marshal(nil), Client: "c2"})
+			if err != nil {
+				return err
+			}
+			var pg wire.ObjPage
+			if err := pg.Unmarshal(resp.Header); err != nil {
+				return err
+			}
+			for _, m := range pg.Items {
+				pg.IDs = append(pg.IDs, m.ID)
+			}
+			return listed(pg.IDs, id)
+		}
+	}
+	contPage := func(ctx context.Context, s *Service, id uint64) error {
+		q := wire.ContPageReq{Version: wire.PageVersion}
+		resp, err := s.contPage(ctx, &rpc.Request{Header: q.Marshal(nil), Client: "c2"})
+		if err != nil {
+			return err
+		}
+		var pg wire.ContPage
+		if err := pg.Unmarshal(resp.Header); err != nil {
+			return err
+		}
+		var ids []uint64
+		for _, m := range pg.Items {
+			ids = append(ids, m.ID)
+		}
+		return listed(ids, id)
+	}
 	tests := []struct {
 		name   string
 		create func(*Service) error
@@ -110,6 +152,9 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 		{"check a membership", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(7, true)},
 		{"container by name", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{Name: "k"})},
 		{"container by id", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{})},
+		{"page of members", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, objPage(false)},
+		{"page of member ids", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, objPage(true)},
+		{"page of containers", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contPage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

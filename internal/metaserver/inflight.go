@@ -13,8 +13,8 @@ import (
 // not returned: applied, so visible to every read, but with sync
 // durability perhaps not yet fsynced, so that a power loss could still
 // take them back. A read that hands out what a create made (an open, a
-// container get, a membership answered without a commit of its own)
-// waits for that create's commit first.
+// container get, a page of a listing, a membership answered without a
+// commit of its own) waits for that create's commit first.
 // Reads that commit something of their own need not: the log is synced
 // in order, so their commit is durable only once the create is.
 //

@@ -99,6 +99,17 @@ func (s *objects) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
 	}
+	// No member is listed while its create is in its fsync (inFlight).
+	for i := range out.Items {
+		if err := s.creates.wait(ctx, out.Items[i].ID); err != nil {
+			return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
+		}
+	}
+	for _, id := range out.IDs {
+		if err := s.creates.wait(ctx, id); err != nil {
+			return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
+		}
+	}
 	return rpc.Respond(&out), nil
 }
 
@@ -292,6 +303,12 @@ func (s *containers) contPage(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	// No container is listed while its create is in its fsync (inFlight).
+	for i := range out.Items {
+		if err := s.creates.wait(ctx, out.Items[i].ID); err != nil {
+			return nil, fmt.Errorf("list containers: %w", err)
+		}
 	}
 	return rpc.Respond(&out), nil
 }
