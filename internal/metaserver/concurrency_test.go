@@ -79,6 +79,31 @@ func TestConcurrentCreatesOfOneIdentity(t *testing.T) {
 	}
 }
 
+// A batch that names one identity twice makes it once and answers the
+// second item "exists". A create waits for the claim another create
+// holds on an identity; its own claim it must not wait for.
+func TestCreateBatchWithOneIdentityTwice(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	got, err := createItems(s, objCreate("x", 4), objCreate("y", 4), objCreate("x", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, exists := 0, 0
+	for _, i := range []int{0, 2} {
+		switch got[i].Code {
+		case wire.CodeOK:
+			made++
+		case wire.CodeExists:
+			exists++
+		}
+	}
+	if made != 1 || exists != 1 || got[1].Code != wire.CodeOK {
+		t.Fatalf("a batch of x, y, x answered codes %d, %d, %d; want x made once and found once, y made",
+			got[0].Code, got[1].Code, got[2].Code)
+	}
+}
+
 func TestPeekDoesNotOpen(t *testing.T) {
 	s := newSvc(t)
 	defer s.Close()

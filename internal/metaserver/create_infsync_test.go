@@ -138,6 +138,22 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 		}
 		return listed(ids, id)
 	}
+	// createAgain answers nil if a second create of b said it exists.
+	createAgain := func(ctx context.Context, s *Service, id uint64) error {
+		cb := wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: "b", Props: wire.ObjectProps{Dims: []uint64{4}, Type: 1}}}}
+		resp, err := s.objCreate(ctx, &rpc.Request{Header: cb.Marshal(nil), Client: "c2"})
+		if err != nil {
+			return err
+		}
+		var res wire.ObjResults
+		if err := res.Unmarshal(resp.Header); err != nil {
+			return err
+		}
+		if r := res.Items[0]; r.Code != wire.CodeExists {
+			return fmt.Errorf("a second create of b: code %d (%s), want exists", r.Code, r.Message)
+		}
+		return nil
+	}
 	tests := []struct {
 		name   string
 		create func(*Service) error
@@ -152,6 +168,7 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 		{"check a membership", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, members(7, true)},
 		{"container by name", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{Name: "k"})},
 		{"container by id", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contGet(wire.ContKey{})},
+		{"create it again", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, createAgain},
 		{"page of members", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, objPage(false)},
 		{"page of member ids", createObj, func(s *Service) uint64 { return objID(s, "b") }, objGone, objPage(true)},
 		{"page of containers", createCont, func(s *Service) uint64 { return objID(s, "k") }, contGone, contPage},

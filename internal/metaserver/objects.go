@@ -49,7 +49,7 @@ type objects struct {
 
 func newObjects(c *core, r *regions) *objects {
 	o := &objects{core: c, regions: r}
-	o.claims.creating = map[string]struct{}{}
+	o.claims.creating = map[string]chan struct{}{}
 	o.unsure.recs = map[string][]byte{}
 	o.opens.init()
 	o.tombs.init(c)
@@ -62,37 +62,70 @@ func newObjects(c *core, r *regions) *objects {
 // commits (and fsyncs) run outside the lock. Only the claims hold mu: the
 // store lookups of concurrent creates run side by side.
 type claims struct {
-	mu       sync.Mutex
-	creating map[string]struct{} // guarded by mu
+	mu sync.Mutex
+	// creating maps each identity claimed to the channel its release
+	// closes, made by the first create that waits for it (nil until
+	// then, so that a claim no one waits for allocates nothing). Guarded
+	// by mu.
+	creating map[string]chan struct{}
 }
 
-// claim claims the identities of c's items still to create, and refuses
-// those another create has claimed.
-func (cl *claims) claim(c *creation) {
+// claim claims the identities of c's items still to create. One that
+// another create has claimed is waited for, until that create lets go
+// or ctx ends: its commit may be in its fsync, and "exists" then would
+// answer an object that a power loss could take back. Once it let go, the
+// store shows what it made (refuseStored). Claims are taken in key order,
+// so no two creates can wait for each other's. An item whose identity an
+// earlier item of c claimed is refused.
+func (cl *claims) claim(ctx context.Context, c *creation) error {
+	last := ""
 	cl.mu.Lock()
-	defer cl.mu.Unlock()
 	for _, i := range c.order {
 		if c.metas[i] == nil {
 			continue
 		}
 		ident := string(c.keys[i][1:])
-		if _, busy := cl.creating[ident]; busy {
+		if ident == last {
 			c.refuse(i, fmt.Errorf("object %q: %w", c.metas[i].Name, pdc.ErrExists))
 			continue
 		}
-		cl.creating[ident] = struct{}{}
-		c.idents[i] = ident
+		for {
+			busy, claimed := cl.creating[ident]
+			if !claimed {
+				break
+			}
+			if busy == nil {
+				busy = make(chan struct{})
+				cl.creating[ident] = busy
+			}
+			cl.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return fmt.Errorf("object %q: wait for another create of it: %w", c.metas[i].Name, ctx.Err())
+			}
+			cl.mu.Lock()
+		}
+		cl.creating[ident] = nil
+		c.idents[i], last = ident, ident
 	}
+	cl.mu.Unlock()
+	return nil
 }
 
-// release gives up the claims on idents ("" claims nothing).
+// release gives up the claims on idents ("" claims nothing), and wakes
+// the creates waiting for them.
 func (cl *claims) release(idents []string) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	for _, id := range idents {
-		if id != "" {
-			delete(cl.creating, id)
+		if id == "" {
+			continue
 		}
+		if busy := cl.creating[id]; busy != nil {
+			close(busy)
+		}
+		delete(cl.creating, id)
 	}
 }
 
@@ -272,14 +305,18 @@ func (s *objects) objCreate(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	}
 	c.sortKeys(b.Creates)
 	// Check each item, then claim its identity so that no concurrent
-	// create of it can pass the existence check while this one commits,
-	// then check that the store does not hold it yet. The check comes after
-	// the claim: a create that held the claim before committed before it
-	// let go, so the store shows it. Only the claims hold the lock: the
-	// store lookups of concurrent creates run side by side.
+	// create of it can pass the existence check while this one commits
+	// (a create of it under way is waited for), then check that the
+	// store does not hold it yet. The check comes after the claim: a
+	// create that held the claim before committed before it let go, so
+	// the store shows it. Only the claims hold the lock: the store
+	// lookups of concurrent creates run side by side.
 	c.check(b.Creates)
-	s.claims.claim(&c)
+	err := s.claims.claim(ctx, &c)
 	defer s.claims.release(c.idents)
+	if err != nil {
+		return nil, fmt.Errorf("create %d objects: %w", n, err)
+	}
 	// The set is passed, not reached through c: reached through c, the
 	// mutex's leaking receiver sends c's slices, made on this stack for a
 	// small batch, to the heap.
