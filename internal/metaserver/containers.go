@@ -125,6 +125,10 @@ func (s *containers) contGet(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err := s.creates.wait(ctx, m.ID); err != nil {
 		return nil, fmt.Errorf("container %q: wait for its create to be durable: %w", m.Name, err)
 	}
+	// Nor one whose create's sync failed, until a commit made it durable.
+	if err := s.st.Settle(); err != nil {
+		return nil, fmt.Errorf("container %q: the store cannot make its records durable, so it hands none out: %w", m.Name, err)
+	}
 	return rpc.Respond(m), nil
 }
 

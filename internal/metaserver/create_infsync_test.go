@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/vfs"
@@ -225,5 +227,60 @@ func TestOpenInCreatesFsyncHandsOutNoObject(t *testing.T) {
 				t.Fatalf("during the create's fsync the probe failed with %v; want it to wait for the fsync (context canceled)", early)
 			}
 		})
+	}
+}
+
+// A create whose fsync failed is applied, and may or may not survive a
+// crash. A container get and the pages of listings must not hand out
+// what it made until a commit has made it durable, as an open does not:
+// while syncs fail they fail, and once they work they answer it.
+func TestReadsHandOutNoUnsyncedCreate(t *testing.T) {
+	ctx := context.Background()
+	call := func(h func(context.Context, *rpc.Request) (*rpc.Response, error), m interface{ Marshal([]byte) []byte }) func() error {
+		return func() error {
+			_, err := h(ctx, &rpc.Request{Header: m.Marshal(nil), Client: "c2"})
+			return err
+		}
+	}
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := openSyncOn(t, fsys)
+	defer s.Close()
+	createOne(t, s, "a", []uint64{4}) // ids are reserved ahead, in a commit of their own
+	steps := []struct {
+		create func() error
+		reads  map[string]func() error
+	}{
+		{call(s.contCreate, &wire.ContCreate{Name: "k"}), map[string]func() error{
+			"container get":      call(s.contGet, &wire.ContKey{Name: "k"}),
+			"page of containers": call(s.contPage, &wire.ContPageReq{Version: wire.PageVersion}),
+		}},
+		{call(s.objCreate, &wire.ObjBatch{Creates: []wire.ObjCreate{{ContID: 1, Name: "b", Props: wire.ObjectProps{Dims: []uint64{4}, Type: 1}}}}), map[string]func() error{
+			"page of members":    call(s.objPage, &wire.ObjPageReq{Version: wire.PageVersion, ContID: 1}),
+			"page of member ids": call(s.objPage, &wire.ObjPageReq{Version: wire.PageVersion, ContID: 1, IDsOnly: true}),
+		}},
+	}
+	for _, st := range steps {
+		restore := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Err: syscall.EIO})
+		if err := st.create(); !errors.Is(err, metastore.ErrUnsynced) {
+			restore()
+			t.Fatalf("a create whose fsync failed: %v, want an error wrapping ErrUnsynced", err)
+		}
+		for name, read := range st.reads {
+			if err := read(); !errors.Is(err, metastore.ErrUnsynced) {
+				t.Errorf("%s with a create not durable: %v, want an error wrapping ErrUnsynced", name, err)
+			}
+		}
+		restore()
+		for name, read := range st.reads {
+			if err := read(); err != nil {
+				t.Errorf("%s once syncs work again: %v", name, err)
+			}
+		}
+		// Durable now, whatever the reads did: the next step's create
+		// then meets a store with no failed sync to make up for.
+		if err := s.st.Settle(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

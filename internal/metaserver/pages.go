@@ -110,6 +110,10 @@ func (s *objects) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
 		}
 	}
+	// Nor one whose create's sync failed, until a commit made it durable.
+	if err := s.st.Settle(); err != nil {
+		return nil, fmt.Errorf("container %d: list members: the store cannot make its records durable, so it hands none out: %w", q.ContID, err)
+	}
 	return rpc.Respond(&out), nil
 }
 
@@ -309,6 +313,10 @@ func (s *containers) contPage(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		if err := s.creates.wait(ctx, out.Items[i].ID); err != nil {
 			return nil, fmt.Errorf("list containers: %w", err)
 		}
+	}
+	// Nor one whose create's sync failed, until a commit made it durable.
+	if err := s.st.Settle(); err != nil {
+		return nil, fmt.Errorf("list containers: the store cannot make its records durable, so it hands none out: %w", err)
 	}
 	return rpc.Respond(&out), nil
 }
