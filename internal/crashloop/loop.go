@@ -56,6 +56,11 @@ type Config struct {
 	// DynamicOverwrites lets the clients overwrite region-dynamic and
 	// region-local objects (see DynamicOverwritesSafe, the default).
 	DynamicOverwrites *bool
+	// StopAtFirst ends the run after the first cycle that found a
+	// violation, a server death or a race, leaving the cluster's files as
+	// that cycle left them: later cycles would delete and rewrite the
+	// objects a diagnosis needs.
+	StopAtFirst bool
 	// Out, if set, gets a line per cycle.
 	Out io.Writer
 }
@@ -201,6 +206,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for cycle := 1; cycle <= cfg.Cycles; cycle++ {
 		if err := l.cycle(ctx, cycle); err != nil {
 			return &l.res, fmt.Errorf("cycle %d: %w", cycle, err)
+		}
+		if cfg.StopAtFirst && (l.chk.Stats.Violations() > 0 || l.res.ServerDeaths > 0 || l.res.RaceReports > 0) {
+			break
 		}
 	}
 	return &l.res, nil
@@ -573,8 +581,8 @@ func (l *loop) restartAndReadBack(ctx context.Context, cycle int, dir string, be
 	}
 	l.checkServers(cycle, list, nil)
 	l.scanRaces(cycle, dir)
-	fmt.Fprintf(l.cfg.Out, "cycle %d/%d: %d servers, %s; checked %d acknowledged, %d unacknowledged, %d reads, %d searches; violations %d; %v\n",
-		cycle, l.cfg.Cycles, len(list.Servers), strings.Join(note, ", "), after.Acked()-before.Acked(), after.Unacked-before.Unacked,
+	fmt.Fprintf(l.cfg.Out, "cycle %d/%d (from %s): %d servers, %s; checked %d acknowledged, %d unacknowledged, %d reads, %d searches; violations %d; %v\n",
+		cycle, l.cfg.Cycles, began.UTC().Format("15:04:05.000"), len(list.Servers), strings.Join(note, ", "), after.Acked()-before.Acked(), after.Unacked-before.Unacked,
 		after.Reads-before.Reads, after.Searches-before.Searches, after.Violations()-before.Violations(), time.Since(began).Round(time.Millisecond))
 	return nil
 }

@@ -42,7 +42,13 @@ func (s *Store) Cut(obj uint64, dims []uint64, version uint64) error {
 	if err := s.load(o); err != nil {
 		return err
 	}
-	if o.mode == 0 || version <= o.version {
+	// The same version is applied again: its mark goes to the file
+	// before its dims do (raiseVersion), so a crash between the two
+	// leaves the version with the older layout under it, and the
+	// metadata server, which keeps a cut until a push is acknowledged,
+	// pushes it again after the restart. Applying it again is a no-op
+	// when the dims are there already: a version has one dims.
+	if o.mode == 0 || version < o.version {
 		return nil
 	}
 	l := Layout{Dims: dims, Mode: o.mode}
