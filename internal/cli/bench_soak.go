@@ -32,6 +32,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of every random choice (printed, to replay a run)")
 	keep := fs.String("dir", "", "keep the cluster's files and the op logs in this directory (default: a temporary one, removed if nothing was found)")
 	quiet := fs.Bool("q", false, "print only the summary, not a line per cycle")
+	durability := fs.String("durability", "process", "the metadata servers' durability (pdc up --durability): process or sync")
 	stop := fs.Bool("stop", false, "stop after the first cycle that finds a violation, keeping the files as it left them")
 	dynOver := fs.Bool("dynamic-overwrites", crashloop.DynamicOverwritesSafe, "overwrite region-dynamic and region-local objects under faults (=false: write each of their cells once)")
 	if help, err := parse(fs, args); help || err != nil {
@@ -63,7 +64,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "soak: %d cycles, %d servers, %d clients, seed %d, files in %s\n", *cycles, *servers, *workers, *seed, dir)
 	res, err := crashloop.Run(ctx, crashloop.Config{Bin: self, Dir: dir, Cycles: *cycles, Servers: *servers, ServerCounts: sizes,
-		Workers: *workers, Work: *work, Seed: *seed, Out: out, DynamicOverwrites: dynOver, StopAtFirst: *stop})
+		Workers: *workers, Work: *work, Seed: *seed, Out: out, DynamicOverwrites: dynOver, StopAtFirst: *stop, Durability: *durability})
 	if res != nil {
 		for _, p := range res.Problems {
 			fmt.Fprintln(e.stdout, p)

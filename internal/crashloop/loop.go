@@ -56,6 +56,11 @@ type Config struct {
 	// DynamicOverwrites lets the clients overwrite region-dynamic and
 	// region-local objects (see DynamicOverwritesSafe, the default).
 	DynamicOverwrites *bool
+	// Durability is the metadata servers' durability (pdc up
+	// --durability): "" or "process", or "sync", whose commits are
+	// visible before their fsync returns and whose reads wait for the
+	// creates and cuts still in one.
+	Durability string
 	// StopAtFirst ends the run after the first cycle that found a
 	// violation, a server death or a race, leaving the cluster's files as
 	// that cycle left them: later cycles would delete and rewrite the
@@ -227,7 +232,11 @@ func (l *loop) pdc(ctx context.Context, args ...string) error {
 }
 
 func (l *loop) up(ctx context.Context) error {
-	return l.pdc(ctx, "up", "-n", fmt.Sprint(l.n), "--tmpdir", l.tmpdir, "--datadir", l.datadir, "--timeout", "2m")
+	args := []string{"up", "-n", fmt.Sprint(l.n), "--tmpdir", l.tmpdir, "--datadir", l.datadir, "--timeout", "2m"}
+	if l.cfg.Durability != "" {
+		args = append(args, "--durability", l.cfg.Durability)
+	}
+	return l.pdc(ctx, args...)
 }
 
 // down stops what is left of the cluster at the end.
