@@ -208,14 +208,7 @@ func TestFsckWithAStoppedMetadataServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := list.Servers[1]
-	if err := syscall.Kill(stopped.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(stopped.PID, syscall.SIGCONT) })
-	// kill returns before every thread of the server has stopped; under
-	// load rank 1 still answered the data servers' questions (and fsck's
-	// hello) after it. Wait until the kernel says the process is stopped.
-	waitStopped(t, stopped.PID)
+	e2e.Stop(t, stopped.PID)
 	files := countFiles(t, datadir)
 	start := time.Now()
 	r := e2e.Run(t, nil, "fsck", "--remove", "--tmpdir", tmpdir, "--timeout", "20s")
@@ -237,36 +230,5 @@ func TestFsckWithAStoppedMetadataServer(t *testing.T) {
 	}
 	if n := countFiles(t, datadir); n != files {
 		t.Fatalf("%d data files before fsck --remove, %d after", files, n)
-	}
-}
-
-// waitStopped returns once every thread of process pid is stopped (state
-// T in /proc), within a minute.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-		if err != nil || len(tasks) == 0 {
-			t.Fatalf("process %d: no threads found: %v", pid, err)
-		}
-		all := true
-		for _, task := range tasks {
-			b, err := os.ReadFile(task)
-			if err != nil {
-				all = false
-				break
-			}
-			// The state follows the command's closing parenthesis.
-			if i := strings.LastIndexByte(string(b), ')'); i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
-				all = false
-				break
-			}
-		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d did not stop within a minute of SIGSTOP", pid)
-		}
 	}
 }

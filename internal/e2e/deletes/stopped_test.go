@@ -104,15 +104,7 @@ func TestStoppedDataServerHoldsNoOtherTombstone(t *testing.T) {
 	if err := cluster.WaitExit(e2e.Ctx(t, 10*time.Second), servers[down].PID); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(servers[stopped].PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = syscall.Kill(servers[stopped].PID, syscall.SIGCONT)
-		}
-	}()
+	e2e.Stop(t, servers[stopped].PID)
 	// The delete waits for the data servers for its own bound, then
 	// answers; the retrier goes on with the two that did not confirm.
 	start := time.Now()
@@ -133,10 +125,7 @@ func TestStoppedDataServerHoldsNoOtherTombstone(t *testing.T) {
 		t.Fatal("the stopped data server removed the object's files: it was not stopped")
 	}
 
-	if err := syscall.Kill(servers[stopped].PID, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	e2e.Continue(servers[stopped].PID)
 	start = time.Now()
 	waitNoFilesOn(ctx, t, datadir, o.ID(), stopped, "resumed")
 	t.Logf("the resumed data server removed the files %v after SIGCONT", time.Since(start).Round(time.Millisecond))

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,10 +74,8 @@ func TestStoppedDataServerStallsNoOtherObject(t *testing.T) {
 			victim = s
 		}
 	}
-	if err := syscall.Kill(victim.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Kill(victim.PID, syscall.SIGCONT) }()
+	e2e.Stop(t, victim.PID)
+	defer e2e.Continue(victim.PID)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
