@@ -118,7 +118,9 @@ func (s *containers) contGet(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	m, err := s.resolveCont(&k)
 	if err != nil {
-		return nil, err
+		// Deleted perhaps by a delete whose sync failed: the first step
+		// of that delete sent again by name (DeleteContainer).
+		return nil, s.notFoundDurably(err)
 	}
 	// A container whose create is in its fsync is not handed out: objects
 	// created in it would outlive it if a power loss took it back.
@@ -174,7 +176,8 @@ func (s *containers) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Res
 	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&k)
 	if err != nil {
-		return nil, err
+		// Deleted perhaps by this request's first copy, whose sync failed.
+		return nil, s.notFoundDurably(err)
 	}
 	b := s.st.NewBatch()
 	defer b.Close()

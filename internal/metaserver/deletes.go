@@ -27,6 +27,9 @@ func (s *objects) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	m, ident, err := s.resolveObj(&k)
 	if err == nil {
 		err = s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil)
+	} else {
+		// Deleted perhaps by this request's first copy, whose sync failed.
+		err = s.notFoundDurably(err)
 	}
 	s.lifeMu.Unlock()
 	if err != nil {

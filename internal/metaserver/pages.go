@@ -111,6 +111,9 @@ func (s *objects) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		}
 	}
 	// Nor one whose create's sync failed, until a commit made it durable.
+	// This is also what makes a purge whose sync failed durable before a
+	// container delete sent again is acknowledged: its page here finds
+	// no member left, and it sends no obj_purge to this server.
 	if err := s.st.Settle(); err != nil {
 		return nil, fmt.Errorf("container %d: list members: the store cannot make its records durable, so it hands none out: %w", q.ContID, err)
 	}
@@ -334,7 +337,9 @@ func (s *containers) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.R
 	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&k)
 	if err != nil {
-		return nil, err
+		// Deleted perhaps by the delete this one is sent again after,
+		// whose sync failed: a client's delete sent again marks first.
+		return nil, s.notFoundDurably(err)
 	}
 	if m.Deleting {
 		// Marked perhaps by this request's first copy, whose sync failed.

@@ -162,7 +162,8 @@ func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	s.lifeMu.RLock()
 	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
-		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
+		// Its target deleted perhaps by a delete whose sync failed.
+		return nil, s.notFoundDurably(fmt.Errorf("tag %q: %w", k.Name, err))
 	}
 	key := keyTag(byte(k.Kind), k.ID, k.Name)
 	b := s.st.NewBatch()
@@ -182,7 +183,8 @@ func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		return []tagChange{{id: k.ID, key: k.Name, old: old}}, nil
 	})
 	if err != nil {
-		return nil, err
+		// Deleted perhaps by this request's first copy, whose sync failed.
+		return nil, s.notFoundDurably(err)
 	}
 	return &rpc.Response{}, nil
 }
