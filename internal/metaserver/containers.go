@@ -80,6 +80,10 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 	defer s.createMu.Unlock()
 	if m, err := s.loadCont(c.Name); err == nil {
 		if m.Deleting {
+			// Marked perhaps by a delete whose sync failed.
+			if err := s.st.Settle(); err != nil {
+				return nil, fmt.Errorf("create container %q: %w", c.Name, err)
+			}
 			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
 		}
 		// It may be this client's own create, sent again after its sync

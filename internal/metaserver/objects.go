@@ -349,6 +349,9 @@ type creation struct {
 	keys   [][]byte           // by item: its record's key
 	order  []int              // the items in key order
 	gen    uint64             // the live set's generation before the commit
+	// stored: an item was refused because the store holds its identity
+	// (refuseStored).
+	stored bool
 }
 
 // sortKeys makes the record keys of creates and sorts the items by them.
@@ -405,6 +408,7 @@ func (c *creation) refuseStored(unsure *unsureCreates) error {
 			p := &m.Props
 			c.refuse(i, fmt.Errorf("object %q (time step %d, user %d, app %q) already exists: %w",
 				m.Name, p.TimeStep, p.UserID, p.AppName, pdc.ErrExists))
+			c.stored = true
 		}
 	}
 	return nil
@@ -485,6 +489,15 @@ func (c *creation) commit(unsure *unsureCreates) error {
 	}
 	c.gen = c.s.live.generation()
 	if len(made) == 0 {
+		if c.stored {
+			// "Exists" may stand on a create whose sync failed (another
+			// client's, or this one's with other properties): answered
+			// once that create is durable, as a commit here would make
+			// it.
+			if err := c.s.st.Settle(); err != nil {
+				return fmt.Errorf("create %d objects: %w", len(c.metas), err)
+			}
+		}
 		return nil
 	}
 	// Reads that hand out an object wait for its commit (inFlight). An

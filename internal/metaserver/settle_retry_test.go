@@ -3,6 +3,7 @@ package metaserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -33,6 +34,8 @@ func TestRetryFindingNothingToDoAnswersOnceDurable(t *testing.T) {
 		setup func(t *testing.T, s *Service)
 		// change is the request whose fsync fails, sent again.
 		change func(s *Service) error
+		// retry, if set, is sent again instead of change.
+		retry func(s *Service) error
 		// acked reports whether the retry's answer tells the client
 		// that the change is made.
 		acked func(err error) bool
@@ -122,6 +125,34 @@ func TestRetryFindingNothingToDoAnswersOnceDurable(t *testing.T) {
 			},
 		},
 		{
+			name:  "object create that finds it exists",
+			setup: func(t *testing.T, s *Service) { createOne(t, s, "w", []uint64{4}) }, // ids reserved ahead
+			change: func(s *Service) error {
+				got, err := createItems(s, objCreate("x", 4))
+				if err == nil && got[0].Code != wire.CodeOK {
+					err = errors.New(got[0].Message)
+				}
+				return err
+			},
+			// Not the first copy, which would take its object over and
+			// commit it again: a create with other properties.
+			retry: func(s *Service) error {
+				got, err := createItems(s, objCreate("x", 8))
+				if err != nil {
+					return err
+				}
+				if got[0].Code == wire.CodeExists {
+					return fmt.Errorf("%s: %w", got[0].Message, pdc.ErrExists)
+				}
+				return fmt.Errorf("code %d: %s", got[0].Code, got[0].Message)
+			},
+			acked: okOr(pdc.ErrExists),
+			made: func(s *Service) error {
+				_, _, err := s.resolveObj(&wire.ObjKey{Name: "x"})
+				return err
+			},
+		},
+		{
 			name: "container delete sent again by the client, which marks first",
 			setup: func(t *testing.T, s *Service) {
 				if _, err := call(s, contCreateH, &wire.ContCreate{Name: "c"}); err != nil {
@@ -169,6 +200,24 @@ func TestRetryFindingNothingToDoAnswersOnceDurable(t *testing.T) {
 			},
 		},
 		{
+			name: "container create that finds it being deleted",
+			setup: func(t *testing.T, s *Service) {
+				if _, err := call(s, contCreateH, &wire.ContCreate{Name: "c"}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			change: func(s *Service) error { _, err := call(s, contDeletingH, &wire.ContKey{Name: "c"}); return err },
+			retry:  func(s *Service) error { _, err := call(s, contCreateH, &wire.ContCreate{Name: "c"}); return err },
+			acked:  okOr(pdc.ErrExists),
+			made: func(s *Service) error {
+				m, err := s.resolveCont(&wire.ContKey{Name: "c"})
+				if err != nil {
+					return err
+				}
+				return errorIf(!m.Deleting, "container c is no longer marked as being deleted")
+			},
+		},
+		{
 			name: "container delete",
 			setup: func(t *testing.T, s *Service) {
 				if _, err := call(s, contCreateH, &wire.ContCreate{Name: "c"}); err != nil {
@@ -196,7 +245,11 @@ func TestRetryFindingNothingToDoAnswersOnceDurable(t *testing.T) {
 				t.Fatal("succeeded with its fsync failed")
 			}
 			remove()
-			err := st.change(s)
+			retry := st.retry
+			if retry == nil {
+				retry = st.change
+			}
+			err := retry(s)
 			if !st.acked(err) {
 				t.Fatalf("sent again once the disk works: %v", err)
 			}
