@@ -153,6 +153,25 @@ func TestRetryFindingNothingToDoAnswersOnceDurable(t *testing.T) {
 			},
 		},
 		{
+			name: "staged record removal",
+			setup: func(t *testing.T, s *Service) {
+				if _, err := produceCRC(s, "p", 1); err != nil {
+					t.Fatal(err)
+				}
+			},
+			change: func(s *Service) error {
+				_, err := call(s, stageRemoveH, &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"})
+				return err
+			},
+			acked: okOr(nil),
+			made: func(s *Service) error {
+				if r, err := lookupOn(s, "p"); !errors.Is(err, pdc.ErrNotFound) {
+					return errors.Join(errorIf(r != nil, "the record of p is back"), err)
+				}
+				return nil
+			},
+		},
+		{
 			name: "container delete sent again by the client, which marks first",
 			setup: func(t *testing.T, s *Service) {
 				if _, err := call(s, contCreateH, &wire.ContCreate{Name: "c"}); err != nil {
@@ -279,6 +298,9 @@ func objDeleteH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, 
 }
 func tagDeleteH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.tagDelete
+}
+func stageRemoveH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
+	return s.stageRemove
 }
 func contCreateH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.contCreate

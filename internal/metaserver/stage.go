@@ -751,6 +751,11 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		if err != nil {
 			return nil, err
 		}
+		// Nothing to remove: removed perhaps by this request's first
+		// copy, whose sync failed, which this answer acknowledges.
+		if err := s.st.Settle(); err != nil {
+			return nil, fmt.Errorf("remove staged records: %w", err)
+		}
 		return rpc.Respond(&out), nil
 	}
 	wait, err := s.st.CommitApply(b)
