@@ -147,7 +147,7 @@ func (ob *Outbox) record(q *destQueue, items []*item) (wait func() error, err er
 	for _, it := range items {
 		q.size -= it.size
 	}
-	q.failing = false
+	q.failing, q.unrecorded = false, nil
 	for _, it := range items {
 		ob.markTriedLocked(it)
 		it.rec.unacked--
@@ -173,11 +173,7 @@ func (ob *Outbox) acknowledge(d int, q *destQueue, items []*item) bool {
 			return true
 		}
 		ob.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
-		ob.mu.Lock()
-		for _, it := range items {
-			ob.markTriedLocked(it)
-		}
-		ob.mu.Unlock()
+		ob.unrecorded(q, err)
 		if !ob.backOff(q, &pause) {
 			return false
 		}
@@ -199,6 +195,22 @@ func (ob *Outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	case <-ob.ctx.Done():
 		return false
 	}
+}
+
+// unrecorded notes that the delivery of q's head was applied and could not
+// be recorded (err), and wakes the fences waiting for q: nothing more
+// goes to its destination until it is recorded, which they cannot wait
+// for with a store that fails.
+func (ob *Outbox) unrecorded(q *destQueue, err error) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	q.unrecorded = err
+	q.unrecordedTries++
+	for _, it := range q.items {
+		ob.markTriedLocked(it)
+	}
+	close(q.tick)
+	q.tick = make(chan struct{})
 }
 
 func (ob *Outbox) failed(q *destQueue) {

@@ -98,6 +98,15 @@ type destQueue struct {
 	// failing: the last delivery failed. Items queued meanwhile count as
 	// tried at once, so that writers do not wait for the next retry.
 	failing bool // guarded by outbox.mu
+	// unrecorded: the last delivery was applied at the destination, and
+	// recording that in the store failed (a full disk), so nothing more
+	// goes there until it is recorded (acknowledge). Items queued
+	// meanwhile count as tried at once too. A fence that waits for this
+	// destination fails with it once a try to record begun after the
+	// fence failed (unrecordedTries counts them), instead of waiting
+	// out its deadline. Guarded by outbox.mu.
+	unrecorded      error
+	unrecordedTries uint64
 	// attempts counts the deliveries tried, done or failed; tick is
 	// closed and replaced after each, and sending is set during one:
 	// a fence waits for an attempt begun after it (see fence). Guarded
@@ -364,7 +373,7 @@ func (ob *Outbox) queueLocked() {
 			}
 			q.items = append(q.items, items[j])
 			q.size += items[j].size
-			if q.failing {
+			if q.failing || q.unrecorded != nil {
 				ob.markTriedLocked(items[j])
 			}
 			select {

@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/postings"
 )
 
@@ -180,7 +183,7 @@ func TestFailedAckIsNotSentAgain(t *testing.T) {
 	var ops postings.Ops
 	ops.Set([]byte("entry"), []byte("value"))
 	r := &Record{seq: seq, tried: make(chan struct{}), unacked: 1, untried: 1}
-	q := &destQueue{items: []*item{{rec: r, dest: 0, last: true, ops: ops, size: len(ops.Bytes())}}}
+	q := &destQueue{items: []*item{{rec: r, dest: 0, last: true, ops: ops, size: len(ops.Bytes())}}, tick: make(chan struct{})}
 	items, o := ob.take(q)
 	if err := ob.send(0, o); err != nil {
 		t.Fatal(err)
@@ -442,5 +445,54 @@ func TestHoldAfterALaterRelease(t *testing.T) {
 	defer peers.mu.Unlock()
 	if !peers.applied["held"] || !peers.applied["later"] {
 		t.Fatalf("the fence counted everything delivered, yet applied: %v", peers.applied)
+	}
+}
+
+// TestFenceFailsWhileDeliveriesCannotBeRecorded: a delivery applied at its
+// destination whose acknowledgement this server's store cannot record (a
+// full disk) stops the deliveries there until it is recorded, and a fence
+// that waits for them fails at once with the store's error, which names
+// the file and keeps its errno for the wire (pdc.ErrNoSpace). It used to
+// wait until its deadline: the query failed with a bare timeout. Once the
+// store records again, the fence delivers everything.
+func TestFenceFailsWhileDeliveriesCannotBeRecorded(t *testing.T) {
+	log := newMemLog()
+	peers := &gatePeers{applied: map[string]bool{}}
+	ob := openStarted(t, log, 0, 2, peers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	full := &fs.PathError{Op: "write", Path: "meta/pdc.wal", Err: syscall.ENOSPC}
+	log.setFail(full)
+	var keys []string
+	for r := range 2 {
+		split := make([]postings.Ops, 2)
+		k := fmt.Sprint("entry-", r)
+		split[1].Set([]byte(k), []byte{'v'})
+		keys = append(keys, k)
+		rec := ob.AddSplit(split)
+		log.set(RecordKey(rec.Seq(), 0))
+		ob.Release([]*Record{rec})
+		undelivered, err := ob.Fence(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("record %d: the fence waited until its deadline: %v, %v", r, undelivered, err)
+		}
+		if pdc.NoSpaceOrIO(err) != pdc.ErrNoSpace || !strings.Contains(err.Error(), "meta/pdc.wal") || !strings.Contains(err.Error(), "server 0") {
+			t.Fatalf("record %d: with deliveries that cannot be recorded the fence answered %v, %v; want an error naming server 0 and the file, wrapping pdc.ErrNoSpace",
+				r, undelivered, err)
+		}
+	}
+
+	log.setFail(nil)
+	undelivered, err := ob.Fence(ctx)
+	if err != nil || len(undelivered) != 0 {
+		t.Fatalf("once the store records again, the fence answered %v, %v", undelivered, err)
+	}
+	peers.mu.Lock()
+	defer peers.mu.Unlock()
+	for _, k := range keys {
+		if !peers.applied[k] {
+			t.Fatalf("the fence returned with nothing undelivered, yet %s was not delivered", k)
+		}
 	}
 }

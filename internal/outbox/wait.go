@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/pdcgo/pdc"
 )
 
 // Fence returns once every record committed before it was called has been
@@ -23,6 +25,11 @@ import (
 // did not (a restarted server not yet in the server list when the retry
 // read it; found by the crash loop), and stop at the first delivery of
 // a backlog longer than one.
+//
+// A destination whose last delivery was applied but could not be recorded
+// here (the store fails: a full disk) gets nothing more until it is, and
+// the fence fails at once with the store's error rather than wait for
+// that until its deadline.
 func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	ob.mu.Lock()
 	end := ob.mu.next // records before end were committed before the fence
@@ -47,6 +54,10 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 		dest int
 		q    *destQueue
 		base uint64 // attempts begun before this point
+		// unrecordedTries before this point: the fence fails on a try
+		// to record a delivery that failed after it, not on one that
+		// failed before, when the store may work again.
+		unrecorded uint64
 	}
 	var watches []watch
 	ob.mu.Lock()
@@ -56,7 +67,7 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 			if q.sending {
 				base++ // the attempt under way began before
 			}
-			watches = append(watches, watch{d, q, base})
+			watches = append(watches, watch{d, q, base, q.unrecordedTries})
 			// The wake-up sent as the fence began may have been spent
 			// by an attempt that counted for the first phase: without
 			// another, the deliverer sleeps out its pause (up to 2 s)
@@ -73,10 +84,29 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 			ob.mu.Lock()
 			held := w.q.holdsBefore(end)
 			failed := w.q.failing && w.q.attempts > w.base
+			var unrecorded error
+			if w.q.unrecordedTries > w.unrecorded {
+				unrecorded = w.q.unrecorded
+			}
 			tick := w.q.tick
+			self := ob.mu.self
 			ob.mu.Unlock()
 			if !held {
 				break
+			}
+			if unrecorded != nil {
+				// The deliverer sends nothing more to w.dest until this
+				// server's store records what it applied there, and
+				// retries that until the store works again: a full disk
+				// stays full for longer than a query waits. Its errno
+				// (ENOSPC, EIO) names the error on the wire; without
+				// one, it is ErrUnavailable.
+				err := fmt.Errorf("metadata server %d cannot record the tag index updates it delivered to metadata server %d, so it delivers no more there: %w",
+					self, w.dest, unrecorded)
+				if pdc.NoSpaceOrIO(unrecorded) == nil {
+					err = fmt.Errorf("%w: %w", err, pdc.ErrUnavailable)
+				}
+				return nil, err
 			}
 			if failed {
 				undelivered = append(undelivered, w.dest)
