@@ -22,6 +22,7 @@ import (
 	"github.com/pdcgo/pdc/internal/postings"
 	"github.com/pdcgo/pdc/internal/rpc"
 	"github.com/pdcgo/pdc/internal/tagindex"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -40,6 +41,9 @@ type testCluster struct {
 	gated int
 
 	flushBytes int // Config.IndexFlushBytes
+	// fs holds the file systems of servers not on the operating
+	// system's, by index: their dirs are paths in it.
+	fs map[int]vfs.FS
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
@@ -61,7 +65,11 @@ func newTestClusterFlushing(t *testing.T, n, flushBytes int) *testCluster {
 func (c *testCluster) open() {
 	c.svcs = make([]*Service, len(c.dirs))
 	for i, d := range c.dirs {
-		s, err := Open(Config{Dir: d, CheckpointDir: c.t.TempDir(), Logger: slog.New(slog.DiscardHandler), IndexFlushBytes: c.flushBytes})
+		cp := c.t.TempDir()
+		if c.fs[i] != nil {
+			cp = d + "-checkpoints"
+		}
+		s, err := Open(Config{Dir: d, CheckpointDir: cp, FS: c.fs[i], Logger: slog.New(slog.DiscardHandler), IndexFlushBytes: c.flushBytes})
 		if err != nil {
 			c.t.Fatal(err)
 		}
