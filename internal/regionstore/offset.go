@@ -335,6 +335,14 @@ func (o *offsetFile) cut(f vfs.File, dims []uint64) error {
 	o.dataLen = keep
 	if set {
 		o.area.crcs.set(b, c)
+		// The slot names the entry until the table has it: a flush
+		// empties the slot after writing the entries marked dirty, so
+		// one this write fails to store must be among them, or the
+		// block, cut already, is left with the CRC of its uncut bytes
+		// once the slot is gone, and its kept bytes read as corrupt.
+		if p := o.area.pend; p != nil && p.at != 0 {
+			p.markDirty(&o.area, b, b)
+		}
 		if err := o.area.writeCRCs(f, b, b); err != nil {
 			return err
 		}
