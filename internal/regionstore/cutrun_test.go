@@ -63,6 +63,15 @@ func cutRun(seed uint64) []runOp {
 	return ops
 }
 
+// runSeeds is how many runs a test takes: n, or one under the race
+// detector.
+func runSeeds(n uint64) uint64 {
+	if raceEnabled {
+		return 1
+	}
+	return n
+}
+
 func (o runOp) apply(s *Store, mode Mode) error {
 	l := Layout{Dims: o.dims, Elem: 4, Mode: mode, Version: o.ver}
 	switch {
@@ -160,7 +169,7 @@ func TestCutRunCrashes(t *testing.T) {
 	t.Cleanup(func() { checkpointEvery = old })
 	for _, mode := range []Mode{ByOffset, ByRegion} {
 		for _, sync := range []bool{false, true} {
-			for seed := range uint64(6) {
+			for seed := range runSeeds(3) {
 				ops := cutRun(seed)
 				mem := vfs.NewMem()
 				fsys := vfs.NewFaulty(mem)
@@ -264,7 +273,7 @@ func TestCutRunFaults(t *testing.T) {
 	checkpointEvery = 1 << 10
 	t.Cleanup(func() { checkpointEvery = old })
 	for _, mode := range []Mode{ByOffset, ByRegion} {
-		for seed := range uint64(3) {
+		for seed := range runSeeds(2) {
 			ops := cutRun(seed)
 			for k := 0; ; k++ {
 				when := fmt.Sprintf("%s seed %d: EIO at operation %d", mode, seed, k)
@@ -287,12 +296,13 @@ func TestCutRunFullDisk(t *testing.T) {
 	checkpointEvery = 1 << 10
 	t.Cleanup(func() { checkpointEvery = old })
 	for _, mode := range []Mode{ByOffset, ByRegion} {
-		for seed := range uint64(4) {
+		for seed := range runSeeds(2) {
 			ops := cutRun(seed)
-			for k := range 90 {
-				when := fmt.Sprintf("%s seed %d: %d bytes free", mode, seed, k*37000+k%7*1000)
+			for k := range 60 {
+				free := k*53000 + k%7*1000
+				when := fmt.Sprintf("%s seed %d: %d bytes free", mode, seed, free)
 				faultRun(t, mode, ops, when, func(f *vfs.Faulty) {
-					f.SetSpace(int64(k*37000 + k%7*1000))
+					f.SetSpace(int64(free))
 				}, func(f *vfs.Faulty) { f.SetSpace(-1) })
 			}
 		}

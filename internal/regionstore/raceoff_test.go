@@ -1,0 +1,5 @@
+//go:build !race
+
+package regionstore
+
+const raceEnabled = false
