@@ -349,8 +349,12 @@ func (s *Store) setDims(o *object, dims []uint64, need int64) error {
 			_ = old.Close()
 			if n != nil {
 				// In place, even if its rename may not be durable: the
-				// object is laid out by it from now on.
+				// object is laid out by it from now on. Its name is
+				// durable only if the directory's fsync after the
+				// rename worked: else a power loss brings the old file
+				// back, and a flush or a cut must fsync it again.
 				o.off = n
+				o.entrySynced = err == nil
 			}
 			if err != nil {
 				return fmt.Errorf("region store: object %d: relayout %s to dims %v: %w", o.id, path, dims, err)
