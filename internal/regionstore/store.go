@@ -630,16 +630,22 @@ func (s *Store) flush(o *object) error {
 		if err != nil {
 			return fmt.Errorf("region store: sync object %d: %s: %w", o.id, o.off.path, err)
 		}
-		// A file created without Options.Sync has a name that a power
-		// loss may take with it, bytes and all: flushed, it must stay.
-		if !o.entrySynced {
-			if err := s.fs.SyncDir(s.opts.Dir); err != nil {
-				return fmt.Errorf("region store: sync object %d: directory %s: %w", o.id, s.opts.Dir, err)
-			}
-			o.entrySynced = true
-		}
 	case ByRegion:
-		return s.checkpoint(o, true)
+		if err := s.checkpoint(o, true); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	// A file created without Options.Sync has a name that a power loss
+	// may take with it, bytes and all: flushed, it must stay. A log's
+	// durable checkpoint fsyncs the directory only when it has a new
+	// index to write, which it has not right after a periodic one.
+	if !o.entrySynced {
+		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+			return fmt.Errorf("region store: sync object %d: directory %s: %w", o.id, s.opts.Dir, err)
+		}
+		o.entrySynced = true
 	}
 	return nil
 }
