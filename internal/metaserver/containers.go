@@ -95,20 +95,21 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 	} else if !isNotFound(err) {
 		return nil, err
 	}
-	seq, err := s.st.NextSeq()
+	// Gets wait for the commit (inFlight); a create of the same name
+	// waits for createMu.
+	f, err := s.creates.begin(s.st, 1)
 	if err != nil {
 		return nil, err
 	}
-	m := wire.ContainerMeta{ID: placement.ID(key, seq), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
+	defer func() { s.creates.end(f) }()
+	m := wire.ContainerMeta{ID: placement.ID(key, f.first), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
 	b := s.st.NewBatch()
 	defer b.Close()
 	b.Set(keyCont(c.Name), m.Marshal(nil))
 	b.Set(keyContID(m.ID), []byte(c.Name))
-	// Gets wait for the commit (inFlight); a create of the same name
-	// waits for createMu.
-	f := s.creates.start(seq, 1)
 	err = s.st.Commit(b)
 	s.creates.end(f)
+	f = nil
 	if err != nil {
 		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
 	}

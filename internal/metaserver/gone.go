@@ -378,8 +378,8 @@ func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	}
 	var out wire.GoneIDs
 	for _, id := range m.IDs {
-		// Asked before the look: see births.unborn.
-		unborn := s.births.unborn(s.st, placement.SeqOf(id))
+		// Asked before the look: see inFlight.unborn.
+		unborn := s.creates.unborn(s.st, placement.SeqOf(id))
 		err := s.objExists(id)
 		switch {
 		case err == nil:

@@ -391,17 +391,17 @@ func TestObjGoneTellsNeverCreatedFromDeleted(t *testing.T) {
 
 	// A create under way: its sequence numbers are handed out, its
 	// commit has not returned.
-	first, err := s.births.begin(s.st, 2)
+	f, err := s.creates.begin(s.st, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creating := placement.ID(key, first+1)
+	creating := placement.ID(key, f.first+1)
 	g = ask(creating)
 	if !slices.Equal(g.Never, []uint64{creating}) || !slices.Equal(g.IDs, []uint64{creating}) {
 		t.Errorf("an id of a create under way: gone %v, never created %v; want it in both", g.IDs, g.Never)
 	}
 	// Its commit failed: the id is never used, and is gone for good.
-	s.births.end(first)
+	s.creates.end(f)
 	g = ask(creating)
 	if len(g.Never) != 0 || !slices.Equal(g.IDs, []uint64{creating}) {
 		t.Errorf("an id of a failed create: gone %v, never created %v; want it gone only", g.IDs, g.Never)

@@ -43,8 +43,6 @@ type objects struct {
 	dimsMu      sync.RWMutex
 	// regions forgets the region maps of deleted objects.
 	regions *regions
-	// births tells ids not created yet from those of deleted objects.
-	births births
 }
 
 func newObjects(c *core, r *regions) *objects {
@@ -449,16 +447,22 @@ func (c *creation) commit(unsure *unsureCreates) error {
 			n++
 		}
 	}
+	// Reads that hand out an object wait for its commit, and a data
+	// server asking about its id hears it was never created until then
+	// (inFlight). An object taken over needs no entry: the commit that
+	// applied it failed its sync, and this one, a commit after it, first
+	// makes it durable.
 	var seq uint32
+	var f *flight
 	if n > 0 {
 		var err error
-		if seq, err = c.s.births.begin(c.s.st, n); err != nil {
+		if f, err = c.s.creates.begin(c.s.st, n); err != nil {
 			return err
 		}
-		defer c.s.births.end(seq)
+		defer func() { c.s.creates.end(f) }() // on the paths that do not commit
+		seq = f.first
 		c.s.fresh.add(seq, n)
 	}
-	first := seq
 	// Each kind of key is added in order: the memtable inserts a batch's
 	// keys one after another starting from where the last one went, so a
 	// sorted run costs a step per key instead of a search from the top.
@@ -500,15 +504,9 @@ func (c *creation) commit(unsure *unsureCreates) error {
 		}
 		return nil
 	}
-	// Reads that hand out an object wait for its commit (inFlight). An
-	// object taken over needs no entry: the commit that applied it failed
-	// its sync, and this one, a commit after it, first makes it durable.
-	var f *flight
-	if n > 0 {
-		f = c.s.creates.start(first, n)
-	}
 	err := c.s.st.Commit(batch)
 	c.s.creates.end(f)
+	f = nil
 	switch {
 	case err == nil:
 		if !unsure.empty() {

@@ -80,8 +80,9 @@ type core struct {
 	// live remembers objects seen to exist, for the checks of tag writes
 	// and reads.
 	live liveSet
-	// creates holds the creates of objects and containers in their
-	// commit, for the reads that must not hand them out before.
+	// creates holds the creates of objects and containers under way, for
+	// the reads that must not hand them out before their commit returned
+	// and the questions about ids not created yet.
 	creates inFlight
 
 	// lifeMu orders the end of objects and containers against the writes
@@ -110,7 +111,6 @@ func Open(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	c := &core{cfg: cfg, log: cfg.Logger, st: st, readyCh: make(chan struct{})}
-	c.creates.on = cfg.Durability == metastore.DurabilitySync
 	regions := newRegions(c)
 	s := &Service{
 		core:       c,
