@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,10 +24,16 @@ func Stop(t *testing.T, pid int) {
 		t.Fatalf("stop process %d: %v", pid, err)
 	}
 	t.Cleanup(func() { Continue(pid) })
-	// /proc has no notice of a state change for a process that is not
-	// this one's child: it is read again after short pauses.
-	for deadline := time.Now().Add(time.Minute); !allStopped(t, pid); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	// Nothing tells of a state change of a process that is not this one's
+	// child: /proc is read again on a tick, for up to a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !allStopped(t, pid) {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
 			t.Fatalf("process %d did not stop within a minute of SIGSTOP", pid)
 		}
 	}
