@@ -382,6 +382,14 @@ type ServerStatus struct {
 	// fail (down, or cut off from it). Indexed queries that look there
 	// wait for them, or fail at their deadline.
 	IndexWaiting []int
+	// CutsWaiting counts the objects whose shrink or relayout, acknowledged
+	// by this metadata server, some data server has not applied yet: the
+	// next set dims of each is refused with ErrUnavailable until it has.
+	CutsWaiting uint64
+	// SlotsMissing are the data slots this data server should hold and
+	// cannot, each with why: reads and writes of their data fail, and so
+	// do the dims cuts pushed to it until they are back.
+	SlotsMissing []string
 }
 
 // Status asks every server for its status, concurrently. It returns one
@@ -427,6 +435,7 @@ func (c *Client) status(ctx context.Context, rank int) ServerStatus {
 	for _, r := range ws.IndexWaiting {
 		st.IndexWaiting = append(st.IndexWaiting, int(r))
 	}
+	st.CutsWaiting, st.SlotsMissing = ws.CutsWaiting, ws.SlotsMissing
 	return st
 }
 

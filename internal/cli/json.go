@@ -84,12 +84,18 @@ type statusJSON struct {
 	Version       string  `json:"version,omitempty"`
 	// IndexWaiting: ranks this server's tag index updates wait for.
 	IndexWaiting []int `json:"index_waiting,omitempty"`
+	// CutsWaiting: objects whose dims cut some data server has not
+	// applied yet.
+	CutsWaiting uint64 `json:"cuts_waiting,omitempty"`
+	// SlotsMissing: data slots this server should hold and cannot, with
+	// why.
+	SlotsMissing []string `json:"slots_missing,omitempty"`
 }
 
 func newStatusJSON(s client.ServerStatus) statusJSON {
 	j := statusJSON{Rank: s.Rank, Addr: s.Addr, Roles: s.Roles, PID: s.PID, Host: s.Host, State: "up",
 		UptimeSeconds: s.Uptime.Seconds(), Clients: s.Clients, Requests: s.Requests, Version: s.Version,
-		IndexWaiting: s.IndexWaiting}
+		IndexWaiting: s.IndexWaiting, CutsWaiting: s.CutsWaiting, SlotsMissing: s.SlotsMissing}
 	if s.Err != nil {
 		j.Error = s.Err.Error()
 		switch {

@@ -652,6 +652,13 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 			fmt.Fprintf(w, "rank %d cannot deliver tag index updates to rank %s; indexed queries that need them wait until they are delivered, or fail\n",
 				s.Rank, joinInts(s.IndexWaiting, ", "))
 		}
+		if s.CutsWaiting > 0 {
+			fmt.Fprintf(w, "rank %d holds %d dims cuts (shrinks or relayouts) some data server has not applied yet; the next set dims of those objects is refused until it has (its log names the data server)\n",
+				s.Rank, s.CutsWaiting)
+		}
+		for _, m := range s.SlotsMissing {
+			fmt.Fprintf(w, "rank %d is missing data %s\n", s.Rank, m)
+		}
 	}
 }
 

@@ -50,6 +50,26 @@ func (e *SlotError) Unwrap() error { return e.Err }
 // to it) before it is refused, as the metadata servers' requests wait.
 const slotWait = 30 * time.Second
 
+// MissingSlots describes the slots this server should hold and cannot
+// ("slot 3: why"), in slot order; none before its slots are set.
+func (s *Service) MissingSlots() []string {
+	select {
+	case <-s.slotsReady:
+	default:
+		return nil
+	}
+	keys := make([]int, 0, len(s.slots.Missing))
+	for k := range s.slots.Missing {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("slot %d: %v", k, s.slots.Missing[k])
+	}
+	return out
+}
+
 // SetSlots gives the service the stores it serves from; requests wait
 // for it (at most slotWait). Call it once; later calls are ignored.
 func (s *Service) SetSlots(sl Slots) {

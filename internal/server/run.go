@@ -291,6 +291,7 @@ func (p *proc) newServer(addr string) *Server {
 		stop:     make(chan struct{}),
 		complete: make(chan struct{}),
 		meta:     meta,
+		data:     data,
 
 		authenticated: len(p.secret) > 0,
 		migrated:      map[int]bool{},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dataserver"
 	"github.com/pdcgo/pdc/internal/dtl"
 	"github.com/pdcgo/pdc/internal/metaserver"
 	"github.com/pdcgo/pdc/internal/rpc"
@@ -32,6 +33,7 @@ type Server struct {
 	start time.Time
 	rpc   *rpc.Server
 	meta  *metaserver.Service // nil without the metadata role
+	data  *dataserver.Service // nil without the data role
 	// authenticated: every connection proved the cluster secret.
 	authenticated bool
 
@@ -467,7 +469,27 @@ func (s *Server) status(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 		Version:      s.cfg.Version,
 		UptimeNS:     int64(time.Since(s.start)),
 		IndexWaiting: s.indexWaiting(),
+		CutsWaiting:  s.cutsWaiting(),
+		SlotsMissing: s.slotsMissing(),
 	}), nil
+}
+
+// cutsWaiting counts the objects whose dims cut some data server has not
+// applied yet; 0 without the metadata role.
+func (s *Server) cutsWaiting() uint64 {
+	if s.meta == nil {
+		return 0
+	}
+	return uint64(s.meta.PendingCuts())
+}
+
+// slotsMissing describes the data slots this server should hold and
+// cannot; none without the data role.
+func (s *Server) slotsMissing() []string {
+	if s.data == nil {
+		return nil
+	}
+	return s.data.MissingSlots()
 }
 
 // indexWaiting lists the ranks of the metadata servers whose last

@@ -235,6 +235,14 @@ type Status struct {
 	// updates this server acknowledged wait for: its last delivery to
 	// each failed (down, or cut off from this server).
 	IndexWaiting []uint64 // 7
+	// CutsWaiting counts the objects whose shrink or relayout some data
+	// server has not applied yet (a metadata server's retrier pushes
+	// them): the next set dims of each is refused until it has.
+	CutsWaiting uint64 // 8
+	// SlotsMissing are the data slots this data server should hold and
+	// cannot, each with why ("slot 3: ..."): requests for their data
+	// fail, and so do the cuts it is pushed until they are back.
+	SlotsMissing []string // 9
 }
 
 func (m *Status) Marshal(b []byte) []byte {
@@ -245,6 +253,8 @@ func (m *Status) Marshal(b []byte) []byte {
 	b = putString(b, 5, m.Version)
 	b = putInt(b, 6, m.UptimeNS)
 	b = putPackedUints(b, 7, m.IndexWaiting)
+	b = putUint(b, 8, m.CutsWaiting)
+	b = putStrings(b, 9, m.SlotsMissing)
 	return b
 }
 
@@ -267,6 +277,10 @@ func (m *Status) Unmarshal(b []byte) error {
 			m.UptimeNS = f.int64()
 		case 7:
 			m.IndexWaiting = f.packedUints(m.IndexWaiting)
+		case 8:
+			m.CutsWaiting = f.uint64()
+		case 9:
+			m.SlotsMissing = append(m.SlotsMissing, f.string())
 		}
 	}
 	return f.err
