@@ -39,6 +39,8 @@ type testCluster struct {
 	// gate, if set, holds index updates for gated until it is closed.
 	gate  chan struct{}
 	gated int
+	// atGate, if set, hears of each index update held at gate.
+	atGate chan struct{}
 
 	flushBytes int // Config.IndexFlushBytes
 	// fs holds the file systems of servers not on the operating
@@ -107,9 +109,15 @@ type fakePeers struct{ c *testCluster }
 func (p fakePeers) Call(ctx context.Context, index int, m wire.Method, hdr []byte) error {
 	p.c.mu.Lock()
 	down := p.c.down[index]
-	gate := p.c.gate
+	gate, atGate := p.c.gate, p.c.atGate
 	p.c.mu.Unlock()
 	if gate != nil && index == p.c.gated {
+		if atGate != nil {
+			select {
+			case atGate <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-gate:
 		case <-ctx.Done():

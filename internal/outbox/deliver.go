@@ -147,7 +147,7 @@ func (ob *Outbox) record(q *destQueue, items []*item) (wait func() error, err er
 	for _, it := range items {
 		q.size -= it.size
 	}
-	q.failing, q.unrecorded = false, nil
+	q.failing, q.unrecorded, q.applied = false, nil, 0
 	for _, it := range items {
 		ob.markTriedLocked(it)
 		it.rec.unacked--
@@ -173,7 +173,7 @@ func (ob *Outbox) acknowledge(d int, q *destQueue, items []*item) bool {
 			return true
 		}
 		ob.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
-		ob.unrecorded(q, err)
+		ob.unrecorded(q, len(items), err)
 		if !ob.backOff(q, &pause) {
 			return false
 		}
@@ -197,14 +197,15 @@ func (ob *Outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	}
 }
 
-// unrecorded notes that the delivery of q's head was applied and could not
-// be recorded (err), and wakes the fences waiting for q: nothing more
-// goes to its destination until it is recorded, which they cannot wait
-// for with a store that fails.
-func (ob *Outbox) unrecorded(q *destQueue, err error) {
+// unrecorded notes that the delivery of q's first n items was applied and
+// could not be recorded (err), and wakes the fences waiting for q: those
+// items are delivered, and nothing more goes to its destination until
+// they are recorded, which a fence waiting for more cannot wait for with
+// a store that fails.
+func (ob *Outbox) unrecorded(q *destQueue, n int, err error) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	q.unrecorded = err
+	q.unrecorded, q.applied = err, n
 	q.unrecordedTries++
 	for _, it := range q.items {
 		ob.markTriedLocked(it)

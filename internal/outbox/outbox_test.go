@@ -450,11 +450,13 @@ func TestHoldAfterALaterRelease(t *testing.T) {
 
 // TestFenceFailsWhileDeliveriesCannotBeRecorded: a delivery applied at its
 // destination whose acknowledgement this server's store cannot record (a
-// full disk) stops the deliveries there until it is recorded, and a fence
-// that waits for them fails at once with the store's error, which names
-// the file and keeps its errno for the wire (pdc.ErrNoSpace). It used to
-// wait until its deadline: the query failed with a bare timeout. Once the
-// store records again, the fence delivers everything.
+// full disk) stops the deliveries there until it is recorded. A fence
+// that needs only what was applied returns at once: the destination's
+// index shows it (it used to fail, or before that wait out its deadline,
+// though a query would find everything). A fence that waits for a record
+// queued behind fails at once with the store's error, which names the
+// file and keeps its errno for the wire (pdc.ErrNoSpace). Once the store
+// records again, the fence delivers everything.
 func TestFenceFailsWhileDeliveriesCannotBeRecorded(t *testing.T) {
 	log := newMemLog()
 	peers := &gatePeers{applied: map[string]bool{}}
@@ -476,6 +478,17 @@ func TestFenceFailsWhileDeliveriesCannotBeRecorded(t *testing.T) {
 		undelivered, err := ob.Fence(ctx)
 		if ctx.Err() != nil {
 			t.Fatalf("record %d: the fence waited until its deadline: %v, %v", r, undelivered, err)
+		}
+		if r == 0 {
+			// Applied at server 1, not recorded here: delivered.
+			peers.mu.Lock()
+			applied := peers.applied[k]
+			peers.mu.Unlock()
+			if err != nil || len(undelivered) != 0 || !applied {
+				t.Fatalf("record %d, applied at its destination (%v) and not recorded: the fence answered %v, %v; want nothing undelivered",
+					r, applied, undelivered, err)
+			}
+			continue
 		}
 		if pdc.NoSpaceOrIO(err) != pdc.ErrNoSpace || !strings.Contains(err.Error(), "meta/pdc.wal") || !strings.Contains(err.Error(), "server 0") {
 			t.Fatalf("record %d: with deliveries that cannot be recorded the fence answered %v, %v; want an error naming server 0 and the file, wrapping pdc.ErrNoSpace",

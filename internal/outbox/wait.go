@@ -27,9 +27,10 @@ import (
 // a backlog longer than one.
 //
 // A destination whose last delivery was applied but could not be recorded
-// here (the store fails: a full disk) gets nothing more until it is, and
-// the fence fails at once with the store's error rather than wait for
-// that until its deadline.
+// here (the store fails: a full disk) has that delivery: a fence that
+// needs nothing more there returns. It gets nothing more until it is
+// recorded, and a fence that needs more fails at once with the store's
+// error rather than wait for that until its deadline.
 func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	ob.mu.Lock()
 	end := ob.mu.next // records before end were committed before the fence
@@ -62,7 +63,7 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	var watches []watch
 	ob.mu.Lock()
 	for d, q := range ob.mu.queues {
-		if q.holdsBefore(end) {
+		if q.undeliveredBefore(end) {
 			base := q.attempts
 			if q.sending {
 				base++ // the attempt under way began before
@@ -82,7 +83,7 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	for _, w := range watches {
 		for {
 			ob.mu.Lock()
-			held := w.q.holdsBefore(end)
+			held := w.q.undeliveredBefore(end)
 			failed := w.q.failing && w.q.attempts > w.base
 			var unrecorded error
 			if w.q.unrecordedTries > w.unrecorded {
@@ -123,10 +124,13 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	return undelivered, nil
 }
 
-// holdsBefore reports whether q holds an item of a record before seq.
+// undeliveredBefore reports whether q holds an item of a record before
+// seq that its destination has not applied. Items applied there whose
+// recording fails (applied) are delivered: the index there shows them,
+// and a query on a server whose disk is full need not fail for them.
 // The caller holds outbox.mu.
-func (q *destQueue) holdsBefore(seq uint64) bool {
-	return len(q.items) > 0 && q.items[0].rec.seq < seq
+func (q *destQueue) undeliveredBefore(seq uint64) bool {
+	return len(q.items) > q.applied && q.items[q.applied].rec.seq < seq
 }
 
 // attempted counts a delivery tried to q, and whether it is under way.
