@@ -4,6 +4,12 @@
     PDC_STAGE_PRODUCER_DIR=/scratch/prod python3 npy_stage.py produce 10
     # node-b:
     PDC_STAGE_CONSUMER_DIR=/scratch/cons python3 npy_stage.py consume 10
+
+On one machine, with the servers serving the producer dir:
+
+    pdc up -n 2 --stage-producer-dir /tmp/prod
+    PDC_STAGE_PRODUCER_DIR=/tmp/prod python3 npy_stage.py produce 10 &
+    PDC_STAGE_CONSUMER_DIR=/tmp/cons python3 npy_stage.py consume 10
 """
 
 import os
@@ -15,6 +21,8 @@ import pdc
 
 
 def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("produce", "consume") or not sys.argv[2].isdigit():
+        sys.exit("usage: npy_stage.py produce|consume COUNT (see the top of this file)")
     role, count = sys.argv[1], int(sys.argv[2])
     if role == "produce":
         root = os.environ["PDC_STAGE_PRODUCER_DIR"]
