@@ -101,16 +101,13 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if err != nil {
 		return nil, err
 	}
-	defer func() { s.creates.end(f) }()
+	defer s.creates.end(f)
 	m := wire.ContainerMeta{ID: placement.ID(key, f.first), Name: c.Name, Lifetime: c.Lifetime, CreatedUnix: time.Now().UnixNano()}
 	b := s.st.NewBatch()
 	defer b.Close()
 	b.Set(keyCont(c.Name), m.Marshal(nil))
 	b.Set(keyContID(m.ID), []byte(c.Name))
-	err = s.st.Commit(b)
-	s.creates.end(f)
-	f = nil
-	if err != nil {
+	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
 	return rpc.Respond(&wire.ContReply{Meta: m, Created: true}), nil

@@ -459,7 +459,7 @@ func (c *creation) commit(unsure *unsureCreates) error {
 		if f, err = c.s.creates.begin(c.s.st, n); err != nil {
 			return err
 		}
-		defer func() { c.s.creates.end(f) }() // on the paths that do not commit
+		defer c.s.creates.end(f)
 		seq = f.first
 		c.s.fresh.add(seq, n)
 	}
@@ -505,8 +505,6 @@ func (c *creation) commit(unsure *unsureCreates) error {
 		return nil
 	}
 	err := c.s.st.Commit(batch)
-	c.s.creates.end(f)
-	f = nil
 	switch {
 	case err == nil:
 		if !unsure.empty() {

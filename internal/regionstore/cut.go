@@ -74,11 +74,8 @@ func (s *Store) Cut(obj uint64, dims []uint64, version uint64) error {
 	// A relayout's rename whose directory fsync failed is not durable:
 	// a power loss would bring the old file back, uncut, once the
 	// metadata server has forgotten the cut.
-	if !o.entrySynced {
-		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
-			return fmt.Errorf("region store: object %d: cut to dims %v (version %d): %s: directory %s: %w", obj, dims, version, path, s.opts.Dir, err)
-		}
-		o.entrySynced = true
+	if err := s.syncName(o); err != nil {
+		return fmt.Errorf("region store: object %d: cut to dims %v (version %d): %s: %w", obj, dims, version, path, err)
 	}
 	return nil
 }

@@ -641,12 +641,24 @@ func (s *Store) flush(o *object) error {
 	// may take with it, bytes and all: flushed, it must stay. A log's
 	// durable checkpoint fsyncs the directory only when it has a new
 	// index to write, which it has not right after a periodic one.
-	if !o.entrySynced {
-		if err := s.fs.SyncDir(s.opts.Dir); err != nil {
-			return fmt.Errorf("region store: sync object %d: directory %s: %w", o.id, s.opts.Dir, err)
-		}
-		o.entrySynced = true
+	if err := s.syncName(o); err != nil {
+		return fmt.Errorf("region store: sync object %d: %w", o.id, err)
 	}
+	return nil
+}
+
+// syncName makes the name of o's file durable, if nothing did since it
+// was created or renamed (o.entrySynced): a power loss would take the
+// file with it, or bring back the one a relayout replaced. Requires o.mu
+// held exclusively.
+func (s *Store) syncName(o *object) error {
+	if o.entrySynced {
+		return nil
+	}
+	if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+		return fmt.Errorf("directory %s: %w", s.opts.Dir, err)
+	}
+	o.entrySynced = true
 	return nil
 }
 
