@@ -39,6 +39,10 @@ type StageConfig struct {
 	Label string
 	// Want, if set, skips the cases it rules out.
 	Want Want
+	// FloorDir, if set, is the consumer dir's file system, where the
+	// consume floor of each size (consumeFloor) is measured after its
+	// consumes.
+	FloorDir string
 }
 
 // Stage measures end-to-end consumes of a file produced on another host:
@@ -79,7 +83,8 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 	var out []Result
 	for _, size := range cfg.Sizes {
 		lookup := size == cfg.Sizes[0] && cfg.Want.Any(bench, "owner lookup p50")
-		if !lookup && !slices.ContainsFunc(cfg.Modes, func(m dtl.Mode) bool { return cfg.Want.Any(bench, stageCase(size, m)...) }) {
+		floor := cfg.FloorDir != "" && cfg.Want.Any(bench, floorCase(size))
+		if !lookup && !floor && !slices.ContainsFunc(cfg.Modes, func(m dtl.Mode) bool { return cfg.Want.Any(bench, stageCase(size, m)...) }) {
 			continue
 		}
 		path, err := cfg.Produce(ctx, size)
@@ -92,6 +97,13 @@ func Stage(ctx context.Context, cfg StageConfig) ([]Result, error) {
 				continue
 			}
 			res, err := consumes(ctx, cfg, bench, path, size, m, buf, tcp, unix)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res)
+		}
+		if floor {
+			res, err := consumeFloor(ctx, cfg, size, buf, tcp)
 			if err != nil {
 				return nil, err
 			}

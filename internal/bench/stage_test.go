@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,17 +95,30 @@ func TestStageBenchRuns(t *testing.T) {
 	cfg := startStage(t)
 	cfg.Sizes = []int64{1 << 10, 256 << 10}
 	cfg.Budget = 1
+	cfg.FloorDir = t.TempDir()
 	rs, err := Stage(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(cfg.Sizes)*len(dtl.Modes) + 1; len(rs) != want {
+	// Every mode, and a floor, of each size; one lookup.
+	if want := len(cfg.Sizes)*(len(dtl.Modes)+1) + 1; len(rs) != want {
 		t.Fatalf("got %d results, want %d", len(rs), want)
 	}
+	floors := 0
 	for _, r := range rs {
 		if r.Value <= 0 || r.CeilingValue <= 0 {
 			t.Errorf("%s: value %v, ceiling %v", r.Case, r.Value, r.CeilingValue)
 		}
+		if strings.HasPrefix(r.Case, "consume floor ") {
+			floors++
+		}
+	}
+	if floors != len(cfg.Sizes) {
+		t.Errorf("%d floor results, want %d", floors, len(cfg.Sizes))
+	}
+	// The floor's files are renamed into place and removed after each.
+	if left, _ := os.ReadDir(cfg.FloorDir); len(left) != 0 {
+		t.Errorf("floor left %d files in its dir", len(left))
 	}
 }
 

@@ -132,6 +132,7 @@ func benchStageLocal(ctx context.Context, e *env, run *benchRun, dir string, cfg
 	defer c.Close()
 	fmt.Fprintf(e.stderr, "bench stage: producer and consumer dirs under %s\n", dir)
 	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawUnix, cfg.RawEcho = c, producer.produceOnce, rawTCP, rawSock, rawEcho
+	cfg.FloorDir = filepath.Join(dir, "cons")
 	return run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) })
 }
 
@@ -170,6 +171,7 @@ func benchStageExternal(ctx context.Context, run *benchRun, ext *external, rawEc
 	}
 	defer c.Close()
 	cfg.Consumer, cfg.Produce, cfg.RawTCP, cfg.RawEcho, cfg.Label = c, producer.produceOnce, ext.raw, rawEcho, ext.label
+	cfg.FloorDir = filepath.Join(dir, "cons")
 	if err := run.rounds(ctx, func(ctx context.Context, _ int) ([]bench.Result, error) { return bench.Stage(ctx, cfg) }); err != nil {
 		return fmt.Errorf("bench stage: %w", err)
 	}
