@@ -82,11 +82,13 @@ var ErrUnsynced = errors.New("applied, not known to be durable")
 func (s *Store) Commit(b Batch) error { return s.commit(b.b) }
 
 // Settle returns once the changes applied by commits whose sync failed
-// are durable: at once if no sync failed since the log last started
-// afresh, else once a commit of its own (the layout version, unchanged)
-// is durable, which makes everything applied before it durable too. It
-// is for an answer that acknowledges a change without making one: a
-// retry that finds its change applied by a commit whose sync failed.
+// are durable: at once, with one atomic load, if no sync failed since
+// the log last started afresh, else once a commit of its own (the layout
+// version, unchanged) is durable, which makes everything applied before
+// it durable too. It is for an answer that acknowledges a change without
+// making one (a retry that finds its change applied by a commit whose
+// sync failed) and for a read, which must not hand out what such a
+// commit applied (nor, after a delete, leave out what it removed).
 // Changes whose committers still wait for their sync are theirs to
 // acknowledge, and Settle does not wait for them. Its error wraps
 // ErrUnsynced.

@@ -56,7 +56,7 @@ func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.syncMu.Lock()
-	w.err = errors.New("injected fsync failure")
+	w.setErr(errors.New("injected fsync failure"))
 	w.syncMu.Unlock()
 	w.mu.Lock()
 	second, err := w.append([]byte("second"))

@@ -9,11 +9,11 @@ func (s *Store) FailSyncs(err error) (restore func()) {
 	w.sync = true
 	w.mu.Unlock()
 	w.syncMu.Lock()
-	w.err = err
+	w.setErr(err)
 	w.syncMu.Unlock()
 	return func() {
 		w.syncMu.Lock()
-		w.err = nil
+		w.setErr(nil)
 		w.syncMu.Unlock()
 	}
 }

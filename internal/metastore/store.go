@@ -403,10 +403,13 @@ func (s *Store) settle() error {
 	if !w.sync {
 		return nil
 	}
-	w.syncMu.Lock()
-	failed := w.err != nil
-	w.syncMu.Unlock()
-	if !failed {
+	// One atomic load unless a sync failed: reads that hand out what
+	// the store holds call this on every answer. A failed sync sets the
+	// flag (under syncMu, with its error) before its committer hears of
+	// it, so a read that saw the change of a commit whose sync had failed
+	// by now finds the flag set; one whose sync is still under way is its
+	// committer's to wait for (or the reader's: AwaitDurable).
+	if !w.failing.Load() {
 		return nil
 	}
 	// The failed log is never synced again: only a commit, which starts

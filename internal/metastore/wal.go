@@ -120,7 +120,16 @@ type wal struct {
 	// takes no second lock.
 	synced  atomic.Int64
 	syncing bool  // a goroutine is in fsync; guarded by syncMu
-	err     error // a failed fsync fails every later wait; guarded by syncMu
+	err     error // a failed fsync fails every later wait; guarded by syncMu; set with setErr
+	// failing is err != nil, read without syncMu: Store.Settle, called
+	// by every read, takes no lock unless a sync failed.
+	failing atomic.Bool
+}
+
+// setErr sets err, and failing with it. Requires syncMu held.
+func (w *wal) setErr(err error) {
+	w.err = err
+	w.failing.Store(err != nil)
 }
 
 // openWAL opens the log in dir on the OS's file system; see openWALFS.
@@ -467,7 +476,7 @@ func (w *wal) reset(minRoom int) error {
 	w.syncMu.Lock()
 	w.synced.Store(w.written.Load())
 	if w.syncFailed.Load() {
-		w.err = nil
+		w.setErr(nil)
 		w.syncFailed.Store(false)
 	}
 	w.syncMu.Unlock()
@@ -657,7 +666,7 @@ func (w *wal) waitSynced(off int64) error {
 			// Never retried on this file: after a failed fsync the kernel
 			// may have dropped the pages, and a second one would say they
 			// are durable. The next commit moves to a new file instead.
-			w.err = fmt.Errorf("fsync metadata log %s: %w", w.path, err)
+			w.setErr(fmt.Errorf("fsync metadata log %s: %w", w.path, err))
 			w.syncFailed.Store(true)
 		} else if target > w.synced.Load() {
 			w.synced.Store(target)
