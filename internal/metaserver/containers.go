@@ -166,6 +166,16 @@ func (s *containers) contList(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err != nil {
 		return nil, err
 	}
+	// As cont_page: no container while its create is in its fsync, nor
+	// what a change whose fsync failed made, until it is durable.
+	for i := range out.Items {
+		if err := s.creates.wait(ctx, out.Items[i].ID); err != nil {
+			return nil, fmt.Errorf("list containers: %w", err)
+		}
+	}
+	if err := s.readDurably("list containers", nil); err != nil {
+		return nil, err
+	}
 	return rpc.Respond(&out), nil
 }
 

@@ -56,7 +56,9 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	defer s.lifeMu.RUnlock()
 	change, err := s.membersToChange(&m)
 	if err != nil {
-		return nil, err
+		// An object not found, deleted perhaps by a delete whose sync
+		// failed.
+		return nil, s.notFoundDurably(err)
 	}
 	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
 	if m.Check || len(change) == 0 {
@@ -70,6 +72,10 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		}
 	}
 	if m.Check {
+		// What it found may be a membership change whose sync failed.
+		if err := s.readDurably(fmt.Sprintf("container %d: check memberships", m.ContID), nil); err != nil {
+			return nil, err
+		}
 		return rpc.Respond(&out), nil
 	}
 	if len(change) == 0 {

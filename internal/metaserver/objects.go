@@ -663,6 +663,17 @@ func (s *objects) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if err != nil {
 		return nil, err
 	}
+	// As obj_page: no member while its create is in its fsync, nor what
+	// a change whose fsync failed made (a create, a delete, a set dims,
+	// a membership), until a commit made it durable.
+	for i := range out.Items {
+		if err := s.creates.wait(ctx, out.Items[i].ID); err != nil {
+			return nil, fmt.Errorf("container %d: list members: %w", a.ID, err)
+		}
+	}
+	if err := s.readDurably(fmt.Sprintf("container %d: list members", a.ID), nil); err != nil {
+		return nil, err
+	}
 	return rpc.Respond(&out), nil
 }
 

@@ -464,7 +464,10 @@ func (s *regions) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 		return nil, err
 	}
 	out, err := s.locate(&in)
-	if err != nil {
+	// The map, or the object's absence, may be a change whose fsync
+	// failed (a placement, a delete): a reader sent to a server by a
+	// placement a power loss takes back reads what no map names after it.
+	if err := s.readDurably(fmt.Sprintf("object %d: locate a region", in.Obj), err); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(&wire.RegionPieces{Items: out}), nil
@@ -488,6 +491,9 @@ func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 			continue
 		}
 		out.Items[i].Pieces = pieces
+	}
+	if err := s.readDurably(fmt.Sprintf("locate %d regions", len(in.Items)), nil); err != nil { // as regionQuery
+		return nil, err
 	}
 	return rpc.Respond(&out), nil
 }

@@ -134,6 +134,18 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
+	v, err := s.readTag(&k)
+	// The value, or its absence, may be a change whose fsync failed
+	// (a put, a delete of the tag or of its target): answered once it
+	// is durable. Out of lifeMu: settling may take a commit.
+	if err := s.readDurably(fmt.Sprintf("tag %q of %s %d", k.Name, kindName(k.Kind), k.ID), err); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{Header: v}, nil
+}
+
+// readTag returns the stored value of the tag k names.
+func (s *tags) readTag(k *wire.TagKey) ([]byte, error) {
 	// Under the read lock: a delete committed between the check and the
 	// read would make the tag look missing on an object that had it.
 	s.lifeMu.RLock()
@@ -148,7 +160,7 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if !ok {
 		return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, pdc.ErrNotFound)
 	}
-	return &rpc.Response{Header: v}, nil
+	return v, nil
 }
 
 func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -256,7 +268,17 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.lifeMu.RLock() // as in tagGet
+	out, err := s.readTagNames(&k)
+	// As in tagGet: no name of a change whose fsync failed.
+	if err := s.readDurably(fmt.Sprintf("tags of %s %d", kindName(k.Kind), k.ID), err); err != nil {
+		return nil, err
+	}
+	return rpc.Respond(out), nil
+}
+
+// readTagNames returns the names of the tags of the target k names.
+func (s *tags) readTagNames(k *wire.TagKey) (*wire.TagNames, error) {
+	s.lifeMu.RLock() // as in readTag
 	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, err
@@ -270,7 +292,7 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	if err != nil {
 		return nil, err
 	}
-	return rpc.Respond(&out), nil
+	return &out, nil
 }
 
 // batchTargets keeps, while a tag batch is built, what it learned of its
