@@ -94,6 +94,16 @@ func (s *Store) Commit(b Batch) error { return s.commit(b.b) }
 // ErrUnsynced.
 func (s *Store) Settle() error { return s.settle() }
 
+// AwaitDurable returns once every change applied before the call is
+// durable, the changes whose commits are still in their fsync included:
+// at once, with two atomic loads, if none is applied and not yet durable.
+// It joins the fsync under way (or makes one) and, if the log's sync
+// failed, settles (Settle). It is for a read that answers what many
+// changes made, or did not make, without knowing which: a listing, a
+// query, a "not found". It returns ctx's error if ctx ends first, and
+// otherwise an error wrapping ErrUnsynced if the store cannot sync.
+func (s *Store) AwaitDurable(ctx context.Context) error { return s.awaitDurable(ctx) }
+
 // CommitApply logs and applies b, like Commit, but returns before waiting
 // for the sync that DurabilitySync asks for: the caller calls wait, out of
 // any lock it holds, before it acknowledges the change. The change is

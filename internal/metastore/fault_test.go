@@ -1,10 +1,12 @@
 package metastore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -415,4 +417,71 @@ func TestSettleMakesAnUnsyncedCommitDurable(t *testing.T) {
 	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
 	defer crashed.close()
 	checkAcked(t, crashed, []int{1}, "after a power loss that followed the settle")
+}
+
+// AwaitDurable returns once what was applied before it is durable: during
+// a commit's fsync it waits for it (a context already done fails it at
+// once, so no timer decides), after a failed fsync it settles, and while
+// the disk fails it fails with ErrUnsynced. A power-loss image taken
+// after it returned holds the change.
+func TestAwaitDurableWaitsForTheSyncsOfWhatWasApplied(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	defer s.close()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.AwaitDurable(done); err != nil {
+		t.Fatalf("with nothing applied and not durable: %v", err)
+	}
+	// A commit in its fsync.
+	var armed sync.Once
+	syncing, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walFile) {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	committed := make(chan error, 1)
+	go func() {
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(faultKey(1), faultValue(1), nil)
+		committed <- s.commit(b)
+	}()
+	<-syncing
+	if err := s.AwaitDurable(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("during a commit's fsync with a context done: %v; want it to wait (context canceled)", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- s.AwaitDurable(context.Background()) }()
+	close(release)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("once the fsync is done: %v", err)
+	}
+	fsys.OnOp(nil)
+	// A commit whose fsync failed.
+	remove := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Err: syscall.EIO})
+	b := s.db.NewBatch()
+	_ = b.Set(faultKey(2), faultValue(2), nil)
+	if err := s.commit(b); !errors.Is(err, ErrUnsynced) {
+		t.Fatalf("commit with a failed fsync: %v; want ErrUnsynced", err)
+	}
+	b.Close()
+	if err := s.AwaitDurable(context.Background()); !errors.Is(err, ErrUnsynced) {
+		t.Fatalf("while the disk fails: %v; want ErrUnsynced", err)
+	}
+	remove()
+	if err := s.AwaitDurable(context.Background()); err != nil {
+		t.Fatalf("once the disk works: %v", err)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, []int{1, 2}, "after a power loss that followed AwaitDurable")
 }

@@ -426,6 +426,33 @@ func (s *Store) settle() error {
 	return nil
 }
 
+// awaitDurable returns once everything applied before the call is
+// durable; see Store.AwaitDurable.
+func (s *Store) awaitDurable(ctx context.Context) error {
+	w := s.log
+	if !w.sync {
+		return nil
+	}
+	// Every change applied is logged first, so it lies below written.
+	off := w.written.Load()
+	if w.synced.Load() >= off {
+		return nil
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- w.waitSynced(off) }() // bounded by one fsync
+	select {
+	case err := <-synced:
+		if err != nil {
+			// The log's sync failed: only a commit, on a new log, can
+			// make the rest durable.
+			return s.settle()
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the changes read to be durable: %w", ctx.Err())
+	}
+}
+
 // flush makes pebble write its memtables and waits for it, until ctx ends
 // or a write of pebble's fails: on a full disk pebble retries a flush until
 // space is freed, and a caller waiting for that would hang.
