@@ -120,18 +120,25 @@ func (s *containers) contGet(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	m, err := s.resolveCont(&k)
 	if err != nil {
-		// Deleted perhaps by a delete whose sync failed: the first step
-		// of that delete sent again by name (DeleteContainer).
-		return nil, s.notFoundDurably(err)
+		// Deleted perhaps by a delete still in its fsync or whose sync
+		// failed: the first step of that delete sent again by name
+		// (DeleteContainer).
+		subject := k.ID
+		if subject == 0 {
+			subject = nameSubject('c', k.Name, 0)
+		}
+		return nil, s.readDurably(ctx, func() string { return "container get" }, err, subject)
 	}
 	// A container whose create is in its fsync is not handed out: objects
 	// created in it would outlive it if a power loss took it back.
 	if err := s.creates.wait(ctx, m.ID); err != nil {
 		return nil, fmt.Errorf("container %q: wait for its create to be durable: %w", m.Name, err)
 	}
-	// Nor one whose create's sync failed, until a commit made it durable.
-	if err := s.st.Settle(); err != nil {
-		return nil, fmt.Errorf("container %q: the store cannot make its records durable, so it hands none out: %w", m.Name, err)
+	// Nor one whose create's sync failed, until a commit made it durable,
+	// nor a record that a change still in its fsync made (marked as being
+	// deleted, a lifetime).
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("container %q", m.Name) }, nil, m.ID); err != nil {
+		return nil, err
 	}
 	return rpc.Respond(m), nil
 }
@@ -173,7 +180,7 @@ func (s *containers) contList(ctx context.Context, req *rpc.Request) (*rpc.Respo
 			return nil, fmt.Errorf("list containers: %w", err)
 		}
 	}
-	if err := s.readDurably("list containers", nil); err != nil {
+	if err := s.scanDurably(ctx, func() string { return "list containers" }); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(&out), nil
@@ -197,6 +204,8 @@ func (s *containers) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Res
 	b.Delete(keyContID(m.ID))
 	tp := tagPrefix(kindContainer, m.ID)
 	b.DeleteRange(tp, prefixEnd(tp))
+	tc := s.touches.begin(m.ID, nameSubject('c', m.Name, 0))
+	defer s.touches.end(tc)
 	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("delete container %q: %w", m.Name, err)
 	}
@@ -221,6 +230,8 @@ func (s *containers) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.R
 	b := s.st.NewBatch()
 	defer b.Close()
 	b.Set(keyCont(m.Name), m.Marshal(nil))
+	tc := s.touches.begin(m.ID)
+	defer s.touches.end(tc)
 	if err := s.st.Commit(b); err != nil {
 		return nil, err
 	}

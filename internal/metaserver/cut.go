@@ -477,11 +477,13 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	case cut != nil:
 		b.Set(keyCut(m.ID), encodeCut(cut))
 	}
+	tc := s.touches.begin(m.ID) // a region query checks the dims
 	s.dimsMu.Lock()
 	s.dimsCommits.Add(1)
 	err = s.st.Commit(b)
 	s.dimsCommits.Add(-1)
 	s.dimsMu.Unlock()
+	s.touches.end(tc)
 	if err != nil {
 		if cut != nil {
 			// Applied perhaps, its sync failed (metastore.ErrUnsynced): the

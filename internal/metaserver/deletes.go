@@ -49,7 +49,17 @@ type membership struct{ cont, obj uint64 }
 func (s *objects) deleteObjs(ctx context.Context, ms []*wire.ObjectMeta, idents [][]byte, unlink []membership) error {
 	b := s.st.NewBatch()
 	defer b.Close()
-	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+	var touched []uint64 // recorded only with sync durability (touching)
+	if s.touches.on {
+		touched = make([]uint64, 0, 2*len(ms)+2*len(unlink))
+		for _, m := range ms {
+			touched = append(touched, m.ID, nameSubject('o', m.Name, m.Props.TimeStep))
+		}
+		for _, u := range unlink {
+			touched = append(touched, u.cont, u.obj)
+		}
+	}
+	err := s.commitChanges(ctx, b, touched, func() ([]tagChange, error) {
 		for _, u := range unlink {
 			b.Delete(keyMember(u.cont, u.obj))
 			b.Delete(keyAdded(u.obj, u.cont))

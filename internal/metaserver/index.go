@@ -343,7 +343,11 @@ func addOp(ops *postings.Ops, key, value []byte, del bool) {
 // other server concerned has been tried once. The caller holds lifeMu (read or
 // write) but not ix.mu; build adds the tag writes to b and returns the
 // changes, under ix.mu, so that it reads old values in commit order.
-func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func() ([]tagChange, error)) error {
+// touched are the subjects the change touches (touching), recorded until
+// its commit returned (not while it waits for deliveries).
+func (s *core) commitChanges(ctx context.Context, b metastore.Batch, touched []uint64, build func() ([]tagChange, error)) error {
+	tc := s.touches.begin(touched...)
+	defer func() { s.touches.end(tc) }()
 	if !s.ix.on {
 		if _, err := build(); err != nil {
 			return err
@@ -386,7 +390,10 @@ func (s *core) commitChanges(ctx context.Context, b metastore.Batch, build func(
 	// it) and is held: it is delivered, in its order, once a later change
 	// is durable, which makes it durable too. The next put of its keys
 	// writes their dictionary entries again.
-	if err = wait(); err != nil {
+	err = wait()
+	s.touches.end(tc)
+	tc = nil
+	if err != nil {
 		s.ix.ob.Hold(recs)
 		s.ix.mu.Lock()
 		s.ix.forget(ixd.keys)

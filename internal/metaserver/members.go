@@ -56,9 +56,9 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	defer s.lifeMu.RUnlock()
 	change, err := s.membersToChange(&m)
 	if err != nil {
-		// An object not found, deleted perhaps by a delete whose sync
-		// failed.
-		return nil, s.notFoundDurably(err)
+		// An object not found, deleted perhaps by a delete still in its
+		// fsync or whose sync failed.
+		return nil, s.readDurably(ctx, func() string { return fmt.Sprintf("container %d: memberships", m.ContID) }, err, m.ObjIDs...)
 	}
 	out := wire.MembersReply{Version: wire.MembersVersion, Changed: uint64(len(change))}
 	if m.Check || len(change) == 0 {
@@ -73,7 +73,7 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	if m.Check {
 		// What it found may be a membership change whose sync failed.
-		if err := s.readDurably(fmt.Sprintf("container %d: check memberships", m.ContID), nil); err != nil {
+		if err := s.readDurably(ctx, func() string { return fmt.Sprintf("container %d: check memberships", m.ContID) }, nil, append([]uint64{m.ContID}, m.ObjIDs...)...); err != nil {
 			return nil, err
 		}
 		return rpc.Respond(&out), nil
@@ -96,6 +96,8 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			b.Set(keyAdded(id, m.ContID), nil)
 		}
 	}
+	tc := s.touches.begin(append([]uint64{m.ContID}, change...)...)
+	defer s.touches.end(tc)
 	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("container %d: change %d memberships: %w", m.ContID, len(change), err)
 	}

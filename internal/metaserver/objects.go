@@ -572,11 +572,24 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			}
 		}
 	}
+	// An object not found may be one whose delete is in its fsync, which
+	// a crash could take back: answered once the delete returned.
+	var missing []uint64
+	for i := range out.Items {
+		if r := &out.Items[i]; r.Code == wire.CodeNotFound {
+			k := &b.Opens[i]
+			if k.ID != 0 {
+				missing = append(missing, k.ID)
+			} else {
+				missing = append(missing, nameSubject('o', k.Name, k.TimeStep))
+			}
+		}
+	}
 	// Read before the looks above, a record is one whose commit returned:
 	// durable, or its sync failed, which Settle makes up for (at once
 	// unless a sync failed and no commit has made up for it).
-	if err := s.st.Settle(); err != nil {
-		return nil, fmt.Errorf("open %d objects: the store cannot make its records durable, so it hands none out: %w", len(b.Opens), err)
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("open %d objects", len(b.Opens)) }, nil, missing...); err != nil {
+		return nil, err
 	}
 	for i := range out.Items {
 		if r := &out.Items[i]; r.Code == wire.CodeOK && !b.Opens[i].Peek {
@@ -671,7 +684,7 @@ func (s *objects) objList(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			return nil, fmt.Errorf("container %d: list members: %w", a.ID, err)
 		}
 	}
-	if err := s.readDurably(fmt.Sprintf("container %d: list members", a.ID), nil); err != nil {
+	if err := s.scanDurably(ctx, func() string { return fmt.Sprintf("container %d: list members", a.ID) }); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(&out), nil

@@ -110,12 +110,13 @@ func (s *objects) objPage(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			return nil, fmt.Errorf("container %d: list members: %w", q.ContID, err)
 		}
 	}
-	// Nor one whose create's sync failed, until a commit made it durable.
-	// This is also what makes a purge whose sync failed durable before a
-	// container delete sent again is acknowledged: its page here finds
-	// no member left, and it sends no obj_purge to this server.
-	if err := s.st.Settle(); err != nil {
-		return nil, fmt.Errorf("container %d: list members: the store cannot make its records durable, so it hands none out: %w", q.ContID, err)
+	// Nor what a change still in its fsync, or whose sync failed, made
+	// or removed (a create, a delete, a membership), until it is
+	// durable. This is also what makes a purge whose sync failed durable
+	// before a container delete sent again is acknowledged: its page here
+	// finds no member left, and it sends no obj_purge to this server.
+	if err := s.scanDurably(ctx, func() string { return fmt.Sprintf("container %d: list members", q.ContID) }); err != nil {
+		return nil, err
 	}
 	return rpc.Respond(&out), nil
 }
@@ -317,9 +318,10 @@ func (s *containers) contPage(ctx context.Context, req *rpc.Request) (*rpc.Respo
 			return nil, fmt.Errorf("list containers: %w", err)
 		}
 	}
-	// Nor one whose create's sync failed, until a commit made it durable.
-	if err := s.st.Settle(); err != nil {
-		return nil, fmt.Errorf("list containers: the store cannot make its records durable, so it hands none out: %w", err)
+	// Nor what a change still in its fsync, or whose sync failed, made
+	// or removed, until it is durable.
+	if err := s.scanDurably(ctx, func() string { return "list containers" }); err != nil {
+		return nil, err
 	}
 	return rpc.Respond(&out), nil
 }
@@ -352,6 +354,8 @@ func (s *containers) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.R
 	b := s.st.NewBatch()
 	defer b.Close()
 	b.Set(keyCont(m.Name), m.Marshal(nil))
+	tc := s.touches.begin(m.ID)
+	defer s.touches.end(tc)
 	if err := s.st.Commit(b); err != nil {
 		return nil, fmt.Errorf("container %q: mark as being deleted: %w", m.Name, err)
 	}

@@ -467,7 +467,7 @@ func (s *regions) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	// The map, or the object's absence, may be a change whose fsync
 	// failed (a placement, a delete): a reader sent to a server by a
 	// placement a power loss takes back reads what no map names after it.
-	if err := s.readDurably(fmt.Sprintf("object %d: locate a region", in.Obj), err); err != nil {
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("object %d: locate a region", in.Obj) }, err, in.Obj); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(&wire.RegionPieces{Items: out}), nil
@@ -492,7 +492,11 @@ func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 		}
 		out.Items[i].Pieces = pieces
 	}
-	if err := s.readDurably(fmt.Sprintf("locate %d regions", len(in.Items)), nil); err != nil { // as regionQuery
+	objs := make([]uint64, len(in.Items))
+	for i := range in.Items {
+		objs[i] = in.Items[i].Obj
+	}
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("locate %d regions", len(in.Items)) }, nil, objs...); err != nil { // as regionQuery
 		return nil, err
 	}
 	return rpc.Respond(&out), nil

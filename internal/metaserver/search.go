@@ -75,7 +75,7 @@ func (s *tags) tagQuery(ctx context.Context, req *rpc.Request) (*rpc.Response, e
 	// Tags and index entries of changes whose fsync failed are applied
 	// (this server's entries are published before the fsync): none is
 	// answered until durable.
-	if err := s.readDurably(fmt.Sprintf("query %q (%s)", tq.Query, step), nil); err != nil {
+	if err := s.scanDurably(ctx, func() string { return fmt.Sprintf("query %q (%s)", tq.Query, step) }); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{Header: res.Marshal(nil), Payload: [][]byte{wire.AppendQueryPayload(nil, r.ids, strs)}}, nil

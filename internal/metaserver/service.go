@@ -84,6 +84,10 @@ type core struct {
 	// the reads that must not hand them out before their commit returned
 	// and the questions about ids not created yet.
 	creates inFlight
+	// touches holds the commits of tags, deletes and memberships under
+	// way, for the reads that must not answer what they changed before
+	// their fsync returned.
+	touches touching
 
 	// lifeMu orders the end of objects and containers against the writes
 	// that need them to exist. Deletes and read-modify-write updates (set
@@ -111,6 +115,7 @@ func Open(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	c := &core{cfg: cfg, log: cfg.Logger, st: st, readyCh: make(chan struct{})}
+	c.touches.on = cfg.Durability == metastore.DurabilitySync
 	regions := newRegions(c)
 	s := &Service{
 		core:       c,

@@ -1,6 +1,7 @@
 package metaserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -26,23 +27,44 @@ func (s *core) notFoundDurably(err error) error {
 	return err
 }
 
-// readDurably returns err, the outcome of a read of the store (nil, or
-// pdc.ErrNotFound for something the read did not find), once what the
-// read saw is durable. Under sync durability a commit is applied, so
-// visible, before its fsync, and one whose fsync failed stays applied: a
-// tag value, an object, a member or a listing it made, answered at once,
-// was gone after a power loss (or, after a delete, came back), and its
-// reader had taken it as fact. Store.Settle makes such a change durable
-// with a commit of its own, and costs one atomic load when no sync failed.
-// If the store cannot make it durable, the read answers that error (what
-// wraps metastore.ErrUnsynced), never what it saw. Other errors are
-// returned as they are.
-func (s *core) readDurably(what string, err error) error {
+// readDurably returns err, the outcome of a read of the store about
+// subjects (nil, or pdc.ErrNotFound for something the read did not find),
+// once what the read saw is durable. Under sync durability a commit is
+// applied, so visible, before its fsync, and one whose fsync failed stays
+// applied: a tag value, a membership or a region's server it made,
+// answered at once, was gone after a power loss (or, after a delete, came
+// back), and its reader had taken it as fact. So the read waits for the
+// commits touching its subjects that are still in their fsync (touching),
+// then Store.Settle makes a change whose fsync failed durable with a
+// commit of its own. Both cost one atomic load when no such commit is
+// under way and no sync failed. If the store cannot make it durable, the
+// read answers that error (wrapping metastore.ErrUnsynced), never what it
+// saw; ctx's if it ends first, each named by what (called only then).
+// Other errors are returned as they are.
+func (s *core) readDurably(ctx context.Context, what func() string, err error, subjects ...uint64) error {
+	if err != nil && !errors.Is(err, pdc.ErrNotFound) {
+		return err
+	}
+	if werr := s.touches.wait(ctx, subjects...); werr != nil {
+		return fmt.Errorf("%s: wait for the changes read to be durable: %w", what(), werr)
+	}
 	if err != nil {
 		return s.notFoundDurably(err)
 	}
 	if serr := s.st.Settle(); serr != nil {
-		return fmt.Errorf("%s: the store cannot make what it holds durable, so it answers nothing of it: %w", what, serr)
+		return fmt.Errorf("%s: the store cannot make what it holds durable, so it answers nothing of it: %w", what(), serr)
+	}
+	return nil
+}
+
+// scanDurably returns once what a read that scanned the store saw is
+// durable: a listing or a query cannot tell which changes it saw (nor
+// which deletes left something out), so it waits for every change applied
+// before it (Store.AwaitDurable: two atomic loads when every commit has
+// its fsync done and none failed). what names the read in an error.
+func (s *core) scanDurably(ctx context.Context, what func() string) error {
+	if err := s.st.AwaitDurable(ctx); err != nil {
+		return fmt.Errorf("%s: the store cannot make what it holds durable, so it answers nothing of it: %w", what(), err)
 	}
 	return nil
 }

@@ -55,7 +55,14 @@ func (s *tags) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	b := s.st.NewBatch()
 	defer b.Close()
 	n := 0
-	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+	var targets []uint64 // recorded only with sync durability (touching)
+	if s.touches.on {
+		targets = make([]uint64, len(tb.Puts))
+		for i := range tb.Puts {
+			targets[i] = tb.Puts[i].ID
+		}
+	}
+	err := s.commitChanges(ctx, b, targets, func() ([]tagChange, error) {
 		bt := newBatchTargets(len(tb.Puts))
 		var changes []tagChange
 		var olds map[string]*wire.TagValue // the old values, read in one pass
@@ -138,7 +145,7 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	// The value, or its absence, may be a change whose fsync failed
 	// (a put, a delete of the tag or of its target): answered once it
 	// is durable. Out of lifeMu: settling may take a commit.
-	if err := s.readDurably(fmt.Sprintf("tag %q of %s %d", k.Name, kindName(k.Kind), k.ID), err); err != nil {
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("tag %q of %s %d", k.Name, kindName(k.Kind), k.ID) }, err, k.ID); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{Header: v}, nil
@@ -180,7 +187,7 @@ func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	key := keyTag(byte(k.Kind), k.ID, k.Name)
 	b := s.st.NewBatch()
 	defer b.Close()
-	err := s.commitChanges(ctx, b, func() ([]tagChange, error) {
+	err := s.commitChanges(ctx, b, []uint64{k.ID}, func() ([]tagChange, error) {
 		old, err := s.loadTag(key)
 		if err != nil {
 			return nil, err
@@ -270,7 +277,7 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	}
 	out, err := s.readTagNames(&k)
 	// As in tagGet: no name of a change whose fsync failed.
-	if err := s.readDurably(fmt.Sprintf("tags of %s %d", kindName(k.Kind), k.ID), err); err != nil {
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("tags of %s %d", kindName(k.Kind), k.ID) }, err, k.ID); err != nil {
 		return nil, err
 	}
 	return rpc.Respond(out), nil
