@@ -79,9 +79,10 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return rpc.Respond(&out), nil
 	}
 	if len(change) == 0 {
-		// Changed perhaps by this request's first copy, whose sync failed.
-		if err := s.st.Settle(); err != nil {
-			return nil, fmt.Errorf("container %d: %w", m.ContID, err)
+		// Changed perhaps by this request's first copy, still in its
+		// fsync or whose sync failed.
+		if err := s.readDurably(ctx, func() string { return fmt.Sprintf("container %d", m.ContID) }, nil, append([]uint64{m.ContID}, m.ObjIDs...)...); err != nil {
+			return nil, err
 		}
 		return rpc.Respond(&out), nil
 	}

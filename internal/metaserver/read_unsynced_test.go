@@ -361,7 +361,10 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 // must lack the change (else the fsync held was not the change's); a
 // read that answered during the fsync must answer what the image answers.
 // A read that waits answers once the fsync is done. Before, each read
-// below answered the change during its fsync. (obj_list fails at once
+// below answered the change during its fsync; so did a membership change,
+// a tag delete and a staged record's removal sent again while their first
+// copy was in its fsync, which found nothing to do and answered as if it
+// were made. (obj_list fails at once
 // with a context done once it lists a member, so it is probed here only
 // where it lists none.) Reads that hold lifeMu,
 // which a delete holds through its fsync, wait for it already, and are
@@ -420,6 +423,22 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 		{"membership added", setupAll(createObjNamed("a"), createContNamed("c")), addMember(c, a), map[string]storeRead{
 			"membership check": readMemberCheck(wasC, a),
 			"page of members":  readObjPage(wasC, false),
+			// The same request sent again, which finds nothing to do.
+			"sent again": readUsing(objMembersH, func(s *Service) *wire.Members {
+				return &wire.Members{Version: wire.MembersVersion, ContID: cID, ObjIDs: []uint64{aID}}
+			}, func() func([]byte) (string, error) { return decodeAs(&wire.MembersReply{}) }),
+		}},
+		{"staged record removal", setupAll(func(s *Service) error { _, err := produceCRC(s, "p", 1); return err }), func(s *Service) error {
+			_, err := call(s, stageRemoveH, &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"})
+			return err
+		}, map[string]storeRead{
+			"sent again": readUsing(stageRemoveH, func(*Service) *wire.StageRemoveReq {
+				return &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"}
+			}, func() func([]byte) (string, error) { return decodeAs(&wire.StageRemoved{}) }),
+		}},
+		{"object tag delete sent again", setupAll(createObjNamed("a"), putTagOn(kindObject, a, "k", 1)), deleteTagOf(kindObject, a, "k"), map[string]storeRead{
+			"tag delete": readUsing(tagDeleteH, func(s *Service) *wire.TagKey { return &wire.TagKey{Kind: kindObject, ID: aID, Name: "k"} },
+				func() func([]byte) (string, error) { return decodeRaw }),
 		}},
 	}
 	for _, st := range steps {

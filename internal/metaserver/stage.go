@@ -752,9 +752,11 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			return nil, err
 		}
 		// Nothing to remove: removed perhaps by this request's first
-		// copy, whose sync failed, which this answer acknowledges.
-		if err := s.st.Settle(); err != nil {
-			return nil, fmt.Errorf("remove staged records: %w", err)
+		// copy, still in its fsync or whose sync failed, which this
+		// answer acknowledges. Which one it cannot tell: it waits for
+		// every change applied (scanDurably).
+		if err := s.scanDurably(ctx, func() string { return "remove staged records" }); err != nil {
+			return nil, err
 		}
 		return rpc.Respond(&out), nil
 	}

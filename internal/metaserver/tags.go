@@ -202,8 +202,9 @@ func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 		return []tagChange{{id: k.ID, key: k.Name, old: old}}, nil
 	})
 	if err != nil {
-		// Deleted perhaps by this request's first copy, whose sync failed.
-		return nil, s.notFoundDurably(err)
+		// Deleted perhaps by this request's first copy, still in its
+		// fsync or whose sync failed.
+		return nil, s.readDurably(ctx, func() string { return fmt.Sprintf("delete tag %q of %s %d", k.Name, kindName(k.Kind), k.ID) }, err, k.ID)
 	}
 	return &rpc.Response{}, nil
 }
