@@ -89,3 +89,45 @@ func TestPulledPayloadRaisesTheLowWaterMark(t *testing.T) {
 		t.Fatal(w.errs)
 	}
 }
+
+// A payload read a piece at a time never waits for more than a piece: a
+// consume that writes each quarter of a file while the next arrives would
+// otherwise wait for the whole file before its first write.
+func TestLowWaterMarkNeverAboveTheRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const size, piece = 1 << 20, 256 << 10
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		_, _ = nc.Write(make([]byte, size))
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	w := &markWatcher{nc: nc.(*net.TCPConn)}
+	pr := newPayloadReader(nc, size)
+	buf := make([]byte, piece)
+	for got := 0; got < size; {
+		n, err := pr.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", got, err)
+		}
+		got += n
+		if m := w.mark(); m > piece {
+			t.Fatalf("after %d bytes the low-water mark is %d, above the %d-byte read", got, m, piece)
+		}
+	}
+	pr.done()
+	if len(w.errs) > 0 {
+		t.Fatal(w.errs)
+	}
+}

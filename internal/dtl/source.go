@@ -219,7 +219,7 @@ func newPayloadReader(nc net.Conn, n int64) *payloadReader {
 }
 
 func (r *payloadReader) Read(p []byte) (int, error) {
-	r.lw.Expect(r.left)
+	r.lw.ExpectRead(r.left, len(p))
 	n, err := r.nc.Read(p)
 	r.left -= int64(n)
 	return n, err

@@ -62,6 +62,19 @@ func (l *LowWater) Expect(n int64) {
 	}
 }
 
+// ExpectRead is Expect for a read of up to p of the n bytes certain to
+// arrive. A reader that takes at least a raised mark per read (a file
+// written a piece at a time as it arrives) is woken once its piece is
+// there, not when the rest of the payload is: the first write would
+// otherwise wait for the whole file. A smaller read keeps Expect's mark,
+// and drains what it waited for in several reads.
+func (l *LowWater) ExpectRead(n int64, p int) {
+	if int64(p) >= minLowWater {
+		n = min(n, int64(p))
+	}
+	l.Expect(n)
+}
+
 // set is Expect's change of the mark, apart so that the unchanged mark,
 // Expect's usual case on every frame read, allocates nothing (the closure
 // that changes it takes v's address).
