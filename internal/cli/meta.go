@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -442,7 +443,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		fs.StringVar(&f.typ, "type", "float32", "element type")
 		fs.StringVar(&f.part, "partition", "object-static", "object-static, region-static, region-dynamic or region-local (or 0-3)")
 		fs.StringVar(&f.storage, "storage", "offset", "how data servers store the data: offset (row-major file) or region (log of written regions)")
-		fs.UintVar(&f.uid, "user-id", 0, "user id")
+		fs.Var(&f.uid, "user-id", "user `id` (0 to 4294967295)")
 		fs.StringVar(&f.app, "app", "", "app name")
 	case "ls":
 		cont = fs.String("cont", "", "the container whose objects to list")
@@ -451,7 +452,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		asJSON = jsonFlag(fs)
 	}
 	if verb != "ls" {
-		fs.UintVar(&f.ts, "time-step", 0, "time step")
+		fs.Var(&f.ts, "time-step", "time `step` (0 to 4294967295)")
 	}
 	if help, err := parse(fs, rest); help || err != nil {
 		return err
@@ -499,7 +500,24 @@ func runObj(ctx context.Context, e *env, args []string) error {
 // objFlags are obj create's flags.
 type objFlags struct {
 	dims, typ, part, storage, app string
-	ts, uid                       uint
+	ts, uid                       uint32Flag
+}
+
+// uint32Flag is a flag of 0 to 2^32-1, the range of a time step or user
+// id: a larger value is refused rather than wrapped, which would name the
+// object of another time step (pdc obj rm --time-step 4294967296 deleted
+// time step 0's).
+type uint32Flag uint32
+
+func (f *uint32Flag) String() string { return strconv.FormatUint(uint64(*f), 10) }
+
+func (f *uint32Flag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("want a whole number from 0 to %d", uint32(math.MaxUint32))
+	}
+	*f = uint32Flag(v)
+	return nil
 }
 
 // objCreate creates the objects names in container cont.
