@@ -46,3 +46,20 @@ func TestTimeStepAndUserIDInRange(t *testing.T) {
 		{[]string{"obj", "create", "--cont", "c", "--dims", "4", "--user-id", "99999999999", "x"}, "-user-id"},
 	})
 }
+
+// A command that takes no arguments refuses them rather than ignore
+// them: pdc status 1 showed every server, pdc obj ls --cont c x every
+// object.
+func TestNoArgsRefused(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "1"}, `status: unexpected argument "1"`},
+		{[]string{"ping", "2"}, `ping: unexpected argument "2"`},
+		{[]string{"checkpoint", "now"}, `checkpoint: unexpected argument "now"`},
+		{[]string{"version", "x"}, `version: unexpected argument "x"`},
+		{[]string{"cont", "ls", "results"}, `cont ls: unexpected argument "results"`},
+		{[]string{"obj", "ls", "--cont", "results", "temperature"}, `obj ls: unexpected argument "temperature"`},
+	})
+}

@@ -181,6 +181,9 @@ func runVersion(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	if err := noArgs(fs, "version"); err != nil {
+		return err
+	}
 	fmt.Fprintln(e.stdout, "pdc", Version())
 	return nil
 }

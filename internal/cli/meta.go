@@ -170,6 +170,11 @@ func runCont(ctx context.Context, e *env, args []string) error {
 	if err := checkTagArgs("cont", verb, names); err != nil {
 		return err
 	}
+	if verb == "ls" {
+		if err := noArgs(fs, "cont ls"); err != nil {
+			return err
+		}
+	}
 	base := ctx
 	c, ctx, done, err := cf.connect(ctx)
 	if err != nil {
@@ -467,6 +472,9 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		if *cont == "" {
 			return fmt.Errorf("obj ls: give --cont: %w", errUsage)
 		}
+		if err := noArgs(fs, "obj ls"); err != nil {
+			return err
+		}
 	case "info", "rm", "set-dims":
 		if len(names) == 0 || verb == "set-dims" && len(names) != 2 {
 			return fmt.Errorf("obj %s: give an object name%s: %w", verb, map[bool]string{true: " and dims", false: ""}[verb == "set-dims"], errUsage)
@@ -689,6 +697,9 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "checkpoint", "[flags]")
 	cf := addClientFlags(e, fs)
 	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if err := noArgs(fs, "checkpoint"); err != nil {
 		return err
 	}
 	c, ctx, done, err := cf.connect(ctx)

@@ -121,6 +121,15 @@ func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 	return false, nil
 }
 
+// noArgs refuses positional arguments to a command that takes none:
+// pdc status 1 showed every server, as if the 1 had been read.
+func noArgs(fs *flag.FlagSet, what string) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q (it takes none but flags; pdc help %s): %w", what, fs.Arg(0), what, errUsage)
+	}
+	return nil
+}
+
 // flagsFirst moves flags given among or after the positional arguments
 // (pdc put OBJ --region 0:8 FILE) in front of them, as package flag wants.
 // "--" ends the flags; "-" is a positional argument.

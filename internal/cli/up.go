@@ -583,6 +583,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	if err := noArgs(fs, "status"); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	c, err := client.Connect(ctx, withSecretFile([]client.Option{client.WithTmpDir(*tmpdir)}, secretFile)...)
@@ -696,6 +699,9 @@ func runPing(ctx context.Context, e *env, args []string) error {
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for each server")
 	wait := fs.Duration("wait", 0, "first wait up to this long for the servers to come up (started by a launcher in the background)")
 	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if err := noArgs(fs, "ping"); err != nil {
 		return err
 	}
 	if *wait > 0 {
