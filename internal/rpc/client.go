@@ -141,8 +141,10 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	d := net.Dialer{Timeout: max(opts.PeerTimeout, 0)}
 	nc, err := d.DialContext(ctx, network, address)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("dial server %s: %w", opts.Label, ctxErr(ctx))
+		// ctxErr, not ctx.Err: a dial cut by ctx's deadline a moment
+		// before its timer fires is a timeout, not a server unavailable.
+		if cerr := ctxErr(ctx); cerr != nil {
+			return nil, fmt.Errorf("dial server %s: %w", opts.Label, cerr)
 		}
 		return nil, fmt.Errorf("dial server %s: %w: %w", opts.Label, pdc.ErrUnavailable, err)
 	}

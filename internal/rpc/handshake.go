@@ -152,8 +152,12 @@ type clientHandshake struct {
 // cannot be reached (pdc.ErrUnavailable).
 func (h *clientHandshake) fail(what string, err error) error {
 	c := h.c
-	if h.ctx.Err() != nil {
-		return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, ctxErr(h.ctx))
+	// ctxErr, not ctx.Err: the socket's deadline, which is ctx's when
+	// that comes first, can pass a moment before ctx's timer fires, and
+	// the server is then not one that did not answer within the
+	// handshake timeout.
+	if cerr := ctxErr(h.ctx); cerr != nil {
+		return fmt.Errorf("server %s: handshake: %s: %w", c.label, what, cerr)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
