@@ -3,9 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/cluster"
 )
 
 // badArgs runs each command line, with no cluster in the tmpdir, and
@@ -62,4 +68,67 @@ func TestNoArgsRefused(t *testing.T) {
 		{[]string{"cont", "ls", "results"}, `cont ls: unexpected argument "results"`},
 		{[]string{"obj", "ls", "--cont", "results", "temperature"}, `obj ls: unexpected argument "temperature"`},
 	})
+}
+
+// A negative duration is refused: --timeout -5s timed every call out at
+// once, and the error blamed the servers.
+func TestNegativeDurationRefused(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--timeout", "-5s"}, "--timeout -5s: want a duration of 0 or more"},
+		{[]string{"ping", "--timeout=-1ms"}, "--timeout -1ms"},
+		{[]string{"cont", "ls", "--timeout", "-1s"}, "--timeout -1s"},
+		{[]string{"get", "--timeout", "-1s", "x", "y"}, "--timeout -1s"},
+		{[]string{"down", "--wait", "-1s"}, "--wait -1s"},
+	})
+}
+
+// A command whose --timeout ran out says so, and how to give it more:
+// "pdc: deadline exceeded" alone did not say whose deadline it was. The
+// cluster here is one server that accepts connections and never answers.
+func TestTimeoutNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-accepted
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	l := &cluster.List{Size: 1, Created: time.Now(), Servers: []cluster.Server{{Rank: 0, Addr: ln.Addr().String(), Roles: "both", PID: os.Getpid(), Host: "h", Start: time.Now()}}}
+	if err := cluster.WriteList(dir, l); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"status", "--tmpdir", dir, "--timeout", "50ms"},
+		{"cont", "ls", "--tmpdir", dir, "--timeout", "50ms"},
+		{"obj", "info", "--tmpdir", dir, "--timeout", "50ms", "x"},
+		{"stage", "ls", "--tmpdir", dir, "--timeout", "50ms"},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(ctx, args, &out, &errb)
+		if !errors.Is(err, pdc.ErrTimeout) || !strings.Contains(err.Error(), "--timeout 50ms passed") {
+			t.Errorf("pdc %s against a server that does not answer: %v; want a timeout naming --timeout 50ms", strings.Join(args, " "), err)
+		}
+	}
 }

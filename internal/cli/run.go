@@ -9,6 +9,9 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
+
+	"github.com/pdcgo/pdc"
 )
 
 // command is one command of the registry, from which help, the top-level
@@ -54,6 +57,9 @@ type env struct {
 	// flagSink, if set, takes the flag set of a command asked for help
 	// instead of its help being printed (completion, tests).
 	flagSink func(*flag.FlagSet)
+	// fs is the flag set the command made last, whose --timeout an
+	// error of its that timed out names (timedOut).
+	fs *flag.FlagSet
 }
 
 var commands []command
@@ -79,7 +85,31 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("no command given: %w", errUsage)
 	}
-	return e.dispatch(ctx, args)
+	start := time.Now()
+	err := e.dispatch(ctx, args)
+	return e.timedOut(err, time.Since(start))
+}
+
+// timedOut adds to an error that is a timeout the command's --timeout,
+// if that has passed: "pdc: deadline exceeded" said neither that it was
+// the user's --timeout 1ms that ran out nor how to give more time.
+func (e *env) timedOut(err error, took time.Duration) error {
+	if err == nil || !errors.Is(err, pdc.ErrTimeout) || e.fs == nil {
+		return err
+	}
+	f := e.fs.Lookup("timeout")
+	if f == nil {
+		return err
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	d, ok := g.Get().(time.Duration)
+	if _, wait := f.Value.(*waitFlag); !ok || took < d || wait && d == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (--timeout %v passed; a longer --timeout waits longer)", err, d)
 }
 
 // flags returns a flag set for a subcommand that reports errors as usage
@@ -87,6 +117,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // command's help (help.go).
 func flags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("pdc "+name, flag.ContinueOnError)
+	e.fs = fs
 	fs.SetOutput(e.stderr)
 	h := &helpFlag{}
 	h.show = func() {
@@ -111,6 +142,19 @@ func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 			return true, nil
 		}
 		return false, fmt.Errorf("%s: %v: %w", fs.Name(), err, errUsage)
+	}
+	// A negative duration is no deadline, interval or wait: --timeout
+	// -5s timed every call out at once, blaming the servers.
+	var neg error
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && neg == nil {
+			if d, ok := g.Get().(time.Duration); ok && d < 0 {
+				neg = fmt.Errorf("%s: --%s %v: want a duration of 0 or more: %w", fs.Name(), f.Name, d, errUsage)
+			}
+		}
+	})
+	if neg != nil {
+		return false, neg
 	}
 	if f := fs.Lookup("help"); f != nil {
 		if h, ok := f.Value.(*helpFlag); ok && h.asked {

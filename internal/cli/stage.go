@@ -81,6 +81,9 @@ func (w *waitFlag) String() string {
 	return time.Duration(*w).String()
 }
 
+// Get is the duration, 0 for no limit.
+func (w *waitFlag) Get() any { return time.Duration(*w) }
+
 func (w *waitFlag) Set(s string) error {
 	if s == "inf" || s == "infinity" || s == "forever" {
 		*w = 0
