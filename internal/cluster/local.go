@@ -130,6 +130,10 @@ type localServer struct {
 	proc  Proc
 	cmd   *exec.Cmd
 	ready *os.File // the read end of its ready pipe
+	// logFrom is where this start's lines begin in its log, which earlier
+	// starts in the same tmpdir wrote before: the end of the log shown
+	// when it fails is of this start only.
+	logFrom int64
 }
 
 // ranks are the ranks cfg starts: cfg.Ranks, or all of cfg.N.
@@ -166,6 +170,10 @@ func startServer(cfg LocalConfig, rank int, logDir string) (*localServer, error)
 	if err != nil {
 		return nil, err
 	}
+	var logFrom int64
+	if st, err := logf.Stat(); err == nil {
+		logFrom = st.Size()
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		logf.Close()
@@ -183,7 +191,7 @@ func startServer(cfg LocalConfig, rank int, logDir string) (*localServer, error)
 		pr.Close()
 		return nil, fmt.Errorf("start server rank %d: %w", rank, err)
 	}
-	return &localServer{proc: Proc{Rank: rank, PID: cmd.Process.Pid, Log: logPath}, cmd: cmd, ready: pr}, nil
+	return &localServer{proc: Proc{Rank: rank, PID: cmd.Process.Pid, Log: logPath}, cmd: cmd, ready: pr, logFrom: logFrom}, nil
 }
 
 // serverArgs is the command line of rank's server.
@@ -257,9 +265,16 @@ func (s *localServer) awaitReady(ctx, waitCtx context.Context, timeout time.Dura
 		}
 		t.Stop()
 	}
-	tail, _ := os.ReadFile(s.proc.Log)
+	log, _ := os.ReadFile(s.proc.Log)
+	tail := ""
+	if int64(len(log)) >= s.logFrom {
+		tail = strings.TrimSpace(string(log[s.logFrom:]))
+	}
+	if tail == "" {
+		return exited, fmt.Errorf("server rank %d (pid %d) %s, and logged nothing (its log: %s)", s.proc.Rank, s.proc.PID, what, s.proc.Log)
+	}
 	return exited, fmt.Errorf("server rank %d (pid %d) %s; its log %s ends:\n%s",
-		s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(string(tail), 5)))
+		s.proc.Rank, s.proc.PID, what, s.proc.Log, indent(lastLines(tail, 5)))
 }
 
 // exitWait bounds the wait for a server whose ready pipe closed without
