@@ -132,3 +132,25 @@ func TestTimeoutNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// A bad flag is one line, the error, naming the flag and where the flags
+// are listed: package flag printed it too, with the usage, four lines
+// that said it twice.
+func TestBadFlagIsOneLine(t *testing.T) {
+	t.Setenv("PDC_TMPDIR", t.TempDir())
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"status", []string{"status", "--bogus"}},
+		{"status", []string{"status", "--timeout", "abc"}},
+		{"obj create", []string{"obj", "create", "--cont", "c", "--dims", "4", "--time-step", "x", "o"}},
+		{"stage consume", []string{"stage", "consume", "--timeout", "soon", "f"}},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), c.args, &out, &errb)
+		if err == nil || ExitCode(err) != 2 || errb.Len() > 0 || !strings.HasPrefix(err.Error(), c.name+": ") || !strings.Contains(err.Error(), "pdc help "+c.name+" lists its flags") {
+			t.Errorf("pdc %s: %v, stderr %q; want only the error, naming the command and pdc help %s", strings.Join(c.args, " "), err, errb.String(), c.name)
+		}
+	}
+}

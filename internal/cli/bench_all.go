@@ -101,6 +101,7 @@ loop, not a figure: pdc bench soak) nor hosts (needs root and a bed of
 network namespaces: pdc bench hosts).
 
 `)
+		fs.SetOutput(e.stderr)
 		fs.PrintDefaults()
 	}
 	if help, err := parse(fs, args); help || err != nil {

@@ -118,7 +118,10 @@ func (e *env) timedOut(err error, took time.Duration) error {
 func flags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("pdc "+name, flag.ContinueOnError)
 	e.fs = fs
-	fs.SetOutput(e.stderr)
+	// A bad flag is the one line of the error parse returns: package
+	// flag's own printing of it, and of the usage, said it twice in four
+	// lines.
+	fs.SetOutput(io.Discard)
 	h := &helpFlag{}
 	h.show = func() {
 		if e.flagSink != nil {
@@ -129,9 +132,7 @@ func flags(e *env, name, synopsis string) *flag.FlagSet {
 	}
 	fs.Var(h, "h", "print this help")
 	fs.Var(h, "help", "print this help")
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: pdc %s %s\nRun `pdc help %s` for its flags and examples.\n", name, usageOf(name, synopsis), name)
-	}
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -141,7 +142,8 @@ func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
-		return false, fmt.Errorf("%s: %v: %w", fs.Name(), err, errUsage)
+		name := strings.TrimPrefix(fs.Name(), "pdc ")
+		return false, fmt.Errorf("%s: %v (pdc help %s lists its flags): %w", name, err, name, errUsage)
 	}
 	// A negative duration is no deadline, interval or wait: --timeout
 	// -5s timed every call out at once, blaming the servers.
@@ -149,7 +151,7 @@ func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 	fs.Visit(func(f *flag.Flag) {
 		if g, ok := f.Value.(flag.Getter); ok && neg == nil {
 			if d, ok := g.Get().(time.Duration); ok && d < 0 {
-				neg = fmt.Errorf("%s: --%s %v: want a duration of 0 or more: %w", fs.Name(), f.Name, d, errUsage)
+				neg = fmt.Errorf("%s: --%s %v: want a duration of 0 or more: %w", strings.TrimPrefix(fs.Name(), "pdc "), f.Name, d, errUsage)
 			}
 		}
 	})
