@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -95,10 +96,20 @@ func parseTagValue(s, typ string) (client.TagValue, error) {
 		return client.Typed(t, []byte(s)), nil
 	case t == region.VoidPtr:
 		return client.Typed(t, []byte(s)), nil
-	case t.FloatingPoint():
-		f, err := strconv.ParseFloat(s, 64)
+	case t == region.Boolean:
+		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+			return client.TagValue{}, fmt.Errorf("%q is not a bool: want true or false (or 1 or 0)", s)
+		}
+		v := byte(0)
+		if b {
+			v = 1
+		}
+		return client.Typed(t, []byte{v}), nil
+	case t.FloatingPoint():
+		f, err := strconv.ParseFloat(s, 8*t.Size())
+		if err != nil {
+			return client.TagValue{}, numberError(s, t, err)
 		}
 		if t == region.Float {
 			return client.Typed(t, le.AppendUint32(nil, math.Float32bits(float32(f)))), nil
@@ -110,13 +121,13 @@ func parseTagValue(s, typ string) (client.TagValue, error) {
 		if t.Signed() {
 			i, err := strconv.ParseInt(s, 0, 8*size)
 			if err != nil {
-				return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+				return client.TagValue{}, numberError(s, t, err)
 			}
 			u = uint64(i)
 		} else {
 			v, err := strconv.ParseUint(s, 0, 8*size)
 			if err != nil {
-				return client.TagValue{}, fmt.Errorf("%q is not a %s", s, t)
+				return client.TagValue{}, numberError(s, t, err)
 			}
 			u = v
 		}
@@ -124,6 +135,16 @@ func parseTagValue(s, typ string) (client.TagValue, error) {
 		return client.Typed(t, b[:size]), nil
 	}
 	return client.TagValue{}, fmt.Errorf("cannot write a %s tag on the command line", t)
+}
+
+// numberError says why s is no value of type t: out of its range (1e40
+// was stored as a float32 +Inf, 300 refused as "not a uint8"), or not
+// a number.
+func numberError(s string, t region.Type, err error) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%q is out of the range of type %s", s, t)
+	}
+	return fmt.Errorf("%q is not a number of type %s", s, t)
 }
 
 // checkTagArgs checks the arguments of cont tag and obj tag before
