@@ -154,3 +154,16 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// A rank or size given must be one: --rank -2 ran a server as rank 0,
+// which waited for a rank 1 that was never meant.
+func TestServerRankAndSizeGiven(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--rank", "-2", "--size", "2", "--startup-timeout", "1s", "--listen", "127.0.0.1:0"}, "--rank -2"},
+		{[]string{"server", "--rank", "0", "--size", "0", "--startup-timeout", "1s", "--listen", "127.0.0.1:0"}, "--size 0"},
+		{[]string{"server", "--size", "-3", "--startup-timeout", "1s", "--listen", "127.0.0.1:0"}, "--size -3"},
+	})
+}

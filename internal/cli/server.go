@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -67,6 +68,14 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("server: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	// Left out, they come from the launcher; given, they must be a rank
+	// and a size: --rank -2 ran as rank 0 and waited a minute for a
+	// rank 1 that was never meant.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["rank"] && *rank < 0 || given["size"] && *size < 1 {
+		return fmt.Errorf("server: --rank %d, --size %d: want a rank of 0 to size-1 and a size of 1 or more (leave them out to take them from the launcher's environment): %w", *rank, *size, errUsage)
 	}
 	logger, closeLog, err := lo.open(e)
 	if err != nil {
