@@ -23,7 +23,7 @@ func init() {
 		examples: []string{"pdc put temperature temperature.bin", "pdc put --region 0:512,0:1024 temperature top-half.bin"},
 		args:     []argKind{argObject, argFile}, run: runPut})
 	register(command{name: "get", summary: "read an object's region into a file", usage: "[flags] OBJECT FILE   (FILE - writes stdout)",
-		examples: []string{"pdc get temperature out.bin", "pdc get --region 0:1,0:1024 temperature - | od -f"},
+		examples: []string{"pdc get temperature out.bin", "pdc get --region 0:1,0:1024 temperature - | od -t f8  # the first row of float64 values"},
 		args:     []argKind{argObject, argFile}, run: runGet})
 }
 
