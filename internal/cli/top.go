@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/metrics"
 )
@@ -65,6 +66,7 @@ func runTop(ctx context.Context, e *env, args []string) error {
 	live := !*once && !*asJSON && isTerminal(e.stdout)
 	t := time.NewTicker(*interval)
 	defer t.Stop()
+	var last metrics.ClusterView
 	for n := 0; *count == 0 || n < *count; n++ {
 		select {
 		case <-t.C:
@@ -77,10 +79,14 @@ func runTop(ctx context.Context, e *env, args []string) error {
 		}
 		v := metrics.View(prev, cur)
 		prev = cur
+		last = v
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(v)
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+			return unscraped(v)
 		}
 		var b strings.Builder
 		if live {
@@ -91,7 +97,25 @@ func runTop(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("top: %w", err)
 		}
 	}
-	return nil
+	return unscraped(last)
+}
+
+// unscraped fails a view that ends top (--once, --json, -n) in which a
+// server could not be scraped, as pdc status fails when one is not up:
+// a script saw exit 0 and a table of dashes, or JSON of zeros, for a
+// cluster whose servers were all dead.
+func unscraped(v metrics.ClusterView) error {
+	var bad []string
+	for _, s := range v.Servers {
+		if s.Error != "" {
+			bad = append(bad, fmt.Sprintf("rank %d (%s)", s.Rank, s.Addr))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("top: %d of %d servers could not be scraped (%s; why is under the view, and pdc status says which are down): %w",
+		len(bad), len(v.Servers), strings.Join(bad, ", "), pdc.ErrUnavailable)
 }
 
 func noMetrics(s *metrics.ClusterSnapshot) bool {
