@@ -167,3 +167,17 @@ func TestServerRankAndSizeGiven(t *testing.T) {
 		{[]string{"server", "--size", "-3", "--startup-timeout", "1s", "--listen", "127.0.0.1:0"}, "--size -3"},
 	})
 }
+
+// demo takes 1 to 26 servers: -n -1 panicked, -n 5000 started servers
+// until the disk was full; and no arguments.
+func TestDemoArgs(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "-n", "-1"}, "-n -1: want 1 to 26"},
+		{[]string{"demo", "-n", "0"}, "-n 0: want 1 to 26"},
+		{[]string{"demo", "-n", "27"}, "-n 27: want 1 to 26"},
+		{[]string{"demo", "now"}, `demo: unexpected argument "now"`},
+	})
+}

@@ -20,10 +20,18 @@ func init() {
 
 func runDemo(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "demo", "[flags]")
-	n := fs.Int("n", 3, "number of servers")
+	n := fs.Int("n", 3, "number of servers, 1 to 26 (node-a to node-z)")
 	keep := fs.Bool("keep", false, "keep the demo's tmpdir and logs")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
+	}
+	if err := noArgs(fs, "demo"); err != nil {
+		return err
+	}
+	// -n -1 panicked making the hosts; -n 5000 started servers until the
+	// disk was full.
+	if *n < 1 || *n > 26 {
+		return fmt.Errorf("demo: -n %d: want 1 to 26 servers, one a node (node-a to node-z): %w", *n, errUsage)
 	}
 	dir, err := os.MkdirTemp("", "pdc-demo-")
 	if err != nil {
