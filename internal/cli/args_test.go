@@ -181,3 +181,37 @@ func TestDemoArgs(t *testing.T) {
 		{[]string{"demo", "now"}, `demo: unexpected argument "now"`},
 	})
 }
+
+// ping and checkpoint of a cluster whose servers are gone fail in one
+// line that names the command and the servers: the errors joined were
+// one a line, without the command's name.
+func TestPingAndCheckpointFailInOneLine(t *testing.T) {
+	dir := t.TempDir()
+	var servers []cluster.Server
+	for rank := range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, cluster.Server{Rank: rank, Addr: ln.Addr().String(), Roles: "both", PID: os.Getpid(), Host: "h", Start: time.Now()})
+		ln.Close()
+	}
+	if err := cluster.WriteList(dir, &cluster.List{Size: 2, Created: time.Now(), Servers: servers}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ping", "--tmpdir", dir}, "ping: 2 of 2 servers did not answer (" + servers[0].Label() + ", " + servers[1].Label() + ")"},
+		{[]string{"checkpoint", "--tmpdir", dir}, "checkpoint: 2 metadata servers failed"},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(ctx, c.args, &out, &errb)
+		if !errors.Is(err, pdc.ErrUnavailable) || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("pdc %s with its servers gone: %q; want one line beginning %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}

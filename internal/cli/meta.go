@@ -713,5 +713,17 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "%s: %s\n", s.Label(), p)
 		}
 	}
-	return err
+	if err == nil {
+		return nil
+	}
+	// One line, the first server's error: the errors joined were one a
+	// line, the first without the command's name.
+	first := err
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		first = j.Unwrap()[0]
+		if n := len(j.Unwrap()); n > 1 {
+			return fmt.Errorf("checkpoint: %d metadata servers failed; the first: %w", n, first)
+		}
+	}
+	return fmt.Errorf("checkpoint: %w", first)
 }

@@ -723,17 +723,27 @@ func runPing(ctx context.Context, e *env, args []string) error {
 }
 
 func pingAll(ctx context.Context, w io.Writer, c *client.Client, timeout time.Duration) error {
-	var errs []error
-	for _, s := range c.Servers() {
+	var first error
+	var failed []string
+	servers := c.Servers()
+	for _, s := range servers {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		rtt, err := c.Ping(pctx, s.Rank)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(w, "%s: %v\n", s.Label(), err)
-			errs = append(errs, err)
+			failed = append(failed, s.Label())
+			if first == nil {
+				first = err
+			}
 			continue
 		}
 		fmt.Fprintf(w, "%s: pong in %v\n", s.Label(), rtt.Round(time.Microsecond))
 	}
-	return errors.Join(errs...)
+	if first == nil {
+		return nil
+	}
+	// One line: each server's error is above, on its own; the lines
+	// joined repeated them all.
+	return fmt.Errorf("ping: %d of %d servers did not answer (%s); the first: %w", len(failed), len(servers), strings.Join(failed, ", "), first)
 }
