@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,14 +39,13 @@ type dataFlags struct {
 	clientFlags
 	region   *string
 	progress *bool
+	ts, uid  uint32Flag
+	app      string
+	open     []client.OpenOption // set by parse's caller
 }
 
-func addDataFlags(e *env, fs interface {
-	String(name, value, usage string) *string
-	Bool(name string, value bool, usage string) *bool
-	Duration(name string, value time.Duration, usage string) *time.Duration
-}) dataFlags {
-	return dataFlags{
+func addDataFlags(e *env, fs *flag.FlagSet) *dataFlags {
+	df := &dataFlags{
 		clientFlags: clientFlags{
 			tmpdir:     fs.String("tmpdir", e.tmpDirDefault(), "the cluster's tmpdir ($PDC_TMPDIR)"),
 			secretFile: secretFileFlag(e, fs),
@@ -56,6 +56,10 @@ func addDataFlags(e *env, fs interface {
 		region:   fs.String("region", "", "the object's region, start:end per dim (end exclusive), e.g. 0:1024,0:64; default: the whole object"),
 		progress: fs.Bool("progress", false, "draw a progress bar even when stderr is not a terminal"),
 	}
+	fs.Var(&df.ts, "time-step", "the object's time `step` (0 to 4294967295)")
+	fs.Var(&df.uid, "user-id", "the object's user `id`, for a name that several objects share: with --app, opens exactly that one")
+	fs.StringVar(&df.app, "app", "", "the object's app name, for a name that several objects share: with --user-id, opens exactly that one")
+	return df
 }
 
 func runPut(ctx context.Context, e *env, args []string) error {
@@ -68,6 +72,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 2 {
 		return fmt.Errorf("put: give an object and a file: %w", errUsage)
 	}
+	df.open = openOptions(fs, df.ts, df.uid, df.app)
 	return moveData(ctx, e, df, client.Write, fs.Arg(0), fs.Arg(1))
 }
 
@@ -81,12 +86,13 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 2 {
 		return fmt.Errorf("get: give an object and a file: %w", errUsage)
 	}
+	df.open = openOptions(fs, df.ts, df.uid, df.app)
 	return moveData(ctx, e, df, client.Read, fs.Arg(0), fs.Arg(1))
 }
 
 // moveData streams between a file and an object's region in blocks of
 // rows, inFlight blocks under way at a time.
-func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, path string) error {
+func moveData(ctx context.Context, e *env, df *dataFlags, a client.Access, name, path string) error {
 	verb := "put"
 	if a == client.Read {
 		verb = "get"
@@ -96,7 +102,7 @@ func moveData(ctx context.Context, e *env, df dataFlags, a client.Access, name, 
 		return fmt.Errorf("%s: %w", verb, err)
 	}
 	defer done()
-	o, err := c.OpenObject(ctx, name)
+	o, err := c.OpenObject(ctx, name, df.open...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", verb, err)
 	}

@@ -450,6 +450,11 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		fs.StringVar(&f.storage, "storage", "offset", "how data servers store the data: offset (row-major file) or region (log of written regions)")
 		fs.Var(&f.uid, "user-id", "user `id` (0 to 4294967295)")
 		fs.StringVar(&f.app, "app", "", "app name")
+	case "info", "rm", "set-dims", "tag":
+		// Objects of one name and time step differ by user id and app
+		// name; the server refuses to guess between them.
+		fs.Var(&f.uid, "user-id", "the object's user `id`, for a name that several objects share: with --app, opens exactly that one")
+		fs.StringVar(&f.app, "app", "", "the object's app name, for a name that several objects share: with --user-id, opens exactly that one")
 	case "ls":
 		cont = fs.String("cont", "", "the container whose objects to list")
 	}
@@ -484,6 +489,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	open := openOptions(fs, f.ts, f.uid, f.app)
 	base := ctx
 	c, ctx, done, err := cf.connect(ctx)
 	if err != nil {
@@ -496,13 +502,27 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	case "ls":
 		return objLs(ctx, base, e, c, *cont, *cf.timeout, *asJSON)
 	case "info", "rm", "set-dims":
-		return objEach(ctx, e, c, verb, names, uint32(f.ts), *asJSON)
+		return objEach(ctx, e, c, verb, names, open, *asJSON)
 	case "tag":
 		return runTag(ctx, e, names, func(ctx context.Context, name string) (tagger, error) {
-			return c.OpenObject(ctx, name, client.AtTimeStep(uint32(f.ts)))
+			return c.OpenObject(ctx, name, open...)
 		}, "obj")
 	}
 	return fmt.Errorf("obj: unknown verb %q: %w", verb, errUsage)
+}
+
+// openOptions opens the object of time step ts and, if --user-id or
+// --app was given, exactly the one of that user id and app name: objects
+// of one name and time step differ by them, and without them the server
+// refuses to guess ("open it with both").
+func openOptions(fs *flag.FlagSet, ts, uid uint32Flag, app string) []client.OpenOption {
+	open := []client.OpenOption{client.AtTimeStep(uint32(ts))}
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "user-id" || fl.Name == "app" })
+	if given {
+		open = append(open, client.WithIdentity(uint32(uid), app))
+	}
+	return open
 }
 
 // objFlags are obj create's flags.
@@ -596,14 +616,15 @@ func objLs(ctx, base context.Context, e *env, c *client.Client, cont string, tim
 }
 
 // objEach runs info or rm on each object of names, or set-dims on
-// names[0] with the dims names[1], at time step ts.
-func objEach(ctx context.Context, e *env, c *client.Client, verb string, names []string, ts uint32, asJSON bool) error {
+// names[0] with the dims names[1], opened with open (its time step, and
+// user id and app name if given).
+func objEach(ctx context.Context, e *env, c *client.Client, verb string, names []string, open []client.OpenOption, asJSON bool) error {
 	targets := names
 	if verb == "set-dims" {
 		targets = names[:1]
 	}
 	for _, n := range targets {
-		o, err := c.OpenObject(ctx, n, client.AtTimeStep(ts))
+		o, err := c.OpenObject(ctx, n, open...)
 		if err != nil {
 			return err
 		}
