@@ -487,8 +487,16 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		}
 		rec, err = c.waitRecord(ctx, rel, o.after)
 		if err != nil && ctx.Err() != nil {
+			// Of a file produced already, the wait is for a newer version.
+			what := "it to be produced"
+			if o.after > 0 {
+				what = fmt.Sprintf("a version newer than %d", o.after)
+			}
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return Consumed{}, fmt.Errorf("canceled while waiting for it to be produced: %w", err)
+				return Consumed{}, fmt.Errorf("canceled while waiting for %s: %w", what, err)
+			}
+			if o.after > 0 {
+				return Consumed{}, fmt.Errorf("no version newer than %d produced before the deadline: %w", o.after, err)
 			}
 			return Consumed{}, fmt.Errorf("not produced before the deadline: %w", err)
 		}

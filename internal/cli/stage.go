@@ -243,7 +243,11 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	e := sc.e
 	opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
 		sc.mu.Lock()
-		sc.status.printf("pdc stage consume: waiting for %s to be produced\n", rel)
+		if sc.newer > 0 {
+			sc.status.printf("pdc stage consume: waiting for %s to be produced (a version newer than %d)\n", rel, sc.newer)
+		} else {
+			sc.status.printf("pdc stage consume: waiting for %s to be produced\n", rel)
+		}
 		sc.mu.Unlock()
 	})}
 	if sc.mode != "" {

@@ -190,7 +190,8 @@ func startStage(t *testing.T, env []string, args ...string) *bgStage {
 			line := sc.Text()
 			p.Stderr.WriteString(line + "\n")
 			if rest, ok := strings.CutPrefix(line, "pdc stage consume: waiting for "); ok {
-				p.waiting <- strings.TrimSuffix(rest, " to be produced")
+				q, _, _ := strings.Cut(rest, " to be produced") // (a version newer than V) may follow
+				p.waiting <- q
 			}
 		}
 		p.Err = cmd.Wait()
