@@ -215,3 +215,14 @@ func TestPingAndCheckpointFailInOneLine(t *testing.T) {
 		}
 	}
 }
+
+// up checks --roles itself, before starting servers that each exited
+// with it in their logs (exit 1).
+func TestUpChecksRoles(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "-n", "1", "--roles", "janitor"}, `--roles: unknown role "janitor"`},
+	})
+}

@@ -174,6 +174,11 @@ func (o *upOptions) check(fs *flag.FlagSet) error {
 	if o.unix && o.listen != "" {
 		return fmt.Errorf("up: --unix and --listen %q: choose one: %w", o.listen, errUsage)
 	}
+	// Checked here, not by the servers: each exited with it in its log,
+	// and up failed (exit 1) after starting them.
+	if _, err := cluster.ParseRoles(o.roles); err != nil {
+		return fmt.Errorf("up: --roles: %v: %w", err, errUsage)
+	}
 	if o.listen != "" && o.n > 1 {
 		// Every server gets the one address: only port 0 lets each bind.
 		if _, port, err := net.SplitHostPort(o.listen); err != nil || port != "0" {
