@@ -226,3 +226,14 @@ func TestUpChecksRoles(t *testing.T) {
 		{[]string{"up", "-n", "1", "--roles", "janitor"}, `--roles: unknown role "janitor"`},
 	})
 }
+
+// A negative --page-size is refused: it was taken as 0 without a word.
+func TestNegativePageSize(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cont", "ls", "--page-size", "-5"}, "--page-size -5"},
+		{[]string{"obj", "ls", "--cont", "c", "--page-size", "-1"}, "--page-size -1"},
+	})
+}

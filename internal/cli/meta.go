@@ -84,6 +84,10 @@ func addClientFlags(e *env, fs *flag.FlagSet) clientFlags {
 }
 
 func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	if f.pageSize != nil && *f.pageSize < 0 {
+		// It was taken as 0, the servers' bound, without a word.
+		return nil, nil, nil, fmt.Errorf("--page-size %d: want 0 (the servers' bound) or more: %w", *f.pageSize, errUsage)
+	}
 	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
 	ctx, end, err := f.trace(ctx)
 	if err != nil {
