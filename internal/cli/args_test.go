@@ -124,6 +124,12 @@ func TestTimeoutNamesTheFlag(t *testing.T) {
 		{"cont", "ls", "--tmpdir", dir, "--timeout", "50ms"},
 		{"obj", "info", "--tmpdir", dir, "--timeout", "50ms", "x"},
 		{"stage", "ls", "--tmpdir", dir, "--timeout", "50ms"},
+		{"stage", "consume", "--tmpdir", dir, "--consumer-dir", dir, "--timeout", "50ms", "f"},
+		{"ping", "--tmpdir", dir, "--timeout", "50ms"},
+		{"checkpoint", "--tmpdir", dir, "--timeout", "50ms"},
+		{"fsck", "--tmpdir", dir, "--timeout", "50ms"},
+		{"query", "--tmpdir", dir, "--timeout", "50ms", "k=v"},
+		{"down", "--tmpdir", dir, "--timeout", "50ms"},
 	} {
 		var out, errb bytes.Buffer
 		err := Run(ctx, args, &out, &errb)
