@@ -223,13 +223,16 @@ func TestPingAndCheckpointFailInOneLine(t *testing.T) {
 }
 
 // up checks --roles itself, before starting servers that each exited
-// with it in their logs (exit 1).
+// with it in their logs (exit 1); a bad --metrics-addr or --dashboard
+// is a usage error too, not exit 1.
 func TestUpChecksRoles(t *testing.T) {
 	badArgs(t, []struct {
 		args []string
 		want string
 	}{
 		{[]string{"up", "-n", "1", "--roles", "janitor"}, `--roles: unknown role "janitor"`},
+		{[]string{"up", "-n", "1", "--metrics-addr", "bogus"}, `--metrics-addr: metrics address "bogus"`},
+		{[]string{"up", "-n", "1", "--dashboard", "bogus"}, `--dashboard: metrics address "bogus"`},
 	})
 }
 

@@ -160,12 +160,12 @@ func (o *upOptions) check(fs *flag.FlagSet) error {
 	}
 	if o.metricsAddr != "" {
 		if _, err := metrics.ListenAddr(o.metricsAddr); err != nil {
-			return fmt.Errorf("up: --metrics-addr: %w", err)
+			return fmt.Errorf("up: --metrics-addr: %w: %w", err, errUsage)
 		}
 	}
 	if o.dashboard != "" {
 		if _, err := metrics.ListenAddr(o.dashboard); err != nil {
-			return fmt.Errorf("up: --dashboard: %w", err)
+			return fmt.Errorf("up: --dashboard: %w: %w", err, errUsage)
 		}
 		if o.metricsAddr == "" {
 			o.metricsAddr = "127.0.0.1:0" // the page is fed by the metrics
