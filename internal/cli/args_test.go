@@ -246,3 +246,13 @@ func TestNegativePageSize(t *testing.T) {
 		{[]string{"obj", "ls", "--cont", "c", "--page-size", "-1"}, "--page-size -1"},
 	})
 }
+
+// stage consume checks --mode as a flag: it failed each file, exit 1.
+func TestStageConsumeChecksMode(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stage", "consume", "--mode", "foo", "f"}, `--mode: transport mode "foo"`},
+	})
+}

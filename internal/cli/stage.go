@@ -11,6 +11,7 @@ import (
 
 	"github.com/pdcgo/pdc/client"
 	"github.com/pdcgo/pdc/internal/cluster"
+	"github.com/pdcgo/pdc/internal/dtl"
 )
 
 func init() {
@@ -176,6 +177,13 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	}
 	if *parallel < 1 {
 		return fmt.Errorf("stage consume: --parallel %d: want at least 1: %w", *parallel, errUsage)
+	}
+	if *mode != "" {
+		// Checked before anything connects, as a flag: it failed each
+		// file's consume, exit 1.
+		if _, err := dtl.ParseMode(*mode); err != nil {
+			return fmt.Errorf("stage consume: --mode: %w: %w", err, errUsage)
+		}
 	}
 	c, ctx, done, err := sf.connect(ctx)
 	if err != nil {
