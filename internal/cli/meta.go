@@ -645,6 +645,10 @@ func objEach(ctx context.Context, e *env, c *client.Client, verb string, names [
 				return fmt.Errorf("obj set-dims: %v: %w", err, errUsage)
 			}
 			err = o.SetDims(ctx, d)
+			if err == nil {
+				// As rm and tag put say what they did; it said nothing.
+				fmt.Fprintf(e.stdout, "set dims of object %s to %s\n", n, formatDims(d))
+			}
 			o.Close(ctx)
 		case "info":
 			if asJSON {
