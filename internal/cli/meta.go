@@ -307,7 +307,10 @@ func refuseNonEmpty(ctx context.Context, c *client.Client, names []string, timeo
 		}
 	}
 	if len(full) > 0 {
-		return fmt.Errorf("cont rm: %s; nothing deleted: pdc cont rm --recursive deletes the objects with their container: %w",
+		// Its members by reference are counted too, and --recursive does
+		// not delete them: saying it deletes "the objects" warned of a
+		// loss that does not happen.
+		return fmt.Errorf("cont rm: %s; nothing deleted: pdc cont rm --recursive deletes the container with the objects created in it (objects added by reference stay in their own): %w",
 			strings.Join(full, ", "), pdc.ErrInvalid)
 	}
 	return nil
