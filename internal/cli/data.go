@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,6 +114,12 @@ func moveData(ctx context.Context, e *env, df *dataFlags, a client.Access, name,
 		if box, err = parseRegion(*df.region); err != nil {
 			return fmt.Errorf("%s: --region: %v: %w", verb, err, errUsage)
 		}
+	} else if slices.Contains(info.Props.Dims, client.Unlimited) {
+		// The whole object of an unlimited dim is no region: it was
+		// refused as "region [0+18446744073709551615, ...]: more than
+		// 2^64 elements", a region the user never gave.
+		return fmt.Errorf("%s: object %q has dims %s, with no end to its unlimited dim: give --region, or set its dims first (pdc obj set-dims): %w",
+			verb, name, formatDims(info.Props.Dims), errUsage)
 	}
 	if err := box.Within(info.Props.Dims); err != nil {
 		return fmt.Errorf("%s: object %q: %w", verb, name, err)
