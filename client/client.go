@@ -150,7 +150,9 @@ func Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := ctx.Err(); err != nil {
+	// As a sentinel of package pdc, as every other call's end: it was
+	// context's own, which errors.Is(err, pdc.ErrTimeout) missed.
+	if err := pdc.CtxErr(ctx); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	var list *cluster.List

@@ -256,3 +256,16 @@ func TestStageConsumeChecksMode(t *testing.T) {
 		{[]string{"stage", "consume", "--mode", "foo", "f"}, `--mode: transport mode "foo"`},
 	})
 }
+
+// --timeout 0 ends a command at once, and its error says so: it said
+// "connect: context deadline exceeded", context's own words.
+func TestZeroTimeoutNamed(t *testing.T) {
+	t.Setenv("PDC_TMPDIR", t.TempDir())
+	for _, args := range [][]string{{"status", "--timeout", "0"}, {"cont", "ls", "--timeout", "0"}} {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), args, &out, &errb)
+		if !errors.Is(err, pdc.ErrTimeout) || !strings.Contains(err.Error(), "--timeout 0s passed") {
+			t.Errorf("pdc %s: %v; want a timeout naming --timeout 0s", strings.Join(args, " "), err)
+		}
+	}
+}
