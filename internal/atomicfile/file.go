@@ -22,6 +22,28 @@ type File struct {
 	done bool
 }
 
+// Kind names what a file that is not a regular one is, for messages:
+// "a directory", where its mode's type printed as "d---------".
+func Kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t.IsRegular():
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return fmt.Sprintf("a file of type %v", m.Type())
+}
+
 // Create starts a replacement of path. A new file gets mode perm (less the
 // umask, as os.Create's does); an existing one keeps its mode. If path is
 // a symbolic link, the file it points to is replaced, not the link.
@@ -35,7 +57,7 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	keep := false
 	if st, err := os.Stat(dst); err == nil {
 		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("create %s: not a regular file (%v)", path, st.Mode().Type())
+			return nil, fmt.Errorf("create %s: %s, not a regular file", path, Kind(st.Mode()))
 		}
 		perm, keep = st.Mode().Perm(), true
 	} else if !errors.Is(err, fs.ErrNotExist) {

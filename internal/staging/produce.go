@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/atomicfile"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -83,7 +84,7 @@ func Describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, er
 		return wire.StageRecord{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return wire.StageRecord{}, fmt.Errorf("not a regular file (%s): %w", st.Mode().Type(), pdc.ErrInvalid)
+		return wire.StageRecord{}, fmt.Errorf("%s, not a regular file: %w", atomicfile.Kind(st.Mode()), pdc.ErrInvalid)
 	}
 	rec := wire.StageRecord{Path: rel, Size: uint64(st.Size()), MtimeNS: st.ModTime().UnixNano(), Ino: Inode(st), Format: wire.StageVersion}
 	if st.Size() <= InlineMax {
