@@ -486,13 +486,15 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 			o.waiting(rel)
 		}
 		rec, err = c.waitRecord(ctx, rel, o.after)
-		if err != nil && ctx.Err() != nil {
+		// The server ends the wait at the caller's deadline too, and its
+		// answer may come a moment before ctx's timer fires.
+		if err != nil && (ctx.Err() != nil || errors.Is(err, pdc.ErrTimeout)) {
 			// Of a file produced already, the wait is for a newer version.
 			what := "it to be produced"
 			if o.after > 0 {
 				what = fmt.Sprintf("a version newer than %d", o.after)
 			}
-			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return Consumed{}, fmt.Errorf("canceled while waiting for %s: %w", what, err)
 			}
 			if o.after > 0 {
