@@ -475,10 +475,17 @@ func (c *Client) ShutdownServer(ctx context.Context, rank int) error {
 // end with pdc.ErrClosed. Objects this client left open are closed on
 // their metadata servers before it returns, so that their container can
 // be deleted right after. Idempotent.
-func (c *Client) Close() error {
+func (c *Client) Close() error { return c.CloseContext(context.Background()) }
+
+// CloseContext is Close with the release of this client's opens
+// (closeOpens) bounded by ctx too: a command whose deadline has passed, or is about
+// to, ends within it instead of giving a server that does not answer
+// closeOpensWait more (the servers release the opens anyway once the
+// connections end). Idempotent, as Close; the first call decides.
+func (c *Client) CloseContext(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		c.xfer.StopPlacer()
-		c.closeOpens()
+		c.closeOpens(ctx)
 		c.mu.Lock()
 		for _, p := range c.pools {
 			p.Close()
@@ -535,7 +542,7 @@ func (c *Client) objectBatch(ctx context.Context, m wire.Method, keys []uint32, 
 // this one has exited) would find the objects still open and be refused.
 // A server that does not answer within closeOpensWait ends the session
 // as before.
-func (c *Client) closeOpens() {
+func (c *Client) closeOpens(ctx context.Context) {
 	c.opened.Lock()
 	ranks := make([]int, 0, len(c.opened.ranks))
 	for r := range c.opened.ranks {
@@ -543,10 +550,10 @@ func (c *Client) closeOpens() {
 	}
 	c.opened.ranks = nil
 	c.opened.Unlock()
-	if len(ranks) == 0 {
+	if len(ranks) == 0 || ctx.Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeOpensWait)
+	ctx, cancel := context.WithTimeout(ctx, closeOpensWait)
 	defer cancel()
 	_ = batch.FanOut(ranks, func(rank int) error { return c.calls().ObjCloseAll(ctx, rank) })
 }

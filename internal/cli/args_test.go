@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,6 +268,65 @@ func TestZeroTimeoutNamed(t *testing.T) {
 		err := Run(context.Background(), args, &out, &errb)
 		if !errors.Is(err, pdc.ErrTimeout) || !strings.Contains(err.Error(), "--timeout 0s passed") {
 			t.Errorf("pdc %s: %v; want a timeout naming --timeout 0s", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// A command whose --timeout ran out against a server that does not answer
+// returns without asking that server again: Close used to ask it to
+// release the command's opens, on a new connection, for up to two
+// seconds more.
+func TestTimedOutCommandAsksNoMore(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-accepted
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	l := &cluster.List{Size: 1, Created: time.Now(), Servers: []cluster.Server{{Rank: 0, Addr: ln.Addr().String(), Roles: "both", PID: os.Getpid(), Host: "h", Start: time.Now()}}}
+	if err := cluster.WriteList(dir, l); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"obj", "info", "--tmpdir", dir, "--timeout", "100ms", "x"},
+		{"get", "--tmpdir", dir, "--timeout", "100ms", "x", filepath.Join(dir, "out")},
+	} {
+		mu.Lock()
+		before := len(held)
+		mu.Unlock()
+		var out, errb bytes.Buffer
+		err := Run(ctx, args, &out, &errb)
+		if !errors.Is(err, pdc.ErrTimeout) {
+			t.Fatalf("pdc %s against a server that does not answer: %v; want a timeout", strings.Join(args, " "), err)
+		}
+		mu.Lock()
+		n := len(held) - before
+		mu.Unlock()
+		if n > 1 {
+			t.Errorf("pdc %s: %d connections to the server that did not answer; want the command's one, none after its deadline", strings.Join(args, " "), n)
 		}
 	}
 }

@@ -104,7 +104,7 @@ func (f clientFlags) connect(ctx context.Context) (*client.Client, context.Conte
 		cancel()
 		return nil, nil, nil, err
 	}
-	return c, ctx, func() { c.Close(); cancel() }, nil
+	return c, ctx, func() { c.CloseContext(ctx); cancel() }, nil
 }
 
 // secretFileFlag adds --secret-file, the cluster secret's file, to a

@@ -117,7 +117,7 @@ func (f stageFlags) connect(ctx context.Context) (*client.Client, context.Contex
 		cancel()
 		return nil, nil, nil, err
 	}
-	return c, ctx, func() { c.Close(); cancel() }, nil
+	return c, ctx, func() { c.CloseContext(ctx); cancel() }, nil
 }
 
 func runStage(ctx context.Context, e *env, args []string) error {
