@@ -91,34 +91,7 @@ func TestNegativeDurationRefused(t *testing.T) {
 // "pdc: deadline exceeded" alone did not say whose deadline it was. The
 // cluster here is one server that accepts connections and never answers.
 func TestTimeoutNamesTheFlag(t *testing.T) {
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	defer func() {
-		ln.Close()
-		<-accepted
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	l := &cluster.List{Size: 1, Created: time.Now(), Servers: []cluster.Server{{Rank: 0, Addr: ln.Addr().String(), Roles: "both", PID: os.Getpid(), Host: "h", Start: time.Now()}}}
-	if err := cluster.WriteList(dir, l); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := silentCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, args := range [][]string{
@@ -277,7 +250,32 @@ func TestZeroTimeoutNamed(t *testing.T) {
 // release the command's opens, on a new connection, for up to two
 // seconds more.
 func TestTimedOutCommandAsksNoMore(t *testing.T) {
-	dir := t.TempDir()
+	dir, conns := silentCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"obj", "info", "--tmpdir", dir, "--timeout", "100ms", "x"},
+		{"get", "--tmpdir", dir, "--timeout", "100ms", "x", filepath.Join(dir, "out")},
+	} {
+		before := conns()
+		var out, errb bytes.Buffer
+		err := Run(ctx, args, &out, &errb)
+		if !errors.Is(err, pdc.ErrTimeout) {
+			t.Fatalf("pdc %s against a server that does not answer: %v; want a timeout", strings.Join(args, " "), err)
+		}
+		n := conns() - before
+		if n > 1 {
+			t.Errorf("pdc %s: %d connections to the server that did not answer; want the command's one, none after its deadline", strings.Join(args, " "), n)
+		}
+	}
+}
+
+// silentCluster writes, in a new tmpdir, the server list of a one-server
+// cluster whose server accepts connections and never answers; conns
+// counts the connections it has accepted. It stops with the test.
+func silentCluster(t *testing.T) (dir string, conns func() int) {
+	t.Helper()
+	dir = t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -297,36 +295,20 @@ func TestTimedOutCommandAsksNoMore(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		ln.Close()
 		<-accepted
 		for _, c := range held {
 			c.Close()
 		}
-	}()
+	})
 	l := &cluster.List{Size: 1, Created: time.Now(), Servers: []cluster.Server{{Rank: 0, Addr: ln.Addr().String(), Roles: "both", PID: os.Getpid(), Host: "h", Start: time.Now()}}}
 	if err := cluster.WriteList(dir, l); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, args := range [][]string{
-		{"obj", "info", "--tmpdir", dir, "--timeout", "100ms", "x"},
-		{"get", "--tmpdir", dir, "--timeout", "100ms", "x", filepath.Join(dir, "out")},
-	} {
+	return dir, func() int {
 		mu.Lock()
-		before := len(held)
-		mu.Unlock()
-		var out, errb bytes.Buffer
-		err := Run(ctx, args, &out, &errb)
-		if !errors.Is(err, pdc.ErrTimeout) {
-			t.Fatalf("pdc %s against a server that does not answer: %v; want a timeout", strings.Join(args, " "), err)
-		}
-		mu.Lock()
-		n := len(held) - before
-		mu.Unlock()
-		if n > 1 {
-			t.Errorf("pdc %s: %d connections to the server that did not answer; want the command's one, none after its deadline", strings.Join(args, " "), n)
-		}
+		defer mu.Unlock()
+		return len(held)
 	}
 }
