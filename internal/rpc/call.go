@@ -140,7 +140,9 @@ func (c *Conn) send(ctx context.Context, m wire.Method, hdr []byte, payload [][]
 	w.stop()
 	if err != nil {
 		if !errors.Is(err, errNotSent) {
-			c.fail(err) // the stream may be torn
+			// The stream may be torn. The writer knows only the address;
+			// the calls this fails are told which server it was.
+			c.fail(fmt.Errorf("connection to server %s lost: %w", c.label, err))
 		}
 		if ctx.Err() != nil {
 			// Our deadline cut the write short (or nothing went out): the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,5 +50,50 @@ func TestCallersDeadlineIsATimeout(t *testing.T) {
 	}
 	if !errors.Is(err, pdc.ErrTimeout) || strings.Contains(err.Error(), "no answer within") {
 		t.Errorf("handshake past the caller's deadline: %v; want a timeout that does not blame the 10s handshake timeout", err)
+	}
+}
+
+// brokenWrites is a connection whose writes fail with EPIPE once broken,
+// as a socket's do when the server's host reset it, while its reads
+// still wait: the write, not the read, is where the call learns.
+type brokenWrites struct {
+	net.Conn
+	broken atomic.Bool
+}
+
+func (b *brokenWrites) Write(p []byte) (int, error) {
+	if b.broken.Load() {
+		return 0, syscall.EPIPE
+	}
+	return b.Conn.Write(p)
+}
+
+// A call whose write finds the connection broken fails as unavailable
+// naming the server by its label (rank and address), as one whose read
+// does: users and the client's retry logic go by which rank it was.
+// Before, it named only the socket's remote address.
+func TestBrokenWriteNamesTheServer(t *testing.T) {
+	ts := startServer(t, "tcp", ServerConfig{})
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := &brokenWrites{Conn: nc}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := NewConn(ctx, bw, DialOptions{Label: "rank 7 (" + ts.addr + ")"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Call(ctx, methodEcho, []byte("h"), nil, nil); err != nil {
+		t.Fatalf("echo before the break: %v", err)
+	}
+	bw.broken.Store(true)
+	for i := range 2 { // the failing call, then one on the failed connection
+		_, err = c.Call(ctx, methodEcho, []byte("h"), nil, nil)
+		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "rank 7 ("+ts.addr+")") {
+			t.Fatalf("call %d after the write broke: %v; want ErrUnavailable naming rank 7 (%s)", i, err, ts.addr)
+		}
 	}
 }

@@ -61,6 +61,7 @@ func (c *Conn) CallStream(ctx context.Context, m wire.Method, hdr []byte, payloa
 		}
 	}
 	if err := c.w.write(ctx, f, hdr, payload); err != nil {
+		err = fmt.Errorf("connection to server %s lost: %w", c.label, err)
 		c.fail(err)
 		if ctx.Err() != nil {
 			return Reply{}, fmt.Errorf("server %s: %s: %w", c.label, m, ctxErr(ctx))
