@@ -1,16 +1,19 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/atomicfile"
+	"github.com/pdcgo/pdc/internal/cluster"
 	"github.com/pdcgo/pdc/internal/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -38,13 +41,19 @@ func ownerPaths(dataDir string, rank int) (lock, rec string) {
 // lockDataDir takes this rank's lock on the data dir, held until the
 // server ends, and records the owner beside it. A lock held already is
 // an error naming the cluster that holds it.
-func (p *proc) lockDataDir() error {
+func (p *proc) lockDataDir(ctx context.Context) error {
 	cfg := p.cfg
 	fsys := vfs.OrDefault(cfg.FS)
 	lockPath, recPath := ownerPaths(cfg.DataDir, cfg.Rank)
 	l, err := fsys.Lock(lockPath)
-	if errors.Is(err, fs.ErrExist) && p.awaitPredecessor(fsys, recPath) {
-		l, err = fsys.Lock(lockPath)
+	if errors.Is(err, fs.ErrExist) {
+		gone, werr := p.awaitPredecessor(ctx, fsys, recPath)
+		if werr != nil {
+			return werr
+		}
+		if gone {
+			l, err = fsys.Lock(lockPath)
+		}
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrExist) {
@@ -80,11 +89,20 @@ const predecessorWait = 10 * time.Second
 // with large mappings takes a while: a restart of a dead rank right after
 // the kill (pdc up --restart-dead) found the lock held and failed. The
 // wait is on the process itself (a pidfd), not a retry loop.
-func (p *proc) awaitPredecessor(fsys vfs.FS, recPath string) bool {
+//
+// The holder may also be no predecessor at all but this rank's server,
+// alive and serving: pdc server --rank 1 run by mistake next to a running
+// cluster. That one will not exit, and waiting predecessorWait for it
+// only delayed the refusal. So while it waits it asks the server the
+// cluster's list names for this rank (the holder's pid) whether it
+// answers; if it does, the error names it at once. A dying server does
+// not answer (its listener's backlog takes the connection, nobody reads
+// it), so the probe cannot mistake a predecessor for a live server.
+func (p *proc) awaitPredecessor(ctx context.Context, fsys vfs.FS, recPath string) (gone bool, err error) {
 	var o owner
 	b, err := vfs.ReadFile(fsys, recPath)
 	if err != nil || json.Unmarshal(b, &o) != nil || o.Version != ownerVersion {
-		return false
+		return false, nil
 	}
 	tmpdir, _ := filepath.Abs(p.cfg.TmpDir)
 	host, _ := os.Hostname()
@@ -92,30 +110,89 @@ func (p *proc) awaitPredecessor(fsys vfs.FS, recPath string) bool {
 		host = p.cfg.Host
 	}
 	if o.Rank != p.cfg.Rank || o.TmpDir != tmpdir || o.Host != host || o.PID <= 0 || o.PID == os.Getpid() {
-		return false
+		return false, nil
 	}
 	fd, err := unix.PidfdOpen(o.PID, 0)
 	if err == unix.ESRCH {
-		return true // gone since the lock was tried
+		return true, nil // gone since the lock was tried
 	}
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer unix.Close(fd)
-	p.log.Info("waiting for the previous server of this rank to exit", "pid", o.PID, "up_to", predecessorWait.String())
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	// The probe wakes the poll below through wake: once when the server
+	// answers, else once when the wait ends, so that the poll needs no
+	// timeout slices to notice either.
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return false, fmt.Errorf("wait for the previous server of this rank: %w", err)
+	}
+	defer unix.Close(wake)
+	wctx, cancel := context.WithTimeout(ctx, predecessorWait)
+	answered := make(chan cluster.Server, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		if s, ok := p.answering(wctx, o.PID); ok {
+			answered <- s
+		} else {
+			// Logged after the probe: a server that answers is
+			// refused, not waited for.
+			p.log.Info("waiting for the previous server of this rank to exit", "pid", o.PID, "up_to", predecessorWait.String())
+			<-wctx.Done()
+		}
+		_, _ = unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	})
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
 	deadline := time.Now().Add(predecessorWait)
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return false
+			return false, nil
 		}
 		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
 		if err == unix.EINTR {
 			continue
 		}
-		return err == nil && n > 0
+		if err != nil || n == 0 {
+			return false, nil
+		}
+		if fds[0].Revents != 0 {
+			return true, nil
+		}
+		select {
+		case s := <-answered:
+			return false, runningError(s, o)
+		default:
+		}
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("wait for the previous server of this rank (pid %d) to exit: %w", o.PID, ctx.Err())
+		}
+		return false, nil // predecessorWait passed
 	}
+}
+
+// answering returns the server the cluster's list names for
+// this rank, if it is process pid and answers as the instance listed.
+func (p *proc) answering(ctx context.Context, pid int) (cluster.Server, bool) {
+	l, err := p.clusterDir().ReadList()
+	if err != nil {
+		return cluster.Server{}, false
+	}
+	for _, s := range l.Servers {
+		if s.Rank == p.cfg.Rank && s.PID == pid {
+			return s, cluster.Alive(ctx, s)
+		}
+	}
+	return cluster.Server{}, false
+}
+
+// runningError says that this rank's server s (owner o of its share)
+// runs and answers, and what to do about it.
+func runningError(s cluster.Server, o owner) error {
+	return fmt.Errorf("already running and answering at %s, pid %d on %s, in the cluster in %s (since %s): stop it first (`pdc down --tmpdir %s` stops the cluster): %w",
+		s.Addr, s.PID, s.Host, o.TmpDir, o.Started, o.TmpDir, pdc.ErrExists)
 }
 
 // inUseError says which cluster holds rank's share of dataDir, as far as

@@ -107,7 +107,7 @@ func TestStartWaitsForItsExitingPredecessor(t *testing.T) {
 			p := &proc{cfg: Config{DataDir: dataDir, Rank: 1, TmpDir: tmpdir, Host: "node-a"}, log: slog.New(lines)}
 			defer p.close()
 			done := make(chan error, 1)
-			go func() { done <- p.lockDataDir() }()
+			go func() { done <- p.lockDataDir(ctx) }()
 			select {
 			case msg := <-lines:
 				if c.otherDir {

@@ -74,7 +74,7 @@ func (p *proc) run(ctx context.Context) error {
 	if err := p.checkSecret(); err != nil {
 		return err
 	}
-	if err := p.lockDataDir(); err != nil {
+	if err := p.lockDataDir(ctx); err != nil {
 		return err
 	}
 	if err := p.probe(ctx); err != nil {
