@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -310,5 +311,33 @@ func silentCluster(t *testing.T) (dir string, conns func() int) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(held)
+	}
+}
+
+// up takes 1 to maxUpServers servers: -n 4096 was taken, and started
+// servers until the disk was full. The refusal is a usage error naming
+// the flag and the bound, before anything is touched: the tmpdir here is
+// a file, so that an -n the check let through fails (exit 1) at making
+// it instead of starting thousands of servers.
+func TestUpBoundsServers(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range []string{"0", "-1", "257", "4096"} {
+		args := []string{"up", "-n", n, "--tmpdir", notDir, "--datadir", notDir}
+		var out, errb bytes.Buffer
+		err := Run(ctx, args, &out, &errb)
+		want := "up: -n " + n + ": want 1 to 256 servers"
+		if err == nil || ExitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+			t.Errorf("pdc %s: %v (exit %d); want a usage error (exit 2) saying %q", strings.Join(args, " "), err, ExitCode(err), want)
+		}
+	}
+	// The bound itself is taken: up goes on to make the tmpdir.
+	err := Run(ctx, []string{"up", "-n", "256", "--tmpdir", notDir, "--datadir", notDir}, io.Discard, io.Discard)
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("pdc up -n 256 with a tmpdir that is a file: %v (exit %d); want -n taken and the tmpdir refused (exit 1)", err, ExitCode(err))
 	}
 }

@@ -57,6 +57,20 @@ type upOptions struct {
 	pass            []string // server flags given to up, for every server (addServerFlags)
 }
 
+// maxUpServers bounds pdc up -n. Every server of pdc up runs on this one
+// host, and each costs about 64 MiB of disk (its metadata log is
+// preallocated), 25 MiB of memory and a few dozen descriptors, threads
+// and sockets before it stores anything: -n 4096 was accepted and filled
+// the disk (256 GiB) long before the cluster was complete. 256 servers
+// are 16 GiB of disk and some 6 GiB of memory, what a workstation holds,
+// and far more than one host needs to rehearse a cluster (servers past
+// the cores only take turns on them; --hosts makes them stand for
+// nodes). A larger cluster spans hosts and is started by a launcher with
+// pdc server, which this does not bound. A fixed number rather than one
+// worked out from the free disk or descriptor limit: the same -n is
+// refused or taken on every machine, and the message can say why.
+const maxUpServers = 256
+
 // upRestartFlags are the flags `pdc up --restart-dead` takes; the others
 // come from the record of the cluster's `pdc up`.
 var upRestartFlags = map[string]bool{"restart-dead": true, "tmpdir": true, "timeout": true}
@@ -64,7 +78,7 @@ var upRestartFlags = map[string]bool{"restart-dead": true, "tmpdir": true, "time
 func runUp(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "up", "-n N [flags]")
 	var o upOptions
-	fs.IntVar(&o.n, "n", 1, "number of servers")
+	fs.IntVar(&o.n, "n", 1, fmt.Sprintf("number of servers, 1 to %d", maxUpServers))
 	fs.StringVar(&o.tmpdir, "tmpdir", e.tmpDirDefault(), "directory for the server list, secret and logs ($PDC_TMPDIR)")
 	fs.StringVar(&o.datadir, "datadir", e.dataDirDefault(), "directory for stored data; {host} is replaced per server, which stands a node-local data dir per host of --hosts ($PDC_DATA_LOC)")
 	fs.BoolVar(&o.unix, "unix", false, "listen on Unix sockets in the tmpdir instead of 127.0.0.1 ports")
@@ -192,8 +206,8 @@ func (o *upOptions) check(fs *flag.FlagSet) error {
 			return fmt.Errorf("up: --advertise %q names one port for %d servers; give the host alone: %w", o.advertise, o.n, errUsage)
 		}
 	}
-	if o.n < 1 || o.n > 4096 {
-		return fmt.Errorf("up: -n %d: want 1 to 4096 servers: %w", o.n, errUsage)
+	if o.n < 1 || o.n > maxUpServers {
+		return fmt.Errorf("up: -n %d: want 1 to %d servers on this host (a larger cluster spans hosts: start it under a launcher with pdc server): %w", o.n, maxUpServers, errUsage)
 	}
 	return nil
 }
