@@ -261,10 +261,10 @@ func (c *Client) stageOwner(dir staging.Dir) (Server, error) {
 		here = append(here, fmt.Sprintf("%s serves %q", s.Label(), s.StageDir))
 	}
 	if len(here) == 0 {
-		return Server{}, fmt.Errorf("no pdc server runs on host %s to serve files produced here; start one there with --stage-producer-dir %s: %w",
+		return Server{}, fmt.Errorf("no pdc server runs on host %s to serve files produced here; start one there with --stage-producer-dir %q: %w",
 			c.stage.host, dir.Path, pdc.ErrUnavailable)
 	}
-	return Server{}, fmt.Errorf("no server on host %s serves the producer dir %s (%s); start one with --stage-producer-dir %s or use its dir: %w",
+	return Server{}, fmt.Errorf("no server on host %s serves the producer dir %q (%s); start one with --stage-producer-dir %q or use its dir: %w",
 		c.stage.host, dir.Path, strings.Join(here, ", "), dir.Path, pdc.ErrInvalid)
 }
 
@@ -315,7 +315,7 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 	for i, p := range paths {
 		rel, abs, err := dir.Resolve(p)
 		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", p, err)
+			return nil, fmt.Errorf("produce %q: %w", p, err)
 		}
 		if j, dup := first[rel]; dup {
 			// Named again: locking it again would wait for this very
@@ -326,7 +326,7 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		first[rel] = i
 		f, id, err := staging.OpenUnlocked(dir, abs)
 		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", rel, err)
+			return nil, fmt.Errorf("produce %q: %w", rel, err)
 		}
 		if j, dup := same[id]; dup {
 			// The file locked under another path (a hard link, a
@@ -339,7 +339,7 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		files = append(files, f)
 		rec, err := staging.Describe(ctx, f, rel)
 		if err != nil {
-			return nil, fmt.Errorf("produce %s: %w", rel, err)
+			return nil, fmt.Errorf("produce %q: %w", rel, err)
 		}
 		same[id] = i
 		rec.Owner, rec.Host, rec.Namespace = uint32(owner.Rank), owner.Host, c.stage.namespace
@@ -363,7 +363,7 @@ func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) er
 	for i := range recs {
 		rank, err := c.stageMeta(recs[i].Path)
 		if err != nil {
-			return fmt.Errorf("produce %s: %w", recs[i].Path, err)
+			return fmt.Errorf("produce %q: %w", recs[i].Path, err)
 		}
 		groups[rank] = append(groups[rank], i)
 	}
@@ -375,7 +375,7 @@ func (c *Client) recordProduced(ctx context.Context, recs []wire.StageRecord) er
 		}
 		got, err := c.calls().StageProduce(ctx, rank, &in)
 		if err != nil {
-			return fmt.Errorf("produce %s: %w", in.Records[0].Path, err)
+			return fmt.Errorf("produce %q: %w", in.Records[0].Path, err)
 		}
 		if len(got.Records) != len(part) {
 			return fmt.Errorf("produce: %s answered %d records for %d files: %w", c.label(rank), len(got.Records), len(part), pdc.ErrProtocol)
@@ -396,7 +396,7 @@ func (c *Client) Lookup(ctx context.Context, path string) (StagedFile, error) {
 	}
 	r, err := c.lookupRecord(ctx, rel)
 	if err != nil {
-		return StagedFile{}, fmt.Errorf("lookup %s: %w", rel, err)
+		return StagedFile{}, fmt.Errorf("lookup %q: %w", rel, err)
 	}
 	return c.staged(r), nil
 }
@@ -409,19 +409,19 @@ func (c *Client) WaitProduced(ctx context.Context, path string) (StagedFile, err
 		// Created as Consume would: the caller waits in order to consume
 		// there, and an absolute path in it must resolve before then.
 		if _, err := c.consumerDir(); err != nil {
-			return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
+			return StagedFile{}, fmt.Errorf("wait for %q: %w", path, err)
 		}
 	}
 	rel, err := staging.RecordPath(path, c.stage.consumerDir, c.stage.producerDir)
 	if err != nil {
-		return StagedFile{}, fmt.Errorf("wait for %s: %w", path, err)
+		return StagedFile{}, fmt.Errorf("wait for %q: %w", path, err)
 	}
 	r, err := c.lookupRecord(ctx, rel)
 	if errors.Is(err, pdc.ErrNotFound) {
 		r, err = c.waitRecord(ctx, rel, 0)
 	}
 	if err != nil {
-		return StagedFile{}, fmt.Errorf("wait for %s: %w", rel, err)
+		return StagedFile{}, fmt.Errorf("wait for %q: %w", rel, err)
 	}
 	return c.staged(r), nil
 }
@@ -462,19 +462,19 @@ func (c *Client) Consume(ctx context.Context, path string, opts ...ConsumeOption
 		opt(&o)
 	}
 	if o.modeErr != nil {
-		return Consumed{}, fmt.Errorf("consume %s: %w", path, o.modeErr)
+		return Consumed{}, fmt.Errorf("consume %q: %w", path, o.modeErr)
 	}
 	dir, err := c.consumerDir()
 	if err != nil {
-		return Consumed{}, fmt.Errorf("consume %s: %w", path, err)
+		return Consumed{}, fmt.Errorf("consume %q: %w", path, err)
 	}
 	rel, dst, err := dir.Resolve(path)
 	if err != nil {
-		return Consumed{}, fmt.Errorf("consume %s: %w", path, err)
+		return Consumed{}, fmt.Errorf("consume %q: %w", path, err)
 	}
 	got, err := c.consume(ctx, dir, rel, dst, &o)
 	if err != nil {
-		return got, fmt.Errorf("consume %s: %w", rel, err)
+		return got, fmt.Errorf("consume %q: %w", rel, err)
 	}
 	return got, nil
 }

@@ -89,15 +89,15 @@ func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 		err = c.checkNamespace()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("remove %s: %w", path, err)
+		return 0, fmt.Errorf("remove %q: %w", path, err)
 	}
 	rank, err := c.stageMeta(rel)
 	if err != nil {
-		return 0, fmt.Errorf("remove %s: %w", rel, err)
+		return 0, fmt.Errorf("remove %q: %w", rel, err)
 	}
 	got, err := c.calls().StageRemove(ctx, rank, &wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Path: rel})
 	if err != nil {
-		return 0, fmt.Errorf("remove %s: %w", rel, err)
+		return 0, fmt.Errorf("remove %q: %w", rel, err)
 	}
 	return int(got.N), nil
 }

@@ -205,7 +205,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			errs[i] = fmt.Errorf("consume %s: %w", p, ctx.Err())
+			errs[i] = fmt.Errorf("consume %q: %w", p, ctx.Err())
 			continue
 		}
 		wg.Go(func() {
@@ -252,9 +252,9 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	opts := []client.ConsumeOption{client.WithWaiting(func(rel string) {
 		sc.mu.Lock()
 		if sc.newer > 0 {
-			sc.status.printf("pdc stage consume: waiting for %s to be produced (a version newer than %d)\n", rel, sc.newer)
+			sc.status.printf("pdc stage consume: waiting for %q to be produced (a version newer than %d)\n", rel, sc.newer)
 		} else {
-			sc.status.printf("pdc stage consume: waiting for %s to be produced\n", rel)
+			sc.status.printf("pdc stage consume: waiting for %q to be produced\n", rel)
 		}
 		sc.mu.Unlock()
 	})}

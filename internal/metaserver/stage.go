@@ -324,9 +324,9 @@ func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsurePr
 		select {
 		case <-p.done:
 		case <-ctx.Done():
-			return fmt.Errorf("staged file %s: its produce's fsync: %w", path, pdc.CtxErr(ctx))
+			return fmt.Errorf("staged file %q: its produce's fsync: %w", path, pdc.CtxErr(ctx))
 		case <-s.waits.stop:
-			return fmt.Errorf("staged file %s: the metadata server is shutting down: %w", path, pdc.ErrUnavailable)
+			return fmt.Errorf("staged file %q: the metadata server is shutting down: %w", path, pdc.ErrUnavailable)
 		}
 		switch {
 		case p.notApplied:
@@ -335,7 +335,7 @@ func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsurePr
 			p = s.unsure.get(key)
 		case p.failed:
 			if err := s.st.Settle(); err != nil {
-				return fmt.Errorf("staged file %s: its last produce is not known to be durable: %w", path, err)
+				return fmt.Errorf("staged file %q: its last produce is not known to be durable: %w", path, err)
 			}
 			s.unsure.settled(key, p)
 			return nil
@@ -374,7 +374,7 @@ func (s *stages) loadStage(ns, path string) (*wire.StageRecord, error) {
 	}
 	var r wire.StageRecord
 	if err := r.Unmarshal(v); err != nil {
-		return nil, fmt.Errorf("stored record of staged file %s: %w", path, pdc.ErrCorrupt)
+		return nil, fmt.Errorf("stored record of staged file %q: %w", path, pdc.ErrCorrupt)
 	}
 	return &r, nil
 }
@@ -406,7 +406,7 @@ func (s *stages) stageProduce(ctx context.Context, req *rpc.Request) (*rpc.Respo
 			return nil, err
 		}
 		if r.Host == "" {
-			return nil, fmt.Errorf("staged file %s: no owner host: %w", r.Path, pdc.ErrInvalid)
+			return nil, fmt.Errorf("staged file %q: no owner host: %w", r.Path, pdc.ErrInvalid)
 		}
 		if err := checkInline(r); err != nil {
 			return nil, err
@@ -497,13 +497,13 @@ func checkInline(r *wire.StageRecord) error {
 	case len(r.Data) == 0:
 		return nil
 	case r.Format < wire.StageFormatInline:
-		return fmt.Errorf("staged file %s: record format %d carries no data, but has %d bytes: %w", r.Path, r.Format, len(r.Data), pdc.ErrInvalid)
+		return fmt.Errorf("staged file %q: record format %d carries no data, but has %d bytes: %w", r.Path, r.Format, len(r.Data), pdc.ErrInvalid)
 	case len(r.Data) > wire.StageInlineMax:
-		return fmt.Errorf("staged file %s: %d bytes inline; at most %d: %w", r.Path, len(r.Data), wire.StageInlineMax, pdc.ErrTooLarge)
+		return fmt.Errorf("staged file %q: %d bytes inline; at most %d: %w", r.Path, len(r.Data), wire.StageInlineMax, pdc.ErrTooLarge)
 	case uint64(len(r.Data)) != r.Size:
-		return fmt.Errorf("staged file %s: %d bytes inline for a file of %d: %w", r.Path, len(r.Data), r.Size, pdc.ErrInvalid)
+		return fmt.Errorf("staged file %q: %d bytes inline for a file of %d: %w", r.Path, len(r.Data), r.Size, pdc.ErrInvalid)
 	case crc32.Checksum(r.Data, staging.Table) != r.CRC:
-		return fmt.Errorf("staged file %s: its inline bytes do not match its CRC-32C %08x: %w", r.Path, r.CRC, pdc.ErrChecksum)
+		return fmt.Errorf("staged file %q: its inline bytes do not match its CRC-32C %08x: %w", r.Path, r.CRC, pdc.ErrChecksum)
 	}
 	return nil
 }
@@ -525,7 +525,7 @@ func (s *stages) stageLookup(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("staged file %s has not been produced%s: %w", k.Path, inNamespace(k.Namespace), pdc.ErrNotFound)
+		return nil, fmt.Errorf("staged file %q has not been produced%s: %w", k.Path, inNamespace(k.Namespace), pdc.ErrNotFound)
 	}
 	return rpc.Respond(r), nil
 }
@@ -571,12 +571,12 @@ func (s *stages) stageWait(ctx context.Context, req *rpc.Request) (*rpc.Response
 		case <-ctx.Done():
 			done()
 			if k.After > 0 {
-				return nil, fmt.Errorf("staged file %s: no version after %d was produced%s in time: %w", k.Path, k.After, inNamespace(k.Namespace), pdc.CtxErr(ctx))
+				return nil, fmt.Errorf("staged file %q: no version after %d was produced%s in time: %w", k.Path, k.After, inNamespace(k.Namespace), pdc.CtxErr(ctx))
 			}
-			return nil, fmt.Errorf("staged file %s was not produced%s in time: %w", k.Path, inNamespace(k.Namespace), pdc.CtxErr(ctx))
+			return nil, fmt.Errorf("staged file %q was not produced%s in time: %w", k.Path, inNamespace(k.Namespace), pdc.CtxErr(ctx))
 		case <-s.waits.stop:
 			done()
-			return nil, fmt.Errorf("waiting for staged file %s: the metadata server is shutting down: %w", k.Path, pdc.ErrUnavailable)
+			return nil, fmt.Errorf("waiting for staged file %q: the metadata server is shutting down: %w", k.Path, pdc.ErrUnavailable)
 		}
 	}
 }
@@ -623,7 +623,7 @@ func (s *stages) stageList(ctx context.Context, req *rpc.Request) (*rpc.Response
 		}
 		var r wire.StageRecord
 		if err := r.Unmarshal(v); err != nil {
-			return false, fmt.Errorf("stored record of staged file %s: %w", path, pdc.ErrCorrupt)
+			return false, fmt.Errorf("stored record of staged file %q: %w", path, pdc.ErrCorrupt)
 		}
 		size += len(v) - len(r.Data) + 8
 		r.Data = nil // a listing describes the files; a consume gets them

@@ -76,9 +76,9 @@ func sectionCRC(f *os.File, off, n int64) (uint32, error) {
 		done += int64(k)
 		if err != nil && !(err == io.EOF && done == n) {
 			if err == io.EOF {
-				return 0, fmt.Errorf("checksum %s: the file ends at %d bytes, before %d: %w", f.Name(), off+done, off+n, io.ErrUnexpectedEOF)
+				return 0, fmt.Errorf("checksum %q: the file ends at %d bytes, before %d: %w", f.Name(), off+done, off+n, io.ErrUnexpectedEOF)
 			}
-			return 0, fmt.Errorf("checksum %s: %w", f.Name(), err)
+			return 0, fmt.Errorf("checksum %q: %w", f.Name(), err)
 		}
 	}
 	return crc, nil

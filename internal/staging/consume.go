@@ -44,7 +44,7 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 	sf, err := OpenRead(src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("version %d was removed from the producer dir %s after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)
+			return "", fmt.Errorf("version %d was removed from the producer dir %q after it was produced: %w", rec.Version, pdir.Path, pdc.ErrNotFound)
 		}
 		return "", err
 	}
@@ -155,7 +155,7 @@ func reserve(f *os.File, n int64) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reserving %d bytes in %s: %w", n, filepath.Dir(f.Name()), err)
+		return fmt.Errorf("reserving %d bytes in %q: %w", n, filepath.Dir(f.Name()), err)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64
 	size := int64(rec.Size)
 	if size >= roomCheckMin {
 		if err := CheckRoom(f, size); err != nil {
-			return 0, fmt.Errorf("the consumer dir %s has no room: %w", dir.Path, err)
+			return 0, fmt.Errorf("the consumer dir %q has no room: %w", dir.Path, err)
 		}
 	}
 	key := FetchKey(rec)
@@ -233,7 +233,7 @@ func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64
 	n, err := recv.Fetch(ctx, fe.Owner, key, dtl.IntoWriter(in), dtl.WithMode(fe.Mode), dtl.WithExpectedSize(size))
 	written, crc, werr := in.Finish()
 	if err == nil && werr != nil {
-		err = fmt.Errorf("writing %s: %w", tmp, werr)
+		err = fmt.Errorf("writing %q: %w", tmp, werr)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("fetch from its owner %s: %w", fe.OwnerLabel, err)
@@ -301,7 +301,7 @@ func PlaceInline(dir Dir, rel, dst, tmp string, rec *wire.StageRecord) error {
 	}
 	marked, durable, err := writeInline(dir, fd, tmp, rec)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
-		err = &fs.PathError{Op: "close", Path: tmp, Err: cerr}
+		err = newPathError("close", tmp, cerr)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -321,25 +321,25 @@ func writeInline(dir Dir, fd int, tmp string, rec *wire.StageRecord) (marked, du
 			continue
 		}
 		if err != nil {
-			return false, false, fmt.Errorf("writing %s: %w", tmp, err)
+			return false, false, fmt.Errorf("writing %q: %w", tmp, err)
 		}
 		b = b[n:]
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return false, false, &fs.PathError{Op: "stat", Path: tmp, Err: err}
+		return false, false, newPathError("stat", tmp, err)
 	}
 	switch err := unix.Fsetxattr(fd, copyAttr, encodeCopy(rec, 0, st.Mtim.Nano()), 0); err {
 	case nil:
 		marked = true
 	case unix.ENOTSUP, unix.EPERM: // no user attributes here: Remember, once in place
 	default:
-		return false, false, fmt.Errorf("record the version of %s: %w", tmp, err)
+		return false, false, fmt.Errorf("record the version of %q: %w", tmp, err)
 	}
 	durable = !(dir.memory && st.Dev == dir.dev)
 	if durable {
 		if err := unix.Fsync(fd); err != nil {
-			return false, false, &fs.PathError{Op: "sync", Path: tmp, Err: err}
+			return false, false, newPathError("sync", tmp, err)
 		}
 	}
 	return marked, durable, nil

@@ -53,12 +53,12 @@ func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp stri
 	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err == unix.ENOENT {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, err)
+			return nil, "", fmt.Errorf("consumer dir %q: %w", d.Path, err)
 		}
 		fd, err = openRaw(path, unix.O_RDWR|unix.O_CREAT, 0o600)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("consumer dir %s: %w", d.Path, &fs.PathError{Op: "open", Path: path, Err: err})
+		return nil, "", fmt.Errorf("consumer dir %q: %w", d.Path, newPathError("open", path, err))
 	}
 	// Free at once, as it mostly is: no *os.File, whose making costs a
 	// system call of its own.
@@ -69,12 +69,12 @@ func (d Dir) LockCopy(ctx context.Context, rel string) (release func(), tmp stri
 		f := os.NewFile(uintptr(fd), path)
 		if err := Lock(ctx, f, true); err != nil {
 			f.Close()
-			return nil, "", fmt.Errorf("%s: another consumer on this host is fetching it: %w", rel, err)
+			return nil, "", fmt.Errorf("%q: another consumer on this host is fetching it: %w", rel, err)
 		}
 		release = func() { f.Close() }
 	default:
 		unix.Close(fd)
-		return nil, "", fmt.Errorf("consumer dir %s: lock %s: %w", d.Path, path, err)
+		return nil, "", fmt.Errorf("consumer dir %q: lock %q: %w", d.Path, path, err)
 	}
 	return release, tempName(filepath.Join(d.Real, filepath.FromSlash(rel)), rel), nil
 }
@@ -115,12 +115,12 @@ func createTemp(tmp string, rw bool) (int, error) {
 	if err == unix.EEXIST {
 		// Left by a holder of the lock that died; the lock is ours.
 		if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT {
-			return -1, &fs.PathError{Op: "remove", Path: tmp, Err: err}
+			return -1, newPathError("remove", tmp, err)
 		}
 		fd, err = openRaw(tmp, flag, 0o600)
 	}
 	if err != nil {
-		return -1, &fs.PathError{Op: "create", Path: tmp, Err: err}
+		return -1, newPathError("create", tmp, err)
 	}
 	return fd, nil
 }
@@ -130,12 +130,12 @@ func linkTemp(src, tmp string) error {
 	err := unix.Link(src, tmp)
 	if err == unix.EEXIST {
 		if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT {
-			return &fs.PathError{Op: "remove", Path: tmp, Err: err}
+			return newPathError("remove", tmp, err)
 		}
 		err = unix.Link(src, tmp)
 	}
 	if err != nil {
-		return &os.LinkError{Op: "link", Old: src, New: tmp, Err: err}
+		return newLinkError("link", src, tmp, err)
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func Mark(f *os.File, st fs.FileInfo, rec *wire.StageRecord) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("record the version of %s: %w", f.Name(), err)
+		return false, fmt.Errorf("record the version of %q: %w", f.Name(), err)
 	}
 	return true, nil
 }
@@ -271,7 +271,7 @@ func (d Dir) rememberAs(rel, abs string, rec *wire.StageRecord, st fs.FileInfo) 
 		return nil
 	}
 	if err != unix.ENOTSUP && err != unix.EOPNOTSUPP && err != unix.EPERM {
-		return fmt.Errorf("record the version of %s: %w", abs, err)
+		return fmt.Errorf("record the version of %q: %w", abs, err)
 	}
 	ino := inode(st)
 	p := d.copyRecordPath(rel)
@@ -341,7 +341,7 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+			return nil, newPathError("open", path, err)
 		}
 		return os.NewFile(uintptr(fd), path), nil
 	}
@@ -355,11 +355,11 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 func OpenRead(path string) (*os.File, error) {
 	fd, err := openRaw(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, newPathError("open", path, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)
-		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+		return nil, newPathError("fcntl", path, err)
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
@@ -380,7 +380,7 @@ func SyncDir(dir string) error {
 // Rename moves oldpath to newpath (replacing it) with one system call.
 func Rename(oldpath, newpath string) error {
 	if err := unix.Rename(oldpath, newpath); err != nil {
-		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		return newLinkError("rename", oldpath, newpath, err)
 	}
 	return nil
 }

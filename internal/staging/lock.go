@@ -27,17 +27,17 @@ func Lock(ctx context.Context, f *os.File, exclusive bool) error {
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
+		return fmt.Errorf("lock %q: %w", f.Name(), err)
 	}
 	var lerr error
 	if err := rc.Control(func(fd uintptr) { lerr = flock(int(fd), how|unix.LOCK_NB) }); err != nil {
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
+		return fmt.Errorf("lock %q: %w", f.Name(), err)
 	}
 	if lerr == nil {
 		return nil
 	}
 	if !errors.Is(lerr, unix.EWOULDBLOCK) {
-		return fmt.Errorf("lock %s: %w", f.Name(), lerr)
+		return fmt.Errorf("lock %q: %w", f.Name(), lerr)
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -53,11 +53,11 @@ func Lock(ctx context.Context, f *os.File, exclusive bool) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("lock %s: %w", f.Name(), err)
+			return fmt.Errorf("lock %q: %w", f.Name(), err)
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the lock on %s: %w", f.Name(), pdc.CtxErr(ctx))
+		return fmt.Errorf("waiting for the lock on %q: %w", f.Name(), pdc.CtxErr(ctx))
 	}
 }
 

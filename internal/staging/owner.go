@@ -90,7 +90,7 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	// os.Open's attempt to register a regular file with the poller.
 	abs := filepath.Join(f.dir.Real, filepath.FromSlash(rec.Path))
 	if err := f.dir.checkLinks(rec.Path, abs); err != nil {
-		return dtl.Source{}, fmt.Errorf("staged file %s (version %d): %w", rec.Path, rec.Version, err)
+		return dtl.Source{}, fmt.Errorf("staged file %q (version %d): %w", rec.Path, rec.Version, err)
 	}
 	file, err := OpenRead(abs)
 	if err != nil {
@@ -98,14 +98,14 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	}
 	if err := Lock(ctx, file, false); err != nil {
 		file.Close()
-		return dtl.Source{}, fmt.Errorf("staged file %s (version %d): %w", rec.Path, rec.Version, err)
+		return dtl.Source{}, fmt.Errorf("staged file %q (version %d): %w", rec.Path, rec.Version, err)
 	}
 	// The lock goes with the file: closing it lets produce in again.
 	release := func() { file.Close() }
 	st, err := file.Stat()
 	if err != nil {
 		release()
-		return dtl.Source{}, fmt.Errorf("staged file %s: %w", rec.Path, err)
+		return dtl.Source{}, fmt.Errorf("staged file %q: %w", rec.Path, err)
 	}
 	if err := Matches(&rec, st); err != nil {
 		release()
@@ -116,20 +116,20 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 
 func (f *Files) gone(rec *wire.StageRecord, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("staged file %s (version %d) was removed from the producer dir %s after it was produced: %w",
+		return fmt.Errorf("staged file %q (version %d) was removed from the producer dir %q after it was produced: %w",
 			rec.Path, rec.Version, f.dir.Path, pdc.ErrNotFound)
 	}
-	return fmt.Errorf("staged file %s (version %d): %w", rec.Path, rec.Version, err)
+	return fmt.Errorf("staged file %q (version %d): %w", rec.Path, rec.Version, err)
 }
 
 // Matches checks that st, a stat of the produced file, still describes the
 // file the record was made from: same inode, size and modification time.
 func Matches(rec *wire.StageRecord, st fs.FileInfo) error {
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("staged file %s (version %d) is no longer a regular file: %w", rec.Path, rec.Version, pdc.ErrChecksum)
+		return fmt.Errorf("staged file %q (version %d) is no longer a regular file: %w", rec.Path, rec.Version, pdc.ErrChecksum)
 	}
 	if inode(st) != rec.Ino || uint64(st.Size()) != rec.Size || st.ModTime().UnixNano() != rec.MtimeNS {
-		return fmt.Errorf("staged file %s changed after version %d was produced (now %d bytes, modified %s; produced as %d bytes, modified %s): produce it again: %w",
+		return fmt.Errorf("staged file %q changed after version %d was produced (now %d bytes, modified %s; produced as %d bytes, modified %s): produce it again: %w",
 			rec.Path, rec.Version, st.Size(), st.ModTime().Format("15:04:05.000000000"), rec.Size,
 			timeOf(rec.MtimeNS).Format("15:04:05.000000000"), pdc.ErrChecksum)
 	}

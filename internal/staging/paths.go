@@ -39,7 +39,7 @@ func CheckRel(rel string) error {
 	case rel == ".." || strings.HasPrefix(rel, "../"):
 		return fmt.Errorf("staged path %q leaves the managed dir: %w", rel, pdc.ErrPermission)
 	case rel == metaDir || strings.HasPrefix(rel, metaDir+"/"):
-		return fmt.Errorf("staged path %q is inside %s, which pdc keeps for itself: %w", rel, metaDir, pdc.ErrPermission)
+		return fmt.Errorf("staged path %q is inside %q, which pdc keeps for itself: %w", rel, metaDir, pdc.ErrPermission)
 	}
 	return nil
 }
@@ -89,26 +89,26 @@ func OpenDir(dir, kind string, create bool) (Dir, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, dir, err)
+		return Dir{}, fmt.Errorf("%s dir %q: %w", kind, dir, err)
 	}
 	if create {
 		if err := os.MkdirAll(abs, 0o700); err != nil {
-			return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+			return Dir{}, fmt.Errorf("%s dir %q: %w", kind, abs, err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Dir{}, fmt.Errorf("%s dir %s does not exist: %w", kind, abs, pdc.ErrNotFound)
+			return Dir{}, fmt.Errorf("%s dir %q does not exist: %w", kind, abs, pdc.ErrNotFound)
 		}
-		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+		return Dir{}, fmt.Errorf("%s dir %q: %w", kind, abs, err)
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return Dir{}, fmt.Errorf("%s dir %s: %w", kind, abs, err)
+		return Dir{}, fmt.Errorf("%s dir %q: %w", kind, abs, err)
 	}
 	if !st.IsDir() {
-		return Dir{}, fmt.Errorf("%s dir %s is not a directory: %w", kind, abs, pdc.ErrInvalid)
+		return Dir{}, fmt.Errorf("%s dir %q is not a directory: %w", kind, abs, pdc.ErrInvalid)
 	}
 	d := Dir{Path: abs, Real: real, kind: kind}
 	var fst unix.Statfs_t
@@ -148,13 +148,13 @@ func (d Dir) Resolve(path string) (rel, abs string, err error) {
 			r, ok = within(d.Real, p)
 		}
 		if !ok {
-			return "", "", fmt.Errorf("path %s is outside the %s dir %s: %w", path, d.kind, d.Path, pdc.ErrPermission)
+			return "", "", fmt.Errorf("path %q is outside the %s dir %q: %w", path, d.kind, d.Path, pdc.ErrPermission)
 		}
 		p = r
 	}
 	rel = filepath.ToSlash(filepath.Clean(p))
 	if err := CheckRel(rel); err != nil {
-		return "", "", fmt.Errorf("%s dir %s: %w", d.kind, d.Path, err)
+		return "", "", fmt.Errorf("%s dir %q: %w", d.kind, d.Path, err)
 	}
 	abs = filepath.Join(d.Real, filepath.FromSlash(rel))
 	if err := d.checkLinks(rel, abs); err != nil {
@@ -177,7 +177,7 @@ func (d Dir) checkLinks(rel, abs string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("path %s in the %s dir %s: %w", rel, d.kind, d.Path, err)
+			return fmt.Errorf("path %q in the %s dir %q: %w", rel, d.kind, d.Path, err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
@@ -185,13 +185,13 @@ func (d Dir) checkLinks(rel, abs string) error {
 		}
 		real, err := filepath.EvalSymlinks(next)
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("path %s in the %s dir %s goes through a dangling symlink: %w", rel, d.kind, d.Path, pdc.ErrPermission)
+			return fmt.Errorf("path %q in the %s dir %q goes through a dangling symlink: %w", rel, d.kind, d.Path, pdc.ErrPermission)
 		}
 		if err != nil {
-			return fmt.Errorf("path %s in the %s dir %s: %w", rel, d.kind, d.Path, err)
+			return fmt.Errorf("path %q in the %s dir %q: %w", rel, d.kind, d.Path, err)
 		}
 		if _, ok := within(d.Real, real); !ok && real != d.Real {
-			return fmt.Errorf("path %s in the %s dir %s resolves to %s, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
+			return fmt.Errorf("path %q in the %s dir %q resolves to %q, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
 		}
 		cur = real
 	}
@@ -231,7 +231,7 @@ func RecordPath(path, consumerDir, producerDir string) (string, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return "", fmt.Errorf("absolute path %s, but no producer or consumer dir is set to make it relative to: %w", path, pdc.ErrInvalid)
+		return "", fmt.Errorf("absolute path %q, but no producer or consumer dir is set to make it relative to: %w", path, pdc.ErrInvalid)
 	}
 	return "", errors.Join(errs...)
 }
@@ -262,7 +262,7 @@ func RecordPrefix(prefix, consumerDir, producerDir string) (string, error) {
 			}
 		}
 		if !found {
-			return "", fmt.Errorf("prefix %s is absolute but inside neither the consumer dir (%q) nor the producer dir (%q): %w",
+			return "", fmt.Errorf("prefix %q is absolute but inside neither the consumer dir (%q) nor the producer dir (%q): %w",
 				prefix, consumerDir, producerDir, pdc.ErrInvalid)
 		}
 	}

@@ -50,7 +50,7 @@ func OpenUnlocked(dir Dir, abs string) (*os.File, FileID, error) {
 	f, err := OpenRead(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, FileID{}, fmt.Errorf("no such file in the producer dir %s: %w", dir.Path, pdc.ErrNotFound)
+			return nil, FileID{}, fmt.Errorf("no such file in the producer dir %q: %w", dir.Path, pdc.ErrNotFound)
 		}
 		return nil, FileID{}, err
 	}
@@ -94,7 +94,7 @@ func Describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, er
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return wire.StageRecord{}, fmt.Errorf("read %s: %w", f.Name(), err)
+			return wire.StageRecord{}, fmt.Errorf("read %q: %w", f.Name(), err)
 		}
 		rec.CRC = crc32.Checksum(rec.Data, Table)
 		return rec, nil

@@ -207,7 +207,7 @@ func TestStageNewerThanAndRemoveWhileWaiting(t *testing.T) {
 	// for a newer version, and that none came: it said the file was not
 	// produced.
 	r = e2e.Run(t, env, "stage", "consume", "--consumer-dir", cons, "--newer-than", "1", "--timeout", "1s", rel)
-	if r.Err == nil || !strings.Contains(r.Stderr, "waiting for w.dat to be produced (a version newer than 1)") ||
+	if r.Err == nil || !strings.Contains(r.Stderr, `waiting for "w.dat" to be produced (a version newer than 1)`) ||
 		!strings.Contains(r.Stderr, "no version newer than 1 produced before the deadline") {
 		t.Fatalf("consume --newer-than 1 --timeout 1s of version 1: %v\nstderr:\n%s", r.Err, r.Stderr)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,6 +192,9 @@ func startStage(t *testing.T, env []string, args ...string) *bgStage {
 			p.Stderr.WriteString(line + "\n")
 			if rest, ok := strings.CutPrefix(line, "pdc stage consume: waiting for "); ok {
 				q, _, _ := strings.Cut(rest, " to be produced") // (a version newer than V) may follow
+				if uq, err := strconv.Unquote(q); err == nil {
+					q = uq // quoted: a path may hold any byte
+				}
 				p.waiting <- q
 			}
 		}
@@ -367,7 +371,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 	if !errors.As(r.Err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("consume timed out with %v, want exit status 1", r.Err)
 	}
-	if !strings.Contains(r.Stderr, "waiting for "+never+" to be produced") {
+	if !strings.Contains(r.Stderr, "waiting for "+strconv.Quote(never)+" to be produced") {
 		t.Errorf("consume did not say it waits for %s:\n%s", never, r.Stderr)
 	}
 	last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:])
@@ -387,7 +391,7 @@ func TestStageConsumeTimeout(t *testing.T) {
 	sc.produce(t, "there.dat")
 	r = sc.consume(t, "node-b", consB, "--timeout", "1s", "there.dat", never)
 	if r.Err == nil || !hasConsumed(r.Stdout, "there.dat", 1, filepath.Join(consB, "there.dat"), "inline") ||
-		!strings.Contains(r.Stderr, "1 of 2 files failed") || !strings.Contains(r.Stderr, "pdc: consume "+never+": ") ||
+		!strings.Contains(r.Stderr, "1 of 2 files failed") || !strings.Contains(r.Stderr, "pdc: consume "+strconv.Quote(never)+": ") ||
 		strings.Count(r.Stderr, "not produced") < 2 {
 		t.Errorf("consume of a produced and a missing file: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
 	}
@@ -1128,7 +1132,7 @@ func TestStageRecordsSurviveRestart(t *testing.T) {
 	r := waiter.wait(t)
 	t.Logf("a consumer waiting while the servers were killed: %v: %s", r.Err, strings.TrimSpace(r.Stderr))
 	if last := strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]); r.Err == nil ||
-		!strings.Contains(last, "consume late.dat") || !strings.Contains(last, "unavailable") || strings.Contains(last, "deadline") {
+		!strings.Contains(last, `consume "late.dat"`) || !strings.Contains(last, "unavailable") || strings.Contains(last, "deadline") {
 		t.Errorf("a consumer waiting while the servers were killed: %v\nstdout:\n%s\nstderr:\n%s\nwant an error naming the file, before its deadline",
 			r.Err, r.Stdout, r.Stderr)
 	}
