@@ -127,7 +127,7 @@ network namespaces: pdc bench hosts).
 	rep.Load.Before = bench.ReadLoad()
 	cpu0 := bench.ReadCPU()
 	t0 := time.Now()
-	fmt.Fprintf(e.stderr, "bench all: %d benchmarks, %d rounds each; before: %s\n", len(chosen), *rounds, rep.Load.Before)
+	fmt.Fprintf(e.stderr, "bench all: %s, %s each; before: %s\n", count(len(chosen), "benchmark", "benchmarks"), count(*rounds, "round", "rounds"), rep.Load.Before)
 	if err := runAll(ctx, e, &rep, chosen, *quick, *rounds, *cpuprofile); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ network namespaces: pdc bench hosts).
 	if err := bench.WriteSummaryTable(e.stdout, rep.Cases()); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "bench all: %d cases in %s; before: %s; after: %s%s\n", len(rep.Cases()), time.Since(t0).Round(time.Second), rep.Load.Before, rep.Load.After, othersText(rep.Load.Others))
+	fmt.Fprintf(e.stderr, "bench all: %s in %s; before: %s; after: %s%s\n", count(len(rep.Cases()), "case", "cases"), time.Since(t0).Round(time.Second), rep.Load.Before, rep.Load.After, othersText(rep.Load.Others))
 	if w := rep.Load.Warning(); w != "" {
 		fmt.Fprintf(e.stderr, "bench all: %s\n", w)
 	}
@@ -246,7 +246,7 @@ func benchCompare(ctx context.Context, e *env, args []string) error {
 	}
 	for i, r := range reps {
 		if r.Machine.Cores > 0 {
-			fmt.Fprintf(e.stderr, "%s: %s, %d cores, %s, revision %s, %s; load %.2f before, %.2f after\n", fs.Arg(i), r.Machine.CPU, r.Machine.Cores,
+			fmt.Fprintf(e.stderr, "%s: %s, %s, %s, revision %s, %s; load %.2f before, %.2f after\n", fs.Arg(i), r.Machine.CPU, count(r.Machine.Cores, "core", "cores"),
 				r.Machine.Go, r.Machine.Revision, r.Machine.Date.Format(time.RFC3339), r.Load.Before.Load1, r.Load.After.Load1)
 			if w := r.Load.Warning(); w != "" {
 				fmt.Fprintf(e.stderr, "%s: %s\n", fs.Arg(i), w)

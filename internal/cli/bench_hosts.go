@@ -83,7 +83,7 @@ func benchHosts(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench hosts: %w", err)
 	}
 	defer stopCeilings()
-	fmt.Fprintf(e.stderr, "bench hosts: client on %s (%s), servers on %d nodes, raw TCP from %s\n", h.client.Name, h.client.Addr, *servers, h.far.Name)
+	fmt.Fprintf(e.stderr, "bench hosts: client on %s (%s), servers on %s, raw TCP from %s\n", h.client.Name, h.client.Addr, count(*servers, "node", "nodes"), h.far.Name)
 
 	var all []bench.Summary
 	for _, lim := range limits {

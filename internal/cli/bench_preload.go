@@ -59,7 +59,7 @@ func benchPreload(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench preload: %w", err)
 	}
 	defer stop()
-	fmt.Fprintf(e.stdout, "bench preload: a producer on node-a writes a file, a consumer on node-b reads it; %d rounds\n", *rounds)
+	fmt.Fprintf(e.stdout, "bench preload: a producer on node-a writes a file, a consumer on node-b reads it; %s\n", count(*rounds, "round", "rounds"))
 	fmt.Fprintf(e.stdout, "  %s: cp, then pdc stage produce; pdc stage consume, then cat\n", viaStage)
 	fmt.Fprintf(e.stdout, "  %s: cp and cat under LD_PRELOAD=%s\n", viaPreload, filepath.Join(pfx, "lib", "libpdc_preload.so"))
 	fmt.Fprintf(e.stdout, "  wall: from the producer's start to the consumer's end; cpu: user+system time of those processes (not the servers')\n")
@@ -74,7 +74,7 @@ func benchPreload(ctx context.Context, e *env, args []string) error {
 			msOf(median(cpu[viaStage])), msOf(median(cpu[viaPreload])), ratio(cpu))
 	}
 	after := bench.ReadLoad()
-	fmt.Fprintf(e.stdout, "load average %.2f before, %.2f after (%d cores)\n", load.Load1, after.Load1, after.Cores)
+	fmt.Fprintf(e.stdout, "load average %.2f before, %.2f after (%s)\n", load.Load1, after.Load1, count(after.Cores, "core", "cores"))
 	return nil
 }
 
@@ -244,7 +244,7 @@ func (p *preloadBench) pair(ctx context.Context, via, src string) (wall, cpu tim
 	if st, err := os.Stat(consPath); err != nil {
 		return 0, 0, fmt.Errorf("%s: the consumer's copy: %w", via, err)
 	} else if fi, err := os.Stat(src); err != nil || st.Size() != fi.Size() {
-		return 0, 0, fmt.Errorf("%s: the consumer's copy has %d bytes, want the source's: %w", via, st.Size(), pdc.ErrCorrupt)
+		return 0, 0, fmt.Errorf("%s: the consumer's copy has %s, want the source's: %w", via, count(st.Size(), "byte", "bytes"), pdc.ErrCorrupt)
 	}
 	return wall, cpu, nil
 }

@@ -85,7 +85,7 @@ func (o *benchOpts) begin(e *env) (*benchRun, error) {
 		r.prof = f
 	}
 	r.before, r.cpu = bench.ReadLoad(), bench.ReadCPU()
-	fmt.Fprintf(e.stderr, "bench %s: %d rounds; before: %s\n", o.name, o.rounds, r.before)
+	fmt.Fprintf(e.stderr, "bench %s: %s; before: %s\n", o.name, count(o.rounds, "round", "rounds"), r.before)
 	r.status = newStatus(e.stderr, isTerminal(e.stderr), "bench "+o.name+": setting up")
 	return r, nil
 }
@@ -139,7 +139,7 @@ func (r *benchRun) rounds(ctx context.Context, round func(ctx context.Context, i
 			return fmt.Errorf("round %d of %d: %w", i+1, r.o.rounds, err)
 		}
 		r.rs = append(r.rs, rs...)
-		r.status.printf("bench %s: round %d of %d: %d figures in %s\n", r.o.name, i+1, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
+		r.status.printf("bench %s: round %d of %d: %s in %s\n", r.o.name, i+1, r.o.rounds, count(len(rs), "figure", "figures"), time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -150,13 +150,13 @@ func (r *benchRun) rounds(ctx context.Context, round func(ctx context.Context, i
 // object per case, which it could not keep for every case at once.
 func (r *benchRun) within(ctx context.Context, measure func(ctx context.Context, rounds int) ([]bench.Result, error)) error {
 	t0 := time.Now()
-	r.status.set("bench %s: %d rounds", r.o.name, r.o.rounds)
+	r.status.set("bench %s: %s", r.o.name, count(r.o.rounds, "round", "rounds"))
 	rs, err := measure(ctx, r.o.rounds)
 	if err != nil {
 		return err
 	}
 	r.rs = append(r.rs, rs...)
-	r.status.printf("bench %s: %d rounds: %d figures in %s\n", r.o.name, r.o.rounds, len(rs), time.Since(t0).Round(time.Millisecond))
+	r.status.printf("bench %s: %s: %s in %s\n", r.o.name, count(r.o.rounds, "round", "rounds"), count(len(rs), "figure", "figures"), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (r *benchRun) finish() error {
 		match = r.match.MatchString
 	}
 	ss := bench.Summarize(bench.MatchCases(r.rs, match))
-	fmt.Fprintf(r.e.stderr, "bench %s: %d cases, %d rounds in %s; before: %s; after: %s%s\n", r.o.name, len(ss), r.o.rounds,
+	fmt.Fprintf(r.e.stderr, "bench %s: %s, %s in %s; before: %s; after: %s%s\n", r.o.name, count(len(ss), "case", "cases"), count(r.o.rounds, "round", "rounds"),
 		time.Since(r.t0).Round(time.Second), span.Before, span.After, othersText(span.Others))
 	if w := span.Warning(); w != "" {
 		fmt.Fprintf(r.e.stderr, "bench %s: %s\n", r.o.name, w)

@@ -62,7 +62,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 	if *quiet {
 		out = io.Discard
 	}
-	fmt.Fprintf(e.stdout, "soak: %d cycles, %d servers, %d clients, seed %d, files in %s\n", *cycles, *servers, *workers, *seed, dir)
+	fmt.Fprintf(e.stdout, "soak: %s, %s, %s, seed %d, files in %s\n", count(*cycles, "cycle", "cycles"), count(*servers, "server", "servers"), count(*workers, "client", "clients"), *seed, dir)
 	res, err := crashloop.Run(ctx, crashloop.Config{Bin: self, Dir: dir, Cycles: *cycles, Servers: *servers, ServerCounts: sizes,
 		Workers: *workers, Work: *work, Seed: *seed, Out: out, DynamicOverwrites: dynOver, StopAtFirst: *stop, Durability: *durability})
 	if res != nil {
@@ -75,7 +75,7 @@ func benchSoak(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench soak: %w (files kept in %s)", err, dir)
 	}
 	if res.Failed() {
-		return fmt.Errorf("bench soak: %d violations, %d server deaths (files kept in %s): %w", res.Violations(), res.ServerDeaths, dir, pdc.ErrCorrupt)
+		return fmt.Errorf("bench soak: %s, %s (files kept in %s): %w", count(res.Violations(), "violation", "violations"), count(res.ServerDeaths, "server death", "server deaths"), dir, pdc.ErrCorrupt)
 	}
 	if *keep == "" {
 		return os.RemoveAll(dir)

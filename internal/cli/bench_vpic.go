@@ -172,7 +172,7 @@ func (v *vpicBench) procsCase(ctx context.Context, p int) ([]bench.Result, error
 	for step := range v.steps {
 		d, err := runProcs(ctx, rawArgs)
 		if err != nil {
-			return nil, fmt.Errorf("%d processes, step %d, raw tcp: %w", p, step, err)
+			return nil, fmt.Errorf("%s, step %d, raw tcp: %w", count(p, "process", "processes"), step, err)
 		}
 		times["raw"] = append(times["raw"], d)
 		if err := v.step(ctx, p, step, times); err != nil {
@@ -207,13 +207,13 @@ func (v *vpicBench) step(ctx context.Context, p, step int, times map[string][]ti
 	for _, phase := range []string{"write", "read"} {
 		d, err := v.phase(ctx, p, run, phase)
 		if err != nil {
-			return fmt.Errorf("%d processes, step %d, %s: %w", p, step, phase, err)
+			return fmt.Errorf("%s, step %d, %s: %w", count(p, "process", "processes"), step, phase, err)
 		}
 		times[phase] = append(times[phase], d)
 	}
 	// Untimed: the step's objects are not needed again.
 	if err := bench.VPICDelete(ctx, v.c, run); err != nil {
-		return fmt.Errorf("%d processes, step %d: %w", p, step, err)
+		return fmt.Errorf("%s, step %d: %w", count(p, "process", "processes"), step, err)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func moveData(ctx context.Context, e *env, df *dataFlags, a client.Access, name,
 	if a == client.Write {
 		var extra [1]byte
 		if n, _ := m.f.Read(extra[:]); n > 0 {
-			return fmt.Errorf("put: %s holds more than object %q region %v takes (%d bytes): %w", path, name, box, total, pdc.ErrInvalid)
+			return fmt.Errorf("put: %s holds more than object %q region %v takes (%s): %w", path, name, box, count(total, "byte", "bytes"), pdc.ErrInvalid)
 		}
 		if err := o.Flush(ctx); err != nil {
 			return fmt.Errorf("put: %w", err)
@@ -188,8 +188,8 @@ func (m *mover) openEnds() (func(), error) {
 		}
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && uint64(st.Size()) != m.total {
 			f.Close()
-			return nil, fmt.Errorf("put: %s holds %d bytes; object %q region %v takes %d (%d elements of %s): %w",
-				m.path, st.Size(), m.name, m.box, m.total, m.box.Volume(), m.o.Info().Props.Type, pdc.ErrInvalid)
+			return nil, fmt.Errorf("put: %s holds %s; object %q region %v takes %d (%s of %s): %w",
+				m.path, count(st.Size(), "byte", "bytes"), m.name, m.box, m.total, count(m.box.Volume(), "element", "elements"), m.o.Info().Props.Type, pdc.ErrInvalid)
 		}
 		m.f = f
 		return func() { f.Close() }, nil
@@ -272,7 +272,7 @@ func (m *mover) start(ctx context.Context, b region.Box, buf []byte) (flight, er
 	if m.a == client.Write {
 		if _, err := io.ReadFull(m.f, buf); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return flight{}, fmt.Errorf("put: %s ended before object %q region %v was filled (%d bytes): %w", m.path, m.name, m.box, m.total, pdc.ErrInvalid)
+				return flight{}, fmt.Errorf("put: %s ended before object %q region %v was filled (%s): %w", m.path, m.name, m.box, count(m.total, "byte", "bytes"), pdc.ErrInvalid)
 			}
 			return flight{}, fmt.Errorf("put: %w", err)
 		}

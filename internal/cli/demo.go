@@ -43,7 +43,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	out := e.stdout
 	tmpdir, datadir := filepath.Join(dir, "tmp"), filepath.Join(dir, "data")
 
-	fmt.Fprintf(out, "== starting %d servers (pdc up -n %d --tmpdir %s)\n", *n, *n, tmpdir)
+	fmt.Fprintf(out, "== starting %s (pdc up -n %d --tmpdir %s)\n", count(*n, "server", "servers"), *n, tmpdir)
 	t0 := time.Now()
 	// The servers stand for nodes of their own (node-a, node-b, ...), each
 	// serving a producer dir, so that staging moves files between "nodes".
@@ -93,7 +93,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(out, "stopped %d servers; demo done\n", k)
+	fmt.Fprintf(out, "stopped %s; demo done\n", count(k, "server", "servers"))
 	if *keep {
 		fmt.Fprintf(out, "logs kept in %s\n", filepath.Join(tmpdir, "logs"))
 	}

@@ -42,7 +42,7 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 	}
 	st := newStatus(e.stderr, isTerminal(e.stderr), "fsck: "+what+" on the data servers")
 	reps, err := c.Scrub(ctx, client.ScrubOptions{Remove: *remove, Verify: !*noVerify, Progress: func(done, total int) {
-		st.set("fsck: %s: %d of %d data servers done", what, done, total)
+		st.set("fsck: %s: %d of %s done", what, done, count(total, "data server", "data servers"))
 	}})
 	st.stop()
 	var orphans, left, corrupt uint64
@@ -61,7 +61,7 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("fsck: %w", err)
 	}
 	if left > 0 || corrupt > 0 {
-		return fmt.Errorf("fsck: %d orphaned objects left, %d corrupt blocks: %w", left, corrupt, pdc.ErrCorrupt)
+		return fmt.Errorf("fsck: %s left, %s: %w", count(left, "orphaned object", "orphaned objects"), count(corrupt, "corrupt block", "corrupt blocks"), pdc.ErrCorrupt)
 	}
 	for _, r := range reps {
 		if len(r.Errors) > 0 {
@@ -73,7 +73,7 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 	if *noVerify {
 		blocks = "blocks not checked (--no-verify)"
 	}
-	fmt.Fprintf(e.stdout, "clean: %d orphaned objects removed, %s\n", orphans, blocks)
+	fmt.Fprintf(e.stdout, "clean: %s removed, %s\n", count(orphans, "orphaned object", "orphaned objects"), blocks)
 	return nil
 }
 
@@ -81,10 +81,10 @@ func runFsck(ctx context.Context, e *env, args []string) error {
 func printScrub(w io.Writer, r client.ScrubReport, verify bool) {
 	verified := ""
 	if verify {
-		verified = fmt.Sprintf(", %d blocks checked", r.Verified)
+		verified = fmt.Sprintf(", %s checked", count(r.Verified, "block", "blocks"))
 	}
-	fmt.Fprintf(w, "%s: %d objects, %s; %d orphaned, %d corrupt blocks%s\n",
-		r.Server.Label(), r.Objects, humanBytes(r.Bytes), r.NOrphans, r.NCorrupt, verified)
+	fmt.Fprintf(w, "%s: %s, %s; %d orphaned, %s%s\n",
+		r.Server.Label(), count(r.Objects, "object", "objects"), humanBytes(r.Bytes), r.NOrphans, count(r.NCorrupt, "corrupt block", "corrupt blocks"), verified)
 	for _, o := range r.Orphans {
 		state := "left (pdc fsck --remove deletes it)"
 		if o.Removed {

@@ -303,7 +303,7 @@ func refuseNonEmpty(ctx context.Context, c *client.Client, names []string, timeo
 			return fmt.Errorf("cont rm: count the objects of %s: %w", n, err)
 		}
 		if k > 0 {
-			full = append(full, fmt.Sprintf("%s holds %d %s", n, k, plural(uint64(k), "object", "objects")))
+			full = append(full, fmt.Sprintf("%s holds %d %s", n, k, plural(k, "object", "objects")))
 		}
 	}
 	if len(full) > 0 {
@@ -314,13 +314,6 @@ func refuseNonEmpty(ctx context.Context, c *client.Client, names []string, timeo
 			strings.Join(full, ", "), pdc.ErrInvalid)
 	}
 	return nil
-}
-
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // contInfo prints what the containers names are, even those being
@@ -384,14 +377,14 @@ func contMembers(ctx context.Context, e *env, c *client.Client, verb string, nam
 	if err != nil {
 		return err
 	}
-	change, done := ct.AddObjects, "added %d objects to container %s\n"
+	change, done := ct.AddObjects, "added %s to container %s\n"
 	if verb == "remove" {
-		change, done = ct.RemoveObjects, "removed %d objects from container %s\n"
+		change, done = ct.RemoveObjects, "removed %s from container %s\n"
 	}
 	if err := change(ctx, ids...); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, done, len(ids), ct.Name())
+	fmt.Fprintf(e.stdout, done, count(len(ids), "object", "objects"), ct.Name())
 	return nil
 }
 

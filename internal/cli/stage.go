@@ -193,7 +193,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 	paths := fs.Args()
 	sc := &stageConsumer{e: e, c: c, mode: *mode, bar: *bar, single: len(paths) == 1, newer: *newer, total: len(paths)}
 	// One file has its bar; several, a line counting them on a terminal.
-	sc.status = newStatus(e.stderr, !sc.single && isTerminal(e.stderr), fmt.Sprintf("consume: 0 of %d files", len(paths)))
+	sc.status = newStatus(e.stderr, !sc.single && isTerminal(e.stderr), fmt.Sprintf("consume: 0 of %s", count(len(paths), "file", "files")))
 	defer sc.status.stop()
 	errs := make([]error, len(paths))
 	// The slot is taken here, not in the goroutine, so that files are
@@ -224,7 +224,7 @@ func runStageConsume(ctx context.Context, e *env, args []string) error {
 				n++
 			}
 		}
-		return fmt.Errorf("stage consume: %d of %d files failed: %w", n, len(paths), errs[firstErr(errs)])
+		return fmt.Errorf("stage consume: %d of %s failed: %w", n, count(len(paths), "file", "files"), errs[firstErr(errs)])
 	}
 	return nil
 }
@@ -284,7 +284,7 @@ func (sc *stageConsumer) consume(ctx context.Context, p string) error {
 	if err == nil {
 		sc.moved += uint64(got.Size)
 	}
-	sc.status.set("consume: %d of %d files, %s", sc.ended, sc.total, humanBytes(sc.moved))
+	sc.status.set("consume: %d of %s, %s", sc.ended, count(sc.total, "file", "files"), humanBytes(sc.moved))
 	if err != nil {
 		if !sc.single {
 			sc.status.printf("pdc: %v\n", err)

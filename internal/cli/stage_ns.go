@@ -112,11 +112,7 @@ func runStageRemove(ctx context.Context, e *env, args []string) error {
 	if c.Namespace() != "" {
 		ns = fmt.Sprintf("namespace %q", c.Namespace())
 	}
-	word := "records"
-	if removed == 1 {
-		word = "record"
-	}
-	fmt.Fprintf(e.stdout, "removed %d staged %s from %s\n", removed, word, ns)
+	fmt.Fprintf(e.stdout, "removed %s from %s\n", count(removed, "staged record", "staged records"), ns)
 	if err != nil {
 		return fmt.Errorf("stage rm: %w", err)
 	}

@@ -114,8 +114,8 @@ func unscraped(v metrics.ClusterView) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("top: %d of %d servers could not be scraped (%s; why is under the view, and pdc status says which are down): %w",
-		len(bad), len(v.Servers), strings.Join(bad, ", "), pdc.ErrUnavailable)
+	return fmt.Errorf("top: %d of %s could not be scraped (%s; why is under the view, and pdc status says which are down): %w",
+		len(bad), count(len(v.Servers), "server", "servers"), strings.Join(bad, ", "), pdc.ErrUnavailable)
 }
 
 func noMetrics(s *metrics.ClusterSnapshot) bool {
@@ -128,7 +128,7 @@ func noMetrics(s *metrics.ClusterSnapshot) bool {
 }
 
 func printTop(w io.Writer, tmpdir string, v metrics.ClusterView, live bool) {
-	fmt.Fprintf(w, "pdc top: %d servers, tmpdir %s, %s, rates over %v", len(v.Servers), tmpdir,
+	fmt.Fprintf(w, "pdc top: %s, tmpdir %s, %s, rates over %v", count(len(v.Servers), "server", "servers"), tmpdir,
 		v.Time.Format(time.TimeOnly), v.Interval.Round(time.Millisecond))
 	if live {
 		fmt.Fprint(w, " (Ctrl-C quits)")

@@ -42,7 +42,7 @@ func TestTopFailsWhenAServerCannotBeScraped(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		err := Run(ctx, args, &out, &errb)
-		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "1 of 1 servers could not be scraped") || !strings.Contains(out.String(), gone) {
+		if !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "1 of 1 server could not be scraped") || !strings.Contains(out.String(), gone) {
 			t.Errorf("pdc %s with its server's metrics gone: %v, stdout:\n%s\nwant the view, naming %s, then an error", strings.Join(args, " "), err, out.String(), gone)
 		}
 	}

@@ -126,7 +126,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	o.logArgs = lo.args(fs)
 	// Servers that find the data of a cluster of another size move
 	// metadata before they are ready: on a terminal, say what is awaited.
-	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: starting %d servers", o.n))
+	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: starting %s", count(o.n, "server", "servers")))
 	procs, err := up(ctx, st, o)
 	st.stop()
 	if err != nil {
@@ -136,7 +136,7 @@ func runUp(ctx context.Context, e *env, args []string) error {
 	if o.dashboard != "" {
 		printDashboard(e.stdout, o.dashboard, o.tmpdir, procs)
 	}
-	fmt.Fprintf(e.stdout, "%d servers up; tmpdir %s. Stop them with: pdc down --tmpdir %s\n", len(procs), o.tmpdir, o.tmpdir)
+	fmt.Fprintf(e.stdout, "%s up; tmpdir %s. Stop %s with: pdc down --tmpdir %s\n", count(len(procs), "server", "servers"), o.tmpdir, plural(len(procs), "it", "them"), o.tmpdir)
 	return nil
 }
 
@@ -236,7 +236,7 @@ func up(ctx context.Context, warn io.Writer, o upOptions) ([]cluster.Proc, error
 		return nil, fmt.Errorf("up: %w", err)
 	}
 	if stale != nil {
-		fmt.Fprintf(warn, "pdc up: replacing the stale server list in %s: none of its %d servers answers (a dead cluster)\n", tmpdir, stale.Size)
+		fmt.Fprintf(warn, "pdc up: replacing the stale server list in %s: %s (a dead cluster)\n", tmpdir, noneAnswers(stale.Size))
 		if err := cluster.RemoveFiles(tmpdir); err != nil {
 			return nil, fmt.Errorf("up: remove the stale server list: %w", err)
 		}
@@ -356,7 +356,7 @@ func restartDeadServers(ctx context.Context, e *env, tmpdir string, timeout time
 		return fmt.Errorf("up --restart-dead: restart its servers with `pdc server --rank R` and the flags they were started with: %w", err)
 	}
 	if rec.Size != list.Size {
-		return fmt.Errorf("up --restart-dead: the server list in %s has %d servers, the record of pdc up %d (from an earlier cluster): %w", tmpdir, list.Size, rec.Size, pdc.ErrInvalid)
+		return fmt.Errorf("up --restart-dead: the server list in %s has %s, the record of pdc up %d (from an earlier cluster): %w", tmpdir, count(list.Size, "server", "servers"), rec.Size, pdc.ErrInvalid)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	live := cluster.LiveServers(pctx, list)
@@ -374,7 +374,7 @@ func restartDeadServers(ctx context.Context, e *env, tmpdir string, timeout time
 		}
 	}
 	if len(dead) == 0 {
-		fmt.Fprintf(e.stdout, "all %d servers answer; none restarted\n", list.Size)
+		fmt.Fprintf(e.stdout, "%s; none restarted\n", allAnswer(list.Size))
 		return nil
 	}
 	self, err := os.Executable()
@@ -386,14 +386,14 @@ func restartDeadServers(ctx context.Context, e *env, tmpdir string, timeout time
 	if timeout != 0 {
 		cfg.Timeout = timeout
 	}
-	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: restarting %d servers", len(dead)))
+	st := newStatus(e.stderr, isTerminal(e.stderr), fmt.Sprintf("up: restarting %s", count(len(dead), "server", "servers")))
 	procs, err := startAndPing(ctx, cfg)
 	st.stop()
 	if err != nil {
 		return err
 	}
 	printProcs(e.stdout, procs)
-	fmt.Fprintf(e.stdout, "restarted %d of %d servers: rank %s\n", len(procs), list.Size, strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "restarted %d of %s: %s %s\n", len(procs), count(list.Size, "server", "servers"), plural(len(names), "rank", "ranks"), strings.Join(names, ", "))
 	return nil
 }
 
@@ -507,7 +507,7 @@ func runDown(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "stopped %d servers\n", n)
+	fmt.Fprintf(e.stdout, "stopped %s\n", count(n, "server", "servers"))
 	return nil
 }
 
@@ -555,7 +555,7 @@ func down(ctx context.Context, warn io.Writer, tmpdir string, timeout time.Durat
 	if st.TransientErr != nil {
 		warnTransientLeft(warn, tmpdir, st)
 	} else if st.Transient > 0 {
-		fmt.Fprintf(warn, "pdc down: deleted %d transient containers\n", st.Transient)
+		fmt.Fprintf(warn, "pdc down: deleted %s\n", count(st.Transient, "transient container", "transient containers"))
 	}
 	for _, g := range st.Gone {
 		fmt.Fprintf(warn, "pdc down: %s was already gone\n", g)
@@ -637,8 +637,8 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			// it is not the cure.
 			return fmt.Errorf("status: %w", err)
 		}
-		return fmt.Errorf("status: %d of %d servers down (%s); restart them with `pdc up --restart-dead --tmpdir %s` or `pdc server --rank R`: %w",
-			len(down), len(sts), strings.Join(down, ", "), *tmpdir, err)
+		return fmt.Errorf("status: %d of %s down (%s); restart %s with `pdc up --restart-dead --tmpdir %s` or `pdc server --rank R`: %w",
+			len(down), count(len(sts), "server", "servers"), strings.Join(down, ", "), plural(len(down), "it", "them"), *tmpdir, err)
 	}
 	return nil
 }
@@ -671,12 +671,12 @@ func printStatus(w io.Writer, sts []client.ServerStatus) {
 	tw.Flush()
 	for _, s := range sts {
 		if len(s.IndexWaiting) > 0 {
-			fmt.Fprintf(w, "rank %d cannot deliver tag index updates to rank %s; indexed queries that need them wait until they are delivered, or fail\n",
-				s.Rank, joinInts(s.IndexWaiting, ", "))
+			fmt.Fprintf(w, "rank %d cannot deliver tag index updates to %s %s; indexed queries that need them wait until they are delivered, or fail\n",
+				s.Rank, plural(len(s.IndexWaiting), "rank", "ranks"), joinInts(s.IndexWaiting, ", "))
 		}
 		if s.CutsWaiting > 0 {
-			fmt.Fprintf(w, "rank %d holds %d dims cuts (shrinks or relayouts) some data server has not applied yet; the next set dims of those objects is refused until it has (its log names the data server)\n",
-				s.Rank, s.CutsWaiting)
+			fmt.Fprintf(w, "rank %d holds %s (shrinks or relayouts) some data server has not applied yet; the next set dims of those objects is refused until it has (its log names the data server)\n",
+				s.Rank, count(s.CutsWaiting, "dims cut", "dims cuts"))
 		}
 		for _, m := range s.SlotsMissing {
 			fmt.Fprintf(w, "rank %d is missing data %s\n", s.Rank, m)
@@ -764,5 +764,5 @@ func pingAll(ctx context.Context, w io.Writer, c *client.Client, timeout time.Du
 	}
 	// One line: each server's error is above, on its own; the lines
 	// joined repeated them all.
-	return fmt.Errorf("ping: %d of %d servers did not answer (%s); the first: %w", len(failed), len(servers), strings.Join(failed, ", "), first)
+	return fmt.Errorf("ping: %d of %s did not answer (%s); the first: %w", len(failed), count(len(servers), "server", "servers"), strings.Join(failed, ", "), first)
 }

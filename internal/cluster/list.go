@@ -308,6 +308,10 @@ func Probe(ctx context.Context, dir string) (*List, []Server) {
 // servers that answer) and what to do about it.
 func RunningError(dir string, l *List, live []Server) error {
 	s := live[0]
-	return fmt.Errorf("a pdc cluster is already running in %s (%d of %d servers answer; %s, pid %d on %s): stop it with `pdc down --tmpdir %s`, restart the servers that do not answer with `pdc up --restart-dead --tmpdir %s`, or use another tmpdir: %w",
-		dir, len(live), l.Size, s.Label(), s.PID, s.Host, dir, dir, pdc.ErrExists)
+	of := fmt.Sprintf("%d of %d servers answer", len(live), l.Size)
+	if l.Size == 1 {
+		of = "its 1 server answers" // not "1 of 1 servers answer"
+	}
+	return fmt.Errorf("a pdc cluster is already running in %s (%s; %s, pid %d on %s): stop it with `pdc down --tmpdir %s`, restart the servers that do not answer with `pdc up --restart-dead --tmpdir %s`, or use another tmpdir: %w",
+		dir, of, s.Label(), s.PID, s.Host, dir, dir, pdc.ErrExists)
 }

@@ -111,6 +111,9 @@ func WaitForLiveList(ctx context.Context, dir string) (*List, error) {
 				return l, nil
 			}
 			err = fmt.Errorf("none of the %d servers of the list in %s answers (a dead cluster's list)", l.Size, dir)
+			if l.Size == 1 {
+				err = fmt.Errorf("the 1 server of the list in %s does not answer (a dead cluster's list)", dir)
+			}
 		}
 		if werr := w.wait(ctx); werr != nil {
 			return nil, fmt.Errorf("wait for the server list: %w; last seen: %w", werr, err)

@@ -167,7 +167,7 @@ func checkDownNamesLeftovers(t *testing.T, tmpdir string) {
 		t.Fatal(err)
 	}
 	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
-	if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 servers") {
+	if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 server") {
 		t.Fatalf("down with rank 1 dead: %v\n%s%s", r.Err, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "the transient containers of "+dead.Label()+" could not be listed") {

@@ -143,7 +143,7 @@ func TestDownReportsDeadServer(t *testing.T) {
 	_ = syscall.Kill(list.Servers[1].PID, syscall.SIGKILL)
 	_ = cluster.WaitExit(e2e.Ctx(t, 10*time.Second), list.Servers[1].PID)
 	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
-	if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 servers") || !strings.Contains(r.Stderr, "rank 1") {
+	if r.Err != nil || !strings.Contains(r.Stdout, "stopped 1 server") || !strings.Contains(r.Stderr, "rank 1") {
 		t.Fatalf("down with a dead server: %v\nstdout: %s\nstderr: %s", r.Err, r.Stdout, r.Stderr)
 	}
 	if e2e.Alive(list.Servers[0].PID) {

@@ -309,7 +309,7 @@ func checkFsckReport(t *testing.T, r e2e.Result, ids map[string]uint64, orphanID
 		"corrupt: rank ", fmt.Sprintf(`object "kept-offset" (id %d): %s: block 63 at offset`, ids["kept-offset"], offFile),
 		fmt.Sprintf(`object "kept-region" (id %d): %s: block`, ids["kept-region"], regLog), "of written region [0+64, 0+1024]",
 		"stored data is corrupt",
-		"1 orphaned objects left, 2 corrupt blocks",
+		"1 orphaned object left, 2 corrupt blocks",
 	} {
 		if !strings.Contains(r.Stdout+r.Stderr, want) {
 			t.Errorf("fsck's report does not say %q:\n%s%s", want, r.Stdout, r.Stderr)

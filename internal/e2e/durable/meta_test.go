@@ -431,7 +431,7 @@ func TestTransientContainersEndWithTheCluster(t *testing.T) {
 	}
 	c.Close()
 	r := e2e.Run(t, nil, "down", "--tmpdir", tmpdir)
-	if r.Err != nil || !strings.Contains(r.Stderr, "deleted 1 transient containers") {
+	if r.Err != nil || !strings.Contains(r.Stderr, "deleted 1 transient container") {
 		t.Fatalf("down: %v\n%s", r.Err, r.Stderr)
 	}
 	e2e.MustRun(t, "up", "-n", "2", "--tmpdir", tmpdir, "--datadir", datadir)

@@ -207,7 +207,11 @@ func TestUpRestartDead(t *testing.T) {
 			s.deadWrites(v, fmt.Sprintf("dead-c%d-r%d", cycle, v.Rank), 1)
 		}
 		out := e2e.MustRun(t, "up", "--restart-dead", "--tmpdir", tmpdir)
-		want := fmt.Sprintf("restarted %d of 3 servers: rank %s", len(victims), strings.Trim(strings.ReplaceAll(fmt.Sprint(victims), " ", ", "), "[]"))
+		ranks := "rank"
+		if len(victims) > 1 {
+			ranks = "ranks"
+		}
+		want := fmt.Sprintf("restarted %d of 3 servers: %s %s", len(victims), ranks, strings.Trim(strings.ReplaceAll(fmt.Sprint(victims), " ", ", "), "[]"))
 		if !strings.Contains(out, want) {
 			t.Fatalf("up --restart-dead said %q, want %q", out, want)
 		}

@@ -59,7 +59,7 @@ func TestStatusShowsCutsWaiting(t *testing.T) {
 	if err := obj.SetDims(ctx, []uint64{4, 8}); err != nil {
 		t.Fatalf("shrink with rank 1 down: %v", err)
 	}
-	const line = "rank 0 holds 1 dims cuts"
+	const line = "rank 0 holds 1 dims cut "
 	r := e2e.Run(t, nil, "status", "--tmpdir", tmpdir)
 	if !strings.Contains(r.Stdout, line) {
 		t.Errorf("pdc status with a cut waiting for rank 1 does not say %q:\n%s%s", line, r.Stdout, r.Stderr)

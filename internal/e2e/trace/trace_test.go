@@ -154,7 +154,7 @@ func checkProgress(t *testing.T, tmpdir string) {
 	dir := t.TempDir()
 	screen := onTerminal(t, "up", "-n", "1", "--tmpdir", filepath.Join(dir, "tmp"), "--datadir", filepath.Join(dir, "data"))
 	e2e.Cleanup(t, filepath.Join(dir, "tmp"))
-	if !strings.Contains(screen, "\rup: starting 1 servers ... ") {
+	if !strings.Contains(screen, "\rup: starting 1 server ... ") {
 		t.Errorf("pdc up on a terminal drew no status line:\n%q", screen)
 	}
 }
