@@ -341,3 +341,21 @@ func TestUpBoundsServers(t *testing.T) {
 		t.Errorf("pdc up -n 256 with a tmpdir that is a file: %v (exit %d); want -n taken and the tmpdir refused (exit 1)", err, ExitCode(err))
 	}
 }
+
+// A tag query that does not parse is a usage error (exit 2), found
+// before any cluster is asked: it was exit 1, as if the cluster had
+// failed, and needed a running cluster to be told.
+func TestQuerySyntaxIsAUsageError(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", ""}, `query "": empty query`},
+		{[]string{"query", "a="}, `query "a=": empty value`},
+		{[]string{"query", "=b"}, `query "=b": empty key`},
+		{[]string{"query", "n=.."}, "range with neither end"},
+		{[]string{"query", "n=20..10"}, "empty range"},
+		{[]string{"query", "a==b"}, `unknown operator "=="`},
+		{[]string{"query", "--ids", "**=x"}, `key pattern "**"`},
+	})
+}

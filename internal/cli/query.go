@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pdcgo/pdc/client"
+	"github.com/pdcgo/pdc/internal/tagindex"
 )
 
 func init() {
@@ -42,6 +43,12 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	}
 	if !*idsOnly {
 		opts = append(opts, client.WithNames())
+	}
+	// The query is the user's expression: one that does not parse is
+	// a usage error, told before any cluster is asked (Query parses it
+	// too, and its error was exit 1, as if the cluster had failed).
+	if _, err := tagindex.Parse(fs.Arg(0)); err != nil {
+		return fmt.Errorf("%w: %w", err, errUsage)
 	}
 	c, ctx, done, err := cf.connect(ctx)
 	if err != nil {
