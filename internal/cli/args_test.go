@@ -359,3 +359,35 @@ func TestQuerySyntaxIsAUsageError(t *testing.T) {
 		{[]string{"query", "--ids", "**=x"}, `key pattern "**"`},
 	})
 }
+
+// A value that pdc server or a benchmark cannot take is a usage error
+// (exit 2), as docs/CLI.md says: these were exit 1, as if a cluster had
+// failed.
+func TestFlagValuesAreUsageErrors(t *testing.T) {
+	badArgs(t, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--durability", "bogus"}, `--durability: unknown durability "bogus"`},
+		{[]string{"server", "--roles", "janitor"}, `--roles: unknown role "janitor"`},
+		{[]string{"server", "--rank", "3", "--size", "2"}, "--rank 3, --size 2"},
+		{[]string{"bench", "dtl", "--sizes", "bogus"}, `--sizes: size "bogus"`},
+		{[]string{"bench", "dtl", "--big", "bogus"}, `--big: size "bogus"`},
+		{[]string{"bench", "dtl", "--modes", "bogus"}, `--modes: transport mode "bogus"`},
+		{[]string{"bench", "dtl", "--source", "bogus"}, `--source "bogus"`},
+		{[]string{"bench", "io", "--size", "bogus"}, `--size: size "bogus"`},
+		{[]string{"bench", "io", "--regions", "1KiB,x"}, `--regions: size "x"`},
+		{[]string{"bench", "io", "--partitions", "bogus"}, `--partitions: unknown partition "bogus"`},
+		{[]string{"bench", "io", "--storage", "bogus"}, `--storage: unknown storage mode "bogus"`},
+		{[]string{"bench", "io", "--servers", "0"}, `--servers: "0" is not a positive count`},
+		{[]string{"bench", "query", "--size", "bogus"}, `--size: size "bogus"`},
+		{[]string{"bench", "query", "--partitions", "bogus"}, `--partitions: unknown partition "bogus"`},
+		{[]string{"bench", "query", "--servers", "x"}, `--servers: "x" is not a positive count`},
+		{[]string{"bench", "vpic", "--partition", "bogus"}, `--partition: unknown partition "bogus"`},
+		{[]string{"bench", "vpic", "--procs", "x"}, `--procs: "x" is not a positive count`},
+		{[]string{"bench", "stage", "--sizes", "bogus"}, `--sizes: size "bogus"`},
+		{[]string{"bench", "stage", "--modes", "bogus"}, `--modes: transport mode "bogus"`},
+		{[]string{"bench", "preload", "--sizes", "bogus"}, `--sizes: size "bogus"`},
+		{[]string{"bench", "python", "--size", "bogus"}, `--size: size "bogus"`},
+	})
+}

@@ -180,22 +180,22 @@ func benchDTL(ctx context.Context, e *env, args []string) error {
 	for _, s := range strings.Split(*sizesFlag, ",") {
 		n, err := parseSize(s)
 		if err != nil {
-			return fmt.Errorf("bench dtl: --sizes: %w", err)
+			return fmt.Errorf("bench dtl: --sizes: %w: %w", err, errUsage)
 		}
 		sizes = append(sizes, n)
 	}
 	if *source != "" && *source != "file" && *source != "buffer" {
-		return fmt.Errorf("bench dtl: --source %q: want file or buffer: %w", *source, pdc.ErrInvalid)
+		return fmt.Errorf("bench dtl: --source %q: want file or buffer: %w", *source, errUsage)
 	}
 	bigN, err := parseSize(*big)
 	if err != nil {
-		return fmt.Errorf("bench dtl: --big: %w", err)
+		return fmt.Errorf("bench dtl: --big: %w: %w", err, errUsage)
 	}
 	var modes []dtl.Mode
 	for _, s := range strings.Split(*modesFlag, ",") {
 		m, err := dtl.ParseMode(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("bench dtl: --modes: %w", err)
+			return fmt.Errorf("bench dtl: --modes: %w: %w", err, errUsage)
 		}
 		if m == dtl.ModeAuto {
 			return fmt.Errorf("bench dtl: --modes: auto picks one of the others; name them: %w", dtl.ErrBadMode)

@@ -47,11 +47,11 @@ func benchIO(ctx context.Context, e *env, args []string) error {
 		cfg.Small = -1
 	}
 	if err := parseIOMatrix(&cfg, *sizeFlag, *regionsFlag, *partsFlag, *storFlag); err != nil {
-		return fmt.Errorf("bench io: %w", err)
+		return fmt.Errorf("bench io: %w: %w", err, errUsage)
 	}
 	servers, err := parseCounts(*serversFlag)
 	if err != nil {
-		return fmt.Errorf("bench io: --servers: %w", err)
+		return fmt.Errorf("bench io: --servers: %w: %w", err, errUsage)
 	}
 	if err := ext.check(); err != nil {
 		return fmt.Errorf("bench io: %w", err)

@@ -36,7 +36,7 @@ func benchPreload(ctx context.Context, e *env, args []string) error {
 	for _, s := range strings.Split(*sizesFlag, ",") {
 		n, err := parseSize(s)
 		if err != nil {
-			return fmt.Errorf("bench preload: --sizes: %w", err)
+			return fmt.Errorf("bench preload: --sizes: %w: %w", err, errUsage)
 		}
 		sizes = append(sizes, n)
 	}

@@ -42,7 +42,7 @@ func benchPython(ctx context.Context, e *env, args []string) error {
 	}
 	size, err := parseSize(*sizeFlag)
 	if err != nil {
-		return fmt.Errorf("bench python: --size: %w", err)
+		return fmt.Errorf("bench python: --size: %w: %w", err, errUsage)
 	}
 	reg, err := parseSize(*regionFlag)
 	if err != nil || reg < 8 || reg%8 != 0 || size < reg || size%reg != 0 {

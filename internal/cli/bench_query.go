@@ -29,18 +29,18 @@ func benchQuery(ctx context.Context, e *env, args []string) error {
 	}}
 	var err error
 	if cfg.ObjectSize, err = parseSize(*sizeFlag); err != nil {
-		return fmt.Errorf("bench query: --size: %w", err)
+		return fmt.Errorf("bench query: --size: %w: %w", err, errUsage)
 	}
 	for _, s := range strings.Split(*partsFlag, ",") {
 		p, err := parsePartition(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("bench query: --partitions: %w", err)
+			return fmt.Errorf("bench query: --partitions: %w: %w", err, errUsage)
 		}
 		cfg.Partitions = append(cfg.Partitions, p)
 	}
 	servers, err := parseCounts(*serversFlag)
 	if err != nil {
-		return fmt.Errorf("bench query: --servers: %w", err)
+		return fmt.Errorf("bench query: --servers: %w: %w", err, errUsage)
 	}
 	run, err := bo.begin(e)
 	if err != nil {

@@ -46,7 +46,7 @@ func benchStage(ctx context.Context, e *env, args []string) error {
 	}
 	sizes, modes, err := parseStageMatrix(*sizesFlag, *modesFlag)
 	if err != nil {
-		return fmt.Errorf("bench stage: %w", err)
+		return fmt.Errorf("bench stage: %w: %w", err, errUsage)
 	}
 	run, err := bo.begin(e)
 	if err != nil {

@@ -43,11 +43,11 @@ func benchVPIC(ctx context.Context, e *env, args []string) error {
 	}
 	part, err := parsePartition(*partFlag)
 	if err != nil {
-		return fmt.Errorf("bench vpic: --partition: %w", err)
+		return fmt.Errorf("bench vpic: --partition: %w: %w", err, errUsage)
 	}
 	procs, err := parseCounts(*procsFlag)
 	if err != nil {
-		return fmt.Errorf("bench vpic: --procs: %w", err)
+		return fmt.Errorf("bench vpic: --procs: %w: %w", err, errUsage)
 	}
 	run, err := bo.begin(e)
 	if err != nil {

@@ -74,7 +74,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	// rank 1 that was never meant.
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if given["rank"] && *rank < 0 || given["size"] && *size < 1 {
+	if given["rank"] && *rank < 0 || given["size"] && *size < 1 || given["rank"] && given["size"] && *rank >= *size {
 		return fmt.Errorf("server: --rank %d, --size %d: want a rank of 0 to size-1 and a size of 1 or more (leave them out to take them from the launcher's environment): %w", *rank, *size, errUsage)
 	}
 	logger, closeLog, err := lo.open(e)
@@ -84,7 +84,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	defer closeLog()
 	dur, err := metastore.ParseDurability(*durability)
 	if err != nil {
-		return fmt.Errorf("server: --durability: %w", err)
+		return fmt.Errorf("server: --durability: %w: %w", err, errUsage)
 	}
 	budgetN, payloadBudgetN, rate, err := parseServerSizes(*budget, *payloadBudget, *minRecvRate)
 	if err != nil {
@@ -95,7 +95,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	r, err := cluster.ParseRoles(*roles)
 	if err != nil {
-		return fmt.Errorf("server: --roles: %w", err)
+		return fmt.Errorf("server: --roles: %w: %w", err, errUsage)
 	}
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, Advertise: *advertise, Insecure: *insecure, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,

@@ -391,17 +391,23 @@ func TestStartFailsWhenARankExits(t *testing.T) {
 	}
 }
 
+// Usage errors exit 2, as docs/CLI.md says, with a message.
 func TestBadFlagsAreUsageErrors(t *testing.T) {
+	env := []string{"PDC_TMPDIR=" + t.TempDir()}
 	for _, args := range [][]string{
 		{"nosuchcommand"},
 		{"up", "-n", "0"},
 		{"server", "--roles", "janitor"},
+		{"server", "--durability", "bogus"},
 		{"server", "--rank", "3", "--size", "2"},
 		{"bench", "nosuch"},
+		{"bench", "io", "--size", "bogus"},
+		{"query", "a="},
 	} {
-		r := e2e.Run(t, nil, args...)
-		if r.Err == nil || r.Stderr == "" {
-			t.Errorf("pdc %s: no error", strings.Join(args, " "))
+		r := e2e.Run(t, env, args...)
+		var ee *exec.ExitError
+		if !errors.As(r.Err, &ee) || ee.ExitCode() != 2 || r.Stderr == "" {
+			t.Errorf("pdc %s: %v, stderr %q; want exit status 2 and a message", strings.Join(args, " "), r.Err, r.Stderr)
 		}
 	}
 }
