@@ -61,7 +61,14 @@ func runTop(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if noMetrics(prev) {
-		return fmt.Errorf("top: no server of the cluster in %s serves metrics: start it with pdc up --metrics-addr 127.0.0.1:0 (or pdc server --metrics-addr)", *tmpdir)
+		var all []string
+		var ranks []int
+		for _, smp := range prev.Servers {
+			all = append(all, smp.Server.Label())
+			ranks = append(ranks, smp.Server.Rank)
+		}
+		return fmt.Errorf("top: no server of the cluster in %s serves metrics (%s): %s: %w",
+			*tmpdir, strings.Join(all, ", "), startWithMetrics(ranks, *tmpdir), pdc.ErrNotFound)
 	}
 	live := !*once && !*asJSON && isTerminal(e.stdout)
 	t := time.NewTicker(*interval)
@@ -86,7 +93,7 @@ func runTop(ctx context.Context, e *env, args []string) error {
 			if err := enc.Encode(v); err != nil {
 				return err
 			}
-			return unscraped(v)
+			return unscraped(v, *tmpdir)
 		}
 		var b strings.Builder
 		if live {
@@ -97,25 +104,65 @@ func runTop(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("top: %w", err)
 		}
 	}
-	return unscraped(last)
+	return unscraped(last, *tmpdir)
 }
 
 // unscraped fails a view that ends top (--once, --json, -n) in which a
 // server could not be scraped, as pdc status fails when one is not up:
 // a script saw exit 0 and a table of dashes, or JSON of zeros, for a
-// cluster whose servers were all dead.
-func unscraped(v metrics.ClusterView) error {
-	var bad []string
+// cluster whose servers were all dead. A server that serves no metrics
+// at all (started without --metrics-addr) is no failure to scrape: it
+// is named apart, with how to start it with an address, instead of
+// sending the user to pdc status for a server that is up.
+func unscraped(v metrics.ClusterView, tmpdir string) error {
+	var none, bad []string
+	var noneRanks []int
 	for _, s := range v.Servers {
-		if s.Error != "" {
-			bad = append(bad, fmt.Sprintf("rank %d (%s)", s.Rank, s.Addr))
+		label := fmt.Sprintf("rank %d (%s)", s.Rank, s.Addr)
+		switch {
+		case s.MetricsAddr == "":
+			none = append(none, label)
+			noneRanks = append(noneRanks, s.Rank)
+		case s.Error != "":
+			bad = append(bad, label)
 		}
 	}
-	if len(bad) == 0 {
-		return nil
+	var parts []string
+	if len(none) > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s no metrics: %s",
+			strings.Join(none, ", "), plural(len(none), "serves", "serve"), startWithMetrics(noneRanks, tmpdir)))
 	}
-	return fmt.Errorf("top: %d of %s could not be scraped (%s; why is under the view, and pdc status says which are down): %w",
-		len(bad), count(len(v.Servers), "server", "servers"), strings.Join(bad, ", "), pdc.ErrUnavailable)
+	if len(bad) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %s could not be scraped (%s; why is under the view, and pdc status says which are down)",
+			len(bad), count(len(v.Servers), "server", "servers"), strings.Join(bad, ", ")))
+	}
+	msg := "top: " + strings.Join(parts, "; ")
+	switch {
+	case len(none) > 0 && len(bad) > 0:
+		return fmt.Errorf("%s: %w: %w", msg, pdc.ErrNotFound, pdc.ErrUnavailable)
+	case len(none) > 0:
+		return fmt.Errorf("%s: %w", msg, pdc.ErrNotFound)
+	case len(bad) > 0:
+		return fmt.Errorf("%s: %w", msg, pdc.ErrUnavailable)
+	}
+	return nil
+}
+
+// startWithMetrics says how to give the servers of ranks, of the
+// cluster in tmpdir, started without --metrics-addr, a metrics address:
+// a server takes one only at start, so each must be started again with
+// it, by hand, or, for a cluster of pdc up (whose --restart-dead
+// restarts servers with the flags the cluster was started with), by
+// starting the cluster again.
+func startWithMetrics(ranks []int, tmpdir string) string {
+	n, rank := len(ranks), "R"
+	if n == 1 {
+		rank = fmt.Sprint(ranks[0])
+	}
+	return fmt.Sprintf("%s started without --metrics-addr, which a server takes only at start; start %s again with one "+
+		"(stop it, then pdc server --rank %s ... --metrics-addr 127.0.0.1:0), or, for a cluster of pdc up, "+
+		"pdc down --tmpdir %s, then pdc up with its flags and --metrics-addr 127.0.0.1:0",
+		plural(n, "it was", "they were"), plural(n, "it", "each"), rank, tmpdir)
 }
 
 func noMetrics(s *metrics.ClusterSnapshot) bool {
