@@ -13,6 +13,7 @@ import (
 )
 
 func main() {
+	cli.ServerRuntime(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
