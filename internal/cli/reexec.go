@@ -46,5 +46,11 @@ func ServerRuntime(args []string) {
 			env = append(env, kv)
 		}
 	}
-	_ = syscall.Exec("/proc/self/exe", os.Args, env)
+	// The binary by its own path, not /proc/self/exe: a process takes its
+	// name (ps, pgrep, pkill) from the file it executes.
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	_ = syscall.Exec(exe, os.Args, env)
 }

@@ -25,6 +25,11 @@ func serverGODEBUG(t *testing.T, tmpdir string) []string {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Label(), err)
 		}
+		// Executed again, it keeps its name for ps, pgrep and pkill.
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", s.PID))
+		if want := filepath.Base(e2e.Bin()); err != nil || !strings.HasPrefix(want, strings.TrimSpace(string(comm))) {
+			t.Errorf("%s runs as %q (%v); want %q", s.Label(), comm, err, want)
+		}
 		v := "(unset)"
 		for _, kv := range strings.Split(string(b), "\x00") {
 			if g, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
