@@ -137,6 +137,27 @@ func readRegions(obj func(s *Service) uint64) storeRead {
 	}, func() func([]byte) (string, error) { return decodeAs(&wire.RegionLocatedAll{}) })
 }
 
+func readStageLookup(path string) storeRead {
+	return readUsing(stageLookupH, func(*Service) *wire.StageKey {
+		return &wire.StageKey{Version: wire.StageVersion, Path: path}
+	}, func() func([]byte) (string, error) { return decodeAs(&wire.StageRecord{}) })
+}
+
+var readStageList = readUsing(stageListH, func(*Service) *wire.StageListReq { return &wire.StageListReq{Version: wire.StageVersion} },
+	func() func([]byte) (string, error) { return decodeAs(&wire.StageList{}) })
+
+func removeStaged(q wire.StageRemoveReq) storeChange {
+	return func(s *Service) error {
+		q.Version = wire.StageVersion
+		_, err := call(s, stageRemoveH, &q)
+		return err
+	}
+}
+
+func produceStaged(path string, crc uint32) storeChange {
+	return func(s *Service) error { _, err := produceCRC(s, path, crc); return err }
+}
+
 // The objects and containers the steps below act on, by name: 0 if
 // there is none (a read then asks about no object).
 func objNamed(name string) func(s *Service) uint64 {
@@ -309,6 +330,13 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 			"region query":         readRegion(a),
 			"region query of many": readRegions(a),
 		}},
+		{"staged record removal", setupAll(produceStaged("p", 1)), removeStaged(wire.StageRemoveReq{Path: "p"}), map[string]storeRead{
+			"lookup":  readStageLookup("p"),
+			"listing": readStageList,
+		}},
+		{"staged records removed by prefix", setupAll(produceStaged("d/p", 1)), removeStaged(wire.StageRemoveReq{Prefix: "d/"}), map[string]storeRead{
+			"lookup": readStageLookup("d/p"),
+		}},
 	}
 	ctx := context.Background()
 	for _, st := range steps {
@@ -428,13 +456,15 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 				return &wire.Members{Version: wire.MembersVersion, ContID: cID, ObjIDs: []uint64{aID}}
 			}, func() func([]byte) (string, error) { return decodeAs(&wire.MembersReply{}) }),
 		}},
-		{"staged record removal", setupAll(func(s *Service) error { _, err := produceCRC(s, "p", 1); return err }), func(s *Service) error {
-			_, err := call(s, stageRemoveH, &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"})
-			return err
-		}, map[string]storeRead{
+		{"staged record removal", setupAll(produceStaged("p", 1)), removeStaged(wire.StageRemoveReq{Path: "p"}), map[string]storeRead{
+			"lookup":  readStageLookup("p"),
+			"listing": readStageList,
 			"sent again": readUsing(stageRemoveH, func(*Service) *wire.StageRemoveReq {
 				return &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"}
 			}, func() func([]byte) (string, error) { return decodeAs(&wire.StageRemoved{}) }),
+		}},
+		{"staged records removed by prefix", setupAll(produceStaged("d/p", 1)), removeStaged(wire.StageRemoveReq{Prefix: "d/"}), map[string]storeRead{
+			"lookup": readStageLookup("d/p"),
 		}},
 		{"object tag delete sent again", setupAll(createObjNamed("a"), putTagOn(kindObject, a, "k", 1)), deleteTagOf(kindObject, a, "k"), map[string]storeRead{
 			"tag delete": readUsing(tagDeleteH, func(s *Service) *wire.TagKey { return &wire.TagKey{Kind: kindObject, ID: aID, Name: "k"} },
@@ -542,4 +572,10 @@ func regionQueryH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response
 }
 func regionQueryAllH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.regionQueryAll
+}
+func stageLookupH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
+	return s.stageLookup
+}
+func stageListH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
+	return s.stageList
 }

@@ -60,6 +60,11 @@ func stagePathOfKey(k []byte) ([]byte, bool) {
 // waitKey names a path of a namespace among the waits.
 func waitKey(ns, path string) string { return ns + "\x00" + path }
 
+// stageSubject is the subject (touching) of path's record in namespace
+// ns: a removal records it from before its commit is applied until the
+// commit returns, and a read that finds no record waits for it.
+func stageSubject(ns, path string) uint64 { return nameSubject('s', waitKey(ns, path), 0) }
+
 // checkStageRequest refuses a request of a staging version this build does
 // not speak, or a bad namespace. Version 0 is a client from before
 // namespaces: its files are in the default namespace.
@@ -349,7 +354,10 @@ func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsurePr
 // loadDurable is loadStage of a record a consumer may be given: one
 // known to be durable (awaitDurable). The record is the one read first,
 // so that produces of the path following each other cannot keep it
-// waiting.
+// waiting. No record (nil) is answered once that is durable too: it may
+// be a removal's still in its fsync, or whose sync failed, which a power
+// loss takes back, and "not produced" would then have been answered for
+// a record the store holds again.
 func (s *stages) loadDurable(ctx context.Context, ns, path string) (*wire.StageRecord, error) {
 	key := waitKey(ns, path)
 	r, err := s.loadStage(ns, path)
@@ -358,6 +366,14 @@ func (s *stages) loadDurable(ctx context.Context, ns, path string) (*wire.StageR
 	}
 	if p := s.unsure.get(key); p != nil {
 		if err := s.awaitDurable(ctx, path, key, p); err != nil {
+			return nil, err
+		}
+	}
+	if r == nil {
+		// After the read: a removal it saw recorded itself before its
+		// commit was applied (touching.wait).
+		what := func() string { return "staged file " + path + inNamespace(ns) }
+		if err := s.readDurably(ctx, what, nil, stageSubject(ns, path)); err != nil {
 			return nil, err
 		}
 	}
@@ -634,24 +650,14 @@ func (s *stages) stageList(ctx context.Context, req *rpc.Request) (*rpc.Response
 	if err != nil {
 		return nil, err
 	}
-	// A listed version is one a consumer may name (--newer-than): only
-	// durable ones are listed, as a lookup answers.
-	kept := out.Records[:0]
-	for _, r := range out.Records {
-		if s.unsure.get(waitKey(q.Namespace, r.Path)) != nil {
-			d, err := s.loadDurable(ctx, q.Namespace, r.Path)
-			if err != nil {
-				return nil, err
-			}
-			if d == nil {
-				continue // removed meanwhile
-			}
-			d.Data = nil
-			r = *d
-		}
-		kept = append(kept, r)
+	// A listed version is one a consumer may name (--newer-than), and a
+	// path left out is one it takes for not produced: the page is
+	// answered once what it saw is durable, the produces it lists and the
+	// removals that left paths out (which it cannot name), as the other
+	// listings are.
+	if err := s.scanDurably(ctx, func() string { return "list staged files" + inNamespace(q.Namespace) }); err != nil {
+		return nil, err
 	}
-	out.Records = kept
 	return rpc.Respond(&out), nil
 }
 
@@ -725,12 +731,18 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	b := s.st.NewBatch()
 	defer b.Close()
 	out := wire.StageRemoved{Version: wire.StageVersion}
+	// The records removed, for the readers that find none (loadDurable):
+	// recorded only with sync durability (touching).
+	var touched []uint64
 	var err error
 	if !whole {
 		var r *wire.StageRecord
 		if r, err = s.loadStage(q.Namespace, q.Path); r != nil {
 			b.Delete(keyStage(q.Namespace, q.Path))
 			out.N = 1
+			if s.touches.on {
+				touched = append(touched, stageSubject(q.Namespace, q.Path))
+			}
 		}
 	} else {
 		limit := pageLimit(q.Limit, pageRecords)
@@ -742,6 +754,9 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			if path != "" {
 				b.Delete(keyStage(q.Namespace, path))
 				out.N++
+				if s.touches.on {
+					touched = append(touched, stageSubject(q.Namespace, path))
+				}
 			}
 			return true, nil
 		})
@@ -760,6 +775,10 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		}
 		return rpc.Respond(&out), nil
 	}
+	// Until the commit returns, the removal may not outlive a power loss:
+	// a reader that finds no record waits for it.
+	tc := s.touches.begin(touched...)
+	defer s.touches.end(tc)
 	wait, err := s.st.CommitApply(b)
 	s.mu.Unlock()
 	if err == nil {

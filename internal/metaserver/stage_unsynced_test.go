@@ -193,7 +193,9 @@ func TestStageLookupDuringAProducesSyncWaitsForIt(t *testing.T) {
 // with the record once it can. Before, nothing woke them: they waited for
 // the path's next produce, or their deadline, while a lookup found it.
 func TestStageWaitersOfAProduceWhoseSyncFailed(t *testing.T) {
-	s := newSvc(t)
+	// Opened with sync durability: the waiter reads the store's while
+	// the syncs are made to fail (failSyncs).
+	s := openSyncOn(t, nil)
 	defer s.Close()
 	type result struct {
 		r   *wire.StageRecord
@@ -413,5 +415,89 @@ func TestStageReaderOfAProduceNotApplied(t *testing.T) {
 	s.stages.unsure.finish(keys, inFlight, produceNotApplied)
 	if err := <-got; !errors.Is(err, metastore.ErrUnsynced) {
 		t.Fatalf("a reader of version 1 that met a produce not applied: %v, want an error wrapping ErrUnsynced", err)
+	}
+}
+
+// A produce of a path whose removal is in its fsync finds no record and
+// takes version 1; it commits after the removal, so it is acknowledged,
+// and its record answered, only once the removal is durable too. A
+// lookup meanwhile, whether it reads the removal or the produce, waits:
+// a power loss then brings back the record the two replaced. Before,
+// a lookup that read the removal before the produce was applied
+// answered "not produced" at once.
+func TestStageProduceRacingARemovalInItsFsync(t *testing.T) {
+	mem := vfs.NewMem()
+	f := vfs.NewFaulty(mem)
+	s := openSyncOn(t, f)
+	defer func() { f.OnOp(nil) }()
+	first, err := produceCRC(s, "p", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The removal's fsync of the log stops until released.
+	var once sync.Once
+	inSync, release := make(chan struct{}), make(chan struct{})
+	f.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walPath) {
+			once.Do(func() {
+				close(inSync)
+				<-release
+			})
+		}
+	})
+	removed := make(chan error, 1)
+	go func() {
+		_, err := call(s, stageRemoveH, &wire.StageRemoveReq{Version: wire.StageVersion, Path: "p"})
+		removed <- err
+	}()
+	<-inSync
+	type produced struct {
+		r   *wire.StageRecord
+		err error
+	}
+	second := make(chan produced, 1)
+	go func() {
+		r, err := produceCRC(s, "p", 2)
+		second <- produced{r, err}
+	}()
+	// A context already done: a lookup that waits fails at once.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	lookup := readStageLookup("p")
+	early, earlyErr := lookup(done, s)
+	lost := mem.CrashClone() // power loss during the removal's fsync
+	close(release)
+	if err := <-removed; err != nil {
+		t.Fatalf("the removal: %v", err)
+	}
+	got := <-second
+	if got.err != nil || got.r.Version != 1 || got.r.CRC != 2 {
+		t.Fatalf("a produce after the removal: %+v %v, want version 1 of CRC 2", got.r, got.err)
+	}
+	acked := mem.CrashClone() // power loss right after the produce's answer
+	f.OnOp(nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name string
+		fsys vfs.FS
+		want *wire.StageRecord
+	}{
+		{"during the removal's fsync", lost, first},
+		{"once the produce is answered", acked, got.r},
+	} {
+		s := openSyncOn(t, c.fsys)
+		r, err := lookupOn(s, "p")
+		s.Close()
+		if err != nil || r.Version != c.want.Version || r.CRC != c.want.CRC || r.Produced != c.want.Produced {
+			t.Fatalf("after a power loss %s: %+v %v, want %+v", c.name, r, err, c.want)
+		}
+	}
+	// During the fsync the store holds neither the first record nor
+	// nothing for sure: any answer then a power loss could contradict.
+	if !errors.Is(earlyErr, context.Canceled) {
+		t.Fatalf("a lookup during the removal's fsync answered %q, %v; want it to wait (context canceled)", early, earlyErr)
 	}
 }

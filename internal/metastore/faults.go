@@ -9,11 +9,15 @@ package metastore
 // answered at once, and a cut committed while syncs failed was pushed
 // with its record never synced. TestUnsyncedShrinkIsNotPushedBeforeDurable
 // saw a power-loss image without it now and then.) For tests of what is
-// built on the store.
+// built on the store. A store opened with DurabilitySync is left as it
+// is but for the failure, so that readers running meanwhile (which read
+// its durability without a lock: it never changes once open) may call it.
 func (s *Store) FailSyncs(err error) (restore func()) {
 	w := s.log
 	w.mu.Lock()
-	w.sync = true
+	if !w.sync {
+		w.sync = true
+	}
 	w.mu.Unlock()
 	w.syncMu.Lock()
 	w.setErr(err)
