@@ -137,6 +137,16 @@ func readRegions(obj func(s *Service) uint64) storeRead {
 	}, func() func([]byte) (string, error) { return decodeAs(&wire.RegionLocatedAll{}) })
 }
 
+// readPlace places a write of [0, 4) of obj on one of cands and renders
+// where it goes. A write over a placed region goes in place, to the
+// region's server, with no commit of its own: its answer is a read of
+// the region map.
+func readPlace(obj func(s *Service) uint64, cands ...uint64) storeRead {
+	return readUsing(regionPlaceH, func(s *Service) *wire.RegionBatch {
+		return &wire.RegionBatch{Items: []wire.RegionReq{{Obj: obj(s), Off: []uint64{0}, Size: []uint64{4}, Candidates: cands, Elem: 4}}}
+	}, func() func([]byte) (string, error) { return decodeAs(&wire.RegionLocatedAll{}) })
+}
+
 func readStageLookup(path string) storeRead {
 	return readUsing(stageLookupH, func(*Service) *wire.StageKey {
 		return &wire.StageKey{Version: wire.StageVersion, Path: path}
@@ -329,6 +339,8 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 		}, map[string]storeRead{
 			"region query":         readRegion(a),
 			"region query of many": readRegions(a),
+			// On another server if the placement is lost.
+			"placed again": readPlace(a, 1),
 		}},
 		{"staged record removal", setupAll(produceStaged("p", 1)), removeStaged(wire.StageRemoveReq{Path: "p"}), map[string]storeRead{
 			"lookup":  readStageLookup("p"),

@@ -200,7 +200,7 @@ func (s *regions) regionPlace(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
-	placed, err := s.place(&in, false)
+	placed, err := s.place(ctx, &in, false)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (s *regions) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
-	placed, err := s.place(&in, true)
+	placed, err := s.place(ctx, &in, true)
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +233,35 @@ func (s *regions) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 // place places a batch of writes (see regionPlace), each as disjoint
 // pieces that cover it, sorted by server; with onePiece, each as one
 // piece. The batch is refused whole for one bad region.
-func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
+func (s *regions) place(ctx context.Context, in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
+	out, recorded, err := s.placeLocked(in, onePiece)
+	if err != nil || recorded {
+		// A batch that recorded regions is acknowledged once its commit
+		// is durable, and with it every record it read: the log is
+		// synced in order, and a commit after a failed sync first makes
+		// everything applied durable.
+		return out, err
+	}
+	// Answered from the region map alone: every write goes in place,
+	// to the server of a record that may be a placement's whose sync
+	// failed. A power loss would take that record back, and the bytes
+	// written in place would have no record naming them (read as zeros,
+	// or the region placed afresh elsewhere).
+	objs := make([]uint64, len(in.Items))
+	for i := range in.Items {
+		objs[i] = in.Items[i].Obj
+	}
+	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("place %d regions", len(in.Items)) }, nil, objs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// placeLocked is place under the locks, and reports whether the batch
+// recorded regions (committed).
+func (s *regions) placeLocked(in *wire.RegionBatch, onePiece bool) (_ [][]wire.RegionPiece, recorded bool, _ error) {
 	if len(in.Items) > limits.MaxBatchItems {
-		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
+		return nil, false, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
 	}
 	// Checked under the read lock so that a delete cannot slip between
 	// the check and the commit.
@@ -246,19 +272,19 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 	objs := map[uint64]*wire.ObjectMeta{}
 	for i, it := range in.Items {
 		if len(it.Candidates) == 0 {
-			return nil, fmt.Errorf("region %d of %d: no data server to choose from: %w", i+1, len(in.Items), pdc.ErrInvalid)
+			return nil, false, fmt.Errorf("region %d of %d: no data server to choose from: %w", i+1, len(in.Items), pdc.ErrInvalid)
 		}
 		m := objs[it.Obj]
 		if m == nil {
 			var err error
 			if m, _, err = s.loadObjByID(it.Obj); err != nil {
-				return nil, fmt.Errorf("region %d of %d: %w", i+1, len(in.Items), err)
+				return nil, false, fmt.Errorf("region %d of %d: %w", i+1, len(in.Items), err)
 			}
 			objs[it.Obj] = m
 		}
 		boxes[i] = region.Box{Off: it.Off, Size: it.Size}
 		if err := boxes[i].Within(m.Props.Dims); err != nil {
-			return nil, fmt.Errorf("region %d of %d: object %q: %w", i+1, len(in.Items), m.Name, err)
+			return nil, false, fmt.Errorf("region %d of %d: object %q: %w", i+1, len(in.Items), m.Name, err)
 		}
 	}
 	s.mu.Lock()
@@ -273,7 +299,7 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 		}
 		if err != nil {
 			p.undo()
-			return nil, err
+			return nil, false, err
 		}
 		out[i] = ps
 	}
@@ -285,7 +311,7 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 		var err error
 		if wait, err = s.st.CommitApply(p.b); err != nil {
 			p.undo()
-			return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
+			return nil, false, fmt.Errorf("record %d regions: %w", len(p.adds), err)
 		}
 	}
 	// The batch is applied: the state follows the store even if the sync
@@ -302,9 +328,9 @@ func (s *regions) place(in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPie
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
 	}
 	if err := wait(); err != nil {
-		return nil, fmt.Errorf("record %d regions: %w", len(p.adds), err)
+		return nil, false, fmt.Errorf("record %d regions: %w", len(p.adds), err)
 	}
-	return out, nil
+	return out, len(p.adds) > 0, nil
 }
 
 // placing is one batch of placements under way. Its new records are in
