@@ -408,8 +408,9 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 // with a context done once it lists a member, so it is probed here only
 // where it lists none.) Reads that hold lifeMu,
 // which a delete holds through its fsync, wait for it already, and are
-// not among them; nor is a region query, which waits for a placement on
-// the regions' lock.
+// not among them. A region query, and a write placed in place, waited
+// for a placement on the regions' lock, which the placement held through
+// its fsync; they now wait for the placement of their object alone.
 func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 	a, c, one := objNamed("a"), contNamed("c"), func(*Service) uint64 { return 1 }
 	var aID, cID uint64 // as they were before the change
@@ -477,6 +478,12 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 		}},
 		{"staged records removed by prefix", setupAll(produceStaged("d/p", 1)), removeStaged(wire.StageRemoveReq{Prefix: "d/"}), map[string]storeRead{
 			"lookup": readStageLookup("d/p"),
+		}},
+		{"region placed", setupAll(createObjNamed("a")), placeOn(a, 0), map[string]storeRead{
+			"region query":         readRegion(a),
+			"region query of many": readRegions(a),
+			// On another server if the placement is lost.
+			"placed again": readPlace(a, 1),
 		}},
 		{"object tag delete sent again", setupAll(createObjNamed("a"), putTagOn(kindObject, a, "k", 1)), deleteTagOf(kindObject, a, "k"), map[string]storeRead{
 			"tag delete": readUsing(tagDeleteH, func(s *Service) *wire.TagKey { return &wire.TagKey{Kind: kindObject, ID: aID, Name: "k"} },

@@ -36,6 +36,9 @@ type regions struct {
 	*core
 	// mu guards state and orders region map records: placements of one
 	// object get increasing sequence numbers in the order they commit.
+	// A placement lets go of it before its commit's sync (the reads of
+	// what it changed wait on touches), so that no query or placement
+	// of another object waits for that fsync.
 	mu    sync.Mutex
 	state regionState
 }
@@ -234,19 +237,35 @@ func (s *regions) regionAssign(ctx context.Context, req *rpc.Request) (*rpc.Resp
 // pieces that cover it, sorted by server; with onePiece, each as one
 // piece. The batch is refused whole for one bad region.
 func (s *regions) place(ctx context.Context, in *wire.RegionBatch, onePiece bool) ([][]wire.RegionPiece, error) {
-	out, recorded, err := s.placeLocked(in, onePiece)
-	if err != nil || recorded {
+	if len(in.Items) > limits.MaxBatchItems {
+		return nil, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
+	}
+	// Checked under the read lock so that a delete cannot slip between
+	// the check and the commit.
+	s.lifeMu.RLock()
+	out, wait, tc, err := s.placeLocked(in, onePiece)
+	if err == nil && wait != nil {
+		// Out of the regions' lock: the placements and queries of other
+		// objects go on meanwhile; those of these objects wait for tc.
 		// A batch that recorded regions is acknowledged once its commit
 		// is durable, and with it every record it read: the log is
 		// synced in order, and a commit after a failed sync first makes
 		// everything applied durable.
-		return out, err
+		err = wait()
+	}
+	s.lifeMu.RUnlock()
+	s.touches.end(tc)
+	if err != nil {
+		return nil, err
+	}
+	if wait != nil {
+		return out, nil
 	}
 	// Answered from the region map alone: every write goes in place,
-	// to the server of a record that may be a placement's whose sync
-	// failed. A power loss would take that record back, and the bytes
-	// written in place would have no record naming them (read as zeros,
-	// or the region placed afresh elsewhere).
+	// to the server of a record that may be a placement's still in its
+	// fsync, or whose sync failed. A power loss would take that record
+	// back, and the bytes written in place would have no record naming
+	// them (read as zeros, or the region placed afresh elsewhere).
 	objs := make([]uint64, len(in.Items))
 	for i := range in.Items {
 		objs[i] = in.Items[i].Obj
@@ -257,34 +276,31 @@ func (s *regions) place(ctx context.Context, in *wire.RegionBatch, onePiece bool
 	return out, nil
 }
 
-// placeLocked is place under the locks, and reports whether the batch
-// recorded regions (committed).
-func (s *regions) placeLocked(in *wire.RegionBatch, onePiece bool) (_ [][]wire.RegionPiece, recorded bool, _ error) {
-	if len(in.Items) > limits.MaxBatchItems {
-		return nil, false, fmt.Errorf("%d regions in one request, at most %d: %w", len(in.Items), limits.MaxBatchItems, pdc.ErrTooLarge)
-	}
-	// Checked under the read lock so that a delete cannot slip between
-	// the check and the commit.
-	s.lifeMu.RLock()
-	defer s.lifeMu.RUnlock()
+// placeLocked places the batch under the regions' lock. If it records
+// regions, it applies their commit and returns the wait for its sync,
+// which the caller calls out of the lock, and the touch that holds back
+// the reads of the objects it changed until then, which the caller ends
+// once the wait returned (with an error too); wait is nil if it recorded
+// nothing. The caller holds lifeMu for reading.
+func (s *regions) placeLocked(in *wire.RegionBatch, onePiece bool) (_ [][]wire.RegionPiece, wait func() error, tc *touch, _ error) {
 	boxes := make([]region.Box, len(in.Items))
 	// Each object is loaded once; each region is checked against its dims.
 	objs := map[uint64]*wire.ObjectMeta{}
 	for i, it := range in.Items {
 		if len(it.Candidates) == 0 {
-			return nil, false, fmt.Errorf("region %d of %d: no data server to choose from: %w", i+1, len(in.Items), pdc.ErrInvalid)
+			return nil, nil, nil, fmt.Errorf("region %d of %d: no data server to choose from: %w", i+1, len(in.Items), pdc.ErrInvalid)
 		}
 		m := objs[it.Obj]
 		if m == nil {
 			var err error
 			if m, _, err = s.loadObjByID(it.Obj); err != nil {
-				return nil, false, fmt.Errorf("region %d of %d: %w", i+1, len(in.Items), err)
+				return nil, nil, nil, fmt.Errorf("region %d of %d: %w", i+1, len(in.Items), err)
 			}
 			objs[it.Obj] = m
 		}
 		boxes[i] = region.Box{Off: it.Off, Size: it.Size}
 		if err := boxes[i].Within(m.Props.Dims); err != nil {
-			return nil, false, fmt.Errorf("region %d of %d: object %q: %w", i+1, len(in.Items), m.Name, err)
+			return nil, nil, nil, fmt.Errorf("region %d of %d: object %q: %w", i+1, len(in.Items), m.Name, err)
 		}
 	}
 	s.mu.Lock()
@@ -299,20 +315,32 @@ func (s *regions) placeLocked(in *wire.RegionBatch, onePiece bool) (_ [][]wire.R
 		}
 		if err != nil {
 			p.undo()
-			return nil, false, err
+			return nil, nil, nil, err
 		}
 		out[i] = ps
 	}
-	wait := func() error { return nil }
-	if len(p.adds) > 0 {
-		for r, l := range p.loads {
-			p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l))
+	if len(p.adds) == 0 {
+		return out, nil, nil, nil
+	}
+	for r, l := range p.loads {
+		p.b.Set(keyLoad(r), binary.BigEndian.AppendUint64(nil, l))
+	}
+	// The new records are in the maps, which readers see once the lock
+	// is let go, before the commit's sync: until it returns, the reads
+	// of these objects (queries, writes placed over them) wait for it
+	// (touching), and those of other objects do not.
+	if s.touches.on {
+		changed := make([]uint64, len(p.adds))
+		for i, a := range p.adds {
+			changed[i] = a.obj
 		}
-		var err error
-		if wait, err = s.st.CommitApply(p.b); err != nil {
-			p.undo()
-			return nil, false, fmt.Errorf("record %d regions: %w", len(p.adds), err)
-		}
+		tc = s.touches.begin(changed...)
+	}
+	n := len(p.adds)
+	synced, err := s.st.CommitApply(p.b)
+	if err != nil {
+		p.undo()
+		return nil, nil, tc, fmt.Errorf("record %d regions: %w", n, err)
 	}
 	// The batch is applied: the state follows the store even if the sync
 	// fails, or the next placement would take the same sequence numbers
@@ -327,10 +355,12 @@ func (s *regions) placeLocked(in *wire.RegionBatch, onePiece bool) (_ [][]wire.R
 		m := s.state.maps[o]
 		m.recs = slices.DeleteFunc(m.recs, func(r regionRec) bool { return gone[r.seq] })
 	}
-	if err := wait(); err != nil {
-		return nil, false, fmt.Errorf("record %d regions: %w", len(p.adds), err)
-	}
-	return out, len(p.adds) > 0, nil
+	return out, func() error {
+		if err := synced(); err != nil {
+			return fmt.Errorf("record %d regions: %w", n, err)
+		}
+		return nil
+	}, tc, nil
 }
 
 // placing is one batch of placements under way. Its new records are in

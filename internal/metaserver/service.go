@@ -84,9 +84,9 @@ type core struct {
 	// the reads that must not hand them out before their commit returned
 	// and the questions about ids not created yet.
 	creates inFlight
-	// touches holds the commits of tags, deletes and memberships under
-	// way, for the reads that must not answer what they changed before
-	// their fsync returned.
+	// touches holds the commits of tags, deletes, memberships, region
+	// placements and staged records' removals under way, for the reads
+	// that must not answer what they changed before their fsync returned.
 	touches touching
 
 	// lifeMu orders the end of objects and containers against the writes

@@ -9,17 +9,18 @@ import (
 
 // touching holds, under sync durability, the commits that are applied (so
 // visible to every read) and have not returned from their fsync, by what
-// they change: the ids of the objects and containers whose records, tags
-// or memberships they write or delete, the names (nameSubject) of the
-// objects and containers they delete, and the staged records they remove
-// (stageSubject). A read that answers about one of them (a tag get or
-// list, a membership check, a region query, a container get, a staged
-// record's lookup or wait that finds none) waits for the commits touching
-// it, then settles the store (readDurably): a power loss during such a
-// fsync took back a tag value, a membership, or brought back what a
-// delete removed, after the read had answered it. The creates of objects and containers are held by
-// inFlight, which also answers which ids are not created yet; a set dims
-// is seen by opens through dimsMu.
+// they change: the ids of the objects and containers whose records, tags,
+// memberships or region maps they write or delete, the names
+// (nameSubject) of the objects and containers they delete, and the staged
+// records they remove (stageSubject). A read that answers about one of
+// them (a tag get or list, a membership check, a region query or a write
+// placed in place, a container get, a staged record's lookup or wait that
+// finds none) waits for the commits touching it, then settles the store
+// (readDurably): a power loss during such a fsync took back a tag value,
+// a membership, a region's server, or brought back what a delete removed,
+// after the read had answered it. The creates of objects and containers
+// are held by inFlight, which also answers which ids are not created yet;
+// a set dims is seen by opens through dimsMu.
 //
 // With process durability a commit is in the kernel before it is applied,
 // and nothing is recorded. Reads check the count first, without a lock:
