@@ -79,17 +79,16 @@ func (s *containers) contCreate(ctx context.Context, req *rpc.Request) (*rpc.Res
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	if m, err := s.loadCont(c.Name); err == nil {
-		if m.Deleting {
-			// Marked perhaps by a delete whose sync failed.
-			if err := s.st.Settle(); err != nil {
-				return nil, fmt.Errorf("create container %q: %w", c.Name, err)
-			}
-			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
+		// The record found is answered as a get answers it: once what
+		// made it is durable. It may be this client's own create, sent
+		// again after its sync failed, or carry a mark of being deleted
+		// or a lifetime whose commit is still in its fsync or whose sync
+		// failed, which a power loss would take back.
+		if err := s.readDurably(ctx, func() string { return fmt.Sprintf("create container %q", c.Name) }, nil, m.ID); err != nil {
+			return nil, err
 		}
-		// It may be this client's own create, sent again after its sync
-		// failed: answered only once it is durable.
-		if err := s.st.Settle(); err != nil {
-			return nil, fmt.Errorf("create container %q: %w", c.Name, err)
+		if m.Deleting {
+			return nil, fmt.Errorf("container %q is being deleted; delete it again to finish (pdc cont rm %s), then create it: %w", c.Name, c.Name, pdc.ErrExists)
 		}
 		return rpc.Respond(&wire.ContReply{Meta: *m}), nil
 	} else if !isNotFound(err) {

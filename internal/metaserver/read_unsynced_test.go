@@ -88,6 +88,19 @@ func readContGet(k func(s *Service) wire.ContKey) storeRead {
 		func() func([]byte) (string, error) { return decodeAs(&wire.ContainerMeta{}) })
 }
 
+// readContCreate creates container name, which finds it there, and
+// renders the answer: the container's record, or the refusal of one
+// being deleted.
+func readContCreate(name string) storeRead {
+	return func(ctx context.Context, s *Service) (string, error) {
+		resp, err := callCtx(ctx, s, contCreateH, &wire.ContCreate{Name: name})
+		if errors.Is(err, pdc.ErrExists) {
+			return "exists: " + err.Error(), nil
+		}
+		return answerOf(resp, err, decodeAs(&wire.ContReply{}))
+	}
+}
+
 // readOpen opens the object k(s) names, and renders the item's answer.
 func readOpen(k func(s *Service) wire.ObjKey) storeRead {
 	return func(ctx context.Context, s *Service) (string, error) {
@@ -404,9 +417,10 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 // below answered the change during its fsync; so did a membership change,
 // a tag delete and a staged record's removal sent again while their first
 // copy was in its fsync, which found nothing to do and answered as if it
-// were made. (obj_list fails at once
-// with a context done once it lists a member, so it is probed here only
-// where it lists none.) Reads that hold lifeMu,
+// were made, and a container create finding the container, which answered
+// its record (a lifetime, a mark of being deleted) at once. (obj_list
+// fails at once with a context done once it lists a member, so it is
+// probed here only where it lists none.) Reads that hold lifeMu,
 // which a delete holds through its fsync, wait for it already, and are
 // not among them. A region query, and a write placed in place, waited
 // for a placement on the regions' lock, which the placement held through
@@ -459,7 +473,15 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 			_, err := call(s, contDeletingH, &wire.ContKey{Name: "c"})
 			return err
 		}, map[string]storeRead{
-			"container get": readContGet(contByName),
+			"container get":               readContGet(contByName),
+			"container create finding it": readContCreate("c"),
+		}},
+		{"container lifetime set", setupAll(createContNamed("c")), func(s *Service) error {
+			_, err := call(s, contLifetimeH, &wire.ContCreate{Name: "c", Lifetime: 1})
+			return err
+		}, map[string]storeRead{
+			"container get":               readContGet(contByName),
+			"container create finding it": readContCreate("c"),
 		}},
 		{"membership added", setupAll(createObjNamed("a"), createContNamed("c")), addMember(c, a), map[string]storeRead{
 			"membership check": readMemberCheck(wasC, a),
@@ -588,6 +610,9 @@ func regionPlaceH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response
 }
 func regionQueryH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.regionQuery
+}
+func contLifetimeH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
+	return s.contLifetime
 }
 func regionQueryAllH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.regionQueryAll
