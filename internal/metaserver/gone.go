@@ -404,5 +404,14 @@ func (s *objects) objGone(ctx context.Context, req *rpc.Request) (*rpc.Response,
 			return nil, err
 		}
 	}
+	// An object not found may be one whose delete is still in its fsync,
+	// or whose sync failed and is not held yet: told "gone", a data
+	// server would drop data that a power loss gives back to the object.
+	// Answered once those deletes are durable.
+	if len(out.IDs) > 0 {
+		if err := s.readDurably(ctx, func() string { return fmt.Sprintf("tell whether %d objects are gone", len(m.IDs)) }, nil, out.IDs...); err != nil {
+			return nil, err
+		}
+	}
 	return rpc.Respond(&out), nil
 }

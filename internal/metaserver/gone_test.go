@@ -14,6 +14,7 @@ import (
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/placement"
 	"github.com/pdcgo/pdc/internal/rpc"
+	"github.com/pdcgo/pdc/internal/vfs"
 	"github.com/pdcgo/pdc/internal/wire"
 	"github.com/pdcgo/pdc/region"
 )
@@ -346,6 +347,104 @@ func TestObjectIsNotReportedGoneUntilItsDeleteIsDurable(t *testing.T) {
 			t.Fatal("the object is not reported gone once its delete is durable")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A data server asking about an object whose delete is still in its
+// fsync is not told it is gone: the delete is applied, so the store no
+// longer holds the object, but a power loss during that fsync brings it
+// back, and a data server told "gone" refuses it for as long as it runs
+// (a scrub removing orphans would drop its data). The object is asked
+// about after a restart, so that the server's memory of objects seen
+// (the live set) does not answer for the store. Before, it was told
+// "gone" during the fsync.
+//
+// A gone check fails at once with a context already done, whatever it
+// would answer, so it is probed with one that is not: an answer that comes
+// while the fsync is held is one given during it, and must be what the
+// power-loss image taken then answers; a check that waits answers once
+// the fsync is released (after a bound that decides nothing but when to
+// release it).
+func TestObjectIsNotReportedGoneDuringItsDeletesFsync(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := openSyncOn(t, fsys)
+	if err := createObjNamed("a")(s); err != nil {
+		t.Fatal(err)
+	}
+	id := objNamed("a")(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSyncOn(t, fsys)
+	defer func() { s.Close() }()
+	gone := func(s *Service) ([]uint64, error) {
+		resp, err := s.objGone(ctx, &rpc.Request{Header: (&wire.IDList{IDs: []uint64{id}}).Marshal(nil)})
+		if err != nil {
+			return nil, err
+		}
+		var g wire.GoneIDs
+		return g.IDs, g.Unmarshal(resp.Header)
+	}
+	type answer struct {
+		ids []uint64
+		err error
+	}
+	var armed sync.Once
+	syncing, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walPath) {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	deleted := make(chan error, 1)
+	go func() { deleted <- deleteObjNamed("a")(s) }()
+	<-syncing
+	crashed := mem.CrashClone() // power loss now, during the delete's fsync
+	asked := make(chan answer, 1)
+	go func() {
+		ids, err := gone(s)
+		asked <- answer{ids, err}
+	}()
+	var during *answer
+	select {
+	case a := <-asked:
+		during = &a
+	case <-time.After(time.Second):
+	}
+	close(release)
+	if err := <-deleted; err != nil {
+		t.Fatalf("the delete: %v", err)
+	}
+	after := during
+	if after == nil {
+		a := <-asked
+		after = &a
+	}
+	if after.err != nil {
+		t.Fatalf("the gone check: %v", after.err)
+	}
+	fsys.OnOp(nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSyncOn(t, crashed)
+	lost, err := gone(s)
+	if err != nil {
+		t.Fatalf("after a power loss during the delete's fsync: %v", err)
+	}
+	if len(lost) != 0 {
+		t.Fatalf("after a power loss during the delete's fsync the object is gone (%v): the image was not taken during it", lost)
+	}
+	if during != nil && len(during.ids) != 0 {
+		t.Fatalf("during its delete's fsync the object was reported gone (%v); a power loss then brings it back", during.ids)
+	}
+	if during == nil && !slices.Equal(after.ids, []uint64{id}) {
+		t.Fatalf("once its delete is durable the object is reported gone as %v, want [%d]", after.ids, id)
 	}
 }
 
