@@ -447,7 +447,9 @@ func (s *core) indexFence(ctx context.Context, req *rpc.Request) (*rpc.Response,
 		s.ix.mu.Lock()
 		held := s.ix.ob.Next()
 		s.ix.mu.Unlock()
-		if err := s.st.Settle(); err == nil {
+		// Within ctx: settling is a commit, which a stalled disk keeps
+		// from returning.
+		if err := s.st.SettleContext(ctx); err == nil {
 			s.ix.ob.ReleaseHeld(held)
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/metastore"
@@ -622,4 +624,120 @@ func stageLookupH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response
 }
 func stageListH(s *Service) func(context.Context, *rpc.Request) (*rpc.Response, error) {
 	return s.stageList
+}
+
+// A read gives up at its deadline while the store makes what it read
+// durable. Once a sync has failed, a read settles the store: a commit of
+// its own, on a new log once pebble has flushed, which on a disk that
+// then stalls does not return. Each read here runs after a change whose
+// fsync failed, on a disk whose every sync then stalls; once the read has
+// the store sync (the stall's first sync), its context is canceled, and
+// it must fail with the context's error. Before, each waited for the
+// disk, past its deadline, for as long as the disk stalled (here until
+// the test released it); a staged record's lookup and a tag query's fence
+// ran inline on their connection, which waited with them.
+func TestReadsGiveUpWhileTheStoreSettlesOnAStalledDisk(t *testing.T) {
+	a := objNamed("a")
+	tagPut := putTagOn(kindObject, a, "k", 2)
+	tagged := setupAll(createObjNamed("a"), putTagOn(kindObject, a, "k", 1))
+	produce := func(s *Service) error { _, err := produceCRC(s, "p", 2); return err }
+	cases := []struct {
+		name   string
+		open   func(t *testing.T, fsys vfs.FS) *Service
+		setup  func(t *testing.T, s *Service)
+		change storeChange
+		read   storeRead
+	}{
+		{"tag get", openSyncOn, tagged, tagPut, readTagGet(kindObject, a, "k")},
+		{"tag get of a missing tag", openSyncOn, tagged, tagPut, readTagGet(kindObject, a, "none")},
+		{"tag list", openSyncOn, tagged, tagPut, readTagList(kindObject, a)},
+		{"open", openSyncOn, tagged, tagPut, readOpen(func(*Service) wire.ObjKey { return wire.ObjKey{Name: "a"} })},
+		{"container list", openSyncOn, tagged, tagPut, readContList},
+		{"tag query", openSyncOn, tagged, tagPut, readTagQuery("k=*")},
+		{"staged record lookup", openSyncOn, setupAll(func(s *Service) error { _, err := produceCRC(s, "p", 1); return err }), produce,
+			func(ctx context.Context, s *Service) (string, error) {
+				resp, err := s.stageLookup(ctx, stageReq(&wire.StageKey{Version: wire.StageVersion, Path: "p"}))
+				return answerOf(resp, err, decodeAs(&wire.StageRecord{}))
+			}},
+		{"fence of the tag index", openSyncIndexedOn, tagged, tagPut,
+			func(ctx context.Context, s *Service) (string, error) {
+				resp, err := s.indexFence(ctx, &rpc.Request{Method: wire.MethodIndexFence})
+				return answerOf(resp, err, decodeAs(&wire.IndexFenceReply{}))
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			fsys := vfs.NewFaulty(mem)
+			s := c.open(t, fsys)
+			c.setup(t, s)
+			remove := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Path: walPath, Err: syscall.EIO})
+			if err := c.change(s); !errors.Is(err, metastore.ErrUnsynced) {
+				remove()
+				crash(s)
+				t.Fatalf("the change with its fsync failed: %v, want an error wrapping ErrUnsynced", err)
+			}
+			remove()
+			var first sync.Once
+			stalled, release := make(chan struct{}), make(chan struct{})
+			fsys.OnOp(func(op vfs.Op, _ string) {
+				if op == vfs.OpSync || op == vfs.OpSyncDir {
+					first.Do(func() { close(stalled) })
+					<-release
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			answered := make(chan error, 1)
+			go func() {
+				_, err := c.read(ctx, s)
+				answered <- err
+			}()
+			select {
+			case <-stalled:
+			case err := <-answered:
+				cancel()
+				close(release)
+				crash(s)
+				t.Fatalf("the read answered (%v) without syncing the store after a failed sync", err)
+			}
+			cancel()
+			select {
+			case err := <-answered:
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, pdc.ErrCanceled) {
+					t.Errorf("canceled while the disk stalls: %v; want the context's error", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("canceled, the read still waits for the stalled disk after 10s")
+				close(release)
+				<-answered
+				release = nil
+			}
+			if release != nil {
+				close(release)
+			}
+			fsys.OnOp(nil)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// openSyncIndexedOn is openSyncOn with the tag index on, as the first of
+// two metadata servers, the other down: a tag change has index entries to
+// deliver there, which its outbox holds if its sync failed.
+func openSyncIndexedOn(t *testing.T, fsys vfs.FS) *Service {
+	t.Helper()
+	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, Durability: metastore.DurabilitySync, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetPlacement(0, 2)
+	s.MovesDone()
+	c := &testCluster{t: t, svcs: []*Service{s}, down: map[int]bool{1: true}}
+	if err := s.StartIndex(context.Background(), fakePeers{c}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
+	return s
 }

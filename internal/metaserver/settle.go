@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/metastore"
 )
 
 // notFoundDurably returns err, an answer of a change that found nothing to
@@ -35,11 +36,12 @@ func (s *core) notFoundDurably(err error) error {
 // answered at once, was gone after a power loss (or, after a delete, came
 // back), and its reader had taken it as fact. So the read waits for the
 // commits touching its subjects that are still in their fsync (touching),
-// then Store.Settle makes a change whose fsync failed durable with a
-// commit of its own. Both cost one atomic load when no such commit is
+// then Store.SettleContext makes a change whose fsync failed durable with
+// a commit of its own. Both cost one atomic load when no such commit is
 // under way and no sync failed. If the store cannot make it durable, the
 // read answers that error (wrapping metastore.ErrUnsynced), never what it
-// saw; ctx's if it ends first, each named by what (called only then).
+// saw; ctx's if it ends first (a stalled disk holds the commit that
+// settles), each named by what (called only then).
 // Other errors are returned as they are.
 func (s *core) readDurably(ctx context.Context, what func() string, err error, subjects ...uint64) error {
 	if err != nil && !errors.Is(err, pdc.ErrNotFound) {
@@ -48,13 +50,18 @@ func (s *core) readDurably(ctx context.Context, what func() string, err error, s
 	if werr := s.touches.wait(ctx, subjects...); werr != nil {
 		return fmt.Errorf("%s: wait for the changes read to be durable: %w", what(), werr)
 	}
-	if err != nil {
-		return s.notFoundDurably(err)
+	// Within ctx: after a failed sync, settling is a commit, which a
+	// stalled disk keeps from returning.
+	serr := s.st.SettleContext(ctx)
+	switch {
+	case serr == nil:
+		return err
+	case !errors.Is(serr, metastore.ErrUnsynced): // ctx ended first, or the store closed
+		return fmt.Errorf("%s: %w", what(), serr)
+	case err != nil: // as notFoundDurably
+		return fmt.Errorf("%v, but that may not outlive a crash: %w", err, serr)
 	}
-	if serr := s.st.Settle(); serr != nil {
-		return fmt.Errorf("%s: the store cannot make what it holds durable, so it answers nothing of it: %w", what(), serr)
-	}
-	return nil
+	return fmt.Errorf("%s: the store cannot make what it holds durable, so it answers nothing of it: %w", what(), serr)
 }
 
 // scanDurably returns once what a read that scanned the store saw is

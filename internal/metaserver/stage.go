@@ -339,7 +339,9 @@ func (s *stages) awaitDurable(ctx context.Context, path, key string, p *unsurePr
 			// that is still unsure.
 			p = s.unsure.get(key)
 		case p.failed:
-			if err := s.st.Settle(); err != nil {
+			// Within ctx: settling is a commit, which a stalled disk
+			// keeps from returning.
+			if err := s.st.SettleContext(ctx); err != nil {
 				return fmt.Errorf("staged file %q: its last produce is not known to be durable: %w", path, err)
 			}
 			s.unsure.settled(key, p)

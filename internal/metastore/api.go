@@ -94,11 +94,17 @@ func (s *Store) Commit(b Batch) error { return s.commit(b.b) }
 // ErrUnsynced.
 func (s *Store) Settle() error { return s.settle() }
 
+// SettleContext is Settle for a read that must answer within ctx: it
+// returns ctx's error if ctx ends before the changes are durable. The
+// commit that makes them durable, if one is needed, goes on without it,
+// and callers meanwhile wait for that same commit.
+func (s *Store) SettleContext(ctx context.Context) error { return s.settleContext(ctx) }
+
 // AwaitDurable returns once every change applied before the call is
 // durable, the changes whose commits are still in their fsync included:
 // at once, with two atomic loads, if none is applied and not yet durable.
 // It joins the fsync under way (or makes one) and, if the log's sync
-// failed, settles (Settle). It is for a read that answers what many
+// failed, settles (SettleContext). It is for a read that answers what many
 // changes made, or did not make, without knowing which: a listing, a
 // query, a "not found". It returns ctx's error if ctx ends first, and
 // otherwise an error wrapping ErrUnsynced if the store cannot sync.

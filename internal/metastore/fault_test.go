@@ -485,3 +485,68 @@ func TestAwaitDurableWaitsForTheSyncsOfWhatWasApplied(t *testing.T) {
 	defer crashed.close()
 	checkAcked(t, crashed, []int{1, 2}, "after a power loss that followed AwaitDurable")
 }
+
+// SettleContext returns at its context's end while the commit that
+// settles the store cannot finish (a disk that stalls after a failed
+// sync), and callers meanwhile join that one commit rather than make one
+// each. Once the disk works, the settle ends, and what it made durable
+// survives a power loss. (Settle, which takes no context, waited for the
+// disk: every read after a failed sync did.)
+func TestSettleContextGivesUpOnAStalledDiskAndIsJoined(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	remove := fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Path: walFile, Err: syscall.EIO})
+	b := s.db.NewBatch()
+	_ = b.Set(faultKey(1), faultValue(1), nil)
+	if err := s.commit(b); !errors.Is(err, ErrUnsynced) {
+		t.Fatalf("commit with a failed fsync: %v; want ErrUnsynced", err)
+	}
+	b.Close()
+	remove()
+	var first sync.Once
+	stalled, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, _ string) {
+		if op == vfs.OpSync || op == vfs.OpSyncDir {
+			first.Do(func() { close(stalled) })
+			<-release
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 3)
+	go func() { gaveUp <- s.SettleContext(ctx) }()
+	<-stalled
+	s.settleMu.Lock()
+	settling := s.settling
+	s.settleMu.Unlock()
+	for range 2 {
+		go func() { gaveUp <- s.SettleContext(ctx) }()
+	}
+	cancel()
+	for range 3 {
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Fatalf("canceled while the disk stalls: %v; want the context's error", err)
+		}
+	}
+	s.settleMu.Lock()
+	joined := s.settling == settling
+	s.settleMu.Unlock()
+	if settling == nil || !joined {
+		t.Fatalf("the settle under way was %p, then %p: callers did not join one", settling, s.settling)
+	}
+	close(release)
+	<-settling.done
+	fsys.OnOp(nil)
+	if settling.err != nil {
+		t.Fatalf("the settle once the disk works: %v", settling.err)
+	}
+	if err := s.SettleContext(context.Background()); err != nil {
+		t.Fatalf("once settled: %v", err)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, []int{1}, "after a power loss that followed the settle")
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+}

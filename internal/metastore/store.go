@@ -53,6 +53,19 @@ type Store struct {
 	seqMu    sync.Mutex
 	nextSeq  uint64 // guarded by seqMu
 	reserved uint64 // ids below this are reserved on disk; guarded by seqMu
+
+	// settling is the settle under way for callers that may give up
+	// before it returns (settleContext), nil if none; none starts once
+	// the store is closing (settleClosed). Guarded by settleMu.
+	settleMu     sync.Mutex
+	settling     *settleCall
+	settleClosed bool
+}
+
+// settleCall is one settle under way, on a goroutine of its own.
+type settleCall struct {
+	done chan struct{}
+	err  error // set before done is closed
 }
 
 // seqBlock is how many ids are reserved on disk at a time.
@@ -426,6 +439,51 @@ func (s *Store) settle() error {
 	return nil
 }
 
+// settleContext is settle for a caller that gives up when ctx ends: a
+// read, which must answer within its deadline even when the disk stalls.
+// The commit a settle makes cannot be given up half-way (it flushes
+// pebble and starts a new log, holding the log's lock), so it runs on a
+// goroutine of its own, bounded by that commit, which later callers join
+// while it is under way: on a disk that stalls, the reads retried by their
+// clients add no commit and no goroutine each. A settle joined may have
+// made its commit before what the caller read was applied; if a sync
+// failed since, failing is set again, and it settles again.
+func (s *Store) settleContext(ctx context.Context) error {
+	w := s.log
+	if !w.sync {
+		return nil
+	}
+	for w.failing.Load() {
+		s.settleMu.Lock()
+		c := s.settling
+		if c == nil && s.settleClosed {
+			s.settleMu.Unlock()
+			return fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
+		}
+		if c == nil {
+			c = &settleCall{done: make(chan struct{})}
+			s.settling = c
+			go func() {
+				c.err = s.settle()
+				s.settleMu.Lock()
+				s.settling = nil
+				s.settleMu.Unlock()
+				close(c.done)
+			}()
+		}
+		s.settleMu.Unlock()
+		select {
+		case <-c.done:
+			if c.err != nil {
+				return c.err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("wait for a commit to make the changes read durable, after a failed sync: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
 // awaitDurable returns once everything applied before the call is
 // durable; see Store.AwaitDurable.
 func (s *Store) awaitDurable(ctx context.Context) error {
@@ -445,7 +503,7 @@ func (s *Store) awaitDurable(ctx context.Context) error {
 		if err != nil {
 			// The log's sync failed: only a commit, on a new log, can
 			// make the rest durable.
-			return s.settle()
+			return s.settleContext(ctx)
 		}
 		return nil
 	case <-ctx.Done():
@@ -599,6 +657,16 @@ func pruneCheckpoints(fsys vfs.FS, dir string, keep int, last string) {
 }
 
 func (s *Store) close() error {
+	// A settle under way (settleContext) is the store's own goroutine:
+	// it ends, its commit bounded by the disk as the flush below is,
+	// before the log closes under it.
+	s.settleMu.Lock()
+	s.settleClosed = true
+	c := s.settling
+	s.settleMu.Unlock()
+	if c != nil {
+		<-c.done
+	}
 	s.log.mu.Lock()
 	err := s.flush(context.Background())
 	if err == nil {
