@@ -103,6 +103,10 @@ func readContCreate(name string) storeRead {
 	}
 }
 
+// readStageList lists the staged records of the default namespace.
+var readStageList = readUsing(stageListH, func(*Service) *wire.StageListReq { return &wire.StageListReq{Version: wire.StageVersion} },
+	func() func([]byte) (string, error) { return decodeAs(&wire.StageList{}) })
+
 // readOpen opens the object k(s) names, and renders the item's answer.
 func readOpen(k func(s *Service) wire.ObjKey) storeRead {
 	return func(ctx context.Context, s *Service) (string, error) {
@@ -167,9 +171,6 @@ func readStageLookup(path string) storeRead {
 		return &wire.StageKey{Version: wire.StageVersion, Path: path}
 	}, func() func([]byte) (string, error) { return decodeAs(&wire.StageRecord{}) })
 }
-
-var readStageList = readUsing(stageListH, func(*Service) *wire.StageListReq { return &wire.StageListReq{Version: wire.StageVersion} },
-	func() func([]byte) (string, error) { return decodeAs(&wire.StageList{}) })
 
 func removeStaged(q wire.StageRemoveReq) storeChange {
 	return func(s *Service) error {
