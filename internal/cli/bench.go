@@ -311,9 +311,16 @@ func runBenchRawSource(ctx context.Context, e *env, args []string) error {
 }
 
 // serveChild is the child's side of startChild: it prints addr and returns
-// once its parent closes its stdin (or ctx ends).
+// once its parent closes its stdin (or ctx ends). Started by hand (the
+// raw ceiling of `--cluster`, on a server's host) its stdin is no pipe
+// but a terminal or /dev/null, which would end it at once or stop it
+// in the background: it then serves until interrupted.
 func serveChild(ctx context.Context, e *env, addr string) {
 	fmt.Fprintln(e.stdout, addr)
+	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		<-ctx.Done()
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
