@@ -729,7 +729,7 @@ func TestReadsGiveUpWhileTheStoreSettlesOnAStalledDisk(t *testing.T) {
 // deliver there, which its outbox holds if its sync failed.
 func openSyncIndexedOn(t *testing.T, fsys vfs.FS) *Service {
 	t.Helper()
-	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, Durability: metastore.DurabilitySync, Logger: slog.New(slog.DiscardHandler)})
+	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, LogBytes: memLogBytes, Durability: metastore.DurabilitySync, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // openOn opens and starts a one-server service whose store is on fsys.
 func openOn(t *testing.T, fsys vfs.FS, noIndex bool) *Service {
 	t.Helper()
-	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, NoIndex: noIndex, Logger: slog.New(slog.DiscardHandler)})
+	s, err := Open(Config{Dir: "meta", CheckpointDir: "checkpoints", FS: fsys, LogBytes: memLogBytes, NoIndex: noIndex, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

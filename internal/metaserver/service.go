@@ -29,6 +29,8 @@ type Config struct {
 	Durability metastore.Durability
 	// CacheBytes is the store's block cache. Default 64 MiB.
 	CacheBytes int64
+	// LogBytes is the store's log size (metastore.Options.LogBytes).
+	LogBytes int64
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// NoIndex turns the DART tag index off: queries scan every server.
@@ -110,7 +112,7 @@ func Open(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := metastore.Open(metastore.Options{Dir: cfg.Dir, FS: cfg.FS, Durability: cfg.Durability, CacheBytes: cfg.CacheBytes, Logger: cfg.Logger})
+	st, err := metastore.Open(metastore.Options{Dir: cfg.Dir, FS: cfg.FS, Durability: cfg.Durability, CacheBytes: cfg.CacheBytes, LogBytes: cfg.LogBytes, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

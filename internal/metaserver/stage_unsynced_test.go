@@ -17,13 +17,18 @@ import (
 
 // openSyncOn opens a metadata server with sync durability on fsys (nil:
 // the operating system's, in a temporary dir).
+// memLogBytes is the metadata log's size in tests on an in-memory file
+// system: each sync and each crash image copies the log file, at the
+// default 64 MiB minutes of a run under the race detector.
+const memLogBytes = 1 << 20
+
 func openSyncOn(t *testing.T, fsys vfs.FS) *Service {
 	t.Helper()
 	dir, cp := "meta", "checkpoints"
 	if fsys == nil {
 		dir, cp = t.TempDir(), t.TempDir()
 	}
-	s, err := Open(Config{Dir: dir, CheckpointDir: cp, FS: fsys, Durability: metastore.DurabilitySync,
+	s, err := Open(Config{Dir: dir, CheckpointDir: cp, FS: fsys, LogBytes: memLogBytes, Durability: metastore.DurabilitySync,
 		NoIndex: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

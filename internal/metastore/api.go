@@ -20,6 +20,11 @@ type Options struct {
 	Durability Durability
 	// CacheBytes is the block cache. Default 64 MiB.
 	CacheBytes int64
+	// LogBytes is the size the log file is given, and at which pebble is
+	// flushed and the log started again. Default 64 MiB. Tests on an
+	// in-memory file system give a small one: there every byte of it is
+	// memory, copied at each sync and each crash image.
+	LogBytes int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -33,7 +38,7 @@ func Open(o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return openStoreFS(vfs.OrDefault(o.FS), o.Dir, o.Durability, o.CacheBytes, o.Logger)
+	return openStoreFS(vfs.OrDefault(o.FS), o.Dir, o.Durability, o.CacheBytes, o.LogBytes, o.Logger)
 }
 
 // Batch is a set of changes committed together (Commit). It is a value

@@ -88,7 +88,7 @@ func TestCheckpointFaultLeavesStoreWorking(t *testing.T) {
 			if err != nil {
 				t.Fatalf("checkpoint once the fault is gone: %v", err)
 			}
-			cp, err := openStoreFS(mem, p, DurabilitySync, 1<<20, slog.New(slog.DiscardHandler))
+			cp, err := openStoreFS(mem, p, DurabilitySync, 1<<20, 0, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

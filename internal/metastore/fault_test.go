@@ -20,7 +20,7 @@ const faultDir = "/data/meta-0"
 
 func openFS(t testing.TB, fsys vfs.FS, d Durability) (*Store, error) {
 	t.Helper()
-	return openStoreFS(fsys, faultDir, d, 1<<20, slog.New(slog.DiscardHandler))
+	return openStoreFS(fsys, faultDir, d, 1<<20, 0, slog.New(slog.DiscardHandler))
 }
 
 func mustOpenFS(t testing.TB, fsys vfs.FS, d Durability) *Store {

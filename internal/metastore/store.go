@@ -72,11 +72,12 @@ type settleCall struct {
 const seqBlock = 4096
 
 func openStore(dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*Store, error) {
-	return openStoreFS(vfs.Default, dir, durability, cacheBytes, log)
+	return openStoreFS(vfs.Default, dir, durability, cacheBytes, 0, log)
 }
 
 // openStoreFS opens the store in dir on fsys.
-func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int64, log *slog.Logger) (*Store, error) {
+// logBytes is Options.LogBytes (0: walRotateBytes).
+func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes, logBytes int64, log *slog.Logger) (*Store, error) {
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
@@ -117,7 +118,7 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes int6
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, fs: fsys, pfs: pfs}
-	if err := s.openLog(durability == DurabilitySync, log); err != nil {
+	if err := s.openLog(durability == DurabilitySync, logBytes, log); err != nil {
 		pfs.close()
 		db.Close()
 		return nil, err
@@ -165,11 +166,12 @@ func checkComplete(fsys vfs.FS, dir string) error {
 
 // openLog replays what the log holds that pebble had not flushed, flushes
 // it, and starts an empty log; then it checks the layout version.
-func (s *Store) openLog(syncMode bool, log *slog.Logger) error {
+func (s *Store) openLog(syncMode bool, logBytes int64, log *slog.Logger) error {
 	w, recs, err := openWALFS(s.fs, s.dir, syncMode)
 	if err != nil {
 		return err
 	}
+	w.rotate = logBytes
 	for i, rec := range recs {
 		if err := replayRecord(s.db, rec); err != nil {
 			return fmt.Errorf("metadata store %s: replay log record %d: %w", s.dir, i, err)

@@ -95,6 +95,9 @@ type wal struct {
 	fs   vfs.FS
 	path string
 	sync bool
+	// rotate is the log file's size; 0 is walRotateBytes. Set before
+	// the first reset.
+	rotate int64
 
 	mu     sync.Mutex // held while a record is written and applied, in order
 	f      vfs.File   // nil once closed; guarded by mu
@@ -437,7 +440,11 @@ func (w *wal) reset(minRoom int) error {
 		return fail(err)
 	}
 	need := int64(minRoom) + walRecHeaderLen
-	capacity, err := reserve(f, roomFor(dir, max(walRotateBytes, need)), need)
+	size := walRotateBytes
+	if w.rotate > 0 {
+		size = w.rotate
+	}
+	capacity, err := reserve(f, roomFor(dir, max(size, need)), need)
 	if err != nil {
 		return fail(err)
 	}
