@@ -389,5 +389,10 @@ func TestFlagValuesAreUsageErrors(t *testing.T) {
 		{[]string{"bench", "stage", "--modes", "bogus"}, `--modes: transport mode "bogus"`},
 		{[]string{"bench", "preload", "--sizes", "bogus"}, `--sizes: size "bogus"`},
 		{[]string{"bench", "python", "--size", "bogus"}, `--size: size "bogus"`},
+		// Refused before connecting: no cluster runs in this tmpdir.
+		{[]string{"obj", "create", "--cont", "c", "--dims", "4", "--partition", "bogus", "x"}, `unknown partition "bogus"`},
+		{[]string{"obj", "create", "--cont", "c", "--dims", "4", "--storage", "bogus", "x"}, `unknown storage mode "bogus"`},
+		{[]string{"obj", "create", "--cont", "c", "--dims", "4", "--type", "bogus", "x"}, `"bogus"`},
+		{[]string{"obj", "create", "--cont", "c", "--dims", "4xq", "x"}, `"4xq"`},
 	})
 }

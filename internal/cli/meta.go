@@ -468,10 +468,17 @@ func runObj(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	names := fs.Args()
+	var props client.ObjectProps
 	switch verb {
 	case "create":
 		if *cont == "" || f.dims == "" || len(names) == 0 {
 			return fmt.Errorf("obj create: give --cont, --dims and object names: %w", errUsage)
+		}
+		// Before connecting: a bad value is the user's, whether or not a
+		// cluster is there to ask.
+		var err error
+		if props, err = f.props(); err != nil {
+			return err
 		}
 	case "ls":
 		if *cont == "" {
@@ -498,7 +505,7 @@ func runObj(ctx context.Context, e *env, args []string) error {
 	defer done()
 	switch verb {
 	case "create":
-		return objCreate(ctx, e, c, *cont, names, f)
+		return objCreate(ctx, e, c, *cont, names, props)
 	case "ls":
 		return objLs(ctx, base, e, c, *cont, *cf.timeout, *asJSON)
 	case "info", "rm", "set-dims":
@@ -548,29 +555,34 @@ func (f *uint32Flag) Set(s string) error {
 	return nil
 }
 
-// objCreate creates the objects names in container cont.
-func objCreate(ctx context.Context, e *env, c *client.Client, cont string, names []string, f objFlags) error {
+// props are the properties obj create's flags give, or a usage error
+// naming the flag's value that is wrong.
+func (f objFlags) props() (client.ObjectProps, error) {
 	d, err := parseDims(f.dims)
 	if err != nil {
-		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		return client.ObjectProps{}, fmt.Errorf("obj create: %v: %w", err, errUsage)
 	}
 	t, err := region.ParseType(f.typ)
 	if err != nil {
-		return fmt.Errorf("obj create: %v: %w", err, errUsage)
+		return client.ObjectProps{}, fmt.Errorf("obj create: %v: %w", err, errUsage)
 	}
+	p, err := parsePartition(f.part)
+	if err != nil {
+		return client.ObjectProps{}, fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	st, err := parseStorage(f.storage)
+	if err != nil {
+		return client.ObjectProps{}, fmt.Errorf("obj create: %v: %w", err, errUsage)
+	}
+	return client.ObjectProps{Dims: d, Type: t, Partition: p, Storage: st, TimeStep: uint32(f.ts), UserID: uint32(f.uid), AppName: f.app}, nil
+}
+
+// objCreate creates the objects names in container cont.
+func objCreate(ctx context.Context, e *env, c *client.Client, cont string, names []string, props client.ObjectProps) error {
 	ct, err := c.OpenContainer(ctx, cont)
 	if err != nil {
 		return err
 	}
-	p, err := parsePartition(f.part)
-	if err != nil {
-		return fmt.Errorf("obj create: %v: %w", err, errUsage)
-	}
-	st, err := parseStorage(f.storage)
-	if err != nil {
-		return fmt.Errorf("obj create: %v: %w", err, errUsage)
-	}
-	props := client.ObjectProps{Dims: d, Type: t, Partition: p, Storage: st, TimeStep: uint32(f.ts), UserID: uint32(f.uid), AppName: f.app}
 	specs := make([]client.ObjectSpec, len(names))
 	for i, n := range names {
 		specs[i] = client.ObjectSpec{Name: n, Props: props.Clone()}
