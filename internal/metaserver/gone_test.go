@@ -391,16 +391,7 @@ func TestObjectIsNotReportedGoneDuringItsDeletesFsync(t *testing.T) {
 		ids []uint64
 		err error
 	}
-	var armed sync.Once
-	syncing, release := make(chan struct{}), make(chan struct{})
-	fsys.OnOp(func(op vfs.Op, path string) {
-		if op == vfs.OpSync && strings.Contains(path, walPath) {
-			armed.Do(func() {
-				close(syncing)
-				<-release
-			})
-		}
-	})
+	syncing, release := holdWALSync(fsys)
 	deleted := make(chan error, 1)
 	go func() { deleted <- deleteObjNamed("a")(s) }()
 	<-syncing

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -523,16 +522,7 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 				s := openSyncOn(t, fsys)
 				st.setup(t, s)
 				aID, cID = a(s), c(s)
-				var armed sync.Once
-				syncing, release := make(chan struct{}), make(chan struct{})
-				fsys.OnOp(func(op vfs.Op, path string) {
-					if op == vfs.OpSync && strings.Contains(path, walPath) {
-						armed.Do(func() {
-							close(syncing)
-							<-release
-						})
-					}
-				})
+				syncing, release := holdWALSync(fsys)
 				changed := make(chan error, 1)
 				go func() { changed <- st.change(s) }()
 				<-syncing

@@ -17,6 +17,23 @@ import (
 
 // openSyncOn opens a metadata server with sync durability on fsys (nil:
 // the operating system's, in a temporary dir).
+// holdWALSync makes the next fsync of the metadata log on fsys wait: the
+// returned channel is closed once it has begun, and it goes on once the
+// other one is closed.
+func holdWALSync(fsys *vfs.Faulty) (syncing, release chan struct{}) {
+	var armed sync.Once
+	syncing, release = make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walPath) {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	return syncing, release
+}
+
 // memLogBytes is the metadata log's size in tests on an in-memory file
 // system: each sync and each crash image copies the log file, at the
 // default 64 MiB minutes of a run under the race detector.
