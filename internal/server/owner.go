@@ -45,6 +45,8 @@ func (p *proc) lockDataDir(ctx context.Context) error {
 	cfg := p.cfg
 	fsys := vfs.OrDefault(cfg.FS)
 	lockPath, recPath := ownerPaths(cfg.DataDir, cfg.Rank)
+	_, serr := fsys.Stat(lockPath)
+	madeLock := errors.Is(serr, fs.ErrNotExist)
 	l, err := fsys.Lock(lockPath)
 	if errors.Is(err, fs.ErrExist) {
 		gone, werr := p.awaitPredecessor(ctx, fsys, recPath)
@@ -62,6 +64,21 @@ func (p *proc) lockDataDir(ctx context.Context) error {
 		return inUseError(fsys, cfg.DataDir, cfg.Rank, recPath)
 	}
 	p.onClose(func() { l.Close() })
+	if madeLock {
+		// Removed while still held, so that no other start locks the
+		// file this one goes on to remove.
+		p.undoIfRefused(func() { _ = fsys.Remove(lockPath) })
+	}
+	// A refused start puts back the owner record it replaced (that of
+	// the last server of this rank), or removes its own.
+	prev, perr := vfs.ReadFile(fsys, recPath)
+	p.undoIfRefused(func() {
+		if perr == nil {
+			_ = atomicfile.WriteFS(fsys, recPath, prev, 0o600)
+		} else {
+			_ = fsys.Remove(recPath)
+		}
+	})
 	tmpdir, _ := filepath.Abs(cfg.TmpDir)
 	host, _ := os.Hostname()
 	if cfg.Host != "" {

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -67,6 +69,11 @@ type proc struct {
 	list     *cluster.List // the complete cluster, once joined
 
 	undo []func()
+	// joined is set once the cluster took this server in (the
+	// rendezvous, or rank 0's rejoin). Until then a failed start undoes
+	// what it made on disk (undoIfRefused); after it, others may have
+	// sent it metadata or data, and what it made stays.
+	joined bool
 }
 
 // run takes the steps of a server's life in order.
@@ -109,6 +116,18 @@ func (p *proc) run(ctx context.Context) error {
 // onClose adds a cleanup for close to run.
 func (p *proc) onClose(f func()) { p.undo = append(p.undo, f) }
 
+// undoIfRefused adds a cleanup that close runs only if the start ends
+// before the cluster took this server in: a refused start leaves nothing
+// on disk, neither a data dir nor an empty metadata store that a later
+// start would find and take for one made on purpose.
+func (p *proc) undoIfRefused(f func()) {
+	p.onClose(func() {
+		if !p.joined {
+			f()
+		}
+	})
+}
+
 // close undoes the steps taken, last first.
 func (p *proc) close() {
 	for i := len(p.undo) - 1; i >= 0; i-- {
@@ -121,8 +140,17 @@ func (p *proc) close() {
 // told to (Config.Insecure).
 func (p *proc) checkSecret() error {
 	cfg := p.cfg
+	fsys := vfs.OrDefault(cfg.FS)
 	for _, d := range []string{cfg.TmpDir, cfg.DataDir} {
-		if err := vfs.OrDefault(cfg.FS).MkdirAll(d, 0o700); err != nil {
+		missing := missingDirs(fsys, d)
+		p.undoIfRefused(func() {
+			for _, m := range missing {
+				if fsys.Remove(m) != nil {
+					return // not empty: another server's, or made since
+				}
+			}
+		})
+		if err := fsys.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 	}
@@ -175,6 +203,14 @@ func (p *proc) probe(ctx context.Context) error {
 func (p *proc) open() error {
 	cfg, log := p.cfg, p.log
 	if cfg.Roles&wire.RoleMetadata != 0 {
+		if _, err := vfs.OrDefault(cfg.FS).Stat(metaDir(cfg)); errors.Is(err, fs.ErrNotExist) {
+			// Made by this start: a refused one removes it, once closed.
+			p.undoIfRefused(func() {
+				if err := vfs.OrDefault(cfg.FS).RemoveAll(metaDir(cfg)); err != nil {
+					log.Warn("remove the metadata store this refused start made: " + err.Error())
+				}
+			})
+		}
 		meta, err := metaserver.Open(metaserver.Config{
 			Dir:           metaDir(cfg),
 			CheckpointDir: filepath.Join(cfg.DataDir, "checkpoints", fmt.Sprintf("meta-%d", cfg.Rank)),
@@ -350,6 +386,7 @@ func (p *proc) join(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.joined = true
 	s.mu.Lock()
 	p.list = s.mu.list
 	s.mu.Unlock()
@@ -504,4 +541,19 @@ func (p *proc) shutdown() {
 		}
 	}
 	log.Info("stopped", "requests", p.s.rpc.Stats().Requests)
+}
+
+// missingDirs returns dir and those of its parents that do not exist,
+// deepest first: what MkdirAll(dir) makes.
+func missingDirs(fsys vfs.FS, dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
 }
