@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -83,6 +84,10 @@ func (c *Client) AllStaged(ctx context.Context, prefix string) iter.Seq2[StagedF
 // namespace and reports how many went (0 or 1). The file itself stays in
 // the producer dir. Consumers waiting for the path keep waiting for its
 // next produce, which gets version 1.
+//
+// It removes the produce it finds at the call: the removal names it, so
+// that when its answer is lost and the request is sent again (once, on a
+// new connection), a produce of the path made in between stays.
 func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 	rel, err := staging.RecordPath(path, c.stage.consumerDir, c.stage.producerDir)
 	if err == nil {
@@ -95,7 +100,22 @@ func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("remove %q: %w", rel, err)
 	}
-	got, err := c.calls().StageRemove(ctx, rank, &wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Path: rel})
+	r, err := c.calls().StageLookup(ctx, rank, &wire.StageKey{Path: rel, Namespace: c.stage.namespace, Version: wire.StageVersion})
+	if errors.Is(err, pdc.ErrNotFound) {
+		// Answered once the absence is durable, as a removal finding
+		// nothing is.
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("remove %q: %w", rel, err)
+	}
+	q := wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Path: rel, Record: r.Version, Produced: r.Produced}
+	got, err := c.calls().StageRemove(ctx, rank, &q)
+	if errors.Is(err, pdc.ErrUnavailable) && ctx.Err() == nil {
+		// The connection broke: the removal may have been made and its
+		// answer lost. Sent again it removes the same produce or nothing.
+		got, err = c.calls().StageRemove(ctx, rank, &q)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("remove %q: %w", rel, err)
 	}

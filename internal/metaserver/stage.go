@@ -698,8 +698,9 @@ func (s *stages) scanStage(ns, prefix, after string, fn func(path string, v []by
 	return err
 }
 
-// stageRemove removes the record of one path, or a bounded page of those
-// under a prefix (every one of the namespace with All), in one commit.
+// stageRemove removes the record of one path (only the produce named, if
+// the request names one), or a bounded page of those under a prefix
+// (every one of the namespace with All), in one commit.
 // Waiting consumers are not woken: a removed path is one not produced,
 // which they wait for.
 func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -722,6 +723,8 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, fmt.Errorf("remove: want one path, a prefix, or all of a namespace: %w", pdc.ErrInvalid)
 	case q.All && q.Prefix != "":
 		return nil, fmt.Errorf("remove: all of a namespace, or a prefix, not both: %w", pdc.ErrInvalid)
+	case whole && (q.Record != 0 || q.Produced != 0):
+		return nil, fmt.Errorf("remove: a produce is named for one path only, not a prefix: %w", pdc.ErrInvalid)
 	case !whole:
 		if err := s.ownsStage(q.Path); err != nil {
 			return nil, err
@@ -739,7 +742,10 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	var err error
 	if !whole {
 		var r *wire.StageRecord
-		if r, err = s.loadStage(q.Namespace, q.Path); r != nil {
+		// A removal naming a produce removes that one only: a copy of it
+		// sent again after the path was produced again must not remove
+		// the later, acknowledged produce.
+		if r, err = s.loadStage(q.Namespace, q.Path); r != nil && (q.Record == 0 || !otherRecord(&wire.StageRecord{Version: q.Record, Produced: q.Produced}, r)) {
 			b.Delete(keyStage(q.Namespace, q.Path))
 			out.N = 1
 			if s.touches.on {
@@ -768,10 +774,11 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		if err != nil {
 			return nil, err
 		}
-		// Nothing to remove: removed perhaps by this request's first
-		// copy, still in its fsync or whose sync failed, which this
-		// answer acknowledges. Which one it cannot tell: it waits for
-		// every change applied (scanDurably).
+		// Nothing to remove (or only another produce than the one
+		// named): removed perhaps by this request's first copy, still
+		// in its fsync or whose sync failed, which this answer
+		// acknowledges. Which one it cannot tell: it waits for every
+		// change applied (scanDurably).
 		if err := s.scanDurably(ctx, func() string { return "remove staged records" }); err != nil {
 			return nil, err
 		}

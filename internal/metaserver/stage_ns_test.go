@@ -276,3 +276,35 @@ func TestStageNamespacesMoveWithTheirOwner(t *testing.T) {
 		t.Fatalf("namespace n lists %d records across both servers, want %d", got, len(paths))
 	}
 }
+
+// A removal of a path names the produce it removes, so that a copy of it
+// sent again (its answer was lost, its sync failed) after the path was
+// produced again leaves that later, acknowledged produce alone; before,
+// the second copy removed whatever record the path had.
+func TestStageRemoveSentAgainSparesALaterProduce(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	first := produceNS(t, s, "n", "a")[0]
+	q := wire.StageRemoveReq{Namespace: "n", Path: "a", Record: first.Version, Produced: first.Produced}
+	if n := removeNS(t, s, q); n != 1 {
+		t.Fatalf("removal of a: %d removed, want 1", n)
+	}
+	later := produceNS(t, s, "n", "a")[0]
+	if later.Version != first.Version || later.Produced == first.Produced {
+		t.Fatalf("produce after the removal: %+v; the first was %+v", later, first)
+	}
+	if n := removeNS(t, s, q); n != 0 {
+		t.Fatalf("the removal sent again removed %d records, want none", n)
+	}
+	if got := listNS(t, s, "n", "", 0); len(got) != 1 || got[0] != "a@1" {
+		t.Fatalf("records after the removal sent again: %v, want [a@1]", got)
+	}
+	// Naming the later produce removes it; naming none removes any.
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "a", Record: later.Version, Produced: later.Produced}); n != 1 {
+		t.Fatalf("removal naming the later produce: %d removed, want 1", n)
+	}
+	produceNS(t, s, "n", "a")
+	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "a"}); n != 1 {
+		t.Fatalf("removal naming no produce: %d removed, want 1", n)
+	}
+}

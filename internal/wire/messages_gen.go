@@ -3301,6 +3301,13 @@ type StageRemoveReq struct {
 	All       bool   // 5: every path of the namespace
 	After     string // 6: Prefix or All: resumes past this path
 	Limit     uint32 // 7: Prefix or All: as StageListReq's
+	// Record and Produced name the produce of Path to remove (its
+	// record's Version and Produced; StageVersion 4): any other record of
+	// Path stays. A copy of the request sent again after a later produce
+	// of the path thus leaves that produce. Record 0 removes whichever
+	// record Path has (clients before 4).
+	Record   uint64 // 8
+	Produced int64  // 9
 }
 
 func (m *StageRemoveReq) Marshal(b []byte) []byte {
@@ -3311,6 +3318,8 @@ func (m *StageRemoveReq) Marshal(b []byte) []byte {
 	b = putBool(b, 5, m.All)
 	b = putString(b, 6, m.After)
 	b = putUint(b, 7, uint64(m.Limit))
+	b = putUint(b, 8, m.Record)
+	b = putInt(b, 9, m.Produced)
 	return b
 }
 
@@ -3333,6 +3342,10 @@ func (m *StageRemoveReq) Unmarshal(b []byte) error {
 			m.After = f.string()
 		case 7:
 			m.Limit = f.uint32()
+		case 8:
+			m.Record = f.uint64()
+		case 9:
+			m.Produced = f.int64()
 		}
 	}
 	return f.err

@@ -693,11 +693,12 @@ var metaTypes = []msgType{
 	{
 		name:   "StageRemoveReq",
 		new:    func() wire.Message { return new(wire.StageRemoveReq) },
-		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kBool}, {6, kString}, {7, kUint32}},
+		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kBool}, {6, kString}, {7, kUint32}, {8, kUint64}, {9, kInt64}},
 		vals: []wire.Message{
 			&wire.StageRemoveReq{},
 			&wire.StageRemoveReq{Version: 2, Path: "a"},
-			&wire.StageRemoveReq{Version: math.MaxUint32, Namespace: "n", Path: "a", Prefix: "b/", All: true, After: strings.Repeat("d/", 500), Limit: math.MaxUint32},
+			&wire.StageRemoveReq{Version: 4, Path: "a", Record: 1, Produced: -1},
+			&wire.StageRemoveReq{Version: math.MaxUint32, Namespace: "n", Path: "a", Prefix: "b/", All: true, After: strings.Repeat("d/", 500), Limit: math.MaxUint32, Record: math.MaxUint64, Produced: math.MaxInt64},
 		},
 	},
 	{

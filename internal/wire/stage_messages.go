@@ -5,13 +5,16 @@ package wire
 
 // StageVersion is the version of the staging requests (StageBatch,
 // StageKey, StageListReq, StageRemoveReq) this build speaks: 2 added
-// namespaces, 3 small files carried in their records (StageFormatInline).
+// namespaces, 3 small files carried in their records (StageFormatInline),
+// 4 the produce a removal of a path removes (StageRemoveReq.Record): a
+// server before it would remove any record of the path, a later produce
+// included, and refuses the version instead.
 // A request of version 0 comes from a client before namespaces and is
 // served in the default namespace; a server serves the versions from
 // StageVersionNamespaces to its own, and refuses any other with
 // pdc.ErrVersion. Answers to older clients may carry the fields they do
 // not know (a record's Format and Data): they skip them, and fetch.
-const StageVersion = 3
+const StageVersion = 4
 
 // StageVersionNamespaces is the first StageVersion with namespaces.
 const StageVersionNamespaces = 2
