@@ -11,16 +11,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirWatch wakes a waiter when files in a directory are created or replaced.
-// It uses inotify, which sees local writes only; a slow fallback timer
-// covers shared filesystems, where another node's write raises no event.
-type dirWatch struct {
+// DirWatch wakes a waiter when files in a directory are created or
+// replaced. It uses inotify, which sees local writes only; a slow fallback
+// timer covers shared filesystems, where another node's write raises no
+// event. One goroutine at a time may Wait.
+type DirWatch struct {
 	f        *os.File // nil when inotify is unavailable
 	fallback time.Duration
 }
 
-func watchDir(dir string, fallback time.Duration) *dirWatch {
-	w := &dirWatch{fallback: fallback}
+// WatchDir watches dir, or, if it cannot, wakes its waiter every
+// fallback. Close releases it.
+func WatchDir(dir string, fallback time.Duration) *DirWatch {
+	w := &DirWatch{fallback: fallback}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return w
@@ -35,9 +38,9 @@ func watchDir(dir string, fallback time.Duration) *dirWatch {
 	return w
 }
 
-// wait returns when the directory changed, the fallback interval passed, or
-// ctx ended (with its error).
-func (w *dirWatch) wait(ctx context.Context) error {
+// Wait returns when the directory changed, the fallback interval passed,
+// or ctx ended (with its error).
+func (w *DirWatch) Wait(ctx context.Context) error {
 	if w.f == nil {
 		t := time.NewTimer(w.fallback)
 		defer t.Stop()
@@ -62,17 +65,21 @@ func (w *dirWatch) wait(ctx context.Context) error {
 	return nil
 }
 
-func (w *dirWatch) close() {
+// Close releases the watch.
+func (w *DirWatch) Close() {
 	if w.f != nil {
 		w.f.Close()
 	}
 }
 
 // WaitForRendezvous waits until dir holds a rendezvous record of a rank 0
-// that answers at its address as the instance the record names.
-func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
-	w := watchDir(dir, time.Second)
-	defer w.close()
+// that answers at its address as the instance the record names. If the
+// first look finds none, it calls waiting (if not nil) once with what it
+// found instead, before it waits: a rank started before rank 0 says what
+// it waits for.
+func WaitForRendezvous(ctx context.Context, dir string, waiting func(why error)) (Rendezvous, error) {
+	w := WatchDir(dir, time.Second)
+	defer w.Close()
 	var last error
 	for {
 		r, err := ReadRendezvous(dir)
@@ -87,8 +94,11 @@ func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
 		} else if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("rank 0 has not started (no %s in %s)", Rank0File, dir)
 		}
+		if last == nil && waiting != nil {
+			waiting(err)
+		}
 		last = err
-		if werr := w.wait(ctx); werr != nil {
+		if werr := w.Wait(ctx); werr != nil {
 			return Rendezvous{}, fmt.Errorf("wait for rank 0: %w; last seen: %v", werr, last)
 		}
 	}
@@ -99,8 +109,8 @@ func WaitForRendezvous(ctx context.Context, dir string) (Rendezvous, error) {
 // killed cluster left behind is waited past: servers starting in dir
 // replace it, possibly after the waiter started.
 func WaitForLiveList(ctx context.Context, dir string) (*List, error) {
-	w := watchDir(dir, time.Second)
-	defer w.close()
+	w := WatchDir(dir, time.Second)
+	defer w.Close()
 	for {
 		l, err := ReadList(dir)
 		if err == nil {
@@ -115,7 +125,7 @@ func WaitForLiveList(ctx context.Context, dir string) (*List, error) {
 				err = fmt.Errorf("the 1 server of the list in %s does not answer (a dead cluster's list)", dir)
 			}
 		}
-		if werr := w.wait(ctx); werr != nil {
+		if werr := w.Wait(ctx); werr != nil {
 			return nil, fmt.Errorf("wait for the server list: %w; last seen: %w", werr, err)
 		}
 	}
@@ -123,14 +133,14 @@ func WaitForLiveList(ctx context.Context, dir string) (*List, error) {
 
 // WaitForList waits until dir holds a complete server list, or ctx ends.
 func WaitForList(ctx context.Context, dir string) (*List, error) {
-	w := watchDir(dir, time.Second)
-	defer w.close()
+	w := WatchDir(dir, time.Second)
+	defer w.Close()
 	for {
 		l, err := ReadList(dir)
 		if err == nil {
 			return l, nil
 		}
-		if werr := w.wait(ctx); werr != nil {
+		if werr := w.Wait(ctx); werr != nil {
 			return nil, fmt.Errorf("wait for the server list: %w; last seen: %w", werr, err)
 		}
 	}

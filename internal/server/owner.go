@@ -31,6 +31,10 @@ type owner struct {
 	TmpDir  string `json:"tmpdir"`
 	Host    string `json:"host"`
 	Started string `json:"started"` // RFC 3339
+	// Addr and Instance are where the server answers, and as which
+	// instance, once it listens; empty before. Older records lack them.
+	Addr     string `json:"addr,omitempty"`
+	Instance string `json:"instance,omitempty"`
 }
 
 func ownerPaths(dataDir string, rank int) (lock, rec string) {
@@ -84,15 +88,40 @@ func (p *proc) lockDataDir(ctx context.Context) error {
 	if cfg.Host != "" {
 		host = cfg.Host
 	}
-	b, err := json.Marshal(owner{Version: ownerVersion, PID: os.Getpid(), Rank: cfg.Rank, TmpDir: tmpdir, Host: host,
-		Started: time.Now().UTC().Format(time.RFC3339)})
+	p.own = owner{Version: ownerVersion, PID: os.Getpid(), Rank: cfg.Rank, TmpDir: tmpdir, Host: host,
+		Started: time.Now().UTC().Format(time.RFC3339)}
+	return p.writeOwner()
+}
+
+// recordAddr adds to the owner record where the server answers, once it
+// listens, so that a second start of this rank can ask it whether it
+// runs even before the cluster has a server list.
+func (p *proc) recordAddr(addr, instance string) error {
+	p.own.Addr, p.own.Instance = addr, instance
+	return p.writeOwner()
+}
+
+func (p *proc) writeOwner() error {
+	_, recPath := ownerPaths(p.cfg.DataDir, p.cfg.Rank)
+	b, err := json.Marshal(p.own)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFS(fsys, recPath, b, 0o600); err != nil {
-		return fmt.Errorf("data dir %s: record its owner: %w", cfg.DataDir, err)
+	if err := atomicfile.WriteFS(vfs.OrDefault(p.cfg.FS), recPath, b, 0o600); err != nil {
+		return fmt.Errorf("data dir %s: record its owner: %w", p.cfg.DataDir, err)
 	}
 	return nil
+}
+
+// readOwner reads the owner record at recPath, if there is one this
+// build reads.
+func readOwner(fsys vfs.FS, recPath string) (owner, bool) {
+	var o owner
+	b, err := vfs.ReadFile(fsys, recPath)
+	if err != nil || json.Unmarshal(b, &o) != nil || o.Version != ownerVersion {
+		return owner{}, false
+	}
+	return o, true
 }
 
 // predecessorWait bounds how long a server waits for the previous
@@ -116,9 +145,8 @@ const predecessorWait = 10 * time.Second
 // not answer (its listener's backlog takes the connection, nobody reads
 // it), so the probe cannot mistake a predecessor for a live server.
 func (p *proc) awaitPredecessor(ctx context.Context, fsys vfs.FS, recPath string) (gone bool, err error) {
-	var o owner
-	b, err := vfs.ReadFile(fsys, recPath)
-	if err != nil || json.Unmarshal(b, &o) != nil || o.Version != ownerVersion {
+	o, ok := readOwner(fsys, recPath)
+	if !ok {
 		return false, nil
 	}
 	tmpdir, _ := filepath.Abs(p.cfg.TmpDir)
@@ -151,12 +179,14 @@ func (p *proc) awaitPredecessor(ctx context.Context, fsys vfs.FS, recPath string
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
-		if s, ok := p.answering(wctx, o.PID); ok {
+		// Logged after the first probe: a server that answers is
+		// refused, not waited for.
+		waiting := func() {
+			p.log.Info("waiting for the previous server of this rank to exit", "pid", o.PID, "up_to", predecessorWait.String())
+		}
+		if s, ok := p.answering(wctx, fsys, recPath, o.PID, waiting); ok {
 			answered <- s
 		} else {
-			// Logged after the probe: a server that answers is
-			// refused, not waited for.
-			p.log.Info("waiting for the previous server of this rank to exit", "pid", o.PID, "up_to", predecessorWait.String())
 			<-wctx.Done()
 		}
 		_, _ = unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
@@ -190,24 +220,60 @@ func (p *proc) awaitPredecessor(ctx context.Context, fsys vfs.FS, recPath string
 	}
 }
 
-// answering returns the server the cluster's list names for
-// this rank, if it is process pid and answers as the instance listed.
-func (p *proc) answering(ctx context.Context, pid int) (cluster.Server, bool) {
-	l, err := p.clusterDir().ReadList()
-	if err != nil {
-		return cluster.Server{}, false
-	}
-	for _, s := range l.Servers {
-		if s.Rank == p.cfg.Rank && s.PID == pid {
-			return s, cluster.Alive(ctx, s)
+// answering returns this rank's server, process pid, if it answers as
+// the instance that its owner record at recPath names once it listens,
+// or (a server of a build whose record names no address) as the one the
+// cluster's list names. The server list exists only once every rank has
+// registered; the record, as soon as the server listens, so a server of
+// a cluster still starting is found too. A holder that has not recorded
+// its address yet (it opens its stores first) is watched for until it
+// does or ctx ends; waiting is called once, when the first look finds
+// no answer.
+func (p *proc) answering(ctx context.Context, fsys vfs.FS, recPath string, pid int, waiting func()) (cluster.Server, bool) {
+	w := cluster.WatchDir(p.cfg.DataDir, time.Second)
+	defer w.Close()
+	for first := true; ; first = false {
+		o, ok := readOwner(fsys, recPath)
+		if ok && o.PID == pid && o.Addr != "" {
+			// No Start: in no server list yet, the cluster starting.
+			s := cluster.Server{Rank: o.Rank, Addr: o.Addr, Instance: o.Instance, PID: o.PID, Host: o.Host}
+			if l, err := p.clusterDir().ReadList(); err == nil && p.cfg.Rank < len(l.Servers) && l.Servers[p.cfg.Rank].PID == pid {
+				s = l.Servers[p.cfg.Rank]
+			}
+			if cluster.Alive(ctx, s) {
+				return s, true
+			}
+			if first {
+				waiting()
+			}
+			return cluster.Server{}, false // it listened and answers no more: exiting
+		}
+		if l, err := p.clusterDir().ReadList(); err == nil {
+			for _, s := range l.Servers {
+				if s.Rank == p.cfg.Rank && s.PID == pid && cluster.Alive(ctx, s) {
+					return s, true
+				}
+			}
+		}
+		if first {
+			waiting()
+		}
+		if w.Wait(ctx) != nil {
+			return cluster.Server{}, false
 		}
 	}
-	return cluster.Server{}, false
 }
 
 // runningError says that this rank's server s (owner o of its share)
-// runs and answers, and what to do about it.
+// runs and answers, and what to do about it. A server not yet in a
+// server list (s.Start unset) is of a cluster still starting: no list
+// names it for pdc down to stop it.
 func runningError(s cluster.Server, o owner) error {
+	if s.Start.IsZero() {
+		return fmt.Errorf("already running and answering at %s, pid %d on %s, in the cluster starting in %s (since %s; not every rank has registered yet): "+
+			"stop it first (kill %d), or let the start finish and stop the cluster with `pdc down --tmpdir %s`: %w",
+			s.Addr, s.PID, s.Host, o.TmpDir, o.Started, s.PID, o.TmpDir, pdc.ErrExists)
+	}
 	return fmt.Errorf("already running and answering at %s, pid %d on %s, in the cluster in %s (since %s): stop it first (`pdc down --tmpdir %s` stops the cluster): %w",
 		s.Addr, s.PID, s.Host, o.TmpDir, o.Started, o.TmpDir, pdc.ErrExists)
 }

@@ -69,6 +69,8 @@ type proc struct {
 	list     *cluster.List // the complete cluster, once joined
 
 	undo []func()
+	// own is this server's owner record (lockDataDir).
+	own owner
 	// joined is set once the cluster took this server in (the
 	// rendezvous, or rank 0's rejoin). Until then a failed start undoes
 	// what it made on disk (undoIfRefused); after it, others may have
@@ -276,7 +278,7 @@ func (p *proc) listen(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot %w", err)
 	}
-	addr, err := advertiseAddr(ctx, cfg, ln)
+	addr, err := advertiseAddr(ctx, p.log, cfg, ln)
 	if err != nil {
 		ln.Close()
 		return err
@@ -303,6 +305,11 @@ func (p *proc) listen(ctx context.Context) error {
 		s.rpc.Close()
 		<-p.serveErr
 	})
+	// It answers there now: a second start of this rank that finds the
+	// data dir locked asks it (awaitPredecessor).
+	if err := p.recordAddr(s.self.Addr, s.self.Instance); err != nil {
+		return err
+	}
 	p.log.Info("listening", "addr", s.self.Addr, "size", cfg.Size, "roles", s.self.Roles,
 		"tmpdir", cfg.TmpDir, "datadir", cfg.DataDir, "auth", len(p.secret) > 0)
 	return nil

@@ -113,16 +113,17 @@ func (s *Server) rendezvous(ctx context.Context, secret []byte) error {
 			s.mu.Lock()
 			n := len(s.mu.members)
 			s.mu.Unlock()
-			return fmt.Errorf("only %d of %d servers registered within %v: %w", n, s.cfg.Size, s.cfg.StartupTimeout, pdc.ErrTimeout)
+			return fmt.Errorf("only %d of %d servers registered within %v (--startup-timeout): %w", n, s.cfg.Size, s.cfg.StartupTimeout, pdc.ErrTimeout)
 		}
 		return s.publishList()
 	}
 
 	req := wire.RegisterRequest{Server: s.self.Info(), Size: uint32(s.cfg.Size)}
+	waiting := waitingForRank0(s.log, s.cfg, "to register with it")
 	for {
-		rv, err := cluster.WaitForRendezvous(ctx, s.cfg.TmpDir)
+		rv, err := cluster.WaitForRendezvous(ctx, s.cfg.TmpDir, waiting)
 		if err != nil {
-			return fmt.Errorf("%w (startup timeout %v)", err, s.cfg.StartupTimeout)
+			return fmt.Errorf("%w (--startup-timeout %v)", err, s.cfg.StartupTimeout)
 		}
 		if rv.Size != s.cfg.Size {
 			return fmt.Errorf("rank 0 at %s runs a cluster of %d servers, this server was started with size %d: %w",
@@ -553,18 +554,32 @@ func fromThisHost(req *rpc.Request) bool {
 	return false
 }
 
+// waitingForRank0 logs, once, that a rank waits for rank 0 and why, and
+// for how long: launchers start ranks in any order, and a rank started
+// before rank 0 waits for it under --startup-timeout, which it names.
+func waitingForRank0(log *slog.Logger, cfg Config, what string) func(error) {
+	said := false
+	return func(why error) {
+		if said {
+			return
+		}
+		said = true
+		log.Info(fmt.Sprintf("waiting for rank 0 %s, up to %v (--startup-timeout): %v", what, cfg.StartupTimeout, why))
+	}
+}
+
 // advertiseAddr is the address this server publishes (Config.Advertise). A
 // rank above 0 bound to a wildcard address without --advertise takes its
 // address on the route to rank 0, so it waits for rank 0's record first.
-func advertiseAddr(ctx context.Context, cfg Config, ln net.Listener) (string, error) {
+func advertiseAddr(ctx context.Context, log *slog.Logger, cfg Config, ln net.Listener) (string, error) {
 	bound := rpc.Addr(ln.Addr())
 	towards := ""
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() && cfg.Advertise == "" && cfg.Rank > 0 {
 		wctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-		rv, err := cluster.WaitForRendezvous(wctx, cfg.TmpDir)
+		rv, err := cluster.WaitForRendezvous(wctx, cfg.TmpDir, waitingForRank0(log, cfg, "to learn the address on the route to it"))
 		cancel()
 		if err != nil {
-			return "", fmt.Errorf("find the address on the route to rank 0: %w (startup timeout %v)", err, cfg.StartupTimeout)
+			return "", fmt.Errorf("find the address on the route to rank 0: %w (--startup-timeout %v)", err, cfg.StartupTimeout)
 		}
 		towards = rv.Addr
 	}
