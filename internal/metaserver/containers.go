@@ -190,7 +190,9 @@ func (s *containers) contDelete(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("delete container %q: %w", k.Name, err)
+	}
 	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&k)
 	if err != nil {
@@ -219,7 +221,9 @@ func (s *containers) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.R
 	if c.Lifetime > 1 {
 		return nil, fmt.Errorf("container %q: unknown lifetime %d (0 persistent, 1 transient): %w", c.Name, c.Lifetime, pdc.ErrInvalid)
 	}
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("container %q: set lifetime: %w", c.Name, err)
+	}
 	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&wire.ContKey{Name: c.Name})
 	if err != nil {

@@ -433,7 +433,9 @@ var errCutRaced = errors.New("a pending dims cut was committed meanwhile")
 // still there refuses it: with early, why the delivery before the lock
 // failed, or with errCutRaced if that found none to deliver.
 func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*wire.ObjectMeta, *wire.DimsCut, time.Time, error) {
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("set dims of object %d: %w", d.ID, err)
+	}
 	defer s.lifeMu.Unlock()
 	m, ident, err := s.loadObjByID(d.ID)
 	if err != nil {
@@ -477,8 +479,12 @@ func (s *objects) setDims(ctx context.Context, d *wire.SetDims, early error) (*w
 	case cut != nil:
 		b.Set(keyCut(m.ID), encodeCut(cut))
 	}
+	// Opens wait for dimsMu at most briefly (they hold it for a look),
+	// and no other writer takes it: setDims holds lifeMu.
+	if err := s.dimsMu.Lock(ctx); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", what, err)
+	}
 	tc := s.touches.begin(m.ID) // a region query checks the dims
-	s.dimsMu.Lock()
 	s.dimsCommits.Add(1)
 	err = s.st.Commit(b)
 	s.dimsCommits.Add(-1)

@@ -46,7 +46,7 @@ func TestConcurrentShrinksDoNotPushUnderLifeMu(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both shrinks find no pending cut before the lock, then queue on it.
-	s.lifeMu.Lock()
+	_ = s.lifeMu.Lock(ctx)
 	var wg sync.WaitGroup
 	for _, n := range []uint64{8, 4} {
 		wg.Go(func() { _, _ = s.objSetDims(ctx, setDimsReq(a, n)) })
@@ -59,7 +59,7 @@ func TestConcurrentShrinksDoNotPushUnderLifeMu(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	start := time.Now()
-	s.lifeMu.Lock()
+	_ = s.lifeMu.Lock(ctx)
 	d := time.Since(start)
 	s.lifeMu.Unlock()
 	if d > time.Second {

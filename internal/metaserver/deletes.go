@@ -23,7 +23,9 @@ func (s *objects) objDelete(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("delete object: %w", err)
+	}
 	m, ident, err := s.resolveObj(&k)
 	if err == nil {
 		err = s.deleteObjs(ctx, []*wire.ObjectMeta{m}, [][]byte{ident}, nil)
@@ -177,7 +179,9 @@ func (s *objects) objDeleteCont(ctx context.Context, req *rpc.Request) (*rpc.Res
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("delete container %d: %w", a.ID, err)
+	}
 	unlocked := false
 	defer func() {
 		if !unlocked {

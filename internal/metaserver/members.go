@@ -52,7 +52,9 @@ func (s *objects) objMembers(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	}
 	// A write lock would wait for tag writes; deletes take it, so no
 	// object can go between its check and the commit.
-	s.lifeMu.RLock()
+	if err := s.lifeMu.RLock(ctx); err != nil {
+		return nil, fmt.Errorf("container %d: memberships: %w", m.ContID, err)
+	}
 	defer s.lifeMu.RUnlock()
 	change, err := s.membersToChange(&m)
 	if err != nil {

@@ -38,9 +38,9 @@ type objects struct {
 	// applied, and visible, before their fsync is done. dimsMu is held
 	// for writing around each: an open that may have read one reads
 	// again under it for reading (objOpen), so waits for that commit
-	// only, not for lifeMu's other holders.
+	// only, not for lifeMu's other holders, and up to its deadline.
 	dimsCommits atomic.Int32
-	dimsMu      sync.RWMutex
+	dimsMu      rwLock
 	// regions forgets the region maps of deleted objects.
 	regions *regions
 }
@@ -558,9 +558,11 @@ func (s *objects) objOpen(ctx context.Context, req *rpc.Request) (*rpc.Response,
 	if s.dimsCommits.Load() > 0 {
 		// A set dims may be in its fsync with a record read here: read
 		// again once it is done. Rare; opens otherwise take no lock.
-		s.dimsMu.RLock()
+		if err := s.dimsMu.ReadLock(ctx); err != nil {
+			return nil, fmt.Errorf("open %d objects: wait for a set dims in its fsync: %w", len(b.Opens), err)
+		}
 		out = s.resolveOpens(&b)
-		s.dimsMu.RUnlock()
+		s.dimsMu.ReadUnlock()
 	}
 	// An object whose create is in its fsync likewise: a crash would take
 	// it back, after the client wrote to it, tagged it, or handed its id

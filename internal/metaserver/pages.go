@@ -335,7 +335,9 @@ func (s *containers) contDeleting(ctx context.Context, req *rpc.Request) (*rpc.R
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("container %q: mark as being deleted: %w", k.Name, err)
+	}
 	defer s.lifeMu.Unlock()
 	m, err := s.resolveCont(&k)
 	if err != nil {
@@ -388,7 +390,9 @@ func (s *objects) objPurge(ctx context.Context, req *rpc.Request) (*rpc.Response
 	ids := slices.Clone(q.IDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	s.lifeMu.Lock()
+	if err := s.lifeMu.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("container %d: purge: %w", q.ContID, err)
+	}
 	unlocked := false
 	defer func() {
 		if !unlocked {

@@ -242,7 +242,9 @@ func (s *regions) place(ctx context.Context, in *wire.RegionBatch, onePiece bool
 	}
 	// Checked under the read lock so that a delete cannot slip between
 	// the check and the commit.
-	s.lifeMu.RLock()
+	if err := s.lifeMu.RLock(ctx); err != nil {
+		return nil, fmt.Errorf("place %d regions: %w", len(in.Items), err)
+	}
 	out, wait, tc, err := s.placeLocked(in, onePiece)
 	if err == nil && wait != nil {
 		// Out of the regions' lock: the placements and queries of other
@@ -519,7 +521,7 @@ func (s *regions) regionQuery(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
-	out, err := s.locate(&in)
+	out, err := s.locate(ctx, &in)
 	// The map, or the object's absence, may be a change whose fsync
 	// failed (a placement, a delete): a reader sent to a server by a
 	// placement a power loss takes back reads what no map names after it.
@@ -541,7 +543,12 @@ func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 	}
 	out := wire.RegionLocatedAll{Items: make([]wire.RegionLocated, len(in.Items))}
 	for i := range in.Items {
-		pieces, err := s.locate(&in.Items[i])
+		pieces, err := s.locate(ctx, &in.Items[i])
+		if err != nil && ctx.Err() != nil {
+			// The request's deadline passed waiting for the lock: no
+			// item's answer, not a failure of this one.
+			return nil, err
+		}
 		if err != nil {
 			out.Items[i] = wire.RegionLocated{Code: wire.CodeOf(err), Message: err.Error()}
 			continue
@@ -560,12 +567,14 @@ func (s *regions) regionQueryAll(ctx context.Context, req *rpc.Request) (*rpc.Re
 
 // locate returns the disjoint parts of a region that data servers hold,
 // each with its server, the newest write winning where writes overlap.
-func (s *regions) locate(in *wire.RegionReq) ([]wire.RegionPiece, error) {
+func (s *regions) locate(ctx context.Context, in *wire.RegionReq) ([]wire.RegionPiece, error) {
 	// Under the read lock, as placements are: a delete committed between
 	// the check and the look would leave an empty map, which a client
 	// reads as zeros without asking any data server.
-	s.lifeMu.RLock()
-	defer s.lifeMu.RUnlock()
+	if err := s.lifeMu.ReadLock(ctx); err != nil {
+		return nil, fmt.Errorf("locate a region of object %d: %w", in.Obj, err)
+	}
+	defer s.lifeMu.ReadUnlock()
 	_, box, err := s.objectRegion(in.Obj, in.Off, in.Size)
 	if err != nil {
 		return nil, err

@@ -99,9 +99,12 @@ type core struct {
 	// an object exists and then read what hangs off it (tag gets and lists,
 	// region queries) hold it for reading too: a delete between the two
 	// would answer "no tags" or "no regions" (read as zeros) for an object
-	// that had them. It spans the services because it orders writes of
-	// several against one another.
-	lifeMu sync.RWMutex
+	// that had them; they take it with ReadLock, which goes past a delete
+	// that waits for the tag writes' fsyncs (rwLock). Every wait for it
+	// ends with its request's context, as a holder may keep it through an
+	// fsync on a stalled disk. It spans the services because it orders
+	// writes of several against one another.
+	lifeMu rwLock
 }
 
 // Open opens (or creates) the store in cfg.Dir.

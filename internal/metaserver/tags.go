@@ -50,7 +50,9 @@ func (s *tags) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	out := wire.TagResults{Codes: make([]uint64, len(tb.Puts)), Messages: make([]string, len(tb.Puts))}
 	// Deletes of the target hold lifeMu, so a tag cannot land on an
 	// object deleted between the check and the commit.
-	s.lifeMu.RLock()
+	if err := s.lifeMu.RLock(ctx); err != nil {
+		return nil, fmt.Errorf("put %d tags: %w", len(tb.Puts), err)
+	}
 	defer s.lifeMu.RUnlock()
 	b := s.st.NewBatch()
 	defer b.Close()
@@ -141,7 +143,7 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
-	v, err := s.readTag(&k)
+	v, err := s.readTag(ctx, &k)
 	// The value, or its absence, may be a change whose fsync failed
 	// (a put, a delete of the tag or of its target): answered once it
 	// is durable. Out of lifeMu: settling may take a commit.
@@ -152,11 +154,13 @@ func (s *tags) tagGet(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 }
 
 // readTag returns the stored value of the tag k names.
-func (s *tags) readTag(k *wire.TagKey) ([]byte, error) {
+func (s *tags) readTag(ctx context.Context, k *wire.TagKey) ([]byte, error) {
 	// Under the read lock: a delete committed between the check and the
 	// read would make the tag look missing on an object that had it.
-	s.lifeMu.RLock()
-	defer s.lifeMu.RUnlock()
+	if err := s.lifeMu.ReadLock(ctx); err != nil {
+		return nil, fmt.Errorf("tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, err)
+	}
+	defer s.lifeMu.ReadUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, fmt.Errorf("tag %q: %w", k.Name, err)
 	}
@@ -178,7 +182,9 @@ func (s *tags) tagDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, 
 	if err := checkName("tag", k.Name, MaxTagNameLen); err != nil {
 		return nil, err
 	}
-	s.lifeMu.RLock()
+	if err := s.lifeMu.RLock(ctx); err != nil {
+		return nil, fmt.Errorf("delete tag %q of %s %d: %w", k.Name, kindName(k.Kind), k.ID, err)
+	}
 	defer s.lifeMu.RUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		// Its target deleted perhaps by a delete whose sync failed.
@@ -276,7 +282,7 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 	if err := decode(req, &k); err != nil {
 		return nil, err
 	}
-	out, err := s.readTagNames(&k)
+	out, err := s.readTagNames(ctx, &k)
 	// As in tagGet: no name of a change whose fsync failed.
 	if err := s.readDurably(ctx, func() string { return fmt.Sprintf("tags of %s %d", kindName(k.Kind), k.ID) }, err, k.ID); err != nil {
 		return nil, err
@@ -285,9 +291,11 @@ func (s *tags) tagList(ctx context.Context, req *rpc.Request) (*rpc.Response, er
 }
 
 // readTagNames returns the names of the tags of the target k names.
-func (s *tags) readTagNames(k *wire.TagKey) (*wire.TagNames, error) {
-	s.lifeMu.RLock() // as in readTag
-	defer s.lifeMu.RUnlock()
+func (s *tags) readTagNames(ctx context.Context, k *wire.TagKey) (*wire.TagNames, error) {
+	if err := s.lifeMu.ReadLock(ctx); err != nil { // as in readTag
+		return nil, fmt.Errorf("tags of %s %d: %w", kindName(k.Kind), k.ID, err)
+	}
+	defer s.lifeMu.ReadUnlock()
 	if err := s.targetExists(k.Kind, k.ID); err != nil {
 		return nil, err
 	}
