@@ -604,12 +604,17 @@ func (ct *Container) DeleteTag(ctx context.Context, name string) error {
 func (ct *Container) Tags(ctx context.Context) ([]string, error) { return ct.tags().list(ctx) }
 
 // Checkpoint asks every metadata server for a consistent checkpoint of its
-// store and returns where each wrote it, by rank.
-func (c *Client) Checkpoint(ctx context.Context) (map[int]string, error) {
+// store, each in a directory of the given name, and returns where each
+// wrote it, by rank. One name for all lets them be restored together
+// (pdc checkpoint restore NAME). name "" lets each server name its
+// checkpoint by the time. A name some server has already is
+// pdc.ErrExists; one that is no plain file name, pdc.ErrInvalid.
+func (c *Client) Checkpoint(ctx context.Context, name string) (map[int]string, error) {
 	var mu sync.Mutex
 	out := map[int]string{}
+	req := &wire.CheckpointRequest{Name: name}
 	err := c.eachMeta(ctx, func(ctx context.Context, rank int) error {
-		cp, err := c.calls().Checkpoint(ctx, rank)
+		cp, err := c.calls().Checkpoint(ctx, rank, req)
 		if err != nil {
 			return err
 		}

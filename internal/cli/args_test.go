@@ -66,7 +66,12 @@ func TestNoArgsRefused(t *testing.T) {
 	}{
 		{[]string{"status", "1"}, `status: unexpected argument "1"`},
 		{[]string{"ping", "2"}, `ping: unexpected argument "2"`},
-		{[]string{"checkpoint", "now"}, `checkpoint: unexpected argument "now"`},
+		{[]string{"checkpoint", "now"}, `checkpoint: unknown verb "now"`},
+		{[]string{"checkpoint", "create", "now"}, `checkpoint create: unexpected argument "now"`},
+		{[]string{"checkpoint", "ls", "x"}, `checkpoint ls: unexpected argument "x"`},
+		{[]string{"checkpoint", "restore"}, `checkpoint restore: want the name of one checkpoint`},
+		{[]string{"checkpoint", "restore", "../x"}, `checkpoint name "../x"`},
+		{[]string{"checkpoint", "--name", "a/b"}, `checkpoint name "a/b"`},
 		{[]string{"version", "x"}, `version: unexpected argument "x"`},
 		{[]string{"cont", "ls", "results"}, `cont ls: unexpected argument "results"`},
 		{[]string{"obj", "ls", "--cont", "results", "temperature"}, `obj ls: unexpected argument "temperature"`},

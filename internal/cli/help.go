@@ -114,6 +114,9 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return c.run(ctx, e, args[1:])
 	}
 	args = args[1:]
+	if c.defaultVerb != "" && (len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelpFlag(args[0])) {
+		args = append([]string{c.defaultVerb}, args...)
+	}
 	if len(args) == 0 {
 		commandHelp(e.stderr, c)
 		return fmt.Errorf("%s: say what to do (%s): %w", c.name, c.verbNames(), errUsage)
@@ -138,6 +141,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 	}
 	return c.run(ctx, e, args)
 }
+
+func isHelpFlag(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
 
 // help answers pdc help [CMD [VERB]].
 func (e *env) help(ctx context.Context, args []string) error {

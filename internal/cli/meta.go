@@ -57,8 +57,6 @@ func init() {
 				args:     []argKind{argVerb, argObject, argTag}},
 		},
 		run: runObj})
-	register(command{name: "checkpoint", summary: "checkpoint every metadata server's store now", usage: "[flags]",
-		examples: []string{"pdc checkpoint"}, run: runCheckpoint})
 }
 
 // clientFlags adds the flags every client command has.
@@ -728,39 +726,4 @@ func printObject(w io.Writer, o client.ObjectInfo) {
 	fmt.Fprintf(w, "name:        %s\nid:          %d\ncontainer:   %d\ndims:        %s\ntype:        %s\npartition:   %s\nstorage:     %s\nconsistency: %d\ntime step:   %d\nuser id:     %d\napp:         %s\nserver:      rank %d\ncreated:     %s\n",
 		o.Name, o.ID, o.ContainerID, formatDims(o.Props.Dims), o.Props.Type, o.Props.Partition, o.Props.Storage, o.Props.Consistency,
 		o.Props.TimeStep, o.Props.UserID, o.Props.AppName, o.Server, o.Created.Format(time.RFC3339))
-}
-
-func runCheckpoint(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "checkpoint", "[flags]")
-	cf := addClientFlags(e, fs)
-	if help, err := parse(fs, args); help || err != nil {
-		return err
-	}
-	if err := noArgs(fs, "checkpoint"); err != nil {
-		return err
-	}
-	c, ctx, done, err := cf.connect(ctx)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	defer done()
-	paths, err := c.Checkpoint(ctx)
-	for _, s := range c.Servers() {
-		if p, ok := paths[s.Rank]; ok {
-			fmt.Fprintf(e.stdout, "%s: %s\n", s.Label(), p)
-		}
-	}
-	if err == nil {
-		return nil
-	}
-	// One line, the first server's error: the errors joined were one a
-	// line, the first without the command's name.
-	first := err
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
-		first = j.Unwrap()[0]
-		if n := len(j.Unwrap()); n > 1 {
-			return fmt.Errorf("checkpoint: %d metadata servers failed; the first: %w", n, first)
-		}
-	}
-	return fmt.Errorf("checkpoint: %w", first)
 }

@@ -27,6 +27,10 @@ type command struct {
 	examples []string
 	// verbs, if any, are dispatched by Run: pdc NAME VERB ...
 	verbs []verb
+	// defaultVerb, if set, is the verb of pdc NAME given no verb (no
+	// arguments, or flags first): a command that grew verbs keeps its
+	// old form.
+	defaultVerb string
 	// long, if any, is a paragraph of help after the summary.
 	long   string
 	run    func(ctx context.Context, env *env, args []string) error

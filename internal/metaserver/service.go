@@ -217,10 +217,10 @@ func (s *Service) Close() error {
 	return s.st.Close()
 }
 
-// Checkpoint writes a consistent copy of the store under the checkpoint
-// directory and returns its path.
-func (s *Service) Checkpoint(ctx context.Context) (string, error) {
-	return s.st.Checkpoint(ctx, s.cfg.CheckpointDir)
+// Checkpoint writes a consistent copy of the store into the checkpoint
+// directory's dir name (name "": the time) and returns its path.
+func (s *Service) Checkpoint(ctx context.Context, name string) (string, error) {
+	return s.st.Checkpoint(ctx, s.cfg.CheckpointDir, name)
 }
 
 // SessionEnded releases the opens of a client whose connections are gone.
@@ -316,7 +316,11 @@ func isNotFound(err error) bool { return err != nil && errors.Is(err, pdc.ErrNot
 func (s *core) scan(p []byte, fn func(k, v []byte) error) error { return s.st.Scan(p, fn) }
 
 func (s *Service) checkpointRPC(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	path, err := s.Checkpoint(ctx)
+	var m wire.CheckpointRequest
+	if err := decode(req, &m); err != nil {
+		return nil, err
+	}
+	path, err := s.Checkpoint(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -191,10 +191,13 @@ func (s *Store) ObserveSeq(seq uint32) { s.observeSeq(seq) }
 func (s *Store) RaiseSeq(seq uint32) error { return s.raiseSeq(seq) }
 
 // Checkpoint writes a consistent copy of the store into a new directory
-// under dir and returns its path; it keeps the newest few. ctx bounds the
-// wait for the flush.
-func (s *Store) Checkpoint(ctx context.Context, dir string) (string, error) {
-	return s.checkpoint(ctx, dir)
+// dir/name and returns its path; name "" names it by the time. Of those
+// named by the time, it keeps the newest few; those given a name stay
+// until removed. A name taken already is pdc.ErrExists. The copy ends
+// with a manifest of its files and their CRCs (ManifestFile), which a
+// restore checks (RestoreCheckpoint). ctx bounds the wait for the flush.
+func (s *Store) Checkpoint(ctx context.Context, dir, name string) (string, error) {
+	return s.checkpoint(ctx, dir, name)
 }
 
 // Dir is the store's directory.

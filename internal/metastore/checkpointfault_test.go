@@ -52,7 +52,7 @@ func TestCheckpointFaultLeavesStoreWorking(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				p, err := s.checkpoint(ctx, cpDir)
+				p, err := s.checkpoint(ctx, cpDir, "")
 				done <- result{p, err}
 			}()
 			var res result
@@ -84,7 +84,7 @@ func TestCheckpointFaultLeavesStoreWorking(t *testing.T) {
 			if err != nil {
 				t.Fatalf("commit after a failed checkpoint: %v", err)
 			}
-			p, err := s.checkpoint(context.Background(), cpDir)
+			p, err := s.checkpoint(context.Background(), cpDir, "")
 			if err != nil {
 				t.Fatalf("checkpoint once the fault is gone: %v", err)
 			}
@@ -110,7 +110,7 @@ func TestStoreWithoutManifestMarkerRefused(t *testing.T) {
 	for i := range 100 {
 		put(t, s, fmt.Sprint("k", i), fmt.Sprint("v", i))
 	}
-	cp, err := s.checkpoint(context.Background(), dir+"/cp")
+	cp, err := s.checkpoint(context.Background(), dir+"/cp", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestCheckpointKeptWhenClockSteppedBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := s.checkpoint(context.Background(), dir+"/cp")
+	p, err := s.checkpoint(context.Background(), dir+"/cp", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestCheckpointKeepsIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dest, err := s.checkpoint(context.Background(), "/data/checkpoints/meta-2")
+	dest, err := s.checkpoint(context.Background(), "/data/checkpoints/meta-2", "")
 	if err != nil {
 		t.Fatal(err)
 	}

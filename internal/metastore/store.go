@@ -610,13 +610,22 @@ func sortedBatch(db *pebble.DB, b *pebble.Batch) *pebble.Batch {
 }
 
 // checkpoint writes a consistent copy of the store into a new directory
-// under dir and returns its path. ctx bounds the wait for the flush, which
-// never ends if pebble cannot write (its directory removed under it).
-func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
+// dir/name (name "": the time) and returns its path. ctx bounds the wait
+// for the flush, which never ends if pebble cannot write (its directory
+// removed under it).
+func (s *Store) checkpoint(ctx context.Context, dir, name string) (string, error) {
+	if name == "" {
+		name = time.Now().UTC().Format(CheckpointTimeLayout)
+	} else if err := ValidCheckpointName(name); err != nil {
+		return "", err
+	}
 	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	dest := filepath.Join(dir, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	dest := filepath.Join(dir, name)
+	if _, err := s.fs.Stat(dest); err == nil {
+		return "", fmt.Errorf("checkpoint %s exists already: give another name: %w", dest, pdc.ErrExists)
+	}
 	// Pebble runs without its own log: flush the memtables first so the
 	// checkpoint holds everything acknowledged.
 	if err := s.flush(ctx); err != nil {
@@ -628,11 +637,23 @@ func (s *Store) checkpoint(ctx context.Context, dir string) (string, error) {
 	if err := copyIdentity(s.fs, s.dir, dest); err != nil {
 		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
 	}
+	rank, store := -1, ""
+	if id, err := ReadIdentity(s.fs, dest); err == nil {
+		rank, store = id.Rank, id.ID
+	}
+	if err := writeManifest(s.fs, dest, max(rank, 0), store); err != nil {
+		return "", fmt.Errorf("checkpoint metadata store to %s: %w", dest, err)
+	}
 	pruneCheckpoints(s.fs, dir, keepCheckpoints, filepath.Base(dest))
 	return dest, nil
 }
 
-// keepCheckpoints is how many checkpoints are kept; older ones are removed.
+// CheckpointTimeLayout names a checkpoint by the time it was made; of
+// those named so, the newest keepCheckpoints are kept.
+const CheckpointTimeLayout = "20060102T150405.000000000Z"
+
+// keepCheckpoints is how many checkpoints named by the time are kept;
+// older ones are removed. Checkpoints given another name stay.
 const keepCheckpoints = 3
 
 // pruneCheckpoints removes all but the newest keep checkpoints in dir (their
@@ -645,7 +666,7 @@ func pruneCheckpoints(fsys vfs.FS, dir string, keep int, last string) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e != "" && e[0] >= '0' && e[0] <= '9' && e != last {
+		if _, err := time.Parse(CheckpointTimeLayout, e); err == nil && e != last {
 			if st, err := fsys.Stat(filepath.Join(dir, e)); err == nil && st.IsDir() {
 				names = append(names, e)
 			}

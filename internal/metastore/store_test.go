@@ -226,7 +226,7 @@ func TestCheckpointsArePrunedAndComplete(t *testing.T) {
 	var last string
 	for i := range 5 {
 		put(t, s, "k", fmt.Sprint(i))
-		p, err := s.checkpoint(context.Background(), dir+"/cp")
+		p, err := s.checkpoint(context.Background(), dir+"/cp", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -539,7 +539,7 @@ func (p *proc) shutdown() {
 	}
 	if meta != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		path, err := meta.Checkpoint(cctx)
+		path, err := meta.Checkpoint(cctx, "")
 		cancel()
 		if err != nil {
 			log.Error("checkpoint at shutdown: " + err.Error())

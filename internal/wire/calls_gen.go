@@ -273,9 +273,9 @@ func (s Stub) IndexFence(ctx context.Context, rank int) (*IndexFenceReply, error
 }
 
 // Checkpoint writes a checkpoint of this server's metadata.
-func (s Stub) Checkpoint(ctx context.Context, rank int) (*Checkpoint, error) {
+func (s Stub) Checkpoint(ctx context.Context, rank int, req *CheckpointRequest) (*Checkpoint, error) {
 	resp := new(Checkpoint)
-	if err := s.Caller.Call(ctx, rank, MethodCheckpoint, nil, resp); err != nil {
+	if err := s.Caller.Call(ctx, rank, MethodCheckpoint, req, resp); err != nil {
 		return nil, err
 	}
 	return resp, nil

@@ -1874,6 +1874,28 @@ func (m *TagNames) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// CheckpointRequest: The name of the checkpoint to write (MethodCheckpoint): one name for every metadata server's checkpoint of one pdc checkpoint, so that they can be restored together. Empty: the server names it by the time.
+type CheckpointRequest struct {
+	Name string // 1
+}
+
+func (m *CheckpointRequest) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Name)
+	return b
+}
+
+func (m *CheckpointRequest) Unmarshal(b []byte) error {
+	*m = CheckpointRequest{}
+	f := fields{b: b, msg: "CheckpointRequest"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Name = f.string()
+		}
+	}
+	return f.err
+}
+
 // Checkpoint: Where a checkpoint was written.
 type Checkpoint struct {
 	Path string // 1

@@ -132,6 +132,7 @@ func goldenMessages() []struct {
 		{"TagKey", &wire.TagKey{Kind: 1, ID: 1 << 33, Name: "k"}},
 		{"TagValue", &goldenTagValue},
 		{"TagNames", &wire.TagNames{Names: []string{"a", "", long}}},
+		{"CheckpointRequest", &wire.CheckpointRequest{Name: "before-rerun"}},
 		{"Checkpoint", &wire.Checkpoint{Path: "/ckpt/" + long}},
 		{"Members", &wire.Members{Version: wire.MembersVersion, ContID: 1 << 40, ObjIDs: []uint64{1, 2, 1 << 60}, Remove: true, Check: true}},
 		{"MembersReply", &wire.MembersReply{Version: wire.MembersVersion, Changed: 300}},
