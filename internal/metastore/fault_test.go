@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -549,4 +550,66 @@ func TestSettleContextGivesUpOnAStalledDiskAndIsJoined(t *testing.T) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Reads that wait for durability during a commit's fsync and give up at
+// their deadline leave nothing behind. Each AwaitDurable started a
+// goroutine to wait for the fsync, which outlived its caller for as long
+// as the fsync took: on a stalled disk they grew with the requests. And
+// with no fsync under way (a commit applied, its committer not yet
+// waiting), a waiter still gets one made.
+func TestAwaitDurableLeavesNoGoroutinePerWaiter(t *testing.T) {
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	defer s.close()
+	var armed sync.Once
+	syncing, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walFile) {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	committed := make(chan error, 1)
+	go func() {
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(faultKey(1), faultValue(1), nil)
+		committed <- s.commit(b)
+	}()
+	<-syncing
+	before := runtime.NumGoroutine()
+	const waiters = 64
+	for range waiters {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // its deadline passed while it waited
+		if err := s.AwaitDurable(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("during a stalled fsync with a context done: %v; want it to wait (context canceled)", err)
+		}
+	}
+	if grown := runtime.NumGoroutine() - before; grown >= waiters/2 {
+		t.Errorf("%d waiters that gave up left %d more goroutines", waiters, grown)
+	}
+	close(release)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	fsys.OnOp(nil)
+
+	// Applied, and its committer not waiting for the fsync.
+	b := s.NewBatch()
+	b.Set(faultKey(2), faultValue(2))
+	if _, err := s.CommitApply(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := s.AwaitDurable(context.Background()); err != nil {
+		t.Fatalf("with no fsync under way: %v", err)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, []int{1, 2}, "after a power loss that followed AwaitDurable")
 }

@@ -21,6 +21,7 @@ func (s *Store) FailSyncs(err error) (restore func()) {
 	w.mu.Unlock()
 	w.syncMu.Lock()
 	w.setErr(err)
+	w.notifyLocked()
 	w.syncMu.Unlock()
 	return func() {
 		w.syncMu.Lock()

@@ -60,6 +60,10 @@ type Store struct {
 	settleMu     sync.Mutex
 	settling     *settleCall
 	settleClosed bool
+
+	// bg counts the syncs made for waiters (syncForWaiters), which close
+	// waits for.
+	bg sync.WaitGroup
 }
 
 // settleCall is one settle under way, on a goroutine of its own.
@@ -487,7 +491,13 @@ func (s *Store) settleContext(ctx context.Context) error {
 }
 
 // awaitDurable returns once everything applied before the call is
-// durable; see Store.AwaitDurable.
+// durable; see Store.AwaitDurable. A waiter blocks on the log's durable
+// channel, shared by all of them, and starts no goroutine: one that gives
+// up leaves nothing behind. If no fsync is under way to cover it (a
+// commit applied whose committer has not begun waiting), one is made on
+// a goroutine of the store's, at most one at a time, each bounded by one
+// fsync, so that the waiters can still give up at their deadline while
+// the disk stalls.
 func (s *Store) awaitDurable(ctx context.Context) error {
 	w := s.log
 	if !w.sync {
@@ -498,19 +508,50 @@ func (s *Store) awaitDurable(ctx context.Context) error {
 	if w.synced.Load() >= off {
 		return nil
 	}
-	synced := make(chan error, 1)
-	go func() { synced <- w.waitSynced(off) }() // bounded by one fsync
-	select {
-	case err := <-synced:
-		if err != nil {
+	for {
+		w.syncMu.Lock()
+		switch {
+		case w.synced.Load() >= off:
+			w.syncMu.Unlock()
+			return nil
+		case w.err != nil:
+			w.syncMu.Unlock()
 			// The log's sync failed: only a commit, on a new log, can
 			// make the rest durable.
 			return s.settleContext(ctx)
+		case w.closing:
+			w.syncMu.Unlock()
+			return fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
 		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the changes read to be durable: %w", ctx.Err())
+		if !w.syncing && !w.helping {
+			w.helping = true
+			s.bg.Add(1)
+			go s.syncForWaiters()
+		}
+		if w.durable == nil {
+			w.durable = make(chan struct{})
+		}
+		ch := w.durable
+		w.syncMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the changes read to be durable: %w", ctx.Err())
+		}
 	}
+}
+
+// syncForWaiters syncs the log for awaitDurable's waiters (joining an
+// fsync under way, group commit), then wakes them: if it covered less
+// than they wait for, one of them starts another.
+func (s *Store) syncForWaiters() {
+	defer s.bg.Done()
+	w := s.log
+	_ = w.waitSynced(w.written.Load()) // its error is w.err, which the waiters read
+	w.syncMu.Lock()
+	w.helping = false
+	w.notifyLocked()
+	w.syncMu.Unlock()
 }
 
 // flush makes pebble write its memtables and waits for it, until ctx ends
@@ -690,6 +731,12 @@ func (s *Store) close() error {
 	if c != nil {
 		<-c.done
 	}
+	// A sync made for waiters likewise, bounded by one fsync.
+	s.log.syncMu.Lock()
+	s.log.closing = true
+	s.log.notifyLocked()
+	s.log.syncMu.Unlock()
+	s.bg.Wait()
 	s.log.mu.Lock()
 	err := s.flush(context.Background())
 	if err == nil {

@@ -123,10 +123,31 @@ type wal struct {
 	// takes no second lock.
 	synced  atomic.Int64
 	syncing bool  // a goroutine is in fsync; guarded by syncMu
+	// durable is closed when synced moves or err is set, and then
+	// replaced, for waiters that may give up (Store.awaitDurable): they
+	// select on it with their context, where a cond cannot be. nil while
+	// none waits. Guarded by syncMu.
+	durable chan struct{}
+	// helping says a sync made for such waiters is under way
+	// (Store.syncForWaiters); guarded by syncMu.
+	helping bool
+	// closing says the store is closing: no such sync starts; guarded by
+	// syncMu.
+	closing bool
 	err     error // a failed fsync fails every later wait; guarded by syncMu; set with setErr
 	// failing is err != nil, read without syncMu: Store.Settle, called
 	// by every read, takes no lock unless a sync failed.
 	failing atomic.Bool
+}
+
+// notifyLocked wakes every waiter for synced or err: those of the cond
+// and those of durable. Requires syncMu held.
+func (w *wal) notifyLocked() {
+	w.cond.Broadcast()
+	if w.durable != nil {
+		close(w.durable)
+		w.durable = nil
+	}
 }
 
 // setErr sets err, and failing with it. Requires syncMu held.
@@ -486,6 +507,7 @@ func (w *wal) reset(minRoom int) error {
 		w.setErr(nil)
 		w.syncFailed.Store(false)
 	}
+	w.notifyLocked()
 	w.syncMu.Unlock()
 	return nil
 }
@@ -678,7 +700,7 @@ func (w *wal) waitSynced(off int64) error {
 		} else if target > w.synced.Load() {
 			w.synced.Store(target)
 		}
-		w.cond.Broadcast()
+		w.notifyLocked()
 	}
 	if w.synced.Load() >= off {
 		// Durable before a later sync failed: the record of a change is
