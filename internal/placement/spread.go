@@ -72,7 +72,14 @@ func StaticPieces(box region.Box, block uint64, over int, emit func(slot int, pi
 			emit(slot, cut(from, row))
 			from, slot = row, s
 		}
-		row = min((k+1)*block, end)
+		// The next block's first row, unless the box ends first: the
+		// last block of an unlimited dim ends past 2^64, where
+		// (k+1)*block wraps.
+		if left := block - row%block; left < end-row {
+			row += left
+		} else {
+			row = end
+		}
 	}
 	emit(slot, cut(from, end))
 }

@@ -119,6 +119,36 @@ func TestStaticPiecesCover(t *testing.T) {
 	}
 }
 
+// A box at the far end of an unlimited first dim: the last block's end,
+// (k+1)*block, is past 2^64. It wrapped to 0, and the cut went back to
+// row 0: a piece of 2^64 - from rows, then pieces for ever (a read or
+// write of a region-static object there never returned).
+func TestStaticPiecesAtTheEndOfTheRows(t *testing.T) {
+	const top = ^uint64(0)
+	for _, block := range []uint64{1 << 23, 7, 3, top / 2, top} {
+		for _, over := range []int{2, 3, 1} {
+			for _, size := range []uint64{1, 2, 9} {
+				off := top - size
+				b := region.Box{Off: []uint64{off}, Size: []uint64{size}}
+				row, pieces := off, 0
+				StaticPieces(b, block, over, func(slot int, p region.Box) {
+					pieces++
+					if p.Off[0] != row || p.Size[0] == 0 || p.End(0) > top || pieces > int(size) {
+						t.Fatalf("%v block %d over %d: piece %d is %v, want one from row %d within the box", b, block, over, pieces, p, row)
+					}
+					if want := int((p.End(0) - 1) / block % uint64(over)); slot != want {
+						t.Fatalf("%v block %d over %d: piece %v in slot %d, its last row's is %d", b, block, over, p, slot, want)
+					}
+					row = p.End(0)
+				})
+				if row != top {
+					t.Fatalf("%v block %d over %d: pieces end at row %d, want %d", b, block, over, row, top)
+				}
+			}
+		}
+	}
+}
+
 func TestCandidates(t *testing.T) {
 	if got := Candidates(0, 5); len(got) != 0 {
 		t.Errorf("Candidates(0, 5) = %v", got)
