@@ -122,7 +122,7 @@ type wal struct {
 	// syncMu; read without it for the marks of records, so that a commit
 	// takes no second lock.
 	synced  atomic.Int64
-	syncing bool  // a goroutine is in fsync; guarded by syncMu
+	syncing bool // a goroutine is in fsync; guarded by syncMu
 	// durable is closed when synced moves or err is set, and then
 	// replaced, for waiters that may give up (Store.awaitDurable): they
 	// select on it with their context, where a cond cannot be. nil while
