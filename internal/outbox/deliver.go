@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pdcgo/pdc/internal/postings"
@@ -35,13 +36,14 @@ func (ob *Outbox) lingerFor(q *destQueue) bool {
 	return true
 }
 
-// take returns the items at the head of q, up to MaxDelivery bytes.
+// take returns the items at the head of q that its destination has not
+// applied (those past q.applied), up to MaxDelivery bytes.
 func (ob *Outbox) take(q *destQueue) ([]*item, *postings.Ops) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	var items []*item
 	size := 0
-	for _, it := range q.items {
+	for _, it := range q.items[q.applied:] {
 		if len(items) > 0 && size+it.size > MaxDelivery {
 			break
 		}
@@ -73,8 +75,13 @@ func (ob *Outbox) markTriedLocked(it *item) {
 // done records that q's first len(items) items were applied: it deletes
 // the records every destination has applied, with their marks, marks the
 // others' parts that are now applied whole, and takes the items off q.
-// The caller sends nothing more to this destination until done succeeds
-// (acknowledge), so each part is marked before any newer one is applied.
+// items are always q's head, every item applied and not yet recorded
+// (acknowledge): a part is marked, or its record deleted, in the batch
+// that records every part sent before it to this destination, never
+// after a newer one. While the store cannot record, the parts behind are
+// sent meanwhile; a crash before they are recorded sends all of them
+// again, in order, so what the destination applied last is still the
+// newest.
 //
 // Under doneMu, the batch goes into the store's log before anything
 // changes in memory: the deliverers of two destinations acknowledging one
@@ -158,26 +165,42 @@ func (ob *Outbox) record(q *destQueue, items []*item) (wait func() error, err er
 	return wait, nil
 }
 
-// acknowledge records, with done, that destination d applied items,
-// retrying with a growing pause while the store fails. The items are not
-// sent again: d applied them, and nothing newer goes to d meanwhile, so a
-// retry never applies an old change after a newer one (for this server's
-// own part, which tag writes change directly, it would). Their changes are
-// in place at d, so they count as tried at once. It returns false if the
+// acknowledge records, with done, that destination d applied the n items
+// just sent, with those it applied before that are not recorded yet
+// (q.applied). While the store fails (a full disk), it notes them as
+// applied and returns, if items wait behind them, for the deliverer to
+// send those: a fence then needs nothing that stays unsent until the
+// disk has room, and a query answers. With nothing behind, it retries
+// with a growing pause. Applied items are never sent again: a retry
+// would apply an old change after a newer one (for this server's own
+// part, which tag writes change directly, it would). Their changes are in
+// place at d, so they count as tried at once. It returns false if the
 // outbox closed.
-func (ob *Outbox) acknowledge(d int, q *destQueue, items []*item) bool {
+func (ob *Outbox) acknowledge(d int, q *destQueue, n int) bool {
 	var pause time.Duration
 	for {
+		items := ob.appliedItems(q, n)
 		err := ob.done(q, items)
 		if err == nil {
 			return true
 		}
 		ob.log.Warn("could not record delivered tag index updates; retrying", "server", d, "err", err)
-		ob.unrecorded(q, len(items), err)
+		if more := ob.unrecorded(q, len(items), err); more {
+			return true
+		}
+		n = 0
 		if !ob.backOff(q, &pause) {
 			return false
 		}
 	}
+}
+
+// appliedItems returns q's items applied and not recorded, and the n
+// sent just after them.
+func (ob *Outbox) appliedItems(q *destQueue, n int) []*item {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return slices.Clone(q.items[:q.applied+n])
 }
 
 // backOff grows pause (50 ms to 2 s) and waits for it, or until a fence
@@ -197,21 +220,20 @@ func (ob *Outbox) backOff(q *destQueue, pause *time.Duration) bool {
 	}
 }
 
-// unrecorded notes that the delivery of q's first n items was applied and
-// could not be recorded (err), and wakes the fences waiting for q: those
-// items are delivered, and nothing more goes to its destination until
-// they are recorded, which a fence waiting for more cannot wait for with
-// a store that fails.
-func (ob *Outbox) unrecorded(q *destQueue, n int, err error) {
+// unrecorded notes that q's first n items were applied at its
+// destination and could not be recorded (err), and wakes the fences
+// waiting for q: those items are delivered. It reports whether items
+// wait behind them.
+func (ob *Outbox) unrecorded(q *destQueue, n int, err error) (more bool) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	q.unrecorded, q.applied = err, n
-	q.unrecordedTries++
 	for _, it := range q.items {
 		ob.markTriedLocked(it)
 	}
 	close(q.tick)
 	q.tick = make(chan struct{})
+	return len(q.items) > n
 }
 
 func (ob *Outbox) failed(q *destQueue) {
@@ -263,7 +285,7 @@ func (ob *Outbox) run(d int, q *destQueue) {
 			ob.attempted(q, true)
 			err := ob.send(d, ops)
 			if err == nil {
-				ok := ob.acknowledge(d, q, items)
+				ok := ob.acknowledge(d, q, len(items))
 				ob.attempted(q, false)
 				if !ok {
 					return

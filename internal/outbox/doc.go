@@ -15,9 +15,12 @@
 // entries, and applying the old part after them would bring back entries
 // they deleted. A record is deleted, with its marks, once every
 // destination has applied its part. Deliveries to one destination go one
-// at a time, each marked before the next is sent, so a crash between an
-// acknowledgement and its mark only sends again a part that nothing newer
-// has followed yet.
+// at a time, and each is marked in the batch that marks every earlier
+// one to that destination not marked yet, never after a newer one. So a
+// crash between an acknowledgement and its mark sends that part again
+// only with every newer part to that destination, in order: while the
+// store cannot record (a full disk), later parts are sent meanwhile, and
+// marked together once it can.
 //
 // This server's own part of a record (only a record loaded at Start has
 // one: tag writes change the server's own entries directly) is applied by

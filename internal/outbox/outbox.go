@@ -99,18 +99,15 @@ type destQueue struct {
 	// tried at once, so that writers do not wait for the next retry.
 	failing bool // guarded by outbox.mu
 	// unrecorded: the last delivery was applied at the destination, and
-	// recording that in the store failed (a full disk), so nothing more
-	// goes there until it is recorded (acknowledge). Items queued
-	// meanwhile count as tried at once too. A fence that waits for more
-	// than those applied there fails with it once a try to record begun
-	// after the fence failed (unrecordedTries counts them), instead of
-	// waiting out its deadline. Guarded by outbox.mu.
-	unrecorded      error
-	unrecordedTries uint64
+	// recording that in the store failed (a full disk). Items queued
+	// meanwhile count as tried at once too. Guarded by outbox.mu.
+	unrecorded error
 	// applied counts the items at the head of items that the destination
 	// applied and that acknowledge has yet to record: delivered, for a
-	// fence, though still queued. Set while recording them fails,
-	// cleared once it worked. Guarded by outbox.mu.
+	// fence, though still queued; the deliverer sends what is behind
+	// them, and records them all, in order, once the store records
+	// again (done). Set while recording fails, cleared once it worked.
+	// Guarded by outbox.mu.
 	applied int
 	// attempts counts the deliveries tried, done or failed; tick is
 	// closed and replaced after each, and sending is set during one:

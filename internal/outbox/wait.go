@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/pdcgo/pdc"
 )
 
 // Fence returns once every record committed before it was called has been
@@ -26,11 +24,11 @@ import (
 // read it; found by the crash loop), and stop at the first delivery of
 // a backlog longer than one.
 //
-// A destination whose last delivery was applied but could not be recorded
-// here (the store fails: a full disk) has that delivery: a fence that
-// needs nothing more there returns. It gets nothing more until it is
-// recorded, and a fence that needs more fails at once with the store's
-// error rather than wait for that until its deadline.
+// A destination whose deliveries were applied but could not be recorded
+// here (the store fails: a full disk) has them: a fence that needs
+// nothing more there returns. What is queued behind them is sent
+// meanwhile (acknowledge), and the fence waits for it as for any
+// delivery; the recording waits for the disk.
 func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 	ob.mu.Lock()
 	end := ob.mu.next // records before end were committed before the fence
@@ -55,10 +53,6 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 		dest int
 		q    *destQueue
 		base uint64 // attempts begun before this point
-		// unrecordedTries before this point: the fence fails on a try
-		// to record a delivery that failed after it, not on one that
-		// failed before, when the store may work again.
-		unrecorded uint64
 	}
 	var watches []watch
 	ob.mu.Lock()
@@ -68,7 +62,7 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 			if q.sending {
 				base++ // the attempt under way began before
 			}
-			watches = append(watches, watch{d, q, base, q.unrecordedTries})
+			watches = append(watches, watch{d, q, base})
 			// The wake-up sent as the fence began may have been spent
 			// by an attempt that counted for the first phase: without
 			// another, the deliverer sleeps out its pause (up to 2 s)
@@ -85,29 +79,10 @@ func (ob *Outbox) Fence(ctx context.Context) (undelivered []int, err error) {
 			ob.mu.Lock()
 			held := w.q.undeliveredBefore(end)
 			failed := w.q.failing && w.q.attempts > w.base
-			var unrecorded error
-			if w.q.unrecordedTries > w.unrecorded {
-				unrecorded = w.q.unrecorded
-			}
 			tick := w.q.tick
-			self := ob.mu.self
 			ob.mu.Unlock()
 			if !held {
 				break
-			}
-			if unrecorded != nil {
-				// The deliverer sends nothing more to w.dest until this
-				// server's store records what it applied there, and
-				// retries that until the store works again: a full disk
-				// stays full for longer than a query waits. Its errno
-				// (ENOSPC, EIO) names the error on the wire; without
-				// one, it is ErrUnavailable.
-				err := fmt.Errorf("metadata server %d cannot record the tag index updates it delivered to metadata server %d, so it delivers no more there: %w",
-					self, w.dest, unrecorded)
-				if pdc.NoSpaceOrIO(unrecorded) == nil {
-					err = fmt.Errorf("%w: %w", err, pdc.ErrUnavailable)
-				}
-				return nil, err
 			}
 			if failed {
 				undelivered = append(undelivered, w.dest)
