@@ -2,6 +2,7 @@ package metaserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -224,8 +225,21 @@ func (s *containers) contLifetime(ctx context.Context, req *rpc.Request) (*rpc.R
 	if err := s.lifeMu.Lock(ctx); err != nil {
 		return nil, fmt.Errorf("container %q: set lifetime: %w", c.Name, err)
 	}
-	defer s.lifeMu.Unlock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			s.lifeMu.Unlock()
+		}
+	}()
 	m, err := s.resolveCont(&wire.ContKey{Name: c.Name})
+	if errors.Is(err, pdc.ErrNotFound) {
+		// Deleted perhaps by a delete whose sync failed, which a power
+		// loss would bring back: "not found" once that is durable. Out
+		// of lifeMu: settling may take a commit.
+		s.lifeMu.Unlock()
+		unlocked = true
+		return nil, s.readDurably(ctx, func() string { return fmt.Sprintf("container %q: set lifetime", c.Name) }, err, nameSubject('c', c.Name, 0))
+	}
 	if err != nil {
 		return nil, err
 	}

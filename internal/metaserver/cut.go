@@ -397,6 +397,12 @@ func (s *objects) objSetDims(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			}
 			continue
 		}
+		if errors.Is(err, pdc.ErrNotFound) {
+			// Deleted perhaps by a delete whose sync failed, which a
+			// power loss would bring back: "not found" once that is
+			// durable. Out of lifeMu: settling may take a commit.
+			return nil, s.readDurably(ctx, func() string { return fmt.Sprintf("set dims of object %d", d.ID) }, err, d.ID)
+		}
 		if err != nil {
 			return nil, err
 		}

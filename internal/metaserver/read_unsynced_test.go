@@ -165,6 +165,27 @@ func readPlace(obj func(s *Service) uint64, cands ...uint64) storeRead {
 	}, func() func([]byte) (string, error) { return decodeAs(&wire.RegionLocatedAll{}) })
 }
 
+// Writes that find what they change gone answer "not found", a read of
+// its absence: set dims, a tag put (in its item's result), a container's
+// lifetime change.
+func writeSetDims(obj func(s *Service) uint64) storeRead {
+	return func(ctx context.Context, s *Service) (string, error) {
+		resp, err := s.objSetDims(ctx, setDimsReq(obj(s), 8))
+		return answerOf(resp, err, decodeRaw)
+	}
+}
+
+func writeTagPut(kind uint32, id func(s *Service) uint64, name string) storeRead {
+	return readUsing(tagPutH, func(s *Service) *wire.TagBatch {
+		return &wire.TagBatch{Puts: []wire.TagPut{{Kind: kind, ID: id(s), Name: name, Type: 1, Value: []byte{1, 0, 0, 0}}}}
+	}, func() func([]byte) (string, error) { return decodeAs(&wire.TagResults{}) })
+}
+
+func writeLifetime(cont string) storeRead {
+	return readUsing(contLifetimeH, func(*Service) *wire.ContCreate { return &wire.ContCreate{Name: cont, Lifetime: 1} },
+		func() func([]byte) (string, error) { return decodeRaw })
+}
+
 func readStageLookup(path string) storeRead {
 	return readUsing(stageLookupH, func(*Service) *wire.StageKey {
 		return &wire.StageKey{Version: wire.StageVersion, Path: path}
@@ -330,6 +351,10 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 			// loss, unless the delete was durable.
 			"tag get of its tag": readTagGet(kindObject, wasA, "k"),
 			"object list":        readObjList(one),
+			// Writes to it answer "not found" as reads do.
+			"set dims":     writeSetDims(wasA),
+			"tag put":      writeTagPut(kindObject, wasA, "j"),
+			"region place": readPlace(wasA, 0),
 		}},
 		{"object create", setupAll(createObjNamed("a")), createObjNamed("b"), map[string]storeRead{
 			"object list": readObjList(one),
@@ -341,7 +366,8 @@ func TestReadsAnswerNoUnsyncedChange(t *testing.T) {
 			"container list": readContList,
 		}},
 		{"container delete", setupAll(createContNamed("c")), deleteContNamed("c"), map[string]storeRead{
-			"container list": readContList,
+			"container list":  readContList,
+			"lifetime change": writeLifetime("c"),
 		}},
 		{"membership added", setupAll(createObjNamed("a"), createContNamed("c")), addMember(c, a), map[string]storeRead{
 			"membership check": readMemberCheck(c, a),
@@ -464,12 +490,17 @@ func TestReadsWaitForChangesInTheirFsync(t *testing.T) {
 			"object list":        readObjList(one),
 			"page of members":    readObjPage(one, false),
 			"page of member ids": readObjPage(one, true),
+			// Writes to it, which wait on lifeMu.
+			"set dims":     writeSetDims(wasA),
+			"tag put":      writeTagPut(kindObject, wasA, "j"),
+			"region place": readPlace(wasA, 0),
 		}},
 		{"container delete", setupAll(createContNamed("c")), deleteContNamed("c"), map[string]storeRead{
 			"container get by name": readContGet(contByName),
 			"container get by id":   readContGet(contByID),
 			"container list":        readContList,
 			"page of containers":    readContPage,
+			"lifetime change":       writeLifetime("c"),
 		}},
 		{"container marked as being deleted", setupAll(createContNamed("c")), func(s *Service) error {
 			_, err := call(s, contDeletingH, &wire.ContKey{Name: "c"})

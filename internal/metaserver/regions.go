@@ -3,6 +3,7 @@ package metaserver
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -257,6 +258,16 @@ func (s *regions) place(ctx context.Context, in *wire.RegionBatch, onePiece bool
 	}
 	s.lifeMu.RUnlock()
 	s.touches.end(tc)
+	if errors.Is(err, pdc.ErrNotFound) {
+		// An object deleted perhaps by a delete whose sync failed, which
+		// a power loss would bring back: "not found" once that is
+		// durable, as a region query answers it.
+		objs := make([]uint64, len(in.Items))
+		for i := range in.Items {
+			objs[i] = in.Items[i].Obj
+		}
+		return nil, s.readDurably(ctx, func() string { return fmt.Sprintf("place %d regions", len(in.Items)) }, err, objs...)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,6 @@ func (s *tags) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if err := s.lifeMu.RLock(ctx); err != nil {
 		return nil, fmt.Errorf("put %d tags: %w", len(tb.Puts), err)
 	}
-	defer s.lifeMu.RUnlock()
 	b := s.st.NewBatch()
 	defer b.Close()
 	n := 0
@@ -107,8 +106,25 @@ func (s *tags) tagPut(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 		}
 		return changes, nil
 	})
+	s.lifeMu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("put %d tags: %w", n, err)
+	}
+	// A target not found may be deleted by a delete whose sync failed,
+	// which a power loss would bring back: its "not found" is answered
+	// once that is durable, as a tag get's is. Out of lifeMu: settling
+	// may take a commit. A commit of this batch made everything before it
+	// durable already; so settling costs one load.
+	var missing []uint64
+	for i, c := range out.Codes {
+		if c == uint64(wire.CodeNotFound) {
+			missing = append(missing, tb.Puts[i].ID)
+		}
+	}
+	if len(missing) > 0 {
+		if err := s.readDurably(ctx, func() string { return fmt.Sprintf("put %d tags", len(tb.Puts)) }, nil, missing...); err != nil {
+			return nil, err
+		}
 	}
 	return rpc.Respond(&out), nil
 }
