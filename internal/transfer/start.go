@@ -206,7 +206,7 @@ func (e *Engine) startWaited(ctx context.Context, server int, refs []partRef) er
 	// stale, is sent again when collected: before these writes, which
 	// it would otherwise overwrite.
 	if dims := refsDims(refs); dims != nil {
-		for _, sc := range e.starts.writing(server, dims, true) {
+		for _, sc := range e.starts.writing(server, dims, nil, true) {
 			if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
 				return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), pdc.CtxErr(ctx))
 			}

@@ -30,8 +30,10 @@ import (
 //     is collected, so answers are collected in the order the starts
 //     went (collecting one collects the earlier ones on its server
 //     first), and a start that writes an object with other dims than an
-//     earlier unanswered start that wrote it there waits for that one's
-//     answer first, and a waited start (DoAll, POSIX) that writes an
+//     earlier unanswered start that wrote it there, or that does not
+//     carry every object that one carries at the same dims (it may be
+//     refused for one of those alone), waits for that one's answer
+//     first, and a waited start (DoAll, POSIX) that writes an
 //     object waits for the answers of every earlier unanswered start
 //     that wrote it there: else the earlier, refused, would be sent
 //     again after the later was stored, and overwrite it;
@@ -59,8 +61,11 @@ type startCall struct {
 	inst   string   // the instance of the server pend went to
 	lane   *laneUse // the lane spans its writes are in, until answered
 	// dims holds, for each object it writes, the dims version it was
-	// sent with.
-	dims map[uint64]uint64
+	// sent with; carried, for each object it reads or writes (mixed: one
+	// of them at two versions).
+	dims    map[uint64]uint64
+	carried map[uint64]uint64
+	mixed   bool
 
 	tok  chan struct{} // held by the goroutine collecting it
 	done chan struct{} // closed once collected
@@ -151,21 +156,63 @@ func (q *startQueue) earlier(sc *startCall) []*startCall {
 }
 
 // writing lists server's unanswered starts that write one of the objects
-// of dims (object -> dims version): all of them if any, else those with
-// another dims version.
-func (q *startQueue) writing(server int, dims map[uint64]uint64, any bool) []*startCall {
+// of dims (object -> dims version): all of them if any, else those that
+// may be refused as stale while a new start writing dims and carrying
+// carried (object -> dims version, of all it reads and writes) is not:
+// those that write one of the objects at another version, or carry an
+// object that the new start does not carry at the same version. Refused
+// for an object the new start does not carry, an earlier start was sent
+// again after the new one was stored, and its write overwrote the new
+// one (TestStaleOtherObjectKeepsWritesInOrder).
+func (q *startQueue) writing(server int, dims, carried map[uint64]uint64, any bool) []*startCall {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []*startCall
 	for _, sc := range q.byServer[server] {
 		for obj, v := range dims {
-			if w, ok := sc.dims[obj]; ok && (any || w != v) {
+			if w, ok := sc.dims[obj]; ok && (any || w != v || !carriedIn(sc, carried)) {
 				out = append(out, sc)
 				break
 			}
 		}
 	}
 	return out
+}
+
+// carriedIn says whether carried holds every object sc carries at the
+// same dims version: then a start of carried is refused as stale whenever
+// sc is (a data server never forgets a newer version).
+func carriedIn(sc *startCall, carried map[uint64]uint64) bool {
+	if sc.mixed || carried == nil {
+		return false
+	}
+	for obj, v := range sc.carried {
+		if w, ok := carried[obj]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// carriedDims is, for each object m reads or writes, the dims version it
+// carries; mixed if it carries one at two versions.
+func carriedDims(m *wire.DataStart) (out map[uint64]uint64, mixed bool) {
+	var last *wire.DataItem
+	for i := range m.Items {
+		it := &m.Items[i]
+		if last != nil && it.Obj == last.Obj && it.DimsVersion == last.DimsVersion {
+			continue
+		}
+		if out == nil {
+			out = map[uint64]uint64{}
+		}
+		if v, ok := out[it.Obj]; ok && v != it.DimsVersion {
+			mixed = true
+		}
+		out[it.Obj] = it.DimsVersion
+		last = it
+	}
+	return out, mixed
 }
 
 // writtenDims is, for each object that m writes, the dims version it
@@ -229,7 +276,11 @@ func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) erro
 	// wrote the same objects with other dims is answered first, so that,
 	// refused as stale, it goes again before this one.
 	dims := writtenDims(&m)
-	for _, sc := range e.starts.writing(server, dims, false) {
+	carried, mixed := carriedDims(&m)
+	if mixed {
+		carried = nil // counts as carrying none: every earlier start that wrote its objects goes first
+	}
+	for _, sc := range e.starts.writing(server, dims, carried, false) {
 		if err := sc.collect(ctx); err != nil && ctx.Err() != nil {
 			use.done() // nothing went out: the spans are ours again
 			return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), pdc.CtxErr(ctx))
@@ -241,7 +292,7 @@ func (e *Engine) sendStart(ctx context.Context, server int, refs []partRef) erro
 		return fmt.Errorf("start %d transfers on %s: %w", len(refs), e.cl.Label(server), err)
 	}
 	sc := &startCall{e: e, server: server, refs: refs, bytes: bytes, writes: writes, pend: p, inst: conn.Instance(), lane: use,
-		dims: dims, tok: make(chan struct{}, 1), done: make(chan struct{})}
+		dims: dims, carried: carried, mixed: mixed, tok: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, r := range refs {
 		r.part().start = sc
 	}
