@@ -143,7 +143,7 @@ type Object struct {
 		// hashing them in and out of a map.
 		pending  *Transfer
 		npending int
-		wrote    map[int]bool // data servers written since the last flush
+		wrote    map[int]bool // data servers written since their last flush that worked
 	}
 }
 

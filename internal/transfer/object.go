@@ -48,6 +48,7 @@ func (o *Object) wroteTo(parts []part) {
 
 // Flush fsyncs the object's data on the data servers written since the
 // last flush (PDCobj_flush_start), after waiting for transfers under way.
+// A data server whose flush fails is asked again by the next Flush.
 func (o *Object) Flush(ctx context.Context) error {
 	if err := o.waitPending(ctx); err != nil {
 		return err
@@ -61,6 +62,9 @@ func (o *Object) Flush(ctx context.Context) error {
 	o.mu.Unlock()
 	return batch.FanOut(servers, func(server int) error {
 		if err := o.e.calls().DataFlush(ctx, server, &wire.IDArg{ID: o.Meta().ID}); err != nil {
+			// Still to flush: the next Flush asks it again, rather
+			// than succeed without it.
+			o.wroteTo([]part{{server: server}})
 			return fmt.Errorf("object %q: flush on %s: %w", o.Meta().Name, o.e.cl.Label(server), err)
 		}
 		return nil
