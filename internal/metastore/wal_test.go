@@ -300,3 +300,34 @@ func TestLaterAckedSearchIsLinear(t *testing.T) {
 		t.Fatalf("the search took %v", d)
 	}
 }
+
+// skipZeros stops where a word-at-a-time scan stops, wherever the first
+// nonzero byte lies relative to its blocks, and at the end of the data.
+func TestSkipZerosStopsWhereAWordScanStops(t *testing.T) {
+	byWord := func(data []byte, q int) int {
+		for q+8 <= len(data) && binary.LittleEndian.Uint64(data[q:]) == 0 {
+			q += 8
+		}
+		return q
+	}
+	for _, size := range []int{0, 7, 8, 4095, 4096, 4100, 3*zeroRun + 13} {
+		for _, start := range []int{0, 1, 4, 9} {
+			if start > size {
+				continue
+			}
+			data := make([]byte, size)
+			if got, want := skipZeros(data, start), byWord(data, start); got != want {
+				t.Fatalf("%d zero bytes from %d: skipZeros at %d, a word scan at %d", size, start, got, want)
+			}
+			for nz := start; nz < size; nz += max(1, size/37) {
+				for _, at := range []int{nz, min(size-1, nz+zeroRun-1), min(size-1, nz+zeroRun)} {
+					clear(data)
+					data[at] = 0x5a
+					if got, want := skipZeros(data, start), byWord(data, start); got != want {
+						t.Fatalf("%d bytes, nonzero at %d, from %d: skipZeros at %d, a word scan at %d", size, at, start, got, want)
+					}
+				}
+			}
+		}
+	}
+}
