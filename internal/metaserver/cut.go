@@ -79,12 +79,16 @@ type cuts struct {
 	// not apply waits, from its commit, before it answers:
 	// wire.DimsLeaseWait, which tests may shorten.
 	leaseWait time.Duration
+	// pushWait bounds one push of a cut to the data servers (cutWait,
+	// at most dataCallWait); tests may shorten it.
+	pushWait time.Duration
 }
 
 func (c *cuts) init() {
 	c.left = map[uint64]uint64{}
 	c.retry = newRetrier(cutRetryMin, cutRetryMax)
 	c.leaseWait = wire.DimsLeaseWait
+	c.pushWait = min(cutWait, dataCallWait)
 }
 
 // awaitLeases returns once every data server's dims lease confirmed
@@ -233,7 +237,7 @@ func (s *objects) pushCut(ctx context.Context, c *wire.DimsCut, stalled *stalled
 		return fmt.Errorf("cut object %d to dims %v: %w: %w", c.Obj, c.Dims, errNoPeers, pdc.ErrUnavailable)
 	}
 	pctx := ctx
-	ctx, cancel := context.WithTimeout(ctx, min(cutWait, dataCallWait))
+	ctx, cancel := context.WithTimeout(ctx, s.cuts.pushWait)
 	defer cancel()
 	hdr := c.Marshal(nil)
 	ranks := peers.DataRanks()

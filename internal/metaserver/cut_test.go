@@ -229,24 +229,33 @@ func TestPendingCutIsRetriedWhileRunning(t *testing.T) {
 
 // stoppingCuts is a fakeCuts whose rank 1 can be stopped: a call to it
 // then waits for the caller's deadline, as one to a data server that
-// takes connections and answers nothing (SIGSTOP) does.
+// takes connections and answers nothing (SIGSTOP) does, or until it is
+// let go again, when the call fails as one to a server that was stopped
+// (SIGCONT) and has dropped the connection.
 type stoppingCuts struct {
 	*fakeCuts
 	smu     sync.Mutex
-	stopped bool
-	calls   int // calls to rank 1 while stopped
+	stopped chan struct{} // closed when let go; nil while running
+	calls   int           // calls to rank 1 while stopped
 }
 
 func (f *stoppingCuts) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
 	f.smu.Lock()
-	stopped := rank == 1 && f.stopped && m == wire.MethodDataCut
-	if stopped {
+	stopped := f.stopped
+	if rank != 1 || m != wire.MethodDataCut {
+		stopped = nil
+	}
+	if stopped != nil {
 		f.calls++
 	}
 	f.smu.Unlock()
-	if stopped {
-		<-ctx.Done()
-		return fmt.Errorf("rank 1: %w", ctx.Err())
+	if stopped != nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rank 1: %w", ctx.Err())
+		case <-stopped:
+			return fmt.Errorf("rank 1: connection dropped while stopped: %w", pdc.ErrUnavailable)
+		}
 	}
 	return f.fakeCuts.CallData(ctx, rank, m, hdr)
 }
@@ -254,7 +263,13 @@ func (f *stoppingCuts) CallData(ctx context.Context, rank int, m wire.Method, hd
 func (f *stoppingCuts) setStopped(stopped bool) (calls int) {
 	f.smu.Lock()
 	defer f.smu.Unlock()
-	f.stopped = stopped
+	switch {
+	case stopped && f.stopped == nil:
+		f.stopped = make(chan struct{})
+	case !stopped && f.stopped != nil:
+		close(f.stopped)
+		f.stopped = nil
+	}
 	return f.calls
 }
 
@@ -271,6 +286,10 @@ func TestStoppedDataServerHoldsACutRoundOnce(t *testing.T) {
 	// Each of its shrinks misses a data server, and would wait out the
 	// dims leases (6 s); this tests the retrier's rounds, not leases.
 	s.cuts.leaseWait = 0
+	// A push waits this long for the stopped data server: a round
+	// then holds for it once (not cutWait, whose length is not what
+	// this tests).
+	s.cuts.pushWait = 3 * time.Second
 	ctx := context.Background()
 	data := &stoppingCuts{fakeCuts: newFakeCuts(0, 1)}
 	if err := s.StartTombstones(data); err != nil {
@@ -297,6 +316,7 @@ func TestStoppedDataServerHoldsACutRoundOnce(t *testing.T) {
 	}
 	calls := data.setStopped(false)
 	t.Logf("rank 1, stopped, was called %d times for %d cuts", calls, n)
+	s.cuts.retry.poke() // the next round now, not after the back-off
 	// A round that began before rank 0 was back calls it too: at most
 	// two rounds, each calling it for the cuts of its first wave.
 	if calls >= n {
