@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,15 +12,18 @@ import (
 
 // blackholed is fakeCuts whose rank 1 takes calls and never answers, as a
 // data server that is stopped or cut off by a firewall does: a call ends
-// only with its context.
+// only with its context. Each call to it is sent on called.
 type blackholed struct {
 	*fakeCuts
-	calls atomic.Int64
+	called chan struct{}
 }
 
 func (f *blackholed) CallData(ctx context.Context, rank int, m wire.Method, hdr []byte) error {
 	if rank == 1 && m == wire.MethodDataCut {
-		f.calls.Add(1)
+		select {
+		case f.called <- struct{}{}:
+		default:
+		}
 		<-ctx.Done()
 		return fmt.Errorf("rank 1: %w", ctx.Err())
 	}
@@ -32,12 +34,15 @@ func (f *blackholed) CallData(ctx context.Context, rank int, m wire.Method, hdr 
 // second finds the first's cut committed once it has the object lock. It
 // must not push it holding lifeMu, which every create, delete and region
 // map of the server waits for: they would all stall for the push's whole
-// bound (cutWait) on one data server that does not answer.
+// bound on one data server that does not answer.
 func TestConcurrentShrinksDoNotPushUnderLifeMu(t *testing.T) {
 	s := openAt(t, t.TempDir())
 	defer s.Close()
+	// A push holds the blackholed server's calls this long; the lock
+	// must come free well within it.
+	s.cuts.pushWait = 4 * time.Second
 	ctx := context.Background()
-	data := &blackholed{fakeCuts: newFakeCuts()}
+	data := &blackholed{fakeCuts: newFakeCuts(), called: make(chan struct{}, 8)}
 	if err := s.StartTombstones(data); err != nil {
 		t.Fatal(err)
 	}
@@ -46,23 +51,28 @@ func TestConcurrentShrinksDoNotPushUnderLifeMu(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both shrinks find no pending cut before the lock, then queue on it.
+	queued := make(chan lockKind, 8)
+	hook := func(k lockKind) { queued <- k }
+	s.lifeMu.waitHook.Store(&hook)
 	_ = s.lifeMu.Lock(ctx)
 	var wg sync.WaitGroup
 	for _, n := range []uint64{8, 4} {
 		wg.Go(func() { _, _ = s.objSetDims(ctx, setDimsReq(a, n)) })
 	}
-	time.Sleep(200 * time.Millisecond)
+	for range 2 {
+		<-queued
+	}
+	s.lifeMu.waitHook.Store(nil)
 	s.lifeMu.Unlock()
 	defer wg.Wait()
-	// Both have pushed to the blackholed server, or one holds the lock.
-	for deadline := time.Now().Add(2 * time.Second); data.calls.Load() < 2 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	// Once a push to the blackholed server is under way, the lock must
+	// be free within half the push's bound: held through the push, it
+	// is not free until the push gives up.
+	<-data.called
+	lctx, cancel := context.WithTimeout(ctx, s.cuts.pushWait/2)
+	defer cancel()
+	if err := s.lifeMu.Lock(lctx); err != nil {
+		t.Fatalf("the object lock was held while a cut was pushed to a data server that does not answer: %v", err)
 	}
-	start := time.Now()
-	_ = s.lifeMu.Lock(ctx)
-	d := time.Since(start)
 	s.lifeMu.Unlock()
-	if d > time.Second {
-		t.Fatalf("the object lock was held %v while a cut was pushed to a data server that does not answer", d.Round(time.Millisecond))
-	}
 }
