@@ -73,7 +73,30 @@ type Rule struct {
 	// Short makes a failing Write or WriteAt write the first half of its
 	// bytes before it fails, as a write cut short by a full disk does.
 	Short bool
+	// Lose makes a failing Sync of a MemFS file lose what was written
+	// since the last good one, as Linux may after a failed writeback;
+	// see Loss. Files of other file systems are left as they are.
+	Lose Loss
 }
+
+// Loss is what a failed fsync does to the bytes it could not write.
+// Linux marks their pages clean whatever it keeps, so a later fsync of
+// the file succeeds without writing them ("fsyncgate"): they are lost
+// to a power loss even if a retried fsync said otherwise.
+type Loss uint8
+
+const (
+	// LoseNothing: the bytes stay dirty, and a later Sync makes them
+	// durable (a file system that retries writeback).
+	LoseNothing Loss = iota
+	// LoseClean: the bytes stay readable (their pages are kept, clean),
+	// but the disk keeps what it had: a later Sync does not write them,
+	// and a power loss takes them.
+	LoseClean
+	// LoseEvict: the pages are dropped too: reads return what the disk
+	// has (the bytes of the last good Sync, zeros past its end).
+	LoseEvict
+)
 
 type rule struct {
 	Rule
@@ -437,8 +460,11 @@ func (f *faultyFile) Stat() (os.FileInfo, error) {
 }
 
 func (f *faultyFile) Sync() error {
-	if err := f.fs.check(OpSync, f.Name()); err != nil {
-		return err
+	if r := f.fs.fault(OpSync, f.Name()); r != nil {
+		if m, ok := f.f.(*memFile); ok && r.Lose != LoseNothing {
+			m.node.lose(r.Lose == LoseEvict)
+		}
+		return &fs.PathError{Op: OpSync.String(), Path: f.Name(), Err: r.Err}
 	}
 	return f.f.Sync()
 }

@@ -352,7 +352,9 @@ func (l *memLock) Close() error {
 func (m *MemFS) CrashClone() *MemFS { return m.clone(true) }
 
 // Clone returns what the death of the process now would leave: every file
-// as written, under its current names.
+// as written, under its current names. Its files' contents are no more
+// durable than they were (the kernel's page cache outlives a process), so
+// a CrashClone of the clone still loses what no Sync made durable.
 func (m *MemFS) Clone() *MemFS { return m.clone(false) }
 
 func (m *MemFS) clone(durableOnly bool) *MemFS {
@@ -379,12 +381,17 @@ func (m *MemFS) clone(durableOnly bool) *MemFS {
 		}
 		n.mu.RLock()
 		defer n.mu.RUnlock()
-		data := n.data
 		if durableOnly {
-			data = n.durable
+			data := slices.Clone(n.durable)
+			c := &memNode{perm: n.perm, data: data, durable: slices.Clone(data), mtime: n.mtime}
+			seen[n] = c
+			return c
 		}
-		data = slices.Clone(data)
-		c := &memNode{perm: n.perm, data: data, durable: slices.Clone(data), mtime: n.mtime}
+		// The page cache outlives the process: what was not durable
+		// still is not, and a failed writeback (Rule.Lose) is still
+		// lost to a power loss after the restart.
+		c := &memNode{perm: n.perm, data: slices.Clone(n.data), durable: slices.Clone(n.durable), mtime: n.mtime,
+			dirtyLo: n.dirtyLo, dirtyHi: n.dirtyHi, resized: n.resized}
 		seen[n] = c
 		return c
 	}
@@ -540,6 +547,22 @@ func (f *memFile) Sync() error {
 	n.resized, n.dirtyLo, n.dirtyHi = false, 0, 0
 	n.mu.Unlock()
 	return nil
+}
+
+// lose is a failed writeback: what was written since the last Sync
+// is no longer dirty, so that no later Sync makes it durable. The file's
+// size is kept (its metadata may have gone to disk), with zeros past
+// what was durable; with evict its contents become what is durable.
+func (n *memNode) lose(evict bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := make([]byte, len(n.data))
+	copy(d, n.durable)
+	n.durable = d
+	if evict {
+		n.data = slices.Clone(d)
+	}
+	n.resized, n.dirtyLo, n.dirtyHi = false, 0, 0
 }
 
 func (f *memFile) Truncate(size int64) error {

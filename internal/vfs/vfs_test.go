@@ -284,6 +284,44 @@ func TestMemCrash(t *testing.T) {
 	}
 }
 
+// A failed Sync that loses its bytes (Rule.Lose) leaves them to no later
+// Sync, through a process crash too: only a power loss shows it, and with
+// LoseEvict reads show it at once.
+func TestFaultySyncLoses(t *testing.T) {
+	for _, loss := range []vfs.Loss{vfs.LoseNothing, vfs.LoseClean, vfs.LoseEvict} {
+		m := vfs.NewMem()
+		fsys := vfs.NewFaulty(m)
+		must(t, fsys.MkdirAll("/s", 0o755))
+		f, err := fsys.Create("/s/f")
+		must(t, err)
+		_, _ = f.Write([]byte("old"))
+		must(t, f.Sync())
+		must(t, fsys.SyncDir("/s"))
+		_, _ = f.WriteAt([]byte("new!"), 0)
+		fsys.Inject(vfs.Rule{Ops: vfs.OpSync, Count: 1, Err: syscall.EIO, Lose: loss})
+		if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("loss %d: sync: %v, want EIO", loss, err)
+		}
+		read, want := "new!", "old\x00"
+		switch loss {
+		case vfs.LoseNothing:
+			want = "new!"
+		case vfs.LoseEvict:
+			read = want
+		}
+		if got, _ := vfs.ReadFile(m, "/s/f"); string(got) != read {
+			t.Fatalf("loss %d: reads %q, want %q", loss, got, read)
+		}
+		must(t, f.Sync())
+		for _, c := range []*vfs.MemFS{m.CrashClone(), m.Clone().CrashClone()} {
+			if got, _ := vfs.ReadFile(c, "/s/f"); string(got) != want {
+				t.Fatalf("loss %d: after a power loss %q, want %q", loss, got, want)
+			}
+		}
+		must(t, f.Close())
+	}
+}
+
 // Rules fail the operations they choose, after the ones they let through;
 // the space limit fails what does not fit with a short write.
 func TestFaulty(t *testing.T) {
