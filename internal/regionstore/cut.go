@@ -61,6 +61,9 @@ func (s *Store) Cut(obj uint64, dims []uint64, version uint64) error {
 	if err := conforms(o, l); err != nil {
 		return err
 	}
+	if err := s.rewrite(o); err != nil {
+		return err
+	}
 	if err := s.raiseVersion(o, version); err != nil {
 		return err
 	}

@@ -8,7 +8,12 @@
 // Durability: a Write is in its file (pwritten, in the kernel) when it
 // returns, so it survives the process being killed; with Options.Sync it
 // is fsynced too. Flush and Close fsync. Files are created, relaid out
-// and checkpointed by writing a temporary file and renaming it.
+// and checkpointed by writing a temporary file and renaming it. A file
+// whose fsync failed is never fsynced again (the kernel may have given
+// up on its dirty pages and would report a second fsync good): the next
+// flush rewrites it from what its CRCs vouch for (unsynced.go), and
+// until that succeeds every durable step of the object fails with
+// ErrUnsynced, also after the store is opened again.
 //
 // Integrity: every file starts with a magic and a version, and stored
 // bytes carry CRC-32 checksums per 4 KiB block (CRC-32C in files of

@@ -3,6 +3,7 @@ package regionstore
 import (
 	"container/list"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,6 +26,11 @@ type fileCache struct {
 		sync.Mutex
 		byPath map[string]*openFile // guarded by mu
 		lru    list.List            // of *openFile, most recent first; guarded by mu
+		// unsynced holds, by path, the error of a failed fsync of a
+		// file that nothing has replaced since: it outlives the file's
+		// descriptors, since one opened after the failure would not
+		// report it. Guarded by mu.
+		unsynced map[string]error
 	}
 }
 
@@ -38,6 +44,7 @@ type openFile struct {
 func newFileCache(fsys vfs.FS, max int) *fileCache {
 	c := &fileCache{fs: fsys, max: max}
 	c.mu.byPath = map[string]*openFile{}
+	c.mu.unsynced = map[string]error{}
 	return c
 }
 
@@ -55,7 +62,7 @@ func (c *fileCache) acquire(path string) (*openFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	of := &openFile{path: path, f: f, refs: 1}
+	of := &openFile{path: path, f: &guardedFile{File: f, c: c, path: path}, refs: 1}
 	of.elem = c.mu.lru.PushFront(of)
 	c.mu.byPath[path] = of
 	for e := c.mu.lru.Back(); e != nil && len(c.mu.byPath) > c.max; {
@@ -102,6 +109,108 @@ func (c *fileCache) closeAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// guardedFile is a cached file whose fsync is never retried once it
+// failed. After a failed writeback Linux may mark the pages it could not
+// write clean, dropped or not, and a second fsync then succeeds without
+// writing them: a flush retried after a failed one would call bytes
+// durable that a power loss takes (or that read back old once the pages
+// are evicted). So every later Sync of the path fails with the first
+// error until the store replaces the file (Store.rewrite) or deletes it.
+// It passes on the optional interfaces (mmap, SEEK_DATA) of the file it
+// wraps.
+type guardedFile struct {
+	vfs.File
+	c    *fileCache
+	path string
+}
+
+func (f *guardedFile) Sync() error {
+	if err := f.c.unsynced(f.path); err != nil {
+		return err
+	}
+	if err := f.File.Sync(); err != nil {
+		f.c.setUnsynced(f.path, err)
+		return err
+	}
+	return nil
+}
+
+func (f *guardedFile) Map(n int, writable bool) ([]byte, error) {
+	m, ok := f.File.(vfs.Mapper)
+	if !ok {
+		return nil, fmt.Errorf("mmap %s: %w", f.path, errors.ErrUnsupported)
+	}
+	return m.Map(n, writable)
+}
+
+func (f *guardedFile) Unmap(b []byte) error {
+	if m, ok := f.File.(vfs.Mapper); ok {
+		return m.Unmap(b)
+	}
+	return nil
+}
+
+func (f *guardedFile) SeekData(off int64) (int64, error) { return vfs.SeekData(f.File, off) }
+
+// ErrUnsynced is in the error of a flush, or of a write that must be
+// durable, of a file whose earlier fsync failed and that was not
+// rewritten since: what was written to it after its last good fsync may
+// be lost, and no fsync of it can say otherwise.
+var ErrUnsynced = errors.New("an earlier fsync failed")
+
+// unsyncedExt names the marker file beside a file whose fsync failed: the
+// kernel's pages outlive the process, so a store opened again (a restart
+// of the server, not of the machine) must not trust a first fsync either.
+const unsyncedExt = ".unsynced"
+
+// unsynced returns the error that fails every fsync of path, or nil.
+func (c *fileCache) unsynced(path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.unsynced[path]
+}
+
+// setUnsynced fails every later fsync of path, in this process and,
+// through a marker file, after a restart. The marker is not fsynced: a
+// power loss empties the page cache, and then what the file reads is
+// what its disk has.
+func (c *fileCache) setUnsynced(path string, cause error) {
+	err := fmt.Errorf("%s: %w (%w): what was written since its last good fsync may be lost, and a second fsync would not say so; the next flush rewrites the file", path, ErrUnsynced, cause)
+	c.mu.Lock()
+	first := c.mu.unsynced[path] == nil
+	if first {
+		c.mu.unsynced[path] = err
+	}
+	c.mu.Unlock()
+	if first {
+		// Best effort: without it, only a restart forgets the failure.
+		if m, merr := c.fs.OpenFile(path+unsyncedExt, os.O_WRONLY|os.O_CREATE, 0o600); merr == nil {
+			_ = m.Close()
+		}
+	}
+}
+
+// clearUnsynced forgets a failed fsync of path, whose file was replaced
+// or removed, and removes its marker. A marker that stays costs the
+// next store opened over it one rewrite of the file, nothing more.
+func (c *fileCache) clearUnsynced(path string) {
+	c.mu.Lock()
+	_, ok := c.mu.unsynced[path]
+	delete(c.mu.unsynced, path)
+	c.mu.Unlock()
+	if ok {
+		_ = c.fs.Remove(path + unsyncedExt)
+	}
+}
+
+// inheritUnsynced fails the fsyncs of path, whose marker a store before
+// this one left.
+func (c *fileCache) inheritUnsynced(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.unsynced[path] = fmt.Errorf("%s: %w before the store was opened: what was written since its last good fsync may be lost, and a second fsync would not say so; the next flush rewrites the file", path, ErrUnsynced)
 }
 
 // open is how many files are open, for tests.

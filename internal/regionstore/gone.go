@@ -12,7 +12,7 @@ func errGone(obj uint64) error {
 }
 
 // fileExts are the names an object's files may have, after its id.
-var fileExts = []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp"}
+var fileExts = []string{".off", ".reg", ".idx", ".off.tmp", ".reg.tmp", ".idx.tmp", ".off" + unsyncedExt, ".reg" + unsyncedExt}
 
 // Bury deletes object obj for good: it removes its files, as Delete does,
 // and, if the store has used the object since it opened, refuses every

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -135,11 +136,14 @@ func Open(opts Options) (*Store, error) {
 	if err := fsys.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("region store: %w", err)
 	}
-	onDisk, err := listObjects(fsys, opts.Dir)
+	onDisk, unsynced, err := listObjects(fsys, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{opts: opts, fs: fsys, files: newFileCache(fsys, maxOpenFiles)}
+	for _, name := range unsynced {
+		s.files.inheritUnsynced(filepath.Join(opts.Dir, name))
+	}
 	s.mu.objects = map[uint64]*object{}
 	s.mu.onDisk = onDisk
 	s.objects.Store(int64(len(onDisk)))
@@ -161,21 +165,26 @@ func (s *Store) Stats() Stats {
 }
 
 // listObjects returns the objects that have files in dir, by the names
-// path gives them: %016x then an extension.
-func listObjects(fsys vfs.FS, dir string) (map[uint64]struct{}, error) {
+// path gives them: %016x then an extension; and the names of the files
+// whose fsync failed (their markers' names without unsyncedExt).
+func listObjects(fsys vfs.FS, dir string) (map[uint64]struct{}, []string, error) {
 	names, err := fsys.List(dir)
 	if err != nil {
-		return nil, fmt.Errorf("region store: list %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("region store: list %s: %w", dir, err)
 	}
 	out := map[uint64]struct{}{}
+	var unsynced []string
 	for _, name := range names {
 		if len(name) > 17 && name[16] == '.' {
 			if id, err := strconv.ParseUint(name[:16], 16, 64); err == nil {
 				out[id] = struct{}{}
+				if base, ok := strings.CutSuffix(name, unsyncedExt); ok {
+					unsynced = append(unsynced, base)
+				}
 			}
 		}
 	}
-	return out, nil
+	return out, unsynced, nil
 }
 
 func (s *Store) path(obj uint64, ext string) string {
@@ -251,8 +260,11 @@ func (s *Store) load(o *object) error {
 		}
 		o.mode = ByOffset
 	case regErr == nil:
+		// A log whose fsync failed is rewritten by its first durable
+		// step rather than fsynced here.
+		durable := s.opts.Sync && s.files.unsynced(regPath) == nil
 		err := s.withFile(regPath, func(f vfs.File) (err error) {
-			o.reg, err = loadRegionLog(s.fs, regPath, f, s.opts.Sync)
+			o.reg, err = loadRegionLog(s.fs, regPath, f, durable)
 			return err
 		})
 		if err != nil {
@@ -502,6 +514,12 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, n uint64, store func
 	if err := stale(o, l); err != nil {
 		return err
 	}
+	if s.opts.Sync {
+		// Every durable step of this write would fsync the file.
+		if err := s.rewrite(o); err != nil {
+			return err
+		}
+	}
 	if err := s.raiseVersion(o, l.Version); err != nil {
 		return err
 	}
@@ -619,6 +637,9 @@ func (s *Store) Flush(obj uint64) error {
 
 // flush requires o.mu held exclusively and the object loaded.
 func (s *Store) flush(o *object) error {
+	if err := s.rewrite(o); err != nil {
+		return err
+	}
 	switch o.mode {
 	case ByOffset:
 		err := s.withFile(o.off.path, func(f vfs.File) error {
@@ -739,6 +760,9 @@ func (s *Store) removeFiles(obj uint64) error {
 		if err := s.files.drop(p); err != nil {
 			errs = append(errs, err)
 		}
+		// Nothing is left to lose; a new file under the name starts
+		// with nothing unsynced.
+		s.files.clearUnsynced(p)
 		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
