@@ -35,15 +35,16 @@ func startServer(t *testing.T, args ...string) (cmd *exec.Cmd, listening string)
 	})
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
-		if strings.Contains(lines.Text(), "msg=listening") {
+		if line := lines.Text(); strings.Contains(line, "msg=listening") {
 			// Drain the rest, so that the server never blocks on its
-			// log; it ends when the server does.
+			// log; it ends when the server does. The line is taken
+			// first: the next Scan reuses its buffer.
 			go func() {
 				defer close(drained)
 				for lines.Scan() {
 				}
 			}()
-			return cmd, lines.Text()
+			return cmd, line
 		}
 	}
 	close(drained)
