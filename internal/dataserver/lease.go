@@ -1,10 +1,10 @@
 package dataserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
 )
 
@@ -22,11 +22,13 @@ import (
 // lease (wire.DimsLease) ago; the first touch of an object confirms them,
 // and a write whose lease has ended confirms them again first
 // (confirmDims), one question per object and lease however many writes
-// come. A metadata server answers a set dims whose cut some data server
-// did not apply only once wire.DimsLeaseWait has passed since it
-// committed it: every lease confirmed before the commit has ended by
-// then, and a question answered after it tells the new version, which
-// refuses the older writes as stale. A server cut off from the metadata
+// come; so does one whose lease ended while it waited here
+// (renewLeases), which is not refused for that. A metadata server
+// answers a set dims whose cut some data server did not apply only once
+// wire.DimsLeaseWait has passed since it committed it: every lease
+// confirmed before the commit has ended by then, and a question answered
+// after it tells the new version, which refuses the older writes as
+// stale. A server cut off from the metadata
 // server cannot confirm, and refuses the write with pdc.ErrUnavailable
 // naming the metadata server.
 
@@ -40,18 +42,60 @@ func (s *Service) leases() bool {
 	return ok
 }
 
-// leasedLocked refuses a write of it unless its object's dims lease
-// holds: confirmDims, just before, renews one that ended, so a refusal
-// here means the start was held longer than the lease since (waiting for
-// budget or for the client's earlier starts). It is refused as stale,
-// and the client's retry after refreshing the object confirms the dims
-// again. s.mu is held.
-func (s *Service) leasedLocked(it wire.DataItem) error {
-	if !s.leases() || s.heldLocked(it.Obj, s.now()) {
+// leasedLocked reports whether a write of object obj may be registered
+// now: its dims lease holds, or no lease is needed. s.mu is held.
+func (s *Service) leasedLocked(obj uint64) bool {
+	return !s.leases() || s.heldLocked(obj, s.now())
+}
+
+// renewLeases returns once the dims leases of every write of ts hold at
+// one time, confirming again those that ended (confirmDims, as often as
+// an answer comes too late to renew them). A start taken by the workers'
+// path is checked so, whole, before any of it is registered; and a write
+// whose lease ended just before its registration is renewed there
+// (enqueue), not refused.
+//
+// A start may wait here longer than the lease its dims were confirmed
+// with: for the client's earlier starts, for budget, for room in the
+// queue between its writes, for the I/O of its earlier writes on the
+// connection's reader. It was refused as stale for that alone, after the
+// writes before the one refused were registered and stored, while the
+// client's next start of the same objects at the same dims, confirmed
+// anew, was taken; the client sends a refused start again only after the
+// ones it takes to be refused with it, and the resent one stored its
+// older bytes over the newer (TestLeaseEndsWhileStartWaits). Now a start
+// is refused only for dims that are no longer its object's, and then,
+// from the version the question learned, every later start at those dims
+// is refused too. A write is still registered only under a lease that
+// holds, so the metadata server's wait for the leases after a cut it
+// could not push stays sound.
+func (s *Service) renewLeases(ctx context.Context, ts []*transfer) error {
+	if !s.leases() {
 		return nil
 	}
-	return fmt.Errorf("object %d: dims version %d not confirmed with its metadata server in the last %v (a shrink there may not have reached this server yet); refresh and retry: %w",
-		it.Obj, it.DimsVersion, s.cfg.lease, pdc.ErrStale)
+	for s.unleasedWrites(ts) {
+		if err := s.confirmDims(ctx, ts); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("confirm dims: %w", ctxErr(ctx, err))
+		}
+	}
+	return nil
+}
+
+// unleasedWrites reports whether a write of ts is of an object whose
+// dims lease does not hold now.
+func (s *Service) unleasedWrites(ts []*transfer) bool {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		if t.item.Write && !s.heldLocked(t.item.Obj, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldLocked reports whether object obj's dims lease holds at now. s.mu

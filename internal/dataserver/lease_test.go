@@ -1,6 +1,7 @@
 package dataserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/wire"
+	"github.com/pdcgo/pdc/region"
 )
 
 // A write is taken only while its object's dims were confirmed with its
@@ -76,5 +78,139 @@ func TestWriteLease(t *testing.T) {
 	objs.mu.Unlock()
 	if err := write(2, 7); err != nil {
 		t.Fatalf("a write once the metadata server answers again: %v", err)
+	}
+}
+
+// A start whose dims lease ends while it waits here, behind the client's
+// earlier starts, is confirmed again before anything of it is
+// registered: it is taken whole if its dims are still its object's, and
+// refused whole as stale if they are not. It was refused as stale for the
+// lease alone, after the writes before the one refused were registered
+// and stored; the client's next start of the same objects at the same
+// dims was then confirmed and stored, and the refused one, sent again,
+// stored its older bytes over it (docs/design/0006-region-io.md, "Dims
+// leases").
+func TestLeaseEndsWhileStartWaits(t *testing.T) {
+	for _, meanwhile := range []string{"nothing", "shrink"} {
+		t.Run(meanwhile, func(t *testing.T) {
+			dims, held := []uint64{8, 16}, []uint64{64}
+			objs := newLivesObjects()
+			objs.set(1, 1, dims...)
+			objs.set(2, 1, dims...)
+			objs.set(9, 1, held...)
+			// One worker and room for one transfer in the queue. The
+			// lease outlasts any run; its end is set by hand.
+			cfg := Config{Objects: objs, lease: time.Hour, Workers: 1, QueueDepth: 1}
+			g := newGate(&cfg, 9)
+			defer g.release()
+			turns := make(chan struct{}, 8)
+			cfg.beforeTurn = func() { turns <- struct{}{} }
+			e := newEnv(t, cfg)
+			c := e.dial("c")
+			ctx := testCtx(t)
+			at1 := func(it wire.DataItem) wire.DataItem {
+				it.DimsVersion = 1
+				return it
+			}
+			arrived := func(what string) {
+				t.Helper()
+				select {
+				case <-turns:
+				case <-ctx.Done():
+					t.Fatalf("%s never reached its turn", what)
+				}
+			}
+			row := func(k uint64) wire.DataItem { return at1(item(9, true, held, []uint64{k}, []uint64{1})) }
+
+			// A held by the worker, B in the queue, and C waiting for
+			// room there, holding the client's turn.
+			if _, err := start(ctx, c, []wire.DataItem{row(0)}, pattern(elem, 0)); err != nil {
+				t.Fatal(err)
+			}
+			arrived("A")
+			select {
+			case <-g.entered:
+			case <-ctx.Done():
+				t.Fatal("the first write never reached the worker")
+			}
+			if _, err := start(ctx, c, []wire.DataItem{row(1)}, pattern(elem, 1)); err != nil {
+				t.Fatal(err)
+			}
+			arrived("B")
+			cDone := make(chan error, 1)
+			go func() {
+				_, err := start(ctx, c, []wire.DataItem{row(2)}, pattern(elem, 2))
+				cDone <- err
+			}()
+			arrived("C")
+
+			// D writes objects 2 and 1, behind C.
+			whole := region.Shape(dims...)
+			d2, d1 := pattern(nbytes(dims), 0x20), pattern(nbytes(dims), 0x10)
+			type result struct {
+				res wire.DataResults
+				err error
+			}
+			dDone := make(chan result, 1)
+			go func() {
+				res, _, err := startWait(ctx, c, []wire.DataItem{
+					at1(item(2, true, dims, whole.Off, whole.Size)),
+					at1(item(1, true, dims, whole.Off, whole.Size)),
+				}, d2, d1)
+				dDone <- result{res, err}
+			}()
+			arrived("D")
+
+			// While D waits, object 1's lease ends; or a shrink
+			// commits on the metadata server, whose cut does not
+			// reach this server, and the lease ends.
+			if meanwhile == "shrink" {
+				objs.set(1, 2, 4, 16)
+			}
+			asked := objs.questionsAsked()
+			e.svc.mu.Lock()
+			e.svc.mu.confirmed[1] = e.svc.now() - time.Hour
+			e.svc.mu.Unlock()
+			g.release()
+			if err := <-cDone; err != nil {
+				t.Fatalf("C: %v", err)
+			}
+			var d result
+			select {
+			case d = <-dDone:
+			case <-ctx.Done():
+				t.Fatal("D never answered")
+			}
+			if n := objs.questionsAsked(); n != asked+1 {
+				t.Errorf("%d questions once the lease ended, want 1: D confirms object 1's dims again", n-asked)
+			}
+
+			read := func(obj uint64) []byte {
+				t.Helper()
+				res, parts, err := startWait(ctx, c, []wire.DataItem{at1(item(obj, false, dims, whole.Off, whole.Size))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustOK(t, res)
+				return parts[0]
+			}
+			switch meanwhile {
+			case "nothing":
+				if d.err != nil {
+					t.Fatalf("D, whose lease ended while it waited behind the client's earlier starts: %v, want it stored", d.err)
+				}
+				mustOK(t, d.res)
+				if !bytes.Equal(read(2), d2) || !bytes.Equal(read(1), d1) {
+					t.Fatal("D's bytes do not read back")
+				}
+			case "shrink":
+				if !errors.Is(d.err, pdc.ErrStale) || !strings.Contains(d.err.Error(), "dims version 1 is older than version 2") {
+					t.Fatalf("D, at dims replaced while it waited: %v, want ErrStale for the newer dims", d.err)
+				}
+				if got := read(2); !bytes.Equal(got, make([]byte, len(got))) {
+					t.Fatal("object 2 holds D's bytes, although D was refused")
+				}
+			}
+		})
 	}
 }

@@ -100,6 +100,17 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 		}
 	}
 	s.mu.Lock()
+	for t.item.Write && !s.mu.closed && !s.leasedLocked(t.item.Obj) {
+		// The lease ended while the start waited here, between its
+		// writes: confirmed again, not refused (lease.go). Closing,
+		// registerLocked refuses it without a question.
+		s.mu.Unlock()
+		if err := s.renewLeases(ctx, []*transfer{t}); err != nil {
+			s.release(t)
+			return err
+		}
+		s.mu.Lock()
+	}
 	if err := s.registerLocked(t, here); err != nil {
 		s.mu.Unlock()
 		s.release(t)
@@ -154,8 +165,8 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 
 // registerLocked gives t and its followers their ids and records them,
 // with the earlier writes t must wait for (t.deps), unless the service
-// is closing, the object is deleted, t's layout is not the object's, or t
-// is a write whose object's dims lease has ended (lease.go).
+// is closing, the object is deleted, or t's layout is not the object's. A
+// write's dims lease holds: enqueue renews it first (lease.go).
 func (s *Service) registerLocked(t *transfer, here bool) error {
 	if s.mu.closed {
 		return errClosing
@@ -165,11 +176,6 @@ func (s *Service) registerLocked(t *transfer, here bool) error {
 	}
 	if err := s.observeLayout(t.item, t.floor); err != nil {
 		return err
-	}
-	if t.item.Write {
-		if err := s.leasedLocked(t.item); err != nil {
-			return err
-		}
 	}
 	s.mu.next++
 	t.id = s.mu.next

@@ -70,6 +70,10 @@ type Config struct {
 	laneHello time.Duration
 	// lease, if set, replaces wire.DimsLease: a testing knob.
 	lease time.Duration
+	// beforeTurn, if set, runs in a start taken by the workers' path
+	// once its dims are confirmed, before it waits for the client's
+	// earlier starts: a testing knob.
+	beforeTurn func()
 }
 
 func (c *Config) setDefaults() {

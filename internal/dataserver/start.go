@@ -382,6 +382,9 @@ func (s *Service) enqueueStart(ctx context.Context, req *rpc.Request, order, ts 
 	// A client's starts are registered in the order they arrived, each
 	// after the ones before it: a write must not overtake an earlier
 	// one it overlaps, nor a read the writes it must see.
+	if s.cfg.beforeTurn != nil {
+		s.cfg.beforeTurn()
+	}
 	if err := req.WaitTurn(ctx); err != nil {
 		for _, t := range order {
 			s.release(t)
@@ -394,6 +397,14 @@ func (s *Service) enqueueStart(ctx context.Context, req *rpc.Request, order, ts 
 	// hold that budget while the client's collecting waits sat unread
 	// behind payloads waiting for it.
 	if err := s.acquire(ctx, order, req.Release == nil); err != nil {
+		for _, t := range order {
+			s.release(t)
+		}
+		return err
+	}
+	// The leases may have ended while the start waited here: it is
+	// confirmed again before anything of it is registered (lease.go).
+	if err := s.renewLeases(ctx, order); err != nil {
 		for _, t := range order {
 			s.release(t)
 		}
