@@ -36,7 +36,7 @@ func TestProduceCarriesSmallFiles(t *testing.T) {
 		}
 		f.Close()
 		want := n <= InlineMax
-		if rec.Inline() != want || rec.Format != wire.StageFormatInline || rec.CRC != crc32.Checksum(data, Table) ||
+		if rec.Inline() != want || rec.Format != wire.StageVersion || rec.CRC != crc32.Checksum(data, Table) ||
 			(want && !bytes.Equal(rec.Data, data)) || (!want && len(rec.Data) != 0) {
 			t.Errorf("%d bytes: record inline %v, format %d, %d bytes carried; want inline %v", n, rec.Inline(), rec.Format, len(rec.Data), want)
 		}
