@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pdcgo/pdc/internal/vfs"
 )
@@ -32,6 +33,10 @@ type fileCache struct {
 		// report it. Guarded by mu.
 		unsynced map[string]error
 	}
+	// nUnsynced is len(mu.unsynced), read without mu: every write of a
+	// --durability sync server and every flush asks about its file, and
+	// almost always none has failed.
+	nUnsynced atomic.Int64
 }
 
 type openFile struct {
@@ -167,6 +172,9 @@ const unsyncedExt = ".unsynced"
 
 // unsynced returns the error that fails every fsync of path, or nil.
 func (c *fileCache) unsynced(path string) error {
+	if c.nUnsynced.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.unsynced[path]
@@ -177,11 +185,12 @@ func (c *fileCache) unsynced(path string) error {
 // power loss empties the page cache, and then what the file reads is
 // what its disk has.
 func (c *fileCache) setUnsynced(path string, cause error) {
-	err := fmt.Errorf("%s: %w (%w): what was written since its last good fsync may be lost, and a second fsync would not say so; the next flush rewrites the file", path, ErrUnsynced, cause)
+	err := fmt.Errorf("%s: %w (%w)%s", path, ErrUnsynced, cause, unsyncedWhy)
 	c.mu.Lock()
 	first := c.mu.unsynced[path] == nil
 	if first {
 		c.mu.unsynced[path] = err
+		c.nUnsynced.Add(1)
 	}
 	c.mu.Unlock()
 	if first {
@@ -198,7 +207,10 @@ func (c *fileCache) setUnsynced(path string, cause error) {
 func (c *fileCache) clearUnsynced(path string) {
 	c.mu.Lock()
 	_, ok := c.mu.unsynced[path]
-	delete(c.mu.unsynced, path)
+	if ok {
+		delete(c.mu.unsynced, path)
+		c.nUnsynced.Add(-1)
+	}
 	c.mu.Unlock()
 	if ok {
 		_ = c.fs.Remove(path + unsyncedExt)
@@ -210,8 +222,14 @@ func (c *fileCache) clearUnsynced(path string) {
 func (c *fileCache) inheritUnsynced(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.unsynced[path] = fmt.Errorf("%s: %w before the store was opened: what was written since its last good fsync may be lost, and a second fsync would not say so; the next flush rewrites the file", path, ErrUnsynced)
+	if c.mu.unsynced[path] == nil {
+		c.nUnsynced.Add(1)
+	}
+	c.mu.unsynced[path] = fmt.Errorf("%s: %w before the store was opened%s", path, ErrUnsynced, unsyncedWhy)
 }
+
+// unsyncedWhy ends the error of a file whose fsync failed.
+const unsyncedWhy = ": what was written since its last good fsync may be lost, and a second fsync would not say so; the next flush rewrites the file"
 
 // open is how many files are open, for tests.
 func (c *fileCache) open() int {
