@@ -436,24 +436,7 @@ func TestAwaitDurableWaitsForTheSyncsOfWhatWasApplied(t *testing.T) {
 		t.Fatalf("with nothing applied and not durable: %v", err)
 	}
 	// A commit in its fsync.
-	var armed sync.Once
-	syncing, release := make(chan struct{}), make(chan struct{})
-	fsys.OnOp(func(op vfs.Op, path string) {
-		if op == vfs.OpSync && strings.Contains(path, walFile) {
-			armed.Do(func() {
-				close(syncing)
-				<-release
-			})
-		}
-	})
-	committed := make(chan error, 1)
-	go func() {
-		b := s.db.NewBatch()
-		defer b.Close()
-		_ = b.Set(faultKey(1), faultValue(1), nil)
-		committed <- s.commit(b)
-	}()
-	<-syncing
+	committed, release := commitInFsync(fsys, s)
 	if err := s.AwaitDurable(done); !errors.Is(err, context.Canceled) {
 		t.Fatalf("during a commit's fsync with a context done: %v; want it to wait (context canceled)", err)
 	}
@@ -563,24 +546,7 @@ func TestAwaitDurableLeavesNoGoroutinePerWaiter(t *testing.T) {
 	fsys := vfs.NewFaulty(mem)
 	s := mustOpenFS(t, fsys, DurabilitySync)
 	defer s.close()
-	var armed sync.Once
-	syncing, release := make(chan struct{}), make(chan struct{})
-	fsys.OnOp(func(op vfs.Op, path string) {
-		if op == vfs.OpSync && strings.Contains(path, walFile) {
-			armed.Do(func() {
-				close(syncing)
-				<-release
-			})
-		}
-	})
-	committed := make(chan error, 1)
-	go func() {
-		b := s.db.NewBatch()
-		defer b.Close()
-		_ = b.Set(faultKey(1), faultValue(1), nil)
-		committed <- s.commit(b)
-	}()
-	<-syncing
+	committed, release := commitInFsync(fsys, s)
 	before := runtime.NumGoroutine()
 	const waiters = 64
 	for range waiters {
@@ -612,4 +578,29 @@ func TestAwaitDurableLeavesNoGoroutinePerWaiter(t *testing.T) {
 	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
 	defer crashed.close()
 	checkAcked(t, crashed, []int{1, 2}, "after a power loss that followed AwaitDurable")
+}
+
+// commitInFsync commits one key on a goroutine of its own and returns once
+// that commit is in the log's fsync, which holds until release is closed;
+// committed has the commit's result.
+func commitInFsync(fsys *vfs.Faulty, s *Store) (committed <-chan error, release chan struct{}) {
+	var armed sync.Once
+	syncing, release := make(chan struct{}), make(chan struct{})
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpSync && strings.Contains(path, walFile) {
+			armed.Do(func() {
+				close(syncing)
+				<-release
+			})
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(faultKey(1), faultValue(1), nil)
+		done <- s.commit(b)
+	}()
+	<-syncing
+	return done, release
 }
