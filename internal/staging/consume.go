@@ -160,7 +160,19 @@ func reserve(f *os.File, n int64) error {
 	return nil
 }
 
+// verifyCRC checks that f holds exactly the bytes rec describes: its size
+// and their CRC. The CRC covers the first rec.Size bytes only, so a file
+// grown since must fail on its size: a reflink clones the producer's file
+// as it is at the clone, an append made after its check included.
 func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if uint64(st.Size()) != rec.Size {
+		return fmt.Errorf("%s has %d bytes, but version %d was produced as %d: the file changed after it was produced: %w",
+			what, st.Size(), rec.Version, rec.Size, pdc.ErrChecksum)
+	}
 	crc, err := FileCRC(f, int64(rec.Size))
 	if err != nil {
 		return err

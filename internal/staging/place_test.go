@@ -3,12 +3,16 @@ package staging
 import (
 	"bytes"
 	"context"
-	"github.com/pdcgo/pdc/internal/wire"
-	"golang.org/x/sys/unix"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
 )
 
 // A hard-linked copy (asked for) of a file produced again unchanged (a
@@ -147,5 +151,37 @@ func TestFIFOIsRefusedNotWaitedFor(t *testing.T) {
 			t.Errorf("%s of a FIFO still waiting 5 s later (its context ended after 1 s)", c.what)
 		}
 		cancel()
+	}
+}
+
+// A copy on the owner's node is checked against the record before it is
+// installed. A reflink clones the producer's file whole, as it is at the
+// clone: bytes appended after the producer's file was checked come along,
+// after the produced ones, which the CRC of the record's first Size bytes
+// does not see. Such a copy is not the produce and must be refused.
+func TestCopyCheckRefusesAFileGrownPastItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("produced "), 1000)
+	rec := produced(t, dir, "f", data)
+	appendTo(t, filepath.Join(dir, "f"), []byte("appended after the produce"))
+	f, err := os.Open(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := verifyCRC(f, rec, "the copy"); !errors.Is(err, pdc.ErrChecksum) {
+		t.Fatalf("a copy of %d bytes whose first %d are the produce's: %v, want ErrChecksum", len(data)+26, len(data), err)
+	}
+}
+
+func appendTo(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
 	}
 }
