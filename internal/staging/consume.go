@@ -244,7 +244,13 @@ func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64
 	in := NewIncoming(f, size, fe.Progress)
 	n, err := recv.Fetch(ctx, fe.Owner, key, dtl.IntoWriter(in), dtl.WithMode(fe.Mode), dtl.WithExpectedSize(size))
 	written, crc, werr := in.Finish()
-	if err == nil && werr != nil {
+	switch {
+	case werr != nil && err != nil:
+		// The write's failure (no room, more bytes than the record's)
+		// is why the transfer broke, whatever the transport made of it
+		// (a push's comes back as the owner's error).
+		err = fmt.Errorf("writing %q: %w (the transfer: %v)", tmp, werr, err)
+	case werr != nil:
 		err = fmt.Errorf("writing %q: %w", tmp, werr)
 	}
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
 )
 
 // Incoming is a fetched file arriving into its temporary file: the one
@@ -92,11 +94,11 @@ func NewIncoming(f *os.File, size int64, progress func(done, total int64)) *Inco
 
 // Write checksums p and writes it at the next offset.
 func (in *Incoming) Write(p []byte) (int, error) {
+	if err := in.take(int64(len(p))); err != nil {
+		return 0, err
+	}
 	if in.pipe != nil {
 		return in.queue(p)
-	}
-	if in.err != nil {
-		return 0, in.err
 	}
 	if err := in.writePiece(p, in.off); err != nil {
 		in.err = err
@@ -104,6 +106,23 @@ func (in *Incoming) Write(p []byte) (int, error) {
 	}
 	in.off += int64(len(p))
 	return len(p), nil
+}
+
+// take checks that n more bytes still fit in the file's size: a sender
+// that sends more (a hostile or broken owner) is refused at the first
+// byte past it, before anything past it is written. A file of the
+// record's size and no larger fits in the consumer dir; any more would be
+// written there, up to whatever the sender says, before the size check at
+// the end refused it.
+func (in *Incoming) take(n int64) error {
+	if in.err != nil {
+		return in.err
+	}
+	if n > in.size-in.off {
+		in.err = fmt.Errorf("the sender sent more than the %d bytes expected: %w", in.size, pdc.ErrChecksum)
+		return in.err
+	}
+	return nil
 }
 
 func (in *Incoming) writePiece(p []byte, off int64) error {
@@ -137,6 +156,10 @@ func (in *Incoming) ReadFrom(r io.Reader) (int64, error) {
 		}
 		n, rerr := io.ReadFull(r, b[:in.pipe.size])
 		if n > 0 {
+			if err := in.take(int64(n)); err != nil {
+				in.pipe.free <- b
+				return total, err
+			}
 			if err := in.send(piece{b: b, n: n}); err != nil {
 				return total, err
 			}
@@ -265,6 +288,9 @@ func (in *Incoming) queue(p []byte) (int, error) {
 func (in *Incoming) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
 	if in.pipe != nil || in.err != nil {
 		return 0, fmt.Errorf("staging: a section after a stream: %w", errMixed)
+	}
+	if err := in.take(n); err != nil {
+		return 0, err
 	}
 	parts := int64(runtime.GOMAXPROCS(0))
 	if n < 32<<20 || parts < 2 {
