@@ -49,24 +49,25 @@ func (s *Service) cut(ctx context.Context, req *rpc.Request) (*rpc.Response, err
 	if err := s.awaitSlots(ctx); err != nil {
 		return nil, err
 	}
-	// A slot this server should hold and cannot reach fails the cut,
-	// after the slots here are cut: it comes back at a later start with
-	// its files as they were, and an acknowledged cut is forgotten by the
-	// metadata server, so a regrow would read back the rows it dropped
-	// there. Refused, it stays pending and is pushed again, and the
-	// object's next set dims waits for it. (A delete may leave such a
-	// slot alone: the object's data there is found orphaned when it is
-	// back. A cut object is not orphaned.)
-	stores, missing := s.allStores()
+	// A slot this server should hold and cannot reach comes back at a
+	// later start with its files as they were, and an acknowledged cut
+	// is forgotten by the metadata server, so a regrow would read back
+	// there the rows it dropped. So the cut is kept for the slot, durably,
+	// before it is acknowledged, and the start that finds the slot again
+	// applies it before the slot serves (slots.Ledger). Where none can be
+	// kept, the cut fails after the slots here are cut: it stays pending
+	// and is pushed again, and the object's next set dims waits for it.
+	// (A delete may leave such a slot alone: the object's data there is
+	// found orphaned when it is back. A cut object is not orphaned.)
+	stores, _ := s.allStores()
 	var errs []error
 	for _, st := range stores {
 		if err := st.Cut(m.Obj, m.Dims, m.DimsVersion); err != nil && !errors.Is(err, pdc.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
-	if missing != nil {
-		errs = append(errs, fmt.Errorf("cut of object %d to dims %v (version %d): not applied to the data slots out of reach here: %w",
-			m.Obj, m.Dims, m.DimsVersion, missing))
+	if err := s.oweCut(m); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/pdcgo/pdc"
@@ -90,5 +91,65 @@ func TestCutWithASlotOutOfReach(t *testing.T) {
 		if b != want {
 			t.Fatalf("after the cut and a regrow: byte %d (row %d) reads %d, want %d", i, i/nbytes([]uint64{1, 8}), b, want)
 		}
+	}
+}
+
+// fakeLedger keeps cuts owed in memory, for pure logic.
+type fakeLedger struct {
+	owes map[int]bool
+	kept map[int][]wire.DimsCut
+	err  error
+}
+
+func (l *fakeLedger) Owes(slot int) bool { return l.owes[slot] }
+func (l *fakeLedger) Count(slot int) int { return len(l.kept[slot]) }
+func (l *fakeLedger) Owe(slots []int, c wire.DimsCut) error {
+	if l.err != nil {
+		return l.err
+	}
+	for _, s := range slots {
+		l.kept[s] = append(l.kept[s], c)
+	}
+	return nil
+}
+
+// A cut is acknowledged with a slot out of reach only once it is kept
+// for that slot (to be applied before the slot serves again); a slot for
+// which none is kept (a server restarted on another node), or a cut that
+// could not be kept, fails it as before, and status says what is kept.
+func TestCutKeptForASlotOutOfReach(t *testing.T) {
+	ctx := testCtx(t)
+	own, err := regionstore.Open(regionstore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	cut := wire.DimsCut{Obj: 3, DimsVersion: 2, Dims: []uint64{8, 8}}
+	push := func(l *fakeLedger) (*Service, error) {
+		svc := New(Config{Logger: slog.New(slog.DiscardHandler), Rank: 1})
+		t.Cleanup(func() { svc.Close() })
+		svc.SetSlots(Slots{Own: 0, Stores: map[int]*regionstore.Store{0: own}, Owed: l,
+			Missing: map[int]error{1: fmt.Errorf("its dir is on a node not started: %w", pdc.ErrUnavailable), 2: fmt.Errorf("away: %w", pdc.ErrUnavailable)}})
+		_, err := svc.cut(ctx, &rpc.Request{Header: cut.Marshal(nil)})
+		return svc, err
+	}
+	l := &fakeLedger{owes: map[int]bool{1: true, 2: true}, kept: map[int][]wire.DimsCut{}}
+	svc, err := push(l)
+	if err != nil {
+		t.Fatalf("a cut with slots 1 and 2 out of reach, kept for both: %v", err)
+	}
+	if len(l.kept[1]) != 1 || len(l.kept[2]) != 1 || l.kept[1][0].DimsVersion != 2 {
+		t.Fatalf("kept %+v", l.kept)
+	}
+	if got := svc.MissingSlots(); len(got) != 2 || !strings.Contains(got[0], "slot 1: ") || !strings.Contains(got[0], "(1 dims cut owed to it kept here, applied when it is back)") {
+		t.Fatalf("status: %q", got)
+	}
+	l = &fakeLedger{owes: map[int]bool{1: true}, kept: map[int][]wire.DimsCut{}}
+	if _, err := push(l); !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "data slot 2 on data server of rank 1") {
+		t.Fatalf("a cut with slot 2 out of reach, none kept for it: %v", err)
+	}
+	l = &fakeLedger{owes: map[int]bool{1: true, 2: true}, err: fmt.Errorf("disk full: %w", pdc.ErrUnavailable)}
+	if _, err := push(l); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("a cut that could not be kept: %v", err)
 	}
 }

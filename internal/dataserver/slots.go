@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/regionstore"
+	"github.com/pdcgo/pdc/internal/wire"
 )
 
 // Slots are the stores of the data slots a data server holds (see
@@ -25,6 +27,23 @@ type Slots struct {
 	// on no server of this cluster. Each error says which data and why; a
 	// request in one of them fails with it.
 	Missing map[int]error
+	// Owed keeps the dims cuts owed to the missing slots it Owes, to be
+	// applied before they serve again: a cut is acknowledged though they
+	// are out of reach. nil: none is kept, and a cut fails while a slot
+	// is missing.
+	Owed CutLedger
+}
+
+// CutLedger keeps, durably, the dims cuts owed to data slots a server
+// should hold and cannot reach (slots.Ledger). Safe for concurrent use.
+type CutLedger interface {
+	// Owes reports whether cuts owed to slot are kept.
+	Owes(slot int) bool
+	// Owe records c as owed to each of slots, durably, before it
+	// returns.
+	Owe(slots []int, c wire.DimsCut) error
+	// Count returns how many cuts owed to slot are kept.
+	Count(slot int) int
 }
 
 // SlotError reports a request for a data slot that this server does not
@@ -66,8 +85,22 @@ func (s *Service) MissingSlots() []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = fmt.Sprintf("slot %d: %v", k, s.slots.Missing[k])
+		if s.owes(k) {
+			out[i] += fmt.Sprintf(" (%s owed to it kept here, applied when it is back)", plural(s.slots.Owed.Count(k), "dims cut", "dims cuts"))
+		}
 	}
 	return out
+}
+
+// owes reports whether the dims cuts owed to missing slot are kept here.
+func (s *Service) owes(slot int) bool { return s.slots.Owed != nil && s.slots.Owed.Owes(slot) }
+
+// plural says n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // SetSlots gives the service the stores it serves from; requests wait
@@ -131,6 +164,33 @@ func (s *Service) slotStore(wireSlot uint32) (*regionstore.Store, error) {
 	}
 	slices.Sort(held)
 	return nil, &SlotError{Slot: slot, Rank: s.cfg.Rank, Err: fmt.Errorf("not held here (this server holds slots %v): the client's server list is not this cluster's: %w", held, pdc.ErrUnavailable)}
+}
+
+// oweCut keeps cut m for every slot this server should hold and cannot
+// reach, durably, so that it is applied before the slot serves again. An
+// error names the slots for which it could not (none is kept for them: a
+// server restarted on another node, or too many already): the cut must
+// not be acknowledged.
+func (s *Service) oweCut(m wire.DimsCut) error {
+	var owe []int
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(s.slots.Missing)) {
+		if s.owes(k) {
+			owe = append(owe, k)
+			continue
+		}
+		errs = append(errs, &SlotError{Slot: k, Rank: s.cfg.Rank, Err: s.slots.Missing[k]})
+	}
+	if len(owe) > 0 {
+		if err := s.slots.Owed.Owe(owe, m); err != nil {
+			errs = append(errs, fmt.Errorf("data slots %v, out of reach: keep the cut for when they are back: %w", owe, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cut of object %d to dims %v (version %d): not applied to the data slots out of reach here: %w",
+			m.Obj, m.Dims, m.DimsVersion, err)
+	}
+	return nil
 }
 
 // allStores returns every store the server holds, and an error naming

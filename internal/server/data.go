@@ -341,14 +341,27 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 				"generation", have, "want", gen)
 			return nil
 		}
-		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
-			return fmt.Errorf("data slot %d: %w", slot, err)
-		}
 		st, err := regionstore.Open(regionstore.Options{Dir: dir, Sync: s.cfg.Durability == metastore.DurabilitySync, FS: s.cfg.FS})
 		if err != nil {
 			return fmt.Errorf("data slot %d: %w", slot, err)
 		}
 		stores = append(stores, st)
+		// The cuts owed to the slot while it was out of reach go into its
+		// files before its marker says it is held at this epoch (after
+		// that they count as applied) and before it serves.
+		if !fresh {
+			if err := s.applyOwed(st, slot, s.dataDir().Gen(slot)); err != nil {
+				return err
+			}
+		}
+		if err := s.dataDir().SetMarker(dir, slot, plan.Epoch); err != nil {
+			return fmt.Errorf("data slot %d: %w", slot, err)
+		}
+		if err := s.dataDir().DropOwedCuts(slot); err != nil {
+			// Applied, and older than the copy now: the next start
+			// finds them so and leaves them be.
+			s.log.Warn("could not remove the dims cuts applied to a data slot", "slot", slot, "err", err)
+		}
 		sl.Stores[slot] = st
 		return nil
 	}
@@ -370,9 +383,35 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 			return stores, sl, err
 		}
 	}
+	var owes []int
 	for _, m := range plan.Missing {
 		sl.Missing[int(m.Slot)] = fmt.Errorf("%s: %w", m.Why, pdc.ErrUnavailable)
 		s.log.Error("a data slot this server should hold is out of reach: requests in it fail until a start finds it", "slot", m.Slot, "why", m.Why)
+		if m.Owe != "" {
+			owes = append(owes, int(m.Slot))
+		}
+	}
+	if len(owes) > 0 {
+		// The dims cuts pushed while such a slot is out of reach are kept
+		// for it in the data dir the plan names, so that they are
+		// acknowledged; this server keeps them only if that is its own
+		// (not if it restarted on another node).
+		id, err := s.dataDir().ID()
+		if err != nil {
+			return stores, sl, err
+		}
+		for _, m := range plan.Missing {
+			if m.Owe != "" && m.Owe != id {
+				owes = slices.DeleteFunc(owes, func(k int) bool { return k == int(m.Slot) })
+				s.log.Warn("the dims cuts owed to a data slot out of reach are kept in another data dir than this server's: a shrink fails while it is out of reach",
+					"slot", m.Slot, "datadir", s.cfg.DataDir)
+			}
+		}
+		l, err := slots.NewLedger(s.dataDir(), plan.Epoch, owes)
+		if err != nil {
+			s.log.Error("dims cuts owed to a data slot out of reach cannot be read: a shrink fails while it is out of reach", "err", err)
+		}
+		sl.Owed = l
 	}
 	if len(plan.Hold)+len(plan.Receive)+len(plan.Fresh) > 1 {
 		held := make([]int, 0, len(sl.Stores))
@@ -383,4 +422,33 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		s.log.Info("holding data slots", "slots", fmt.Sprint(held), "epoch", plan.Epoch)
 	}
 	return stores, sl, nil
+}
+
+// applyOwed applies to st, the store of slot, whose copy is of generation
+// gen, the dims cuts owed to the slot while it was out of reach that the
+// copy has not had, in version order (slots.Due).
+func (s *Server) applyOwed(st *regionstore.Store, slot int, gen uint64) error {
+	owed, err := s.dataDir().OwedCuts(slot)
+	if err != nil {
+		return err
+	}
+	due := slots.Due(owed, gen)
+	for _, c := range due {
+		err := st.Cut(c.Obj, c.Dims, c.Version)
+		switch {
+		case err == nil || errors.Is(err, pdc.ErrNotFound):
+		case errors.Is(err, pdc.ErrInvalid):
+			// Files of another shape than the cut's: not the object it
+			// was for (an orphan left by a delete), which a start must
+			// not fail for, every time.
+			s.log.Warn("a dims cut owed to a data slot does not fit the files of its object there; left alone", "slot", slot, "err", err)
+		default:
+			return fmt.Errorf("data slot %d: apply the cut of object %d to dims %v (version %d), owed to it while it was out of reach: %w",
+				slot, c.Obj, c.Dims, c.Version, err)
+		}
+	}
+	if len(due) > 0 {
+		s.log.Info("applied the dims cuts owed to a data slot while it was out of reach", "slot", slot, "cuts", len(due))
+	}
+	return nil
 }

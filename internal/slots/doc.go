@@ -33,6 +33,11 @@
 // second complete one (set aside at the next start); the next start, with
 // any number of servers, plans again from what it finds.
 //
+// A dims cut pushed while a slot is missing is kept for it by its holder,
+// in its data dir (Ledger, data-<slot>.cuts), and acknowledged; the start
+// that finds the slot again applies the cuts it has not had (Due) before
+// it serves, and the plan holds it only where those cuts are (owed.go).
+//
 // Metadata stores are not slots, but their fate at start is decided here
 // too: Adopt gives each store no metadata server opens to one that sees
 // it, and CheckStores refuses a start that does not find a store the

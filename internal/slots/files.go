@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	                      (removed at start)
 //	data-<slot>.aside-<gen>-<epoch>/
 //	                      an older or duplicate copy, kept for the operator
+//	data-<slot>.cuts      dims cuts owed to a slot out of reach (owed.go)
 //	data-slots            rank 0's slot table
 //	metadata-stores       the cluster's record of its metadata stores
 //	                      (stores.go), written by every start
@@ -52,7 +54,10 @@ const (
 	markerMagic   = "pdcslot\x00"
 	markerVersion = 1
 	tableMagic    = "pdcslots"
-	tableVersion  = 1
+	// tableVersion 2 adds the data dirs that keep cuts owed to missing
+	// slots; a table without any is written as version 1, which builds
+	// before it read.
+	tableVersion = 2
 )
 
 // SlotDir is the name of slot's dir under a data dir.
@@ -101,20 +106,31 @@ func frame(magic string, version uint32, body []byte) []byte {
 }
 
 func unframe(path, magic string, version uint32, b []byte) ([]byte, error) {
+	body, _, err := unframeUpTo(path, magic, version, version, b)
+	return body, err
+}
+
+// unframeUpTo is unframe for a format this build reads at versions
+// oldest to newest; it returns the version found.
+func unframeUpTo(path, magic string, oldest, newest uint32, b []byte) ([]byte, uint32, error) {
 	if len(b) < 20 || string(b[:8]) != magic {
-		return nil, fmt.Errorf("%s: not a %q file: %w", path, strings.TrimRight(magic, "\x00"), pdc.ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: not a %q file: %w", path, strings.TrimRight(magic, "\x00"), pdc.ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != version {
-		return nil, fmt.Errorf("%s: format version %d, this build reads version %d: %w", path, v, version, pdc.ErrVersion)
+	v := binary.LittleEndian.Uint32(b[8:])
+	if v < oldest || v > newest {
+		if oldest == newest {
+			return nil, v, fmt.Errorf("%s: format version %d, this build reads version %d: %w", path, v, newest, pdc.ErrVersion)
+		}
+		return nil, v, fmt.Errorf("%s: format version %d, this build reads versions %d to %d: %w", path, v, oldest, newest, pdc.ErrVersion)
 	}
 	n := int(binary.LittleEndian.Uint32(b[12:]))
 	if len(b) != 16+n+4 {
-		return nil, fmt.Errorf("%s: %d bytes, its header says %d: %w", path, len(b), 16+n+4, pdc.ErrCorrupt)
+		return nil, v, fmt.Errorf("%s: %d bytes, its header says %d: %w", path, len(b), 16+n+4, pdc.ErrCorrupt)
 	}
 	if got, want := crc32.Checksum(b[:16+n], castagnoli), binary.LittleEndian.Uint32(b[16+n:]); got != want {
-		return nil, fmt.Errorf("%s: crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
+		return nil, v, fmt.Errorf("%s: crc %08x, stored %08x: %w", path, got, want, pdc.ErrCorrupt)
 	}
-	return b[16 : 16+n], nil
+	return b[16 : 16+n], v, nil
 }
 
 // ID returns the data dir's id, making one if it has none. Servers
@@ -251,13 +267,37 @@ func ParseDir(name string) (int, bool) {
 type Table struct {
 	Epoch uint64
 	Gens  map[int]uint64
+	// Owed are, for each slot missing at the last start, the data dirs
+	// that may keep dims cuts owed to it (owed.go), its holder's first,
+	// where they are kept while it stays missing: a start that finds the
+	// slot again serves it only once it has the cuts of every one.
+	Owed map[int][]DirSeen
+}
+
+// DirSeen is a data dir as a start saw it.
+type DirSeen struct {
+	ID   string // its datadir-id
+	Host string // of the server that reported it ("" if unknown)
+	Path string // as that server named it ("" if unknown)
+}
+
+// String names the dir for the operator.
+func (d DirSeen) String() string {
+	s := "data dir " + d.ID
+	if d.Path != "" {
+		s = "data dir " + d.Path
+	}
+	if d.Host != "" {
+		s += " on host " + d.Host
+	}
+	return s
 }
 
 // Table reads the data dir's slot table; a dir without one has the empty
 // table.
 func (d DataDir) Table() (Table, error) {
 	path := filepath.Join(d.path, tableFile)
-	t := Table{Gens: map[int]uint64{}}
+	t := Table{Gens: map[int]uint64{}, Owed: map[int][]DirSeen{}}
 	b, err := d.readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
@@ -270,30 +310,86 @@ func (d DataDir) Table() (Table, error) {
 
 // decodeTable decodes a table file: entries in increasing slot order.
 func decodeTable(path string, b []byte) (Table, error) {
-	t := Table{Gens: map[int]uint64{}}
-	body, err := unframe(path, tableMagic, tableVersion, b)
+	t := Table{Gens: map[int]uint64{}, Owed: map[int][]DirSeen{}}
+	body, version, err := unframeUpTo(path, tableMagic, 1, tableVersion, b)
 	if err != nil {
 		return t, fmt.Errorf("slot table: %w", err)
 	}
+	bad := func(why string, args ...any) error {
+		return fmt.Errorf("slot table %s: %s: %w", path, fmt.Sprintf(why, args...), pdc.ErrCorrupt)
+	}
 	if len(body) < 12 {
-		return t, fmt.Errorf("slot table %s: body of %d bytes: %w", path, len(body), pdc.ErrCorrupt)
+		return t, bad("body of %d bytes", len(body))
 	}
 	t.Epoch = binary.LittleEndian.Uint64(body)
 	n := int(binary.LittleEndian.Uint32(body[8:]))
-	if len(body) != 12+12*n {
-		return t, fmt.Errorf("slot table %s: %d entries in %d bytes: %w", path, n, len(body), pdc.ErrCorrupt)
+	if n > (len(body)-12)/12 || version == 1 && len(body) != 12+12*n {
+		return t, bad("%d entries in %d bytes", n, len(body))
 	}
 	last := -1
 	for i := range n {
 		e := body[12+12*i:]
 		slot := int(binary.LittleEndian.Uint32(e))
 		if slot <= last {
-			return t, fmt.Errorf("slot table %s: entry %d (slot %d) out of order: %w", path, i, slot, pdc.ErrCorrupt)
+			return t, bad("entry %d (slot %d) out of order", i, slot)
 		}
 		last = slot
 		t.Gens[slot] = binary.LittleEndian.Uint64(e[4:])
 	}
+	if version == 1 {
+		return t, nil
+	}
+	r := &reader{b: body[12+12*n:]}
+	m := r.u32()
+	if r.err == nil && m == 0 {
+		// Written as version 1.
+		return t, bad("version 2 without owed cuts")
+	}
+	last = -1
+	for i := 0; i < m && r.err == nil; i++ {
+		slot, k := r.u32(), r.u32()
+		if r.err == nil && (slot <= last || k == 0 || k > len(r.b)) {
+			return t, bad("owed entry %d (slot %d, %d dirs) out of order or empty", i, slot, k)
+		}
+		last = slot
+		dirs := make([]DirSeen, 0, min(k, len(r.b)))
+		for range k {
+			dirs = append(dirs, DirSeen{ID: r.str(), Host: r.str(), Path: r.str()})
+		}
+		t.Owed[slot] = dirs
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return t, bad("the data dirs of owed cuts do not fit its %d bytes", len(body))
+	}
 	return t, nil
+}
+
+// reader reads the fields of a file's body; the first one that does not
+// fit sets err, and every read after it returns zero.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) u32() int {
+	if r.err != nil || len(r.b) < 4 {
+		r.err = pdc.ErrCorrupt
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return int(v)
+}
+
+func (r *reader) str() string {
+	n := r.u32()
+	if r.err != nil || n > len(r.b) {
+		r.err = pdc.ErrCorrupt
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
 }
 
 // SetTable replaces the data dir's slot table, crash-safely.
@@ -305,16 +401,38 @@ func (d DataDir) SetTable(t Table) error {
 }
 
 func encodeTable(t Table) []byte {
-	keys := make([]int, 0, len(t.Gens))
-	for k := range t.Gens {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	body := binary.LittleEndian.AppendUint64(nil, t.Epoch)
-	body = binary.LittleEndian.AppendUint32(body, uint32(len(keys)))
-	for _, k := range keys {
+	body = binary.LittleEndian.AppendUint32(body, uint32(len(t.Gens)))
+	for _, k := range slices.Sorted(maps.Keys(t.Gens)) {
 		body = binary.LittleEndian.AppendUint32(body, uint32(k))
 		body = binary.LittleEndian.AppendUint64(body, t.Gens[k])
+	}
+	owed := 0
+	for _, dirs := range t.Owed {
+		if len(dirs) > 0 {
+			owed++
+		}
+	}
+	if owed == 0 {
+		return frame(tableMagic, 1, body)
+	}
+	body = binary.LittleEndian.AppendUint32(body, uint32(owed))
+	str := func(s string) {
+		body = binary.LittleEndian.AppendUint32(body, uint32(len(s)))
+		body = append(body, s...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Owed)) {
+		dirs := t.Owed[k]
+		if len(dirs) == 0 {
+			continue
+		}
+		body = binary.LittleEndian.AppendUint32(body, uint32(k))
+		body = binary.LittleEndian.AppendUint32(body, uint32(len(dirs)))
+		for _, d := range dirs {
+			str(d.ID)
+			str(d.Host)
+			str(d.Path)
+		}
 	}
 	return frame(tableMagic, tableVersion, body)
 }
@@ -343,6 +461,12 @@ func (d DataDir) Scan() (inv wire.SlotInventory, warns []string, err error) {
 	}
 	for _, name := range names {
 		path := filepath.Join(d.path, name)
+		if base, ok := strings.CutSuffix(name, ".cuts"); ok {
+			if slot, ok := ParseDir(base); ok && !d.isDir(path) {
+				inv.Owed = append(inv.Owed, d.owedFile(slot))
+			}
+			continue
+		}
 		if !d.isDir(path) {
 			continue
 		}

@@ -2,6 +2,7 @@ package slots
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestTableRoundTrip(t *testing.T) {
 	if tb, err := dd(dir).Table(); err != nil || tb.Epoch != 0 || len(tb.Gens) != 0 {
 		t.Fatalf("no table: %+v %v", tb, err)
 	}
-	want := Table{Epoch: 9, Gens: map[int]uint64{0: 9, 1: 9, 5: 3}}
+	want := Table{Epoch: 9, Gens: map[int]uint64{0: 9, 1: 9, 5: 3}, Owed: map[int][]DirSeen{}}
 	if err := dd(dir).SetTable(want); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +93,18 @@ func TestTableRoundTrip(t *testing.T) {
 		t.Fatalf("read %+v, %v; want %+v", got, err, want)
 	}
 	path := filepath.Join(dir, tableFile)
+	// Without cuts owed, the table is of the version builds before them
+	// read.
+	if b, _ := os.ReadFile(path); binary.LittleEndian.Uint32(b[8:]) != 1 {
+		t.Fatalf("a table without owed cuts written as version %d, want 1", binary.LittleEndian.Uint32(b[8:]))
+	}
+	want.Owed = map[int][]DirSeen{5: {{ID: "b", Host: "nodeb", Path: "/d/b"}, {ID: "c"}}, 7: {{ID: "a", Path: "/d/a"}}}
+	if err := dd(dir).SetTable(want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = dd(dir).Table(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v, %v; want %+v", got, err, want)
+	}
 	b, _ := os.ReadFile(path)
 	b[20] ^= 0x80
 	_ = os.WriteFile(path, b, 0o644)
@@ -195,6 +208,7 @@ func FuzzMarker(f *testing.F) {
 func FuzzTable(f *testing.F) {
 	f.Add(encodeTable(Table{Gens: map[int]uint64{}}))
 	f.Add(encodeTable(Table{Epoch: 9, Gens: map[int]uint64{0: 9, 1: 9, 5: 3}}))
+	f.Add(encodeTable(Table{Epoch: 9, Gens: map[int]uint64{0: 9, 5: 3}, Owed: map[int][]DirSeen{5: {{ID: "a", Host: "h", Path: "/p"}, {ID: "b"}}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tb, err := decodeTable("data-slots", b)
 		if err != nil {

@@ -36,6 +36,15 @@ type Server struct {
 // by the lowest rank that sees them. A slot with no candidate is missing
 // at its holder, unless it is the own slot of a server now and the table
 // has never known it: then it starts empty.
+//
+// Dims cuts owed to a slot while it was missing (owed.go) are kept in the
+// data dir of its holder then. A slot found again is held only if every
+// data dir that may keep cuts owed to it is here (the table names those
+// of earlier starts) and the cuts not yet applied to the copy found are
+// under the holder's data dir, which applies them before it serves; else
+// it stays missing, saying which data dir it waits for. A missing slot's
+// holder keeps the cuts owed to it from now on in its own data dir
+// (SlotMissing.Owe).
 func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p := survey(servers, table)
 	if len(p.ds) == 0 {
@@ -44,8 +53,21 @@ func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 		return p.plans, p.next
 	}
 	p.dirOf = map[int]string{}
+	p.seen = map[string]DirSeen{}
+	p.owed = map[int]map[string]wire.OwedFile{}
 	for _, s := range servers {
-		p.dirOf[s.Rank] = s.Inventory.DirID
+		d := s.Inventory.DirID
+		p.dirOf[s.Rank] = d
+		if _, ok := p.seen[d]; ok {
+			continue
+		}
+		p.seen[d] = DirSeen{ID: d, Host: s.Host, Path: s.Inventory.Path}
+		for _, f := range s.Inventory.Owed {
+			if p.owed[int(f.Slot)] == nil {
+				p.owed[int(f.Slot)] = map[string]wire.OwedFile{}
+			}
+			p.owed[int(f.Slot)][d] = f
+		}
 	}
 	known := map[int]bool{}
 	for s := range table.Gens {
@@ -66,12 +88,14 @@ func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 // planner is a Plan being made.
 type planner struct {
 	table Table
-	plans map[int]*wire.SlotPlan // by rank
-	ds    []int                  // data servers, in rank order: slot i is ds[i]'s own
-	owner map[string]int         // data dir: the lowest rank that sees it
-	dirOf map[int]string         // rank: its data dir
-	found map[int][]copyAt       // slot: its copies
-	epoch uint64                 // of this start
+	plans map[int]*wire.SlotPlan           // by rank
+	ds    []int                            // data servers, in rank order: slot i is ds[i]'s own
+	owner map[string]int                   // data dir: the lowest rank that sees it
+	dirOf map[int]string                   // rank: its data dir
+	found map[int][]copyAt                 // slot: its copies
+	seen  map[string]DirSeen               // data dir: as the lowest rank that sees it reported it
+	owed  map[int]map[string]wire.OwedFile // slot, data dir: its file of cuts owed to the slot
+	epoch uint64                           // of this start
 	next  Table
 }
 
@@ -102,7 +126,7 @@ func survey(servers []Server, table Table) *planner {
 	}
 	epoch++
 	p.epoch = epoch
-	p.next = Table{Epoch: epoch, Gens: map[int]uint64{}}
+	p.next = Table{Epoch: epoch, Gens: map[int]uint64{}, Owed: map[int][]DirSeen{}}
 	for _, sp := range p.plans {
 		sp.Epoch = epoch
 	}
@@ -121,14 +145,22 @@ func (p *planner) place(slot int) {
 	for _, c := range copies {
 		best = max(best, c.gen)
 	}
+	missing := func(why string) {
+		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: why, Owe: p.dirOf[host]})
+		p.next.Gens[slot] = need
+		p.next.Owed[slot] = p.owedAfter(slot, p.dirOf[host])
+	}
 	if len(copies) == 0 || best < need {
 		if len(copies) == 0 && need == 0 && slot < len(p.ds) {
 			hp.Fresh = append(hp.Fresh, uint64(slot))
 			p.next.Gens[slot] = p.epoch
 			return
 		}
-		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: missingWhy(slot, need, copies, p.owner)})
-		p.next.Gens[slot] = need
+		missing(missingWhy(slot, need, copies, p.owner))
+		return
+	}
+	if why := p.owedBlocks(slot, best, p.dirOf[host]); why != "" {
+		missing(why)
 		return
 	}
 	chosen := p.choose(copies, best, p.dirOf[host])
@@ -149,6 +181,59 @@ func (p *planner) place(slot int) {
 		ap := p.plans[p.owner[c.dir]]
 		ap.Aside = append(ap.Aside, wire.SlotCopy{Slot: uint32(slot), Gen: c.gen})
 	}
+}
+
+// owedBlocks says why slot, whose newest copy found is of generation
+// best, cannot be held by the server whose data dir is hostDir: cuts owed
+// to it may be kept under a data dir no server of this cluster sees, or
+// are kept under another than hostDir, or cannot be read. "": it can.
+func (p *planner) owedBlocks(slot int, best uint64, hostDir string) string {
+	var whys []string
+	for _, d := range p.table.Owed[slot] {
+		if _, ok := p.owner[d.ID]; !ok {
+			whys = append(whys, fmt.Sprintf("dims cuts owed to it may be kept under %s, which no server of this cluster sees", d))
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(p.owed[slot])) {
+		f := p.owed[slot][d]
+		switch {
+		case f.Bad != "":
+			whys = append(whys, fmt.Sprintf("the dims cuts owed to it under %s cannot be read (%s): restore that file, or remove it to serve the slot without them (rows those shrinks dropped may then read back)",
+				p.seen[d], f.Bad))
+		case f.Newest > best && d != hostDir:
+			whys = append(whys, fmt.Sprintf("%d dims cuts owed to it are kept under %s (rank %d), not under the data dir of its holder (rank %d)",
+				f.Cuts, p.seen[d], p.owner[d], p.owner[hostDir]))
+		}
+	}
+	if len(whys) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("its data (dir %s, generation %d) is found, but it must not serve before the dims cuts made while it was out of reach are applied to it, "+
+		"and %s: start the cluster with a server that sees each of those data dirs, and the slot's holder on the node of the data dir that keeps its cuts",
+		SlotDir(slot), best, strings.Join(whys, "; "))
+}
+
+// owedAfter returns the data dirs that keep, or may keep, cuts owed to
+// slot once this start leaves it missing at the server whose data dir is
+// hostDir: that one first, where they are kept from now on, then those
+// that keep some now and those the table names that this start does not
+// see.
+func (p *planner) owedAfter(slot int, hostDir string) []DirSeen {
+	out := []DirSeen{p.seen[hostDir]}
+	have := map[string]bool{hostDir: true}
+	for _, d := range slices.Sorted(maps.Keys(p.owed[slot])) {
+		if !have[d] {
+			have[d] = true
+			out = append(out, p.seen[d])
+		}
+	}
+	for _, d := range p.table.Owed[slot] {
+		if _, ok := p.owner[d.ID]; !ok && !have[d.ID] {
+			have[d.ID] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // choose picks, among the copies at generation best, the one under the
@@ -297,8 +382,12 @@ func Held(servers []Server, table Table) map[int]*wire.SlotPlan {
 		if gen := table.Gens[slot]; gen == table.Epoch {
 			hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: gen})
 		} else {
-			hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot),
-				Why: fmt.Sprintf("data slot %d: the last start (epoch %d) found no copy at generation %d", slot, table.Epoch, gen)})
+			m := wire.SlotMissing{Slot: uint32(slot),
+				Why: fmt.Sprintf("data slot %d: the last start (epoch %d) found no copy at generation %d", slot, table.Epoch, gen)}
+			if dirs := table.Owed[slot]; len(dirs) > 0 {
+				m.Owe = dirs[0].ID
+			}
+			hp.Missing = append(hp.Missing, m)
 		}
 	}
 	return plans

@@ -2697,6 +2697,9 @@ type SlotInventory struct {
 	// Abandon are the ranks whose recorded metadata store the server was
 	// told to abandon if no server finds it (--abandon-store).
 	Abandon []uint64 // 8
+	// Owed are its files of dims cuts owed to data slots that were out of
+	// reach (data-<slot>.cuts).
+	Owed []OwedFile // 9
 }
 
 func (m *SlotInventory) Marshal(b []byte) []byte {
@@ -2712,6 +2715,9 @@ func (m *SlotInventory) Marshal(b []byte) []byte {
 	}
 	b = putBytes(b, 7, m.Stores)
 	b = putPackedUints(b, 8, m.Abandon)
+	for i := range m.Owed {
+		b = putMsg(b, 9, &m.Owed[i])
+	}
 	return b
 }
 
@@ -2738,6 +2744,48 @@ func (m *SlotInventory) Unmarshal(b []byte) error {
 			m.Stores = f.bytes()
 		case 8:
 			m.Abandon = f.packedUints(m.Abandon)
+		case 9:
+			m.Owed = append(m.Owed, OwedFile{})
+			f.sub(&m.Owed[len(m.Owed)-1])
+		}
+	}
+	return f.err
+}
+
+// OwedFile is a data dir's record of the dims cuts owed to a data slot
+// that its holder could not reach when they were pushed: they are
+// applied to the slot's copy before it serves again.
+type OwedFile struct {
+	Slot uint32 // 1
+	// Newest is the newest epoch among its cuts: a copy of the slot of
+	// that generation or newer has them all.
+	Newest uint64 // 2
+	Cuts   uint64 // 3: how many
+	// Bad says why the file cannot be read; empty: it was.
+	Bad string // 4
+}
+
+func (m *OwedFile) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	b = putUint(b, 2, m.Newest)
+	b = putUint(b, 3, m.Cuts)
+	b = putString(b, 4, m.Bad)
+	return b
+}
+
+func (m *OwedFile) Unmarshal(b []byte) error {
+	*m = OwedFile{}
+	f := fields{b: b, msg: "OwedFile"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Newest = f.uint64()
+		case 3:
+			m.Cuts = f.uint64()
+		case 4:
+			m.Bad = f.string()
 		}
 	}
 	return f.err
@@ -2811,11 +2859,18 @@ func (m *SlotSend) Unmarshal(b []byte) error {
 type SlotMissing struct {
 	Slot uint32 // 1
 	Why  string // 2
+	// Owe is the id of the data dir in which its holder keeps the dims
+	// cuts owed to it while it is missing (data-<slot>.cuts), applied
+	// before it serves again; empty, or not the holder's data dir (a
+	// server restarted on another node): none are kept, and a cut fails
+	// while the slot is missing.
+	Owe string // 3
 }
 
 func (m *SlotMissing) Marshal(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Slot))
 	b = putString(b, 2, m.Why)
+	b = putString(b, 3, m.Owe)
 	return b
 }
 
@@ -2828,6 +2883,8 @@ func (m *SlotMissing) Unmarshal(b []byte) error {
 			m.Slot = f.uint32()
 		case 2:
 			m.Why = f.string()
+		case 3:
+			m.Owe = f.string()
 		}
 	}
 	return f.err

@@ -19,12 +19,20 @@ var slotTypes = []msgType{
 	{
 		name:   "SlotInventory",
 		new:    func() wire.Message { return new(wire.SlotInventory) },
-		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}, {5, kUint64}, {6, kMsg}, {7, kBytes}, {8, kPacked}},
+		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}, {5, kUint64}, {6, kMsg}, {7, kBytes}, {8, kPacked}, {9, kMsg}},
 		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}, Path: "/p"},
 			&wire.SlotInventory{DirID: strings.Repeat("f", 32), Copies: []wire.SlotCopy{{Slot: 1, Gen: 2}, {}, {Slot: math.MaxUint32, Gen: math.MaxUint64}},
 				MetaDirs: []uint64{0, 7, math.MaxUint64}, Path: "/data/" + strings.Repeat("p", 300), MaxSeq: math.MaxUint64,
 				MetaStores: []wire.MetaStoreSeen{{}, {Rank: math.MaxUint64, ID: strings.Repeat("a", 32), Adopted: true}},
-				Stores:     []byte("pdcmstor\x00"), Abandon: []uint64{0, math.MaxUint64}}},
+				Stores:     []byte("pdcmstor\x00"), Abandon: []uint64{0, math.MaxUint64},
+				Owed: []wire.OwedFile{{}, {Slot: 3, Newest: 4, Cuts: 5, Bad: "crc"}}}},
+	},
+	{
+		name:   "OwedFile",
+		new:    func() wire.Message { return new(wire.OwedFile) },
+		fields: []field{{1, kUint32}, {2, kUint64}, {3, kUint64}, {4, kString}},
+		vals: []wire.Message{&wire.OwedFile{}, &wire.OwedFile{Slot: 1, Cuts: 2},
+			&wire.OwedFile{Slot: math.MaxUint32, Newest: math.MaxUint64, Cuts: math.MaxUint64, Bad: strings.Repeat("b", 300)}},
 	},
 	{
 		name:   "MetaStoreSeen",
@@ -41,8 +49,9 @@ var slotTypes = []msgType{
 	{
 		name:   "SlotMissing",
 		new:    func() wire.Message { return new(wire.SlotMissing) },
-		fields: []field{{1, kUint32}, {2, kString}},
-		vals:   []wire.Message{&wire.SlotMissing{}, &wire.SlotMissing{Why: "gone"}, &wire.SlotMissing{Slot: math.MaxUint32, Why: strings.Repeat("why ", 100)}},
+		fields: []field{{1, kUint32}, {2, kString}, {3, kString}},
+		vals: []wire.Message{&wire.SlotMissing{}, &wire.SlotMissing{Why: "gone"},
+			&wire.SlotMissing{Slot: math.MaxUint32, Why: strings.Repeat("why ", 100), Owe: strings.Repeat("f", 32)}},
 	},
 	{
 		name: "SlotPlan",
@@ -103,6 +112,8 @@ func init() {
 		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 2, To: 3}, "08 01 10 02 18 03"},
 		{"MetaStoreSeen", &wire.MetaStoreSeen{Rank: 1, ID: "a", Adopted: true}, "08 01 12 01 61 18 01"},
 		{"SlotMissing", &wire.SlotMissing{Slot: 1, Why: "w"}, "08 01 12 01 77"},
+		{"SlotMissing", &wire.SlotMissing{Slot: 1, Why: "w", Owe: "d"}, "08 01 12 01 77 1a 01 64"},
+		{"OwedFile", &wire.OwedFile{Slot: 1, Newest: 2, Cuts: 3, Bad: "b"}, "08 01 10 02 18 03 22 01 62"},
 		{"SlotFileSum", &wire.SlotFileSum{Name: "a", Size: 1, CRC: 2}, "0a 01 61 10 01 18 02"},
 		{"SlotCommit", &wire.SlotCommit{Slot: 1, Gen: 2, Files: []wire.SlotFileSum{{Name: "a"}}}, "08 01 10 02 1a 03 0a 01 61"},
 	}...)

@@ -170,6 +170,7 @@ func goldenMessages() []struct {
 		{"MetaStoreSeen", &wire.MetaStoreSeen{Rank: 2, ID: "id", Adopted: true}},
 		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 1 << 40, To: 300}},
 		{"SlotMissing", &wire.SlotMissing{Slot: 2, Why: "no copy"}},
+		{"OwedFile", &wire.OwedFile{Slot: 3, Newest: 1 << 40, Cuts: 4096, Bad: "crc"}},
 		{"SlotPlan", &wire.SlotPlan{Epoch: 1 << 40, Own: 3, Hold: []wire.SlotCopy{goldenSlotCopy, {}}, Receive: []wire.SlotCopy{{Slot: 1}},
 			Fresh: []uint64{5, 6}, Missing: []wire.SlotMissing{{Slot: 7, Why: "lost"}, {}}, Send: []wire.SlotSend{{Slot: 1, To: 2}, {}},
 			Aside: []wire.SlotCopy{{Gen: 9}}, Adopt: []uint64{0, 1}, SeqFloor: 1 << 31, Stores: []byte{0, 1, 2}}},

@@ -1,0 +1,251 @@
+package slots
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pdcgo/pdc"
+	"github.com/pdcgo/pdc/internal/wire"
+)
+
+func TestOwedCutsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	d := dd(dir)
+	if cuts, err := d.OwedCuts(3); err != nil || cuts != nil {
+		t.Fatalf("no file: %v, %v", cuts, err)
+	}
+	want := []OwedCut{{Epoch: 4, Obj: 9, Version: 2, Dims: []uint64{8, 40}}, {Epoch: 5, Obj: 1, Version: 7, Dims: []uint64{1 << 40}}}
+	if err := d.SetOwedCuts(3, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.OwedCuts(3); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v, %v; want %+v", got, err, want)
+	}
+	// Another slot's file under this one's name is not taken for it.
+	b, _ := os.ReadFile(d.Owed(3))
+	if err := os.WriteFile(d.Owed(4), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.OwedCuts(4); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("slot 3's cuts read as slot 4's: %v", err)
+	}
+	b[len(b)-9] ^= 1
+	if err := os.WriteFile(d.Owed(3), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.OwedCuts(3); !errors.Is(err, pdc.ErrCorrupt) {
+		t.Fatalf("a flipped bit read: %v", err)
+	}
+	if err := d.SetOwedCuts(3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Owed(3)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no cuts left, the file stays: %v", err)
+	}
+}
+
+// Due keeps the cuts a copy has not had, each object's in version order:
+// set dims 8, then 26 (no cut), then 20 drops rows 8-19 only if the cut
+// to 8 goes first.
+func TestDue(t *testing.T) {
+	owed := []OwedCut{
+		{Epoch: 6, Obj: 2, Version: 5, Dims: []uint64{20}},
+		{Epoch: 3, Obj: 2, Version: 1, Dims: []uint64{4}}, // the copy of generation 3 had it
+		{Epoch: 5, Obj: 2, Version: 3, Dims: []uint64{8}},
+		{Epoch: 5, Obj: 1, Version: 9, Dims: []uint64{1}},
+		{Epoch: 6, Obj: 2, Version: 3, Dims: []uint64{8}}, // pushed again
+	}
+	got := Due(owed, 3)
+	want := []OwedCut{owed[3], owed[2], owed[0]}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("due for a copy of generation 3:\n%+v\nwant\n%+v", got, want)
+	}
+	if got := Due(owed, 6); len(got) != 0 {
+		t.Fatalf("due for a copy held at the last epoch they were owed at: %+v", got)
+	}
+}
+
+func TestLedger(t *testing.T) {
+	dir := t.TempDir()
+	d := dd(dir)
+	l, err := NewLedger(d, 7, []int{2, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Owes(2) || l.Owes(1) {
+		t.Fatal("owes the wrong slots")
+	}
+	cut := func(obj, v uint64, dims ...uint64) wire.DimsCut {
+		return wire.DimsCut{Obj: obj, DimsVersion: v, Dims: dims}
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if err := l.Owe([]int{2, 5}, cut(uint64(i), 2, 8, 8)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// Pushed again (its acknowledgment lost): kept once.
+	if err := l.Owe([]int{2}, cut(3, 2, 8, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Owe([]int{1}, cut(3, 3, 4, 8)); !errors.Is(err, pdc.ErrInternal) {
+		t.Fatalf("a cut for a slot not kept here: %v", err)
+	}
+	for _, s := range []int{2, 5} {
+		cuts, err := d.OwedCuts(s)
+		if err != nil || len(cuts) != 8 || l.Count(s) != 8 {
+			t.Fatalf("slot %d: %d cuts kept, count %d, %v", s, len(cuts), l.Count(s), err)
+		}
+		for _, c := range cuts {
+			if c.Epoch != 7 || c.Version != 2 || !reflect.DeepEqual(c.Dims, []uint64{8, 8}) {
+				t.Fatalf("slot %d: kept %+v", s, c)
+			}
+		}
+	}
+	// A new ledger counts what is kept.
+	if l, err := NewLedger(d, 8, []int{2}); err != nil || l.Count(2) != 8 {
+		t.Fatalf("reopened: %d, %v", l.Count(2), err)
+	}
+	// Up to MaxOwed a slot; the next fails, and is not acknowledged.
+	full := make([]OwedCut, MaxOwed)
+	for i := range full {
+		full[i] = OwedCut{Epoch: 1, Obj: 100, Version: uint64(i + 1), Dims: []uint64{1}}
+	}
+	if err := d.SetOwedCuts(5, full); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Owe([]int{5}, cut(101, 1, 1)); !errors.Is(err, pdc.ErrUnavailable) || !strings.Contains(err.Error(), "data slot 5") {
+		t.Fatalf("a cut over the bound: %v", err)
+	}
+	// A file that cannot be read keeps none for its slot.
+	if err := os.WriteFile(d.Owed(2), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := NewLedger(d, 8, []int{2, 5}); !errors.Is(err, pdc.ErrCorrupt) || l.Owes(2) || !l.Owes(5) {
+		t.Fatalf("with slot 2's file unreadable: owes 2 %v, 5 %v, %v", l.Owes(2), l.Owes(5), err)
+	}
+}
+
+func TestScanReportsOwedCuts(t *testing.T) {
+	dir := t.TempDir()
+	d := dd(dir)
+	if err := d.SetOwedCuts(3, []OwedCut{{Epoch: 4, Obj: 1, Version: 2, Dims: []uint64{1}}, {Epoch: 6, Obj: 1, Version: 3, Dims: []uint64{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.Owed(5), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data-9.cuts"), 0o700); err != nil { // not a file of ours
+		t.Fatal(err)
+	}
+	inv, _, err := d.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Owed) != 2 || inv.Owed[0] != (wire.OwedFile{Slot: 3, Newest: 6, Cuts: 2}) || inv.Owed[1].Slot != 5 || inv.Owed[1].Bad == "" {
+		t.Fatalf("owed files reported: %+v", inv.Owed)
+	}
+	if len(inv.Copies) != 0 {
+		t.Fatalf("copies: %+v", inv.Copies)
+	}
+}
+
+// owedAt adds to srv the file of cuts owed to slot in the data dir of
+// rank: cuts many, the newest of epoch newest.
+func owedAt(srv []Server, rank, slot int, newest uint64, cuts uint64) {
+	srv[rank].Inventory.Owed = append(srv[rank].Inventory.Owed, wire.OwedFile{Slot: uint32(slot), Newest: newest, Cuts: cuts})
+}
+
+func TestPlanMissingSlotKeepsItsCutsAtItsHolder(t *testing.T) {
+	// Node b is not started: slot 3 is missing at rank 1, which keeps
+	// the cuts owed to it in its data dir (a).
+	srv := servers([]string{"a", "a"}, map[string]map[int]uint64{"a": {0: 3, 1: 3}})
+	plans, next := Plan(srv, Table{Epoch: 3, Gens: map[int]uint64{0: 3, 1: 3, 2: 3, 3: 3}})
+	if m := plans[1].Missing; len(m) != 1 || m[0].Slot != 3 || m[0].Owe != "a" {
+		t.Fatalf("rank 1 missing %+v", m)
+	}
+	if !reflect.DeepEqual(next.Owed, map[int][]DirSeen{2: {{ID: "a"}}, 3: {{ID: "a"}}}) {
+		t.Fatalf("next table owed %+v", next.Owed)
+	}
+	// Held after a restart of rank 0 says the same.
+	if m := Held(srv, next)[1].Missing; len(m) != 1 || m[0].Owe != "a" {
+		t.Fatalf("held: rank 1 missing %+v", m)
+	}
+	// Node b back (ranks 2, 3): slot 3 is held there, but its cuts are
+	// under node a's data dir: it stays missing, naming it.
+	srv = servers([]string{"a", "a", "b", "b"}, map[string]map[int]uint64{"a": {0: 4, 1: 4}, "b": {2: 3, 3: 3}})
+	srv[1].Inventory.Path, srv[1].Host = "/d/a", "nodea"
+	owedAt(srv, 0, 3, 4, 2)
+	plans, next = Plan(srv, next)
+	if m := plans[3].Missing; len(m) != 1 || m[0].Slot != 3 || !strings.Contains(m[0].Why, "2 dims cuts owed to it are kept under data dir a") {
+		t.Fatalf("rank 3 missing %+v", m)
+	}
+	if !reflect.DeepEqual(plans[2].Hold, []wire.SlotCopy{cp(2, 3)}) || next.Gens[3] != 3 || len(next.Owed[3]) != 2 {
+		t.Fatalf("slot 2 held %+v, next %+v", plans[2].Hold, next)
+	}
+	// Slot 3's holder on node a, which keeps its cuts: held, and applied
+	// there.
+	srv = servers([]string{"a", "a", "a", "a"}, map[string]map[int]uint64{"a": {0: 4, 1: 4}, "b": {}})
+	srv = append(srv, Server{Rank: 4, Data: true, Inventory: wire.SlotInventory{DirID: "b", Copies: []wire.SlotCopy{cp(2, 3), cp(3, 3)}}})
+	owedAt(srv, 0, 3, 4, 2)
+	owedAt(srv, 0, 2, 4, 2)
+	plans, next = Plan(srv, Table{Epoch: 4, Gens: map[int]uint64{0: 4, 1: 4, 2: 3, 3: 3}, Owed: map[int][]DirSeen{2: {{ID: "a"}}, 3: {{ID: "a"}}}})
+	if !reflect.DeepEqual(plans[3].Receive, []wire.SlotCopy{cp(3, 3)}) || !reflect.DeepEqual(plans[2].Receive, []wire.SlotCopy{cp(2, 3)}) {
+		t.Fatalf("rank 2 %+v, rank 3 %+v", plans[2], plans[3])
+	}
+	if len(next.Owed) != 0 {
+		t.Fatalf("next table owed %+v", next.Owed)
+	}
+}
+
+func TestPlanSlotWaitsForTheDataDirOfItsCuts(t *testing.T) {
+	// The table says cuts owed to slot 1 may be kept under data dir c,
+	// which no server of this start sees: slot 1's copy on a is not held.
+	srv := servers([]string{"a", "a"}, map[string]map[int]uint64{"a": {0: 5, 1: 3}})
+	table := Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 3}, Owed: map[int][]DirSeen{1: {{ID: "c", Host: "nodec", Path: "/d/c"}}}}
+	plans, next := Plan(srv, table)
+	m := plans[1].Missing
+	if len(m) != 1 || m[0].Slot != 1 || !strings.Contains(m[0].Why, "data dir /d/c on host nodec, which no server of this cluster sees") {
+		t.Fatalf("rank 1 missing %+v", m)
+	}
+	// Still expected: c, and the holder's dir, where cuts go now.
+	if !reflect.DeepEqual(next.Owed[1], []DirSeen{{ID: "a"}, {ID: "c", Host: "nodec", Path: "/d/c"}}) || next.Gens[1] != 3 {
+		t.Fatalf("next table %+v", next)
+	}
+	// Stale cuts (the copy is newer than them) and an unreadable file.
+	srv = servers([]string{"a", "a"}, map[string]map[int]uint64{"a": {0: 5, 1: 5}})
+	owedAt(srv, 0, 1, 4, 1)
+	if plans, _ := Plan(srv, Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 5}}); len(plans[1].Missing) != 0 {
+		t.Fatalf("stale cuts kept slot 1 missing: %+v", plans[1].Missing)
+	}
+	srv[0].Inventory.Owed[0].Bad = "crc mismatch"
+	plans, _ = Plan(srv, Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 5}})
+	if m := plans[1].Missing; len(m) != 1 || !strings.Contains(m[0].Why, "cannot be read (crc mismatch)") {
+		t.Fatalf("an unreadable file of cuts: missing %+v", m)
+	}
+}
+
+// FuzzOwedCuts: decoding never panics, and what decodes encodes back to
+// the same bytes.
+func FuzzOwedCuts(f *testing.F) {
+	f.Add(encodeOwed(3, nil))
+	f.Add(encodeOwed(3, []OwedCut{{Epoch: 4, Obj: 9, Version: 2, Dims: []uint64{8, 40}}, {Epoch: 5, Obj: 1, Version: 7, Dims: []uint64{1}}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cuts, err := decodeOwed("data-3.cuts", 3, b)
+		if err != nil {
+			return
+		}
+		if got := encodeOwed(3, cuts); !bytes.Equal(got, b) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", b, cuts, got)
+		}
+	})
+}
