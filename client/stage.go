@@ -1,11 +1,13 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -310,17 +312,30 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 		}
 	}()
 	recs := make([]wire.StageRecord, len(paths))
+	// Each path names a file opened here, or one named before it: by the
+	// same path, or another path to the same file (a hard link, a
+	// symlink), whose lock, taken again, would wait for this very
+	// produce's. The server gives each its own version.
+	type open struct {
+		i   int
+		rel string
+		f   *os.File
+		id  staging.FileID
+	}
+	var opened []open
+	sameAs := make([]int, len(paths))
+	rels := make([]string, len(paths))
 	first := make(map[string]int, len(paths))        // the first index of each path
 	same := make(map[staging.FileID]int, len(paths)) // and of each file
 	for i, p := range paths {
+		sameAs[i] = -1
 		rel, abs, err := dir.Resolve(p)
 		if err != nil {
 			return nil, fmt.Errorf("produce %q: %w", p, err)
 		}
+		rels[i] = rel
 		if j, dup := first[rel]; dup {
-			// Named again: locking it again would wait for this very
-			// produce's lock. The server gives each its own version.
-			recs[i] = recs[j]
+			sameAs[i] = j
 			continue
 		}
 		first[rel] = i
@@ -329,21 +344,34 @@ func (c *Client) produce(ctx context.Context, dir staging.Dir, owner Server, pat
 			return nil, fmt.Errorf("produce %q: %w", rel, err)
 		}
 		if j, dup := same[id]; dup {
-			// The file locked under another path (a hard link, a
-			// symlink): its own lock would wait for that one.
 			f.Close()
-			recs[i] = recs[j]
-			recs[i].Path = rel
+			sameAs[i] = j
 			continue
 		}
-		files = append(files, f)
-		rec, err := staging.Describe(ctx, f, rel)
-		if err != nil {
-			return nil, fmt.Errorf("produce %q: %w", rel, err)
-		}
 		same[id] = i
+		files = append(files, f)
+		opened = append(opened, open{i: i, rel: rel, f: f, id: id})
+	}
+	// Locked in one order, the files' IDs, whatever the order named:
+	// each lock is held until the records are stored, and two produces
+	// of the same files taking them in the orders named would each hold
+	// one the other waits for.
+	slices.SortFunc(opened, func(a, b open) int {
+		return cmp.Or(cmp.Compare(a.id.Dev, b.id.Dev), cmp.Compare(a.id.Ino, b.id.Ino))
+	})
+	for _, o := range opened {
+		rec, err := staging.Describe(ctx, o.f, o.rel)
+		if err != nil {
+			return nil, fmt.Errorf("produce %q: %w", o.rel, err)
+		}
 		rec.Owner, rec.Host, rec.Namespace = uint32(owner.Rank), owner.Host, c.stage.namespace
-		recs[i] = rec
+		recs[o.i] = rec
+	}
+	for i, j := range sameAs {
+		if j >= 0 { // j < i: recs[j] is complete
+			recs[i] = recs[j]
+			recs[i].Path = rels[i]
+		}
 	}
 	if err := c.recordProduced(ctx, recs); err != nil {
 		return nil, err
