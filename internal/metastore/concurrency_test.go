@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/pdcgo/pdc"
 )
 
 // Sync commits while the log rotates: a lock-order inversion between the
@@ -45,7 +47,7 @@ func TestSyncedBeforeAFailureStaysSynced(t *testing.T) {
 	if err := w.reset(0); err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.close(pdc.ErrClosed)
 	w.mu.Lock()
 	first, err := w.append([]byte("first"))
 	w.mu.Unlock()

@@ -1,5 +1,11 @@
 package metastore
 
+import (
+	"fmt"
+
+	"github.com/pdcgo/pdc"
+)
+
 // FailSyncs makes the store's log act as under DurabilitySync with an
 // fsync that failed with err: every later wait fails until restore is
 // called. restore ends it as a disk that works again does: the failure
@@ -32,15 +38,16 @@ func (s *Store) FailSyncs(err error) (restore func()) {
 
 // FailCommits makes every commit fail, as a log that cannot rotate would,
 // until restore is called. For tests of what is built on the store.
+// The log's file stays open: a commit that waits for its sync meanwhile
+// gets a real answer.
 func (s *Store) FailCommits() (restore func()) {
 	w := s.log
 	w.mu.Lock()
-	f := w.f
-	w.f = nil
+	w.refuse = true
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
-		w.f = f
+		w.refuse = false
 		w.mu.Unlock()
 	}
 }
@@ -49,6 +56,6 @@ func (s *Store) FailCommits() (restore func()) {
 // written, and pebble's memtables (it runs without its own log) are lost.
 // The store is unusable after. For tests of what is built on the store.
 func (s *Store) Crash() {
-	s.log.close()
+	s.log.close(fmt.Errorf("metadata store crashed: %w", pdc.ErrClosed))
 	s.db.Close()
 }

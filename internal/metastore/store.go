@@ -128,7 +128,7 @@ func openStoreFS(fsys vfs.FS, dir string, durability Durability, cacheBytes, log
 		return nil, err
 	}
 	if err := s.loadSeq(); err != nil {
-		s.log.close()
+		s.log.close(fmt.Errorf("metadata store %s failed to open: %w", dir, pdc.ErrClosed))
 		pfs.close()
 		db.Close()
 		return nil, err
@@ -192,7 +192,7 @@ func (s *Store) openLog(syncMode bool, logBytes int64, log *slog.Logger) error {
 	}
 	s.log = w
 	if err := s.checkVersion(); err != nil {
-		w.close()
+		w.close(fmt.Errorf("metadata store %s failed to open: %w", s.dir, pdc.ErrClosed))
 		return err
 	}
 	return nil
@@ -378,7 +378,7 @@ func (s *Store) commitApply(b *pebble.Batch) (wait func() error, err error) {
 	w := s.log
 	rec := b.Repr()
 	w.mu.Lock()
-	if w.f == nil {
+	if w.f == nil || w.refuse {
 		w.mu.Unlock()
 		return nil, fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed)
 	}
@@ -744,17 +744,15 @@ func (s *Store) close() error {
 	}
 	s.log.mu.Unlock()
 	// What a failed flush left in memtables is in the log: the next open
-	// replays it.
+	// replays it, if the log reached the disk. A committer still waiting
+	// for its sync hears that it may not have (wal.close).
 	s.pfs.close()
 	if err != nil {
-		s.log.close()
+		s.log.close(fmt.Errorf("metadata store closed with changes neither synced nor flushed (%w): %w", err, pdc.ErrClosed))
 		s.db.Close()
 		return err
 	}
-	if err := s.log.close(); err != nil {
-		s.db.Close()
-		return err
-	}
+	s.log.close(fmt.Errorf("metadata store is closed: %w", pdc.ErrClosed))
 	return s.db.Close()
 }
 

@@ -28,10 +28,7 @@ func openTest(t testing.TB, dir string, d Durability) *Store {
 
 // crash drops the store as a killed process would: the log stays as
 // written, and pebble's memtables (it runs without its own log) are lost.
-func crash(s *Store) {
-	s.log.close()
-	s.db.Close()
-}
+func crash(s *Store) { s.Crash() }
 
 func put(t *testing.T, s *Store, k, v string) {
 	t.Helper()

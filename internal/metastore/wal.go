@@ -101,6 +101,7 @@ type wal struct {
 
 	mu     sync.Mutex // held while a record is written and applied, in order
 	f      vfs.File   // nil once closed; guarded by mu
+	refuse bool       // commits fail (Store.FailCommits); guarded by mu
 	m      []byte     // the file, mapped; nil if written with pwrite; guarded by mu
 	cap    int64      // bytes of the file records may use; guarded by mu
 	size   int64      // bytes used in the current file; guarded by mu
@@ -506,25 +507,26 @@ func (w *wal) reset(minRoom int) error {
 		return fail(err)
 	}
 	syncErr := atomicfile.SyncDirFS(w.fs, dir)
-	// The new file is the one linked now: go on with it, even if the
-	// rename may not be durable yet (and then report).
-	w.unmap()
-	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, walHeaderLen, nil
-	w.origin, w.fileSync = w.written.Load()-walHeaderLen, w.sync
-	if syncErr != nil {
-		return syncErr
-	}
-	// Everything before is durable in pebble: a failed fsync of the old
-	// file no longer matters.
+	// Everything logged in the old file is durable in pebble: say so
+	// before the file closes, for a waiter whose fsync of it is under
+	// way and fails with ErrClosed (waitSynced). Only once the new file's
+	// name is durable too is a failed fsync of the old one forgotten: till
+	// then a power loss may bring the old file back and lose the new one.
 	w.syncMu.Lock()
 	w.synced.Store(w.written.Load())
-	if w.syncFailed.Load() {
+	if syncErr == nil && w.syncFailed.Load() {
 		w.setErr(nil)
 		w.syncFailed.Store(false)
 	}
 	w.notifyLocked()
 	w.syncMu.Unlock()
-	return nil
+	// The new file is the one linked now: go on with it, even if the
+	// rename may not be durable yet (and then report). Nothing in it is
+	// known durable: mark is at most its header.
+	w.unmap()
+	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, walHeaderLen, nil
+	w.origin, w.fileSync = w.written.Load()-walHeaderLen, w.sync
+	return syncErr
 }
 
 // reserve allocates the blocks of f, which holds only the header, for
@@ -684,7 +686,8 @@ func (w *wal) appendWrite(rec []byte) (int64, error) {
 }
 
 // waitSynced returns once the log is durable up to off. The first waiter
-// fsyncs for all who are waiting (group commit).
+// fsyncs for all who are waiting (group commit). It fails if the fsync
+// fails, or if the log was closed (close) before the record was durable.
 func (w *wal) waitSynced(off int64) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
@@ -706,13 +709,23 @@ func (w *wal) waitSynced(off int64) error {
 		}
 		w.syncMu.Lock()
 		w.syncing = false
-		if err != nil && !errors.Is(err, os.ErrClosed) {
+		switch {
+		case errors.Is(err, os.ErrClosed):
+			// The file was closed under the fsync, which proves nothing.
+			// A rotation first moves synced past all the file held (it is
+			// in pebble; reset), so the loop ends; a close that left
+			// records unsynced sets err (close). What remains is a record
+			// written after close looked: it is not durable either.
+			if w.synced.Load() < target && w.err == nil {
+				w.setErr(fmt.Errorf("metadata log %s was closed before it was synced: %w", w.path, pdc.ErrClosed))
+			}
+		case err != nil:
 			// Never retried on this file: after a failed fsync the kernel
 			// may have dropped the pages, and a second one would say they
 			// are durable. The next commit moves to a new file instead.
 			w.setErr(fmt.Errorf("fsync metadata log %s: %w", w.path, err))
 			w.syncFailed.Store(true)
-		} else if target > w.synced.Load() {
+		case target > w.synced.Load():
 			w.synced.Store(target)
 		}
 		w.notifyLocked()
@@ -726,9 +739,18 @@ func (w *wal) waitSynced(off int64) error {
 	return w.err
 }
 
-func (w *wal) close() error {
+// close closes the log's file. It syncs nothing: a waiter for a record
+// not yet durable fails with why (or with its own fsync's error), never
+// hears that the record is durable. Records a reset moved into pebble are
+// durable, and their waiters hear so.
+func (w *wal) close(why error) {
+	w.syncMu.Lock()
+	if w.synced.Load() < w.written.Load() && w.err == nil {
+		w.setErr(why)
+	}
+	w.notifyLocked()
+	w.syncMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.unmap()
-	return nil
 }
