@@ -118,6 +118,28 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		if moves > 0 || missing > 0 {
 			s.log.Info("data slots planned", "epoch", next.Epoch, "moves", moves, "missing", missing)
 		}
+	case wire.RoundMoved:
+		// The dims cuts owed to slots held now, from the data dirs that
+		// keep them, to their holders.
+		holder := map[uint32]int{}
+		for rank, p := range s.slots.plans {
+			for _, c := range append(slices.Clone(p.Hold), p.Receive...) {
+				holder[c.Slot] = rank
+			}
+		}
+		owed := map[int][]wire.OwedCuts{}
+		for rank, rep := range reports {
+			for _, m := range rep.Owed {
+				h, ok := holder[m.Slot]
+				if !ok {
+					return nil, fmt.Errorf("rank %d sent the dims cuts owed to data slot %d, which no server holds: %w", rank, m.Slot, pdc.ErrInternal)
+				}
+				owed[h] = append(owed[h], m)
+			}
+		}
+		for rank, m := range owed {
+			out[rank] = &wire.StartRound{Round: round, Plan: &wire.SlotPlan{Owed: m}}
+		}
 	case wire.RoundOpened:
 		if err := s.dataDir().SetTable(s.slots.next); err != nil {
 			return nil, fmt.Errorf("rank 0: %w", err)
@@ -221,15 +243,36 @@ func (s *Server) moveData(ctx context.Context, list *cluster.List, secret []byte
 	if err := s.sendSlots(ctx, list, secret, plan.Send); err != nil {
 		return nil, err
 	}
+	// The dims cuts owed to slots held now under another data dir go to
+	// their holders with this round.
+	moved := &wire.StartRound{Round: wire.RoundMoved}
+	for _, slot := range plan.ShipOwed {
+		cuts, err := s.dataDir().OwedCuts(int(slot))
+		if err != nil {
+			return nil, err
+		}
+		moved.Owed = append(moved.Owed, slots.WireCuts(int(slot), cuts))
+	}
 	// Every server has sent what it had to: the slots this one receives
-	// are here.
-	if _, err := s.takeRound(ctx, &wire.StartRound{Round: wire.RoundMoved}, secret); err != nil {
+	// are here, and the cuts owed to them that other data dirs keep.
+	a, err = s.takeRound(ctx, moved, secret)
+	if err != nil {
 		return nil, err
+	}
+	shipped := map[int][]slots.OwedCut{}
+	if a.Plan != nil {
+		for _, m := range a.Plan.Owed {
+			cuts, err := slots.FromWire(m)
+			if err != nil {
+				return nil, err
+			}
+			shipped[int(m.Slot)] = append(shipped[int(m.Slot)], cuts...)
+		}
 	}
 	if recv != nil {
 		recv.Close()
 	}
-	stores, sl, err := s.openSlots(plan, recv)
+	stores, sl, err := s.openSlots(plan, recv, shipped)
 	if err != nil {
 		for _, st := range stores {
 			_ = st.Close()
@@ -241,6 +284,14 @@ func (s *Server) moveData(ctx context.Context, list *cluster.List, secret []byte
 			_ = st.Close()
 		}
 		return nil, err
+	}
+	// Every holder has applied the cuts owed to its slots, and the table
+	// is written: the files of those kept here go, and those older than
+	// every copy the cluster may hold.
+	for _, slot := range plan.DropOwed {
+		if err := s.dataDir().DropOwedCuts(int(slot)); err != nil {
+			s.log.Warn("could not remove the dims cuts owed to a data slot, applied by its holder", "slot", slot, "err", err)
+		}
 	}
 	if data != nil {
 		data.SetSlots(sl)
@@ -317,8 +368,10 @@ func (s *Server) sendSlot(ctx context.Context, m wire.SlotSend, call slots.Call,
 }
 
 // openSlots opens the stores of the slots plan gives this server, each
-// marked with the plan's epoch, and says which it should hold and cannot.
-func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*regionstore.Store, dataserver.Slots, error) {
+// with the dims cuts owed to it applied (those its data dir keeps, and
+// shipped, those other data dirs keep) and marked with the plan's epoch,
+// and says which it should hold and cannot.
+func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver, shipped map[int][]slots.OwedCut) ([]*regionstore.Store, dataserver.Slots, error) {
 	sl := dataserver.Slots{Own: int(plan.Own) - 1, Stores: map[int]*regionstore.Store{}, Missing: map[int]error{}}
 	var stores []*regionstore.Store
 	// gen is the generation the plan holds the slot at: a copy older than
@@ -350,7 +403,7 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 		// files before its marker says it is held at this epoch (after
 		// that they count as applied) and before it serves.
 		if !fresh {
-			if err := s.applyOwed(st, slot, s.dataDir().Gen(slot)); err != nil {
+			if err := s.applyOwed(st, slot, s.dataDir().Gen(slot), shipped[slot]); err != nil {
 				return err
 			}
 		}
@@ -426,13 +479,14 @@ func (s *Server) openSlots(plan *wire.SlotPlan, recv *slots.Receiver) ([]*region
 
 // applyOwed applies to st, the store of slot, whose copy is of generation
 // gen, the dims cuts owed to the slot while it was out of reach that the
-// copy has not had, in version order (slots.Due).
-func (s *Server) applyOwed(st *regionstore.Store, slot int, gen uint64) error {
+// copy has not had, in version order (slots.Due): those the data dir
+// keeps, and shipped, from other data dirs.
+func (s *Server) applyOwed(st *regionstore.Store, slot int, gen uint64, shipped []slots.OwedCut) error {
 	owed, err := s.dataDir().OwedCuts(slot)
 	if err != nil {
 		return err
 	}
-	due := slots.Due(owed, gen)
+	due := slots.Due(append(owed, shipped...), gen)
 	for _, c := range due {
 		err := st.Cut(c.Obj, c.Dims, c.Version)
 		switch {

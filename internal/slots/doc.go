@@ -36,7 +36,9 @@
 // A dims cut pushed while a slot is missing is kept for it by its holder,
 // in its data dir (Ledger, data-<slot>.cuts), and acknowledged; the start
 // that finds the slot again applies the cuts it has not had (Due) before
-// it serves, and the plan holds it only where those cuts are (owed.go).
+// it serves, those other data dirs keep sent to it with the start's
+// rounds; the plan holds it only once every data dir that may keep some
+// is here (owed.go).
 //
 // Metadata stores are not slots, but their fate at start is decided here
 // too: Adopt gives each store no metadata server opens to one that sees

@@ -277,3 +277,25 @@ func (d DataDir) owedFile(slot int) wire.OwedFile {
 	}
 	return f
 }
+
+// WireCuts returns the cuts owed to slot as a start's rounds carry them.
+func WireCuts(slot int, cuts []OwedCut) wire.OwedCuts {
+	m := wire.OwedCuts{Slot: uint32(slot), Cuts: make([]wire.OwedCut, len(cuts))}
+	for i, c := range cuts {
+		m.Cuts[i] = wire.OwedCut{Epoch: c.Epoch, Obj: c.Obj, DimsVersion: c.Version, Dims: c.Dims}
+	}
+	return m
+}
+
+// FromWire returns the cuts m carries. A cut without dims, or with more
+// than an object has, is refused.
+func FromWire(m wire.OwedCuts) ([]OwedCut, error) {
+	out := make([]OwedCut, len(m.Cuts))
+	for i, c := range m.Cuts {
+		if len(c.Dims) == 0 || len(c.Dims) > maxDims {
+			return nil, fmt.Errorf("dims cut %d owed to data slot %d has %d dims: %w", i, m.Slot, len(c.Dims), pdc.ErrProtocol)
+		}
+		out[i] = OwedCut{Epoch: c.Epoch, Obj: c.Obj, Version: c.DimsVersion, Dims: c.Dims}
+	}
+	return out, nil
+}

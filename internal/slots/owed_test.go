@@ -180,16 +180,19 @@ func TestPlanMissingSlotKeepsItsCutsAtItsHolder(t *testing.T) {
 	if m := Held(srv, next)[1].Missing; len(m) != 1 || m[0].Owe != "a" {
 		t.Fatalf("held: rank 1 missing %+v", m)
 	}
-	// Node b back (ranks 2, 3): slot 3 is held there, but its cuts are
-	// under node a's data dir: it stays missing, naming it.
+	// Node b back (ranks 2, 3): slot 3 is held there, and its cuts, under
+	// node a's data dir, are sent to it at RoundMoved; a's file goes once
+	// the start is done.
 	srv = servers([]string{"a", "a", "b", "b"}, map[string]map[int]uint64{"a": {0: 4, 1: 4}, "b": {2: 3, 3: 3}})
-	srv[1].Inventory.Path, srv[1].Host = "/d/a", "nodea"
 	owedAt(srv, 0, 3, 4, 2)
 	plans, next = Plan(srv, next)
-	if m := plans[3].Missing; len(m) != 1 || m[0].Slot != 3 || !strings.Contains(m[0].Why, "2 dims cuts owed to it are kept under data dir a") {
-		t.Fatalf("rank 3 missing %+v", m)
+	if !reflect.DeepEqual(plans[3].Hold, []wire.SlotCopy{cp(3, 3)}) || len(plans[3].Missing) != 0 {
+		t.Fatalf("rank 3 %+v", plans[3])
 	}
-	if !reflect.DeepEqual(plans[2].Hold, []wire.SlotCopy{cp(2, 3)}) || next.Gens[3] != 3 || len(next.Owed[3]) != 2 {
+	if !reflect.DeepEqual(plans[0].ShipOwed, []uint64{3}) || !reflect.DeepEqual(plans[0].DropOwed, []uint64{3}) || len(plans[1].ShipOwed) != 0 {
+		t.Fatalf("rank 0 ships %v, drops %v; rank 1 ships %v", plans[0].ShipOwed, plans[0].DropOwed, plans[1].ShipOwed)
+	}
+	if !reflect.DeepEqual(plans[2].Hold, []wire.SlotCopy{cp(2, 3)}) || next.Gens[3] != 5 || len(next.Owed) != 0 {
 		t.Fatalf("slot 2 held %+v, next %+v", plans[2].Hold, next)
 	}
 	// Slot 3's holder on node a, which keeps its cuts: held, and applied
@@ -204,6 +207,29 @@ func TestPlanMissingSlotKeepsItsCutsAtItsHolder(t *testing.T) {
 	}
 	if len(next.Owed) != 0 {
 		t.Fatalf("next table owed %+v", next.Owed)
+	}
+}
+
+// A start moves at most MaxShipped owed cuts from or to a server: a slot
+// whose cuts would go over waits for the next start, which moves them.
+func TestPlanShipsBoundedCuts(t *testing.T) {
+	srv := servers([]string{"a", "b"}, map[string]map[int]uint64{"a": {0: 4}, "b": {1: 3, 3: 3, 5: 3}})
+	for _, s := range []int{1, 3, 5} {
+		owedAt(srv, 0, s, 4, MaxShipped/3+1)
+	}
+	table := Table{Epoch: 4, Gens: map[int]uint64{0: 4, 1: 3, 3: 3, 5: 3}}
+	plans, next := Plan(srv, table)
+	if !reflect.DeepEqual(plans[0].ShipOwed, []uint64{1, 3}) || !reflect.DeepEqual(plans[0].DropOwed, []uint64{1, 3}) {
+		t.Fatalf("rank 0 ships %v, drops %v", plans[0].ShipOwed, plans[0].DropOwed)
+	}
+	if m := plans[1].Missing; len(m) != 1 || m[0].Slot != 5 || !strings.Contains(m[0].Why, "the next start moves them") {
+		t.Fatalf("rank 1 missing %+v", m)
+	}
+	// The next start: slots 1 and 3 held, their files gone.
+	srv = servers([]string{"a", "b"}, map[string]map[int]uint64{"a": {0: 5}, "b": {1: 5, 3: 5, 5: 3}})
+	owedAt(srv, 0, 5, 4, MaxShipped/3+1)
+	if plans, _ := Plan(srv, next); !reflect.DeepEqual(plans[0].ShipOwed, []uint64{5}) || len(plans[1].Missing) != 0 {
+		t.Fatalf("next start: rank 0 ships %v, rank 1 missing %+v", plans[0].ShipOwed, plans[1].Missing)
 	}
 }
 
@@ -222,10 +248,11 @@ func TestPlanSlotWaitsForTheDataDirOfItsCuts(t *testing.T) {
 		t.Fatalf("next table %+v", next)
 	}
 	// Stale cuts (the copy is newer than them) and an unreadable file.
-	srv = servers([]string{"a", "a"}, map[string]map[int]uint64{"a": {0: 5, 1: 5}})
+	srv = servers([]string{"a", "b"}, map[string]map[int]uint64{"a": {0: 5}, "b": {1: 5}})
 	owedAt(srv, 0, 1, 4, 1)
-	if plans, _ := Plan(srv, Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 5}}); len(plans[1].Missing) != 0 {
-		t.Fatalf("stale cuts kept slot 1 missing: %+v", plans[1].Missing)
+	if plans, _ := Plan(srv, Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 5}}); len(plans[1].Missing) != 0 ||
+		len(plans[0].ShipOwed) != 0 || !reflect.DeepEqual(plans[0].DropOwed, []uint64{1}) {
+		t.Fatalf("stale cuts: rank 1 missing %+v, rank 0 ships %v, drops %v", plans[1].Missing, plans[0].ShipOwed, plans[0].DropOwed)
 	}
 	srv[0].Inventory.Owed[0].Bad = "crc mismatch"
 	plans, _ = Plan(srv, Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 5}})
@@ -248,4 +275,21 @@ func FuzzOwedCuts(f *testing.F) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b, cuts, got)
 		}
 	})
+}
+
+func TestOwedCutsOnTheWire(t *testing.T) {
+	cuts := []OwedCut{{Epoch: 4, Obj: 9, Version: 2, Dims: []uint64{8, 40}}, {Epoch: 5, Obj: 1, Version: 7, Dims: []uint64{1}}}
+	var m wire.OwedCuts
+	w := WireCuts(3, cuts)
+	if err := m.Unmarshal(w.Marshal(nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromWire(m)
+	if err != nil || m.Slot != 3 || !reflect.DeepEqual(got, cuts) {
+		t.Fatalf("slot %d: %+v, %v", m.Slot, got, err)
+	}
+	m.Cuts[1].Dims = nil
+	if _, err := FromWire(m); !errors.Is(err, pdc.ErrProtocol) {
+		t.Fatalf("a cut without dims: %v", err)
+	}
 }

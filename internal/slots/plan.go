@@ -40,11 +40,13 @@ type Server struct {
 // Dims cuts owed to a slot while it was missing (owed.go) are kept in the
 // data dir of its holder then. A slot found again is held only if every
 // data dir that may keep cuts owed to it is here (the table names those
-// of earlier starts) and the cuts not yet applied to the copy found are
-// under the holder's data dir, which applies them before it serves; else
-// it stays missing, saying which data dir it waits for. A missing slot's
-// holder keeps the cuts owed to it from now on in its own data dir
-// (SlotMissing.Owe).
+// of earlier starts); those not yet applied to the copy found that are
+// under another data dir than the holder's are sent to it at RoundMoved
+// (ShipOwed), and it applies them all before it serves; else it stays
+// missing, saying which data dir it waits for. A missing slot's holder
+// keeps the cuts owed to it from now on in its own data dir
+// (SlotMissing.Owe). Files of cuts applied, or older than every copy the
+// cluster may hold, are removed once the start is done (DropOwed).
 func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p := survey(servers, table)
 	if len(p.ds) == 0 {
@@ -55,6 +57,7 @@ func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p.dirOf = map[int]string{}
 	p.seen = map[string]DirSeen{}
 	p.owed = map[int]map[string]wire.OwedFile{}
+	p.shipped = map[int]uint64{}
 	for _, s := range servers {
 		d := s.Inventory.DirID
 		p.dirOf[s.Rank] = d
@@ -95,8 +98,11 @@ type planner struct {
 	found map[int][]copyAt                 // slot: its copies
 	seen  map[string]DirSeen               // data dir: as the lowest rank that sees it reported it
 	owed  map[int]map[string]wire.OwedFile // slot, data dir: its file of cuts owed to the slot
-	epoch uint64                           // of this start
-	next  Table
+	// shipped counts the owed cuts this start moves from and to each
+	// rank (MaxShipped).
+	shipped map[int]uint64
+	epoch   uint64 // of this start
+	next    Table
 }
 
 // survey gathers what the servers found: the data servers, who sees
@@ -145,26 +151,53 @@ func (p *planner) place(slot int) {
 	for _, c := range copies {
 		best = max(best, c.gen)
 	}
+	hostDir := p.dirOf[host]
 	missing := func(why string) {
-		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: why, Owe: p.dirOf[host]})
+		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: why, Owe: hostDir})
 		p.next.Gens[slot] = need
-		p.next.Owed[slot] = p.owedAfter(slot, p.dirOf[host])
+		p.next.Owed[slot] = p.owedAfter(slot, hostDir, need)
+		// Cuts no copy can be owed any more (a copy was held since) go;
+		// the holder's own file takes new ones meanwhile.
+		for _, d := range slices.Sorted(maps.Keys(p.owed[slot])) {
+			if f := p.owed[slot][d]; d != hostDir && f.Bad == "" && f.Newest <= need {
+				p.dropOwed(slot, d)
+			}
+		}
 	}
 	if len(copies) == 0 || best < need {
 		if len(copies) == 0 && need == 0 && slot < len(p.ds) {
 			hp.Fresh = append(hp.Fresh, uint64(slot))
 			p.next.Gens[slot] = p.epoch
+			// Nothing left to cut; the holder drops its own file.
+			for d := range p.owed[slot] {
+				if d != hostDir {
+					p.dropOwed(slot, d)
+				}
+			}
 			return
 		}
 		missing(missingWhy(slot, need, copies, p.owner))
 		return
 	}
-	if why := p.owedBlocks(slot, best, p.dirOf[host]); why != "" {
+	ship, why := p.owedFor(slot, best, hostDir)
+	if why != "" {
 		missing(why)
 		return
 	}
-	chosen := p.choose(copies, best, p.dirOf[host])
-	if chosen == p.dirOf[host] {
+	for _, d := range ship {
+		f := p.owed[slot][d]
+		sp := p.plans[p.owner[d]]
+		sp.ShipOwed = append(sp.ShipOwed, uint64(slot))
+		p.shipped[p.owner[d]] += f.Cuts
+		p.shipped[host] += f.Cuts
+	}
+	for d := range p.owed[slot] {
+		if d != hostDir {
+			p.dropOwed(slot, d)
+		}
+	}
+	chosen := p.choose(copies, best, hostDir)
+	if chosen == hostDir {
 		hp.Hold = append(hp.Hold, wire.SlotCopy{Slot: uint32(slot), Gen: best})
 	} else {
 		sp := p.plans[p.owner[chosen]]
@@ -173,7 +206,7 @@ func (p *planner) place(slot int) {
 	}
 	p.next.Gens[slot] = p.epoch
 	for _, c := range copies {
-		if c.dir == chosen || c.dir == p.dirOf[host] {
+		if c.dir == chosen || c.dir == hostDir {
 			// The holder sets its own aside when the chosen copy
 			// arrives.
 			continue
@@ -183,17 +216,33 @@ func (p *planner) place(slot int) {
 	}
 }
 
-// owedBlocks says why slot, whose newest copy found is of generation
-// best, cannot be held by the server whose data dir is hostDir: cuts owed
-// to it may be kept under a data dir no server of this cluster sees, or
-// are kept under another than hostDir, or cannot be read. "": it can.
-func (p *planner) owedBlocks(slot int, best uint64, hostDir string) string {
+// dropOwed has the lowest rank that sees data dir d remove its file of
+// the cuts owed to slot once the start is done.
+func (p *planner) dropOwed(slot int, d string) {
+	dp := p.plans[p.owner[d]]
+	dp.DropOwed = append(dp.DropOwed, uint64(slot))
+}
+
+// MaxShipped bounds the owed cuts a start moves from or to one server, in
+// the messages of its rounds: a slot whose cuts would go over it stays
+// missing at this start, and the next moves them.
+const MaxShipped = 2 * MaxOwed
+
+// owedFor returns the data dirs whose cuts owed to slot, whose newest copy
+// found is of generation best, its holder (whose data dir is hostDir)
+// must be sent at this start: those under another data dir that this copy
+// has not had. why says why it cannot be held now: cuts owed to it may be
+// kept under a data dir no server of this cluster sees, or cannot be
+// read, or are more than this start can move. "": it can.
+func (p *planner) owedFor(slot int, best uint64, hostDir string) (ship []string, why string) {
 	var whys []string
 	for _, d := range p.table.Owed[slot] {
 		if _, ok := p.owner[d.ID]; !ok {
 			whys = append(whys, fmt.Sprintf("dims cuts owed to it may be kept under %s, which no server of this cluster sees", d))
 		}
 	}
+	host := p.ds[placement.SlotHost(slot, len(p.ds))]
+	into := p.shipped[host]
 	for _, d := range slices.Sorted(maps.Keys(p.owed[slot])) {
 		f := p.owed[slot][d]
 		switch {
@@ -201,28 +250,34 @@ func (p *planner) owedBlocks(slot int, best uint64, hostDir string) string {
 			whys = append(whys, fmt.Sprintf("the dims cuts owed to it under %s cannot be read (%s): restore that file, or remove it to serve the slot without them (rows those shrinks dropped may then read back)",
 				p.seen[d], f.Bad))
 		case f.Newest > best && d != hostDir:
-			whys = append(whys, fmt.Sprintf("%d dims cuts owed to it are kept under %s (rank %d), not under the data dir of its holder (rank %d)",
-				f.Cuts, p.seen[d], p.owner[d], p.owner[hostDir]))
+			from := p.shipped[p.owner[d]]
+			into += f.Cuts
+			if from+f.Cuts > MaxShipped || into > MaxShipped {
+				whys = append(whys, fmt.Sprintf("its %d dims cuts owed under %s are more than this start moves between two servers with the others: the next start moves them", f.Cuts, p.seen[d]))
+				continue
+			}
+			ship = append(ship, d)
 		}
 	}
 	if len(whys) == 0 {
-		return ""
+		return ship, ""
 	}
-	return fmt.Sprintf("its data (dir %s, generation %d) is found, but it must not serve before the dims cuts made while it was out of reach are applied to it, "+
-		"and %s: start the cluster with a server that sees each of those data dirs, and the slot's holder on the node of the data dir that keeps its cuts",
+	return nil, fmt.Sprintf("its data (dir %s, generation %d) is found, but it must not serve before the dims cuts made while it was out of reach are applied to it, "+
+		"and %s: start the cluster with a server that sees each of those data dirs",
 		SlotDir(slot), best, strings.Join(whys, "; "))
 }
 
 // owedAfter returns the data dirs that keep, or may keep, cuts owed to
 // slot once this start leaves it missing at the server whose data dir is
 // hostDir: that one first, where they are kept from now on, then those
-// that keep some now and those the table names that this start does not
-// see.
-func (p *planner) owedAfter(slot int, hostDir string) []DirSeen {
+// that keep some its copy of generation need has not had (or an
+// unreadable file of them), and those the table names that this start
+// does not see.
+func (p *planner) owedAfter(slot int, hostDir string, need uint64) []DirSeen {
 	out := []DirSeen{p.seen[hostDir]}
 	have := map[string]bool{hostDir: true}
 	for _, d := range slices.Sorted(maps.Keys(p.owed[slot])) {
-		if !have[d] {
+		if f := p.owed[slot][d]; !have[d] && (f.Bad != "" || f.Newest > need) {
 			have[d] = true
 			out = append(out, p.seen[d])
 		}

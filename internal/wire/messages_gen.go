@@ -2920,6 +2920,17 @@ type SlotPlan struct {
 	// (RoundInventory), the record of the cluster's metadata stores to
 	// write there before any metadata moves.
 	Stores []byte // 11
+	// ShipOwed are the slots whose cuts owed, kept in its data dir, it
+	// reports at RoundMoved, for their holder (under another data dir).
+	ShipOwed []uint64 // 12
+	// DropOwed are the slots whose file of owed cuts in its data dir it
+	// removes once RoundOpened is answered: applied by their holder, or
+	// older than every copy the cluster may hold.
+	DropOwed []uint64 // 13
+	// Owed are, in RoundMoved's answer, the cuts owed to slots it holds
+	// that other data dirs keep: it applies them, with those its own
+	// data dir keeps, before the slots serve.
+	Owed []OwedCuts // 14
 }
 
 func (m *SlotPlan) Marshal(b []byte) []byte {
@@ -2944,6 +2955,11 @@ func (m *SlotPlan) Marshal(b []byte) []byte {
 	b = putPackedUints(b, 9, m.Adopt)
 	b = putUint(b, 10, m.SeqFloor)
 	b = putBytes(b, 11, m.Stores)
+	b = putPackedUints(b, 12, m.ShipOwed)
+	b = putPackedUints(b, 13, m.DropOwed)
+	for i := range m.Owed {
+		b = putMsg(b, 14, &m.Owed[i])
+	}
 	return b
 }
 
@@ -2979,6 +2995,76 @@ func (m *SlotPlan) Unmarshal(b []byte) error {
 			m.SeqFloor = f.uint64()
 		case 11:
 			m.Stores = f.bytes()
+		case 12:
+			m.ShipOwed = f.packedUints(m.ShipOwed)
+		case 13:
+			m.DropOwed = f.packedUints(m.DropOwed)
+		case 14:
+			m.Owed = append(m.Owed, OwedCuts{})
+			f.sub(&m.Owed[len(m.Owed)-1])
+		}
+	}
+	return f.err
+}
+
+// OwedCuts are the dims cuts owed to a data slot kept in one data dir.
+type OwedCuts struct {
+	Slot uint32    // 1
+	Cuts []OwedCut // 2
+}
+
+func (m *OwedCuts) Marshal(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Slot))
+	for i := range m.Cuts {
+		b = putMsg(b, 2, &m.Cuts[i])
+	}
+	return b
+}
+
+func (m *OwedCuts) Unmarshal(b []byte) error {
+	*m = OwedCuts{}
+	f := fields{b: b, msg: "OwedCuts"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Slot = f.uint32()
+		case 2:
+			m.Cuts = append(m.Cuts, OwedCut{})
+			f.sub(&m.Cuts[len(m.Cuts)-1])
+		}
+	}
+	return f.err
+}
+
+// OwedCut is a dims cut owed to a data slot while it was out of reach.
+type OwedCut struct {
+	Epoch       uint64   // 1: of the start the cluster ran under when it was owed
+	Obj         uint64   // 2
+	DimsVersion uint64   // 3
+	Dims        []uint64 // 4
+}
+
+func (m *OwedCut) Marshal(b []byte) []byte {
+	b = putUint(b, 1, m.Epoch)
+	b = putUint(b, 2, m.Obj)
+	b = putUint(b, 3, m.DimsVersion)
+	b = putPackedUints(b, 4, m.Dims)
+	return b
+}
+
+func (m *OwedCut) Unmarshal(b []byte) error {
+	*m = OwedCut{}
+	f := fields{b: b, msg: "OwedCut"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Epoch = f.uint64()
+		case 2:
+			m.Obj = f.uint64()
+		case 3:
+			m.DimsVersion = f.uint64()
+		case 4:
+			m.Dims = f.packedUints(m.Dims)
 		}
 	}
 	return f.err
@@ -2994,7 +3080,10 @@ type StartRound struct {
 	// that restarted from the one it replaces.
 	Instance  string         // 3
 	Inventory *SlotInventory // 4: RoundInventory's request
-	Plan      *SlotPlan      // 5: RoundInventory's and RoundPlan's answer
+	Plan      *SlotPlan      // 5: RoundInventory's, RoundPlan's and RoundMoved's answer
+	// Owed are, in RoundMoved's request, the cuts owed to the slots its
+	// plan's ShipOwed names, as its data dir keeps them.
+	Owed []OwedCuts // 6
 }
 
 func (m *StartRound) Marshal(b []byte) []byte {
@@ -3006,6 +3095,9 @@ func (m *StartRound) Marshal(b []byte) []byte {
 	}
 	if m.Plan != nil {
 		b = putMsg(b, 5, m.Plan)
+	}
+	for i := range m.Owed {
+		b = putMsg(b, 6, &m.Owed[i])
 	}
 	return b
 }
@@ -3027,6 +3119,9 @@ func (m *StartRound) Unmarshal(b []byte) error {
 		case 5:
 			m.Plan = &SlotPlan{}
 			f.sub(m.Plan)
+		case 6:
+			m.Owed = append(m.Owed, OwedCuts{})
+			f.sub(&m.Owed[len(m.Owed)-1])
 		}
 	}
 	return f.err

@@ -171,6 +171,8 @@ func goldenMessages() []struct {
 		{"SlotSend", &wire.SlotSend{Slot: 1, Gen: 1 << 40, To: 300}},
 		{"SlotMissing", &wire.SlotMissing{Slot: 2, Why: "no copy"}},
 		{"OwedFile", &wire.OwedFile{Slot: 3, Newest: 1 << 40, Cuts: 4096, Bad: "crc"}},
+		{"OwedCuts", &wire.OwedCuts{Slot: 3, Cuts: []wire.OwedCut{{Epoch: 4, Obj: 1 << 63, DimsVersion: 7, Dims: []uint64{8, 1 << 40}}, {}}}},
+		{"OwedCut", &wire.OwedCut{Epoch: 1 << 40, Obj: 5, DimsVersion: 300, Dims: []uint64{1}}},
 		{"SlotPlan", &wire.SlotPlan{Epoch: 1 << 40, Own: 3, Hold: []wire.SlotCopy{goldenSlotCopy, {}}, Receive: []wire.SlotCopy{{Slot: 1}},
 			Fresh: []uint64{5, 6}, Missing: []wire.SlotMissing{{Slot: 7, Why: "lost"}, {}}, Send: []wire.SlotSend{{Slot: 1, To: 2}, {}},
 			Aside: []wire.SlotCopy{{Gen: 9}}, Adopt: []uint64{0, 1}, SeqFloor: 1 << 31, Stores: []byte{0, 1, 2}}},

@@ -103,18 +103,25 @@ func shrinkWithoutSlot1(t *testing.T, ctx context.Context, tc *testCluster, d *d
 }
 
 // slot1Back restores slot 1's dir and starts the cluster: the cuts kept
-// for it are applied before it serves, so every object reads back as its
-// model (rows the shrinks dropped as never written, never their old
-// bytes), and a regrow to the first dims brings none of them back.
+// for it are applied before it serves (slot1Served).
 func slot1Back(t *testing.T, ctx context.Context, tc *testCluster, d *dataset, kept string, rng *rand.Rand) {
 	t.Helper()
 	if err := os.Rename(kept, filepath.Join(tc.datadir, "data-1")); err != nil {
 		t.Fatal(err)
 	}
 	tc.up(2, "")
+	slot1Served(t, ctx, tc, d, rng, filepath.Join(tc.datadir, "data-1.cuts"))
+}
+
+// slot1Served checks a cluster that holds slot 1 again: every object
+// reads back as its model (rows the shrinks dropped as never written,
+// never their old bytes), a regrow to the first dims brings none of them
+// back, and the file of cuts kept for slot 1 (cuts) is gone.
+func slot1Served(t *testing.T, ctx context.Context, tc *testCluster, d *dataset, rng *rand.Rand, cuts string) {
+	t.Helper()
 	d.verify(t, ctx, tc.connect(), "slot 1 back")
-	if _, err := os.Stat(filepath.Join(tc.datadir, "data-1.cuts")); err == nil {
-		t.Errorf("the cuts owed to slot 1 are still kept once it is back and cut")
+	if _, err := os.Stat(cuts); err == nil {
+		t.Errorf("the cuts owed to slot 1 are still kept (%s) once it is back and cut", cuts)
 	}
 	if st := e2e.MustRun(t, "status", "--tmpdir", tc.tmpdir); strings.Contains(st, "missing data slot") {
 		t.Errorf("pdc status with slot 1 back:\n%s", st)
@@ -153,4 +160,27 @@ func TestCutsOwedToAMissingSlotSurviveKill(t *testing.T) {
 	shrinkWithoutSlot1(t, ctx, tc, d)
 	e2e.KillAll(t, tc.tmpdir)
 	slot1Back(t, ctx, tc, d, kept, rng)
+}
+
+// Node-local data dirs: slot 1's dir is on node b, which is not started,
+// and its holder on node a keeps the cuts owed to it in a's data dir.
+// When node b is back, with slot 1's holder there, the start sends it the
+// cuts from node a and it applies them before the slot serves.
+func TestCutsOwedToASlotOnAnotherNode(t *testing.T) {
+	tc := newCluster(t)
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	rng := rand.New(rand.NewPCG(25, 26))
+	tc.up(2, "a,b")
+	d := fill(t, ctx, tc.connect(), []uint64{64, 40}, 1, rng)
+	tc.down()
+	moveStores(t, filepath.Join(tc.datadir, "b"), filepath.Join(tc.datadir, "a"))
+	tc.up(2, "a,a")
+	shrinkWithoutSlot1(t, ctx, tc, d)
+	cuts := filepath.Join(tc.datadir, "a", "data-1.cuts")
+	if _, err := os.Stat(cuts); err != nil {
+		t.Fatalf("the cuts owed to slot 1 are not kept under node a's data dir: %v", err)
+	}
+	tc.down()
+	tc.up(3, "a,b,b")
+	slot1Served(t, ctx, tc, d, rng, cuts)
 }
