@@ -42,12 +42,12 @@ func memfdWith(name string, b []byte) (*os.File, error) {
 }
 
 // memfdCopy makes a sealed memory file holding n bytes of src from off.
-func memfdCopy(name string, src *os.File, off, n int64) (*os.File, error) {
+func memfdCopy(ctx context.Context, name string, src *os.File, off, n int64) (*os.File, error) {
 	f, err := newMemfd(name)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := copyRange(src, off, f, 0, n); err != nil {
+	if _, err := copyRange(ctx, src, off, f, 0, n); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("copying %s into memfd: %w", src.Name(), err)
 	}
@@ -179,14 +179,15 @@ func readShm(ctx context.Context, rep *wire.FetchReply, sink Sink) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	src := os.NewFile(uintptr(fd), "shm") // owns fd from here
-	defer src.Close()
+	f := os.NewFile(uintptr(fd), "shm") // owns fd from here
+	defer f.Close()
+	src := ctxReaderAt{ctx: ctx, r: f}
 	switch {
 	case sink.Buf != nil:
 		n, err := parallelReadAt(src, sink.Buf[:size], int64(off))
 		return n, shmReadErr(err)
 	case sink.File != nil:
-		n, err := copyRange(src, int64(off), sink.File, sink.Off, int64(size))
+		n, err := copyRange(ctx, f, int64(off), sink.File, sink.Off, int64(size))
 		return n, shmReadErr(err)
 	default:
 		if sr, ok := sink.W.(SectionReceiver); ok {
@@ -204,11 +205,39 @@ func readShm(ctx context.Context, rep *wire.FetchReply, sink Sink) (int64, error
 	}
 }
 
+// shmStep is the most of the sender's file read or copied between two
+// looks at the caller's context.
+const shmStep = 16 << 20
+
+// ctxReaderAt reads r, a sender's file, until ctx ends. Reading it is
+// local I/O that no socket deadline bounds: a large payload would be
+// copied to its end past the caller's deadline (seconds per GiB), and
+// the fetch then succeed after it. ctx is looked at before every step.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		if err := c.ctx.Err(); err != nil {
+			return n, err
+		}
+		k, err := c.r.ReadAt(p[n:min(len(p), n+shmStep)], off+int64(n))
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // parallelReadAt fills b from f at off, large payloads in one part per
 // processor: a copy out of the kernel's page cache runs at a third of a
 // plain memcpy per core, and the cores are otherwise idle while a
 // receiver waits for its payload.
-func parallelReadAt(f *os.File, b []byte, off int64) (int64, error) {
+func parallelReadAt(f io.ReaderAt, b []byte, off int64) (int64, error) {
 	parts := runtime.GOMAXPROCS(0)
 	if len(b) < 16<<20 || parts < 2 {
 		n, err := f.ReadAt(b, off)
@@ -254,12 +283,16 @@ func shmReadErr(err error) error {
 }
 
 // copyRange copies n bytes of src at off to dst at doff in the kernel
-// (copy_file_range), falling back to a copy through a buffer.
-func copyRange(src *os.File, off int64, dst *os.File, doff int64, n int64) (int64, error) {
+// (copy_file_range), falling back to a copy through a buffer, until ctx
+// ends.
+func copyRange(ctx context.Context, src *os.File, off int64, dst *os.File, doff int64, n int64) (int64, error) {
 	var done int64
 	for done < n {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
 		o, d := off+done, doff+done
-		k, err := unix.CopyFileRange(int(src.Fd()), &o, int(dst.Fd()), &d, int(min(n-done, 1<<30)), 0)
+		k, err := unix.CopyFileRange(int(src.Fd()), &o, int(dst.Fd()), &d, int(min(n-done, shmStep)), 0)
 		if k > 0 {
 			done += int64(k)
 		}
@@ -277,7 +310,7 @@ func copyRange(src *os.File, off int64, dst *os.File, doff int64, n int64) (int6
 		}
 	}
 	if done < n {
-		k, err := netio.CopyToFile(io.NewSectionReader(src, off+done, n-done), dst, doff+done, n-done, make([]byte, 1<<20))
+		k, err := netio.CopyToFile(io.NewSectionReader(ctxReaderAt{ctx: ctx, r: src}, off+done, n-done), dst, doff+done, n-done, make([]byte, 1<<20))
 		return done + k, err
 	}
 	return done, nil
@@ -377,7 +410,7 @@ type (
 func (*shmSend) Mode() Mode { return ModeShm }
 func (*shmRecv) Mode() Mode { return ModeShm }
 
-func (t *shmSend) Send(_ context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, reply *wire.FetchReply) error {
+func (t *shmSend) Send(ctx context.Context, _ *rpc.Request, req *wire.FetchRequest, src Source, reply *wire.FetchReply) error {
 	// A buffer goes into a sealed memory file. A file goes as it is (read
 	// by the receiver: a file that shrinks meanwhile is a short read, an
 	// error), unless the receiver maps it and it is not sealed against
@@ -389,7 +422,7 @@ func (t *shmSend) Send(_ context.Context, _ *rpc.Request, req *wire.FetchRequest
 	case src.File == nil:
 		memfd, err = memfdWith(name, src.Buf)
 	case req.Map && !isSealed(src.File):
-		memfd, err = memfdCopy(name, src.File, src.Off, src.Len)
+		memfd, err = memfdCopy(ctx, name, src.File, src.Off, src.Len)
 	}
 	if err != nil {
 		src.release()

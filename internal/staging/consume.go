@@ -249,7 +249,7 @@ func Fetch(ctx context.Context, recv *dtl.Receiver, dir Dir, fe Fetching) (int64
 		// The write's failure (no room, more bytes than the record's)
 		// is why the transfer broke, whatever the transport made of it
 		// (a push's comes back as the owner's error).
-		err = fmt.Errorf("writing %q: %w (the transfer: %v)", tmp, werr, err)
+		err = fmt.Errorf("writing %q: %w (the transfer: %w)", tmp, werr, err)
 	case werr != nil:
 		err = fmt.Errorf("writing %q: %w", tmp, werr)
 	}

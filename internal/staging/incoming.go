@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -300,6 +301,7 @@ func (in *Incoming) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
 	crcs := make([]uint32, parts)
 	lens := make([]int64, parts)
 	errs := make([]error, parts)
+	wrote := make([]bool, parts) // errs[i] is a write's
 	base := in.off
 	part := func(i, lo, hi int64) {
 		b := Buf()
@@ -316,7 +318,7 @@ func (in *Incoming) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
 			}
 			crcs[i] = crc32.Update(crcs[i], Table, b[:k])
 			if _, err := in.f.WriteAt(b[:k], base+at); err != nil {
-				errs[i] = err
+				errs[i], wrote[i] = err, true
 				return
 			}
 			at += k
@@ -340,9 +342,17 @@ func (in *Incoming) ReceiveSection(r io.ReaderAt, off, n int64) (int64, error) {
 		wg.Go(func() { part(i, lo, hi) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		in.err = err
-		return 0, err
+	// The first part's error tells; the others are mostly the same one
+	// (a context that ended, a file cut short). A write's is the file's
+	// and sticks; a read's is the sender's, which the fetch reports.
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if slices.Contains(wrote, true) {
+			in.err = errs[slices.Index(wrote, true)]
+		}
+		return 0, errs[i]
 	}
 	crc := crcs[0]
 	for i := int64(1); i < parts; i++ {
