@@ -2,6 +2,7 @@ package metastore
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,4 +95,52 @@ func TestWaitAcrossRotationIsDurable(t *testing.T) {
 	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
 	defer crashed.close()
 	checkAcked(t, crashed, []int{0, 10000}, "after a power loss")
+}
+
+// A rotation whose directory fsync failed leaves the new log's name not
+// durable: a power loss brings the old file back. The commit after it
+// goes to a log whose name is durable, not to that one, where a power
+// loss took it although its fsync had answered.
+func TestRotationWithFailedDirSyncRotatesAgain(t *testing.T) {
+	smallLog(t)
+	mem := vfs.NewMem()
+	fsys := vfs.NewFaulty(mem)
+	s := mustOpenFS(t, fsys, DurabilitySync)
+	defer s.close()
+	armed := true
+	fsys.OnOp(func(op vfs.Op, path string) {
+		if op == vfs.OpRename && strings.HasPrefix(path, filepath.Join(faultDir, walFile+".new ")) && armed {
+			armed = false // the rotation's own directory fsync fails, once
+			fsys.Inject(vfs.Rule{Ops: vfs.OpSyncDir, Count: 1, Err: syscall.EIO})
+		}
+	})
+	var acked []int
+	i := 0
+	for ; armed && i < 1000; i++ {
+		b := s.db.NewBatch()
+		_ = b.Set(faultKey(i), faultValue(i), nil)
+		err := s.commit(b)
+		b.Close()
+		switch {
+		case err == nil:
+			acked = append(acked, i)
+		case !errors.Is(err, syscall.EIO):
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	if armed {
+		t.Fatal("1000 commits and no rotation")
+	}
+	for end := i + 3; i < end; i++ {
+		b := s.db.NewBatch()
+		_ = b.Set(faultKey(i), faultValue(i), nil)
+		if err := s.commit(b); err != nil {
+			t.Fatalf("commit %d after the failed directory fsync: %v", i, err)
+		}
+		b.Close()
+		acked = append(acked, i)
+	}
+	crashed := mustOpenFS(t, mem.CrashClone(), DurabilitySync)
+	defer crashed.close()
+	checkAcked(t, crashed, acked, "after a power loss")
 }

@@ -509,20 +509,27 @@ func (w *wal) reset(minRoom int) error {
 	syncErr := atomicfile.SyncDirFS(w.fs, dir)
 	// Everything logged in the old file is durable in pebble: say so
 	// before the file closes, for a waiter whose fsync of it is under
-	// way and fails with ErrClosed (waitSynced). Only once the new file's
-	// name is durable too is a failed fsync of the old one forgotten: till
-	// then a power loss may bring the old file back and lose the new one.
+	// way and fails with ErrClosed (waitSynced). A failed fsync of the old
+	// file is forgotten only once the new file's name is durable. With
+	// the directory's fsync failed no record goes into the new file
+	// (room says no): however well it is synced, a power loss can take
+	// its name, and the kernel may have dropped the directory's dirty
+	// state, so that a later fsync of the directory would not write the
+	// name either. The next commit starts yet another file, with a rename
+	// and a directory fsync of its own.
 	w.syncMu.Lock()
 	w.synced.Store(w.written.Load())
-	if syncErr == nil && w.syncFailed.Load() {
+	switch {
+	case syncErr != nil:
+		w.syncFailed.Store(true)
+	case w.syncFailed.Load():
 		w.setErr(nil)
 		w.syncFailed.Store(false)
 	}
 	w.notifyLocked()
 	w.syncMu.Unlock()
 	// The new file is the one linked now: go on with it, even if the
-	// rename may not be durable yet (and then report). Nothing in it is
-	// known durable: mark is at most its header.
+	// rename may not be durable yet (and then report).
 	w.unmap()
 	w.f, w.m, w.cap, w.size, w.broken = f, m, capacity, walHeaderLen, nil
 	w.origin, w.fileSync = w.written.Load()-walHeaderLen, w.sync
