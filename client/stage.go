@@ -560,7 +560,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 		return res, fmt.Errorf("its owner: %w", err)
 	}
 	if rec.Host == c.stage.host || c.stage.shared {
-		res.How, err = c.placeLocal(dir, rel, dst, tmp, rec, owner)
+		res.How, err = c.placeLocal(ctx, dir, rel, dst, tmp, rec, owner)
 		return res, err
 	}
 	if rec.Inline() {
@@ -579,7 +579,7 @@ func (c *Client) consume(ctx context.Context, dir staging.Dir, rel, dst string, 
 
 // placeLocal puts the owner's file, which this host can see, into the
 // consumer dir without a transfer (staging.PlaceLocal).
-func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server) (How, error) {
+func (c *Client) placeLocal(ctx context.Context, dir staging.Dir, rel, dst, tmp string, rec *wire.StageRecord, owner Server) (How, error) {
 	if owner.StageDir == "" {
 		return "", fmt.Errorf("its owner %s serves no producer dir: %w", owner.Label(), pdc.ErrNotFound)
 	}
@@ -587,7 +587,7 @@ func (c *Client) placeLocal(dir staging.Dir, rel, dst, tmp string, rec *wire.Sta
 	if err != nil {
 		return "", fmt.Errorf("the producer dir of its owner %s: %w", owner.Label(), err)
 	}
-	how, err := staging.PlaceLocal(dir, pdir, rel, dst, tmp, rec, c.stage.link)
+	how, err := staging.PlaceLocal(ctx, dir, pdir, rel, dst, tmp, rec, c.stage.link)
 	return How(how), err
 }
 

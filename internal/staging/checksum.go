@@ -1,13 +1,15 @@
 package staging
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/pdcgo/pdc"
 )
 
 // Table is CRC-32C (Castagnoli), which the CPU computes in hardware: the
@@ -23,11 +25,12 @@ const parallelMin = 32 << 20
 
 // FileCRC returns the CRC-32C of the first size bytes of f, large files in
 // one part per processor whose checksums are then combined. A file shorter
-// than size is an error.
-func FileCRC(f *os.File, size int64) (uint32, error) {
+// than size is an error. It stops when ctx ends: a large file's pass takes
+// seconds, past any deadline of the produce or consume it serves.
+func FileCRC(ctx context.Context, f *os.File, size int64) (uint32, error) {
 	parts := int64(runtime.GOMAXPROCS(0))
 	if size < parallelMin || parts < 2 {
-		return sectionCRC(f, 0, size)
+		return sectionCRC(ctx, f, 0, size)
 	}
 	per := (size/parts + 4095) &^ 4095
 	crcs := make([]uint32, parts)
@@ -38,11 +41,13 @@ func FileCRC(f *os.File, size int64) (uint32, error) {
 		lo := min(i*per, size)
 		hi := min(lo+per, size)
 		lens[i] = hi - lo
-		wg.Go(func() { crcs[i], errs[i] = sectionCRC(f, lo, hi-lo) })
+		wg.Go(func() { crcs[i], errs[i] = sectionCRC(ctx, f, lo, hi-lo) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
+	for _, err := range errs {
+		if err != nil {
+			return 0, err // the others are mostly the same (a context that ended)
+		}
 	}
 	crc := crcs[0]
 	for i := int64(1); i < parts; i++ {
@@ -64,12 +69,15 @@ func Buf() *[bufSize]byte { return bufs.Get().(*[bufSize]byte) }
 // PutBuf returns a buffer lent by Buf.
 func PutBuf(b *[bufSize]byte) { bufs.Put(b) }
 
-func sectionCRC(f *os.File, off, n int64) (uint32, error) {
+func sectionCRC(ctx context.Context, f *os.File, off, n int64) (uint32, error) {
 	b := Buf()
 	defer PutBuf(b)
 	buf := b[:min(max(n, 1), bufSize)]
 	var crc uint32
 	for done := int64(0); done < n; {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("checksum %q: %w", f.Name(), pdc.CtxErr(ctx))
+		}
 		want := min(int64(len(buf)), n-done)
 		k, err := f.ReadAt(buf[:want], off+done)
 		crc = crc32.Update(crc, Table, buf[:k])

@@ -31,12 +31,13 @@ const (
 // itself if dst is it; else, if link, a hard link; else a reflink where
 // the file system can clone; else a copy on this host; made at tmp and
 // renamed. Each is checked against the record first. It returns how
-// (Direct, Linked, Reflinked or Copied).
+// (Direct, Linked, Reflinked or Copied). It stops when ctx ends: its
+// checksums and copy take seconds for a large file.
 //
 // A hard link is the producer's inode: a consumer that writes to its file
 // changes the producer's, and every later consumer fails its checksum. So
 // it is made only when asked, by a consumer that promises not to write.
-func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link bool) (how string, err error) {
+func PlaceLocal(ctx context.Context, dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link bool) (how string, err error) {
 	_, src, err := pdir.Resolve(rel)
 	if err != nil {
 		return "", err
@@ -56,7 +57,7 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 	if err := Matches(rec, st); err != nil {
 		return "", err
 	}
-	if err := verifyCRC(sf, rec, "the producer's file"); err != nil {
+	if err := verifyCRC(ctx, sf, rec, "the producer's file"); err != nil {
 		return "", err
 	}
 	if src == dst {
@@ -78,13 +79,13 @@ func PlaceLocal(dir, pdir Dir, rel, dst, tmp string, rec *wire.StageRecord, link
 		}
 		return Linked, rememberChecked(dir, rel, dst, rec, st)
 	}
-	if how, err = copyLocal(sf, tmp, int64(rec.Size)); err != nil {
+	if how, err = copyLocal(ctx, sf, tmp, int64(rec.Size)); err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
 	f, err := os.Open(tmp)
 	if err == nil {
-		err = verifyCRC(f, rec, "the copy")
+		err = verifyCRC(ctx, f, rec, "the copy")
 		f.Close()
 	}
 	if err != nil {
@@ -116,8 +117,8 @@ func rememberChecked(dir Dir, rel, dst string, rec *wire.StageRecord, st fs.File
 // copyLocal copies n bytes of src into a new file at path, fsynced: a
 // reflink (FICLONE) where the file system shares blocks copy-on-write, so
 // that the copy costs no space or time until one side writes, else a copy
-// of the bytes. It returns how (Reflinked or Copied).
-func copyLocal(src *os.File, path string, n int64) (string, error) {
+// of the bytes, until ctx ends. It returns how (Reflinked or Copied).
+func copyLocal(ctx context.Context, src *os.File, path string, n int64) (string, error) {
 	f, err := CreateTemp(path, false)
 	if err != nil {
 		return "", err
@@ -127,7 +128,7 @@ func copyLocal(src *os.File, path string, n int64) (string, error) {
 		// EOPNOTSUPP, EXDEV, EINVAL...: no clone here; copy the bytes.
 		how = Copied
 		if err = reserve(f, n); err == nil {
-			_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+			_, err = io.Copy(f, io.NewSectionReader(ctxReaderAt{ctx, src}, 0, n))
 		}
 	}
 	if err == nil {
@@ -137,6 +138,27 @@ func copyLocal(src *os.File, path string, n int64) (string, error) {
 		err = cerr
 	}
 	return how, err
+}
+
+// ctxReaderAt reads r until ctx ends, a buffer's worth at a time.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		if c.ctx.Err() != nil {
+			return n, pdc.CtxErr(c.ctx)
+		}
+		k, err := c.r.ReadAt(p[n:min(len(p), n+bufSize)], off+int64(n))
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // roomCheckMin is the size from which a fetch first checks that the file
@@ -164,7 +186,7 @@ func reserve(f *os.File, n int64) error {
 // and their CRC. The CRC covers the first rec.Size bytes only, so a file
 // grown since must fail on its size: a reflink clones the producer's file
 // as it is at the clone, an append made after its check included.
-func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
+func verifyCRC(ctx context.Context, f *os.File, rec *wire.StageRecord, what string) error {
 	st, err := f.Stat()
 	if err != nil {
 		return err
@@ -173,7 +195,7 @@ func verifyCRC(f *os.File, rec *wire.StageRecord, what string) error {
 		return fmt.Errorf("%s has %d bytes, but version %d was produced as %d: the file changed after it was produced: %w",
 			what, st.Size(), rec.Version, rec.Size, pdc.ErrChecksum)
 	}
-	crc, err := FileCRC(f, int64(rec.Size))
+	crc, err := FileCRC(ctx, f, int64(rec.Size))
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func TestPlaceLocalLinkAgainLeavesNoTemp(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(cdir.Real, "f")
-		how, err := PlaceLocal(cdir, pdir, "f", dst, tmp, rec, true)
+		how, err := PlaceLocal(context.Background(), cdir, pdir, "f", dst, tmp, rec, true)
 		release()
 		if err != nil || how != Linked {
 			t.Fatalf("version %d: %q, %v", v, how, err)
@@ -80,7 +80,7 @@ func TestPlaceLocalDirectRecordsWhatItChecked(t *testing.T) {
 				f.Close()
 			}
 		}()
-		_, err := PlaceLocal(d, d, "f", dst, filepath.Join(d.Real, ".f.tmp"), rec, false)
+		_, err := PlaceLocal(context.Background(), d, d, "f", dst, filepath.Join(d.Real, ".f.tmp"), rec, false)
 		<-done
 		if err != nil || !d.Current("f", dst, rec) {
 			continue
@@ -169,7 +169,7 @@ func TestCopyCheckRefusesAFileGrownPastItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := verifyCRC(f, rec, "the copy"); !errors.Is(err, pdc.ErrChecksum) {
+	if err := verifyCRC(context.Background(), f, rec, "the copy"); !errors.Is(err, pdc.ErrChecksum) {
 		t.Fatalf("a copy of %d bytes whose first %d are the produce's: %v, want ErrChecksum", len(data)+26, len(data), err)
 	}
 }

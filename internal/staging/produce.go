@@ -99,7 +99,7 @@ func Describe(ctx context.Context, f *os.File, rel string) (wire.StageRecord, er
 		rec.CRC = crc32.Checksum(rec.Data, Table)
 		return rec, nil
 	}
-	crc, err := FileCRC(f, st.Size())
+	crc, err := FileCRC(ctx, f, st.Size())
 	if err != nil {
 		return wire.StageRecord{}, err
 	}

@@ -51,11 +51,11 @@ func TestFileCRCInPartsMatchesOnePass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := FileCRC(f, size)
+		got, err := FileCRC(context.Background(), f, size)
 		if err != nil || got != crc32.Checksum(data, Table) {
 			t.Fatalf("size %d: %08x %v, want %08x", size, got, err, crc32.Checksum(data, Table))
 		}
-		if _, err := FileCRC(f, size+1); err == nil {
+		if _, err := FileCRC(context.Background(), f, size+1); err == nil {
 			t.Fatalf("size %d: a checksum past the end did not fail", size)
 		}
 		f.Close()

@@ -1,12 +1,19 @@
 package stage_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/pdcgo/pdc"
 	"github.com/pdcgo/pdc/internal/e2e"
 )
 
@@ -104,5 +111,63 @@ func TestStageLocalConsumerOwnsItsCopy(t *testing.T) {
 	r = sc.consume(t, "node-a", cons1, "-h")
 	if !strings.Contains(r.Stdout+r.Stderr, "PDC_STAGE_LINK") {
 		t.Errorf("pdc stage consume -h does not name PDC_STAGE_LINK:\n%s%s", r.Stdout, r.Stderr)
+	}
+}
+
+// A consume on the owner's node whose context ends while it copies the
+// owner's file stops there, fails, and leaves nothing in the consumer dir.
+// The local copy and its two checksum passes took no context: a large
+// file was copied to its end past the consume's deadline (2 GB with a 300
+// ms --timeout: 7.6 s) and installed. The test cancels the consume as its
+// temporary file appears (inotify), after the check of the owner's file.
+func TestStageLocalCopyStopsWhenItsContextEnds(t *testing.T) {
+	sc := stageUp(t)
+	const rel = "big.bin"
+	writeFile(t, sc.prodA, rel, nil)
+	if err := os.Truncate(filepath.Join(sc.prodA, rel), 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	sc.produce(t, rel)
+	consA := realDir(t, filepath.Join(sc.base, "cons-node-a"))
+	c := sc.client(t, "node-a", consA)
+
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		t.Skipf("no inotify: %v", err)
+	}
+	events := os.NewFile(uintptr(fd), "inotify")
+	if _, err := unix.InotifyAddWatch(fd, consA, unix.IN_CREATE); err != nil {
+		events.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e2e.Ctx(t, time.Minute))
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := events.Read(buf)
+			if err != nil {
+				return
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+				if strings.Contains(name, ".pdc-tmp-") {
+					cancel()
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}()
+	got, err := c.Consume(ctx, rel)
+	events.Close()
+	<-watched
+	if !errors.Is(err, pdc.ErrCanceled) {
+		t.Fatalf("consume canceled while it copies: got %+v, %v; want ErrCanceled", got, err)
+	}
+	if got := listFiles(t, consA); len(got) != 0 {
+		t.Fatalf("the canceled consume left %v in the consumer dir", got)
 	}
 }
