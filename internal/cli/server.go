@@ -40,6 +40,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	fs.Var(&abandon, "abandon-store", "let a full start go on without the cluster's metadata store meta-RANK, for each RANK of `RANKS` (comma-separated), if no server finds it "+
 		"(its node not started, its data dir gone), which is refused otherwise, naming the store; the cluster forgets it, and its objects, containers and tags are lost to it. "+
 		"Does nothing to a store that is found")
+	var abandonSlots slotList
+	fs.Var(&abandonSlots, "abandon-slot", "let a full start begin data slot SLOT empty, for each SLOT of `SLOTS` (comma-separated), if it is missing "+
+		"(no server of the cluster finds its data dir data-SLOT, or only an out-of-date copy, or the dims cuts owed to it): what it held reads as never written, "+
+		"its copies found are set aside, and the cuts kept for it are dropped. Does nothing to a slot that is held")
 	secretFile := fs.String("secret-file", e.getenv(client.EnvSecretFile), "cluster secret file ($"+client.EnvSecretFile+"; default: tmpdir/"+cluster.SecretFile+" if it exists)")
 	maxHeader := fs.Uint("max-header", wire.DefaultMaxHeader, "largest frame header accepted, bytes")
 	maxPayload := fs.Uint64("max-payload", wire.DefaultMaxPayload, "largest frame payload accepted, bytes")
@@ -99,8 +103,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	cfg := server.Config{
 		Rank: *rank, Size: *size, Listen: *listen, Advertise: *advertise, Insecure: *insecure, TmpDir: *tmpdir, DataDir: *datadir, Roles: r,
-		AbandonStores: abandon,
-		SecretFile:    *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
+		AbandonStores: abandon, AbandonSlots: abandonSlots,
+		SecretFile: *secretFile, StartupTimeout: *startup, Version: Version(), Durability: dur, DataBudget: budgetN,
 		MetricsAddr: *metricsAddr,
 		NoIndex:     !*index, NoSuffixTree: !*suffixTree, Host: *host, StageProducerDir: *stageDir,
 		Limits:        wire.Limits{MaxHeader: uint32(min(*maxHeader, 1<<31)), MaxPayload: *maxPayload},
@@ -206,6 +210,22 @@ func (l *rankList) Set(v string) error {
 			return fmt.Errorf("%q is not a rank", f)
 		}
 		*l = append(*l, r)
+	}
+	return nil
+}
+
+// slotList is a flag of data slots, comma-separated; given again, it adds.
+type slotList []int
+
+func (l *slotList) String() string { return (*rankList)(l).String() }
+
+func (l *slotList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		s, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || s < 0 {
+			return fmt.Errorf("%q is not a data slot", f)
+		}
+		*l = append(*l, s)
 	}
 	return nil
 }

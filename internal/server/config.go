@@ -44,6 +44,12 @@ type Config struct {
 	// then forgets them (slots.CheckStores). A store that is found is
 	// kept whatever this says.
 	AbandonStores []int
+	// AbandonSlots are the data slots a start may start empty,
+	// deliberately, if they are missing (no server finds their data):
+	// what they held reads as never written, and their copies found
+	// (out of date) are set aside (slots.Plan). A slot that is held is
+	// kept whatever this says.
+	AbandonSlots []int
 	// SecretFile, if set, must hold the cluster secret. If empty, the
 	// tmpdir's secret file is used when it exists.
 	SecretFile string
@@ -140,6 +146,11 @@ func (c *Config) Validate() error {
 	for _, r := range c.AbandonStores {
 		if r < 0 || r >= 1<<30 {
 			return fmt.Errorf("--abandon-store %d: want the rank of a metadata store (meta-RANK): %w", r, pdc.ErrInvalid)
+		}
+	}
+	for _, s := range c.AbandonSlots {
+		if s < 0 || s >= 1<<20 {
+			return fmt.Errorf("--abandon-slot %d: want a data slot (data-SLOT under a data dir): %w", s, pdc.ErrInvalid)
 		}
 	}
 	if c.Roles == 0 {

@@ -100,6 +100,7 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		}
 		plans, next := slots.Plan(s.slots.servers, table)
 		s.slots.plans, s.slots.next = plans, next
+		s.logAbandonedSlots(table, plans)
 		// Every server has moved its metadata (the barrier): the stores
 		// adopted are renamed, and expected no more.
 		dirs := map[string]bool{}
@@ -147,6 +148,28 @@ func (s *Server) finishRound(round uint32, reports map[int]*wire.StartRound) (ma
 		s.slots.stamped.Store(true)
 	}
 	return out, nil
+}
+
+// logAbandonedSlots warns of each slot the cluster knew that plans start
+// empty as told (--abandon-slot).
+func (s *Server) logAbandonedSlots(table slots.Table, plans map[int]*wire.SlotPlan) {
+	told := map[uint64]bool{}
+	for _, sv := range s.slots.servers {
+		for _, a := range sv.Inventory.AbandonSlots {
+			told[a] = true
+		}
+	}
+	if len(told) == 0 {
+		return
+	}
+	for rank, p := range plans {
+		for _, f := range p.Fresh {
+			if _, known := table.Gens[int(f)]; known && told[f] {
+				s.log.Warn("abandoned a data slot of the cluster, as told (--abandon-slot): it starts empty, and what it held reads as never written; copies of it found are set aside",
+					"slot", f, "holder", rank)
+			}
+		}
+	}
 }
 
 // rejoinRound answers a server that restarted while the cluster serves:

@@ -409,6 +409,9 @@ func (p *proc) join(ctx context.Context) error {
 	for _, r := range cfg.AbandonStores {
 		inv.Abandon = append(inv.Abandon, uint64(r))
 	}
+	for _, slot := range cfg.AbandonSlots {
+		inv.AbandonSlots = append(inv.AbandonSlots, uint64(slot))
+	}
 	ictx, icancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	a, err := s.takeRound(ictx, &wire.StartRound{Round: wire.RoundInventory, Inventory: &inv}, p.secret)
 	icancel()

@@ -252,7 +252,8 @@ func (l *Ledger) Owe(slots []int, c wire.DimsCut) error {
 		}
 		if len(cuts) >= MaxOwed {
 			return fmt.Errorf("data slot %d, out of reach, is owed %d dims cuts already, as many as are kept for it: "+
-				"bring it back (start the cluster with a server that sees its dir, or restore it): %w", s, len(cuts), pdc.ErrUnavailable)
+				"bring it back (start the cluster with a server that sees its dir, or restore it), or, if its data is gone for good, "+
+				"abandon it (start the cluster with --abandon-slot %d): %w", s, len(cuts), s, pdc.ErrUnavailable)
 		}
 		cuts = append(cuts, OwedCut{Epoch: l.epoch, Obj: c.Obj, Version: c.DimsVersion, Dims: slices.Clone(c.Dims)})
 		if err := l.dir.SetOwedCuts(s, cuts); err != nil {

@@ -3,6 +3,7 @@ package slots
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -291,5 +292,35 @@ func TestOwedCutsOnTheWire(t *testing.T) {
 	m.Cuts[1].Dims = nil
 	if _, err := FromWire(m); !errors.Is(err, pdc.ErrProtocol) {
 		t.Fatalf("a cut without dims: %v", err)
+	}
+}
+
+// A slot told abandoned (--abandon-slot) that would be missing starts
+// empty: its out-of-date copies are set aside, the cuts owed to it go. One
+// held is not touched.
+func TestPlanAbandonSlot(t *testing.T) {
+	srv := servers([]string{"a", "a", "c"}, map[string]map[int]uint64{"a": {0: 4, 1: 4, 2: 3}})
+	srv[2].Data = false
+	srv[1].Inventory.AbandonSlots = []uint64{0, 2, 3}
+	owedAt(srv, 0, 3, 5, 1)
+	owedAt(srv, 2, 3, 5, 1)
+	table := Table{Epoch: 5, Gens: map[int]uint64{0: 4, 1: 4, 2: 4, 3: 4}, Owed: map[int][]DirSeen{3: {{ID: "a"}, {ID: "c"}}}}
+	plans, next := Plan(srv, table)
+	want0 := &wire.SlotPlan{Epoch: 6, Own: 1, Hold: []wire.SlotCopy{cp(0, 4)}, Fresh: []uint64{2}, Aside: []wire.SlotCopy{cp(2, 3)}}
+	want1 := &wire.SlotPlan{Epoch: 6, Own: 2, Hold: []wire.SlotCopy{cp(1, 4)}, Fresh: []uint64{3}}
+	if !reflect.DeepEqual(plans[0], want0) || !reflect.DeepEqual(plans[1], want1) || !reflect.DeepEqual(plans[2].DropOwed, []uint64{3}) {
+		t.Fatalf("plans\n%+v\n%+v\n%+v\nwant\n%+v\n%+v", plans[0], plans[1], plans[2], want0, want1)
+	}
+	if next.Gens[2] != 6 || next.Gens[3] != 6 || len(next.Owed) != 0 {
+		t.Fatalf("next table %+v", next)
+	}
+	// Without the flag, both are missing, and the error says how to
+	// abandon them.
+	srv[1].Inventory.AbandonSlots = nil
+	plans, _ = Plan(srv, table)
+	for _, m := range append(plans[0].Missing, plans[1].Missing...) {
+		if !strings.Contains(m.Why, fmt.Sprintf("--abandon-slot %d", m.Slot)) {
+			t.Fatalf("slot %d missing: %s", m.Slot, m.Why)
+		}
 	}
 }

@@ -47,6 +47,11 @@ type Server struct {
 // keeps the cuts owed to it from now on in its own data dir
 // (SlotMissing.Owe). Files of cuts applied, or older than every copy the
 // cluster may hold, are removed once the start is done (DropOwed).
+//
+// A slot that would be missing and that a server was told to abandon
+// (Inventory.AbandonSlots, --abandon-slot) starts empty instead: its
+// copies found are set aside and the cuts owed to it go. One that is held
+// is not touched.
 func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p := survey(servers, table)
 	if len(p.ds) == 0 {
@@ -58,7 +63,11 @@ func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p.seen = map[string]DirSeen{}
 	p.owed = map[int]map[string]wire.OwedFile{}
 	p.shipped = map[int]uint64{}
+	p.abandon = map[int]bool{}
 	for _, s := range servers {
+		for _, a := range s.Inventory.AbandonSlots {
+			p.abandon[int(a)] = true
+		}
 		d := s.Inventory.DirID
 		p.dirOf[s.Rank] = d
 		if _, ok := p.seen[d]; ok {
@@ -101,7 +110,8 @@ type planner struct {
 	// shipped counts the owed cuts this start moves from and to each
 	// rank (MaxShipped).
 	shipped map[int]uint64
-	epoch   uint64 // of this start
+	abandon map[int]bool // slots to start empty rather than missing (--abandon-slot)
+	epoch   uint64       // of this start
 	next    Table
 }
 
@@ -153,6 +163,10 @@ func (p *planner) place(slot int) {
 	}
 	hostDir := p.dirOf[host]
 	missing := func(why string) {
+		if p.abandon[slot] {
+			p.abandonSlot(slot, host, copies)
+			return
+		}
 		hp.Missing = append(hp.Missing, wire.SlotMissing{Slot: uint32(slot), Why: why, Owe: hostDir})
 		p.next.Gens[slot] = need
 		p.next.Owed[slot] = p.owedAfter(slot, hostDir, need)
@@ -216,6 +230,23 @@ func (p *planner) place(slot int) {
 	}
 }
 
+// abandonSlot starts slot, which would be missing and the operator
+// abandons (--abandon-slot), empty at host: every copy found is set
+// aside, kept for the operator, and the cuts owed to it go.
+func (p *planner) abandonSlot(slot, host int, copies []copyAt) {
+	for _, c := range copies {
+		ap := p.plans[p.owner[c.dir]]
+		ap.Aside = append(ap.Aside, wire.SlotCopy{Slot: uint32(slot), Gen: c.gen})
+	}
+	p.plans[host].Fresh = append(p.plans[host].Fresh, uint64(slot))
+	p.next.Gens[slot] = p.epoch
+	for d := range p.owed[slot] {
+		if d != p.dirOf[host] {
+			p.dropOwed(slot, d)
+		}
+	}
+}
+
 // dropOwed has the lowest rank that sees data dir d remove its file of
 // the cuts owed to slot once the start is done.
 func (p *planner) dropOwed(slot int, d string) {
@@ -263,8 +294,8 @@ func (p *planner) owedFor(slot int, best uint64, hostDir string) (ship []string,
 		return ship, ""
 	}
 	return nil, fmt.Sprintf("its data (dir %s, generation %d) is found, but it must not serve before the dims cuts made while it was out of reach are applied to it, "+
-		"and %s: start the cluster with a server that sees each of those data dirs",
-		SlotDir(slot), best, strings.Join(whys, "; "))
+		"and %s: start the cluster with a server that sees each of those data dirs%s",
+		SlotDir(slot), best, strings.Join(whys, "; "), abandonHint(slot))
 }
 
 // owedAfter returns the data dirs that keep, or may keep, cuts owed to
@@ -320,7 +351,7 @@ type copyAt struct {
 func missingWhy(slot int, need uint64, copies []copyAt, owner map[string]int) string {
 	what := fmt.Sprintf("its data (dir %s, written to data server %d of an earlier cluster) was last held at generation %d", SlotDir(slot), slot, need)
 	if len(copies) == 0 {
-		return what + ", and no server of this cluster finds it under its data dir: start the cluster with a server that sees that dir (on the node that holds it), or restore it"
+		return what + ", and no server of this cluster finds it under its data dir: start the cluster with a server that sees that dir (on the node that holds it), or restore it" + abandonHint(slot)
 	}
 	newest := copies[0]
 	for _, c := range copies {
@@ -328,8 +359,14 @@ func missingWhy(slot int, need uint64, copies []copyAt, owner map[string]int) st
 			newest = c
 		}
 	}
-	return fmt.Sprintf("%s; the newest copy found, under the data dir of rank %d, is of generation %d and out of date: start the cluster with a server that sees the newest copy, or restore it",
-		what, owner[newest.dir], newest.gen)
+	return fmt.Sprintf("%s; the newest copy found, under the data dir of rank %d, is of generation %d and out of date: start the cluster with a server that sees the newest copy, or restore it%s",
+		what, owner[newest.dir], newest.gen, abandonHint(slot))
+}
+
+// abandonHint says how to give up a missing slot's data for good.
+func abandonHint(slot int) string {
+	return fmt.Sprintf("; or, if its data is gone for good, abandon it: start with --abandon-slot %d (pdc up or pdc server), "+
+		"and it starts empty (what it held reads as never written)", slot)
 }
 
 // Adopt decides which metadata server adopts each metadata store

@@ -2700,6 +2700,9 @@ type SlotInventory struct {
 	// Owed are its files of dims cuts owed to data slots that were out of
 	// reach (data-<slot>.cuts).
 	Owed []OwedFile // 9
+	// AbandonSlots are the data slots the server was told to abandon if
+	// they are missing (--abandon-slot): they start empty.
+	AbandonSlots []uint64 // 10
 }
 
 func (m *SlotInventory) Marshal(b []byte) []byte {
@@ -2718,6 +2721,7 @@ func (m *SlotInventory) Marshal(b []byte) []byte {
 	for i := range m.Owed {
 		b = putMsg(b, 9, &m.Owed[i])
 	}
+	b = putPackedUints(b, 10, m.AbandonSlots)
 	return b
 }
 
@@ -2747,6 +2751,8 @@ func (m *SlotInventory) Unmarshal(b []byte) error {
 		case 9:
 			m.Owed = append(m.Owed, OwedFile{})
 			f.sub(&m.Owed[len(m.Owed)-1])
+		case 10:
+			m.AbandonSlots = f.packedUints(m.AbandonSlots)
 		}
 	}
 	return f.err

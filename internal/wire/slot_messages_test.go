@@ -19,13 +19,13 @@ var slotTypes = []msgType{
 	{
 		name:   "SlotInventory",
 		new:    func() wire.Message { return new(wire.SlotInventory) },
-		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}, {5, kUint64}, {6, kMsg}, {7, kBytes}, {8, kPacked}, {9, kMsg}},
+		fields: []field{{1, kString}, {2, kMsg}, {3, kPacked}, {4, kString}, {5, kUint64}, {6, kMsg}, {7, kBytes}, {8, kPacked}, {9, kMsg}, {10, kPacked}},
 		vals: []wire.Message{&wire.SlotInventory{}, &wire.SlotInventory{DirID: "d", Copies: []wire.SlotCopy{{}}, Path: "/p"},
 			&wire.SlotInventory{DirID: strings.Repeat("f", 32), Copies: []wire.SlotCopy{{Slot: 1, Gen: 2}, {}, {Slot: math.MaxUint32, Gen: math.MaxUint64}},
 				MetaDirs: []uint64{0, 7, math.MaxUint64}, Path: "/data/" + strings.Repeat("p", 300), MaxSeq: math.MaxUint64,
 				MetaStores: []wire.MetaStoreSeen{{}, {Rank: math.MaxUint64, ID: strings.Repeat("a", 32), Adopted: true}},
 				Stores:     []byte("pdcmstor\x00"), Abandon: []uint64{0, math.MaxUint64},
-				Owed: []wire.OwedFile{{}, {Slot: 3, Newest: 4, Cuts: 5, Bad: "crc"}}}},
+				Owed: []wire.OwedFile{{}, {Slot: 3, Newest: 4, Cuts: 5, Bad: "crc"}}, AbandonSlots: []uint64{0, 1 << 20}}},
 	},
 	{
 		name:   "OwedFile",

@@ -1,6 +1,7 @@
 package slots_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -70,8 +71,9 @@ func withoutSlot1(t *testing.T, ctx context.Context, tc *testCluster, rng *rand.
 
 // shrinkWithoutSlot1 shrinks every object of d, grows it, and shrinks it
 // again, with slot 1 out of reach: each set dims succeeds (the cuts are
-// kept for slot 1 on rank 1), and pdc status says what is kept.
-func shrinkWithoutSlot1(t *testing.T, ctx context.Context, tc *testCluster, d *dataset) {
+// kept for slot 1 on rank 1), and pdc status says what is kept. It
+// returns the objects that cannot be read without slot 1.
+func shrinkWithoutSlot1(t *testing.T, ctx context.Context, tc *testCluster, d *dataset) map[string]error {
 	t.Helper()
 	// Rows 40-63 are in the second block of region static (32 rows a
 	// block over 2 slots), rows 20-31 in the first: each slot has rows
@@ -100,6 +102,7 @@ func shrinkWithoutSlot1(t *testing.T, ctx context.Context, tc *testCluster, d *d
 	if len(failed) == 0 || good == 0 {
 		t.Fatalf("without slot 1: %d bytes read back, %d objects failed; want some of each", good, len(failed))
 	}
+	return failed
 }
 
 // slot1Back restores slot 1's dir and starts the cluster: the cuts kept
@@ -183,4 +186,52 @@ func TestCutsOwedToASlotOnAnotherNode(t *testing.T) {
 	tc.down()
 	tc.up(3, "a,b,b")
 	slot1Served(t, ctx, tc, d, rng, cuts)
+}
+
+// A slot gone for good: the operator abandons it (--abandon-slot), and
+// the start begins it empty. Objects with nothing in it read back as
+// before; those that had read as never written where it held their rows,
+// and take writes again, which a restart keeps; the cuts kept for it are
+// dropped.
+func TestAbandonAMissingSlot(t *testing.T) {
+	tc := newCluster(t)
+	ctx := e2e.Ctx(t, 3*time.Minute)
+	rng := rand.New(rand.NewPCG(27, 28))
+	d, _ := withoutSlot1(t, ctx, tc, rng)
+	failed := shrinkWithoutSlot1(t, ctx, tc, d)
+	tc.down()
+	e2e.MustRun(t, append(tc.upArgs(2, ""), "--abandon-slot", "1")...)
+	if st := e2e.MustRun(t, "status", "--tmpdir", tc.tmpdir); strings.Contains(st, "missing data slot") {
+		t.Errorf("pdc status with slot 1 abandoned:\n%s", st)
+	}
+	if _, err := os.Stat(filepath.Join(tc.datadir, "data-1.cuts")); err == nil {
+		t.Errorf("the cuts owed to slot 1 are still kept once it is abandoned")
+	}
+	c := tc.connect()
+	for _, do := range d.objs {
+		o, err := c.OpenObject(ctx, do.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.GetData(ctx)
+		_ = o.Close(ctx)
+		if err != nil {
+			t.Fatalf("%s with slot 1 abandoned: %v", do.name, err)
+		}
+		if _, lost := failed[do.name]; lost {
+			do.m.data = got // what slot 1 held reads as never written
+			continue
+		}
+		if !bytes.Equal(got, do.m.data) {
+			t.Fatalf("%s, with nothing in slot 1, reads back %d bytes different once it is abandoned", do.name, differ(got, do.m.data))
+		}
+	}
+	d.overwrite(t, ctx, c, rng, 2*len(d.objs))
+	d.setDims(t, ctx, tc, []uint64{64, 40}, "regrow with slot 1 abandoned")
+	d.verify(t, ctx, tc.connect(), "written with slot 1 abandoned")
+	// The slot is the cluster's again: a restart holds it, with what was
+	// written to it since.
+	tc.down()
+	tc.up(2, "")
+	d.verify(t, ctx, tc.connect(), "restarted with slot 1 abandoned")
 }
