@@ -87,7 +87,8 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	}
 	// Only the path below the dir is walked (the dir was resolved once):
 	// a symlink met there must stay inside it. Then one open, without
-	// os.Open's attempt to register a regular file with the poller.
+	// os.Open's attempt to register a regular file with the poller, and
+	// a look at where it went: the path may have changed since its walk.
 	abs := filepath.Join(f.dir.Real, filepath.FromSlash(rec.Path))
 	if err := f.dir.checkLinks(rec.Path, abs); err != nil {
 		return dtl.Source{}, fmt.Errorf("staged file %q (version %d): %w", rec.Path, rec.Version, err)
@@ -95,6 +96,10 @@ func (f *Files) Resolve(ctx context.Context, key []byte) (dtl.Source, error) {
 	file, err := OpenRead(abs)
 	if err != nil {
 		return dtl.Source{}, f.gone(&rec, err)
+	}
+	if err := f.dir.openedInside(file, rec.Path); err != nil {
+		file.Close()
+		return dtl.Source{}, fmt.Errorf("staged file %q (version %d): %w", rec.Path, rec.Version, err)
 	}
 	if err := Lock(ctx, file, false); err != nil {
 		file.Close()

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -194,6 +195,23 @@ func (d Dir) checkLinks(rel, abs string) error {
 			return fmt.Errorf("path %q in the %s dir %q resolves to %q, outside it (a symlink): %w", rel, d.kind, d.Path, real, pdc.ErrPermission)
 		}
 		cur = real
+	}
+	return nil
+}
+
+// openedInside checks that f, opened at rel's path after checkLinks
+// passed it, is inside d. Anyone who can write in the dir can put a
+// symlink out of it along the path between that check and the open, and
+// the open follows it; the kernel says where the open went
+// (/proc/self/fd). Without /proc the check before the open stands alone.
+func (d Dir) openedInside(f *os.File, rel string) error {
+	where, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return nil
+	}
+	if _, ok := within(d.Real, where); !ok {
+		return fmt.Errorf("path %q in the %s dir %q was opened at %q, outside it (a symlink put along the path since it was checked): %w",
+			rel, d.kind, d.Path, where, pdc.ErrPermission)
 	}
 	return nil
 }

@@ -475,3 +475,62 @@ func TestCopyOfOneProduceIsNotAnotherOfTheSameVersion(t *testing.T) {
 		}
 	}
 }
+
+// The owner serves nothing outside its producer dir, even when a
+// directory along a path is swapped for a symlink out of it between the
+// check of the path's symlinks and the open, by anyone who can write in
+// the dir; here over and over (renameat2 RENAME_EXCHANGE), while a
+// consumer asks for the file outside under a record made to match it. It
+// was served about once in 10 to 40 asks.
+func TestOwnerServesNothingOutsideAfterASwap(t *testing.T) {
+	root := t.TempDir()
+	dir, outside := filepath.Join(root, "prod"), filepath.Join(root, "outside")
+	for _, d := range []string{filepath.Join(dir, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "f"), []byte("inside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "swap")); err != nil {
+		t.Fatal(err)
+	}
+	rec := produced(t, outside, "f", []byte("not for consumers"))
+	rec.Path = "sub/f"
+	files, err := NewFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, swapped := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				swapped <- nil
+				return
+			default:
+			}
+			err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "sub"), unix.AT_FDCWD, filepath.Join(dir, "swap"), unix.RENAME_EXCHANGE)
+			if err != nil {
+				swapped <- err
+				return
+			}
+		}
+	}()
+	served := 0
+	for range 3000 {
+		src, err := files.Resolve(context.Background(), FetchKey(rec))
+		if err == nil {
+			served++
+			src.Release()
+		}
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Skipf("cannot swap a directory and a symlink (renameat2): %v", err)
+	}
+	if served > 0 {
+		t.Fatalf("the file outside the producer dir was served %d times of 3000", served)
+	}
+}
