@@ -127,6 +127,10 @@ func (c *Client) RemoveStaged(ctx context.Context, path string) (int, error) {
 // namespace), a page at a time on every metadata server at once, and
 // reports how many went. As RemoveStaged, it leaves the files alone; on an
 // error, the count is of those removed before it.
+//
+// It removes the produces it lists: each page's removal names them, so
+// that when its answer is lost and it is sent again (once, on a new
+// connection), a produce under the prefix made in between stays.
 func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, error) {
 	given := prefix
 	prefix, err := staging.RecordPrefix(given, c.stage.consumerDir, c.stage.producerDir)
@@ -145,26 +149,11 @@ func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, er
 	errs := make([]error, len(ranks))
 	for i, rank := range ranks {
 		wg.Go(func() {
-			q := wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, All: prefix == ""}
-			q.Limit = c.pageLimit()
-			for {
-				got, err := c.calls().StageRemove(ctx, rank, &q)
-				if err != nil {
-					errs[i] = fmt.Errorf("remove %q: %w", prefix, err)
-					return
-				}
+			errs[i] = c.removeStagedOn(ctx, rank, prefix, func(n int) {
 				mu.Lock()
-				total += int(got.N)
+				total += n
 				mu.Unlock()
-				if got.Next == "" {
-					return
-				}
-				if got.Next <= q.After {
-					errs[i] = fmt.Errorf("%s: stage_remove: the page after %q ends at %q: %w", c.label(rank), q.After, got.Next, pdc.ErrProtocol)
-					return
-				}
-				q.After = got.Next
-			}
+			})
 		})
 	}
 	wg.Wait()
@@ -174,4 +163,38 @@ func (c *Client) RemoveStagedPrefix(ctx context.Context, prefix string) (int, er
 		}
 	}
 	return total, nil
+}
+
+// removeStagedOn removes the records under prefix held by metadata server
+// rank, a listed page at a time, and counts what each removal took.
+func (c *Client) removeStagedOn(ctx context.Context, rank int, prefix string, count func(int)) error {
+	list := wire.StageListReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, Limit: c.pageLimit()}
+	for {
+		page, err := c.calls().StageList(ctx, rank, &list)
+		if err != nil {
+			return fmt.Errorf("remove %q: %w", prefix, err)
+		}
+		if len(page.Records) > 0 {
+			q := wire.StageRemoveReq{Version: wire.StageVersion, Namespace: c.stage.namespace, Prefix: prefix, All: prefix == "",
+				Produces: wire.StageProduces(page.Records)}
+			got, err := c.calls().StageRemove(ctx, rank, &q)
+			if errors.Is(err, pdc.ErrUnavailable) && ctx.Err() == nil {
+				// The connection broke: the removal may have been made
+				// and its answer lost. Sent again it removes the same
+				// produces or fewer.
+				got, err = c.calls().StageRemove(ctx, rank, &q)
+			}
+			if err != nil {
+				return fmt.Errorf("remove %q: %w", prefix, err)
+			}
+			count(int(got.N))
+		}
+		if page.Next == "" {
+			return nil
+		}
+		if page.Next <= list.After {
+			return fmt.Errorf("%s: stage_list: the page after %q ends at %q: %w", c.label(rank), list.After, page.Next, pdc.ErrProtocol)
+		}
+		list.After = page.Next
+	}
 }

@@ -699,8 +699,9 @@ func (s *stages) scanStage(ns, prefix, after string, fn func(path string, v []by
 }
 
 // stageRemove removes the record of one path (only the produce named, if
-// the request names one), or a bounded page of those under a prefix
-// (every one of the namespace with All), in one commit.
+// the request names one), or under a prefix (every path of the namespace
+// with All) the produces named, or without names a bounded page of the
+// records, in one commit.
 // Waiting consumers are not woken: a removed path is one not produced,
 // which they wait for.
 func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
@@ -725,6 +726,12 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, fmt.Errorf("remove: all of a namespace, or a prefix, not both: %w", pdc.ErrInvalid)
 	case whole && (q.Record != 0 || q.Produced != 0):
 		return nil, fmt.Errorf("remove: a produce is named for one path only, not a prefix: %w", pdc.ErrInvalid)
+	case !whole && len(q.Produces) > 0:
+		return nil, fmt.Errorf("remove: produces are named for a prefix or all of a namespace, not one path: %w", pdc.ErrInvalid)
+	case len(q.Produces) > pageRecords:
+		return nil, fmt.Errorf("remove: %d produces named, at most %d: %w", len(q.Produces), pageRecords, pdc.ErrInvalid)
+	case len(q.Produces) > 0 && (q.After != "" || q.Limit != 0):
+		return nil, fmt.Errorf("remove: a removal naming its produces has no page (After, Limit): %w", pdc.ErrInvalid)
 	case !whole:
 		if err := s.ownsStage(q.Path); err != nil {
 			return nil, err
@@ -750,6 +757,35 @@ func (s *stages) stageRemove(ctx context.Context, req *rpc.Request) (*rpc.Respon
 			out.N = 1
 			if s.touches.on {
 				touched = append(touched, stageSubject(q.Namespace, q.Path))
+			}
+		}
+	} else if len(q.Produces) > 0 {
+		// Those the client listed, each only while it is that produce: a
+		// copy of the request sent again after a path under the prefix was
+		// produced (again) leaves that later, acknowledged produce, where
+		// a page of the prefix would take it.
+		seen := make(map[string]bool, len(q.Produces))
+		for i := range q.Produces {
+			p := &q.Produces[i]
+			if !strings.HasPrefix(p.Path, q.Prefix) {
+				err = fmt.Errorf("remove: produce of %q named, outside the prefix %q: %w", p.Path, q.Prefix, pdc.ErrInvalid)
+				break
+			}
+			if p.Path == "" || seen[p.Path] {
+				continue
+			}
+			seen[p.Path] = true
+			var r *wire.StageRecord
+			if r, err = s.loadStage(q.Namespace, p.Path); err != nil {
+				break
+			}
+			if r == nil || otherRecord(&wire.StageRecord{Version: p.Record, Produced: p.Produced}, r) {
+				continue
+			}
+			b.Delete(keyStage(q.Namespace, p.Path))
+			out.N++
+			if s.touches.on {
+				touched = append(touched, stageSubject(q.Namespace, p.Path))
 			}
 		}
 	} else {

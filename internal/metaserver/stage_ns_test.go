@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,7 +157,10 @@ func TestStageListAndRemovePages(t *testing.T) {
 	if got := listNS(t, s, "", "", 0); len(got) != 1 {
 		t.Fatalf("the default namespace after n was removed: %v", got)
 	}
-	for _, q := range []wire.StageRemoveReq{{}, {Path: "a", Prefix: "b"}, {Prefix: "a", All: true}, {Path: "a", All: true}} {
+	named := []wire.StageProduce{{Path: "a/x", Record: 1}}
+	for _, q := range []wire.StageRemoveReq{{}, {Path: "a", Prefix: "b"}, {Prefix: "a", All: true}, {Path: "a", All: true},
+		{Path: "a/x", Produces: named}, {Prefix: "b/", Produces: named}, {Prefix: "a/", After: "a/", Produces: named},
+		{Prefix: "a/", Limit: 1, Produces: named}, {All: true, Produces: make([]wire.StageProduce, 4097)}} {
 		q.Version = wire.StageVersion
 		if _, err := s.stageRemove(context.Background(), stageReq(&q)); !errors.Is(err, pdc.ErrInvalid) {
 			t.Errorf("remove %+v: %v, want %v", q, err, pdc.ErrInvalid)
@@ -306,5 +310,41 @@ func TestStageRemoveSentAgainSparesALaterProduce(t *testing.T) {
 	produceNS(t, s, "n", "a")
 	if n := removeNS(t, s, wire.StageRemoveReq{Namespace: "n", Path: "a"}); n != 1 {
 		t.Fatalf("removal naming no produce: %d removed, want 1", n)
+	}
+}
+
+// A removal of a prefix names the produces it listed, so that a copy of
+// it sent again (its answer was lost) after paths under the prefix were
+// produced, again or for the first time, leaves those later, acknowledged
+// produces; before, the copy removed whatever the prefix held by then.
+func TestStagePrefixRemoveSentAgainSparesLaterProduces(t *testing.T) {
+	s := newSvc(t)
+	defer s.Close()
+	listed := produceNS(t, s, "n", "d/a", "d/b", "e")
+	q := wire.StageRemoveReq{Namespace: "n", Prefix: "d/", Produces: wire.StageProduces(listed[:2])}
+	if n := removeNS(t, s, q); n != 2 {
+		t.Fatalf("removal of d/: %d removed, want 2", n)
+	}
+	produceNS(t, s, "n", "d/a", "d/c")
+	if n := removeNS(t, s, q); n != 0 {
+		t.Fatalf("the removal sent again removed %d records, want none", n)
+	}
+	if got := listNS(t, s, "n", "", 0); strings.Join(got, " ") != "d/a@1 d/c@1 e@1" {
+		t.Fatalf("records after the removal sent again: %v, want [d/a@1 d/c@1 e@1]", got)
+	}
+	// Named twice counts once; a path named that has no record is passed.
+	again := produceNS(t, s, "n", "d/a")
+	q.Produces = append(wire.StageProduces(again), wire.StageProduces(again)...)
+	q.Produces = append(q.Produces, wire.StageProduce{Path: "d/none", Record: 1})
+	if n := removeNS(t, s, q); n != 1 {
+		t.Fatalf("removal naming d/a twice: %d removed, want 1", n)
+	}
+	// All of the namespace, by the produces listed.
+	all := wire.StageRemoveReq{Namespace: "n", All: true, Produces: wire.StageProduces(produceNS(t, s, "n", "d/c", "e"))}
+	if n := removeNS(t, s, all); n != 2 {
+		t.Fatalf("removal of all of n: %d removed, want 2", n)
+	}
+	if got := listNS(t, s, "n", "", 0); len(got) != 0 {
+		t.Fatalf("records after the removal of all: %v", got)
 	}
 }

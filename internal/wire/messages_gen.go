@@ -3468,11 +3468,43 @@ func (m *StageList) Unmarshal(b []byte) error {
 	return f.err
 }
 
+// StageProduce names one produce of a path: its record's Version and
+// Produced (StageVersion 5).
+type StageProduce struct {
+	Path     string // 1
+	Record   uint64 // 2
+	Produced int64  // 3
+}
+
+func (m *StageProduce) Marshal(b []byte) []byte {
+	b = putString(b, 1, m.Path)
+	b = putUint(b, 2, m.Record)
+	b = putInt(b, 3, m.Produced)
+	return b
+}
+
+func (m *StageProduce) Unmarshal(b []byte) error {
+	*m = StageProduce{}
+	f := fields{b: b, msg: "StageProduce"}
+	for f.next() {
+		switch f.num {
+		case 1:
+			m.Path = f.string()
+		case 2:
+			m.Record = f.uint64()
+		case 3:
+			m.Produced = f.int64()
+		}
+	}
+	return f.err
+}
+
 // StageRemoveReq removes staged files' records that one metadata server
 // holds in one namespace (MethodStageRemove): the record of Path, or, with
-// Prefix set or All, a bounded page of the records whose paths start with
-// Prefix (every one with All). Consumers waiting for a removed path keep
-// waiting for its next produce.
+// Prefix set or All, the produces named in Produces, or without them a
+// bounded page of the records whose paths start with Prefix (every one
+// with All). Consumers waiting for a removed path keep waiting for its
+// next produce.
 type StageRemoveReq struct {
 	Version   uint32 // 1: StageVersion
 	Namespace string // 2
@@ -3488,6 +3520,14 @@ type StageRemoveReq struct {
 	// record Path has (clients before 4).
 	Record   uint64 // 8
 	Produced int64  // 9
+	// Produces names, for a removal of Prefix or All (StageVersion 5),
+	// the produces to remove: those the client listed. Each goes only if
+	// it is still its path's record and its path is under Prefix; After
+	// and Limit are unused (the client pages with StageList). A copy of
+	// the request sent again after a path under the prefix was produced
+	// (again) thus leaves that produce. Empty: a page of whatever records
+	// the prefix has (clients before 5). At most 4096.
+	Produces []StageProduce // 10
 }
 
 func (m *StageRemoveReq) Marshal(b []byte) []byte {
@@ -3500,6 +3540,9 @@ func (m *StageRemoveReq) Marshal(b []byte) []byte {
 	b = putUint(b, 7, uint64(m.Limit))
 	b = putUint(b, 8, m.Record)
 	b = putInt(b, 9, m.Produced)
+	for i := range m.Produces {
+		b = putMsg(b, 10, &m.Produces[i])
+	}
 	return b
 }
 
@@ -3526,6 +3569,9 @@ func (m *StageRemoveReq) Unmarshal(b []byte) error {
 			m.Record = f.uint64()
 		case 9:
 			m.Produced = f.int64()
+		case 10:
+			m.Produces = append(m.Produces, StageProduce{})
+			f.sub(&m.Produces[len(m.Produces)-1])
 		}
 	}
 	return f.err

@@ -693,12 +693,26 @@ var metaTypes = []msgType{
 	{
 		name:   "StageRemoveReq",
 		new:    func() wire.Message { return new(wire.StageRemoveReq) },
-		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kBool}, {6, kString}, {7, kUint32}, {8, kUint64}, {9, kInt64}},
+		fields: []field{{1, kUint32}, {2, kString}, {3, kString}, {4, kString}, {5, kBool}, {6, kString}, {7, kUint32}, {8, kUint64}, {9, kInt64}, {10, kMsg}},
 		vals: []wire.Message{
 			&wire.StageRemoveReq{},
 			&wire.StageRemoveReq{Version: 2, Path: "a"},
 			&wire.StageRemoveReq{Version: 4, Path: "a", Record: 1, Produced: -1},
-			&wire.StageRemoveReq{Version: math.MaxUint32, Namespace: "n", Path: "a", Prefix: "b/", All: true, After: strings.Repeat("d/", 500), Limit: math.MaxUint32, Record: math.MaxUint64, Produced: math.MaxInt64},
+			&wire.StageRemoveReq{Version: 5, Prefix: "b/", Produces: []wire.StageProduce{{Path: "b/a", Record: 1, Produced: 2}, {}}},
+			&wire.StageRemoveReq{Version: math.MaxUint32, Namespace: "n", Path: "a", Prefix: "b/", All: true, After: strings.Repeat("d/", 500), Limit: math.MaxUint32, Record: math.MaxUint64, Produced: math.MaxInt64,
+				Produces: hundred(func(i int) wire.StageProduce {
+					return wire.StageProduce{Path: fmt.Sprint("b/", i), Record: uint64(i), Produced: -int64(i)}
+				}, wire.StageProduce{Path: strings.Repeat("p", 300), Record: math.MaxUint64, Produced: math.MinInt64})},
+		},
+	},
+	{
+		name:   "StageProduce",
+		new:    func() wire.Message { return new(wire.StageProduce) },
+		fields: []field{{1, kString}, {2, kUint64}, {3, kInt64}},
+		vals: []wire.Message{
+			&wire.StageProduce{},
+			&wire.StageProduce{Path: "a", Record: 1, Produced: 1},
+			&wire.StageProduce{Path: strings.Repeat("d/", 500), Record: math.MaxUint64, Produced: math.MinInt64},
 		},
 	},
 	{
@@ -834,6 +848,7 @@ var metaGolden = []struct {
 	{"StageRemoveReq", &wire.StageRemoveReq{Version: 2, Namespace: "n", Path: "p", Prefix: "q", All: true, After: "a", Limit: 3},
 		"08 02 12 01 6e 1a 01 70 22 01 71 28 01 32 01 61 38 03"},
 	{"StageRemoved", &wire.StageRemoved{Version: 2, N: 3, Next: "z"}, "08 02 10 03 1a 01 7a"},
+	{"StageProduce", &wire.StageProduce{Path: "q/a", Record: 7, Produced: 5}, "0a 03 71 2f 61 10 07 18 0a"},
 	{"DataItem", &wire.DataItem{Obj: 1, Write: true, Off: []uint64{2}, Size: []uint64{3}, Dims: []uint64{300}, DimsVersion: 4, Elem: 5, Storage: 2},
 		"08 01 10 01 1a 01 02 22 01 03 2a 02 ac 02 30 04 38 05 40 02"},
 	{"DataItem", &wire.DataItem{Obj: 1, Slot: 3}, "08 01 50 03"},
@@ -963,7 +978,7 @@ func TestMetaTypesCovered(t *testing.T) {
 			t.Errorf("%s: %d fields described, the struct has %d", mt.name, len(mt.fields), n)
 		}
 	}
-	if want := 62 + len(slotTypes); len(metaTypes) != want {
+	if want := 63 + len(slotTypes); len(metaTypes) != want {
 		t.Fatalf("%d metadata message types, want %d", len(metaTypes), want)
 	}
 }

@@ -192,6 +192,7 @@ func goldenMessages() []struct {
 		{"StageList", &wire.StageList{Version: 2, Records: []wire.StageRecord{{Path: "a", Version: 1, Namespace: "run-2"}, {}}, Next: "a"}},
 		{"StageRemoveReq", &wire.StageRemoveReq{Version: 2, Namespace: "n", Path: "p", Prefix: "q/", All: true, After: "q/a", Limit: 300}},
 		{"StageRemoved", &wire.StageRemoved{Version: 2, N: 1 << 40, Next: "z"}},
+		{"StageProduce", &wire.StageProduce{Path: "q/a", Record: 7, Produced: 1_700_000_000_000_000_000}},
 	}
 }
 
