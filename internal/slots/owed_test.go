@@ -324,3 +324,26 @@ func TestPlanAbandonSlot(t *testing.T) {
 		}
 	}
 }
+
+// A start without data servers (every server metadata only) moves no
+// slot and keeps the table; the data dirs that may keep cuts owed to a
+// missing slot are part of it. Before, they were dropped: the next start
+// with data servers held the slot, found on another node, without the
+// cuts kept under a data dir it did not see, and a regrow read back the
+// rows those shrinks dropped.
+func TestPlanWithoutDataServersKeepsTheDirsOfOwedCuts(t *testing.T) {
+	table := Table{Epoch: 5, Gens: map[int]uint64{0: 5, 1: 3}, Owed: map[int][]DirSeen{1: {{ID: "a", Host: "nodea", Path: "/d/a"}}}}
+	srv := servers([]string{"a", "a"}, nil)
+	srv[0].Data, srv[1].Data = false, false
+	_, next := Plan(srv, table)
+	if !reflect.DeepEqual(next.Owed, table.Owed) {
+		t.Fatalf("a start without data servers: owed %+v, want %+v", next.Owed, table.Owed)
+	}
+	// Node b has slot 1's copy; node a, whose data dir keeps its cuts, is
+	// not started: slot 1 stays missing.
+	srv = servers([]string{"b", "b"}, map[string]map[int]uint64{"b": {0: 5, 1: 3}})
+	plans, _ := Plan(srv, next)
+	if m := plans[1].Missing; len(m) != 1 || m[0].Slot != 1 || !strings.Contains(m[0].Why, "data dir /d/a on host nodea") {
+		t.Fatalf("slot 1 found on node b, its cuts on node a: rank 1 holds %+v, receives %+v, missing %+v", plans[1].Hold, plans[1].Receive, m)
+	}
+}

@@ -55,8 +55,10 @@ type Server struct {
 func Plan(servers []Server, table Table) (map[int]*wire.SlotPlan, Table) {
 	p := survey(servers, table)
 	if len(p.ds) == 0 {
-		// No server holds data: nothing moves, and the table stays.
+		// No server holds data: nothing moves, and the table stays,
+		// with the data dirs that may keep cuts owed to missing slots.
 		maps.Copy(p.next.Gens, table.Gens)
+		maps.Copy(p.next.Owed, table.Owed)
 		return p.plans, p.next
 	}
 	p.dirOf = map[int]string{}
