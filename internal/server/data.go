@@ -180,7 +180,21 @@ func (s *Server) logAbandonedSlots(table slots.Table, plans map[int]*wire.SlotPl
 // restarted server's data dir (it restarted on another node, which has an
 // out-of-date copy left behind) is not the one the cluster wrote to, and
 // is refused (openSlots).
+//
+// The dims cuts owed to a slot coming back at this start go with it as
+// they went with the server it replaces (a restart during the start; after
+// it they are applied, and older than the copy): the data dir that keeps
+// them reports them at RoundMoved (ShipOwed) and drops its file once the
+// start is done (DropOwed), and the holder is answered them again at
+// RoundMoved. Without them, the holder would open the slot without the
+// cuts kept under another data dir, stamp it with the epoch (after which
+// they count as applied) and serve the rows they dropped.
 func (s *Server) rejoinRound(round uint32, rank int) *wire.StartRound {
+	if round == wire.RoundMoved {
+		if a := s.rounds.reply(round, rank); a != nil {
+			return a
+		}
+	}
 	if round != wire.RoundPlan {
 		return &wire.StartRound{Round: round}
 	}
@@ -195,7 +209,7 @@ func (s *Server) rejoinRound(round uint32, rank int) *wire.StartRound {
 		}
 		return planned
 	}
-	q := &wire.SlotPlan{Epoch: p.Epoch, Own: p.Own, Missing: p.Missing}
+	q := &wire.SlotPlan{Epoch: p.Epoch, Own: p.Own, Missing: p.Missing, ShipOwed: p.ShipOwed, DropOwed: p.DropOwed}
 	for _, c := range p.Hold {
 		q.Hold = append(q.Hold, wire.SlotCopy{Slot: c.Slot, Gen: gen(c.Gen)})
 	}

@@ -184,6 +184,26 @@ func (rs *rounds) fail(r *round, err error) {
 	}
 }
 
+// reply returns round n's answer to rank, nil if it has none (the round
+// is not done, failed, or answered rank nothing).
+func (rs *rounds) reply(n uint32, rank int) *wire.StartRound {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.mu.r[n]
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+	default:
+		return nil
+	}
+	if r.err != nil {
+		return nil
+	}
+	return r.replies[rank]
+}
+
 func (r *round) answer(rank int) (*wire.StartRound, error) {
 	if r.err != nil {
 		return nil, r.err
