@@ -95,8 +95,11 @@ cat >"$prefix/bin/pdc_server.exe" <<'EOF'
 # the number of servers. The server list goes to $PDC_TMPDIR (default
 # ./pdc_tmp), where PDCinit finds it. Arguments go to `pdc server` (see
 # `pdc server -h`). `pdc up -n N` starts N servers on this machine in one
-# command.
+# command. PDC's `pdc_server.exe restart` resumes from the checkpoint of the
+# last run; a pdc server always resumes from what its data dir holds, so
+# that argument is taken and dropped.
 here=$(dirname "$0")
+if [ "${1:-}" = restart ]; then shift; fi
 if [ -x "$here/pdc" ]; then exec "$here/pdc" server "$@"; fi
 exec pdc server "$@"
 EOF

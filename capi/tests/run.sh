@@ -15,8 +15,9 @@
 #     expect (compat), children forked by a process that used libpdc (fork,
 #     fork.py: C and Python's multiprocessing), then `pdc down`.
 #  2. One server started with PDC's pdc_server.exe, the container test
-#     (cont), and PDC's close_server to stop it; then close_server run
-#     right after `pdc_server.exe &`, which waits for it to start.
+#     (cont), and PDC's close_server to stop it; `pdc_server.exe restart`
+#     finds what it stored; then close_server run right after
+#     `pdc_server.exe &`, which waits for it to start.
 #
 # usage: capi/tests/run.sh PREFIX
 set -euo pipefail
@@ -371,8 +372,18 @@ expect 'PDCcont_close('
 expect 'is a container property, not a container'
 expect 'PDCprop_create(42, pdc 1): unknown property type 42'
 expect 'PDCcont_get_tag(3, "units"): tag_value and value_size must not be NULL'
+"$pdc" cont create "kept-$$" >/dev/null
 "$prefix/bin/close_server" >"$work/close.out" || fail "close_server"
 wait "${server_pids[0]}" || fail "pdc_server.exe exited with an error: $(cat "$work/server.err")"
+server_pids=()
+# PDC's checkpoint-restart script starts the server again with `restart`,
+# alone, and expects what the first run stored.
+"$prefix/bin/pdc_server.exe" restart 2>"$work/restart.err" &
+server_pids+=($!)
+"$pdc" ping --wait 60s >/dev/null || fail "pdc_server.exe restart did not start: $(cat "$work/restart.err")"
+"$pdc" cont ls | grep -q "kept-$$" || fail "the container made before close_server is gone after pdc_server.exe restart"
+"$prefix/bin/close_server" >"$work/close-restart.out" || fail "close_server after restart"
+wait "${server_pids[0]}" || fail "pdc_server.exe restart exited with an error: $(cat "$work/restart.err")"
 server_pids=()
 
 echo "== close_server right after pdc_server.exe &: it waits for the server to start, then stops it"
