@@ -111,11 +111,13 @@ cat >"$prefix/bin/close_server" <<'EOF'
 # (default ./pdc_tmp) finishes its requests and exits, after transient
 # containers are deleted; it returns once they are gone. Like PDC's, which
 # retries its connects, it waits for servers still starting (up to 60 s:
-# scripts run it right after `pdc_server.exe &`). Arguments go to `pdc
-# down` (see `pdc down -h`).
+# scripts run it right after `pdc_server.exe &`). PDC's MPI scripts run it
+# with one rank per server (mpiexec -n N close_server): rank 0 stops the
+# cluster and the other ranks return at once. Arguments go to `pdc down`
+# (see `pdc down -h`).
 here=$(dirname "$0")
-if [ -x "$here/pdc" ]; then exec "$here/pdc" down --wait 60s "$@"; fi
-exec pdc down --wait 60s "$@"
+if [ -x "$here/pdc" ]; then exec "$here/pdc" down --wait 60s --rank0-only "$@"; fi
+exec pdc down --wait 60s --rank0-only "$@"
 EOF
 chmod 0755 "$prefix/bin/pdc_server.exe" "$prefix/bin/close_server"
 

@@ -494,11 +494,24 @@ func runDown(ctx context.Context, e *env, args []string) error {
 	secretFile := secretFileFlag(e, fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to stop")
 	wait := fs.Duration("wait", 0, "how long to wait for a cluster that has not started yet (no server list) to start, before stopping it; one whose rank 0 is up is waited for --timeout anyway")
+	rank0Only := fs.Bool("rank0-only", false, "under a launcher (its rank variables, as pdc server reads them), only rank 0 stops the cluster; the other ranks return at once and print nothing. PDC's scripts run close_server with one rank per server (mpiexec -n N close_server)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("down: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if *rank0Only {
+		// N processes stopping one cluster at once: all but one found it
+		// stopping or gone and failed, and each waited --wait for a list
+		// the first had removed.
+		launch, fromEnv, err := cluster.FromEnv(e.getenv)
+		if err != nil {
+			return fmt.Errorf("down: %w", err)
+		}
+		if fromEnv && launch.Rank != 0 {
+			return nil
+		}
 	}
 	if err := awaitStart(ctx, *tmpdir, *wait, *timeout); err != nil {
 		return err
