@@ -150,51 +150,67 @@ func (l *Lib) objTags(id uint64, fn func(ctx context.Context, t tagged, exists f
 	})
 }
 
-// ObjOpenMetaID is pdc_obj_open_by_meta_id (pdc_mpi.h), what
-// PDCobj_create_mpi's other ranks call: it opens the object whose id on
-// the servers is metaID, which must be in the container contID (created
-// in it, or added to it with PDCcont_put_objids), through
-// the container's connection. propID, if not 0, is the property the
-// object was created with: PDCobj_buf_retrieve then returns its buffer,
-// as on the creating rank.
+// ObjOpenMetaID is pdc_obj_open_by_meta_id (pdc_mpi.h): it opens the
+// object whose id on the servers is metaID, which must be in the
+// container contID (created in it, or added to it with
+// PDCcont_put_objids), through the container's connection. propID, if
+// not 0, is the property the object was created with:
+// PDCobj_buf_retrieve then returns its buffer, as on the creating rank.
 func (l *Lib) ObjOpenMetaID(contID, metaID, propID uint64) uint64 {
 	return l.runID(fmt.Sprintf("pdc_obj_open_by_meta_id(cont %d, %d, prop %d)", contID, metaID, propID), func() (uint64, error) {
-		if metaID == 0 {
-			return 0, fmt.Errorf("meta id 0 names no object: %w", pdc.ErrInvalid)
+		return l.objOpenMetaID(contID, metaID, propID, true)
+	})
+}
+
+// ObjOpenCreated is pdc_obj_open_created (pdc_mpi.h), what
+// PDCobj_create_mpi's other ranks call: ObjOpenMetaID of the object
+// another rank created, with contID naming only the connection. PDC
+// does not look at the container the other ranks pass, and programs
+// written for it pass each rank's own (PDC's create_obj_coll and
+// read_write_col_perf name it "c" and the rank), so the object may be in
+// any container.
+func (l *Lib) ObjOpenCreated(contID, metaID, propID uint64) uint64 {
+	return l.runID(fmt.Sprintf("pdc_obj_open_created(cont %d, %d, prop %d)", contID, metaID, propID), func() (uint64, error) {
+		return l.objOpenMetaID(contID, metaID, propID, false)
+	})
+}
+
+func (l *Lib) objOpenMetaID(contID, metaID, propID uint64, inCont bool) (uint64, error) {
+	if metaID == 0 {
+		return 0, fmt.Errorf("meta id 0 names no object: %w", pdc.ErrInvalid)
+	}
+	var buf unsafe.Pointer
+	if propID != 0 {
+		l.mu.Lock()
+		prop, err := l.lookupLocked(propID, kindObjProp)
+		if err == nil {
+			buf = prop.buf
 		}
-		var buf unsafe.Pointer
-		if propID != 0 {
-			l.mu.Lock()
-			prop, err := l.lookupLocked(propID, kindObjProp)
-			if err == nil {
-				buf = prop.buf
-			}
-			l.mu.Unlock()
-			if err != nil {
-				return 0, err
-			}
+		l.mu.Unlock()
+		if err != nil {
+			return 0, err
 		}
-		var id uint64
-		err := l.contDo(contID, func(ctx context.Context, ch *handle) error {
-			o, err := ch.conn.c.OpenObjectID(ctx, metaID)
+	}
+	var id uint64
+	err := l.contDo(contID, func(ctx context.Context, ch *handle) error {
+		o, err := ch.conn.c.OpenObjectID(ctx, metaID)
+		if err != nil {
+			return err
+		}
+		if got := o.Info().ContainerID; inCont && got != ch.cont.ID() {
+			// Not its home; it may have been added (PDCcont_put_objids).
+			in, err := ch.cont.Contains(ctx, metaID)
+			if err == nil && !in {
+				err = fmt.Errorf("object %d (%q) is in container %d, not in %q (%d), neither created in it nor added to it: %w",
+					metaID, o.Name(), got, ch.cont.Name(), ch.cont.ID(), pdc.ErrInvalid)
+			}
 			if err != nil {
+				_ = o.Close(ctx)
 				return err
 			}
-			if got := o.Info().ContainerID; got != ch.cont.ID() {
-				// Not its home; it may have been added (PDCcont_put_objids).
-				in, err := ch.cont.Contains(ctx, metaID)
-				if err == nil && !in {
-					err = fmt.Errorf("object %d (%q) is in container %d, not in %q (%d), neither created in it nor added to it: %w",
-						metaID, o.Name(), got, ch.cont.Name(), ch.cont.ID(), pdc.ErrInvalid)
-				}
-				if err != nil {
-					_ = o.Close(ctx)
-					return err
-				}
-			}
-			id, err = l.addObj(ctx, ch.conn, o, buf)
-			return err
-		})
-		return id, err
+		}
+		id, err = l.addObj(ctx, ch.conn, o, buf)
+		return err
 	})
+	return id, err
 }

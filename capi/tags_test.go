@@ -135,8 +135,9 @@ func checkTagChanges(t *testing.T, p *proc, id, cont, prop, obj uint64, put func
 	p.wantLine(t, "5 is a closed handle")
 }
 
-// TestObjOpenMetaID is what PDCobj_create_mpi's other ranks do: open the
-// object one rank created, by its id.
+// TestObjOpenMetaID opens the object one process created, by its id, in
+// another: pdc_obj_open_by_meta_id, and pdc_obj_open_created, which is
+// what PDCobj_create_mpi's other ranks do.
 func TestObjOpenMetaID(t *testing.T) {
 	tc := startCluster(t, "node-a", "node-b")
 	p := tc.node("node-a")
@@ -194,10 +195,30 @@ func TestObjOpenMetaID(t *testing.T) {
 		{func() uint64 { return q.ObjOpenMetaID(qcont, info.MetaID+1000, 0) }, []string{"not found"}},
 		{func() uint64 { return q.ObjOpenMetaID(qcont, info.MetaID, qcont) }, []string{"is a container, not a object property"}},
 		{func() uint64 { return q.ObjOpenMetaID(qprop, info.MetaID, 0) }, []string{"is a object property, not a container"}},
+		{func() uint64 { return q.ObjOpenCreated(qcont, 0, 0) }, []string{"pdc_obj_open_created(cont", "meta id 0 names no object"}},
+		{func() uint64 { return q.ObjOpenCreated(qprop, info.MetaID, 0) }, []string{"is a object property, not a container"}},
 	} {
 		if c.call() != 0 {
 			t.Fatalf("call succeeded; want %q", c.want)
 		}
 		q.wantLine(t, c.want...)
 	}
+
+	// PDCobj_create_mpi's other ranks open it through whichever container
+	// they name: PDC's programs pass each rank's own.
+	qo := q.ObjOpenCreated(other, info.MetaID, qprop)
+	if qo == 0 {
+		t.Fatal(q.lines())
+	}
+	oinfo, rc := q.ObjGetInfo(qo)
+	if rc != capi.Succeed || oinfo.MetaID != info.MetaID || oinfo.Name != "shared" {
+		t.Fatalf("opened %+v through another container, want the object %d: %q", oinfo, info.MetaID, q.lines())
+	}
+	if buf, rc := q.ObjBufRetrieve(qo); rc != capi.Succeed || buf != unsafe.Pointer(&x) {
+		t.Fatalf("buf %p, want the property's %p", buf, &x)
+	}
+	if q.ObjClose(qo) != capi.Succeed {
+		t.Fatal(q.lines())
+	}
+	q.quiet(t)
 }

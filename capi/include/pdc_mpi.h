@@ -31,6 +31,16 @@ extern "C" {
  * Returns a new object handle (close it with PDCobj_close), or 0.
  */
 pdcid_t pdc_obj_open_by_meta_id(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_create_prop);
+
+/*
+ * pdc_obj_open_created is what PDCobj_create_mpi's other ranks call: it
+ * opens the object meta_id another rank created, as
+ * pdc_obj_open_by_meta_id, with cont_id naming only the connection. PDC
+ * does not look at the container the other ranks pass, and programs
+ * written for it pass each rank's own, so the object may be in any
+ * container.
+ */
+pdcid_t pdc_obj_open_created(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_create_prop);
 #ifdef __cplusplus
 }
 #endif
@@ -123,8 +133,10 @@ static inline perr_t PDC_Client_search_obj_ref_through_dart_mpi(dart_hash_algo_t
 
 /*
  * PDCobj_create_mpi: rank rank_id of comm creates the object (as
- * PDCobj_create), then every other rank opens that object (by its id, so
- * the one just created whatever its time step, user id and app name).
+ * PDCobj_create) in its cont_id, then every other rank opens that object
+ * (by its id, so the one just created whatever its time step, user id and
+ * app name) through its own cont_id's connection, whichever container
+ * that is (PDC's programs may pass each rank's own).
  * Every rank of comm calls it together with the same rank_id; each gets
  * its own handle (close it with PDCobj_close). If the create fails every
  * rank returns 0 (rank rank_id prints why; the others print one line
@@ -173,7 +185,7 @@ static inline pdcid_t PDCobj_create_mpi(pdcid_t cont_id, const char *obj_name, p
     }
     if (rank == rank_id)
         return obj;
-    return pdc_obj_open_by_meta_id(cont_id, head[1], obj_create_prop);
+    return pdc_obj_open_created(cont_id, head[1], obj_create_prop);
 }
 #endif /* ENABLE_MPI */
 

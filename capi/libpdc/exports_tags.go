@@ -77,6 +77,11 @@ func pdcgo_obj_open_by_meta_id(cont, metaID, prop C.uint64_t) C.uint64_t {
 	return C.uint64_t(lib.ObjOpenMetaID(uint64(cont), uint64(metaID), uint64(prop)))
 }
 
+//export pdcgo_obj_open_created
+func pdcgo_obj_open_created(cont, metaID, prop C.uint64_t) C.uint64_t {
+	return C.uint64_t(lib.ObjOpenCreated(uint64(cont), uint64(metaID), uint64(prop)))
+}
+
 // pdcgo_cont_iter_start returns the iterator's id, at its first
 // container: 0 for none or on failure (which it reports).
 //

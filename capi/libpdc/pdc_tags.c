@@ -34,6 +34,11 @@ pdcid_t pdc_obj_open_by_meta_id(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_c
     return pdcgo_obj_open_by_meta_id(cont_id, meta_id, obj_create_prop);
 }
 
+pdcid_t pdc_obj_open_created(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_create_prop)
+{
+    return pdcgo_obj_open_created(cont_id, meta_id, obj_create_prop);
+}
+
 /*
  * Iterators. The struct is C memory holding the Go iterator's id (a
  * cursor that holds a page of the listing per server, at its current

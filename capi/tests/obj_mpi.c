@@ -1,8 +1,8 @@
 /*
  * obj_mpi: PDCobj_create_mpi (pdc_mpi.h), run with mpiexec -n 2: one rank
- * creates, every rank gets a handle to that object; a second create of
- * the same object fails on every rank; a rank out of range fails on every
- * rank.
+ * creates, every rank gets a handle to that object, also when each rank
+ * names its own container; a second create of the same object fails on
+ * every rank; a rank out of range fails on every rank.
  */
 #include <mpi.h>
 
@@ -57,6 +57,36 @@ int main(int argc, char **argv)
     CHECK(PDCobj_get_tag(obj, "by", &value, &type, &vsize) == SUCCEED && vsize == 6 && strcmp(value, "rank0") == 0,
           "rank %d: get_tag", rank);
     free(value);
+
+    /* Each rank names its own container, as PDC's create_obj_coll and
+     * read_write_col_perf do: rank 0 creates in its own, every other rank
+     * gets that object all the same, and reads what rank 0 wrote. */
+    char own_name[64], obj_name[80];
+    snprintf(own_name, sizeof own_name, "%s-c%d", name, rank);
+    snprintf(obj_name, sizeof obj_name, "%s-own", name);
+    pdcid_t own = PDCcont_create(own_name, PDCprop_create(PDC_CONT_CREATE, pdc));
+    CHECK(own != 0, "rank %d: PDCcont_create(%s) failed", rank, own_name);
+    pdcid_t shared = PDCobj_create_mpi(own, obj_name, prop, 0, MPI_COMM_WORLD);
+    CHECK(shared != 0, "rank %d: PDCobj_create_mpi through its own container failed", rank);
+    uint64_t off[2] = {0, 0};
+    float    vals[20];
+    for (int i = 0; i < 20; i++)
+        vals[i] = rank == 0 ? (float)i * 1.5f : -1;
+    pdcid_t reg = PDCregion_create(2, off, dims);
+    pdcid_t tr  = PDCregion_transfer_create(vals, rank == 0 ? PDC_WRITE : PDC_READ, shared, reg, reg);
+    if (rank == 0)
+        CHECK(tr != 0 && PDCregion_transfer_start(tr) == SUCCEED && PDCregion_transfer_wait(tr) == SUCCEED,
+              "rank 0: write");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0) {
+        CHECK(tr != 0 && PDCregion_transfer_start(tr) == SUCCEED && PDCregion_transfer_wait(tr) == SUCCEED,
+              "rank %d: read", rank);
+        for (int i = 0; i < 20; i++)
+            CHECK(vals[i] == (float)i * 1.5f, "rank %d: element %d is %g, rank 0 wrote %g", rank, i, vals[i],
+                  (float)i * 1.5f);
+    }
+    CHECK(PDCregion_transfer_close(tr) == SUCCEED && PDCregion_close(reg) == SUCCEED, "rank %d: close", rank);
+    CHECK(PDCobj_close(shared) == SUCCEED && PDCcont_close(own) == SUCCEED, "rank %d: close own", rank);
 
     /* The same object again: the creator's create fails, so every rank's. */
     CHECK(PDCobj_create_mpi(cont, name, prop, creator, MPI_COMM_WORLD) == 0, "rank %d: created twice", rank);
