@@ -3,6 +3,8 @@
 #
 #   PREFIX/lib/libpdc.so            the C library: a loader (capi/shim) in front of
 #   PREFIX/lib/libpdc_core.so       the library that does the work (cgo, -buildmode=c-shared)
+#   PREFIX/lib/libpdc_commons.so    a linker script standing for libpdc, for
+#                                   PDC's link line (-lpdc -lpdc_commons)
 #   PREFIX/lib/libpdc_preload.so    staging for unmodified programs, through
 #                                   LD_PRELOAD (plain C; loads libpdc.so when
 #                                   a path in a staging dir needs it)
@@ -55,6 +57,13 @@ fi
 # shellcheck disable=SC2086 # CC may carry flags, as cgo allows
 $CC -std=c11 -O2 -U_FORTIFY_SOURCE -fno-delete-null-pointer-checks -Wno-nonnull-compare -fPIC -shared \
 	-fvisibility=hidden -Wall -Wextra -Werror -o "$prefix/lib/libpdc_preload.so" capi/preload/pdc_preload.c -ldl -lpthread
+# PDC's build and its examples' Makefile link programs with -lpdc
+# -lpdc_commons; pdc has one library, and libpdc_commons.so is a linker
+# script that stands for it.
+cat >"$prefix/lib/libpdc_commons.so" <<'EOF'
+/* PDC links programs with -lpdc -lpdc_commons; pdc's library is libpdc. */
+INPUT(AS_NEEDED(-lpdc))
+EOF
 "$GO" build -o "$prefix/bin/pdc" ./cmd/pdc
 install -m 0644 capi/include/*.h "$prefix/include/"
 # DYAD's header names, for programs written against DYAD's headers.

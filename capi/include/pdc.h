@@ -6,7 +6,7 @@
  * Here: connections, container and object properties, containers and
  * objects with their tags and iterators, container membership by id
  * (PDCcont_put/get/del_objids, pdc_cont.h), regions and transfers, tag
- * search and the DART functions (pdc_client_connect.h), data queries
+ * search and the DART functions (pdc_client_api.h), data queries
  * (pdc_query.h), the MPI forms (pdc_mpi.h, with ENABLE_MPI, which
  * pdc_config.h defines when libpdc was installed for MPI), and file
  * staging (pdc_stage.h). PDC's analysis and transform registration
@@ -48,7 +48,7 @@
 #include "pdc_obj.h"
 #include "pdc_region.h"
 #include "pdc_query.h"
-#include "pdc_client_connect.h"
+#include "pdc_client_api.h"
 #include "pdc_mpi.h"
 #include "pdc_stage.h"
 #include "pdc_analysis.h"

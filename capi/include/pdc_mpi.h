@@ -47,7 +47,7 @@ pdcid_t pdc_obj_open_created(pdcid_t cont_id, uint64_t meta_id, pdcid_t obj_crea
 
 #ifdef ENABLE_MPI
 #include <stdio.h>
-#include "pdc_client_connect.h"
+#include "pdc_client_api.h"
 #include <stdlib.h>
 
 /*

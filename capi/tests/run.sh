@@ -67,6 +67,15 @@ for t in obj_meta obj_region obj_bad create_bad query tags objids limits public 
 done
 # PDC's public typedefs and enums have PDC's types and values.
 "$work/public" >/dev/null || fail "public"
+# The headers and helpers PDC's own programs use besides the API, linked
+# as PDC's examples' Makefile links (-lpdc -lpdc_commons).
+"$CC" -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -I"$prefix/include" -o "$work/helpers" "$here/helpers.c" \
+	-L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lpdc -lpdc_commons
+"$work/helpers" >"$work/helpers.out" 2>"$work/helpers.err" || { cat "$work/helpers.err" >&2; fail "helpers"; }
+[ "$(cat "$work/helpers.out")" = "$(printf 'println 42!\nhelpers: ok')" ] || fail "helpers printed: $(cat "$work/helpers.out")"
+# pdc.h alone leaves those helpers' names to the program, as PDC's does.
+printf '#include "pdc.h"\nstatic int println(int x) { return x; }\nint main(void) { return println(0); }\n' |
+	"$CC" -std=c11 -Wall -Werror -I"$prefix/include" -o /dev/null -x c - || fail "pdc.h declares println"
 # Each header compiles on its own, as a program may include any one first.
 for h in "$prefix"/include/*.h; do
 	b=$(basename "$h")
