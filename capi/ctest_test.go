@@ -132,3 +132,41 @@ func killUnder(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestInstallForMPI installs libpdc for MPI (make capi PDC_MPI=1), as
+// PDC's programs expect it: pdc_config.h defines ENABLE_MPI, so a program
+// built with mpicc gets pdc_mpi.h's forms without -DENABLE_MPI. The
+// install set it before building pdc_vpicio with plain cc, which then
+// needed mpi.h, and failed.
+func TestInstallForMPI(t *testing.T) {
+	needLauncher(t, "mpicc")
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "capi")
+	cmd := exec.CommandContext(ctx, "./install.sh", prefix)
+	cmd.Env = append(os.Environ(), "PDC_MPI=1")
+	cmd.WaitDelay = 10 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("PDC_MPI=1 ./install.sh: %v\n%s", err, out)
+	}
+	prog := filepath.Join(dir, "mpi.c")
+	src := `#include "pdc.h"
+#ifndef ENABLE_MPI
+#error an install for MPI defines ENABLE_MPI in pdc_config.h
+#endif
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    pdcid_t (*create)(pdcid_t, const char *, pdcid_t, int, MPI_Comm) = PDCobj_create_mpi;
+    MPI_Finalize();
+    return create == 0;
+}
+`
+	if err := os.WriteFile(prog, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := script(ctx, "mpicc", "-std=c11", "-Wall", "-Werror", "-I"+filepath.Join(prefix, "include"), "-o", filepath.Join(dir, "mpi"), prog,
+		"-L"+filepath.Join(prefix, "lib"), "-Wl,-rpath,"+filepath.Join(prefix, "lib"), "-lpdc"); err != nil {
+		t.Fatalf("mpicc against the install for MPI: %v\n%s", err, out)
+	}
+}

@@ -71,12 +71,6 @@ for d in dyad/client dyad/common dyad/core; do
 	mkdir -p "$prefix/include/$d"
 	install -m 0644 "capi/include/$d"/*.h "$prefix/include/$d/"
 done
-# pdc_config.h says whether programs get the MPI forms by default, as
-# PDC's says whether PDC was built with MPI.
-if [ "${PDC_MPI:-0}" = 1 ]; then
-	sed -i 's|^/\* #undef ENABLE_MPI \*/$|#define ENABLE_MPI 1|' "$prefix/include/pdc_config.h"
-	grep -q '^#define ENABLE_MPI 1$' "$prefix/include/pdc_config.h" || { echo "capi/install.sh: could not set ENABLE_MPI" >&2; exit 1; }
-fi
 
 # The prefix is found from where pdc.pc is, not written in: pip builds
 # the Python package's copy (python/setup.py) in a build dir and installs
@@ -151,4 +145,12 @@ for p in vpicio bdcats; do
 	$CC -std=c11 -O2 -Wall -Wextra -Werror -I"$prefix/include" -o "$prefix/bin/pdc_$p" "capi/bench/$p.c" \
 		-L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lpdc
 done
+# pdc_config.h says whether programs get the MPI forms by default, as
+# PDC's says whether PDC was built with MPI. Set last: pdc_vpicio and
+# pdc_bdcats need no MPI, and with it every program that includes pdc.h
+# needs mpi.h (mpicc).
+if [ "${PDC_MPI:-0}" = 1 ]; then
+	sed -i 's|^/\* #undef ENABLE_MPI \*/$|#define ENABLE_MPI 1|' "$prefix/include/pdc_config.h"
+	grep -q '^#define ENABLE_MPI 1$' "$prefix/include/pdc_config.h" || { echo "capi/install.sh: could not set ENABLE_MPI" >&2; exit 1; }
+fi
 echo "installed libpdc in $prefix"
