@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -264,7 +263,7 @@ func replaceFile(fsys vfs.FS, path string, durable bool, fill func(f vfs.File) e
 		return err
 	}
 	if durable {
-		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		if err := syncName(fsys, path); err != nil {
 			return &unsyncedError{err}
 		}
 	}

@@ -82,7 +82,7 @@ type Options struct {
 // change of dims has its object to itself.
 type Store struct {
 	opts   Options
-	fs     vfs.FS
+	fs     *dirFS
 	files  *fileCache
 	closed atomic.Bool
 	// objects counts the objects that have files; written the bytes of
@@ -140,7 +140,8 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, fs: fsys, files: newFileCache(fsys, maxOpenFiles)}
+	dfs := newDirFS(fsys)
+	s := &Store{opts: opts, fs: dfs, files: newFileCache(dfs, maxOpenFiles)}
 	for _, name := range unsynced {
 		s.files.inheritUnsynced(filepath.Join(opts.Dir, name))
 	}
@@ -527,6 +528,15 @@ func (s *Store) write(obj uint64, l Layout, box region.Box, n uint64, store func
 		return err
 	}
 	path := o.off.pathOr(o.reg)
+	if s.opts.Sync && !o.entrySynced && s.fs.pending(path) {
+		// A write on disk when acknowledged needs its file's name on
+		// disk too: made by a relayout or a create whose directory
+		// fsync failed, it is not, and a power loss would take the
+		// write with the file (or bring back the file it replaced).
+		if err := s.syncName(o); err != nil {
+			return fmt.Errorf("region store: write object %d region %v: %w", obj, box, err)
+		}
+	}
 	err = s.withFile(path, func(f vfs.File) error {
 		err := store(f, o)
 		o.maps.written()
@@ -670,13 +680,20 @@ func (s *Store) flush(o *object) error {
 
 // syncName makes the name of o's file durable, if nothing did since it
 // was created or renamed (o.entrySynced): a power loss would take the
-// file with it, or bring back the one a relayout replaced. Requires o.mu
-// held exclusively.
+// file with it, or bring back the one a relayout replaced. A name that a
+// failed fsync of the directory may have dropped no later fsync writes
+// (dirFS): the file is written anew and renamed into place, as after a
+// failed fsync of the file. Requires o.mu held exclusively and the object
+// to have files.
 func (s *Store) syncName(o *object) error {
 	if o.entrySynced {
 		return nil
 	}
-	if err := s.fs.SyncDir(s.opts.Dir); err != nil {
+	err := s.fs.syncName(o.off.pathOr(o.reg))
+	if errors.Is(err, errNameLost) {
+		return s.rewriteFile(o, "after a failed fsync of its directory")
+	}
+	if err != nil {
 		return fmt.Errorf("directory %s: %w", s.opts.Dir, err)
 	}
 	o.entrySynced = true

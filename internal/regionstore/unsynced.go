@@ -25,13 +25,18 @@ const rewriteChunk = 1 << 20
 // deleted. Without a failed fsync it does nothing. Requires o.mu held
 // exclusively and the object loaded.
 func (s *Store) rewrite(o *object) error {
-	if o.mode == 0 {
+	if o.mode == 0 || s.files.unsynced(o.off.pathOr(o.reg)) == nil {
 		return nil
 	}
+	return s.rewriteFile(o, "after a failed fsync")
+}
+
+// rewriteFile is rewrite, done whatever the file's state (after why): a
+// new file, checked, fsynced and renamed into place, and the directory
+// fsynced, so that o's name is durable too (o.entrySynced). Requires o.mu
+// held exclusively and the object to have files.
+func (s *Store) rewriteFile(o *object, why string) error {
 	path := o.off.pathOr(o.reg)
-	if s.files.unsynced(path) == nil {
-		return nil
-	}
 	// Every CRC the pending slot names goes to the tables first: the copy
 	// starts with an empty slot.
 	err := s.withFile(path, func(f vfs.File) error {
@@ -41,15 +46,15 @@ func (s *Store) rewrite(o *object) error {
 		return o.reg.pend.clear(f)
 	})
 	if err != nil {
-		return fmt.Errorf("region store: object %d: rewrite %s after a failed fsync: %w", o.id, path, err)
+		return fmt.Errorf("region store: object %d: rewrite %s %s: %w", o.id, path, why, err)
 	}
 	o.maps.drop() // the rename replaces the file under the mapping
 	if err := s.files.drop(path); err != nil {
-		return fmt.Errorf("region store: object %d: rewrite %s after a failed fsync: %w", o.id, path, err)
+		return fmt.Errorf("region store: object %d: rewrite %s %s: %w", o.id, path, why, err)
 	}
 	old, err := s.fs.Open(path)
 	if err != nil {
-		return fmt.Errorf("region store: object %d: rewrite %s after a failed fsync: %w", o.id, path, err)
+		return fmt.Errorf("region store: object %d: rewrite %s %s: %w", o.id, path, why, err)
 	}
 	err = replaceFile(s.fs, path, true, func(f vfs.File) error {
 		if o.mode == ByOffset {
@@ -59,7 +64,7 @@ func (s *Store) rewrite(o *object) error {
 	})
 	_ = old.Close()
 	if !replaced(err) {
-		return fmt.Errorf("region store: object %d: rewrite %s after a failed fsync: %w", o.id, path, err)
+		return fmt.Errorf("region store: object %d: rewrite %s %s: %w", o.id, path, why, err)
 	}
 	s.files.clearUnsynced(path)
 	o.entrySynced = err == nil
@@ -68,7 +73,7 @@ func (s *Store) rewrite(o *object) error {
 		o.reg.checkpointed = 0
 	}
 	if err != nil {
-		return fmt.Errorf("region store: object %d: rewrite %s after a failed fsync: %w", o.id, path, err)
+		return fmt.Errorf("region store: object %d: rewrite %s %s: %w", o.id, path, why, err)
 	}
 	return nil
 }

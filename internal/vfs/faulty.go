@@ -75,7 +75,10 @@ type Rule struct {
 	Short bool
 	// Lose makes a failing Sync of a MemFS file lose what was written
 	// since the last good one, as Linux may after a failed writeback;
-	// see Loss. Files of other file systems are left as they are.
+	// see Loss. A failing SyncDir of a MemFS directory likewise loses
+	// the names changed since the last good one (files created, renamed
+	// or removed): no later SyncDir makes them durable, only a new change
+	// of the name. Other file systems are left as they are.
 	Lose Loss
 }
 
@@ -360,8 +363,11 @@ func (f *Faulty) List(dir string) ([]string, error) {
 }
 
 func (f *Faulty) SyncDir(dir string) error {
-	if err := f.check(OpSyncDir, dir); err != nil {
-		return err
+	if r := f.fault(OpSyncDir, dir); r != nil {
+		if m, ok := f.inner.(*MemFS); ok && r.Lose != LoseNothing {
+			m.loseDir(dir, r.Lose == LoseEvict)
+		}
+		return &fs.PathError{Op: OpSyncDir.String(), Path: dir, Err: r.Err}
 	}
 	return f.inner.SyncDir(dir)
 }

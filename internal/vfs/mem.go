@@ -19,7 +19,9 @@ import (
 //
 //   - a file's contents are durable as of its last File.Sync;
 //   - a directory's names (files created, renamed, linked or removed in
-//     it) are durable as of its last FS.SyncDir;
+//     it) are durable as of its last FS.SyncDir, each name as it was
+//     then, unless a failed SyncDir lost its change (Rule.Lose): then
+//     only a later change of the name makes it durable again;
 //   - directories themselves are durable once made (a simplification:
 //     pdc's stores make their directories once and never rename them).
 //
@@ -41,9 +43,11 @@ type memNode struct {
 	dir  bool
 	perm os.FileMode
 
-	// A directory's names now, and as of its last SyncDir; guarded by
-	// MemFS.mu.
+	// A directory's names now, and as of its last SyncDir, and the
+	// names of files changed since (which a SyncDir makes durable);
+	// guarded by MemFS.mu.
 	entries, synced map[string]*memNode
+	dirty           map[string]bool
 	locked          bool // guarded by MemFS.mu
 
 	mu      sync.RWMutex
@@ -75,7 +79,21 @@ func NewMem() *MemFS {
 }
 
 func newDir(perm os.FileMode) *memNode {
-	return &memNode{dir: true, perm: perm, entries: map[string]*memNode{}, synced: map[string]*memNode{}}
+	return &memNode{dir: true, perm: perm, entries: map[string]*memNode{}, synced: map[string]*memNode{}, dirty: map[string]bool{}}
+}
+
+// setEntry names n in directory d. m.mu is held.
+func (d *memNode) setEntry(name string, n *memNode) {
+	d.entries[name] = n
+	if !n.dir {
+		d.dirty[name] = true
+	}
+}
+
+// delEntry removes a file's name from directory d. m.mu is held.
+func (d *memNode) delEntry(name string) {
+	delete(d.entries, name)
+	d.dirty[name] = true
 }
 
 // split turns a name into its path elements; names are relative to the
@@ -145,7 +163,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 			return nil, err
 		}
 		n = &memNode{perm: perm.Perm(), mtime: time.Now()}
-		d.entries[base] = n
+		d.setEntry(base, n)
 	case err != nil:
 		return nil, err
 	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
@@ -179,9 +197,11 @@ func (m *MemFS) Remove(name string) error {
 	if n.dir && len(n.entries) > 0 {
 		return pathErr("remove", name, syscall.ENOTEMPTY)
 	}
-	delete(d.entries, base)
 	if n.dir {
+		delete(d.entries, base)
 		delete(d.synced, base) // directories are durable as made, and as removed
+	} else {
+		d.delEntry(base)
 	}
 	return nil
 }
@@ -198,8 +218,10 @@ func (m *MemFS) RemoveAll(name string) error {
 	}
 	if n := d.entries[base]; n != nil && n.dir {
 		delete(d.synced, base)
+		delete(d.entries, base)
+	} else if n != nil {
+		d.delEntry(base)
 	}
-	delete(d.entries, base)
 	return nil
 }
 
@@ -226,12 +248,15 @@ func (m *MemFS) Rename(oldname, newname string) error {
 			return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: syscall.EEXIST}
 		}
 	}
-	delete(od.entries, ob)
-	nd.entries[nb] = n
 	if n.dir {
+		delete(od.entries, ob)
+		nd.entries[nb] = n
 		delete(od.synced, ob)
 		nd.synced[nb] = n
+		return nil
 	}
+	od.delEntry(ob)
+	nd.setEntry(nb, n)
 	return nil
 }
 
@@ -252,7 +277,7 @@ func (m *MemFS) Link(oldname, newname string) error {
 	if d.entries[base] != nil {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EEXIST}
 	}
-	d.entries[base] = n
+	d.setEntry(base, n)
 	return nil
 }
 
@@ -308,8 +333,38 @@ func (m *MemFS) SyncDir(dir string) error {
 	if !n.dir {
 		return pathErr("fsync", dir, syscall.ENOTDIR)
 	}
-	n.synced = maps.Clone(n.entries)
+	for name := range n.dirty {
+		if c := n.entries[name]; c != nil {
+			n.synced[name] = c
+		} else {
+			delete(n.synced, name)
+		}
+	}
+	clear(n.dirty)
 	return nil
+}
+
+// loseDir is a failed writeback of dir: the names changed since its last
+// SyncDir are no longer dirty, so that no later SyncDir makes them
+// durable; with evict the directory reads as its disk has it, those
+// names as they were at the last SyncDir.
+func (m *MemFS) loseDir(dir string, evict bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookup("fsync", dir)
+	if err != nil || !n.dir {
+		return
+	}
+	if evict {
+		for name := range n.dirty {
+			if c := n.synced[name]; c != nil {
+				n.entries[name] = c
+			} else {
+				delete(n.entries, name)
+			}
+		}
+	}
+	clear(n.dirty)
 }
 
 func (m *MemFS) Lock(name string) (io.Closer, error) {

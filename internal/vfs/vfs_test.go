@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -319,6 +320,46 @@ func TestFaultySyncLoses(t *testing.T) {
 			}
 		}
 		must(t, f.Close())
+	}
+}
+
+// A failed SyncDir that loses its names (Rule.Lose) leaves them to no
+// later SyncDir: a power loss takes them, though the next SyncDir
+// succeeded; a name changed again after the failure is durable again.
+// With LoseEvict the directory reads at once as its disk has it.
+func TestFaultySyncDirLoses(t *testing.T) {
+	for _, loss := range []vfs.Loss{vfs.LoseNothing, vfs.LoseClean, vfs.LoseEvict} {
+		m := vfs.NewMem()
+		fsys := vfs.NewFaulty(m)
+		must(t, fsys.MkdirAll("/s", 0o755))
+		must(t, atomicfile.WriteFS(fsys, "/s/a", []byte("a"), 0o644))
+		f, err := fsys.Create("/s/b")
+		must(t, err)
+		must(t, f.Sync())
+		must(t, f.Close())
+		must(t, fsys.Rename("/s/a", "/s/c"))
+		fsys.Inject(vfs.Rule{Ops: vfs.OpSyncDir, Count: 1, Err: syscall.EIO, Lose: loss})
+		if err := fsys.SyncDir("/s"); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("loss %d: syncdir: %v, want EIO", loss, err)
+		}
+		live, durable := "b c", "a"
+		switch loss {
+		case vfs.LoseNothing:
+			durable = "b c"
+		case vfs.LoseEvict:
+			live = durable
+		}
+		if names, _ := m.List("/s"); strings.Join(names, " ") != live {
+			t.Fatalf("loss %d: lists %q, want %q", loss, names, live)
+		}
+		must(t, fsys.SyncDir("/s"))
+		if names, _ := m.CrashClone().List("/s"); strings.Join(names, " ") != durable {
+			t.Fatalf("loss %d: after a power loss %q, want %q", loss, names, durable)
+		}
+		must(t, atomicfile.WriteFS(fsys, "/s/d", []byte("d"), 0o644))
+		if names, _ := m.CrashClone().List("/s"); !slices.Contains(names, "d") {
+			t.Fatalf("loss %d: a name made after the failure and synced: after a power loss %q", loss, names)
+		}
 	}
 }
 
