@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +213,111 @@ func TestLeaseEndsWhileStartWaits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A write whose dims lease ends between the writes of its start, after
+// the start's leases were checked whole and its earlier writes were
+// registered, is confirmed again there, with one question, and taken:
+// on the path that stores a start's writes as they arrive (here) and on
+// the workers' path. If its dims were replaced meanwhile it is refused
+// as stale, and so is a later start at those dims.
+func TestLeaseEndsBetweenWritesOfAStart(t *testing.T) {
+	for _, path := range []string{"here", "workers"} {
+		for _, meanwhile := range []string{"nothing", "shrink"} {
+			t.Run(path+"/"+meanwhile, func(t *testing.T) {
+				dims := []uint64{8, 16}
+				objs := newLivesObjects()
+				objs.set(1, 1, dims...)
+				objs.set(2, 1, dims...)
+				// The lease outlasts any run; its end is set by hand.
+				cfg := Config{Objects: objs, lease: time.Hour}
+				if path == "workers" {
+					cfg.beforeIO = func(wire.DataItem) {} // keeps starts off the here path
+				}
+				reached, proceed := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				cfg.beforeEnqueue = func(it wire.DataItem) {
+					if it.Obj == 1 && it.Write {
+						once.Do(func() {
+							close(reached)
+							<-proceed
+						})
+					}
+				}
+				e := newEnv(t, cfg)
+				c := e.dial("c")
+				ctx := testCtx(t)
+				whole := region.Shape(dims...)
+				at1 := func(obj uint64, write bool) wire.DataItem {
+					it := item(obj, write, dims, whole.Off, whole.Size)
+					it.DimsVersion = 1
+					return it
+				}
+				d2, d1 := pattern(nbytes(dims), 0x20), pattern(nbytes(dims), 0x10)
+				type result struct {
+					res wire.DataResults
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					res, _, err := startWait(ctx, c, []wire.DataItem{at1(2, true), at1(1, true)}, d2, d1)
+					done <- result{res, err}
+				}()
+				select {
+				case <-reached:
+				case <-ctx.Done():
+					t.Fatal("the start's second write was never about to be registered")
+				}
+				// Between the two writes: object 1's lease ends (after a
+				// shrink its cut never reached this server).
+				if meanwhile == "shrink" {
+					objs.set(1, 2, 4, 16)
+				}
+				asked := objs.questionsAsked()
+				e.svc.mu.Lock()
+				e.svc.mu.confirmed[1] = e.svc.now() - time.Hour
+				e.svc.mu.Unlock()
+				close(proceed)
+				var d result
+				select {
+				case d = <-done:
+				case <-ctx.Done():
+					t.Fatal("the start never answered")
+				}
+				if n := objs.questionsAsked(); n != asked+1 {
+					t.Errorf("%d questions once the lease ended, want 1", n-asked)
+				}
+				read := func(obj uint64) ([]byte, error) {
+					t.Helper()
+					res, parts, err := startWait(ctx, c, []wire.DataItem{at1(obj, false)})
+					if err == nil {
+						mustOK(t, res)
+						return parts[0], nil
+					}
+					return nil, err
+				}
+				switch meanwhile {
+				case "nothing":
+					if d.err != nil {
+						t.Fatalf("a start whose second write's lease ended after its first was registered: %v, want it stored", d.err)
+					}
+					mustOK(t, d.res)
+					for obj, want := range map[uint64][]byte{1: d1, 2: d2} {
+						if got, err := read(obj); err != nil || !bytes.Equal(got, want) {
+							t.Fatalf("object %d: %v; the start's bytes do not read back", obj, err)
+						}
+					}
+				case "shrink":
+					if !errors.Is(d.err, pdc.ErrStale) || !strings.Contains(d.err.Error(), "dims version 1 is older than version 2") {
+						t.Fatalf("a start whose second write's dims were replaced after its first was registered: %v, want ErrStale for the newer dims", d.err)
+					}
+					_, _, err := startWait(ctx, c, []wire.DataItem{at1(1, true)}, d1)
+					if !errors.Is(err, pdc.ErrStale) {
+						t.Fatalf("a later start at the replaced dims: %v, want ErrStale", err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -91,6 +91,9 @@ func (s *Service) enqueue(ctx context.Context, t *transfer, here bool) error {
 	if t.follower {
 		return nil // registered and queued with its leader
 	}
+	if s.cfg.beforeEnqueue != nil {
+		s.cfg.beforeEnqueue(t.item)
+	}
 	n := min(t.ioBytes, s.cfg.MaxBytes) // one larger than the budget goes alone
 	if !t.item.Write && !t.view {
 		if s.budget.TryAcquire(n) {

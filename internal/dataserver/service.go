@@ -74,6 +74,10 @@ type Config struct {
 	// once its dims are confirmed, before it waits for the client's
 	// earlier starts: a testing knob.
 	beforeTurn func()
+	// beforeEnqueue, if set, runs before each transfer of a start is
+	// registered (after the ones before it in the start were), on either
+	// path: a testing knob.
+	beforeEnqueue func(wire.DataItem)
 }
 
 func (c *Config) setDefaults() {
