@@ -8,8 +8,8 @@ import (
 )
 
 // Unimplemented reports that a function of PDC's API that pdc does not
-// provide (analysis and transform registration, region locks, buffer
-// mapping, server-side histograms) was called, naming it and why, and
+// provide (analysis and transform registration, server-side
+// histograms) was called, naming it and why, and
 // returns Fail: a program that uses one links and fails clearly at run
 // time instead of at link time.
 func (l *Lib) Unimplemented(call, why string) int {

@@ -31,6 +31,10 @@ type objState struct {
 	objClosed bool
 	objName   string
 	metaID    uint64
+	// kindObj: buffers mapped to the object and locks held on it
+	// (bufmap.go), by the remote region's id; guarded by handle.sem.
+	bufMaps  map[uint64]*bufMap
+	regLocks map[uint64]int
 
 	// kindRegion: the box (read only).
 	box region.Box

@@ -5,14 +5,14 @@
  *
  * Here: connections, container and object properties, containers and
  * objects with their tags and iterators, container membership by id
- * (PDCcont_put/get/del_objids, pdc_cont.h), regions and transfers, tag
- * search and the DART functions (pdc_client_api.h), data queries
- * (pdc_query.h), the MPI forms (pdc_mpi.h, with ENABLE_MPI, which
- * pdc_config.h defines when libpdc was installed for MPI), and file
- * staging (pdc_stage.h). PDC's analysis and transform registration
- * (pdc_analysis.h, pdc_transform.h), region locks and buffer mapping are
- * declared and fail with a report naming the call: pdc does not implement
- * them. PDC's _pkg.h headers exist for programs that include them.
+ * (PDCcont_put/get/del_objids, pdc_cont.h), regions and transfers, buffer
+ * maps and region locks (pdc_region.h), tag search and the DART functions
+ * (pdc_client_api.h), data queries (pdc_query.h), the MPI forms
+ * (pdc_mpi.h, with ENABLE_MPI, which pdc_config.h defines when libpdc was
+ * installed for MPI), and file staging (pdc_stage.h). PDC's analysis and
+ * transform registration (pdc_analysis.h, pdc_transform.h) are declared
+ * and fail with a report naming the call: pdc does not implement them.
+ * PDC's _pkg.h headers exist for programs that include them.
  *
  * Conventions of every function:
  *  - handles (pdcid_t) are numbers; 0 is never a handle;

@@ -113,8 +113,23 @@ int  PDC_region_overlap_detect(int ndim, uint64_t *offset1, uint64_t *size1, uin
                                uint64_t **output_offset, uint64_t **output_size);
 
 /*
- * PDC's older I/O path, which PDC itself replaced with region transfers:
- * pdc does not implement it. Each reports the call and fails.
+ * PDC's older I/O path, which PDC itself replaced with region transfers,
+ * done here with them. PDCbuf_obj_map records that buf's part local_reg
+ * (shaped as PDCregion_transfer_create's local region) goes with the
+ * object's part remote_reg: both hold as many elements, local_type is as
+ * large as the object's type, remote_reg lies inside the object; a part
+ * is mapped once until PDCbuf_obj_unmap. PDCreg_obtain_lock takes a
+ * PDC_READ or PDC_WRITE lock on the part (one at a time; the lock is the
+ * process's own, no server keeps it, and PDC_BLOCK never waits).
+ * PDCreg_release_lock, with the access obtained, moves the data of a
+ * mapped part: a write lock writes buf's part to the object, a read lock
+ * reads the object's part into buf, and it returns once the data is
+ * there (written data acknowledged by the data servers); a lock on a part
+ * not mapped moves nothing. buf must be valid at each release until
+ * PDCbuf_obj_unmap; libpdc uses it only inside release. A failed release
+ * keeps the lock, to be tried again.
+ * Each fails, naming object and region, on a part not mapped (unmap), not
+ * locked (release), or mapped or locked already (map, obtain).
  */
 perr_t PDCbuf_obj_map(void *buf, pdc_var_type_t local_type, pdcid_t local_reg, pdcid_t remote_obj,
                       pdcid_t remote_reg);

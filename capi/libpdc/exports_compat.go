@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/pdcgo/pdc/capi"
 )
@@ -48,4 +49,27 @@ func pdcgo_query_text(h C.uint64_t, text **C.char, ndim *C.size_t, off, size **C
 		*ndim, *off, *size = C.size_t(len(within.Off)), cU64s(within.Off), cU64s(within.Size)
 	}
 	return C.int(rc)
+}
+
+// pdcgo_buf_obj_map takes buf, C memory: PDCreg_release_lock reads or
+// writes it, inside the call, until PDCbuf_obj_unmap.
+//
+//export pdcgo_buf_obj_map
+func pdcgo_buf_obj_map(buf unsafe.Pointer, typ C.int, local, obj, remote C.uint64_t) C.int {
+	return C.int(lib.BufObjMap(buf, int(typ), uint64(local), uint64(obj), uint64(remote)))
+}
+
+//export pdcgo_buf_obj_unmap
+func pdcgo_buf_obj_unmap(obj, reg C.uint64_t) C.int {
+	return C.int(lib.BufObjUnmap(uint64(obj), uint64(reg)))
+}
+
+//export pdcgo_reg_obtain_lock
+func pdcgo_reg_obtain_lock(obj, reg C.uint64_t, access, mode C.int) C.int {
+	return C.int(lib.RegObtainLock(uint64(obj), uint64(reg), int(access), int(mode)))
+}
+
+//export pdcgo_reg_release_lock
+func pdcgo_reg_release_lock(obj, reg C.uint64_t, access C.int) C.int {
+	return C.int(lib.RegReleaseLock(uint64(obj), uint64(reg), int(access)))
 }

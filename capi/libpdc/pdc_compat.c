@@ -1,9 +1,9 @@
 /*
  * The rest of PDC's public API: what programs written for PDC call besides
  * the object, region, query and tag functions. Some are done here in C
- * (printing, overlap of boxes, freeing); the rest report, naming the
- * call, that pdc does not implement them (analysis and transform
- * registration, region locks, buffer mapping, histograms) and fail, so a
+ * (printing, overlap of boxes, freeing), buffer mapping and region locks
+ * in Go; the rest report, naming the call, that pdc does not implement
+ * them (analysis and transform registration, histograms) and fail, so a
  * program that uses one links and fails clearly when it calls it.
  */
 #include <inttypes.h>
@@ -248,31 +248,25 @@ perr_t PDCbuf_map_transform_register(char *func, void *buf, pdcid_t src_region_i
     return UNIMPLEMENTED("PDCbuf_map_transform_register", NO_TRANSFORMS);
 }
 
-/* Buffer mapping and region locks (pdc_region.h): PDC's older transfer
- * path, replaced in PDC itself by region transfers. */
-#define USE_TRANSFERS "PDC's older I/O path; use PDCregion_transfer_create/_start/_wait, which PDC recommends"
-
+/* Buffer mapping and region locks (pdc_region.h): PDC's older I/O path,
+ * done with region transfers (capi/bufmap.go). */
 perr_t PDCbuf_obj_map(void *buf, pdc_var_type_t local_type, pdcid_t local_reg, pdcid_t remote_obj,
                       pdcid_t remote_reg)
 {
-    (void)buf, (void)local_type, (void)local_reg, (void)remote_obj, (void)remote_reg;
-    return UNIMPLEMENTED("PDCbuf_obj_map", USE_TRANSFERS);
+    return pdcgo_buf_obj_map(buf, (int)local_type, local_reg, remote_obj, remote_reg);
 }
 
 perr_t PDCbuf_obj_unmap(pdcid_t remote_obj_id, pdcid_t remote_reg_id)
 {
-    (void)remote_obj_id, (void)remote_reg_id;
-    return UNIMPLEMENTED("PDCbuf_obj_unmap", USE_TRANSFERS);
+    return pdcgo_buf_obj_unmap(remote_obj_id, remote_reg_id);
 }
 
 perr_t PDCreg_obtain_lock(pdcid_t obj_id, pdcid_t reg_id, pdc_access_t access_type, pdc_lock_mode_t lock_mode)
 {
-    (void)obj_id, (void)reg_id, (void)access_type, (void)lock_mode;
-    return UNIMPLEMENTED("PDCreg_obtain_lock", USE_TRANSFERS);
+    return pdcgo_reg_obtain_lock(obj_id, reg_id, (int)access_type, (int)lock_mode);
 }
 
 perr_t PDCreg_release_lock(pdcid_t obj_id, pdcid_t reg_id, pdc_access_t access_type)
 {
-    (void)obj_id, (void)reg_id, (void)access_type;
-    return UNIMPLEMENTED("PDCreg_release_lock", USE_TRANSFERS);
+    return pdcgo_reg_release_lock(obj_id, reg_id, (int)access_type);
 }
