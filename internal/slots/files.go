@@ -54,9 +54,12 @@ const (
 	markerMagic   = "pdcslot\x00"
 	markerVersion = 1
 	tableMagic    = "pdcslots"
-	// tableVersion 2 adds the data dirs that keep cuts owed to missing
-	// slots; a table without any is written as version 1, which builds
-	// before it read.
+	// tableVersion 2 adds the data dirs that may keep cuts owed to
+	// missing slots. Every missing slot has one (its holder's, named
+	// when it goes missing, before any cut is kept), so a table is
+	// written as version 1, which builds before it read, only when no
+	// slot is missing; those builds refuse a version 2 table by its
+	// version.
 	tableVersion = 2
 )
 
